@@ -1,0 +1,73 @@
+# kiln's two commands, and the rest of the build.
+#
+#   make run    installs what is missing (as root), builds, and runs kiln's
+#               main job on its built-in default corpus
+#   make test   installs what is missing, builds, runs every test with ctest,
+#               then the suite under ASan+UBSan and the threaded tests
+#               under TSan
+#
+# Other targets: build, check (tests of the plain build only),
+# check-sanitizers, fuzz (FUZZ_SECONDS=N), format, tidy, clean.
+
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+RUN_DIR ?= $(BUILD)/run-cache
+CMAKE ?= cmake
+GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
+
+.PHONY: all build run test check check-sanitizers asan tsan fuzz format tidy clean deps
+
+all: build
+
+deps:
+	@sh scripts/deps.sh test
+
+$(BUILD)/build.ninja $(BUILD)/Makefile:
+	$(CMAKE) -S . -B $(BUILD) $(GENERATOR) -DKILN_WERROR=ON
+
+build: deps $(BUILD)/build.ninja
+	$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/kiln bench store
+
+check: build
+	ctest --test-dir $(BUILD) $(CTEST_FLAGS)
+
+test: check check-sanitizers
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (less
+# the tests labelled nosan), then the threaded tests under ThreadSanitizer.
+check-sanitizers: asan tsan
+
+asan: deps
+	$(CMAKE) -S . -B $(BUILD)-asan $(GENERATOR) -DKILN_WERROR=ON -DKILN_SANITIZE=address,undefined
+	$(CMAKE) --build $(BUILD)-asan -j $(JOBS)
+	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/support/lsan.supp \
+	  ctest --test-dir $(BUILD)-asan $(CTEST_FLAGS) -LE nosan
+
+tsan: deps
+	$(CMAKE) -S . -B $(BUILD)-tsan $(GENERATOR) -DKILN_WERROR=ON -DKILN_SANITIZE=thread
+	$(CMAKE) --build $(BUILD)-tsan -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --test-dir $(BUILD)-tsan $(CTEST_FLAGS) -L threads -LE nosan
+
+# libFuzzer targets (clang), each run for FUZZ_SECONDS from its seed corpus.
+fuzz:
+	@sh scripts/deps.sh fuzz
+	CC=clang $(CMAKE) -S . -B $(BUILD)-fuzz $(GENERATOR) -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
+	  -DKILN_SANITIZE=address,undefined
+	$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS)
+	sh scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+tidy: build
+	clang-tidy -p $(BUILD) $$(git ls-files 'src/*.c' 'tools/*.c')
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -1,0 +1,58 @@
+# Shared build settings and the helpers every module folder uses.
+
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  add_compile_definitions(_GNU_SOURCE)
+  set(KILN_PLATFORM unix)
+elseif(WIN32)
+  add_compile_definitions(WIN32_LEAN_AND_MEAN _WIN32_WINNT=0x0A00 __USE_MINGW_ANSI_STDIO=1)
+  set(KILN_PLATFORM win)
+else()
+  set(KILN_PLATFORM unix)
+endif()
+
+set(KILN_WARNINGS -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+    -Wpointer-arith -Wformat=2 -Wno-unused-parameter)
+if(KILN_WERROR)
+  list(APPEND KILN_WARNINGS -Werror)
+endif()
+
+if(KILN_SANITIZE)
+  string(REPLACE "," ";" _kiln_sanitizers "${KILN_SANITIZE}")
+  set(KILN_SANITIZE_FLAGS -fsanitize=${KILN_SANITIZE} -fno-omit-frame-pointer)
+  if("undefined" IN_LIST _kiln_sanitizers)
+    list(APPEND KILN_SANITIZE_FLAGS -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options(${KILN_SANITIZE_FLAGS})
+  add_link_options(${KILN_SANITIZE_FLAGS})
+  add_compile_definitions(KILN_SANITIZED=1)
+endif()
+
+if(KILN_FUZZ)
+  # Instrument the whole library for coverage, not only the entry points.
+  add_compile_options(-fsanitize=fuzzer-no-link -fno-omit-frame-pointer)
+endif()
+
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(SHADERC IMPORTED_TARGET shaderc)
+pkg_check_modules(VULKAN IMPORTED_TARGET vulkan)
+pkg_check_modules(JSONC IMPORTED_TARGET json-c)
+pkg_check_modules(ZLIB IMPORTED_TARGET zlib)
+
+# kiln_module(NAME SOURCES src... DEPS targets...)
+# Makes the static library kiln_NAME from one src/ folder. Its private
+# headers stay private: only include/ is exported to dependents.
+function(kiln_module name)
+  cmake_parse_arguments(M "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(kiln_${name} STATIC ${M_SOURCES})
+  target_include_directories(kiln_${name}
+    PUBLIC ${PROJECT_SOURCE_DIR}/include
+    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src/common)
+  target_compile_options(kiln_${name} PRIVATE ${KILN_WARNINGS})
+  target_link_libraries(kiln_${name} PUBLIC ${M_DEPS})
+  set_target_properties(kiln_${name} PROPERTIES C_VISIBILITY_PRESET hidden
+                        POSITION_INDEPENDENT_CODE ON)
+  set_property(GLOBAL APPEND PROPERTY KILN_MODULES kiln_${name})
+endfunction()

@@ -1,0 +1,38 @@
+#!/bin/sh
+# Installs the Debian packages kiln needs to build, test and run, when they
+# are missing. As root it installs them with apt-get; otherwise it names the
+# missing ones and fails.
+#
+# usage: scripts/deps.sh [build|test|fuzz]
+set -eu
+
+build_pkgs="cmake ninja-build gcc pkg-config libzstd-dev libxxhash-dev libshaderc-dev
+  libvulkan-dev mesa-vulkan-drivers libjson-c-dev zlib1g-dev"
+test_pkgs="$build_pkgs spirv-tools hwloc clang libclang-rt-dev"
+fuzz_pkgs="$test_pkgs clang"
+
+case "${1:-build}" in
+build) want=$build_pkgs ;;
+test) want=$test_pkgs ;;
+fuzz) want=$fuzz_pkgs ;;
+*) echo "usage: $0 [build|test|fuzz]" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "kiln: missing Debian packages:$missing" >&2
+    echo "kiln: run as root, or: sudo apt-get install$missing" >&2
+    exit 1
+fi
+echo "kiln: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

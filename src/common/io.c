@@ -1,0 +1,129 @@
+/*
+ * io.c - portable helpers over the file I/O table.
+ *
+ * Everything that touches a cache file goes through a `struct kiln_io`, so
+ * the helpers here take one too: a test that injects a fault into the table
+ * sees it in every step of a replace or a full read.
+ */
+#include "kiln_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kiln__path_join(char *out, size_t cap, const char *dir, const char *name)
+{
+    size_t d = strlen(dir);
+    bool slash = d > 0 && (dir[d - 1] == '/' || dir[d - 1] == '\\');
+    int n = snprintf(out, cap, "%s%s%s", dir, (slash || d == 0) ? "" : "/", name);
+    return (n < 0 || (size_t)n >= cap) ? KILN_ERANGE : KILN_OK;
+}
+
+int kiln_io_read_full(const struct kiln_io *io, int fd, void *buf, size_t n, uint64_t off)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        int64_t got = io->pread(io, fd, p, n, off);
+        if (got < 0)
+            return (int)got;
+        if (got == 0)
+            return KILN_EIO_SHORTREAD;
+        p += got;
+        n -= (size_t)got;
+        off += (uint64_t)got;
+    }
+    return KILN_OK;
+}
+
+int kiln_io_write_full(const struct kiln_io *io, int fd, const void *buf, size_t n, uint64_t off)
+{
+    const unsigned char *p = buf;
+    while (n > 0) {
+        int64_t put = io->pwrite(io, fd, p, n, off);
+        if (put < 0)
+            return (int)put;
+        if (put == 0)
+            return KILN_EIO_SHORTWRITE;
+        p += put;
+        n -= (size_t)put;
+        off += (uint64_t)put;
+    }
+    return KILN_OK;
+}
+
+/* The folder part of `path` ("." when it has none). */
+static int dir_of(char *out, size_t cap, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+#ifdef _WIN32
+    const char *bslash = strrchr(path, '\\');
+    if (bslash && (!slash || bslash > slash))
+        slash = bslash;
+#endif
+    if (!slash)
+        return snprintf(out, cap, ".") < (int)cap ? KILN_OK : KILN_ERANGE;
+    size_t n = (size_t)(slash - path);
+    if (n == 0)
+        n = 1; /* the root folder */
+    if (n >= cap)
+        return KILN_ERANGE;
+    memcpy(out, path, n);
+    out[n] = '\0';
+    return KILN_OK;
+}
+
+int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void *data, size_t n)
+{
+    char tmp[4096], dir[4096];
+    int len = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    if (len < 0 || (size_t)len >= sizeof(tmp))
+        return KILN_ERANGE;
+    KILN_TRY(dir_of(dir, sizeof(dir), path));
+
+    int fd;
+    KILN_TRY(io->open(io, tmp, KILN_IO_RDWR | KILN_IO_CREATE | KILN_IO_TRUNC, &fd));
+    /* Write and sync the new bytes under the temporary name first, so the
+     * rename below can only ever publish a whole file. */
+    int rc = kiln_io_write_full(io, fd, data, n, 0);
+    if (rc == KILN_OK)
+        rc = io->fsync(io, fd);
+    int crc = io->close(io, fd);
+    if (rc == KILN_OK)
+        rc = crc;
+    if (rc == KILN_OK)
+        rc = io->rename(io, tmp, path);
+    if (rc != KILN_OK) {
+        io->unlink(io, tmp);
+        return rc;
+    }
+    return io->fsync_dir(io, dir);
+}
+
+int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max, void **data,
+                      size_t *n)
+{
+    int fd;
+    uint64_t size;
+    *data = NULL;
+    *n = 0;
+    KILN_TRY(io->open(io, path, KILN_IO_READ, &fd));
+    int rc = io->size(io, fd, &size);
+    if (rc == KILN_OK && size > max)
+        rc = KILN_ERANGE;
+    void *buf = NULL;
+    if (rc == KILN_OK) {
+        buf = malloc(size ? (size_t)size : 1);
+        if (!buf)
+            rc = KILN_ENOMEM;
+    }
+    if (rc == KILN_OK)
+        rc = kiln_io_read_full(io, fd, buf, (size_t)size, 0);
+    io->close(io, fd);
+    if (rc != KILN_OK) {
+        free(buf);
+        return rc;
+    }
+    *data = buf;
+    *n = (size_t)size;
+    return KILN_OK;
+}

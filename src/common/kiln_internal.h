@@ -1,0 +1,103 @@
+/*
+ * kiln_internal.h - the library-internal helpers of `common`.
+ *
+ * This is the one private header every module may include: the error
+ * forwarding macro, the logging entry point and a few small utilities.
+ * Nothing here is part of the public API; names carry the kiln__ prefix.
+ */
+#ifndef KILN_INTERNAL_H
+#define KILN_INTERNAL_H
+
+#include "kiln/common.h"
+
+#include <stdarg.h>
+
+/* Forwards a negative kiln error to the caller. */
+#define KILN_TRY(expr)                                                                             \
+    do {                                                                                           \
+        int kiln__rc = (expr);                                                                     \
+        if (kiln__rc < 0)                                                                          \
+            return kiln__rc;                                                                       \
+    } while (0)
+
+#define KILN_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define KILN_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define KILN_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#if defined(__GNUC__)
+#define KILN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define KILN_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KILN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define KILN_PRINTF(fmt, args)
+#define KILN_LIKELY(x) (x)
+#define KILN_UNLIKELY(x) (x)
+#endif
+
+/* @return whether events of `level` are logged now (a relaxed atomic load). */
+bool kiln__log_enabled(enum kiln_log_level level);
+
+/* Logs one event as one line. Use through KILN_LOG so that the format
+ * arguments are not evaluated for a level that is off. */
+void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, ...)
+    KILN_PRINTF(3, 4);
+
+#define KILN_LOG(level, module, ...)                                                               \
+    do {                                                                                           \
+        if (kiln__log_enabled(level))                                                              \
+            kiln__log((level), (module), __VA_ARGS__);                                             \
+    } while (0)
+
+#define KILN_ERROR(module, ...) KILN_LOG(KILN_LOG_ERROR, module, __VA_ARGS__)
+#define KILN_WARN(module, ...) KILN_LOG(KILN_LOG_WARN, module, __VA_ARGS__)
+#define KILN_INFO(module, ...) KILN_LOG(KILN_LOG_INFO, module, __VA_ARGS__)
+#define KILN_DEBUG(module, ...) KILN_LOG(KILN_LOG_DEBUG, module, __VA_ARGS__)
+
+/* Little-endian loads and stores: every kiln file is little-endian. */
+static inline uint32_t kiln__load_le32(const void *p)
+{
+    const unsigned char *b = p;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline uint64_t kiln__load_le64(const void *p)
+{
+    const unsigned char *b = p;
+    return (uint64_t)kiln__load_le32(b) | (uint64_t)kiln__load_le32(b + 4) << 32;
+}
+
+static inline uint16_t kiln__load_le16(const void *p)
+{
+    const unsigned char *b = p;
+    return (uint16_t)(b[0] | b[1] << 8);
+}
+
+static inline void kiln__store_le16(void *p, uint16_t v)
+{
+    unsigned char *b = p;
+    b[0] = (unsigned char)v;
+    b[1] = (unsigned char)(v >> 8);
+}
+
+static inline void kiln__store_le32(void *p, uint32_t v)
+{
+    unsigned char *b = p;
+    b[0] = (unsigned char)v;
+    b[1] = (unsigned char)(v >> 8);
+    b[2] = (unsigned char)(v >> 16);
+    b[3] = (unsigned char)(v >> 24);
+}
+
+static inline void kiln__store_le64(void *p, uint64_t v)
+{
+    kiln__store_le32(p, (uint32_t)v);
+    kiln__store_le32((unsigned char *)p + 4, (uint32_t)(v >> 32));
+}
+
+/*
+ * Joins a folder and a file name into `out` (size `cap`).
+ * @return 0 or KILN_ERANGE when it does not fit.
+ */
+int kiln__path_join(char *out, size_t cap, const char *dir, const char *name);
+
+#endif /* KILN_INTERNAL_H */

@@ -1,0 +1,121 @@
+/*
+ * test_common.c - errors, logging, the I/O helpers and hashing.
+ */
+#include "kiln_test.h"
+#include "kiln_internal.h"
+
+#include <sys/stat.h>
+
+KT_CASE(error_names)
+{
+    KT_CHECK(strcmp(kiln_errname(KILN_ENOSPC), "KILN_ENOSPC") == 0);
+    KT_CHECK(strcmp(kiln_strerror(KILN_EIO_SYNC), "sync failed") == 0);
+    KT_CHECK(strcmp(kiln_errname(-9999), "KILN_E?") == 0);
+    /* Every code from -1 down to the last one has a distinct name. */
+    const int codes[] = {KILN_EINVAL, KILN_ENOSPC, KILN_EIO_SHORTREAD, KILN_ECORRUPT_BLOB};
+    for (size_t i = 0; i < KILN_ARRAY_LEN(codes); i++)
+        KT_CHECK(strcmp(kiln_errname(codes[i]), "KILN_E?") != 0);
+}
+
+struct captured {
+    int count;
+    char last[256];
+    char module[32];
+};
+
+static void capture(void *user, enum kiln_log_level level, const char *module, const char *line)
+{
+    struct captured *c = user;
+    (void)level;
+    c->count++;
+    snprintf(c->last, sizeof(c->last), "%s", line);
+    snprintf(c->module, sizeof(c->module), "%s", module);
+}
+
+KT_CASE(log_levels_and_sink)
+{
+    struct captured c = {0};
+    kiln_log_set_sink(capture, &c);
+    KT_CHECK_EQ(kiln_log_get_level(), KILN_LOG_WARN); /* quiet by default */
+    KILN_INFO("test", "not shown %d", 1);
+    KT_CHECK_EQ(c.count, 0);
+    KILN_WARN("test", "shown\non one line");
+    KT_CHECK_EQ(c.count, 1);
+    KT_CHECK(strcmp(c.last, "shown on one line") == 0);
+    KT_CHECK(strcmp(c.module, "test") == 0);
+    kiln_log_set_level(KILN_LOG_DEBUG);
+    KILN_DEBUG("test", "debug");
+    KT_CHECK_EQ(c.count, 2);
+    kiln_log_set_level(KILN_LOG_WARN);
+    kiln_log_set_sink(NULL, NULL);
+}
+
+KT_CASE(replace_and_read_file)
+{
+    const struct kiln_io *io = kiln_io_default();
+    char path[4200];
+    KT_REQUIRE_OK(kiln__path_join(path, sizeof(path), kt_tmpdir(), "f.bin"));
+    KT_REQUIRE_OK(kiln_io_replace_file(io, path, "first", 5));
+    KT_REQUIRE_OK(kiln_io_replace_file(io, path, "second!", 7));
+    void *data;
+    size_t n;
+    KT_REQUIRE_OK(kiln_io_read_file(io, path, 1024, &data, &n));
+    KT_CHECK_EQ(n, 7);
+    KT_CHECK(memcmp(data, "second!", 7) == 0);
+    free(data);
+    KT_CHECK_EQ(kiln_io_read_file(io, path, 3, &data, &n), KILN_ERANGE);
+
+    /* No temporary file is left behind. */
+    char tmp[4300];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    struct stat st;
+    KT_CHECK(stat(tmp, &st) != 0);
+
+    int fd;
+    KT_REQUIRE_OK(io->open(io, path, KILN_IO_READ, &fd));
+    char buf[16];
+    KT_CHECK_EQ(kiln_io_read_full(io, fd, buf, 8, 0), KILN_EIO_SHORTREAD);
+    KT_CHECK_OK(kiln_io_read_full(io, fd, buf, 3, 4));
+    KT_CHECK(memcmp(buf, "nd!", 3) == 0);
+    io->close(io, fd);
+
+    KT_CHECK_EQ(kiln_io_read_file(io, "/nonexistent/kiln/x", 10, &data, &n), KILN_ENOENT);
+}
+
+KT_CASE(lock_is_exclusive)
+{
+    const struct kiln_io *io = kiln_io_default();
+    char path[4200];
+    KT_REQUIRE_OK(kiln__path_join(path, sizeof(path), kt_tmpdir(), "lock"));
+    int a, b;
+    KT_REQUIRE_OK(io->open(io, path, KILN_IO_RDWR | KILN_IO_CREATE, &a));
+    KT_REQUIRE_OK(io->open(io, path, KILN_IO_RDWR, &b));
+    KT_CHECK_OK(io->lock(io, a, KILN_IO_LOCK_EXCLUSIVE));
+    KT_CHECK_EQ(io->lock(io, b, KILN_IO_LOCK_EXCLUSIVE), KILN_EBUSY);
+    KT_CHECK_EQ(io->lock(io, b, KILN_IO_LOCK_SHARED), KILN_EBUSY);
+    KT_CHECK_OK(io->lock(io, a, KILN_IO_UNLOCK));
+    KT_CHECK_OK(io->lock(io, b, KILN_IO_LOCK_EXCLUSIVE));
+    io->close(io, a);
+    io->close(io, b);
+}
+
+KT_CASE(hash_and_path)
+{
+    KT_CHECK(kiln_hash64("abc", 3) == kiln_hash64("abc", 3));
+    KT_CHECK(kiln_hash64("abc", 3) != kiln_hash64("abd", 3));
+    struct kiln_key k1 = kiln_hash128("abc", 3), k2 = kiln_hash128("abc", 3);
+    KT_CHECK(kiln_key_equal(k1, k2));
+    char out[9];
+    KT_CHECK_EQ(kiln__path_join(out, sizeof(out), "dir", "name"), KILN_OK);
+    KT_CHECK(strcmp(out, "dir/name") == 0);
+    KT_CHECK_EQ(kiln__path_join(out, sizeof(out), "folder", "name"), KILN_ERANGE);
+    uint64_t t0 = kiln_now_ns(), t1 = kiln_now_ns();
+    KT_CHECK(t1 >= t0);
+    unsigned char r[32] = {0}, zero[32] = {0};
+    KT_CHECK_OK(kiln_random_bytes(r, sizeof(r)));
+    KT_CHECK(memcmp(r, zero, sizeof(r)) != 0);
+    KT_CHECK(kiln_rss_bytes() > 0);
+}
+
+KT_MAIN(KT_ENTRY(error_names), KT_ENTRY(log_levels_and_sink), KT_ENTRY(replace_and_read_file),
+        KT_ENTRY(lock_is_exclusive), KT_ENTRY(hash_and_path))

@@ -1,0 +1,115 @@
+/*
+ * cli.h - what the `kiln` command's files share: exit codes, option
+ * parsing helpers, a JSON writer for --json and a progress bar.
+ *
+ * The command line is a thin layer over the public API: a command parses
+ * its options, calls the library and prints. Every report has --json (one
+ * object on stdout, nothing else on stdout); errors go to stderr as one line
+ * that says what and where.
+ */
+#ifndef KILN_CLI_H
+#define KILN_CLI_H
+
+#include "kiln.h"
+
+#include <stdio.h>
+
+enum {
+    KILN_EXIT_OK = 0,     /* done */
+    KILN_EXIT_FAILED = 1, /* the work failed */
+    KILN_EXIT_USAGE = 2,  /* bad usage or input */
+};
+
+/* A command: argv[0] is its full name ("kiln cache stats"). */
+typedef int (*cli_command_fn)(int argc, char **argv);
+
+/* Prints "NAME: message" to stderr as one line. */
+void cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints a usage error and a hint to run --help; @return KILN_EXIT_USAGE. */
+int cli_usage_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Parses an unsigned integer option value in [lo, hi]. Suffixes K, M, G
+ * (powers of 1024) are accepted when `sizes` is true.
+ * @return 0, or prints one line naming the flag and returns KILN_EXIT_USAGE.
+ */
+int cli_parse_u64(const char *name, const char *flag, const char *text, uint64_t lo, uint64_t hi,
+                  bool sizes, uint64_t *out);
+
+/* Parses "--jobs N|auto": 0 means auto. Same return as cli_parse_u64. */
+int cli_parse_jobs(const char *name, const char *text, unsigned *jobs);
+
+/*
+ * The cache-affinity choice of every command: -1 when neither
+ * --cache-affinity nor --no-cache-affinity was given, else 0 or 1. main()
+ * takes both flags out of argv before a command sees it.
+ */
+extern int cli_cache_affinity_flag;
+
+/*
+ * Applies the cache-affinity rule (flag beats KILN_CACHE_AFFINITY, default
+ * off) and pins the process when it says so. Called by commands that do
+ * heavy work (prepare, start). @return 0, or KILN_EXIT_USAGE for a bad
+ * environment value.
+ */
+int cli_apply_cache_affinity(const char *name);
+
+/* ---- JSON output ------------------------------------------------------- */
+
+struct cli_json {
+    FILE *out;
+    int depth;
+    bool need_comma[16];
+};
+
+/* Starts the one top-level object on `out`. */
+void cli_json_begin(struct cli_json *j, FILE *out);
+/* Ends it and writes a newline. */
+void cli_json_end(struct cli_json *j);
+/* Values; `key` is NULL inside an array. */
+void cli_json_u64(struct cli_json *j, const char *key, uint64_t v);
+void cli_json_i64(struct cli_json *j, const char *key, int64_t v);
+void cli_json_double(struct cli_json *j, const char *key, double v);
+void cli_json_bool(struct cli_json *j, const char *key, bool v);
+void cli_json_str(struct cli_json *j, const char *key, const char *v);
+void cli_json_null(struct cli_json *j, const char *key);
+void cli_json_array_begin(struct cli_json *j, const char *key);
+void cli_json_array_end(struct cli_json *j);
+void cli_json_object_begin(struct cli_json *j, const char *key);
+void cli_json_object_end(struct cli_json *j);
+
+/* ---- progress ----------------------------------------------------------- */
+
+/*
+ * A progress display for long work: a bar redrawn in place on a terminal
+ * (done/total, rate, time left), a plain line every few seconds otherwise.
+ * It writes to stderr so that --json output on stdout stays clean.
+ */
+struct cli_progress {
+    const char *label;
+    uint64_t total;
+    uint64_t start_ns;
+    uint64_t last_ns;
+    bool tty;
+    bool quiet;
+};
+
+void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total, bool quiet);
+void cli_progress_update(struct cli_progress *p, uint64_t done);
+void cli_progress_finish(struct cli_progress *p, uint64_t done);
+
+/* ---- small helpers ------------------------------------------------------ */
+
+#define CLI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Seconds between two kiln_now_ns() readings. */
+static inline double cli_seconds(uint64_t from_ns, uint64_t to_ns)
+{
+    return (double)(to_ns - from_ns) / 1e9;
+}
+
+/* Formats a byte count as "1.5 GiB" into buf. @return buf. */
+const char *cli_format_bytes(char *buf, size_t cap, uint64_t bytes);
+
+#endif /* KILN_CLI_H */

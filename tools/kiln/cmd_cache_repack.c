@@ -1,0 +1,11 @@
+/* cmd_cache_repack.c - not written yet. */
+#include "cli.h"
+#include "commands.h"
+
+int cmd_cache_repack(int argc, char **argv)
+{
+    (void)argc;
+    cli_error(argv[0], "not available in this build yet");
+    return KILN_EXIT_FAILED;
+}
+

@@ -1,0 +1,22 @@
+/*
+ * commands.h - every `kiln` command, one function each, one file each.
+ */
+#ifndef KILN_COMMANDS_H
+#define KILN_COMMANDS_H
+
+int cmd_prepare(int argc, char **argv);       /* cmd_prepare.c */
+int cmd_start(int argc, char **argv);         /* cmd_start.c */
+int cmd_cache_stats(int argc, char **argv);   /* cmd_cache.c */
+int cmd_cache_check(int argc, char **argv);   /* cmd_cache.c */
+int cmd_cache_repack(int argc, char **argv);  /* cmd_cache_repack.c */
+int cmd_cache_prune(int argc, char **argv);   /* cmd_cache_life.c */
+int cmd_cache_compact(int argc, char **argv); /* cmd_cache_life.c */
+int cmd_cache_merge(int argc, char **argv);   /* cmd_cache_life.c */
+int cmd_import_foz(int argc, char **argv);    /* cmd_import.c */
+int cmd_topo(int argc, char **argv);          /* cmd_topo.c */
+int cmd_bench_store(int argc, char **argv);   /* bench_store.c */
+int cmd_bench_pack(int argc, char **argv);    /* bench_pack.c */
+int cmd_bench_prepare(int argc, char **argv); /* bench_prepare.c */
+int cmd_bench_pages(int argc, char **argv);   /* bench_pages.c */
+
+#endif /* KILN_COMMANDS_H */

@@ -1,0 +1,137 @@
+/*
+ * main.c - the `kiln` command: finds the command named on the command line
+ * and runs it.
+ *
+ * Options every command shares are taken here: -v/--verbose (repeatable) and
+ * -q/--quiet set the log level, --cache-affinity/--no-cache-affinity choose
+ * CPU pinning (see cli_apply_cache_affinity). They may stand anywhere on the
+ * line.
+ */
+#include "cli.h"
+#include "commands.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct command {
+    const char *group; /* "cache", "bench", or NULL for a top-level command */
+    const char *name;
+    cli_command_fn fn;
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {NULL, "prepare", cmd_prepare, "translate, pack and store every program; build its pipelines"},
+    {NULL, "start", cmd_start, "the warm start: open the cache, load every program, build pipelines"},
+    {"cache", "stats", cmd_cache_stats, "what a cache holds and how its last open went"},
+    {"cache", "check", cmd_cache_check, "read and check every record (--repair mends the index)"},
+    {"cache", "repack", cmd_cache_repack, "rewrite a cache with another codec"},
+    {"cache", "prune", cmd_cache_prune, "drop the least recently used records"},
+    {"cache", "compact", cmd_cache_compact, "rewrite the records without superseded ones"},
+    {"cache", "merge", cmd_cache_merge, "join caches of the same stamp"},
+    {"import", "foz", cmd_import_foz, "import Fossilize archives into a cache"},
+    {NULL, "topo", cmd_topo, "CPU cache domains and whether pinning would apply"},
+    {"bench", "store", cmd_bench_store, "cache open and load: scan vs index, 1 vs N threads"},
+    {"bench", "pack", cmd_bench_pack, "SPIR-V packing: raw vs zstd -1 vs kiln's codec"},
+    {"bench", "prepare", cmd_bench_prepare, "pipeline builds per thread count; module memory"},
+    {"bench", "pages", cmd_bench_pages, "page-table run queries: byte scan vs summaries"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: kiln [-v|-q] COMMAND [ARGS...]\n\n"
+                 "kiln %s: program cache, SPIR-V packing and warm starts for emulators.\n\n"
+                 "commands:\n",
+            KILN_VERSION_STRING);
+    for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++) {
+        char full[64];
+        snprintf(full, sizeof(full), "%s%s%s", commands[i].group ? commands[i].group : "",
+                 commands[i].group ? " " : "", commands[i].name);
+        fprintf(out, "  %-15s %s\n", full, commands[i].summary);
+    }
+    fprintf(out, "\nshared options:\n"
+                 "  -v, --verbose          log more (repeat for debug)\n"
+                 "  -q, --quiet            log errors only\n"
+                 "  --cache-affinity       pin to the CPUs sharing the largest cache\n"
+                 "  --no-cache-affinity    never pin (beats KILN_CACHE_AFFINITY=1)\n"
+                 "\n'kiln COMMAND --help' describes a command. Exit codes: 0 done, 1 failed, "
+                 "2 bad usage or input.\n");
+}
+
+/* Takes the shared options out of argv; @return the new argc, or -1. */
+static int take_shared_options(int argc, char **argv)
+{
+    int level = KILN_LOG_WARN;
+    int out = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            while (i < argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0)
+            level = level < KILN_LOG_DEBUG ? level + 1 : level;
+        else if (strcmp(a, "-vv") == 0)
+            level = KILN_LOG_DEBUG;
+        else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0)
+            level = KILN_LOG_ERROR;
+        else if (strcmp(a, "--cache-affinity") == 0)
+            cli_cache_affinity_flag = 1;
+        else if (strcmp(a, "--no-cache-affinity") == 0)
+            cli_cache_affinity_flag = 0;
+        else
+            argv[out++] = argv[i];
+    }
+    argv[out] = NULL;
+    kiln_log_set_level((enum kiln_log_level)level);
+    return out;
+}
+
+int main(int argc, char **argv)
+{
+    argc = take_shared_options(argc, argv);
+    if (argc < 2) {
+        usage(stderr);
+        return KILN_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return KILN_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("kiln %s\n", KILN_VERSION_STRING);
+        return KILN_EXIT_OK;
+    }
+
+    bool group_known = false;
+    for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++) {
+        const struct command *c = &commands[i];
+        if (!c->group && strcmp(argv[1], c->name) == 0) {
+            char name[64];
+            snprintf(name, sizeof(name), "kiln %s", c->name);
+            argv[1] = name;
+            return c->fn(argc - 1, argv + 1);
+        }
+        if (c->group && strcmp(argv[1], c->group) == 0) {
+            group_known = true;
+            if (argc >= 3 && strcmp(argv[2], c->name) == 0) {
+                char name[64];
+                snprintf(name, sizeof(name), "kiln %s %s", c->group, c->name);
+                argv[2] = name;
+                return c->fn(argc - 2, argv + 2);
+            }
+        }
+    }
+    if (group_known) {
+        fprintf(stderr, "kiln %s: expected one of:", argv[1]);
+        for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++)
+            if (commands[i].group && strcmp(argv[1], commands[i].group) == 0)
+                fprintf(stderr, " %s", commands[i].name);
+        fprintf(stderr, "%s%s\n", argc >= 3 ? ", got " : "", argc >= 3 ? argv[2] : "");
+        return KILN_EXIT_USAGE;
+    }
+    fprintf(stderr, "kiln: unknown command '%s' (try 'kiln --help')\n", argv[1]);
+    return KILN_EXIT_USAGE;
+}
