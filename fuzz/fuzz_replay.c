@@ -5,7 +5,6 @@
  *
  * usage: fuzz_replay_NAME FILE_OR_FOLDER...
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
  */
 #include "kiln_test.h"
 #include "kiln_internal.h"
+#include "faultio.h"
 
 #include <sys/stat.h>
 
@@ -117,5 +118,50 @@ KT_CASE(hash_and_path)
     KT_CHECK(kiln_rss_bytes() > 0);
 }
 
+KT_CASE(faultio_faults_and_power_cut)
+{
+    struct faultio f;
+    faultio_init(&f);
+    const struct kiln_io *io = &f.io;
+    char path[4200];
+    KT_REQUIRE_OK(kiln__path_join(path, sizeof(path), kt_tmpdir(), "data"));
+    int fd;
+    KT_REQUIRE_OK(io->open(io, path, KILN_IO_RDWR | KILN_IO_CREATE, &fd));
+
+    /* The second write fails with ENOSPC, once. */
+    faultio_arm(&f, 2, FAULTIO_WRITE, KILN_ENOSPC, false);
+    KT_CHECK_OK(kiln_io_write_full(io, fd, "aaaa", 4, 0));
+    KT_CHECK_EQ(kiln_io_write_full(io, fd, "bbbb", 4, 4), KILN_ENOSPC);
+    KT_CHECK_OK(kiln_io_write_full(io, fd, "bbbb", 4, 4));
+    KT_CHECK_EQ(f.faults, 1);
+
+    /* Persistent: every sync from the first on fails. */
+    faultio_arm(&f, 1, FAULTIO_SYNC, KILN_EIO, true);
+    KT_CHECK_EQ(io->fsync(io, fd), KILN_EIO_SYNC);
+    KT_CHECK_EQ(io->fsync(io, fd), KILN_EIO_SYNC);
+    faultio_disarm(&f);
+
+    /* A power cut undoes what was written after the last sync. */
+    f.track_unsynced = true;
+    KT_CHECK_OK(io->fsync(io, fd));
+    KT_CHECK_OK(kiln_io_write_full(io, fd, "cccccccc", 8, 8));
+    KT_CHECK_OK(kiln_io_write_full(io, fd, "XX", 2, 0));
+    KT_CHECK_EQ(faultio_power_cut(&f, false), 2);
+    uint64_t size = 0;
+    KT_CHECK_OK(io->size(io, fd, &size));
+    KT_CHECK_EQ(size, 8);
+    char buf[8];
+    KT_CHECK_OK(kiln_io_read_full(io, fd, buf, 8, 0));
+    KT_CHECK(memcmp(buf, "aaaabbbb", 8) == 0);
+
+    /* A torn write keeps the first half of the newest unsynced write. */
+    KT_CHECK_OK(kiln_io_write_full(io, fd, "dddddddd", 8, 8));
+    KT_CHECK_EQ(faultio_power_cut(&f, true), 1);
+    KT_CHECK_OK(io->size(io, fd, &size));
+    KT_CHECK_EQ(size, 12);
+    io->close(io, fd);
+    faultio_destroy(&f);
+}
+
 KT_MAIN(KT_ENTRY(error_names), KT_ENTRY(log_levels_and_sink), KT_ENTRY(replace_and_read_file),
-        KT_ENTRY(lock_is_exclusive), KT_ENTRY(hash_and_path))
+        KT_ENTRY(lock_is_exclusive), KT_ENTRY(hash_and_path), KT_ENTRY(faultio_faults_and_power_cut))

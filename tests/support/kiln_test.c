@@ -1,7 +1,6 @@
 /*
  * kiln_test.c - the test harness: case selection, failures, temp folders.
  */
-#define _GNU_SOURCE
 #include "kiln_test.h"
 
 #include <ftw.h>
