@@ -1,5 +1,42 @@
 /*
  * kiln/foz.h - reading Fossilize stream archives (.foz).
+ *
+ * Fossilize records Vulkan object create-infos (samplers, layouts, render
+ * passes, shader modules, pipelines) in stream archives. kiln reads them so
+ * that an existing capture can be brought into a kiln cache and prepared
+ * from. This module only reads; it never writes an archive.
+ *
+ * An archive is a 16-byte header (the magic "\x81FOSSILIZEDB", three zero
+ * bytes, the format version) and then entries, each 40 hexadecimal
+ * characters (a tag and a 64-bit hash), four little-endian u32s (stored
+ * size, flags: 1 plain or 2 deflate, CRC32 of the stored bytes or 0,
+ * size after inflation) and the stored bytes. Each entry's payload is JSON;
+ * a shader module's is JSON, a NUL and the SPIR-V in Fossilize's varint
+ * packing. See docs/foz.md.
+ *
+ * Reading an archive:
+ *
+ *     struct kiln_foz *foz;
+ *     KILN_TRY(kiln_foz_open(NULL, path, &foz));
+ *     struct kiln_foz_entry e;
+ *     int rc;
+ *     while ((rc = kiln_foz_next(foz, &e)) != 0) {
+ *         if (rc == KILN_ECORRUPT_RECORD)
+ *             continue;                  // this entry is damaged; the next may be whole
+ *         if (rc < 0)
+ *             break;                     // the archive cannot be read further
+ *         if (e.tag != KILN_FOZ_TAG_SHADER_MODULE)
+ *             continue;
+ *         struct kiln_foz_module m;
+ *         if (kiln_foz_decode_module(&e, &m) == 0) {
+ *             ... store m.words, m.word_count under a key made from m.hash ...
+ *             kiln_foz_module_free(&m);
+ *         }
+ *     }
+ *     kiln_foz_close(foz);
+ *
+ * A reader is not thread-safe: use one per thread. Different readers may be
+ * used from different threads at once.
  */
 #ifndef KILN_FOZ_H
 #define KILN_FOZ_H
@@ -9,6 +46,183 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The resource tags Fossilize defines (its ResourceTag). Other values may
+ * appear in an archive; the reader delivers them as they are. */
+enum kiln_foz_tag {
+    KILN_FOZ_TAG_APPLICATION_INFO = 0,
+    KILN_FOZ_TAG_SAMPLER = 1,
+    KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT = 2,
+    KILN_FOZ_TAG_PIPELINE_LAYOUT = 3,
+    KILN_FOZ_TAG_SHADER_MODULE = 4,
+    KILN_FOZ_TAG_RENDER_PASS = 5,
+    KILN_FOZ_TAG_GRAPHICS_PIPELINE = 6,
+    KILN_FOZ_TAG_COMPUTE_PIPELINE = 7,
+    KILN_FOZ_TAG_APPLICATION_BLOB_LINK = 8,
+    KILN_FOZ_TAG_RAYTRACING_PIPELINE = 9,
+    KILN_FOZ_TAG_COUNT = 10,
+};
+
+/* The archive format versions this reader accepts (the same range
+ * Fossilize itself reads; the stream layout is the same in both). */
+#define KILN_FOZ_VERSION_MIN 5
+#define KILN_FOZ_VERSION_MAX 6
+
+/* Shader stage bits, with the values of VkShaderStageFlagBits, so that a
+ * caller with Vulkan headers may use them directly. */
+enum {
+    KILN_FOZ_STAGE_VERTEX = 0x1,
+    KILN_FOZ_STAGE_TESS_CONTROL = 0x2,
+    KILN_FOZ_STAGE_TESS_EVAL = 0x4,
+    KILN_FOZ_STAGE_GEOMETRY = 0x8,
+    KILN_FOZ_STAGE_FRAGMENT = 0x10,
+    KILN_FOZ_STAGE_COMPUTE = 0x20,
+};
+
+/* An open archive. Opaque. */
+struct kiln_foz;
+
+/* One whole, checked entry of an archive. */
+struct kiln_foz_entry {
+    uint64_t tag;        /* a kiln_foz_tag, or another application-defined value */
+    uint64_t hash;       /* the object's Fossilize hash */
+    const uint8_t *data; /* the payload after inflation; valid until the next
+                            kiln_foz_next, kiln_foz_rewind or kiln_foz_close */
+    size_t size;         /* bytes at data */
+    uint64_t offset;     /* where the entry starts in the archive (for messages) */
+};
+
+/* What a reader has met so far (see kiln_foz_get_stats). */
+struct kiln_foz_stats {
+    unsigned version;      /* the archive's format version */
+    uint64_t file_size;    /* bytes in the archive */
+    uint64_t entries;      /* whole, checked entries delivered */
+    uint64_t damaged;      /* entries reported damaged (KILN_ECORRUPT_RECORD) */
+    bool truncated;        /* the last entry was cut off, and ignored */
+    uint64_t truncated_at; /* where that cut-off entry starts */
+    uint64_t end;          /* the offset just after the last entry read */
+};
+
+/* A decoded shader module. */
+struct kiln_foz_module {
+    uint64_t hash;     /* the module's Fossilize hash */
+    uint32_t flags;    /* VkShaderModuleCreateInfo.flags */
+    uint32_t *words;   /* the SPIR-V; owned, free with kiln_foz_module_free */
+    size_t word_count; /* words at `words` (codeSize / 4) */
+};
+
+/* One shader module of an archive and the stages it is used in. */
+struct kiln_foz_module_info {
+    uint64_t hash;   /* the module's Fossilize hash */
+    uint32_t stages; /* KILN_FOZ_STAGE_* bits of every pipeline stage in the
+                        archive that names this module; 0 when none does */
+};
+
+/*
+ * Opens the archive at `path` through `io` (NULL: kiln_io_default()) and
+ * checks its header. The file is read entry by entry, never whole.
+ * @return 0 and a new reader in *foz (close it with kiln_foz_close);
+ * KILN_EFORMAT when the file is not a Fossilize stream archive (too short,
+ * wrong magic) or has a version outside KILN_FOZ_VERSION_MIN..MAX; an I/O
+ * error when it cannot be opened or read. Each error is logged as one line
+ * naming the file.
+ */
+KILN_API int kiln_foz_open(const struct kiln_io *io, const char *path, struct kiln_foz **foz);
+
+/*
+ * Opens an archive held in memory, like kiln_foz_open. `data` is borrowed:
+ * it must outlive the reader. `name` (may be NULL) names the archive in log
+ * lines and is copied.
+ * @return as kiln_foz_open.
+ */
+KILN_API int kiln_foz_open_memory(const void *data, size_t size, const char *name,
+                                  struct kiln_foz **foz);
+
+/* Closes a reader and frees what it holds. NULL is a no-op. */
+KILN_API void kiln_foz_close(struct kiln_foz *foz);
+
+/*
+ * Reads the next entry, checks its CRC32 (when not zero), inflates it (for
+ * deflate entries) and checks its size after inflation.
+ * @return 1 with the entry in *entry;
+ *   0 at the end of the archive, also when the last entry is cut off (it is
+ *     ignored, as the format says; kiln_foz_get_stats says so, and an info
+ *     line is logged);
+ *   KILN_ECORRUPT_RECORD when this entry is whole but damaged (CRC, inflate
+ *     or size mismatch, unknown flags): *entry names its tag, hash and
+ *     offset, with no data; the next call reads on from the entry after it;
+ *   KILN_ECORRUPT when the entry framing itself is broken (its name is not
+ *     hexadecimal): nothing after it can be trusted, and every later call
+ *     returns KILN_ECORRUPT again;
+ *   KILN_ENOMEM, or an I/O error from the file (also repeated by later calls).
+ * Every damaged entry is logged as one warning line naming the archive, the
+ * offset, the tag and the hash.
+ */
+KILN_API int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *entry);
+
+/*
+ * Goes back to the first entry and clears the statistics, so that an archive
+ * can be read twice (for example: pipelines first, then modules).
+ * @return 0, or the I/O error of a file that can no longer be read.
+ */
+KILN_API int kiln_foz_rewind(struct kiln_foz *foz);
+
+/* Copies what the reader has met so far into *stats. */
+KILN_API void kiln_foz_get_stats(const struct kiln_foz *foz, struct kiln_foz_stats *stats);
+
+/* @return the name the reader logs with (the path, or the memory name). */
+KILN_API const char *kiln_foz_name(const struct kiln_foz *foz);
+
+/*
+ * Decodes a shader module entry (tag KILN_FOZ_TAG_SHADER_MODULE): parses its
+ * JSON (VkShaderModuleCreateInfo: codeSize, flags, varintOffset, varintSize)
+ * and unpacks the varint-coded SPIR-V, with every offset and size checked
+ * against the entry.
+ * @return 0 with the module in *module (free it with kiln_foz_module_free);
+ *   KILN_EINVAL when the entry is not a shader module;
+ *   KILN_EPARSE when the JSON or the varint stream is malformed, when the
+ *     module's hash differs from the entry's, or the words are not SPIR-V
+ *     (wrong magic);
+ *   KILN_ENOTSUP for the old form that stores the code as base64 text;
+ *   KILN_ENOMEM.
+ * Thread-safe (the entry is only read). Errors are logged at debug level:
+ * the caller reports them.
+ */
+KILN_API int kiln_foz_decode_module(const struct kiln_foz_entry *entry,
+                                    struct kiln_foz_module *module);
+
+/* Frees a module's words and clears it. NULL or a cleared module is a no-op. */
+KILN_API void kiln_foz_module_free(struct kiln_foz_module *module);
+
+/*
+ * Lists the archive's shader modules with the stages they are used in,
+ * found from the graphics, compute and ray-tracing pipeline entries that
+ * name them (VkPipelineShaderStageCreateInfo.stage and .module). A module
+ * named by a compute pipeline has KILN_FOZ_STAGE_COMPUTE; one that no
+ * pipeline names (for example because that pipeline was cut off) has 0.
+ * Reads the archive from its first entry and rewinds it afterwards.
+ * Damaged entries are skipped, and a broken framing (KILN_ECORRUPT) ends
+ * the listing with what came before it; both are logged by the reader. A
+ * pipeline whose JSON does not parse is skipped with a warning.
+ * @return the number of modules (>= 0), with a new array sorted by hash,
+ * one element per distinct hash, in *modules (free it with
+ * kiln_foz_module_list_free; NULL when there are none); or KILN_ENOMEM or
+ * an I/O error.
+ */
+KILN_API int64_t kiln_foz_list_modules(struct kiln_foz *foz, struct kiln_foz_module_info **modules);
+
+/* Frees an array made by kiln_foz_list_modules. NULL is a no-op. */
+KILN_API void kiln_foz_module_list_free(struct kiln_foz_module_info *modules);
+
+/*
+ * Finds a hash in an array made by kiln_foz_list_modules (binary search).
+ * @return the element, or NULL when the hash is not there.
+ */
+KILN_API const struct kiln_foz_module_info *
+kiln_foz_module_list_find(const struct kiln_foz_module_info *modules, size_t count, uint64_t hash);
+
+/* @return Fossilize's name of a tag ("shader module", ...), or "unknown". */
+KILN_API const char *kiln_foz_tag_name(uint64_t tag);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,51 @@
+/*
+ * foz_private.h - what the files of the foz module share.
+ */
+#ifndef KILN_FOZ_PRIVATE_H
+#define KILN_FOZ_PRIVATE_H
+
+#include "kiln/foz.h"
+#include "kiln_internal.h"
+
+/* The most bytes one entry may inflate to. Fossilize entries are JSON and
+ * SPIR-V of at most a few MB; the bound keeps a damaged or crafted size
+ * from asking for gigabytes. */
+#define KILN__FOZ_MAX_INFLATED ((uint64_t)256 << 20)
+
+/* Deflate cannot expand data more than about 1032:1, so a claimed inflated
+ * size above this many times the stored size is damage, found before any
+ * allocation. */
+#define KILN__FOZ_MAX_RATIO 1040u
+
+/* @return the value of a hexadecimal digit, or -1. */
+static inline int kiln__foz_hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/*
+ * Parses exactly `n` (1..16) hexadecimal digits into *out.
+ * @return whether every character was a hexadecimal digit.
+ */
+static inline bool kiln__foz_parse_hex(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > 16)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int d = kiln__foz_hexval((unsigned char)s[i]);
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+#endif /* KILN_FOZ_PRIVATE_H */
