@@ -38,8 +38,8 @@ pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(SHADERC IMPORTED_TARGET shaderc)
 pkg_check_modules(VULKAN IMPORTED_TARGET vulkan)
-pkg_check_modules(JSONC IMPORTED_TARGET json-c)
-pkg_check_modules(ZLIB IMPORTED_TARGET zlib)
+pkg_check_modules(JSONC REQUIRED IMPORTED_TARGET json-c)
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 
 # kiln_module(NAME SOURCES src... DEPS targets...)
 # Makes the static library kiln_NAME from one src/ folder. Its private
