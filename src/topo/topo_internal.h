@@ -1,0 +1,46 @@
+/*
+ * topo_internal.h - what topo.c (portable) and topo_<platform>.c share.
+ *
+ * topo.c holds everything that does not touch the system: CPU-set
+ * arithmetic, the text parsers, the choice and the opt-in rule. A platform
+ * file (topo_unix.c; topo_win.c later) implements kiln_topo_read(),
+ * kiln_topo_allowed() and kiln_process_set_affinity(), and finishes every
+ * topology it builds with kiln__topo_finish().
+ */
+#ifndef KILN_TOPO_INTERNAL_H
+#define KILN_TOPO_INTERNAL_H
+
+#include "kiln/topo.h"
+#include "kiln_internal.h"
+
+/* Grows *set so that it can hold CPU `ncpus - 1`. @return 0 or KILN_ENOMEM. */
+int kiln__cpuset_reserve(struct kiln_cpuset *set, uint32_t ncpus);
+
+/* Adds one CPU (< KILN_TOPO_MAX_CPUS). @return 0, KILN_ERANGE or KILN_ENOMEM. */
+int kiln__cpuset_add(struct kiln_cpuset *set, uint32_t cpu);
+
+/* *set &= *other, in place. */
+void kiln__cpuset_and(struct kiln_cpuset *set, const struct kiln_cpuset *other);
+
+/* @return whether the two sets hold the same CPUs. */
+bool kiln__cpuset_equal(const struct kiln_cpuset *a, const struct kiln_cpuset *b);
+
+/* @return whether every CPU of a is in b. */
+bool kiln__cpuset_subset(const struct kiln_cpuset *a, const struct kiln_cpuset *b);
+
+/* @return whether a and b share a CPU. */
+bool kiln__cpuset_intersects(const struct kiln_cpuset *a, const struct kiln_cpuset *b);
+
+/* @return the highest CPU in the set + 1, 0 for the empty set. */
+uint32_t kiln__cpuset_span(const struct kiln_cpuset *set);
+
+/*
+ * Sorts the domains, sets last_level and largest, and writes the note for a
+ * topology without domains (`where` names what was read).
+ */
+void kiln__topo_finish(struct kiln_topo *topo, const char *where);
+
+/* Formats a byte count as "96 MiB" / "512 KiB" into buf. @return buf. */
+const char *kiln__topo_size_text(char *buf, size_t cap, uint64_t bytes);
+
+#endif /* KILN_TOPO_INTERNAL_H */
