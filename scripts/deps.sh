@@ -7,8 +7,8 @@
 set -eu
 
 build_pkgs="cmake ninja-build gcc pkg-config libzstd-dev libxxhash-dev libshaderc-dev
-  libvulkan-dev mesa-vulkan-drivers libjson-c-dev zlib1g-dev"
-test_pkgs="$build_pkgs spirv-tools hwloc clang libclang-rt-dev"
+  libvulkan-dev mesa-vulkan-drivers libjson-c-dev zlib1g-dev spirv-tools glslang-dev"
+test_pkgs="$build_pkgs hwloc clang libclang-rt-dev"
 fuzz_pkgs="$test_pkgs clang"
 
 case "${1:-build}" in

@@ -1,0 +1,187 @@
+/*
+ * translate.c - running a translator, and programs.
+ *
+ * Every translation goes through kiln_translate, which is what makes the
+ * ownership rule of prep.h hold: whatever the translator allocated, the
+ * caller gets a malloc'd array (taken over when the translator used malloc,
+ * copied and released otherwise), so a program never depends on the
+ * translator outliving it. It also checks the output is SPIR-V before
+ * anything downstream (packing, a driver) sees it, and writes the one log
+ * line of a failure, with the translator's own message carried in a
+ * per-thread buffer (translators run on many workers at once).
+ */
+#include "kiln_internal.h"
+#include "prep_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPIRV_MAGIC 0x07230203u
+
+static _Thread_local char translate_error[1024];
+
+const char *kiln_stage_name(enum kiln_stage stage)
+{
+    switch (stage) {
+    case KILN_STAGE_COMPUTE:
+        return "compute";
+    case KILN_STAGE_VERTEX:
+        return "vertex";
+    case KILN_STAGE_FRAGMENT:
+        return "fragment";
+    }
+    return "?";
+}
+
+void kiln_translate_set_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(translate_error, sizeof(translate_error), fmt, ap);
+    va_end(ap);
+    for (char *c = translate_error; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
+int kiln__prep_check_spirv(const void *data, size_t n, const char **why)
+{
+    if (n == 0) {
+        *why = "empty";
+        return KILN_EFORMAT;
+    }
+    if (n % 4 != 0) {
+        *why = "not a whole number of 32-bit words";
+        return KILN_EFORMAT;
+    }
+    if (n < 20) {
+        *why = "shorter than a SPIR-V header";
+        return KILN_EFORMAT;
+    }
+    uint32_t magic;
+    memcpy(&magic, data, 4);
+    if (magic != SPIRV_MAGIC) {
+        *why = magic == 0x03022307u ? "SPIR-V of the other byte order" : "no SPIR-V magic number";
+        return KILN_EFORMAT;
+    }
+    return KILN_OK;
+}
+
+int kiln_translate(const struct kiln_translator *t, const struct kiln_source *src, uint32_t **words,
+                   size_t *nwords)
+{
+    if (!t || !t->translate || !src || !words || !nwords)
+        return KILN_EINVAL;
+    *words = NULL;
+    *nwords = 0;
+    const char *tname = t->name ? t->name : "translator";
+    const char *sname = src->name ? src->name : "(unnamed)";
+    translate_error[0] = '\0';
+
+    uint32_t *got = NULL;
+    size_t n = 0;
+    int rc = t->translate(t->user, src, &got, &n);
+    if (rc != 0) {
+        if (rc > 0)
+            rc = KILN_ETRANSLATE;
+        KILN_ERROR("prep", "%s (%s): %s failed: %s%s%s", sname, kiln_stage_name(src->stage), tname,
+                   kiln_errname(rc), translate_error[0] ? ": " : "", translate_error);
+        return rc;
+    }
+    const char *why = NULL;
+    if (!got || kiln__prep_check_spirv(got, n * 4, &why) < 0) {
+        KILN_ERROR("prep", "%s (%s): %s gave no SPIR-V: %s", sname, kiln_stage_name(src->stage),
+                   tname, got ? why : "no words");
+        if (got) {
+            if (t->release)
+                t->release(t->user, got);
+            else
+                free(got);
+        }
+        return KILN_ETRANSLATE;
+    }
+    if (t->release) {
+        uint32_t *copy = malloc(n * sizeof(uint32_t));
+        if (copy)
+            memcpy(copy, got, n * sizeof(uint32_t));
+        t->release(t->user, got);
+        if (!copy)
+            return KILN_ENOMEM;
+        got = copy;
+    }
+    *words = got;
+    *nwords = n;
+    return KILN_OK;
+}
+
+void kiln_words_free(uint32_t *words)
+{
+    free(words);
+}
+
+struct kiln_program *kiln__prep_program_new(const char *name)
+{
+    struct kiln_program *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    size_t n = strlen(name) + 1;
+    p->name = malloc(n);
+    if (!p->name) {
+        free(p);
+        return NULL;
+    }
+    memcpy(p->name, name, n);
+    return p;
+}
+
+int kiln__prep_set_stage_name(struct kiln_program_stage *st, const char *program,
+                              const char *suffix)
+{
+    size_t a = strlen(program), b = strlen(suffix);
+    char *s = malloc(a + b + 1);
+    if (!s)
+        return KILN_ENOMEM;
+    memcpy(s, program, a);
+    memcpy(s + a, suffix, b + 1);
+    st->src.name = s;
+    return KILN_OK;
+}
+
+int kiln_program_translate(const struct kiln_translator *t, struct kiln_program *p)
+{
+    if (!t || !p || p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES)
+        return KILN_EINVAL;
+    for (unsigned i = 0; i < p->nstages; i++) {
+        struct kiln_program_stage *st = &p->stages[i];
+        if (st->words || !st->src.text)
+            continue;
+        KILN_TRY(kiln_translate(t, &st->src, &st->words, &st->nwords));
+    }
+    return KILN_OK;
+}
+
+size_t kiln_program_spirv_bytes(const struct kiln_program *p)
+{
+    size_t n = 0;
+    for (unsigned i = 0; p && i < p->nstages; i++)
+        if (p->stages[i].words)
+            n += p->stages[i].nwords * sizeof(uint32_t);
+    return n;
+}
+
+void kiln_program_destroy(struct kiln_program *p)
+{
+    if (!p)
+        return;
+    for (unsigned i = 0; i < KILN_PROGRAM_MAX_STAGES; i++) {
+        /* The program made these strings; the struct shows them as const so
+         * that a translator cannot change them. */
+        free((void *)(uintptr_t)p->stages[i].src.text);
+        free((void *)(uintptr_t)p->stages[i].src.name);
+        free(p->stages[i].words);
+    }
+    free(p->name);
+    free(p);
+}

@@ -1,0 +1,144 @@
+/*
+ * translate_shaderc.c - kiln's built-in GLSL translator, over shaderc's C
+ * API.
+ *
+ * One shaderc_compiler_t and one shaderc_compile_options_t serve every
+ * thread: shaderc.h documents shaderc_compile_into_spv as safe to call from
+ * many threads at once on one compiler, and the options are only read by
+ * it (they are set once here, before the translator is handed out, and
+ * never changed). So the translator needs no lock and no per-thread state.
+ *
+ * The target is Vulkan 1.1 (SPIR-V 1.3): the newest version both lavapipe
+ * and NVIDIA's driver take without extra features, and old enough for
+ * drivers an emulator still meets.
+ */
+#include "kiln_internal.h"
+#include "prep_internal.h"
+
+#include <shaderc/shaderc.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kiln_glsl {
+    shaderc_compiler_t compiler;
+    shaderc_compile_options_t options;
+    struct kiln_translator translator;
+};
+
+static int glsl_translate(void *user, const struct kiln_source *src, uint32_t **words,
+                          size_t *nwords)
+{
+    const struct kiln_glsl *g = user;
+    shaderc_shader_kind kind;
+    switch (src->stage) {
+    case KILN_STAGE_COMPUTE:
+        kind = shaderc_glsl_compute_shader;
+        break;
+    case KILN_STAGE_VERTEX:
+        kind = shaderc_glsl_vertex_shader;
+        break;
+    case KILN_STAGE_FRAGMENT:
+        kind = shaderc_glsl_fragment_shader;
+        break;
+    default:
+        kiln_translate_set_error("unknown stage %d", (int)src->stage);
+        return KILN_EINVAL;
+    }
+    shaderc_compilation_result_t res =
+        shaderc_compile_into_spv(g->compiler, src->text, src->size, kind,
+                                 src->name ? src->name : "source", "main", g->options);
+    if (!res)
+        return KILN_ENOMEM;
+    shaderc_compilation_status status = shaderc_result_get_compilation_status(res);
+    if (status != shaderc_compilation_status_success) {
+        const char *msg = shaderc_result_get_error_message(res);
+        kiln_translate_set_error("%zu error(s): %s", shaderc_result_get_num_errors(res),
+                                 msg && msg[0] ? msg : "(no message)");
+        shaderc_result_release(res);
+        return KILN_ETRANSLATE;
+    }
+    size_t n = shaderc_result_get_length(res);
+    uint32_t *w = n % 4 == 0 && n > 0 ? malloc(n) : NULL;
+    if (!w) {
+        shaderc_result_release(res);
+        if (n % 4 != 0 || n == 0) {
+            kiln_translate_set_error("shaderc gave %zu bytes", n);
+            return KILN_ETRANSLATE;
+        }
+        return KILN_ENOMEM;
+    }
+    memcpy(w, shaderc_result_get_bytes(res), n);
+    shaderc_result_release(res);
+    *words = w;
+    *nwords = n / 4;
+    return KILN_OK;
+}
+
+int kiln_glsl_create(enum kiln_glsl_opt opt, struct kiln_glsl **out)
+{
+    if (!out)
+        return KILN_EINVAL;
+    *out = NULL;
+    shaderc_optimization_level level;
+    switch (opt) {
+    case KILN_GLSL_OPT_NONE:
+        level = shaderc_optimization_level_zero;
+        break;
+    case KILN_GLSL_OPT_SIZE:
+        level = shaderc_optimization_level_size;
+        break;
+    case KILN_GLSL_OPT_PERFORMANCE:
+        level = shaderc_optimization_level_performance;
+        break;
+    default:
+        return KILN_EINVAL;
+    }
+    struct kiln_glsl *g = calloc(1, sizeof(*g));
+    if (!g)
+        return KILN_ENOMEM;
+    g->compiler = shaderc_compiler_initialize();
+    g->options = shaderc_compile_options_initialize();
+    if (!g->compiler || !g->options) {
+        KILN_ERROR("prep", "shaderc: cannot make a compiler");
+        kiln_glsl_destroy(g);
+        return KILN_ENOMEM;
+    }
+    shaderc_compile_options_set_source_language(g->options, shaderc_source_language_glsl);
+    shaderc_compile_options_set_target_env(g->options, shaderc_target_env_vulkan,
+                                           shaderc_env_version_vulkan_1_1);
+    shaderc_compile_options_set_target_spirv(g->options, shaderc_spirv_version_1_3);
+    shaderc_compile_options_set_optimization_level(g->options, level);
+
+    unsigned version = 0, revision = 0;
+    shaderc_get_spv_version(&version, &revision);
+    char stamp[128];
+    int n = snprintf(stamp, sizeof(stamp), "kiln-glsl shaderc spv=%u.%u env=vulkan1.1 opt=%d",
+                     version, revision, (int)opt);
+    g->translator = (struct kiln_translator){
+        .translate = glsl_translate,
+        .release = NULL,
+        .user = g,
+        .stamp = kiln_hash64(stamp, (size_t)n),
+        .name = "shaderc",
+    };
+    *out = g;
+    return KILN_OK;
+}
+
+void kiln_glsl_destroy(struct kiln_glsl *g)
+{
+    if (!g)
+        return;
+    if (g->options)
+        shaderc_compile_options_release(g->options);
+    if (g->compiler)
+        shaderc_compiler_release(g->compiler);
+    free(g);
+}
+
+const struct kiln_translator *kiln_glsl_translator(const struct kiln_glsl *g)
+{
+    return g ? &g->translator : NULL;
+}
