@@ -2,13 +2,16 @@
  * kiln/pack.h - SPIR-V kept packed in memory and on disk.
  *
  * A packed blob is self-describing: a small header names its codec, the
- * SPIR-V size it unpacks to and (for the kiln codec) the dictionary it
- * needs. The bytes a cache stores are the bytes kept in memory: a blob is
- * never unpacked and repacked on load, only unpacked for the moment a shader
- * module is made from it.
+ * SPIR-V size it unpacks to, the XXH3-64 checksum of that SPIR-V and (for
+ * the kiln codec with a dictionary) the dictionary's id. Unpacking checks
+ * the result against the checksum, so a damaged blob gives an error, never
+ * wrong SPIR-V. The bytes a cache stores are the bytes kept in memory: a
+ * blob is never unpacked and repacked on load, only unpacked for the moment
+ * a shader module is made from it. docs/pack-format.md has the layout.
  *
  * Compression contexts are per thread and reused: kiln_pack and kiln_unpack
- * may be called from any number of threads at once.
+ * may be called from any number of threads at once. Each thread's contexts
+ * and buffers are freed when it exits (or by kiln_pack_thread_cleanup).
  */
 #ifndef KILN_PACK_H
 #define KILN_PACK_H
@@ -26,15 +29,24 @@ enum kiln_codec {
     KILN_CODEC_KILN = 2, /* kiln's SPIR-V-aware transform, then zstd (with a dictionary if given) */
 };
 
+/* The largest SPIR-V module a blob holds, in bytes (256 MiB). */
+#define KILN_PACK_MAX_SPIRV_BYTES (256u << 20)
+
 /* A trained zstd dictionary for the kiln codec. Opaque. */
 struct kiln_pack_dict;
 
 /*
- * Packs `nwords` SPIR-V words with `codec`. A module that is not valid
- * SPIR-V (wrong magic, too short) is packed with KILN_CODEC_RAW whatever
- * was asked. `dict` may be NULL; it is used by KILN_CODEC_KILN only.
+ * Packs `nwords` SPIR-V words with `codec`. A module that is not SPIR-V
+ * (wrong magic, shorter than the 5-word header) is packed with
+ * KILN_CODEC_RAW whatever was asked; one whose instructions do not tile it
+ * (a word count of 0 or past the end) is packed with KILN_CODEC_ZSTD when
+ * KILN_CODEC_KILN was asked. kiln_blob_info tells which codec was used.
+ * `dict` may be NULL; it is used by KILN_CODEC_KILN only, and a blob made
+ * with it unpacks only with a dictionary of the same id.
  * @return 0, and a new blob in *blob (free it with kiln_pack_free) of
- * *blob_size bytes; or a negative error. Thread-safe.
+ * *blob_size bytes; KILN_EINVAL for bad arguments, KILN_ERANGE for a module
+ * over KILN_PACK_MAX_SPIRV_BYTES, KILN_ENOMEM. Thread-safe; `dict` may be
+ * shared by any number of threads.
  */
 KILN_API int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
@@ -43,9 +55,11 @@ KILN_API int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec cod
 KILN_API void kiln_pack_free(void *blob);
 
 /*
- * Reads a blob's header without unpacking.
+ * Reads a blob's header without unpacking (a few loads: cheap enough to
+ * size a buffer with).
  * @return 0 with the codec and the SPIR-V size in bytes it unpacks to, or
- * KILN_ECORRUPT_BLOB. Any out-parameter may be NULL.
+ * KILN_ECORRUPT_BLOB for a header that is cut short or damaged. Any
+ * out-parameter may be NULL. Thread-safe.
  */
 KILN_API int kiln_blob_info(const void *blob, size_t blob_size, enum kiln_codec *codec,
                             size_t *spirv_bytes);
@@ -54,17 +68,21 @@ KILN_API int kiln_blob_info(const void *blob, size_t blob_size, enum kiln_codec 
  * Unpacks a blob into `out` (room for `out_words` words).
  * @return the number of SPIR-V words written, or KILN_ECORRUPT_BLOB for a
  * truncated or damaged blob (never an overrun, never wrong SPIR-V without
- * an error), KILN_ERANGE when `out` is too small, KILN_EINVAL when the blob
- * needs a dictionary that `dict` is not. Thread-safe.
+ * an error: the result is checked against the blob's checksum), KILN_ERANGE
+ * when `out` is too small, KILN_EINVAL when the blob needs a dictionary that
+ * `dict` is not (NULL, or another id). On an error `out` may hold partial
+ * output. Thread-safe.
  */
 KILN_API int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_dict *dict,
                              uint32_t *out, size_t out_words);
 
 /*
- * Unpacks a blob into this thread's scratch buffer.
+ * Unpacks a blob into this thread's scratch buffer (grown as needed, kept
+ * for the next call).
  * @return the number of words, with *words pointing at them; the buffer is
- * valid until this thread's next kiln_unpack_scratch call or exit. Errors as
- * kiln_unpack.
+ * valid until this thread's next kiln_unpack_scratch or
+ * kiln_pack_thread_cleanup call, or its exit. Errors as kiln_unpack, and
+ * *words is NULL then.
  */
 KILN_API int64_t kiln_unpack_scratch(const void *blob, size_t blob_size,
                                      const struct kiln_pack_dict *dict, const uint32_t **words);
@@ -72,27 +90,81 @@ KILN_API int64_t kiln_unpack_scratch(const void *blob, size_t blob_size,
 /*
  * Trains a dictionary from sample modules (ZDICT_trainFromBuffer over the
  * samples' transformed streams). `max_bytes` bounds its size (0: 64 KiB).
+ * Samples that are not SPIR-V are left out.
  * @return 0 and a new dictionary in *dict, or an error (KILN_EINVAL when the
- * samples are too few to train on).
+ * samples are too few, fewer than 8, or zstd cannot train on them).
+ * Thread-safe.
  */
 KILN_API int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_words,
                                   size_t count, size_t max_bytes, struct kiln_pack_dict **dict);
 
 /*
  * Makes a dictionary from its serialized bytes (as kiln_pack_dict_bytes
- * gave them, for example read from programs.kpd).
- * @return 0 or KILN_ECORRUPT for bytes that are not a kiln dictionary.
+ * gave them, for example read from programs.kpd). The bytes are copied.
+ * @return 0 or KILN_ECORRUPT for bytes that are not a kiln dictionary or
+ * whose content does not match the id they carry; KILN_ENOMEM.
  */
 KILN_API int kiln_pack_dict_load(const void *data, size_t size, struct kiln_pack_dict **dict);
 
-/* The dictionary's serialized bytes, owned by the dictionary. */
+/* The dictionary's serialized bytes (what programs.kpd holds), owned by
+ * the dictionary and valid as long as it lives. */
 KILN_API const void *kiln_pack_dict_bytes(const struct kiln_pack_dict *dict, size_t *size);
 
-/* A 64-bit id of the dictionary's content; stored in every blob made with it. */
+/* A 64-bit id of the dictionary's content (XXH3-64 of its zstd bytes);
+ * stored in every blob made with it. 0 for NULL. */
 KILN_API uint64_t kiln_pack_dict_id(const struct kiln_pack_dict *dict);
 
-/* Frees a dictionary. NULL is a no-op. */
+/* Frees a dictionary. NULL is a no-op. No pack or unpack may be using it. */
 KILN_API void kiln_pack_dict_destroy(struct kiln_pack_dict *dict);
+
+/*
+ * Frees this thread's compression contexts and scratch buffer now, instead
+ * of at thread exit (they are made again on the next call). Useful for a
+ * pool thread that is done packing, and for the main thread, whose
+ * thread-exit destructors do not run. Invalidates pointers given by this
+ * thread's kiln_unpack_scratch.
+ */
+KILN_API void kiln_pack_thread_cleanup(void);
+
+/* ---------------------------------------------------------------------------
+ * Program payload: the stages of one program, each a packed blob, in one
+ * buffer. This is what the cache stores as a record's payload.
+ *
+ * Layout (little-endian): "KG", version 1, stage count (1..255); then per
+ * stage its kind (u32) and blob size (u32); then the blobs, back to back.
+ * ------------------------------------------------------------------------ */
+
+/* One stage of a program. */
+struct kiln_stage_blob {
+    uint32_t stage;   /* the caller's stage kind (for example a VkShaderStageFlagBits bit) */
+    const void *blob; /* a packed blob (kiln_pack); borrowed */
+    size_t blob_size;
+};
+
+/* The most stages one payload holds. */
+#define KILN_PAYLOAD_MAX_STAGES 255u
+
+/*
+ * Joins `n` stages (1..KILN_PAYLOAD_MAX_STAGES) into one payload. Each blob
+ * is checked with kiln_blob_info first.
+ * @return 0 and a new payload in *payload (free it with kiln_pack_free) of
+ * *size bytes; KILN_EINVAL for a bad count, KILN_ECORRUPT_BLOB for a stage
+ * that is not a blob, KILN_ERANGE for a blob over 4 GiB, or KILN_ENOMEM.
+ * Thread-safe.
+ */
+KILN_API int kiln_program_payload_build(const struct kiln_stage_blob *stages, uint32_t n,
+                                        void **payload, size_t *size);
+
+/*
+ * Splits a payload into its stages, checking every size against `size` and
+ * every stage's blob header (kiln_blob_info). The blobs in `out` point into
+ * `payload`, which must outlive them. `out` has room for `n_expected`
+ * stages.
+ * @return the number of stages; KILN_ECORRUPT_BLOB for a damaged payload;
+ * KILN_ERANGE when it holds more than `n_expected` stages. Thread-safe.
+ */
+KILN_API int kiln_program_payload_parse(const void *payload, size_t size, uint32_t n_expected,
+                                        struct kiln_stage_blob *out);
 
 /* The codec's name ("raw", "zstd", "kiln"), or NULL for an unknown id. */
 KILN_API const char *kiln_codec_name(enum kiln_codec codec);

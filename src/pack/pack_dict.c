@@ -1,0 +1,178 @@
+/*
+ * pack_dict.c - the kiln codec's zstd dictionary: training, loading and its
+ * serialized form (programs.kpd).
+ *
+ * Design. A dictionary is trained (ZDICT_trainFromBuffer) on the same bytes
+ * it later primes: the transformed streams of sample modules, not their
+ * raw SPIR-V. Its id is kiln_hash64 of the zstd dictionary bytes; every
+ * blob packed with it stores that id, and unpacking checks it, so a blob is
+ * never decoded with another dictionary. The serialized form repeats the id
+ * so that a damaged file is refused on load:
+ *
+ *   0  "KPD" and version 1 (4 bytes)
+ *   4  u32  size of the zstd dictionary
+ *   8  u64  its id
+ *  16  the zstd dictionary
+ *
+ * The digested forms (ZSTD_CDict at the kiln codec's level, ZSTD_DDict) are
+ * made once here, so a pack or unpack never re-digests the dictionary. A
+ * dictionary is immutable once made: any number of threads may use it.
+ */
+#include "pack_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zdict.h>
+
+#define KPD_HEAD        16u
+#define KPD_DEFAULT_MAX ((size_t)64 * 1024)
+/* zstd refuses to train on fewer samples than this. */
+#define KPD_MIN_SAMPLES 8u
+/* The least sample bytes aimed for (when 100 x the dictionary is less). */
+#define KPD_MIN_BUDGET (8u << 20)
+
+static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **out)
+{
+    struct kiln_pack_dict *d = calloc(1, sizeof(*d));
+    if (!d)
+        return KILN_ENOMEM;
+    d->size = KPD_HEAD + zsize;
+    d->bytes = malloc(d->size);
+    if (!d->bytes) {
+        free(d);
+        return KILN_ENOMEM;
+    }
+    uint8_t *b = d->bytes;
+    memcpy(b, "KPD\x01", 4);
+    kiln__store_le32(b + 4, (uint32_t)zsize);
+    d->id = kiln_hash64(zdict, zsize);
+    kiln__store_le64(b + 8, d->id);
+    memcpy(b + KPD_HEAD, zdict, zsize);
+    d->cdict = ZSTD_createCDict(b + KPD_HEAD, zsize, KILN__KILN_LEVEL);
+    d->ddict = ZSTD_createDDict(b + KPD_HEAD, zsize);
+    if (!d->cdict || !d->ddict) {
+        kiln_pack_dict_destroy(d);
+        return KILN_ENOMEM;
+    }
+    *out = d;
+    return 0;
+}
+
+int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_words, size_t count,
+                         size_t max_bytes, struct kiln_pack_dict **dict)
+{
+    if (!dict || (count && (!modules || !module_words)))
+        return KILN_EINVAL;
+    *dict = NULL;
+    if (max_bytes == 0)
+        max_bytes = KPD_DEFAULT_MAX;
+    size_t usable = 0, total_words = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (modules[i] && module_words[i] >= 5 && modules[i][0] == KILN__SPIRV_MAGIC) {
+            total_words += module_words[i];
+            usable++;
+        }
+    }
+    if (usable < KPD_MIN_SAMPLES) {
+        KILN_ERROR("pack", "dictionary training needs at least %u SPIR-V modules, got %zu",
+                   KPD_MIN_SAMPLES, usable);
+        return KILN_EINVAL;
+    }
+    /* zstd advises about 100 times the dictionary's size in samples; more
+     * only slows training. Take every stride-th module so that the samples
+     * stay near that budget yet spread over the whole set (transformed
+     * streams are about a third of the SPIR-V bytes, a fifth at most). */
+    size_t budget = KILN_MAX(100 * max_bytes, (size_t)KPD_MIN_BUDGET);
+    size_t stride = KILN_MAX((size_t)1, total_words * 4 / 3 / budget);
+    if (usable / stride < KPD_MIN_SAMPLES)
+        stride = KILN_MAX((size_t)1, usable / KPD_MIN_SAMPLES);
+    size_t cap = budget + budget / 2;
+    struct kiln__pack_tls *tls = kiln__pack_tls();
+    uint8_t *samples = malloc(cap);
+    size_t *sizes = malloc((usable / stride + 1) * sizeof(*sizes));
+    uint8_t *zdict = malloc(max_bytes);
+    int rc = tls && samples && sizes && zdict ? 0 : KILN_ENOMEM;
+    size_t used = 0, nsamples = 0, seen = 0;
+    for (size_t i = 0; rc == 0 && i < count && nsamples <= usable / stride; i++) {
+        if (!modules[i] || module_words[i] < 5 || modules[i][0] != KILN__SPIRV_MAGIC)
+            continue;
+        if (seen++ % stride != 0)
+            continue;
+        size_t work = kiln__spirv_work_bound(module_words[i]);
+        rc = kiln__pack_tls_xbuf(tls, work);
+        if (rc < 0)
+            break;
+        int64_t n = kiln__spirv_encode(modules[i], module_words[i], tls->xbuf, work);
+        if (n < 0)
+            continue; /* a module that does not parse is packed with zstd: no sample */
+        if ((size_t)n > cap - used) {
+            if (nsamples >= KPD_MIN_SAMPLES)
+                break;
+            continue; /* a module larger than the budget left */
+        }
+        memcpy(samples + used, tls->xbuf, (size_t)n);
+        sizes[nsamples++] = (size_t)n;
+        used += (size_t)n;
+    }
+    if (rc == 0 && nsamples < KPD_MIN_SAMPLES) {
+        KILN_ERROR("pack", "dictionary training: only %zu of %zu modules parse as SPIR-V", nsamples,
+                   count);
+        rc = KILN_EINVAL;
+    }
+    if (rc == 0) {
+        size_t zn = ZDICT_trainFromBuffer(zdict, max_bytes, samples, sizes, (unsigned)nsamples);
+        if (ZDICT_isError(zn)) {
+            KILN_ERROR("pack", "dictionary training on %zu samples (%zu bytes) failed: %s",
+                       nsamples, used, ZDICT_getErrorName(zn));
+            rc = KILN_EINVAL;
+        } else {
+            rc = dict_make(zdict, zn, dict);
+            KILN_INFO("pack", "trained a %zu-byte dictionary on %zu modules (%zu bytes)", zn,
+                      nsamples, used);
+        }
+    }
+    free(samples);
+    free(sizes);
+    free(zdict);
+    return rc;
+}
+
+int kiln_pack_dict_load(const void *data, size_t size, struct kiln_pack_dict **dict)
+{
+    if (!dict)
+        return KILN_EINVAL;
+    *dict = NULL;
+    const uint8_t *b = data;
+    if (!data || size < KPD_HEAD || memcmp(b, "KPD\x01", 4) != 0 ||
+        kiln__load_le32(b + 4) != size - KPD_HEAD) {
+        KILN_WARN("pack", "dictionary of %zu bytes: not a kiln dictionary", size);
+        return KILN_ECORRUPT;
+    }
+    if (kiln_hash64(b + KPD_HEAD, size - KPD_HEAD) != kiln__load_le64(b + 8)) {
+        KILN_WARN("pack", "dictionary of %zu bytes: id does not match its content", size);
+        return KILN_ECORRUPT;
+    }
+    return dict_make(b + KPD_HEAD, size - KPD_HEAD, dict);
+}
+
+const void *kiln_pack_dict_bytes(const struct kiln_pack_dict *dict, size_t *size)
+{
+    if (size)
+        *size = dict ? dict->size : 0;
+    return dict ? dict->bytes : NULL;
+}
+
+uint64_t kiln_pack_dict_id(const struct kiln_pack_dict *dict)
+{
+    return dict ? dict->id : 0;
+}
+
+void kiln_pack_dict_destroy(struct kiln_pack_dict *dict)
+{
+    if (!dict)
+        return;
+    ZSTD_freeCDict(dict->cdict);
+    ZSTD_freeDDict(dict->ddict);
+    free(dict->bytes);
+    free(dict);
+}
