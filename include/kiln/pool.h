@@ -1,5 +1,34 @@
 /*
- * kiln/pool.h - the pool module's public API.
+ * kiln/pool.h - the worker pool and the policy that sizes it from the machine.
+ *
+ * Two parts:
+ *
+ * - The pool: a fixed number of worker threads taking jobs from a bounded
+ *   queue. kiln_pool_submit blocks while the queue is full, so a producer
+ *   never holds more than `queue_capacity` pending jobs in memory. Counters
+ *   (submitted, done, failed, dropped) can be read at any time for a progress
+ *   bar. kiln_pool_cancel drops every pending job; jobs already running
+ *   finish. kiln_pool_wait waits until every submitted job has finished or
+ *   been dropped.
+ *
+ * - The policy: kiln_pool_policy is a pure function from what the machine
+ *   offers (struct kiln_pool_machine, filled by kiln_pool_probe) and what the
+ *   caller allows (struct kiln_pool_limits) to a worker count and a one-line
+ *   reason. It never gives more workers than usable CPUs, and never fewer
+ *   than one.
+ *
+ * Typical use:
+ *
+ *     struct kiln_pool_machine m;
+ *     kiln_pool_probe(NULL, NULL, &m);               // warns and falls back on bad files
+ *     struct kiln_pool_limits lim = {.mem_per_worker = 512u << 20};
+ *     struct kiln_pool_plan plan;
+ *     kiln_pool_policy(&m, &lim, &plan);             // plan.reason for the log
+ *     struct kiln_pool *pool;
+ *     kiln_pool_create(plan.workers, 0, &pool);
+ *     for (...) kiln_pool_submit(pool, build_one, item);
+ *     int rc = kiln_pool_wait(pool);                 // 0 or KILN_ECANCELED
+ *     kiln_pool_destroy(pool);
  */
 #ifndef KILN_POOL_H
 #define KILN_POOL_H
@@ -9,6 +38,197 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------------------------------------------------------------------
+ * The pool
+ * ------------------------------------------------------------------------ */
+
+/* A worker pool. Opaque. */
+struct kiln_pool;
+
+/*
+ * A job. `arg` is what was submitted with it; `worker` is the index of the
+ * worker thread running it, in [0, workers), so a caller can keep per-worker
+ * state in an array without locks.
+ * @return 0 (or any non-negative value) when the job succeeded, a negative
+ * kiln error when it failed: the pool counts it in `failed` and goes on. A
+ * job logs its own failure; the pool does not.
+ */
+typedef int (*kiln_pool_job_fn)(void *arg, unsigned worker);
+
+/* Progress counters, read together under the pool's lock. */
+struct kiln_pool_progress {
+    uint64_t submitted; /* jobs accepted by kiln_pool_submit */
+    uint64_t done;      /* jobs that ran to the end, failed ones included */
+    uint64_t failed;    /* of `done`, the jobs that returned a negative value */
+    uint64_t dropped;   /* jobs removed from the queue by kiln_pool_cancel, never run */
+    unsigned running;   /* jobs running now */
+    unsigned queued;    /* jobs waiting in the queue now */
+    bool canceled;      /* kiln_pool_cancel was called */
+};
+
+/*
+ * Starts `workers` threads (at least 1) and a queue of `queue_capacity`
+ * pending jobs (0: four per worker).
+ * @return 0 and the pool in *pool, KILN_EINVAL for 0 workers, KILN_ENOMEM,
+ * or KILN_EIO when a thread could not be started (the others are joined).
+ */
+KILN_API int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool **pool);
+
+/*
+ * Queues one job; blocks while the queue is full.
+ * @return 0, or KILN_ECANCELED once the pool is cancelled (the job is not
+ * queued then; also when the cancel happens while this call waits).
+ * Thread-safe. A job may submit further jobs, but with every worker blocked
+ * in a full queue the pool would stop: submit from jobs only when the queue
+ * has room for them.
+ */
+KILN_API int kiln_pool_submit(struct kiln_pool *pool, kiln_pool_job_fn fn, void *arg);
+
+/*
+ * Cancels the pool: every pending job is dropped (counted in `dropped`),
+ * jobs already running finish, and later submits fail with KILN_ECANCELED.
+ * Cancelling twice is harmless. Thread-safe, and may be called from a job;
+ * not async-signal-safe (from a signal handler, set a flag that a thread
+ * turns into this call).
+ */
+KILN_API void kiln_pool_cancel(struct kiln_pool *pool);
+
+/*
+ * Waits until every submitted job has finished or been dropped.
+ * @return 0, or KILN_ECANCELED when the pool was cancelled (after the
+ * running jobs finished). Failed jobs do not make it fail: read `failed`.
+ * Thread-safe; must not be called from a job (it would wait for itself).
+ * The pool can take more jobs after it returns 0.
+ */
+KILN_API int kiln_pool_wait(struct kiln_pool *pool);
+
+/*
+ * Like kiln_pool_wait, but returns after at most `timeout_ns` nanoseconds,
+ * for a caller that redraws a progress bar while it waits.
+ * @return the number of jobs still queued or running (0: all finished), or
+ * KILN_ECANCELED once the pool is cancelled and nothing runs any more.
+ */
+KILN_API int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns);
+
+/* Reads the counters. Thread-safe, cheap (one lock). */
+KILN_API void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out);
+
+/* @return the number of worker threads. */
+KILN_API unsigned kiln_pool_workers(const struct kiln_pool *pool);
+
+/*
+ * Cancels what is still pending, waits for running jobs, joins the workers
+ * and frees the pool. NULL is a no-op. Call kiln_pool_wait first to finish
+ * every job instead. Must not be called from a job, nor while another
+ * thread still uses the pool.
+ */
+KILN_API void kiln_pool_destroy(struct kiln_pool *pool);
+
+/* ---------------------------------------------------------------------------
+ * The policy
+ * ------------------------------------------------------------------------ */
+
+/* The process heap on Windows; other platforms say KILN_HEAP_DEFAULT. */
+enum kiln_heap_kind {
+    KILN_HEAP_DEFAULT = 0, /* not Windows: the C library's allocator, no CPU rule */
+    KILN_HEAP_NT = 1,      /* Windows' NT heap: compilers queue on its lock, half the CPUs */
+    KILN_HEAP_SEGMENT = 2, /* Windows' segment heap: every CPU, with the memory rule */
+};
+
+/* Bits of kiln_pool_machine.flags: what the probe could not read. */
+enum {
+    KILN_POOL_CPUS_UNKNOWN = 1 << 0,     /* the affinity mask could not be read */
+    KILN_POOL_QUOTA_UNREADABLE = 1 << 1, /* a cpu.max (or /proc/self/cgroup) was malformed */
+    KILN_POOL_MEM_UNKNOWN = 1 << 2,      /* MemAvailable could not be read */
+};
+
+/* What the machine offers this process. */
+struct kiln_pool_machine {
+    /* CPUs in this process's affinity mask (sched_getaffinity); 0: unknown. */
+    unsigned cpus_usable;
+    /* The tightest cgroup v2 cpu.max on the way to the root: `quota_us`
+     * microseconds of CPU per `period_us`. quota_us 0 means no quota. */
+    uint64_t quota_us;
+    uint64_t period_us;
+    /* MemAvailable in bytes; 0 with KILN_POOL_MEM_UNKNOWN when unknown. */
+    uint64_t mem_available;
+    enum kiln_heap_kind heap;
+    unsigned flags; /* KILN_POOL_*_UNKNOWN / _UNREADABLE */
+};
+
+/* What the caller allows. Zeroed fields mean "no such limit". */
+struct kiln_pool_limits {
+    /* Bytes kept free for everything but the workers (the rest of the
+     * process, the system). Used with mem_per_worker. */
+    uint64_t mem_reserve;
+    /* The memory one worker is expected to need at its peak; 0 turns the
+     * memory rule off. */
+    uint64_t mem_per_worker;
+    /* At most this many workers; 0: no bound. */
+    unsigned max_workers;
+};
+
+/* What limited the worker count. */
+enum kiln_pool_bound {
+    KILN_POOL_BY_CPUS = 0,   /* the usable CPUs */
+    KILN_POOL_BY_QUOTA = 1,  /* the cgroup cpu.max quota */
+    KILN_POOL_BY_HEAP = 2,   /* half the CPUs for Windows' NT heap */
+    KILN_POOL_BY_MEMORY = 3, /* free memory past the reserve */
+    KILN_POOL_BY_MAX = 4,    /* the caller's max_workers */
+};
+
+/* The policy's answer. */
+struct kiln_pool_plan {
+    unsigned workers;           /* >= 1, <= cpus */
+    unsigned cpus;              /* usable CPUs after the quota (>= 1) */
+    enum kiln_pool_bound bound; /* what limited `workers` */
+    /* One line for the log, for example
+     * "12 workers: 12 CPUs usable, 9.1 GB free at 0.5 GB per worker". */
+    char reason[256];
+};
+
+/*
+ * The policy, a pure function of its inputs:
+ *
+ *   cpus    = cpus_usable (1 when unknown), cut to ceil(quota_us / period_us)
+ *             when there is a quota;
+ *   workers = cpus, halved (at least 1) for KILN_HEAP_NT;
+ *   memory  = when mem_per_worker > 0 and memory is known: the first worker
+ *             is always allowed, and one more for each mem_per_worker of
+ *             mem_available past mem_reserve;
+ *   workers = min(workers, memory, max_workers), at least 1.
+ *
+ * When the probe could not read something (machine->flags), the reason
+ * says what was assumed.
+ * @return 0, or KILN_EINVAL for NULL pointers. Thread-safe.
+ */
+KILN_API int kiln_pool_policy(const struct kiln_pool_machine *machine,
+                              const struct kiln_pool_limits *limits, struct kiln_pool_plan *plan);
+
+/*
+ * Reads the machine: the affinity mask, the cgroup v2 cpu.max of this
+ * process's cgroup and of each parent (the smallest quota wins), and
+ * MemAvailable. `proc_root` replaces "/proc" and `cgroup_root` replaces
+ * "/sys/fs/cgroup" (NULL: the real ones), so tests can point at fixture
+ * folders laid out like the real ones (<proc_root>/self/cgroup,
+ * <proc_root>/meminfo, <cgroup_root>/<path>/cpu.max).
+ *
+ * A missing cpu.max (no quota, cgroup v1) is not an error. A malformed file
+ * is logged as one warning naming the file, the field is treated as
+ * unknown (see machine->flags) and the probe goes on.
+ * @return 0 (possibly with flags set), or KILN_EINVAL for a NULL machine.
+ */
+KILN_API int kiln_pool_probe(const char *proc_root, const char *cgroup_root,
+                             struct kiln_pool_machine *machine);
+
+/*
+ * Probe, policy and a log line in one call: the worker count for
+ * `limits` on this machine, logged at info level as "pool: <reason>".
+ * `plan` may be NULL. @return the worker count (>= 1).
+ */
+KILN_API unsigned kiln_pool_auto_workers(const struct kiln_pool_limits *limits,
+                                         struct kiln_pool_plan *plan);
 
 #ifdef __cplusplus
 }

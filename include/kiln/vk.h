@@ -1,14 +1,306 @@
 /*
- * kiln/vk.h - the vk module's public API.
+ * kiln/vk.h - the Vulkan side: device choice, shader modules that live only
+ * for the create call, compute and graphics pipelines, and a
+ * VkPipelineCache kept as a file.
+ *
+ * kiln loads the Vulkan loader at run time (libvulkan.so.1, vulkan-1.dll),
+ * so it runs where there is none: kiln_vk_create then fails with
+ * KILN_ENOTSUP and logs "Vulkan not available: <why>".
+ *
+ * Shader modules. A pipeline's stages arrive as packed blobs (kiln/pack.h).
+ * Each is unpacked and turned into a VkShaderModule just before
+ * vkCreate*Pipelines and destroyed right after, so at any moment at most
+ * the stages of the pipelines being built exist as modules. On a device
+ * with VK_KHR_maintenance5 there is no module object at all: the
+ * VkShaderModuleCreateInfo is chained into the stage. kiln_vk_stats counts
+ * live modules and their peak, so tests can check both.
+ *
+ * The shader interface. Pipelines built by kiln_vk_compute_pipeline and
+ * kiln_vk_graphics_pipeline share one pipeline layout, and shaders must be
+ * written against it:
+ *
+ *   - descriptor set 0, binding 0: one storage buffer, visible to every
+ *     stage (`layout(set = 0, binding = 0) buffer B { uint data[]; };`);
+ *     a shader may leave it unused; it must not declare other bindings;
+ *   - push constants: at most KILN_VK_PUSH_CONSTANT_BYTES (16) bytes at
+ *     offset 0, visible to every stage
+ *     (`layout(push_constant) uniform P { uvec4 args; };`);
+ *   - compute: any local size; the entry point is "main" unless given;
+ *   - graphics: no vertex input (use gl_VertexIndex), triangle lists, one
+ *     color output at location 0 in the pipeline's color format (default
+ *     R8G8B8A8_UNORM), no depth, no blending; viewport and scissor are
+ *     dynamic state. With dynamic rendering (Vulkan 1.3 or
+ *     VK_KHR_dynamic_rendering) the pipeline has no render pass; otherwise
+ *     kiln makes one single-subpass render pass per color format.
+ *
+ * Threads. Every function taking a context may be called from any number of
+ * threads at once (Vulkan lets pipelines be created concurrently and the
+ * VkPipelineCache is internally synchronised), except kiln_vk_destroy.
+ *
+ * Failures of one program do not stop the others: a stage that does not
+ * unpack or a module or pipeline the driver refuses is logged as one warning
+ * naming the program, the stage and the VkResult, counted in
+ * kiln_vk_stats.pipelines_failed, and its function returns an error; the
+ * caller goes on with the next pipeline.
  */
 #ifndef KILN_VK_H
 #define KILN_VK_H
 
 #include "kiln/common.h"
+#include "kiln/pack.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The push-constant bytes every kiln pipeline layout offers (offset 0). */
+#define KILN_VK_PUSH_CONSTANT_BYTES 16u
+
+/* VK_FORMAT_R8G8B8A8_UNORM: the color format graphics pipelines get by default. */
+#define KILN_VK_DEFAULT_COLOR_FORMAT 37u
+
+/* The pipeline cache's file name inside a cache folder. */
+#define KILN_VK_CACHE_FILE "pipelines.vkc"
+
+/* A Vulkan context: instance, device, queue, pipeline layout and cache. */
+struct kiln_vk;
+
+/* A pipeline made by kiln_vk_compute_pipeline or kiln_vk_graphics_pipeline. */
+struct kiln_vk_pipeline;
+
+/* A shader module kept alive on purpose (the baseline "keep modules" mode). */
+struct kiln_vk_module;
+
+/* How kiln_vk_create sets up. Zero-initialise, then set what you need. */
+struct kiln_vk_options {
+    /* When true, use the physical device at index `device` in
+     * vkEnumeratePhysicalDevices order (`kiln prepare --device N`). When
+     * false (the zeroed default), kiln picks the first discrete GPU, else
+     * the first device. */
+    bool use_device_index;
+    unsigned device;
+    /* The folder holding pipelines.vkc: it is loaded by kiln_vk_create
+     * (when its header matches this device) and written by
+     * kiln_vk_cache_save. NULL: the pipeline cache lives in memory only. */
+    const char *cache_dir;
+    /* No VkPipelineCache at all, so every build compiles (benchmarks). */
+    bool no_pipeline_cache;
+    /* Make VkShaderModule objects even when VK_KHR_maintenance5 would let
+     * kiln chain the create info instead (to compare the two). */
+    bool force_modules;
+    /* Use render passes even where dynamic rendering is available (to test
+     * the fallback, or to step around a driver bug). */
+    bool no_dynamic_rendering;
+    /* File I/O for pipelines.vkc; NULL: kiln_io_default(). Must outlive
+     * the context. */
+    const struct kiln_io *io;
+    /* The loader library to open; NULL: "libvulkan.so.1" (Linux) or
+     * "vulkan-1.dll" (Windows). */
+    const char *loader;
+};
+
+/* What became of pipelines.vkc when the context was made. */
+enum kiln_vk_cache_state {
+    KILN_VK_CACHE_OFF = 0,      /* no pipeline cache (no_pipeline_cache) */
+    KILN_VK_CACHE_MEMORY = 1,   /* a pipeline cache without a file (no cache_dir) */
+    KILN_VK_CACHE_NEW = 2,      /* no file yet: started empty */
+    KILN_VK_CACHE_LOADED = 3,   /* the file's header matched: its data is used */
+    KILN_VK_CACHE_REJECTED = 4, /* the file was not used; cache_note says why */
+};
+
+/* What kiln_vk_info reports about the context. */
+struct kiln_vk_info {
+    char device_name[256];
+    char driver_info[256]; /* "<driverName> <driverInfo>" (Vulkan 1.2+), else "" */
+    uint32_t device_index; /* in vkEnumeratePhysicalDevices order */
+    uint32_t device_count;
+    uint32_t vendor_id;
+    uint32_t device_id;
+    uint32_t api_version;    /* the device's (VK_MAKE_API_VERSION packing) */
+    uint32_t driver_version; /* vendor-specific packing */
+    bool discrete;
+    bool maintenance5;      /* VK_KHR_maintenance5 is enabled */
+    bool chained_stages;    /* stages chain their create info: no module objects */
+    bool dynamic_rendering; /* graphics pipelines need no render pass */
+    uint8_t pipeline_cache_uuid[16];
+    enum kiln_vk_cache_state cache_state;
+    size_t cache_loaded_bytes; /* bytes of pipelines.vkc handed to the driver */
+    char cache_note[256];      /* why pipelines.vkc was rejected; "" otherwise */
+};
+
+/* Counters, all updated atomically as work happens. */
+struct kiln_vk_stats {
+    int64_t live_modules;     /* VkShaderModule objects that exist now (kept ones included) */
+    int64_t peak_modules;     /* the most that existed at once (see kiln_vk_reset_peak) */
+    uint64_t modules_created; /* every VkShaderModule made so far */
+    uint64_t stages_chained;  /* stages passed as chained create info (maintenance5) */
+    uint64_t pipelines_built;
+    uint64_t pipelines_failed; /* a stage or the pipeline itself failed */
+    int64_t live_pipelines;
+};
+
+/*
+ * Loads the Vulkan loader, makes an instance (API 1.1 or later, with
+ * portability enumeration when present), picks a device and makes it with
+ * one queue that does graphics and compute, VK_KHR_maintenance5 and dynamic
+ * rendering when available, the shared pipeline layout, and the pipeline
+ * cache (loading cache_dir/pipelines.vkc when its header matches the
+ * device: length, version, vendorID, deviceID, pipelineCacheUUID; a file
+ * that does not match is logged with the reason and the cache starts
+ * empty). `options` may be NULL.
+ * @return 0 and the context in *vk; KILN_ENOTSUP when there is no loader,
+ * no usable driver or no device with a graphics+compute queue (logged as
+ * "Vulkan not available: ..."); KILN_EINVAL for a device index out of
+ * range; KILN_EVULKAN for another failed Vulkan call; KILN_ENOMEM.
+ */
+KILN_API int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **vk);
+
+/*
+ * Destroys the context, every pipeline and kept module still alive in it
+ * (their pointers become invalid), and the device and instance. It does not
+ * save the pipeline cache: call kiln_vk_cache_save first. NULL is a no-op.
+ * Not thread-safe: no other call on `vk` may run.
+ */
+KILN_API void kiln_vk_destroy(struct kiln_vk *vk);
+
+/* @return the context's description, valid for the context's life. */
+KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk);
+
+/* Reads the counters. Thread-safe. */
+KILN_API void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats);
+
+/* Starts a new peak: peak_modules becomes live_modules. Thread-safe. */
+KILN_API void kiln_vk_reset_peak(struct kiln_vk *vk);
+
+/*
+ * One shader stage of a pipeline: a packed blob, or a kept module.
+ * Everything is borrowed for the call.
+ */
+struct kiln_vk_stage {
+    const void *blob; /* packed SPIR-V (kiln_pack) */
+    size_t blob_size;
+    const struct kiln_pack_dict *dict;   /* the dictionary the blob needs, or NULL */
+    const struct kiln_vk_module *module; /* when set, used instead of the blob */
+    const char *entry;                   /* the entry point; NULL: "main" */
+};
+
+/* The stages and state of a graphics pipeline. */
+struct kiln_vk_graphics {
+    struct kiln_vk_stage vertex;
+    struct kiln_vk_stage fragment;
+    uint32_t color_format; /* a VkFormat; 0: KILN_VK_DEFAULT_COLOR_FORMAT */
+};
+
+/*
+ * Builds a compute pipeline from one stage. `name` names the program in
+ * log lines (NULL: "(unnamed)"). The stage's module exists only during this
+ * call (none at all with maintenance5).
+ * @return 0 and the pipeline in *pipeline (destroy it with
+ * kiln_vk_pipeline_destroy); on failure, after one warning naming `name`,
+ * the stage and the VkResult: the unpack error (KILN_ECORRUPT_BLOB, ...),
+ * KILN_EFORMAT for words that are not SPIR-V, or KILN_EVULKAN. Thread-safe.
+ */
+KILN_API int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
+                                      const struct kiln_vk_stage *stage,
+                                      struct kiln_vk_pipeline **pipeline);
+
+/*
+ * Builds a graphics pipeline from a vertex and a fragment stage, as
+ * kiln_vk_compute_pipeline does. At most two modules exist during the call.
+ * @return as kiln_vk_compute_pipeline. Thread-safe.
+ */
+KILN_API int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
+                                       const struct kiln_vk_graphics *desc,
+                                       struct kiln_vk_pipeline **pipeline);
+
+/* Destroys a pipeline. NULL is a no-op. Thread-safe (not for the same pipeline). */
+KILN_API void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *pipeline);
+
+/* @return the VkPipeline handle, as an integer (cast it back to VkPipeline). */
+KILN_API uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *pipeline);
+
+/*
+ * The baseline "keep modules" mode: unpacks a blob and makes a
+ * VkShaderModule that stays alive until kiln_vk_module_destroy (or
+ * kiln_vk_destroy). Pass it in kiln_vk_stage.module. It counts in
+ * live_modules. This is how a renderer without kiln holds every module for
+ * the whole preparation; `kiln bench prepare` compares its memory with the
+ * transient way. It makes a real module even with maintenance5.
+ * @return 0 and the module, or an error as kiln_vk_compute_pipeline.
+ * Thread-safe.
+ */
+KILN_API int kiln_vk_module_create(struct kiln_vk *vk, const char *name,
+                                   const struct kiln_vk_stage *stage,
+                                   struct kiln_vk_module **module);
+
+/* Destroys a kept module. NULL is a no-op. Thread-safe. */
+KILN_API void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *module);
+
+/*
+ * Writes the pipeline cache's data to cache_dir/pipelines.vkc through
+ * kiln_io_replace_file (a temporary file, synced, renamed over the old one).
+ * May run while pipelines are being built.
+ * @return 0; KILN_EINVAL when the context has no cache folder or no
+ * pipeline cache; KILN_EVULKAN; or the I/O error of the step that failed.
+ */
+KILN_API int kiln_vk_cache_save(struct kiln_vk *vk);
+
+/* The name of a VkResult value ("VK_ERROR_OUT_OF_HOST_MEMORY"); "VK_?" if unknown. */
+KILN_API const char *kiln_vk_result_name(int result);
+
+/* ---------------------------------------------------------------------------
+ * Direct Vulkan access, for renderers with their own pipeline layouts.
+ * Declared when the Vulkan headers were included before this one.
+ * ------------------------------------------------------------------------ */
+#if defined(VK_VERSION_1_0)
+
+/* The context's Vulkan objects. They belong to the context. */
+struct kiln_vk_handles {
+    PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+    VkInstance instance;
+    VkPhysicalDevice physical_device;
+    VkDevice device;
+    uint32_t queue_family;
+    VkQueue queue;
+    VkPipelineCache pipeline_cache;   /* VK_NULL_HANDLE with no_pipeline_cache */
+    VkPipelineLayout pipeline_layout; /* the shared layout described above */
+    VkDescriptorSetLayout set_layout; /* set 0 of it */
+};
+
+/* Fills *out with the context's handles. Thread-safe. */
+KILN_API void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out);
+
+/*
+ * One stage made ready for vkCreate*Pipelines by kiln_stage_module. Copy
+ * `info` into your VkPipelineShaderStageCreateInfo array; keep this struct
+ * itself in place (info.pNext may point into it) until kiln_stage_release.
+ */
+struct kiln_vk_staged {
+    VkPipelineShaderStageCreateInfo info;
+    VkShaderModuleCreateInfo module_info; /* chained into info.pNext with maintenance5 */
+    VkShaderModule module;                /* made here and destroyed by release, or null */
+    uint32_t *words;                      /* unpacked SPIR-V owned by this stage, or NULL */
+};
+
+/*
+ * Unpacks `src` and fills `out` for one stage of a pipeline: either a new
+ * VkShaderModule (made now, destroyed by kiln_stage_release), or, with
+ * maintenance5, the create info chained into out->info.pNext. With
+ * src->module set, the kept module is used as it is. Call
+ * kiln_stage_release right after the vkCreate*Pipelines call, whatever it
+ * returned.
+ * @return 0; or, after one warning naming `name` and the stage, the unpack
+ * error, KILN_EFORMAT (not SPIR-V) or KILN_EVULKAN. `out` needs no release
+ * after an error. Thread-safe.
+ */
+KILN_API int kiln_stage_module(struct kiln_vk *vk, const char *name,
+                               const struct kiln_vk_stage *src, VkShaderStageFlagBits stage,
+                               struct kiln_vk_staged *out);
+
+/* Destroys the stage's transient module and frees its words. Thread-safe. */
+KILN_API void kiln_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *staged);
+
+#endif /* VK_VERSION_1_0 */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,48 @@
+/*
+ * fuzz_pool_probe.c - the parsers of the files the pool's probe reads from
+ * the OS: cgroup v2 cpu.max, /proc/meminfo and /proc/self/cgroup. Each
+ * input goes through all three; results are checked against what the
+ * parsers promise (a period is never 0, a path starts with '/' and fits).
+ */
+#include "kiln_internal.h"
+#include "pool_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* Copy into an exact-size buffer so ASan sees any read past `size`. */
+    char *text = malloc(size ? size : 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+
+    uint64_t quota = 1, period = 1;
+    if (kiln__pool_parse_cpu_max(text, size, &quota, &period) == KILN_OK && period == 0)
+        abort();
+
+    uint64_t bytes;
+    int rc = kiln__pool_parse_meminfo(text, size, &bytes);
+    if (rc != KILN_OK && rc != KILN_ENOTFOUND && rc != KILN_EPARSE)
+        abort();
+
+    char path[256];
+    rc = kiln__pool_parse_cgroup(text, size, path, sizeof(path));
+    if (rc == KILN_OK && (path[0] != '/' || strlen(path) >= sizeof(path)))
+        abort();
+
+    /* The policy over whatever was parsed keeps its bounds. */
+    struct kiln_pool_machine m = {.cpus_usable = size % 300,
+                                  .quota_us = quota,
+                                  .period_us = period,
+                                  .mem_available = rc == KILN_OK ? bytes : 0};
+    struct kiln_pool_plan plan;
+    kiln_pool_policy(&m, &(struct kiln_pool_limits){.mem_per_worker = 1u << 20}, &plan);
+    if (plan.workers < 1 || plan.workers > plan.cpus)
+        abort();
+    free(text);
+    return 0;
+}

@@ -1,0 +1,5 @@
+kiln_fuzz(pool_probe SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_pool_probe.c LIBS kiln_pool)
+target_include_directories(fuzz_replay_pool_probe PRIVATE ${PROJECT_SOURCE_DIR}/src/pool)
+if(KILN_FUZZ)
+  target_include_directories(fuzz_pool_probe PRIVATE ${PROJECT_SOURCE_DIR}/src/pool)
+endif()

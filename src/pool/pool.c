@@ -1,0 +1,284 @@
+/*
+ * pool.c - the worker pool: fixed threads, a bounded queue, counters and
+ * cancellation.
+ *
+ * Design. One mutex guards the ring of pending jobs and every counter, so a
+ * progress snapshot is consistent (done + dropped + queued + running ==
+ * submitted at every moment the lock is free). Three condition variables:
+ * `has_job` wakes workers, `has_room` wakes blocked submitters, `idle` wakes
+ * waiters when the queue is empty and nothing runs. The `canceled` flag is
+ * also an atomic so a submitter can fail fast without the lock; it only ever
+ * goes from false to true, under the lock.
+ *
+ * Invariants and why they hold:
+ * - A job is counted exactly once: it leaves the ring either by a worker
+ *   (then `running` until it returns, then `done`) or by cancel (`dropped`);
+ *   both happen under the lock.
+ * - wait cannot miss the end: `idle` is broadcast under the lock by whoever
+ *   makes queued == running == 0 true (the last worker to finish, or cancel).
+ * - A cancelled pool never runs another job: cancel empties the ring and
+ *   submit refuses under the same lock.
+ * - Destroy never leaves a thread behind: it sets `stopping` and wakes every
+ *   worker; a worker exits only when the ring is empty and `stopping` is set.
+ */
+#include "kiln_internal.h"
+#include "kiln/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct pool_job {
+    kiln_pool_job_fn fn;
+    void *arg;
+};
+
+struct pool_worker {
+    struct kiln_pool *pool;
+    pthread_t thread;
+    unsigned index;
+};
+
+struct kiln_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t has_job;
+    pthread_cond_t has_room;
+    pthread_cond_t idle;
+
+    struct pool_job *ring;
+    size_t capacity;
+    size_t head; /* next job to take */
+    size_t count;
+
+    uint64_t submitted;
+    uint64_t done;
+    uint64_t failed;
+    uint64_t dropped;
+    unsigned running;
+    atomic_bool canceled;
+    bool stopping;
+
+    unsigned nworkers;
+    struct pool_worker *workers;
+};
+
+static void *worker_main(void *p)
+{
+    struct pool_worker *w = p;
+    struct kiln_pool *pool = w->pool;
+
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        while (pool->count == 0 && !pool->stopping)
+            pthread_cond_wait(&pool->has_job, &pool->lock);
+        if (pool->count == 0)
+            break; /* stopping, nothing left */
+        struct pool_job job = pool->ring[pool->head];
+        pool->head = (pool->head + 1) % pool->capacity;
+        pool->count--;
+        pool->running++;
+        pthread_cond_signal(&pool->has_room);
+        pthread_mutex_unlock(&pool->lock);
+
+        int rc = job.fn(job.arg, w->index);
+
+        pthread_mutex_lock(&pool->lock);
+        pool->running--;
+        pool->done++;
+        if (rc < 0)
+            pool->failed++;
+        if (pool->count == 0 && pool->running == 0)
+            pthread_cond_broadcast(&pool->idle);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+/* Drops every pending job; the caller holds the lock. */
+static void drop_pending(struct kiln_pool *pool)
+{
+    pool->dropped += pool->count;
+    pool->count = 0;
+    pool->head = 0;
+    pthread_cond_broadcast(&pool->has_room);
+    if (pool->running == 0)
+        pthread_cond_broadcast(&pool->idle);
+}
+
+static void stop_workers(struct kiln_pool *pool, unsigned started)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->stopping = true;
+    pthread_cond_broadcast(&pool->has_job);
+    pthread_mutex_unlock(&pool->lock);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(pool->workers[i].thread, NULL);
+}
+
+static void free_pool(struct kiln_pool *pool)
+{
+    pthread_cond_destroy(&pool->idle);
+    pthread_cond_destroy(&pool->has_room);
+    pthread_cond_destroy(&pool->has_job);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool->workers);
+    free(pool->ring);
+    free(pool);
+}
+
+int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool **out)
+{
+    if (!out)
+        return KILN_EINVAL;
+    *out = NULL;
+    if (workers == 0)
+        return KILN_EINVAL;
+    if (queue_capacity == 0)
+        queue_capacity = (size_t)workers * 4;
+
+    struct kiln_pool *pool = calloc(1, sizeof(*pool));
+    if (!pool)
+        return KILN_ENOMEM;
+    pool->ring = calloc(queue_capacity, sizeof(*pool->ring));
+    pool->workers = calloc(workers, sizeof(*pool->workers));
+    if (!pool->ring || !pool->workers) {
+        free(pool->ring);
+        free(pool->workers);
+        free(pool);
+        return KILN_ENOMEM;
+    }
+    pool->capacity = queue_capacity;
+    pool->nworkers = workers;
+    atomic_init(&pool->canceled, false);
+
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    /* wait_for measures its timeout on the monotonic clock, not wall time. */
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->has_job, NULL);
+    pthread_cond_init(&pool->has_room, NULL);
+    pthread_cond_init(&pool->idle, &attr);
+    pthread_condattr_destroy(&attr);
+
+    for (unsigned i = 0; i < workers; i++) {
+        pool->workers[i].pool = pool;
+        pool->workers[i].index = i;
+        if (pthread_create(&pool->workers[i].thread, NULL, worker_main, &pool->workers[i]) != 0) {
+            KILN_ERROR("pool", "could not start worker thread %u of %u", i + 1, workers);
+            stop_workers(pool, i);
+            free_pool(pool);
+            return KILN_EIO;
+        }
+    }
+    *out = pool;
+    return KILN_OK;
+}
+
+int kiln_pool_submit(struct kiln_pool *pool, kiln_pool_job_fn fn, void *arg)
+{
+    if (!pool || !fn)
+        return KILN_EINVAL;
+    if (atomic_load_explicit(&pool->canceled, memory_order_relaxed))
+        return KILN_ECANCELED;
+    pthread_mutex_lock(&pool->lock);
+    while (pool->count == pool->capacity && !atomic_load(&pool->canceled))
+        pthread_cond_wait(&pool->has_room, &pool->lock);
+    if (atomic_load(&pool->canceled)) {
+        pthread_mutex_unlock(&pool->lock);
+        return KILN_ECANCELED;
+    }
+    size_t tail = (pool->head + pool->count) % pool->capacity;
+    pool->ring[tail] = (struct pool_job){fn, arg};
+    pool->count++;
+    pool->submitted++;
+    pthread_cond_signal(&pool->has_job);
+    pthread_mutex_unlock(&pool->lock);
+    return KILN_OK;
+}
+
+void kiln_pool_cancel(struct kiln_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    if (!atomic_load(&pool->canceled)) {
+        atomic_store(&pool->canceled, true);
+        if (pool->count > 0)
+            KILN_INFO("pool", "cancelled: %zu pending jobs dropped, %u running finish", pool->count,
+                      pool->running);
+    }
+    drop_pending(pool);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+int kiln_pool_wait(struct kiln_pool *pool)
+{
+    if (!pool)
+        return KILN_EINVAL;
+    pthread_mutex_lock(&pool->lock);
+    while (pool->count > 0 || pool->running > 0)
+        pthread_cond_wait(&pool->idle, &pool->lock);
+    int rc = atomic_load(&pool->canceled) ? KILN_ECANCELED : KILN_OK;
+    pthread_mutex_unlock(&pool->lock);
+    return rc;
+}
+
+int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns)
+{
+    if (!pool)
+        return KILN_EINVAL;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    uint64_t ns = (uint64_t)deadline.tv_nsec + timeout_ns % 1000000000u;
+    deadline.tv_sec += (time_t)(timeout_ns / 1000000000u + ns / 1000000000u);
+    deadline.tv_nsec = (long)(ns % 1000000000u);
+
+    pthread_mutex_lock(&pool->lock);
+    while (pool->count > 0 || pool->running > 0) {
+        if (pthread_cond_timedwait(&pool->idle, &pool->lock, &deadline) != 0)
+            break; /* timed out (or an error we treat alike): report what is left */
+    }
+    int64_t left = (int64_t)(pool->count + pool->running);
+    if (left == 0 && atomic_load(&pool->canceled))
+        left = KILN_ECANCELED;
+    pthread_mutex_unlock(&pool->lock);
+    return left;
+}
+
+void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out)
+{
+    if (!pool || !out)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    *out = (struct kiln_pool_progress){
+        .submitted = pool->submitted,
+        .done = pool->done,
+        .failed = pool->failed,
+        .dropped = pool->dropped,
+        .running = pool->running,
+        .queued = (unsigned)pool->count,
+        .canceled = atomic_load(&pool->canceled),
+    };
+    pthread_mutex_unlock(&pool->lock);
+}
+
+unsigned kiln_pool_workers(const struct kiln_pool *pool)
+{
+    return pool ? pool->nworkers : 0;
+}
+
+void kiln_pool_destroy(struct kiln_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->count > 0) {
+        atomic_store(&pool->canceled, true);
+        drop_pending(pool);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    stop_workers(pool, pool->nworkers);
+    free_pool(pool);
+}

@@ -1,0 +1,36 @@
+/*
+ * pool_internal.h - the pool module's private parsers, shared by the probe,
+ * the tests and the fuzz target. Each takes the bytes of a whole file (not
+ * NUL-terminated) and never reads past `n`.
+ */
+#ifndef KILN_POOL_INTERNAL_H
+#define KILN_POOL_INTERNAL_H
+
+#include "kiln/pool.h"
+
+/*
+ * Parses a cgroup v2 cpu.max: "<quota|max> <period>\n".
+ * @return 0 with *quota_us = 0 for "max" (no quota), or KILN_EPARSE.
+ */
+int kiln__pool_parse_cpu_max(const char *text, size_t n, uint64_t *quota_us, uint64_t *period_us);
+
+/*
+ * Finds "MemAvailable: <n> kB" in /proc/meminfo text.
+ * @return 0 with the value in bytes, KILN_ENOTFOUND when there is no such
+ * line (kernels before 3.14), or KILN_EPARSE for a malformed one.
+ */
+int kiln__pool_parse_meminfo(const char *text, size_t n, uint64_t *bytes);
+
+/*
+ * Finds the cgroup v2 line ("0::/path") of /proc/self/cgroup and copies the
+ * path (starting with '/') into `path`.
+ * @return 0, KILN_ENOTFOUND when there is no v2 line (cgroup v1 only),
+ * KILN_ERANGE when the path does not fit, or KILN_EPARSE for a malformed
+ * file or a path with "." or ".." parts (outside this namespace's mount).
+ */
+int kiln__pool_parse_cgroup(const char *text, size_t n, char *path, size_t cap);
+
+/* @return the number of CPUs in this process's affinity mask, 0 when unknown. */
+unsigned kiln__pool_affinity_cpus(void);
+
+#endif /* KILN_POOL_INTERNAL_H */

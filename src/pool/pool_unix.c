@@ -1,0 +1,195 @@
+/*
+ * pool_unix.c - reading the machine on Linux and other POSIX systems: the
+ * affinity mask, the cgroup v2 CPU quota and MemAvailable.
+ *
+ * Design. Every file is read whole into a small stack buffer and handed to
+ * the strict parsers of policy.c; the roots are parameters so tests read
+ * fixture trees. Failures never stop the probe: a missing file means "no
+ * such limit" (no quota, cgroup v1, not Linux), a malformed one is logged
+ * once with its path and its field is marked unknown in machine->flags, so
+ * the policy's reason says what it assumed.
+ *
+ * The quota is the smallest cpu.max from this process's cgroup up to the
+ * mount's root: a parent's quota bounds every child, and a child's
+ * "max" does not lift it.
+ */
+#include "kiln_internal.h"
+#include "pool_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+unsigned kiln__pool_affinity_cpus(void)
+{
+#if defined(__linux__)
+    /* Ask with a growing mask: machines with more than 1024 CPUs exist. */
+    for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
+        cpu_set_t *set = CPU_ALLOC(ncpu);
+        if (!set)
+            return 0;
+        size_t size = CPU_ALLOC_SIZE(ncpu);
+        CPU_ZERO_S(size, set);
+        if (sched_getaffinity(0, size, set) == 0) {
+            int count = CPU_COUNT_S(size, set);
+            CPU_FREE(set);
+            return count > 0 ? (unsigned)count : 0;
+        }
+        int err = errno;
+        CPU_FREE(set);
+        if (err != EINVAL)
+            return 0;
+    }
+    return 0;
+#else
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 0;
+#endif
+}
+
+/*
+ * Reads a small file whole (procfs and cgroupfs report size 0, so read to
+ * the end). @return the byte count, KILN_ENOENT, KILN_ERANGE when it does
+ * not fit, or another error.
+ */
+static int64_t read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return kiln_error_from_errno(errno, KILN_EIO_OPEN);
+    size_t n = 0;
+    for (;;) {
+        if (n == cap) {
+            close(fd);
+            return KILN_ERANGE;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            int rc = kiln_error_from_errno(errno, KILN_EIO_READ);
+            close(fd);
+            return rc;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    return (int64_t)n;
+}
+
+/* Reads one cpu.max; @return 0 (quota 0 when the file is missing) or an error. */
+static int read_cpu_max(const char *path, uint64_t *quota, uint64_t *period)
+{
+    char buf[128];
+    int64_t n = read_small(path, buf, sizeof(buf));
+    *quota = 0;
+    *period = 0;
+    if (n == KILN_ENOENT)
+        return KILN_OK;
+    if (n < 0) {
+        KILN_WARN("pool", "%s: could not read: %s; CPU quota ignored", path, kiln_strerror((int)n));
+        return (int)n;
+    }
+    int rc = kiln__pool_parse_cpu_max(buf, (size_t)n, quota, period);
+    if (rc < 0)
+        KILN_WARN("pool", "%s: malformed (expected \"<quota|max> <period>\"); CPU quota ignored",
+                  path);
+    return rc;
+}
+
+/* Walks from the process's cgroup up to the root, keeping the tightest quota. */
+static void probe_quota(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m)
+{
+    char path[4096], file[4096], text[8192];
+    if (snprintf(file, sizeof(file), "%s/self/cgroup", proc_root) >= (int)sizeof(file))
+        return;
+    int64_t n = read_small(file, text, sizeof(text));
+    if (n == KILN_ENOENT)
+        return; /* not Linux, or no cgroups: no quota */
+    int rc = n < 0 ? (int)n : kiln__pool_parse_cgroup(text, (size_t)n, path, sizeof(path));
+    if (rc == KILN_ENOTFOUND)
+        return; /* cgroup v1 only: kiln reads v2 quotas */
+    if (rc < 0) {
+        KILN_WARN("pool", "%s: no usable cgroup v2 path (%s); reading the quota at %s only", file,
+                  kiln_strerror(rc), cgroup_root);
+        strcpy(path, "/");
+    }
+
+    for (;;) {
+        uint64_t quota, period;
+        const char *sep = strcmp(path, "/") == 0 ? "" : path;
+        if (snprintf(file, sizeof(file), "%s%s/cpu.max", cgroup_root, sep) >= (int)sizeof(file))
+            break;
+        if (read_cpu_max(file, &quota, &period) < 0) {
+            m->flags |= KILN_POOL_QUOTA_UNREADABLE;
+        } else if (quota > 0) {
+            /* Compare quota/period ratios without dividing. */
+            bool tighter = m->quota_us == 0 || (double)quota * (double)m->period_us <
+                                                   (double)m->quota_us * (double)period;
+            if (tighter) {
+                m->quota_us = quota;
+                m->period_us = period;
+            }
+        }
+        if (strcmp(path, "/") == 0)
+            break;
+        char *slash = strrchr(path, '/');
+        if (slash == path)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+    }
+}
+
+static void probe_memory(const char *proc_root, struct kiln_pool_machine *m)
+{
+    char file[4096], text[16384];
+    m->flags |= KILN_POOL_MEM_UNKNOWN;
+    if (snprintf(file, sizeof(file), "%s/meminfo", proc_root) >= (int)sizeof(file))
+        return;
+    int64_t n = read_small(file, text, sizeof(text));
+    if (n == KILN_ENOENT) {
+        KILN_INFO("pool", "%s: missing; free memory unknown", file);
+        return;
+    }
+    if (n < 0) {
+        KILN_WARN("pool", "%s: could not read: %s; free memory unknown", file,
+                  kiln_strerror((int)n));
+        return;
+    }
+    uint64_t bytes;
+    int rc = kiln__pool_parse_meminfo(text, (size_t)n, &bytes);
+    if (rc == KILN_ENOTFOUND) {
+        KILN_WARN("pool", "%s: no MemAvailable line; free memory unknown", file);
+        return;
+    }
+    if (rc < 0) {
+        KILN_WARN("pool",
+                  "%s: malformed MemAvailable line (expected \"<n> kB\"); free memory unknown",
+                  file);
+        return;
+    }
+    m->mem_available = bytes;
+    m->flags &= ~(unsigned)KILN_POOL_MEM_UNKNOWN;
+}
+
+int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m)
+{
+    if (!m)
+        return KILN_EINVAL;
+    memset(m, 0, sizeof(*m));
+    m->heap = KILN_HEAP_DEFAULT;
+    m->cpus_usable = kiln__pool_affinity_cpus();
+    if (m->cpus_usable == 0) {
+        KILN_WARN("pool", "sched_getaffinity: could not read the CPU mask; assuming 1 CPU");
+        m->flags |= KILN_POOL_CPUS_UNKNOWN;
+    }
+    probe_quota(proc_root ? proc_root : "/proc", cgroup_root ? cgroup_root : "/sys/fs/cgroup", m);
+    probe_memory(proc_root ? proc_root : "/proc", m);
+    return KILN_OK;
+}

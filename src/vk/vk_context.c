@@ -1,0 +1,485 @@
+/*
+ * vk_context.c - the Vulkan context: loader, instance, device choice,
+ * device, the shared pipeline layout.
+ *
+ * Design. Everything a pipeline build needs is made once here and then only
+ * read, so builds on many threads share the context without locks (the
+ * pipeline cache is internally synchronised by Vulkan; the object lists and
+ * render passes have their own mutex). Optional features are probed, never
+ * assumed: maintenance5 and dynamic rendering are enabled only when the
+ * device reports both the extension (or core version) and the feature bit,
+ * and info records what was enabled so the pipeline code takes the matching
+ * path. Any failure part-way goes through kiln_vk_destroy, which copes with
+ * a half-made context because every handle starts null.
+ */
+#include "vk_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VK_MODULE "vk"
+
+const char *kiln_vk_result_name(int result)
+{
+    switch (result) {
+#define R(x) \
+    case x:  \
+        return #x;
+        R(VK_SUCCESS)
+        R(VK_NOT_READY)
+        R(VK_TIMEOUT)
+        R(VK_INCOMPLETE)
+        R(VK_ERROR_OUT_OF_HOST_MEMORY)
+        R(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+        R(VK_ERROR_INITIALIZATION_FAILED)
+        R(VK_ERROR_DEVICE_LOST)
+        R(VK_ERROR_MEMORY_MAP_FAILED)
+        R(VK_ERROR_LAYER_NOT_PRESENT)
+        R(VK_ERROR_EXTENSION_NOT_PRESENT)
+        R(VK_ERROR_FEATURE_NOT_PRESENT)
+        R(VK_ERROR_INCOMPATIBLE_DRIVER)
+        R(VK_ERROR_TOO_MANY_OBJECTS)
+        R(VK_ERROR_FORMAT_NOT_SUPPORTED)
+        R(VK_ERROR_FRAGMENTED_POOL)
+        R(VK_ERROR_UNKNOWN)
+        R(VK_ERROR_OUT_OF_POOL_MEMORY)
+        R(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+        R(VK_ERROR_FRAGMENTATION)
+        R(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
+        R(VK_PIPELINE_COMPILE_REQUIRED)
+        R(VK_ERROR_INVALID_SHADER_NV)
+#undef R
+    default:
+        break;
+    }
+    return "VK_?";
+}
+
+static bool has_ext(const VkExtensionProperties *exts, uint32_t n, const char *name)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(exts[i].extensionName, name) == 0)
+            return true;
+    return false;
+}
+
+/* Logs why Vulkan cannot be used; @return KILN_ENOTSUP. */
+static int KILN_PRINTF(1, 2) not_available(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    KILN_WARN(VK_MODULE, "Vulkan not available: %s", line);
+    return KILN_ENOTSUP;
+}
+
+static int make_instance(struct kiln_vk *vk, const char *loader)
+{
+    char why[512];
+    vk->fn.vkGetInstanceProcAddr = kiln__vk_load(loader, why, sizeof(why));
+    if (!vk->fn.vkGetInstanceProcAddr)
+        return not_available("%s", why);
+#define LOAD_GLOBAL(name) \
+    vk->fn.name = (PFN_##name)vk->fn.vkGetInstanceProcAddr(VK_NULL_HANDLE, #name);
+    KILN_VK_GLOBAL_FNS(LOAD_GLOBAL)
+#undef LOAD_GLOBAL
+    if (!vk->fn.vkCreateInstance || !vk->fn.vkEnumerateInstanceExtensionProperties)
+        return not_available("%s", "the loader lacks vkCreateInstance");
+    uint32_t version = VK_API_VERSION_1_0;
+    if (vk->fn.vkEnumerateInstanceVersion)
+        vk->fn.vkEnumerateInstanceVersion(&version);
+    if (version < VK_API_VERSION_1_1)
+        return not_available("%s", "the loader offers Vulkan 1.0; kiln needs 1.1");
+
+    uint32_t next = 0;
+    vk->fn.vkEnumerateInstanceExtensionProperties(NULL, &next, NULL);
+    VkExtensionProperties *exts = calloc(next ? next : 1, sizeof(*exts));
+    if (!exts)
+        return KILN_ENOMEM;
+    vk->fn.vkEnumerateInstanceExtensionProperties(NULL, &next, exts);
+    bool portability = has_ext(exts, next, "VK_KHR_portability_enumeration");
+    free(exts);
+
+    const char *enabled[1];
+    uint32_t nenabled = 0;
+    VkInstanceCreateFlags flags = 0;
+    if (portability) {
+        /* Lists drivers that implement Vulkan over another API (MoltenVK). */
+        enabled[nenabled++] = "VK_KHR_portability_enumeration";
+        flags |= 0x00000001; /* VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR */
+    }
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "kiln",
+        .applicationVersion =
+            VK_MAKE_API_VERSION(0, KILN_VERSION_MAJOR, KILN_VERSION_MINOR, KILN_VERSION_PATCH),
+        .pEngineName = "kiln",
+        .engineVersion =
+            VK_MAKE_API_VERSION(0, KILN_VERSION_MAJOR, KILN_VERSION_MINOR, KILN_VERSION_PATCH),
+        .apiVersion = KILN_MIN(version, VK_API_VERSION_1_3),
+    };
+    VkInstanceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledExtensionCount = nenabled,
+        .ppEnabledExtensionNames = enabled,
+    };
+    VkResult res = vk->fn.vkCreateInstance(&ci, NULL, &vk->instance);
+    if (res == VK_ERROR_INCOMPATIBLE_DRIVER || res == VK_ERROR_INITIALIZATION_FAILED)
+        return not_available("vkCreateInstance: %s (no usable driver)", kiln_vk_result_name(res));
+    if (res != VK_SUCCESS) {
+        KILN_ERROR(VK_MODULE, "vkCreateInstance failed: %s", kiln_vk_result_name(res));
+        vk->instance = VK_NULL_HANDLE;
+        return KILN_EVULKAN;
+    }
+#define LOAD_INSTANCE(name)                                                      \
+    vk->fn.name = (PFN_##name)vk->fn.vkGetInstanceProcAddr(vk->instance, #name); \
+    if (!vk->fn.name) {                                                          \
+        KILN_ERROR(VK_MODULE, "the Vulkan instance lacks %s", #name);            \
+        return KILN_EVULKAN;                                                     \
+    }
+    KILN_VK_INSTANCE_FNS(LOAD_INSTANCE)
+#undef LOAD_INSTANCE
+    return KILN_OK;
+}
+
+/* @return the index of a graphics+compute queue family, or UINT32_MAX. */
+static uint32_t find_queue_family(struct kiln_vk *vk, VkPhysicalDevice pd)
+{
+    uint32_t n = 0;
+    vk->fn.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties *q = calloc(n ? n : 1, sizeof(*q));
+    if (!q)
+        return UINT32_MAX;
+    vk->fn.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
+    uint32_t found = UINT32_MAX;
+    const VkQueueFlags want = VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT;
+    for (uint32_t i = 0; i < n && found == UINT32_MAX; i++)
+        if ((q[i].queueFlags & want) == want && q[i].queueCount > 0)
+            found = i;
+    free(q);
+    return found;
+}
+
+static bool usable(struct kiln_vk *vk, VkPhysicalDevice pd)
+{
+    VkPhysicalDeviceProperties p;
+    vk->fn.vkGetPhysicalDeviceProperties(pd, &p);
+    return p.apiVersion >= VK_API_VERSION_1_1 && find_queue_family(vk, pd) != UINT32_MAX;
+}
+
+static int choose_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
+{
+    uint32_t n = 0;
+    VkResult res = vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, NULL);
+    if (res != VK_SUCCESS && res != VK_INCOMPLETE)
+        return not_available("vkEnumeratePhysicalDevices: %s", kiln_vk_result_name(res));
+    if (n == 0)
+        return not_available("%s", "no Vulkan device");
+    VkPhysicalDevice *pds = calloc(n, sizeof(*pds));
+    if (!pds)
+        return KILN_ENOMEM;
+    vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, pds);
+    vk->info.device_count = n;
+
+    uint32_t pick = UINT32_MAX;
+    if (opt->use_device_index) {
+        if (opt->device >= n) {
+            KILN_ERROR(VK_MODULE, "device %u asked for, but there %s %u (0..%u)", opt->device,
+                       n == 1 ? "is" : "are", n, n - 1);
+            free(pds);
+            return KILN_EINVAL;
+        }
+        if (!usable(vk, pds[opt->device])) {
+            KILN_ERROR(VK_MODULE, "device %u has no graphics+compute queue or is below Vulkan 1.1",
+                       opt->device);
+            free(pds);
+            return KILN_ENOTSUP;
+        }
+        pick = opt->device;
+    } else {
+        for (uint32_t i = 0; i < n && pick == UINT32_MAX; i++) {
+            VkPhysicalDeviceProperties p;
+            vk->fn.vkGetPhysicalDeviceProperties(pds[i], &p);
+            if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU && usable(vk, pds[i]))
+                pick = i;
+        }
+        for (uint32_t i = 0; i < n && pick == UINT32_MAX; i++)
+            if (usable(vk, pds[i]))
+                pick = i;
+    }
+    if (pick == UINT32_MAX) {
+        free(pds);
+        return not_available("%s", "no device with a graphics+compute queue and Vulkan 1.1");
+    }
+    vk->phys = pds[pick];
+    vk->info.device_index = pick;
+    vk->queue_family = find_queue_family(vk, vk->phys);
+    free(pds);
+    return KILN_OK;
+}
+
+static void read_properties(struct kiln_vk *vk)
+{
+    VkPhysicalDeviceProperties p;
+    vk->fn.vkGetPhysicalDeviceProperties(vk->phys, &p);
+    struct kiln_vk_info *in = &vk->info;
+    snprintf(in->device_name, sizeof(in->device_name), "%s", p.deviceName);
+    in->vendor_id = p.vendorID;
+    in->device_id = p.deviceID;
+    in->api_version = p.apiVersion;
+    in->driver_version = p.driverVersion;
+    in->discrete = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    memcpy(in->pipeline_cache_uuid, p.pipelineCacheUUID, VK_UUID_SIZE);
+    if (p.apiVersion >= VK_API_VERSION_1_2) {
+        VkPhysicalDeviceDriverProperties drv = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+        VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                          .pNext = &drv};
+        vk->fn.vkGetPhysicalDeviceProperties2(vk->phys, &p2);
+        snprintf(in->driver_info, sizeof(in->driver_info), "%.120s %.120s", drv.driverName,
+                 drv.driverInfo);
+    }
+}
+
+static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
+{
+    uint32_t n = 0;
+    vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, NULL);
+    VkExtensionProperties *exts = calloc(n ? n : 1, sizeof(*exts));
+    if (!exts)
+        return KILN_ENOMEM;
+    vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, exts);
+    bool has_m5 = has_ext(exts, n, KILN_VK_MAINTENANCE5_NAME);
+    bool has_dr_ext = has_ext(exts, n, "VK_KHR_dynamic_rendering");
+    bool has_portability = has_ext(exts, n, "VK_KHR_portability_subset");
+    free(exts);
+    bool core13 = vk->info.api_version >= VK_API_VERSION_1_3;
+
+    /* Ask which features are there, then enable exactly those. */
+    struct kiln_vk_maintenance5_features m5 = {.sType = KILN_VK_STYPE_MAINTENANCE5_FEATURES};
+    VkPhysicalDeviceDynamicRenderingFeatures dr = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DYNAMIC_RENDERING_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    void **tail = &f2.pNext;
+    if (has_m5) {
+        *tail = &m5;
+        tail = &m5.pNext;
+    }
+    if (core13 || has_dr_ext) {
+        *tail = &dr;
+        tail = &dr.pNext;
+    }
+    vk->fn.vkGetPhysicalDeviceFeatures2(vk->phys, &f2);
+    bool use_m5 = has_m5 && m5.maintenance5;
+    bool use_dr = (core13 || has_dr_ext) && dr.dynamicRendering && !opt->no_dynamic_rendering;
+
+    const char *enabled[3];
+    uint32_t nenabled = 0;
+    void *chain = NULL;
+    if (use_m5) {
+        enabled[nenabled++] = KILN_VK_MAINTENANCE5_NAME;
+        m5 = (struct kiln_vk_maintenance5_features){
+            .sType = KILN_VK_STYPE_MAINTENANCE5_FEATURES, .pNext = chain, .maintenance5 = VK_TRUE};
+        chain = &m5;
+    }
+    if (use_dr) {
+        if (!core13)
+            enabled[nenabled++] = "VK_KHR_dynamic_rendering";
+        dr = (VkPhysicalDeviceDynamicRenderingFeatures){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DYNAMIC_RENDERING_FEATURES,
+            .pNext = chain,
+            .dynamicRendering = VK_TRUE};
+        chain = &dr;
+    }
+    if (has_portability)
+        enabled[nenabled++] = "VK_KHR_portability_subset"; /* required when offered */
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo q = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = vk->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = chain,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &q,
+        .enabledExtensionCount = nenabled,
+        .ppEnabledExtensionNames = enabled,
+    };
+    VkResult res = vk->fn.vkCreateDevice(vk->phys, &ci, NULL, &vk->device);
+    if (res != VK_SUCCESS) {
+        KILN_ERROR(VK_MODULE, "vkCreateDevice (%s) failed: %s", vk->info.device_name,
+                   kiln_vk_result_name(res));
+        vk->device = VK_NULL_HANDLE;
+        return KILN_EVULKAN;
+    }
+#define LOAD_DEVICE(name)                                                    \
+    vk->fn.name = (PFN_##name)vk->fn.vkGetDeviceProcAddr(vk->device, #name); \
+    if (!vk->fn.name) {                                                      \
+        KILN_ERROR(VK_MODULE, "the Vulkan device lacks %s", #name);          \
+        return KILN_EVULKAN;                                                 \
+    }
+    KILN_VK_DEVICE_FNS(LOAD_DEVICE)
+#undef LOAD_DEVICE
+    vk->fn.vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+    vk->info.maintenance5 = use_m5;
+    vk->info.chained_stages = use_m5 && !opt->force_modules;
+    vk->info.dynamic_rendering = use_dr;
+    return KILN_OK;
+}
+
+static int make_layout(struct kiln_vk *vk)
+{
+    VkDescriptorSetLayoutBinding b = {
+        .binding = 0,
+        .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        .descriptorCount = 1,
+        .stageFlags = VK_SHADER_STAGE_ALL,
+    };
+    VkDescriptorSetLayoutCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = 1,
+        .pBindings = &b,
+    };
+    VkResult res = vk->fn.vkCreateDescriptorSetLayout(vk->device, &dci, NULL, &vk->set_layout);
+    if (res != VK_SUCCESS) {
+        KILN_ERROR(VK_MODULE, "vkCreateDescriptorSetLayout failed: %s", kiln_vk_result_name(res));
+        vk->set_layout = VK_NULL_HANDLE;
+        return KILN_EVULKAN;
+    }
+    VkPushConstantRange pc = {
+        .stageFlags = VK_SHADER_STAGE_ALL,
+        .offset = 0,
+        .size = KILN_VK_PUSH_CONSTANT_BYTES,
+    };
+    VkPipelineLayoutCreateInfo lci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &vk->set_layout,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &pc,
+    };
+    res = vk->fn.vkCreatePipelineLayout(vk->device, &lci, NULL, &vk->layout);
+    if (res != VK_SUCCESS) {
+        KILN_ERROR(VK_MODULE, "vkCreatePipelineLayout failed: %s", kiln_vk_result_name(res));
+        vk->layout = VK_NULL_HANDLE;
+        return KILN_EVULKAN;
+    }
+    return KILN_OK;
+}
+
+static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
+{
+    KILN_TRY(make_instance(vk, opt->loader));
+    KILN_TRY(choose_device(vk, opt));
+    read_properties(vk);
+    KILN_TRY(make_device(vk, opt));
+    KILN_TRY(make_layout(vk));
+    if (opt->cache_dir)
+        KILN_TRY(kiln__path_join(vk->cache_path, sizeof(vk->cache_path), opt->cache_dir,
+                                 KILN_VK_CACHE_FILE));
+    if (opt->no_pipeline_cache) {
+        vk->info.cache_state = KILN_VK_CACHE_OFF;
+        return KILN_OK;
+    }
+    return kiln__vk_cache_open(vk, opt->cache_dir == NULL);
+}
+
+int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **out)
+{
+    static const struct kiln_vk_options defaults = {0};
+    if (!out)
+        return KILN_EINVAL;
+    *out = NULL;
+    const struct kiln_vk_options *opt = options ? options : &defaults;
+    struct kiln_vk *vk = calloc(1, sizeof(*vk));
+    if (!vk)
+        return KILN_ENOMEM;
+    pthread_mutex_init(&vk->lock, NULL);
+    vk->pipelines.prev = vk->pipelines.next = &vk->pipelines;
+    vk->modules.prev = vk->modules.next = &vk->modules;
+    vk->io = opt->io ? opt->io : kiln_io_default();
+
+    int rc = setup(vk, opt);
+    if (rc < 0) {
+        kiln_vk_destroy(vk);
+        return rc;
+    }
+    const struct kiln_vk_info *in = &vk->info;
+    KILN_INFO(VK_MODULE,
+              "device %u of %u: %s (Vulkan %u.%u.%u%s%s), maintenance5 %s%s, dynamic rendering %s",
+              in->device_index, in->device_count, in->device_name,
+              VK_API_VERSION_MAJOR(in->api_version), VK_API_VERSION_MINOR(in->api_version),
+              VK_API_VERSION_PATCH(in->api_version), in->driver_info[0] ? ", " : "",
+              in->driver_info, in->maintenance5 ? "on" : "off",
+              in->maintenance5 && !in->chained_stages ? " (modules forced)" : "",
+              in->dynamic_rendering ? "on" : "off");
+    *out = vk;
+    return KILN_OK;
+}
+
+void kiln_vk_destroy(struct kiln_vk *vk)
+{
+    if (!vk)
+        return;
+    if (vk->device) {
+        kiln__vk_destroy_objects(vk);
+        if (vk->cache)
+            vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, NULL);
+        if (vk->layout)
+            vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, NULL);
+        if (vk->set_layout)
+            vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+        vk->fn.vkDestroyDevice(vk->device, NULL);
+    }
+    if (vk->instance && vk->fn.vkDestroyInstance)
+        vk->fn.vkDestroyInstance(vk->instance, NULL);
+    pthread_mutex_destroy(&vk->lock);
+    free(vk);
+}
+
+const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk)
+{
+    return &vk->info;
+}
+
+void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
+{
+    struct kiln_vk *v = (struct kiln_vk *)vk; /* atomic loads need a non-const object */
+    s->live_modules = atomic_load(&v->live_modules);
+    s->peak_modules = atomic_load(&v->peak_modules);
+    s->modules_created = atomic_load(&v->modules_created);
+    s->stages_chained = atomic_load(&v->stages_chained);
+    s->pipelines_built = atomic_load(&v->pipelines_built);
+    s->pipelines_failed = atomic_load(&v->pipelines_failed);
+    s->live_pipelines = atomic_load(&v->live_pipelines);
+}
+
+void kiln_vk_reset_peak(struct kiln_vk *vk)
+{
+    atomic_store(&vk->peak_modules, atomic_load(&vk->live_modules));
+}
+
+void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
+{
+    *out = (struct kiln_vk_handles){
+        .get_instance_proc_addr = vk->fn.vkGetInstanceProcAddr,
+        .instance = vk->instance,
+        .physical_device = vk->phys,
+        .device = vk->device,
+        .queue_family = vk->queue_family,
+        .queue = vk->queue,
+        .pipeline_cache = vk->cache,
+        .pipeline_layout = vk->layout,
+        .set_layout = vk->set_layout,
+    };
+}

@@ -1,0 +1,150 @@
+/*
+ * vk_internal.h - the vk module's private state, shared by its files.
+ *
+ * Vulkan is reached only through function pointers resolved at run time
+ * (VK_NO_PROTOTYPES): global ones from vkGetInstanceProcAddr(NULL, ...),
+ * instance ones from the instance, device ones from vkGetDeviceProcAddr, so
+ * calls skip the loader's dispatch trampolines.
+ */
+#ifndef KILN_VK_INTERNAL_H
+#define KILN_VK_INTERNAL_H
+
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "kiln_internal.h"
+#include "kiln/vk.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* VK_KHR_maintenance5, declared here so older Vulkan headers build too; the
+ * layout is the extension's VkPhysicalDeviceMaintenance5FeaturesKHR. */
+#define KILN_VK_MAINTENANCE5_NAME           "VK_KHR_maintenance5"
+#define KILN_VK_STYPE_MAINTENANCE5_FEATURES ((VkStructureType)1000470000)
+struct kiln_vk_maintenance5_features {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 maintenance5;
+};
+
+#define KILN_VK_GLOBAL_FNS(X)                 \
+    X(vkEnumerateInstanceVersion)             \
+    X(vkEnumerateInstanceExtensionProperties) \
+    X(vkCreateInstance)
+
+#define KILN_VK_INSTANCE_FNS(X)                 \
+    X(vkDestroyInstance)                        \
+    X(vkEnumeratePhysicalDevices)               \
+    X(vkGetPhysicalDeviceProperties)            \
+    X(vkGetPhysicalDeviceProperties2)           \
+    X(vkGetPhysicalDeviceFeatures2)             \
+    X(vkGetPhysicalDeviceQueueFamilyProperties) \
+    X(vkEnumerateDeviceExtensionProperties)     \
+    X(vkCreateDevice)                           \
+    X(vkGetDeviceProcAddr)
+
+#define KILN_VK_DEVICE_FNS(X)       \
+    X(vkDestroyDevice)              \
+    X(vkGetDeviceQueue)             \
+    X(vkCreateShaderModule)         \
+    X(vkDestroyShaderModule)        \
+    X(vkCreatePipelineCache)        \
+    X(vkDestroyPipelineCache)       \
+    X(vkGetPipelineCacheData)       \
+    X(vkCreateComputePipelines)     \
+    X(vkCreateGraphicsPipelines)    \
+    X(vkDestroyPipeline)            \
+    X(vkCreatePipelineLayout)       \
+    X(vkDestroyPipelineLayout)      \
+    X(vkCreateDescriptorSetLayout)  \
+    X(vkDestroyDescriptorSetLayout) \
+    X(vkCreateRenderPass)           \
+    X(vkDestroyRenderPass)
+
+#define KILN_VK_DECLARE_FN(name) PFN_##name name;
+
+struct kiln_vk_fns {
+    PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr;
+    KILN_VK_GLOBAL_FNS(KILN_VK_DECLARE_FN)
+    KILN_VK_INSTANCE_FNS(KILN_VK_DECLARE_FN)
+    KILN_VK_DEVICE_FNS(KILN_VK_DECLARE_FN)
+};
+
+/* Render passes for devices without dynamic rendering, one per color format. */
+#define KILN_VK_MAX_RENDER_PASSES 16
+
+/* A live pipeline or kept module: on the context's list so destroy finds it. */
+struct kiln_vk_object {
+    struct kiln_vk_object *prev, *next;
+};
+
+struct kiln_vk_pipeline {
+    struct kiln_vk_object link; /* first: the list holds pipelines and modules apart */
+    VkPipeline pipeline;
+};
+
+struct kiln_vk_module {
+    struct kiln_vk_object link;
+    VkShaderModule module;
+};
+
+struct kiln_vk {
+    struct kiln_vk_fns fn;
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    uint32_t queue_family;
+    VkQueue queue;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipelineCache cache;
+
+    const struct kiln_io *io;
+    char cache_path[4096]; /* "" without a cache folder */
+
+    pthread_mutex_t lock;            /* guards the object lists and the render passes */
+    struct kiln_vk_object pipelines; /* list heads */
+    struct kiln_vk_object modules;
+    struct {
+        VkFormat format;
+        VkRenderPass pass;
+    } render_passes[KILN_VK_MAX_RENDER_PASSES];
+    unsigned nrender_passes;
+
+    atomic_llong live_modules;
+    atomic_llong peak_modules;
+    atomic_ullong modules_created;
+    atomic_ullong stages_chained;
+    atomic_ullong pipelines_built;
+    atomic_ullong pipelines_failed;
+    atomic_llong live_pipelines;
+
+    struct kiln_vk_info info;
+};
+
+/* Opens the loader; @return vkGetInstanceProcAddr or NULL with `why` filled. */
+PFN_vkGetInstanceProcAddr kiln__vk_load(const char *loader, char *why, size_t cap);
+
+/*
+ * Checks a pipeline cache blob's header (VkPipelineCacheHeaderVersionOne)
+ * against a device. @return 0, or KILN_ECORRUPT_HEADER with the reason in
+ * `why` (one clause, no trailing period).
+ */
+int kiln__vk_cache_check(const void *data, size_t n, uint32_t vendor_id, uint32_t device_id,
+                         const uint8_t uuid[VK_UUID_SIZE], char *why, size_t cap);
+
+/* Makes vk->cache, loading vk->cache_path when there is one. @return 0 or KILN_EVULKAN. */
+int kiln__vk_cache_open(struct kiln_vk *vk, bool in_memory);
+
+/*
+ * Checks that `words` look like a SPIR-V module: the magic, a header, and
+ * instructions whose word counts add up to `n` exactly.
+ * @return 0 or KILN_EFORMAT with the reason in `why`.
+ */
+int kiln__spirv_check(const uint32_t *words, size_t n, char *why, size_t cap);
+
+/* Destroys every pipeline, kept module and render pass of the context. */
+void kiln__vk_destroy_objects(struct kiln_vk *vk);
+
+#endif /* KILN_VK_INTERNAL_H */

@@ -1,0 +1,478 @@
+/*
+ * vk_pipeline.c - transient shader modules and the pipelines built from
+ * them.
+ *
+ * Design. A stage's SPIR-V exists unpacked only between kiln_stage_module
+ * and kiln_stage_release, which bracket one vkCreate*Pipelines call:
+ *
+ * - module path: the blob is unpacked into this thread's scratch buffer,
+ *   vkCreateShaderModule copies it, and the module is destroyed right after
+ *   the pipeline call. The scratch buffer may be reused by the next stage at
+ *   once, because the driver has its own copy.
+ * - maintenance5 path: no module object; the VkShaderModuleCreateInfo is
+ *   chained into the stage, so the words must live until the pipeline call:
+ *   each stage unpacks into its own buffer, freed by release.
+ *
+ * live_modules is incremented after a module exists and decremented after
+ * it is destroyed, so it never reads lower than the true count; peak is
+ * raised with a compare-and-swap so concurrent builds never lose a maximum.
+ * Both paths check the unpacked words are a well-formed SPIR-V instruction
+ * stream before a driver sees them: a damaged program fails alone with a
+ * clear line, instead of taking a driver's parser into undefined ground.
+ *
+ * Pipelines and kept modules are linked into the context under its mutex so
+ * kiln_vk_destroy can free what callers left behind. The mutex is held only
+ * to link and unlink, never across a driver call, except the rare first
+ * creation of a render pass per color format.
+ */
+#include "vk_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPIRV_MAGIC 0x07230203u
+
+static const char *stage_name(VkShaderStageFlagBits stage)
+{
+    switch (stage) {
+    case VK_SHADER_STAGE_COMPUTE_BIT:
+        return "compute";
+    case VK_SHADER_STAGE_VERTEX_BIT:
+        return "vertex";
+    case VK_SHADER_STAGE_FRAGMENT_BIT:
+        return "fragment";
+    default:
+        return "shader";
+    }
+}
+
+static const char *prog(const char *name)
+{
+    return name ? name : "(unnamed)";
+}
+
+int kiln__spirv_check(const uint32_t *words, size_t n, char *why, size_t cap)
+{
+    if (n < 5) {
+        snprintf(why, cap, "%zu words, shorter than a SPIR-V header", n);
+        return KILN_EFORMAT;
+    }
+    if (words[0] != SPIRV_MAGIC) {
+        snprintf(why, cap, "magic 0x%08x is not SPIR-V's", words[0]);
+        return KILN_EFORMAT;
+    }
+    size_t i = 5;
+    while (i < n) {
+        uint32_t count = words[i] >> 16;
+        if (count == 0) {
+            snprintf(why, cap, "instruction at word %zu has length 0", i);
+            return KILN_EFORMAT;
+        }
+        if (count > n - i) {
+            snprintf(why, cap, "instruction at word %zu (%u words) runs past the end (%zu)", i,
+                     count, n);
+            return KILN_EFORMAT;
+        }
+        i += count;
+    }
+    return KILN_OK;
+}
+
+static void count_module_made(struct kiln_vk *vk)
+{
+    long long live = atomic_fetch_add(&vk->live_modules, 1) + 1;
+    long long peak = atomic_load(&vk->peak_modules);
+    while (live > peak && !atomic_compare_exchange_weak(&vk->peak_modules, &peak, live))
+        ;
+    atomic_fetch_add(&vk->modules_created, 1);
+}
+
+/* Unpacks a stage's blob. @return the word count with *words set (and
+ * *owned when the buffer is ours to free), or the unpack error, logged. */
+static int64_t unpack_stage(const char *name, const char *stage, const struct kiln_vk_stage *src,
+                            bool own_buffer, const uint32_t **words, uint32_t **owned)
+{
+    int64_t n;
+    *owned = NULL;
+    if (!src->blob) {
+        KILN_WARN("vk", "%s: %s stage: no blob and no module given", prog(name), stage);
+        return KILN_EINVAL;
+    }
+    if (own_buffer) {
+        size_t bytes = 0;
+        n = kiln_blob_info(src->blob, src->blob_size, NULL, &bytes);
+        if (n >= 0) {
+            *owned = malloc(bytes ? bytes : 4);
+            n = *owned ? kiln_unpack(src->blob, src->blob_size, src->dict, *owned, bytes / 4)
+                       : KILN_ENOMEM;
+        }
+        *words = *owned;
+    } else {
+        n = kiln_unpack_scratch(src->blob, src->blob_size, src->dict, words);
+    }
+    if (n < 0) {
+        KILN_WARN("vk", "%s: %s stage: could not unpack its blob: %s", prog(name), stage,
+                  kiln_strerror((int)n));
+        free(*owned);
+        *owned = NULL;
+        return n;
+    }
+    char why[160];
+    if (kiln__spirv_check(*words, (size_t)n, why, sizeof(why)) < 0) {
+        KILN_WARN("vk", "%s: %s stage: not valid SPIR-V: %s", prog(name), stage, why);
+        free(*owned);
+        *owned = NULL;
+        return KILN_EFORMAT;
+    }
+    return n;
+}
+
+int kiln_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+                      VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->info = (VkPipelineShaderStageCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+        .stage = stage,
+        .pName = src->entry ? src->entry : "main",
+    };
+    if (src->module) {
+        out->info.module = src->module->module;
+        return KILN_OK;
+    }
+    bool chain = vk->info.chained_stages;
+    const uint32_t *words;
+    int64_t n = unpack_stage(name, stage_name(stage), src, chain, &words, &out->words);
+    if (n < 0)
+        return (int)n;
+    out->module_info = (VkShaderModuleCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = (size_t)n * 4,
+        .pCode = words,
+    };
+    if (chain) {
+        out->info.pNext = &out->module_info;
+        atomic_fetch_add(&vk->stages_chained, 1);
+        return KILN_OK;
+    }
+    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &out->module_info, NULL, &out->module);
+    if (res != VK_SUCCESS) {
+        KILN_WARN("vk", "%s: %s stage: vkCreateShaderModule failed: %s", prog(name),
+                  stage_name(stage), kiln_vk_result_name(res));
+        out->module = VK_NULL_HANDLE;
+        return KILN_EVULKAN;
+    }
+    count_module_made(vk);
+    out->info.module = out->module;
+    out->module_info.pCode = NULL; /* the scratch words may be reused from here on */
+    return KILN_OK;
+}
+
+void kiln_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
+{
+    if (st->module) {
+        vk->fn.vkDestroyShaderModule(vk->device, st->module, NULL);
+        atomic_fetch_sub(&vk->live_modules, 1);
+        st->module = VK_NULL_HANDLE;
+    }
+    free(st->words);
+    st->words = NULL;
+    st->info.pNext = NULL;
+}
+
+/* ---- object lists ------------------------------------------------------- */
+
+static void link_object(struct kiln_vk *vk, struct kiln_vk_object *head, struct kiln_vk_object *o)
+{
+    pthread_mutex_lock(&vk->lock);
+    o->next = head->next;
+    o->prev = head;
+    head->next->prev = o;
+    head->next = o;
+    pthread_mutex_unlock(&vk->lock);
+}
+
+static void unlink_object(struct kiln_vk *vk, struct kiln_vk_object *o)
+{
+    pthread_mutex_lock(&vk->lock);
+    o->prev->next = o->next;
+    o->next->prev = o->prev;
+    pthread_mutex_unlock(&vk->lock);
+}
+
+void kiln__vk_destroy_objects(struct kiln_vk *vk)
+{
+    unsigned pipes = 0, mods = 0;
+    while (vk->pipelines.next != &vk->pipelines) {
+        kiln_vk_pipeline_destroy(vk, (struct kiln_vk_pipeline *)vk->pipelines.next);
+        pipes++;
+    }
+    while (vk->modules.next != &vk->modules) {
+        kiln_vk_module_destroy(vk, (struct kiln_vk_module *)vk->modules.next);
+        mods++;
+    }
+    if (pipes || mods)
+        KILN_DEBUG("vk", "destroyed %u pipelines and %u kept modules left at exit", pipes, mods);
+    for (unsigned i = 0; i < vk->nrender_passes; i++)
+        vk->fn.vkDestroyRenderPass(vk->device, vk->render_passes[i].pass, NULL);
+    vk->nrender_passes = 0;
+}
+
+/* ---- pipelines ------------------------------------------------------------ */
+
+static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *what, VkResult res,
+                           VkPipeline handle, struct kiln_vk_pipeline **out)
+{
+    if (res != VK_SUCCESS) {
+        KILN_WARN("vk", "%s: %s pipeline: vkCreate%sPipelines failed: %s", prog(name), what,
+                  strcmp(what, "compute") == 0 ? "Compute" : "Graphics", kiln_vk_result_name(res));
+        atomic_fetch_add(&vk->pipelines_failed, 1);
+        if (handle)
+            vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
+        return KILN_EVULKAN;
+    }
+    struct kiln_vk_pipeline *p = calloc(1, sizeof(*p));
+    if (!p) {
+        vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
+        atomic_fetch_add(&vk->pipelines_failed, 1);
+        return KILN_ENOMEM;
+    }
+    p->pipeline = handle;
+    link_object(vk, &vk->pipelines, &p->link);
+    atomic_fetch_add(&vk->pipelines_built, 1);
+    atomic_fetch_add(&vk->live_pipelines, 1);
+    *out = p;
+    return KILN_OK;
+}
+
+int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
+                             const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
+{
+    if (!vk || !stage || !out)
+        return KILN_EINVAL;
+    *out = NULL;
+    struct kiln_vk_staged st;
+    int rc = kiln_stage_module(vk, name, stage, VK_SHADER_STAGE_COMPUTE_BIT, &st);
+    if (rc < 0) {
+        atomic_fetch_add(&vk->pipelines_failed, 1);
+        return rc;
+    }
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = st.info,
+        .layout = vk->layout,
+    };
+    VkPipeline handle = VK_NULL_HANDLE;
+    VkResult res = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
+    kiln_stage_release(vk, &st);
+    return finish_pipeline(vk, name, "compute", res, handle, out);
+}
+
+/* The render pass for one color format (devices without dynamic rendering). */
+static VkResult render_pass_for(struct kiln_vk *vk, VkFormat format, VkRenderPass *out)
+{
+    VkResult res = VK_SUCCESS;
+    pthread_mutex_lock(&vk->lock);
+    for (unsigned i = 0; i < vk->nrender_passes; i++) {
+        if (vk->render_passes[i].format == format) {
+            *out = vk->render_passes[i].pass;
+            pthread_mutex_unlock(&vk->lock);
+            return VK_SUCCESS;
+        }
+    }
+    if (vk->nrender_passes == KILN_VK_MAX_RENDER_PASSES) {
+        pthread_mutex_unlock(&vk->lock);
+        return VK_ERROR_TOO_MANY_OBJECTS;
+    }
+    VkAttachmentDescription color = {
+        .format = format,
+        .samples = VK_SAMPLE_COUNT_1_BIT,
+        .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+        .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+        .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+        .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+        .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+    };
+    VkAttachmentReference ref = {0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+    VkSubpassDescription sub = {
+        .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
+        .colorAttachmentCount = 1,
+        .pColorAttachments = &ref,
+    };
+    VkRenderPassCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
+        .attachmentCount = 1,
+        .pAttachments = &color,
+        .subpassCount = 1,
+        .pSubpasses = &sub,
+    };
+    VkRenderPass pass;
+    res = vk->fn.vkCreateRenderPass(vk->device, &ci, NULL, &pass);
+    if (res == VK_SUCCESS) {
+        vk->render_passes[vk->nrender_passes].format = format;
+        vk->render_passes[vk->nrender_passes].pass = pass;
+        vk->nrender_passes++;
+        *out = pass;
+    }
+    pthread_mutex_unlock(&vk->lock);
+    return res;
+}
+
+int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
+                              const struct kiln_vk_graphics *desc, struct kiln_vk_pipeline **out)
+{
+    if (!vk || !desc || !out)
+        return KILN_EINVAL;
+    *out = NULL;
+    VkFormat format =
+        (VkFormat)(desc->color_format ? desc->color_format : KILN_VK_DEFAULT_COLOR_FORMAT);
+    VkRenderPass pass = VK_NULL_HANDLE;
+    if (!vk->info.dynamic_rendering) {
+        VkResult res = render_pass_for(vk, format, &pass);
+        if (res != VK_SUCCESS) {
+            KILN_WARN("vk", "%s: graphics pipeline: no render pass for format %d: %s", prog(name),
+                      (int)format, kiln_vk_result_name(res));
+            atomic_fetch_add(&vk->pipelines_failed, 1);
+            return KILN_EVULKAN;
+        }
+    }
+
+    struct kiln_vk_staged vs, fs;
+    int rc = kiln_stage_module(vk, name, &desc->vertex, VK_SHADER_STAGE_VERTEX_BIT, &vs);
+    if (rc < 0) {
+        atomic_fetch_add(&vk->pipelines_failed, 1);
+        return rc;
+    }
+    rc = kiln_stage_module(vk, name, &desc->fragment, VK_SHADER_STAGE_FRAGMENT_BIT, &fs);
+    if (rc < 0) {
+        kiln_stage_release(vk, &vs);
+        atomic_fetch_add(&vk->pipelines_failed, 1);
+        return rc;
+    }
+    VkPipelineShaderStageCreateInfo stages[2] = {vs.info, fs.info};
+
+    VkPipelineVertexInputStateCreateInfo vin = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
+    VkPipelineInputAssemblyStateCreateInfo ia = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+        .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+    };
+    VkPipelineViewportStateCreateInfo vp = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+        .viewportCount = 1,
+        .scissorCount = 1,
+    };
+    VkPipelineRasterizationStateCreateInfo rs = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+        .polygonMode = VK_POLYGON_MODE_FILL,
+        .cullMode = VK_CULL_MODE_NONE,
+        .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+        .lineWidth = 1.0f,
+    };
+    VkPipelineMultisampleStateCreateInfo ms = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+        .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
+    };
+    VkPipelineColorBlendAttachmentState blend = {
+        .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+                          VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
+    };
+    VkPipelineColorBlendStateCreateInfo cb = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+        .attachmentCount = 1,
+        .pAttachments = &blend,
+    };
+    VkDynamicState dyn[] = {VK_DYNAMIC_STATE_VIEWPORT, VK_DYNAMIC_STATE_SCISSOR};
+    VkPipelineDynamicStateCreateInfo ds = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
+        .dynamicStateCount = 2,
+        .pDynamicStates = dyn,
+    };
+    VkPipelineRenderingCreateInfo rendering = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+        .colorAttachmentCount = 1,
+        .pColorAttachmentFormats = &format,
+    };
+    VkGraphicsPipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+        .pNext = vk->info.dynamic_rendering ? &rendering : NULL,
+        .stageCount = 2,
+        .pStages = stages,
+        .pVertexInputState = &vin,
+        .pInputAssemblyState = &ia,
+        .pViewportState = &vp,
+        .pRasterizationState = &rs,
+        .pMultisampleState = &ms,
+        .pColorBlendState = &cb,
+        .pDynamicState = &ds,
+        .layout = vk->layout,
+        .renderPass = pass,
+        .subpass = 0,
+    };
+    VkPipeline handle = VK_NULL_HANDLE;
+    VkResult res = vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
+    kiln_stage_release(vk, &fs);
+    kiln_stage_release(vk, &vs);
+    return finish_pipeline(vk, name, "graphics", res, handle, out);
+}
+
+void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
+{
+    if (!p)
+        return;
+    unlink_object(vk, &p->link);
+    vk->fn.vkDestroyPipeline(vk->device, p->pipeline, NULL);
+    atomic_fetch_sub(&vk->live_pipelines, 1);
+    free(p);
+}
+
+uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *p)
+{
+    return p ? (uint64_t)(uintptr_t)p->pipeline : 0;
+}
+
+/* ---- kept modules (the baseline) ------------------------------------------ */
+
+int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+                          struct kiln_vk_module **out)
+{
+    if (!vk || !src || !out)
+        return KILN_EINVAL;
+    *out = NULL;
+    const uint32_t *words;
+    uint32_t *owned;
+    int64_t n = unpack_stage(name, "kept", src, false, &words, &owned);
+    if (n < 0)
+        return (int)n;
+    struct kiln_vk_module *m = calloc(1, sizeof(*m));
+    if (!m)
+        return KILN_ENOMEM;
+    VkShaderModuleCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = (size_t)n * 4,
+        .pCode = words,
+    };
+    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &ci, NULL, &m->module);
+    if (res != VK_SUCCESS) {
+        KILN_WARN("vk", "%s: kept module: vkCreateShaderModule failed: %s", prog(name),
+                  kiln_vk_result_name(res));
+        free(m);
+        return KILN_EVULKAN;
+    }
+    count_module_made(vk);
+    link_object(vk, &vk->modules, &m->link);
+    *out = m;
+    return KILN_OK;
+}
+
+void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)
+{
+    if (!m)
+        return;
+    unlink_object(vk, &m->link);
+    vk->fn.vkDestroyShaderModule(vk->device, m->module, NULL);
+    atomic_fetch_sub(&vk->live_modules, 1);
+    free(m);
+}

@@ -1,0 +1,472 @@
+/*
+ * test_vk.c - the vk module against a real driver (lavapipe in CI):
+ * pipelines are made, no shader module outlives its create call, a broken
+ * program fails alone, and pipelines.vkc round-trips and is refused when it
+ * belongs to another device or is damaged.
+ *
+ * Cases that need Vulkan exit with 77 (ctest SKIP) where there is none.
+ */
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "vk_internal.h"
+#include "vk_shaders.h"
+
+#include <sys/stat.h>
+
+static int build_compute(struct kiln_vk *vk, unsigned variant, struct kiln_vk_pipeline **p)
+{
+    struct vkt_blob b;
+    if (vkt_make(VKT_COMPUTE, variant, &b) < 0)
+        return -1;
+    struct kiln_vk_stage st = {.blob = b.blob, .blob_size = b.size};
+    int rc = kiln_vk_compute_pipeline(vk, "test-compute", &st, p);
+    vkt_free(&b);
+    return rc;
+}
+
+static int build_graphics(struct kiln_vk *vk, unsigned variant, uint32_t format,
+                          struct kiln_vk_pipeline **p)
+{
+    struct vkt_blob v, f;
+    if (vkt_make(VKT_VERTEX, variant, &v) < 0)
+        return -1;
+    if (vkt_make(VKT_FRAGMENT, variant, &f) < 0) {
+        vkt_free(&v);
+        return -1;
+    }
+    struct kiln_vk_graphics g = {
+        .vertex = {.blob = v.blob, .blob_size = v.size},
+        .fragment = {.blob = f.blob, .blob_size = f.size},
+        .color_format = format,
+    };
+    int rc = kiln_vk_graphics_pipeline(vk, "test-graphics", &g, p);
+    vkt_free(&v);
+    vkt_free(&f);
+    return rc;
+}
+
+KT_CASE(not_available_without_loader)
+{
+    vkt_capture_log(true);
+    struct kiln_vk *vk = (struct kiln_vk *)&vk;
+    struct kiln_vk_options opt = {.loader = "libkiln-no-such-vulkan-loader.so.1"};
+    KT_CHECK_EQ(kiln_vk_create(&opt, &vk), KILN_ENOTSUP);
+    KT_CHECK(vk == NULL);
+    KT_CHECK(strstr(vkt_log(), "Vulkan not available: could not load "
+                               "libkiln-no-such-vulkan-loader.so.1") != NULL);
+    vkt_capture_log(false);
+    kiln_vk_destroy(NULL);
+}
+
+KT_CASE(compute_and_graphics)
+{
+    struct kiln_vk *vk = vkt_context(NULL);
+    KT_REQUIRE(vk);
+    const struct kiln_vk_info *in = kiln_vk_info(vk);
+    fprintf(stderr, "device %u/%u: %s [%s], maintenance5 %d, chained %d, dynamic rendering %d\n",
+            in->device_index, in->device_count, in->device_name, in->driver_info, in->maintenance5,
+            in->chained_stages, in->dynamic_rendering);
+    KT_CHECK(in->device_count >= 1);
+    KT_CHECK(in->api_version >= VK_API_VERSION_1_1);
+    KT_CHECK_EQ(in->cache_state, KILN_VK_CACHE_MEMORY);
+
+    struct kiln_vk_stats s;
+    struct kiln_vk_pipeline *c = NULL, *g = NULL, *g16 = NULL;
+    KT_CHECK_OK(build_compute(vk, 1, &c));
+    KT_CHECK(c && kiln_vk_pipeline_handle(c) != 0);
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_modules, 0);
+    KT_CHECK(s.peak_modules <= 1);
+
+    kiln_vk_reset_peak(vk);
+    KT_CHECK_OK(build_graphics(vk, 1, 0, &g));
+    KT_CHECK(g && kiln_vk_pipeline_handle(g) != 0);
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_modules, 0);
+    KT_CHECK(s.peak_modules <= 2);
+
+    /* Another color format: a second render pass without dynamic rendering. */
+    KT_CHECK_OK(build_graphics(vk, 2, 97 /* VK_FORMAT_R16G16B16A16_SFLOAT */, &g16));
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK_EQ(s.live_pipelines, 3);
+    KT_CHECK_EQ(s.live_modules, 0);
+    /* Either every stage made a module or every stage was chained. */
+    KT_CHECK_EQ(s.modules_created + s.stages_chained, 5);
+    KT_CHECK_EQ(in->chained_stages ? s.modules_created : s.stages_chained, 0);
+
+    kiln_vk_pipeline_destroy(vk, c);
+    kiln_vk_pipeline_destroy(vk, NULL);
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_pipelines, 2);
+    kiln_vk_destroy(vk); /* g and g16 are destroyed with the context */
+}
+
+KT_CASE(forced_modules)
+{
+    struct kiln_vk_options opt = {.force_modules = true};
+    struct kiln_vk *vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK(!kiln_vk_info(vk)->chained_stages);
+    struct kiln_vk_pipeline *c = NULL, *g = NULL;
+    KT_CHECK_OK(build_compute(vk, 3, &c));
+    KT_CHECK_OK(build_graphics(vk, 3, 0, &g));
+    struct kiln_vk_stats s;
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.modules_created, 3);
+    KT_CHECK_EQ(s.stages_chained, 0);
+    KT_CHECK_EQ(s.live_modules, 0);
+    KT_CHECK(s.peak_modules >= 1 && s.peak_modules <= 2);
+    kiln_vk_destroy(vk);
+}
+
+KT_CASE(graphics_with_render_pass)
+{
+    struct kiln_vk_options opt = {.no_dynamic_rendering = true};
+    struct kiln_vk *vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK(!kiln_vk_info(vk)->dynamic_rendering);
+    struct kiln_vk_pipeline *a = NULL, *b = NULL, *c = NULL;
+    KT_CHECK_OK(build_graphics(vk, 5, 0, &a));
+    KT_CHECK_OK(build_graphics(vk, 6, 0, &b)); /* reuses the render pass */
+    KT_CHECK_OK(build_graphics(vk, 7, 44 /* VK_FORMAT_B8G8R8A8_UNORM */, &c));
+    KT_CHECK(a && b && c);
+    struct kiln_vk_stats s;
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.live_modules, 0);
+    kiln_vk_destroy(vk);
+}
+
+KT_CASE(broken_program_fails_alone)
+{
+    struct kiln_vk_options opt = {.no_pipeline_cache = true};
+    struct kiln_vk *vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_OFF);
+    struct vkt_blob good;
+    KT_REQUIRE(vkt_make(VKT_COMPUTE, 4, &good) == 0);
+    uint64_t seed = 7;
+    vkt_capture_log(true);
+
+    /* 1. A valid header and instruction stream of garbage opcodes: only the
+     * driver can tell, and refuses the pipeline. */
+    uint32_t *w = malloc(good.nwords * 4);
+    KT_REQUIRE(w);
+    memcpy(w, good.words, 5 * 4);
+    for (size_t i = 5; i < good.nwords; i++)
+        w[i] = 1u << 16 | (uint32_t)(kt_rand(&seed) % 400);
+    struct vkt_blob garbage_ops;
+    KT_REQUIRE(vkt_pack_words(w, good.nwords, &garbage_ops) == 0);
+    struct kiln_vk_pipeline *p = NULL;
+    struct kiln_vk_stage st = {.blob = garbage_ops.blob, .blob_size = garbage_ops.size};
+    int rc_ops = kiln_vk_compute_pipeline(vk, "broken-ops", &st, &p);
+    KT_CHECK(rc_ops == KILN_EVULKAN || rc_ops == KILN_OK); /* a driver may accept it */
+    if (rc_ops == KILN_EVULKAN) {
+        KT_CHECK(p == NULL);
+        KT_CHECK(strstr(vkt_log(), "broken-ops: compute pipeline: vkCreateComputePipelines "
+                                   "failed: VK_") != NULL);
+    }
+    kiln_vk_pipeline_destroy(vk, p);
+
+    /* 2. Garbage words after a valid header: refused before the driver. */
+    for (size_t i = 5; i < good.nwords; i++)
+        w[i] = (uint32_t)kt_rand(&seed);
+    struct vkt_blob garbage;
+    KT_REQUIRE(vkt_pack_words(w, good.nwords, &garbage) == 0);
+    st = (struct kiln_vk_stage){.blob = garbage.blob, .blob_size = garbage.size};
+    KT_CHECK_EQ(kiln_vk_compute_pipeline(vk, "broken-words", &st, &p), KILN_EFORMAT);
+    KT_CHECK(strstr(vkt_log(), "broken-words: compute stage: not valid SPIR-V") != NULL);
+
+    /* 3. A blob that does not unpack (cut short). */
+    st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size / 2};
+    KT_CHECK(kiln_vk_compute_pipeline(vk, "broken-blob", &st, &p) < 0);
+    KT_CHECK(strstr(vkt_log(), "broken-blob: compute stage: could not unpack its blob") != NULL);
+
+    /* 4. A graphics pipeline whose fragment stage is broken: the vertex
+     * stage's module is released too. */
+    struct vkt_blob v;
+    KT_REQUIRE(vkt_make(VKT_VERTEX, 4, &v) == 0);
+    struct kiln_vk_graphics g = {
+        .vertex = {.blob = v.blob, .blob_size = v.size},
+        .fragment = {.blob = garbage.blob, .blob_size = garbage.size},
+    };
+    KT_CHECK_EQ(kiln_vk_graphics_pipeline(vk, "broken-frag", &g, &p), KILN_EFORMAT);
+    KT_CHECK(strstr(vkt_log(), "broken-frag: fragment stage: not valid SPIR-V") != NULL);
+    vkt_capture_log(false);
+
+    struct kiln_vk_stats s;
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_modules, 0);
+    KT_CHECK_EQ(s.pipelines_failed, 3 + (rc_ops == KILN_EVULKAN));
+    KT_CHECK_EQ(s.pipelines_built, rc_ops == KILN_OK);
+
+    /* The next pipeline builds. */
+    st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size};
+    KT_CHECK_OK(kiln_vk_compute_pipeline(vk, "good-after", &st, &p));
+    KT_CHECK(p != NULL);
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_modules, 0);
+    KT_CHECK(s.peak_modules <= 2);
+
+    free(w);
+    vkt_free(&v);
+    vkt_free(&garbage);
+    vkt_free(&garbage_ops);
+    vkt_free(&good);
+    kiln_vk_destroy(vk);
+}
+
+KT_CASE(keep_modules_mode)
+{
+    struct kiln_vk_options opt = {.no_pipeline_cache = true};
+    struct kiln_vk *vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    enum { N = 4 };
+    struct kiln_vk_module *mods[N][2];
+    for (unsigned i = 0; i < N; i++) {
+        struct vkt_blob v, f;
+        KT_REQUIRE(vkt_make(VKT_VERTEX, 10 + i, &v) == 0);
+        KT_REQUIRE(vkt_make(VKT_FRAGMENT, 10 + i, &f) == 0);
+        struct kiln_vk_stage sv = {.blob = v.blob, .blob_size = v.size};
+        struct kiln_vk_stage sf = {.blob = f.blob, .blob_size = f.size};
+        KT_CHECK_OK(kiln_vk_module_create(vk, "kept", &sv, &mods[i][0]));
+        KT_CHECK_OK(kiln_vk_module_create(vk, "kept", &sf, &mods[i][1]));
+        vkt_free(&v);
+        vkt_free(&f);
+    }
+    struct kiln_vk_stats s;
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_modules, 2 * N);
+    KT_CHECK_EQ(s.peak_modules, 2 * N);
+
+    for (unsigned i = 0; i < N; i++) {
+        struct kiln_vk_graphics g = {.vertex = {.module = mods[i][0]},
+                                     .fragment = {.module = mods[i][1]}};
+        struct kiln_vk_pipeline *p = NULL;
+        KT_CHECK_OK(kiln_vk_graphics_pipeline(vk, "from-kept", &g, &p));
+        kiln_vk_pipeline_destroy(vk, p);
+    }
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_modules, 2 * N); /* kept: still alive */
+    KT_CHECK_EQ(s.modules_created, 2 * N);
+    KT_CHECK_EQ(s.pipelines_built, N);
+    for (unsigned i = 0; i < N - 1; i++) {
+        kiln_vk_module_destroy(vk, mods[i][0]);
+        kiln_vk_module_destroy(vk, mods[i][1]);
+    }
+    kiln_vk_stats(vk, &s);
+    KT_CHECK_EQ(s.live_modules, 2);
+    kiln_vk_destroy(vk); /* the last pair goes with the context */
+}
+
+static bool file_exists(const char *path, off_t *size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false;
+    *size = st.st_size;
+    return true;
+}
+
+/* Rewrites pipelines.vkc in `dir` through `edit`. */
+static void edit_cache_file(const char *dir, void (*edit)(unsigned char *data, size_t *n))
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%.1024s/%s", dir, KILN_VK_CACHE_FILE);
+    void *data;
+    size_t n;
+    if (kiln_io_read_file(kiln_io_default(), path, 1u << 30, &data, &n) < 0) {
+        kt_fail(__FILE__, __LINE__, "could not read %s", path);
+        return;
+    }
+    edit(data, &n);
+    if (kiln_io_replace_file(kiln_io_default(), path, data, n) < 0)
+        kt_fail(__FILE__, __LINE__, "could not write %s", path);
+    free(data);
+}
+
+static void flip_uuid(unsigned char *d, size_t *n)
+{
+    (void)n;
+    d[16] ^= 0xff;
+}
+
+static void cut_short(unsigned char *d, size_t *n)
+{
+    (void)d;
+    *n = 10;
+}
+
+static void bad_header_length(unsigned char *d, size_t *n)
+{
+    kiln__store_le32(d, (uint32_t)*n + 1);
+}
+
+KT_CASE(pipeline_cache_round_trip)
+{
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
+    snprintf(path, sizeof(path), "%.1024s/%s", dir, KILN_VK_CACHE_FILE);
+    struct kiln_vk_options opt = {.cache_dir = dir};
+
+    struct kiln_vk *vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_NEW);
+    struct kiln_vk_pipeline *p;
+    KT_CHECK_OK(build_compute(vk, 20, &p));
+    KT_CHECK_OK(build_graphics(vk, 20, 0, &p));
+    KT_CHECK_OK(kiln_vk_cache_save(vk));
+    kiln_vk_destroy(vk);
+    off_t size = 0;
+    KT_REQUIRE(file_exists(path, &size));
+    KT_CHECK(size >= 32);
+    char tmp[1200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    off_t tmp_size;
+    KT_CHECK(!file_exists(tmp, &tmp_size)); /* the temporary name was renamed away */
+
+    /* A second context loads it and builds the same pipelines from it. */
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_loaded_bytes, (size_t)size);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_note[0], '\0');
+    KT_CHECK_OK(build_compute(vk, 20, &p));
+    KT_CHECK_OK(build_graphics(vk, 20, 0, &p));
+    KT_CHECK_OK(kiln_vk_cache_save(vk));
+    kiln_vk_destroy(vk);
+
+    /* Another driver build's UUID: refused with the reason, cache empty. */
+    edit_cache_file(dir, flip_uuid);
+    vkt_capture_log(true);
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_loaded_bytes, 0);
+    KT_CHECK(strstr(kiln_vk_info(vk)->cache_note, "pipelineCacheUUID differs") != NULL);
+    KT_CHECK(strstr(vkt_log(), "pipelines.vkc: not used: pipelineCacheUUID differs") != NULL);
+    KT_CHECK_OK(build_compute(vk, 21, &p)); /* the context works on */
+    kiln_vk_destroy(vk);
+
+    /* A header length past the end of the file. */
+    edit_cache_file(dir, bad_header_length);
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
+    KT_CHECK(strstr(kiln_vk_info(vk)->cache_note, "header length") != NULL);
+    kiln_vk_destroy(vk);
+
+    /* A torn file. */
+    edit_cache_file(dir, cut_short);
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
+    KT_CHECK(strstr(kiln_vk_info(vk)->cache_note, "10 bytes, shorter than a pipeline cache "
+                                                  "header") != NULL);
+    /* Saving replaces the bad file with a good one. */
+    KT_CHECK_OK(build_compute(vk, 22, &p));
+    KT_CHECK_OK(kiln_vk_cache_save(vk));
+    kiln_vk_destroy(vk);
+    vkt_capture_log(false);
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
+    kiln_vk_destroy(vk);
+
+    /* No cache folder: nothing to save to. */
+    vk = vkt_context(NULL);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_cache_save(vk), KILN_EINVAL);
+    kiln_vk_destroy(vk);
+}
+
+KT_CASE(device_index)
+{
+    struct kiln_vk *vk = vkt_context(NULL);
+    KT_REQUIRE(vk);
+    uint32_t count = kiln_vk_info(vk)->device_count;
+    kiln_vk_destroy(vk);
+
+    struct kiln_vk_options opt = {.use_device_index = true, .device = count};
+    vkt_capture_log(true);
+    KT_CHECK_EQ(kiln_vk_create(&opt, &vk), KILN_EINVAL);
+    KT_CHECK(strstr(vkt_log(), "asked for") != NULL);
+    vkt_capture_log(false);
+    opt.device = 0;
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK_EQ(kiln_vk_info(vk)->device_index, 0);
+    struct kiln_vk_handles h;
+    kiln_vk_get_handles(vk, &h);
+    KT_CHECK(h.device != VK_NULL_HANDLE && h.pipeline_layout != VK_NULL_HANDLE);
+    KT_CHECK(h.queue != VK_NULL_HANDLE && h.get_instance_proc_addr != NULL);
+    kiln_vk_destroy(vk);
+}
+
+/* ---- pure checks (no driver) ---------------------------------------------- */
+
+KT_CASE(cache_header_check)
+{
+    uint8_t uuid[VK_UUID_SIZE];
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++)
+        uuid[i] = (uint8_t)(i * 7);
+    unsigned char h[64] = {0};
+    kiln__store_le32(h, 32);
+    kiln__store_le32(h + 4, VK_PIPELINE_CACHE_HEADER_VERSION_ONE);
+    kiln__store_le32(h + 8, 0x10de);
+    kiln__store_le32(h + 12, 0x2335);
+    memcpy(h + 16, uuid, VK_UUID_SIZE);
+    char why[256];
+    KT_CHECK_OK(kiln__vk_cache_check(h, sizeof(h), 0x10de, 0x2335, uuid, why, sizeof(why)));
+    KT_CHECK_OK(kiln__vk_cache_check(h, 32, 0x10de, 0x2335, uuid, why, sizeof(why)));
+    KT_CHECK_EQ(kiln__vk_cache_check(h, 31, 0x10de, 0x2335, uuid, why, sizeof(why)),
+                KILN_ECORRUPT_HEADER);
+    KT_CHECK(strstr(why, "31 bytes") != NULL);
+    KT_CHECK_EQ(kiln__vk_cache_check(h, sizeof(h), 0x1002, 0x2335, uuid, why, sizeof(why)),
+                KILN_ECORRUPT_HEADER);
+    KT_CHECK(strstr(why, "written for device 10de:2335, this is 1002:2335") != NULL);
+    KT_CHECK_EQ(kiln__vk_cache_check(h, sizeof(h), 0x10de, 0x2336, uuid, why, sizeof(why)),
+                KILN_ECORRUPT_HEADER);
+    kiln__store_le32(h + 4, 2);
+    KT_CHECK_EQ(kiln__vk_cache_check(h, sizeof(h), 0x10de, 0x2335, uuid, why, sizeof(why)),
+                KILN_ECORRUPT_HEADER);
+    KT_CHECK(strstr(why, "header version 2") != NULL);
+    kiln__store_le32(h + 4, 1);
+    kiln__store_le32(h, 16);
+    KT_CHECK_EQ(kiln__vk_cache_check(h, sizeof(h), 0x10de, 0x2335, uuid, why, sizeof(why)),
+                KILN_ECORRUPT_HEADER);
+    kiln__store_le32(h, 32);
+    h[31] ^= 1;
+    KT_CHECK_EQ(kiln__vk_cache_check(h, sizeof(h), 0x10de, 0x2335, uuid, why, sizeof(why)),
+                KILN_ECORRUPT_HEADER);
+    KT_CHECK(strstr(why, "pipelineCacheUUID") != NULL);
+}
+
+KT_CASE(spirv_check)
+{
+    uint32_t w[8] = {0x07230203, 0x00010000, 0, 8, 0, 2u << 16 | 17, 1, 1u << 16 | 253};
+    char why[160];
+    KT_CHECK_OK(kiln__spirv_check(w, 8, why, sizeof(why)));
+    KT_CHECK_OK(kiln__spirv_check(w, 5, why, sizeof(why))); /* a header alone */
+    KT_CHECK_EQ(kiln__spirv_check(w, 4, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln__spirv_check(w, 6, why, sizeof(why)),
+                KILN_EFORMAT); /* cut in an instruction */
+    KT_CHECK(strstr(why, "runs past the end") != NULL);
+    w[7] = 17; /* word count 0 */
+    KT_CHECK_EQ(kiln__spirv_check(w, 8, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK(strstr(why, "length 0") != NULL);
+    w[0] = 0x03022307; /* byte-swapped */
+    KT_CHECK_EQ(kiln__spirv_check(w, 8, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK(strcmp(kiln_vk_result_name(VK_ERROR_OUT_OF_HOST_MEMORY),
+                    "VK_ERROR_OUT_OF_HOST_MEMORY") == 0);
+    KT_CHECK(strcmp(kiln_vk_result_name(12345), "VK_?") == 0);
+}
+
+KT_MAIN(KT_ENTRY(not_available_without_loader), KT_ENTRY(compute_and_graphics),
+        KT_ENTRY(forced_modules), KT_ENTRY(graphics_with_render_pass),
+        KT_ENTRY(broken_program_fails_alone), KT_ENTRY(keep_modules_mode),
+        KT_ENTRY(pipeline_cache_round_trip), KT_ENTRY(device_index), KT_ENTRY(cache_header_check),
+        KT_ENTRY(spirv_check))
