@@ -1,11 +1,372 @@
-/* bench_store.c - not written yet. */
+/*
+ * bench_store.c - `kiln bench store`: opening and loading a program cache,
+ * the old way against kiln's, in one run.
+ *
+ * It makes a cache of N records of random bytes (sizes uniform in
+ * [K/2, 3K/2] KiB), syncs it, then measures side by side:
+ *
+ * - open by scanning: the baseline. One pread of each record's head, then a
+ *   seek to the next head, collecting key/offset/size - what a cache
+ *   without an index has to do at every start;
+ * - open by the index: kiln_cache_open (one read of the index, a check of
+ *   its last entry) - both cold (both files dropped from the page cache
+ *   with posix_fadvise(POSIX_FADV_DONTNEED) first) and warm;
+ * - load every record (kiln_cache_load_many, checked) on 1 and on T
+ *   threads, cold, against a plain sequential read() of the whole records
+ *   file in 1 MiB chunks, cold: the storage's own limit.
+ *
+ * Absolute times depend on the machine and on whoever else uses it; the
+ * ratios are the figures to compare.
+ */
 #include "cli.h"
 #include "commands.h"
 
-int cmd_bench_store(int argc, char **argv)
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BENCH_STAMP 0x6b696c6e62656e63ull /* "kilnbenc" */
+
+static const char help[] =
+    "usage: %s [--records N] [--mean-kb K] [--threads T] [--dir DIR] [--json]\n"
+    "\n"
+    "Makes a cache of N records averaging K KiB, then measures opening it by\n"
+    "scanning every record head (the baseline) against opening it by its index,\n"
+    "cold (files dropped from the page cache) and warm, and loading every record\n"
+    "on 1 and on T threads against a sequential read of the whole file.\n"
+    "\n"
+    "  --records N   records to write (default 40000)\n"
+    "  --mean-kb K   mean record size in KiB (default 16; 150 makes about 6 GB)\n"
+    "  --threads T   threads for the parallel load (default: usable CPUs, max 16)\n"
+    "  --dir DIR     make the cache in DIR and keep it (default: a temporary\n"
+    "                folder under $TMPDIR or /var/tmp, removed afterwards)\n"
+    "  --json        one JSON object on stdout\n"
+    "  --help        this text\n";
+
+struct bench {
+    const char *name;
+    char dir[4096];
+    char rec[4200];
+    char idx[4200];
+    uint64_t records;
+    uint64_t mean_kb;
+    unsigned threads;
+    bool json;
+};
+
+/* Drops both files from the page cache, so the next read comes from the
+ * storage. The files are synced, so every page is clean and can go. */
+static int drop_caches(const struct bench *b)
 {
-    (void)argc;
-    cli_error(argv[0], "not available in this build yet");
-    return KILN_EXIT_FAILED;
+    const char *paths[] = {b->rec, b->idx};
+    for (size_t i = 0; i < CLI_ARRAY_LEN(paths); i++) {
+        int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            cli_error(b->name, "%s: %s", paths[i], strerror(errno));
+            return -1;
+        }
+        int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+        if (rc != 0) {
+            cli_error(b->name, "%s: posix_fadvise: %s", paths[i], strerror(rc));
+            return -1;
+        }
+    }
+    return 0;
 }
 
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int make_cache(const struct bench *b)
+{
+    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache *c;
+    int rc = kiln_cache_open(b->dir, &opt, &c);
+    if (rc < 0) {
+        cli_error(b->name, "%s: cannot create the cache: %s", b->dir, kiln_strerror(rc));
+        return rc;
+    }
+    size_t max = (size_t)(b->mean_kb * 3 / 2 * 1024) + 8;
+    uint64_t *buf = malloc(max);
+    if (!buf) {
+        kiln_cache_close(c);
+        return KILN_ENOMEM;
+    }
+    struct cli_progress prog;
+    cli_progress_start(&prog, "writing", b->records, false);
+    uint64_t rng = 12345;
+    for (uint64_t i = 0; i < b->records && rc == KILN_OK; i++) {
+        uint64_t lo = b->mean_kb * 1024 / 2, span = b->mean_kb * 1024 + 1;
+        size_t size = (size_t)(lo + splitmix(&rng) % span);
+        for (size_t w = 0; w < size / 8 + 1; w++)
+            buf[w] = splitmix(&rng);
+        struct kiln_key key = {.lo = splitmix(&rng), .hi = i};
+        rc = kiln_cache_put(c, key, buf, size, (uint32_t)size, 0, 2);
+        cli_progress_update(&prog, i + 1);
+    }
+    if (rc == KILN_OK)
+        rc = kiln_cache_sync(c);
+    cli_progress_finish(&prog, b->records);
+    free(buf);
+    kiln_cache_close(c);
+    if (rc < 0)
+        cli_error(b->name, "%s: writing the cache failed: %s", b->dir, kiln_strerror(rc));
+    return rc;
+}
+
+/* The baseline: one pread per record head, seeking from head to head. */
+static int scan_open(const struct bench *b, uint64_t *found)
+{
+    int fd = open(b->rec, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    fstat(fd, &st);
+    struct entry {
+        uint64_t lo, hi, off;
+        uint32_t size;
+    } *es = malloc(sizeof(*es) * (b->records + 1));
+    uint64_t n = 0, off = 64; /* the records file header */
+    unsigned char head[48];
+    while (es && off + sizeof(head) <= (uint64_t)st.st_size && n <= b->records) {
+        if (pread(fd, head, sizeof(head), (off_t)off) != (ssize_t)sizeof(head))
+            break;
+        uint32_t magic, size;
+        memcpy(&magic, head, 4);
+        memcpy(&size, head + 24, 4);
+        if (magic != 0x4345524Bu) /* "KREC" */
+            break;
+        memcpy(&es[n].lo, head + 8, 8);
+        memcpy(&es[n].hi, head + 16, 8);
+        es[n].off = off;
+        es[n].size = size;
+        n++;
+        off += sizeof(head) + ((size + 7u) & ~7u); /* records are 8-byte aligned */
+    }
+    close(fd);
+    free(es);
+    *found = n;
+    return 0;
+}
+
+static int index_open(const struct bench *b, uint64_t *found)
+{
+    struct kiln_cache_options opt = {.stamp = BENCH_STAMP};
+    struct kiln_cache *c;
+    int rc = kiln_cache_open(b->dir, &opt, &c);
+    if (rc < 0)
+        return rc;
+    *found = kiln_cache_count(c);
+    kiln_cache_close(c);
+    return 0;
+}
+
+/* Loads every record on `threads` threads. @return seconds, or < 0. */
+static double load_all(const struct bench *b, unsigned threads)
+{
+    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache *c;
+    if (kiln_cache_open(b->dir, &opt, &c) < 0)
+        return -1;
+    struct kiln_cache_entry *all;
+    size_t n;
+    struct kiln_key *keys = NULL;
+    double secs = -1;
+    if (kiln_cache_entries(c, &all, &n) == KILN_OK && (keys = malloc((n + 1) * sizeof(*keys)))) {
+        for (size_t i = 0; i < n; i++)
+            keys[i] = all[i].key;
+        kiln_cache_entries_free(all);
+        struct kiln_cache_result *res;
+        uint64_t t0 = kiln_now_ns();
+        int64_t loaded = kiln_cache_load_many(c, keys, n, threads, &res);
+        secs = cli_seconds(t0, kiln_now_ns());
+        if (loaded != (int64_t)n) {
+            cli_error(b->name, "loaded %" PRId64 " of %zu records", loaded, n);
+            secs = -1;
+        }
+        if (loaded >= 0)
+            kiln_cache_results_free(res, n);
+    }
+    free(keys);
+    kiln_cache_close(c);
+    return secs;
+}
+
+/* A plain sequential read of the records file in 1 MiB chunks. */
+static double seq_read(const struct bench *b)
+{
+    int fd = open(b->rec, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char *buf = malloc(1u << 20);
+    uint64_t t0 = kiln_now_ns();
+    ssize_t got;
+    while (buf && (got = read(fd, buf, 1u << 20)) > 0)
+        ;
+    double secs = cli_seconds(t0, kiln_now_ns());
+    free(buf);
+    close(fd);
+    return secs;
+}
+
+/* Times one open: `cold` drops the files first. @return seconds or < 0. */
+static double time_open(const struct bench *b, bool cold, bool scan)
+{
+    if (cold && drop_caches(b) < 0)
+        return -1;
+    uint64_t found = 0;
+    uint64_t t0 = kiln_now_ns();
+    int rc = scan ? scan_open(b, &found) : index_open(b, &found);
+    double secs = cli_seconds(t0, kiln_now_ns());
+    if (rc < 0 || found != b->records) {
+        cli_error(b->name, "%s open found %" PRIu64 " of %" PRIu64 " records",
+                  scan ? "scanning" : "index", found, b->records);
+        return -1;
+    }
+    return secs;
+}
+
+static int run(struct bench *b)
+{
+    if (make_cache(b) < 0)
+        return KILN_EXIT_FAILED;
+    struct stat st;
+    stat(b->rec, &st);
+    uint64_t file_bytes = (uint64_t)st.st_size;
+    stat(b->idx, &st);
+    uint64_t index_bytes = (uint64_t)st.st_size;
+
+    double scan_cold = time_open(b, true, true);
+    double scan_warm = time_open(b, false, true);
+    double index_cold = time_open(b, true, false);
+    double index_warm = time_open(b, false, false);
+    double load_1t = drop_caches(b) < 0 ? -1 : load_all(b, 1);
+    double load_nt = drop_caches(b) < 0 ? -1 : load_all(b, b->threads);
+    double seq = drop_caches(b) < 0 ? -1 : seq_read(b);
+    if (scan_cold < 0 || scan_warm < 0 || index_cold < 0 || index_warm < 0 || load_1t < 0 ||
+        load_nt < 0 || seq < 0)
+        return KILN_EXIT_FAILED;
+
+    if (b->json) {
+        struct cli_json j;
+        cli_json_begin(&j, stdout);
+        cli_json_u64(&j, "records", b->records);
+        cli_json_u64(&j, "file_bytes", file_bytes);
+        cli_json_double(&j, "scan_open_cold_s", scan_cold);
+        cli_json_double(&j, "index_open_cold_s", index_cold);
+        cli_json_double(&j, "open_speedup_cold", scan_cold / index_cold);
+        cli_json_double(&j, "scan_open_warm_s", scan_warm);
+        cli_json_double(&j, "index_open_warm_s", index_warm);
+        cli_json_double(&j, "open_speedup_warm", scan_warm / index_warm);
+        cli_json_double(&j, "load_1t_s", load_1t);
+        cli_json_double(&j, "load_nt_s", load_nt);
+        cli_json_u64(&j, "threads", b->threads);
+        cli_json_double(&j, "seq_read_s", seq);
+        cli_json_double(&j, "load_vs_seqread", seq / load_nt);
+        cli_json_end(&j);
+        return KILN_EXIT_OK;
+    }
+    char fb[32], ib[32];
+    printf("cache: %" PRIu64 " records, mean %" PRIu64 " KiB, records file %s, index %s\n",
+           b->records, b->mean_kb, cli_format_bytes(fb, sizeof(fb), file_bytes),
+           cli_format_bytes(ib, sizeof(ib), index_bytes));
+    printf("open, cold     scan %9.4f s   index %9.4f s   speedup %8.1fx\n", scan_cold, index_cold,
+           scan_cold / index_cold);
+    printf("open, warm     scan %9.4f s   index %9.4f s   speedup %8.1fx\n", scan_warm, index_warm,
+           scan_warm / index_warm);
+    printf("load, cold     1 thread %8.3f s   %u threads %8.3f s   sequential read %8.3f s\n",
+           load_1t, b->threads, load_nt, seq);
+    printf("load vs sequential read: %.2f (1 thread: %.2f)\n", seq / load_nt, seq / load_1t);
+    return KILN_EXIT_OK;
+}
+
+int cmd_bench_store(int argc, char **argv)
+{
+    static const struct option opts[] = {{"records", required_argument, NULL, 'n'},
+                                         {"mean-kb", required_argument, NULL, 'k'},
+                                         {"threads", required_argument, NULL, 't'},
+                                         {"dir", required_argument, NULL, 'd'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    struct bench b = {
+        .name = argv[0], .records = 40000, .mean_kb = 16, .threads = kiln_cache_default_threads()};
+    const char *dir = NULL;
+    uint64_t v;
+    int ch;
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'n':
+            if (cli_parse_u64(argv[0], "--records", optarg, 1, 10000000, true, &b.records))
+                return KILN_EXIT_USAGE;
+            break;
+        case 'k':
+            if (cli_parse_u64(argv[0], "--mean-kb", optarg, 1, 65536, false, &b.mean_kb))
+                return KILN_EXIT_USAGE;
+            break;
+        case 't':
+            if (cli_parse_u64(argv[0], "--threads", optarg, 1, KILN_CACHE_MAX_THREADS, false, &v))
+                return KILN_EXIT_USAGE;
+            b.threads = (unsigned)v;
+            break;
+        case 'd':
+            dir = optarg;
+            break;
+        case 'j':
+            b.json = true;
+            break;
+        case 'h':
+            printf(help, argv[0]);
+            return KILN_EXIT_OK;
+        default:
+            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc)
+        return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
+
+    if (dir) {
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            cli_error(argv[0], "%s: %s", dir, strerror(errno));
+            return KILN_EXIT_USAGE;
+        }
+        snprintf(b.dir, sizeof(b.dir), "%s", dir);
+    } else {
+        const char *base = getenv("TMPDIR");
+        snprintf(b.dir, sizeof(b.dir), "%s/kiln-bench-store-XXXXXX",
+                 base && *base ? base : "/var/tmp");
+        if (!mkdtemp(b.dir)) {
+            cli_error(argv[0], "%s: %s", b.dir, strerror(errno));
+            return KILN_EXIT_FAILED;
+        }
+    }
+    snprintf(b.rec, sizeof(b.rec), "%s/%s", b.dir, KILN_CACHE_RECORDS_FILE);
+    snprintf(b.idx, sizeof(b.idx), "%s/%s", b.dir, KILN_CACHE_INDEX_FILE);
+    /* Always a fresh cache: an old one in DIR is replaced. */
+    unlink(b.rec);
+    unlink(b.idx);
+
+    int rc = run(&b);
+
+    if (!dir) {
+        unlink(b.rec);
+        unlink(b.idx);
+        if (rmdir(b.dir) != 0)
+            cli_error(argv[0], "%s: could not remove the temporary folder: %s", b.dir,
+                      strerror(errno));
+    }
+    return rc;
+}

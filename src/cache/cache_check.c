@@ -1,0 +1,234 @@
+/*
+ * cache_check.c - reading every record of a cache and checking it, and the
+ * repair behind `kiln cache check --repair`.
+ *
+ * The records are the truth: the check reads them all (heads and payloads)
+ * and compares the index with what it found. A repair only does what an
+ * open would do - cut a torn tail, rewrite the index from the records - and
+ * leaves records with a wrong checksum out of the new index, so a lookup
+ * says they are missing and the caller writes them again. Bytes of damaged
+ * records stay in the file (an append-only file is never rewritten in
+ * place); compaction drops them.
+ */
+#include "cache_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct found {
+    struct kiln_cache_entry *e;
+    bool *ok;
+    size_t n, cap;
+};
+
+static int collect(void *user, const struct kiln_cache_entry *e, bool ok)
+{
+    struct found *f = user;
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 1024;
+        struct kiln_cache_entry *ne = realloc(f->e, cap * sizeof(*ne));
+        if (!ne)
+            return KILN_ENOMEM;
+        f->e = ne;
+        bool *nok = realloc(f->ok, cap * sizeof(*nok));
+        if (!nok)
+            return KILN_ENOMEM;
+        f->ok = nok;
+        f->cap = cap;
+    }
+    f->e[f->n] = *e;
+    f->ok[f->n] = ok;
+    f->n++;
+    return KILN_OK;
+}
+
+static bool same_entry(const struct kiln_cache_entry *a, const struct kiln_cache_entry *b)
+{
+    return a->offset == b->offset && kiln__cache_head_matches(a, b);
+}
+
+/* Compares the index file with the records found. */
+static void check_index(const struct kiln_io *io, const char *idx_path,
+                        const struct kiln__cache_header *rh, uint64_t rec_size,
+                        const struct found *f, struct kiln_cache_check_report *rep)
+{
+    void *data = NULL;
+    size_t n = 0;
+    size_t max = (size_t)(KILN__CACHE_HEADER_SIZE +
+                          ((rec_size - KILN__CACHE_HEADER_SIZE) / KILN__CACHE_HEAD_SIZE + 1) *
+                              KILN__CACHE_ENTRY_SIZE);
+    int rc = kiln_io_read_file(io, idx_path, max, &data, &n);
+    if (rc == KILN_ENOENT) {
+        rep->index_state = KILN_CACHE_INDEX_MISSING;
+        snprintf(rep->index_text, sizeof(rep->index_text), "missing");
+        return;
+    }
+    rep->index_state = KILN_CACHE_INDEX_INVALID;
+    if (rc < 0) {
+        snprintf(rep->index_text, sizeof(rep->index_text), "cannot be read: %s", kiln_strerror(rc));
+        return;
+    }
+    size_t cap =
+        n > KILN__CACHE_HEADER_SIZE ? (n - KILN__CACHE_HEADER_SIZE) / KILN__CACHE_ENTRY_SIZE : 0;
+    struct kiln_cache_entry *es = malloc((cap ? cap : 1) * sizeof(*es));
+    if (!es) {
+        free(data);
+        snprintf(rep->index_text, sizeof(rep->index_text), "out of memory");
+        return;
+    }
+    struct kiln__cache_index_parse p;
+    rc = kiln__cache_index_parse(data, n, rec_size, es, &p);
+    free(data);
+    rep->index_entries = p.valid;
+    if (rc < 0) {
+        snprintf(rep->index_text, sizeof(rep->index_text), "%s", p.problem);
+    } else if (p.header.stamp != rh->stamp || p.header.dict_id != rh->dict_id) {
+        snprintf(rep->index_text, sizeof(rep->index_text), "another stamp or dictionary");
+    } else if (memcmp(p.header.file_id, rh->file_id, sizeof(rh->file_id)) != 0) {
+        snprintf(rep->index_text, sizeof(rep->index_text), "belongs to another records file");
+    } else if (p.whole > f->n) {
+        snprintf(rep->index_text, sizeof(rep->index_text), "%zu entries for %zu records", p.whole,
+                 f->n);
+    } else {
+        size_t i = 0;
+        while (i < p.whole && same_entry(&es[i], &f->e[i]))
+            i++;
+        if (i < p.whole) {
+            snprintf(rep->index_text, sizeof(rep->index_text),
+                     "entry %zu does not match the record at offset %" PRIu64, i, es[i].offset);
+        } else if (p.whole < f->n || p.partial) {
+            rep->index_state = KILN_CACHE_INDEX_BEHIND;
+            snprintf(rep->index_text, sizeof(rep->index_text),
+                     "behind: %zu of %zu records indexed%s", p.whole, f->n,
+                     p.partial ? ", last entry cut short" : "");
+        } else {
+            rep->index_state = KILN_CACHE_INDEX_OK;
+            snprintf(rep->index_text, sizeof(rep->index_text), "ok");
+        }
+    }
+    free(es);
+}
+
+static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
+                        const char *idx_path, const struct kiln__cache_header *rh,
+                        const struct found *f, const struct kiln_cache_check_report *rep,
+                        uint64_t end)
+{
+    if (rep->torn_tail_bytes) {
+        int rc = io->truncate(io, fd, end);
+        if (rc < 0) {
+            KILN_WARN("cache", "%s: cannot cut the torn tail: %s", rec_path, kiln_strerror(rc));
+            return rc;
+        }
+    }
+    int rc = io->fsync(io, fd);
+    if (rc < 0) {
+        KILN_WARN("cache", "%s: sync failed: %s", rec_path, kiln_strerror(rc));
+        return rc;
+    }
+    size_t good = 0;
+    for (size_t i = 0; i < f->n; i++)
+        good += f->ok[i];
+    size_t n = KILN__CACHE_HEADER_SIZE + good * (size_t)KILN__CACHE_ENTRY_SIZE;
+    unsigned char *buf = malloc(n);
+    if (!buf)
+        return KILN_ENOMEM;
+    struct kiln__cache_header h = *rh;
+    h.unit = KILN__CACHE_ENTRY_SIZE;
+    kiln__cache_header_encode(buf, KILN__CACHE_IDX_MAGIC, &h);
+    unsigned char *p = buf + KILN__CACHE_HEADER_SIZE;
+    for (size_t i = 0; i < f->n; i++) {
+        if (!f->ok[i])
+            continue;
+        kiln__cache_entry_encode(p, &f->e[i]);
+        p += KILN__CACHE_ENTRY_SIZE;
+    }
+    rc = kiln_io_replace_file(io, idx_path, buf, n);
+    free(buf);
+    if (rc < 0)
+        KILN_WARN("cache", "%s: rewriting the index failed: %s", idx_path, kiln_strerror(rc));
+    else
+        KILN_WARN("cache", "%s: repaired: %zu records indexed%s", idx_path, good,
+                  rep->torn_tail_bytes ? ", torn tail cut" : "");
+    return rc;
+}
+
+int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
+                     struct kiln_cache_check_report *rep)
+{
+    memset(rep, 0, sizeof(*rep));
+    if (!io)
+        io = kiln_io_default();
+    char rec_path[KILN__CACHE_PATH_MAX], idx_path[KILN__CACHE_PATH_MAX];
+    KILN_TRY(kiln__path_join(rec_path, sizeof(rec_path), dir, KILN_CACHE_RECORDS_FILE));
+    KILN_TRY(kiln__path_join(idx_path, sizeof(idx_path), dir, KILN_CACHE_INDEX_FILE));
+    int fd;
+    int rc = io->open(io, rec_path, repair ? KILN_IO_RDWR : KILN_IO_READ, &fd);
+    if (rc < 0) {
+        KILN_WARN("cache", "%s: cannot open: %s", rec_path, kiln_strerror(rc));
+        return rc;
+    }
+    struct found f = {0};
+    if (repair) {
+        rc = io->lock(io, fd, KILN_IO_LOCK_EXCLUSIVE);
+        if (rc == KILN_EBUSY)
+            KILN_WARN("cache", "%s: another writer holds this cache; cannot repair now", rec_path);
+        if (rc < 0)
+            goto out;
+    }
+    uint64_t size;
+    rc = io->size(io, fd, &size);
+    if (rc < 0)
+        goto out;
+    rep->file_bytes = size;
+    unsigned char hb[KILN__CACHE_HEADER_SIZE] = {0};
+    size_t hn = (size_t)KILN_MIN(size, (uint64_t)sizeof(hb));
+    if (hn && (rc = kiln_io_read_full(io, fd, hb, hn, 0)) < 0)
+        goto out;
+    struct kiln__cache_header rh;
+    enum kiln__cache_header_verdict v =
+        kiln__cache_header_decode(hb, hn, KILN__CACHE_REC_MAGIC, &rh);
+    if (v != KILN__HEADER_OK) {
+        rc = v == KILN__HEADER_FOREIGN || v == KILN__HEADER_VERSION ? KILN_EFORMAT
+                                                                    : KILN_ECORRUPT_HEADER;
+        KILN_WARN("cache", "%s: %s", rec_path,
+                  rc == KILN_EFORMAT ? "not a kiln records file of this version"
+                                     : "the file header is damaged or was never finished");
+        goto out;
+    }
+    rep->stamp = rh.stamp;
+    rep->dict_id = rh.dict_id;
+    struct kiln__cache_scan s;
+    rc = kiln__cache_scan(io, fd, rec_path, KILN__CACHE_HEADER_SIZE, size, true, collect, &f, &s);
+    if (rc < 0) {
+        KILN_WARN("cache", "%s: reading the records failed: %s", rec_path, kiln_strerror(rc));
+        goto out;
+    }
+    rep->records = s.records - s.bad_records;
+    rep->bad_records = s.bad_records;
+    rep->damaged_bytes = s.damaged_bytes;
+    rep->torn_tail_bytes = s.tail_bytes;
+    check_index(io, idx_path, &rh, size, &f, rep);
+    rep->whole = rep->index_state == KILN_CACHE_INDEX_OK && !rep->bad_records &&
+                 !rep->damaged_bytes && !rep->torn_tail_bytes;
+    if (rep->bad_records)
+        KILN_WARN("cache", "%s: %" PRIu64 " records fail their checksum", rec_path,
+                  rep->bad_records);
+    if (repair && !rep->whole) {
+        rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, s.end);
+        if (rc < 0)
+            goto out;
+        rep->repaired = true;
+    }
+    bool damage = rep->bad_records || rep->damaged_bytes;
+    rc = rep->whole || (rep->repaired && !damage) ? KILN_OK : KILN_ECORRUPT;
+out:
+    free(f.e);
+    free(f.ok);
+    if (repair)
+        io->lock(io, fd, KILN_IO_UNLOCK);
+    io->close(io, fd);
+    return rc;
+}

@@ -1,0 +1,91 @@
+/*
+ * cache_internal.h - the cache handle and the helpers the cache's files
+ * share (private to src/cache).
+ */
+#ifndef KILN_CACHE_INTERNAL_H
+#define KILN_CACHE_INTERNAL_H
+
+#include "cache_format.h"
+
+#include <pthread.h>
+
+#define KILN__CACHE_PATH_MAX 4096
+
+struct kiln_cache {
+    const struct kiln_io *io;
+    unsigned flags;
+    unsigned threads; /* default for load_many, already resolved */
+    char rec_path[KILN__CACHE_PATH_MAX];
+    char idx_path[KILN__CACHE_PATH_MAX];
+    char dir[KILN__CACHE_PATH_MAX];
+    int rec_fd; /* -1 when the cache is empty and read-only with no file */
+    int idx_fd; /* writers only; -1 otherwise */
+    struct kiln__cache_header header;
+
+    /* Guards everything below: put takes it for writing, lookups for reading. */
+    pthread_rwlock_t lock;
+    struct kiln_cache_entry *entries; /* every record in file order, superseded ones too */
+    size_t count, cap;
+    uint32_t *slots; /* open addressing: entry index + 1, 0 when empty */
+    size_t nslots;   /* a power of two, at least twice the live records */
+    size_t live;
+    uint64_t live_bytes;
+    uint64_t rec_end; /* where the next record goes */
+    uint64_t idx_end; /* where the next index entry goes */
+    bool idx_behind;  /* an index append failed: the index is rewritten at sync */
+    int failed;       /* a records sync failed: the error every later put/sync returns */
+
+    struct kiln_cache_stats st; /* how the open went (records/bytes are filled on demand) */
+};
+
+/* Adds a record to the table (a later record of the same key wins).
+ * Caller holds the write lock or owns the cache alone. @return 0 or KILN_ENOMEM. */
+int kiln__cache_add(struct kiln_cache *c, const struct kiln_cache_entry *e);
+
+/* Looks a key up; @return the entry's index or -1. Caller holds the lock. */
+int64_t kiln__cache_lookup(const struct kiln_cache *c, struct kiln_key key);
+
+/* What kiln__cache_scan found. */
+struct kiln__cache_scan {
+    uint64_t end;           /* end of the last whole record (where valid data stops) */
+    uint64_t records;       /* whole heads seen */
+    uint64_t bad_records;   /* whole heads whose payload failed its checksum (verify only) */
+    uint64_t damaged_bytes; /* bytes skipped between records */
+    uint64_t tail_bytes;    /* bytes of a torn tail after `end` */
+};
+
+/* Called for each record the scan finds; `ok` is false for a record whose
+ * payload failed its checksum (only when verifying). @return 0 or an error
+ * that stops the scan. */
+typedef int (*kiln__cache_scan_fn)(void *user, const struct kiln_cache_entry *e, bool ok);
+
+/*
+ * Reads records from `from` to `size` head by head through a window of
+ * large reads (payloads are skipped unless `verify`, which reads and checks
+ * every payload). A head that is not whole starts a search for the next
+ * whole head (damage in the middle); when none follows, the rest is a torn
+ * tail. `path` names the file in log lines.
+ * @return 0 or the I/O error (or the callback's error).
+ */
+int kiln__cache_scan(const struct kiln_io *io, int fd, const char *path, uint64_t from,
+                     uint64_t size, bool verify, kiln__cache_scan_fn fn, void *user,
+                     struct kiln__cache_scan *out);
+
+/*
+ * Checks the record an index's last entry names when no whole record head
+ * follows it: a crash may have kept its head but not its payload.
+ * @return 1 when a whole head follows or its payload checks out, 0 when it
+ * does not, or an I/O error.
+ */
+int kiln__cache_last_ok(const struct kiln_io *io, int fd, const struct kiln_cache_entry *e,
+                        uint64_t size);
+
+/* Allocates a buffer that is filled at once (large ones with their pages
+ * populated up front); free it with kiln__cache_free_big(p, n). */
+void *kiln__cache_alloc_big(size_t n);
+void kiln__cache_free_big(void *p, size_t n);
+
+/* The usable CPU count (sched affinity), at least 1. */
+unsigned kiln__cache_cpus(void);
+
+#endif /* KILN_CACHE_INTERNAL_H */

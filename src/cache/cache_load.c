@@ -1,0 +1,312 @@
+/*
+ * cache_load.c - reading many records at once, checked, on several threads.
+ *
+ * Design: the records asked for are sorted by file offset and cut into
+ * batches of neighbouring records of up to BATCH_BYTES, each read with one
+ * pread; batches are grouped into runs of up to RUN_BYTES that a thread
+ * takes whole, so each thread reads forward through its own part of the
+ * file on its own file descriptor (its own read-ahead state). Big preads in
+ * file order keep the storage as busy as a plain sequential read; several
+ * threads keep several requests in flight and spread the checksumming.
+ *
+ * No copy: a run is read straight into one block (huge pages when large)
+ * that its records' payloads then live in. Each loaded payload points into its block, and the 48
+ * head bytes before it (checked, no longer needed) hold a tag and a pointer to the block; the block
+ * counts its live payloads and is freed with the last one (kiln_cache_payload_free). Records start
+ * 8-byte aligned in the file and blocks are malloc-aligned, so every payload is 8-byte aligned.
+ *
+ * Nothing unchecked is returned: each record's head must decode and equal
+ * its index entry, and its payload must match the checksum, or the result
+ * says KILN_ECORRUPT_RECORD and carries no data. A batch that cannot be read
+ * whole (a file cut short under us) is retried record by record, so one bad
+ * record costs only itself.
+ *
+ * Results are written only by the thread that owns the record's run, to
+ * distinct slots; the caller reads them after joining every thread.
+ */
+#include "cache_internal.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH_BYTES (1u << 20)
+#define RUN_BYTES   (8u << 20)
+#define PAYLOAD_TAG 0x44414f4c6e6c696bull /* "kilnLOAD" */
+
+/* A block of records read with one pread; payloads point into data[]. */
+struct block {
+    atomic_uint refs;
+    uint32_t unused;
+    uint64_t bytes; /* the allocation's size; data[] starts 16 bytes in */
+    unsigned char data[];
+};
+
+struct item {
+    struct kiln_cache_entry e;
+    size_t slot; /* index into the results */
+};
+
+struct run {
+    size_t first, last; /* items [first, last) */
+};
+
+struct job {
+    struct kiln_cache *c;
+    struct item *items;
+    struct run *runs;
+    size_t nruns;
+    atomic_size_t next_run;
+    struct kiln_cache_result *res;
+    atomic_int fatal; /* an error that is not about one record (ENOMEM, open) */
+};
+
+static int by_offset(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    return x->e.offset < y->e.offset ? -1 : x->e.offset > y->e.offset;
+}
+
+static uint64_t rec_len(const struct kiln_cache_entry *e)
+{
+    return kiln__cache_rec_len(e->size);
+}
+
+/* Checks one record read into block `b` at `rec` and fills its result.
+ * @return whether the result now holds a payload of the block. */
+static bool finish(struct job *j, const struct item *it, struct block *b, unsigned char *rec)
+{
+    struct kiln_cache_result *r = &j->res[it->slot];
+    struct kiln_cache_entry head;
+    unsigned char *payload = rec + KILN__CACHE_HEAD_SIZE;
+    if (kiln__cache_head_decode(rec, KILN__CACHE_HEAD_SIZE, &head) < 0 ||
+        !kiln__cache_head_matches(&head, &it->e) ||
+        kiln__cache_record_checksum(&head, payload) != head.checksum) {
+        KILN_WARN("cache",
+                  "%s: record at offset %" PRIu64 " (key %016" PRIx64 "%016" PRIx64
+                  ") does not match its index entry or checksum; reported missing",
+                  j->c->rec_path, it->e.offset, it->e.key.hi, it->e.key.lo);
+        r->status = KILN_ECORRUPT_RECORD;
+        return false;
+    }
+    r->size = head.size;
+    r->codec = head.codec;
+    r->stages = head.stages;
+    r->raw_size = head.raw_size;
+    r->status = KILN_OK;
+    if (!head.size)
+        return false; /* an empty payload has no data */
+    uint64_t tag = PAYLOAD_TAG;
+    memcpy(payload - 16, &tag, sizeof(tag));
+    memcpy(payload - 8, &b, sizeof(b));
+    r->data = payload;
+    return true;
+}
+
+static struct block *block_new(uint64_t bytes)
+{
+    size_t n = sizeof(struct block) + (size_t)bytes;
+    struct block *b = kiln__cache_alloc_big(n);
+    if (b) {
+        atomic_init(&b->refs, 0);
+        b->bytes = n;
+    }
+    return b;
+}
+
+static void block_free(struct block *b)
+{
+    if (b)
+        kiln__cache_free_big(b, (size_t)b->bytes);
+}
+
+/* Hands a block to the payloads that point into it (or frees it). */
+static void block_publish(struct block *b, unsigned refs)
+{
+    if (refs)
+        atomic_store(&b->refs, refs);
+    else
+        block_free(b);
+}
+
+/* Reads one record into a block of its own. */
+static void load_one(struct job *j, int fd, const struct item *it)
+{
+    struct kiln_cache_result *r = &j->res[it->slot];
+    struct block *b = block_new(rec_len(&it->e));
+    if (!b) {
+        r->status = KILN_ENOMEM;
+        return;
+    }
+    int rc = kiln_io_read_full(j->c->io, fd, b->data, (size_t)rec_len(&it->e), it->e.offset);
+    if (rc < 0) {
+        KILN_WARN("cache",
+                  "%s: reading the record at offset %" PRIu64 " failed (%s); reported "
+                  "missing",
+                  j->c->rec_path, it->e.offset, kiln_strerror(rc));
+        r->status = rc == KILN_EIO_SHORTREAD ? KILN_ECORRUPT_RECORD : rc;
+        block_free(b);
+        return;
+    }
+    block_publish(b, finish(j, it, b, b->data));
+}
+
+/* Reads a run into one block: batch after batch, each one pread. */
+static void load_run(struct job *j, int fd, const struct run *run)
+{
+    uint64_t total = 0;
+    for (size_t i = run->first; i < run->last; i++)
+        total += rec_len(&j->items[i].e);
+    struct block *b = run->last - run->first > 1 ? block_new(total) : NULL;
+    if (!b) {
+        for (size_t i = run->first; i < run->last; i++)
+            load_one(j, fd, &j->items[i]);
+        return;
+    }
+    unsigned refs = 0;
+    uint64_t pos = 0;
+    size_t i = run->first;
+    while (i < run->last) {
+        /* A batch: this record and the ones right after it in the file. */
+        uint64_t start = j->items[i].e.offset, end = start + rec_len(&j->items[i].e);
+        size_t k = i + 1;
+        while (k < run->last && j->items[k].e.offset == end &&
+               end + rec_len(&j->items[k].e) - start <= BATCH_BYTES)
+            end += rec_len(&j->items[k++].e);
+        unsigned char *at = b->data + pos;
+        int rc = kiln_io_read_full(j->c->io, fd, at, (size_t)(end - start), start);
+        for (size_t m = i; m < k; m++) {
+            if (rc == KILN_OK)
+                refs += finish(j, &j->items[m], b, at + (j->items[m].e.offset - start));
+            else
+                load_one(j, fd, &j->items[m]);
+        }
+        pos += end - start;
+        i = k;
+    }
+    block_publish(b, refs);
+}
+
+static void *worker(void *arg)
+{
+    struct job *j = arg;
+    const struct kiln_io *io = j->c->io;
+    int fd;
+    int rc = io->open(io, j->c->rec_path, KILN_IO_READ, &fd);
+    if (rc < 0) {
+        KILN_WARN("cache", "%s: a loader could not open the records: %s", j->c->rec_path,
+                  kiln_strerror(rc));
+        int zero = 0;
+        atomic_compare_exchange_strong(&j->fatal, &zero, rc);
+    }
+    for (;;) {
+        size_t r = atomic_fetch_add(&j->next_run, 1);
+        if (r >= j->nruns)
+            break;
+        if (rc < 0) {
+            for (size_t m = j->runs[r].first; m < j->runs[r].last; m++)
+                j->res[j->items[m].slot].status = rc;
+            continue;
+        }
+        load_run(j, fd, &j->runs[r]);
+    }
+    if (rc == KILN_OK)
+        io->close(io, fd);
+    return NULL;
+}
+
+int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
+                             unsigned threads, struct kiln_cache_result **results)
+{
+    *results = NULL;
+    struct kiln_cache_result *res = calloc(n ? n : 1, sizeof(*res));
+    struct item *items = malloc((n ? n : 1) * sizeof(*items));
+    struct run *runs = malloc((n ? n : 1) * sizeof(*runs));
+    if (!res || !items || !runs) {
+        free(res);
+        free(items);
+        free(runs);
+        return KILN_ENOMEM;
+    }
+    size_t found = 0;
+    pthread_rwlock_rdlock(&c->lock);
+    for (size_t i = 0; i < n; i++) {
+        res[i].key = keys[i];
+        int64_t e = kiln__cache_lookup(c, keys[i]);
+        if (e < 0) {
+            res[i].status = KILN_ENOTFOUND;
+            continue;
+        }
+        items[found].e = c->entries[e];
+        items[found].slot = i;
+        found++;
+    }
+    pthread_rwlock_unlock(&c->lock);
+
+    qsort(items, found, sizeof(*items), by_offset);
+    size_t nruns = 0;
+    for (size_t i = 0; i < found;) {
+        uint64_t bytes = 0;
+        size_t k = i;
+        while (k < found && (k == i || bytes + rec_len(&items[k].e) <= RUN_BYTES))
+            bytes += rec_len(&items[k++].e);
+        runs[nruns++] = (struct run){i, k};
+        i = k;
+    }
+
+    struct job j = {.c = c, .items = items, .runs = runs, .nruns = nruns, .res = res};
+    atomic_init(&j.next_run, 0);
+    atomic_init(&j.fatal, 0);
+    unsigned want = threads ? threads : c->threads;
+    want = KILN_MIN(want, (unsigned)KILN_CACHE_MAX_THREADS);
+    if (want > nruns)
+        want = nruns ? (unsigned)nruns : 1;
+    pthread_t tid[KILN_CACHE_MAX_THREADS];
+    unsigned started = 0;
+    for (unsigned t = 1; t < want; t++) {
+        if (pthread_create(&tid[started], NULL, worker, &j) != 0)
+            break; /* fewer threads: the others take the work */
+        started++;
+    }
+    worker(&j); /* the calling thread works too */
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+
+    free(items);
+    free(runs);
+    int fatal = atomic_load(&j.fatal);
+    int64_t loaded = 0;
+    for (size_t i = 0; i < n; i++)
+        loaded += res[i].status == KILN_OK;
+    if (fatal < 0 && loaded == 0 && found > 0) {
+        kiln_cache_results_free(res, n);
+        return fatal;
+    }
+    *results = res;
+    return loaded;
+}
+
+void kiln_cache_payload_free(void *data)
+{
+    if (!data)
+        return;
+    unsigned char *p = data;
+    uint64_t tag;
+    struct block *b;
+    memcpy(&tag, p - 16, sizeof(tag));
+    memcpy(&b, p - 8, sizeof(b));
+    assert(tag == PAYLOAD_TAG && "not a payload loaded by kiln_cache_load_many");
+    if (atomic_fetch_sub(&b->refs, 1) == 1)
+        block_free(b);
+}
+
+void kiln_cache_results_free(struct kiln_cache_result *results, size_t n)
+{
+    if (!results)
+        return;
+    for (size_t i = 0; i < n; i++)
+        kiln_cache_payload_free(results[i].data);
+    free(results);
+}

@@ -1,0 +1,1088 @@
+/*
+ * test_cache.c - the program cache, each case a real open of a real cache
+ * folder in a fresh temporary folder.
+ *
+ * Payloads are made from their key (fill()), so any loaded record can be
+ * checked byte for byte without keeping a copy. Damage is made by editing
+ * the files directly, the way a crash or a bad disk would; faults in the
+ * I/O calls come through a wrapping struct kiln_io (struct faultio).
+ */
+#include "kiln_test.h"
+#include "cache_format.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STAMP 0x5354414d50000001ull
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void fill(struct kiln_key key, void *buf, size_t n)
+{
+    uint64_t s = key.lo ^ (key.hi << 1) ^ n;
+    unsigned char *p = buf;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = kt_rand(&s);
+        memcpy(p + i, &v, KILN_MIN((size_t)8, n - i));
+    }
+}
+
+static struct kiln_key key_of(uint64_t i)
+{
+    return (struct kiln_key){.lo = i * 0x9e3779b97f4a7c15ull + 1, .hi = i ^ 0xabcdefull};
+}
+
+static int open_cache(const char *dir, uint64_t stamp, unsigned flags, struct kiln_cache **c)
+{
+    struct kiln_cache_options opt = {.stamp = stamp, .flags = flags};
+    return kiln_cache_open(dir, &opt, c);
+}
+
+static int put_rec(struct kiln_cache *c, struct kiln_key key, size_t size)
+{
+    unsigned char *buf = malloc(size ? size : 1);
+    fill(key, buf, size);
+    int rc = kiln_cache_put(c, key, buf, size, (uint32_t)size * 3, (uint8_t)(key.lo % 3),
+                            (uint16_t)(1 + key.lo % 5));
+    free(buf);
+    return rc;
+}
+
+/* Checks that a result is the record put for `key`. */
+static bool result_ok(const struct kiln_cache_result *r, struct kiln_key key)
+{
+    if (r->status != KILN_OK || !kiln_key_equal(r->key, key))
+        return false;
+    if (r->raw_size != r->size * 3 || r->codec != key.lo % 3 || r->stages != 1 + key.lo % 5)
+        return false;
+    if (r->size == 0)
+        return r->data == NULL;
+    unsigned char *want = malloc(r->size);
+    fill(key, want, r->size);
+    bool same = memcmp(want, r->data, r->size) == 0;
+    free(want);
+    return same;
+}
+
+/* Loads keys[0..n) and returns how many came back whole; *ok[i] says which. */
+static size_t load_check(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
+                         unsigned threads, bool *ok)
+{
+    struct kiln_cache_result *res;
+    int64_t loaded = kiln_cache_load_many(c, keys, n, threads, &res);
+    if (loaded < 0)
+        return 0;
+    size_t good = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool g = result_ok(&res[i], keys[i]);
+        if (ok)
+            ok[i] = g;
+        good += g;
+        if (res[i].status != KILN_OK && res[i].data)
+            kt_fail(__FILE__, __LINE__, "a failed result carries data");
+    }
+    if ((int64_t)good != loaded)
+        kt_fail(__FILE__, __LINE__, "loaded %lld but %zu checked out", (long long)loaded, good);
+    kiln_cache_results_free(res, n);
+    return good;
+}
+
+static void path_of(char *out, const char *dir, const char *name)
+{
+    if (snprintf(out, 4096, "%s/%s", dir, name) >= 4096)
+        kt_fail(__FILE__, __LINE__, "path too long");
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : UINT64_MAX;
+}
+
+static void *read_all(const char *path, size_t *n)
+{
+    void *data;
+    if (kiln_io_read_file(kiln_io_default(), path, SIZE_MAX, &data, n) < 0)
+        return NULL;
+    return data;
+}
+
+static void write_all(const char *path, const void *data, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, data, n) != (ssize_t)n)
+        kt_fail(__FILE__, __LINE__, "cannot write %s", path);
+    if (fd >= 0)
+        close(fd);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t n;
+    void *d = read_all(from, &n);
+    if (!d) {
+        kt_fail(__FILE__, __LINE__, "cannot read %s", from);
+        return;
+    }
+    write_all(to, d, n);
+    free(d);
+}
+
+static void cut_file(const char *path, uint64_t size)
+{
+    if (truncate(path, (off_t)size) != 0)
+        kt_fail(__FILE__, __LINE__, "cannot truncate %s", path);
+}
+
+static void patch_file(const char *path, uint64_t off, const void *bytes, size_t n)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0 || pwrite(fd, bytes, n, (off_t)off) != (ssize_t)n)
+        kt_fail(__FILE__, __LINE__, "cannot patch %s", path);
+    if (fd >= 0)
+        close(fd);
+}
+
+static void flip_bit(const char *path, uint64_t off, unsigned bit)
+{
+    int fd = open(path, O_RDWR);
+    unsigned char b = 0;
+    if (fd < 0 || pread(fd, &b, 1, (off_t)off) != 1)
+        kt_fail(__FILE__, __LINE__, "cannot read %s", path);
+    b ^= (unsigned char)(1u << bit);
+    if (fd < 0 || pwrite(fd, &b, 1, (off_t)off) != 1)
+        kt_fail(__FILE__, __LINE__, "cannot write %s", path);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Makes a cache of n records of sizes from `sizes` (cycled) and keeps the
+ * keys and offsets. */
+static void make_cache(const char *dir, size_t n, const size_t *sizes, size_t nsizes,
+                       struct kiln_key *keys, uint64_t *offsets)
+{
+    struct kiln_cache *c;
+    if (open_cache(dir, STAMP, KILN_CACHE_CREATE, &c) < 0) {
+        kt_fail(__FILE__, __LINE__, "cannot create a cache in %s", dir);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = key_of(i);
+        KT_CHECK_OK(put_rec(c, keys[i], sizes[i % nsizes]));
+        struct kiln_cache_entry e;
+        KT_CHECK_OK(kiln_cache_find(c, keys[i], &e));
+        if (offsets)
+            offsets[i] = e.offset;
+    }
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+}
+
+static enum kiln_cache_open_kind kind_of(struct kiln_cache *c)
+{
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    return st.open_kind;
+}
+
+/* ---- fault injection ----------------------------------------------------- */
+
+struct faultio {
+    struct kiln_io io;
+    const struct kiln_io *base;
+    int rec_fd, idx_fd;   /* the last descriptors opened on each file */
+    int rec_write_fail;   /* fail the next record write with this error */
+    bool rec_write_short; /* ...after writing part of it */
+    int idx_write_fail;   /* fail every index write with this error */
+    int rec_fsync_fail;   /* fail the next records sync */
+    int rename_fail;      /* fail every rename */
+};
+
+static struct faultio *F(const struct kiln_io *self)
+{
+    return (struct faultio *)(uintptr_t)self;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int f_open(const struct kiln_io *self, const char *path, int flags, int *fd)
+{
+    int rc = F(self)->base->open(F(self)->base, path, flags, fd);
+    if (rc == KILN_OK && (ends_with(path, ".kpc") || ends_with(path, ".kpc.new")) &&
+        (flags & KILN_IO_RDWR))
+        F(self)->rec_fd = *fd;
+    if (rc == KILN_OK && ends_with(path, ".kpx") && (flags & KILN_IO_RDWR))
+        F(self)->idx_fd = *fd;
+    return rc;
+}
+static int f_close(const struct kiln_io *self, int fd)
+{
+    return F(self)->base->close(F(self)->base, fd);
+}
+static int64_t f_pread(const struct kiln_io *self, int fd, void *buf, size_t n, uint64_t off)
+{
+    return F(self)->base->pread(F(self)->base, fd, buf, n, off);
+}
+static int64_t f_pwrite(const struct kiln_io *self, int fd, const void *buf, size_t n, uint64_t off)
+{
+    struct faultio *f = F(self);
+    if (fd == f->rec_fd && f->rec_write_fail) {
+        int err = f->rec_write_fail;
+        if (f->rec_write_short && n > 1) {
+            f->rec_write_short = false;
+            return f->base->pwrite(f->base, fd, buf, n / 2, off);
+        }
+        f->rec_write_fail = 0;
+        return err;
+    }
+    if (fd == f->idx_fd && f->idx_write_fail)
+        return f->idx_write_fail;
+    return f->base->pwrite(f->base, fd, buf, n, off);
+}
+static int f_fsync(const struct kiln_io *self, int fd)
+{
+    struct faultio *f = F(self);
+    if (fd == f->rec_fd && f->rec_fsync_fail) {
+        int err = f->rec_fsync_fail;
+        f->rec_fsync_fail = 0;
+        return err;
+    }
+    return f->base->fsync(f->base, fd);
+}
+static int f_fsync_dir(const struct kiln_io *self, const char *path)
+{
+    return F(self)->base->fsync_dir(F(self)->base, path);
+}
+static int f_rename(const struct kiln_io *self, const char *from, const char *to)
+{
+    if (F(self)->rename_fail)
+        return F(self)->rename_fail;
+    return F(self)->base->rename(F(self)->base, from, to);
+}
+static int f_truncate(const struct kiln_io *self, int fd, uint64_t size)
+{
+    return F(self)->base->truncate(F(self)->base, fd, size);
+}
+static int f_lock(const struct kiln_io *self, int fd, enum kiln_io_lock_mode mode)
+{
+    return F(self)->base->lock(F(self)->base, fd, mode);
+}
+static int f_size(const struct kiln_io *self, int fd, uint64_t *size)
+{
+    return F(self)->base->size(F(self)->base, fd, size);
+}
+static int f_unlink(const struct kiln_io *self, const char *path)
+{
+    return F(self)->base->unlink(F(self)->base, path);
+}
+
+static void faultio_init(struct faultio *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->io = (struct kiln_io){f_open,   f_close,    f_pread, f_pwrite, f_fsync, f_fsync_dir,
+                             f_rename, f_truncate, f_lock,  f_size,   f_unlink};
+    f->base = kiln_io_default();
+    f->rec_fd = f->idx_fd = -1;
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+KT_CASE(round_trip)
+{
+    const char *dir = kt_tmpdir();
+    enum { N = 1000 };
+    static struct kiln_key keys[N];
+    static size_t sizes[N];
+    uint64_t rng = 42, bytes = 0;
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_NEW);
+    for (size_t i = 0; i < N; i++) {
+        keys[i] = key_of(i);
+        /* One in ten programs is empty; the rest up to 6 KiB. */
+        sizes[i] = kt_rand(&rng) % 10 == 0 ? 0 : kt_rand(&rng) % 6000;
+        bytes += sizes[i];
+        KT_REQUIRE_OK(put_rec(c, keys[i], sizes[i]));
+    }
+    KT_CHECK_EQ(kiln_cache_count(c), N);
+    KT_CHECK_EQ(load_check(c, keys, N, 2, NULL), N); /* before any reopen */
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(st.records, N);
+    KT_CHECK_EQ(st.bytes, bytes);
+    KT_CHECK_EQ(st.stamp, STAMP);
+    KT_CHECK(strstr(st.open_text, "index used") != NULL);
+    struct kiln_cache_entry *all;
+    size_t n;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &all, &n));
+    KT_CHECK_EQ(n, N);
+    for (size_t i = 0; i < n; i++) {
+        KT_CHECK(kiln_key_equal(all[i].key, keys[i])); /* file order */
+        KT_CHECK_EQ(all[i].size, sizes[i]);
+    }
+    kiln_cache_entries_free(all);
+    /* Ask in a shuffled order, with some keys that are not there. */
+    static struct kiln_key ask[N + 10];
+    for (size_t i = 0; i < N; i++)
+        ask[i] = keys[(i * 7919) % N];
+    for (size_t i = N; i < N + 10; i++)
+        ask[i] = key_of(100000 + i);
+    struct kiln_cache_result *res;
+    int64_t loaded = kiln_cache_load_many(c, ask, N + 10, 0, &res);
+    KT_CHECK_EQ(loaded, N);
+    for (size_t i = 0; res && i < N + 10; i++) {
+        if (i < N)
+            KT_CHECK(result_ok(&res[i], ask[i]));
+        else
+            KT_CHECK_EQ(res[i].status, KILN_ENOTFOUND);
+    }
+    /* A payload can be taken out of the results. */
+    size_t taken = sizes[(0 * 7919) % N] ? 0 : 1;
+    void *keep = res ? res[taken].data : NULL;
+    if (res)
+        res[taken].data = NULL;
+    kiln_cache_results_free(res, N + 10);
+    kiln_cache_payload_free(keep);
+    KT_CHECK_EQ(kiln_cache_find(c, key_of(999999), NULL), KILN_ENOTFOUND);
+    kiln_cache_close(c);
+}
+
+KT_CASE(later_record_wins)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    struct kiln_key k = key_of(7);
+    KT_CHECK_OK(put_rec(c, k, 100));
+    KT_CHECK_OK(put_rec(c, key_of(8), 10));
+    KT_CHECK_OK(put_rec(c, k, 300));
+    struct kiln_cache_entry e;
+    KT_CHECK_OK(kiln_cache_find(c, k, &e));
+    KT_CHECK_EQ(e.size, 300);
+    KT_CHECK_EQ(kiln_cache_count(c), 2);
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    /* The same after an open from the index and after a rebuild. */
+    for (int pass = 0; pass < 2; pass++) {
+        char idx[4096];
+        path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+        if (pass == 1)
+            unlink(idx);
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        KT_CHECK_EQ(kind_of(c), pass ? KILN_CACHE_OPENED_REBUILT : KILN_CACHE_OPENED_INDEX);
+        KT_CHECK_OK(kiln_cache_find(c, k, &e));
+        KT_CHECK_EQ(e.size, 300);
+        struct kiln_cache_stats st;
+        kiln_cache_stats(c, &st);
+        KT_CHECK_EQ(st.records, 2);
+        KT_CHECK_EQ(st.superseded, 1);
+        KT_CHECK_EQ(st.bytes, 310);
+        struct kiln_key both[2] = {k, key_of(8)};
+        KT_CHECK_EQ(load_check(c, both, 2, 1, NULL), 2);
+        kiln_cache_close(c);
+    }
+}
+
+enum { SMALL_N = 20 };
+static const size_t small_sizes[] = {0, 17, 40, 3, 64, 1, 29};
+
+KT_CASE(index_cut_short)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    char idx[4096], saved[4096];
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    path_of(saved, dir, "saved.kpx");
+    copy_file(idx, saved);
+    uint64_t full = file_size(idx);
+    KT_CHECK_EQ(full, KILN__CACHE_HEADER_SIZE + SMALL_N * KILN__CACHE_ENTRY_SIZE);
+    for (uint64_t cut = 1; cut <= 50; cut++) {
+        copy_file(saved, idx);
+        cut_file(idx, full - cut);
+        struct kiln_cache *c;
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        struct kiln_cache_stats st;
+        kiln_cache_stats(c, &st);
+        KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
+        KT_CHECK_EQ(st.tail_records, cut <= KILN__CACHE_ENTRY_SIZE ? 1 : 2);
+        KT_CHECK_EQ(load_check(c, keys, SMALL_N, 1, NULL), SMALL_N);
+        kiln_cache_close(c);
+        KT_CHECK_EQ(file_size(idx), full); /* the tail was appended */
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+        kiln_cache_close(c);
+    }
+}
+
+KT_CASE(last_entry_changed)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    char idx[4096], saved[4096];
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    path_of(saved, dir, "saved.kpx");
+    copy_file(idx, saved);
+    uint64_t last = KILN__CACHE_HEADER_SIZE + (SMALL_N - 1) * KILN__CACHE_ENTRY_SIZE;
+    for (int variant = 0; variant < 2; variant++) {
+        copy_file(saved, idx);
+        if (variant == 0) {
+            /* A raw edit of the key: the entry's own check fails. */
+            flip_bit(idx, last + 3, 5);
+        } else {
+            /* A well-formed entry naming another key: only the records say
+             * it is wrong. */
+            size_t n;
+            unsigned char *d = read_all(idx, &n);
+            KT_REQUIRE(d != NULL);
+            struct kiln_cache_entry e;
+            KT_CHECK_OK(kiln__cache_entry_decode(d + last, &e));
+            e.key.lo ^= 1;
+            kiln__cache_entry_encode(d + last, &e);
+            write_all(idx, d, n);
+            free(d);
+        }
+        struct kiln_cache *c;
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        struct kiln_cache_stats st;
+        kiln_cache_stats(c, &st);
+        KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
+        KT_CHECK(strstr(st.open_text, variant ? "last entry does not match" : "damaged") != NULL);
+        KT_CHECK_EQ(st.records, SMALL_N);
+        KT_CHECK_EQ(load_check(c, keys, SMALL_N, 1, NULL), SMALL_N);
+        kiln_cache_close(c);
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX); /* rewritten */
+        kiln_cache_close(c);
+    }
+}
+
+/* Opens `dir` and checks that the index was rebuilt for `why` and every
+ * record is there. */
+static void expect_rebuilt(const char *dir, const struct kiln_key *keys, size_t n, const char *why)
+{
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
+    if (!strstr(st.open_text, why))
+        kt_fail(__FILE__, __LINE__, "'%s' does not say '%s'", st.open_text, why);
+    KT_CHECK_EQ(load_check(c, keys, n, 2, NULL), n);
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    kiln_cache_close(c);
+}
+
+KT_CASE(index_deleted)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    char idx[4096];
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    KT_CHECK(unlink(idx) == 0);
+    expect_rebuilt(dir, keys, SMALL_N, "missing");
+}
+
+KT_CASE(index_of_other_cache)
+{
+    const char *dir = kt_tmpdir();
+    char a[4096], b[4096], from[4096], to[4096];
+    path_of(a, dir, "a");
+    path_of(b, dir, "b");
+    mkdir(a, 0755);
+    mkdir(b, 0755);
+    struct kiln_key keys[SMALL_N];
+    /* The same records and stamp, but another records file (file id). */
+    make_cache(a, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    make_cache(b, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    path_of(from, b, KILN_CACHE_INDEX_FILE);
+    path_of(to, a, KILN_CACHE_INDEX_FILE);
+    copy_file(from, to);
+    expect_rebuilt(a, keys, SMALL_N, "another records file");
+}
+
+KT_CASE(index_other_stamp)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    char idx[4096];
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    size_t n;
+    unsigned char *d = read_all(idx, &n);
+    KT_REQUIRE(d != NULL);
+    struct kiln__cache_header h;
+    KT_REQUIRE(kiln__cache_header_decode(d, n, KILN__CACHE_IDX_MAGIC, &h) == KILN__HEADER_OK);
+    h.stamp ^= 0x100;
+    kiln__cache_header_encode(d, KILN__CACHE_IDX_MAGIC, &h);
+    write_all(idx, d, n);
+    free(d);
+    expect_rebuilt(dir, keys, SMALL_N, "another stamp");
+}
+
+KT_CASE(records_truncated_everywhere)
+{
+    const char *dir = kt_tmpdir();
+    enum { N = 12 };
+    static const size_t sizes[] = {5, 0, 23, 11, 31, 2};
+    struct kiln_key keys[N];
+    uint64_t off[N];
+    make_cache(dir, N, sizes, KILN_ARRAY_LEN(sizes), keys, off);
+    char rec[4096], idx[4096], srec[4096], sidx[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    path_of(srec, dir, "saved.kpc");
+    path_of(sidx, dir, "saved.kpx");
+    copy_file(rec, srec);
+    copy_file(idx, sidx);
+    uint64_t end = file_size(rec);
+    for (uint64_t cut = off[N - 3]; cut < end; cut++) {
+        copy_file(srec, rec);
+        copy_file(sidx, idx);
+        cut_file(rec, cut);
+        struct kiln_cache *c;
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        size_t whole = 0;
+        while (whole < N && off[whole] + kiln__cache_rec_len((uint32_t)sizes[whole % 6]) <= cut)
+            whole++;
+        struct kiln_cache_stats st;
+        kiln_cache_stats(c, &st);
+        KT_CHECK_EQ(st.records, whole);
+        KT_CHECK_EQ(
+            st.cut_bytes,
+            cut - (whole ? off[whole - 1] + kiln__cache_rec_len((uint32_t)sizes[(whole - 1) % 6])
+                         : KILN__CACHE_HEADER_SIZE));
+        bool ok[N];
+        KT_CHECK_EQ(load_check(c, keys, N, 1, ok), whole);
+        for (size_t i = 0; i < N; i++)
+            KT_CHECK_EQ(ok[i], i < whole);
+        /* The next append lands after the last whole record and survives. */
+        struct kiln_key extra = key_of(5000 + cut);
+        KT_CHECK_OK(put_rec(c, extra, 9));
+        KT_CHECK_OK(kiln_cache_sync(c));
+        kiln_cache_close(c);
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+        KT_CHECK_EQ(kiln_cache_count(c), whole + 1);
+        KT_CHECK_EQ(load_check(c, &extra, 1, 1, NULL), 1);
+        KT_CHECK_EQ(load_check(c, keys, N, 1, NULL), whole);
+        kiln_cache_close(c);
+    }
+}
+
+KT_CASE(flipped_bit)
+{
+    const char *dir = kt_tmpdir();
+    enum { N = 8 };
+    static const size_t sizes[] = {40};
+    struct kiln_key keys[N];
+    uint64_t off[N];
+    make_cache(dir, N, sizes, 1, keys, off);
+    char rec[4096], idx[4096], srec[4096], sidx[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    path_of(srec, dir, "saved.kpc");
+    path_of(sidx, dir, "saved.kpx");
+    copy_file(rec, srec);
+    copy_file(idx, sidx);
+    /* Every byte of a middle record and of the last one, a different bit
+     * each time. */
+    const size_t victims[] = {3, N - 1};
+    for (size_t v = 0; v < KILN_ARRAY_LEN(victims); v++) {
+        size_t r = victims[v];
+        for (uint64_t b = 0; b < KILN__CACHE_HEAD_SIZE + sizes[0]; b++) {
+            copy_file(srec, rec);
+            copy_file(sidx, idx);
+            flip_bit(rec, off[r] + b, (unsigned)(b % 8));
+            struct kiln_cache *c;
+            KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+            bool ok[N];
+            KT_CHECK_EQ(load_check(c, keys, N, 2, ok), N - 1);
+            for (size_t i = 0; i < N; i++)
+                if (ok[i] != (i != r))
+                    kt_fail(__FILE__, __LINE__,
+                            "record %zu, bit flipped at byte %" PRIu64 " of record %zu: %s", i, b,
+                            r, ok[i] ? "loaded" : "missing");
+            /* The missing record can be written again. */
+            KT_CHECK_OK(put_rec(c, keys[r], sizes[0]));
+            KT_CHECK_EQ(load_check(c, keys, N, 1, NULL), N);
+            kiln_cache_close(c);
+        }
+    }
+}
+
+KT_CASE(unindexed_tail)
+{
+    const char *dir = kt_tmpdir();
+    enum { N = 10 };
+    static const size_t sizes[] = {100, 7, 0, 250};
+    struct kiln_key keys[N];
+    make_cache(dir, N / 2, sizes, KILN_ARRAY_LEN(sizes), keys, NULL);
+    char idx[4096], saved[4096];
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    path_of(saved, dir, "saved.kpx");
+    copy_file(idx, saved);
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    for (size_t i = N / 2; i < N; i++) {
+        keys[i] = key_of(i);
+        KT_CHECK_OK(put_rec(c, keys[i], sizes[i % 4]));
+    }
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    /* As if the writer had written records but none of their entries. */
+    copy_file(saved, idx);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
+    KT_CHECK_EQ(st.tail_records, N / 2);
+    KT_CHECK_EQ(load_check(c, keys, N, 2, NULL), N);
+    kiln_cache_close(c);
+    KT_CHECK_EQ(file_size(idx), KILN__CACHE_HEADER_SIZE + N * KILN__CACHE_ENTRY_SIZE);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    kiln_cache_close(c);
+}
+
+KT_CASE(second_writer_refused)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_cache *a, *b;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &a));
+    KT_CHECK_OK(put_rec(a, key_of(1), 33));
+    KT_CHECK_EQ(open_cache(dir, STAMP, KILN_CACHE_CREATE, &b), KILN_EBUSY);
+    KT_CHECK(b == NULL);
+    /* A reader is let in and sees what was written. */
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &b));
+    KT_CHECK_EQ(kiln_cache_count(b), 1);
+    KT_CHECK_EQ(kiln_cache_put(b, key_of(2), "x", 1, 1, 0, 1), KILN_EINVAL);
+    kiln_cache_close(b);
+    /* Even a writer whose stamp differs may not start the cache over. */
+    KT_CHECK_EQ(open_cache(dir, STAMP + 1, 0, &b), KILN_EBUSY);
+    kiln_cache_close(a);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &b));
+    KT_CHECK_EQ(kiln_cache_count(b), 1);
+    kiln_cache_close(b);
+}
+
+KT_CASE(offsets_past_4gib)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_OK(put_rec(c, key_of(1), 50));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    /* Grow the records file sparsely past 4 GiB: filler records of up to
+     * 1 GiB whose payloads are the hole's zeros, then a real record, with
+     * index entries for all of them. The fillers' checksums are left wrong
+     * (computing them would read 4 GiB); they are never loaded here. */
+    char rec[4096], idx[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    uint64_t off = file_size(rec);
+    uint64_t far = (1ull << 32) + 12344; /* records start 8-byte aligned */
+    unsigned char buf[KILN__CACHE_HEAD_SIZE];
+    unsigned char ent[8 * KILN__CACHE_ENTRY_SIZE];
+    size_t nent = 0;
+    for (uint64_t i = 0; off < far; i++) {
+        uint64_t room = far - off - KILN__CACHE_HEAD_SIZE;
+        struct kiln_cache_entry filler = {
+            .key = key_of(1000 + i),
+            .offset = off,
+            .size = (uint32_t)KILN_MIN(room, (uint64_t)KILN_CACHE_MAX_PAYLOAD),
+            .checksum = 0x1234};
+        kiln__cache_head_encode(buf, &filler);
+        patch_file(rec, off, buf, sizeof(buf));
+        kiln__cache_entry_encode(ent + nent++ * KILN__CACHE_ENTRY_SIZE, &filler);
+        off += kiln__cache_rec_len(filler.size);
+    }
+    KT_REQUIRE(off == far);
+    struct kiln_cache_entry e = {.key = key_of(3),
+                                 .offset = far,
+                                 .size = 64,
+                                 .raw_size = 192,
+                                 .codec = (uint8_t)(key_of(3).lo % 3),
+                                 .stages = (uint16_t)(1 + key_of(3).lo % 5)};
+    unsigned char payload[64];
+    fill(e.key, payload, sizeof(payload));
+    e.checksum = kiln__cache_record_checksum(&e, payload);
+    kiln__cache_head_encode(buf, &e);
+    patch_file(rec, far, buf, sizeof(buf));
+    patch_file(rec, far + sizeof(buf), payload, sizeof(payload));
+    kiln__cache_entry_encode(ent + nent++ * KILN__CACHE_ENTRY_SIZE, &e);
+    patch_file(idx, file_size(idx), ent, nent * KILN__CACHE_ENTRY_SIZE);
+
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    struct kiln_cache_entry got;
+    KT_CHECK_OK(kiln_cache_find(c, e.key, &got));
+    KT_CHECK(got.offset == far);
+    struct kiln_key keys[2] = {key_of(1), key_of(3)};
+    KT_CHECK_EQ(load_check(c, keys, 2, 2, NULL), 2);
+    KT_CHECK_EQ(kiln_cache_count(c), 2 + nent - 1);
+    /* Appending past 4 GiB, and finding it again after a reopen. */
+    KT_CHECK_OK(put_rec(c, key_of(4), 77));
+    KT_CHECK_OK(kiln_cache_find(c, key_of(4), &got));
+    KT_CHECK(got.offset == far + KILN__CACHE_HEAD_SIZE + 64);
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
+    KT_CHECK(st.file_bytes > (1ull << 32));
+    struct kiln_key k4 = key_of(4);
+    KT_CHECK_EQ(load_check(c, &k4, 1, 1, NULL), 1);
+    kiln_cache_close(c);
+}
+
+KT_CASE(stamp_mismatch)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    char rec[4096], idx[4096], aside[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    struct kiln_cache *c;
+    /* A reader with another stamp is refused and changes nothing. */
+    KT_CHECK_EQ(open_cache(dir, STAMP + 1, KILN_CACHE_READ_ONLY, &c), KILN_ESTAMP);
+    /* A writer starts over, removing the old files. */
+    KT_REQUIRE_OK(open_cache(dir, STAMP + 1, 0, &c));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
+    KT_CHECK_EQ(st.records, 0);
+    KT_CHECK_EQ(st.stamp, STAMP + 1);
+    KT_CHECK_OK(put_rec(c, key_of(1), 10));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(open_cache(dir, STAMP + 1, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(kiln_cache_count(c), 1);
+    kiln_cache_close(c);
+    KT_REQUIRE(snprintf(aside, sizeof(aside), "%s.%016llx.old", rec,
+                        (unsigned long long)(STAMP + 1)) < (int)sizeof(aside));
+    KT_CHECK(access(aside, F_OK) != 0);
+
+    /* Another dictionary is another stamp; this time the old files are
+     * moved aside. */
+    struct kiln_cache_options opt = {
+        .stamp = STAMP + 1, .dict_id = 99, .flags = KILN_CACHE_MOVE_ASIDE};
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
+    KT_CHECK_EQ(st.dict_id, 99);
+    KT_CHECK_EQ(st.records, 0);
+    kiln_cache_close(c);
+    KT_CHECK(access(aside, F_OK) == 0);
+    KT_REQUIRE(snprintf(aside, sizeof(aside), "%s.%016llx.old", idx,
+                        (unsigned long long)(STAMP + 1)) < (int)sizeof(aside));
+    KT_CHECK(access(aside, F_OK) == 0);
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    kiln_cache_close(c);
+}
+
+KT_CASE(open_flags)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_cache *c;
+    KT_CHECK_EQ(open_cache(dir, STAMP, 0, &c), KILN_ENOENT);
+    KT_CHECK_EQ(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY | KILN_CACHE_CREATE, &c), KILN_ENOENT);
+    char rec[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    write_all(rec, "not a cache at all, just some words written here.......", 56);
+    write_all(rec, "this is not a kiln records file: it holds other bytes than a cache header", 74);
+    KT_CHECK_EQ(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c), KILN_EFORMAT);
+    KT_CHECK_EQ(file_size(rec), 74); /* left untouched */
+    /* An empty records file is a creation that never finished. */
+    write_all(rec, "", 0);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_NEW);
+    kiln_cache_close(c);
+    KT_CHECK_EQ(file_size(rec), KILN__CACHE_HEADER_SIZE);
+}
+
+KT_CASE(read_only_never_writes)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    uint64_t off[SMALL_N];
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, off);
+    char rec[4096], idx[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    /* A stale index (two entries short) and a torn tail (half the last record). */
+    cut_file(idx, file_size(idx) - 2 * KILN__CACHE_ENTRY_SIZE);
+    cut_file(rec, off[SMALL_N - 1] + 20);
+    size_t rn, in;
+    void *r0 = read_all(rec, &rn), *i0 = read_all(idx, &in);
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
+    KT_CHECK_EQ(st.records, SMALL_N - 1);
+    KT_CHECK(st.cut_bytes > 0);
+    KT_CHECK_EQ(load_check(c, keys, SMALL_N - 1, 2, NULL), SMALL_N - 1);
+    kiln_cache_close(c);
+    /* Without the index at all, too. */
+    KT_CHECK(unlink(idx) == 0);
+    KT_REQUIRE_OK(open_cache(dir, 0, KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_REBUILT);
+    KT_CHECK_EQ(kiln_cache_count(c), SMALL_N - 1);
+    kiln_cache_close(c);
+    KT_CHECK(access(idx, F_OK) != 0);
+    size_t rn2;
+    void *r1 = read_all(rec, &rn2);
+    KT_CHECK(r0 && r1 && rn == rn2 && memcmp(r0, r1, rn) == 0);
+    free(r0);
+    free(r1);
+    free(i0);
+}
+
+KT_CASE(check_and_repair)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    uint64_t off[SMALL_N];
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, off);
+    struct kiln_cache_check_report rep;
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+    KT_CHECK_EQ(rep.records, SMALL_N);
+    KT_CHECK_EQ(rep.index_state, KILN_CACHE_INDEX_OK);
+    KT_CHECK_EQ(rep.stamp, STAMP);
+
+    char rec[4096], idx[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    /* A torn tail and an index that is behind: a crash's remains. */
+    cut_file(rec, off[SMALL_N - 1] + 10);
+    cut_file(idx, file_size(idx) - 3 * KILN__CACHE_ENTRY_SIZE);
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
+    KT_CHECK(!rep.whole);
+    KT_CHECK_EQ(rep.index_state, KILN_CACHE_INDEX_BEHIND);
+    KT_CHECK_EQ(rep.torn_tail_bytes, 10);
+    KT_CHECK_EQ(rep.records, SMALL_N - 1);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, true, &rep));
+    KT_CHECK(rep.repaired);
+    KT_CHECK_EQ(file_size(rec), off[SMALL_N - 1]);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+
+    /* A damaged payload cannot be repaired, only left out of the index. */
+    flip_bit(rec, off[4] + KILN__CACHE_HEAD_SIZE + 1, 0);
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, true, &rep), KILN_ECORRUPT);
+    KT_CHECK_EQ(rep.bad_records, 1);
+    KT_CHECK(rep.repaired);
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kiln_cache_find(c, keys[4], NULL), KILN_ENOTFOUND);
+    KT_CHECK_EQ(kiln_cache_count(c), SMALL_N - 2);
+    /* While a writer holds the cache, a repair is refused; a check is not. */
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, true, &rep), KILN_EBUSY);
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
+    kiln_cache_close(c);
+}
+
+KT_CASE(write_faults)
+{
+    const char *dir = kt_tmpdir();
+    struct faultio f;
+    faultio_init(&f);
+    struct kiln_cache_options opt = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f.io};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    struct kiln_key keys[6];
+    for (int i = 0; i < 6; i++)
+        keys[i] = key_of((uint64_t)i);
+    KT_CHECK_OK(put_rec(c, keys[0], 100));
+    /* A full disk in the middle of a record: the put fails, nothing is
+     * left of it, and the cache goes on. */
+    f.rec_write_fail = KILN_ENOSPC;
+    f.rec_write_short = true;
+    KT_CHECK_EQ(put_rec(c, keys[1], 5000), KILN_ENOSPC);
+    KT_CHECK_EQ(kiln_cache_find(c, keys[1], NULL), KILN_ENOTFOUND);
+    KT_CHECK_OK(put_rec(c, keys[2], 200));
+    /* The index cannot be written: records are still stored; the sync
+     * rewrites the index whole. */
+    f.idx_write_fail = KILN_EIO_WRITE;
+    KT_CHECK_OK(put_rec(c, keys[3], 300));
+    f.idx_write_fail = 0;
+    KT_CHECK_OK(put_rec(c, keys[4], 0));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    opt.flags = 0;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    struct kiln_key want[4] = {keys[0], keys[2], keys[3], keys[4]};
+    KT_CHECK_EQ(load_check(c, want, 4, 1, NULL), 4);
+    /* A failed records sync: the handle refuses more work; a reopen keeps
+     * everything synced before. */
+    KT_CHECK_OK(put_rec(c, keys[5], 10));
+    f.rec_fsync_fail = KILN_EIO_SYNC;
+    KT_CHECK_EQ(kiln_cache_sync(c), KILN_EIO_SYNC);
+    KT_CHECK_EQ(put_rec(c, key_of(77), 10), KILN_EIO_SYNC);
+    KT_CHECK_EQ(kiln_cache_sync(c), KILN_EIO_SYNC);
+    kiln_cache_close(c);
+    /* A rename that fails while the index is rewritten at open: the open
+     * still works from the records, and the next one repairs the index. */
+    char idx[4096];
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    unlink(idx);
+    f.rename_fail = KILN_EIO_RENAME;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_REBUILT);
+    KT_CHECK_EQ(load_check(c, want, 4, 1, NULL), 4);
+    KT_CHECK_OK(put_rec(c, key_of(78), 10));
+    KT_CHECK_EQ(kiln_cache_sync(c), KILN_EIO_RENAME);
+    kiln_cache_close(c);
+    f.rename_fail = 0;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_REBUILT);
+    KT_CHECK_EQ(load_check(c, want, 4, 1, NULL), 4);
+    struct kiln_key k78 = key_of(78);
+    KT_CHECK_EQ(load_check(c, &k78, 1, 1, NULL), 1);
+    kiln_cache_close(c);
+}
+
+KT_CASE(crash_keeps_synced)
+{
+    /* A crash keeps what was synced and any part of what was not: the
+     * unsynced tails of both files are cut at many points (the index may
+     * even keep more than the records), or zeroed. */
+    const char *dir = kt_tmpdir();
+    enum { SYNCED = 6, MORE = 5 };
+    struct kiln_key keys[SYNCED + MORE];
+    static const size_t sizes[] = {30, 0, 12};
+    make_cache(dir, SYNCED, sizes, 3, keys, NULL);
+    char rec[4096], idx[4096], srec[4096], sidx[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    path_of(srec, dir, "saved.kpc");
+    path_of(sidx, dir, "saved.kpx");
+    uint64_t rec_synced = file_size(rec), idx_synced = file_size(idx);
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    for (size_t i = SYNCED; i < SYNCED + MORE; i++) {
+        keys[i] = key_of(i);
+        KT_CHECK_OK(put_rec(c, keys[i], sizes[i % 3]));
+    }
+    kiln_cache_close(c); /* no sync */
+    copy_file(rec, srec);
+    copy_file(idx, sidx);
+    uint64_t rec_full = file_size(rec), idx_full = file_size(idx);
+    uint64_t rng = 7;
+    for (int round = 0; round < 60; round++) {
+        copy_file(srec, rec);
+        copy_file(sidx, idx);
+        uint64_t rk = rec_synced + kt_rand(&rng) % (rec_full - rec_synced + 1);
+        uint64_t ik = idx_synced + kt_rand(&rng) % (idx_full - idx_synced + 1);
+        if (round % 3 == 2) {
+            /* The sizes grew but the data never reached the disk. */
+            size_t zn = (size_t)(rec_full - rk);
+            void *z = calloc(1, zn ? zn : 1);
+            patch_file(rec, rk, z, zn);
+            free(z);
+        } else {
+            cut_file(rec, rk);
+        }
+        cut_file(idx, ik);
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        bool ok[SYNCED + MORE];
+        load_check(c, keys, SYNCED + MORE, 1, ok);
+        for (size_t i = 0; i < SYNCED; i++)
+            KT_CHECK(ok[i]);
+        KT_CHECK_OK(put_rec(c, key_of(900), 20));
+        KT_CHECK_OK(kiln_cache_sync(c));
+        kiln_cache_close(c);
+        struct kiln_cache_check_report rep;
+        KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+        KT_CHECK(rep.whole);
+    }
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+struct reader_arg {
+    struct kiln_cache *c;
+    const struct kiln_key *keys;
+    size_t n;
+    size_t good;
+};
+
+static void *reader(void *p)
+{
+    struct reader_arg *a = p;
+    for (int round = 0; round < 3; round++) {
+        a->good += load_check(a->c, a->keys, a->n, 2, NULL);
+        for (size_t i = 0; i < a->n; i++)
+            if (kiln_cache_find(a->c, a->keys[i], NULL) != KILN_OK)
+                kt_fail(__FILE__, __LINE__, "key %zu not found", i);
+    }
+    return NULL;
+}
+
+KT_CASE(threads)
+{
+    const char *dir = kt_tmpdir();
+    enum { N = 2000, BIG = 3 };
+    static struct kiln_key keys[N + BIG];
+    uint64_t rng = 9;
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    for (size_t i = 0; i < N + BIG; i++) {
+        keys[i] = key_of(i);
+        /* A few records bigger than one batch read. */
+        size_t size = i >= N ? (3u << 19) + i : kt_rand(&rng) % 20000;
+        KT_REQUIRE_OK(put_rec(c, keys[i], size));
+    }
+    KT_CHECK_OK(kiln_cache_sync(c));
+    /* Several thread counts, results in the order asked. */
+    static struct kiln_key rev[N + BIG];
+    for (size_t i = 0; i < N + BIG; i++)
+        rev[i] = keys[N + BIG - 1 - i];
+    const unsigned counts[] = {1, 2, 4, 16};
+    for (size_t t = 0; t < KILN_ARRAY_LEN(counts); t++)
+        KT_CHECK_EQ(load_check(c, rev, N + BIG, counts[t], NULL), N + BIG);
+    /* Readers on two threads while this one keeps writing. */
+    struct reader_arg ra[2] = {{c, keys, N + BIG, 0}, {c, rev, N + BIG, 0}};
+    pthread_t tid[2];
+    for (int i = 0; i < 2; i++)
+        KT_REQUIRE(pthread_create(&tid[i], NULL, reader, &ra[i]) == 0);
+    for (size_t i = 0; i < 300; i++)
+        KT_CHECK_OK(put_rec(c, key_of(100000 + i), 64 + i));
+    for (int i = 0; i < 2; i++)
+        pthread_join(tid[i], NULL);
+    KT_CHECK_EQ(ra[0].good, 3 * (N + BIG));
+    KT_CHECK_EQ(ra[1].good, 3 * (N + BIG));
+    KT_CHECK_EQ(kiln_cache_count(c), N + BIG + 300);
+    kiln_cache_close(c);
+}
+
+KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_short),
+        KT_ENTRY(last_entry_changed), KT_ENTRY(index_deleted), KT_ENTRY(index_of_other_cache),
+        KT_ENTRY(index_other_stamp), KT_ENTRY(records_truncated_everywhere), KT_ENTRY(flipped_bit),
+        KT_ENTRY(unindexed_tail), KT_ENTRY(second_writer_refused), KT_ENTRY(offsets_past_4gib),
+        KT_ENTRY(stamp_mismatch), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
+        KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
+        KT_ENTRY(threads))
