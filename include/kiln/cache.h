@@ -38,6 +38,7 @@
 #define KILN_CACHE_H
 
 #include "kiln/common.h"
+#include "kiln/pack.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,11 @@ extern "C" {
 /* The file names inside a cache folder. */
 #define KILN_CACHE_RECORDS_FILE "programs.kpc"
 #define KILN_CACHE_INDEX_FILE   "programs.kpx"
+/* The packing dictionary the records were packed with (kiln_pack_dict_bytes),
+ * when the header names one. */
+#define KILN_CACHE_DICT_FILE "programs.kpd"
+/* Last use of each record, in days (see kiln_cache_last_use). */
+#define KILN_CACHE_USE_FILE "programs.kpu"
 
 /* The largest payload one record may hold (1 GiB). */
 #define KILN_CACHE_MAX_PAYLOAD (1u << 30)
@@ -68,6 +74,17 @@ enum {
     /* Accept whatever stamp and dictionary the records file carries
      * (inspection tools; only with KILN_CACHE_READ_ONLY). */
     KILN_CACHE_ANY_STAMP = 1 << 3,
+    /* Open with the dictionary the cache has: its dictionary id is taken
+     * from the records file (not compared with dict_id), programs.kpd is
+     * loaded and checked against it, and kiln_cache_dict returns it. A
+     * dictionary file that is missing, damaged or of another id fails the
+     * open with KILN_ECORRUPT (a reader, or a KILN_CACHE_KEEP_STAMP writer)
+     * or starts the cache over (another writer): never a wrong unpack. */
+    KILN_CACHE_USE_DICT = 1 << 4,
+    /* A writer that keeps whatever stamp and dictionary the records file
+     * carries (maintenance: prune, compact, repack, merge). Implies
+     * KILN_CACHE_USE_DICT. A cache made new gets the options' stamp. */
+    KILN_CACHE_KEEP_STAMP = 1 << 5,
 };
 
 /* How kiln_cache_open opens a cache. */
@@ -86,6 +103,15 @@ struct kiln_cache_options {
     /* Threads kiln_cache_load_many uses when asked for 0: 0 means the
      * usable CPUs (sched affinity), at most KILN_CACHE_MAX_THREADS. */
     unsigned threads;
+    /* The dictionary to write records with (may be NULL). Its id is the
+     * cache's dictionary id (dict_id must then be 0 or the same); it is
+     * written to programs.kpd before a new records file is put in place,
+     * and written again when that file is missing or stale. Copied: it need
+     * not outlive the open. */
+    const struct kiln_pack_dict *dict;
+    /* Today, in days since 1970-01-01 UTC, for last-use marks; 0: the
+     * system clock's day. Tests set it to age records. */
+    uint32_t today;
 };
 
 /* How the last kiln_cache_open went. */
@@ -292,6 +318,198 @@ struct kiln_cache_check_report {
  */
 KILN_API int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
                               struct kiln_cache_check_report *report);
+
+/* ---------------------------------------------------------------------------
+ * Dictionary, last use and the cache's life cycle (src/cache/cache_life.c,
+ * src/cache/cache_import.c; docs/cache-format.md, "Life cycle").
+ *
+ * Every rewrite (compact, prune, repack) writes a whole new records file
+ * under "programs.kpc.new", locked and synced, and renames it over the old
+ * one: until that rename the old cache is whole and in use; after it the
+ * index, the dictionary and the last-use file follow, and a crash between
+ * the two is caught by the next open (an index of another records file is
+ * rebuilt; a pending "programs.kpd.new" whose id the records name is put in
+ * place). The handle goes on with the new file.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * @return the dictionary the cache's records were packed with, loaded from
+ * programs.kpd (or the options' dictionary), owned by the cache and valid
+ * until the next rewrite or close; NULL when the cache has none or was not
+ * opened with KILN_CACHE_USE_DICT / a dictionary. Pass it to kiln_unpack.
+ */
+KILN_API const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c);
+
+/*
+ * The day a record was last loaded (kiln_cache_load_many) or stored, in
+ * days since 1970-01-01 UTC. Marks are kept in memory and written to
+ * programs.kpu by kiln_cache_sync and kiln_cache_close of a writer (or
+ * kiln_cache_save_use), so a load costs no write. A record with no mark on
+ * disk (new since, or a lost programs.kpu) counts as used on the day of
+ * the open.
+ * @return 0 with the day in *day, or KILN_ENOTFOUND. Thread-safe.
+ */
+KILN_API int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day);
+
+/* @return the day the cache marks uses with (the options' `today`, or the
+ * system clock's day at the open). */
+KILN_API uint32_t kiln_cache_today(struct kiln_cache *c);
+
+/*
+ * Writes programs.kpu now when a mark changed (crash-safely, through a
+ * temporary file). Writers do this at sync and close; a read-only handle
+ * (a warm start) writes it only through this call. A failure changes
+ * nothing else: last use is advisory.
+ * @return 0 or the I/O error. Not thread-safe with put/sync/close.
+ */
+KILN_API int kiln_cache_save_use(struct kiln_cache *c);
+
+/* What a rewrite (compact, prune, repack) did. */
+struct kiln_cache_rewrite_report {
+    bool rewritten;              /* false: there was nothing to do, the files are unchanged */
+    uint64_t records_before;     /* live records before */
+    uint64_t records_after;      /* live records after */
+    uint64_t superseded;         /* superseded records left out */
+    uint64_t dropped;            /* live records dropped (prune) */
+    uint64_t damaged;            /* records whose head or checksum failed: left out */
+    uint64_t repacked;           /* records unpacked and packed again (repack) */
+    uint64_t kept_as_is;         /* records copied as they were (not a program payload) */
+    uint64_t file_bytes_before;  /* programs.kpc before */
+    uint64_t file_bytes_after;   /* programs.kpc after */
+    uint64_t payload_bytes_before; /* payloads of the live records before */
+    uint64_t payload_bytes_after;  /* payloads of the records kept */
+    uint64_t spirv_bytes;        /* repack: SPIR-V the repacked records unpack to */
+    uint64_t dict_id_before;
+    uint64_t dict_id_after;
+};
+
+/*
+ * Rewrites the records file without superseded records, damaged records
+ * and dead bytes, and its index and last-use file with it (see the top of
+ * this section). Nothing is done when the file holds only live records.
+ * @return 0 with *report filled; KILN_EINVAL for a read-only cache; or
+ * the error of the step that failed: before the rename the old cache is
+ * untouched and the handle usable; after it (only the index, dictionary or
+ * last-use file failed) the next open completes the switch.
+ */
+KILN_API int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report);
+
+/* What kiln_cache_prune keeps. */
+struct kiln_cache_prune_options {
+    /* Drop records not used in the last `older_than_days` days (last use
+     * before today - older_than_days); UINT32_MAX: no age limit. */
+    uint32_t older_than_days;
+    /* Then drop the least recently used records (ties: the earliest in the
+     * file first) until programs.kpc is at most this many bytes; 0: no size
+     * limit. */
+    uint64_t max_file_bytes;
+};
+
+/*
+ * Drops records by age and size (least recently used first), then rewrites
+ * the cache like kiln_cache_compact. Nothing is done when nothing is to be
+ * dropped and the file is compact.
+ * @return as kiln_cache_compact.
+ */
+KILN_API int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                              struct kiln_cache_rewrite_report *report);
+
+/* The dictionary a repack packs with. */
+enum kiln_cache_dict_mode {
+    KILN_CACHE_DICT_KEEP = 0,  /* the cache's own (KILN_CODEC_KILN only; none otherwise) */
+    KILN_CACHE_DICT_NONE = 1,  /* no dictionary */
+    KILN_CACHE_DICT_TRAIN = 2, /* train one from the cache's programs (KILN_CODEC_KILN only) */
+};
+
+/*
+ * Rewrites every program payload (kiln_program_payload_parse) with another
+ * codec: each stage is unpacked (with kiln_cache_dict) and packed again with
+ * `codec` (enum kiln_codec) and the dictionary `mode` asks for; the records
+ * file and the dictionary are switched crash-safely (see above). Records
+ * that are not program payloads are copied as they are. The cache must be
+ * opened with KILN_CACHE_USE_DICT (or KILN_CACHE_KEEP_STAMP) when it has a
+ * dictionary.
+ * @return as kiln_cache_compact; also KILN_EINVAL for an unknown codec or a
+ * dictionary asked with another codec than kiln or too few programs to
+ * train one (fewer than 8 stages), KILN_ECORRUPT_BLOB when a stored stage
+ * does not unpack (nothing is changed then).
+ */
+KILN_API int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec,
+                              enum kiln_cache_dict_mode mode,
+                              struct kiln_cache_rewrite_report *report);
+
+/* What kiln_cache_merge did. */
+struct kiln_cache_merge_report {
+    uint64_t inputs;        /* caches read */
+    uint64_t records_read;  /* live records in the inputs */
+    uint64_t added;         /* records appended to the output */
+    uint64_t replaced;      /* of those, keys the output had with another record */
+    uint64_t same;          /* records the output already held byte for byte */
+    uint64_t damaged;       /* input records that did not load (left out) */
+    uint64_t records_after; /* live records in the output */
+    uint64_t file_bytes_after;
+};
+
+/*
+ * Joins the caches in `in_dirs` into `out`: each input is opened read-only
+ * (through out's I/O table) and must have out's stamp and dictionary id,
+ * else nothing is merged and KILN_ESTAMP is returned with one error line
+ * naming it. For each key the newest record wins: inputs count as newer
+ * than `out` and later inputs as newer than earlier ones. Winning payloads
+ * are appended as they are (no unpack), carry their input's last use, and
+ * are synced at the end. Appending keeps `out` whole at every moment
+ * (compact it afterwards to drop what was superseded).
+ * @return 0 with *report filled, KILN_ESTAMP, or an input's open error or
+ * out's write error (records appended before it are kept).
+ */
+KILN_API int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
+                              struct kiln_cache_merge_report *report);
+
+/* The stamp of caches that Fossilize modules are imported into (no
+ * translator is involved: the SPIR-V is stored as captured). */
+#define KILN_CACHE_FOZ_STAMP UINT64_C(0x6b696c6e2d666f7a) /* "kiln-foz" */
+
+/* The stage kind of an imported module whose archive uses it in anything
+ * but exactly one compute, vertex or fragment stage: this bit or'ed with
+ * the VkShaderStageFlagBits of the stages that use it (0: none names it). */
+#define KILN_CACHE_FOZ_STAGE_OTHER 0x80000000u
+
+/* @return the key an imported module is stored under: XXH3-128 of "foz"
+ * followed by its Fossilize hash (8 bytes, little-endian). */
+KILN_API struct kiln_key kiln_cache_foz_key(uint64_t hash);
+
+/* What kiln_cache_import_foz did with one archive. */
+struct kiln_cache_import_report {
+    uint64_t modules;     /* shader-module entries met (whole, damaged or not) */
+    uint64_t imported;    /* stored by this call */
+    uint64_t present;     /* skipped: the key was in the cache already */
+    uint64_t damaged;     /* skipped: damaged entry (CRC, inflate, size) */
+    uint64_t undecodable; /* skipped: entry whole but its module did not decode */
+    uint64_t compute;     /* imported modules used by compute pipelines */
+    bool truncated;       /* the archive's last entry was cut off (ignored) */
+    uint64_t truncated_at;
+    bool framing_broken;  /* reading stopped at a broken entry name */
+    uint64_t spirv_bytes; /* SPIR-V of the imported modules */
+    uint64_t packed_bytes; /* their payloads as stored */
+};
+
+/*
+ * Imports the shader modules of the Fossilize archive at `path` into `c`
+ * (opened with KILN_CACHE_FOZ_STAMP): each module is one one-stage program
+ * under kiln_cache_foz_key(hash), packed with KILN_CODEC_KILN (and
+ * kiln_cache_dict(c)); its stage kind is KILN_STAGE_COMPUTE (0),
+ * KILN_STAGE_VERTEX (1) or KILN_STAGE_FRAGMENT (2) of kiln/prep.h when the
+ * archive's pipelines use it in exactly that stage, else
+ * KILN_CACHE_FOZ_STAGE_OTHER | stages. Modules already present are
+ * skipped, so a re-import adds nothing. The cache is synced at the end.
+ * @return 0 when the archive was read to its end (a cut-off last entry is
+ * ignored, as the format says; damaged entries are skipped and counted);
+ * KILN_ECORRUPT when its framing broke (what came before is imported);
+ * KILN_EFORMAT for a file that is not a Fossilize archive or of another
+ * version; an I/O or cache error. *report is filled in every case.
+ */
+KILN_API int kiln_cache_import_foz(struct kiln_cache *c, const char *path,
+                                   struct kiln_cache_import_report *report);
 
 #ifdef __cplusplus
 }

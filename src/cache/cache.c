@@ -109,11 +109,14 @@ int kiln__cache_add(struct kiln_cache *c, const struct kiln_cache_entry *e)
         if (!n)
             return KILN_ENOMEM;
         c->entries = n;
+        KILN_TRY(kiln__cache_use_reserve(c, cap));
         c->cap = cap;
     }
     if ((c->live + 1) * 2 > c->nslots)
         KILN_TRY(table_grow(c));
     c->entries[c->count] = *e;
+    c->last_use[c->count] = c->today;
+    __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
     size_t mask = c->nslots - 1;
     size_t i = slot_of(e->key, mask);
     while (c->slots[i] && !kiln_key_equal(c->entries[c->slots[i] - 1].key, e->key))
@@ -172,6 +175,11 @@ static int index_write_whole(struct kiln_cache *c)
         c->idx_behind = true;
     }
     return rc;
+}
+
+int kiln__cache_index_write_whole(struct kiln_cache *c)
+{
+    return index_write_whole(c);
 }
 
 /* Moves or removes the files of a cache being started over. */
@@ -238,6 +246,13 @@ static int create_records(struct kiln_cache *c, const struct kiln_cache_options 
         rc = set_aside(c, c->idx_path, old->stamp, false);
     if (rc == KILN_OK && old && (c->flags & KILN_CACHE_MOVE_ASIDE))
         rc = set_aside(c, c->rec_path, old->stamp, true);
+    /* The dictionary the new records name goes in place before them. */
+    if (rc == KILN_OK && opt->dict) {
+        rc = kiln__cache_dict_write(c, opt->dict);
+    } else if (rc == KILN_OK) {
+        kiln_pack_dict_destroy(c->dict);
+        c->dict = NULL;
+    }
     if (rc == KILN_OK)
         rc = io->rename(io, tmp, c->rec_path);
     if (rc == KILN_OK)
@@ -382,7 +397,9 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
     if (rc == KILN_ENOENT) {
         c->rec_fd = -1;
         if (ro || !(c->flags & KILN_CACHE_CREATE)) {
-            KILN_WARN("cache", "%s: no cache here", c->rec_path);
+            /* Failures returned to the caller are logged at info only: the
+             * caller reports them, so a command prints one line, not two. */
+            KILN_INFO("cache", "%s: no cache here", c->rec_path);
             return KILN_ENOENT;
         }
         KILN_TRY(create_records(c, opt, NULL));
@@ -392,18 +409,18 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
     }
     if (rc < 0) {
         c->rec_fd = -1;
-        KILN_WARN("cache", "%s: cannot open: %s", c->rec_path, kiln_strerror(rc));
+        KILN_INFO("cache", "%s: cannot open: %s", c->rec_path, kiln_strerror(rc));
         return rc;
     }
     if (!ro) {
         rc = io->lock(io, c->rec_fd, KILN_IO_LOCK_EXCLUSIVE);
         if (rc == KILN_EBUSY) {
-            KILN_WARN("cache", "%s: another writer holds this cache; open it read-only or later",
+            KILN_INFO("cache", "%s: another writer holds this cache; open it read-only or later",
                       c->rec_path);
             return rc;
         }
         if (rc < 0) {
-            KILN_WARN("cache", "%s: cannot lock: %s", c->rec_path, kiln_strerror(rc));
+            KILN_INFO("cache", "%s: cannot lock: %s", c->rec_path, kiln_strerror(rc));
             return rc;
         }
     }
@@ -435,19 +452,20 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
         return KILN_OK;
     }
     if (v == KILN__HEADER_FOREIGN || v == KILN__HEADER_VERSION) {
-        KILN_WARN("cache", "%s: %s; left untouched", c->rec_path,
+        KILN_INFO("cache", "%s: %s; left untouched", c->rec_path,
                   v == KILN__HEADER_FOREIGN ? "not a kiln records file"
                                             : "written in another format version");
         return KILN_EFORMAT;
     }
     if (v != KILN__HEADER_OK) {
-        KILN_WARN("cache", "%s: the file header is damaged; left untouched", c->rec_path);
+        KILN_INFO("cache", "%s: the file header is damaged; left untouched", c->rec_path);
         return KILN_ECORRUPT_HEADER;
     }
-    if (!(c->flags & KILN_CACHE_ANY_STAMP) &&
-        (c->header.stamp != opt->stamp || c->header.dict_id != opt->dict_id)) {
+    bool dict_ok = (c->flags & KILN_CACHE_USE_DICT) || c->header.dict_id == opt->dict_id;
+    if (!(c->flags & (KILN_CACHE_ANY_STAMP | KILN_CACHE_KEEP_STAMP)) &&
+        (c->header.stamp != opt->stamp || !dict_ok)) {
         if (ro) {
-            KILN_WARN("cache",
+            KILN_INFO("cache",
                       "%s: written with stamp %016" PRIx64 " dictionary %016" PRIx64
                       ", not %016" PRIx64 "/%016" PRIx64 "; not opened (read-only)",
                       c->rec_path, c->header.stamp, c->header.dict_id, opt->stamp, opt->dict_id);
@@ -463,6 +481,22 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
             (c->flags & KILN_CACHE_MOVE_ASIDE) ? "moved aside (*.old)" : "removed");
         *warn = true;
         return KILN_OK;
+    }
+
+    /* The dictionary the records name, when the caller unpacks with it. */
+    if (c->header.dict_id && ((c->flags & KILN_CACHE_USE_DICT) || opt->dict)) {
+        rc = kiln__cache_dict_open(c, opt);
+        if (rc == KILN_ECORRUPT && !ro && !(c->flags & KILN_CACHE_KEEP_STAMP)) {
+            struct kiln__cache_header old = c->header;
+            KILN_TRY(create_records(c, opt, &old));
+            c->st.open_kind = KILN_CACHE_OPENED_RESTARTED;
+            say(text, text_cap, "%s: the dictionary %016" PRIx64 " of the records is missing or "
+                "damaged; cache started over", c->dir, old.dict_id);
+            *warn = true;
+            return KILN_OK;
+        }
+        if (rc < 0)
+            return rc;
     }
 
     /* The index, then whatever the records hold past it. */
@@ -576,6 +610,16 @@ int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struc
     *out = NULL;
     if (!opt)
         opt = &none;
+    /* A dictionary given names the dictionary id. */
+    struct kiln_cache_options eff = *opt;
+    if (opt->dict) {
+        eff.dict_id = kiln_pack_dict_id(opt->dict);
+        if (opt->dict_id && opt->dict_id != eff.dict_id)
+            return KILN_EINVAL;
+    }
+    if (eff.flags & KILN_CACHE_KEEP_STAMP)
+        eff.flags |= KILN_CACHE_USE_DICT;
+    opt = &eff;
     if (!dir || ((opt->flags & KILN_CACHE_ANY_STAMP) && !(opt->flags & KILN_CACHE_READ_ONLY)))
         return KILN_EINVAL;
     uint64_t t0 = kiln_now_ns();
@@ -584,6 +628,7 @@ int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struc
         return KILN_ENOMEM;
     c->io = opt->io ? opt->io : kiln_io_default();
     c->flags = opt->flags;
+    c->today = opt->today ? opt->today : kiln__cache_clock_day();
     c->threads = opt->threads ? KILN_MIN(opt->threads, (unsigned)KILN_CACHE_MAX_THREADS)
                               : kiln_cache_default_threads();
     c->rec_fd = -1;
@@ -617,6 +662,7 @@ int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struc
     }
     if (c->idx_end == 0)
         c->idx_end = KILN__CACHE_HEADER_SIZE + c->count * (uint64_t)KILN__CACHE_ENTRY_SIZE;
+    kiln__cache_use_load(c);
     c->st.stamp = c->header.stamp;
     c->st.dict_id = c->header.dict_id;
     c->st.open_ns = kiln_now_ns() - t0;
@@ -633,6 +679,8 @@ void kiln_cache_close(struct kiln_cache *c)
 {
     if (!c)
         return;
+    if (!(c->flags & KILN_CACHE_READ_ONLY) && c->rec_fd >= 0 && !c->failed)
+        kiln_cache_save_use(c);
     if (c->idx_fd >= 0)
         c->io->close(c->io, c->idx_fd);
     if (c->rec_fd >= 0) {
@@ -641,6 +689,8 @@ void kiln_cache_close(struct kiln_cache *c)
         c->io->close(c->io, c->rec_fd);
     }
     pthread_rwlock_destroy(&c->lock);
+    kiln_pack_dict_destroy(c->dict);
+    free(c->last_use);
     free(c->entries);
     free(c->slots);
     free(c);
@@ -737,6 +787,8 @@ int kiln_cache_sync(struct kiln_cache *c)
                       "%s: rewriting the index failed (%s); the records are synced and "
                       "the next open rebuilds it",
                       c->idx_path, kiln_strerror(rc));
+        else
+            kiln_cache_save_use(c);
         return rc;
     }
     rc = io->fsync(io, c->idx_fd);
@@ -746,8 +798,10 @@ int kiln_cache_sync(struct kiln_cache *c)
                   "%s: sync failed (%s); the records are synced, the index is rewritten "
                   "at the next sync",
                   c->idx_path, kiln_strerror(rc));
+        return rc;
     }
-    return rc;
+    kiln_cache_save_use(c); /* advisory: a failure is logged, not returned */
+    return KILN_OK;
 }
 
 /* ---- lookups ------------------------------------------------------------ */

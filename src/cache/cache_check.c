@@ -167,14 +167,15 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
     int fd;
     int rc = io->open(io, rec_path, repair ? KILN_IO_RDWR : KILN_IO_READ, &fd);
     if (rc < 0) {
-        KILN_WARN("cache", "%s: cannot open: %s", rec_path, kiln_strerror(rc));
+        /* Returned failures are the caller's to report (logged at info). */
+        KILN_INFO("cache", "%s: cannot open: %s", rec_path, kiln_strerror(rc));
         return rc;
     }
     struct found f = {0};
     if (repair) {
         rc = io->lock(io, fd, KILN_IO_LOCK_EXCLUSIVE);
         if (rc == KILN_EBUSY)
-            KILN_WARN("cache", "%s: another writer holds this cache; cannot repair now", rec_path);
+            KILN_INFO("cache", "%s: another writer holds this cache; cannot repair now", rec_path);
         if (rc < 0)
             goto out;
     }
@@ -193,7 +194,7 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
     if (v != KILN__HEADER_OK) {
         rc = v == KILN__HEADER_FOREIGN || v == KILN__HEADER_VERSION ? KILN_EFORMAT
                                                                     : KILN_ECORRUPT_HEADER;
-        KILN_WARN("cache", "%s: %s", rec_path,
+        KILN_INFO("cache", "%s: %s", rec_path,
                   rc == KILN_EFORMAT ? "not a kiln records file of this version"
                                      : "the file header is damaged or was never finished");
         goto out;

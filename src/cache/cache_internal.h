@@ -6,6 +6,7 @@
 #define KILN_CACHE_INTERNAL_H
 
 #include "cache_format.h"
+#include "kiln/pack.h"
 
 #include <pthread.h>
 
@@ -36,6 +37,12 @@ struct kiln_cache {
     int failed;       /* a records sync failed: the error every later put/sync returns */
 
     struct kiln_cache_stats st; /* how the open went (records/bytes are filled on demand) */
+
+    /* Dictionary and last use (cache_life.c). */
+    struct kiln_pack_dict *dict; /* loaded programs.kpd, or NULL */
+    uint32_t today;              /* the day uses are marked with */
+    uint32_t *last_use;          /* per entry (same positions and capacity as entries) */
+    bool use_dirty;              /* a mark changed since programs.kpu was written (atomic) */
 };
 
 /* Adds a record to the table (a later record of the same key wins).
@@ -84,6 +91,43 @@ int kiln__cache_last_ok(const struct kiln_io *io, int fd, const struct kiln_cach
  * populated up front); free it with kiln__cache_free_big(p, n). */
 void *kiln__cache_alloc_big(size_t n);
 void kiln__cache_free_big(void *p, size_t n);
+
+/* Writes the whole index through a temporary file (cache.c). The records
+ * must be synced first. @return 0 or the error (the index is then behind). */
+int kiln__cache_index_write_whole(struct kiln_cache *c);
+
+/* ---- cache_life.c ---------------------------------------------------------- */
+
+/* Grows last_use to `cap` entries (called where entries grows).
+ * @return 0 or KILN_ENOMEM. */
+int kiln__cache_use_reserve(struct kiln_cache *c, size_t cap);
+
+/* Marks entry `i` used today (under the read or write lock). */
+static inline void kiln__cache_touch(struct kiln_cache *c, size_t i)
+{
+    if (__atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED) != c->today) {
+        __atomic_store_n(&c->last_use[i], c->today, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
+    }
+}
+
+/* Reads programs.kpu into last_use (entries it does not cover keep today). */
+void kiln__cache_use_load(struct kiln_cache *c);
+
+/*
+ * Loads the dictionary the records header names (programs.kpd, a pending
+ * programs.kpd.new, or opt->dict when its id matches; a writer puts the
+ * right file in place). @return 0, or KILN_ECORRUPT (one error line) when
+ * no dictionary of that id is to be had, or KILN_ENOMEM.
+ */
+int kiln__cache_dict_open(struct kiln_cache *c, const struct kiln_cache_options *opt);
+
+/* Writes `dict` as programs.kpd (crash-safely) and keeps a copy as c->dict.
+ * @return 0 or the error. */
+int kiln__cache_dict_write(struct kiln_cache *c, const struct kiln_pack_dict *dict);
+
+/* @return today's day number from the system clock. */
+uint32_t kiln__cache_clock_day(void);
 
 /* The usable CPU count (sched affinity), at least 1. */
 unsigned kiln__cache_cpus(void);

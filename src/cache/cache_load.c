@@ -240,6 +240,7 @@ int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, 
             continue;
         }
         items[found].e = c->entries[e];
+        kiln__cache_touch(c, (size_t)e); /* in memory only: written at sync/close */
         items[found].slot = i;
         found++;
     }

@@ -1,25 +1,299 @@
-/* cmd_cache_life.c - not written yet. */
+/*
+ * cmd_cache_life.c - `kiln cache prune`, `kiln cache compact` and
+ * `kiln cache merge`: keeping a cache's size in check and joining caches.
+ *
+ * Each is a thin layer over the library (kiln_cache_prune, _compact,
+ * _merge; crash-safety is argued in src/cache/cache_life.c): the cache is
+ * opened as a writer that keeps whatever stamp and dictionary it has
+ * (KILN_CACHE_KEEP_STAMP), so a running writer makes these fail with
+ * "busy" rather than race it.
+ */
 #include "cli.h"
 #include "commands.h"
 
+#include <getopt.h>
+#include <inttypes.h>
+#include <errno.h>
+#include <string.h>
+#ifdef _WIN32
+#include <direct.h>
+#define make_dir(p) _mkdir(p)
+#else
+#include <sys/stat.h>
+#define make_dir(p) mkdir(p, 0777)
+#endif
+
+static int exit_for(int rc)
+{
+    return rc == KILN_ENOENT || rc == KILN_EFORMAT || rc == KILN_ECORRUPT_HEADER ||
+                   rc == KILN_ESTAMP || rc == KILN_EBUSY
+               ? KILN_EXIT_USAGE
+               : KILN_EXIT_FAILED;
+}
+
+/* Opens DIR for maintenance. Prints the error and returns an exit code on failure. */
+static int open_for_life(const char *name, const char *dir, struct kiln_cache **c)
+{
+    struct kiln_cache_options opt = {.flags = KILN_CACHE_KEEP_STAMP};
+    int rc = kiln_cache_open(dir, &opt, c);
+    if (rc < 0) {
+        cli_error(name, "%s: cannot open the cache: %s%s", dir, kiln_strerror(rc),
+                  rc == KILN_EBUSY ? " (another writer holds it)" : "");
+        return exit_for(rc);
+    }
+    return KILN_EXIT_OK;
+}
+
+static void print_rewrite(const char *what, const char *dir, bool json,
+                          const struct kiln_cache_rewrite_report *r, double secs)
+{
+    if (json) {
+        struct cli_json j;
+        cli_json_begin(&j, stdout);
+        cli_json_str(&j, "dir", dir);
+        cli_json_bool(&j, "rewritten", r->rewritten);
+        cli_json_u64(&j, "records_before", r->records_before);
+        cli_json_u64(&j, "records_after", r->records_after);
+        cli_json_u64(&j, "dropped", r->dropped);
+        cli_json_u64(&j, "superseded", r->superseded);
+        cli_json_u64(&j, "damaged", r->damaged);
+        cli_json_u64(&j, "file_bytes_before", r->file_bytes_before);
+        cli_json_u64(&j, "file_bytes_after", r->file_bytes_after);
+        cli_json_u64(&j, "payload_bytes_before", r->payload_bytes_before);
+        cli_json_u64(&j, "payload_bytes_after", r->payload_bytes_after);
+        cli_json_double(&j, "seconds", secs);
+        cli_json_end(&j);
+        return;
+    }
+    char b1[32], b2[32];
+    printf("cache       %s\n", dir);
+    if (!r->rewritten) {
+        printf("result      nothing to %s: %" PRIu64 " records, %s, unchanged\n", what,
+               r->records_before, cli_format_bytes(b1, sizeof(b1), r->file_bytes_before));
+        return;
+    }
+    printf("records     %" PRIu64 " -> %" PRIu64 " (%" PRIu64 " dropped, %" PRIu64
+           " superseded and %" PRIu64 " damaged left out)\n",
+           r->records_before, r->records_after, r->dropped, r->superseded, r->damaged);
+    printf("file        %s -> %s (%.2f s)\n",
+           cli_format_bytes(b1, sizeof(b1), r->file_bytes_before),
+           cli_format_bytes(b2, sizeof(b2), r->file_bytes_after), secs);
+}
+
+static const char prune_help[] =
+    "usage: %s DIR [--older-than DAYS] [--max-size SIZE] [--json]\n"
+    "\n"
+    "Drops the records of the cache in DIR that were not used (loaded or\n"
+    "stored) in the last DAYS days, then the least recently used ones until\n"
+    "the records file is at most SIZE bytes (K, M, G suffixes), and rewrites\n"
+    "the cache without them (crash-safe: the old cache stays whole until the\n"
+    "new one is renamed into place). Last use is kept per record in\n"
+    "programs.kpu, at a day's resolution.\n"
+    "\n"
+    "  --older-than DAYS  drop records unused for more than DAYS days\n"
+    "  --max-size SIZE    keep the records file at most SIZE bytes\n"
+    "  --json             one JSON object on stdout\n"
+    "  --help             this text\n";
+
 int cmd_cache_prune(int argc, char **argv)
 {
-    (void)argc;
-    cli_error(argv[0], "not available in this build yet");
-    return KILN_EXIT_FAILED;
+    static const struct option opts[] = {{"older-than", required_argument, NULL, 'o'},
+                                         {"max-size", required_argument, NULL, 's'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX, .max_file_bytes = 0};
+    bool json = false, any = false;
+    uint64_t v;
+    int ch;
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == 'o') {
+            if (cli_parse_u64(argv[0], "--older-than", optarg, 0, UINT32_MAX - 1, false, &v))
+                return KILN_EXIT_USAGE;
+            po.older_than_days = (uint32_t)v;
+            any = true;
+        } else if (ch == 's') {
+            if (cli_parse_u64(argv[0], "--max-size", optarg, 64, UINT64_MAX / 2, true, &v))
+                return KILN_EXIT_USAGE;
+            po.max_file_bytes = v;
+            any = true;
+        } else if (ch == 'j') {
+            json = true;
+        } else if (ch == 'h') {
+            printf(prune_help, argv[0]);
+            return KILN_EXIT_OK;
+        } else {
+            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(argv[0], "expected one cache folder");
+    if (!any)
+        return cli_usage_error(argv[0], "give --older-than DAYS and/or --max-size SIZE");
+    const char *dir = argv[optind];
+    struct kiln_cache *c;
+    int ex = open_for_life(argv[0], dir, &c);
+    if (ex)
+        return ex;
+    struct kiln_cache_rewrite_report r;
+    uint64_t t0 = kiln_now_ns();
+    int rc = kiln_cache_prune(c, &po, &r);
+    double secs = cli_seconds(t0, kiln_now_ns());
+    kiln_cache_close(c);
+    if (rc < 0) {
+        cli_error(argv[0], "%s: prune failed: %s", dir, kiln_strerror(rc));
+        return KILN_EXIT_FAILED;
+    }
+    print_rewrite("prune", dir, json, &r, secs);
+    return KILN_EXIT_OK;
 }
+
+static const char compact_help[] =
+    "usage: %s DIR [--json]\n"
+    "\n"
+    "Rewrites the records file of the cache in DIR without superseded or\n"
+    "damaged records and dead bytes, and its index and last-use marks with it\n"
+    "(new file, sync, rename: the old cache stays whole until the rename).\n"
+    "Nothing is written when the file is already compact.\n"
+    "\n"
+    "  --json    one JSON object on stdout\n"
+    "  --help    this text\n";
 
 int cmd_cache_compact(int argc, char **argv)
 {
-    (void)argc;
-    cli_error(argv[0], "not available in this build yet");
-    return KILN_EXIT_FAILED;
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool json = false;
+    int ch;
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == 'j') {
+            json = true;
+        } else if (ch == 'h') {
+            printf(compact_help, argv[0]);
+            return KILN_EXIT_OK;
+        } else {
+            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(argv[0], "expected one cache folder");
+    const char *dir = argv[optind];
+    struct kiln_cache *c;
+    int ex = open_for_life(argv[0], dir, &c);
+    if (ex)
+        return ex;
+    struct kiln_cache_rewrite_report r;
+    uint64_t t0 = kiln_now_ns();
+    int rc = kiln_cache_compact(c, &r);
+    double secs = cli_seconds(t0, kiln_now_ns());
+    kiln_cache_close(c);
+    if (rc < 0) {
+        cli_error(argv[0], "%s: compact failed: %s", dir, kiln_strerror(rc));
+        return KILN_EXIT_FAILED;
+    }
+    print_rewrite("compact", dir, json, &r, secs);
+    return KILN_EXIT_OK;
 }
+
+static const char merge_help[] =
+    "usage: %s OUT IN... [--json]\n"
+    "\n"
+    "Joins the caches IN... into the cache OUT (made when missing). Every cache\n"
+    "must have the same stamp and dictionary, else nothing is merged. Packed\n"
+    "payloads are copied as they are; for a key in several caches the newest\n"
+    "wins (IN caches are newer than OUT, later ones newer than earlier ones).\n"
+    "Records are appended to OUT and synced, so OUT is whole at every moment;\n"
+    "run 'kiln cache compact OUT' afterwards to drop what was superseded.\n"
+    "\n"
+    "  --json    one JSON object on stdout\n"
+    "  --help    this text\n";
 
 int cmd_cache_merge(int argc, char **argv)
 {
-    (void)argc;
-    cli_error(argv[0], "not available in this build yet");
-    return KILN_EXIT_FAILED;
-}
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    bool json = false;
+    int ch;
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == 'j') {
+            json = true;
+        } else if (ch == 'h') {
+            printf(merge_help, argv[0]);
+            return KILN_EXIT_OK;
+        } else {
+            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (argc - optind < 2)
+        return cli_usage_error(argv[0], "expected an output cache folder and at least one input");
+    const char *out_dir = argv[optind];
+    const char *const *in = (const char *const *)&argv[optind + 1];
+    size_t nin = (size_t)(argc - optind - 1);
 
+    if (make_dir(out_dir) != 0 && errno != EEXIST) {
+        cli_error(argv[0], "%s: cannot make the folder: %s", out_dir, strerror(errno));
+        return KILN_EXIT_FAILED;
+    }
+    /* OUT takes the first input's stamp and dictionary when it is made. */
+    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+                                             KILN_CACHE_USE_DICT};
+    struct kiln_cache *first;
+    int rc = kiln_cache_open(in[0], &ro, &first);
+    if (rc < 0) {
+        cli_error(argv[0], "%s: cannot open the cache: %s", in[0], kiln_strerror(rc));
+        return exit_for(rc);
+    }
+    struct kiln_cache_stats st;
+    kiln_cache_stats(first, &st);
+    struct kiln_cache_options wo = {.stamp = st.stamp,
+                                    .dict = kiln_cache_dict(first),
+                                    .dict_id = st.dict_id,
+                                    .flags = KILN_CACHE_KEEP_STAMP | KILN_CACHE_CREATE};
+    struct kiln_cache *out;
+    rc = kiln_cache_open(out_dir, &wo, &out);
+    kiln_cache_close(first);
+    if (rc < 0) {
+        cli_error(argv[0], "%s: cannot open the output cache: %s", out_dir, kiln_strerror(rc));
+        return exit_for(rc);
+    }
+    struct kiln_cache_merge_report r;
+    uint64_t t0 = kiln_now_ns();
+    rc = kiln_cache_merge(out, in, nin, &r);
+    double secs = cli_seconds(t0, kiln_now_ns());
+    kiln_cache_close(out);
+    if (rc < 0) {
+        cli_error(argv[0], "%s: merge failed: %s%s", out_dir, kiln_strerror(rc),
+                  rc == KILN_ESTAMP ? " (the caches have different stamps or dictionaries)" : "");
+        return exit_for(rc);
+    }
+    if (json) {
+        struct cli_json j;
+        cli_json_begin(&j, stdout);
+        cli_json_str(&j, "out", out_dir);
+        cli_json_u64(&j, "inputs", r.inputs);
+        cli_json_u64(&j, "records_read", r.records_read);
+        cli_json_u64(&j, "added", r.added);
+        cli_json_u64(&j, "replaced", r.replaced);
+        cli_json_u64(&j, "same", r.same);
+        cli_json_u64(&j, "damaged", r.damaged);
+        cli_json_u64(&j, "records_after", r.records_after);
+        cli_json_u64(&j, "file_bytes_after", r.file_bytes_after);
+        cli_json_double(&j, "seconds", secs);
+        cli_json_end(&j);
+        return KILN_EXIT_OK;
+    }
+    char b[32];
+    printf("cache       %s (from %" PRIu64 " caches)\n", out_dir, r.inputs);
+    printf("records     %" PRIu64 " read, %" PRIu64 " added (%" PRIu64 " replacing another), %" PRIu64
+           " already there, %" PRIu64 " damaged left out\n",
+           r.records_read, r.added, r.replaced, r.same, r.damaged);
+    printf("result      %" PRIu64 " records, %s (%.2f s)\n", r.records_after,
+           cli_format_bytes(b, sizeof(b), r.file_bytes_after), secs);
+    return KILN_EXIT_OK;
+}

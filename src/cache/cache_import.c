@@ -1,0 +1,157 @@
+/*
+ * cache_import.c - bringing the shader modules of Fossilize archives into a
+ * program cache.
+ *
+ * Each module becomes a one-stage program, so that it is stored, listed,
+ * loaded and merged like any other record:
+ *
+ * - key: kiln_cache_foz_key(hash), XXH3-128 of "foz" and the module's
+ *   64-bit Fossilize hash. Fossilize hashes a module's create info, code
+ *   included, so the same module in two archives is one record, and a
+ *   re-import finds every key present and adds nothing;
+ * - stage kind: the archive's pipelines say where a module is used
+ *   (kiln_foz_list_modules); exactly one compute, vertex or fragment stage
+ *   maps to enum kiln_stage (0, 1, 2), anything else (other stages, several,
+ *   none) is KILN_CACHE_FOZ_STAGE_OTHER | the VkShaderStageFlagBits seen;
+ * - payload: kiln_pack with KILN_CODEC_KILN (and the cache's dictionary),
+ *   joined by kiln_program_payload_build; raw size = the SPIR-V bytes.
+ *
+ * The stamp of such a cache is KILN_CACHE_FOZ_STAMP: nothing was translated,
+ * the SPIR-V is the capture's.
+ *
+ * Damage is reported, never imported: a damaged entry (CRC, inflate, size)
+ * is counted and skipped, a module that does not decode too; a cut-off last
+ * entry is ignored as the format says; a broken entry name stops the read
+ * (KILN_ECORRUPT) after everything before it was imported.
+ */
+#include "cache_internal.h"
+
+#include "kiln/foz.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* enum kiln_stage of kiln/prep.h (prep sits above the cache). */
+#define STAGE_COMPUTE  0u
+#define STAGE_VERTEX   1u
+#define STAGE_FRAGMENT 2u
+
+struct kiln_key kiln_cache_foz_key(uint64_t hash)
+{
+    unsigned char b[11] = {'f', 'o', 'z'};
+    kiln__store_le64(b + 3, hash);
+    return kiln_hash128(b, sizeof(b));
+}
+
+static uint32_t stage_kind(uint32_t stages)
+{
+    switch (stages) {
+    case KILN_FOZ_STAGE_COMPUTE:
+        return STAGE_COMPUTE;
+    case KILN_FOZ_STAGE_VERTEX:
+        return STAGE_VERTEX;
+    case KILN_FOZ_STAGE_FRAGMENT:
+        return STAGE_FRAGMENT;
+    default:
+        return KILN_CACHE_FOZ_STAGE_OTHER | stages;
+    }
+}
+
+/* Packs and stores one decoded module. */
+static int store(struct kiln_cache *c, struct kiln_key key, const struct kiln_foz_module *m,
+                 uint32_t kind, struct kiln_cache_import_report *r)
+{
+    void *blob = NULL, *payload = NULL;
+    size_t bs = 0, ps = 0;
+    int rc = kiln_pack(m->words, m->word_count, KILN_CODEC_KILN, c->dict, &blob, &bs);
+    if (rc == KILN_OK) {
+        struct kiln_stage_blob st = {.stage = kind, .blob = blob, .blob_size = bs};
+        rc = kiln_program_payload_build(&st, 1, &payload, &ps);
+    }
+    if (rc == KILN_OK)
+        rc = kiln_cache_put(c, key, payload, ps, (uint32_t)(m->word_count * 4), KILN_CODEC_KILN, 1);
+    if (rc == KILN_OK) {
+        r->imported++;
+        r->spirv_bytes += m->word_count * 4;
+        r->packed_bytes += ps;
+    }
+    kiln_pack_free(blob);
+    kiln_pack_free(payload);
+    return rc;
+}
+
+int kiln_cache_import_foz(struct kiln_cache *c, const char *path,
+                          struct kiln_cache_import_report *report)
+{
+    struct kiln_cache_import_report tmp;
+    struct kiln_cache_import_report *r = report ? report : &tmp;
+    memset(r, 0, sizeof(*r));
+    if (!path || (c->flags & KILN_CACHE_READ_ONLY))
+        return KILN_EINVAL;
+    struct kiln_foz *foz;
+    KILN_TRY(kiln_foz_open(c->io, path, &foz));
+    struct kiln_foz_module_info *mods = NULL;
+    int64_t nmods = kiln_foz_list_modules(foz, &mods);
+    int rc = nmods < 0 ? (int)nmods : KILN_OK;
+    struct kiln_foz_entry e;
+    while (rc == KILN_OK) {
+        int got = kiln_foz_next(foz, &e);
+        if (got == 0)
+            break;
+        if (got == KILN_ECORRUPT_RECORD) {
+            if (e.tag == KILN_FOZ_TAG_SHADER_MODULE) {
+                r->modules++;
+                r->damaged++;
+            }
+            continue;
+        }
+        if (got == KILN_ECORRUPT) {
+            r->framing_broken = true;
+            rc = got;
+            break;
+        }
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        if (e.tag != KILN_FOZ_TAG_SHADER_MODULE)
+            continue;
+        r->modules++;
+        struct kiln_key key = kiln_cache_foz_key(e.hash);
+        if (kiln_cache_find(c, key, NULL) == KILN_OK) {
+            r->present++;
+            continue;
+        }
+        struct kiln_foz_module m;
+        int d = kiln_foz_decode_module(&e, &m);
+        if (d < 0) {
+            KILN_WARN("cache", "%s: shader module %016" PRIx64 " at offset %" PRIu64
+                      " does not decode (%s); skipped", path, e.hash, e.offset, kiln_strerror(d));
+            r->undecodable++;
+            continue;
+        }
+        const struct kiln_foz_module_info *info =
+            kiln_foz_module_list_find(mods, nmods > 0 ? (size_t)nmods : 0, e.hash);
+        uint32_t stages = info ? info->stages : 0;
+        rc = store(c, key, &m, stage_kind(stages), r);
+        if (rc == KILN_OK && (stages & KILN_FOZ_STAGE_COMPUTE))
+            r->compute++;
+        kiln_foz_module_free(&m);
+    }
+    struct kiln_foz_stats fs;
+    kiln_foz_get_stats(foz, &fs);
+    r->truncated = fs.truncated;
+    r->truncated_at = fs.truncated_at;
+    kiln_foz_module_list_free(mods);
+    kiln_foz_close(foz);
+    if (r->imported) {
+        int s = kiln_cache_sync(c);
+        if (rc == KILN_OK || rc == KILN_ECORRUPT)
+            rc = s < 0 ? s : rc;
+    }
+    if (rc == KILN_ECORRUPT)
+        KILN_ERROR("cache", "%s: the archive's framing is broken; the %" PRIu64
+                   " modules before the damage were imported", path, r->imported + r->present);
+    return rc;
+}

@@ -1,0 +1,977 @@
+/*
+ * cache_life.c - the cache's dictionary file, its last-use marks, and the
+ * rewrites of its life cycle: compact, prune, repack, and merge.
+ *
+ * Dictionary (programs.kpd). The records header names the dictionary id the
+ * payloads were packed with; programs.kpd holds that dictionary in
+ * kiln_pack_dict_bytes form (which carries its own id and is checked on
+ * load). It is written with kiln_io_replace_file before any records file
+ * that names it is put in place. A rewrite that changes the dictionary
+ * writes the new one as programs.kpd.new first, renames the new records
+ * file into place (the commit point), then renames programs.kpd.new over
+ * programs.kpd; an open that finds programs.kpd of another id but a
+ * programs.kpd.new of the right one finishes that switch. A dictionary that
+ * cannot be found is an error (or a restart for an ordinary writer), never a
+ * wrong unpack: every blob also carries the id it needs.
+ *
+ * Last use (programs.kpu). One day number per entry position of the
+ * table (file order, superseded records too), kept in memory: a load marks
+ * its entries with one relaxed atomic store each (no lock beyond the read
+ * lock load_many holds anyway, no I/O), and the file is written whole,
+ * crash-safely, at sync and close when a mark changed. The file carries the
+ * records file's id and, per entry, the low bits of its record's offset, so
+ * marks never attach to the wrong record: what does not match counts as used
+ * on the day of the open (age is advisory; losing it must not make a prune
+ * drop records).
+ *
+ * Rewrites. compact, prune and repack share one engine: the kept records
+ * are read from the old file (each checked against its head and checksum;
+ * damaged ones are left out), optionally transformed, and written to
+ * programs.kpc.new, which is locked, synced and renamed over programs.kpc.
+ * Until that rename nothing the old cache uses has changed, so any failure
+ * (or a crash) before it leaves the old cache whole; after it, the index
+ * (tied to the records by the file id), the dictionary (see above) and the
+ * last-use file (tied the same way) follow, and an open repairs whichever
+ * did not. The handle then goes on with the new file. merge appends
+ * instead: the cache format is append-only and crash-safe by itself.
+ */
+#include "cache_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#define KPU_MAGIC "KILNKPU\n"
+#define KPU_HEAD  56u
+#define KPU_UNIT  8u
+#define KPU_VERSION 1u
+/* Most SPIR-V bytes read to train a dictionary (spread over the cache). */
+#define TRAIN_BUDGET ((uint64_t)48 << 20)
+/* Output buffer of a rewrite. */
+#define OUT_BUF (1u << 20)
+
+uint32_t kiln__cache_clock_day(void)
+{
+    time_t t = time(NULL);
+    return t > 86400 ? (uint32_t)(t / 86400) : 1;
+}
+
+int kiln__cache_use_reserve(struct kiln_cache *c, size_t cap)
+{
+    uint32_t *n = realloc(c->last_use, cap * sizeof(*n));
+    if (!n)
+        return KILN_ENOMEM;
+    c->last_use = n;
+    return KILN_OK;
+}
+
+static int side_path(const struct kiln_cache *c, const char *name, char *out, size_t cap)
+{
+    return kiln__path_join(out, cap, c->dir, name);
+}
+
+/* ---- last use ------------------------------------------------------------ */
+
+static uint32_t off_check(uint64_t offset)
+{
+    return (uint32_t)(offset >> 3);
+}
+
+void kiln__cache_use_load(struct kiln_cache *c)
+{
+    __atomic_store_n(&c->use_dirty, c->count > 0, __ATOMIC_RELAXED);
+    if (!c->count)
+        return;
+    char path[KILN__CACHE_PATH_MAX];
+    if (side_path(c, KILN_CACHE_USE_FILE, path, sizeof(path)) < 0)
+        return;
+    void *data = NULL;
+    size_t n = 0;
+    size_t max = KPU_HEAD + ((size_t)c->count + 65536) * KPU_UNIT;
+    int rc = kiln_io_read_file(c->io, path, max, &data, &n);
+    if (rc < 0) {
+        if (rc != KILN_ENOENT)
+            KILN_INFO("cache", "%s: not used (%s); every record counts as used today", path,
+                      kiln_strerror(rc));
+        return;
+    }
+    const unsigned char *b = data;
+    const char *why = NULL;
+    uint64_t count = 0;
+    if (n < KPU_HEAD || memcmp(b, KPU_MAGIC, 8) != 0) {
+        why = "not a last-use file";
+    } else if (kiln__load_le32(b + 8) != KPU_VERSION || kiln__load_le32(b + 12) != KPU_UNIT) {
+        why = "another format version";
+    } else {
+        count = kiln__load_le64(b + 32);
+        if (count > (n - KPU_HEAD) / KPU_UNIT || n != KPU_HEAD + count * KPU_UNIT)
+            why = "its size does not match its count";
+        else if (kiln__load_le64(b + 48) !=
+                 XXH3_64bits_withSeed(b + KPU_HEAD, n - KPU_HEAD, XXH3_64bits(b, 48)))
+            why = "its checksum does not match";
+        else if (memcmp(b + 16, c->header.file_id, 16) != 0)
+            why = "it belongs to another records file";
+    }
+    if (why) {
+        KILN_INFO("cache", "%s: not used (%s); every record counts as used today", path, why);
+        free(data);
+        return;
+    }
+    size_t matched = 0;
+    for (size_t i = 0; i < count && i < c->count; i++) {
+        const unsigned char *p = b + KPU_HEAD + i * KPU_UNIT;
+        if (kiln__load_le32(p + 4) != off_check(c->entries[i].offset))
+            continue;
+        uint32_t day = kiln__load_le32(p);
+        c->last_use[i] = day > c->today ? c->today : day;
+        matched++;
+    }
+    free(data);
+    __atomic_store_n(&c->use_dirty, matched != c->count || count != c->count, __ATOMIC_RELAXED);
+}
+
+int kiln_cache_save_use(struct kiln_cache *c)
+{
+    if (!__atomic_load_n(&c->use_dirty, __ATOMIC_RELAXED) || c->rec_fd < 0)
+        return KILN_OK;
+    char path[KILN__CACHE_PATH_MAX];
+    KILN_TRY(side_path(c, KILN_CACHE_USE_FILE, path, sizeof(path)));
+    pthread_rwlock_rdlock(&c->lock);
+    size_t n = KPU_HEAD + c->count * (size_t)KPU_UNIT;
+    unsigned char *b = malloc(n);
+    if (!b) {
+        pthread_rwlock_unlock(&c->lock);
+        return KILN_ENOMEM;
+    }
+    memset(b, 0, KPU_HEAD);
+    memcpy(b, KPU_MAGIC, 8);
+    kiln__store_le32(b + 8, KPU_VERSION);
+    kiln__store_le32(b + 12, KPU_UNIT);
+    memcpy(b + 16, c->header.file_id, 16);
+    kiln__store_le64(b + 32, c->count);
+    for (size_t i = 0; i < c->count; i++) {
+        unsigned char *p = b + KPU_HEAD + i * KPU_UNIT;
+        kiln__store_le32(p, __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED));
+        kiln__store_le32(p + 4, off_check(c->entries[i].offset));
+    }
+    /* Marks made from here on set the flag again. */
+    __atomic_store_n(&c->use_dirty, false, __ATOMIC_RELAXED);
+    pthread_rwlock_unlock(&c->lock);
+    kiln__store_le64(b + 48, XXH3_64bits_withSeed(b + KPU_HEAD, n - KPU_HEAD, XXH3_64bits(b, 48)));
+    int rc = kiln_io_replace_file(c->io, path, b, n);
+    free(b);
+    if (rc < 0) {
+        __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
+        KILN_WARN("cache", "%s: cannot write the last-use marks: %s", path, kiln_strerror(rc));
+    }
+    return rc;
+}
+
+int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    int64_t i = kiln__cache_lookup(c, key);
+    if (i >= 0 && day)
+        *day = __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED);
+    pthread_rwlock_unlock(&c->lock);
+    return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
+}
+
+uint32_t kiln_cache_today(struct kiln_cache *c)
+{
+    return c->today;
+}
+
+/* ---- dictionary ------------------------------------------------------------ */
+
+const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c)
+{
+    return c->dict;
+}
+
+static int dict_copy(const struct kiln_pack_dict *d, struct kiln_pack_dict **out)
+{
+    size_t n = 0;
+    const void *b = kiln_pack_dict_bytes(d, &n);
+    return kiln_pack_dict_load(b, n, out);
+}
+
+/* Reads a dictionary file. @return 0 with the dictionary when its id is
+ * `want`; KILN_ESTAMP (another id, in *found), KILN_ECORRUPT, KILN_ENOENT,
+ * or another read error. */
+static int dict_read(const struct kiln_io *io, const char *path, uint64_t want,
+                     struct kiln_pack_dict **out, uint64_t *found)
+{
+    *out = NULL;
+    void *data = NULL;
+    size_t n = 0;
+    KILN_TRY(kiln_io_read_file(io, path, (size_t)64 << 20, &data, &n));
+    struct kiln_pack_dict *d = NULL;
+    int rc = kiln_pack_dict_load(data, n, &d);
+    free(data);
+    if (rc < 0)
+        return rc == KILN_ENOMEM ? rc : KILN_ECORRUPT;
+    *found = kiln_pack_dict_id(d);
+    if (*found != want) {
+        kiln_pack_dict_destroy(d);
+        return KILN_ESTAMP;
+    }
+    *out = d;
+    return KILN_OK;
+}
+
+int kiln__cache_dict_write(struct kiln_cache *c, const struct kiln_pack_dict *dict)
+{
+    char path[KILN__CACHE_PATH_MAX];
+    KILN_TRY(side_path(c, KILN_CACHE_DICT_FILE, path, sizeof(path)));
+    size_t n = 0;
+    const void *b = kiln_pack_dict_bytes(dict, &n);
+    int rc = kiln_io_replace_file(c->io, path, b, n);
+    if (rc < 0) {
+        KILN_WARN("cache", "%s: cannot write the dictionary: %s", path, kiln_strerror(rc));
+        return rc;
+    }
+    if (c->dict && kiln_pack_dict_id(c->dict) == kiln_pack_dict_id(dict))
+        return KILN_OK;
+    struct kiln_pack_dict *copy = NULL;
+    KILN_TRY(dict_copy(dict, &copy));
+    kiln_pack_dict_destroy(c->dict);
+    c->dict = copy;
+    return KILN_OK;
+}
+
+int kiln__cache_dict_open(struct kiln_cache *c, const struct kiln_cache_options *opt)
+{
+    const struct kiln_io *io = c->io;
+    bool ro = c->flags & KILN_CACHE_READ_ONLY;
+    uint64_t want = c->header.dict_id;
+    char kpd[KILN__CACHE_PATH_MAX], kpd_new[KILN__CACHE_PATH_MAX + 8];
+    KILN_TRY(side_path(c, KILN_CACHE_DICT_FILE, kpd, sizeof(kpd)));
+    snprintf(kpd_new, sizeof(kpd_new), "%s.new", kpd);
+    struct kiln_pack_dict *d = NULL;
+    uint64_t found = 0, found_new = 0;
+    int rc = dict_read(io, kpd, want, &d, &found);
+    if (rc == KILN_ENOMEM)
+        return rc;
+    int rc_main = rc;
+    if (!d) {
+        /* A rewrite that was cut short after its commit point left the
+         * dictionary its records name under the pending name. */
+        int rc_new = dict_read(io, kpd_new, want, &d, &found_new);
+        if (rc_new == KILN_ENOMEM)
+            return rc_new;
+        if (d && !ro) {
+            int r = io->rename(io, kpd_new, kpd);
+            if (r == KILN_OK)
+                r = io->fsync_dir(io, c->dir);
+            if (r < 0)
+                KILN_WARN("cache", "%s: cannot put the pending dictionary in place: %s", kpd,
+                          kiln_strerror(r));
+            else
+                KILN_INFO("cache", "%s: finished switching to dictionary %016" PRIx64, kpd, want);
+        }
+    }
+    if (!d && opt->dict && kiln_pack_dict_id(opt->dict) == want) {
+        /* The caller has the very dictionary: put the file right. */
+        if (!ro && kiln__cache_dict_write(c, opt->dict) == KILN_OK)
+            return KILN_OK;
+        KILN_TRY(dict_copy(opt->dict, &d));
+    }
+    if (!d) {
+        char what[64];
+        if (rc_main == KILN_ESTAMP)
+            snprintf(what, sizeof(what), "holds dictionary %016" PRIx64, found);
+        else
+            snprintf(what, sizeof(what), "%s",
+                     rc_main == KILN_ENOENT ? "is missing" : "is damaged or unreadable");
+        KILN_ERROR("cache",
+                   "%s: the records were packed with dictionary %016" PRIx64 " but %s %s; "
+                   "they cannot be unpacked",
+                   c->dir, want, kpd, what);
+        return KILN_ECORRUPT;
+    }
+    kiln_pack_dict_destroy(c->dict);
+    c->dict = d;
+    return KILN_OK;
+}
+
+/* ---- reading records without marking them used ------------------------------ */
+
+/* Reads entry e's whole record into *buf (grown as needed) and checks its
+ * head against e and its checksum. The payload is at *buf + 48.
+ * @return 0, KILN_ECORRUPT_RECORD, or the I/O error. */
+static int read_record(const struct kiln_cache *c, const struct kiln_cache_entry *e,
+                       unsigned char **buf, size_t *cap)
+{
+    uint64_t len = kiln__cache_rec_len(e->size);
+    if (len > *cap) {
+        unsigned char *n = realloc(*buf, (size_t)len);
+        if (!n)
+            return KILN_ENOMEM;
+        *buf = n;
+        *cap = (size_t)len;
+    }
+    int rc = kiln_io_read_full(c->io, c->rec_fd, *buf, (size_t)len, e->offset);
+    if (rc == KILN_EIO_SHORTREAD)
+        return KILN_ECORRUPT_RECORD;
+    KILN_TRY(rc);
+    struct kiln_cache_entry h;
+    if (kiln__cache_head_decode(*buf, KILN__CACHE_HEAD_SIZE, &h) < 0 ||
+        !kiln__cache_head_matches(&h, e) ||
+        kiln__cache_record_checksum(&h, *buf + KILN__CACHE_HEAD_SIZE) != e->checksum)
+        return KILN_ECORRUPT_RECORD;
+    return KILN_OK;
+}
+
+/* Indices of the live entries, in file order. */
+static int live_entries(struct kiln_cache *c, size_t **out, size_t *n)
+{
+    *out = malloc((c->live ? c->live : 1) * sizeof(**out));
+    if (!*out)
+        return KILN_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < c->count; i++)
+        if (kiln__cache_lookup(c, c->entries[i].key) == (int64_t)i)
+            (*out)[k++] = i;
+    *n = k;
+    return KILN_OK;
+}
+
+/* ---- the rewrite engine ------------------------------------------------------ */
+
+/* Turns one payload into another. Leaves *out NULL to keep the payload as
+ * it is. @return 0 or an error that stops the rewrite. */
+typedef int (*xform_fn)(void *user, const struct kiln_cache_entry *e, const void *payload,
+                        void **out, size_t *out_size, uint32_t *raw_size, uint8_t *codec);
+
+struct out_file {
+    const struct kiln_io *io;
+    int fd;
+    unsigned char *buf;
+    size_t len;
+    uint64_t buf_off; /* file offset of buf[0] */
+};
+
+static int out_flush(struct out_file *o)
+{
+    if (!o->len)
+        return KILN_OK;
+    KILN_TRY(kiln_io_write_full(o->io, o->fd, o->buf, o->len, o->buf_off));
+    o->buf_off += o->len;
+    o->len = 0;
+    return KILN_OK;
+}
+
+static int out_put(struct out_file *o, const void *p, size_t n)
+{
+    if (o->len + n > OUT_BUF) {
+        KILN_TRY(out_flush(o));
+        if (n > OUT_BUF) {
+            KILN_TRY(kiln_io_write_full(o->io, o->fd, p, n, o->buf_off));
+            o->buf_off += n;
+            return KILN_OK;
+        }
+    }
+    memcpy(o->buf + o->len, p, n);
+    o->len += n;
+    return KILN_OK;
+}
+
+static void report_before(struct kiln_cache *c, struct kiln_cache_rewrite_report *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->records_before = c->live;
+    r->records_after = c->live;
+    r->superseded = c->count - c->live;
+    r->file_bytes_before = c->rec_end;
+    r->file_bytes_after = c->rec_end;
+    r->payload_bytes_before = c->live_bytes;
+    r->payload_bytes_after = c->live_bytes;
+    r->dict_id_before = c->header.dict_id;
+    r->dict_id_after = c->header.dict_id;
+}
+
+/*
+ * Writes the entries `keep` (indices, ascending) into a new records file
+ * and puts it in place of the old one (see the top of this file). With
+ * `dict_change`, the new file names `new_dict` (NULL: none).
+ */
+static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool dict_change,
+                   const struct kiln_pack_dict *new_dict, xform_fn fn, void *user,
+                   struct kiln_cache_rewrite_report *r)
+{
+    const struct kiln_io *io = c->io;
+    char tmp[KILN__CACHE_PATH_MAX + 8], kpd[KILN__CACHE_PATH_MAX], kpd_new[KILN__CACHE_PATH_MAX + 8];
+    snprintf(tmp, sizeof(tmp), "%s.new", c->rec_path);
+    KILN_TRY(side_path(c, KILN_CACHE_DICT_FILE, kpd, sizeof(kpd)));
+    snprintf(kpd_new, sizeof(kpd_new), "%s.new", kpd);
+
+    struct kiln_cache_entry *ne = malloc((nkeep ? nkeep : 1) * sizeof(*ne));
+    uint32_t *nu = malloc((nkeep ? nkeep : 1) * sizeof(*nu));
+    struct out_file o = {.io = io, .fd = -1, .buf = malloc(OUT_BUF)};
+    unsigned char *in = NULL;
+    size_t incap = 0, m = 0;
+    bool wrote_kpd = false, made_tmp = false;
+    const char *step = "allocating";
+    int rc = ne && nu && o.buf ? KILN_OK : KILN_ENOMEM;
+
+    struct kiln__cache_header h = c->header;
+    if (dict_change)
+        h.dict_id = kiln_pack_dict_id(new_dict);
+    if (rc == KILN_OK && dict_change && new_dict) {
+        step = "writing the new dictionary";
+        size_t n = 0;
+        const void *b = kiln_pack_dict_bytes(new_dict, &n);
+        rc = kiln_io_replace_file(io, kpd_new, b, n);
+        wrote_kpd = rc == KILN_OK;
+    }
+    if (rc == KILN_OK) {
+        step = "creating the new records file";
+        rc = io->open(io, tmp, KILN_IO_RDWR | KILN_IO_CREATE, &o.fd);
+        made_tmp = rc == KILN_OK;
+        if (rc < 0)
+            o.fd = -1;
+    }
+    if (rc == KILN_OK)
+        rc = io->lock(io, o.fd, KILN_IO_LOCK_EXCLUSIVE);
+    if (rc == KILN_OK)
+        rc = io->truncate(io, o.fd, 0);
+    if (rc == KILN_OK)
+        rc = kiln_random_bytes(h.file_id, sizeof(h.file_id));
+    if (rc == KILN_OK) {
+        step = "writing the new records file";
+        unsigned char hb[KILN__CACHE_HEADER_SIZE];
+        kiln__cache_header_encode(hb, KILN__CACHE_REC_MAGIC, &h);
+        rc = out_put(&o, hb, sizeof(hb));
+    }
+    r->payload_bytes_after = 0;
+    for (size_t k = 0; rc == KILN_OK && k < nkeep; k++) {
+        const struct kiln_cache_entry *e = &c->entries[keep[k]];
+        step = "reading a record";
+        rc = read_record(c, e, &in, &incap);
+        if (rc == KILN_ECORRUPT_RECORD) {
+            KILN_WARN("cache", "%s: record at offset %" PRIu64 " is damaged; left out", c->rec_path,
+                      e->offset);
+            r->damaged++;
+            rc = KILN_OK;
+            continue;
+        }
+        if (rc < 0)
+            break;
+        const unsigned char *payload = in + KILN__CACHE_HEAD_SIZE;
+        void *np = NULL;
+        size_t nsize = 0;
+        struct kiln_cache_entry x = *e;
+        if (fn) {
+            step = "repacking a record";
+            rc = fn(user, e, payload, &np, &nsize, &x.raw_size, &x.codec);
+            if (rc < 0)
+                break;
+        }
+        if (np) {
+            if (nsize > KILN_CACHE_MAX_PAYLOAD) {
+                kiln_pack_free(np);
+                rc = KILN_ERANGE;
+                break;
+            }
+            x.size = (uint32_t)nsize;
+            payload = np;
+        }
+        x.offset = o.buf_off + o.len;
+        x.checksum = kiln__cache_record_checksum(&x, payload);
+        unsigned char head[KILN__CACHE_HEAD_SIZE];
+        static const unsigned char pad[8];
+        kiln__cache_head_encode(head, &x);
+        step = "writing the new records file";
+        rc = out_put(&o, head, sizeof(head));
+        if (rc == KILN_OK && x.size)
+            rc = out_put(&o, payload, x.size);
+        size_t npad = (size_t)(kiln__cache_rec_len(x.size) - KILN__CACHE_HEAD_SIZE - x.size);
+        if (rc == KILN_OK && npad)
+            rc = out_put(&o, pad, npad);
+        kiln_pack_free(np);
+        ne[m] = x;
+        nu[m] = c->last_use[keep[k]];
+        m++;
+        r->payload_bytes_after += x.size;
+    }
+    if (rc == KILN_OK)
+        rc = out_flush(&o);
+    if (rc == KILN_OK) {
+        step = "syncing the new records file";
+        rc = io->fsync(io, o.fd);
+    }
+    if (rc == KILN_OK) {
+        /* The commit point: until here the old cache is untouched. */
+        step = "renaming the new records file into place";
+        rc = io->rename(io, tmp, c->rec_path);
+    }
+    free(in);
+    free(o.buf);
+    if (rc < 0) {
+        KILN_ERROR("cache", "%s: rewrite failed %s: %s; the cache is left as it was", c->dir, step,
+                   kiln_strerror(rc));
+        if (o.fd >= 0)
+            io->close(io, o.fd);
+        if (made_tmp)
+            io->unlink(io, tmp);
+        if (wrote_kpd)
+            io->unlink(io, kpd_new);
+        free(ne);
+        free(nu);
+        return rc;
+    }
+
+    /* Committed: the rest follows, and an open repairs what does not. */
+    int after = io->fsync_dir(io, c->dir);
+    if (dict_change) {
+        int d = new_dict ? io->rename(io, kpd_new, kpd) : io->unlink(io, kpd);
+        if (d == KILN_ENOENT && !new_dict)
+            d = KILN_OK;
+        if (d == KILN_OK)
+            d = io->fsync_dir(io, c->dir);
+        if (d < 0) {
+            KILN_WARN("cache", "%s: cannot put the new dictionary in place (%s); the next open does",
+                      kpd, kiln_strerror(d));
+            after = after < 0 ? after : d;
+        }
+    }
+    pthread_rwlock_wrlock(&c->lock);
+    io->close(io, c->rec_fd); /* drops the old file's lock; the new one holds it */
+    c->rec_fd = o.fd;
+    c->header = h;
+    c->count = 0;
+    c->live = 0;
+    c->live_bytes = 0;
+    c->st.superseded = 0;
+    if (c->slots)
+        memset(c->slots, 0, c->nslots * sizeof(*c->slots));
+    int add = KILN_OK;
+    for (size_t i = 0; i < m && add == KILN_OK; i++) {
+        add = kiln__cache_add(c, &ne[i]);
+        if (add == KILN_OK)
+            c->last_use[i] = nu[i];
+    }
+    c->rec_end = o.buf_off;
+    c->st.stamp = h.stamp;
+    c->st.dict_id = h.dict_id;
+    pthread_rwlock_unlock(&c->lock);
+    free(ne);
+    free(nu);
+    if (add < 0) {
+        c->failed = add; /* the table is short: reopen */
+        return add;
+    }
+    if (dict_change) {
+        kiln_pack_dict_destroy(c->dict);
+        c->dict = NULL;
+        if (new_dict && dict_copy(new_dict, &c->dict) < 0)
+            c->dict = NULL;
+    }
+    int ix = kiln__cache_index_write_whole(c);
+    __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
+    kiln_cache_save_use(c);
+    r->rewritten = true;
+    r->records_after = m;
+    r->file_bytes_after = c->rec_end;
+    r->dict_id_after = h.dict_id;
+    KILN_INFO("cache", "%s: rewritten: %zu records, %" PRIu64 " -> %" PRIu64 " bytes", c->dir, m,
+              r->file_bytes_before, r->file_bytes_after);
+    return after < 0 ? after : ix < 0 ? ix : KILN_OK;
+}
+
+static int writable(struct kiln_cache *c)
+{
+    if (c->flags & KILN_CACHE_READ_ONLY)
+        return KILN_EINVAL;
+    return c->failed ? c->failed : KILN_OK;
+}
+
+int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
+{
+    struct kiln_cache_rewrite_report tmp;
+    struct kiln_cache_rewrite_report *r = report ? report : &tmp;
+    report_before(c, r);
+    KILN_TRY(writable(c));
+    size_t *keep, n;
+    KILN_TRY(live_entries(c, &keep, &n));
+    uint64_t ideal = KILN__CACHE_HEADER_SIZE;
+    for (size_t i = 0; i < n; i++)
+        ideal += kiln__cache_rec_len(c->entries[keep[i]].size);
+    int rc = KILN_OK;
+    if (ideal != c->rec_end || n != c->count)
+        rc = rewrite(c, keep, n, false, NULL, NULL, NULL, r);
+    free(keep);
+    return rc;
+}
+
+/* ---- prune ----------------------------------------------------------------- */
+
+struct lru_item {
+    uint32_t day;
+    uint64_t offset;
+    size_t live; /* position in the live list */
+};
+
+static int by_lru(const void *a, const void *b)
+{
+    const struct lru_item *x = a, *y = b;
+    if (x->day != y->day)
+        return x->day < y->day ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                     struct kiln_cache_rewrite_report *report)
+{
+    struct kiln_cache_rewrite_report tmp;
+    struct kiln_cache_rewrite_report *r = report ? report : &tmp;
+    report_before(c, r);
+    if (!o)
+        return KILN_EINVAL;
+    KILN_TRY(writable(c));
+    size_t *live, n;
+    KILN_TRY(live_entries(c, &live, &n));
+    struct lru_item *lru = malloc((n ? n : 1) * sizeof(*lru));
+    bool *drop = calloc(n ? n : 1, sizeof(*drop));
+    if (!lru || !drop) {
+        free(live);
+        free(lru);
+        free(drop);
+        return KILN_ENOMEM;
+    }
+    uint64_t total = KILN__CACHE_HEADER_SIZE;
+    for (size_t i = 0; i < n; i++) {
+        const struct kiln_cache_entry *e = &c->entries[live[i]];
+        lru[i] = (struct lru_item){c->last_use[live[i]], e->offset, i};
+        total += kiln__cache_rec_len(e->size);
+    }
+    qsort(lru, n, sizeof(*lru), by_lru);
+    uint64_t dropped = 0;
+    uint32_t cutoff = 0;
+    if (o->older_than_days != UINT32_MAX && c->today > o->older_than_days)
+        cutoff = c->today - o->older_than_days;
+    for (size_t i = 0; i < n; i++) {
+        const struct kiln_cache_entry *e = &c->entries[live[lru[i].live]];
+        bool old = lru[i].day < cutoff;
+        bool big = o->max_file_bytes && total > o->max_file_bytes;
+        if (!old && !big)
+            continue;
+        drop[lru[i].live] = true;
+        total -= kiln__cache_rec_len(e->size);
+        dropped++;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!drop[i])
+            live[k++] = live[i];
+    int rc = KILN_OK;
+    r->dropped = dropped;
+    if (dropped || total != c->rec_end || n != c->count)
+        rc = rewrite(c, live, k, false, NULL, NULL, NULL, r);
+    free(live);
+    free(lru);
+    free(drop);
+    return rc;
+}
+
+/* ---- repack ------------------------------------------------------------------ */
+
+struct repack {
+    enum kiln_codec codec;
+    const struct kiln_pack_dict *old_dict, *new_dict;
+    struct kiln_cache_rewrite_report *r;
+    const char *dir;
+};
+
+static int repack_fn(void *user, const struct kiln_cache_entry *e, const void *payload, void **out,
+                     size_t *out_size, uint32_t *raw_size, uint8_t *codec)
+{
+    struct repack *rp = user;
+    struct kiln_stage_blob st[KILN_PAYLOAD_MAX_STAGES], ns[KILN_PAYLOAD_MAX_STAGES];
+    int n = kiln_program_payload_parse(payload, e->size, KILN_PAYLOAD_MAX_STAGES, st);
+    if (n < 0) {
+        rp->r->kept_as_is++; /* not a program payload: copied as it is */
+        return KILN_OK;
+    }
+    uint64_t spirv = 0;
+    int rc = KILN_OK, made = 0;
+    for (int s = 0; s < n; s++) {
+        const uint32_t *w = NULL;
+        int64_t nw = kiln_unpack_scratch(st[s].blob, st[s].blob_size, rp->old_dict, &w);
+        if (nw < 0) {
+            KILN_ERROR("cache",
+                       "%s: record %016" PRIx64 "%016" PRIx64 " stage %d does not unpack: %s%s",
+                       rp->dir, e->key.hi, e->key.lo, s, kiln_strerror((int)nw),
+                       nw == KILN_EINVAL ? " (its dictionary is not loaded)" : "");
+            rc = nw == KILN_EINVAL ? KILN_EINVAL : KILN_ECORRUPT_BLOB;
+            break;
+        }
+        void *blob = NULL;
+        size_t bs = 0;
+        rc = kiln_pack(w, (size_t)nw, rp->codec, rp->new_dict, &blob, &bs);
+        if (rc < 0)
+            break;
+        ns[s] = (struct kiln_stage_blob){st[s].stage, blob, bs};
+        made++;
+        spirv += (uint64_t)nw * 4;
+    }
+    if (rc == KILN_OK)
+        rc = kiln_program_payload_build(ns, (uint32_t)n, out, out_size);
+    for (int s = 0; s < made; s++)
+        kiln_pack_free((void *)ns[s].blob);
+    if (rc < 0) {
+        *out = NULL;
+        return rc;
+    }
+    *raw_size = spirv > UINT32_MAX ? UINT32_MAX : (uint32_t)spirv;
+    *codec = (uint8_t)rp->codec;
+    rp->r->repacked++;
+    rp->r->spirv_bytes += spirv;
+    return KILN_OK;
+}
+
+/* Trains a dictionary from the cache's own programs (spread over the file). */
+static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln_pack_dict **out)
+{
+    uint64_t raw = 0;
+    for (size_t i = 0; i < n; i++)
+        raw += c->entries[live[i]].raw_size;
+    size_t step = raw > TRAIN_BUDGET ? (size_t)(raw / TRAIN_BUDGET) + 1 : 1;
+    size_t cap = 0, count = 0;
+    uint32_t **mods = NULL;
+    size_t *words = NULL;
+    unsigned char *buf = NULL;
+    size_t bufcap = 0;
+    struct kiln_stage_blob st[KILN_PAYLOAD_MAX_STAGES];
+    int rc = KILN_OK;
+    for (size_t i = 0; i < n && rc == KILN_OK; i += step) {
+        const struct kiln_cache_entry *e = &c->entries[live[i]];
+        rc = read_record(c, e, &buf, &bufcap);
+        if (rc == KILN_ECORRUPT_RECORD) {
+            rc = KILN_OK;
+            continue;
+        }
+        if (rc < 0)
+            break;
+        int ns = kiln_program_payload_parse(buf + KILN__CACHE_HEAD_SIZE, e->size,
+                                            KILN_PAYLOAD_MAX_STAGES, st);
+        for (int s = 0; s < ns && rc == KILN_OK; s++) {
+            const uint32_t *w = NULL;
+            int64_t nw = kiln_unpack_scratch(st[s].blob, st[s].blob_size, c->dict, &w);
+            if (nw <= 0)
+                continue;
+            if (count == cap) {
+                size_t nc = cap ? cap * 2 : 256;
+                uint32_t **nm = realloc(mods, nc * sizeof(*nm));
+                if (nm)
+                    mods = nm;
+                size_t *nwd = nm ? realloc(words, nc * sizeof(*nwd)) : NULL;
+                if (!nm || !nwd) {
+                    rc = KILN_ENOMEM;
+                    break;
+                }
+                words = nwd;
+                cap = nc;
+            }
+            mods[count] = malloc((size_t)nw * 4);
+            if (!mods[count]) {
+                rc = KILN_ENOMEM;
+                break;
+            }
+            memcpy(mods[count], w, (size_t)nw * 4);
+            words[count++] = (size_t)nw;
+        }
+    }
+    free(buf);
+    if (rc == KILN_OK) {
+        rc = kiln_pack_dict_train((const uint32_t *const *)mods, words, count, 0, out);
+        if (rc < 0)
+            KILN_ERROR("cache", "%s: cannot train a dictionary from %zu modules: %s%s", c->dir,
+                       count, kiln_strerror(rc), count < 8 ? " (at least 8 are needed)" : "");
+    }
+    for (size_t i = 0; i < count; i++)
+        free(mods[i]);
+    free(mods);
+    free(words);
+    return rc;
+}
+
+int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+                      struct kiln_cache_rewrite_report *report)
+{
+    struct kiln_cache_rewrite_report tmp;
+    struct kiln_cache_rewrite_report *r = report ? report : &tmp;
+    report_before(c, r);
+    KILN_TRY(writable(c));
+    if (!kiln_codec_name(codec) || (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN) ||
+        (unsigned)mode > KILN_CACHE_DICT_TRAIN) {
+        KILN_ERROR("cache", "%s: repack: a dictionary goes only with the kiln codec", c->dir);
+        return KILN_EINVAL;
+    }
+    if (c->header.dict_id && !c->dict) {
+        KILN_ERROR("cache", "%s: repack: the cache's dictionary is not loaded (open it with "
+                   "KILN_CACHE_USE_DICT)", c->dir);
+        return KILN_EINVAL;
+    }
+    size_t *live, n;
+    KILN_TRY(live_entries(c, &live, &n));
+    struct kiln_pack_dict *trained = NULL;
+    const struct kiln_pack_dict *nd = NULL;
+    int rc = KILN_OK;
+    if (mode == KILN_CACHE_DICT_TRAIN)
+        rc = train(c, live, n, &trained);
+    nd = mode == KILN_CACHE_DICT_TRAIN ? trained
+         : mode == KILN_CACHE_DICT_KEEP && codec == KILN_CODEC_KILN ? c->dict
+                                                                     : NULL;
+    struct repack rp = {.codec = codec, .old_dict = c->dict, .new_dict = nd, .r = r, .dir = c->dir};
+    bool change = kiln_pack_dict_id(nd) != c->header.dict_id;
+    if (rc == KILN_OK)
+        rc = rewrite(c, live, n, change, nd, repack_fn, &rp, r);
+    kiln_pack_thread_cleanup();
+    kiln_pack_dict_destroy(trained);
+    free(live);
+    return rc;
+}
+
+/* ---- merge ------------------------------------------------------------------- */
+
+struct merge_item {
+    struct kiln_key key;
+    size_t input; /* index into the inputs */
+    size_t entry; /* index into that input's entries */
+};
+
+static int by_key_newest(const void *a, const void *b)
+{
+    const struct merge_item *x = a, *y = b;
+    if (x->key.hi != y->key.hi)
+        return x->key.hi < y->key.hi ? -1 : 1;
+    if (x->key.lo != y->key.lo)
+        return x->key.lo < y->key.lo ? -1 : 1;
+    return x->input > y->input ? -1 : x->input < y->input; /* newest input first */
+}
+
+static int by_input_offset(const void *a, const void *b)
+{
+    const struct merge_item *x = a, *y = b;
+    if (x->input != y->input)
+        return x->input < y->input ? -1 : 1;
+    return x->entry < y->entry ? -1 : x->entry > y->entry;
+}
+
+int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
+                     struct kiln_cache_merge_report *report)
+{
+    struct kiln_cache_merge_report tmp;
+    struct kiln_cache_merge_report *r = report ? report : &tmp;
+    memset(r, 0, sizeof(*r));
+    r->records_after = out->live;
+    r->file_bytes_after = out->rec_end;
+    KILN_TRY(writable(out));
+    if (n && !in_dirs)
+        return KILN_EINVAL;
+    struct kiln_cache **in = calloc(n ? n : 1, sizeof(*in));
+    if (!in)
+        return KILN_ENOMEM;
+    int rc = KILN_OK;
+    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+                                             KILN_CACHE_USE_DICT,
+                                    .io = out->io,
+                                    .today = out->today};
+    size_t total = 0;
+    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        rc = kiln_cache_open(in_dirs[i], &ro, &in[i]);
+        if (rc < 0) {
+            KILN_ERROR("cache", "merge: cannot open %s: %s", in_dirs[i], kiln_strerror(rc));
+            break;
+        }
+        if (in[i]->header.stamp != out->header.stamp ||
+            in[i]->header.dict_id != out->header.dict_id) {
+            KILN_ERROR("cache",
+                       "merge: %s has stamp %016" PRIx64 " dictionary %016" PRIx64 ", but %s has "
+                       "%016" PRIx64 "/%016" PRIx64 "; caches of different stamps or "
+                       "dictionaries cannot be merged, nothing was merged",
+                       in_dirs[i], in[i]->header.stamp, in[i]->header.dict_id, out->dir,
+                       out->header.stamp, out->header.dict_id);
+            rc = KILN_ESTAMP;
+            break;
+        }
+        total += in[i]->live;
+    }
+    r->inputs = n;
+    struct merge_item *items = NULL;
+    size_t m = 0;
+    if (rc == KILN_OK) {
+        items = malloc((total ? total : 1) * sizeof(*items));
+        rc = items ? KILN_OK : KILN_ENOMEM;
+    }
+    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        struct kiln_cache *c = in[i];
+        for (size_t e = 0; e < c->count; e++)
+            if (kiln__cache_lookup(c, c->entries[e].key) == (int64_t)e)
+                items[m++] = (struct merge_item){c->entries[e].key, i, e};
+    }
+    r->records_read = m;
+    /* The newest record of each key, then read in file order per input. */
+    size_t w = 0;
+    if (rc == KILN_OK && m) {
+        qsort(items, m, sizeof(*items), by_key_newest);
+        for (size_t i = 0; i < m; i++)
+            if (i == 0 || !kiln_key_equal(items[i].key, items[i - 1].key))
+                items[w++] = items[i];
+        qsort(items, w, sizeof(*items), by_input_offset);
+    }
+    unsigned char *buf = NULL;
+    size_t bufcap = 0;
+    for (size_t k = 0; k < w && rc == KILN_OK; k++) {
+        struct kiln_cache *c = in[items[k].input];
+        const struct kiln_cache_entry *e = &c->entries[items[k].entry];
+        uint32_t day = c->last_use[items[k].entry];
+        pthread_rwlock_rdlock(&out->lock);
+        int64_t have = kiln__cache_lookup(out, e->key);
+        bool same = have >= 0 && out->entries[have].checksum == e->checksum &&
+                    out->entries[have].size == e->size && out->entries[have].codec == e->codec;
+        if (same && out->last_use[have] < day) {
+            __atomic_store_n(&out->last_use[have], day, __ATOMIC_RELAXED);
+            __atomic_store_n(&out->use_dirty, true, __ATOMIC_RELAXED);
+        }
+        pthread_rwlock_unlock(&out->lock);
+        if (same) {
+            r->same++;
+            continue;
+        }
+        int lr = read_record(c, e, &buf, &bufcap);
+        if (lr == KILN_ECORRUPT_RECORD) {
+            KILN_WARN("cache", "merge: %s: record at offset %" PRIu64 " is damaged; left out",
+                      in_dirs[items[k].input], e->offset);
+            r->damaged++;
+            continue;
+        }
+        rc = lr;
+        if (rc == KILN_OK)
+            rc = kiln_cache_put(out, e->key, buf + KILN__CACHE_HEAD_SIZE, e->size, e->raw_size,
+                                e->codec, e->stages);
+        if (rc == KILN_OK) {
+            pthread_rwlock_wrlock(&out->lock);
+            out->last_use[out->count - 1] = day;
+            pthread_rwlock_unlock(&out->lock);
+            r->added++;
+            r->replaced += have >= 0;
+        }
+    }
+    free(buf);
+    free(items);
+    for (size_t i = 0; i < n; i++)
+        kiln_cache_close(in[i]);
+    free(in);
+    int sr = kiln_cache_sync(out);
+    if (rc == KILN_OK)
+        rc = sr;
+    r->records_after = out->live;
+    r->file_bytes_after = out->rec_end;
+    return rc;
+}
