@@ -31,7 +31,8 @@ build: deps $(BUILD)/build.ninja
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/kiln bench store
+	$(BUILD)/kiln prepare --cache $(RUN_DIR)
+	$(BUILD)/kiln start --cache $(RUN_DIR)
 
 check: build
 	ctest --test-dir $(BUILD) $(CTEST_FLAGS)
@@ -54,6 +55,11 @@ tsan: deps
 	$(CMAKE) --build $(BUILD)-tsan -j $(JOBS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir $(BUILD)-tsan $(CTEST_FLAGS) -L threads -LE nosan
+
+# The Windows build (mingw-w64) and its tests under wine; see docs/windows.md.
+.PHONY: test-windows
+test-windows:
+	sh scripts/windows-deps.sh && sh scripts/test-windows.sh
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS from its seed corpus.
 fuzz:

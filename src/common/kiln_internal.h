@@ -24,8 +24,16 @@
 #define KILN_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define KILN_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+#if defined(__MINGW32__)
+/* gnu_printf under __USE_MINGW_ANSI_STDIO, which the Windows build sets:
+ * plain `printf` would check against the Microsoft runtime's formats. */
+#define KILN__PRINTF_KIND gnu_printf
+#else
+#define KILN__PRINTF_KIND printf
+#endif
+
 #if defined(__GNUC__)
-#define KILN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define KILN_PRINTF(fmt, args) __attribute__((format(KILN__PRINTF_KIND, fmt, args)))
 #define KILN_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KILN_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
@@ -99,5 +107,24 @@ static inline void kiln__store_le64(void *p, uint64_t v)
  * @return 0 or KILN_ERANGE when it does not fit.
  */
 int kiln__path_join(char *out, size_t cap, const char *dir, const char *name);
+
+#ifdef _WIN32
+#include <wchar.h>
+
+/*
+ * Converts a UTF-8 path to the UTF-16 form the wide Win32 calls take; a path
+ * too long for MAX_PATH comes back absolute with the "\\?\" prefix.
+ * @return 0 with *out to free(), KILN_EINVAL for bytes that are not UTF-8,
+ * KILN_ENOENT for an empty path, or KILN_ENOMEM.
+ */
+int kiln__win_path(const char *path, wchar_t **out);
+
+/*
+ * Converts a UTF-16 string from a Win32 call (a file name from
+ * FindFirstFileW, say) to UTF-8.
+ * @return 0 with *out to free(), KILN_EINVAL or KILN_ENOMEM.
+ */
+int kiln__win_utf8(const wchar_t *w, char **out);
+#endif
 
 #endif /* KILN_INTERNAL_H */

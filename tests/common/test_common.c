@@ -100,6 +100,74 @@ KT_CASE(lock_is_exclusive)
     io->close(io, b);
 }
 
+KT_CASE(utf8_folder)
+{
+    /* Every call of the I/O table below gets a UTF-8 path through a folder
+     * named outside ASCII ("kiln-tëst-ü", a file "dätä-日本.bin"). */
+    const struct kiln_io *io = kiln_io_default();
+    char dir[4200], path[4300], moved[4300];
+    KT_REQUIRE_OK(kiln__path_join(dir, sizeof(dir), kt_tmpdir(), "kiln-t\xc3\xabst-\xc3\xbc"));
+    KT_REQUIRE(kt_mkdir(dir) == 0);
+    KT_REQUIRE_OK(kiln__path_join(path, sizeof(path), dir,
+                                  "d\xc3\xa4t\xc3\xa4-\xe6\x97\xa5\xe6\x9c\xac.bin"));
+    KT_REQUIRE_OK(kiln__path_join(moved, sizeof(moved), dir, "\xc3\xbc.bin"));
+
+    KT_REQUIRE_OK(kiln_io_replace_file(io, path, "payload", 7));
+    void *data;
+    size_t n;
+    KT_REQUIRE_OK(kiln_io_read_file(io, path, 64, &data, &n));
+    KT_CHECK_EQ(n, 7);
+    KT_CHECK(memcmp(data, "payload", 7) == 0);
+    free(data);
+
+    int fd;
+    KT_CHECK_EQ(io->open(io, path, KILN_IO_RDWR | KILN_IO_CREATE | KILN_IO_EXCL, &fd), KILN_EEXIST);
+    KT_REQUIRE_OK(io->open(io, path, KILN_IO_RDWR, &fd));
+    KT_CHECK_OK(io->lock(io, fd, KILN_IO_LOCK_EXCLUSIVE));
+    KT_CHECK_OK(io->truncate(io, fd, 3));
+    uint64_t size = 0;
+    KT_CHECK_OK(io->size(io, fd, &size));
+    KT_CHECK_EQ(size, 3);
+    KT_CHECK_OK(io->lock(io, fd, KILN_IO_UNLOCK));
+    KT_CHECK_OK(io->close(io, fd));
+
+    /* Rename over an existing file replaces it. */
+    KT_REQUIRE_OK(kiln_io_replace_file(io, moved, "old", 3));
+    KT_CHECK_OK(io->rename(io, path, moved));
+    KT_CHECK_OK(io->fsync_dir(io, dir));
+    KT_CHECK_EQ(io->open(io, path, KILN_IO_READ, &fd), KILN_ENOENT);
+    KT_REQUIRE_OK(kiln_io_read_file(io, moved, 64, &data, &n));
+    KT_CHECK_EQ(n, 3);
+    KT_CHECK(memcmp(data, "pay", 3) == 0);
+    free(data);
+    KT_CHECK_OK(io->unlink(io, moved));
+    KT_CHECK_EQ(io->open(io, moved, KILN_IO_READ, &fd), KILN_ENOENT);
+    KT_CHECK_EQ(io->open(io, "bad-\xc3(-utf8", KILN_IO_READ, &fd) < 0, 1);
+}
+
+KT_CASE(replace_while_open)
+{
+    /* A reader holding the old file open neither blocks its replacement nor
+     * sees it change: both platforms keep the old bytes for the old handle. */
+    const struct kiln_io *io = kiln_io_default();
+    char path[4200];
+    KT_REQUIRE_OK(kiln__path_join(path, sizeof(path), kt_tmpdir(), "held"));
+    KT_REQUIRE_OK(kiln_io_replace_file(io, path, "old!", 4));
+    int fd;
+    KT_REQUIRE_OK(io->open(io, path, KILN_IO_READ, &fd));
+    KT_CHECK_OK(kiln_io_replace_file(io, path, "brand new", 9));
+    char buf[4];
+    KT_CHECK_OK(kiln_io_read_full(io, fd, buf, 4, 0));
+    KT_CHECK(memcmp(buf, "old!", 4) == 0);
+    io->close(io, fd);
+    void *data;
+    size_t n;
+    KT_REQUIRE_OK(kiln_io_read_file(io, path, 64, &data, &n));
+    KT_CHECK_EQ(n, 9);
+    free(data);
+    KT_CHECK_OK(io->unlink(io, path));
+}
+
 KT_CASE(hash_and_path)
 {
     KT_CHECK(kiln_hash64("abc", 3) == kiln_hash64("abc", 3));
@@ -164,4 +232,5 @@ KT_CASE(faultio_faults_and_power_cut)
 }
 
 KT_MAIN(KT_ENTRY(error_names), KT_ENTRY(log_levels_and_sink), KT_ENTRY(replace_and_read_file),
-        KT_ENTRY(lock_is_exclusive), KT_ENTRY(hash_and_path), KT_ENTRY(faultio_faults_and_power_cut))
+        KT_ENTRY(lock_is_exclusive), KT_ENTRY(utf8_folder), KT_ENTRY(replace_while_open),
+        KT_ENTRY(hash_and_path), KT_ENTRY(faultio_faults_and_power_cut))

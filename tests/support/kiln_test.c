@@ -1,11 +1,22 @@
 /*
  * kiln_test.c - the test harness: case selection, failures, temp folders.
+ *
+ * The folder helpers have a POSIX side (mkdtemp, nftw) and a Windows side
+ * (wide Win32 calls on UTF-8 paths, as the library's own I/O table does), so
+ * the same tests run on both.
  */
 #include "kiln_test.h"
+#include "kiln_internal.h"
 
-#include <ftw.h>
 #include <stdarg.h>
+
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 int kt_failures;
 static char kt_dir[4096];
@@ -22,6 +33,110 @@ void kt_fail(const char *file, int line, const char *fmt, ...)
     kt_failures++;
 }
 
+#ifdef _WIN32
+/* Removes the tree under the wide path `w` (a folder or a file). */
+static int rmtree_wide(const wchar_t *w)
+{
+    DWORD attr = GetFileAttributesW(w);
+    if (attr == INVALID_FILE_ATTRIBUTES)
+        return -1;
+    if (!(attr & FILE_ATTRIBUTE_DIRECTORY) || (attr & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        if (attr & FILE_ATTRIBUTE_READONLY)
+            SetFileAttributesW(w, attr & ~(DWORD)FILE_ATTRIBUTE_READONLY);
+        if (attr & FILE_ATTRIBUTE_DIRECTORY)
+            return RemoveDirectoryW(w) ? 0 : -1;
+        return DeleteFileW(w) ? 0 : -1;
+    }
+    size_t len = wcslen(w);
+    wchar_t *pattern = malloc((len + 3) * sizeof(*pattern));
+    if (!pattern)
+        return -1;
+    swprintf(pattern, len + 3, L"%ls\\*", w);
+    int rc = 0;
+    WIN32_FIND_DATAW fd;
+    HANDLE find = FindFirstFileW(pattern, &fd);
+    free(pattern);
+    if (find != INVALID_HANDLE_VALUE) {
+        do {
+            if (wcscmp(fd.cFileName, L".") == 0 || wcscmp(fd.cFileName, L"..") == 0)
+                continue;
+            size_t n = len + wcslen(fd.cFileName) + 2;
+            wchar_t *child = malloc(n * sizeof(*child));
+            if (!child) {
+                rc = -1;
+                break;
+            }
+            swprintf(child, n, L"%ls\\%ls", w, fd.cFileName);
+            if (rmtree_wide(child) != 0)
+                rc = -1;
+            free(child);
+        } while (FindNextFileW(find, &fd));
+        FindClose(find);
+    }
+    return RemoveDirectoryW(w) && rc == 0 ? 0 : -1;
+}
+
+int kt_rmtree(const char *path)
+{
+    wchar_t *w;
+    if (kiln__win_path(path, &w) != KILN_OK)
+        return -1;
+    int rc = rmtree_wide(w);
+    free(w);
+    return rc;
+}
+
+int kt_mkdir(const char *path)
+{
+    wchar_t *w;
+    if (kiln__win_path(path, &w) != KILN_OK)
+        return -1;
+    BOOL ok = CreateDirectoryW(w, NULL);
+    free(w);
+    return ok ? 0 : -1;
+}
+
+/* The folder for temporary files: $TMPDIR, else the system's (%TEMP%). */
+static void temp_base(char *out, size_t cap)
+{
+    const char *env = getenv("TMPDIR");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return;
+    }
+    wchar_t w[MAX_PATH + 1];
+    char *u = NULL;
+    DWORD n = GetTempPathW(MAX_PATH + 1, w);
+    if (n == 0 || n > MAX_PATH || kiln__win_utf8(w, &u) != KILN_OK) {
+        snprintf(out, cap, ".");
+        return;
+    }
+    size_t len = strlen(u);
+    if (len > 1 && (u[len - 1] == '\\' || u[len - 1] == '/'))
+        u[len - 1] = '\0';
+    snprintf(out, cap, "%s", u);
+    free(u);
+}
+
+/* mkdtemp for Windows: a random suffix, retried while the name is taken. */
+static char *make_temp_dir(char *templ)
+{
+    size_t len = strlen(templ);
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned char r[6];
+        if (kiln_random_bytes(r, sizeof(r)) != KILN_OK)
+            return NULL;
+        for (size_t i = 0; i < 6; i++)
+            templ[len - 6 + i] = digits[r[i] % 36];
+        if (kt_mkdir(templ) == 0)
+            return templ;
+        if (GetLastError() != ERROR_ALREADY_EXISTS)
+            return NULL;
+    }
+    return NULL;
+}
+#else
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
@@ -35,14 +150,32 @@ int kt_rmtree(const char *path)
     return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+int kt_mkdir(const char *path)
+{
+    return mkdir(path, 0755);
+}
+
+static void temp_base(char *out, size_t cap)
+{
+    const char *env = getenv("TMPDIR");
+    snprintf(out, cap, "%s", env && *env ? env : "/tmp");
+}
+
+static char *make_temp_dir(char *templ)
+{
+    return mkdtemp(templ);
+}
+#endif
+
 const char *kt_tmpdir(void)
 {
     if (kt_dir_made && !getenv("KT_KEEP"))
         kt_rmtree(kt_dir);
-    const char *base = getenv("TMPDIR");
-    snprintf(kt_dir, sizeof(kt_dir), "%s/kiln-test-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(kt_dir)) {
-        perror("mkdtemp");
+    char base[2048];
+    temp_base(base, sizeof(base));
+    snprintf(kt_dir, sizeof(kt_dir), "%s/kiln-test-XXXXXX", base);
+    if (!make_temp_dir(kt_dir)) {
+        fprintf(stderr, "kt_tmpdir: cannot make a folder like %s\n", kt_dir);
         exit(1);
     }
     kt_dir_made = true;

@@ -24,7 +24,14 @@ struct kt_case {
 
 extern int kt_failures;
 
-void kt_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#ifdef __MINGW32__
+#define KT_PRINTF_FORMAT gnu_printf
+#else
+#define KT_PRINTF_FORMAT printf
+#endif
+
+void kt_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(KT_PRINTF_FORMAT, 3, 4)));
 
 #define KT_CASE(name) static void kt_case_##name(void)
 
@@ -89,6 +96,9 @@ const char *kt_tmpdir(void);
 
 /* Removes a folder tree. @return 0 or -1. */
 int kt_rmtree(const char *path);
+
+/* Makes one folder (UTF-8 path, on Windows too). @return 0 or -1. */
+int kt_mkdir(const char *path);
 
 /* The folder of the shared corpus ($KILN_CORPUS, else ../shared/corpus
  * relative to the source tree). */
