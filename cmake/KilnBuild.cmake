@@ -41,6 +41,57 @@ pkg_check_modules(VULKAN IMPORTED_TARGET vulkan)
 pkg_check_modules(JSONC REQUIRED IMPORTED_TARGET json-c)
 pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 
+# kiln_shaderc: shaderc's C API as one INTERFACE target (KILN_HAVE_SHADERC
+# says whether there is one that links). Where the shared libshaderc does
+# not link by itself (Debian 12's leaves glslang's symbols undefined, and
+# its private copy of glslang's SPIR-V back end does not match the system
+# glslang), the static shaderc_combined is linked with glslang and
+# SPIRV-Tools instead.
+include(CheckCSourceCompiles)
+set(_kiln_shaderc_probe "#include <shaderc/shaderc.h>
+int main(void) { shaderc_compiler_release(shaderc_compiler_initialize()); return 0; }")
+set(_kiln_shaderc_libs)
+if(TARGET PkgConfig::SHADERC)
+  set(CMAKE_REQUIRED_LIBRARIES PkgConfig::SHADERC)
+  check_c_source_compiles("${_kiln_shaderc_probe}" KILN_SHADERC_SHARED_LINKS)
+  unset(CMAKE_REQUIRED_LIBRARIES)
+  if(KILN_SHADERC_SHARED_LINKS)
+    set(_kiln_shaderc_libs PkgConfig::SHADERC)
+  else()
+    find_library(KILN_SHADERC_COMBINED shaderc_combined)
+    set(_kiln_glslang_libs)
+    foreach(lib SPIRV glslang MachineIndependent GenericCodeGen OSDependent OGLCompiler
+                SPIRV-Tools-opt SPIRV-Tools)
+      find_library(KILN_LIB_${lib} NAMES lib${lib}.a ${lib})
+      if(KILN_LIB_${lib})
+        list(APPEND _kiln_glslang_libs ${KILN_LIB_${lib}})
+      endif()
+    endforeach()
+    if(KILN_SHADERC_COMBINED)
+      # glslang's static libraries refer to each other in a cycle.
+      set(_kiln_static_shaderc ${KILN_SHADERC_COMBINED} -Wl,--start-group ${_kiln_glslang_libs}
+          -Wl,--end-group stdc++ Threads::Threads m)
+      set(CMAKE_REQUIRED_INCLUDES ${SHADERC_INCLUDE_DIRS})
+      set(CMAKE_REQUIRED_LIBRARIES ${_kiln_static_shaderc})
+      check_c_source_compiles("${_kiln_shaderc_probe}" KILN_SHADERC_STATIC_LINKS)
+      unset(CMAKE_REQUIRED_LIBRARIES)
+      unset(CMAKE_REQUIRED_INCLUDES)
+      if(KILN_SHADERC_STATIC_LINKS)
+        set(_kiln_shaderc_libs ${_kiln_static_shaderc})
+      endif()
+    endif()
+  endif()
+endif()
+add_library(kiln_shaderc INTERFACE)
+if(_kiln_shaderc_libs)
+  set(KILN_HAVE_SHADERC ON)
+  target_include_directories(kiln_shaderc INTERFACE ${SHADERC_INCLUDE_DIRS})
+  target_link_libraries(kiln_shaderc INTERFACE ${_kiln_shaderc_libs})
+else()
+  set(KILN_HAVE_SHADERC OFF)
+  message(STATUS "kiln: no shaderc that links; the GLSL translator and the vk tests are left out")
+endif()
+
 # kiln_module(NAME SOURCES src... DEPS targets...)
 # Makes the static library kiln_NAME from one src/ folder. Its private
 # headers stay private: only include/ is exported to dependents.

@@ -18,6 +18,9 @@
 #define KILN_PREP_H
 
 #include "kiln/common.h"
+#include "kiln/cache.h"
+#include "kiln/pack.h"
+#include "kiln/vk.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -268,6 +271,13 @@ struct kiln_corpus;
  * stages (NAME.geom.spv, ...) and a vertex or fragment file without its
  * partner are skipped and counted, and one warning line says how many.
  * The listing reads names only: contents are read by kiln_corpus_load.
+ * A `dir` ending in ".foz" is a Fossilize archive instead: each shader
+ * module its compute pipelines use is a compute program "HASH.comp" (the
+ * 16-digit Fossilize hash, in hash order), decoded at open and kept in
+ * memory; graphics modules, modules of no known stage and damaged entries
+ * are listed as skipped (one warning line), since a single module is no
+ * pipeline. Errors then are kiln_foz_open's (KILN_EFORMAT for a file that is
+ * not an archive) or KILN_ECORRUPT for an archive whose framing breaks.
  * @return 0 and a new list in *out; KILN_ENOENT / KILN_EIO_OPEN when the
  * folder cannot be read; KILN_EFORMAT for a bad file (a ".spv" whose name
  * has no stage, or two files for one stage of a NAME, such as x.vert and
@@ -302,6 +312,259 @@ KILN_API int kiln_corpus_load(const struct kiln_corpus *c, size_t i, struct kiln
 
 /* Frees the list. NULL is a no-op. */
 KILN_API void kiln_corpus_destroy(struct kiln_corpus *c);
+
+/* ---------------------------------------------------------------------------
+ * The preparation (kiln prepare) and the warm start (kiln start)
+ *
+ * kiln_prepare turns a set of programs into a program cache and a warm
+ * VkPipelineCache: on a pool of workers it translates every program that
+ * is not in the cache yet, packs each stage (kiln_pack), joins the stages
+ * into one payload (kiln_program_payload_build) and stores it
+ * (kiln_cache_put); then it builds every program's pipeline from its packed
+ * payload, each shader module living only for its create call, and saves
+ * pipelines.vkc. kiln_warm_start is a later start: it opens the cache by
+ * its index, loads every program at once (kiln_cache_load_many) and builds
+ * every pipeline through the saved VkPipelineCache.
+ *
+ * A program is named in the cache by kiln_prep_program_key. The payload's
+ * stage kinds are enum kiln_stage values: one KILN_STAGE_COMPUTE stage, or
+ * KILN_STAGE_VERTEX then KILN_STAGE_FRAGMENT. The cache's stamp is
+ * kiln_prepare_stamp: the translator's stamp, mixed with
+ * KILN_GENERATOR_VERSION for generated programs. docs/prep.md has the
+ * details.
+ * ------------------------------------------------------------------------ */
+
+/* How many programs kiln prepare generates when told neither --corpus nor
+ * --generate (sized so that `make run` ends well within 3 minutes on a
+ * 2-core machine with lavapipe; docs/prep.md has the measurement). */
+#define KILN_PREPARE_DEFAULT_PROGRAMS 200u
+
+/* Programs kiln_prepare stores between two kiln_cache_sync calls when
+ * kiln_prepare_options.sync_every is 0. */
+#define KILN_PREPARE_SYNC_EVERY 64u
+
+/* The phases kiln_prepare and kiln_warm_start report progress for. */
+enum kiln_prep_phase {
+    KILN_PREP_PHASE_TRANSLATE = 0, /* translate, pack and store (or find in the cache) */
+    KILN_PREP_PHASE_PIPELINES = 1, /* build pipelines */
+};
+
+/* The phase's short name ("translate", "pipelines"), or "?". Thread-safe. */
+KILN_API const char *kiln_prep_phase_name(enum kiln_prep_phase phase);
+
+/*
+ * Progress of a phase: `done` of `total` items. Called only on the thread
+ * that called kiln_prepare or kiln_warm_start, at most about ten times a
+ * second, once with done 0 when a phase starts and once with done == total
+ * when it ends; so it needs no lock.
+ */
+typedef void (*kiln_prep_progress_fn)(void *user, enum kiln_prep_phase phase, uint64_t done,
+                                      uint64_t total);
+
+/*
+ * Receives a pipeline kiln_prepare or kiln_warm_start built in the caller's
+ * own context (options.vk): it now belongs to the caller (destroy it with
+ * kiln_vk_pipeline_destroy). `key` names the program. Called from worker
+ * threads at once: it must be thread-safe.
+ */
+typedef void (*kiln_prep_pipeline_fn)(void *user, struct kiln_key key,
+                                      struct kiln_vk_pipeline *pipeline);
+
+/* What kiln_prepare does. Fill it with kiln_prepare_options_init first. */
+struct kiln_prepare_options {
+    /* The cache folder; made when missing (with its parents). Required. */
+    const char *cache_dir;
+    /* The programs: a corpus folder (kiln_corpus_open), or, when NULL,
+     * `generate` programs of the generator with `seed`. */
+    const char *corpus_dir;
+    uint32_t generate; /* default KILN_PREPARE_DEFAULT_PROGRAMS */
+    uint64_t seed;     /* default KILN_GENERATOR_DEFAULT_SEED */
+    /* The translator; NULL (the default): kiln's GLSL translator at
+     * KILN_GLSL_OPT_NONE, made and freed by kiln_prepare. Must be
+     * thread-safe; what it points to must outlive the call. */
+    const struct kiln_translator *translator;
+    /* How each stage is packed; default KILN_CODEC_KILN (no dictionary). */
+    enum kiln_codec codec;
+    /* Workers for both phases; 0 (the default): kiln_pool_auto_workers. */
+    unsigned jobs;
+    /* Translate and store only; build no pipeline. */
+    bool no_vulkan;
+    /* The device, as kiln_vk_options.use_device_index / device. */
+    bool use_device_index;
+    unsigned device;
+    /* An existing Vulkan context to build in (it is not destroyed, and
+     * pipelines.vkc is saved only when it has a cache folder); NULL: kiln
+     * makes one over cache_dir/pipelines.vkc. */
+    struct kiln_vk *vk;
+    /* With `vk` set: receives each pipeline. NULL, or without `vk`: each
+     * pipeline is destroyed right after it is made (the pipeline cache
+     * keeps what the driver compiled). */
+    kiln_prep_pipeline_fn on_pipeline;
+    void *pipeline_user;
+    /* File I/O for the cache and pipelines.vkc; NULL: kiln_io_default(). */
+    const struct kiln_io *io;
+    /* Stored programs between two syncs; 0: KILN_PREPARE_SYNC_EVERY. */
+    unsigned sync_every;
+};
+
+/* Sets every field of *o to its default (see the fields). */
+KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
+
+/*
+ * The stamp kiln_prepare gives the cache for these options (and the
+ * translator `t`, NULL: the built-in GLSL translator's stamp): the
+ * translator's stamp, mixed with KILN_GENERATOR_VERSION when the programs
+ * are generated. An emulator passes it to kiln_warm_start.
+ * @return the stamp (0 only if shaderc is missing and t is NULL).
+ */
+KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o,
+                                     const struct kiln_translator *t);
+
+/*
+ * A program's key: XXH3-128 over its identity, stage by stage: the stage
+ * kind, then the source text, or, for a stage that came as SPIR-V, its
+ * words (each with its kind and length before it, so no two programs share
+ * a key by shifting bytes between stages).
+ * @return 0 with the key in *key, KILN_EINVAL for a program without stages
+ * or a stage with neither text nor words, or KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key);
+
+/*
+ * The worker count kiln_prepare and kiln_warm_start use for `jobs`: `jobs`
+ * itself when it is not 0, else kiln_pool_auto_workers with a per-worker
+ * memory estimate of 512 MiB (a driver compiling one large pipeline) and
+ * 1 GiB kept free (logged at info level). The reason goes to `reason`
+ * (cap bytes; 256 hold any). @return the count (>= 1). Thread-safe.
+ */
+KILN_API unsigned kiln_prep_workers(unsigned jobs, char *reason, size_t cap);
+
+/* Which step of kiln_prepare or kiln_warm_start stopped it. */
+enum kiln_prep_step {
+    KILN_PREP_STEP_NONE = 0,   /* nothing stopped it */
+    KILN_PREP_STEP_INPUT = 1,  /* the corpus or the options (bad input) */
+    KILN_PREP_STEP_CACHE = 2,  /* opening, writing or syncing the cache */
+    KILN_PREP_STEP_VULKAN = 3, /* making the Vulkan context */
+    KILN_PREP_STEP_OTHER = 4,  /* memory, threads, the translator's creation */
+};
+
+/* What kiln_prepare did. Times are in nanoseconds. */
+struct kiln_prepare_summary {
+    uint64_t programs;        /* programs listed (corpus) or generated */
+    uint64_t translated;      /* translated, packed and stored by this run */
+    uint64_t cached;          /* found in the cache already: not translated */
+    uint64_t failed;          /* programs that could not be loaded, translated, packed or stored */
+    uint64_t pipelines_built; /* pipelines made */
+    uint64_t pipelines_failed;
+    uint64_t remade;       /* cached programs whose record could not be read back:
+                              translated and stored again (counted in translated) */
+    uint64_t spirv_bytes;  /* SPIR-V of the programs translated by this run */
+    uint64_t packed_bytes; /* their payloads as stored */
+    uint64_t open_ns;      /* opening the cache and listing the programs */
+    uint64_t translate_ns; /* the translate phase (pack and store included) */
+    uint64_t load_ns;      /* reading back the payloads of cached programs */
+    uint64_t vulkan_ns;    /* making the Vulkan context (pipelines.vkc loaded) */
+    uint64_t pipelines_ns; /* the pipeline phase */
+    uint64_t save_ns;      /* the final sync and saving pipelines.vkc */
+    uint64_t total_ns;
+    uint64_t peak_rss; /* kiln_peak_rss_bytes at the end */
+    unsigned workers;
+    char workers_reason[256]; /* the policy's line, or why the count was given */
+    uint64_t stamp;
+    enum kiln_cache_open_kind open_kind;
+    bool vulkan; /* pipelines were built (a context was there) */
+    char device[256];
+    enum kiln_vk_cache_state vk_cache_state;
+    size_t vk_cache_loaded_bytes;
+    int error;                /* the error that stopped the run, or 0 */
+    enum kiln_prep_step step; /* where it stopped */
+};
+
+/*
+ * Runs the preparation described by `o` (see the top of this section).
+ * Programs already in the cache are not translated again; they are read
+ * back for the pipeline phase. A program that fails (to load, translate,
+ * pack, store or build) is logged as one line naming it and counted; the
+ * run goes on. The cache is synced every `sync_every` stored programs and
+ * at the end, so a crash loses little. `progress` may be NULL.
+ * @return 0 when the run went through (failures of single programs are in
+ * *summary: check `failed` and `pipelines_failed`), or the error that
+ * stopped it, with summary->step saying where: KILN_EINVAL (no cache
+ * folder, no programs to make), a corpus error (KILN_ENOENT, KILN_EFORMAT,
+ * ...), a cache error, KILN_ENOTSUP when Vulkan is not available (the
+ * programs are stored then; pass no_vulkan to skip pipelines). *summary is
+ * always filled. Not to be run twice at once on one cache folder (the
+ * second one's open fails with KILN_EBUSY).
+ */
+KILN_API int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                          void *progress_user, struct kiln_prepare_summary *summary);
+
+/* What kiln_warm_start does. Zero-initialise, then set what you need. */
+struct kiln_start_options {
+    /* The cache folder kiln_prepare filled. Required. */
+    const char *cache_dir;
+    /* The stamp the cache must carry (kiln_prepare_stamp); with any_stamp,
+     * whatever stamp the cache has is accepted. */
+    uint64_t stamp;
+    bool any_stamp;
+    /* Workers for the pipelines and threads for the load; 0: the pool
+     * policy's count (kiln_pool_auto_workers). */
+    unsigned jobs;
+    /* Load only; build no pipeline. */
+    bool no_vulkan;
+    bool use_device_index;
+    unsigned device;
+    /* As in kiln_prepare_options. */
+    struct kiln_vk *vk;
+    kiln_prep_pipeline_fn on_pipeline;
+    void *pipeline_user;
+    const struct kiln_io *io;
+};
+
+/* What kiln_warm_start did. Times are in nanoseconds. */
+struct kiln_start_summary {
+    uint64_t records; /* live records the index lists */
+    uint64_t loaded;  /* records read and checked */
+    uint64_t missing; /* records missing or damaged: reported, not built */
+    uint64_t bad;     /* records read but not a program payload: not built */
+    uint64_t bytes;   /* payload bytes read */
+    uint64_t pipelines_built;
+    uint64_t pipelines_failed;
+    uint64_t open_ns;      /* opening the cache (index) and listing it */
+    uint64_t read_ns;      /* kiln_cache_load_many */
+    uint64_t vulkan_ns;    /* making the Vulkan context (pipelines.vkc loaded) */
+    uint64_t pipelines_ns; /* building every pipeline */
+    uint64_t total_ns;
+    uint64_t peak_rss;
+    unsigned workers;
+    unsigned read_threads;
+    char workers_reason[256];
+    uint64_t stamp;
+    enum kiln_cache_open_kind open_kind;
+    char open_text[256]; /* kiln_cache_stats.open_text */
+    bool vulkan;
+    char device[256];
+    enum kiln_vk_cache_state vk_cache_state;
+    size_t vk_cache_loaded_bytes;
+    int error;
+    enum kiln_prep_step step;
+};
+
+/*
+ * The warm start: opens the cache read-only (by its index when it matches),
+ * lists its records, loads them all with kiln_cache_load_many, and builds
+ * every program's pipeline on the pool through the VkPipelineCache loaded
+ * from pipelines.vkc. A record that is missing or damaged is counted in
+ * `missing` (one warning line gives the count) and not built. When
+ * pipelines.vkc was missing or not used, it is saved at the end, so the
+ * next start finds it. `progress` may be NULL.
+ * @return 0 when the start went through (check `missing` and
+ * `pipelines_failed`), or the error that stopped it with summary->step set:
+ * KILN_ENOENT (no cache in the folder), KILN_ESTAMP (another stamp), a
+ * cache error, KILN_ENOTSUP (no Vulkan). *summary is always filled.
+ */
+KILN_API int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                             void *progress_user, struct kiln_start_summary *summary);
 
 #ifdef __cplusplus
 }

@@ -13,9 +13,23 @@
  *   than a silent choice between the two.
  * - Every file a program names was a regular file with a known stage at
  *   listing time; its contents are checked when it is loaded.
+ *
+ * A path ending in ".foz" is a Fossilize archive instead of a folder: its
+ * shader modules are decoded at open (kiln_foz_*) and kept in memory. A
+ * module that the archive's compute pipelines use is a compute program named
+ * "HASH.comp" (the 16-digit Fossilize hash), listed in hash order. Graphics
+ * modules are listed but not made programs: a single module is no pipeline
+ * (the vertex/fragment pairing and the fixed-function state live in the
+ * archive's pipeline entries, which kiln does not replay); they are counted
+ * as skipped, as are modules of no known stage and damaged entries, in one
+ * warning line.
  */
 #include "kiln_internal.h"
 #include "prep_internal.h"
+
+#include "kiln/foz.h"
+
+#include <inttypes.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +46,8 @@ struct corpus_program {
     char *name;
     unsigned nstages;
     const struct corpus_file *files[KILN_PROGRAM_MAX_STAGES];
+    uint32_t *words; /* a .foz corpus's compute module (one stage); NULL otherwise */
+    size_t nwords;
 };
 
 struct kiln_corpus {
@@ -182,6 +198,97 @@ static int pair_files(struct kiln_corpus *c)
     return KILN_OK;
 }
 
+/* Lists a Fossilize archive's modules: compute ones become programs. */
+static int open_foz(struct kiln_corpus *c, const char *path)
+{
+    struct kiln_foz *foz;
+    KILN_TRY(kiln_foz_open(NULL, path, &foz));
+    struct kiln_foz_module_info *mods = NULL;
+    int64_t nmods = kiln_foz_list_modules(foz, &mods);
+    int rc = nmods < 0 ? (int)nmods : KILN_OK;
+    size_t cap = 0, graphics = 0, unknown = 0, damaged = 0;
+    if (rc == KILN_OK) {
+        c->programs = calloc(nmods > 0 ? (size_t)nmods : 1, sizeof(*c->programs));
+        cap = nmods > 0 ? (size_t)nmods : 0;
+        rc = c->programs ? KILN_OK : KILN_ENOMEM;
+    }
+    struct kiln_foz_entry e;
+    while (rc == KILN_OK) {
+        int got = kiln_foz_next(foz, &e);
+        if (got == 0)
+            break;
+        if (got == KILN_ECORRUPT_RECORD) {
+            damaged += e.tag == KILN_FOZ_TAG_SHADER_MODULE;
+            continue;
+        }
+        if (got < 0) {
+            KILN_ERROR("prep", "corpus %s: the archive cannot be read past offset %" PRIu64 ": %s",
+                       path, e.offset, kiln_strerror(got));
+            rc = got;
+            break;
+        }
+        if (e.tag != KILN_FOZ_TAG_SHADER_MODULE)
+            continue;
+        const struct kiln_foz_module_info *info =
+            kiln_foz_module_list_find(mods, (size_t)nmods, e.hash);
+        char name[32];
+        snprintf(name, sizeof(name), "%016" PRIx64 ".comp", e.hash);
+        if (!info || !(info->stages & KILN_FOZ_STAGE_COMPUTE)) {
+            if (info && info->stages)
+                graphics++;
+            else
+                unknown++;
+            note_skip(c, name, NULL);
+            continue;
+        }
+        /* A hash that comes twice is one module (list_modules has one). */
+        bool seen = false;
+        for (size_t i = 0; i < c->nprograms && !seen; i++)
+            seen = strcmp(c->programs[i].name, name) == 0;
+        if (seen || c->nprograms == cap)
+            continue;
+        struct kiln_foz_module m;
+        int d = kiln_foz_decode_module(&e, &m);
+        if (d < 0) {
+            KILN_WARN("prep", "corpus %s: module %016" PRIx64 " does not decode: %s; skipped", path,
+                      e.hash, kiln_strerror(d));
+            damaged++;
+            note_skip(c, name, NULL);
+            continue;
+        }
+        struct corpus_program *p = &c->programs[c->nprograms];
+        p->name = dup_n(name, strlen(name));
+        if (!p->name) {
+            kiln_foz_module_free(&m);
+            rc = KILN_ENOMEM;
+            break;
+        }
+        p->nstages = 1;
+        p->words = m.words; /* taken over */
+        p->nwords = m.word_count;
+        c->nprograms++;
+    }
+    kiln_foz_module_list_free(mods);
+    kiln_foz_close(foz);
+    if (rc < 0)
+        return rc;
+    /* Hash order: the same list on every run. */
+    for (size_t i = 1; i < c->nprograms; i++)
+        for (size_t j = i; j > 0 && strcmp(c->programs[j - 1].name, c->programs[j].name) > 0; j--) {
+            struct corpus_program t = c->programs[j];
+            c->programs[j] = c->programs[j - 1];
+            c->programs[j - 1] = t;
+        }
+    if (c->skipped)
+        KILN_WARN("prep",
+                  "corpus %s: %zu compute programs; %zu graphics modules listed but not prepared "
+                  "(a single module is no pipeline), %zu of no known stage, %zu damaged; first %s",
+                  path, c->nprograms, graphics, unknown, damaged, c->first_skipped);
+    else
+        KILN_INFO("prep", "corpus %s: %zu compute programs", path, c->nprograms);
+    return KILN_OK;
+}
+
 int kiln_corpus_open(const char *dir, struct kiln_corpus **out)
 {
     if (!dir || !out)
@@ -191,6 +298,15 @@ int kiln_corpus_open(const char *dir, struct kiln_corpus **out)
     if (!c)
         return KILN_ENOMEM;
     c->dir = dup_n(dir, strlen(dir));
+    if (c->dir && ends_with(dir, strlen(dir), ".foz")) {
+        int rc = open_foz(c, dir);
+        if (rc < 0) {
+            kiln_corpus_destroy(c);
+            return rc;
+        }
+        *out = c;
+        return KILN_OK;
+    }
     int rc = c->dir ? kiln__prep_walk(dir, add_file, c) : KILN_ENOMEM;
     if (rc == 0) {
         if (c->nfiles > 1)
@@ -276,6 +392,20 @@ int kiln_corpus_load(const struct kiln_corpus *c, size_t i, struct kiln_program 
     if (!p)
         return KILN_ENOMEM;
     p->nstages = cp->nstages;
+    if (cp->words) {
+        struct kiln_program_stage *st = &p->stages[0];
+        st->src.stage = KILN_STAGE_COMPUTE;
+        st->words = malloc(cp->nwords * 4);
+        int rc = st->words ? kiln__prep_set_stage_name(st, cp->name, "") : KILN_ENOMEM;
+        if (rc < 0) {
+            kiln_program_destroy(p);
+            return rc;
+        }
+        memcpy(st->words, cp->words, cp->nwords * 4);
+        st->nwords = cp->nwords;
+        *out = p;
+        return KILN_OK;
+    }
     for (unsigned s = 0; s < cp->nstages; s++) {
         int rc = load_stage(c, cp->files[s], &p->stages[s]);
         if (rc < 0) {
@@ -295,8 +425,10 @@ void kiln_corpus_destroy(struct kiln_corpus *c)
         free(c->files[i].rel);
         free(c->files[i].base);
     }
-    for (size_t i = 0; i < c->nprograms; i++)
+    for (size_t i = 0; i < c->nprograms; i++) {
         free(c->programs[i].name);
+        free(c->programs[i].words);
+    }
     free(c->files);
     free(c->programs);
     free(c->dir);

@@ -5,7 +5,10 @@
 #ifndef KILN_PREP_INTERNAL_H
 #define KILN_PREP_INTERNAL_H
 
+#include "kiln/pool.h"
 #include "kiln/prep.h"
+
+#include <stdatomic.h>
 
 /* The largest source or SPIR-V file kiln reads from a corpus folder. */
 #define KILN__PREP_MAX_FILE (64u << 20)
@@ -34,5 +37,46 @@ int kiln__prep_check_spirv(const void *data, size_t n, const char **why);
  * error line naming the folder).
  */
 int kiln__prep_walk(const char *dir, int (*fn)(void *user, const char *rel), void *user);
+
+/* ---- shared by prepare.c and start.c -------------------------------------- */
+
+/* One program of a pipeline phase: its key, a name for log lines (NULL: the
+ * key in hex) and its payload (borrowed). `status` is what the build gave. */
+struct kiln__prep_item {
+    struct kiln_key key;
+    const char *name;
+    const void *payload;
+    size_t size;
+    int status;
+};
+
+/* What a pipeline phase builds with. */
+struct kiln__prep_build {
+    struct kiln_vk *vk;
+    kiln_prep_pipeline_fn on_pipeline; /* NULL: each pipeline is destroyed at once */
+    void *pipeline_user;
+    kiln_prep_progress_fn progress;
+    void *progress_user;
+    _Atomic uint64_t bad; /* out: payloads that are not a program's (logged) */
+};
+
+/*
+ * Builds the pipeline of every item whose payload is set, on a pool of
+ * `workers`, reporting KILN_PREP_PHASE_PIPELINES progress.
+ * @return the number of pipelines built (failures are logged, counted in
+ * *failed and left in each item's status), or a pool error.
+ */
+int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
+                             unsigned workers, uint64_t *failed);
+
+/* Waits for a pool's jobs, reporting `phase` progress (done counted from
+ * `base`) about ten times a second. @return kiln_pool_wait's result. */
+int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
+                    enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user);
+
+/* Reports progress when at least 100 ms passed since *last_ns. */
+void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
+                     enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,
+                     uint64_t *last_ns);
 
 #endif /* KILN_PREP_INTERNAL_H */

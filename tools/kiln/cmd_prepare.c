@@ -1,11 +1,288 @@
-/* cmd_prepare.c - not written yet. */
+/*
+ * cmd_prepare.c - `kiln prepare`: translate, pack and store every program
+ * of a corpus (or of the generator), then build every pipeline.
+ *
+ * A thin layer over kiln_prepare (include/kiln/prep.h): it parses the
+ * options, draws the progress of each phase on stderr, and prints the
+ * summary (a table, or one JSON object with --json). Exit codes: 0 when
+ * every program was stored and every pipeline built, 1 when something
+ * failed (a program, a pipeline, the cache, Vulkan), 2 for bad usage or a
+ * corpus folder that cannot be read.
+ */
 #include "cli.h"
 #include "commands.h"
 
-int cmd_prepare(int argc, char **argv)
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CACHE_DIR "./kiln-cache"
+
+static const char help[] =
+    "usage: %s [--corpus DIR | --generate N] [--seed S] [--cache DIR] [--jobs N|auto]\n"
+    "       [--no-vulkan] [--device N] [--json]\n"
+    "\n"
+    "Translates every program to SPIR-V (skipping those the cache holds already),\n"
+    "packs and stores them in the program cache, then builds every pipeline with\n"
+    "shader modules that live only for their create call, and saves the driver's\n"
+    "pipeline cache (pipelines.vkc) for `kiln start`.\n"
+    "\n"
+    "  --corpus DIR    programs from a folder: NAME.comp, NAME.vert + NAME.frag\n"
+    "                  (GLSL), or the same names with .spv (SPIR-V)\n"
+    "  --generate N    N programs of kiln's generator of emulator-like programs\n"
+    "                  (the default, with N = %u)\n"
+    "  --seed S        the generator's seed (default 0x%" PRIx64 ")\n"
+    "  --cache DIR     the cache folder, made when missing (default " DEFAULT_CACHE_DIR ")\n"
+    "  --jobs N|auto   workers (default auto: the pool policy, from usable CPUs\n"
+    "                  and free memory)\n"
+    "  --no-vulkan     translate and store only; build no pipeline\n"
+    "  --device N      the Vulkan device by index (default: the first discrete GPU,\n"
+    "                  else the first device)\n"
+    "  --json          one JSON object on stdout\n"
+    "  --help          this text\n"
+    "\n"
+    "Exit codes: 0 done, 1 something failed (each failure is logged), 2 bad usage\n"
+    "or an unreadable corpus.\n";
+
+struct progress_state {
+    struct cli_progress bar;
+    int phase; /* -1: none yet */
+    bool quiet;
+};
+
+static void on_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total)
 {
-    (void)argc;
-    cli_error(argv[0], "not available in this build yet");
-    return KILN_EXIT_FAILED;
+    struct progress_state *ps = user;
+    if (ps->phase != (int)phase) {
+        ps->phase = (int)phase;
+        cli_progress_start(&ps->bar, kiln_prep_phase_name(phase), total, ps->quiet);
+    }
+    if (done >= total) {
+        cli_progress_finish(&ps->bar, done);
+        ps->phase = -2; /* a new start for a later report of the same phase */
+    } else {
+        cli_progress_update(&ps->bar, done);
+    }
 }
 
+static const char *vk_cache_state_name(enum kiln_vk_cache_state st)
+{
+    static const char *const names[] = {"off", "memory", "new", "loaded", "rejected"};
+    return (unsigned)st < CLI_ARRAY_LEN(names) ? names[st] : "?";
+}
+
+static const char *step_name(enum kiln_prep_step step)
+{
+    static const char *const names[] = {"none", "input", "cache", "vulkan", "other"};
+    return (unsigned)step < CLI_ARRAY_LEN(names) ? names[step] : "?";
+}
+
+static void print_json(const struct kiln_prepare_options *o, const struct kiln_prepare_summary *s,
+                       bool ok)
+{
+    struct cli_json j;
+    char stamp[24];
+    snprintf(stamp, sizeof(stamp), "%016" PRIx64, s->stamp);
+    cli_json_begin(&j, stdout);
+    cli_json_bool(&j, "ok", ok);
+    cli_json_str(&j, "cache_dir", o->cache_dir);
+    cli_json_str(&j, "source", o->corpus_dir ? "corpus" : "generated");
+    if (o->corpus_dir)
+        cli_json_str(&j, "corpus", o->corpus_dir);
+    else
+        cli_json_u64(&j, "seed", o->seed);
+    cli_json_str(&j, "stamp", stamp);
+    cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(s->open_kind));
+    cli_json_u64(&j, "programs", s->programs);
+    cli_json_u64(&j, "translated", s->translated);
+    cli_json_u64(&j, "cached", s->cached);
+    cli_json_u64(&j, "failed", s->failed);
+    cli_json_u64(&j, "remade", s->remade);
+    cli_json_u64(&j, "pipelines_built", s->pipelines_built);
+    cli_json_u64(&j, "pipelines_failed", s->pipelines_failed);
+    cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
+    cli_json_u64(&j, "packed_bytes", s->packed_bytes);
+    cli_json_str(&j, "codec", kiln_codec_name(o->codec));
+    cli_json_u64(&j, "workers", s->workers);
+    cli_json_str(&j, "workers_reason", s->workers_reason);
+    cli_json_bool(&j, "vulkan", s->vulkan);
+    if (s->vulkan) {
+        cli_json_str(&j, "device", s->device);
+        cli_json_str(&j, "pipeline_cache", vk_cache_state_name(s->vk_cache_state));
+        cli_json_u64(&j, "pipeline_cache_loaded_bytes", s->vk_cache_loaded_bytes);
+    } else {
+        cli_json_null(&j, "device");
+    }
+    cli_json_object_begin(&j, "seconds");
+    cli_json_double(&j, "open", (double)s->open_ns / 1e9);
+    cli_json_double(&j, "translate", (double)s->translate_ns / 1e9);
+    cli_json_double(&j, "load", (double)s->load_ns / 1e9);
+    cli_json_double(&j, "vulkan", (double)s->vulkan_ns / 1e9);
+    cli_json_double(&j, "pipelines", (double)s->pipelines_ns / 1e9);
+    cli_json_double(&j, "save", (double)s->save_ns / 1e9);
+    cli_json_double(&j, "total", (double)s->total_ns / 1e9);
+    cli_json_object_end(&j);
+    cli_json_u64(&j, "peak_rss_bytes", s->peak_rss);
+    if (s->error) {
+        cli_json_str(&j, "error", kiln_errname(s->error));
+        cli_json_str(&j, "error_step", step_name(s->step));
+    } else {
+        cli_json_null(&j, "error");
+    }
+    cli_json_end(&j);
+}
+
+static void print_text(const struct kiln_prepare_options *o, const struct kiln_prepare_summary *s)
+{
+    char b1[32];
+    if (o->corpus_dir)
+        printf("prepared %" PRIu64 " programs of %s into %s\n", s->programs, o->corpus_dir,
+               o->cache_dir);
+    else
+        printf("prepared %" PRIu64 " generated programs (seed 0x%" PRIx64 ") into %s\n",
+               s->programs, o->seed, o->cache_dir);
+    printf("  programs   %" PRIu64 " translated and stored, %" PRIu64 " already cached, %" PRIu64
+           " failed\n",
+           s->translated, s->cached, s->failed);
+    if (s->remade)
+        printf("  damaged    %" PRIu64 " records could not be read back: made again\n", s->remade);
+    if (s->translated)
+        printf("  spir-v     %s packed to %s (%s, %.2fx)\n",
+               cli_format_bytes(b1, sizeof(b1), s->spirv_bytes),
+               cli_format_bytes((char[32]){0}, 32, s->packed_bytes), kiln_codec_name(o->codec),
+               s->packed_bytes ? (double)s->spirv_bytes / (double)s->packed_bytes : 0.0);
+    if (s->vulkan)
+        printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s\n", s->pipelines_built,
+               s->pipelines_failed, s->device);
+    else
+        printf("  pipelines  none built (%s)\n", o->no_vulkan ? "--no-vulkan" : "no Vulkan");
+    printf("  workers    %s\n", s->workers_reason);
+    printf("  cache      %s (opened: %s), stamp %016" PRIx64 "\n", o->cache_dir,
+           kiln_cache_open_kind_name(s->open_kind), s->stamp);
+    printf("\n  %-10s %10s\n", "phase", "seconds");
+    const struct {
+        const char *name;
+        uint64_t ns;
+    } rows[] = {{"open", s->open_ns},     {"translate", s->translate_ns}, {"load", s->load_ns},
+                {"vulkan", s->vulkan_ns}, {"pipelines", s->pipelines_ns}, {"save", s->save_ns},
+                {"total", s->total_ns}};
+    for (size_t i = 0; i < CLI_ARRAY_LEN(rows); i++)
+        printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
+    printf("\n  peak memory %s\n", cli_format_bytes(b1, sizeof(b1), s->peak_rss));
+}
+
+int cmd_prepare(int argc, char **argv)
+{
+    const char *name = argv[0];
+    static const struct option longopts[] = {
+        {"corpus", required_argument, NULL, 'c'}, {"generate", required_argument, NULL, 'g'},
+        {"seed", required_argument, NULL, 's'},   {"cache", required_argument, NULL, 'C'},
+        {"jobs", required_argument, NULL, 'j'},   {"no-vulkan", no_argument, NULL, 'V'},
+        {"device", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = DEFAULT_CACHE_DIR;
+    bool json = false, generate_given = false;
+    uint64_t v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            o.corpus_dir = optarg;
+            break;
+        case 'g':
+            if (cli_parse_u64(name, "--generate", optarg, 1, UINT32_MAX, false, &v))
+                return KILN_EXIT_USAGE;
+            o.generate = (uint32_t)v;
+            generate_given = true;
+            break;
+        case 's': {
+            char *end = NULL;
+            if (!optarg[0] || optarg[0] == '-')
+                return cli_usage_error(name, "--seed: '%s' is not a number", optarg);
+            o.seed = strtoull(optarg, &end, 0);
+            if (*end)
+                return cli_usage_error(name, "--seed: '%s' is not a number", optarg);
+            break;
+        }
+        case 'C':
+            if (!optarg[0])
+                return cli_usage_error(name, "--cache: empty folder name");
+            o.cache_dir = optarg;
+            break;
+        case 'j':
+            if (cli_parse_jobs(name, optarg, &o.jobs))
+                return KILN_EXIT_USAGE;
+            break;
+        case 'V':
+            o.no_vulkan = true;
+            break;
+        case 'd':
+            if (cli_parse_u64(name, "--device", optarg, 0, 1023, false, &v))
+                return KILN_EXIT_USAGE;
+            o.use_device_index = true;
+            o.device = (unsigned)v;
+            break;
+        case 'J':
+            json = true;
+            break;
+        case 'h':
+            printf(help, name, KILN_PREPARE_DEFAULT_PROGRAMS, KILN_GENERATOR_DEFAULT_SEED);
+            return KILN_EXIT_OK;
+        case ':':
+            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
+    if (o.corpus_dir && generate_given)
+        return cli_usage_error(name, "--corpus and --generate exclude each other");
+
+    int rc = cli_apply_cache_affinity(name);
+    if (rc)
+        return rc;
+
+    struct progress_state ps = {.phase = -1, .quiet = false};
+    struct kiln_prepare_summary s;
+    rc = kiln_prepare(&o, on_progress, &ps, &s);
+    bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
+    if (json)
+        print_json(&o, &s, ok);
+    else if (rc == KILN_OK || s.step != KILN_PREP_STEP_INPUT)
+        print_text(&o, &s);
+
+    if (rc < 0) {
+        if (s.step == KILN_PREP_STEP_INPUT) {
+            if (o.corpus_dir)
+                cli_error(name, "%s: cannot use the corpus: %s", o.corpus_dir, kiln_strerror(rc));
+            else
+                cli_error(name, "%s", kiln_strerror(rc));
+            return KILN_EXIT_USAGE;
+        }
+        if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
+            cli_error(name, "Vulkan is not available: programs stored, no pipeline built "
+                            "(--no-vulkan translates and stores only)");
+        else
+            cli_error(name, "%s failed: %s",
+                      s.step == KILN_PREP_STEP_CACHE    ? o.cache_dir
+                      : s.step == KILN_PREP_STEP_VULKAN ? "Vulkan"
+                                                        : "prepare",
+                      kiln_strerror(rc));
+        return KILN_EXIT_FAILED;
+    }
+    if (!ok) {
+        cli_error(name,
+                  "%" PRIu64 " program(s) failed, %" PRIu64
+                  " pipeline(s) failed (each is logged above)",
+                  s.failed, s.pipelines_failed);
+        return KILN_EXIT_FAILED;
+    }
+    return KILN_EXIT_OK;
+}

@@ -1,11 +1,237 @@
-/* cmd_start.c - not written yet. */
+/*
+ * cmd_start.c - `kiln start`: the warm start. Opens the cache by its
+ * index, loads every program at once, builds every pipeline through the
+ * saved VkPipelineCache, and prints a phase table.
+ *
+ * A thin layer over kiln_warm_start (include/kiln/prep.h). The cache is
+ * opened read-only and with whatever stamp it carries (kiln prepare chose
+ * it); the stamp is printed. Exit codes: 0 when every record loaded and
+ * every pipeline was built, 1 when something failed (a missing or damaged
+ * record, a pipeline, Vulkan), 2 for bad usage or a folder without a cache.
+ */
 #include "cli.h"
 #include "commands.h"
 
-int cmd_start(int argc, char **argv)
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CACHE_DIR "./kiln-cache"
+
+static const char help[] =
+    "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--device N] [--json]\n"
+    "\n"
+    "The warm start: opens the program cache kiln prepare filled (by its index),\n"
+    "loads every program in parallel, builds every pipeline through the saved\n"
+    "pipeline cache (pipelines.vkc), and prints how long each phase took.\n"
+    "\n"
+    "  --cache DIR     the cache folder (default " DEFAULT_CACHE_DIR ")\n"
+    "  --jobs N|auto   workers and read threads (default auto: the pool policy)\n"
+    "  --no-vulkan     open and load only; build no pipeline\n"
+    "  --device N      the Vulkan device by index\n"
+    "  --json          one JSON object on stdout\n"
+    "  --help          this text\n"
+    "\n"
+    "Exit codes: 0 done, 1 something failed (missing or damaged records, failed\n"
+    "pipelines, no Vulkan), 2 bad usage or no cache in the folder.\n";
+
+struct progress_state {
+    struct cli_progress bar;
+    int phase;
+};
+
+static void on_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total)
 {
-    (void)argc;
-    cli_error(argv[0], "not available in this build yet");
-    return KILN_EXIT_FAILED;
+    struct progress_state *ps = user;
+    if (ps->phase != (int)phase) {
+        ps->phase = (int)phase;
+        cli_progress_start(&ps->bar, kiln_prep_phase_name(phase), total, false);
+    }
+    if (done >= total) {
+        cli_progress_finish(&ps->bar, done);
+        ps->phase = -2;
+    } else {
+        cli_progress_update(&ps->bar, done);
+    }
 }
 
+static const char *vk_cache_state_name(enum kiln_vk_cache_state st)
+{
+    static const char *const names[] = {"off", "memory", "new", "loaded", "rejected"};
+    return (unsigned)st < CLI_ARRAY_LEN(names) ? names[st] : "?";
+}
+
+static const char *step_name(enum kiln_prep_step step)
+{
+    static const char *const names[] = {"none", "input", "cache", "vulkan", "other"};
+    return (unsigned)step < CLI_ARRAY_LEN(names) ? names[step] : "?";
+}
+
+static void print_json(const struct kiln_start_options *o, const struct kiln_start_summary *s,
+                       bool ok)
+{
+    struct cli_json j;
+    char stamp[24];
+    snprintf(stamp, sizeof(stamp), "%016" PRIx64, s->stamp);
+    cli_json_begin(&j, stdout);
+    cli_json_bool(&j, "ok", ok);
+    cli_json_str(&j, "cache_dir", o->cache_dir);
+    cli_json_str(&j, "stamp", stamp);
+    cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(s->open_kind));
+    cli_json_str(&j, "cache_open_text", s->open_text);
+    cli_json_u64(&j, "records", s->records);
+    cli_json_u64(&j, "loaded", s->loaded);
+    cli_json_u64(&j, "missing", s->missing);
+    cli_json_u64(&j, "bad", s->bad);
+    cli_json_u64(&j, "bytes", s->bytes);
+    cli_json_u64(&j, "pipelines_built", s->pipelines_built);
+    cli_json_u64(&j, "pipelines_failed", s->pipelines_failed);
+    cli_json_u64(&j, "workers", s->workers);
+    cli_json_u64(&j, "read_threads", s->read_threads);
+    cli_json_str(&j, "workers_reason", s->workers_reason);
+    cli_json_bool(&j, "vulkan", s->vulkan);
+    if (s->vulkan) {
+        cli_json_str(&j, "device", s->device);
+        cli_json_str(&j, "pipeline_cache", vk_cache_state_name(s->vk_cache_state));
+        cli_json_u64(&j, "pipeline_cache_loaded_bytes", s->vk_cache_loaded_bytes);
+    } else {
+        cli_json_null(&j, "device");
+    }
+    cli_json_object_begin(&j, "seconds");
+    cli_json_double(&j, "open", (double)s->open_ns / 1e9);
+    cli_json_double(&j, "read", (double)s->read_ns / 1e9);
+    cli_json_double(&j, "vulkan", (double)s->vulkan_ns / 1e9);
+    cli_json_double(&j, "pipelines", (double)s->pipelines_ns / 1e9);
+    cli_json_double(&j, "total", (double)s->total_ns / 1e9);
+    cli_json_object_end(&j);
+    cli_json_u64(&j, "peak_rss_bytes", s->peak_rss);
+    if (s->error) {
+        cli_json_str(&j, "error", kiln_errname(s->error));
+        cli_json_str(&j, "error_step", step_name(s->step));
+    } else {
+        cli_json_null(&j, "error");
+    }
+    cli_json_end(&j);
+}
+
+static void print_text(const struct kiln_start_options *o, const struct kiln_start_summary *s)
+{
+    char b1[32];
+    printf("warm start from %s\n", o->cache_dir);
+    printf("  cache      opened by %s (%s), stamp %016" PRIx64 "\n",
+           kiln_cache_open_kind_name(s->open_kind), s->open_text, s->stamp);
+    printf("  programs   %" PRIu64 " records, %" PRIu64 " loaded (%s), %" PRIu64
+           " missing or damaged\n",
+           s->records, s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes), s->missing + s->bad);
+    if (s->vulkan)
+        printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s (pipelines.vkc: %s, %zu "
+               "bytes)\n",
+               s->pipelines_built, s->pipelines_failed, s->device,
+               vk_cache_state_name(s->vk_cache_state), s->vk_cache_loaded_bytes);
+    else
+        printf("  pipelines  none built\n");
+    printf("  workers    %s; %u read threads\n", s->workers_reason, s->read_threads);
+    printf("\n  %-10s %10s\n", "phase", "seconds");
+    const struct {
+        const char *name;
+        uint64_t ns;
+    } rows[] = {{"open", s->open_ns},
+                {"read", s->read_ns},
+                {"vulkan", s->vulkan_ns},
+                {"pipelines", s->pipelines_ns},
+                {"total", s->total_ns}};
+    for (size_t i = 0; i < CLI_ARRAY_LEN(rows); i++)
+        printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
+    printf("\n  peak memory %s\n", cli_format_bytes(b1, sizeof(b1), s->peak_rss));
+}
+
+int cmd_start(int argc, char **argv)
+{
+    const char *name = argv[0];
+    static const struct option longopts[] = {
+        {"cache", required_argument, NULL, 'C'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"no-vulkan", no_argument, NULL, 'V'},
+        {"device", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
+    bool json = false;
+    uint64_t v;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'C':
+            if (!optarg[0])
+                return cli_usage_error(name, "--cache: empty folder name");
+            o.cache_dir = optarg;
+            break;
+        case 'j':
+            if (cli_parse_jobs(name, optarg, &o.jobs))
+                return KILN_EXIT_USAGE;
+            break;
+        case 'V':
+            o.no_vulkan = true;
+            break;
+        case 'd':
+            if (cli_parse_u64(name, "--device", optarg, 0, 1023, false, &v))
+                return KILN_EXIT_USAGE;
+            o.use_device_index = true;
+            o.device = (unsigned)v;
+            break;
+        case 'J':
+            json = true;
+            break;
+        case 'h':
+            printf(help, name);
+            return KILN_EXIT_OK;
+        case ':':
+            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
+
+    int rc = cli_apply_cache_affinity(name);
+    if (rc)
+        return rc;
+
+    struct progress_state ps = {.phase = -1};
+    struct kiln_start_summary s;
+    rc = kiln_warm_start(&o, on_progress, &ps, &s);
+    bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
+    if (json)
+        print_json(&o, &s, ok);
+    else if (rc == KILN_OK || s.step != KILN_PREP_STEP_INPUT)
+        print_text(&o, &s);
+
+    if (rc < 0) {
+        if (s.step == KILN_PREP_STEP_INPUT) {
+            cli_error(name, "%s: %s", o.cache_dir,
+                      rc == KILN_ENOENT ? "no program cache here (run kiln prepare first)"
+                                        : kiln_strerror(rc));
+            return KILN_EXIT_USAGE;
+        }
+        if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
+            cli_error(name, "Vulkan is not available (--no-vulkan opens and loads only)");
+        else
+            cli_error(name, "%s: %s", s.step == KILN_PREP_STEP_VULKAN ? "Vulkan" : o.cache_dir,
+                      kiln_strerror(rc));
+        return KILN_EXIT_FAILED;
+    }
+    if (!ok) {
+        cli_error(name,
+                  "%" PRIu64 " record(s) missing or damaged, %" PRIu64
+                  " pipeline(s) failed (each is logged above)",
+                  s.missing + s.bad, s.pipelines_failed);
+        return KILN_EXIT_FAILED;
+    }
+    return KILN_EXIT_OK;
+}

@@ -1,0 +1,612 @@
+/*
+ * prepare.c - the preparation (kiln_prepare): translate, pack and store
+ * every program, then build every pipeline.
+ *
+ * Invariants and why they hold:
+ *
+ * - A re-run translates nothing. A program's key is a hash of what the
+ *   translator sees (kiln_prep_program_key), and the cache's stamp names
+ *   the translator (and the generator's version), so a key found in a
+ *   cache opened with this stamp is the output this run would make; the
+ *   worker checks the key before translating and skips what is there.
+ *
+ * - One writer at a time. kiln_cache_put and kiln_cache_sync may not run
+ *   at once with each other, so every put and sync happens under
+ *   `put_lock`; loading, translating and packing (nearly all the time)
+ *   run outside it, in parallel.
+ *
+ * - A crash loses little: the cache is synced every `sync_every` stored
+ *   programs and at the end of the translate phase, before any pipeline
+ *   is built. A cache error (a failed put or sync: a full disk, an I/O
+ *   error) stops the run, since every later put would fail alike; a
+ *   program's own failure (load, translate, pack) is logged and counted,
+ *   and the run goes on.
+ *
+ * - Progress is reported from the caller's thread only (see start.c).
+ */
+#include "kiln_internal.h"
+#include "prep_internal.h"
+
+#include "kiln/pool.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _WIN32
+#include <direct.h>
+#endif
+
+/* Mixed into the stamp of generated programs. */
+#define GENERATOR_STAMP_TAG "kiln-generator"
+
+void kiln_prepare_options_init(struct kiln_prepare_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->generate = KILN_PREPARE_DEFAULT_PROGRAMS;
+    o->seed = KILN_GENERATOR_DEFAULT_SEED;
+    o->codec = KILN_CODEC_KILN;
+}
+
+uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o, const struct kiln_translator *t)
+{
+    uint64_t stamp = 0;
+    if (!t && o)
+        t = o->translator;
+    if (t) {
+        stamp = t->stamp;
+    } else {
+        struct kiln_glsl *g = NULL;
+        if (kiln_glsl_create(KILN_GLSL_OPT_NONE, &g) == KILN_OK)
+            stamp = kiln_glsl_translator(g)->stamp;
+        kiln_glsl_destroy(g);
+    }
+    if (o && !o->corpus_dir) {
+        unsigned char buf[8 + sizeof(GENERATOR_STAMP_TAG) + 4];
+        kiln__store_le64(buf, stamp);
+        memcpy(buf + 8, GENERATOR_STAMP_TAG, sizeof(GENERATOR_STAMP_TAG));
+        kiln__store_le32(buf + 8 + sizeof(GENERATOR_STAMP_TAG), KILN_GENERATOR_VERSION);
+        stamp = kiln_hash64(buf, sizeof(buf));
+    }
+    return stamp;
+}
+
+int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
+{
+    if (!p || !key || p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES)
+        return KILN_EINVAL;
+    size_t total = 0;
+    for (unsigned i = 0; i < p->nstages; i++) {
+        const struct kiln_program_stage *st = &p->stages[i];
+        if (!st->src.text && !st->words)
+            return KILN_EINVAL;
+        total += 16 + (st->src.text ? st->src.size : st->nwords * sizeof(uint32_t));
+    }
+    unsigned char *buf = malloc(total);
+    if (!buf)
+        return KILN_ENOMEM;
+    unsigned char *w = buf;
+    for (unsigned i = 0; i < p->nstages; i++) {
+        const struct kiln_program_stage *st = &p->stages[i];
+        /* Kind, what follows (0 source text, 1 SPIR-V words), its length. */
+        bool text = st->src.text != NULL;
+        size_t len = text ? st->src.size : st->nwords * sizeof(uint32_t);
+        kiln__store_le32(w, (uint32_t)st->src.stage);
+        kiln__store_le32(w + 4, text ? 0u : 1u);
+        kiln__store_le64(w + 8, (uint64_t)len);
+        w += 16;
+        if (text) {
+            memcpy(w, st->src.text, len);
+        } else {
+            for (size_t k = 0; k < st->nwords; k++)
+                kiln__store_le32(w + 4 * k, st->words[k]);
+        }
+        w += len;
+    }
+    *key = kiln_hash128(buf, total);
+    free(buf);
+    return KILN_OK;
+}
+
+/* Makes `path` and its missing parents. @return 0 or the error (logged). */
+static int make_dirs(const char *path)
+{
+    size_t len = strlen(path);
+    char *p = malloc(len + 1);
+    if (!p)
+        return KILN_ENOMEM;
+    memcpy(p, path, len + 1);
+    int rc = KILN_OK;
+    for (size_t i = 1; i <= len && rc == KILN_OK; i++) {
+        if (p[i] != '/' && p[i] != '\\' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+#ifdef _WIN32
+        int r = _mkdir(p);
+#else
+        int r = mkdir(p, 0777);
+#endif
+        if (r != 0 && errno != EEXIST) {
+            rc = kiln_error_from_errno(errno, KILN_EIO);
+            KILN_ERROR("prep", "%s: cannot make the folder: %s", p, kiln_strerror(rc));
+        }
+        p[i] = c;
+    }
+    free(p);
+    return rc;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+struct run;
+
+/* One program of the run. */
+struct prog {
+    struct run *run;
+    uint32_t index;
+    char *name;
+    struct kiln_key key;
+    bool have_key;
+    bool cached;   /* found in the cache: not translated */
+    bool remake;   /* its record could not be read back: translate it again */
+    bool failed;   /* could not be loaded, translated or packed (logged) */
+    void *payload; /* made by this run (kiln_pack_free) */
+    size_t size;
+    void *loaded; /* read back from the cache (kiln_cache_payload_free) */
+};
+
+struct run {
+    const struct kiln_prepare_options *o;
+    const struct kiln_translator *t;
+    struct kiln_corpus *corpus;
+    struct kiln_cache *cache;
+    unsigned sync_every;
+
+    pthread_mutex_t put_lock;
+    /* Under put_lock: */
+    uint64_t stored;
+    uint64_t since_sync;
+    uint64_t spirv_bytes;
+    uint64_t packed_bytes;
+    int cache_error; /* the first failed put or sync; stops the run */
+    struct kiln_pool *pool;
+};
+
+static int load_program(struct prog *it, struct kiln_program **p)
+{
+    const struct run *r = it->run;
+    int rc = r->corpus ? kiln_corpus_load(r->corpus, it->index, p)
+                       : kiln_generate_program(r->o->seed, it->index, p);
+    if (rc < 0 && !r->corpus)
+        KILN_ERROR("prep", "gen-%06" PRIu32 ": cannot generate: %s", it->index, kiln_strerror(rc));
+    return rc;
+}
+
+/* Packs every stage and joins them into one payload. */
+static int pack_program(const struct run *r, const struct kiln_program *p, void **payload,
+                        size_t *size)
+{
+    void *blobs[KILN_PROGRAM_MAX_STAGES] = {NULL};
+    struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
+    int rc = KILN_OK;
+    for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
+        size_t bsize = 0;
+        rc = kiln_pack(p->stages[i].words, p->stages[i].nwords, r->o->codec, NULL, &blobs[i],
+                       &bsize);
+        st[i] = (struct kiln_stage_blob){
+            .stage = (uint32_t)p->stages[i].src.stage, .blob = blobs[i], .blob_size = bsize};
+    }
+    if (rc == KILN_OK)
+        rc = kiln_program_payload_build(st, p->nstages, payload, size);
+    for (unsigned i = 0; i < p->nstages; i++)
+        kiln_pack_free(blobs[i]);
+    return rc;
+}
+
+/* Stores one payload; syncs every sync_every puts. Under put_lock. */
+static int store_locked(struct run *r, struct prog *it, size_t spirv, unsigned nstages)
+{
+    if (r->cache_error)
+        return r->cache_error;
+    int rc = kiln_cache_put(r->cache, it->key, it->payload, it->size, (uint32_t)spirv,
+                            (uint8_t)r->o->codec, (uint16_t)nstages);
+    if (rc < 0) {
+        KILN_ERROR("prep", "%s: cannot store %s: %s", r->o->cache_dir, it->name, kiln_strerror(rc));
+    } else {
+        r->stored++;
+        r->spirv_bytes += spirv;
+        r->packed_bytes += it->size;
+        if (++r->since_sync >= r->sync_every) {
+            r->since_sync = 0;
+            rc = kiln_cache_sync(r->cache);
+            if (rc < 0)
+                KILN_ERROR("prep", "%s: cannot sync the program cache: %s", r->o->cache_dir,
+                           kiln_strerror(rc));
+        }
+    }
+    if (rc < 0) {
+        r->cache_error = rc;
+        kiln_pool_cancel(r->pool); /* every later put would fail alike */
+    }
+    return rc;
+}
+
+/* The translate phase's job: load, key, skip or translate, pack, store. */
+static int translate_job(void *arg, unsigned worker)
+{
+    (void)worker;
+    struct prog *it = arg;
+    struct run *r = it->run;
+    struct kiln_program *p = NULL;
+    int rc = load_program(it, &p);
+    if (rc < 0) {
+        it->failed = true;
+        return rc; /* logged, naming the file or the program */
+    }
+    if (!it->name) {
+        it->name = malloc(strlen(p->name) + 1);
+        if (it->name)
+            memcpy(it->name, p->name, strlen(p->name) + 1);
+    }
+    const char *name = it->name ? it->name : "(program)";
+
+    rc = kiln_prep_program_key(p, &it->key);
+    if (rc < 0) {
+        KILN_ERROR("prep", "%s: cannot key the program: %s", name, kiln_strerror(rc));
+        goto fail;
+    }
+    it->have_key = true;
+    if (!it->remake && kiln_cache_find(r->cache, it->key, NULL) == KILN_OK) {
+        it->cached = true;
+        kiln_program_destroy(p);
+        return KILN_OK;
+    }
+
+    rc = kiln_program_translate(r->t, p);
+    if (rc < 0)
+        goto fail; /* kiln_translate logged it, naming the source and stage */
+    size_t spirv = kiln_program_spirv_bytes(p);
+    rc = pack_program(r, p, &it->payload, &it->size);
+    if (rc < 0) {
+        KILN_ERROR("prep", "%s: cannot pack: %s", name, kiln_strerror(rc));
+        goto fail;
+    }
+    unsigned nstages = p->nstages;
+    kiln_program_destroy(p);
+    p = NULL;
+    if (spirv > UINT32_MAX)
+        spirv = UINT32_MAX;
+
+    pthread_mutex_lock(&r->put_lock);
+    rc = store_locked(r, it, spirv, nstages);
+    pthread_mutex_unlock(&r->put_lock);
+    if (rc < 0) {
+        kiln_pack_free(it->payload);
+        it->payload = NULL;
+    }
+    return rc;
+
+fail:
+    it->failed = true;
+    kiln_program_destroy(p);
+    return rc;
+}
+
+static int fail_at(struct kiln_prepare_summary *s, enum kiln_prep_step step, int rc)
+{
+    if (!s->error) {
+        s->error = rc;
+        s->step = step;
+    }
+    return rc;
+}
+
+/* Reads back the payloads of the programs found in the cache. */
+static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned threads,
+                       struct kiln_prepare_summary *s)
+{
+    size_t want = 0;
+    for (size_t i = 0; i < n; i++)
+        want += progs[i].cached;
+    if (!want)
+        return KILN_OK;
+    struct kiln_key *keys = malloc(want * sizeof(*keys));
+    size_t *which = malloc(want * sizeof(*which));
+    if (!keys || !which) {
+        free(keys);
+        free(which);
+        return KILN_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (progs[i].cached) {
+            keys[k] = progs[i].key;
+            which[k++] = i;
+        }
+    struct kiln_cache_result *res = NULL;
+    int64_t got = kiln_cache_load_many(r->cache, keys, want, threads, &res);
+    if (got < 0) {
+        KILN_ERROR("prep", "%s: cannot read the program cache: %s", r->o->cache_dir,
+                   kiln_strerror((int)got));
+        free(keys);
+        free(which);
+        return (int)got;
+    }
+    for (size_t j = 0; j < want; j++) {
+        struct prog *it = &progs[which[j]];
+        if (res[j].status < 0) {
+            KILN_WARN("prep", "%s: its record could not be read back (%s): translating it again",
+                      it->name ? it->name : "(program)", kiln_strerror(res[j].status));
+            it->cached = false;
+            it->remake = true;
+            s->remade++;
+            continue;
+        }
+        it->loaded = res[j].data;
+        it->size = res[j].size;
+        res[j].data = NULL; /* now the program's */
+    }
+    kiln_cache_results_free(res, want);
+    free(keys);
+    free(which);
+    return KILN_OK;
+}
+
+/*
+ * Runs translate_job on the pool for every program (or, with `remakes`,
+ * for the programs marked remake), then syncs the cache. Updates the
+ * summary's counts. @return 0 or a pool error; cache errors are left in
+ * r->cache_error.
+ */
+static int translate_pass(struct run *r, struct prog *progs, size_t n, bool remakes,
+                          unsigned workers, kiln_prep_progress_fn progress, void *user)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += !remakes || progs[i].remake;
+    int rc = kiln_pool_create(workers, 0, &r->pool);
+    if (rc < 0)
+        return rc;
+    if (progress)
+        progress(user, KILN_PREP_PHASE_TRANSLATE, 0, total);
+    uint64_t last = kiln_now_ns();
+    for (size_t i = 0; i < n; i++) {
+        if (remakes && !progs[i].remake)
+            continue;
+        if (kiln_pool_submit(r->pool, translate_job, &progs[i]) < 0)
+            break; /* cancelled by a cache error */
+        kiln__prep_tick(r->pool, 0, total, KILN_PREP_PHASE_TRANSLATE, progress, user, &last);
+    }
+    kiln__prep_wait(r->pool, 0, total, KILN_PREP_PHASE_TRANSLATE, progress, user);
+    kiln_pool_destroy(r->pool);
+    r->pool = NULL;
+    /* Durable before any pipeline is built. */
+    if (!r->cache_error && r->since_sync) {
+        r->since_sync = 0;
+        rc = kiln_cache_sync(r->cache);
+        if (rc < 0) {
+            KILN_ERROR("prep", "%s: cannot sync the program cache: %s", r->o->cache_dir,
+                       kiln_strerror(rc));
+            r->cache_error = rc;
+        }
+    }
+    return KILN_OK;
+}
+
+/* Counts what the passes did into the summary. */
+static void count(const struct run *r, const struct prog *progs, size_t n,
+                  struct kiln_prepare_summary *s)
+{
+    s->cached = s->failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        s->cached += progs[i].cached;
+        s->failed += progs[i].failed;
+    }
+    s->translated = r->stored;
+    s->spirv_bytes = r->spirv_bytes;
+    s->packed_bytes = r->packed_bytes;
+}
+
+int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                 void *progress_user, struct kiln_prepare_summary *s)
+{
+    uint64_t t0 = kiln_now_ns();
+    memset(s, 0, sizeof(*s));
+    if (!o || !o->cache_dir || !o->cache_dir[0]) {
+        KILN_ERROR("prep", "prepare: no cache folder given");
+        return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    }
+    if (!kiln_codec_name(o->codec)) {
+        KILN_ERROR("prep", "prepare: unknown codec %d", (int)o->codec);
+        return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    }
+
+    struct run r = {.o = o, .sync_every = o->sync_every ? o->sync_every : KILN_PREPARE_SYNC_EVERY};
+    struct kiln_glsl *glsl = NULL;
+    struct prog *progs = NULL;
+    struct kiln__prep_item *items = NULL;
+    struct kiln_vk *own_vk = NULL;
+    size_t n = 0;
+    bool lock_made = false;
+    int rc;
+
+    /* The programs. */
+    if (o->corpus_dir) {
+        rc = kiln_corpus_open(o->corpus_dir, &r.corpus);
+        if (rc < 0) {
+            fail_at(s, KILN_PREP_STEP_INPUT, rc); /* logged, naming the folder or file */
+            goto out;
+        }
+        n = kiln_corpus_count(r.corpus);
+        if (n == 0) {
+            KILN_ERROR("prep", "%s: no programs in the corpus folder", o->corpus_dir);
+            fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+            goto out;
+        }
+    } else {
+        n = o->generate;
+        if (n == 0) {
+            KILN_ERROR("prep", "prepare: no programs to generate");
+            fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+            goto out;
+        }
+    }
+    s->programs = n;
+
+    /* The translator and the cache. */
+    r.t = o->translator;
+    if (!r.t) {
+        rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &glsl);
+        if (rc < 0) {
+            KILN_ERROR("prep", "prepare: no GLSL translator: %s", kiln_strerror(rc));
+            fail_at(s, KILN_PREP_STEP_OTHER, rc);
+            goto out;
+        }
+        r.t = kiln_glsl_translator(glsl);
+    }
+    s->stamp = kiln_prepare_stamp(o, r.t);
+    rc = make_dirs(o->cache_dir);
+    if (rc < 0) {
+        fail_at(s, KILN_PREP_STEP_CACHE, rc);
+        goto out;
+    }
+    struct kiln_cache_options copt = {.stamp = s->stamp, .flags = KILN_CACHE_CREATE, .io = o->io};
+    rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
+    if (rc < 0) {
+        KILN_ERROR("prep", "%s: cannot open the program cache: %s", o->cache_dir,
+                   kiln_strerror(rc));
+        fail_at(s, KILN_PREP_STEP_CACHE, rc);
+        goto out;
+    }
+    struct kiln_cache_stats cs;
+    kiln_cache_stats(r.cache, &cs);
+    s->open_kind = cs.open_kind;
+
+    progs = calloc(n, sizeof(*progs));
+    items = calloc(n, sizeof(*items));
+    if (!progs || !items || pthread_mutex_init(&r.put_lock, NULL) != 0) {
+        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
+        goto out;
+    }
+    lock_made = true;
+    for (size_t i = 0; i < n; i++)
+        progs[i] = (struct prog){.run = &r, .index = (uint32_t)i};
+    s->workers = kiln_prep_workers(o->jobs, s->workers_reason, sizeof(s->workers_reason));
+    s->open_ns = kiln_now_ns() - t0;
+
+    /* Translate, pack and store, on the pool. */
+    uint64_t t1 = kiln_now_ns();
+    rc = translate_pass(&r, progs, n, false, s->workers, progress, progress_user);
+    if (rc < 0) {
+        fail_at(s, KILN_PREP_STEP_OTHER, rc);
+        goto out;
+    }
+    s->translate_ns = kiln_now_ns() - t1;
+    if (r.cache_error) {
+        fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
+        goto out;
+    }
+    if (o->no_vulkan)
+        goto out;
+
+    /* Payloads of the programs the cache had already. */
+    uint64_t t2 = kiln_now_ns();
+    rc = load_cached(&r, progs, n, KILN_MIN(s->workers, (unsigned)KILN_CACHE_MAX_THREADS), s);
+    s->load_ns = kiln_now_ns() - t2;
+    if (rc < 0) {
+        fail_at(s, KILN_PREP_STEP_CACHE, rc);
+        goto out;
+    }
+    if (s->remade) {
+        /* Damaged records: made again, the new record replaces the old. */
+        uint64_t t6 = kiln_now_ns();
+        rc = translate_pass(&r, progs, n, true, s->workers, progress, progress_user);
+        s->translate_ns += kiln_now_ns() - t6;
+        if (rc < 0) {
+            fail_at(s, KILN_PREP_STEP_OTHER, rc);
+            goto out;
+        }
+        if (r.cache_error) {
+            fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
+            goto out;
+        }
+    }
+
+    /* Vulkan. */
+    uint64_t t3 = kiln_now_ns();
+    struct kiln_vk *vk = o->vk;
+    if (!vk) {
+        struct kiln_vk_options vopt = {.use_device_index = o->use_device_index,
+                                       .device = o->device,
+                                       .cache_dir = o->cache_dir,
+                                       .io = o->io};
+        rc = kiln_vk_create(&vopt, &own_vk);
+        s->vulkan_ns = kiln_now_ns() - t3;
+        if (rc < 0) {
+            fail_at(s, KILN_PREP_STEP_VULKAN, rc);
+            goto out;
+        }
+        vk = own_vk;
+    }
+    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    s->vulkan = true;
+    snprintf(s->device, sizeof(s->device), "%s", vi->device_name);
+    s->vk_cache_state = vi->cache_state;
+    s->vk_cache_loaded_bytes = vi->cache_loaded_bytes;
+    s->vulkan_ns = kiln_now_ns() - t3;
+
+    /* Every pipeline, from the packed payloads. */
+    uint64_t t4 = kiln_now_ns();
+    for (size_t i = 0; i < n; i++) {
+        items[i].key = progs[i].key;
+        items[i].name = progs[i].name;
+        items[i].payload = progs[i].payload ? progs[i].payload : progs[i].loaded;
+        items[i].size = progs[i].size;
+    }
+    struct kiln__prep_build b = {.vk = vk,
+                                 .on_pipeline = o->vk ? o->on_pipeline : NULL,
+                                 .pipeline_user = o->pipeline_user,
+                                 .progress = progress,
+                                 .progress_user = progress_user};
+    int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
+    s->pipelines_ns = kiln_now_ns() - t4;
+    if (built < 0) {
+        fail_at(s, KILN_PREP_STEP_OTHER, (int)built);
+        goto out;
+    }
+    s->pipelines_built = (uint64_t)built;
+
+    /* The driver's compiled pipelines, for the warm start. */
+    uint64_t t5 = kiln_now_ns();
+    rc = kiln_vk_cache_save(vk);
+    if (rc < 0 && !(o->vk && rc == KILN_EINVAL)) {
+        KILN_ERROR("prep", "%s: cannot save %s: %s", o->cache_dir, KILN_VK_CACHE_FILE,
+                   kiln_strerror(rc));
+        fail_at(s, KILN_PREP_STEP_CACHE, rc);
+    }
+    s->save_ns = kiln_now_ns() - t5;
+
+out:
+    if (progs)
+        count(&r, progs, n, s);
+    kiln_vk_destroy(own_vk);
+    for (size_t i = 0; progs && i < n; i++) {
+        free(progs[i].name);
+        kiln_pack_free(progs[i].payload);
+        kiln_cache_payload_free(progs[i].loaded);
+    }
+    free(items);
+    free(progs);
+    if (lock_made)
+        pthread_mutex_destroy(&r.put_lock);
+    kiln_cache_close(r.cache);
+    kiln_corpus_destroy(r.corpus);
+    kiln_glsl_destroy(glsl);
+    s->total_ns = kiln_now_ns() - t0;
+    s->peak_rss = kiln_peak_rss_bytes();
+    return s->error;
+}

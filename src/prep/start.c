@@ -1,0 +1,373 @@
+/*
+ * start.c - the warm start (kiln_warm_start), and the pipeline phase it
+ * shares with the preparation.
+ *
+ * Invariants and why they hold:
+ *
+ * - The warm start never changes the program cache: it opens it read-only
+ *   (no lock, a stale index made up for in memory), so it may run beside a
+ *   writer and cannot damage what a crash left behind. Only pipelines.vkc
+ *   is written, and only when it was missing or not used (the driver's
+ *   data is then new), through kiln_vk_cache_save's temporary file and
+ *   rename.
+ *
+ * - Nothing unchecked reaches the driver. A record is used only when
+ *   kiln_cache_load_many checked its head and checksum (status 0); its
+ *   payload is then split by kiln_program_payload_parse, which checks every
+ *   size and blob header, and each blob is unpacked against its own
+ *   checksum inside kiln_stage_module. A record that fails any of these is
+ *   counted and never built.
+ *
+ * - Shader modules live only for their create call: every pipeline goes
+ *   through kiln_vk_compute_pipeline / kiln_vk_graphics_pipeline, which
+ *   make the stage modules (or chain their create info) and release them
+ *   before returning, whatever the driver answered.
+ *
+ * - Progress is reported from the caller's thread only: workers never call
+ *   the progress callback, the caller polls the pool's counters, so the
+ *   callback needs no lock.
+ */
+#include "kiln_internal.h"
+#include "prep_internal.h"
+
+#include "kiln/pool.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TICK_NS 100000000ull /* progress about ten times a second */
+
+/* The memory one worker is expected to need at its peak while a driver
+ * compiles one large pipeline, and what is kept free besides. */
+#define PREP_MEM_PER_WORKER (512ull << 20)
+#define PREP_MEM_RESERVE    (1ull << 30)
+
+const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
+{
+    switch (phase) {
+    case KILN_PREP_PHASE_TRANSLATE:
+        return "translate";
+    case KILN_PREP_PHASE_PIPELINES:
+        return "pipelines";
+    }
+    return "?";
+}
+
+unsigned kiln_prep_workers(unsigned jobs, char *reason, size_t cap)
+{
+    if (jobs > 0) {
+        snprintf(reason, cap, "%u worker%s: set by the caller", jobs, jobs == 1 ? "" : "s");
+        return jobs;
+    }
+    struct kiln_pool_limits lim = {.mem_reserve = PREP_MEM_RESERVE,
+                                   .mem_per_worker = PREP_MEM_PER_WORKER};
+    struct kiln_pool_plan plan;
+    unsigned n = kiln_pool_auto_workers(&lim, &plan);
+    snprintf(reason, cap, "%s", plan.reason);
+    return n;
+}
+
+void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
+                     enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,
+                     uint64_t *last_ns)
+{
+    if (!progress)
+        return;
+    uint64_t now = kiln_now_ns();
+    if (now - *last_ns < TICK_NS)
+        return;
+    *last_ns = now;
+    struct kiln_pool_progress pp;
+    kiln_pool_progress(pool, &pp);
+    uint64_t done = pp.done + pp.dropped - base;
+    progress(user, phase, done < total ? done : total, total);
+}
+
+int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
+                    enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user)
+{
+    if (!progress)
+        return kiln_pool_wait(pool);
+    for (;;) {
+        int64_t left = kiln_pool_wait_for(pool, TICK_NS);
+        if (left <= 0)
+            break;
+        struct kiln_pool_progress pp;
+        kiln_pool_progress(pool, &pp);
+        uint64_t done = pp.done + pp.dropped - base;
+        progress(user, phase, done < total ? done : total, total);
+    }
+    int rc = kiln_pool_wait(pool);
+    progress(user, phase, total, total);
+    return rc;
+}
+
+/* ---- the pipeline phase ---------------------------------------------------- */
+
+struct build_job {
+    struct kiln__prep_build *b;
+    struct kiln__prep_item *item;
+};
+
+/* Builds one program's pipeline from its payload. */
+static int build_one(void *arg, unsigned worker)
+{
+    (void)worker;
+    struct build_job *j = arg;
+    struct kiln__prep_item *it = j->item;
+    char hex[48];
+    const char *name = it->name;
+    if (!name) {
+        snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+        name = hex;
+    }
+
+    struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
+    int n = kiln_program_payload_parse(it->payload, it->size, KILN_PROGRAM_MAX_STAGES, st);
+    bool compute = n == 1 && st[0].stage == KILN_STAGE_COMPUTE;
+    bool graphics =
+        n == 2 && st[0].stage == KILN_STAGE_VERTEX && st[1].stage == KILN_STAGE_FRAGMENT;
+    if (!compute && !graphics) {
+        int rc = n < 0 ? n : KILN_EFORMAT;
+        KILN_WARN("prep",
+                  "%s: not built: the payload is not a compute or a vertex+fragment "
+                  "program (%s)",
+                  name, n < 0 ? kiln_strerror(n) : "unexpected stages");
+        atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
+        it->status = rc;
+        return rc;
+    }
+
+    struct kiln_vk_pipeline *pipe = NULL;
+    int rc;
+    if (compute) {
+        struct kiln_vk_stage s = {.blob = st[0].blob, .blob_size = st[0].blob_size};
+        rc = kiln_vk_compute_pipeline(j->b->vk, name, &s, &pipe);
+    } else {
+        struct kiln_vk_graphics g = {
+            .vertex = {.blob = st[0].blob, .blob_size = st[0].blob_size},
+            .fragment = {.blob = st[1].blob, .blob_size = st[1].blob_size},
+        };
+        rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
+    }
+    it->status = rc;
+    if (rc < 0)
+        return rc; /* kiln_vk logged it, naming the program */
+    if (j->b->on_pipeline)
+        j->b->on_pipeline(j->b->pipeline_user, it->key, pipe);
+    else
+        kiln_vk_pipeline_destroy(j->b->vk, pipe);
+    return KILN_OK;
+}
+
+int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
+                             unsigned workers, uint64_t *failed)
+{
+    *failed = 0;
+    size_t todo = 0;
+    for (size_t i = 0; i < n; i++)
+        todo += items[i].payload != NULL;
+    if (b->progress)
+        b->progress(b->progress_user, KILN_PREP_PHASE_PIPELINES, 0, todo);
+    if (todo == 0)
+        return 0;
+
+    struct build_job *jobs = calloc(todo, sizeof(*jobs));
+    if (!jobs)
+        return KILN_ENOMEM;
+    struct kiln_pool *pool;
+    int rc = kiln_pool_create(workers, 0, &pool);
+    if (rc < 0) {
+        free(jobs);
+        return rc;
+    }
+    uint64_t last = kiln_now_ns();
+    size_t k = 0;
+    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        if (!items[i].payload)
+            continue;
+        jobs[k] = (struct build_job){.b = b, .item = &items[i]};
+        rc = kiln_pool_submit(pool, build_one, &jobs[k]);
+        k++;
+        kiln__prep_tick(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user,
+                        &last);
+    }
+    int wrc =
+        kiln__prep_wait(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user);
+    if (rc == KILN_OK)
+        rc = wrc;
+    struct kiln_pool_progress pp;
+    kiln_pool_progress(pool, &pp);
+    kiln_pool_destroy(pool);
+    free(jobs);
+    if (rc < 0)
+        return rc;
+    *failed = pp.failed;
+    return (int64_t)(pp.done - pp.failed);
+}
+
+/* ---- the warm start -------------------------------------------------------- */
+
+static int start_fail(struct kiln_start_summary *s, enum kiln_prep_step step, int rc)
+{
+    s->error = rc;
+    s->step = step;
+    return rc;
+}
+
+int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                    void *progress_user, struct kiln_start_summary *s)
+{
+    uint64_t t0 = kiln_now_ns();
+    memset(s, 0, sizeof(*s));
+    if (!o || !o->cache_dir) {
+        KILN_ERROR("prep", "warm start: no cache folder given");
+        return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    }
+
+    /* Open by the index, read-only: a start never changes the cache. */
+    struct kiln_cache_options copt = {
+        .stamp = o->stamp,
+        .flags = KILN_CACHE_READ_ONLY | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
+        .io = o->io,
+    };
+    struct kiln_cache *cache = NULL;
+    int rc = kiln_cache_open(o->cache_dir, &copt, &cache);
+    if (rc < 0) {
+        if (rc == KILN_ENOENT) /* not an error of kiln's: the caller says it to the user */
+            KILN_INFO("prep", "%s: no program cache here (run kiln prepare first)", o->cache_dir);
+        else
+            KILN_ERROR("prep", "%s: cannot open the program cache: %s", o->cache_dir,
+                       kiln_strerror(rc));
+        s->total_ns = kiln_now_ns() - t0;
+        return start_fail(s,
+                          rc == KILN_ENOENT || rc == KILN_ESTAMP || rc == KILN_EFORMAT
+                              ? KILN_PREP_STEP_INPUT
+                              : KILN_PREP_STEP_CACHE,
+                          rc);
+    }
+    struct kiln_cache_stats cs;
+    kiln_cache_stats(cache, &cs);
+    s->open_kind = cs.open_kind;
+    s->stamp = cs.stamp;
+    snprintf(s->open_text, sizeof(s->open_text), "%s", cs.open_text);
+
+    struct kiln_cache_entry *entries = NULL;
+    size_t n = 0;
+    struct kiln_key *keys = NULL;
+    struct kiln_cache_result *res = NULL;
+    struct kiln__prep_item *items = NULL;
+    struct kiln_vk *own_vk = NULL;
+    rc = kiln_cache_entries(cache, &entries, &n);
+    if (rc == KILN_OK && n) {
+        keys = malloc(n * sizeof(*keys));
+        items = calloc(n, sizeof(*items));
+        if (!keys || !items)
+            rc = KILN_ENOMEM;
+    }
+    s->records = n;
+    s->open_ns = kiln_now_ns() - t0;
+    if (rc < 0) {
+        start_fail(s, KILN_PREP_STEP_OTHER, rc);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        keys[i] = entries[i].key;
+
+    s->workers = kiln_prep_workers(o->jobs, s->workers_reason, sizeof(s->workers_reason));
+    s->read_threads = KILN_MIN(s->workers, (unsigned)KILN_CACHE_MAX_THREADS);
+
+    /* Read every record at once. */
+    uint64_t t1 = kiln_now_ns();
+    if (n) {
+        int64_t got = kiln_cache_load_many(cache, keys, n, s->read_threads, &res);
+        if (got < 0) {
+            KILN_ERROR("prep", "%s: cannot read the program cache: %s", o->cache_dir,
+                       kiln_strerror((int)got));
+            start_fail(s, KILN_PREP_STEP_CACHE, (int)got);
+            goto out;
+        }
+        s->loaded = (uint64_t)got;
+    }
+    s->read_ns = kiln_now_ns() - t1;
+    for (size_t i = 0; i < n; i++) {
+        items[i].key = keys[i];
+        if (res[i].status < 0) {
+            s->missing++;
+            items[i].status = res[i].status;
+            continue;
+        }
+        s->bytes += res[i].size;
+        items[i].payload = res[i].data;
+        items[i].size = res[i].size;
+    }
+    if (s->missing)
+        KILN_WARN("prep",
+                  "%s: %" PRIu64 " of %zu records missing or damaged: not built "
+                  "(kiln prepare makes them again)",
+                  o->cache_dir, s->missing, n);
+
+    if (o->no_vulkan)
+        goto out;
+
+    /* Vulkan, with the pipeline cache kiln prepare saved. */
+    uint64_t t2 = kiln_now_ns();
+    struct kiln_vk *vk = o->vk;
+    if (!vk) {
+        struct kiln_vk_options vopt = {.use_device_index = o->use_device_index,
+                                       .device = o->device,
+                                       .cache_dir = o->cache_dir,
+                                       .io = o->io};
+        rc = kiln_vk_create(&vopt, &own_vk);
+        if (rc < 0) {
+            s->vulkan_ns = kiln_now_ns() - t2;
+            start_fail(s, KILN_PREP_STEP_VULKAN, rc);
+            goto out;
+        }
+        vk = own_vk;
+    }
+    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    s->vulkan = true;
+    snprintf(s->device, sizeof(s->device), "%s", vi->device_name);
+    s->vk_cache_state = vi->cache_state;
+    s->vk_cache_loaded_bytes = vi->cache_loaded_bytes;
+    s->vulkan_ns = kiln_now_ns() - t2;
+
+    uint64_t t3 = kiln_now_ns();
+    struct kiln__prep_build b = {.vk = vk,
+                                 .on_pipeline = o->vk ? o->on_pipeline : NULL,
+                                 .pipeline_user = o->pipeline_user,
+                                 .progress = progress,
+                                 .progress_user = progress_user};
+    int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
+    s->pipelines_ns = kiln_now_ns() - t3;
+    s->bad = atomic_load(&b.bad);
+    s->pipelines_failed -= s->bad;
+    if (built < 0) {
+        start_fail(s, KILN_PREP_STEP_OTHER, (int)built);
+        goto out;
+    }
+    s->pipelines_built = (uint64_t)built;
+
+    /* New driver data: keep it for the next start. */
+    if (own_vk &&
+        (s->vk_cache_state == KILN_VK_CACHE_NEW || s->vk_cache_state == KILN_VK_CACHE_REJECTED)) {
+        rc = kiln_vk_cache_save(own_vk);
+        if (rc < 0)
+            KILN_WARN("prep", "%s: cannot save %s: %s", o->cache_dir, KILN_VK_CACHE_FILE,
+                      kiln_strerror(rc));
+    }
+
+out:
+    kiln_vk_destroy(own_vk);
+    kiln_cache_results_free(res, n);
+    free(items);
+    free(keys);
+    kiln_cache_entries_free(entries);
+    kiln_cache_close(cache);
+    s->total_ns = kiln_now_ns() - t0;
+    s->peak_rss = kiln_peak_rss_bytes();
+    return s->error;
+}

@@ -1,0 +1,120 @@
+/*
+ * prep_fixture.c - see prep_fixture.h.
+ */
+#include "prep_fixture.h"
+
+#include "kiln_test.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
+
+static const char comp_a[] = "#version 450\n"
+                             "layout(local_size_x = 64) in;\n"
+                             "layout(set = 0, binding = 0) buffer B { uint data[]; };\n"
+                             "layout(push_constant) uniform P { uvec4 args; };\n"
+                             "void main() {\n"
+                             "    uint i = gl_GlobalInvocationID.x & 0xffffu;\n"
+                             "    data[i] = data[i] * args.x + args.y;\n"
+                             "}\n";
+
+static const char comp_b[] = "#version 450\n"
+                             "layout(local_size_x = 32) in;\n"
+                             "layout(set = 0, binding = 0) buffer B { uint data[]; };\n"
+                             "void main() {\n"
+                             "    uint i = gl_GlobalInvocationID.x & 0xffffu;\n"
+                             "    data[i] = bitfieldReverse(data[i]) ^ 0x5a5a5a5au;\n"
+                             "}\n";
+
+static const char vert[] = "#version 450\n"
+                           "layout(location = 0) out vec2 uv;\n"
+                           "void main() {\n"
+                           "    vec2 p = vec2((gl_VertexIndex << 1) & 2, gl_VertexIndex & 2);\n"
+                           "    uv = p;\n"
+                           "    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);\n"
+                           "}\n";
+
+static const char frag[] = "#version 450\n"
+                           "layout(set = 0, binding = 0) readonly buffer B { uint data[]; };\n"
+                           "layout(location = 0) in vec2 uv;\n"
+                           "layout(location = 0) out vec4 color;\n"
+                           "void main() {\n"
+                           "    color = unpackUnorm4x8(data[uint(uv.x * 7.0) & 255u]) + uv.y;\n"
+                           "}\n";
+
+static const char bad[] = "#version 450\n"
+                          "layout(local_size_x = 64) in;\n"
+                          "void main() { this is not GLSL; }\n";
+
+static int put(const char *dir, const char *name, const char *text)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        kt_fail(__FILE__, __LINE__, "cannot write %s", path);
+        return -1;
+    }
+    size_t n = strlen(text);
+    size_t w = fwrite(text, 1, n, f);
+    if (fclose(f) != 0 || w != n) {
+        kt_fail(__FILE__, __LINE__, "cannot write %s", path);
+        return -1;
+    }
+    return 0;
+}
+
+int pf_mkdir(const char *path)
+{
+    return kt_mkdir(path);
+}
+
+int pf_write_corpus(const char *dir, bool broken)
+{
+    char sub[4200];
+    snprintf(sub, sizeof(sub), "%s/sub", dir);
+    if (pf_mkdir(sub) != 0) {
+        kt_fail(__FILE__, __LINE__, "cannot make %s", sub);
+        return -1;
+    }
+    if (put(dir, "a.comp", comp_a) || put(dir, "sub/b.comp", comp_b) ||
+        put(dir, "tri.vert", vert) || put(dir, "tri.frag", frag))
+        return -1;
+    if (broken && put(dir, "bad.comp", bad))
+        return -1;
+    return 0;
+}
+
+static int pin_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    if (info->dlpi_name && info->dlpi_name[0]) {
+        void *h = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        if (h)
+            dlclose(h); /* RTLD_NODELETE stays: the library is never unloaded */
+    }
+    return 0;
+}
+
+void pf_pin_loaded_libraries(void)
+{
+    dl_iterate_phdr(pin_one, NULL);
+}
+
+struct kiln_vk *pf_vk(const char *cache_dir)
+{
+    struct kiln_vk_options opt = {.cache_dir = cache_dir};
+    struct kiln_vk *vk = NULL;
+    int rc = kiln_vk_create(&opt, &vk);
+    if (rc == KILN_ENOTSUP) {
+        fprintf(stderr, "SKIP: Vulkan is not available here\n");
+        exit(77);
+    }
+    if (rc < 0) {
+        kt_fail(__FILE__, __LINE__, "kiln_vk_create: %s", kiln_errname(rc));
+        return NULL;
+    }
+    pf_pin_loaded_libraries();
+    return vk;
+}

@@ -1,0 +1,405 @@
+/*
+ * test_prepare.c - the preparation (kiln_prepare) and the warm start
+ * (kiln_warm_start), on lavapipe for real.
+ *
+ * Cases that build pipelines need Vulkan and skip (exit 77) without it.
+ * They stay small: shaderc and lavapipe are slow, and the threaded case
+ * also runs under ThreadSanitizer.
+ */
+#include "kiln_test.h"
+#include "prep_fixture.h"
+
+#include <pthread.h>
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+struct collected {
+    pthread_mutex_t lock;
+    struct kiln_vk *vk;
+    unsigned count;
+};
+
+/* Takes each pipeline handed over and destroys it (counting). */
+static void take_pipeline(void *user, struct kiln_key key, struct kiln_vk_pipeline *p)
+{
+    struct collected *c = user;
+    (void)key;
+    KT_CHECK(kiln_vk_pipeline_handle(p) != 0);
+    pthread_mutex_lock(&c->lock);
+    c->count++;
+    pthread_mutex_unlock(&c->lock);
+    kiln_vk_pipeline_destroy(c->vk, p);
+}
+
+struct progress_log {
+    unsigned calls;
+    uint64_t last_done[2];
+    uint64_t last_total[2];
+    bool backwards;
+};
+
+static void on_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total)
+{
+    struct progress_log *l = user;
+    l->calls++;
+    if ((unsigned)phase < 2) {
+        if (done < l->last_done[phase] && l->last_done[phase] != l->last_total[phase])
+            l->backwards = true;
+        l->last_done[phase] = done;
+        l->last_total[phase] = total;
+    }
+}
+
+static void cache_path(char *out, size_t cap, const char *root)
+{
+    snprintf(out, cap, "%s/cache", root);
+}
+
+/* ---- cases ------------------------------------------------------------------ */
+
+/* Keys name what the translator sees: deterministic, and different when a
+ * stage's kind, text or words differ. */
+KT_CASE(program_key)
+{
+    struct kiln_program *a, *b;
+    KT_REQUIRE_OK(kiln_generate_program(KILN_GENERATOR_DEFAULT_SEED, 0, &a));
+    KT_REQUIRE_OK(kiln_generate_program(KILN_GENERATOR_DEFAULT_SEED, 0, &b));
+    struct kiln_key ka, kb;
+    KT_CHECK_OK(kiln_prep_program_key(a, &ka));
+    KT_CHECK_OK(kiln_prep_program_key(b, &kb));
+    KT_CHECK(kiln_key_equal(ka, kb));
+    b->stages[0].src.stage = KILN_STAGE_VERTEX;
+    KT_CHECK_OK(kiln_prep_program_key(b, &kb));
+    KT_CHECK(!kiln_key_equal(ka, kb));
+    kiln_program_destroy(b);
+
+    KT_REQUIRE_OK(kiln_generate_program(KILN_GENERATOR_DEFAULT_SEED, 2, &b));
+    KT_CHECK_OK(kiln_prep_program_key(b, &kb));
+    KT_CHECK(!kiln_key_equal(ka, kb));
+    kiln_program_destroy(b);
+
+    /* A stage given as SPIR-V is keyed by its words. */
+    static const uint32_t words[5] = {0x07230203u, 0x00010300u, 0, 16, 0};
+    struct kiln_program spv = {.name = "x", .nstages = 1};
+    spv.stages[0].src.stage = KILN_STAGE_COMPUTE;
+    spv.stages[0].words = (uint32_t *)(uintptr_t)words;
+    spv.stages[0].nwords = 5;
+    struct kiln_key k1, k2;
+    KT_CHECK_OK(kiln_prep_program_key(&spv, &k1));
+    spv.stages[0].nwords = 4;
+    KT_CHECK_OK(kiln_prep_program_key(&spv, &k2));
+    KT_CHECK(!kiln_key_equal(k1, k2));
+
+    struct kiln_program empty = {.name = "e", .nstages = 0};
+    KT_CHECK_EQ(kiln_prep_program_key(&empty, &k1), KILN_EINVAL);
+    kiln_program_destroy(a);
+}
+
+/* The stamp names the translator, and the generator's version for
+ * generated programs. */
+KT_CASE(stamp)
+{
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    struct kiln_translator t = {.stamp = 42};
+    uint64_t gen = kiln_prepare_stamp(&o, &t);
+    o.corpus_dir = "x";
+    KT_CHECK_EQ(kiln_prepare_stamp(&o, &t), 42);
+    KT_CHECK(gen != 42);
+    o.corpus_dir = NULL;
+    KT_CHECK_EQ(kiln_prepare_stamp(&o, &t), gen);
+    KT_CHECK(kiln_prepare_stamp(&o, NULL) != 0); /* the built-in translator's */
+}
+
+/* A small generated corpus: prepared, then started; no shader module
+ * outlives its create call; a second prepare translates nothing. */
+KT_CASE(generated_then_start)
+{
+    const char *root = kt_tmpdir();
+    char cache[4200];
+    cache_path(cache, sizeof(cache), root);
+    KT_REQUIRE(pf_mkdir(cache) == 0);
+
+    struct kiln_vk *vk = pf_vk(cache);
+    KT_REQUIRE(vk != NULL);
+    struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.generate = 2; /* one interpreter, one graphics pair */
+    o.jobs = 1;
+    o.vk = vk;
+    o.on_pipeline = take_pipeline;
+    o.pipeline_user = &got;
+    struct progress_log pl = {0};
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, on_progress, &pl, &s));
+    KT_CHECK_EQ(s.programs, 2);
+    KT_CHECK_EQ(s.translated, 2);
+    KT_CHECK_EQ(s.cached, 0);
+    KT_CHECK_EQ(s.failed, 0);
+    KT_CHECK_EQ(s.pipelines_built, 2);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK_EQ(got.count, 2);
+    KT_CHECK(s.vulkan);
+    KT_CHECK(s.spirv_bytes > 100000); /* an interpreter alone is over 110 KB */
+    KT_CHECK(s.packed_bytes > 0 && s.packed_bytes < s.spirv_bytes);
+    KT_CHECK_EQ(s.workers, 1);
+    KT_CHECK(s.peak_rss > 0);
+    KT_CHECK(pl.calls >= 4);
+    KT_CHECK(!pl.backwards);
+    KT_CHECK_EQ(pl.last_done[KILN_PREP_PHASE_TRANSLATE], 2);
+    KT_CHECK_EQ(pl.last_done[KILN_PREP_PHASE_PIPELINES], 2);
+
+    struct kiln_vk_stats vs;
+    kiln_vk_stats(vk, &vs);
+    KT_CHECK_EQ(vs.live_modules, 0);
+    KT_CHECK(vs.peak_modules <= 2); /* one worker: one pipeline's stages at most */
+    KT_CHECK_EQ(vs.live_pipelines, 0);
+
+    /* Again: everything is in the cache already. */
+    got.count = 0;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, 0);
+    KT_CHECK_EQ(s.cached, 2);
+    KT_CHECK_EQ(s.remade, 0);
+    KT_CHECK_EQ(s.pipelines_built, 2);
+    KT_CHECK_EQ(got.count, 2);
+    KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
+
+    /* The warm start, in a context of its own (it loads pipelines.vkc). */
+    kiln_vk_destroy(vk);
+    vk = pf_vk(cache);
+    KT_REQUIRE(vk != NULL);
+    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
+    got.vk = vk;
+    got.count = 0;
+    struct kiln_start_options so = {.cache_dir = cache,
+                                    .stamp = kiln_prepare_stamp(&o, NULL),
+                                    .jobs = 1,
+                                    .vk = vk,
+                                    .on_pipeline = take_pipeline,
+                                    .pipeline_user = &got};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.records, 2);
+    KT_CHECK_EQ(ss.loaded, 2);
+    KT_CHECK_EQ(ss.missing, 0);
+    KT_CHECK_EQ(ss.bad, 0);
+    KT_CHECK_EQ(ss.pipelines_built, 2);
+    KT_CHECK_EQ(ss.pipelines_failed, 0);
+    KT_CHECK_EQ(got.count, 2);
+    KT_CHECK_EQ(ss.open_kind, KILN_CACHE_OPENED_INDEX);
+    KT_CHECK(ss.bytes > 0);
+    kiln_vk_stats(vk, &vs);
+    KT_CHECK_EQ(vs.live_modules, 0);
+    KT_CHECK(vs.peak_modules <= 2);
+
+    /* Another stamp is refused, not started over (the start is read-only). */
+    so.stamp ^= 1;
+    KT_CHECK_EQ(kiln_warm_start(&so, NULL, NULL, &ss), KILN_ESTAMP);
+    KT_CHECK_EQ(ss.step, KILN_PREP_STEP_INPUT);
+    kiln_vk_destroy(vk);
+}
+
+/* A corpus with one program that does not compile: only it is unmade. */
+KT_CASE(broken_program_alone)
+{
+    const char *root = kt_tmpdir();
+    char corpus[4200], cache[4200];
+    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
+    cache_path(cache, sizeof(cache), root);
+    KT_REQUIRE(pf_mkdir(corpus) == 0);
+    KT_REQUIRE(pf_write_corpus(corpus, true) == 0);
+
+    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
+    KT_REQUIRE(pin != NULL);
+    kiln_vk_destroy(pin);
+
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache; /* made by kiln_prepare */
+    o.corpus_dir = corpus;
+    o.jobs = 1;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.programs, PF_GOOD_PROGRAMS + 1);
+    KT_CHECK_EQ(s.failed, 1);
+    KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(s.pipelines_built, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK(s.vulkan);
+    KT_CHECK_EQ(s.vk_cache_state, KILN_VK_CACHE_NEW);
+
+    /* The warm start finds the three, and the saved pipeline cache. */
+    struct kiln_start_options so = {.cache_dir = cache, .any_stamp = true, .jobs = 1};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.pipelines_built, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.vk_cache_state, KILN_VK_CACHE_LOADED);
+}
+
+/* --no-vulkan: translate and store only; the start loads only. A damaged
+ * record is counted as missing, never built or returned. */
+KT_CASE(no_vulkan_and_damage)
+{
+    const char *root = kt_tmpdir();
+    char corpus[4200], cache[4200], rec[4300];
+    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
+    cache_path(cache, sizeof(cache), root);
+    KT_REQUIRE(pf_mkdir(corpus) == 0);
+    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.corpus_dir = corpus;
+    o.jobs = 1;
+    o.no_vulkan = true;
+    o.sync_every = 1;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(s.pipelines_built, 0);
+    KT_CHECK(!s.vulkan);
+
+    struct kiln_start_options so = {
+        .cache_dir = cache, .stamp = kiln_prepare_stamp(&o, NULL), .jobs = 1, .no_vulkan = true};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.missing, 0);
+    KT_CHECK(!ss.vulkan);
+
+    /* Flip a byte in the middle of the first record's payload (not the
+     * last record: an open checks that one and cuts it as a torn tail). */
+    struct kiln_cache_options co = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
+    struct kiln_cache_entry *e;
+    size_t ne;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &e, &ne));
+    KT_REQUIRE(ne == PF_GOOD_PROGRAMS);
+    long at = (long)(e[0].offset + 64 + e[0].size / 2);
+    KT_REQUIRE(e[0].size > 256);
+    kiln_cache_entries_free(e);
+    kiln_cache_close(c);
+    snprintf(rec, sizeof(rec), "%s/%s", cache, KILN_CACHE_RECORDS_FILE);
+    FILE *f = fopen(rec, "r+b");
+    KT_REQUIRE(f != NULL);
+    KT_REQUIRE(fseek(f, at, SEEK_SET) == 0);
+    int ch = fgetc(f);
+    KT_REQUIRE(ch != EOF);
+    KT_REQUIRE(fseek(f, at, SEEK_SET) == 0);
+    fputc(ch ^ 0x5a, f);
+    KT_REQUIRE(fclose(f) == 0);
+
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS - 1);
+    KT_CHECK_EQ(ss.missing, 1);
+
+    /* A prepare that builds pipelines reads the records back, finds the
+     * damaged one, and makes it again. */
+    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
+    KT_REQUIRE(pin != NULL);
+    kiln_vk_destroy(pin);
+    o.no_vulkan = false;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.remade, 1);
+    KT_CHECK_EQ(s.translated, 1);
+    KT_CHECK_EQ(s.cached, PF_GOOD_PROGRAMS - 1);
+    KT_CHECK_EQ(s.failed, 0);
+    KT_CHECK_EQ(s.pipelines_built, PF_GOOD_PROGRAMS);
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.missing, 0);
+}
+
+/* Bad input stops the run at once, with the step that says so. */
+KT_CASE(bad_input)
+{
+    const char *root = kt_tmpdir();
+    char missing[4200], cache[4200];
+    snprintf(missing, sizeof(missing), "%s/no-such-folder", root);
+    cache_path(cache, sizeof(cache), root);
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    struct kiln_prepare_summary s;
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL); /* no cache folder */
+    KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
+
+    o.cache_dir = cache;
+    o.corpus_dir = missing;
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_ENOENT);
+    KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
+
+    o.corpus_dir = NULL;
+    o.generate = 0;
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
+
+    struct kiln_start_options so = {.cache_dir = root, .any_stamp = true};
+    struct kiln_start_summary ss;
+    KT_CHECK_EQ(kiln_warm_start(&so, NULL, NULL, &ss), KILN_ENOENT);
+    KT_CHECK_EQ(ss.step, KILN_PREP_STEP_INPUT);
+}
+
+/* Two workers at once, through prepare and start (also run under TSan:
+ * kept tiny). */
+KT_CASE(threads)
+{
+    const char *root = kt_tmpdir();
+    char corpus[4200], cache[4200];
+    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
+    cache_path(cache, sizeof(cache), root);
+    KT_REQUIRE(pf_mkdir(corpus) == 0);
+    KT_REQUIRE(pf_mkdir(cache) == 0);
+    KT_REQUIRE(pf_write_corpus(corpus, true) == 0);
+
+    struct kiln_vk *vk = pf_vk(cache);
+    KT_REQUIRE(vk != NULL);
+    struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.corpus_dir = corpus;
+    o.jobs = 2;
+    o.sync_every = 2; /* a sync in the middle of the puts */
+    o.vk = vk;
+    o.on_pipeline = take_pipeline;
+    o.pipeline_user = &got;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(s.failed, 1);
+    KT_CHECK_EQ(s.pipelines_built, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(got.count, PF_GOOD_PROGRAMS);
+    struct kiln_vk_stats vs;
+    kiln_vk_stats(vk, &vs);
+    KT_CHECK_EQ(vs.live_modules, 0);
+    KT_CHECK(vs.peak_modules <= 4); /* two workers, two stages each at most */
+
+    got.count = 0;
+    struct kiln_start_options so = {.cache_dir = cache,
+                                    .any_stamp = true,
+                                    .jobs = 2,
+                                    .vk = vk,
+                                    .on_pipeline = take_pipeline,
+                                    .pipeline_user = &got};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.read_threads, 2);
+    KT_CHECK_EQ(ss.pipelines_built, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(got.count, PF_GOOD_PROGRAMS);
+    kiln_vk_stats(vk, &vs);
+    KT_CHECK_EQ(vs.live_modules, 0);
+    kiln_vk_destroy(vk);
+}
+
+KT_MAIN(KT_ENTRY(program_key), KT_ENTRY(stamp), KT_ENTRY(generated_then_start),
+        KT_ENTRY(broken_program_alone), KT_ENTRY(no_vulkan_and_damage), KT_ENTRY(bad_input),
+        KT_ENTRY(threads))
