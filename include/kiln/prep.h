@@ -318,20 +318,25 @@ KILN_API void kiln_corpus_destroy(struct kiln_corpus *c);
  *
  * kiln_prepare turns a set of programs into a program cache and a warm
  * VkPipelineCache: on a pool of workers it translates every program that
- * is not in the cache yet, packs each stage (kiln_pack), joins the stages
- * into one payload (kiln_program_payload_build) and stores it
- * (kiln_cache_put); then it builds every program's pipeline from its packed
- * payload, each shader module living only for its create call, and saves
- * pipelines.vkc. kiln_warm_start is a later start: it opens the cache by
- * its index, loads every program at once (kiln_cache_load_many) and builds
- * every pipeline through the saved VkPipelineCache.
+ * is not in the cache yet, packs each stage (kiln_pack, with the cache's
+ * dictionary when it has one), joins the stages into one payload
+ * (kiln_program_payload_build) and stores it (kiln_cache_put); then it
+ * builds every program's pipeline from its packed payload, each shader
+ * module living only for its create call, and saves pipelines.vkc.
+ * kiln_warm_start is a later start: it opens the cache by its index, loads
+ * every program at once (kiln_cache_load_many), records their last use,
+ * and builds every pipeline through the saved VkPipelineCache.
  *
- * A program is named in the cache by kiln_prep_program_key. The payload's
- * stage kinds are enum kiln_stage values: one KILN_STAGE_COMPUTE stage, or
- * KILN_STAGE_VERTEX then KILN_STAGE_FRAGMENT. The cache's stamp is
- * kiln_prepare_stamp: the translator's stamp, mixed with
- * KILN_GENERATOR_VERSION for generated programs. docs/prep.md has the
- * details.
+ * A program is named in the cache by kiln_prep_program_key, and a module of
+ * a Fossilize archive corpus by kiln_cache_foz_key of its hash (the key
+ * kiln_cache_import_foz gives it). The payload's stage kinds are enum
+ * kiln_stage values: one KILN_STAGE_COMPUTE stage, or KILN_STAGE_VERTEX
+ * then KILN_STAGE_FRAGMENT. The cache's stamp is kiln_prepare_stamp: the
+ * translator's stamp, mixed with KILN_GENERATOR_VERSION for generated
+ * programs, or KILN_CACHE_FOZ_STAMP for a Fossilize archive. Both calls
+ * open the cache with its dictionary (KILN_CACHE_USE_DICT), so a cache
+ * repacked with one (kiln cache repack --dict) is used as it is.
+ * docs/prep.md has the details.
  * ------------------------------------------------------------------------ */
 
 /* How many programs kiln prepare generates when told neither --corpus nor
@@ -383,7 +388,8 @@ struct kiln_prepare_options {
      * KILN_GLSL_OPT_NONE, made and freed by kiln_prepare. Must be
      * thread-safe; what it points to must outlive the call. */
     const struct kiln_translator *translator;
-    /* How each stage is packed; default KILN_CODEC_KILN (no dictionary). */
+    /* How each stage is packed; default KILN_CODEC_KILN (with the cache's
+     * dictionary when it has one; see `dict`). */
     enum kiln_codec codec;
     /* Workers for both phases; 0 (the default): kiln_pool_auto_workers. */
     unsigned jobs;
@@ -405,6 +411,15 @@ struct kiln_prepare_options {
     const struct kiln_io *io;
     /* Stored programs between two syncs; 0: KILN_PREPARE_SYNC_EVERY. */
     unsigned sync_every;
+    /* Give the cache a packing dictionary: when it has none after the
+     * translate phase, one is trained from its programs and every record
+     * is packed again with it (kiln_cache_repack with
+     * KILN_CACHE_DICT_TRAIN), before any pipeline is built. A cache that
+     * has one keeps it (new programs are packed with it either way; kiln
+     * cache repack --dict trains a new one). Needs KILN_CODEC_KILN. With
+     * fewer than 8 stages in the cache, no dictionary is trained (one
+     * warning line) and the run goes on. */
+    bool dict;
 };
 
 /* Sets every field of *o to its default (see the fields). */
@@ -414,7 +429,10 @@ KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
  * The stamp kiln_prepare gives the cache for these options (and the
  * translator `t`, NULL: the built-in GLSL translator's stamp): the
  * translator's stamp, mixed with KILN_GENERATOR_VERSION when the programs
- * are generated. An emulator passes it to kiln_warm_start.
+ * are generated; KILN_CACHE_FOZ_STAMP when corpus_dir names a Fossilize
+ * archive (ends in ".foz": its modules are SPIR-V already, no translator
+ * is involved, and kiln import foz fills the same cache). An emulator
+ * passes it to kiln_warm_start.
  * @return the stamp (0 only if shaderc is missing and t is NULL).
  */
 KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o,
@@ -478,6 +496,13 @@ struct kiln_prepare_summary {
     size_t vk_cache_loaded_bytes;
     int error;                /* the error that stopped the run, or 0 */
     enum kiln_prep_step step; /* where it stopped */
+    /* The dictionary (options.dict, or the cache's own). */
+    uint64_t dict_id;             /* the cache's dictionary at the end, 0: none */
+    bool dict_trained;            /* this run trained it and repacked the cache */
+    uint64_t dict_payload_before; /* with dict_trained: payload bytes before the repack */
+    uint64_t dict_payload_after;  /* ... and after it */
+    uint64_t dict_bytes;          /* the size of programs.kpd (0: none) */
+    uint64_t dict_ns;             /* training and repacking */
 };
 
 /*
@@ -490,11 +515,16 @@ struct kiln_prepare_summary {
  * @return 0 when the run went through (failures of single programs are in
  * *summary: check `failed` and `pipelines_failed`), or the error that
  * stopped it, with summary->step saying where: KILN_EINVAL (no cache
- * folder, no programs to make), a corpus error (KILN_ENOENT, KILN_EFORMAT,
- * ...), a cache error, KILN_ENOTSUP when Vulkan is not available (the
- * programs are stored then; pass no_vulkan to skip pipelines). *summary is
+ * folder, no programs to make, `dict` with another codec than kiln), a
+ * corpus error (KILN_ENOENT, KILN_EFORMAT, ...), a cache error (also a
+ * failed repack for `dict`: what it leaves is kiln_cache_repack's),
+ * KILN_ENOTSUP when Vulkan is not available (the programs are stored
+ * then; pass no_vulkan to skip pipelines). Every error with step
+ * KILN_PREP_STEP_INPUT has been logged as one error line naming what and
+ * where, so a caller that reports it need not repeat it. *summary is
  * always filled. Not to be run twice at once on one cache folder (the
- * second one's open fails with KILN_EBUSY).
+ * second one's open fails with KILN_EBUSY; so does one while a warm start
+ * holds the cache for its open and read).
  */
 KILN_API int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                           void *progress_user, struct kiln_prepare_summary *summary);
@@ -519,6 +549,9 @@ struct kiln_start_options {
     kiln_prep_pipeline_fn on_pipeline;
     void *pipeline_user;
     const struct kiln_io *io;
+    /* Open the cache read-only and write nothing to it: last use is not
+     * recorded (see kiln_warm_start). */
+    bool read_only;
 };
 
 /* What kiln_warm_start did. Times are in nanoseconds. */
@@ -548,20 +581,41 @@ struct kiln_start_summary {
     size_t vk_cache_loaded_bytes;
     int error;
     enum kiln_prep_step step;
+    /* Records that are one vertex, fragment or other-stage module (a
+     * Fossilize import's graphics modules): stored, but no pipeline on
+     * their own; not built and not counted as bad. */
+    uint64_t lone_modules;
+    uint64_t dict_id; /* the cache's dictionary, 0: none */
+    /* Last use was recorded (programs.kpu written) for the loaded records;
+     * false when the cache was opened read-only (use_text says why). */
+    bool use_recorded;
+    char use_text[160];
 };
 
 /*
- * The warm start: opens the cache read-only (by its index when it matches),
- * lists its records, loads them all with kiln_cache_load_many, and builds
- * every program's pipeline on the pool through the VkPipelineCache loaded
- * from pipelines.vkc. A record that is missing or damaged is counted in
- * `missing` (one warning line gives the count) and not built. When
- * pipelines.vkc was missing or not used, it is saved at the end, so the
- * next start finds it. `progress` may be NULL.
+ * The warm start: opens the cache (by its index when it matches), lists
+ * its records, loads them all with kiln_cache_load_many, records their
+ * last use, closes the cache, and builds every program's pipeline on the
+ * pool through the VkPipelineCache loaded from pipelines.vkc, unpacking
+ * with the cache's dictionary. A record that is missing or damaged is
+ * counted in `missing` (one warning line gives the count) and not built.
+ * When pipelines.vkc was missing or not used, it is saved at the end, so
+ * the next start finds it. `progress` may be NULL.
+ *
+ * The start never adds, changes or drops a record. To record last use
+ * (programs.kpu, what kiln cache prune goes by) it opens the cache as a
+ * writer that keeps its stamp and dictionary (KILN_CACHE_KEEP_STAMP), so
+ * its marks cannot race another writer's, and holds the lock only through
+ * the open and the read; the open may do what any writer's open does (cut
+ * a torn last record, bring the index up to date). When another writer
+ * holds the cache (KILN_EBUSY), the folder is not writable, or `read_only`
+ * is set, it opens read-only instead, writes nothing, and says in one info
+ * line (and use_text) that last use was not recorded.
  * @return 0 when the start went through (check `missing` and
  * `pipelines_failed`), or the error that stopped it with summary->step set:
  * KILN_ENOENT (no cache in the folder), KILN_ESTAMP (another stamp), a
- * cache error, KILN_ENOTSUP (no Vulkan). *summary is always filled.
+ * cache error (KILN_ECORRUPT: the cache's dictionary file is missing or
+ * damaged), KILN_ENOTSUP (no Vulkan). *summary is always filled.
  */
 KILN_API int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                              void *progress_user, struct kiln_start_summary *summary);

@@ -22,7 +22,9 @@
  * (the vertex/fragment pairing and the fixed-function state live in the
  * archive's pipeline entries, which kiln does not replay); they are counted
  * as skipped, as are modules of no known stage and damaged entries, in one
- * warning line.
+ * warning line. Such a program keeps its Fossilize hash, so it is stored
+ * under the key kiln_cache_import_foz gives the module (kiln__corpus_key):
+ * an archive imported first is prepared without translating anything.
  */
 #include "kiln_internal.h"
 #include "prep_internal.h"
@@ -48,6 +50,7 @@ struct corpus_program {
     const struct corpus_file *files[KILN_PROGRAM_MAX_STAGES];
     uint32_t *words; /* a .foz corpus's compute module (one stage); NULL otherwise */
     size_t nwords;
+    uint64_t foz_hash; /* with words: the module's Fossilize hash */
 };
 
 struct kiln_corpus {
@@ -266,10 +269,13 @@ static int open_foz(struct kiln_corpus *c, const char *path)
         p->nstages = 1;
         p->words = m.words; /* taken over */
         p->nwords = m.word_count;
+        p->foz_hash = e.hash;
         c->nprograms++;
     }
     kiln_foz_module_list_free(mods);
     kiln_foz_close(foz);
+    if (rc == KILN_ENOMEM)
+        KILN_ERROR("prep", "corpus %s: out of memory listing it", path);
     if (rc < 0)
         return rc;
     /* Hash order: the same list on every run. */
@@ -289,16 +295,31 @@ static int open_foz(struct kiln_corpus *c, const char *path)
     return KILN_OK;
 }
 
+bool kiln__corpus_is_foz(const char *path)
+{
+    return path && ends_with(path, strlen(path), ".foz");
+}
+
+int kiln__corpus_key(const struct kiln_corpus *c, size_t i, struct kiln_key *key)
+{
+    if (!c || i >= c->nprograms || !c->programs[i].words)
+        return KILN_ENOTFOUND;
+    *key = kiln_cache_foz_key(c->programs[i].foz_hash);
+    return KILN_OK;
+}
+
 int kiln_corpus_open(const char *dir, struct kiln_corpus **out)
 {
     if (!dir || !out)
         return KILN_EINVAL;
     *out = NULL;
     struct kiln_corpus *c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c) {
+        KILN_ERROR("prep", "corpus %s: out of memory listing it", dir);
         return KILN_ENOMEM;
+    }
     c->dir = dup_n(dir, strlen(dir));
-    if (c->dir && ends_with(dir, strlen(dir), ".foz")) {
+    if (c->dir && kiln__corpus_is_foz(dir)) {
         int rc = open_foz(c, dir);
         if (rc < 0) {
             kiln_corpus_destroy(c);

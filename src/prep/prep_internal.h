@@ -38,6 +38,18 @@ int kiln__prep_check_spirv(const void *data, size_t n, const char **why);
  */
 int kiln__prep_walk(const char *dir, int (*fn)(void *user, const char *rel), void *user);
 
+/*
+ * The key program i of a listed corpus is stored under when the corpus
+ * names it itself: a Fossilize archive's module, kiln_cache_foz_key of its
+ * hash, so that kiln prepare and kiln import foz fill one cache alike.
+ * @return 0 with the key in *key, or KILN_ENOTFOUND for a folder corpus
+ * (whose programs are keyed by kiln_prep_program_key).
+ */
+int kiln__corpus_key(const struct kiln_corpus *c, size_t i, struct kiln_key *key);
+
+/* @return true when the path names a Fossilize archive (ends in ".foz"). */
+bool kiln__corpus_is_foz(const char *path);
+
 /* ---- shared by prepare.c and start.c -------------------------------------- */
 
 /* One program of a pipeline phase: its key, a name for log lines (NULL: the
@@ -53,11 +65,15 @@ struct kiln__prep_item {
 /* What a pipeline phase builds with. */
 struct kiln__prep_build {
     struct kiln_vk *vk;
+    /* The dictionary the payloads' blobs were packed with (NULL: none);
+     * must outlive the phase. */
+    const struct kiln_pack_dict *dict;
     kiln_prep_pipeline_fn on_pipeline; /* NULL: each pipeline is destroyed at once */
     void *pipeline_user;
     kiln_prep_progress_fn progress;
     void *progress_user;
-    _Atomic uint64_t bad; /* out: payloads that are not a program's (logged) */
+    _Atomic uint64_t bad;  /* out: payloads that are not a program's (logged) */
+    _Atomic uint64_t lone; /* out: one-module payloads of no pipeline (not built) */
 };
 
 /*

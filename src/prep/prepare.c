@@ -22,6 +22,24 @@
  *   program's own failure (load, translate, pack) is logged and counted,
  *   and the run goes on.
  *
+ * - One dictionary per run. The cache is opened with its dictionary
+ *   (KILN_CACHE_USE_DICT), so a cache repacked with one is kept, not
+ *   started over; every stage this run packs uses that dictionary, and
+ *   every payload reaches the pipeline phase with it. Only the dictionary
+ *   step (options.dict) changes it, between the translate phase and the
+ *   pipeline phase: kiln_cache_repack trains one and packs every record
+ *   again, so the payloads this run made are dropped and read back from
+ *   the repacked cache with the new dictionary. (Training from the SPIR-V
+ *   in memory instead would keep every translated module alive through the
+ *   phase, and could not cover the programs an earlier run stored; the
+ *   repack reads the whole cache once more, which is cheap next to
+ *   translating it.)
+ *
+ * - A Fossilize archive corpus fills the cache kiln import foz fills: its
+ *   stamp is KILN_CACHE_FOZ_STAMP and each module's key is
+ *   kiln_cache_foz_key of its hash (kiln__corpus_key), so modules imported
+ *   before are found and not stored again.
+ *
  * - Progress is reported from the caller's thread only (see start.c).
  */
 #include "kiln_internal.h"
@@ -53,6 +71,8 @@ void kiln_prepare_options_init(struct kiln_prepare_options *o)
 
 uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o, const struct kiln_translator *t)
 {
+    if (o && kiln__corpus_is_foz(o->corpus_dir))
+        return KILN_CACHE_FOZ_STAMP; /* SPIR-V as captured: no translator involved */
     uint64_t stamp = 0;
     if (!t && o)
         t = o->translator;
@@ -152,6 +172,7 @@ struct prog {
     struct kiln_key key;
     bool have_key;
     bool cached;   /* found in the cache: not translated */
+    bool reload;   /* stored by this run, then repacked: read it back */
     bool remake;   /* its record could not be read back: translate it again */
     bool failed;   /* could not be loaded, translated or packed (logged) */
     void *payload; /* made by this run (kiln_pack_free) */
@@ -164,6 +185,8 @@ struct run {
     const struct kiln_translator *t;
     struct kiln_corpus *corpus;
     struct kiln_cache *cache;
+    /* The cache's dictionary, packed with and unpacked with (NULL: none). */
+    const struct kiln_pack_dict *dict;
     unsigned sync_every;
 
     pthread_mutex_t put_lock;
@@ -195,7 +218,7 @@ static int pack_program(const struct run *r, const struct kiln_program *p, void 
     int rc = KILN_OK;
     for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
         size_t bsize = 0;
-        rc = kiln_pack(p->stages[i].words, p->stages[i].nwords, r->o->codec, NULL, &blobs[i],
+        rc = kiln_pack(p->stages[i].words, p->stages[i].nwords, r->o->codec, r->dict, &blobs[i],
                        &bsize);
         st[i] = (struct kiln_stage_blob){
             .stage = (uint32_t)p->stages[i].src.stage, .blob = blobs[i], .blob_size = bsize};
@@ -254,7 +277,9 @@ static int translate_job(void *arg, unsigned worker)
     }
     const char *name = it->name ? it->name : "(program)";
 
-    rc = kiln_prep_program_key(p, &it->key);
+    rc = kiln__corpus_key(r->corpus, it->index, &it->key);
+    if (rc == KILN_ENOTFOUND)
+        rc = kiln_prep_program_key(p, &it->key);
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot key the program: %s", name, kiln_strerror(rc));
         goto fail;
@@ -266,7 +291,7 @@ static int translate_job(void *arg, unsigned worker)
         return KILN_OK;
     }
 
-    rc = kiln_program_translate(r->t, p);
+    rc = r->t ? kiln_program_translate(r->t, p) : KILN_OK; /* no translator: SPIR-V only */
     if (rc < 0)
         goto fail; /* kiln_translate logged it, naming the source and stage */
     size_t spirv = kiln_program_spirv_bytes(p);
@@ -305,13 +330,14 @@ static int fail_at(struct kiln_prepare_summary *s, enum kiln_prep_step step, int
     return rc;
 }
 
-/* Reads back the payloads of the programs found in the cache. */
+/* Reads back the payloads of the programs found in the cache (and of those
+ * stored by this run and repacked since). */
 static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned threads,
                        struct kiln_prepare_summary *s)
 {
     size_t want = 0;
     for (size_t i = 0; i < n; i++)
-        want += progs[i].cached;
+        want += progs[i].cached || progs[i].reload;
     if (!want)
         return KILN_OK;
     struct kiln_key *keys = malloc(want * sizeof(*keys));
@@ -323,7 +349,7 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
     }
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (progs[i].cached) {
+        if (progs[i].cached || progs[i].reload) {
             keys[k] = progs[i].key;
             which[k++] = i;
         }
@@ -341,11 +367,12 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
         if (res[j].status < 0) {
             KILN_WARN("prep", "%s: its record could not be read back (%s): translating it again",
                       it->name ? it->name : "(program)", kiln_strerror(res[j].status));
-            it->cached = false;
+            it->cached = it->reload = false;
             it->remake = true;
             s->remade++;
             continue;
         }
+        it->reload = false;
         it->loaded = res[j].data;
         it->size = res[j].size;
         res[j].data = NULL; /* now the program's */
@@ -397,6 +424,61 @@ static int translate_pass(struct run *r, struct prog *progs, size_t n, bool rema
     return KILN_OK;
 }
 
+/*
+ * The dictionary step (options.dict): when the cache has no dictionary,
+ * trains one from its programs and packs every record again with it. The
+ * payloads this run made are then dropped, to be read back repacked.
+ * @return 0 (also when there were too few modules to train from: one
+ * warning) or the repack's error (logged).
+ */
+static int give_dict(struct run *r, struct prog *progs, size_t n, struct kiln_prepare_summary *s)
+{
+    if (kiln_cache_dict(r->cache))
+        return KILN_OK; /* kept: new programs were packed with it */
+    struct kiln_cache_entry *e = NULL;
+    size_t ne = 0;
+    KILN_TRY(kiln_cache_entries(r->cache, &e, &ne));
+    uint64_t stages = 0;
+    for (size_t i = 0; i < ne; i++)
+        stages += e[i].stages;
+    kiln_cache_entries_free(e);
+    if (stages < 8) {
+        KILN_WARN("prep",
+                  "%s: %" PRIu64 " shader stages in the cache, a dictionary needs at least 8: "
+                  "kept without one",
+                  r->o->cache_dir, stages);
+        return KILN_OK;
+    }
+    struct kiln_cache_rewrite_report rep;
+    int rc = kiln_cache_repack(r->cache, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, &rep);
+    if (rc == KILN_EINVAL) {
+        /* Training refused the samples (logged); the cache is unchanged. */
+        KILN_WARN("prep", "%s: no dictionary could be trained: kept without one", r->o->cache_dir);
+        return KILN_OK;
+    }
+    if (rc < 0) {
+        KILN_ERROR("prep", "%s: cannot repack the program cache with a new dictionary: %s",
+                   r->o->cache_dir, kiln_strerror(rc));
+        return rc;
+    }
+    r->dict = kiln_cache_dict(r->cache);
+    s->dict_trained = true;
+    s->dict_payload_before = rep.payload_bytes_before;
+    s->dict_payload_after = rep.payload_bytes_after;
+    for (size_t i = 0; i < n; i++)
+        if (progs[i].payload) {
+            kiln_pack_free(progs[i].payload);
+            progs[i].payload = NULL;
+            progs[i].reload = true;
+        }
+    KILN_INFO("prep",
+              "%s: dictionary %016" PRIx64 " trained; %" PRIu64
+              " records repacked, payloads %" PRIu64 " -> %" PRIu64 " bytes",
+              r->o->cache_dir, kiln_pack_dict_id(r->dict), rep.repacked, rep.payload_bytes_before,
+              rep.payload_bytes_after);
+    return KILN_OK;
+}
+
 /* Counts what the passes did into the summary. */
 static void count(const struct run *r, const struct prog *progs, size_t n,
                   struct kiln_prepare_summary *s)
@@ -422,6 +504,11 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     }
     if (!kiln_codec_name(o->codec)) {
         KILN_ERROR("prep", "prepare: unknown codec %d", (int)o->codec);
+        return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    }
+    if (o->dict && o->codec != KILN_CODEC_KILN) {
+        KILN_ERROR("prep", "prepare: a dictionary goes only with the kiln codec, not %s",
+                   kiln_codec_name(o->codec));
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
 
@@ -459,7 +546,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
 
     /* The translator and the cache. */
     r.t = o->translator;
-    if (!r.t) {
+    if (!r.t && !kiln__corpus_is_foz(o->corpus_dir)) {
         rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &glsl);
         if (rc < 0) {
             KILN_ERROR("prep", "prepare: no GLSL translator: %s", kiln_strerror(rc));
@@ -474,7 +561,9 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         fail_at(s, KILN_PREP_STEP_CACHE, rc);
         goto out;
     }
-    struct kiln_cache_options copt = {.stamp = s->stamp, .flags = KILN_CACHE_CREATE, .io = o->io};
+    /* With its dictionary: a cache repacked with one is kept, not restarted. */
+    struct kiln_cache_options copt = {
+        .stamp = s->stamp, .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT, .io = o->io};
     rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot open the program cache: %s", o->cache_dir,
@@ -485,6 +574,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     struct kiln_cache_stats cs;
     kiln_cache_stats(r.cache, &cs);
     s->open_kind = cs.open_kind;
+    r.dict = kiln_cache_dict(r.cache);
 
     progs = calloc(n, sizeof(*progs));
     items = calloc(n, sizeof(*items));
@@ -509,6 +599,15 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     if (r.cache_error) {
         fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
         goto out;
+    }
+    if (o->dict) {
+        uint64_t td = kiln_now_ns();
+        rc = give_dict(&r, progs, n, s);
+        s->dict_ns = kiln_now_ns() - td;
+        if (rc < 0) {
+            fail_at(s, KILN_PREP_STEP_CACHE, rc);
+            goto out;
+        }
     }
     if (o->no_vulkan)
         goto out;
@@ -568,6 +667,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         items[i].size = progs[i].size;
     }
     struct kiln__prep_build b = {.vk = vk,
+                                 .dict = r.dict,
                                  .on_pipeline = o->vk ? o->on_pipeline : NULL,
                                  .pipeline_user = o->pipeline_user,
                                  .progress = progress,
@@ -593,6 +693,13 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
 out:
     if (progs)
         count(&r, progs, n, s);
+    if (r.cache) {
+        const struct kiln_pack_dict *d = kiln_cache_dict(r.cache);
+        size_t dsize = 0;
+        s->dict_id = kiln_pack_dict_id(d);
+        if (d && kiln_pack_dict_bytes(d, &dsize))
+            s->dict_bytes = dsize;
+    }
     kiln_vk_destroy(own_vk);
     for (size_t i = 0; progs && i < n; i++) {
         free(progs[i].name);

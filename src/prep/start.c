@@ -4,12 +4,26 @@
  *
  * Invariants and why they hold:
  *
- * - The warm start never changes the program cache: it opens it read-only
- *   (no lock, a stale index made up for in memory), so it may run beside a
- *   writer and cannot damage what a crash left behind. Only pipelines.vkc
- *   is written, and only when it was missing or not used (the driver's
- *   data is then new), through kiln_vk_cache_save's temporary file and
- *   rename.
+ * - The warm start never adds, changes or drops a record. It writes only
+ *   the last-use marks (programs.kpu, through kiln_cache_save_use's
+ *   temporary file and rename) and pipelines.vkc (only when it was missing
+ *   or not used: the driver's data is then new).
+ *
+ * - Last use is recorded under the writer lock, or not at all. Marks are
+ *   a whole-file snapshot of one handle's view, so two handles writing
+ *   them unlocked could each undo the other's marks, and a prune could
+ *   then drop what a start just used. The start therefore opens the cache
+ *   as a writer that keeps its stamp and dictionary (KILN_CACHE_KEEP_STAMP:
+ *   it never starts a cache over), loads, saves the marks and closes it
+ *   before the pipeline phase, so it holds the lock for the open and the
+ *   read only. When it cannot be a writer (another one holds the lock, the
+ *   folder is read-only) or is asked not to be, it opens read-only: no
+ *   lock, a stale index made up for in memory, nothing written to the
+ *   cache, and one info line says last use was not recorded.
+ *
+ * - The dictionary outlives the cache handle: the start unpacks with a
+ *   copy of kiln_cache_dict (which is valid only while the handle is
+ *   open), taken before the handle is closed.
  *
  * - Nothing unchecked reaches the driver. A record is used only when
  *   kiln_cache_load_many checked its head and checksum (status 0); its
@@ -30,6 +44,7 @@
 #include "kiln_internal.h"
 #include "prep_internal.h"
 
+#include "kiln/foz.h"
 #include "kiln/pool.h"
 
 #include <inttypes.h>
@@ -126,9 +141,20 @@ static int build_one(void *arg, unsigned worker)
 
     struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
     int n = kiln_program_payload_parse(it->payload, it->size, KILN_PROGRAM_MAX_STAGES, st);
-    bool compute = n == 1 && st[0].stage == KILN_STAGE_COMPUTE;
+    /* An imported module used by compute and other stages is still a
+     * compute program (kiln_cache_import_foz's stage kinds). */
+    bool compute =
+        n == 1 &&
+        (st[0].stage == KILN_STAGE_COMPUTE ||
+         ((st[0].stage & KILN_CACHE_FOZ_STAGE_OTHER) && (st[0].stage & KILN_FOZ_STAGE_COMPUTE)));
     bool graphics =
         n == 2 && st[0].stage == KILN_STAGE_VERTEX && st[1].stage == KILN_STAGE_FRAGMENT;
+    if (n == 1 && !compute) {
+        /* One graphics (or other) module: stored, but no pipeline alone. */
+        atomic_fetch_add_explicit(&j->b->lone, 1, memory_order_relaxed);
+        it->status = KILN_OK;
+        return KILN_OK;
+    }
     if (!compute && !graphics) {
         int rc = n < 0 ? n : KILN_EFORMAT;
         KILN_WARN("prep",
@@ -143,12 +169,13 @@ static int build_one(void *arg, unsigned worker)
     struct kiln_vk_pipeline *pipe = NULL;
     int rc;
     if (compute) {
-        struct kiln_vk_stage s = {.blob = st[0].blob, .blob_size = st[0].blob_size};
+        struct kiln_vk_stage s = {
+            .blob = st[0].blob, .blob_size = st[0].blob_size, .dict = j->b->dict};
         rc = kiln_vk_compute_pipeline(j->b->vk, name, &s, &pipe);
     } else {
         struct kiln_vk_graphics g = {
-            .vertex = {.blob = st[0].blob, .blob_size = st[0].blob_size},
-            .fragment = {.blob = st[1].blob, .blob_size = st[1].blob_size},
+            .vertex = {.blob = st[0].blob, .blob_size = st[0].blob_size, .dict = j->b->dict},
+            .fragment = {.blob = st[1].blob, .blob_size = st[1].blob_size, .dict = j->b->dict},
         };
         rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
     }
@@ -205,7 +232,7 @@ int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item 
     if (rc < 0)
         return rc;
     *failed = pp.failed;
-    return (int64_t)(pp.done - pp.failed);
+    return (int64_t)(pp.done - pp.failed - atomic_load(&b->lone));
 }
 
 /* ---- the warm start -------------------------------------------------------- */
@@ -215,6 +242,47 @@ static int start_fail(struct kiln_start_summary *s, enum kiln_prep_step step, in
     s->error = rc;
     s->step = step;
     return rc;
+}
+
+/*
+ * Opens the cache for the start: as a writer that keeps its stamp and
+ * dictionary when it can (so last use can be recorded), else read-only.
+ * @return 0 with the cache in *out and *writer set, or the open's error.
+ */
+static int start_open(const struct kiln_start_options *o, struct kiln_cache **out, bool *writer,
+                      struct kiln_start_summary *s)
+{
+    *writer = false;
+    int rc = KILN_EINVAL;
+    if (o->read_only) {
+        snprintf(s->use_text, sizeof(s->use_text), "opened read-only as asked");
+    } else {
+        struct kiln_cache_options wopt = {.flags = KILN_CACHE_KEEP_STAMP, .io = o->io};
+        rc = kiln_cache_open(o->cache_dir, &wopt, out);
+        if (rc == KILN_OK) {
+            struct kiln_cache_stats cs;
+            kiln_cache_stats(*out, &cs);
+            if (o->any_stamp || cs.stamp == o->stamp) {
+                *writer = true;
+                return KILN_OK;
+            }
+            kiln_cache_close(*out); /* the read-only open below refuses it */
+            *out = NULL;
+            snprintf(s->use_text, sizeof(s->use_text), "another stamp");
+        } else if (rc == KILN_ENOENT) {
+            return rc; /* no cache: a read-only open finds none either */
+        } else {
+            snprintf(s->use_text, sizeof(s->use_text), "opened read-only: %s",
+                     rc == KILN_EBUSY ? "another writer holds the cache" : kiln_strerror(rc));
+        }
+    }
+    struct kiln_cache_options ropt = {
+        .stamp = o->stamp,
+        .flags =
+            KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
+        .io = o->io,
+    };
+    return kiln_cache_open(o->cache_dir, &ropt, out);
 }
 
 int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
@@ -227,14 +295,10 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
 
-    /* Open by the index, read-only: a start never changes the cache. */
-    struct kiln_cache_options copt = {
-        .stamp = o->stamp,
-        .flags = KILN_CACHE_READ_ONLY | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
-        .io = o->io,
-    };
+    /* Open by the index; a writer when it can be (see the top). */
     struct kiln_cache *cache = NULL;
-    int rc = kiln_cache_open(o->cache_dir, &copt, &cache);
+    bool writer = false;
+    int rc = start_open(o, &cache, &writer, s);
     if (rc < 0) {
         if (rc == KILN_ENOENT) /* not an error of kiln's: the caller says it to the user */
             KILN_INFO("prep", "%s: no program cache here (run kiln prepare first)", o->cache_dir);
@@ -252,6 +316,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     kiln_cache_stats(cache, &cs);
     s->open_kind = cs.open_kind;
     s->stamp = cs.stamp;
+    s->dict_id = cs.dict_id;
     snprintf(s->open_text, sizeof(s->open_text), "%s", cs.open_text);
 
     struct kiln_cache_entry *entries = NULL;
@@ -260,12 +325,19 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     struct kiln_cache_result *res = NULL;
     struct kiln__prep_item *items = NULL;
     struct kiln_vk *own_vk = NULL;
+    struct kiln_pack_dict *dict = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
     if (rc == KILN_OK && n) {
         keys = malloc(n * sizeof(*keys));
         items = calloc(n, sizeof(*items));
         if (!keys || !items)
             rc = KILN_ENOMEM;
+    }
+    /* The dictionary, copied: the handle is closed before the pipelines. */
+    if (rc == KILN_OK && kiln_cache_dict(cache)) {
+        size_t dsize = 0;
+        const void *dbytes = kiln_pack_dict_bytes(kiln_cache_dict(cache), &dsize);
+        rc = kiln_pack_dict_load(dbytes, dsize, &dict);
     }
     s->records = n;
     s->open_ns = kiln_now_ns() - t0;
@@ -279,7 +351,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     s->workers = kiln_prep_workers(o->jobs, s->workers_reason, sizeof(s->workers_reason));
     s->read_threads = KILN_MIN(s->workers, (unsigned)KILN_CACHE_MAX_THREADS);
 
-    /* Read every record at once. */
+    /* Read every record at once; the load marks each one used today. */
     uint64_t t1 = kiln_now_ns();
     if (n) {
         int64_t got = kiln_cache_load_many(cache, keys, n, s->read_threads, &res);
@@ -309,6 +381,18 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                   "(kiln prepare makes them again)",
                   o->cache_dir, s->missing, n);
 
+    /* Last use, then the lock goes: the payloads outlive the handle. */
+    if (writer) {
+        rc = kiln_cache_save_use(cache);
+        s->use_recorded = rc == KILN_OK; /* advisory: a failure was logged */
+        if (rc < 0)
+            snprintf(s->use_text, sizeof(s->use_text), "not written: %s", kiln_strerror(rc));
+    } else {
+        KILN_INFO("prep", "%s: last use not recorded (%s)", o->cache_dir, s->use_text);
+    }
+    kiln_cache_close(cache);
+    cache = NULL;
+
     if (o->no_vulkan)
         goto out;
 
@@ -337,6 +421,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
 
     uint64_t t3 = kiln_now_ns();
     struct kiln__prep_build b = {.vk = vk,
+                                 .dict = dict,
                                  .on_pipeline = o->vk ? o->on_pipeline : NULL,
                                  .pipeline_user = o->pipeline_user,
                                  .progress = progress,
@@ -344,12 +429,18 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     s->pipelines_ns = kiln_now_ns() - t3;
     s->bad = atomic_load(&b.bad);
+    s->lone_modules = atomic_load(&b.lone);
     s->pipelines_failed -= s->bad;
     if (built < 0) {
         start_fail(s, KILN_PREP_STEP_OTHER, (int)built);
         goto out;
     }
     s->pipelines_built = (uint64_t)built;
+    if (s->lone_modules)
+        KILN_INFO("prep",
+                  "%s: %" PRIu64 " records are single graphics modules (no pipeline alone): "
+                  "stored, not built",
+                  o->cache_dir, s->lone_modules);
 
     /* New driver data: keep it for the next start. */
     if (own_vk &&
@@ -367,6 +458,7 @@ out:
     free(keys);
     kiln_cache_entries_free(entries);
     kiln_cache_close(cache);
+    kiln_pack_dict_destroy(dict);
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
     return s->error;

@@ -363,7 +363,7 @@ static int mkdir_in(const char *dir, const char *name)
     char path[4200];
     if (kiln__path_join(path, sizeof(path), dir, name) < 0)
         return -1;
-    return mkdir(path, 0755);
+    return kt_mkdir(path);
 }
 
 /* SPIR-V for a stage, from the built-in translator. */

@@ -400,6 +400,383 @@ KT_CASE(threads)
     kiln_vk_destroy(vk);
 }
 
+/* ---- the cache's dictionary, Fossilize imports, last use ------------------------ */
+
+/* Reads a whole file of the cache folder (NULL when it is not there). */
+static void *cache_file(const char *cache, const char *name, size_t *n)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/%s", cache, name);
+    void *data = NULL;
+    *n = 0;
+    if (kiln_io_read_file(kiln_io_default(), path, 64u << 20, &data, n) < 0)
+        return NULL;
+    return data;
+}
+
+static bool same_file(const char *cache, const char *name, const void *before, size_t n)
+{
+    size_t m;
+    void *now = cache_file(cache, name, &m);
+    bool same = now && m == n && memcmp(now, before, n) == 0;
+    free(now);
+    return same;
+}
+
+/* @return whether the first stage of `key`'s record needs a dictionary to
+ * unpack (unpacking it without one is refused). */
+static bool needs_dict(struct kiln_cache *c, struct kiln_key key)
+{
+    struct kiln_cache_result *res = NULL;
+    if (kiln_cache_load_many(c, &key, 1, 1, &res) != 1) {
+        kiln_cache_results_free(res, 1);
+        return false;
+    }
+    struct kiln_stage_blob st[2];
+    int ns = kiln_program_payload_parse(res[0].data, res[0].size, 2, st);
+    const uint32_t *w = NULL;
+    bool needs = ns > 0 &&
+                 kiln_unpack_scratch(st[0].blob, st[0].blob_size, NULL, &w) == KILN_EINVAL &&
+                 kiln_unpack_scratch(st[0].blob, st[0].blob_size, kiln_cache_dict(c), &w) > 0;
+    kiln_cache_results_free(res, 1);
+    kiln_pack_thread_cleanup(); /* the main thread's scratch: no exit destructor */
+    return needs;
+}
+
+/* kiln cache repack --dict, then kiln prepare and kiln start: the cache is
+ * kept (not started over), new programs are packed with its dictionary,
+ * and both build every pipeline unpacking with it. */
+KT_CASE(dict_kept_after_repack)
+{
+    const char *root = kt_tmpdir();
+    char cache[4200];
+    cache_path(cache, sizeof(cache), root);
+    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
+    KT_REQUIRE(pin != NULL);
+    kiln_vk_destroy(pin);
+
+    /* Six programs: 3 compute + 3 graphics pairs, 9 stages to train on. */
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.generate = 6;
+    o.jobs = 1;
+    o.no_vulkan = true;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.dict_id, 0);
+
+    struct kiln_cache_options ko = {.flags = KILN_CACHE_KEEP_STAMP};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &c));
+    struct kiln_cache_rewrite_report rep;
+    KT_REQUIRE_OK(kiln_cache_repack(c, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, &rep));
+    uint64_t dict_id = kiln_pack_dict_id(kiln_cache_dict(c));
+    KT_REQUIRE(dict_id != 0);
+    kiln_cache_close(c);
+
+    /* One program more, and the pipelines. */
+    o.generate = 7;
+    o.no_vulkan = false;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(s.cached, 6);
+    KT_CHECK_EQ(s.translated, 1);
+    KT_CHECK_EQ(s.failed, 0);
+    KT_CHECK_EQ(s.pipelines_built, 7);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK(!s.dict_trained);
+    KT_CHECK_EQ(s.dict_id, dict_id);
+
+    /* The new program (index 6) was packed with the dictionary. */
+    struct kiln_program *p6;
+    struct kiln_key k6;
+    KT_REQUIRE_OK(kiln_generate_program(o.seed, 6, &p6));
+    KT_CHECK_OK(kiln_prep_program_key(p6, &k6));
+    kiln_program_destroy(p6);
+    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+                                             KILN_CACHE_USE_DICT};
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), 7);
+    KT_CHECK(needs_dict(c, k6));
+    kiln_cache_close(c);
+
+    struct kiln_start_options so = {
+        .cache_dir = cache, .stamp = kiln_prepare_stamp(&o, NULL), .jobs = 1};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, 7);
+    KT_CHECK_EQ(ss.pipelines_built, 7);
+    KT_CHECK_EQ(ss.pipelines_failed, 0);
+    KT_CHECK_EQ(ss.bad, 0);
+    KT_CHECK_EQ(ss.dict_id, dict_id);
+}
+
+/* kiln prepare --dict: trains after translating, repacks, builds from the
+ * repacked records; a later run keeps the dictionary; too few stages give
+ * a warning, not a failure. */
+KT_CASE(prepare_dict)
+{
+    const char *root = kt_tmpdir();
+    char cache[4200], small[4200], corpus[4200];
+    cache_path(cache, sizeof(cache), root);
+    snprintf(small, sizeof(small), "%s/small", root);
+    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
+    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
+    KT_REQUIRE(pin != NULL);
+    kiln_vk_destroy(pin);
+
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.generate = 6;
+    o.jobs = 1;
+    o.dict = true;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, 6);
+    KT_CHECK(s.dict_trained);
+    KT_CHECK(s.dict_id != 0);
+    KT_CHECK(s.dict_bytes > 0);
+    KT_CHECK(s.dict_payload_after > 0 && s.dict_payload_after < s.dict_payload_before);
+    KT_CHECK_EQ(s.pipelines_built, 6); /* from the repacked records */
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK_EQ(s.remade, 0);
+
+    /* Every record is packed with it. */
+    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+                                             KILN_CACHE_USE_DICT};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
+    KT_CHECK_EQ(kiln_pack_dict_id(kiln_cache_dict(c)), s.dict_id);
+    struct kiln_cache_entry *e;
+    size_t ne;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &e, &ne));
+    KT_CHECK_EQ(ne, 6);
+    for (size_t i = 0; i < ne; i++)
+        KT_CHECK(needs_dict(c, e[i].key));
+    kiln_cache_entries_free(e);
+    kiln_cache_close(c);
+
+    /* Again: nothing to translate, the dictionary kept. */
+    uint64_t dict_id = s.dict_id;
+    o.no_vulkan = true;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(s.translated, 0);
+    KT_CHECK(!s.dict_trained);
+    KT_CHECK_EQ(s.dict_id, dict_id);
+
+    /* Only 4 stages: no dictionary, and the run goes on. */
+    KT_REQUIRE(pf_mkdir(corpus) == 0);
+    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    o.cache_dir = small;
+    o.corpus_dir = corpus;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
+    KT_CHECK(!s.dict_trained);
+    KT_CHECK_EQ(s.dict_id, 0);
+
+    /* A dictionary goes only with the kiln codec. */
+    o.codec = KILN_CODEC_ZSTD;
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
+}
+
+/* The archive the Fossilize cases use (two compute pipelines, four
+ * graphics modules). */
+static void foz_archive(char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/foz/sascha-willems/computenbody.f93c6e96adcd7946.1.foz",
+             kt_corpus_dir());
+}
+
+/* kiln import foz, then kiln prepare --corpus FILE.foz: nothing is
+ * translated or stored again, and the compute pipelines are built; the
+ * other way round, the import finds the prepared modules. */
+KT_CASE(foz_import_then_prepare)
+{
+    const char *root = kt_tmpdir();
+    char cache[4200], other[4200], foz[4200];
+    cache_path(cache, sizeof(cache), root);
+    snprintf(other, sizeof(other), "%s/other", root);
+    foz_archive(foz, sizeof(foz));
+    KT_REQUIRE(pf_mkdir(cache) == 0);
+    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
+    KT_REQUIRE(pin != NULL);
+    kiln_vk_destroy(pin);
+
+    struct kiln_cache_options io = {.stamp = KILN_CACHE_FOZ_STAMP,
+                                    .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &io, &c));
+    struct kiln_cache_import_report ir;
+    KT_REQUIRE_OK(kiln_cache_import_foz(c, foz, &ir));
+    kiln_cache_close(c);
+    KT_REQUIRE(ir.compute >= 1);
+    KT_REQUIRE(ir.imported > ir.compute); /* graphics modules too */
+
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.corpus_dir = foz;
+    o.jobs = 1;
+    KT_CHECK_EQ(kiln_prepare_stamp(&o, NULL), KILN_CACHE_FOZ_STAMP);
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(s.stamp, KILN_CACHE_FOZ_STAMP);
+    KT_CHECK_EQ(s.programs, ir.compute);
+    KT_CHECK_EQ(s.translated, 0);
+    KT_CHECK_EQ(s.cached, ir.compute);
+    KT_CHECK_EQ(s.pipelines_built, ir.compute);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+
+    /* Nothing was stored again. */
+    struct kiln_cache_options ro = {.stamp = KILN_CACHE_FOZ_STAMP,
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
+    struct kiln_cache_stats cs;
+    kiln_cache_stats(c, &cs);
+    KT_CHECK_EQ(cs.records, ir.imported);
+    KT_CHECK_EQ(cs.superseded, 0);
+    kiln_cache_close(c);
+
+    /* The warm start builds the compute pipelines and leaves the lone
+     * graphics modules alone (not counted as bad). */
+    struct kiln_start_options so = {.cache_dir = cache, .stamp = KILN_CACHE_FOZ_STAMP, .jobs = 1};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, ir.imported);
+    KT_CHECK_EQ(ss.pipelines_built, ir.compute);
+    KT_CHECK_EQ(ss.lone_modules, ir.imported - ir.compute);
+    KT_CHECK_EQ(ss.bad, 0);
+    KT_CHECK_EQ(ss.pipelines_failed, 0);
+
+    /* Prepare first, import after: the import finds the compute modules. */
+    o.cache_dir = other;
+    o.no_vulkan = true;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, ir.compute);
+    KT_REQUIRE_OK(kiln_cache_open(other, &io, &c));
+    struct kiln_cache_import_report ir2;
+    KT_REQUIRE_OK(kiln_cache_import_foz(c, foz, &ir2));
+    kiln_cache_close(c);
+    KT_CHECK_EQ(ir2.present, ir.compute);
+    KT_CHECK_EQ(ir2.imported, ir.imported - ir.compute);
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, 0);
+    KT_CHECK_EQ(s.cached, ir.compute);
+}
+
+/* The warm start records last use (what kiln cache prune goes by) and
+ * never rewrites a record; read-only (asked, or another writer holds the
+ * cache) it writes nothing at all. */
+KT_CASE(start_records_use)
+{
+    const char *root = kt_tmpdir();
+    char corpus[4200], cache[4200];
+    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
+    cache_path(cache, sizeof(cache), root);
+    KT_REQUIRE(pf_mkdir(corpus) == 0);
+    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.corpus_dir = corpus;
+    o.jobs = 1;
+    o.no_vulkan = true;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+
+    /* Age every record: last used on day 1000 (without the marks file,
+     * every record counts as used on the open's day, and close writes it). */
+    const uint32_t old_day = 1000;
+    char kpu_path[4300];
+    snprintf(kpu_path, sizeof(kpu_path), "%s/%s", cache, KILN_CACHE_USE_FILE);
+    KT_REQUIRE(remove(kpu_path) == 0);
+    struct kiln_cache_options ko = {.flags = KILN_CACHE_KEEP_STAMP, .today = old_day};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &c));
+    struct kiln_cache_entry *e;
+    size_t ne;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &e, &ne));
+    KT_REQUIRE(ne == PF_GOOD_PROGRAMS);
+    struct kiln_key keys[PF_GOOD_PROGRAMS];
+    for (size_t i = 0; i < ne; i++)
+        keys[i] = e[i].key;
+    kiln_cache_entries_free(e);
+    struct kiln_cache_result *res;
+    KT_CHECK_EQ(kiln_cache_load_many(c, keys, ne, 1, &res), PF_GOOD_PROGRAMS);
+    kiln_cache_results_free(res, ne);
+    kiln_cache_close(c); /* writes the marks */
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &c));
+    uint32_t day = 0;
+    KT_CHECK_OK(kiln_cache_last_use(c, keys[0], &day));
+    KT_CHECK_EQ(day, old_day);
+    kiln_cache_close(c);
+
+    size_t nkpc, nkpx, nkpu;
+    void *kpc = cache_file(cache, KILN_CACHE_RECORDS_FILE, &nkpc);
+    void *kpx = cache_file(cache, KILN_CACHE_INDEX_FILE, &nkpx);
+    void *kpu = cache_file(cache, KILN_CACHE_USE_FILE, &nkpu);
+    KT_REQUIRE(kpc && kpx && kpu);
+
+    /* Another writer holds the cache: read-only, nothing written. */
+    struct kiln_cache *holder;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &holder));
+    struct kiln_start_options so = {
+        .cache_dir = cache, .any_stamp = true, .jobs = 1, .no_vulkan = true};
+    struct kiln_start_summary ss;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK(!ss.use_recorded);
+    KT_CHECK(strstr(ss.use_text, "another writer") != NULL);
+    kiln_cache_close(holder);
+    /* Asked to be read-only. */
+    so.read_only = true;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK(!ss.use_recorded);
+    KT_CHECK(same_file(cache, KILN_CACHE_RECORDS_FILE, kpc, nkpc));
+    KT_CHECK(same_file(cache, KILN_CACHE_INDEX_FILE, kpx, nkpx));
+    KT_CHECK(same_file(cache, KILN_CACHE_USE_FILE, kpu, nkpu));
+
+    /* The ordinary start records use; records and index stay as they were. */
+    so.read_only = false;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK(ss.use_recorded);
+    KT_CHECK(same_file(cache, KILN_CACHE_RECORDS_FILE, kpc, nkpc));
+    KT_CHECK(same_file(cache, KILN_CACHE_INDEX_FILE, kpx, nkpx));
+    KT_CHECK(!same_file(cache, KILN_CACHE_USE_FILE, kpu, nkpu));
+    free(kpc);
+    free(kpx);
+    free(kpu);
+
+    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
+    uint32_t today = kiln_cache_today(c);
+    KT_CHECK(today > old_day);
+    for (size_t i = 0; i < PF_GOOD_PROGRAMS; i++) {
+        day = 0;
+        KT_CHECK_OK(kiln_cache_last_use(c, keys[i], &day));
+        KT_CHECK_EQ(day, today);
+    }
+    kiln_cache_close(c);
+
+    /* So a prune by age keeps them all. */
+    struct kiln_cache_options wo = {.flags = KILN_CACHE_KEEP_STAMP};
+    KT_REQUIRE_OK(kiln_cache_open(cache, &wo, &c));
+    struct kiln_cache_prune_options po = {.older_than_days = 30};
+    struct kiln_cache_rewrite_report rep;
+    KT_CHECK_OK(kiln_cache_prune(c, &po, &rep));
+    KT_CHECK_EQ(rep.dropped, 0);
+    KT_CHECK_EQ(kiln_cache_count(c), PF_GOOD_PROGRAMS);
+    kiln_cache_close(c);
+}
+
 KT_MAIN(KT_ENTRY(program_key), KT_ENTRY(stamp), KT_ENTRY(generated_then_start),
         KT_ENTRY(broken_program_alone), KT_ENTRY(no_vulkan_and_damage), KT_ENTRY(bad_input),
-        KT_ENTRY(threads))
+        KT_ENTRY(threads), KT_ENTRY(dict_kept_after_repack), KT_ENTRY(prepare_dict),
+        KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use))

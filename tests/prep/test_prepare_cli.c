@@ -13,6 +13,7 @@
 #include "prep_fixture.h"
 
 #include <json-c/json.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,9 +25,10 @@ struct out {
     size_t len;
 };
 
-/* Runs kiln with `args` (NULL-terminated); stdout into *o. @return the
- * exit code, or -1. */
-static int run_kiln(bool vulkan, struct out *o, const char *const *args)
+/* Runs kiln with `args` (NULL-terminated); stdout into *o, stderr into the
+ * file `err_path` (NULL: this process's stderr). @return the exit code, or
+ * -1. */
+static int run_kiln_err(bool vulkan, struct out *o, const char *err_path, const char *const *args)
 {
     const char *argv[32];
     size_t n = 0;
@@ -59,6 +61,9 @@ static int run_kiln(bool vulkan, struct out *o, const char *const *args)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    if (err_path)
+        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                         0644);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
     posix_spawn_file_actions_addclose(&fa, fds[1]);
     pid_t pid;
@@ -88,6 +93,26 @@ static int run_kiln(bool vulkan, struct out *o, const char *const *args)
         return -1;
     }
     return WEXITSTATUS(status);
+}
+
+static int run_kiln(bool vulkan, struct out *o, const char *const *args)
+{
+    return run_kiln_err(vulkan, o, NULL, args);
+}
+
+/* Reads the file `path` into *o. @return its line count, or -1. */
+static int read_lines(const char *path, struct out *o)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    o->len = fread(o->text, 1, sizeof(o->text) - 1, f);
+    o->text[o->len] = '\0';
+    fclose(f);
+    int lines = 0;
+    for (size_t i = 0; i < o->len; i++)
+        lines += o->text[i] == '\n';
+    return lines;
 }
 
 static int64_t json_int(struct json_object *j, const char *key)
@@ -235,4 +260,81 @@ KT_CASE(failure_exit_code)
     json_object_put(j);
 }
 
-KT_MAIN(KT_ENTRY(usage), KT_ENTRY(prepare_start_json), KT_ENTRY(failure_exit_code))
+/* A corpus that cannot be used: exit 2 and exactly one stderr line, naming
+ * what and where. */
+KT_CASE(bad_corpus_one_line)
+{
+    const char *root = kt_tmpdir();
+    char missing[4200], foz[4200], empty[4200], cache[4200], err[4200];
+    snprintf(missing, sizeof(missing), "%s/none", root);
+    snprintf(foz, sizeof(foz), "%s/none.foz", root);
+    snprintf(empty, sizeof(empty), "%s/empty", root);
+    snprintf(cache, sizeof(cache), "%s/cache", root);
+    snprintf(err, sizeof(err), "%s/stderr.txt", root);
+    KT_REQUIRE(pf_mkdir(empty) == 0);
+    const char *const bad[] = {missing, foz, empty};
+    for (size_t i = 0; i < 3; i++) {
+        struct out o, e;
+        KT_CHECK_EQ(run_kiln_err(false, &o, err,
+                                 (const char *[]){"prepare", "--corpus", bad[i], "--cache", cache,
+                                                  "--no-vulkan", NULL}),
+                    2);
+        KT_CHECK_EQ(read_lines(err, &e), 1);
+        KT_CHECK(strstr(e.text, bad[i]) != NULL);
+    }
+    /* No cache in the folder: one line too. */
+    struct out o, e;
+    KT_CHECK_EQ(run_kiln_err(false, &o, err, (const char *[]){"start", "--cache", root, NULL}), 2);
+    KT_CHECK_EQ(read_lines(err, &e), 1);
+    KT_CHECK(strstr(e.text, root) != NULL);
+}
+
+/* prepare --dict, then start: the dictionary's fields, and last use. */
+KT_CASE(dict_json)
+{
+    const char *root = kt_tmpdir();
+    char cache[4200];
+    snprintf(cache, sizeof(cache), "%s/cache", root);
+    struct out o;
+    KT_CHECK_EQ(run_kiln(false, &o,
+                         (const char *[]){"prepare", "--generate", "6", "--cache", cache, "--jobs",
+                                          "1", "--no-vulkan", "--dict", "--json", NULL}),
+                0);
+    struct json_object *j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    struct json_object *v;
+    KT_CHECK(json_object_object_get_ex(j, "dict_trained", &v) && json_object_get_boolean(v));
+    KT_CHECK(json_int(j, "dict_bytes") > 0);
+    int64_t before = json_int(j, "dict_payload_bytes_before");
+    int64_t after = json_int(j, "dict_payload_bytes_after");
+    KT_CHECK(after > 0 && after < before);
+    char dict_id[32] = "";
+    KT_CHECK(json_object_object_get_ex(j, "dict_id", &v) && json_object_get_string(v));
+    if (json_object_object_get_ex(j, "dict_id", &v) && json_object_get_string(v))
+        snprintf(dict_id, sizeof(dict_id), "%s", json_object_get_string(v));
+    json_object_put(j);
+
+    KT_CHECK_EQ(
+        run_kiln(false, &o,
+                 (const char *[]){"start", "--cache", cache, "--no-vulkan", "--json", NULL}),
+        0);
+    j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK_EQ(json_int(j, "loaded"), 6);
+    KT_CHECK(json_object_object_get_ex(j, "dict_id", &v) &&
+             strcmp(json_object_get_string(v), dict_id) == 0);
+    KT_CHECK(json_object_object_get_ex(j, "use_recorded", &v) && json_object_get_boolean(v));
+    json_object_put(j);
+
+    KT_CHECK_EQ(run_kiln(false, &o,
+                         (const char *[]){"start", "--cache", cache, "--no-vulkan", "--read-only",
+                                          "--json", NULL}),
+                0);
+    j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK(json_object_object_get_ex(j, "use_recorded", &v) && !json_object_get_boolean(v));
+    json_object_put(j);
+}
+
+KT_MAIN(KT_ENTRY(usage), KT_ENTRY(prepare_start_json), KT_ENTRY(failure_exit_code),
+        KT_ENTRY(bad_corpus_one_line), KT_ENTRY(dict_json))

@@ -7,7 +7,9 @@
  * summary (a table, or one JSON object with --json). Exit codes: 0 when
  * every program was stored and every pipeline built, 1 when something
  * failed (a program, a pipeline, the cache, Vulkan), 2 for bad usage or a
- * corpus folder that cannot be read.
+ * corpus folder that cannot be read. Bad input is reported by the library's
+ * own error line (kiln_prepare logs each one, naming what and where), so
+ * the command adds none of its own there.
  */
 #include "cli.h"
 #include "commands.h"
@@ -20,8 +22,8 @@
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
 static const char help[] =
-    "usage: %s [--corpus DIR | --generate N] [--seed S] [--cache DIR] [--jobs N|auto]\n"
-    "       [--no-vulkan] [--device N] [--json]\n"
+    "usage: %s [--corpus DIR|FILE.foz | --generate N] [--seed S] [--cache DIR]\n"
+    "       [--jobs N|auto] [--dict] [--no-vulkan] [--device N] [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -29,13 +31,20 @@ static const char help[] =
     "pipeline cache (pipelines.vkc) for `kiln start`.\n"
     "\n"
     "  --corpus DIR    programs from a folder: NAME.comp, NAME.vert + NAME.frag\n"
-    "                  (GLSL), or the same names with .spv (SPIR-V)\n"
+    "                  (GLSL), or the same names with .spv (SPIR-V); or a Fossilize\n"
+    "                  archive FILE.foz: its compute modules, in the cache that\n"
+    "                  `kiln import foz` fills (what it imported is not stored again)\n"
     "  --generate N    N programs of kiln's generator of emulator-like programs\n"
     "                  (the default, with N = %u)\n"
     "  --seed S        the generator's seed (default 0x%" PRIx64 ")\n"
     "  --cache DIR     the cache folder, made when missing (default " DEFAULT_CACHE_DIR ")\n"
     "  --jobs N|auto   workers (default auto: the pool policy, from usable CPUs\n"
     "                  and free memory)\n"
+    "  --dict          give the cache a packing dictionary: when it has none, one\n"
+    "                  is trained from its programs and every record repacked with\n"
+    "                  it before the pipelines are built (a cache that has one,\n"
+    "                  e.g. from `kiln cache repack --dict`, is always kept and\n"
+    "                  used, with or without --dict)\n"
     "  --no-vulkan     translate and store only; build no pipeline\n"
     "  --device N      the Vulkan device by index (default: the first discrete GPU,\n"
     "                  else the first device)\n"
@@ -104,6 +113,19 @@ static void print_json(const struct kiln_prepare_options *o, const struct kiln_p
     cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
     cli_json_u64(&j, "packed_bytes", s->packed_bytes);
     cli_json_str(&j, "codec", kiln_codec_name(o->codec));
+    if (s->dict_id) {
+        char dict[24];
+        snprintf(dict, sizeof(dict), "%016" PRIx64, s->dict_id);
+        cli_json_str(&j, "dict_id", dict);
+    } else {
+        cli_json_null(&j, "dict_id");
+    }
+    cli_json_u64(&j, "dict_bytes", s->dict_bytes);
+    cli_json_bool(&j, "dict_trained", s->dict_trained);
+    if (s->dict_trained) {
+        cli_json_u64(&j, "dict_payload_bytes_before", s->dict_payload_before);
+        cli_json_u64(&j, "dict_payload_bytes_after", s->dict_payload_after);
+    }
     cli_json_u64(&j, "workers", s->workers);
     cli_json_str(&j, "workers_reason", s->workers_reason);
     cli_json_bool(&j, "vulkan", s->vulkan);
@@ -117,6 +139,7 @@ static void print_json(const struct kiln_prepare_options *o, const struct kiln_p
     cli_json_object_begin(&j, "seconds");
     cli_json_double(&j, "open", (double)s->open_ns / 1e9);
     cli_json_double(&j, "translate", (double)s->translate_ns / 1e9);
+    cli_json_double(&j, "dict", (double)s->dict_ns / 1e9);
     cli_json_double(&j, "load", (double)s->load_ns / 1e9);
     cli_json_double(&j, "vulkan", (double)s->vulkan_ns / 1e9);
     cli_json_double(&j, "pipelines", (double)s->pipelines_ns / 1e9);
@@ -152,6 +175,17 @@ static void print_text(const struct kiln_prepare_options *o, const struct kiln_p
                cli_format_bytes(b1, sizeof(b1), s->spirv_bytes),
                cli_format_bytes((char[32]){0}, 32, s->packed_bytes), kiln_codec_name(o->codec),
                s->packed_bytes ? (double)s->spirv_bytes / (double)s->packed_bytes : 0.0);
+    if (s->dict_trained)
+        printf("  dictionary %016" PRIx64 " trained (%s): payloads %s -> %s (%.2fx)\n", s->dict_id,
+               cli_format_bytes(b1, sizeof(b1), s->dict_bytes),
+               cli_format_bytes((char[32]){0}, 32, s->dict_payload_before),
+               cli_format_bytes((char[32]){0}, 32, s->dict_payload_after),
+               s->dict_payload_after
+                   ? (double)s->dict_payload_before / (double)s->dict_payload_after
+                   : 0.0);
+    else if (s->dict_id)
+        printf("  dictionary %016" PRIx64 " (the cache's, %s)\n", s->dict_id,
+               cli_format_bytes(b1, sizeof(b1), s->dict_bytes));
     if (s->vulkan)
         printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s\n", s->pipelines_built,
                s->pipelines_failed, s->device);
@@ -164,11 +198,13 @@ static void print_text(const struct kiln_prepare_options *o, const struct kiln_p
     const struct {
         const char *name;
         uint64_t ns;
-    } rows[] = {{"open", s->open_ns},     {"translate", s->translate_ns}, {"load", s->load_ns},
-                {"vulkan", s->vulkan_ns}, {"pipelines", s->pipelines_ns}, {"save", s->save_ns},
-                {"total", s->total_ns}};
+    } rows[] = {{"open", s->open_ns},     {"translate", s->translate_ns},
+                {"dict", s->dict_ns},     {"load", s->load_ns},
+                {"vulkan", s->vulkan_ns}, {"pipelines", s->pipelines_ns},
+                {"save", s->save_ns},     {"total", s->total_ns}};
     for (size_t i = 0; i < CLI_ARRAY_LEN(rows); i++)
-        printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
+        if (rows[i].ns || strcmp(rows[i].name, "dict") != 0) /* no dict row without --dict */
+            printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
     printf("\n  peak memory %s\n", cli_format_bytes(b1, sizeof(b1), s->peak_rss));
 }
 
@@ -176,11 +212,17 @@ int cmd_prepare(int argc, char **argv)
 {
     const char *name = argv[0];
     static const struct option longopts[] = {
-        {"corpus", required_argument, NULL, 'c'}, {"generate", required_argument, NULL, 'g'},
-        {"seed", required_argument, NULL, 's'},   {"cache", required_argument, NULL, 'C'},
-        {"jobs", required_argument, NULL, 'j'},   {"no-vulkan", no_argument, NULL, 'V'},
-        {"device", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"corpus", required_argument, NULL, 'c'},
+        {"generate", required_argument, NULL, 'g'},
+        {"seed", required_argument, NULL, 's'},
+        {"cache", required_argument, NULL, 'C'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"no-vulkan", no_argument, NULL, 'V'},
+        {"device", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'J'},
+        {"dict", no_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
@@ -222,6 +264,9 @@ int cmd_prepare(int argc, char **argv)
         case 'V':
             o.no_vulkan = true;
             break;
+        case 'D':
+            o.dict = true;
+            break;
         case 'd':
             if (cli_parse_u64(name, "--device", optarg, 0, 1023, false, &v))
                 return KILN_EXIT_USAGE;
@@ -259,13 +304,8 @@ int cmd_prepare(int argc, char **argv)
         print_text(&o, &s);
 
     if (rc < 0) {
-        if (s.step == KILN_PREP_STEP_INPUT) {
-            if (o.corpus_dir)
-                cli_error(name, "%s: cannot use the corpus: %s", o.corpus_dir, kiln_strerror(rc));
-            else
-                cli_error(name, "%s", kiln_strerror(rc));
-            return KILN_EXIT_USAGE;
-        }
+        if (s.step == KILN_PREP_STEP_INPUT)
+            return KILN_EXIT_USAGE; /* kiln_prepare logged it: one line naming what and where */
         if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
             cli_error(name, "Vulkan is not available: programs stored, no pipeline built "
                             "(--no-vulkan translates and stores only)");

@@ -4,8 +4,10 @@
  * saved VkPipelineCache, and prints a phase table.
  *
  * A thin layer over kiln_warm_start (include/kiln/prep.h). The cache is
- * opened read-only and with whatever stamp it carries (kiln prepare chose
- * it); the stamp is printed. Exit codes: 0 when every record loaded and
+ * opened with whatever stamp it carries (kiln prepare chose it), as a
+ * writer for the open and the read so that last use is recorded (read-only
+ * when another writer holds it, or with --read-only); the stamp is
+ * printed. Exit codes: 0 when every record loaded and
  * every pipeline was built, 1 when something failed (a missing or damaged
  * record, a pipeline, Vulkan), 2 for bad usage or a folder without a cache.
  */
@@ -20,15 +22,20 @@
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
 static const char help[] =
-    "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--device N] [--json]\n"
+    "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
+    "       [--json]\n"
     "\n"
     "The warm start: opens the program cache kiln prepare filled (by its index),\n"
-    "loads every program in parallel, builds every pipeline through the saved\n"
-    "pipeline cache (pipelines.vkc), and prints how long each phase took.\n"
+    "loads every program in parallel, records their last use (for `kiln cache\n"
+    "prune`), builds every pipeline through the saved pipeline cache\n"
+    "(pipelines.vkc), and prints how long each phase took. No record is ever\n"
+    "added, changed or dropped.\n"
     "\n"
     "  --cache DIR     the cache folder (default " DEFAULT_CACHE_DIR ")\n"
     "  --jobs N|auto   workers and read threads (default auto: the pool policy)\n"
     "  --no-vulkan     open and load only; build no pipeline\n"
+    "  --read-only     write nothing to the program cache (last use is not\n"
+    "                  recorded; also what happens while another writer holds it)\n"
     "  --device N      the Vulkan device by index\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
@@ -84,6 +91,17 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "loaded", s->loaded);
     cli_json_u64(&j, "missing", s->missing);
     cli_json_u64(&j, "bad", s->bad);
+    cli_json_u64(&j, "lone_modules", s->lone_modules);
+    if (s->dict_id) {
+        char dict[24];
+        snprintf(dict, sizeof(dict), "%016" PRIx64, s->dict_id);
+        cli_json_str(&j, "dict_id", dict);
+    } else {
+        cli_json_null(&j, "dict_id");
+    }
+    cli_json_bool(&j, "use_recorded", s->use_recorded);
+    if (!s->use_recorded)
+        cli_json_str(&j, "use_text", s->use_text);
     cli_json_u64(&j, "bytes", s->bytes);
     cli_json_u64(&j, "pipelines_built", s->pipelines_built);
     cli_json_u64(&j, "pipelines_failed", s->pipelines_failed);
@@ -124,6 +142,15 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
     printf("  programs   %" PRIu64 " records, %" PRIu64 " loaded (%s), %" PRIu64
            " missing or damaged\n",
            s->records, s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes), s->missing + s->bad);
+    if (s->lone_modules)
+        printf("  modules    %" PRIu64 " single graphics modules stored, not built\n",
+               s->lone_modules);
+    if (s->dict_id)
+        printf("  dictionary %016" PRIx64 "\n", s->dict_id);
+    if (s->use_recorded)
+        printf("  last use   recorded\n");
+    else
+        printf("  last use   not recorded (%s)\n", s->use_text);
     if (s->vulkan)
         printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s (pipelines.vkc: %s, %zu "
                "bytes)\n",
@@ -150,13 +177,10 @@ int cmd_start(int argc, char **argv)
 {
     const char *name = argv[0];
     static const struct option longopts[] = {
-        {"cache", required_argument, NULL, 'C'},
-        {"jobs", required_argument, NULL, 'j'},
-        {"no-vulkan", no_argument, NULL, 'V'},
-        {"device", required_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"cache", required_argument, NULL, 'C'},  {"jobs", required_argument, NULL, 'j'},
+        {"no-vulkan", no_argument, NULL, 'V'},    {"read-only", no_argument, NULL, 'R'},
+        {"device", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
     bool json = false;
@@ -177,6 +201,9 @@ int cmd_start(int argc, char **argv)
             break;
         case 'V':
             o.no_vulkan = true;
+            break;
+        case 'R':
+            o.read_only = true;
             break;
         case 'd':
             if (cli_parse_u64(name, "--device", optarg, 0, 1023, false, &v))
