@@ -189,6 +189,14 @@ static int build_one(void *arg, unsigned worker)
     return KILN_OK;
 }
 
+/* Larger payloads first (qsort order for build jobs). */
+static int larger_payload_first(const void *x, const void *y)
+{
+    size_t a = ((const struct build_job *)x)->item->size;
+    size_t b = ((const struct build_job *)y)->item->size;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
 int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
                              unsigned workers, uint64_t *failed)
 {
@@ -210,14 +218,16 @@ int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item 
         free(jobs);
         return rc;
     }
-    uint64_t last = kiln_now_ns();
     size_t k = 0;
-    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
-        if (!items[i].payload)
-            continue;
-        jobs[k] = (struct build_job){.b = b, .item = &items[i]};
-        rc = kiln_pool_submit(pool, build_one, &jobs[k]);
-        k++;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].payload)
+            jobs[k++] = (struct build_job){.b = b, .item = &items[i]};
+    /* The largest programs first: the builds that start last are then short
+     * ones, and no worker idles at the end while one long build finishes. */
+    qsort(jobs, todo, sizeof(*jobs), larger_payload_first);
+    uint64_t last = kiln_now_ns();
+    for (size_t i = 0; i < todo && rc == KILN_OK; i++) {
+        rc = kiln_pool_submit(pool, build_one, &jobs[i]);
         kiln__prep_tick(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user,
                         &last);
     }
