@@ -77,6 +77,8 @@ int kiln_error_from_errno(int err, int fallback)
     case ENOENT:
     case ENOTDIR:
         return KILN_ENOENT;
+    case EISDIR:
+        return KILN_EFORMAT; /* a folder where a file was expected */
     case EEXIST:
         return KILN_EEXIST;
     case EACCES:

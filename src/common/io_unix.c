@@ -30,6 +30,13 @@ static int unix_open(const struct kiln_io *self, const char *path, int flags, in
     } while (f < 0 && errno == EINTR);
     if (f < 0)
         return kiln_error_from_errno(errno, KILN_EIO_OPEN);
+    /* A folder opens read-only on POSIX, and only fails at the first read:
+     * refuse it here as input of another kind. */
+    struct stat st;
+    if (fstat(f, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(f);
+        return KILN_EFORMAT;
+    }
     *fd = f;
     return KILN_OK;
 }

@@ -28,8 +28,9 @@ static struct faultio *self_of(const struct kiln_io *io)
     return (struct faultio *)(uintptr_t)io;
 }
 
-/* Counts a call of `kind`; @return the error to inject, or 0. */
-static int decide(struct faultio *f, unsigned kind)
+/* Counts a call of `kind`; @return the error to inject, or 0. *first says
+ * whether this is the first fault of the armed run (may be NULL). */
+static int decide_first(struct faultio *f, unsigned kind, bool *first)
 {
     int err = 0;
     pthread_mutex_lock(&f->lock);
@@ -40,8 +41,15 @@ static int decide(struct faultio *f, unsigned kind)
             err = f->fail_error ? f->fail_error : KILN_EIO;
         }
     }
+    if (first)
+        *first = f->faults == 1 && f->calls == f->fail_at;
     pthread_mutex_unlock(&f->lock);
     return err;
+}
+
+static int decide(struct faultio *f, unsigned kind)
+{
+    return decide_first(f, kind, NULL);
 }
 
 static const char *path_of(struct faultio *f, int fd)
@@ -139,8 +147,11 @@ static void remember(struct faultio *f, int fd, uint64_t off, size_t len, size_t
 static int64_t f_pwrite(const struct kiln_io *io, int fd, const void *buf, size_t n, uint64_t off)
 {
     struct faultio *f = self_of(io);
-    int err = decide(f, FAULTIO_WRITE);
-    if (err && !(f->short_write && n > 1))
+    bool first;
+    int err = decide_first(f, FAULTIO_WRITE, &first);
+    /* Only the first fault is short: after it a full disk refuses every
+     * byte, so a persistent fault does not creep forward half by half. */
+    if (err && !(f->short_write && first && n > 1))
         return err;
     size_t len = err ? n / 2 : n;
     if (f->track_unsynced)

@@ -48,7 +48,8 @@ struct faultio {
     uint64_t fail_at;
     unsigned fail_kinds;
     int fail_error;  /* the kiln error to return, e.g. KILN_ENOSPC */
-    bool short_write; /* a failing write writes half and reports that count */
+    bool short_write; /* the first failing write writes half and reports that count
+                       * (later persistent faults refuse every byte) */
     bool persistent;  /* keep failing after the first fault */
 
     /* Power-cut simulation: remember unsynced writes. */

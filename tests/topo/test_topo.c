@@ -431,7 +431,7 @@ KT_CASE(malformed_input_names_file)
         {"cpu0/cache/index2/size", "12Q", KILN_EPARSE, NULL},
         {"cpu2/cache/index2/size", "K", KILN_EPARSE, NULL},
         {"cpu2/cache/index2/size", NULL, KILN_ENOENT, NULL},
-        {"cpu2/cache/index2/size", "/", KILN_EIO_READ, NULL}, /* unreadable */
+        {"cpu2/cache/index2/size", "/", KILN_EFORMAT, NULL}, /* a folder: not a file */
         {"cpu2/cache/index0/level", "x", KILN_EPARSE, NULL},
         {"cpu2/cache/index1/level", "0", KILN_EPARSE, NULL},
         {"cpu0/cache/index1/type", "Weird", KILN_EPARSE, NULL},

@@ -529,7 +529,8 @@ int cmd_bench_pack(int argc, char **argv)
     bool json = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0; /* one line per error: ours, naming the option */
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             if (ncorpora == MAX_CORPORA)
@@ -550,8 +551,10 @@ int cmd_bench_pack(int argc, char **argv)
         case 'h':
             help();
             return KILN_EXIT_OK;
+        case ':':
+            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(name, "unknown option");
+            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)

@@ -290,7 +290,8 @@ int cmd_bench_pages(int argc, char **argv)
     bool json = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0; /* one line per error: ours, naming the option */
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         int rc = KILN_EXIT_OK;
         switch (c) {
         case 'r':
@@ -308,8 +309,10 @@ int cmd_bench_pages(int argc, char **argv)
         case 'h':
             usage(stdout, name);
             return KILN_EXIT_OK;
+        case ':':
+            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(name, "unknown option");
+            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
         }
         if (rc != KILN_EXIT_OK)
             return rc;

@@ -150,8 +150,9 @@ int cmd_topo(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     optind = 1;
+    opterr = 0; /* one line per error: ours, naming the option */
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
             root = optarg;
@@ -168,8 +169,10 @@ int cmd_topo(int argc, char **argv)
         case 'h':
             usage(stdout, name);
             return KILN_EXIT_OK;
+        case ':':
+            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(name, "unknown option");
+            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)

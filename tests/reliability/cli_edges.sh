@@ -1,0 +1,229 @@
+#!/bin/sh
+# Bad input at the command line's edges: every kiln command with a missing
+# folder, a folder where a file is expected (tests may run as root, where a
+# chmod 000 file still reads), a file of another kind, and flags out of
+# range. Each must print exactly one line on stderr naming what is wrong
+# and where, exit 2, and change no file (every file under the work folder
+# is listed and checksummed before and after). A command this build does
+# not have yet is skipped with a note on stdout.
+#
+# usage: tests/reliability/cli_edges.sh PATH/TO/kiln
+set -u
+case "$1" in
+/*) kiln=$1 ;;
+*) kiln=$(pwd)/$1 ;;
+esac
+if [ ! -x "$kiln" ]; then
+    echo "FAIL: no kiln binary at $kiln"
+    exit 1
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-edges-XXXXXX")
+out=$(mktemp "${TMPDIR:-/tmp}/kiln-edges-out-XXXXXX")
+err=$(mktemp "${TMPDIR:-/tmp}/kiln-edges-err-XXXXXX")
+trap 'rm -rf "$work" "$out" "$err"' EXIT
+W=$work
+failed=0
+passed=0
+skipped=0
+
+fail() {
+    echo "FAIL: $*"
+    failed=$((failed + 1))
+}
+
+# Fixtures.
+mkdir -p "$W/cwd" "$W/text" "$W/dirkpc/programs.kpc" "$W/spv" "$W/empty"
+printf 'not a cache\n' >"$W/text/programs.kpc"
+printf 'a plain file\n' >"$W/afile"
+printf 'not a fossilize archive\n' >"$W/text.foz"
+printf 'not spir-v\n' >"$W/spv/bad.spv"
+if ! "$kiln" -q bench store --records 20 --mean-kb 1 --dir "$W/cache" >/dev/null 2>"$err"; then
+    fail "bench store could not make the small fixture cache: $(cat "$err")"
+elif ! "$kiln" cache check "$W/cache" >/dev/null 2>"$err"; then
+    fail "the fixture cache is not whole: $(cat "$err")"
+fi
+
+snapshot() {
+    (cd "$W" && find . -print | LC_ALL=C sort && find . -type f -exec cksum {} + | LC_ALL=C sort)
+}
+
+# section WORDS...: whether this build has the command (its --help works).
+have=1
+section() {
+    if (cd "$W/cwd" && "$kiln" "$@" --help) >/dev/null 2>"$err" ||
+        ! grep -q "not available in this build" "$err"; then
+        have=1
+    else
+        have=0
+        skipped=$((skipped + 1))
+        echo "SKIP: 'kiln $*' is not in this build yet ($(head -1 "$err")); rerun this script when it is"
+    fi
+}
+
+# expect_code CODE WHAT ARGS...: exit CODE, one stderr line holding WHAT, no file changed.
+expect_code() {
+    want=$1
+    what=$2
+    shift 2
+    [ "$have" -eq 1 ] || return 0
+    before=$(snapshot)
+    (cd "$W/cwd" && "$kiln" "$@") >"$out" 2>"$err" </dev/null
+    rc=$?
+    after=$(snapshot)
+    lines=$(wc -l <"$err")
+    case_ok=1
+    if [ "$rc" -ne "$want" ]; then
+        fail "kiln $*: exit $rc, expected $want"
+        case_ok=0
+    fi
+    if [ "$lines" -ne 1 ]; then
+        fail "kiln $*: $lines lines on stderr, expected 1"
+        case_ok=0
+    fi
+    if ! grep -qF -- "$what" "$err"; then
+        fail "kiln $*: the message does not name '$what'"
+        case_ok=0
+    fi
+    if [ "$before" != "$after" ]; then
+        fail "kiln $*: files changed"
+        case_ok=0
+    fi
+    if [ "$case_ok" -eq 0 ]; then
+        sed 's/^/    stderr: /' "$err" | head -5
+    else
+        passed=$((passed + 1))
+    fi
+}
+
+expect() {
+    expect_code 2 "$@"
+}
+
+# The cache commands that take one cache folder.
+folder_cases() {
+    expect "$W/missing" "$@" "$W/missing"
+    expect "$W/afile" "$@" "$W/afile"
+    expect "$W/text" "$@" "$W/text"
+    expect "$W/dirkpc" "$@" "$W/dirkpc"
+    expect "--bogus" "$@" --bogus "$W/cache"
+}
+
+section cache stats
+folder_cases cache stats
+expect "cache folder" cache stats
+expect "cache folder" cache stats "$W/cache" "$W/cache"
+
+section cache check
+folder_cases cache check
+folder_cases cache check --repair
+expect "cache folder" cache check
+# A writer holds the cache: repair is refused (a failure, not bad usage).
+if [ "$have" -eq 1 ] && command -v flock >/dev/null 2>&1; then
+    before=$(snapshot)
+    flock "$W/cache/programs.kpc" "$kiln" cache check --repair "$W/cache" >"$out" 2>"$err"
+    rc=$?
+    after=$(snapshot)
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "another writer" "$err" &&
+        [ "$before" = "$after" ]; then
+        passed=$((passed + 1))
+    else
+        fail "cache check --repair beside a writer: exit $rc, stderr: $(cat "$err")"
+    fi
+fi
+
+section topo
+expect "$W/missing" topo --sysfs "$W/missing"
+expect "$W/afile" topo --sysfs "$W/afile"
+expect "$W/text" topo --sysfs "$W/text"
+expect "--allowed" topo --allowed abc
+expect "--allowed" topo --allowed 3-1
+expect "--allowed" topo --allowed 99999999
+expect "--sysfs" topo --sysfs
+expect "--bogus" topo --bogus
+
+section bench store
+expect "--records" bench store --records 0
+expect "--records" bench store --records abc
+expect "--records" bench store --records 99999999999
+expect "--mean-kb" bench store --mean-kb 0
+expect "--mean-kb" bench store --mean-kb 70000
+expect "--threads" bench store --threads 0
+expect "--threads" bench store --threads 17
+expect "$W/afile" bench store --records 5 --dir "$W/afile"
+expect "$W/text" bench store --records 5 --dir "$W/text"
+expect "$W/dirkpc" bench store --records 5 --dir "$W/dirkpc"
+expect "--bogus" bench store --bogus
+expect "extra" bench store extra
+
+section bench pack
+expect "--rounds" bench pack --rounds 0
+expect "--generated" bench pack --generated 5
+expect "$W/missing" bench pack --corpus "$W/missing"
+expect "$W/afile" bench pack --corpus "$W/afile"
+expect "--bogus" bench pack --bogus
+
+section bench pages
+expect "--rounds" bench pages --rounds 0
+expect "--rounds" bench pages --rounds 99999999999999999999999
+expect "--ranges" bench pages --ranges 0
+expect "--seed" bench pages --seed abc
+expect "--bogus" bench pages --bogus
+
+section bench prepare
+expect "--bogus" bench prepare --bogus
+
+section prepare
+expect "$W/missing" prepare --no-vulkan --corpus "$W/missing" --cache "$W/c1"
+expect "$W/afile" prepare --no-vulkan --corpus "$W/afile" --cache "$W/c1"
+expect "--generate" prepare --no-vulkan --generate 0 --cache "$W/c1"
+expect "--generate" prepare --no-vulkan --generate abc --cache "$W/c1"
+expect "--jobs" prepare --no-vulkan --jobs 0 --cache "$W/c1"
+expect "--jobs" prepare --no-vulkan --jobs abc --cache "$W/c1"
+expect "--device" prepare --device 5000 --cache "$W/c1"
+expect "--corpus" prepare --no-vulkan --corpus "$W/spv" --generate 3 --cache "$W/c1"
+expect "$W/afile" prepare --no-vulkan --generate 2 --cache "$W/afile"
+expect "$W/text" prepare --no-vulkan --generate 2 --cache "$W/text"
+expect "$W/dirkpc" prepare --no-vulkan --generate 2 --cache "$W/dirkpc"
+expect "--bogus" prepare --bogus
+
+section start
+expect "$W/missing" start --no-vulkan --cache "$W/missing"
+expect "$W/afile" start --no-vulkan --cache "$W/afile"
+expect "$W/text" start --no-vulkan --cache "$W/text"
+expect "$W/dirkpc" start --no-vulkan --cache "$W/dirkpc"
+expect "--bogus" start --bogus
+
+section import foz
+expect "$W/missing.foz" import foz --cache "$W/c1" "$W/missing.foz"
+expect "$W/text.foz" import foz --cache "$W/c1" "$W/text.foz"
+expect "$W/afile" import foz --cache "$W/afile" "$W/text.foz"
+expect "--bogus" import foz --bogus
+
+section cache prune
+folder_cases cache prune --max-size 1M
+expect "--max-size" cache prune --max-size abc "$W/cache"
+expect "--older-than" cache prune --older-than -3 "$W/cache"
+
+section cache compact
+folder_cases cache compact
+
+section cache repack
+folder_cases cache repack --codec zstd
+expect "--codec" cache repack --codec lzma "$W/cache"
+
+section cache merge
+# OUT IN...: a bad input folder, or a bad output folder.
+expect "$W/missing" cache merge "$W/c2" "$W/missing"
+expect "$W/text" cache merge "$W/c2" "$W/text"
+expect "$W/dirkpc" cache merge "$W/c2" "$W/dirkpc"
+expect "$W/afile" cache merge "$W/afile" "$W/cache"
+expect "$W/text" cache merge "$W/text" "$W/cache"
+expect "--bogus" cache merge --bogus "$W/c2" "$W/cache"
+
+# The fixture cache is still whole after all of the above.
+if ! "$kiln" cache check "$W/cache" >/dev/null 2>"$err"; then
+    fail "the fixture cache is no longer whole: $(cat "$err")"
+fi
+
+echo "cli edges: $passed cases passed, $failed failed, $skipped commands skipped"
+[ "$failed" -eq 0 ]
