@@ -20,6 +20,23 @@
 
 #define SCAN_WINDOW (1u << 20)
 
+#ifdef _WIN32
+/* The C runtime on Windows has no memmem: the same search over memchr. */
+static void *memmem(const void *hay, size_t n, const void *needle, size_t m)
+{
+    const unsigned char *h = hay, *end = h + n;
+    if (m == 0)
+        return (void *)h;
+    while (n >= m && (h = memchr(h, *(const unsigned char *)needle, n - m + 1)) != NULL) {
+        if (memcmp(h, needle, m) == 0)
+            return (void *)h;
+        h++;
+        n = (size_t)(end - h);
+    }
+    return NULL;
+}
+#endif
+
 struct window {
     const struct kiln_io *io;
     int fd;

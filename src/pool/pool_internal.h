@@ -33,4 +33,23 @@ int kiln__pool_parse_cgroup(const char *text, size_t n, char *path, size_t cap);
 /* @return the number of CPUs in this process's affinity mask, 0 when unknown. */
 unsigned kiln__pool_affinity_cpus(void);
 
+/*
+ * Tells the Windows heap kind from the first `n` bytes of a heap's header
+ * (the 32-bit signature at offset 0x10: 0xFFEEFFEE NT heap, 0xDDEEDDEE
+ * segment heap). *signature (when not NULL) gets the word read.
+ * @return 0 with *kind KILN_HEAP_NT or KILN_HEAP_SEGMENT; KILN_ENOTFOUND
+ * (*kind KILN_HEAP_DEFAULT) for any other signature; KILN_EINVAL when the
+ * header is shorter than 0x14 bytes. Pure; portable, for tests.
+ */
+int kiln__pool_heap_kind(const void *header, size_t n, enum kiln_heap_kind *kind,
+                         uint32_t *signature);
+
+#ifdef _WIN32
+/*
+ * Reads the kind of this process's heap (GetProcessHeap()) with
+ * kiln__pool_heap_kind(); same returns.
+ */
+int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature);
+#endif
+
 #endif /* KILN_POOL_INTERNAL_H */

@@ -1,14 +1,21 @@
 /*
  * pool_win.c - reading the machine on Windows.
  *
- * The place for the Windows probe. It is to count the CPUs of the process's
- * group affinity (GetProcessGroupAffinity / GetActiveProcessorCount), read
- * free memory with GlobalMemoryStatusEx (ullAvailPhys), and tell the heap
- * kind from the process heap's header (the segment heap's signature) so the
- * policy can halve the workers for the NT heap. Job-object CPU rate limits
- * play the role of cgroup quotas. Until then the probe reports what the C
- * runtime can tell and leaves the rest unknown, which the policy names in
- * its reason.
+ * - CPUs: a process in one processor group may use the bits of its
+ *   affinity mask; one whose threads span groups gets zero masks back and
+ *   may use every active processor.
+ * - Free memory: GlobalMemoryStatusEx's ullAvailPhys, the physical memory
+ *   that can be used without paging anything out (standby plus free), which
+ *   is what MemAvailable estimates on Linux.
+ * - The heap kind: the signature in the process heap's header
+ *   (pool_heap.c). Whether kiln.exe gets the segment heap is decided by its
+ *   manifest before any code runs, so one read at probe time is the truth
+ *   for the whole process. A signature that is neither heap's is taken as
+ *   the NT heap, the safe side of the rule, and said at info level.
+ * - There are no cgroups: quota_us stays 0. Job objects' CPU rate limits
+ *   are not read; a job's CPU set shows in the affinity mask already.
+ *   Fixture roots (proc_root, cgroup_root) have no meaning here and are
+ *   refused with KILN_ENOTSUP rather than silently ignored.
  */
 #include "kiln_internal.h"
 #include "pool_internal.h"
@@ -18,28 +25,57 @@
 
 unsigned kiln__pool_affinity_cpus(void)
 {
+    DWORD_PTR mask = 0, system = 0;
+    if (GetProcessAffinityMask(GetCurrentProcess(), &mask, &system) && mask != 0) {
+        unsigned n = 0;
+        for (; mask; mask &= mask - 1)
+            n++;
+        return n;
+    }
     DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
     return n > 0 ? (unsigned)n : 0;
 }
 
+int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature)
+{
+    HANDLE heap = GetProcessHeap();
+    if (!heap) {
+        *kind = KILN_HEAP_DEFAULT;
+        if (signature)
+            *signature = 0;
+        return KILN_ENOTFOUND;
+    }
+    /* The heap handle is the address of the heap's header, which stays
+     * mapped for the life of the process. */
+    unsigned char header[0x14];
+    memcpy(header, heap, sizeof(header));
+    return kiln__pool_heap_kind(header, sizeof(header), kind, signature);
+}
+
 int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m)
 {
-    (void)proc_root;
-    (void)cgroup_root;
     if (!m)
         return KILN_EINVAL;
     memset(m, 0, sizeof(*m));
+    if (proc_root || cgroup_root) {
+        KILN_ERROR("pool", "%s: Windows has no proc or cgroup folders; only the live machine "
+                   "can be probed", proc_root ? proc_root : cgroup_root);
+        return KILN_ENOTSUP;
+    }
     m->cpus_usable = kiln__pool_affinity_cpus();
     if (m->cpus_usable == 0)
         m->flags |= KILN_POOL_CPUS_UNKNOWN;
     MEMORYSTATUSEX ms;
     ms.dwLength = sizeof(ms);
-    if (GlobalMemoryStatusEx(&ms))
+    if (GlobalMemoryStatusEx(&ms) && ms.ullAvailPhys > 0)
         m->mem_available = ms.ullAvailPhys;
     else
         m->flags |= KILN_POOL_MEM_UNKNOWN;
-    /* The heap kind is not read yet: assume the NT heap, the default, which
-     * is the safe side of the rule. */
-    m->heap = KILN_HEAP_NT;
+    uint32_t sig;
+    if (kiln__pool_process_heap_kind(&m->heap, &sig) < 0) {
+        KILN_INFO("pool", "process heap signature 0x%08x is neither the NT heap's nor the "
+                  "segment heap's; assuming the NT heap", (unsigned)sig);
+        m->heap = KILN_HEAP_NT;
+    }
     return KILN_OK;
 }

@@ -146,7 +146,10 @@ static int cmp_file(const void *a, const void *b)
     int d = strcmp(x->base, y->base);
     if (d)
         return d;
-    return (int)x->stage - (int)y->stage;
+    if (x->stage != y->stage)
+        return (int)x->stage - (int)y->stage;
+    /* Two files of one stage (an error): named in a fixed order. */
+    return strcmp(x->rel, y->rel);
 }
 
 static int add_program(struct kiln_corpus *c, const char *base, const char *suffix,

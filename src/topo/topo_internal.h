@@ -3,9 +3,10 @@
  *
  * topo.c holds everything that does not touch the system: CPU-set
  * arithmetic, the text parsers, the choice and the opt-in rule. A platform
- * file (topo_unix.c; topo_win.c later) implements kiln_topo_read(),
+ * file (topo_unix.c, topo_win.c) implements kiln_topo_read(),
  * kiln_topo_allowed() and kiln_process_set_affinity(), and finishes every
- * topology it builds with kiln__topo_finish().
+ * topology it builds with kiln__topo_finish(). topo_slpi.c, portable too,
+ * parses the records of Windows' GetLogicalProcessorInformationEx.
  */
 #ifndef KILN_TOPO_INTERNAL_H
 #define KILN_TOPO_INTERNAL_H
@@ -42,5 +43,16 @@ void kiln__topo_finish(struct kiln_topo *topo, const char *where);
 
 /* Formats a byte count as "96 MiB" / "512 KiB" into buf. @return buf. */
 const char *kiln__topo_size_text(char *buf, size_t cap, uint64_t bytes);
+
+/*
+ * Builds a topology from the records GetLogicalProcessorInformationEx
+ * (RelationAll or RelationCache) wrote into `buf` (`len` bytes, no
+ * alignment needed). CPU c is processor (c % 64) of group c / 64. `flags`
+ * as for kiln_topo_read(). Malformed records refuse the whole buffer with
+ * one logged error naming the record's byte offset.
+ * @return 0 with *out to kiln_topo_free(), KILN_EPARSE, KILN_EINVAL or
+ * KILN_ENOMEM (*out NULL). Pure and thread-safe; portable, for tests.
+ */
+int kiln__topo_parse_slpi(const void *buf, size_t len, unsigned flags, struct kiln_topo **out);
 
 #endif /* KILN_TOPO_INTERNAL_H */

@@ -7,6 +7,9 @@
  * the files directly, the way a crash or a bad disk would; faults in the
  * I/O calls come through a wrapping struct kiln_io (struct faultio).
  */
+#ifdef _WIN32
+#define _FILE_OFFSET_BITS 64 /* 64-bit off_t and st_size in the Windows runtime */
+#endif
 #include "kiln_test.h"
 #include "cache_format.h"
 
@@ -14,6 +17,23 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#ifdef _WIN32
+#include <io.h>
+/* The Windows C runtime has no pread/pwrite: seek, then read or write (each
+ * helper owns its descriptor). */
+static ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    return _lseeki64(fd, off, SEEK_SET) < 0 ? -1 : read(fd, buf, (unsigned)n);
+}
+
+static ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    return _lseeki64(fd, off, SEEK_SET) < 0 ? -1 : write(fd, buf, (unsigned)n);
+}
+#else
+#define O_BINARY 0 /* the Windows runtime's text mode would rewrite newlines */
+#endif
 
 #define STAMP 0x5354414d50000001ull
 
@@ -111,7 +131,7 @@ static void *read_all(const char *path, size_t *n)
 
 static void write_all(const char *path, const void *data, size_t n)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_BINARY, 0644);
     if (fd < 0 || write(fd, data, n) != (ssize_t)n)
         kt_fail(__FILE__, __LINE__, "cannot write %s", path);
     if (fd >= 0)
@@ -138,7 +158,7 @@ static void cut_file(const char *path, uint64_t size)
 
 static void patch_file(const char *path, uint64_t off, const void *bytes, size_t n)
 {
-    int fd = open(path, O_WRONLY);
+    int fd = open(path, O_WRONLY | O_BINARY);
     if (fd < 0 || pwrite(fd, bytes, n, (off_t)off) != (ssize_t)n)
         kt_fail(__FILE__, __LINE__, "cannot patch %s", path);
     if (fd >= 0)
@@ -147,7 +167,7 @@ static void patch_file(const char *path, uint64_t off, const void *bytes, size_t
 
 static void flip_bit(const char *path, uint64_t off, unsigned bit)
 {
-    int fd = open(path, O_RDWR);
+    int fd = open(path, O_RDWR | O_BINARY);
     unsigned char b = 0;
     if (fd < 0 || pread(fd, &b, 1, (off_t)off) != 1)
         kt_fail(__FILE__, __LINE__, "cannot read %s", path);
@@ -504,8 +524,8 @@ KT_CASE(index_of_other_cache)
     char a[4096], b[4096], from[4096], to[4096];
     path_of(a, dir, "a");
     path_of(b, dir, "b");
-    mkdir(a, 0755);
-    mkdir(b, 0755);
+    kt_mkdir(a);
+    kt_mkdir(b);
     struct kiln_key keys[SMALL_N];
     /* The same records and stamp, but another records file (file id). */
     make_cache(a, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);

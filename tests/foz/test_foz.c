@@ -12,12 +12,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#ifdef KT_SPIRV_VAL
+#include <spawn.h>
+#include <sys/wait.h>
+
 extern char **environ;
+#endif
 
 /* ---------------------------------------------------------------------------
  * Helpers
@@ -130,6 +133,7 @@ static void walk_heads(const uint8_t *p, size_t n, struct heads *h)
     h->cut = off < n;
 }
 
+#ifdef KT_SPIRV_VAL
 /* Runs a SPIRV-Tools program on a file, its output to `log_path`.
  * @return its exit status (0: accepted), or -1 when it could not run. */
 static int run_tool(const char *tool, const char *spv, const char *log_path)
@@ -160,6 +164,7 @@ static bool file_contains(const char *path, const char *needle)
     buf[n] = 0;
     return strstr(buf, needle) != NULL;
 }
+#endif
 
 /*
  * Modules that were invalid when the application made them, so that

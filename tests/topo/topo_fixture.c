@@ -14,7 +14,12 @@ static void make_parents(char *path)
         if (*p != '/')
             continue;
         *p = '\0';
+#ifdef _WIN32
+        struct stat st;
+        if (kt_mkdir(path) != 0 && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
+#else
         if (mkdir(path, 0755) != 0 && errno != EEXIST)
+#endif
             kt_fail(__FILE__, __LINE__, "mkdir %s: %s", path, strerror(errno));
         *p = '/';
     }
@@ -72,11 +77,15 @@ void fx_cache(const char *root, unsigned cpu, unsigned index, unsigned level, co
 
 const char *fx_fast_tmpdir(void)
 {
+#ifdef _WIN32
+    return kt_tmpdir(); /* no /dev/shm */
+#else
     static char dir[64];
     snprintf(dir, sizeof(dir), "/dev/shm/kiln-topo-XXXXXX");
     if (access("/dev/shm", W_OK) == 0 && mkdtemp(dir))
         return dir;
     return kt_tmpdir();
+#endif
 }
 
 void fx_fast_tmpdir_done(const char *dir)

@@ -525,6 +525,7 @@ int cmd_bench_prepare(int argc, char **argv)
         return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
     b.mem_n = mem_n < b.n ? mem_n : b.n;
 #ifdef _WIN32
+    (void)b;
     (void)json;
     (void)seed_given;
     cli_error(name, "not available on this platform (each measurement runs in a forked process)");

@@ -23,11 +23,19 @@ enum {
 /* A command: argv[0] is its full name ("kiln cache stats"). */
 typedef int (*cli_command_fn)(int argc, char **argv);
 
+#ifdef __MINGW32__
+#define CLI_PRINTF_KIND gnu_printf /* the build sets __USE_MINGW_ANSI_STDIO */
+#else
+#define CLI_PRINTF_KIND printf
+#endif
+
 /* Prints "NAME: message" to stderr as one line. */
-void cli_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_error(const char *name, const char *fmt, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 2, 3)));
 
 /* Prints a usage error and a hint to run --help; @return KILN_EXIT_USAGE. */
-int cli_usage_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_usage_error(const char *name, const char *fmt, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 2, 3)));
 
 /*
  * Parses an unsigned integer option value in [lo, hi]. Suffixes K, M, G
