@@ -14,7 +14,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 RUN_DIR ?= $(BUILD)/run-cache
 CMAKE ?= cmake
-GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+# Ninja when it is there, decided when a build folder is first configured
+# (after deps may have installed it); an existing folder keeps its own.
+gen = $(if $(wildcard $(1)/CMakeCache.txt),,$(if $(shell command -v ninja 2>/dev/null),-G Ninja))
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
 .PHONY: all build run test check check-sanitizers asan tsan fuzz format tidy clean deps
@@ -24,10 +26,8 @@ all: build
 deps:
 	@sh scripts/deps.sh test
 
-$(BUILD)/build.ninja $(BUILD)/Makefile:
-	$(CMAKE) -S . -B $(BUILD) $(GENERATOR) -DKILN_WERROR=ON
-
-build: deps $(BUILD)/build.ninja
+build: deps
+	$(CMAKE) -S . -B $(BUILD) $(call gen,$(BUILD)) -DKILN_WERROR=ON
 	$(CMAKE) --build $(BUILD) -j $(JOBS)
 
 run: build
@@ -44,14 +44,14 @@ test: check check-sanitizers
 check-sanitizers: asan tsan
 
 asan: deps
-	$(CMAKE) -S . -B $(BUILD)-asan $(GENERATOR) -DKILN_WERROR=ON -DKILN_SANITIZE=address,undefined
+	$(CMAKE) -S . -B $(BUILD)-asan $(call gen,$(BUILD)-asan) -DKILN_WERROR=ON -DKILN_SANITIZE=address,undefined
 	$(CMAKE) --build $(BUILD)-asan -j $(JOBS)
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/support/lsan.supp \
 	  ctest --test-dir $(BUILD)-asan $(CTEST_FLAGS) -LE nosan
 
 tsan: deps
-	$(CMAKE) -S . -B $(BUILD)-tsan $(GENERATOR) -DKILN_WERROR=ON -DKILN_SANITIZE=thread
+	$(CMAKE) -S . -B $(BUILD)-tsan $(call gen,$(BUILD)-tsan) -DKILN_WERROR=ON -DKILN_SANITIZE=thread
 	$(CMAKE) --build $(BUILD)-tsan -j $(JOBS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir $(BUILD)-tsan $(CTEST_FLAGS) -L threads -LE nosan
@@ -64,7 +64,7 @@ test-windows:
 # libFuzzer targets (clang), each run for FUZZ_SECONDS from its seed corpus.
 fuzz:
 	@sh scripts/deps.sh fuzz
-	CC=clang $(CMAKE) -S . -B $(BUILD)-fuzz $(GENERATOR) -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
+	CC=clang $(CMAKE) -S . -B $(BUILD)-fuzz $(call gen,$(BUILD)-fuzz) -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
 	  -DKILN_SANITIZE=address,undefined
 	$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS)
 	sh scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
@@ -76,4 +76,4 @@ tidy: build
 	clang-tidy -p $(BUILD) $$(git ls-files 'src/*.c' 'tools/*.c')
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz build-win
