@@ -453,8 +453,9 @@ struct kiln_cache_merge_report {
 /*
  * Joins the caches in `in_dirs` into `out`: each input is opened read-only
  * (through out's I/O table) and must have out's stamp and dictionary id,
- * else nothing is merged and KILN_ESTAMP is returned with one error line
- * naming it. For each key the newest record wins: inputs count as newer
+ * else nothing is merged and KILN_ESTAMP is returned (an input that does
+ * not open, or has another stamp, is logged at info only, naming it: the
+ * caller reports it). For each key the newest record wins: inputs count as newer
  * than `out` and later inputs as newer than earlier ones. Winning payloads
  * are appended as they are (no unpack), carry their input's last use, and
  * are synced at the end. Appending keeps `out` whole at every moment

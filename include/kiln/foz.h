@@ -124,8 +124,10 @@ struct kiln_foz_module_info {
  * @return 0 and a new reader in *foz (close it with kiln_foz_close);
  * KILN_EFORMAT when the file is not a Fossilize stream archive (too short,
  * wrong magic) or has a version outside KILN_FOZ_VERSION_MIN..MAX; an I/O
- * error when it cannot be opened or read. Each error is logged as one line
- * naming the file.
+ * error when it cannot be opened or read. What is wrong (which check failed)
+ * is logged at info only, naming the file: a file that is missing or of
+ * another kind is the caller's input, and the caller reports it. A read
+ * that fails inside a file that opened is logged as an error.
  */
 KILN_API int kiln_foz_open(const struct kiln_io *io, const char *path, struct kiln_foz **foz);
 

@@ -521,8 +521,11 @@ struct kiln_prepare_summary {
  * KILN_ENOTSUP when Vulkan is not available (the programs are stored
  * then; pass no_vulkan to skip pipelines). Every error with step
  * KILN_PREP_STEP_INPUT has been logged as one error line naming what and
- * where, so a caller that reports it need not repeat it. *summary is
- * always filled. Not to be run twice at once on one cache folder (the
+ * where, so a caller that reports it need not repeat it. A cache folder
+ * that cannot be made or opened (KILN_PREP_STEP_CACHE before anything is
+ * written: KILN_EFORMAT when programs.kpc is not a cache, KILN_ENOENT when
+ * the folder is a file, ...) is logged at info only: the caller reports
+ * it. *summary is always filled. Not to be run twice at once on one cache folder (the
  * second one's open fails with KILN_EBUSY; so does one while a warm start
  * holds the cache for its open and read).
  */
@@ -615,7 +618,8 @@ struct kiln_start_summary {
  * `pipelines_failed`), or the error that stopped it with summary->step set:
  * KILN_ENOENT (no cache in the folder), KILN_ESTAMP (another stamp), a
  * cache error (KILN_ECORRUPT: the cache's dictionary file is missing or
- * damaged), KILN_ENOTSUP (no Vulkan). *summary is always filled.
+ * damaged), KILN_ENOTSUP (no Vulkan). A failed open is logged at info
+ * only: the caller reports it. *summary is always filled.
  */
 KILN_API int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                              void *progress_user, struct kiln_start_summary *summary);

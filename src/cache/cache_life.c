@@ -884,19 +884,21 @@ int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t 
                                     .today = out->today};
     size_t total = 0;
     for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        /* Both refusals change nothing and are returned: logged at info,
+         * the caller reports them. */
         rc = kiln_cache_open(in_dirs[i], &ro, &in[i]);
         if (rc < 0) {
-            KILN_ERROR("cache", "merge: cannot open %s: %s", in_dirs[i], kiln_strerror(rc));
+            KILN_INFO("cache", "merge: cannot open %s: %s", in_dirs[i], kiln_strerror(rc));
             break;
         }
         if (in[i]->header.stamp != out->header.stamp ||
             in[i]->header.dict_id != out->header.dict_id) {
-            KILN_ERROR("cache",
-                       "merge: %s has stamp %016" PRIx64 " dictionary %016" PRIx64 ", but %s has "
-                       "%016" PRIx64 "/%016" PRIx64 "; caches of different stamps or "
-                       "dictionaries cannot be merged, nothing was merged",
-                       in_dirs[i], in[i]->header.stamp, in[i]->header.dict_id, out->dir,
-                       out->header.stamp, out->header.dict_id);
+            KILN_INFO("cache",
+                      "merge: %s has stamp %016" PRIx64 " dictionary %016" PRIx64 ", but %s has "
+                      "%016" PRIx64 "/%016" PRIx64 "; caches of different stamps or "
+                      "dictionaries cannot be merged, nothing was merged",
+                      in_dirs[i], in[i]->header.stamp, in[i]->header.dict_id, out->dir,
+                      out->header.stamp, out->header.dict_id);
             rc = KILN_ESTAMP;
             break;
         }

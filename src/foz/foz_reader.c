@@ -91,27 +91,29 @@ static int read_at(struct kiln_foz *foz, uint64_t off, size_t n, uint8_t *buf, c
     return KILN_OK;
 }
 
+/* Checks the archive's header. What is wrong is logged at info only: the
+ * open returns it, and its caller reports it (see kiln_foz_open). */
 static int check_header(struct kiln_foz *foz)
 {
     const uint8_t *h;
     if (foz->size < FOZ_HEADER_BYTES) {
-        KILN_ERROR("foz", "%s: not a Fossilize archive: %" PRIu64 " bytes, shorter than its header",
-                   foz->name, foz->size);
+        KILN_INFO("foz", "%s: not a Fossilize archive: %" PRIu64 " bytes, shorter than its header",
+                  foz->name, foz->size);
         return KILN_EFORMAT;
     }
     KILN_TRY(read_at(foz, 0, FOZ_HEADER_BYTES, foz->head, &h));
     if (memcmp(h, foz_magic, sizeof(foz_magic)) != 0) {
-        KILN_ERROR("foz", "%s: not a Fossilize archive (bad magic)", foz->name);
+        KILN_INFO("foz", "%s: not a Fossilize archive (bad magic)", foz->name);
         return KILN_EFORMAT;
     }
     if (h[12] != 0 || h[13] != 0 || h[14] != 0) {
-        KILN_ERROR("foz", "%s: Fossilize archive header has non-zero reserved bytes", foz->name);
+        KILN_INFO("foz", "%s: Fossilize archive header has non-zero reserved bytes", foz->name);
         return KILN_EFORMAT;
     }
     unsigned version = h[15];
     if (version < KILN_FOZ_VERSION_MIN || version > KILN_FOZ_VERSION_MAX) {
-        KILN_ERROR("foz", "%s: Fossilize archive format version %u, kiln reads versions %d to %d",
-                   foz->name, version, KILN_FOZ_VERSION_MIN, KILN_FOZ_VERSION_MAX);
+        KILN_INFO("foz", "%s: Fossilize archive format version %u, kiln reads versions %d to %d",
+                  foz->name, version, KILN_FOZ_VERSION_MIN, KILN_FOZ_VERSION_MAX);
         return KILN_EFORMAT;
     }
     foz->stats.version = version;
@@ -146,14 +148,14 @@ int kiln_foz_open(const struct kiln_io *io, const char *path, struct kiln_foz **
     foz->io = io ? io : kiln_io_default();
     int rc = foz->io->open(foz->io, path, KILN_IO_READ, &foz->fd);
     if (rc < 0) {
-        KILN_ERROR("foz", "%s: cannot open: %s", path, kiln_strerror(rc));
+        KILN_INFO("foz", "%s: cannot open: %s", path, kiln_strerror(rc));
         foz->fd = -1;
         kiln_foz_close(foz);
         return rc;
     }
     rc = foz->io->size(foz->io, foz->fd, &foz->size);
     if (rc < 0)
-        KILN_ERROR("foz", "%s: cannot read its size: %s", path, kiln_strerror(rc));
+        KILN_INFO("foz", "%s: cannot read its size: %s", path, kiln_strerror(rc));
     if (rc == KILN_OK)
         rc = check_header(foz);
     if (rc < 0) {

@@ -208,7 +208,17 @@ static int pair_files(struct kiln_corpus *c)
 static int open_foz(struct kiln_corpus *c, const char *path)
 {
     struct kiln_foz *foz;
-    KILN_TRY(kiln_foz_open(NULL, path, &foz));
+    int orc = kiln_foz_open(NULL, path, &foz);
+    if (orc < 0) {
+        /* The reader logs why at info only: this is the corpus's one line. */
+        if (orc == KILN_EFORMAT)
+            KILN_ERROR("prep",
+                       "corpus %s: not a Fossilize archive of a version kiln reads (%d to %d)",
+                       path, KILN_FOZ_VERSION_MIN, KILN_FOZ_VERSION_MAX);
+        else
+            KILN_ERROR("prep", "corpus %s: cannot open the archive: %s", path, kiln_strerror(orc));
+        return orc;
+    }
     struct kiln_foz_module_info *mods = NULL;
     int64_t nmods = kiln_foz_list_modules(foz, &mods);
     int rc = nmods < 0 ? (int)nmods : KILN_OK;

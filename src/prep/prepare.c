@@ -131,7 +131,8 @@ int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
     return KILN_OK;
 }
 
-/* Makes `path` and its missing parents. @return 0 or the error (logged). */
+/* Makes `path` and its missing parents. @return 0 or the error (logged at
+ * info: kiln_prepare returns it, and its caller reports it). */
 static int make_dirs(const char *path)
 {
     size_t len = strlen(path);
@@ -152,7 +153,7 @@ static int make_dirs(const char *path)
 #endif
         if (r != 0 && errno != EEXIST) {
             rc = kiln_error_from_errno(errno, KILN_EIO);
-            KILN_ERROR("prep", "%s: cannot make the folder: %s", p, kiln_strerror(rc));
+            KILN_INFO("prep", "%s: cannot make the folder: %s", p, kiln_strerror(rc));
         }
         p[i] = c;
     }
@@ -566,8 +567,9 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         .stamp = s->stamp, .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT, .io = o->io};
     rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
     if (rc < 0) {
-        KILN_ERROR("prep", "%s: cannot open the program cache: %s", o->cache_dir,
-                   kiln_strerror(rc));
+        /* Returned to the caller, who reports it (a folder holding another
+         * kind of file is the user's input, not kiln's failure). */
+        KILN_INFO("prep", "%s: cannot open the program cache: %s", o->cache_dir, kiln_strerror(rc));
         fail_at(s, KILN_PREP_STEP_CACHE, rc);
         goto out;
     }

@@ -310,11 +310,13 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     bool writer = false;
     int rc = start_open(o, &cache, &writer, s);
     if (rc < 0) {
-        if (rc == KILN_ENOENT) /* not an error of kiln's: the caller says it to the user */
+        /* Returned to the caller, who says it to the user (no cache, or a
+         * file of another kind, is the user's input, not kiln's failure). */
+        if (rc == KILN_ENOENT)
             KILN_INFO("prep", "%s: no program cache here (run kiln prepare first)", o->cache_dir);
         else
-            KILN_ERROR("prep", "%s: cannot open the program cache: %s", o->cache_dir,
-                       kiln_strerror(rc));
+            KILN_INFO("prep", "%s: cannot open the program cache: %s", o->cache_dir,
+                      kiln_strerror(rc));
         s->total_ns = kiln_now_ns() - t0;
         return start_fail(s,
                           rc == KILN_ENOENT || rc == KILN_ESTAMP || rc == KILN_EFORMAT

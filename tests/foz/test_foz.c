@@ -303,14 +303,15 @@ static void read_all(struct kiln_foz *foz, struct run *r)
 struct captured {
     int count;
     char last[1024];
+    enum kiln_log_level last_level;
 };
 
 static void capture(void *user, enum kiln_log_level level, const char *module, const char *line)
 {
     struct captured *c = user;
-    (void)level;
     (void)module;
     c->count++;
+    c->last_level = level;
     snprintf(c->last, sizeof(c->last), "%s", line);
 }
 
@@ -756,7 +757,8 @@ KT_CASE(damaged_entries)
     free(b.p);
 }
 
-/* Bad headers are refused with KILN_EFORMAT and a line naming the file. */
+/* Bad headers are refused with KILN_EFORMAT and a line naming the file,
+ * at info level: the caller reports the refusal (see kiln_foz_open). */
 KT_CASE(bad_version)
 {
     struct builder b = {0};
@@ -764,6 +766,8 @@ KT_CASE(bad_version)
     put_entry(&b, 0, 1, 1, "{}");
     struct kiln_foz *foz;
     const unsigned bad[] = {0, 4, 7, 255};
+    enum kiln_log_level saved = kiln_log_get_level();
+    kiln_log_set_level(KILN_LOG_INFO);
     for (size_t i = 0; i < KILN_ARRAY_LEN(bad); i++) {
         b.p[15] = (uint8_t)bad[i];
         struct captured c = {0};
@@ -771,8 +775,17 @@ KT_CASE(bad_version)
         KT_CHECK_EQ(kiln_foz_open_memory(b.p, b.n, "v.foz", &foz), KILN_EFORMAT);
         kiln_log_set_sink(NULL, NULL);
         KT_CHECK_EQ(c.count, 1);
+        KT_CHECK_EQ(c.last_level, KILN_LOG_INFO);
         KT_CHECK(strstr(c.last, "v.foz") != NULL && strstr(c.last, "version") != NULL);
     }
+    /* At the default level the refusal logs nothing. */
+    kiln_log_set_level(KILN_LOG_WARN);
+    struct captured quiet = {0};
+    kiln_log_set_sink(capture, &quiet);
+    KT_CHECK_EQ(kiln_foz_open_memory(b.p, b.n, "v.foz", &foz), KILN_EFORMAT);
+    kiln_log_set_sink(NULL, NULL);
+    KT_CHECK_EQ(quiet.count, 0);
+    kiln_log_set_level(KILN_LOG_INFO);
     /* Version 5 has the same stream layout, and is read. */
     b.p[15] = 5;
     KT_REQUIRE_OK(kiln_foz_open_memory(b.p, b.n, "v5.foz", &foz));
@@ -791,6 +804,7 @@ KT_CASE(bad_version)
     foz = (struct kiln_foz *)&c; /* must be cleared on failure */
     KT_CHECK_EQ(kiln_foz_open(NULL, path, &foz), KILN_EFORMAT);
     kiln_log_set_sink(NULL, NULL);
+    kiln_log_set_level(saved);
     KT_CHECK(foz == NULL);
     KT_CHECK(strstr(c.last, path) != NULL);
     KT_CHECK(strstr(c.last, "version 7") != NULL);
@@ -804,6 +818,8 @@ KT_CASE(bad_magic)
     put_entry(&b, 0, 1, 1, "{}");
     struct kiln_foz *foz;
     struct captured c = {0};
+    enum kiln_log_level saved = kiln_log_get_level();
+    kiln_log_set_level(KILN_LOG_INFO);
     kiln_log_set_sink(capture, &c);
     const size_t bytes[] = {0, 1, 5, 11, 12, 14};
     for (size_t i = 0; i < KILN_ARRAY_LEN(bytes); i++) {
@@ -820,7 +836,9 @@ KT_CASE(bad_magic)
     snprintf(path, sizeof(path), "%s/missing.foz", kt_tmpdir());
     KT_CHECK_EQ(kiln_foz_open(NULL, path, &foz), KILN_ENOENT);
     KT_CHECK(strstr(c.last, "missing.foz") != NULL);
+    KT_CHECK_EQ(c.last_level, KILN_LOG_INFO);
     kiln_log_set_sink(NULL, NULL);
+    kiln_log_set_level(saved);
     KT_CHECK_OK(kiln_foz_open_memory(b.p, b.n, "good", &foz));
     kiln_foz_close(foz);
     kiln_foz_close(NULL);

@@ -22,6 +22,9 @@ out=$(mktemp "${TMPDIR:-/tmp}/kiln-edges-out-XXXXXX")
 err=$(mktemp "${TMPDIR:-/tmp}/kiln-edges-err-XXXXXX")
 trap 'rm -rf "$work" "$out" "$err"' EXIT
 W=$work
+# A whole Fossilize archive from the fuzz seeds, for the cases where only
+# the other argument is bad.
+foz=$(cd "$(dirname "$0")/../../fuzz/corpus/foz" && pwd)/triangle.foz
 failed=0
 passed=0
 skipped=0
@@ -197,6 +200,10 @@ section import foz
 expect "$W/missing.foz" import foz --cache "$W/c1" "$W/missing.foz"
 expect "$W/text.foz" import foz --cache "$W/c1" "$W/text.foz"
 expect "$W/afile" import foz --cache "$W/afile" "$W/text.foz"
+# A good archive beside a missing one: nothing imported, no cache made.
+expect "$W/missing.foz" import foz --cache "$W/c1" "$foz" "$W/missing.foz"
+# A cache of another stamp is refused, not started over.
+expect "$W/cache" import foz --cache "$W/cache" "$foz"
 expect "--bogus" import foz --bogus
 
 section cache prune
@@ -214,6 +221,7 @@ expect "--codec" cache repack --codec lzma "$W/cache"
 section cache merge
 # OUT IN...: a bad input folder, or a bad output folder.
 expect "$W/missing" cache merge "$W/c2" "$W/missing"
+expect "$W/missing" cache merge "$W/c2" "$W/cache" "$W/missing"
 expect "$W/text" cache merge "$W/c2" "$W/text"
 expect "$W/dirkpc" cache merge "$W/c2" "$W/dirkpc"
 expect "$W/afile" cache merge "$W/afile" "$W/cache"

@@ -580,7 +580,7 @@ int cmd_bench_pack(int argc, char **argv)
             if (rc < 0) {
                 cli_error(name, "%s: %s", corpora[i], kiln_strerror(rc));
                 set_free(&corpus);
-                return KILN_EXIT_USAGE;
+                return cli_exit_for(rc);
             }
         }
         if (corpus.n < 16) {

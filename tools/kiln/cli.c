@@ -9,9 +9,60 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_cache_affinity_flag = -1;
+
+int cli_exit_for(int kiln_error)
+{
+    switch (kiln_error) {
+    case KILN_OK:
+        return KILN_EXIT_OK;
+    case KILN_EINVAL:
+    case KILN_ENOENT:
+    case KILN_EACCES:
+    case KILN_EFORMAT:
+    case KILN_EPARSE:
+    case KILN_ERANGE:
+    case KILN_ESTAMP:
+    case KILN_ECORRUPT_HEADER:
+        return KILN_EXIT_USAGE;
+    default:
+        return KILN_EXIT_FAILED;
+    }
+}
+
+int cli_check_cache_folder(const char *name, const char *dir, bool *has_cache,
+                           struct kiln_cache_stats *st)
+{
+    *has_cache = false;
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        if (errno == ENOENT)
+            return KILN_EXIT_OK; /* made later */
+        int err = kiln_error_from_errno(errno, KILN_EIO_STAT);
+        cli_error(name, "%s: %s", dir, kiln_strerror(err));
+        return cli_exit_for(err);
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        cli_error(name, "%s: not a folder", dir);
+        return KILN_EXIT_USAGE;
+    }
+    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache *c;
+    int rc = kiln_cache_open(dir, &ro, &c);
+    if (rc == KILN_ENOENT)
+        return KILN_EXIT_OK; /* a folder with no cache yet */
+    if (rc < 0) {
+        cli_error(name, "%s: cannot open the cache: %s", dir, kiln_strerror(rc));
+        return cli_exit_for(rc);
+    }
+    kiln_cache_stats(c, st);
+    kiln_cache_close(c);
+    *has_cache = true;
+    return KILN_EXIT_OK;
+}
 
 void cli_error(const char *name, const char *fmt, ...)
 {

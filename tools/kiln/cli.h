@@ -20,6 +20,29 @@ enum {
     KILN_EXIT_USAGE = 2,  /* bad usage or input */
 };
 
+/*
+ * The exit code for a kiln error code that stopped a command: bad input
+ * (KILN_EINVAL, a missing file or folder, one kiln may not read or write, a
+ * file of another kind, text that does not parse, a value out of range, a
+ * cache of another stamp or whose header is not a cache's) gives
+ * KILN_EXIT_USAGE; anything else - an I/O failure, memory, a cache held by
+ * another writer, damage met while working - KILN_EXIT_FAILED. Commands map
+ * the library's errors through it.
+ */
+int cli_exit_for(int kiln_error);
+
+/*
+ * Checks, before anything is written, a cache folder that a command will
+ * write into and make when missing (import foz --cache, cache merge OUT):
+ * it must be missing, or a folder that holds no cache yet, or one that holds
+ * a kiln cache. Only reads (a read-only open of any stamp). On success
+ * *has_cache says whether a cache is there, and *st holds its stats then.
+ * @return KILN_EXIT_OK, or prints one line naming DIR and what is wrong and
+ * returns the exit code (cli_exit_for).
+ */
+int cli_check_cache_folder(const char *name, const char *dir, bool *has_cache,
+                           struct kiln_cache_stats *st);
+
 /* A command: argv[0] is its full name ("kiln cache stats"). */
 typedef int (*cli_command_fn)(int argc, char **argv);
 

@@ -14,14 +14,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Exit code for a failed library call: bad input for a folder that holds
- * no cache (or not ours), failure otherwise. */
-static int exit_for(int rc)
-{
-    return rc == KILN_ENOENT || rc == KILN_EFORMAT || rc == KILN_ECORRUPT_HEADER ? KILN_EXIT_USAGE
-                                                                                 : KILN_EXIT_FAILED;
-}
-
 static const char stats_help[] =
     "usage: %s DIR [--json]\n"
     "\n"
@@ -60,7 +52,7 @@ int cmd_cache_stats(int argc, char **argv)
     int rc = kiln_cache_open(dir, &opt, &c);
     if (rc < 0) {
         cli_error(argv[0], "%s: cannot open the cache: %s", dir, kiln_strerror(rc));
-        return exit_for(rc);
+        return cli_exit_for(rc);
     }
     struct kiln_cache_stats st;
     kiln_cache_stats(c, &st);
@@ -159,7 +151,7 @@ int cmd_cache_check(int argc, char **argv)
     double secs = cli_seconds(t0, kiln_now_ns());
     if (rc < 0 && rc != KILN_ECORRUPT) {
         cli_error(argv[0], "%s: cannot check the cache: %s", dir, kiln_strerror(rc));
-        return exit_for(rc);
+        return cli_exit_for(rc);
     }
     bool whole_now = rc == KILN_OK;
     if (json) {

@@ -18,18 +18,12 @@
 #ifdef _WIN32
 #include <direct.h>
 #define make_dir(p) _mkdir(p)
+#define rmdir(p)    _rmdir(p)
 #else
 #include <sys/stat.h>
+#include <unistd.h>
 #define make_dir(p) mkdir(p, 0777)
 #endif
-
-static int exit_for(int rc)
-{
-    return rc == KILN_ENOENT || rc == KILN_EFORMAT || rc == KILN_ECORRUPT_HEADER ||
-                   rc == KILN_ESTAMP || rc == KILN_EBUSY
-               ? KILN_EXIT_USAGE
-               : KILN_EXIT_FAILED;
-}
 
 /* Opens DIR for maintenance. Prints the error and returns an exit code on failure. */
 static int open_for_life(const char *name, const char *dir, struct kiln_cache **c)
@@ -39,7 +33,7 @@ static int open_for_life(const char *name, const char *dir, struct kiln_cache **
     if (rc < 0) {
         cli_error(name, "%s: cannot open the cache: %s%s", dir, kiln_strerror(rc),
                   rc == KILN_EBUSY ? " (another writer holds it)" : "");
-        return exit_for(rc);
+        return cli_exit_for(rc);
     }
     return KILN_EXIT_OK;
 }
@@ -207,7 +201,9 @@ static const char merge_help[] =
     "payloads are copied as they are; for a key in several caches the newest\n"
     "wins (IN caches are newer than OUT, later ones newer than earlier ones).\n"
     "Records are appended to OUT and synced, so OUT is whole at every moment;\n"
-    "run 'kiln cache compact OUT' afterwards to drop what was superseded.\n"
+    "run 'kiln cache compact OUT' afterwards to drop what was superseded. Every\n"
+    "folder is checked before OUT is made or written: a missing input, or one\n"
+    "that is not a cache, changes nothing (exit 2).\n"
     "\n"
     "  --json    one JSON object on stdout\n"
     "  --help    this text\n";
@@ -236,31 +232,76 @@ int cmd_cache_merge(int argc, char **argv)
     const char *const *in = (const char *const *)&argv[optind + 1];
     size_t nin = (size_t)(argc - optind - 1);
 
-    if (make_dir(out_dir) != 0 && errno != EEXIST) {
-        cli_error(argv[0], "%s: cannot make the folder: %s", out_dir, strerror(errno));
-        return KILN_EXIT_FAILED;
-    }
+    /* Everything is checked before OUT is made or written: OUT must be
+     * missing, a folder without a cache, or a cache; every input must open
+     * and have the first input's stamp and dictionary (and OUT's, when it
+     * has a cache). */
+    bool has_out;
+    struct kiln_cache_stats out_st;
+    int ex = cli_check_cache_folder(argv[0], out_dir, &has_out, &out_st);
+    if (ex != KILN_EXIT_OK)
+        return ex;
     /* OUT takes the first input's stamp and dictionary when it is made. */
     struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
                                              KILN_CACHE_USE_DICT};
-    struct kiln_cache *first;
-    int rc = kiln_cache_open(in[0], &ro, &first);
-    if (rc < 0) {
-        cli_error(argv[0], "%s: cannot open the cache: %s", in[0], kiln_strerror(rc));
-        return exit_for(rc);
+    struct kiln_cache *first = NULL;
+    struct kiln_cache_stats st = {0};
+    for (size_t i = 0; i < nin; i++) {
+        struct kiln_cache *c;
+        int rc = kiln_cache_open(in[i], &ro, &c);
+        if (rc < 0) {
+            cli_error(argv[0], "%s: cannot open the cache: %s", in[i], kiln_strerror(rc));
+            kiln_cache_close(first);
+            return cli_exit_for(rc);
+        }
+        struct kiln_cache_stats cs;
+        kiln_cache_stats(c, &cs);
+        if (!first) {
+            first = c;
+            st = cs;
+            continue;
+        }
+        kiln_cache_close(c);
+        if (cs.stamp != st.stamp || cs.dict_id != st.dict_id) {
+            cli_error(argv[0],
+                      "%s: stamp %016" PRIx64 " dictionary %016" PRIx64 ", but %s has %016" PRIx64
+                      "/%016" PRIx64 ": caches of different stamps or dictionaries cannot be "
+                      "merged; nothing merged",
+                      in[i], cs.stamp, cs.dict_id, in[0], st.stamp, st.dict_id);
+            kiln_cache_close(first);
+            return KILN_EXIT_USAGE;
+        }
     }
-    struct kiln_cache_stats st;
-    kiln_cache_stats(first, &st);
+    if (has_out && (out_st.stamp != st.stamp || out_st.dict_id != st.dict_id)) {
+        cli_error(argv[0],
+                  "%s: stamp %016" PRIx64 " dictionary %016" PRIx64 ", but %s has %016" PRIx64
+                  "/%016" PRIx64 ": caches of different stamps or dictionaries cannot be "
+                  "merged; nothing merged",
+                  out_dir, out_st.stamp, out_st.dict_id, in[0], st.stamp, st.dict_id);
+        kiln_cache_close(first);
+        return KILN_EXIT_USAGE;
+    }
+
+    bool made = make_dir(out_dir) == 0;
+    if (!made && errno != EEXIST) {
+        int err = kiln_error_from_errno(errno, KILN_EIO);
+        cli_error(argv[0], "%s: cannot make the folder: %s", out_dir, kiln_strerror(err));
+        kiln_cache_close(first);
+        return cli_exit_for(err);
+    }
     struct kiln_cache_options wo = {.stamp = st.stamp,
                                     .dict = kiln_cache_dict(first),
                                     .dict_id = st.dict_id,
                                     .flags = KILN_CACHE_KEEP_STAMP | KILN_CACHE_CREATE};
     struct kiln_cache *out;
-    rc = kiln_cache_open(out_dir, &wo, &out);
+    int rc = kiln_cache_open(out_dir, &wo, &out);
     kiln_cache_close(first);
     if (rc < 0) {
-        cli_error(argv[0], "%s: cannot open the output cache: %s", out_dir, kiln_strerror(rc));
-        return exit_for(rc);
+        cli_error(argv[0], "%s: cannot open the output cache: %s%s", out_dir, kiln_strerror(rc),
+                  rc == KILN_EBUSY ? " (another writer holds it)" : "");
+        if (made)
+            rmdir(out_dir); /* the folder this run made, left as it was found */
+        return cli_exit_for(rc);
     }
     struct kiln_cache_merge_report r;
     uint64_t t0 = kiln_now_ns();
@@ -270,7 +311,7 @@ int cmd_cache_merge(int argc, char **argv)
     if (rc < 0) {
         cli_error(argv[0], "%s: merge failed: %s%s", out_dir, kiln_strerror(rc),
                   rc == KILN_ESTAMP ? " (the caches have different stamps or dictionaries)" : "");
-        return exit_for(rc);
+        return cli_exit_for(rc);
     }
     if (json) {
         struct cli_json j;

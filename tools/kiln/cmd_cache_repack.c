@@ -78,8 +78,7 @@ int cmd_cache_repack(int argc, char **argv)
     if (rc < 0) {
         cli_error(argv[0], "%s: cannot open the cache: %s%s", dir, kiln_strerror(rc),
                   rc == KILN_EBUSY ? " (another writer holds it)" : "");
-        return rc == KILN_ENOENT || rc == KILN_EFORMAT || rc == KILN_EBUSY ? KILN_EXIT_USAGE
-                                                                           : KILN_EXIT_FAILED;
+        return cli_exit_for(rc);
     }
     struct kiln_cache_rewrite_report r;
     uint64_t t0 = kiln_now_ns();

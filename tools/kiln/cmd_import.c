@@ -3,9 +3,12 @@
  * Fossilize archives into a kiln cache.
  *
  * A thin layer over kiln_cache_import_foz (how modules become records is
- * described there): the cache is opened (made when missing) with
- * KILN_CACHE_FOZ_STAMP, each archive is imported in turn, and what was
- * imported or skipped, and why, is reported per archive.
+ * described there): the cache folder and every archive's header are
+ * checked first, so a missing file, or one of another kind where the cache
+ * or an archive should be, changes nothing (no cache folder is made);
+ * then the cache is opened (made when missing) with KILN_CACHE_FOZ_STAMP,
+ * each archive is imported in turn, and what was imported or skipped, and
+ * why, is reported per archive.
  */
 #include "cli.h"
 #include "commands.h"
@@ -18,8 +21,10 @@
 #ifdef _WIN32
 #include <direct.h>
 #define make_dir(p) _mkdir(p)
+#define rmdir(p)    _rmdir(p)
 #else
 #include <sys/stat.h>
+#include <unistd.h>
 #define make_dir(p) mkdir(p, 0777)
 #endif
 
@@ -32,8 +37,12 @@ static const char help[] =
     "CRC or that do not inflate, and modules that do not decode, are skipped\n"
     "and counted; a cut-off last entry is ignored, as the format says. Modules\n"
     "already in the cache are skipped, so importing again adds nothing.\n"
-    "Exit 0 when every archive was whole, 1 when one had damage (what came\n"
-    "before it is imported), 2 for a file that is not an archive.\n"
+    "DIR must hold no cache yet or one that this command filled (a cache of\n"
+    "another stamp, e.g. from kiln prepare on GLSL, is refused, never started\n"
+    "over). Exit 0 when every archive was whole, 1 when one had damage (what\n"
+    "came before it is imported), 2 for a missing file, one that is not an\n"
+    "archive, or a DIR that is not such a cache folder (then nothing is\n"
+    "imported and no file or folder is made).\n"
     "\n"
     "  --cache DIR   the cache folder (required)\n"
     "  --json        one JSON object on stdout\n"
@@ -66,17 +75,56 @@ int cmd_import_foz(int argc, char **argv)
         return cli_usage_error(argv[0], "--cache DIR is required");
     if (optind >= argc)
         return cli_usage_error(argv[0], "expected at least one .foz archive");
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        cli_error(argv[0], "%s: cannot make the folder: %s", dir, strerror(errno));
-        return KILN_EXIT_FAILED;
+    /* The cache folder and the archives first: what is wrong with them is
+     * reported before anything is made or written. */
+    bool has_cache;
+    struct kiln_cache_stats st;
+    int bad = cli_check_cache_folder(argv[0], dir, &has_cache, &st);
+    if (bad != KILN_EXIT_OK)
+        return bad;
+    if (has_cache && st.stamp != KILN_CACHE_FOZ_STAMP) {
+        /* A writer of the import's stamp would start that cache over. */
+        cli_error(argv[0],
+                  "%s: holds a cache of stamp %016" PRIx64 ", not one of imported Fossilize "
+                  "modules (%016" PRIx64 "); nothing imported, the cache left as it is",
+                  dir, st.stamp, (uint64_t)KILN_CACHE_FOZ_STAMP);
+        return KILN_EXIT_USAGE;
+    }
+    for (int i = optind; i < argc; i++) {
+        struct kiln_foz *foz;
+        int frc = kiln_foz_open(NULL, argv[i], &foz);
+        if (frc == KILN_OK) {
+            kiln_foz_close(foz);
+            continue;
+        }
+        if (frc == KILN_EFORMAT)
+            cli_error(argv[0], "%s: not a Fossilize archive of a version kiln reads (%d to %d)",
+                      argv[i], KILN_FOZ_VERSION_MIN, KILN_FOZ_VERSION_MAX);
+        else
+            cli_error(argv[0], "%s: cannot read the archive: %s", argv[i], kiln_strerror(frc));
+        if (bad != KILN_EXIT_FAILED)
+            bad = cli_exit_for(frc);
+    }
+    if (bad != KILN_EXIT_OK)
+        return bad;
+
+    bool made = make_dir(dir) == 0;
+    if (!made && errno != EEXIST) {
+        int err = kiln_error_from_errno(errno, KILN_EIO);
+        cli_error(argv[0], "%s: cannot make the cache folder: %s", dir, kiln_strerror(err));
+        return cli_exit_for(err);
     }
     struct kiln_cache_options opt = {.stamp = KILN_CACHE_FOZ_STAMP,
                                      .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     int rc = kiln_cache_open(dir, &opt, &c);
     if (rc < 0) {
-        cli_error(argv[0], "%s: cannot open the cache: %s", dir, kiln_strerror(rc));
-        return rc == KILN_EBUSY || rc == KILN_EFORMAT ? KILN_EXIT_USAGE : KILN_EXIT_FAILED;
+        cli_error(argv[0], "%s: cannot open the cache: %s%s", dir,
+                  rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc),
+                  rc == KILN_EBUSY ? " (another writer holds it)" : "");
+        if (made)
+            rmdir(dir); /* the folder this run made, left as it was found */
+        return cli_exit_for(rc);
     }
     size_t n = (size_t)(argc - optind);
     struct kiln_cache_import_report *reps = calloc(n, sizeof(*reps));
@@ -107,7 +155,7 @@ int cmd_import_foz(int argc, char **argv)
         if (rcs[i] < 0) {
             cli_error(argv[0], "%s: %s%s", path, kiln_strerror(rcs[i]),
                       rcs[i] == KILN_ECORRUPT ? " (entries before the damage were imported)" : "");
-            int e = rcs[i] == KILN_EFORMAT ? KILN_EXIT_USAGE : KILN_EXIT_FAILED;
+            int e = cli_exit_for(rcs[i]);
             if (exit_code == KILN_EXIT_OK || e == KILN_EXIT_FAILED)
                 exit_code = e;
             if (rcs[i] != KILN_EFORMAT && rcs[i] != KILN_ECORRUPT && rcs[i] != KILN_ENOENT &&

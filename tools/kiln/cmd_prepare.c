@@ -6,10 +6,12 @@
  * options, draws the progress of each phase on stderr, and prints the
  * summary (a table, or one JSON object with --json). Exit codes: 0 when
  * every program was stored and every pipeline built, 1 when something
- * failed (a program, a pipeline, the cache, Vulkan), 2 for bad usage or a
- * corpus folder that cannot be read. Bad input is reported by the library's
- * own error line (kiln_prepare logs each one, naming what and where), so
- * the command adds none of its own there.
+ * failed (a program, a pipeline, the cache, Vulkan), 2 for bad usage, a
+ * corpus folder that cannot be read, or a cache folder that holds something
+ * else than a cache. A bad corpus is reported by the library's own error
+ * line (kiln_prepare logs each one, naming what and where), so the command
+ * adds none of its own there; a cache that cannot be opened the library
+ * logs at info only, and the command prints the line.
  */
 #include "cli.h"
 #include "commands.h"
@@ -51,8 +53,8 @@ static const char help[] =
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
-    "Exit codes: 0 done, 1 something failed (each failure is logged), 2 bad usage\n"
-    "or an unreadable corpus.\n";
+    "Exit codes: 0 done, 1 something failed (each failure is logged), 2 bad usage,\n"
+    "an unreadable corpus, or a cache folder that holds something else.\n";
 
 struct progress_state {
     struct cli_progress bar;
@@ -300,20 +302,25 @@ int cmd_prepare(int argc, char **argv)
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
     if (json)
         print_json(&o, &s, ok);
-    else if (rc == KILN_OK || s.step != KILN_PREP_STEP_INPUT)
-        print_text(&o, &s);
+    else if (rc == KILN_OK ||
+             (s.step != KILN_PREP_STEP_INPUT && cli_exit_for(rc) != KILN_EXIT_USAGE))
+        print_text(&o, &s); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {
         if (s.step == KILN_PREP_STEP_INPUT)
             return KILN_EXIT_USAGE; /* kiln_prepare logged it: one line naming what and where */
+        if (s.step == KILN_PREP_STEP_CACHE) {
+            /* A cache folder that is not one is bad input (the library
+             * logged it at info only); a failed write is a failure. */
+            cli_error(name, "%s: cannot use the program cache: %s", o.cache_dir,
+                      rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc));
+            return cli_exit_for(rc);
+        }
         if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
             cli_error(name, "Vulkan is not available: programs stored, no pipeline built "
                             "(--no-vulkan translates and stores only)");
         else
-            cli_error(name, "%s failed: %s",
-                      s.step == KILN_PREP_STEP_CACHE    ? o.cache_dir
-                      : s.step == KILN_PREP_STEP_VULKAN ? "Vulkan"
-                                                        : "prepare",
+            cli_error(name, "%s failed: %s", s.step == KILN_PREP_STEP_VULKAN ? "Vulkan" : "prepare",
                       kiln_strerror(rc));
         return KILN_EXIT_FAILED;
     }

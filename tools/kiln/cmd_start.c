@@ -9,7 +9,8 @@
  * when another writer holds it, or with --read-only); the stamp is
  * printed. Exit codes: 0 when every record loaded and
  * every pipeline was built, 1 when something failed (a missing or damaged
- * record, a pipeline, Vulkan), 2 for bad usage or a folder without a cache.
+ * record, a pipeline, Vulkan), 2 for bad usage or a folder without a cache
+ * (or with a file of another kind, or a damaged cache header, in its place).
  */
 #include "cli.h"
 #include "commands.h"
@@ -41,7 +42,8 @@ static const char help[] =
     "  --help          this text\n"
     "\n"
     "Exit codes: 0 done, 1 something failed (missing or damaged records, failed\n"
-    "pipelines, no Vulkan), 2 bad usage or no cache in the folder.\n";
+    "pipelines, no Vulkan), 2 bad usage or no cache in the folder (or something\n"
+    "else in its place).\n";
 
 struct progress_state {
     struct cli_progress bar;
@@ -236,22 +238,29 @@ int cmd_start(int argc, char **argv)
     bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
     if (json)
         print_json(&o, &s, ok);
-    else if (rc == KILN_OK || s.step != KILN_PREP_STEP_INPUT)
-        print_text(&o, &s);
+    else if (rc == KILN_OK ||
+             (s.step != KILN_PREP_STEP_INPUT && cli_exit_for(rc) != KILN_EXIT_USAGE))
+        print_text(&o, &s); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {
+        /* The library logged a failed open at info only: this is its line. */
         if (s.step == KILN_PREP_STEP_INPUT) {
-            cli_error(name, "%s: %s", o.cache_dir,
-                      rc == KILN_ENOENT ? "no program cache here (run kiln prepare first)"
-                                        : kiln_strerror(rc));
+            if (rc == KILN_ENOENT)
+                cli_error(name, "%s: no program cache here (run kiln prepare first)", o.cache_dir);
+            else
+                cli_error(name, "%s: cannot open the program cache: %s", o.cache_dir,
+                          kiln_strerror(rc));
             return KILN_EXIT_USAGE;
         }
-        if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
-            cli_error(name, "Vulkan is not available (--no-vulkan opens and loads only)");
-        else
-            cli_error(name, "%s: %s", s.step == KILN_PREP_STEP_VULKAN ? "Vulkan" : o.cache_dir,
-                      kiln_strerror(rc));
-        return KILN_EXIT_FAILED;
+        if (s.step == KILN_PREP_STEP_VULKAN) {
+            if (rc == KILN_ENOTSUP)
+                cli_error(name, "Vulkan is not available (--no-vulkan opens and loads only)");
+            else
+                cli_error(name, "Vulkan: %s", kiln_strerror(rc));
+            return KILN_EXIT_FAILED;
+        }
+        cli_error(name, "%s: %s", o.cache_dir, kiln_strerror(rc));
+        return cli_exit_for(rc);
     }
     if (!ok) {
         cli_error(name,

@@ -190,8 +190,7 @@ int cmd_topo(int argc, char **argv)
     if (rc < 0) {
         /* The library logged the file and what is wrong with it. */
         kiln_cpuset_free(&allowed);
-        return rc == KILN_EPARSE || rc == KILN_ERANGE || rc == KILN_ENOENT ? KILN_EXIT_USAGE
-                                                                           : KILN_EXIT_FAILED;
+        return cli_exit_for(rc);
     }
 
     const char *allowed_from = "--allowed";
