@@ -138,8 +138,7 @@ static int slurp(const char *dir, const char *name, void **data, size_t *n)
     return rc;
 }
 
-/* The index on disk names only records that are whole in the records file. */
-static int check_index_not_ahead(const char *dir, const char *what)
+int rel_index_not_ahead(const char *dir, const char *what)
 {
     void *idx = NULL, *rec = NULL;
     size_t in = 0, rn = 0;
@@ -158,8 +157,17 @@ static int check_index_not_ahead(const char *dir, const char *what)
         memset(&p, 0, sizeof(p));
         if (es)
             kiln__cache_index_parse(idx, in, rn, es, &p);
+        /* An index of another records file (a rewrite was cut short after
+         * putting its new records file in place) is rebuilt by the open:
+         * none of its entries is used. */
+        struct kiln__cache_header rh;
+        bool ours = rec &&
+                    kiln__cache_header_decode(rec, rn, KILN__CACHE_REC_MAGIC, &rh) ==
+                        KILN__HEADER_OK &&
+                    p.verdict == KILN__HEADER_OK &&
+                    memcmp(rh.file_id, p.header.file_id, sizeof(rh.file_id)) == 0;
         /* Entries that decode and ascend are what an open could use. */
-        for (size_t i = 0; es && i < p.valid; i++) {
+        for (size_t i = 0; es && ours && i < p.valid; i++) {
             const struct kiln_cache_entry *e = &es[i];
             struct kiln_cache_entry head;
             bool ok = e->offset + kiln__cache_rec_len(e->size) <= rn &&
@@ -203,7 +211,7 @@ static bool payload_ok(const struct rel_model *m, uint32_t id, const void *data,
 
 int rel_check(const char *dir, const struct rel_model *m, const char *what)
 {
-    int problems = check_index_not_ahead(dir, what);
+    int problems = rel_index_not_ahead(dir, what);
     struct kiln_cache_options opt = {.stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 2};
     struct kiln_cache *c;
     int rc = kiln_cache_open(dir, &opt, &c);

@@ -79,6 +79,13 @@ void rel_writer(const char *dir, const struct kiln_io *io, unsigned nrec, struct
  */
 int rel_check(const char *dir, const struct rel_model *m, const char *what);
 
+/*
+ * The first step of rel_check on its own: the index file in `dir`, read as
+ * it is (before any open repairs it), names only records that are whole in
+ * the records file. @return the number of problems found (0 or 1).
+ */
+int rel_index_not_ahead(const char *dir, const char *what);
+
 /* rel_check that only counts: for the tests that damage a cache on purpose
  * to show the check sees it. */
 int rel_count_problems(const char *dir, const struct rel_model *m);
