@@ -388,12 +388,62 @@ static void say(char *text, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
+/*
+ * Whether the file locked as c->rec_fd is still the one at c->rec_path. A
+ * writer that rewrote the cache (compact, prune, repack) renames a new
+ * records file over the path and then drops its lock on the old one; a
+ * writer that opened the old file just before and locks it just after would
+ * otherwise append to a file no longer in the folder. Two records files
+ * never share their header bytes (each has its own random file id), so
+ * equal headers and sizes mean the same file.
+ */
+static int still_at_path(struct kiln_cache *c, bool *same)
+{
+    const struct kiln_io *io = c->io;
+    unsigned char a[KILN__CACHE_HEADER_SIZE], b[KILN__CACHE_HEADER_SIZE];
+    uint64_t size_a, size_b;
+    int fd;
+    *same = false;
+    int rc = io->open(io, c->rec_path, KILN_IO_READ, &fd);
+    if (rc == KILN_ENOENT)
+        return KILN_OK; /* moved aside: not the same */
+    KILN_TRY(rc);
+    rc = io->size(io, c->rec_fd, &size_a);
+    if (rc == KILN_OK)
+        rc = io->size(io, fd, &size_b);
+    if (rc == KILN_OK && size_a == size_b) {
+        size_t n = (size_t)KILN_MIN(size_a, (uint64_t)sizeof(a));
+        rc = n ? kiln_io_read_full(io, c->rec_fd, a, n, 0) : KILN_OK;
+        if (rc == KILN_OK && n)
+            rc = kiln_io_read_full(io, fd, b, n, 0);
+        *same = rc == KILN_OK && (n == 0 || memcmp(a, b, n) == 0);
+    }
+    io->close(io, fd);
+    return rc;
+}
+
 static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt, char *text,
                       size_t text_cap, bool *warn)
 {
     const struct kiln_io *io = c->io;
     bool ro = c->flags & KILN_CACHE_READ_ONLY;
-    int rc = io->open(io, c->rec_path, ro ? KILN_IO_READ : KILN_IO_RDWR, &c->rec_fd);
+    int rc;
+    for (int attempt = 0;; attempt++) {
+        c->rec_fd = -1;
+        rc = io->open(io, c->rec_path, ro ? KILN_IO_READ : KILN_IO_RDWR, &c->rec_fd);
+        if (rc < 0 || ro)
+            break;
+        rc = io->lock(io, c->rec_fd, KILN_IO_LOCK_EXCLUSIVE);
+        bool same = true;
+        if (rc == KILN_OK && attempt < 8)
+            rc = still_at_path(c, &same);
+        if (rc < 0 || same)
+            break;
+        /* Replaced while we waited for the lock: open the new file. */
+        io->lock(io, c->rec_fd, KILN_IO_UNLOCK);
+        io->close(io, c->rec_fd);
+        c->rec_fd = -1;
+    }
     if (rc == KILN_ENOENT) {
         c->rec_fd = -1;
         if (ro || !(c->flags & KILN_CACHE_CREATE)) {
@@ -407,13 +457,11 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
         say(text, text_cap, "%s: new cache created", c->dir);
         return KILN_OK;
     }
-    if (rc < 0) {
-        c->rec_fd = -1;
+    if (rc < 0 && c->rec_fd < 0) {
         KILN_INFO("cache", "%s: cannot open: %s", c->rec_path, kiln_strerror(rc));
         return rc;
     }
     if (!ro) {
-        rc = io->lock(io, c->rec_fd, KILN_IO_LOCK_EXCLUSIVE);
         if (rc == KILN_EBUSY) {
             KILN_INFO("cache", "%s: another writer holds this cache; open it read-only or later",
                       c->rec_path);
