@@ -77,6 +77,20 @@ struct kiln__prep_build {
 };
 
 /*
+ * The Vulkan context of a pipeline phase: `given` when the caller passed
+ * one, else a new one for the device asked (use_device_index, device) with
+ * cache_dir's pipelines.vkc, through `io`; a new one is also put in *own,
+ * for the caller to destroy. On success *vk is the context to build on and
+ * the summary's device name, pipelines.vkc state and loaded bytes are
+ * filled from it.
+ * @return 0, or kiln_vk_create's error (*vk and *own NULL then).
+ */
+int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
+                       const char *cache_dir, const struct kiln_io *io, struct kiln_vk **own,
+                       struct kiln_vk **vk, char (*device_name)[256],
+                       enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes);
+
+/*
  * Builds the pipeline of every item whose payload is set, on a pool of
  * `workers`, reporting KILN_PREP_PHASE_PIPELINES progress.
  * @return the number of pipelines built (failures are logged, counted in

@@ -639,26 +639,15 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
 
     /* Vulkan. */
     uint64_t t3 = kiln_now_ns();
-    struct kiln_vk *vk = o->vk;
-    if (!vk) {
-        struct kiln_vk_options vopt = {.use_device_index = o->use_device_index,
-                                       .device = o->device,
-                                       .cache_dir = o->cache_dir,
-                                       .io = o->io};
-        rc = kiln_vk_create(&vopt, &own_vk);
-        s->vulkan_ns = kiln_now_ns() - t3;
-        if (rc < 0) {
-            fail_at(s, KILN_PREP_STEP_VULKAN, rc);
-            goto out;
-        }
-        vk = own_vk;
-    }
-    const struct kiln_vk_info *vi = kiln_vk_info(vk);
-    s->vulkan = true;
-    snprintf(s->device, sizeof(s->device), "%s", vi->device_name);
-    s->vk_cache_state = vi->cache_state;
-    s->vk_cache_loaded_bytes = vi->cache_loaded_bytes;
+    struct kiln_vk *vk;
+    rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io, &own_vk,
+                            &vk, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
     s->vulkan_ns = kiln_now_ns() - t3;
+    if (rc < 0) {
+        fail_at(s, KILN_PREP_STEP_VULKAN, rc);
+        goto out;
+    }
+    s->vulkan = true;
 
     /* Every pipeline, from the packed payloads. */
     uint64_t t4 = kiln_now_ns();

@@ -197,6 +197,28 @@ static int larger_payload_first(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
+int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
+                       const char *cache_dir, const struct kiln_io *io, struct kiln_vk **own,
+                       struct kiln_vk **vk, char (*device_name)[256],
+                       enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes)
+{
+    *own = NULL;
+    *vk = given;
+    if (!given) {
+        struct kiln_vk_options vopt = {.use_device_index = use_device_index,
+                                       .device = device,
+                                       .cache_dir = cache_dir,
+                                       .io = io};
+        KILN_TRY(kiln_vk_create(&vopt, own));
+        *vk = *own;
+    }
+    const struct kiln_vk_info *vi = kiln_vk_info(*vk);
+    snprintf(*device_name, sizeof(*device_name), "%s", vi->device_name);
+    *cache_state = vi->cache_state;
+    *cache_loaded_bytes = vi->cache_loaded_bytes;
+    return KILN_OK;
+}
+
 int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
                              unsigned workers, uint64_t *failed)
 {
@@ -410,26 +432,15 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
 
     /* Vulkan, with the pipeline cache kiln prepare saved. */
     uint64_t t2 = kiln_now_ns();
-    struct kiln_vk *vk = o->vk;
-    if (!vk) {
-        struct kiln_vk_options vopt = {.use_device_index = o->use_device_index,
-                                       .device = o->device,
-                                       .cache_dir = o->cache_dir,
-                                       .io = o->io};
-        rc = kiln_vk_create(&vopt, &own_vk);
-        if (rc < 0) {
-            s->vulkan_ns = kiln_now_ns() - t2;
-            start_fail(s, KILN_PREP_STEP_VULKAN, rc);
-            goto out;
-        }
-        vk = own_vk;
-    }
-    const struct kiln_vk_info *vi = kiln_vk_info(vk);
-    s->vulkan = true;
-    snprintf(s->device, sizeof(s->device), "%s", vi->device_name);
-    s->vk_cache_state = vi->cache_state;
-    s->vk_cache_loaded_bytes = vi->cache_loaded_bytes;
+    struct kiln_vk *vk;
+    rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io, &own_vk,
+                            &vk, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
     s->vulkan_ns = kiln_now_ns() - t2;
+    if (rc < 0) {
+        start_fail(s, KILN_PREP_STEP_VULKAN, rc);
+        goto out;
+    }
+    s->vulkan = true;
 
     uint64_t t3 = kiln_now_ns();
     struct kiln__prep_build b = {.vk = vk,

@@ -603,6 +603,48 @@ int kiln_pin_largest_cache(const struct kiln_topo_env *env, struct kiln_pin_plan
     return rc;
 }
 
+/* ---- pinning ------------------------------------------------------------------ */
+
+bool kiln__tid_seen(const struct kiln__tid_list *l, uint64_t tid)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == tid)
+            return true;
+    return false;
+}
+
+int kiln__tid_add(struct kiln__tid_list *l, uint64_t tid)
+{
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 64;
+        uint64_t *nv = realloc(l->v, ncap * sizeof(*nv));
+        if (!nv)
+            return KILN_ENOMEM;
+        l->v = nv;
+        l->cap = ncap;
+    }
+    l->v[l->n++] = tid;
+    return KILN_OK;
+}
+
+void kiln__tid_list_free(struct kiln__tid_list *l)
+{
+    free(l->v);
+    *l = (struct kiln__tid_list){0};
+}
+
+int kiln__pin_text(const struct kiln_cpuset *cpus, char *text, size_t cap)
+{
+    assert(cap >= 4);
+    if (kiln_cpuset_format(cpus, text, cap) >= cap)
+        memcpy(text + cap - 4, "...", 4);
+    if (kiln_cpuset_count(cpus) == 0) {
+        KILN_ERROR("topo", "refusing to pin to an empty CPU set");
+        return KILN_EINVAL;
+    }
+    return KILN_OK;
+}
+
 /* ---- the opt-in rule --------------------------------------------------------- */
 
 int kiln_affinity_decide(int flag, const char *env_value, struct kiln_affinity_decision *out)

@@ -45,6 +45,33 @@ void kiln__topo_finish(struct kiln_topo *topo, const char *where);
 const char *kiln__topo_size_text(char *buf, size_t cap, uint64_t bytes);
 
 /*
+ * The thread ids a pin has set already (a thread may show up in several
+ * passes over the process's threads). Portable: a platform's id fits a
+ * uint64_t.
+ */
+struct kiln__tid_list {
+    uint64_t *v;
+    size_t n, cap;
+};
+
+/* @return whether `tid` is in the list. */
+bool kiln__tid_seen(const struct kiln__tid_list *l, uint64_t tid);
+
+/* Adds `tid` to the list. @return 0 or KILN_ENOMEM. */
+int kiln__tid_add(struct kiln__tid_list *l, uint64_t tid);
+
+/* Frees the list's array and empties it. */
+void kiln__tid_list_free(struct kiln__tid_list *l);
+
+/*
+ * The first check of every kiln_process_set_affinity(): writes the set as
+ * text for its log lines into `text` (cut with "..." when it does not fit;
+ * cap at least 4) and refuses an empty set.
+ * @return 0, or KILN_EINVAL for an empty set (logged).
+ */
+int kiln__pin_text(const struct kiln_cpuset *cpus, char *text, size_t cap);
+
+/*
  * Builds a topology from the records GetLogicalProcessorInformationEx
  * (RelationAll or RelationCache) wrote into `buf` (`len` bytes, no
  * alignment needed). CPU c is processor (c % 64) of group c / 64. `flags`

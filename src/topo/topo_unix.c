@@ -625,33 +625,6 @@ int kiln_topo_allowed(const struct kiln_topo_env *env, struct kiln_cpuset *out)
 
 /* ---- pinning ------------------------------------------------------------------ */
 
-struct tid_list {
-    pid_t *v;
-    size_t n, cap;
-};
-
-static bool tid_seen(const struct tid_list *l, pid_t tid)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == tid)
-            return true;
-    return false;
-}
-
-static int tid_add(struct tid_list *l, pid_t tid)
-{
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 64;
-        pid_t *nv = realloc(l->v, ncap * sizeof(*nv));
-        if (!nv)
-            return KILN_ENOMEM;
-        l->v = nv;
-        l->cap = ncap;
-    }
-    l->v[l->n++] = tid;
-    return KILN_OK;
-}
-
 static int set_one(pid_t tid, size_t size, const cpu_set_t *mask, const char *cpus)
 {
     if (sched_setaffinity(tid, size, mask) == 0)
@@ -667,12 +640,7 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
 {
     assert(cpus);
     char text[128];
-    if (kiln_cpuset_format(cpus, text, sizeof(text)) >= sizeof(text))
-        memcpy(text + sizeof(text) - 4, "...", 4);
-    if (kiln_cpuset_count(cpus) == 0) {
-        KILN_ERROR("topo", "refusing to pin to an empty CPU set");
-        return KILN_EINVAL;
-    }
+    KILN_TRY(kiln__pin_text(cpus, text, sizeof(text)));
     uint32_t span = kiln__cpuset_span(cpus);
     cpu_set_t *mask = CPU_ALLOC(span);
     if (!mask)
@@ -682,11 +650,11 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
     for (int64_t c = kiln_cpuset_next(cpus, 0); c >= 0; c = kiln_cpuset_next(cpus, (uint32_t)c + 1))
         CPU_SET_S((size_t)c, size, mask);
 
-    struct tid_list seen = {0};
+    struct kiln__tid_list seen = {0};
     pid_t self = (pid_t)syscall(SYS_gettid);
     int rc = set_one(self, size, mask, text);
     if (rc == KILN_OK)
-        rc = tid_add(&seen, self);
+        rc = kiln__tid_add(&seen, (uint64_t)self);
 
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/self/task", proc_root ? proc_root : DEFAULT_PROC);
@@ -708,11 +676,11 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
         while (rc == KILN_OK && (e = readdir(d)) != NULL) {
             char *end;
             long tid = strtol(e->d_name, &end, 10);
-            if (*end != '\0' || tid <= 0 || tid_seen(&seen, (pid_t)tid))
+            if (*end != '\0' || tid <= 0 || kiln__tid_seen(&seen, (uint64_t)tid))
                 continue;
             rc = set_one((pid_t)tid, size, mask, text);
             if (rc == KILN_OK)
-                rc = tid_add(&seen, (pid_t)tid);
+                rc = kiln__tid_add(&seen, (uint64_t)tid);
             fresh++;
         }
         closedir(d);
@@ -721,7 +689,7 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
     }
     if (rc == KILN_OK)
         KILN_INFO("topo", "pinned %zu threads to CPUs %s", seen.n, text);
-    free(seen.v);
+    kiln__tid_list_free(&seen);
     CPU_FREE(mask);
     return rc;
 }

@@ -177,33 +177,6 @@ struct group_mask {
     uint64_t mask;
 };
 
-struct tid_list {
-    DWORD *v;
-    size_t n, cap;
-};
-
-static bool tid_seen(const struct tid_list *l, DWORD tid)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i] == tid)
-            return true;
-    return false;
-}
-
-static int tid_add(struct tid_list *l, DWORD tid)
-{
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 64;
-        DWORD *nv = realloc(l->v, ncap * sizeof(*nv));
-        if (!nv)
-            return KILN_ENOMEM;
-        l->v = nv;
-        l->cap = ncap;
-    }
-    l->v[l->n++] = tid;
-    return KILN_OK;
-}
-
 static int error_code(DWORD err)
 {
     return err == ERROR_ACCESS_DENIED ? KILN_EACCES : KILN_EINVAL;
@@ -237,12 +210,12 @@ static int set_thread(DWORD tid, const struct group_mask *gm, const char *text)
 /* Sets every thread of the process, spreading them over the groups in turn. */
 static int set_threads(const struct group_mask *gms, size_t ng, const char *text)
 {
-    struct tid_list seen = {0};
+    struct kiln__tid_list seen = {0};
     DWORD pid = GetCurrentProcessId();
     size_t next = 0;
     int rc = set_thread(0, &gms[next++ % ng], text);
     if (rc == KILN_OK)
-        rc = tid_add(&seen, GetCurrentThreadId());
+        rc = kiln__tid_add(&seen, GetCurrentThreadId());
     for (int pass = 0; rc == KILN_OK; pass++) {
         if (pass == 64) {
             KILN_ERROR("topo", "threads keep appearing; gave up after %d passes", pass);
@@ -260,11 +233,11 @@ static int set_threads(const struct group_mask *gms, size_t ng, const char *text
         THREADENTRY32 te = {.dwSize = sizeof(te)};
         for (BOOL more = Thread32First(snap, &te); more && rc == KILN_OK;
              more = Thread32Next(snap, &te)) {
-            if (te.th32OwnerProcessID != pid || tid_seen(&seen, te.th32ThreadID))
+            if (te.th32OwnerProcessID != pid || kiln__tid_seen(&seen, te.th32ThreadID))
                 continue;
             rc = set_thread(te.th32ThreadID, &gms[next++ % ng], text);
             if (rc == KILN_OK)
-                rc = tid_add(&seen, te.th32ThreadID);
+                rc = kiln__tid_add(&seen, te.th32ThreadID);
             fresh++;
         }
         CloseHandle(snap);
@@ -273,7 +246,7 @@ static int set_threads(const struct group_mask *gms, size_t ng, const char *text
     }
     if (rc == KILN_OK)
         KILN_INFO("topo", "pinned %zu threads to CPUs %s", seen.n, text);
-    free(seen.v);
+    kiln__tid_list_free(&seen);
     return rc;
 }
 
@@ -286,12 +259,7 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
         return KILN_ENOTSUP;
     }
     char text[128];
-    if (kiln_cpuset_format(cpus, text, sizeof(text)) >= sizeof(text))
-        memcpy(text + sizeof(text) - 4, "...", 4);
-    if (kiln_cpuset_count(cpus) == 0) {
-        KILN_ERROR("topo", "refusing to pin to an empty CPU set");
-        return KILN_EINVAL;
-    }
+    KILN_TRY(kiln__pin_text(cpus, text, sizeof(text)));
     /* The set, group by group; every CPU must be an active processor. */
     struct group_mask *gms = malloc(cpus->nwords * sizeof(*gms));
     if (!gms)

@@ -551,10 +551,8 @@ int cmd_bench_pack(int argc, char **argv)
         case 'h':
             help();
             return KILN_EXIT_OK;
-        case ':':
-            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(name, c, argv);
         }
     }
     if (optind < argc)

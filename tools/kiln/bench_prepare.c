@@ -493,21 +493,14 @@ int cmd_bench_prepare(int argc, char **argv)
             if (parse_threads(name, optarg, list, &nlist))
                 return KILN_EXIT_USAGE;
             break;
-        case 's': {
-            char *end = NULL;
-            if (!optarg[0] || optarg[0] == '-')
-                return cli_usage_error(name, "--seed: '%s' is not a number", optarg);
-            b.seed = strtoull(optarg, &end, 0);
-            if (*end)
-                return cli_usage_error(name, "--seed: '%s' is not a number", optarg);
+        case 's':
+            if (cli_parse_seed(name, optarg, &b.seed))
+                return KILN_EXIT_USAGE;
             seed_given = true;
             break;
-        }
         case 'd':
-            if (cli_parse_u64(name, "--device", optarg, 0, 1023, false, &v))
+            if (cli_parse_device(name, optarg, &b.use_device, &b.device))
                 return KILN_EXIT_USAGE;
-            b.use_device = true;
-            b.device = (unsigned)v;
             break;
         case 'J':
             json = true;
@@ -515,10 +508,8 @@ int cmd_bench_prepare(int argc, char **argv)
         case 'h':
             printf(help, name, DEFAULT_PROGRAMS, DEFAULT_MEMORY_PROGRAMS);
             return KILN_EXIT_OK;
-        case ':':
-            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(name, c, argv);
         }
     }
     if (optind < argc)

@@ -345,7 +345,7 @@ int cmd_bench_store(int argc, char **argv)
             printf(help, argv[0]);
             return KILN_EXIT_OK;
         default:
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(argv[0], ch, argv);
         }
     }
     if (optind != argc)

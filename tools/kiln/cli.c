@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -62,6 +63,25 @@ int cli_check_cache_folder(const char *name, const char *dir, bool *has_cache,
     kiln_cache_close(c);
     *has_cache = true;
     return KILN_EXIT_OK;
+}
+
+int cli_open_cache(const char *name, const char *dir, const struct kiln_cache_options *opt,
+                   struct kiln_cache **c)
+{
+    int rc = kiln_cache_open(dir, opt, c);
+    if (rc < 0) {
+        bool writer = !(opt->flags & KILN_CACHE_READ_ONLY);
+        cli_error(name, "%s: cannot open the cache: %s%s", dir, kiln_strerror(rc),
+                  writer && rc == KILN_EBUSY ? " (another writer holds it)" : "");
+        return cli_exit_for(rc);
+    }
+    return KILN_EXIT_OK;
+}
+
+int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache **c)
+{
+    struct kiln_cache_options opt = {.flags = KILN_CACHE_KEEP_STAMP};
+    return cli_open_cache(name, dir, &opt, c);
 }
 
 void cli_error(const char *name, const char *fmt, ...)
@@ -126,6 +146,92 @@ int cli_parse_jobs(const char *name, const char *text, unsigned *jobs)
     if (rc == KILN_EXIT_OK)
         *jobs = (unsigned)v;
     return rc;
+}
+
+int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index)
+{
+    uint64_t v;
+    int rc = cli_parse_u64(name, "--device", text, 0, 1023, false, &v);
+    if (rc == KILN_EXIT_OK) {
+        *use_index = true;
+        *index = (unsigned)v;
+    }
+    return rc;
+}
+
+int cli_parse_seed(const char *name, const char *text, uint64_t *seed)
+{
+    char *end = NULL;
+    if (!text[0] || text[0] == '-')
+        return cli_usage_error(name, "--seed: '%s' is not a number", text);
+    *seed = strtoull(text, &end, 0);
+    if (*end)
+        return cli_usage_error(name, "--seed: '%s' is not a number", text);
+    return KILN_EXIT_OK;
+}
+
+int cli_parse_cache_dir(const char *name, const char *text, const char **dir)
+{
+    if (!text[0])
+        return cli_usage_error(name, "--cache: empty folder name");
+    *dir = text;
+    return KILN_EXIT_OK;
+}
+
+int cli_option_error(const char *name, int ch, char **argv)
+{
+    if (ch == ':')
+        return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
+    return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+}
+
+static int report_option(int ch, char **argv, bool *json, const char *help, va_list ap)
+    __attribute__((format(CLI_PRINTF_KIND, 4, 0)));
+
+static int report_option(int ch, char **argv, bool *json, const char *help, va_list ap)
+{
+    if (ch == 'j') {
+        *json = true;
+        return CLI_NEXT_OPTION;
+    }
+    if (ch == 'h') {
+        vprintf(help, ap);
+        return KILN_EXIT_OK;
+    }
+    return cli_option_error(argv[0], ch, argv);
+}
+
+int cli_report_option(int ch, char **argv, bool *json, const char *help, ...)
+{
+    va_list ap;
+    va_start(ap, help);
+    int ex = report_option(ch, argv, json, help, ap);
+    va_end(ap);
+    return ex;
+}
+
+int cli_parse_report_options(int argc, char **argv, bool *json, const char *help, ...)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int ch, ex = CLI_NEXT_OPTION;
+    opterr = 0;
+    optind = 1;
+    while (ex == CLI_NEXT_OPTION && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        va_list ap;
+        va_start(ap, help);
+        ex = report_option(ch, argv, json, help, ap);
+        va_end(ap);
+    }
+    return ex;
+}
+
+int cli_one_cache_dir(int argc, char **argv, const char **dir)
+{
+    if (optind != argc - 1)
+        return cli_usage_error(argv[0], "expected one cache folder");
+    *dir = argv[optind];
+    return KILN_EXIT_OK;
 }
 
 /* ---- JSON output ------------------------------------------------------- */
@@ -237,6 +343,17 @@ void cli_json_object_end(struct cli_json *j)
     json_close(j, '}');
 }
 
+void cli_json_hex_or_null(struct cli_json *j, const char *key, uint64_t v)
+{
+    if (!v) {
+        cli_json_null(j, key);
+        return;
+    }
+    char hex[24];
+    snprintf(hex, sizeof(hex), "%016" PRIx64, v);
+    cli_json_str(j, key, hex);
+}
+
 /* ---- progress ----------------------------------------------------------- */
 
 void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total, bool quiet)
@@ -301,4 +418,72 @@ const char *cli_format_bytes(char *buf, size_t cap, uint64_t bytes)
     }
     snprintf(buf, cap, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
     return buf;
+}
+
+/* ---- kiln prepare and kiln start ---------------------------------------- */
+
+void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total)
+{
+    struct cli_phase_progress *ps = user;
+    if (ps->phase != (int)phase) {
+        ps->phase = (int)phase;
+        cli_progress_start(&ps->bar, kiln_prep_phase_name(phase), total, false);
+    }
+    if (done >= total) {
+        cli_progress_finish(&ps->bar, done);
+        ps->phase = -2; /* a new start for a later report of the same phase */
+    } else {
+        cli_progress_update(&ps->bar, done);
+    }
+}
+
+const char *cli_vk_cache_state_name(enum kiln_vk_cache_state st)
+{
+    static const char *const names[] = {"off", "memory", "new", "loaded", "rejected"};
+    return (unsigned)st < CLI_ARRAY_LEN(names) ? names[st] : "?";
+}
+
+const char *cli_prep_step_name(enum kiln_prep_step step)
+{
+    static const char *const names[] = {"none", "input", "cache", "vulkan", "other"};
+    return (unsigned)step < CLI_ARRAY_LEN(names) ? names[step] : "?";
+}
+
+bool cli_prep_shows_table(int rc, enum kiln_prep_step step)
+{
+    return rc == KILN_OK || (step != KILN_PREP_STEP_INPUT && cli_exit_for(rc) != KILN_EXIT_USAGE);
+}
+
+void cli_json_prep_vulkan(struct cli_json *j, bool vulkan, const char *device,
+                          enum kiln_vk_cache_state cache_state, size_t cache_loaded_bytes)
+{
+    cli_json_bool(j, "vulkan", vulkan);
+    if (vulkan) {
+        cli_json_str(j, "device", device);
+        cli_json_str(j, "pipeline_cache", cli_vk_cache_state_name(cache_state));
+        cli_json_u64(j, "pipeline_cache_loaded_bytes", cache_loaded_bytes);
+    } else {
+        cli_json_null(j, "device");
+    }
+}
+
+void cli_json_prep_end(struct cli_json *j, uint64_t peak_rss, int error, enum kiln_prep_step step)
+{
+    cli_json_u64(j, "peak_rss_bytes", peak_rss);
+    if (error) {
+        cli_json_str(j, "error", kiln_errname(error));
+        cli_json_str(j, "error_step", cli_prep_step_name(step));
+    } else {
+        cli_json_null(j, "error");
+    }
+}
+
+void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss)
+{
+    char b[32];
+    printf("\n  %-10s %10s\n", "phase", "seconds");
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].name)
+            printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
+    printf("\n  peak memory %s\n", cli_format_bytes(b, sizeof(b), peak_rss));
 }

@@ -43,6 +43,19 @@ int cli_exit_for(int kiln_error);
 int cli_check_cache_folder(const char *name, const char *dir, bool *has_cache,
                            struct kiln_cache_stats *st);
 
+/*
+ * Opens the cache in `dir` with `opt`; on failure prints one line naming
+ * DIR and why ("cannot open the cache: ...", and that another writer holds
+ * it when a writer's open meets KILN_EBUSY).
+ * @return KILN_EXIT_OK with *c to close, or the exit code (cli_exit_for).
+ */
+int cli_open_cache(const char *name, const char *dir, const struct kiln_cache_options *opt,
+                   struct kiln_cache **c);
+
+/* Opens the cache in `dir` as a writer that keeps its stamp and dictionary
+ * (KILN_CACHE_KEEP_STAMP), for maintenance: cli_open_cache. */
+int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache **c);
+
 /* A command: argv[0] is its full name ("kiln cache stats"). */
 typedef int (*cli_command_fn)(int argc, char **argv);
 
@@ -70,6 +83,51 @@ int cli_parse_u64(const char *name, const char *flag, const char *text, uint64_t
 
 /* Parses "--jobs N|auto": 0 means auto. Same return as cli_parse_u64. */
 int cli_parse_jobs(const char *name, const char *text, unsigned *jobs);
+
+/* Parses "--device N" (0..1023): sets *use_index and *index. Same return as
+ * cli_parse_u64. */
+int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index);
+
+/* Parses "--seed S" (decimal, or hex with 0x). @return 0, or prints one line
+ * and returns KILN_EXIT_USAGE. */
+int cli_parse_seed(const char *name, const char *text, uint64_t *seed);
+
+/* Takes "--cache DIR" (not empty). @return 0, or prints one line and
+ * returns KILN_EXIT_USAGE. */
+int cli_parse_cache_dir(const char *name, const char *text, const char **dir);
+
+/*
+ * The end of every command's getopt_long loop (opterr = 0): for ':' a
+ * value is missing, anything else is an unknown option; prints the usage
+ * error naming it (argv[optind - 1]). @return KILN_EXIT_USAGE.
+ */
+int cli_option_error(const char *name, int ch, char **argv);
+
+/* A cli_report_option() result: the option was --json; parsing goes on. */
+#define CLI_NEXT_OPTION (-1)
+
+/*
+ * The options every report command shares, inside its getopt_long loop:
+ * 'j' (--json) sets *json; 'h' (--help) prints the format `help` with the
+ * arguments after it on stdout; anything else is cli_option_error().
+ * @return CLI_NEXT_OPTION after --json, else the exit code to return.
+ */
+int cli_report_option(int ch, char **argv, bool *json, const char *help, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 4, 5)));
+
+/*
+ * The whole option parsing of a command whose only options are --json and
+ * --help (cli_report_option); its operands start at optind after it.
+ * @return CLI_NEXT_OPTION to go on, else the exit code to return.
+ */
+int cli_parse_report_options(int argc, char **argv, bool *json, const char *help, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 4, 5)));
+
+/*
+ * After the options of a command that takes one cache folder: *dir is it.
+ * @return 0, or the usage error "expected one cache folder".
+ */
+int cli_one_cache_dir(int argc, char **argv, const char **dir);
 
 /*
  * The cache-affinity choice of every command: -1 when neither
@@ -110,6 +168,9 @@ void cli_json_array_end(struct cli_json *j);
 void cli_json_object_begin(struct cli_json *j, const char *key);
 void cli_json_object_end(struct cli_json *j);
 
+/* Writes `v` as 16 hex digits, or null when it is 0 (no dictionary). */
+void cli_json_hex_or_null(struct cli_json *j, const char *key, uint64_t v);
+
 /* ---- progress ----------------------------------------------------------- */
 
 /*
@@ -129,6 +190,51 @@ struct cli_progress {
 void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total, bool quiet);
 void cli_progress_update(struct cli_progress *p, uint64_t done);
 void cli_progress_finish(struct cli_progress *p, uint64_t done);
+
+/* ---- kiln prepare and kiln start ---------------------------------------- */
+
+/*
+ * The progress of kiln_prepare and kiln_warm_start: one bar a phase,
+ * started when a phase first reports and finished when it is done. Start
+ * it as {.phase = -1} and pass cli_phase_progress with it.
+ */
+struct cli_phase_progress {
+    struct cli_progress bar;
+    int phase; /* the phase the bar shows; -1 none yet, -2 the last one done */
+};
+
+/* A kiln_prep_progress_fn; `user` is a struct cli_phase_progress. */
+void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total);
+
+/* "off", "memory", "new", "loaded", "rejected". */
+const char *cli_vk_cache_state_name(enum kiln_vk_cache_state st);
+
+/* "none", "input", "cache", "vulkan", "other". */
+const char *cli_prep_step_name(enum kiln_prep_step step);
+
+/*
+ * Whether a run that returned `rc`, stopped at `step`, gets its summary
+ * table: not for bad input, whose one error line says it all.
+ */
+bool cli_prep_shows_table(int rc, enum kiln_prep_step step);
+
+/* The JSON fields of a run's Vulkan context: vulkan, device (null when
+ * none) and, with one, pipeline_cache and pipeline_cache_loaded_bytes. */
+void cli_json_prep_vulkan(struct cli_json *j, bool vulkan, const char *device,
+                          enum kiln_vk_cache_state cache_state, size_t cache_loaded_bytes);
+
+/* The last JSON fields of a run: peak_rss_bytes, and error and error_step
+ * (error null when `error` is 0). */
+void cli_json_prep_end(struct cli_json *j, uint64_t peak_rss, int error, enum kiln_prep_step step);
+
+/* One row of a phase table; a row with a NULL name is left out. */
+struct cli_phase_time {
+    const char *name;
+    uint64_t ns;
+};
+
+/* Prints a run's phase table (seconds a phase) and its peak memory. */
+void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss);
 
 /* ---- small helpers ------------------------------------------------------ */
 

@@ -28,32 +28,18 @@ static const char stats_help[] =
 
 int cmd_cache_stats(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int ch;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch == 'j') {
-            json = true;
-        } else if (ch == 'h') {
-            printf(stats_help, argv[0]);
-            return KILN_EXIT_OK;
-        } else {
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return cli_usage_error(argv[0], "expected one cache folder");
-    const char *dir = argv[optind];
+    int ex = cli_parse_report_options(argc, argv, &json, stats_help, argv[0]);
+    if (ex != CLI_NEXT_OPTION)
+        return ex;
+    const char *dir;
     struct kiln_cache_options opt = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c;
-    int rc = kiln_cache_open(dir, &opt, &c);
-    if (rc < 0) {
-        cli_error(argv[0], "%s: cannot open the cache: %s", dir, kiln_strerror(rc));
-        return cli_exit_for(rc);
-    }
+    ex = cli_one_cache_dir(argc, argv, &dir);
+    if (ex == KILN_EXIT_OK)
+        ex = cli_open_cache(argv[0], dir, &opt, &c);
+    if (ex != KILN_EXIT_OK)
+        return ex;
     struct kiln_cache_stats st;
     kiln_cache_stats(c, &st);
     kiln_cache_close(c);
@@ -127,24 +113,22 @@ int cmd_cache_check(int argc, char **argv)
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     bool json = false, repair = false;
-    int ch;
+    int ch, ex;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch == 'j') {
-            json = true;
-        } else if (ch == 'r') {
+        if (ch == 'r') {
             repair = true;
-        } else if (ch == 'h') {
-            printf(check_help, argv[0]);
-            return KILN_EXIT_OK;
         } else {
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+            ex = cli_report_option(ch, argv, &json, check_help, argv[0]);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error(argv[0], "expected one cache folder");
-    const char *dir = argv[optind];
+    const char *dir;
+    ex = cli_one_cache_dir(argc, argv, &dir);
+    if (ex != KILN_EXIT_OK)
+        return ex;
     struct kiln_cache_check_report rep;
     uint64_t t0 = kiln_now_ns();
     int rc = kiln_cache_check(dir, NULL, repair, &rep);

@@ -25,19 +25,6 @@
 #define make_dir(p) mkdir(p, 0777)
 #endif
 
-/* Opens DIR for maintenance. Prints the error and returns an exit code on failure. */
-static int open_for_life(const char *name, const char *dir, struct kiln_cache **c)
-{
-    struct kiln_cache_options opt = {.flags = KILN_CACHE_KEEP_STAMP};
-    int rc = kiln_cache_open(dir, &opt, c);
-    if (rc < 0) {
-        cli_error(name, "%s: cannot open the cache: %s%s", dir, kiln_strerror(rc),
-                  rc == KILN_EBUSY ? " (another writer holds it)" : "");
-        return cli_exit_for(rc);
-    }
-    return KILN_EXIT_OK;
-}
-
 static void print_rewrite(const char *what, const char *dir, bool json,
                           const struct kiln_cache_rewrite_report *r, double secs)
 {
@@ -99,7 +86,7 @@ int cmd_cache_prune(int argc, char **argv)
     struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX, .max_file_bytes = 0};
     bool json = false, any = false;
     uint64_t v;
-    int ch;
+    int ch, ex;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -113,23 +100,21 @@ int cmd_cache_prune(int argc, char **argv)
                 return KILN_EXIT_USAGE;
             po.max_file_bytes = v;
             any = true;
-        } else if (ch == 'j') {
-            json = true;
-        } else if (ch == 'h') {
-            printf(prune_help, argv[0]);
-            return KILN_EXIT_OK;
         } else {
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+            ex = cli_report_option(ch, argv, &json, prune_help, argv[0]);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error(argv[0], "expected one cache folder");
+    const char *dir;
+    ex = cli_one_cache_dir(argc, argv, &dir);
+    if (ex != KILN_EXIT_OK)
+        return ex;
     if (!any)
         return cli_usage_error(argv[0], "give --older-than DAYS and/or --max-size SIZE");
-    const char *dir = argv[optind];
     struct kiln_cache *c;
-    int ex = open_for_life(argv[0], dir, &c);
-    if (ex)
+    ex = cli_open_cache_writer(argv[0], dir, &c);
+    if (ex != KILN_EXIT_OK)
         return ex;
     struct kiln_cache_rewrite_report r;
     uint64_t t0 = kiln_now_ns();
@@ -157,28 +142,16 @@ static const char compact_help[] =
 
 int cmd_cache_compact(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int ch;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch == 'j') {
-            json = true;
-        } else if (ch == 'h') {
-            printf(compact_help, argv[0]);
-            return KILN_EXIT_OK;
-        } else {
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return cli_usage_error(argv[0], "expected one cache folder");
-    const char *dir = argv[optind];
+    int ex = cli_parse_report_options(argc, argv, &json, compact_help, argv[0]);
+    if (ex != CLI_NEXT_OPTION)
+        return ex;
+    const char *dir;
     struct kiln_cache *c;
-    int ex = open_for_life(argv[0], dir, &c);
-    if (ex)
+    ex = cli_one_cache_dir(argc, argv, &dir);
+    if (ex == KILN_EXIT_OK)
+        ex = cli_open_cache_writer(argv[0], dir, &c);
+    if (ex != KILN_EXIT_OK)
         return ex;
     struct kiln_cache_rewrite_report r;
     uint64_t t0 = kiln_now_ns();
@@ -210,22 +183,10 @@ static const char merge_help[] =
 
 int cmd_cache_merge(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     bool json = false;
-    int ch;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch == 'j') {
-            json = true;
-        } else if (ch == 'h') {
-            printf(merge_help, argv[0]);
-            return KILN_EXIT_OK;
-        } else {
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
-        }
-    }
+    int ex = cli_parse_report_options(argc, argv, &json, merge_help, argv[0]);
+    if (ex != CLI_NEXT_OPTION)
+        return ex;
     if (argc - optind < 2)
         return cli_usage_error(argv[0], "expected an output cache folder and at least one input");
     const char *out_dir = argv[optind];
@@ -238,7 +199,7 @@ int cmd_cache_merge(int argc, char **argv)
      * has a cache). */
     bool has_out;
     struct kiln_cache_stats out_st;
-    int ex = cli_check_cache_folder(argv[0], out_dir, &has_out, &out_st);
+    ex = cli_check_cache_folder(argv[0], out_dir, &has_out, &out_st);
     if (ex != KILN_EXIT_OK)
         return ex;
     /* OUT takes the first input's stamp and dictionary when it is made. */
@@ -248,11 +209,10 @@ int cmd_cache_merge(int argc, char **argv)
     struct kiln_cache_stats st = {0};
     for (size_t i = 0; i < nin; i++) {
         struct kiln_cache *c;
-        int rc = kiln_cache_open(in[i], &ro, &c);
-        if (rc < 0) {
-            cli_error(argv[0], "%s: cannot open the cache: %s", in[i], kiln_strerror(rc));
+        ex = cli_open_cache(argv[0], in[i], &ro, &c);
+        if (ex != KILN_EXIT_OK) {
             kiln_cache_close(first);
-            return cli_exit_for(rc);
+            return ex;
         }
         struct kiln_cache_stats cs;
         kiln_cache_stats(c, &cs);

@@ -43,7 +43,7 @@ int cmd_cache_repack(int argc, char **argv)
     bool json = false, have_codec = false;
     enum kiln_codec codec = KILN_CODEC_KILN;
     enum kiln_cache_dict_mode mode = KILN_CACHE_DICT_KEEP;
-    int ch;
+    int ch, ex;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -56,33 +56,27 @@ int cmd_cache_repack(int argc, char **argv)
             mode = KILN_CACHE_DICT_TRAIN;
         } else if (ch == 'n') {
             mode = KILN_CACHE_DICT_NONE;
-        } else if (ch == 'j') {
-            json = true;
-        } else if (ch == 'h') {
-            printf(help, argv[0]);
-            return KILN_EXIT_OK;
         } else {
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+            ex = cli_report_option(ch, argv, &json, help, argv[0]);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error(argv[0], "expected one cache folder");
+    const char *dir;
+    ex = cli_one_cache_dir(argc, argv, &dir);
+    if (ex != KILN_EXIT_OK)
+        return ex;
     if (!have_codec)
         return cli_usage_error(argv[0], "--codec is required");
     if (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN)
         return cli_usage_error(argv[0], "--dict goes only with --codec kiln");
-    const char *dir = argv[optind];
-    struct kiln_cache_options opt = {.flags = KILN_CACHE_KEEP_STAMP};
     struct kiln_cache *c;
-    int rc = kiln_cache_open(dir, &opt, &c);
-    if (rc < 0) {
-        cli_error(argv[0], "%s: cannot open the cache: %s%s", dir, kiln_strerror(rc),
-                  rc == KILN_EBUSY ? " (another writer holds it)" : "");
-        return cli_exit_for(rc);
-    }
+    ex = cli_open_cache_writer(argv[0], dir, &c);
+    if (ex != KILN_EXIT_OK)
+        return ex;
     struct kiln_cache_rewrite_report r;
     uint64_t t0 = kiln_now_ns();
-    rc = kiln_cache_repack(c, codec, mode, &r);
+    int rc = kiln_cache_repack(c, codec, mode, &r);
     double secs = cli_seconds(t0, kiln_now_ns());
     kiln_cache_close(c);
     if (rc < 0) {

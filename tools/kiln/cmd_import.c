@@ -56,19 +56,16 @@ int cmd_import_foz(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     bool json = false;
     const char *dir = NULL;
-    int ch;
+    int ch, ex;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (ch == 'c') {
             dir = optarg;
-        } else if (ch == 'j') {
-            json = true;
-        } else if (ch == 'h') {
-            printf(help, argv[0]);
-            return KILN_EXIT_OK;
         } else {
-            return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+            ex = cli_report_option(ch, argv, &json, help, argv[0]);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
         }
     }
     if (!dir)

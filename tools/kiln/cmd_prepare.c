@@ -18,8 +18,6 @@
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
@@ -56,39 +54,6 @@ static const char help[] =
     "Exit codes: 0 done, 1 something failed (each failure is logged), 2 bad usage,\n"
     "an unreadable corpus, or a cache folder that holds something else.\n";
 
-struct progress_state {
-    struct cli_progress bar;
-    int phase; /* -1: none yet */
-    bool quiet;
-};
-
-static void on_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total)
-{
-    struct progress_state *ps = user;
-    if (ps->phase != (int)phase) {
-        ps->phase = (int)phase;
-        cli_progress_start(&ps->bar, kiln_prep_phase_name(phase), total, ps->quiet);
-    }
-    if (done >= total) {
-        cli_progress_finish(&ps->bar, done);
-        ps->phase = -2; /* a new start for a later report of the same phase */
-    } else {
-        cli_progress_update(&ps->bar, done);
-    }
-}
-
-static const char *vk_cache_state_name(enum kiln_vk_cache_state st)
-{
-    static const char *const names[] = {"off", "memory", "new", "loaded", "rejected"};
-    return (unsigned)st < CLI_ARRAY_LEN(names) ? names[st] : "?";
-}
-
-static const char *step_name(enum kiln_prep_step step)
-{
-    static const char *const names[] = {"none", "input", "cache", "vulkan", "other"};
-    return (unsigned)step < CLI_ARRAY_LEN(names) ? names[step] : "?";
-}
-
 static void print_json(const struct kiln_prepare_options *o, const struct kiln_prepare_summary *s,
                        bool ok)
 {
@@ -115,13 +80,7 @@ static void print_json(const struct kiln_prepare_options *o, const struct kiln_p
     cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
     cli_json_u64(&j, "packed_bytes", s->packed_bytes);
     cli_json_str(&j, "codec", kiln_codec_name(o->codec));
-    if (s->dict_id) {
-        char dict[24];
-        snprintf(dict, sizeof(dict), "%016" PRIx64, s->dict_id);
-        cli_json_str(&j, "dict_id", dict);
-    } else {
-        cli_json_null(&j, "dict_id");
-    }
+    cli_json_hex_or_null(&j, "dict_id", s->dict_id);
     cli_json_u64(&j, "dict_bytes", s->dict_bytes);
     cli_json_bool(&j, "dict_trained", s->dict_trained);
     if (s->dict_trained) {
@@ -130,14 +89,7 @@ static void print_json(const struct kiln_prepare_options *o, const struct kiln_p
     }
     cli_json_u64(&j, "workers", s->workers);
     cli_json_str(&j, "workers_reason", s->workers_reason);
-    cli_json_bool(&j, "vulkan", s->vulkan);
-    if (s->vulkan) {
-        cli_json_str(&j, "device", s->device);
-        cli_json_str(&j, "pipeline_cache", vk_cache_state_name(s->vk_cache_state));
-        cli_json_u64(&j, "pipeline_cache_loaded_bytes", s->vk_cache_loaded_bytes);
-    } else {
-        cli_json_null(&j, "device");
-    }
+    cli_json_prep_vulkan(&j, s->vulkan, s->device, s->vk_cache_state, s->vk_cache_loaded_bytes);
     cli_json_object_begin(&j, "seconds");
     cli_json_double(&j, "open", (double)s->open_ns / 1e9);
     cli_json_double(&j, "translate", (double)s->translate_ns / 1e9);
@@ -148,13 +100,7 @@ static void print_json(const struct kiln_prepare_options *o, const struct kiln_p
     cli_json_double(&j, "save", (double)s->save_ns / 1e9);
     cli_json_double(&j, "total", (double)s->total_ns / 1e9);
     cli_json_object_end(&j);
-    cli_json_u64(&j, "peak_rss_bytes", s->peak_rss);
-    if (s->error) {
-        cli_json_str(&j, "error", kiln_errname(s->error));
-        cli_json_str(&j, "error_step", step_name(s->step));
-    } else {
-        cli_json_null(&j, "error");
-    }
+    cli_json_prep_end(&j, s->peak_rss, s->error, s->step);
     cli_json_end(&j);
 }
 
@@ -196,18 +142,15 @@ static void print_text(const struct kiln_prepare_options *o, const struct kiln_p
     printf("  workers    %s\n", s->workers_reason);
     printf("  cache      %s (opened: %s), stamp %016" PRIx64 "\n", o->cache_dir,
            kiln_cache_open_kind_name(s->open_kind), s->stamp);
-    printf("\n  %-10s %10s\n", "phase", "seconds");
-    const struct {
-        const char *name;
-        uint64_t ns;
-    } rows[] = {{"open", s->open_ns},     {"translate", s->translate_ns},
-                {"dict", s->dict_ns},     {"load", s->load_ns},
-                {"vulkan", s->vulkan_ns}, {"pipelines", s->pipelines_ns},
-                {"save", s->save_ns},     {"total", s->total_ns}};
-    for (size_t i = 0; i < CLI_ARRAY_LEN(rows); i++)
-        if (rows[i].ns || strcmp(rows[i].name, "dict") != 0) /* no dict row without --dict */
-            printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
-    printf("\n  peak memory %s\n", cli_format_bytes(b1, sizeof(b1), s->peak_rss));
+    const struct cli_phase_time rows[] = {{"open", s->open_ns},
+                                          {"translate", s->translate_ns},
+                                          {s->dict_ns ? "dict" : NULL, s->dict_ns}, /* --dict */
+                                          {"load", s->load_ns},
+                                          {"vulkan", s->vulkan_ns},
+                                          {"pipelines", s->pipelines_ns},
+                                          {"save", s->save_ns},
+                                          {"total", s->total_ns}};
+    cli_print_phase_table(rows, CLI_ARRAY_LEN(rows), s->peak_rss);
 }
 
 int cmd_prepare(int argc, char **argv)
@@ -245,19 +188,13 @@ int cmd_prepare(int argc, char **argv)
             o.generate = (uint32_t)v;
             generate_given = true;
             break;
-        case 's': {
-            char *end = NULL;
-            if (!optarg[0] || optarg[0] == '-')
-                return cli_usage_error(name, "--seed: '%s' is not a number", optarg);
-            o.seed = strtoull(optarg, &end, 0);
-            if (*end)
-                return cli_usage_error(name, "--seed: '%s' is not a number", optarg);
+        case 's':
+            if (cli_parse_seed(name, optarg, &o.seed))
+                return KILN_EXIT_USAGE;
             break;
-        }
         case 'C':
-            if (!optarg[0])
-                return cli_usage_error(name, "--cache: empty folder name");
-            o.cache_dir = optarg;
+            if (cli_parse_cache_dir(name, optarg, &o.cache_dir))
+                return KILN_EXIT_USAGE;
             break;
         case 'j':
             if (cli_parse_jobs(name, optarg, &o.jobs))
@@ -270,10 +207,8 @@ int cmd_prepare(int argc, char **argv)
             o.dict = true;
             break;
         case 'd':
-            if (cli_parse_u64(name, "--device", optarg, 0, 1023, false, &v))
+            if (cli_parse_device(name, optarg, &o.use_device_index, &o.device))
                 return KILN_EXIT_USAGE;
-            o.use_device_index = true;
-            o.device = (unsigned)v;
             break;
         case 'J':
             json = true;
@@ -281,10 +216,8 @@ int cmd_prepare(int argc, char **argv)
         case 'h':
             printf(help, name, KILN_PREPARE_DEFAULT_PROGRAMS, KILN_GENERATOR_DEFAULT_SEED);
             return KILN_EXIT_OK;
-        case ':':
-            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(name, c, argv);
         }
     }
     if (optind < argc)
@@ -296,14 +229,13 @@ int cmd_prepare(int argc, char **argv)
     if (rc)
         return rc;
 
-    struct progress_state ps = {.phase = -1, .quiet = false};
+    struct cli_phase_progress ps = {.phase = -1};
     struct kiln_prepare_summary s;
-    rc = kiln_prepare(&o, on_progress, &ps, &s);
+    rc = kiln_prepare(&o, cli_phase_progress, &ps, &s);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
     if (json)
         print_json(&o, &s, ok);
-    else if (rc == KILN_OK ||
-             (s.step != KILN_PREP_STEP_INPUT && cli_exit_for(rc) != KILN_EXIT_USAGE))
+    else if (cli_prep_shows_table(rc, s.step))
         print_text(&o, &s); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {

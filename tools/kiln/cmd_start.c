@@ -17,8 +17,6 @@
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
@@ -45,38 +43,6 @@ static const char help[] =
     "pipelines, no Vulkan), 2 bad usage or no cache in the folder (or something\n"
     "else in its place).\n";
 
-struct progress_state {
-    struct cli_progress bar;
-    int phase;
-};
-
-static void on_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total)
-{
-    struct progress_state *ps = user;
-    if (ps->phase != (int)phase) {
-        ps->phase = (int)phase;
-        cli_progress_start(&ps->bar, kiln_prep_phase_name(phase), total, false);
-    }
-    if (done >= total) {
-        cli_progress_finish(&ps->bar, done);
-        ps->phase = -2;
-    } else {
-        cli_progress_update(&ps->bar, done);
-    }
-}
-
-static const char *vk_cache_state_name(enum kiln_vk_cache_state st)
-{
-    static const char *const names[] = {"off", "memory", "new", "loaded", "rejected"};
-    return (unsigned)st < CLI_ARRAY_LEN(names) ? names[st] : "?";
-}
-
-static const char *step_name(enum kiln_prep_step step)
-{
-    static const char *const names[] = {"none", "input", "cache", "vulkan", "other"};
-    return (unsigned)step < CLI_ARRAY_LEN(names) ? names[step] : "?";
-}
-
 static void print_json(const struct kiln_start_options *o, const struct kiln_start_summary *s,
                        bool ok)
 {
@@ -94,13 +60,7 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "missing", s->missing);
     cli_json_u64(&j, "bad", s->bad);
     cli_json_u64(&j, "lone_modules", s->lone_modules);
-    if (s->dict_id) {
-        char dict[24];
-        snprintf(dict, sizeof(dict), "%016" PRIx64, s->dict_id);
-        cli_json_str(&j, "dict_id", dict);
-    } else {
-        cli_json_null(&j, "dict_id");
-    }
+    cli_json_hex_or_null(&j, "dict_id", s->dict_id);
     cli_json_bool(&j, "use_recorded", s->use_recorded);
     if (!s->use_recorded)
         cli_json_str(&j, "use_text", s->use_text);
@@ -110,14 +70,7 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
     cli_json_str(&j, "workers_reason", s->workers_reason);
-    cli_json_bool(&j, "vulkan", s->vulkan);
-    if (s->vulkan) {
-        cli_json_str(&j, "device", s->device);
-        cli_json_str(&j, "pipeline_cache", vk_cache_state_name(s->vk_cache_state));
-        cli_json_u64(&j, "pipeline_cache_loaded_bytes", s->vk_cache_loaded_bytes);
-    } else {
-        cli_json_null(&j, "device");
-    }
+    cli_json_prep_vulkan(&j, s->vulkan, s->device, s->vk_cache_state, s->vk_cache_loaded_bytes);
     cli_json_object_begin(&j, "seconds");
     cli_json_double(&j, "open", (double)s->open_ns / 1e9);
     cli_json_double(&j, "read", (double)s->read_ns / 1e9);
@@ -125,13 +78,7 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_double(&j, "pipelines", (double)s->pipelines_ns / 1e9);
     cli_json_double(&j, "total", (double)s->total_ns / 1e9);
     cli_json_object_end(&j);
-    cli_json_u64(&j, "peak_rss_bytes", s->peak_rss);
-    if (s->error) {
-        cli_json_str(&j, "error", kiln_errname(s->error));
-        cli_json_str(&j, "error_step", step_name(s->step));
-    } else {
-        cli_json_null(&j, "error");
-    }
+    cli_json_prep_end(&j, s->peak_rss, s->error, s->step);
     cli_json_end(&j);
 }
 
@@ -157,22 +104,16 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
         printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s (pipelines.vkc: %s, %zu "
                "bytes)\n",
                s->pipelines_built, s->pipelines_failed, s->device,
-               vk_cache_state_name(s->vk_cache_state), s->vk_cache_loaded_bytes);
+               cli_vk_cache_state_name(s->vk_cache_state), s->vk_cache_loaded_bytes);
     else
         printf("  pipelines  none built\n");
     printf("  workers    %s; %u read threads\n", s->workers_reason, s->read_threads);
-    printf("\n  %-10s %10s\n", "phase", "seconds");
-    const struct {
-        const char *name;
-        uint64_t ns;
-    } rows[] = {{"open", s->open_ns},
-                {"read", s->read_ns},
-                {"vulkan", s->vulkan_ns},
-                {"pipelines", s->pipelines_ns},
-                {"total", s->total_ns}};
-    for (size_t i = 0; i < CLI_ARRAY_LEN(rows); i++)
-        printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
-    printf("\n  peak memory %s\n", cli_format_bytes(b1, sizeof(b1), s->peak_rss));
+    const struct cli_phase_time rows[] = {{"open", s->open_ns},
+                                          {"read", s->read_ns},
+                                          {"vulkan", s->vulkan_ns},
+                                          {"pipelines", s->pipelines_ns},
+                                          {"total", s->total_ns}};
+    cli_print_phase_table(rows, CLI_ARRAY_LEN(rows), s->peak_rss);
 }
 
 int cmd_start(int argc, char **argv)
@@ -186,16 +127,14 @@ int cmd_start(int argc, char **argv)
     };
     struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
     bool json = false;
-    uint64_t v;
     int c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'C':
-            if (!optarg[0])
-                return cli_usage_error(name, "--cache: empty folder name");
-            o.cache_dir = optarg;
+            if (cli_parse_cache_dir(name, optarg, &o.cache_dir))
+                return KILN_EXIT_USAGE;
             break;
         case 'j':
             if (cli_parse_jobs(name, optarg, &o.jobs))
@@ -208,10 +147,8 @@ int cmd_start(int argc, char **argv)
             o.read_only = true;
             break;
         case 'd':
-            if (cli_parse_u64(name, "--device", optarg, 0, 1023, false, &v))
+            if (cli_parse_device(name, optarg, &o.use_device_index, &o.device))
                 return KILN_EXIT_USAGE;
-            o.use_device_index = true;
-            o.device = (unsigned)v;
             break;
         case 'J':
             json = true;
@@ -219,10 +156,8 @@ int cmd_start(int argc, char **argv)
         case 'h':
             printf(help, name);
             return KILN_EXIT_OK;
-        case ':':
-            return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(name, c, argv);
         }
     }
     if (optind < argc)
@@ -232,14 +167,13 @@ int cmd_start(int argc, char **argv)
     if (rc)
         return rc;
 
-    struct progress_state ps = {.phase = -1};
+    struct cli_phase_progress ps = {.phase = -1};
     struct kiln_start_summary s;
-    rc = kiln_warm_start(&o, on_progress, &ps, &s);
+    rc = kiln_warm_start(&o, cli_phase_progress, &ps, &s);
     bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
     if (json)
         print_json(&o, &s, ok);
-    else if (rc == KILN_OK ||
-             (s.step != KILN_PREP_STEP_INPUT && cli_exit_for(rc) != KILN_EXIT_USAGE))
+    else if (cli_prep_shows_table(rc, s.step))
         print_text(&o, &s); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {
