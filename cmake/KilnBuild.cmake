@@ -107,3 +107,19 @@ function(kiln_module name)
                         POSITION_INDEPENDENT_CODE ON)
   set_property(GLOBAL APPEND PROPERTY KILN_MODULES kiln_${name})
 endfunction()
+
+# kiln_spirv_tools: the SPIR-V validator's C API (SPIRV-Tools), used by the
+# vk module to check a stage before a driver sees it (KILN_HAVE_SPIRV_TOOLS
+# says whether there is one).
+find_path(KILN_SPIRV_TOOLS_INCLUDE spirv-tools/libspirv.h)
+find_library(KILN_SPIRV_TOOLS_LIB NAMES libSPIRV-Tools.a SPIRV-Tools)
+add_library(kiln_spirv_tools INTERFACE)
+if(KILN_SPIRV_TOOLS_INCLUDE AND KILN_SPIRV_TOOLS_LIB)
+  set(KILN_HAVE_SPIRV_TOOLS ON)
+  target_include_directories(kiln_spirv_tools INTERFACE ${KILN_SPIRV_TOOLS_INCLUDE})
+  target_link_libraries(kiln_spirv_tools INTERFACE ${KILN_SPIRV_TOOLS_LIB} stdc++ m)
+  target_compile_definitions(kiln_spirv_tools INTERFACE KILN_HAVE_SPIRV_TOOLS=1)
+else()
+  set(KILN_HAVE_SPIRV_TOOLS OFF)
+  message(STATUS "kiln: no SPIRV-Tools; Vulkan stages are not validated before the driver")
+endif()

@@ -97,6 +97,9 @@ struct kiln_vk_options {
     /* The loader library to open; NULL: "libvulkan.so.1" (Linux) or
      * "vulkan-1.dll" (Windows). */
     const char *loader;
+    /* Run SPIR-V's validator (SPIRV-Tools, Vulkan 1.1 rules) on every stage
+     * before a driver sees it, as kiln_vk_set_validation(vk, true) does. */
+    bool validate;
 };
 
 /* What became of pipelines.vkc when the context was made. */
@@ -154,6 +157,23 @@ struct kiln_vk_stats {
  * range; KILN_EVULKAN for another failed Vulkan call; KILN_ENOMEM.
  */
 KILN_API int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **vk);
+
+/*
+ * Turns validation of every stage on or off: with it, each stage's SPIR-V
+ * goes through the SPIR-V validator (SPIRV-Tools, Vulkan 1.1 rules) before
+ * the driver sees it, and a stage that fails is logged with the validator's
+ * message and left unmade, like any other failed stage. Without it, a
+ * translator's malformed output reaches the driver's compiler, and some
+ * drivers end the process on it (NVIDIA's 580 driver aborts in its
+ * compiler on a structurally well-formed but meaningless module). The
+ * check costs a fraction of a pipeline build; `kiln prepare` turns it on for
+ * newly translated programs, `kiln start` leaves it off (the cache's
+ * checksums guarantee the words are those that were validated).
+ * Set it before building, not while other threads build.
+ * @return 0, or KILN_ENOTSUP when this build has no SPIRV-Tools (then
+ * nothing is validated).
+ */
+KILN_API int kiln_vk_set_validation(struct kiln_vk *vk, bool on);
 
 /*
  * Destroys the context, every pipeline and kept module still alive in it

@@ -648,6 +648,11 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         goto out;
     }
     s->vulkan = true;
+    /* Programs built for the first time go through SPIR-V's validator, so
+     * a translator's bad output fails alone instead of reaching a driver
+     * that may abort on it. A caller's own context keeps its setting. */
+    if (own_vk)
+        kiln_vk_set_validation(own_vk, true);
 
     /* Every pipeline, from the packed payloads. */
     uint64_t t4 = kiln_now_ns();

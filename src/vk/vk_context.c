@@ -334,6 +334,8 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->info.maintenance5 = use_m5;
     vk->info.chained_stages = use_m5 && !opt->force_modules;
     vk->info.dynamic_rendering = use_dr;
+    if (opt->validate)
+        kiln_vk_set_validation(vk, true);
     return KILN_OK;
 }
 

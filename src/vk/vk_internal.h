@@ -120,6 +120,8 @@ struct kiln_vk {
     atomic_ullong pipelines_failed;
     atomic_llong live_pipelines;
 
+    bool validate; /* run SPIR-V's validator on every stage (kiln_vk_set_validation) */
+
     struct kiln_vk_info info;
 };
 
@@ -143,6 +145,13 @@ int kiln__vk_cache_open(struct kiln_vk *vk, bool in_memory);
  * @return 0 or KILN_EFORMAT with the reason in `why`.
  */
 int kiln__spirv_check(const uint32_t *words, size_t n, char *why, size_t cap);
+
+/*
+ * Runs SPIR-V's validator (Vulkan 1.1 rules) on a module.
+ * @return 0, KILN_EFORMAT with the validator's first message in `why`, or
+ * KILN_ENOTSUP when this build has no SPIRV-Tools.
+ */
+int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap);
 
 /* Destroys every pipeline, kept module and render pass of the context. */
 void kiln__vk_destroy_objects(struct kiln_vk *vk);

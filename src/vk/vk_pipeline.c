@@ -17,8 +17,10 @@
  * it is destroyed, so it never reads lower than the true count; peak is
  * raised with a compare-and-swap so concurrent builds never lose a maximum.
  * Both paths check the unpacked words are a well-formed SPIR-V instruction
- * stream before a driver sees them: a damaged program fails alone with a
- * clear line, instead of taking a driver's parser into undefined ground.
+ * stream before a driver sees them, and with validation on (kiln prepare's
+ * first builds) run SPIR-V's full validator too: a damaged or mistranslated
+ * program fails alone with a clear line, instead of taking a driver's
+ * compiler into undefined ground (where one driver aborts the process).
  *
  * Pipelines and kept modules are linked into the context under its mutex so
  * kiln_vk_destroy can free what callers left behind. The mutex is held only
@@ -90,8 +92,9 @@ static void count_module_made(struct kiln_vk *vk)
 
 /* Unpacks a stage's blob. @return the word count with *words set (and
  * *owned when the buffer is ours to free), or the unpack error, logged. */
-static int64_t unpack_stage(const char *name, const char *stage, const struct kiln_vk_stage *src,
-                            bool own_buffer, const uint32_t **words, uint32_t **owned)
+static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const char *stage,
+                            const struct kiln_vk_stage *src, bool own_buffer,
+                            const uint32_t **words, uint32_t **owned)
 {
     int64_t n;
     *owned = NULL;
@@ -118,8 +121,11 @@ static int64_t unpack_stage(const char *name, const char *stage, const struct ki
         *owned = NULL;
         return n;
     }
-    char why[160];
-    if (kiln__spirv_check(*words, (size_t)n, why, sizeof(why)) < 0) {
+    char why[256];
+    int rc = kiln__spirv_check(*words, (size_t)n, why, sizeof(why));
+    if (rc == KILN_OK && vk->validate)
+        rc = kiln__spirv_validate(*words, (size_t)n, why, sizeof(why));
+    if (rc < 0) {
         KILN_WARN("vk", "%s: %s stage: not valid SPIR-V: %s", prog(name), stage, why);
         free(*owned);
         *owned = NULL;
@@ -143,7 +149,7 @@ int kiln_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk
     }
     bool chain = vk->info.chained_stages;
     const uint32_t *words;
-    int64_t n = unpack_stage(name, stage_name(stage), src, chain, &words, &out->words);
+    int64_t n = unpack_stage(vk, name, stage_name(stage), src, chain, &words, &out->words);
     if (n < 0)
         return (int)n;
     out->module_info = (VkShaderModuleCreateInfo){
@@ -443,7 +449,7 @@ int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kil
     *out = NULL;
     const uint32_t *words;
     uint32_t *owned;
-    int64_t n = unpack_stage(name, "kept", src, false, &words, &owned);
+    int64_t n = unpack_stage(vk, name, "kept", src, false, &words, &owned);
     if (n < 0)
         return (int)n;
     struct kiln_vk_module *m = calloc(1, sizeof(*m));
