@@ -51,6 +51,7 @@
 #ifndef _WIN32
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -111,6 +112,7 @@ struct child_result {
     uint64_t built;
     uint64_t failed;
     double seconds;
+    double cpu_seconds; /* user + system CPU time of the whole process during the builds */
     uint64_t baseline_rss;
     uint64_t context_rss;
     uint64_t modules_rss; /* KEEP: after making every module, before any build */
@@ -279,6 +281,16 @@ static void trim_heap(void)
 #endif
 }
 
+/* CPU time this process used so far, every thread (the driver's own too). */
+static double process_cpu_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 /* Runs in the child: one measurement. */
 static void child_run(const struct bench *b, enum child_mode mode, unsigned threads,
                       struct child_result *r)
@@ -336,6 +348,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     if (r->rc < 0)
         goto out;
     uint64_t t0 = kiln_now_ns();
+    double cpu0 = process_cpu_seconds();
     for (unsigned i = 0; i < count && r->rc == KILN_OK; i++) {
         /* Rate runs take the largest first; memory runs the first count. */
         args[i] = (struct build_arg){.ctx = &ctx, .index = mode == MODE_RATE ? b->order[i] : i};
@@ -343,6 +356,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     }
     kiln_pool_wait(pool);
     r->seconds = cli_seconds(t0, kiln_now_ns());
+    r->cpu_seconds = process_cpu_seconds() - cpu0;
     struct kiln_pool_progress pp;
     kiln_pool_progress(pool, &pp);
     kiln_pool_destroy(pool);
@@ -637,6 +651,13 @@ int cmd_bench_prepare(int argc, char **argv)
         for (unsigned i = 0; i < nlist; i++)
             cli_json_double(&j, NULL, runs[i].seconds);
         cli_json_array_end(&j);
+        /* CPUs kept busy during each run: above the thread count when the
+         * driver compiles on threads of its own. */
+        cli_json_array_begin(&j, "cpus_busy");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_double(&j, NULL,
+                            runs[i].seconds > 0 ? runs[i].cpu_seconds / runs[i].seconds : 0);
+        cli_json_array_end(&j);
         cli_json_u64(&j, "policy_threads", policy);
         cli_json_str(&j, "policy_reason", reason);
         cli_json_double(&j, "policy_builds_per_s", policy_rate);
@@ -667,9 +688,10 @@ int cmd_bench_prepare(int argc, char **argv)
                ") on %s (%s)\n",
                b.n, b.modules, spirv, b.seed, any->device, any->driver);
         printf("  no VkPipelineCache, a fresh process and device per run\n\n");
-        printf("  %8s %12s %10s\n", "threads", "builds/s", "seconds");
+        printf("  %8s %12s %10s %10s\n", "threads", "builds/s", "seconds", "CPUs busy");
         for (unsigned i = 0; i < nlist; i++)
-            printf("  %8u %12.2f %10.2f%s\n", list[i], rates[i], runs[i].seconds,
+            printf("  %8u %12.2f %10.2f %10.2f%s\n", list[i], rates[i], runs[i].seconds,
+                   runs[i].seconds > 0 ? runs[i].cpu_seconds / runs[i].seconds : 0.0,
                    list[i] == cpus ? "   (usable CPUs)" : "");
         printf("\n  policy     %u threads, %.2f builds/s (%.0f%% of the best): %s\n", policy,
                policy_rate, best > 0 ? 100.0 * policy_rate / best : 0.0, reason);
