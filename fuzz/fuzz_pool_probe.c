@@ -1,8 +1,9 @@
 /*
  * fuzz_pool_probe.c - the parsers of the files the pool's probe reads from
- * the OS: cgroup v2 cpu.max, /proc/meminfo and /proc/self/cgroup. Each
- * input goes through all three; results are checked against what the
- * parsers promise (a period is never 0, a path starts with '/' and fits).
+ * the OS: cgroup v2 cpu.max, /proc/meminfo and /proc/self/cgroup, and the
+ * Windows heap header's signature. Each input goes through all four;
+ * results are checked against what the parsers promise (a period is never
+ * 0, a path starts with '/' and fits, a heap kind is one of the known ones).
  */
 #include "kiln_internal.h"
 #include "pool_internal.h"
@@ -32,6 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[256];
     rc = kiln__pool_parse_cgroup(text, size, path, sizeof(path));
     if (rc == KILN_OK && (path[0] != '/' || strlen(path) >= sizeof(path)))
+        abort();
+
+    enum kiln_heap_kind heap;
+    uint32_t sig;
+    int hrc = kiln__pool_heap_kind(text, size, &heap, &sig);
+    if (hrc == KILN_OK && heap != KILN_HEAP_NT && heap != KILN_HEAP_SEGMENT)
+        abort();
+    if (hrc != KILN_OK && hrc != KILN_ENOTFOUND && hrc != KILN_EINVAL)
         abort();
 
     /* The policy over whatever was parsed keeps its bounds. */
