@@ -10,8 +10,13 @@
 #include "kiln_internal.h"
 #include "cache_format.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <time.h>
+#include <unistd.h>
+#endif
 
 #define KEY_BASE 0x52454c0000000000ull
 
@@ -19,10 +24,10 @@
 static bool report = true;
 
 /* Reports one problem found by the check (or only counts it). */
-#define PROBLEM(...)                                                                               \
-    do {                                                                                           \
-        if (report)                                                                                \
-            kt_fail(__FILE__, __LINE__, __VA_ARGS__);                                              \
+#define PROBLEM(...)                                  \
+    do {                                              \
+        if (report)                                   \
+            kt_fail(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
 struct kiln_key rel_key(uint32_t id)
@@ -86,8 +91,8 @@ void rel_acked(struct rel_model *m)
 void rel_writer(const char *dir, const struct kiln_io *io, unsigned nrec, struct rel_model *m,
                 uint32_t *version, struct rel_writer_stats *st)
 {
-    struct kiln_cache_options opt = {.stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .io = io,
-                                     .threads = 1};
+    struct kiln_cache_options opt = {
+        .stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .io = io, .threads = 1};
     struct kiln_cache *c = NULL;
     unsigned ids = nrec - nrec / 5; /* the last fifth writes new versions of earlier keys */
     for (unsigned i = 0; i < nrec; i++) {
@@ -161,11 +166,11 @@ int rel_index_not_ahead(const char *dir, const char *what)
          * putting its new records file in place) is rebuilt by the open:
          * none of its entries is used. */
         struct kiln__cache_header rh;
-        bool ours = rec &&
-                    kiln__cache_header_decode(rec, rn, KILN__CACHE_REC_MAGIC, &rh) ==
-                        KILN__HEADER_OK &&
-                    p.verdict == KILN__HEADER_OK &&
-                    memcmp(rh.file_id, p.header.file_id, sizeof(rh.file_id)) == 0;
+        bool ours =
+            rec &&
+            kiln__cache_header_decode(rec, rn, KILN__CACHE_REC_MAGIC, &rh) == KILN__HEADER_OK &&
+            p.verdict == KILN__HEADER_OK &&
+            memcmp(rh.file_id, p.header.file_id, sizeof(rh.file_id)) == 0;
         /* Entries that decode and ascend are what an open could use. */
         for (size_t i = 0; es && ours && i < p.valid; i++) {
             const struct kiln_cache_entry *e = &es[i];
@@ -174,12 +179,10 @@ int rel_index_not_ahead(const char *dir, const char *what)
                       kiln__cache_head_decode((unsigned char *)rec + e->offset,
                                               KILN__CACHE_HEAD_SIZE, &head) == KILN_OK &&
                       kiln__cache_head_matches(&head, e) &&
-                      kiln__cache_record_checksum(
-                          e, (unsigned char *)rec + e->offset + KILN__CACHE_HEAD_SIZE) ==
-                          e->checksum;
+                      kiln__cache_record_checksum(e, (unsigned char *)rec + e->offset +
+                                                         KILN__CACHE_HEAD_SIZE) == e->checksum;
             if (!ok) {
-                PROBLEM(
-                        "%s: index entry %zu of %zu (offset %" PRIu64 ") names no whole record "
+                PROBLEM("%s: index entry %zu of %zu (offset %" PRIu64 ") names no whole record "
                         "in %zu record bytes: the index is ahead",
                         what, i, p.valid, e->offset, rn);
                 problems++;
@@ -254,17 +257,15 @@ int rel_check(const char *dir, const struct rel_model *m, const char *what)
         }
         uint32_t v = 0;
         if (r->status == KILN_OK && !payload_ok(m, (uint32_t)id, r->data, r->size, &v)) {
-            PROBLEM("%s: id %" PRId64 " loaded %zu bytes that match no put",
-                    what, id, r->size);
+            PROBLEM("%s: id %" PRId64 " loaded %zu bytes that match no put", what, id, r->size);
             problems++;
         } else if (m->acked[id] && r->status != KILN_OK) {
-            PROBLEM("%s: synced id %" PRId64 " (version %u) lost: %s", what,
-                    id, m->acked[id], kiln_errname(r->status));
+            PROBLEM("%s: synced id %" PRId64 " (version %u) lost: %s", what, id, m->acked[id],
+                    kiln_errname(r->status));
             problems++;
         } else if (m->acked[id] && v < m->acked[id]) {
-            PROBLEM(
-                    "%s: synced id %" PRId64 " came back at version %u, older than %u", what, id,
-                    v, m->acked[id]);
+            PROBLEM("%s: synced id %" PRId64 " came back at version %u, older than %u", what, id, v,
+                    m->acked[id]);
             problems++;
         }
     }
@@ -275,8 +276,8 @@ int rel_check(const char *dir, const struct rel_model *m, const char *what)
     struct kiln_cache_check_report rep;
     rc = kiln_cache_check(dir, NULL, false, &rep);
     if (rc != KILN_OK || !rep.whole) {
-        PROBLEM("%s: kiln_cache_check after the reopen: %s, index %s",
-                what, kiln_errname(rc), rep.index_text);
+        PROBLEM("%s: kiln_cache_check after the reopen: %s, index %s", what, kiln_errname(rc),
+                rep.index_text);
         problems++;
     }
     return problems;
@@ -294,3 +295,47 @@ void rel_quiet(bool quiet)
 {
     kiln_log_set_level(quiet ? KILN_LOG_ERROR : KILN_LOG_WARN);
 }
+
+bool rel_long_run(void)
+{
+    const char *e = getenv("KILN_RELIABILITY_LONG");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+#ifndef _WIN32
+void rel_sleep_us(unsigned us)
+{
+    struct timespec ts = {.tv_sec = us / 1000000u, .tv_nsec = (long)(us % 1000000u) * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+void rel_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            _exit(5);
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+bool rel_read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+#endif

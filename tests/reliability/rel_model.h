@@ -93,4 +93,20 @@ int rel_count_problems(const char *dir, const struct rel_model *m);
 /* Sets the log level to errors only while sweeps provoke warnings. */
 void rel_quiet(bool quiet);
 
+/* Whether KILN_RELIABILITY_LONG asks for the long runs. */
+bool rel_long_run(void);
+
+#ifndef _WIN32
+/* Helpers of the tests that fork writer processes and talk through pipes. */
+
+/* Sleeps `us` microseconds, through signals. */
+void rel_sleep_us(unsigned us);
+
+/* Writes all n bytes to a pipe; a child that cannot report exits (5). */
+void rel_write_all(int fd, const void *buf, size_t n);
+
+/* Reads exactly n bytes. @return true when they all came. */
+bool rel_read_all(int fd, void *buf, size_t n);
+#endif
+
 #endif /* KILN_REL_MODEL_H */

@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SYNC_EVERY 8
-#define CHILD_MAX_PUTS 400
+#define SYNC_EVERY        8
+#define CHILD_MAX_PUTS    400
 #define TRIALS_PER_FOLDER 25
-#define IDS 300
+#define IDS               300
 
 static unsigned trials_arg;
 
@@ -39,27 +39,6 @@ static void seq(unsigned t, unsigned j, uint32_t *id, uint32_t *version)
 {
     *id = (uint32_t)((t * 37u + j * 7u) % IDS);
     *version = (uint32_t)(t * 1000u + j + 1u);
-}
-
-static void sleep_us(unsigned us)
-{
-    struct timespec ts = {.tv_sec = us / 1000000u, .tv_nsec = (long)(us % 1000000u) * 1000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static void write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            _exit(5);
-        p += w;
-        n -= (size_t)w;
-    }
 }
 
 /* The child of one kill trial: never returns. */
@@ -81,7 +60,7 @@ static void crash_child(const char *dir, unsigned t, int out)
             if (kiln_cache_sync(c) < 0)
                 _exit(4);
             uint32_t done = j + 1;
-            write_all(out, &done, sizeof(done));
+            rel_write_all(out, &done, sizeof(done));
         }
     }
     kiln_cache_close(c);
@@ -129,8 +108,8 @@ KT_CASE(kill_writer)
         KT_REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
     unsigned max_delay_us = (unsigned)KILN_MIN(life_ns * 11 / 10000 + 1, (uint64_t)2000000);
-    printf("kill trials: a child lives %.1f ms unkilled; delays 0..%u us\n",
-           (double)life_ns / 1e6, max_delay_us);
+    printf("kill trials: a child lives %.1f ms unkilled; delays 0..%u us\n", (double)life_ns / 1e6,
+           max_delay_us);
     struct rel_model m;
     const char *dir = NULL;
     unsigned problems = 0, killed = 0, finished = 0, synced_total = 0, before_first_sync = 0;
@@ -152,7 +131,7 @@ KT_CASE(kill_writer)
         close(fds[1]);
         /* Kill anywhere from before the open to just past the last put. */
         unsigned delay = (unsigned)(kt_rand(&rng) % max_delay_us);
-        sleep_us(delay);
+        rel_sleep_us(delay);
         kill(pid, SIGKILL);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -208,10 +187,9 @@ KT_CASE(kill_writer)
 static int two_writers_child(const char *dir, uint32_t first_id, unsigned n, int ready_fd)
 {
     kiln_log_set_level(KILN_LOG_ERROR);
-    struct kiln_cache_options wopt = {.stamp = REL_STAMP, .flags = KILN_CACHE_CREATE,
-                                      .threads = 1};
-    struct kiln_cache_options ropt = {.stamp = REL_STAMP, .flags = KILN_CACHE_READ_ONLY,
-                                      .threads = 1};
+    struct kiln_cache_options wopt = {.stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 1};
+    struct kiln_cache_options ropt = {
+        .stamp = REL_STAMP, .flags = KILN_CACHE_READ_ONLY, .threads = 1};
     struct rel_model m;
     memset(&m, 0, sizeof(m));
     bool refused = false;
@@ -260,10 +238,10 @@ static int two_writers_child(const char *dir, uint32_t first_id, unsigned n, int
         } else if (rc != KILN_ENOENT) {
             return 2;
         }
-        sleep_us(200);
+        rel_sleep_us(200);
     }
     if (ready_fd >= 0) {
-        write_all(ready_fd, "L", 1);
+        rel_write_all(ready_fd, "L", 1);
         close(ready_fd);
     }
     for (unsigned i = 0; i < n; i++) {
@@ -272,7 +250,7 @@ static int two_writers_child(const char *dir, uint32_t first_id, unsigned n, int
         if (i % 16 == 15 && kiln_cache_sync(c) < 0)
             return 2;
         if (ready_fd >= 0 && i % 16 == 15)
-            sleep_us(500); /* keep the lock a while, so the other process meets it */
+            rel_sleep_us(500); /* keep the lock a while, so the other process meets it */
     }
     if (kiln_cache_sync(c) < 0)
         return 2;

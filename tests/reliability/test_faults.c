@@ -21,15 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool long_run(void)
-{
-    const char *e = getenv("KILN_RELIABILITY_LONG");
-    return e && *e && strcmp(e, "0") != 0;
-}
-
 static unsigned records(void)
 {
-    return long_run() ? 160 : 32;
+    return rel_long_run() ? 160 : 32;
 }
 
 struct fault_kind {
@@ -59,7 +53,9 @@ static int one_point(const struct fault_kind *k, uint64_t nth, bool persistent, 
     faultio_destroy(&f);
     char what[160];
     snprintf(what, sizeof(what), "%s %s%s at call %" PRIu64, k->name,
-             cut ? (tear ? "power cut (torn)" : "power cut") : persistent ? "persistent" : "transient",
+             cut          ? (tear ? "power cut (torn)" : "power cut")
+             : persistent ? "persistent"
+                          : "transient",
              cut ? ", after" : "", nth);
     return rel_check(dir, &m, what);
 }
@@ -143,12 +139,11 @@ KT_CASE(open_fails)
 KT_CASE(any_write_call)
 {
     /* Every write-side call counted together: the Nth of them fails. */
-    sweep(&(struct fault_kind){"any-write", FAULTIO_ANY_WRITE | FAULTIO_OPEN, KILN_ENOSPC,
-                               true});
+    sweep(&(struct fault_kind){"any-write", FAULTIO_ANY_WRITE | FAULTIO_OPEN, KILN_ENOSPC, true});
 }
 
-static const struct fault_kind dead_disk = {"dead-disk", FAULTIO_ANY_WRITE | FAULTIO_OPEN,
-                                            KILN_EIO, false};
+static const struct fault_kind dead_disk = {"dead-disk", FAULTIO_ANY_WRITE | FAULTIO_OPEN, KILN_EIO,
+                                            false};
 
 static void power_cut_sweep(bool tear)
 {
@@ -188,7 +183,7 @@ KT_CASE(power_cut_twice)
 {
     rel_quiet(true);
     uint64_t calls = count_calls(&dead_disk);
-    unsigned step = long_run() ? 1 : 24, points = 0, problems = 0;
+    unsigned step = rel_long_run() ? 1 : 24, points = 0, problems = 0;
     for (uint64_t n = 1; n <= calls; n += step) {
         /* How many calls the recovering run makes after this first cut. */
         uint64_t calls2 = 0;
@@ -214,8 +209,8 @@ KT_CASE(power_cut_twice)
             faultio_power_cut(&f, (n2 & 1) != 0);
             faultio_destroy(&f);
             char what[96];
-            snprintf(what, sizeof(what), "power cut after call %" PRIu64 ", then after %" PRIu64,
-                     n, n2);
+            snprintf(what, sizeof(what), "power cut after call %" PRIu64 ", then after %" PRIu64, n,
+                     n2);
             problems += (unsigned)rel_check(dir, &m, what);
             points++;
             if (!fired) {
@@ -270,7 +265,7 @@ KT_CASE(check_sees_damage)
     rel_quiet(false);
 }
 
-KT_MAIN(KT_ENTRY(check_sees_damage), KT_ENTRY(write_enospc), KT_ENTRY(write_eio), KT_ENTRY(short_write), KT_ENTRY(sync_fails),
-        KT_ENTRY(rename_fails), KT_ENTRY(truncate_fails), KT_ENTRY(open_fails),
-        KT_ENTRY(any_write_call), KT_ENTRY(power_cut), KT_ENTRY(power_cut_torn),
-        KT_ENTRY(power_cut_twice))
+KT_MAIN(KT_ENTRY(check_sees_damage), KT_ENTRY(write_enospc), KT_ENTRY(write_eio),
+        KT_ENTRY(short_write), KT_ENTRY(sync_fails), KT_ENTRY(rename_fails),
+        KT_ENTRY(truncate_fails), KT_ENTRY(open_fails), KT_ENTRY(any_write_call),
+        KT_ENTRY(power_cut), KT_ENTRY(power_cut_torn), KT_ENTRY(power_cut_twice))

@@ -61,49 +61,6 @@ enum op { OP_COMPACT, OP_PRUNE, OP_REPACK };
 static const char *const op_names[] = {"compact", "prune", "repack"};
 static unsigned trials_arg;
 
-static bool long_run(void)
-{
-    const char *e = getenv("KILN_RELIABILITY_LONG");
-    return e && *e && strcmp(e, "0") != 0;
-}
-
-static void sleep_us(unsigned us)
-{
-    struct timespec ts = {.tv_sec = us / 1000000u, .tv_nsec = (long)(us % 1000000u) * 1000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static void write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            _exit(5);
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-/* Reads exactly n bytes. @return true when they all came. */
-static bool read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
 /* ---- the repack template's programs ------------------------------------------ */
 
 static struct pc_corpus corpus;
@@ -155,8 +112,8 @@ static int put_prog(struct kiln_cache *c, size_t p)
 
 static int open_for(const char *dir, enum op op, const struct kiln_io *io, struct kiln_cache **c)
 {
-    struct kiln_cache_options o = {.stamp = REL_STAMP, .today = TODAY, .io = io, .threads = 1,
-                                   .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {
+        .stamp = REL_STAMP, .today = TODAY, .io = io, .threads = 1, .flags = KILN_CACHE_CREATE};
     if (op == OP_REPACK)
         o.flags |= KILN_CACHE_KEEP_STAMP;
     return kiln_cache_open(dir, &o, c);
@@ -257,23 +214,23 @@ static int run_op(struct kiln_cache *c, enum op op, uint64_t prune_max,
 
 struct plan {
     enum op op;
-    char root[2048];      /* the case's folder */
-    char tmpl[2100];      /* root/template */
-    char trial[2100];     /* root/trial: each trial's copy */
-    struct rel_model m;   /* compact, prune: every newest record acked */
-    uint64_t prune_max;   /* prune: the size limit */
-    uint64_t old_size;    /* programs.kpc of the template */
-    uint64_t new_size;    /* programs.kpc after an unkilled rewrite */
-    size_t old_live;      /* live records before */
-    size_t new_live;      /* and after */
-    bool dropped[IDS];    /* prune: ids the rewrite drops */
-    uint64_t rewrite_ns;  /* an unkilled rewrite, from the open on */
+    char root[2048];     /* the case's folder */
+    char tmpl[2100];     /* root/template */
+    char trial[2100];    /* root/trial: each trial's copy */
+    struct rel_model m;  /* compact, prune: every newest record acked */
+    uint64_t prune_max;  /* prune: the size limit */
+    uint64_t old_size;   /* programs.kpc of the template */
+    uint64_t new_size;   /* programs.kpc after an unkilled rewrite */
+    size_t old_live;     /* live records before */
+    size_t new_live;     /* and after */
+    bool dropped[IDS];   /* prune: ids the rewrite drops */
+    uint64_t rewrite_ns; /* an unkilled rewrite, from the open on */
 };
 
 static size_t live_count(const char *dir, enum op op)
 {
-    struct kiln_cache_options o = {.stamp = REL_STAMP, .today = TODAY, .threads = 1,
-                                   .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options o = {
+        .stamp = REL_STAMP, .today = TODAY, .threads = 1, .flags = KILN_CACHE_READ_ONLY};
     if (op == OP_REPACK)
         o.flags |= KILN_CACHE_USE_DICT | KILN_CACHE_ANY_STAMP;
     struct kiln_cache *c;
@@ -349,8 +306,8 @@ static int check_after(const struct plan *pl, const char *dir, bool is_new, cons
     size_t live = live_count(dir, pl->op);
     size_t want = is_new ? pl->new_live : pl->old_live;
     if (live != want) {
-        kt_fail(__FILE__, __LINE__, "%s: %zu live records, not %zu: not all or nothing", what,
-                live, want);
+        kt_fail(__FILE__, __LINE__, "%s: %zu live records, not %zu: not all or nothing", what, live,
+                want);
         problems++;
     }
     return problems;
@@ -387,14 +344,14 @@ static void rewrite_child(const struct plan *pl, const char *dir, int out)
     struct kiln_cache *c;
     if (open_for(dir, pl->op, NULL, &c) < 0)
         _exit(3);
-    write_all(out, "R", 1);
+    rel_write_all(out, "R", 1);
     uint64_t t0 = kiln_now_ns();
     struct kiln_cache_rewrite_report r;
     int rc = run_op(c, pl->op, pl->prune_max, &r);
     uint64_t dt = kiln_now_ns() - t0;
     if (rc < 0 || !r.rewritten)
         _exit(4);
-    write_all(out, &dt, sizeof(dt));
+    rel_write_all(out, &dt, sizeof(dt));
     kiln_cache_close(c);
     _exit(0);
 }
@@ -445,7 +402,7 @@ static void plan_measure(struct plan *pl)
     KT_REQUIRE(pid > 0);
     char ready = 0;
     uint64_t dt = 0;
-    bool ok = read_all(rfd, &ready, 1) && read_all(rfd, &dt, sizeof(dt));
+    bool ok = rel_read_all(rfd, &ready, 1) && rel_read_all(rfd, &dt, sizeof(dt));
     close(rfd);
     int status = wait_child(pid);
     KT_REQUIRE(ok && WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -455,8 +412,8 @@ static void plan_measure(struct plan *pl)
     KT_REQUIRE(pl->new_size != pl->old_size);
     if (pl->op == OP_PRUNE) {
         /* Which ids the prune drops: those the rewritten cache lacks. */
-        struct kiln_cache_options o = {.stamp = REL_STAMP, .today = TODAY,
-                                       .flags = KILN_CACHE_READ_ONLY};
+        struct kiln_cache_options o = {
+            .stamp = REL_STAMP, .today = TODAY, .flags = KILN_CACHE_READ_ONLY};
         struct kiln_cache *c;
         KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
         unsigned n = 0;
@@ -475,7 +432,7 @@ static unsigned trial_count(unsigned normal)
 {
     if (trials_arg)
         return trials_arg;
-    return long_run() ? normal * 10 : normal;
+    return rel_long_run() ? normal * 10 : normal;
 }
 
 static void kill_trials(enum op op, unsigned normal)
@@ -506,7 +463,7 @@ static void kill_trials(enum op op, unsigned normal)
         pid_t pid = start_child(pl, &rfd);
         KT_REQUIRE(pid > 0);
         char ready = 0;
-        bool opened = read_all(rfd, &ready, 1);
+        bool opened = rel_read_all(rfd, &ready, 1);
         unsigned delay = (unsigned)(kt_rand(&rng) % max_delay_us);
         if (t & 1) {
             unsigned mid = (last_old + first_new) / 2;
@@ -514,11 +471,11 @@ static void kill_trials(enum op op, unsigned normal)
             delay = lo + (unsigned)(kt_rand(&rng) % window);
         }
         if (opened)
-            sleep_us(delay);
+            rel_sleep_us(delay);
         kill(pid, SIGKILL);
         int status = wait_child(pid);
         uint64_t dt;
-        bool done = read_all(rfd, &dt, sizeof(dt));
+        bool done = rel_read_all(rfd, &dt, sizeof(dt));
         close(rfd);
         KT_CHECK(opened);
         if (WIFEXITED(status)) {
@@ -528,9 +485,10 @@ static void kill_trials(enum op op, unsigned normal)
         uint64_t size = file_size(dir, KILN_CACHE_RECORDS_FILE);
         bool is_new = size != pl->old_size;
         if (is_new && size != pl->new_size) {
-            kt_fail(__FILE__, __LINE__, "%s trial %u: programs.kpc is %" PRIu64 " bytes, neither "
-                    "the old %" PRIu64 " nor the new %" PRIu64, op_names[op], t, size,
-                    pl->old_size, pl->new_size);
+            kt_fail(__FILE__, __LINE__,
+                    "%s trial %u: programs.kpc is %" PRIu64 " bytes, neither "
+                    "the old %" PRIu64 " nor the new %" PRIu64,
+                    op_names[op], t, size, pl->old_size, pl->new_size);
             problems++;
         }
         leftover += file_exists(dir, KILN_CACHE_RECORDS_FILE ".new");
