@@ -53,7 +53,10 @@ set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
 # toolchain's DLLs beside them (under wine and on a bare Windows machine).
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
 
+# Tests run through scripts/wine-test.sh, which tries once more a program
+# that wine failed to start (and only that).
 find_program(KILN_WINE NAMES wine wine64)
 if(KILN_WINE)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${KILN_WINE})
+  set(CMAKE_CROSSCOMPILING_EMULATOR /bin/sh ${CMAKE_CURRENT_LIST_DIR}/../scripts/wine-test.sh
+      ${KILN_WINE})
 endif()

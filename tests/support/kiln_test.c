@@ -188,8 +188,27 @@ const char *kt_corpus_dir(void)
     return env && *env ? env : KILN_SOURCE_DIR "/../shared/corpus";
 }
 
+#ifdef _WIN32
+static const char *kt_current;
+
+/* An unhandled exception (an access violation, a stack overflow) ends a
+ * Windows process without a word; this says which case it ended, and how. */
+static LONG WINAPI kt_crashed(EXCEPTION_POINTERS *e)
+{
+    fprintf(stderr, "CRASH %s: exception 0x%08lx at %p\n", kt_current ? kt_current : "(none)",
+            (unsigned long)e->ExceptionRecord->ExceptionCode, e->ExceptionRecord->ExceptionAddress);
+    return EXCEPTION_EXECUTE_HANDLER;
+}
+#endif
+
 int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv)
 {
+    /* Every line out before the next step, so that a crash or a timeout
+     * still shows how far the case got. */
+    setvbuf(stderr, NULL, _IONBF, 0);
+#ifdef _WIN32
+    SetUnhandledExceptionFilter(kt_crashed);
+#endif
     if (argc > 1 && strcmp(argv[1], "--list") == 0) {
         for (size_t i = 0; i < n; i++)
             printf("%s\n", cases[i].name);
@@ -200,6 +219,10 @@ int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv)
         if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)
             continue;
         int before = kt_failures;
+        fprintf(stderr, "run  %s\n", cases[i].name);
+#ifdef _WIN32
+        kt_current = cases[i].name;
+#endif
         cases[i].fn();
         if (kt_dir_made && !getenv("KT_KEEP")) {
             kt_rmtree(kt_dir);
