@@ -51,7 +51,7 @@ const char *kiln_cache_open_kind_name(enum kiln_cache_open_kind kind)
 
 unsigned kiln_cache_default_threads(void)
 {
-    unsigned n = kiln__cache_cpus();
+    unsigned n = kiln__affinity_cpus();
     return n > KILN_CACHE_MAX_THREADS ? KILN_CACHE_MAX_THREADS : n < 1 ? 1 : n;
 }
 

@@ -129,7 +129,4 @@ int kiln__cache_dict_write(struct kiln_cache *c, const struct kiln_pack_dict *di
 /* @return today's day number from the system clock. */
 uint32_t kiln__cache_clock_day(void);
 
-/* The usable CPU count (sched affinity), at least 1. */
-unsigned kiln__cache_cpus(void);
-
 #endif /* KILN_CACHE_INTERNAL_H */

@@ -1,27 +1,11 @@
 /*
  * cache_sys_unix.c - what the cache asks of the operating system beyond
- * file I/O: the number of CPUs this process may run on.
+ * file I/O: memory for large blocks.
  */
 #include "cache_internal.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <unistd.h>
-
-unsigned kiln__cache_cpus(void)
-{
-#ifdef __linux__
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return (unsigned)n;
-    }
-#endif
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1u;
-}
 
 /* Large blocks are mapped with their pages populated up front: one call
  * instead of a page fault per 4 KiB as a pread fills them, which was most of

@@ -61,6 +61,23 @@ void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, .
 #define KILN_INFO(module, ...) KILN_LOG(KILN_LOG_INFO, module, __VA_ARGS__)
 #define KILN_DEBUG(module, ...) KILN_LOG(KILN_LOG_DEBUG, module, __VA_ARGS__)
 
+/* @return the value of a hexadecimal digit (either case), or -1. */
+static inline int kiln__hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* @return the number of CPUs in this process's affinity mask (on Windows:
+ * every active processor when its threads span processor groups), or 0 when
+ * it cannot be read. */
+unsigned kiln__affinity_cpus(void);
+
 /* Little-endian loads and stores: every kiln file is little-endian. */
 static inline uint32_t kiln__load_le32(const void *p)
 {

@@ -1,9 +1,11 @@
 /*
- * sys_unix.c - the clock, randomness and memory figures on POSIX systems.
+ * sys_unix.c - the clock, randomness, memory figures and the usable CPU
+ * count on POSIX systems.
  */
 #include "kiln_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -32,6 +34,33 @@ int kiln_random_bytes(void *buf, size_t n)
         n -= (size_t)got;
     }
     return KILN_OK;
+}
+
+unsigned kiln__affinity_cpus(void)
+{
+#if defined(__linux__)
+    /* Ask with a growing mask: machines with more than 1024 CPUs exist. */
+    for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
+        cpu_set_t *set = CPU_ALLOC(ncpu);
+        if (!set)
+            return 0;
+        size_t size = CPU_ALLOC_SIZE(ncpu);
+        CPU_ZERO_S(size, set);
+        if (sched_getaffinity(0, size, set) == 0) {
+            int count = CPU_COUNT_S(size, set);
+            CPU_FREE(set);
+            return count > 0 ? (unsigned)count : 0;
+        }
+        int err = errno;
+        CPU_FREE(set);
+        if (err != EINVAL)
+            return 0;
+    }
+    return 0;
+#else
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 0;
+#endif
 }
 
 uint64_t kiln_peak_rss_bytes(void)

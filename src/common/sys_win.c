@@ -1,5 +1,6 @@
 /*
- * sys_win.c - the clock, randomness and memory figures on Windows.
+ * sys_win.c - the clock, randomness, memory figures and the usable CPU
+ * count on Windows.
  *
  * The clock is QueryPerformanceCounter: monotonic, and consistent across
  * CPUs on every Windows kiln supports. Its frequency is fixed at boot, so
@@ -40,6 +41,22 @@ int kiln_random_bytes(void *buf, size_t n)
         n -= len;
     }
     return KILN_OK;
+}
+
+/* A process in one processor group may use the bits of its affinity mask;
+ * one whose threads span groups gets zero masks back and may use every
+ * active processor. */
+unsigned kiln__affinity_cpus(void)
+{
+    DWORD_PTR mask = 0, system = 0;
+    if (GetProcessAffinityMask(GetCurrentProcess(), &mask, &system) && mask != 0) {
+        unsigned n = 0;
+        for (; mask; mask &= mask - 1)
+            n++;
+        return n;
+    }
+    DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    return n > 0 ? (unsigned)n : 0;
 }
 
 static bool memory_counters(PROCESS_MEMORY_COUNTERS *pmc)

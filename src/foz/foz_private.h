@@ -17,18 +17,6 @@
  * allocation. */
 #define KILN__FOZ_MAX_RATIO 1040u
 
-/* @return the value of a hexadecimal digit, or -1. */
-static inline int kiln__foz_hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /*
  * Parses exactly `n` (1..16) hexadecimal digits into *out.
  * @return whether every character was a hexadecimal digit.
@@ -39,7 +27,7 @@ static inline bool kiln__foz_parse_hex(const char *s, size_t n, uint64_t *out)
     if (n == 0 || n > 16)
         return false;
     for (size_t i = 0; i < n; i++) {
-        int d = kiln__foz_hexval((unsigned char)s[i]);
+        int d = kiln__hexval((unsigned char)s[i]);
         if (d < 0)
             return false;
         v = v << 4 | (uint64_t)d;

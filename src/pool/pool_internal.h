@@ -30,9 +30,6 @@ int kiln__pool_parse_meminfo(const char *text, size_t n, uint64_t *bytes);
  */
 int kiln__pool_parse_cgroup(const char *text, size_t n, char *path, size_t cap);
 
-/* @return the number of CPUs in this process's affinity mask, 0 when unknown. */
-unsigned kiln__pool_affinity_cpus(void);
-
 /*
  * Tells the Windows heap kind from the first `n` bytes of a heap's header
  * (the 32-bit signature at offset 0x10: 0xFFEEFFEE NT heap, 0xDDEEDDEE

@@ -18,37 +18,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-unsigned kiln__pool_affinity_cpus(void)
-{
-#if defined(__linux__)
-    /* Ask with a growing mask: machines with more than 1024 CPUs exist. */
-    for (size_t ncpu = 1024; ncpu <= (1u << 20); ncpu *= 2) {
-        cpu_set_t *set = CPU_ALLOC(ncpu);
-        if (!set)
-            return 0;
-        size_t size = CPU_ALLOC_SIZE(ncpu);
-        CPU_ZERO_S(size, set);
-        if (sched_getaffinity(0, size, set) == 0) {
-            int count = CPU_COUNT_S(size, set);
-            CPU_FREE(set);
-            return count > 0 ? (unsigned)count : 0;
-        }
-        int err = errno;
-        CPU_FREE(set);
-        if (err != EINVAL)
-            return 0;
-    }
-    return 0;
-#else
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 0;
-#endif
-}
 
 /*
  * Reads a small file whole (procfs and cgroupfs report size 0, so read to
@@ -184,7 +156,7 @@ int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_
         return KILN_EINVAL;
     memset(m, 0, sizeof(*m));
     m->heap = KILN_HEAP_DEFAULT;
-    m->cpus_usable = kiln__pool_affinity_cpus();
+    m->cpus_usable = kiln__affinity_cpus();
     if (m->cpus_usable == 0) {
         KILN_WARN("pool", "sched_getaffinity: could not read the CPU mask; assuming 1 CPU");
         m->flags |= KILN_POOL_CPUS_UNKNOWN;

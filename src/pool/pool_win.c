@@ -23,19 +23,6 @@
 #include <string.h>
 #include <windows.h>
 
-unsigned kiln__pool_affinity_cpus(void)
-{
-    DWORD_PTR mask = 0, system = 0;
-    if (GetProcessAffinityMask(GetCurrentProcess(), &mask, &system) && mask != 0) {
-        unsigned n = 0;
-        for (; mask; mask &= mask - 1)
-            n++;
-        return n;
-    }
-    DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
-    return n > 0 ? (unsigned)n : 0;
-}
-
 int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature)
 {
     HANDLE heap = GetProcessHeap();
@@ -62,7 +49,7 @@ int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_
                    "can be probed", proc_root ? proc_root : cgroup_root);
         return KILN_ENOTSUP;
     }
-    m->cpus_usable = kiln__pool_affinity_cpus();
+    m->cpus_usable = kiln__affinity_cpus();
     if (m->cpus_usable == 0)
         m->flags |= KILN_POOL_CPUS_UNKNOWN;
     MEMORYSTATUSEX ms;

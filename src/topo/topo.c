@@ -254,17 +254,6 @@ int kiln_cpuset_parse_list(struct kiln_cpuset *set, const char *text, size_t len
     return rc;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int kiln_cpuset_parse_mask(struct kiln_cpuset *set, const char *text, size_t len)
 {
     assert(set && (text || len == 0));
@@ -283,7 +272,7 @@ int kiln_cpuset_parse_mask(struct kiln_cpuset *set, const char *text, size_t len
         uint32_t v = 0;
         size_t digits = 0;
         for (; i < len && text[i] != ','; i++, digits++) {
-            int h = hex_value(text[i]);
+            int h = kiln__hexval((unsigned char)text[i]);
             if (h < 0 || digits == 8) {
                 rc = KILN_EPARSE;
                 break;
