@@ -427,6 +427,33 @@ static bool beats(const struct kiln_cache_domain *a, const struct kiln_cache_dom
     return first_cpu(a) < first_cpu(b);
 }
 
+int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cache_domain *d)
+{
+    for (size_t i = 0; i < topo->ndomains; i++) {
+        const struct kiln_cache_domain *o = &topo->domains[i];
+        if (o->level != d->level || o->type != d->type ||
+            !kiln__cpuset_intersects(&o->cpus, &d->cpus))
+            continue;
+        if (!kiln__cpuset_equal(&o->cpus, &d->cpus))
+            return KILN__DOMAIN_OVERLAP;
+        if (o->size != d->size)
+            return KILN__DOMAIN_SIZE;
+        kiln_cpuset_free(&d->cpus);
+        return KILN_OK;
+    }
+    if (topo->ndomains == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        struct kiln_cache_domain *nd = realloc(topo->domains, ncap * sizeof(*nd));
+        if (!nd)
+            return KILN_ENOMEM;
+        topo->domains = nd;
+        *cap = ncap;
+    }
+    topo->domains[topo->ndomains++] = *d;
+    *d = (struct kiln_cache_domain){0};
+    return KILN_OK;
+}
+
 void kiln__topo_finish(struct kiln_topo *topo, const char *where)
 {
     if (topo->ndomains > 1)

@@ -35,6 +35,21 @@ bool kiln__cpuset_intersects(const struct kiln_cpuset *a, const struct kiln_cpus
 /* @return the highest CPU in the set + 1, 0 for the empty set. */
 uint32_t kiln__cpuset_span(const struct kiln_cpuset *set);
 
+/* How a cache clashes with one already known (kiln__topo_add_domain). */
+enum kiln__domain_clash {
+    KILN__DOMAIN_OVERLAP = 1, /* its CPUs overlap one of its level and type, not equal */
+    KILN__DOMAIN_SIZE = 2,    /* the same CPUs as one of its level and type, another size */
+};
+
+/*
+ * Adds *d to topo's domains (an array of *cap), taking its CPU set, unless
+ * the same cache is known already (same level, type and CPUs: then its set
+ * is freed). The readers of sysfs and of Windows' records both use it, and
+ * word the clashes for their own source.
+ * @return 0, a kiln__domain_clash (*d untouched), or KILN_ENOMEM.
+ */
+int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cache_domain *d);
+
 /*
  * Sorts the domains, sets last_level and largest, and writes the note for a
  * topology without domains (`where` names what was read).

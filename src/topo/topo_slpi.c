@@ -99,29 +99,12 @@ static int add_masks(struct kiln_cpuset *set, const unsigned char *rec, size_t s
 
 static int add_domain(struct kiln_topo *t, size_t *cap, struct kiln_cache_domain *d, size_t at)
 {
-    for (size_t i = 0; i < t->ndomains; i++) {
-        const struct kiln_cache_domain *o = &t->domains[i];
-        if (o->level != d->level || o->type != d->type ||
-            !kiln__cpuset_intersects(&o->cpus, &d->cpus))
-            continue;
-        if (!kiln__cpuset_equal(&o->cpus, &d->cpus))
-            return bad(at, "its processors overlap another cache of its level without matching");
-        if (o->size != d->size)
-            return bad(at, "same processors as another cache of its level but another size");
-        kiln_cpuset_free(&d->cpus);
-        return KILN_OK;
-    }
-    if (t->ndomains == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 16;
-        struct kiln_cache_domain *nd = realloc(t->domains, ncap * sizeof(*nd));
-        if (!nd)
-            return KILN_ENOMEM;
-        t->domains = nd;
-        *cap = ncap;
-    }
-    t->domains[t->ndomains++] = *d;
-    *d = (struct kiln_cache_domain){0};
-    return KILN_OK;
+    int rc = kiln__topo_add_domain(t, cap, d);
+    if (rc == KILN__DOMAIN_OVERLAP)
+        return bad(at, "its processors overlap another cache of its level without matching");
+    if (rc == KILN__DOMAIN_SIZE)
+        return bad(at, "same processors as another cache of its level but another size");
+    return rc;
 }
 
 /* One cache record: checked, and added unless it is a trace cache. */

@@ -322,35 +322,15 @@ static int read_domain(struct reader *r, uint32_t cpu, const struct entry *e,
 static int add_domain(struct reader *r, uint32_t cpu, const struct entry *e,
                       struct kiln_cache_domain *d)
 {
-    struct kiln_topo *t = r->topo;
-    for (size_t i = 0; i < t->ndomains; i++) {
-        const struct kiln_cache_domain *o = &t->domains[i];
-        if (o->level != d->level || o->type != d->type ||
-            !kiln__cpuset_intersects(&o->cpus, &d->cpus))
-            continue;
-        char rel[96];
-        snprintf(rel, sizeof(rel), "cpu%u/cache/index%u", cpu, e->index);
-        if (!kiln__cpuset_equal(&o->cpus, &d->cpus))
-            return fail(r, rel, KILN_EPARSE,
-                        "its CPUs overlap another L%u %s cache without matching it", d->level,
-                        kiln_cache_type_name(d->type));
-        if (o->size != d->size)
-            return fail(r, rel, KILN_EPARSE, "same CPUs as another L%u cache but another size",
-                        d->level);
-        kiln_cpuset_free(&d->cpus);
-        return KILN_OK;
-    }
-    if (t->ndomains == r->dom_cap) {
-        size_t ncap = r->dom_cap ? r->dom_cap * 2 : 16;
-        struct kiln_cache_domain *nd = realloc(t->domains, ncap * sizeof(*nd));
-        if (!nd)
-            return KILN_ENOMEM;
-        t->domains = nd;
-        r->dom_cap = ncap;
-    }
-    t->domains[t->ndomains++] = *d;
-    *d = (struct kiln_cache_domain){0};
-    return KILN_OK;
+    int rc = kiln__topo_add_domain(r->topo, &r->dom_cap, d);
+    if (rc <= 0)
+        return rc;
+    char rel[96];
+    snprintf(rel, sizeof(rel), "cpu%u/cache/index%u", cpu, e->index);
+    if (rc == KILN__DOMAIN_OVERLAP)
+        return fail(r, rel, KILN_EPARSE, "its CPUs overlap another L%u %s cache without matching it",
+                    d->level, kiln_cache_type_name(d->type));
+    return fail(r, rel, KILN_EPARSE, "same CPUs as another L%u cache but another size", d->level);
 }
 
 static bool data_or_unified(enum kiln_cache_type type)
