@@ -1,6 +1,6 @@
 #!/bin/sh
 # Prepares the Windows cross build: installs Debian's mingw-w64 toolchain and
-# wine when they are missing (as root, like scripts/deps.sh), then fetches the
+# wine when they are missing (scripts/deps.sh windows), then fetches the
 # pinned Debian source packages of zstd, xxhash and json-c and builds them as
 # static libraries for x86_64-w64-mingw32 into BUILD/third_party/prefix.
 #
@@ -29,26 +29,7 @@ jsonc_dsc=e91baf0603ed23df4c54030df4cd5e8371a7436006e2b85efab7ee4f1d9718c1
 deb_src=${KILN_DEB_SRC:-http://deb.debian.org/debian bookworm main}
 
 # --- Debian packages --------------------------------------------------------
-pkgs="cmake ninja-build pkg-config dpkg-dev xz-utils gcc-mingw-w64-x86-64
-  libz-mingw-w64-dev wine wine64 libvulkan-dev"
-missing=""
-for p in $pkgs; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing="$missing $p"
-    fi
-done
-if [ -n "$missing" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "kiln: missing Debian packages:$missing" >&2
-        echo "kiln: run as root, or: sudo apt-get install$missing" >&2
-        exit 1
-    fi
-    echo "kiln: installing$missing" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+sh "$root/scripts/deps.sh" windows
 
 # --- Third-party libraries for the target -----------------------------------
 stamp="$prefix/.kiln-windows-deps"
