@@ -188,9 +188,9 @@ const char *kt_corpus_dir(void)
     return env && *env ? env : KILN_SOURCE_DIR "/../shared/corpus";
 }
 
-#ifdef _WIN32
-static const char *kt_current;
+static const char *kt_current; /* the case running now */
 
+#ifdef _WIN32
 /* An unhandled exception (an access violation, a stack overflow) ends a
  * Windows process without a word; this says which case it ended, and how. */
 static LONG WINAPI kt_crashed(EXCEPTION_POINTERS *e)
@@ -220,9 +220,7 @@ int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv)
             continue;
         int before = kt_failures;
         fprintf(stderr, "run  %s\n", cases[i].name);
-#ifdef _WIN32
         kt_current = cases[i].name;
-#endif
         cases[i].fn();
         if (kt_dir_made && !getenv("KT_KEEP")) {
             kt_rmtree(kt_dir);
