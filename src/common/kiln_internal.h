@@ -11,6 +11,8 @@
 #include "kiln/common.h"
 
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 
 /* Forwards a negative kiln error to the caller. */
 #define KILN_TRY(expr)                                                                             \
@@ -60,6 +62,26 @@ void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, .
 #define KILN_WARN(module, ...) KILN_LOG(KILN_LOG_WARN, module, __VA_ARGS__)
 #define KILN_INFO(module, ...) KILN_LOG(KILN_LOG_INFO, module, __VA_ARGS__)
 #define KILN_DEBUG(module, ...) KILN_LOG(KILN_LOG_DEBUG, module, __VA_ARGS__)
+
+/*
+ * Makes room for one more element in an array that grows by doubling: when
+ * `n` has reached *cap, `items` is reallocated to twice *cap elements of
+ * `size` bytes (`first` when it is empty) and *cap is updated.
+ * @return the array (moved or not), or NULL when memory ran out or the size
+ * would overflow; then `items` and *cap are as they were.
+ */
+static inline void *kiln__grow(void *items, size_t n, size_t *cap, size_t size, size_t first)
+{
+    if (n < *cap)
+        return items;
+    size_t ncap = *cap ? *cap * 2 : first;
+    if (ncap < *cap || ncap > SIZE_MAX / size)
+        return NULL;
+    void *grown = realloc(items, ncap * size);
+    if (grown)
+        *cap = ncap;
+    return grown;
+}
 
 /* @return the value of a hexadecimal digit (either case), or -1. */
 static inline int kiln__hexval(unsigned char c)

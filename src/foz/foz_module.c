@@ -226,14 +226,10 @@ struct infos {
 
 static int push(struct infos *a, uint64_t hash, uint32_t stages)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        struct kiln_foz_module_info *v = realloc(a->v, cap * sizeof(*v));
-        if (!v)
-            return KILN_ENOMEM;
-        a->v = v;
-        a->cap = cap;
-    }
+    struct kiln_foz_module_info *v = kiln__grow(a->v, a->n, &a->cap, sizeof(*v), 64);
+    if (!v)
+        return KILN_ENOMEM;
+    a->v = v;
     a->v[a->n].hash = hash;
     a->v[a->n].stages = stages;
     a->n++;

@@ -108,14 +108,11 @@ static int add_file(void *user, const char *rel)
     for (size_t i = 0; i < KILN_ARRAY_LEN(exts); i++) {
         if (!ends_with(rel, m, exts[i].ext) || m == strlen(exts[i].ext))
             continue;
-        if (c->nfiles == c->capfiles) {
-            size_t cap = c->capfiles ? c->capfiles * 2 : 64;
-            struct corpus_file *f = realloc(c->files, cap * sizeof(*f));
-            if (!f)
-                return KILN_ENOMEM;
-            c->files = f;
-            c->capfiles = cap;
-        }
+        struct corpus_file *files =
+            kiln__grow(c->files, c->nfiles, &c->capfiles, sizeof(*files), 64);
+        if (!files)
+            return KILN_ENOMEM;
+        c->files = files;
         struct corpus_file *f = &c->files[c->nfiles];
         f->rel = dup_n(rel, n);
         f->base = dup_n(rel, m - strlen(exts[i].ext));

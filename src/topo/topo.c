@@ -441,14 +441,11 @@ int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cache
         kiln_cpuset_free(&d->cpus);
         return KILN_OK;
     }
-    if (topo->ndomains == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 16;
-        struct kiln_cache_domain *nd = realloc(topo->domains, ncap * sizeof(*nd));
-        if (!nd)
-            return KILN_ENOMEM;
-        topo->domains = nd;
-        *cap = ncap;
-    }
+    struct kiln_cache_domain *all =
+        kiln__grow(topo->domains, topo->ndomains, cap, sizeof(*all), 16);
+    if (!all)
+        return KILN_ENOMEM;
+    topo->domains = all;
     topo->domains[topo->ndomains++] = *d;
     *d = (struct kiln_cache_domain){0};
     return KILN_OK;
@@ -631,14 +628,10 @@ bool kiln__tid_seen(const struct kiln__tid_list *l, uint64_t tid)
 
 int kiln__tid_add(struct kiln__tid_list *l, uint64_t tid)
 {
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 64;
-        uint64_t *nv = realloc(l->v, ncap * sizeof(*nv));
-        if (!nv)
-            return KILN_ENOMEM;
-        l->v = nv;
-        l->cap = ncap;
-    }
+    uint64_t *v = kiln__grow(l->v, l->n, &l->cap, sizeof(*v), 64);
+    if (!v)
+        return KILN_ENOMEM;
+    l->v = v;
     l->v[l->n++] = tid;
     return KILN_OK;
 }
