@@ -2,8 +2,8 @@
  * kiln.h - the whole public API of libkiln.
  *
  * Modules, from the bottom up: common (errors, log, I/O, hashing), pack
- * (packed SPIR-V), foz (Fossilize archives), topo (CPU cache topology), pages (guest page table), pool
- * (worker pool), cache (program cache), vk (Vulkan side), prep (preparation).
+ * (packed SPIR-V), foz (Fossilize archives), topo (CPU cache topology), pages (guest page table),
+ * pool (worker pool), cache (program cache), vk (Vulkan side), prep (preparation).
  */
 #ifndef KILN_H
 #define KILN_H

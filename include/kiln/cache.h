@@ -366,19 +366,19 @@ KILN_API int kiln_cache_save_use(struct kiln_cache *c);
 
 /* What a rewrite (compact, prune, repack) did. */
 struct kiln_cache_rewrite_report {
-    bool rewritten;              /* false: there was nothing to do, the files are unchanged */
-    uint64_t records_before;     /* live records before */
-    uint64_t records_after;      /* live records after */
-    uint64_t superseded;         /* superseded records left out */
-    uint64_t dropped;            /* live records dropped (prune) */
-    uint64_t damaged;            /* records whose head or checksum failed: left out */
-    uint64_t repacked;           /* records unpacked and packed again (repack) */
-    uint64_t kept_as_is;         /* records copied as they were (not a program payload) */
-    uint64_t file_bytes_before;  /* programs.kpc before */
-    uint64_t file_bytes_after;   /* programs.kpc after */
+    bool rewritten;                /* false: there was nothing to do, the files are unchanged */
+    uint64_t records_before;       /* live records before */
+    uint64_t records_after;        /* live records after */
+    uint64_t superseded;           /* superseded records left out */
+    uint64_t dropped;              /* live records dropped (prune) */
+    uint64_t damaged;              /* records whose head or checksum failed: left out */
+    uint64_t repacked;             /* records unpacked and packed again (repack) */
+    uint64_t kept_as_is;           /* records copied as they were (not a program payload) */
+    uint64_t file_bytes_before;    /* programs.kpc before */
+    uint64_t file_bytes_after;     /* programs.kpc after */
     uint64_t payload_bytes_before; /* payloads of the live records before */
     uint64_t payload_bytes_after;  /* payloads of the records kept */
-    uint64_t spirv_bytes;        /* repack: SPIR-V the repacked records unpack to */
+    uint64_t spirv_bytes;          /* repack: SPIR-V the repacked records unpack to */
     uint64_t dict_id_before;
     uint64_t dict_id_after;
 };
@@ -435,8 +435,8 @@ enum kiln_cache_dict_mode {
  * does not unpack (nothing is changed then).
  */
 KILN_API int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec,
-                              enum kiln_cache_dict_mode mode,
-                              struct kiln_cache_rewrite_report *report);
+                               enum kiln_cache_dict_mode mode,
+                               struct kiln_cache_rewrite_report *report);
 
 /* What kiln_cache_merge did. */
 struct kiln_cache_merge_report {
@@ -489,8 +489,8 @@ struct kiln_cache_import_report {
     uint64_t compute;     /* imported modules used by compute pipelines */
     bool truncated;       /* the archive's last entry was cut off (ignored) */
     uint64_t truncated_at;
-    bool framing_broken;  /* reading stopped at a broken entry name */
-    uint64_t spirv_bytes; /* SPIR-V of the imported modules */
+    bool framing_broken;   /* reading stopped at a broken entry name */
+    uint64_t spirv_bytes;  /* SPIR-V of the imported modules */
     uint64_t packed_bytes; /* their payloads as stored */
 };
 

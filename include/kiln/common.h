@@ -25,9 +25,9 @@ extern "C" {
 #define KILN_API
 #endif
 
-#define KILN_VERSION_MAJOR 0
-#define KILN_VERSION_MINOR 1
-#define KILN_VERSION_PATCH 0
+#define KILN_VERSION_MAJOR  0
+#define KILN_VERSION_MINOR  1
+#define KILN_VERSION_PATCH  0
 #define KILN_VERSION_STRING "0.1.0"
 
 /* ---------------------------------------------------------------------------
@@ -41,36 +41,36 @@ extern "C" {
  */
 enum kiln_error {
     KILN_OK = 0,
-    KILN_EINVAL = -1,     /* an argument is out of range or malformed */
-    KILN_ENOMEM = -2,     /* an allocation failed */
-    KILN_EIO = -3,        /* an I/O call failed (errno had no better match) */
-    KILN_ENOENT = -4,     /* a file or folder does not exist */
-    KILN_EEXIST = -5,     /* it exists already */
-    KILN_EACCES = -6,     /* permission denied */
-    KILN_ENOSPC = -7,     /* no space left on the device */
-    KILN_EBUSY = -8,      /* held by someone else (a cache's writer lock) */
-    KILN_ENOTSUP = -9,    /* not supported on this platform or build */
-    KILN_ECANCELED = -10, /* the work was cancelled */
-    KILN_ERANGE = -11,    /* a value does not fit (a size over a limit) */
-    KILN_ENOTFOUND = -12, /* a key or record is not there */
-    KILN_EFORMAT = -13,   /* input of another kind (wrong magic, not ours) */
-    KILN_ESTAMP = -14,    /* the cache was written by another translator */
-    KILN_EVULKAN = -15,   /* a Vulkan call failed */
+    KILN_EINVAL = -1,      /* an argument is out of range or malformed */
+    KILN_ENOMEM = -2,      /* an allocation failed */
+    KILN_EIO = -3,         /* an I/O call failed (errno had no better match) */
+    KILN_ENOENT = -4,      /* a file or folder does not exist */
+    KILN_EEXIST = -5,      /* it exists already */
+    KILN_EACCES = -6,      /* permission denied */
+    KILN_ENOSPC = -7,      /* no space left on the device */
+    KILN_EBUSY = -8,       /* held by someone else (a cache's writer lock) */
+    KILN_ENOTSUP = -9,     /* not supported on this platform or build */
+    KILN_ECANCELED = -10,  /* the work was cancelled */
+    KILN_ERANGE = -11,     /* a value does not fit (a size over a limit) */
+    KILN_ENOTFOUND = -12,  /* a key or record is not there */
+    KILN_EFORMAT = -13,    /* input of another kind (wrong magic, not ours) */
+    KILN_ESTAMP = -14,     /* the cache was written by another translator */
+    KILN_EVULKAN = -15,    /* a Vulkan call failed */
     KILN_ETRANSLATE = -16, /* the translator could not translate a program */
-    KILN_EPARSE = -17,    /* text from a file or the OS could not be parsed */
+    KILN_EPARSE = -17,     /* text from a file or the OS could not be parsed */
 
     /* Extended I/O codes: which step of an I/O sequence failed. */
-    KILN_EIO_OPEN = -32,      /* open() failed */
-    KILN_EIO_READ = -33,      /* read() failed */
-    KILN_EIO_SHORTREAD = -34, /* the file ended before the bytes asked for */
-    KILN_EIO_WRITE = -35,     /* write() failed */
+    KILN_EIO_OPEN = -32,       /* open() failed */
+    KILN_EIO_READ = -33,       /* read() failed */
+    KILN_EIO_SHORTREAD = -34,  /* the file ended before the bytes asked for */
+    KILN_EIO_WRITE = -35,      /* write() failed */
     KILN_EIO_SHORTWRITE = -36, /* fewer bytes were written than asked for */
-    KILN_EIO_SYNC = -37,      /* fsync() failed: what was written may be lost */
-    KILN_EIO_RENAME = -38,    /* rename() failed */
-    KILN_EIO_TRUNCATE = -39,  /* truncate() failed */
-    KILN_EIO_LOCK = -40,      /* lock() failed for a reason other than contention */
-    KILN_EIO_STAT = -41,      /* the size of a file could not be read */
-    KILN_EIO_UNLINK = -42,    /* unlink() failed */
+    KILN_EIO_SYNC = -37,       /* fsync() failed: what was written may be lost */
+    KILN_EIO_RENAME = -38,     /* rename() failed */
+    KILN_EIO_TRUNCATE = -39,   /* truncate() failed */
+    KILN_EIO_LOCK = -40,       /* lock() failed for a reason other than contention */
+    KILN_EIO_STAT = -41,       /* the size of a file could not be read */
+    KILN_EIO_UNLINK = -42,     /* unlink() failed */
 
     /* Damage found in data kiln wrote. */
     KILN_ECORRUPT = -48,        /* damaged data, no more precise code */
@@ -170,8 +170,7 @@ struct kiln_io {
     /* Reads up to n bytes at off: the count read (0 at the end) or an error. */
     int64_t (*pread)(const struct kiln_io *self, int fd, void *buf, size_t n, uint64_t off);
     /* Writes up to n bytes at off: the count written or an error. */
-    int64_t (*pwrite)(const struct kiln_io *self, int fd, const void *buf, size_t n,
-                      uint64_t off);
+    int64_t (*pwrite)(const struct kiln_io *self, int fd, const void *buf, size_t n, uint64_t off);
     int (*fsync)(const struct kiln_io *self, int fd);
     /* Syncs a folder, so that a rename or a new file in it is durable. */
     int (*fsync_dir)(const struct kiln_io *self, const char *path);
@@ -194,8 +193,7 @@ KILN_API const struct kiln_io *kiln_io_default(void);
  * Reads exactly n bytes at off through `io`, retrying short reads.
  * @return 0, KILN_EIO_SHORTREAD when the file ends first, or the error.
  */
-KILN_API int kiln_io_read_full(const struct kiln_io *io, int fd, void *buf, size_t n,
-                               uint64_t off);
+KILN_API int kiln_io_read_full(const struct kiln_io *io, int fd, void *buf, size_t n, uint64_t off);
 
 /*
  * Writes exactly n bytes at off through `io`, retrying short writes.
@@ -219,8 +217,8 @@ KILN_API int kiln_io_replace_file(const struct kiln_io *io, const char *path, co
  * Reads a whole file into a new buffer (at most `max` bytes, else
  * KILN_ERANGE). On success *data must be freed with free().
  */
-KILN_API int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max,
-                               void **data, size_t *n);
+KILN_API int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max, void **data,
+                               size_t *n);
 
 /* ---------------------------------------------------------------------------
  * Hashing, time and randomness

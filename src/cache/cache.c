@@ -538,8 +538,10 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
             struct kiln__cache_header old = c->header;
             KILN_TRY(create_records(c, opt, &old));
             c->st.open_kind = KILN_CACHE_OPENED_RESTARTED;
-            say(text, text_cap, "%s: the dictionary %016" PRIx64 " of the records is missing or "
-                "damaged; cache started over", c->dir, old.dict_id);
+            say(text, text_cap,
+                "%s: the dictionary %016" PRIx64 " of the records is missing or "
+                "damaged; cache started over",
+                c->dir, old.dict_id);
             *warn = true;
             return KILN_OK;
         }

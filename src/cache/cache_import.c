@@ -126,8 +126,10 @@ int kiln_cache_import_foz(struct kiln_cache *c, const char *path,
         struct kiln_foz_module m;
         int d = kiln_foz_decode_module(&e, &m);
         if (d < 0) {
-            KILN_WARN("cache", "%s: shader module %016" PRIx64 " at offset %" PRIu64
-                      " does not decode (%s); skipped", path, e.hash, e.offset, kiln_strerror(d));
+            KILN_WARN("cache",
+                      "%s: shader module %016" PRIx64 " at offset %" PRIu64
+                      " does not decode (%s); skipped",
+                      path, e.hash, e.offset, kiln_strerror(d));
             r->undecodable++;
             continue;
         }

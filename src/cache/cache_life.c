@@ -44,9 +44,9 @@
 #include <time.h>
 #include <xxhash.h>
 
-#define KPU_MAGIC "KILNKPU\n"
-#define KPU_HEAD  56u
-#define KPU_UNIT  8u
+#define KPU_MAGIC   "KILNKPU\n"
+#define KPU_HEAD    56u
+#define KPU_UNIT    8u
 #define KPU_VERSION 1u
 /* Most SPIR-V bytes read to train a dictionary (spread over the cache). */
 #define TRAIN_BUDGET ((uint64_t)48 << 20)
@@ -404,7 +404,8 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
                    struct kiln_cache_rewrite_report *r)
 {
     const struct kiln_io *io = c->io;
-    char tmp[KILN__CACHE_PATH_MAX + 8], kpd[KILN__CACHE_PATH_MAX], kpd_new[KILN__CACHE_PATH_MAX + 8];
+    char tmp[KILN__CACHE_PATH_MAX + 8], kpd[KILN__CACHE_PATH_MAX],
+        kpd_new[KILN__CACHE_PATH_MAX + 8];
     snprintf(tmp, sizeof(tmp), "%s.new", c->rec_path);
     KILN_TRY(side_path(c, KILN_CACHE_DICT_FILE, kpd, sizeof(kpd)));
     snprintf(kpd_new, sizeof(kpd_new), "%s.new", kpd);
@@ -534,8 +535,9 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
         if (d == KILN_OK)
             d = io->fsync_dir(io, c->dir);
         if (d < 0) {
-            KILN_WARN("cache", "%s: cannot put the new dictionary in place (%s); the next open does",
-                      kpd, kiln_strerror(d));
+            KILN_WARN("cache",
+                      "%s: cannot put the new dictionary in place (%s); the next open does", kpd,
+                      kiln_strerror(d));
             after = after < 0 ? after : d;
         }
     }
@@ -813,8 +815,10 @@ int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cac
         return KILN_EINVAL;
     }
     if (c->header.dict_id && !c->dict) {
-        KILN_ERROR("cache", "%s: repack: the cache's dictionary is not loaded (open it with "
-                   "KILN_CACHE_USE_DICT)", c->dir);
+        KILN_ERROR("cache",
+                   "%s: repack: the cache's dictionary is not loaded (open it with "
+                   "KILN_CACHE_USE_DICT)",
+                   c->dir);
         return KILN_EINVAL;
     }
     size_t *live, n;
@@ -824,9 +828,9 @@ int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cac
     int rc = KILN_OK;
     if (mode == KILN_CACHE_DICT_TRAIN)
         rc = train(c, live, n, &trained);
-    nd = mode == KILN_CACHE_DICT_TRAIN ? trained
+    nd = mode == KILN_CACHE_DICT_TRAIN                              ? trained
          : mode == KILN_CACHE_DICT_KEEP && codec == KILN_CODEC_KILN ? c->dict
-                                                                     : NULL;
+                                                                    : NULL;
     struct repack rp = {.codec = codec, .old_dict = c->dict, .new_dict = nd, .r = r, .dir = c->dir};
     bool change = kiln_pack_dict_id(nd) != c->header.dict_id;
     if (rc == KILN_OK)

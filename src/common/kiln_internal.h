@@ -15,16 +15,16 @@
 #include <stdlib.h>
 
 /* Forwards a negative kiln error to the caller. */
-#define KILN_TRY(expr)                                                                             \
-    do {                                                                                           \
-        int kiln__rc = (expr);                                                                     \
-        if (kiln__rc < 0)                                                                          \
-            return kiln__rc;                                                                       \
+#define KILN_TRY(expr)         \
+    do {                       \
+        int kiln__rc = (expr); \
+        if (kiln__rc < 0)      \
+            return kiln__rc;   \
     } while (0)
 
 #define KILN_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define KILN_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define KILN_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define KILN_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define KILN_MAX(a, b)    ((a) > (b) ? (a) : (b))
 
 #if defined(__MINGW32__)
 /* gnu_printf under __USE_MINGW_ANSI_STDIO, which the Windows build sets:
@@ -36,11 +36,11 @@
 
 #if defined(__GNUC__)
 #define KILN_PRINTF(fmt, args) __attribute__((format(KILN__PRINTF_KIND, fmt, args)))
-#define KILN_LIKELY(x) __builtin_expect(!!(x), 1)
-#define KILN_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define KILN_LIKELY(x)         __builtin_expect(!!(x), 1)
+#define KILN_UNLIKELY(x)       __builtin_expect(!!(x), 0)
 #else
 #define KILN_PRINTF(fmt, args)
-#define KILN_LIKELY(x) (x)
+#define KILN_LIKELY(x)   (x)
 #define KILN_UNLIKELY(x) (x)
 #endif
 
@@ -52,15 +52,15 @@ bool kiln__log_enabled(enum kiln_log_level level);
 void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, ...)
     KILN_PRINTF(3, 4);
 
-#define KILN_LOG(level, module, ...)                                                               \
-    do {                                                                                           \
-        if (kiln__log_enabled(level))                                                              \
-            kiln__log((level), (module), __VA_ARGS__);                                             \
+#define KILN_LOG(level, module, ...)                   \
+    do {                                               \
+        if (kiln__log_enabled(level))                  \
+            kiln__log((level), (module), __VA_ARGS__); \
     } while (0)
 
 #define KILN_ERROR(module, ...) KILN_LOG(KILN_LOG_ERROR, module, __VA_ARGS__)
-#define KILN_WARN(module, ...) KILN_LOG(KILN_LOG_WARN, module, __VA_ARGS__)
-#define KILN_INFO(module, ...) KILN_LOG(KILN_LOG_INFO, module, __VA_ARGS__)
+#define KILN_WARN(module, ...)  KILN_LOG(KILN_LOG_WARN, module, __VA_ARGS__)
+#define KILN_INFO(module, ...)  KILN_LOG(KILN_LOG_INFO, module, __VA_ARGS__)
 #define KILN_DEBUG(module, ...) KILN_LOG(KILN_LOG_DEBUG, module, __VA_ARGS__)
 
 /*

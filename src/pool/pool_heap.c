@@ -24,8 +24,8 @@
 #include "kiln_internal.h"
 #include "pool_internal.h"
 
-#define HEAP_SIGNATURE_AT 0x10u
-#define NT_HEAP_SIGNATURE 0xFFEEFFEEu
+#define HEAP_SIGNATURE_AT      0x10u
+#define NT_HEAP_SIGNATURE      0xFFEEFFEEu
 #define SEGMENT_HEAP_SIGNATURE 0xDDEEDDEEu
 
 int kiln__pool_heap_kind(const void *header, size_t n, enum kiln_heap_kind *kind,

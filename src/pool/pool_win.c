@@ -45,8 +45,10 @@ int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_
         return KILN_EINVAL;
     memset(m, 0, sizeof(*m));
     if (proc_root || cgroup_root) {
-        KILN_ERROR("pool", "%s: Windows has no proc or cgroup folders; only the live machine "
-                   "can be probed", proc_root ? proc_root : cgroup_root);
+        KILN_ERROR("pool",
+                   "%s: Windows has no proc or cgroup folders; only the live machine "
+                   "can be probed",
+                   proc_root ? proc_root : cgroup_root);
         return KILN_ENOTSUP;
     }
     m->cpus_usable = kiln__affinity_cpus();
@@ -60,8 +62,10 @@ int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_
         m->flags |= KILN_POOL_MEM_UNKNOWN;
     uint32_t sig;
     if (kiln__pool_process_heap_kind(&m->heap, &sig) < 0) {
-        KILN_INFO("pool", "process heap signature 0x%08x is neither the NT heap's nor the "
-                  "segment heap's; assuming the NT heap", (unsigned)sig);
+        KILN_INFO("pool",
+                  "process heap signature 0x%08x is neither the NT heap's nor the "
+                  "segment heap's; assuming the NT heap",
+                  (unsigned)sig);
         m->heap = KILN_HEAP_NT;
     }
     return KILN_OK;

@@ -33,8 +33,8 @@ static bool link_target_is_file(const char *full)
     if (h == INVALID_HANDLE_VALUE)
         return false;
     BY_HANDLE_FILE_INFORMATION info;
-    bool file = GetFileInformationByHandle(h, &info) &&
-                !(info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY);
+    bool file =
+        GetFileInformationByHandle(h, &info) && !(info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY);
     CloseHandle(h);
     return file;
 }
@@ -58,9 +58,9 @@ static int walk(const char *root, const char *rel, unsigned depth,
         DWORD err = GetLastError();
         KILN_ERROR("prep", "corpus folder %s: cannot open: error %lu", path, (unsigned long)err);
         return err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND ? KILN_ENOENT
-               : err == ERROR_ACCESS_DENIED                              ? KILN_EACCES
-               : err == ERROR_DIRECTORY                                  ? KILN_EINVAL
-                                                                         : KILN_EIO_OPEN;
+               : err == ERROR_ACCESS_DENIED                               ? KILN_EACCES
+               : err == ERROR_DIRECTORY                                   ? KILN_EINVAL
+                                                                          : KILN_EIO_OPEN;
     }
     int rc = KILN_OK;
     do {

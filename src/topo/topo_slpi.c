@@ -124,8 +124,8 @@ static int read_cache(struct kiln_topo *t, size_t *cap, const unsigned char *rec
     d.type = type == CACHE_DATA          ? KILN_CACHE_DATA
              : type == CACHE_INSTRUCTION ? KILN_CACHE_INSTRUCTION
                                          : KILN_CACHE_UNIFIED;
-    int rc = add_masks(&d.cpus, rec, size, CACHE_MASKS, kiln__load_le16(rec + CACHE_GROUP_COUNT),
-                       at);
+    int rc =
+        add_masks(&d.cpus, rec, size, CACHE_MASKS, kiln__load_le16(rec + CACHE_GROUP_COUNT), at);
     if (rc == KILN_OK && type != CACHE_TRACE) {
         kiln__cpuset_and(&d.cpus, &t->online);
         /* A cache of processors that are all inactive says nothing. */
@@ -160,8 +160,8 @@ static int read_online(struct kiln_topo *t, const unsigned char *buf, size_t len
             if (rc == KILN_OK && GROUP_INFO + (size_t)active * GROUP_INFO_SIZE > size)
                 rc = bad(at, "its groups run past the record");
             for (uint32_t g = 0; g < active && rc == KILN_OK; g++) {
-                uint64_t mask =
-                    kiln__load_le64(rec + GROUP_INFO + (size_t)g * GROUP_INFO_SIZE + GROUP_INFO_MASK);
+                uint64_t mask = kiln__load_le64(rec + GROUP_INFO + (size_t)g * GROUP_INFO_SIZE +
+                                                GROUP_INFO_MASK);
                 if ((uint64_t)g * 64 + 64 > KILN_TOPO_MAX_CPUS)
                     rc = bad(at, "more processor groups than the CPU limit allows");
                 for (uint32_t b = 0; b < 64 && rc == KILN_OK; b++)
@@ -173,8 +173,8 @@ static int read_online(struct kiln_topo *t, const unsigned char *buf, size_t len
             if (size < CORE_MASKS + AFF_SIZE)
                 rc = bad(at, "a processor record too small");
             else
-                rc = add_masks(&cores, rec, size, CORE_MASKS, kiln__load_le16(rec + CORE_GROUP_COUNT),
-                               at);
+                rc = add_masks(&cores, rec, size, CORE_MASKS,
+                               kiln__load_le16(rec + CORE_GROUP_COUNT), at);
         } else if (kind == REL_CACHE && size < CACHE_MASKS + AFF_SIZE) {
             rc = bad(at, "a cache record too small");
         } else if (kind == REL_CACHE) {

@@ -328,8 +328,9 @@ static int add_domain(struct reader *r, uint32_t cpu, const struct entry *e,
     char rel[96];
     snprintf(rel, sizeof(rel), "cpu%u/cache/index%u", cpu, e->index);
     if (rc == KILN__DOMAIN_OVERLAP)
-        return fail(r, rel, KILN_EPARSE, "its CPUs overlap another L%u %s cache without matching it",
-                    d->level, kiln_cache_type_name(d->type));
+        return fail(r, rel, KILN_EPARSE,
+                    "its CPUs overlap another L%u %s cache without matching it", d->level,
+                    kiln_cache_type_name(d->type));
     return fail(r, rel, KILN_EPARSE, "same CPUs as another L%u cache but another size", d->level);
 }
 

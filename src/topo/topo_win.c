@@ -202,8 +202,8 @@ static int set_thread(DWORD tid, const struct group_mask *gm, const char *text)
         CloseHandle(h);
     if (ok)
         return KILN_OK;
-    KILN_ERROR("topo", "SetThreadGroupAffinity(thread %lu, CPUs %s): error %lu",
-               (unsigned long)tid, text, (unsigned long)err);
+    KILN_ERROR("topo", "SetThreadGroupAffinity(thread %lu, CPUs %s): error %lu", (unsigned long)tid,
+               text, (unsigned long)err);
     return error_code(err);
 }
 

@@ -79,7 +79,8 @@ static int put_prog(struct kiln_cache *c, size_t p, enum kiln_codec codec)
     size_t size;
     uint32_t raw;
     KILN_TRY(prog_payload(p, codec, &pl, &size, &raw));
-    int rc = kiln_cache_put(c, prog_key(p), pl, size, raw, (uint8_t)codec, (uint16_t)prog_stages(p));
+    int rc =
+        kiln_cache_put(c, prog_key(p), pl, size, raw, (uint8_t)codec, (uint16_t)prog_stages(p));
     kiln_pack_free(pl);
     return rc;
 }
@@ -135,8 +136,8 @@ static size_t all[NPROG];
  * leave the writer's last-use marks alone. */
 static size_t check_dir(const char *dir, const size_t *ps, size_t n, uint32_t today)
 {
-    struct kiln_cache_options o = {.stamp = 77, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT,
-                                   .today = today};
+    struct kiln_cache_options o = {
+        .stamp = 77, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT, .today = today};
     struct kiln_cache *c;
     if (kiln_cache_open(dir, &o, &c) < 0)
         return 0;
@@ -214,7 +215,8 @@ KT_CASE(dict_round_trip)
     size_t on;
     const void *ob = kiln_pack_dict_bytes(other, &on);
     KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd, ob, on));
-    struct kiln_cache_options ro = {.stamp = 77, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    struct kiln_cache_options ro = {.stamp = 77,
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     KT_CHECK_EQ(kiln_cache_open(dir, &ro, &c), KILN_ECORRUPT);
     struct kiln_cache_options keep = {.flags = KILN_CACHE_KEEP_STAMP};
     KT_CHECK_EQ(kiln_cache_open(dir, &keep, &c), KILN_ECORRUPT);

@@ -47,7 +47,7 @@ struct faultio {
      * calls of kinds fail_kinds; 0 disables. */
     uint64_t fail_at;
     unsigned fail_kinds;
-    int fail_error;  /* the kiln error to return, e.g. KILN_ENOSPC */
+    int fail_error;   /* the kiln error to return, e.g. KILN_ENOSPC */
     bool short_write; /* the first failing write writes half and reports that count
                        * (later persistent faults refuse every byte) */
     bool persistent;  /* keep failing after the first fault */

@@ -35,54 +35,57 @@ void kt_fail(const char *file, int line, const char *fmt, ...)
 
 #define KT_CASE(name) static void kt_case_##name(void)
 
-#define KT_CHECK(cond)                                                                             \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            kt_fail(__FILE__, __LINE__, "check failed: %s", #cond);                                \
+#define KT_CHECK(cond)                                              \
+    do {                                                            \
+        if (!(cond))                                                \
+            kt_fail(__FILE__, __LINE__, "check failed: %s", #cond); \
     } while (0)
 
 /* Like KT_CHECK, but stops the case (use when later steps would crash). */
-#define KT_REQUIRE(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            kt_fail(__FILE__, __LINE__, "required: %s", #cond);                                    \
-            return;                                                                                \
-        }                                                                                          \
+#define KT_REQUIRE(cond)                                        \
+    do {                                                        \
+        if (!(cond)) {                                          \
+            kt_fail(__FILE__, __LINE__, "required: %s", #cond); \
+            return;                                             \
+        }                                                       \
     } while (0)
 
-#define KT_CHECK_EQ(a, b)                                                                          \
-    do {                                                                                           \
-        long long kt_a_ = (long long)(a), kt_b_ = (long long)(b);                                  \
-        if (kt_a_ != kt_b_)                                                                        \
-            kt_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, kt_a_, kt_b_);           \
+#define KT_CHECK_EQ(a, b)                                                                \
+    do {                                                                                 \
+        long long kt_a_ = (long long)(a), kt_b_ = (long long)(b);                        \
+        if (kt_a_ != kt_b_)                                                              \
+            kt_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, kt_a_, kt_b_); \
     } while (0)
 
 /* Checks a kiln call returned KILN_OK, naming the error otherwise. */
-#define KT_CHECK_OK(expr)                                                                          \
-    do {                                                                                           \
-        int kt_rc_ = (expr);                                                                       \
-        if (kt_rc_ < 0)                                                                            \
-            kt_fail(__FILE__, __LINE__, "%s: %s (%s)", #expr, kiln_errname(kt_rc_),                \
-                    kiln_strerror(kt_rc_));                                                        \
+#define KT_CHECK_OK(expr)                                                           \
+    do {                                                                            \
+        int kt_rc_ = (expr);                                                        \
+        if (kt_rc_ < 0)                                                             \
+            kt_fail(__FILE__, __LINE__, "%s: %s (%s)", #expr, kiln_errname(kt_rc_), \
+                    kiln_strerror(kt_rc_));                                         \
     } while (0)
 
-#define KT_REQUIRE_OK(expr)                                                                        \
-    do {                                                                                           \
-        int kt_rc_ = (expr);                                                                       \
-        if (kt_rc_ < 0) {                                                                          \
-            kt_fail(__FILE__, __LINE__, "%s: %s (%s)", #expr, kiln_errname(kt_rc_),                \
-                    kiln_strerror(kt_rc_));                                                        \
-            return;                                                                                \
-        }                                                                                          \
+#define KT_REQUIRE_OK(expr)                                                         \
+    do {                                                                            \
+        int kt_rc_ = (expr);                                                        \
+        if (kt_rc_ < 0) {                                                           \
+            kt_fail(__FILE__, __LINE__, "%s: %s (%s)", #expr, kiln_errname(kt_rc_), \
+                    kiln_strerror(kt_rc_));                                         \
+            return;                                                                 \
+        }                                                                           \
     } while (0)
 
-#define KT_ENTRY(name) {#name, kt_case_##name}
+#define KT_ENTRY(name)        \
+    {                         \
+#name, kt_case_##name \
+    }
 
-#define KT_MAIN(...)                                                                               \
-    int main(int argc, char **argv)                                                                \
-    {                                                                                              \
-        static const struct kt_case kt_cases[] = {__VA_ARGS__};                                    \
-        return kt_run(kt_cases, sizeof(kt_cases) / sizeof(kt_cases[0]), argc, argv);               \
+#define KT_MAIN(...)                                                                 \
+    int main(int argc, char **argv)                                                  \
+    {                                                                                \
+        static const struct kt_case kt_cases[] = {__VA_ARGS__};                      \
+        return kt_run(kt_cases, sizeof(kt_cases) / sizeof(kt_cases[0]), argc, argv); \
     }
 
 int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv);

@@ -48,7 +48,7 @@ static void put_cache(struct rec_buf *r, unsigned level, unsigned type, uint32_t
     if (!p)
         return;
     p[8] = (unsigned char)level;
-    p[9] = 16;                   /* associativity */
+    p[9] = 16;                    /* associativity */
     kiln__store_le16(p + 10, 64); /* line size */
     kiln__store_le32(p + 12, size);
     kiln__store_le32(p + 16, type);
@@ -315,8 +315,8 @@ KT_CASE(malformed_records)
     const size_t l3_at = good.n - 48 - 2 * 56; /* the first L3 record */
     struct {
         const char *what;
-        size_t at;   /* byte to change */
-        int width;   /* 1, 2 or 4 bytes; 0: cut the buffer at `at` */
+        size_t at; /* byte to change */
+        int width; /* 1, 2 or 4 bytes; 0: cut the buffer at `at` */
         uint32_t value;
         const char *log;
     } cases[] = {

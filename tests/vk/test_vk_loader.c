@@ -23,10 +23,10 @@
 
 #ifdef _WIN32
 #define MISSING_LOADER "kiln-no-such-vulkan-loader.dll"
-#define NOT_A_LOADER "kernel32.dll"
+#define NOT_A_LOADER   "kernel32.dll"
 #else
 #define MISSING_LOADER "libkiln-no-such-vulkan-loader.so.1"
-#define NOT_A_LOADER "libc.so.6"
+#define NOT_A_LOADER   "libc.so.6"
 #endif
 
 /* What the sink saw since the last reset. */

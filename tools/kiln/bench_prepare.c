@@ -59,9 +59,9 @@
 #include <malloc.h>
 #endif
 
-#define DEFAULT_PROGRAMS 64u
+#define DEFAULT_PROGRAMS        64u
 #define DEFAULT_MEMORY_PROGRAMS 48u
-#define MAX_RUNS         32
+#define MAX_RUNS                32
 
 static const char help[] =
     "usage: %s [--programs N] [--threads LIST] [--seed S] [--json]\n"
@@ -101,9 +101,9 @@ struct bench {
     unsigned device;
     uint64_t spirv_bytes;
     unsigned modules;
-    unsigned *order;             /* program indexes, largest SPIR-V first */
-    unsigned mem_n;              /* programs of the memory runs */
-    uint64_t mem_spirv_bytes;    /* their SPIR-V */
+    unsigned *order;          /* program indexes, largest SPIR-V first */
+    unsigned mem_n;           /* programs of the memory runs */
+    uint64_t mem_spirv_bytes; /* their SPIR-V */
 };
 
 /* What a child reports through its pipe. */

@@ -399,4 +399,4 @@ int cmd_bench_store(int argc, char **argv)
     }
     return rc;
 }
-#endif /* !_WIN32 */
+#endif                                    /* !_WIN32 */

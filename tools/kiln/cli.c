@@ -127,10 +127,9 @@ int cli_parse_u64(const char *name, const char *flag, const char *text, uint64_t
         }
     }
     if (!ok || *end != '\0' || v < lo || v > hi)
-        return cli_usage_error(name, "%s: expected a whole number in %" PRIu64 "..%" PRIu64
-                               "%s, got '%s'",
-                               flag, lo, hi, sizes ? " (K/M/G suffixes allowed)" : "",
-                               text ? text : "");
+        return cli_usage_error(
+            name, "%s: expected a whole number in %" PRIu64 "..%" PRIu64 "%s, got '%s'", flag, lo,
+            hi, sizes ? " (K/M/G suffixes allowed)" : "", text ? text : "");
     *out = v;
     return KILN_EXIT_OK;
 }
@@ -377,8 +376,8 @@ static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, b
         for (int i = 0; i < WIDTH; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[WIDTH] = '\0';
-        fprintf(stderr, "\r%-10s [%s] %" PRIu64 "/%" PRIu64 "  %.1f/s  %4.0fs left ", p->label,
-                bar, done, p->total, rate, left);
+        fprintf(stderr, "\r%-10s [%s] %" PRIu64 "/%" PRIu64 "  %.1f/s  %4.0fs left ", p->label, bar,
+                done, p->total, rate, left);
         if (final)
             fputc('\n', stderr);
     } else {

@@ -291,8 +291,8 @@ int cmd_cache_merge(int argc, char **argv)
     }
     char b[32];
     printf("cache       %s (from %" PRIu64 " caches)\n", out_dir, r.inputs);
-    printf("records     %" PRIu64 " read, %" PRIu64 " added (%" PRIu64 " replacing another), %" PRIu64
-           " already there, %" PRIu64 " damaged left out\n",
+    printf("records     %" PRIu64 " read, %" PRIu64 " added (%" PRIu64
+           " replacing another), %" PRIu64 " already there, %" PRIu64 " damaged left out\n",
            r.records_read, r.added, r.replaced, r.same, r.damaged);
     printf("result      %" PRIu64 " records, %s (%.2f s)\n", r.records_after,
            cli_format_bytes(b, sizeof(b), r.file_bytes_after), secs);

@@ -34,12 +34,10 @@ static const char help[] =
 
 int cmd_cache_repack(int argc, char **argv)
 {
-    static const struct option opts[] = {{"codec", required_argument, NULL, 'c'},
-                                         {"dict", no_argument, NULL, 'd'},
-                                         {"no-dict", no_argument, NULL, 'n'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"codec", required_argument, NULL, 'c'}, {"dict", no_argument, NULL, 'd'},
+        {"no-dict", no_argument, NULL, 'n'},     {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     bool json = false, have_codec = false;
     enum kiln_codec codec = KILN_CODEC_KILN;
     enum kiln_cache_dict_mode mode = KILN_CACHE_DICT_KEEP;
@@ -83,9 +81,8 @@ int cmd_cache_repack(int argc, char **argv)
         cli_error(argv[0], "%s: repack failed: %s", dir, kiln_strerror(rc));
         return KILN_EXIT_FAILED;
     }
-    double ratio_before = r.payload_bytes_before
-                              ? (double)r.spirv_bytes / (double)r.payload_bytes_before
-                              : 0.0;
+    double ratio_before =
+        r.payload_bytes_before ? (double)r.spirv_bytes / (double)r.payload_bytes_before : 0.0;
     double ratio_after =
         r.payload_bytes_after ? (double)r.spirv_bytes / (double)r.payload_bytes_after : 0.0;
     char d0[20], d1[20];
@@ -125,8 +122,7 @@ int cmd_cache_repack(int argc, char **argv)
            cli_format_bytes(b2, sizeof(b2), r.payload_bytes_after),
            cli_format_bytes(b3, sizeof(b3), r.spirv_bytes), ratio_before, ratio_after);
     printf("dictionary  %s -> %s\n", d0, d1);
-    printf("file        %s -> %s (%.2f s)\n",
-           cli_format_bytes(b1, sizeof(b1), r.file_bytes_before),
+    printf("file        %s -> %s (%.2f s)\n", cli_format_bytes(b1, sizeof(b1), r.file_bytes_before),
            cli_format_bytes(b2, sizeof(b2), r.file_bytes_after), secs);
     return KILN_EXIT_OK;
 }

@@ -200,8 +200,8 @@ int cmd_import_foz(int argc, char **argv)
     } else {
         for (size_t i = 0; i < n; i++) {
             const struct kiln_cache_import_report *r = &reps[i];
-            printf("%s: %" PRIu64 " modules: %" PRIu64 " imported, %" PRIu64 " already present, %" PRIu64
-                   " damaged, %" PRIu64 " undecodable%s%s\n",
+            printf("%s: %" PRIu64 " modules: %" PRIu64 " imported, %" PRIu64
+                   " already present, %" PRIu64 " damaged, %" PRIu64 " undecodable%s%s\n",
                    argv[optind + (int)i], r->modules, r->imported, r->present, r->damaged,
                    r->undecodable, r->truncated ? "; cut-off last entry ignored" : "",
                    r->framing_broken ? "; framing broken, rest not read" : "");

@@ -22,7 +22,8 @@ struct command {
 
 static const struct command commands[] = {
     {NULL, "prepare", cmd_prepare, "translate, pack and store every program; build its pipelines"},
-    {NULL, "start", cmd_start, "the warm start: open the cache, load every program, build pipelines"},
+    {NULL, "start", cmd_start,
+     "the warm start: open the cache, load every program, build pipelines"},
     {"cache", "stats", cmd_cache_stats, "what a cache holds and how its last open went"},
     {"cache", "check", cmd_cache_check, "read and check every record (--repair mends the index)"},
     {"cache", "repack", cmd_cache_repack, "rewrite a cache with another codec"},
@@ -39,9 +40,10 @@ static const struct command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: kiln [-v|-q] COMMAND [ARGS...]\n\n"
-                 "kiln %s: program cache, SPIR-V packing and warm starts for emulators.\n\n"
-                 "commands:\n",
+    fprintf(out,
+            "usage: kiln [-v|-q] COMMAND [ARGS...]\n\n"
+            "kiln %s: program cache, SPIR-V packing and warm starts for emulators.\n\n"
+            "commands:\n",
             KILN_VERSION_STRING);
     for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++) {
         char full[64];
