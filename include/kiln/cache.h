@@ -470,11 +470,6 @@ KILN_API int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs
  * translator is involved: the SPIR-V is stored as captured). */
 #define KILN_CACHE_FOZ_STAMP UINT64_C(0x6b696c6e2d666f7a) /* "kiln-foz" */
 
-/* The stage kind of an imported module whose archive uses it in anything
- * but exactly one compute, vertex or fragment stage: this bit or'ed with
- * the VkShaderStageFlagBits of the stages that use it (0: none names it). */
-#define KILN_CACHE_FOZ_STAGE_OTHER 0x80000000u
-
 /* @return the key an imported module is stored under: XXH3-128 of "foz"
  * followed by its Fossilize hash (8 bytes, little-endian). */
 KILN_API struct kiln_key kiln_cache_foz_key(uint64_t hash);
@@ -498,10 +493,9 @@ struct kiln_cache_import_report {
  * Imports the shader modules of the Fossilize archive at `path` into `c`
  * (opened with KILN_CACHE_FOZ_STAMP): each module is one one-stage program
  * under kiln_cache_foz_key(hash), packed with KILN_CODEC_KILN (and
- * kiln_cache_dict(c)); its stage kind is KILN_STAGE_COMPUTE (0),
- * KILN_STAGE_VERTEX (1) or KILN_STAGE_FRAGMENT (2) of kiln/prep.h when the
- * archive's pipelines use it in exactly that stage, else
- * KILN_CACHE_FOZ_STAGE_OTHER | stages. Modules already present are
+ * kiln_cache_dict(c)); its stage kind is the VkShaderStageFlagBits of
+ * every stage the archive's pipelines use it in (kiln_foz_list_modules:
+ * one bit, several, or 0 when none names it). Modules already present are
  * skipped, so a re-import adds nothing. The cache is synced at the end.
  * @return 0 when the archive was read to its end (a cut-off last entry is
  * ignored, as the format says; damaged entries are skipped and counted);

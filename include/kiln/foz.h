@@ -42,6 +42,7 @@
 #define KILN_FOZ_H
 
 #include "kiln/common.h"
+#include "kiln/pack.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,17 +68,6 @@ enum kiln_foz_tag {
  * Fossilize itself reads; the stream layout is the same in both). */
 #define KILN_FOZ_VERSION_MIN 5
 #define KILN_FOZ_VERSION_MAX 6
-
-/* Shader stage bits, with the values of VkShaderStageFlagBits, so that a
- * caller with Vulkan headers may use them directly. */
-enum {
-    KILN_FOZ_STAGE_VERTEX = 0x1,
-    KILN_FOZ_STAGE_TESS_CONTROL = 0x2,
-    KILN_FOZ_STAGE_TESS_EVAL = 0x4,
-    KILN_FOZ_STAGE_GEOMETRY = 0x8,
-    KILN_FOZ_STAGE_FRAGMENT = 0x10,
-    KILN_FOZ_STAGE_COMPUTE = 0x20,
-};
 
 /* An open archive. Opaque. */
 struct kiln_foz;
@@ -114,7 +104,7 @@ struct kiln_foz_module {
 /* One shader module of an archive and the stages it is used in. */
 struct kiln_foz_module_info {
     uint64_t hash;   /* the module's Fossilize hash */
-    uint32_t stages; /* KILN_FOZ_STAGE_* bits of every pipeline stage in the
+    uint32_t stages; /* VkShaderStageFlagBits (KILN_VK_STAGE_*) of every pipeline stage in the
                         archive that names this module; 0 when none does */
 };
 
@@ -200,7 +190,7 @@ KILN_API void kiln_foz_module_free(struct kiln_foz_module *module);
  * Lists the archive's shader modules with the stages they are used in,
  * found from the graphics, compute and ray-tracing pipeline entries that
  * name them (VkPipelineShaderStageCreateInfo.stage and .module). A module
- * named by a compute pipeline has KILN_FOZ_STAGE_COMPUTE; one that no
+ * named by a compute pipeline has KILN_VK_STAGE_COMPUTE_BIT; one that no
  * pipeline names (for example because that pipeline was cut off) has 0.
  * Reads the archive from its first entry and rewinds it afterwards.
  * Damaged entries are skipped, and a broken framing (KILN_ECORRUPT) ends

@@ -130,13 +130,31 @@ KILN_API void kiln_pack_thread_cleanup(void);
  * Program payload: the stages of one program, each a packed blob, in one
  * buffer. This is what the cache stores as a record's payload.
  *
- * Layout (little-endian): "KG", version 1, stage count (1..255); then per
+ * Layout (little-endian): "KG", version 2, stage count (1..255); then per
  * stage its kind (u32) and blob size (u32); then the blobs, back to back.
+ * A stage's kind is a VkShaderStageFlagBits value (the OR of several for a
+ * module used in several stages, 0 when unknown). Payloads of version 1
+ * (kiln's own stage numbers) are converted when parsed.
  * ------------------------------------------------------------------------ */
+
+/*
+ * Shader stages: VkShaderStageFlagBits values everywhere in kiln (payloads,
+ * programs, Fossilize archives). The numbers are Vulkan's, named here so
+ * that no caller needs a Vulkan header to use them (src/vk checks that they
+ * match); kiln_vk_stage_name (kiln/vk.h) names them.
+ */
+enum {
+    KILN_VK_STAGE_VERTEX_BIT = 0x00000001,       /* VK_SHADER_STAGE_VERTEX_BIT */
+    KILN_VK_STAGE_TESS_CONTROL_BIT = 0x00000002, /* VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT */
+    KILN_VK_STAGE_TESS_EVAL_BIT = 0x00000004,    /* VK_SHADER_STAGE_TESSELLATION_EVALUATION_BIT */
+    KILN_VK_STAGE_GEOMETRY_BIT = 0x00000008,     /* VK_SHADER_STAGE_GEOMETRY_BIT */
+    KILN_VK_STAGE_FRAGMENT_BIT = 0x00000010,     /* VK_SHADER_STAGE_FRAGMENT_BIT */
+    KILN_VK_STAGE_COMPUTE_BIT = 0x00000020,      /* VK_SHADER_STAGE_COMPUTE_BIT */
+};
 
 /* One stage of a program. */
 struct kiln_stage_blob {
-    uint32_t stage;   /* the caller's stage kind (for example a VkShaderStageFlagBits bit) */
+    uint32_t stage;   /* a VkShaderStageFlagBits value (KILN_VK_STAGE_*_BIT) */
     const void *blob; /* a packed blob (kiln_pack); borrowed */
     size_t blob_size;
 };

@@ -30,17 +30,6 @@ extern "C" {
  * Stages and sources
  * ------------------------------------------------------------------------ */
 
-/* The shader stages kiln builds pipelines from. Values are fixed forever. */
-enum kiln_stage {
-    KILN_STAGE_COMPUTE = 0,
-    KILN_STAGE_VERTEX = 1,
-    KILN_STAGE_FRAGMENT = 2,
-};
-
-/* The stage's short name ("compute", "vertex", "fragment"), or "?" for an
- * unknown value. Thread-safe. */
-KILN_API const char *kiln_stage_name(enum kiln_stage stage);
-
 /*
  * One stage's source, as a translator receives it. `text` holds `size`
  * bytes and need not end with a NUL (kiln's own sources do). `name` says
@@ -48,7 +37,7 @@ KILN_API const char *kiln_stage_name(enum kiln_stage stage);
  * "shaders/blur.comp"). All pointers are borrowed for the call.
  */
 struct kiln_source {
-    enum kiln_stage stage;
+    uint32_t stage; /* a VkShaderStageFlagBits value (KILN_VK_STAGE_*_BIT, kiln/pack.h) */
     const char *text;
     size_t size;
     const char *name;
@@ -329,10 +318,10 @@ KILN_API void kiln_corpus_destroy(struct kiln_corpus *c);
  *
  * A program is named in the cache by kiln_prep_program_key, and a module of
  * a Fossilize archive corpus by kiln_cache_foz_key of its hash (the key
- * kiln_cache_import_foz gives it). The payload's stage kinds are enum
- * kiln_stage values: one KILN_STAGE_COMPUTE stage, or KILN_STAGE_VERTEX
- * then KILN_STAGE_FRAGMENT. The cache's stamp is kiln_prepare_stamp: the
- * translator's stamp, mixed with KILN_GENERATOR_VERSION for generated
+ * kiln_cache_import_foz gives it). The payload's stage kinds are
+ * VkShaderStageFlagBits values: one KILN_VK_STAGE_COMPUTE_BIT stage, or
+ * KILN_VK_STAGE_VERTEX_BIT then KILN_VK_STAGE_FRAGMENT_BIT. The cache's stamp is
+ * kiln_prepare_stamp: the translator's stamp, mixed with KILN_GENERATOR_VERSION for generated
  * programs, or KILN_CACHE_FOZ_STAMP for a Fossilize archive. Both calls
  * open the cache with its dictionary (KILN_CACHE_USE_DICT), so a cache
  * repacked with one (kiln cache repack --dict) is used as it is.

@@ -268,6 +268,16 @@ KILN_API int kiln_vk_cache_save(struct kiln_vk *vk);
 /* The name of a VkResult value ("VK_ERROR_OUT_OF_HOST_MEMORY"); "VK_?" if unknown. */
 KILN_API const char *kiln_vk_result_name(int result);
 
+/*
+ * The short name of a stage (a VkShaderStageFlagBits value, kiln/pack.h),
+ * from the one table every log line and command uses: "vertex",
+ * "tess-control", "tess-eval", "geometry", "fragment", "compute", "task",
+ * "mesh", the ray-tracing stages ("raygen", ...); "several" for more than
+ * one bit, "none" for 0, "?" for a bit kiln does not know.
+ * @return a static string. Thread-safe.
+ */
+KILN_API const char *kiln_vk_stage_name(uint32_t stage);
+
 /* ---------------------------------------------------------------------------
  * Direct Vulkan access, for renderers with their own pipeline layouts.
  * Declared when the Vulkan headers were included before this one.

@@ -10,9 +10,8 @@
  *   included, so the same module in two archives is one record, and a
  *   re-import finds every key present and adds nothing;
  * - stage kind: the archive's pipelines say where a module is used
- *   (kiln_foz_list_modules); exactly one compute, vertex or fragment stage
- *   maps to enum kiln_stage (0, 1, 2), anything else (other stages, several,
- *   none) is KILN_CACHE_FOZ_STAGE_OTHER | the VkShaderStageFlagBits seen;
+ *   (kiln_foz_list_modules): the VkShaderStageFlagBits of every stage that
+ *   uses it (one bit, several, or 0 when no pipeline names it);
  * - payload: kiln_pack with KILN_CODEC_KILN (and the cache's dictionary),
  *   joined by kiln_program_payload_build; raw size = the SPIR-V bytes.
  *
@@ -32,30 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* enum kiln_stage of kiln/prep.h (prep sits above the cache). */
-#define STAGE_COMPUTE  0u
-#define STAGE_VERTEX   1u
-#define STAGE_FRAGMENT 2u
-
 struct kiln_key kiln_cache_foz_key(uint64_t hash)
 {
     unsigned char b[11] = {'f', 'o', 'z'};
     kiln__store_le64(b + 3, hash);
     return kiln_hash128(b, sizeof(b));
-}
-
-static uint32_t stage_kind(uint32_t stages)
-{
-    switch (stages) {
-    case KILN_FOZ_STAGE_COMPUTE:
-        return STAGE_COMPUTE;
-    case KILN_FOZ_STAGE_VERTEX:
-        return STAGE_VERTEX;
-    case KILN_FOZ_STAGE_FRAGMENT:
-        return STAGE_FRAGMENT;
-    default:
-        return KILN_CACHE_FOZ_STAGE_OTHER | stages;
-    }
 }
 
 /* Packs and stores one decoded module. */
@@ -136,8 +116,8 @@ int kiln_cache_import_foz(struct kiln_cache *c, const char *path,
         const struct kiln_foz_module_info *info =
             kiln_foz_module_list_find(mods, nmods > 0 ? (size_t)nmods : 0, e.hash);
         uint32_t stages = info ? info->stages : 0;
-        rc = store(c, key, &m, stage_kind(stages), r);
-        if (rc == KILN_OK && (stages & KILN_FOZ_STAGE_COMPUTE))
+        rc = store(c, key, &m, stages, r);
+        if (rc == KILN_OK && (stages & KILN_VK_STAGE_COMPUTE_BIT))
             r->compute++;
         kiln_foz_module_free(&m);
     }

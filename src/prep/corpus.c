@@ -40,7 +40,7 @@
 struct corpus_file {
     char *rel;  /* path relative to the folder */
     char *base; /* NAME: rel without the stage extensions */
-    enum kiln_stage stage;
+    uint32_t stage;
     bool spv;
 };
 
@@ -101,10 +101,10 @@ static int add_file(void *user, const char *rel)
     size_t m = spv ? n - 4 : n;
     static const struct {
         const char *ext;
-        enum kiln_stage stage;
-    } exts[] = {{".comp", KILN_STAGE_COMPUTE},
-                {".vert", KILN_STAGE_VERTEX},
-                {".frag", KILN_STAGE_FRAGMENT}};
+        uint32_t stage;
+    } exts[] = {{".comp", KILN_VK_STAGE_COMPUTE_BIT},
+                {".vert", KILN_VK_STAGE_VERTEX_BIT},
+                {".frag", KILN_VK_STAGE_FRAGMENT_BIT}};
     for (size_t i = 0; i < KILN_ARRAY_LEN(exts); i++) {
         if (!ends_with(rel, m, exts[i].ext) || m == strlen(exts[i].ext))
             continue;
@@ -137,6 +137,12 @@ static int add_file(void *user, const char *rel)
     return KILN_OK;
 }
 
+/* A file's place among its NAME's stages: compute, vertex, fragment. */
+static unsigned slot_of(uint32_t stage)
+{
+    return stage == KILN_VK_STAGE_COMPUTE_BIT ? 0 : stage == KILN_VK_STAGE_VERTEX_BIT ? 1 : 2;
+}
+
 static int cmp_file(const void *a, const void *b)
 {
     const struct corpus_file *x = a, *y = b;
@@ -144,7 +150,7 @@ static int cmp_file(const void *a, const void *b)
     if (d)
         return d;
     if (x->stage != y->stage)
-        return (int)x->stage - (int)y->stage;
+        return (int)slot_of(x->stage) - (int)slot_of(y->stage);
     /* Two files of one stage (an error): named in a fixed order. */
     return strcmp(x->rel, y->rel);
 }
@@ -179,23 +185,23 @@ static int pair_files(struct kiln_corpus *c)
         size_t j = i;
         for (; j < c->nfiles && strcmp(c->files[j].base, c->files[i].base) == 0; j++) {
             const struct corpus_file *f = &c->files[j];
-            if (slot[f->stage]) {
+            unsigned k = slot_of(f->stage);
+            if (slot[k]) {
                 KILN_ERROR("prep", "corpus %s: %s and %s are both the %s stage of %s", c->dir,
-                           slot[f->stage]->rel, f->rel, kiln_stage_name(f->stage), f->base);
+                           slot[k]->rel, f->rel, kiln_vk_stage_name(f->stage), f->base);
                 return KILN_EFORMAT;
             }
-            slot[f->stage] = f;
+            slot[k] = f;
         }
         const char *base = c->files[i].base;
-        if (slot[KILN_STAGE_COMPUTE])
-            KILN_TRY(add_program(c, base, ".comp", slot[KILN_STAGE_COMPUTE], NULL));
-        if (slot[KILN_STAGE_VERTEX] && slot[KILN_STAGE_FRAGMENT])
-            KILN_TRY(add_program(c, base, ".vert+frag", slot[KILN_STAGE_VERTEX],
-                                 slot[KILN_STAGE_FRAGMENT]));
-        else if (slot[KILN_STAGE_VERTEX])
-            note_skip(c, slot[KILN_STAGE_VERTEX]->rel, &c->skipped_unpaired);
-        else if (slot[KILN_STAGE_FRAGMENT])
-            note_skip(c, slot[KILN_STAGE_FRAGMENT]->rel, &c->skipped_unpaired);
+        if (slot[0])
+            KILN_TRY(add_program(c, base, ".comp", slot[0], NULL));
+        if (slot[1] && slot[2])
+            KILN_TRY(add_program(c, base, ".vert+frag", slot[1], slot[2]));
+        else if (slot[1])
+            note_skip(c, slot[1]->rel, &c->skipped_unpaired);
+        else if (slot[2])
+            note_skip(c, slot[2]->rel, &c->skipped_unpaired);
         i = j;
     }
     return KILN_OK;
@@ -246,7 +252,7 @@ static int open_foz(struct kiln_corpus *c, const char *path)
             kiln_foz_module_list_find(mods, (size_t)nmods, e.hash);
         char name[32];
         snprintf(name, sizeof(name), "%016" PRIx64 ".comp", e.hash);
-        if (!info || !(info->stages & KILN_FOZ_STAGE_COMPUTE)) {
+        if (!info || !(info->stages & KILN_VK_STAGE_COMPUTE_BIT)) {
             if (info && info->stages)
                 graphics++;
             else
@@ -425,7 +431,7 @@ int kiln_corpus_load(const struct kiln_corpus *c, size_t i, struct kiln_program 
     p->nstages = cp->nstages;
     if (cp->words) {
         struct kiln_program_stage *st = &p->stages[0];
-        st->src.stage = KILN_STAGE_COMPUTE;
+        st->src.stage = KILN_VK_STAGE_COMPUTE_BIT;
         st->words = malloc(cp->nwords * 4);
         int rc = st->words ? kiln__prep_set_stage_name(st, cp->name, "") : KILN_ENOMEM;
         if (rc < 0) {

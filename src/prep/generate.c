@@ -1059,7 +1059,7 @@ static void gen_fragment(struct gen *g, const char *name, const struct varyings 
 
 /* ---- programs ----------------------------------------------------------- */
 
-static int take_text(struct kiln_program *p, unsigned i, enum kiln_stage stage, struct sb *b,
+static int take_text(struct kiln_program *p, unsigned i, uint32_t stage, struct sb *b,
                      const char *suffix)
 {
     struct kiln_program_stage *st = &p->stages[i];
@@ -1098,17 +1098,17 @@ int kiln_generate_program(uint64_t seed, uint32_t index, struct kiln_program **o
     if (compute) {
         p->nstages = 1;
         gen_compute(g, name);
-        rc = take_text(p, 0, KILN_STAGE_COMPUTE, &g->b, ".comp");
+        rc = take_text(p, 0, KILN_VK_STAGE_COMPUTE_BIT, &g->b, ".comp");
     } else {
         struct varyings v;
         v.ncolor = range(&g->r, 1, 2);
         v.ntexcoord = range(&g->r, 1, 8);
         p->nstages = 2;
         gen_vertex(g, name, &v);
-        rc = take_text(p, 0, KILN_STAGE_VERTEX, &g->b, ".vert");
+        rc = take_text(p, 0, KILN_VK_STAGE_VERTEX_BIT, &g->b, ".vert");
         if (rc == 0) {
             gen_fragment(g, name, &v);
-            rc = take_text(p, 1, KILN_STAGE_FRAGMENT, &g->b, ".frag");
+            rc = take_text(p, 1, KILN_VK_STAGE_FRAGMENT_BIT, &g->b, ".frag");
         }
     }
     free(g->b.p);

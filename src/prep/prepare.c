@@ -94,6 +94,27 @@ uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o, const struct k
     return stamp;
 }
 
+/*
+ * The number a stage kind is hashed as. Keys were first made from kiln's
+ * own stage numbers (0 compute, 1 vertex, 2 fragment); hashing the same
+ * numbers for those stages keeps every key a cache holds valid now that
+ * stages are VkShaderStageFlagBits. Other stages are hashed with the top
+ * bit set, which none of those numbers has.
+ */
+static uint32_t stage_key_code(uint32_t stage)
+{
+    switch (stage) {
+    case KILN_VK_STAGE_COMPUTE_BIT:
+        return 0;
+    case KILN_VK_STAGE_VERTEX_BIT:
+        return 1;
+    case KILN_VK_STAGE_FRAGMENT_BIT:
+        return 2;
+    default:
+        return 0x80000000u | stage;
+    }
+}
+
 int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
 {
     if (!p || !key || p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES)
@@ -114,7 +135,7 @@ int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
         /* Kind, what follows (0 source text, 1 SPIR-V words), its length. */
         bool text = st->src.text != NULL;
         size_t len = text ? st->src.size : st->nwords * sizeof(uint32_t);
-        kiln__store_le32(w, (uint32_t)st->src.stage);
+        kiln__store_le32(w, stage_key_code(st->src.stage));
         kiln__store_le32(w + 4, text ? 0u : 1u);
         kiln__store_le64(w + 8, (uint64_t)len);
         w += 16;

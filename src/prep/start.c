@@ -44,7 +44,6 @@
 #include "kiln_internal.h"
 #include "prep_internal.h"
 
-#include "kiln/foz.h"
 #include "kiln/pool.h"
 
 #include <inttypes.h>
@@ -143,12 +142,9 @@ static int build_one(void *arg, unsigned worker)
     int n = kiln_program_payload_parse(it->payload, it->size, KILN_PROGRAM_MAX_STAGES, st);
     /* An imported module used by compute and other stages is still a
      * compute program (kiln_cache_import_foz's stage kinds). */
-    bool compute =
-        n == 1 &&
-        (st[0].stage == KILN_STAGE_COMPUTE ||
-         ((st[0].stage & KILN_CACHE_FOZ_STAGE_OTHER) && (st[0].stage & KILN_FOZ_STAGE_COMPUTE)));
-    bool graphics =
-        n == 2 && st[0].stage == KILN_STAGE_VERTEX && st[1].stage == KILN_STAGE_FRAGMENT;
+    bool compute = n == 1 && (st[0].stage & KILN_VK_STAGE_COMPUTE_BIT);
+    bool graphics = n == 2 && st[0].stage == KILN_VK_STAGE_VERTEX_BIT &&
+                    st[1].stage == KILN_VK_STAGE_FRAGMENT_BIT;
     if (n == 1 && !compute) {
         /* One graphics (or other) module: stored, but no pipeline alone. */
         atomic_fetch_add_explicit(&j->b->lone, 1, memory_order_relaxed);

@@ -22,19 +22,6 @@
 
 static _Thread_local char translate_error[1024];
 
-const char *kiln_stage_name(enum kiln_stage stage)
-{
-    switch (stage) {
-    case KILN_STAGE_COMPUTE:
-        return "compute";
-    case KILN_STAGE_VERTEX:
-        return "vertex";
-    case KILN_STAGE_FRAGMENT:
-        return "fragment";
-    }
-    return "?";
-}
-
 void kiln_translate_set_error(const char *fmt, ...)
 {
     va_list ap;
@@ -86,13 +73,13 @@ int kiln_translate(const struct kiln_translator *t, const struct kiln_source *sr
     if (rc != 0) {
         if (rc > 0)
             rc = KILN_ETRANSLATE;
-        KILN_ERROR("prep", "%s (%s): %s failed: %s%s%s", sname, kiln_stage_name(src->stage), tname,
-                   kiln_errname(rc), translate_error[0] ? ": " : "", translate_error);
+        KILN_ERROR("prep", "%s (%s): %s failed: %s%s%s", sname, kiln_vk_stage_name(src->stage),
+                   tname, kiln_errname(rc), translate_error[0] ? ": " : "", translate_error);
         return rc;
     }
     const char *why = NULL;
     if (!got || kiln__prep_check_spirv(got, n * 4, &why) < 0) {
-        KILN_ERROR("prep", "%s (%s): %s gave no SPIR-V: %s", sname, kiln_stage_name(src->stage),
+        KILN_ERROR("prep", "%s (%s): %s gave no SPIR-V: %s", sname, kiln_vk_stage_name(src->stage),
                    tname, got ? why : "no words");
         if (got) {
             if (t->release)

@@ -33,17 +33,27 @@ static int glsl_translate(void *user, const struct kiln_source *src, uint32_t **
     const struct kiln_glsl *g = user;
     shaderc_shader_kind kind;
     switch (src->stage) {
-    case KILN_STAGE_COMPUTE:
+    case KILN_VK_STAGE_COMPUTE_BIT:
         kind = shaderc_glsl_compute_shader;
         break;
-    case KILN_STAGE_VERTEX:
+    case KILN_VK_STAGE_VERTEX_BIT:
         kind = shaderc_glsl_vertex_shader;
         break;
-    case KILN_STAGE_FRAGMENT:
+    case KILN_VK_STAGE_FRAGMENT_BIT:
         kind = shaderc_glsl_fragment_shader;
         break;
+    case KILN_VK_STAGE_GEOMETRY_BIT:
+        kind = shaderc_glsl_geometry_shader;
+        break;
+    case KILN_VK_STAGE_TESS_CONTROL_BIT:
+        kind = shaderc_glsl_tess_control_shader;
+        break;
+    case KILN_VK_STAGE_TESS_EVAL_BIT:
+        kind = shaderc_glsl_tess_evaluation_shader;
+        break;
     default:
-        kiln_translate_set_error("unknown stage %d", (int)src->stage);
+        kiln_translate_set_error("no GLSL stage for %s (0x%x)", kiln_vk_stage_name(src->stage),
+                                 (unsigned)src->stage);
         return KILN_EINVAL;
     }
     shaderc_compilation_result_t res =

@@ -85,15 +85,16 @@ static void load_all(const char *dir, uint64_t stamp, struct tally *t)
             free(words);
         }
         KT_CHECK_EQ(spirv, e[i].raw_size);
-        if (ns == 1 && st[0].stage == KILN_STAGE_COMPUTE)
+        if (ns == 1 && st[0].stage == KILN_VK_STAGE_COMPUTE_BIT)
             t->compute++;
-        else if (ns == 2 && st[0].stage == KILN_STAGE_VERTEX && st[1].stage == KILN_STAGE_FRAGMENT)
+        else if (ns == 2 && st[0].stage == KILN_VK_STAGE_VERTEX_BIT &&
+                 st[1].stage == KILN_VK_STAGE_FRAGMENT_BIT)
             t->graphics++;
-        else if (ns == 1 && st[0].stage == KILN_STAGE_VERTEX)
+        else if (ns == 1 && st[0].stage == KILN_VK_STAGE_VERTEX_BIT)
             t->vertex++;
-        else if (ns == 1 && st[0].stage == KILN_STAGE_FRAGMENT)
+        else if (ns == 1 && st[0].stage == KILN_VK_STAGE_FRAGMENT_BIT)
             t->fragment++;
-        else if (ns == 1 && (st[0].stage & KILN_CACHE_FOZ_STAGE_OTHER) && (st[0].stage & 0x8u))
+        else if (ns == 1 && st[0].stage == KILN_VK_STAGE_GEOMETRY_BIT)
             t->geometry++;
         t->records++;
     }
@@ -168,6 +169,55 @@ KT_CASE(prepare_finds_all)
     check_clean(dir);
 }
 
+/* Payloads are written as version 2 (VkShaderStageFlagBits kept as they
+ * are); version 1's stage numbers are converted when read. */
+KT_CASE(payload_versions)
+{
+    static const uint32_t words[5] = {0x07230203u, 0x00010300u, 0, 16, 0};
+    void *blob = NULL;
+    size_t bsize = 0;
+    KT_REQUIRE_OK(kiln_pack(words, 5, KILN_CODEC_RAW, NULL, &blob, &bsize));
+    /* v1 value -> what it reads as. */
+    static const uint32_t v1[][2] = {
+        {0, KILN_VK_STAGE_COMPUTE_BIT},
+        {1, KILN_VK_STAGE_VERTEX_BIT},
+        {2, KILN_VK_STAGE_FRAGMENT_BIT},
+        {0x80000000u | KILN_VK_STAGE_GEOMETRY_BIT, KILN_VK_STAGE_GEOMETRY_BIT},
+        {0x80000000u | KILN_VK_STAGE_COMPUTE_BIT | KILN_VK_STAGE_VERTEX_BIT,
+         KILN_VK_STAGE_COMPUTE_BIT | KILN_VK_STAGE_VERTEX_BIT},
+        {0x80000000u, 0},
+    };
+    enum { N = sizeof(v1) / sizeof(v1[0]) };
+    struct kiln_stage_blob in[N], out[N];
+    for (unsigned i = 0; i < N; i++)
+        in[i] = (struct kiln_stage_blob){.stage = v1[i][1], .blob = blob, .blob_size = bsize};
+    void *payload = NULL;
+    size_t size = 0;
+    KT_REQUIRE_OK(kiln_program_payload_build(in, N, &payload, &size));
+    unsigned char *p = payload;
+    KT_CHECK_EQ(p[2], 2); /* version 2 */
+    KT_REQUIRE(kiln_program_payload_parse(payload, size, N, out) == N);
+    for (unsigned i = 0; i < N; i++)
+        KT_CHECK_EQ(out[i].stage, v1[i][1]);
+
+    /* The same payload as version 1 wrote it. */
+    p[2] = 1;
+    for (unsigned i = 0; i < N; i++) {
+        uint32_t v = v1[i][0];
+        for (unsigned b = 0; b < 4; b++)
+            p[4 + 8 * i + b] = (unsigned char)(v >> (8 * b));
+    }
+    KT_REQUIRE(kiln_program_payload_parse(payload, size, N, out) == N);
+    for (unsigned i = 0; i < N; i++)
+        KT_CHECK_EQ(out[i].stage, v1[i][1]);
+
+    /* A version kiln does not know is refused. */
+    p[2] = 3;
+    KT_CHECK_EQ(kiln_program_payload_parse(payload, size, N, out), KILN_ECORRUPT_BLOB);
+    kiln_pack_free(payload);
+    kiln_pack_free(blob);
+}
+
 static void count_pipeline(void *user, struct kiln_key key, struct kiln_vk_pipeline *p)
 {
     (void)key;
@@ -203,4 +253,5 @@ KT_CASE(warm_start)
     }
 }
 
-KT_MAIN(KT_ENTRY(generated), KT_ENTRY(imported), KT_ENTRY(prepare_finds_all), KT_ENTRY(warm_start))
+KT_MAIN(KT_ENTRY(payload_versions), KT_ENTRY(generated), KT_ENTRY(imported),
+        KT_ENTRY(prepare_finds_all), KT_ENTRY(warm_start))

@@ -430,8 +430,8 @@ KT_CASE(corpus_stages)
                 KT_CHECK(mods[j - 1].hash < mods[j].hash);
             KT_CHECK(kiln_foz_module_list_find(mods, (size_t)n, mods[j].hash) == &mods[j]);
             /* A module is used for compute or for graphics, not both. */
-            KT_CHECK(!(s & KILN_FOZ_STAGE_COMPUTE) || s == KILN_FOZ_STAGE_COMPUTE);
-            compute += s == KILN_FOZ_STAGE_COMPUTE;
+            KT_CHECK(!(s & KILN_VK_STAGE_COMPUTE_BIT) || s == KILN_VK_STAGE_COMPUTE_BIT);
+            compute += s == KILN_VK_STAGE_COMPUTE_BIT;
             if (s == 0) {
                 unknown++;
                 /* Only where the pipeline naming it was cut off. */
@@ -462,7 +462,7 @@ KT_CASE(corpus_stages)
         const struct kiln_foz_module_info *m =
             kiln_foz_module_list_find(mods, (size_t)n, 0xa26b8d1d2ced2eb9ull);
         KT_REQUIRE(m != NULL);
-        KT_CHECK_EQ(m->stages, KILN_FOZ_STAGE_COMPUTE);
+        KT_CHECK_EQ(m->stages, KILN_VK_STAGE_COMPUTE_BIT);
         KT_CHECK(kiln_foz_module_list_find(mods, (size_t)n, 0x1234) == NULL);
         kiln_foz_module_list_free(mods);
         kiln_foz_close(foz);
@@ -1050,11 +1050,11 @@ KT_CASE(stages_from_pipelines)
         uint64_t hash;
         uint32_t stages;
     } want[] = {
-        {0xa1, KILN_FOZ_STAGE_VERTEX},
-        {0xa2, KILN_FOZ_STAGE_FRAGMENT | KILN_FOZ_STAGE_GEOMETRY},
+        {0xa1, KILN_VK_STAGE_VERTEX_BIT},
+        {0xa2, KILN_VK_STAGE_FRAGMENT_BIT | KILN_VK_STAGE_GEOMETRY_BIT},
         {0xa3, 0},
         {0xb1, 0},
-        {0xc1, KILN_FOZ_STAGE_COMPUTE},
+        {0xc1, KILN_VK_STAGE_COMPUTE_BIT},
     };
     for (size_t i = 0; i < KILN_ARRAY_LEN(want); i++) {
         KT_CHECK_EQ(mods[i].hash, want[i].hash);

@@ -75,7 +75,7 @@ int main(int argc, char **argv)
             if (write_file(dir, p->name, ext[st->src.stage], st->src.text, st->src.size) < 0 ||
                 write_file(dir, p->name, spv, st->words, b) < 0)
                 return 1;
-            printf(" %s %zu B (glsl %zu B)", kiln_stage_name(st->src.stage), b, st->src.size);
+            printf(" %s %zu B (glsl %zu B)", kiln_vk_stage_name(st->src.stage), b, st->src.size);
             total_bytes += b;
             modules++;
             min_b = b < min_b ? b : min_b;

@@ -68,7 +68,7 @@ static const char frag_src[] = "#version 450\n"
                                "void main() { o = c * 0.5; }\n";
 static const char broken_src[] = "#version 450\nvoid main() { undeclared_thing = 1; }\n";
 
-static struct kiln_source src_of(enum kiln_stage stage, const char *text, const char *name)
+static struct kiln_source src_of(uint32_t stage, const char *text, const char *name)
 {
     return (struct kiln_source){.stage = stage, .text = text, .size = strlen(text), .name = name};
 }
@@ -77,10 +77,15 @@ static struct kiln_source src_of(enum kiln_stage stage, const char *text, const 
 
 KT_CASE(stage_names)
 {
-    KT_CHECK(strcmp(kiln_stage_name(KILN_STAGE_COMPUTE), "compute") == 0);
-    KT_CHECK(strcmp(kiln_stage_name(KILN_STAGE_VERTEX), "vertex") == 0);
-    KT_CHECK(strcmp(kiln_stage_name(KILN_STAGE_FRAGMENT), "fragment") == 0);
-    KT_CHECK(strcmp(kiln_stage_name((enum kiln_stage)7), "?") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(KILN_VK_STAGE_COMPUTE_BIT), "compute") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(KILN_VK_STAGE_VERTEX_BIT), "vertex") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(KILN_VK_STAGE_FRAGMENT_BIT), "fragment") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(KILN_VK_STAGE_GEOMETRY_BIT), "geometry") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(0x40), "task") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(0), "none") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(KILN_VK_STAGE_VERTEX_BIT | KILN_VK_STAGE_FRAGMENT_BIT),
+                    "several") == 0);
+    KT_CHECK(strcmp(kiln_vk_stage_name(0x40000000u), "?") == 0);
 }
 
 KT_CASE(glsl_each_stage)
@@ -90,9 +95,9 @@ KT_CASE(glsl_each_stage)
     const struct kiln_translator *t = kiln_glsl_translator(glsl);
     KT_REQUIRE(t != NULL);
     KT_CHECK(t->stamp != 0);
-    const struct kiln_source srcs[] = {src_of(KILN_STAGE_COMPUTE, comp_src, "t.comp"),
-                                       src_of(KILN_STAGE_VERTEX, vert_src, "t.vert"),
-                                       src_of(KILN_STAGE_FRAGMENT, frag_src, "t.frag")};
+    const struct kiln_source srcs[] = {src_of(KILN_VK_STAGE_COMPUTE_BIT, comp_src, "t.comp"),
+                                       src_of(KILN_VK_STAGE_VERTEX_BIT, vert_src, "t.vert"),
+                                       src_of(KILN_VK_STAGE_FRAGMENT_BIT, frag_src, "t.frag")};
     for (size_t i = 0; i < KILN_ARRAY_LEN(srcs); i++) {
         uint32_t *words = NULL;
         size_t n = 0;
@@ -118,7 +123,7 @@ KT_CASE(glsl_rejects_broken)
     KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &glsl));
     struct captured c = {0};
     kiln_log_set_sink(capture, &c);
-    struct kiln_source s = src_of(KILN_STAGE_FRAGMENT, broken_src, "prog7.frag");
+    struct kiln_source s = src_of(KILN_VK_STAGE_FRAGMENT_BIT, broken_src, "prog7.frag");
     uint32_t *words = (uint32_t *)&c; /* must be reset to NULL */
     size_t n = 99;
     KT_CHECK_EQ(kiln_translate(kiln_glsl_translator(glsl), &s, &words, &n), KILN_ETRANSLATE);
@@ -130,7 +135,7 @@ KT_CASE(glsl_rejects_broken)
     KT_CHECK(strstr(c.last, "undeclared_thing") != NULL);
     KT_CHECK(strchr(c.last, '\n') == NULL);
     /* A wrong stage for the text fails the same way. */
-    struct kiln_source s2 = src_of(KILN_STAGE_COMPUTE, frag_src, "wrong.comp");
+    struct kiln_source s2 = src_of(KILN_VK_STAGE_COMPUTE_BIT, frag_src, "wrong.comp");
     KT_CHECK_EQ(kiln_translate(kiln_glsl_translator(glsl), &s2, &words, &n), KILN_ETRANSLATE);
     KT_CHECK_EQ(c.count, 2);
     kiln_log_set_sink(NULL, NULL);
@@ -177,7 +182,7 @@ KT_CASE(own_translator)
     struct own_translator o = {0};
     struct kiln_translator t = {
         .translate = own_translate, .release = own_release, .user = &o, .stamp = 1, .name = "mine"};
-    struct kiln_source s = src_of(KILN_STAGE_COMPUTE, "guest bytes", "guest-17");
+    struct kiln_source s = src_of(KILN_VK_STAGE_COMPUTE_BIT, "guest bytes", "guest-17");
     uint32_t *words;
     size_t n;
     KT_REQUIRE_OK(kiln_translate(&t, &s, &words, &n));
@@ -274,7 +279,7 @@ KT_CASE(generate_deterministic)
         KT_REQUIRE_OK(kiln_generate_program(8, index, &other_seed));
         KT_CHECK_EQ(a->nstages, index % 2 == 0 ? 1 : 2);
         KT_CHECK_EQ(a->stages[0].src.stage,
-                    index % 2 == 0 ? KILN_STAGE_COMPUTE : KILN_STAGE_VERTEX);
+                    index % 2 == 0 ? KILN_VK_STAGE_COMPUTE_BIT : KILN_VK_STAGE_VERTEX_BIT);
         KT_CHECK(same_text(a, b));
         for (unsigned s = 0; s < a->nstages; s++) {
             KT_CHECK_EQ(a->stages[s].nwords, b->stages[s].nwords);
@@ -340,7 +345,7 @@ KT_CASE(generate_valid_and_sized)
             /* spirv-val on a handful: the first compute and graphics ones. */
             if (i < 4 && spirv_val(p->stages[s].words, p->stages[s].nwords) != 0)
                 kt_fail(__FILE__, __LINE__, "%s: spirv-val failed", p->stages[s].src.name);
-            compute += p->stages[s].src.stage == KILN_STAGE_COMPUTE;
+            compute += p->stages[s].src.stage == KILN_VK_STAGE_COMPUTE_BIT;
             total += bytes;
             modules++;
         }
@@ -367,7 +372,7 @@ static int mkdir_in(const char *dir, const char *name)
 }
 
 /* SPIR-V for a stage, from the built-in translator. */
-static int spirv_of(const struct kiln_translator *t, enum kiln_stage stage, const char *text,
+static int spirv_of(const struct kiln_translator *t, uint32_t stage, const char *text,
                     uint32_t **words, size_t *n)
 {
     struct kiln_source s = src_of(stage, text, "fixture");
@@ -382,9 +387,9 @@ KT_CASE(corpus_listing)
     const char *dir = kt_tmpdir();
     uint32_t *vw, *fw, *cw;
     size_t vn, fn, cn;
-    KT_REQUIRE_OK(spirv_of(t, KILN_STAGE_VERTEX, vert_src, &vw, &vn));
-    KT_REQUIRE_OK(spirv_of(t, KILN_STAGE_FRAGMENT, frag_src, &fw, &fn));
-    KT_REQUIRE_OK(spirv_of(t, KILN_STAGE_COMPUTE, comp_src, &cw, &cn));
+    KT_REQUIRE_OK(spirv_of(t, KILN_VK_STAGE_VERTEX_BIT, vert_src, &vw, &vn));
+    KT_REQUIRE_OK(spirv_of(t, KILN_VK_STAGE_FRAGMENT_BIT, frag_src, &fw, &fn));
+    KT_REQUIRE_OK(spirv_of(t, KILN_VK_STAGE_COMPUTE_BIT, comp_src, &cw, &cn));
     KT_REQUIRE(mkdir_in(dir, "sub") == 0 && mkdir_in(dir, ".git") == 0);
     KT_REQUIRE(write_file(dir, "b.vert", vert_src, strlen(vert_src)) == 0);
     KT_REQUIRE(write_file(dir, "b.frag", frag_src, strlen(frag_src)) == 0);
@@ -414,7 +419,7 @@ KT_CASE(corpus_listing)
     struct kiln_program *p;
     KT_REQUIRE_OK(kiln_corpus_load(corpus, 2, &p)); /* c: SPIR-V vertex, GLSL fragment */
     KT_REQUIRE(p->nstages == 2);
-    KT_CHECK_EQ(p->stages[0].src.stage, KILN_STAGE_VERTEX);
+    KT_CHECK_EQ(p->stages[0].src.stage, KILN_VK_STAGE_VERTEX_BIT);
     KT_CHECK(p->stages[0].src.text == NULL && p->stages[0].nwords == vn);
     KT_CHECK(memcmp(p->stages[0].words, vw, vn * 4) == 0);
     KT_CHECK(strcmp(p->stages[0].src.name, "c.vert.spv") == 0);
@@ -424,7 +429,7 @@ KT_CASE(corpus_listing)
     KT_CHECK(p->stages[1].words != NULL && p->stages[1].nwords == fn);
     kiln_program_destroy(p);
     KT_REQUIRE_OK(kiln_corpus_load(corpus, 3, &p));
-    KT_CHECK(p->nstages == 1 && p->stages[0].src.stage == KILN_STAGE_COMPUTE);
+    KT_CHECK(p->nstages == 1 && p->stages[0].src.stage == KILN_VK_STAGE_COMPUTE_BIT);
     KT_CHECK(strcmp(p->stages[0].src.name, "sub/d.comp.spv") == 0);
     kiln_program_destroy(p);
     KT_CHECK_EQ(kiln_corpus_load(corpus, 4, &p), KILN_EINVAL);

@@ -68,7 +68,7 @@ KT_CASE(program_key)
     KT_CHECK_OK(kiln_prep_program_key(a, &ka));
     KT_CHECK_OK(kiln_prep_program_key(b, &kb));
     KT_CHECK(kiln_key_equal(ka, kb));
-    b->stages[0].src.stage = KILN_STAGE_VERTEX;
+    b->stages[0].src.stage = KILN_VK_STAGE_VERTEX_BIT;
     KT_CHECK_OK(kiln_prep_program_key(b, &kb));
     KT_CHECK(!kiln_key_equal(ka, kb));
     kiln_program_destroy(b);
@@ -81,7 +81,7 @@ KT_CASE(program_key)
     /* A stage given as SPIR-V is keyed by its words. */
     static const uint32_t words[5] = {0x07230203u, 0x00010300u, 0, 16, 0};
     struct kiln_program spv = {.name = "x", .nstages = 1};
-    spv.stages[0].src.stage = KILN_STAGE_COMPUTE;
+    spv.stages[0].src.stage = KILN_VK_STAGE_COMPUTE_BIT;
     spv.stages[0].words = (uint32_t *)(uintptr_t)words;
     spv.stages[0].nwords = 5;
     struct kiln_key k1, k2;

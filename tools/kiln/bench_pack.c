@@ -478,7 +478,7 @@ static int load_generated(struct set *s, unsigned n, bool quiet)
         for (unsigned k = 0; rc == 0 && k < p->nstages; k++) {
             char name[256];
             (void)snprintf(name, sizeof(name), "%s/%s", p->name,
-                           kiln_stage_name(p->stages[k].src.stage));
+                           kiln_vk_stage_name(p->stages[k].src.stage));
             rc = add_module(s, name, p->stages[k].words, p->stages[k].nwords);
             if (rc == 0)
                 p->stages[k].words = NULL; /* taken over */
