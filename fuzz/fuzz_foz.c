@@ -7,7 +7,7 @@
  * run over it. Nothing may crash, leak or read outside the input, and a
  * decoded module must hold what its entry promised.
  */
-#include "kiln/foz.h"
+#include "kiln-tools/foz.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,6 @@
 #include "kiln/topo.h"
 #include "kiln/pages.h"
 #include "kiln/pool.h"
-#include "kiln/foz.h"
 #include "kiln/cache.h"
 #include "kiln/vk.h"
 #include "kiln/prep.h"

@@ -320,8 +320,8 @@ KILN_API int kiln_cache_check(const char *dir, const struct kiln_io *io, bool re
                               struct kiln_cache_check_report *report);
 
 /* ---------------------------------------------------------------------------
- * Dictionary, last use and the cache's life cycle (src/cache/cache_life.c,
- * src/cache/cache_import.c; docs/cache-format.md, "Life cycle").
+ * Dictionary, last use and the cache's life cycle (src/cache/cache_life.c;
+ * docs/cache-format.md, "Life cycle").
  *
  * Every rewrite (compact, prune, repack) writes a whole new records file
  * under "programs.kpc.new", locked and synced, and renames it over the old
@@ -465,46 +465,6 @@ struct kiln_cache_merge_report {
  */
 KILN_API int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
                               struct kiln_cache_merge_report *report);
-
-/* The stamp of caches that Fossilize modules are imported into (no
- * translator is involved: the SPIR-V is stored as captured). */
-#define KILN_CACHE_FOZ_STAMP UINT64_C(0x6b696c6e2d666f7a) /* "kiln-foz" */
-
-/* @return the key an imported module is stored under: XXH3-128 of "foz"
- * followed by its Fossilize hash (8 bytes, little-endian). */
-KILN_API struct kiln_key kiln_cache_foz_key(uint64_t hash);
-
-/* What kiln_cache_import_foz did with one archive. */
-struct kiln_cache_import_report {
-    uint64_t modules;     /* shader-module entries met (whole, damaged or not) */
-    uint64_t imported;    /* stored by this call */
-    uint64_t present;     /* skipped: the key was in the cache already */
-    uint64_t damaged;     /* skipped: damaged entry (CRC, inflate, size) */
-    uint64_t undecodable; /* skipped: entry whole but its module did not decode */
-    uint64_t compute;     /* imported modules used by compute pipelines */
-    bool truncated;       /* the archive's last entry was cut off (ignored) */
-    uint64_t truncated_at;
-    bool framing_broken;   /* reading stopped at a broken entry name */
-    uint64_t spirv_bytes;  /* SPIR-V of the imported modules */
-    uint64_t packed_bytes; /* their payloads as stored */
-};
-
-/*
- * Imports the shader modules of the Fossilize archive at `path` into `c`
- * (opened with KILN_CACHE_FOZ_STAMP): each module is one one-stage program
- * under kiln_cache_foz_key(hash), packed with KILN_CODEC_KILN (and
- * kiln_cache_dict(c)); its stage kind is the VkShaderStageFlagBits of
- * every stage the archive's pipelines use it in (kiln_foz_list_modules:
- * one bit, several, or 0 when none names it). Modules already present are
- * skipped, so a re-import adds nothing. The cache is synced at the end.
- * @return 0 when the archive was read to its end (a cut-off last entry is
- * ignored, as the format says; damaged entries are skipped and counted);
- * KILN_ECORRUPT when its framing broke (what came before is imported);
- * KILN_EFORMAT for a file that is not a Fossilize archive or of another
- * version; an I/O or cache error. *report is filled in every case.
- */
-KILN_API int kiln_cache_import_foz(struct kiln_cache *c, const char *path,
-                                   struct kiln_cache_import_report *report);
 
 #ifdef __cplusplus
 }

@@ -133,6 +133,17 @@ KILN_API enum kiln_log_level kiln_log_get_level(void);
  */
 KILN_API void kiln_log_set_sink(kiln_log_fn fn, void *user);
 
+/*
+ * Logs one event the way kiln logs its own: one line (newlines folded), to
+ * the sink or stderr, when `level` is on. For kiln's tools, and for callers
+ * that want their lines in the same stream. Thread-safe.
+ */
+KILN_API void kiln_log(enum kiln_log_level level, const char *module, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* ---------------------------------------------------------------------------
  * File I/O table
  * ------------------------------------------------------------------------ */

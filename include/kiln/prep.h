@@ -1,12 +1,15 @@
 /*
- * kiln/prep.h - the preparation's inputs: programs, translators, the
- * generated default corpus and corpus folders.
+ * kiln/prep.h - the preparation and the warm start, and their inputs:
+ * programs, program sources and translators.
  *
  * A program is what one pipeline is built from: one compute stage, or a
  * vertex and a fragment stage. Each stage starts as source text (GLSL, or
  * whatever an emulator's guest program is) and is turned into SPIR-V by a
- * translator: a callback the emulator brings. kiln has one built in, a GLSL
- * translator over shaderc.
+ * translator: a callback the caller brings (kiln's tools have a GLSL one
+ * over shaderc, tools/glsl), or comes as SPIR-V already. Programs reach
+ * kiln_prepare through a program source: a table of callbacks that counts
+ * and loads them (kiln's tools have the generator, corpus folders and
+ * Fossilize archives as sources; an emulator brings its own).
  *
  * Ownership in one place: every SPIR-V array kiln hands out (a program
  * stage's words, kiln_translate's output) comes from malloc and is freed by
@@ -109,43 +112,6 @@ KILN_API void kiln_translate_set_error(const char *fmt, ...)
     ;
 
 /* ---------------------------------------------------------------------------
- * The built-in GLSL translator (shaderc)
- * ------------------------------------------------------------------------ */
-
-/* shaderc's optimization level. */
-enum kiln_glsl_opt {
-    KILN_GLSL_OPT_NONE = 0,        /* glslang's output as it is */
-    KILN_GLSL_OPT_SIZE = 1,        /* spirv-opt -Os */
-    KILN_GLSL_OPT_PERFORMANCE = 2, /* spirv-opt -O */
-};
-
-/* The built-in GLSL translator. Opaque. */
-struct kiln_glsl;
-
-/*
- * Makes a GLSL-to-SPIR-V translator over shaderc: GLSL 450, target
- * environment Vulkan 1.1 (SPIR-V 1.3, accepted by lavapipe and NVIDIA's
- * driver), entry point "main", the stage from kiln_source.stage, and the
- * given optimization level. One shaderc compiler and one options object
- * serve every thread: shaderc documents compile calls on one compiler as
- * safe from many threads at once.
- * @return 0 and a new translator in *out; KILN_ENOMEM when shaderc cannot
- * make its compiler; KILN_ENOTSUP in a build without shaderc.
- */
-KILN_API int kiln_glsl_create(enum kiln_glsl_opt opt, struct kiln_glsl **out);
-
-/* Frees the translator. NULL is a no-op. No call through its
- * kiln_translator may be running or made afterwards. */
-KILN_API void kiln_glsl_destroy(struct kiln_glsl *glsl);
-
-/*
- * The translator's callback table, valid as long as `glsl` lives. Its
- * words come from malloc (release is NULL); its stamp covers shaderc's
- * SPIR-V version, the target environment and the optimization level.
- */
-KILN_API const struct kiln_translator *kiln_glsl_translator(const struct kiln_glsl *glsl);
-
-/* ---------------------------------------------------------------------------
  * Programs
  * ------------------------------------------------------------------------ */
 
@@ -154,7 +120,7 @@ KILN_API const struct kiln_translator *kiln_glsl_translator(const struct kiln_gl
 /* One stage of a program: source text, SPIR-V, or both once translated. */
 struct kiln_program_stage {
     /* The source. src.text is NULL for a stage that came as SPIR-V; src.name
-     * is always set (for a file: its path relative to the corpus folder). */
+     * is always set (for a file: its path relative to its folder). */
     struct kiln_source src;
     /* The SPIR-V, or NULL until kiln_program_translate fills it. */
     uint32_t *words;
@@ -171,6 +137,11 @@ struct kiln_program {
     char *name;
     unsigned nstages;
     struct kiln_program_stage stages[KILN_PROGRAM_MAX_STAGES];
+    /* The key the program is stored under, when its source names it (a
+     * module of a Fossilize archive keeps its archive's hash); otherwise
+     * has_key is false and kiln_prep_program_key makes it. */
+    bool has_key;
+    struct kiln_key key;
 };
 
 /*
@@ -187,120 +158,59 @@ KILN_API size_t kiln_program_spirv_bytes(const struct kiln_program *p);
 /* Frees a program and everything it holds. NULL is a no-op. */
 KILN_API void kiln_program_destroy(struct kiln_program *p);
 
-/* ---------------------------------------------------------------------------
- * The generator of emulator-like programs (the default corpus)
- *
- * Every generated program uses this one pipeline layout, so one
- * VkPipelineLayout serves them all:
- *
- *   descriptor set 0, binding 0: one storage buffer (VK_DESCRIPTOR_TYPE_
- *     STORAGE_BUFFER, count 1), stages COMPUTE | VERTEX | FRAGMENT. The
- *     vertex and fragment stages only read it; compute reads and writes it.
- *   push constants: one range, offset 0, 16 bytes, stage COMPUTE (four
- *     uints). Graphics stages use no push constants.
- *
- * Compute: local size (64, 1, 1), entry point "main".
- * Graphics: no vertex input bindings or attributes (the vertex shader reads
- * its vertices from the storage buffer by gl_VertexIndex), triangle list,
- * vertex outputs matched by the fragment inputs of the same program, one
- * vec4 color output at location 0 (one color attachment, e.g.
- * VK_FORMAT_R8G8B8A8_UNORM), entry point "main" in both stages.
- * Every buffer index is masked into the first 1 MiB (262,144 words), so a
- * dispatch or draw over a buffer that large never reads outside it.
- *
- * Programs are numbered from 0: an even index is a compute program (an
- * interpreter, 110-200 KB of SPIR-V), an odd one a graphics pair (each
- * stage 25-80 KB). Half the programs and a third of the modules are
- * compute, as in an emulator's cache where compute variants dominate; the
- * modules average about 80 KB. These sizes are for the built-in translator
- * at KILN_GLSL_OPT_NONE (what kiln uses for the generated corpus);
- * docs/generator.md has the measured figures.
- * ------------------------------------------------------------------------ */
-
-/* Bumped whenever the generator's output changes for a (seed, index). */
-#define KILN_GENERATOR_VERSION 1
-
-/* The seed kiln prepare and kiln bench use when none is given. */
-#define KILN_GENERATOR_DEFAULT_SEED UINT64_C(0x6b696c6e)
+/*
+ * Makes an empty program named `name` (copied; no stages). The caller then
+ * fills its stages: every string and words array it puts there must come
+ * from malloc, and is the program's from then on (kiln_program_destroy
+ * frees them).
+ * @return 0 and the program in *out, KILN_EINVAL for a NULL argument, or
+ * KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_program_create(const char *name, struct kiln_program **out);
 
 /*
- * Generates program number `index` of the corpus named by `seed`: the same
- * (seed, index) gives byte-identical GLSL on every platform. The program
- * has source text only (no words); its name is "gen-NNNNNN-compute" or
- * "gen-NNNNNN-graphics" with the index, and its stages' names add ".comp",
- * ".vert" or ".frag".
- * @return 0 and a new program in *out (kiln_program_destroy), or KILN_ENOMEM.
- * Thread-safe.
+ * Checks that `n` bytes look like a SPIR-V module: a whole number of words,
+ * at least a header, the magic number in host order.
+ * @return 0, or KILN_EFORMAT with a static reason in *why (which may be
+ * NULL). Thread-safe.
  */
-KILN_API int kiln_generate_program(uint64_t seed, uint32_t index, struct kiln_program **out);
-
-/*
- * kiln_generate_program, then kiln_program_translate with `t` (the built-in
- * GLSL translator: kiln_glsl_translator()).
- * @return 0 and a new program with SPIR-V for every stage, or an error (a
- * translation failure is logged). Thread-safe when the translator is.
- */
-KILN_API int kiln_generate_spirv(const struct kiln_translator *t, uint64_t seed, uint32_t index,
-                                 struct kiln_program **out);
+KILN_API int kiln_spirv_check(const void *data, size_t n, const char **why);
 
 /* ---------------------------------------------------------------------------
- * Corpus folders (kiln prepare --corpus DIR)
+ * Program sources
  * ------------------------------------------------------------------------ */
 
-/* A listed corpus folder. Opaque. */
-struct kiln_corpus;
-
 /*
- * Lists a folder and its subfolders (in byte order of the paths, so the
- * list is the same on every run) into programs:
- *   NAME.comp, NAME.vert, NAME.frag             GLSL, translated later;
- *   NAME.comp.spv, NAME.vert.spv, NAME.frag.spv SPIR-V, used as it is.
- * A compute file is a program; a vertex and a fragment file with the same
- * NAME (GLSL or SPIR-V, in any mix) are one. Other files, SPIR-V of other
- * stages (NAME.geom.spv, ...) and a vertex or fragment file without its
- * partner are skipped and counted, and one warning line says how many.
- * The listing reads names only: contents are read by kiln_corpus_load.
- * A `dir` ending in ".foz" is a Fossilize archive instead: each shader
- * module its compute pipelines use is a compute program "HASH.comp" (the
- * 16-digit Fossilize hash, in hash order), decoded at open and kept in
- * memory; graphics modules, modules of no known stage and damaged entries
- * are listed as skipped (one warning line), since a single module is no
- * pipeline. Errors then are kiln_foz_open's (KILN_EFORMAT for a file that is
- * not an archive) or KILN_ECORRUPT for an archive whose framing breaks.
- * @return 0 and a new list in *out; KILN_ENOENT / KILN_EIO_OPEN when the
- * folder cannot be read; KILN_EFORMAT for a bad file (a ".spv" whose name
- * has no stage, or two files for one stage of a NAME, such as x.vert and
- * x.vert.spv), with one error line naming it; KILN_ENOTSUP where the
- * platform has no folder listing.
+ * Where kiln_prepare takes its programs from: `count` programs, numbered
+ * from 0, each made on demand by `load`. The struct is copied by value;
+ * what `user` points to must outlive the kiln_prepare call.
+ *
+ * A program given as source text needs kiln_prepare_options.translator; a
+ * program whose stages come as SPIR-V (words, no text) needs none. A
+ * program may name its own key (kiln_program.has_key: a Fossilize module
+ * keeps its archive's hash); otherwise it is keyed by
+ * kiln_prep_program_key.
  */
-KILN_API int kiln_corpus_open(const char *dir, struct kiln_corpus **out);
-
-/* @return the number of programs listed. */
-KILN_API size_t kiln_corpus_count(const struct kiln_corpus *c);
-
-/* @return the number of files skipped by the listing. */
-KILN_API size_t kiln_corpus_skipped(const struct kiln_corpus *c);
-
-/*
- * @return program i's name, owned by the list: "NAME.comp" for a compute
- * program and "NAME.vert+frag" for a graphics pair, NAME relative to the
- * folder; NULL when i is out of range.
- */
-KILN_API const char *kiln_corpus_name(const struct kiln_corpus *c, size_t i);
-
-/*
- * Reads program i's files: GLSL as source text (no words yet), SPIR-V as
- * words (no source text). Each stage's src.name is its file's path relative
- * to the folder.
- * @return 0 and a new program in *out; KILN_EFORMAT for a SPIR-V file that
- * is empty, not a whole number of words, shorter than a header or without
- * the SPIR-V magic, KILN_ERANGE for a file over 64 MiB, or the read error;
- * each with one error line naming the file. Thread-safe.
- */
-KILN_API int kiln_corpus_load(const struct kiln_corpus *c, size_t i, struct kiln_program **out);
-
-/* Frees the list. NULL is a no-op. */
-KILN_API void kiln_corpus_destroy(struct kiln_corpus *c);
+struct kiln_program_source {
+    void *user;
+    /* How many programs there are. */
+    size_t count;
+    /*
+     * Makes program i (0 <= i < count) and stores it in *out (the caller
+     * destroys it). Called from many worker threads at once: it must be
+     * thread-safe. On failure it returns a negative kiln error and has
+     * logged one line naming the program and why.
+     */
+    int (*load)(void *user, size_t i, struct kiln_program **out);
+    /*
+     * The cache stamp for these programs translated by a translator with
+     * `translator_stamp` (0 when there is none): a source whose programs
+     * change with something besides the translator (the generator's
+     * version) mixes that in; a source of SPIR-V names its own. NULL: the
+     * translator's stamp as it is.
+     */
+    uint64_t (*stamp)(void *user, uint64_t translator_stamp);
+};
 
 /* ---------------------------------------------------------------------------
  * The preparation (kiln prepare) and the warm start (kiln start)
@@ -316,22 +226,16 @@ KILN_API void kiln_corpus_destroy(struct kiln_corpus *c);
  * every program at once (kiln_cache_load_many), records their last use,
  * and builds every pipeline through the saved VkPipelineCache.
  *
- * A program is named in the cache by kiln_prep_program_key, and a module of
- * a Fossilize archive corpus by kiln_cache_foz_key of its hash (the key
- * kiln_cache_import_foz gives it). The payload's stage kinds are
- * VkShaderStageFlagBits values: one KILN_VK_STAGE_COMPUTE_BIT stage, or
- * KILN_VK_STAGE_VERTEX_BIT then KILN_VK_STAGE_FRAGMENT_BIT. The cache's stamp is
- * kiln_prepare_stamp: the translator's stamp, mixed with KILN_GENERATOR_VERSION for generated
- * programs, or KILN_CACHE_FOZ_STAMP for a Fossilize archive. Both calls
+ * A program is named in the cache by the key its source gives it
+ * (kiln_program.key), else by kiln_prep_program_key. The payload's stage
+ * kinds are VkShaderStageFlagBits values: one KILN_VK_STAGE_COMPUTE_BIT
+ * stage, or KILN_VK_STAGE_VERTEX_BIT then KILN_VK_STAGE_FRAGMENT_BIT. The
+ * cache's stamp is kiln_prepare_stamp: the translator's stamp, as the
+ * program source mixes it (kiln_program_source.stamp). Both calls
  * open the cache with its dictionary (KILN_CACHE_USE_DICT), so a cache
  * repacked with one (kiln cache repack --dict) is used as it is.
  * docs/prep.md has the details.
  * ------------------------------------------------------------------------ */
-
-/* How many programs kiln prepare generates when told neither --corpus nor
- * --generate (sized so that `make run` ends well within 3 minutes on a
- * 2-core machine with lavapipe; docs/prep.md has the measurement). */
-#define KILN_PREPARE_DEFAULT_PROGRAMS 200u
 
 /* Programs kiln_prepare stores between two kiln_cache_sync calls when
  * kiln_prepare_options.sync_every is 0. */
@@ -368,14 +272,12 @@ typedef void (*kiln_prep_pipeline_fn)(void *user, struct kiln_key key,
 struct kiln_prepare_options {
     /* The cache folder; made when missing (with its parents). Required. */
     const char *cache_dir;
-    /* The programs: a corpus folder (kiln_corpus_open), or, when NULL,
-     * `generate` programs of the generator with `seed`. */
-    const char *corpus_dir;
-    uint32_t generate; /* default KILN_PREPARE_DEFAULT_PROGRAMS */
-    uint64_t seed;     /* default KILN_GENERATOR_DEFAULT_SEED */
-    /* The translator; NULL (the default): kiln's GLSL translator at
-     * KILN_GLSL_OPT_NONE, made and freed by kiln_prepare. Must be
-     * thread-safe; what it points to must outlive the call. */
+    /* The programs. Required; see struct kiln_program_source. */
+    const struct kiln_program_source *source;
+    /* The translator for programs given as source text (required for
+     * them: such a program fails without one, logged); NULL when every
+     * program comes as SPIR-V. Must be thread-safe; what it points to must
+     * outlive the call. */
     const struct kiln_translator *translator;
     /* How each stage is packed; default KILN_CODEC_KILN (with the cache's
      * dictionary when it has one; see `dict`). */
@@ -415,17 +317,13 @@ struct kiln_prepare_options {
 KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
 
 /*
- * The stamp kiln_prepare gives the cache for these options (and the
- * translator `t`, NULL: the built-in GLSL translator's stamp): the
- * translator's stamp, mixed with KILN_GENERATOR_VERSION when the programs
- * are generated; KILN_CACHE_FOZ_STAMP when corpus_dir names a Fossilize
- * archive (ends in ".foz": its modules are SPIR-V already, no translator
- * is involved, and kiln import foz fills the same cache). An emulator
- * passes it to kiln_warm_start.
- * @return the stamp (0 only if shaderc is missing and t is NULL).
+ * The stamp kiln_prepare gives the cache for these options: the source's
+ * stamp callback over the translator's stamp (0 without a translator), or
+ * the translator's stamp as it is when the source has no such callback.
+ * An emulator passes it to kiln_warm_start.
+ * @return the stamp; 0 for NULL options or no source.
  */
-KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o,
-                                     const struct kiln_translator *t);
+KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o);
 
 /*
  * A program's key: XXH3-128 over its identity, stage by stage: the stage
@@ -449,7 +347,7 @@ KILN_API unsigned kiln_prep_workers(unsigned jobs, char *reason, size_t cap);
 /* Which step of kiln_prepare or kiln_warm_start stopped it. */
 enum kiln_prep_step {
     KILN_PREP_STEP_NONE = 0,   /* nothing stopped it */
-    KILN_PREP_STEP_INPUT = 1,  /* the corpus or the options (bad input) */
+    KILN_PREP_STEP_INPUT = 1,  /* the source or the options (bad input) */
     KILN_PREP_STEP_CACHE = 2,  /* opening, writing or syncing the cache */
     KILN_PREP_STEP_VULKAN = 3, /* making the Vulkan context */
     KILN_PREP_STEP_OTHER = 4,  /* memory, threads, the translator's creation */
@@ -457,7 +355,7 @@ enum kiln_prep_step {
 
 /* What kiln_prepare did. Times are in nanoseconds. */
 struct kiln_prepare_summary {
-    uint64_t programs;        /* programs listed (corpus) or generated */
+    uint64_t programs;        /* programs the source has */
     uint64_t translated;      /* translated, packed and stored by this run */
     uint64_t cached;          /* found in the cache already: not translated */
     uint64_t failed;          /* programs that could not be loaded, translated, packed or stored */
@@ -504,8 +402,8 @@ struct kiln_prepare_summary {
  * @return 0 when the run went through (failures of single programs are in
  * *summary: check `failed` and `pipelines_failed`), or the error that
  * stopped it, with summary->step saying where: KILN_EINVAL (no cache
- * folder, no programs to make, `dict` with another codec than kiln), a
- * corpus error (KILN_ENOENT, KILN_EFORMAT, ...), a cache error (also a
+ * folder, no source or a source without programs, `dict` with another
+ * codec than kiln), a cache error (also a
  * failed repack for `dict`: what it leaves is kiln_cache_repack's),
  * KILN_ENOTSUP when Vulkan is not available (the programs are stored
  * then; pass no_vulkan to skip pipelines). Every error with step

@@ -42,6 +42,19 @@ static const char *level_name(enum kiln_log_level level)
     return (unsigned)level < KILN_ARRAY_LEN(names) ? names[level] : "log";
 }
 
+void kiln_log(enum kiln_log_level level, const char *module, const char *fmt, ...)
+{
+    if (!kiln__log_enabled(level))
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n >= 0)
+        kiln__log(level, module ? module : "app", "%s", line);
+}
+
 void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, ...)
 {
     char line[1024];

@@ -10,46 +10,6 @@
 
 #include <stdatomic.h>
 
-/* The largest source or SPIR-V file kiln reads from a corpus folder. */
-#define KILN__PREP_MAX_FILE (64u << 20)
-
-/* @return a new empty program named `name` (copied), or NULL. */
-struct kiln_program *kiln__prep_program_new(const char *name);
-
-/*
- * Sets a stage's src.name to "<program><suffix>" (a new string the program
- * owns). @return 0 or KILN_ENOMEM.
- */
-int kiln__prep_set_stage_name(struct kiln_program_stage *st, const char *program,
-                              const char *suffix);
-
-/*
- * Checks that `n` bytes look like a SPIR-V module: a whole number of words,
- * at least a header, the magic number in host order.
- * @return 0 or KILN_EFORMAT, with a reason in *why.
- */
-int kiln__prep_check_spirv(const void *data, size_t n, const char **why);
-
-/*
- * Calls `fn` for every regular file under `dir`, recursively, with its path
- * relative to `dir` ('/' separated). The order is the platform's: the caller
- * sorts. @return 0, fn's first negative return, or the listing error (one
- * error line naming the folder).
- */
-int kiln__prep_walk(const char *dir, int (*fn)(void *user, const char *rel), void *user);
-
-/*
- * The key program i of a listed corpus is stored under when the corpus
- * names it itself: a Fossilize archive's module, kiln_cache_foz_key of its
- * hash, so that kiln prepare and kiln import foz fill one cache alike.
- * @return 0 with the key in *key, or KILN_ENOTFOUND for a folder corpus
- * (whose programs are keyed by kiln_prep_program_key).
- */
-int kiln__corpus_key(const struct kiln_corpus *c, size_t i, struct kiln_key *key);
-
-/* @return true when the path names a Fossilize archive (ends in ".foz"). */
-bool kiln__corpus_is_foz(const char *path);
-
 /* ---- shared by prepare.c and start.c -------------------------------------- */
 
 /* One program of a pipeline phase: its key, a name for log lines (NULL: the

@@ -35,10 +35,11 @@
  *   repack reads the whole cache once more, which is cheap next to
  *   translating it.)
  *
- * - A Fossilize archive corpus fills the cache kiln import foz fills: its
- *   stamp is KILN_CACHE_FOZ_STAMP and each module's key is
- *   kiln_cache_foz_key of its hash (kiln__corpus_key), so modules imported
- *   before are found and not stored again.
+ * - prep knows no kind of program source: the generator, corpus folders
+ *   and Fossilize archives are tools (tools/gen, tools/foz) that hand it a
+ *   struct kiln_program_source. A source may name the stamp (a Fossilize
+ *   archive's is the one kiln import foz uses) and each program's key (its
+ *   module's hash), so a cache filled by another route is found as it is.
  *
  * - Progress is reported from the caller's thread only (see start.c).
  */
@@ -58,40 +59,18 @@
 #include <direct.h>
 #endif
 
-/* Mixed into the stamp of generated programs. */
-#define GENERATOR_STAMP_TAG "kiln-generator"
-
 void kiln_prepare_options_init(struct kiln_prepare_options *o)
 {
     memset(o, 0, sizeof(*o));
-    o->generate = KILN_PREPARE_DEFAULT_PROGRAMS;
-    o->seed = KILN_GENERATOR_DEFAULT_SEED;
     o->codec = KILN_CODEC_KILN;
 }
 
-uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o, const struct kiln_translator *t)
+uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o)
 {
-    if (o && kiln__corpus_is_foz(o->corpus_dir))
-        return KILN_CACHE_FOZ_STAMP; /* SPIR-V as captured: no translator involved */
-    uint64_t stamp = 0;
-    if (!t && o)
-        t = o->translator;
-    if (t) {
-        stamp = t->stamp;
-    } else {
-        struct kiln_glsl *g = NULL;
-        if (kiln_glsl_create(KILN_GLSL_OPT_NONE, &g) == KILN_OK)
-            stamp = kiln_glsl_translator(g)->stamp;
-        kiln_glsl_destroy(g);
-    }
-    if (o && !o->corpus_dir) {
-        unsigned char buf[8 + sizeof(GENERATOR_STAMP_TAG) + 4];
-        kiln__store_le64(buf, stamp);
-        memcpy(buf + 8, GENERATOR_STAMP_TAG, sizeof(GENERATOR_STAMP_TAG));
-        kiln__store_le32(buf + 8 + sizeof(GENERATOR_STAMP_TAG), KILN_GENERATOR_VERSION);
-        stamp = kiln_hash64(buf, sizeof(buf));
-    }
-    return stamp;
+    if (!o || !o->source)
+        return 0;
+    uint64_t t = o->translator ? o->translator->stamp : 0;
+    return o->source->stamp ? o->source->stamp(o->source->user, t) : t;
 }
 
 /*
@@ -205,7 +184,7 @@ struct prog {
 struct run {
     const struct kiln_prepare_options *o;
     const struct kiln_translator *t;
-    struct kiln_corpus *corpus;
+    struct kiln_program_source src;
     struct kiln_cache *cache;
     /* The cache's dictionary, packed with and unpacked with (NULL: none). */
     const struct kiln_pack_dict *dict;
@@ -224,11 +203,29 @@ struct run {
 static int load_program(struct prog *it, struct kiln_program **p)
 {
     const struct run *r = it->run;
-    int rc = r->corpus ? kiln_corpus_load(r->corpus, it->index, p)
-                       : kiln_generate_program(r->o->seed, it->index, p);
-    if (rc < 0 && !r->corpus)
-        KILN_ERROR("prep", "gen-%06" PRIu32 ": cannot generate: %s", it->index, kiln_strerror(rc));
-    return rc;
+    *p = NULL;
+    int rc = r->src.load(r->src.user, it->index, p);
+    if (rc == KILN_OK && !*p)
+        rc = KILN_EINVAL;
+    if (rc == KILN_OK && (*p)->nstages == 0) {
+        KILN_ERROR("prep", "%s: the source gave a program without stages", (*p)->name);
+        kiln_program_destroy(*p);
+        *p = NULL;
+        rc = KILN_EINVAL;
+    }
+    return rc; /* the source logged its own failures */
+}
+
+/* A program given as text needs a translator; one of SPIR-V needs none. */
+static int need_no_text(const struct kiln_program *p, const char *name)
+{
+    for (unsigned i = 0; i < p->nstages; i++)
+        if (!p->stages[i].words && p->stages[i].src.text) {
+            KILN_ERROR("prep", "%s: stage %s is source text and no translator was given", name,
+                       p->stages[i].src.name ? p->stages[i].src.name : "(unnamed)");
+            return KILN_EINVAL;
+        }
+    return KILN_OK;
 }
 
 /* Packs every stage and joins them into one payload. */
@@ -299,9 +296,12 @@ static int translate_job(void *arg, unsigned worker)
     }
     const char *name = it->name ? it->name : "(program)";
 
-    rc = kiln__corpus_key(r->corpus, it->index, &it->key);
-    if (rc == KILN_ENOTFOUND)
+    if (p->has_key) {
+        it->key = p->key; /* the source named it */
+        rc = KILN_OK;
+    } else {
         rc = kiln_prep_program_key(p, &it->key);
+    }
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot key the program: %s", name, kiln_strerror(rc));
         goto fail;
@@ -313,9 +313,9 @@ static int translate_job(void *arg, unsigned worker)
         return KILN_OK;
     }
 
-    rc = r->t ? kiln_program_translate(r->t, p) : KILN_OK; /* no translator: SPIR-V only */
+    rc = r->t ? kiln_program_translate(r->t, p) : need_no_text(p, name);
     if (rc < 0)
-        goto fail; /* kiln_translate logged it, naming the source and stage */
+        goto fail; /* logged, naming the source and stage */
     size_t spirv = kiln_program_spirv_bytes(p);
     rc = pack_program(r, p, &it->payload, &it->size);
     if (rc < 0) {
@@ -534,8 +534,15 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
 
-    struct run r = {.o = o, .sync_every = o->sync_every ? o->sync_every : KILN_PREPARE_SYNC_EVERY};
-    struct kiln_glsl *glsl = NULL;
+    if (!o->source || !o->source->load) {
+        KILN_ERROR("prep", "prepare: no program source given");
+        return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    }
+
+    struct run r = {.o = o,
+                    .src = *o->source,
+                    .t = o->translator,
+                    .sync_every = o->sync_every ? o->sync_every : KILN_PREPARE_SYNC_EVERY};
     struct prog *progs = NULL;
     struct kiln__prep_item *items = NULL;
     struct kiln_vk *own_vk = NULL;
@@ -544,40 +551,16 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     int rc;
 
     /* The programs. */
-    if (o->corpus_dir) {
-        rc = kiln_corpus_open(o->corpus_dir, &r.corpus);
-        if (rc < 0) {
-            fail_at(s, KILN_PREP_STEP_INPUT, rc); /* logged, naming the folder or file */
-            goto out;
-        }
-        n = kiln_corpus_count(r.corpus);
-        if (n == 0) {
-            KILN_ERROR("prep", "%s: no programs in the corpus folder", o->corpus_dir);
-            fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
-            goto out;
-        }
-    } else {
-        n = o->generate;
-        if (n == 0) {
-            KILN_ERROR("prep", "prepare: no programs to generate");
-            fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
-            goto out;
-        }
+    n = r.src.count;
+    if (n == 0) {
+        KILN_ERROR("prep", "prepare: the program source has no programs");
+        fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+        goto out;
     }
     s->programs = n;
 
-    /* The translator and the cache. */
-    r.t = o->translator;
-    if (!r.t && !kiln__corpus_is_foz(o->corpus_dir)) {
-        rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &glsl);
-        if (rc < 0) {
-            KILN_ERROR("prep", "prepare: no GLSL translator: %s", kiln_strerror(rc));
-            fail_at(s, KILN_PREP_STEP_OTHER, rc);
-            goto out;
-        }
-        r.t = kiln_glsl_translator(glsl);
-    }
-    s->stamp = kiln_prepare_stamp(o, r.t);
+    /* The cache. */
+    s->stamp = kiln_prepare_stamp(o);
     rc = make_dirs(o->cache_dir);
     if (rc < 0) {
         fail_at(s, KILN_PREP_STEP_CACHE, rc);
@@ -728,8 +711,6 @@ out:
     if (lock_made)
         pthread_mutex_destroy(&r.put_lock);
     kiln_cache_close(r.cache);
-    kiln_corpus_destroy(r.corpus);
-    kiln_glsl_destroy(glsl);
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
     return s->error;

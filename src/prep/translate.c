@@ -33,8 +33,11 @@ void kiln_translate_set_error(const char *fmt, ...)
             *c = ' ';
 }
 
-int kiln__prep_check_spirv(const void *data, size_t n, const char **why)
+int kiln_spirv_check(const void *data, size_t n, const char **why)
 {
+    const char *unused;
+    if (!why)
+        why = &unused;
     if (n == 0) {
         *why = "empty";
         return KILN_EFORMAT;
@@ -78,7 +81,7 @@ int kiln_translate(const struct kiln_translator *t, const struct kiln_source *sr
         return rc;
     }
     const char *why = NULL;
-    if (!got || kiln__prep_check_spirv(got, n * 4, &why) < 0) {
+    if (!got || kiln_spirv_check(got, n * 4, &why) < 0) {
         KILN_ERROR("prep", "%s (%s): %s gave no SPIR-V: %s", sname, kiln_vk_stage_name(src->stage),
                    tname, got ? why : "no words");
         if (got) {
@@ -108,31 +111,22 @@ void kiln_words_free(uint32_t *words)
     free(words);
 }
 
-struct kiln_program *kiln__prep_program_new(const char *name)
+int kiln_program_create(const char *name, struct kiln_program **out)
 {
+    if (!name || !out)
+        return KILN_EINVAL;
+    *out = NULL;
     struct kiln_program *p = calloc(1, sizeof(*p));
     if (!p)
-        return NULL;
+        return KILN_ENOMEM;
     size_t n = strlen(name) + 1;
     p->name = malloc(n);
     if (!p->name) {
         free(p);
-        return NULL;
+        return KILN_ENOMEM;
     }
     memcpy(p->name, name, n);
-    return p;
-}
-
-int kiln__prep_set_stage_name(struct kiln_program_stage *st, const char *program,
-                              const char *suffix)
-{
-    size_t a = strlen(program), b = strlen(suffix);
-    char *s = malloc(a + b + 1);
-    if (!s)
-        return KILN_ENOMEM;
-    memcpy(s, program, a);
-    memcpy(s + a, suffix, b + 1);
-    st->src.name = s;
+    *out = p;
     return KILN_OK;
 }
 

@@ -1,6 +1,6 @@
 /*
  * test_cache_import.c - Fossilize archives into a kiln cache
- * (kiln_cache_import_foz) and as a preparation corpus (kiln_corpus_open on
+ * (kiln_foz_import) and as a preparation corpus (kiln_foz_programs on
  * a .foz).
  *
  * Counts are checked against an independent walk of the archives' entry
@@ -9,6 +9,9 @@
  */
 #include "kiln_test.h"
 #include "kiln_internal.h"
+#include "kiln-tools/foz.h"
+#include "kiln-tools/gen.h"
+#include "kiln-tools/glsl.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -107,7 +110,7 @@ static size_t list_archives(char paths[][4400], size_t cap)
 
 static struct kiln_cache *open_foz_cache(const char *dir)
 {
-    struct kiln_cache_options o = {.stamp = KILN_CACHE_FOZ_STAMP,
+    struct kiln_cache_options o = {.stamp = KILN_FOZ_STAMP,
                                    .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c = NULL;
     return kiln_cache_open(dir, &o, &c) < 0 ? NULL : c;
@@ -161,8 +164,8 @@ KT_CASE(import_corpus)
                 fresh++;
             }
         }
-        struct kiln_cache_import_report r;
-        KT_CHECK_OK(kiln_cache_import_foz(c, paths[a], &r));
+        struct kiln_foz_import_report r;
+        KT_CHECK_OK(kiln_foz_import(c, paths[a], &r));
         KT_CHECK_EQ(r.modules, w.modules);
         KT_CHECK_EQ(r.imported, fresh);
         KT_CHECK_EQ(r.imported + r.present, w.modules);
@@ -178,8 +181,8 @@ KT_CASE(import_corpus)
 
     /* A re-import adds nothing. */
     for (size_t a = 0; a < na; a++) {
-        struct kiln_cache_import_report r;
-        KT_CHECK_OK(kiln_cache_import_foz(c, paths[a], &r));
+        struct kiln_foz_import_report r;
+        KT_CHECK_OK(kiln_foz_import(c, paths[a], &r));
         KT_CHECK_EQ(r.imported, 0);
         KT_CHECK_EQ(r.present, r.modules);
     }
@@ -187,12 +190,12 @@ KT_CASE(import_corpus)
     kiln_cache_close(c);
 
     /* Every stored module unpacks to valid SPIR-V (but the one known bad). */
-    struct kiln_cache_options ro = {.stamp = KILN_CACHE_FOZ_STAMP,
+    struct kiln_cache_options ro = {.stamp = KILN_FOZ_STAMP,
                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     KT_REQUIRE_OK(kiln_cache_open(dir, &ro, &c));
     struct kiln_key *keys = malloc(nseen * sizeof(*keys));
     for (size_t i = 0; i < nseen; i++)
-        keys[i] = kiln_cache_foz_key(seen[i]);
+        keys[i] = kiln_foz_key(seen[i]);
     struct kiln_cache_result *res;
     KT_CHECK_EQ(kiln_cache_load_many(c, keys, nseen, 0, &res), (int64_t)nseen);
     size_t valid = 0, computes = 0;
@@ -263,8 +266,8 @@ KT_CASE(import_damage)
     uint64_t len = n - w.last_start;
     for (uint64_t k = 1; k < len; k++) {
         KT_REQUIRE(write_all(file, t, (size_t)(w.last_start + k)) == 0);
-        struct kiln_cache_import_report r;
-        int rc = kiln_cache_import_foz(c, file, &r);
+        struct kiln_foz_import_report r;
+        int rc = kiln_foz_import(c, file, &r);
         if (rc != KILN_OK || !r.truncated || r.modules != cut.modules) {
             kt_fail(__FILE__, __LINE__, "cut at %" PRIu64 ": %s, truncated %d, %" PRIu64 " modules",
                     w.last_start + k, kiln_errname(rc), r.truncated, r.modules);
@@ -292,15 +295,15 @@ KT_CASE(import_damage)
     KT_REQUIRE(kt_mkdir(cache2) == 0);
     c2 = open_foz_cache(cache2);
     KT_REQUIRE(c2);
-    struct kiln_cache_import_report r;
-    KT_CHECK_OK(kiln_cache_import_foz(c2, file, &r));
+    struct kiln_foz_import_report r;
+    KT_CHECK_OK(kiln_foz_import(c2, file, &r));
     KT_CHECK_EQ(r.damaged, 1);
     KT_CHECK_EQ(r.imported, w.modules - 1);
     KT_CHECK_EQ(r.modules, w.modules);
-    KT_CHECK_EQ(kiln_cache_find(c2, kiln_cache_foz_key(hex(b + first_mod + 24, 16)), NULL),
+    KT_CHECK_EQ(kiln_cache_find(c2, kiln_foz_key(hex(b + first_mod + 24, 16)), NULL),
                 KILN_ENOTFOUND);
     /* Importing the whole archive afterwards adds exactly that one. */
-    KT_CHECK_OK(kiln_cache_import_foz(c2, src, &r));
+    KT_CHECK_OK(kiln_foz_import(c2, src, &r));
     KT_CHECK_EQ(r.imported, 1);
 
     /* A broken entry name after the first module: it is in, the error is
@@ -314,17 +317,17 @@ KT_CASE(import_damage)
     KT_REQUIRE(kt_mkdir(cache3) == 0);
     struct kiln_cache *c3 = open_foz_cache(cache3);
     KT_REQUIRE(c3);
-    KT_CHECK_EQ(kiln_cache_import_foz(c3, file, &r), KILN_ECORRUPT);
+    KT_CHECK_EQ(kiln_foz_import(c3, file, &r), KILN_ECORRUPT);
     KT_CHECK(r.framing_broken);
     KT_CHECK(r.imported >= 1);
-    KT_CHECK_OK(kiln_cache_find(c3, kiln_cache_foz_key(hex(b + first_mod + 24, 16)), NULL));
+    KT_CHECK_OK(kiln_cache_find(c3, kiln_foz_key(hex(b + first_mod + 24, 16)), NULL));
 
     /* A bad version: refused as a whole, nothing imported. */
     memcpy(t, b, n);
     t[15] = 7;
     KT_REQUIRE(write_all(file, t, n) == 0);
     size_t before = kiln_cache_count(c3);
-    KT_CHECK_EQ(kiln_cache_import_foz(c3, file, &r), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln_foz_import(c3, file, &r), KILN_EFORMAT);
     KT_CHECK_EQ(kiln_cache_count(c3), before);
     kiln_cache_close(c3);
     kiln_cache_close(c2);
@@ -344,24 +347,30 @@ KT_CASE(corpus_foz)
     struct walk w;
     walk(b, n, &w);
     free(b);
-    struct kiln_corpus *cp;
-    KT_REQUIRE_OK(kiln_corpus_open(path, &cp));
+    struct kiln_foz_programs *cp;
+    KT_REQUIRE_OK(kiln_foz_programs_open(path, &cp));
     /* One compute module; the rest (graphics) are listed as skipped. */
-    KT_CHECK_EQ(kiln_corpus_count(cp), 1);
-    KT_CHECK_EQ(kiln_corpus_count(cp) + kiln_corpus_skipped(cp), w.modules);
+    KT_CHECK_EQ(kiln_foz_programs_count(cp), 1);
+    KT_CHECK_EQ(kiln_foz_programs_count(cp) + kiln_foz_programs_skipped(cp), w.modules);
+    struct kiln_program_source src;
+    kiln_foz_programs_source(cp, &src);
+    KT_CHECK_EQ(src.count, 1);
+    KT_CHECK_EQ(src.stamp(src.user, 42), KILN_FOZ_STAMP);
     struct kiln_program *p;
-    KT_REQUIRE_OK(kiln_corpus_load(cp, 0, &p));
+    KT_REQUIRE_OK(src.load(src.user, 0, &p));
     KT_CHECK_EQ(p->nstages, 1);
     KT_CHECK_EQ(p->stages[0].src.stage, KILN_VK_STAGE_COMPUTE_BIT);
     KT_REQUIRE(p->stages[0].words && p->stages[0].nwords > 5);
+    KT_CHECK(!p->stages[0].src.text); /* SPIR-V: no translator needed */
     uint64_t hash = 0;
-    KT_CHECK(sscanf(kiln_corpus_name(cp, 0), "%16" SCNx64 ".comp", &hash) == 1);
+    KT_CHECK(sscanf(p->name, "%16" SCNx64 ".comp", &hash) == 1);
+    KT_CHECK(p->has_key && kiln_key_equal(p->key, kiln_foz_key(hash)));
     /* The same words as the import stores. */
     const char *dir = kt_tmpdir();
     struct kiln_cache *c = open_foz_cache(dir);
     KT_REQUIRE(c);
-    KT_CHECK_OK(kiln_cache_import_foz(c, path, NULL));
-    struct kiln_key key = kiln_cache_foz_key(hash);
+    KT_CHECK_OK(kiln_foz_import(c, path, NULL));
+    struct kiln_key key = kiln_foz_key(hash);
     struct kiln_cache_result *res;
     KT_REQUIRE(kiln_cache_load_many(c, &key, 1, 1, &res) == 1);
     struct kiln_stage_blob st;
@@ -374,12 +383,12 @@ KT_CASE(corpus_foz)
     kiln_cache_results_free(res, 1);
     kiln_cache_close(c);
     kiln_program_destroy(p);
-    kiln_corpus_destroy(cp);
+    kiln_foz_programs_destroy(cp);
     /* Not an archive: a clear error. */
     char bad[4200];
     snprintf(bad, sizeof(bad), "%s/bad.foz", dir);
     KT_REQUIRE(write_all(bad, "not an archive at all", 21) == 0);
-    KT_CHECK_EQ(kiln_corpus_open(bad, &cp), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln_foz_programs_open(bad, &cp), KILN_EFORMAT);
     kiln_pack_thread_cleanup();
 }
 

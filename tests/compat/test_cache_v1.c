@@ -134,7 +134,7 @@ KT_CASE(imported)
     copy_fixture("foz", dir, sizeof(dir));
     check_clean(dir);
     struct tally t;
-    load_all(dir, KILN_CACHE_FOZ_STAMP, &t);
+    load_all(dir, KILN_FOZ_STAMP, &t);
     KT_CHECK_EQ(t.records, 12);
     KT_CHECK_EQ(t.compute, 1);
     KT_CHECK(t.vertex >= 1);
@@ -153,16 +153,17 @@ KT_CASE(prepare_finds_all)
     copy_fixture("gen", dir, sizeof(dir));
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = dir;
-    o.generate = 6;
+    in.generate = 6;
     o.no_vulkan = true;
     o.jobs = 1;
-    if (kiln_prepare_stamp(&o, NULL) != GEN_STAMP) {
+    if (pf_stamp(&in) != GEN_STAMP) {
         printf("skipped: this shaderc gives another translator stamp than the fixture's\n");
         exit(77);
     }
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.cached, 6);
     KT_CHECK_EQ(s.translated, 0);
     KT_CHECK_EQ(s.dict_id, GEN_DICT);

@@ -9,6 +9,7 @@
  */
 #include "kiln_test.h"
 #include "kiln_internal.h"
+#include "kiln-tools/foz.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -10,6 +10,8 @@
  * summary.
  */
 #include "kiln.h"
+#include "kiln-tools/gen.h"
+#include "kiln-tools/glsl.h"
 
 #include <inttypes.h>
 #include <stdio.h>

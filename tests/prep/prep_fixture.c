@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <string.h>
 #include <sys/stat.h>
 
 static const char comp_a[] = "#version 450\n"
@@ -117,4 +118,77 @@ struct kiln_vk *pf_vk(const char *cache_dir)
     }
     pf_pin_loaded_libraries();
     return vk;
+}
+
+static bool ends_with_foz(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 4 && strcmp(path + n - 4, ".foz") == 0;
+}
+
+int pf_input_open(struct pf_input *in, struct kiln_prepare_options *o, enum kiln_prep_step *step)
+{
+    int rc;
+    *step = KILN_PREP_STEP_INPUT;
+    if (in->corpus && ends_with_foz(in->corpus)) {
+        if ((rc = kiln_foz_programs_open(in->corpus, &in->foz)) < 0)
+            return rc;
+        kiln_foz_programs_source(in->foz, &in->src);
+    } else if (in->corpus) {
+        if ((rc = kiln_corpus_open(in->corpus, &in->folder)) < 0)
+            return rc;
+        kiln_corpus_source(in->folder, &in->src);
+    } else {
+        in->gen = (struct kiln_generator){.seed = in->seed, .count = in->generate};
+        kiln_generator_source(&in->gen, &in->src);
+    }
+    if (!in->foz) {
+        *step = KILN_PREP_STEP_OTHER;
+        if ((rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &in->glsl)) < 0)
+            return rc;
+        o->translator = kiln_glsl_translator(in->glsl);
+    }
+    o->source = &in->src;
+    *step = KILN_PREP_STEP_NONE;
+    return KILN_OK;
+}
+
+void pf_input_close(struct pf_input *in)
+{
+    kiln_foz_programs_destroy(in->foz);
+    kiln_corpus_destroy(in->folder);
+    kiln_glsl_destroy(in->glsl);
+    in->foz = NULL;
+    in->folder = NULL;
+    in->glsl = NULL;
+}
+
+int pf_prepare(struct kiln_prepare_options *o, struct pf_input *in, kiln_prep_progress_fn progress,
+               void *user, struct kiln_prepare_summary *s)
+{
+    enum kiln_prep_step step;
+    int rc = pf_input_open(in, o, &step);
+    if (rc == KILN_OK) {
+        rc = kiln_prepare(o, progress, user, s);
+    } else {
+        memset(s, 0, sizeof(*s));
+        s->error = rc;
+        s->step = step;
+    }
+    pf_input_close(in);
+    o->source = NULL;
+    o->translator = NULL;
+    return rc;
+}
+
+uint64_t pf_stamp(struct pf_input *in)
+{
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    enum kiln_prep_step step;
+    uint64_t stamp = 0;
+    if (pf_input_open(in, &o, &step) == KILN_OK)
+        stamp = kiln_prepare_stamp(&o);
+    pf_input_close(in);
+    return stamp;
 }

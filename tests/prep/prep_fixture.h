@@ -6,6 +6,9 @@
 #define KILN_PREP_FIXTURE_H
 
 #include "kiln.h"
+#include "kiln-tools/foz.h"
+#include "kiln-tools/gen.h"
+#include "kiln-tools/glsl.h"
 
 /* The programs pf_write_corpus writes when `broken` is false. */
 #define PF_GOOD_PROGRAMS 3
@@ -33,5 +36,45 @@ struct kiln_vk *pf_vk(const char *cache_dir);
 
 /* Keeps every library loaded so far loaded for good (see pf_vk). */
 void pf_pin_loaded_libraries(void);
+
+/*
+ * The programs a test prepares, named as kiln prepare names them: a corpus
+ * folder or a .foz archive (`corpus`), else `generate` programs of the
+ * generator with `seed`. Start from PF_INPUT_INIT. The handles are
+ * pf_prepare's.
+ */
+struct pf_input {
+    const char *corpus;
+    uint32_t generate;
+    uint64_t seed;
+    struct kiln_generator gen;
+    struct kiln_corpus *folder;
+    struct kiln_foz_programs *foz;
+    struct kiln_glsl *glsl;
+    struct kiln_program_source src;
+};
+
+#define PF_INPUT_INIT                                                                  \
+    {                                                                                  \
+        .generate = KILN_PREPARE_DEFAULT_PROGRAMS, .seed = KILN_GENERATOR_DEFAULT_SEED \
+    }
+
+/*
+ * Opens `in` as kiln prepare would (the tools' sources, kiln's GLSL
+ * translator unless the programs are an archive's) and points o->source
+ * and o->translator at it. @return 0 or the error (logged), with *step.
+ */
+int pf_input_open(struct pf_input *in, struct kiln_prepare_options *o, enum kiln_prep_step *step);
+
+/* Frees what pf_input_open made. */
+void pf_input_close(struct pf_input *in);
+
+/* kiln_prepare over `in` (opened and closed around it); an input error
+ * is returned with summary->error and ->step set, as kiln_prepare would. */
+int pf_prepare(struct kiln_prepare_options *o, struct pf_input *in, kiln_prep_progress_fn progress,
+               void *user, struct kiln_prepare_summary *s);
+
+/* The stamp kiln_prepare gives a cache of `in`'s programs. */
+uint64_t pf_stamp(struct pf_input *in);
 
 #endif /* KILN_PREP_FIXTURE_H */

@@ -7,6 +7,9 @@
  */
 #include "kiln_test.h"
 #include "kiln_internal.h"
+#include "kiln-tools/foz.h"
+#include "kiln-tools/gen.h"
+#include "kiln-tools/glsl.h"
 
 #include <pthread.h>
 #include <sys/stat.h>

@@ -95,20 +95,30 @@ KT_CASE(program_key)
     kiln_program_destroy(a);
 }
 
-/* The stamp names the translator, and the generator's version for
- * generated programs. */
+/* The stamp names the translator, as the source mixes it: the generator's
+ * version for generated programs, the translator's own for a folder, the
+ * archive's for Fossilize modules. */
 KT_CASE(stamp)
 {
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    KT_CHECK_EQ(kiln_prepare_stamp(&o), 0); /* no source */
     struct kiln_translator t = {.stamp = 42};
-    uint64_t gen = kiln_prepare_stamp(&o, &t);
-    o.corpus_dir = "x";
-    KT_CHECK_EQ(kiln_prepare_stamp(&o, &t), 42);
-    KT_CHECK(gen != 42);
-    o.corpus_dir = NULL;
-    KT_CHECK_EQ(kiln_prepare_stamp(&o, &t), gen);
-    KT_CHECK(kiln_prepare_stamp(&o, NULL) != 0); /* the built-in translator's */
+    struct kiln_generator g = {.seed = 1, .count = 3};
+    struct kiln_program_source gen;
+    kiln_generator_source(&g, &gen);
+    o.source = &gen;
+    o.translator = &t;
+    uint64_t gs = kiln_prepare_stamp(&o);
+    KT_CHECK_EQ(gs, kiln_generator_stamp(42));
+    KT_CHECK(gs != 42);
+    struct kiln_program_source plain = {.count = 1};
+    o.source = &plain;
+    KT_CHECK_EQ(kiln_prepare_stamp(&o), 42);
+    o.translator = NULL;
+    KT_CHECK_EQ(kiln_prepare_stamp(&o), 0);
+    struct pf_input in = PF_INPUT_INIT;
+    KT_CHECK(pf_stamp(&in) != 0); /* kiln's GLSL translator's, mixed */
 }
 
 /* A small generated corpus: prepared, then started; no shader module
@@ -125,15 +135,16 @@ KT_CASE(generated_then_start)
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache;
-    o.generate = 2; /* one interpreter, one graphics pair */
+    in.generate = 2; /* one interpreter, one graphics pair */
     o.jobs = 1;
     o.vk = vk;
     o.on_pipeline = take_pipeline;
     o.pipeline_user = &got;
     struct progress_log pl = {0};
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, on_progress, &pl, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, on_progress, &pl, &s));
     KT_CHECK_EQ(s.programs, 2);
     KT_CHECK_EQ(s.translated, 2);
     KT_CHECK_EQ(s.cached, 0);
@@ -159,7 +170,7 @@ KT_CASE(generated_then_start)
 
     /* Again: everything is in the cache already. */
     got.count = 0;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, 0);
     KT_CHECK_EQ(s.cached, 2);
     KT_CHECK_EQ(s.remade, 0);
@@ -175,7 +186,7 @@ KT_CASE(generated_then_start)
     got.vk = vk;
     got.count = 0;
     struct kiln_start_options so = {.cache_dir = cache,
-                                    .stamp = kiln_prepare_stamp(&o, NULL),
+                                    .stamp = pf_stamp(&in),
                                     .jobs = 1,
                                     .vk = vk,
                                     .on_pipeline = take_pipeline,
@@ -218,11 +229,12 @@ KT_CASE(broken_program_alone)
 
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache; /* made by kiln_prepare */
-    o.corpus_dir = corpus;
+    in.corpus = corpus;
     o.jobs = 1;
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.programs, PF_GOOD_PROGRAMS + 1);
     KT_CHECK_EQ(s.failed, 1);
     KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
@@ -253,19 +265,20 @@ KT_CASE(no_vulkan_and_damage)
 
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache;
-    o.corpus_dir = corpus;
+    in.corpus = corpus;
     o.jobs = 1;
     o.no_vulkan = true;
     o.sync_every = 1;
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(s.pipelines_built, 0);
     KT_CHECK(!s.vulkan);
 
     struct kiln_start_options so = {
-        .cache_dir = cache, .stamp = kiln_prepare_stamp(&o, NULL), .jobs = 1, .no_vulkan = true};
+        .cache_dir = cache, .stamp = pf_stamp(&in), .jobs = 1, .no_vulkan = true};
     struct kiln_start_summary ss;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
@@ -307,7 +320,7 @@ KT_CASE(no_vulkan_and_damage)
     KT_REQUIRE(pin != NULL);
     kiln_vk_destroy(pin);
     o.no_vulkan = false;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.remade, 1);
     KT_CHECK_EQ(s.translated, 1);
     KT_CHECK_EQ(s.cached, PF_GOOD_PROGRAMS - 1);
@@ -327,19 +340,36 @@ KT_CASE(bad_input)
     cache_path(cache, sizeof(cache), root);
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     struct kiln_prepare_summary s;
-    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL); /* no cache folder */
+    KT_CHECK_EQ(pf_prepare(&o, &in, NULL, NULL, &s), KILN_EINVAL); /* no cache folder */
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
 
     o.cache_dir = cache;
-    o.corpus_dir = missing;
-    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_ENOENT);
+    in.corpus = missing;
+    KT_CHECK_EQ(pf_prepare(&o, &in, NULL, NULL, &s), KILN_ENOENT);
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
 
-    o.corpus_dir = NULL;
-    o.generate = 0;
+    in.corpus = NULL;
+    in.generate = 0;
+    KT_CHECK_EQ(pf_prepare(&o, &in, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
+
+    /* No source at all. */
     KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
+
+    /* Programs of source text and no translator: each fails alone. */
+    struct kiln_generator g = {.seed = 1, .count = 2};
+    struct kiln_program_source gs;
+    kiln_generator_source(&g, &gs);
+    o.source = &gs;
+    o.no_vulkan = true;
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.failed, 2);
+    KT_CHECK_EQ(s.translated, 0);
+    o.source = NULL;
+    o.no_vulkan = false;
 
     struct kiln_start_options so = {.cache_dir = root, .any_stamp = true};
     struct kiln_start_summary ss;
@@ -364,15 +394,16 @@ KT_CASE(threads)
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache;
-    o.corpus_dir = corpus;
+    in.corpus = corpus;
     o.jobs = 2;
     o.sync_every = 2; /* a sync in the middle of the puts */
     o.vk = vk;
     o.on_pipeline = take_pipeline;
     o.pipeline_user = &got;
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(s.failed, 1);
     KT_CHECK_EQ(s.pipelines_built, PF_GOOD_PROGRAMS);
@@ -458,12 +489,13 @@ KT_CASE(dict_kept_after_repack)
     /* Six programs: 3 compute + 3 graphics pairs, 9 stages to train on. */
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache;
-    o.generate = 6;
+    in.generate = 6;
     o.jobs = 1;
     o.no_vulkan = true;
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.dict_id, 0);
 
     struct kiln_cache_options ko = {.flags = KILN_CACHE_KEEP_STAMP};
@@ -476,9 +508,9 @@ KT_CASE(dict_kept_after_repack)
     kiln_cache_close(c);
 
     /* One program more, and the pipelines. */
-    o.generate = 7;
+    in.generate = 7;
     o.no_vulkan = false;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(s.cached, 6);
     KT_CHECK_EQ(s.translated, 1);
@@ -491,7 +523,7 @@ KT_CASE(dict_kept_after_repack)
     /* The new program (index 6) was packed with the dictionary. */
     struct kiln_program *p6;
     struct kiln_key k6;
-    KT_REQUIRE_OK(kiln_generate_program(o.seed, 6, &p6));
+    KT_REQUIRE_OK(kiln_generate_program(in.seed, 6, &p6));
     KT_CHECK_OK(kiln_prep_program_key(p6, &k6));
     kiln_program_destroy(p6);
     struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
@@ -501,8 +533,7 @@ KT_CASE(dict_kept_after_repack)
     KT_CHECK(needs_dict(c, k6));
     kiln_cache_close(c);
 
-    struct kiln_start_options so = {
-        .cache_dir = cache, .stamp = kiln_prepare_stamp(&o, NULL), .jobs = 1};
+    struct kiln_start_options so = {.cache_dir = cache, .stamp = pf_stamp(&in), .jobs = 1};
     struct kiln_start_summary ss;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, 7);
@@ -528,12 +559,13 @@ KT_CASE(prepare_dict)
 
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache;
-    o.generate = 6;
+    in.generate = 6;
     o.jobs = 1;
     o.dict = true;
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, 6);
     KT_CHECK(s.dict_trained);
     KT_CHECK(s.dict_id != 0);
@@ -561,7 +593,7 @@ KT_CASE(prepare_dict)
     /* Again: nothing to translate, the dictionary kept. */
     uint64_t dict_id = s.dict_id;
     o.no_vulkan = true;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(s.translated, 0);
     KT_CHECK(!s.dict_trained);
@@ -571,15 +603,15 @@ KT_CASE(prepare_dict)
     KT_REQUIRE(pf_mkdir(corpus) == 0);
     KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
     o.cache_dir = small;
-    o.corpus_dir = corpus;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    in.corpus = corpus;
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
     KT_CHECK(!s.dict_trained);
     KT_CHECK_EQ(s.dict_id, 0);
 
     /* A dictionary goes only with the kiln codec. */
     o.codec = KILN_CODEC_ZSTD;
-    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK_EQ(pf_prepare(&o, &in, NULL, NULL, &s), KILN_EINVAL);
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
 }
 
@@ -606,26 +638,27 @@ KT_CASE(foz_import_then_prepare)
     KT_REQUIRE(pin != NULL);
     kiln_vk_destroy(pin);
 
-    struct kiln_cache_options io = {.stamp = KILN_CACHE_FOZ_STAMP,
+    struct kiln_cache_options io = {.stamp = KILN_FOZ_STAMP,
                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &io, &c));
-    struct kiln_cache_import_report ir;
-    KT_REQUIRE_OK(kiln_cache_import_foz(c, foz, &ir));
+    struct kiln_foz_import_report ir;
+    KT_REQUIRE_OK(kiln_foz_import(c, foz, &ir));
     kiln_cache_close(c);
     KT_REQUIRE(ir.compute >= 1);
     KT_REQUIRE(ir.imported > ir.compute); /* graphics modules too */
 
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache;
-    o.corpus_dir = foz;
+    in.corpus = foz;
     o.jobs = 1;
-    KT_CHECK_EQ(kiln_prepare_stamp(&o, NULL), KILN_CACHE_FOZ_STAMP);
+    KT_CHECK_EQ(pf_stamp(&in), KILN_FOZ_STAMP);
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
-    KT_CHECK_EQ(s.stamp, KILN_CACHE_FOZ_STAMP);
+    KT_CHECK_EQ(s.stamp, KILN_FOZ_STAMP);
     KT_CHECK_EQ(s.programs, ir.compute);
     KT_CHECK_EQ(s.translated, 0);
     KT_CHECK_EQ(s.cached, ir.compute);
@@ -633,7 +666,7 @@ KT_CASE(foz_import_then_prepare)
     KT_CHECK_EQ(s.pipelines_failed, 0);
 
     /* Nothing was stored again. */
-    struct kiln_cache_options ro = {.stamp = KILN_CACHE_FOZ_STAMP,
+    struct kiln_cache_options ro = {.stamp = KILN_FOZ_STAMP,
                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
     struct kiln_cache_stats cs;
@@ -644,7 +677,7 @@ KT_CASE(foz_import_then_prepare)
 
     /* The warm start builds the compute pipelines and leaves the lone
      * graphics modules alone (not counted as bad). */
-    struct kiln_start_options so = {.cache_dir = cache, .stamp = KILN_CACHE_FOZ_STAMP, .jobs = 1};
+    struct kiln_start_options so = {.cache_dir = cache, .stamp = KILN_FOZ_STAMP, .jobs = 1};
     struct kiln_start_summary ss;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, ir.imported);
@@ -656,15 +689,15 @@ KT_CASE(foz_import_then_prepare)
     /* Prepare first, import after: the import finds the compute modules. */
     o.cache_dir = other;
     o.no_vulkan = true;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, ir.compute);
     KT_REQUIRE_OK(kiln_cache_open(other, &io, &c));
-    struct kiln_cache_import_report ir2;
-    KT_REQUIRE_OK(kiln_cache_import_foz(c, foz, &ir2));
+    struct kiln_foz_import_report ir2;
+    KT_REQUIRE_OK(kiln_foz_import(c, foz, &ir2));
     kiln_cache_close(c);
     KT_CHECK_EQ(ir2.present, ir.compute);
     KT_CHECK_EQ(ir2.imported, ir.imported - ir.compute);
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, 0);
     KT_CHECK_EQ(s.cached, ir.compute);
 }
@@ -682,12 +715,13 @@ KT_CASE(start_records_use)
     KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = cache;
-    o.corpus_dir = corpus;
+    in.corpus = corpus;
     o.jobs = 1;
     o.no_vulkan = true;
     struct kiln_prepare_summary s;
-    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
 
     /* Age every record: last used on day 1000 (without the marks file,
      * every record counts as used on the open's day, and close writes it). */

@@ -1,11 +1,11 @@
 /*
- * cache_import.c - bringing the shader modules of Fossilize archives into a
- * program cache.
+ * foz_import.c - bringing the shader modules of Fossilize archives into a
+ * program cache, through the cache's public API only.
  *
  * Each module becomes a one-stage program, so that it is stored, listed,
  * loaded and merged like any other record:
  *
- * - key: kiln_cache_foz_key(hash), XXH3-128 of "foz" and the module's
+ * - key: kiln_foz_key(hash), XXH3-128 of "foz" and the module's
  *   64-bit Fossilize hash. Fossilize hashes a module's create info, code
  *   included, so the same module in two archives is one record, and a
  *   re-import finds every key present and adds nothing;
@@ -15,7 +15,7 @@
  * - payload: kiln_pack with KILN_CODEC_KILN (and the cache's dictionary),
  *   joined by kiln_program_payload_build; raw size = the SPIR-V bytes.
  *
- * The stamp of such a cache is KILN_CACHE_FOZ_STAMP: nothing was translated,
+ * The stamp of such a cache is KILN_FOZ_STAMP: nothing was translated,
  * the SPIR-V is the capture's.
  *
  * Damage is reported, never imported: a damaged entry (CRC, inflate, size)
@@ -23,15 +23,13 @@
  * entry is ignored as the format says; a broken entry name stops the read
  * (KILN_ECORRUPT) after everything before it was imported.
  */
-#include "cache_internal.h"
-
-#include "kiln/foz.h"
+#include "foz_private.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct kiln_key kiln_cache_foz_key(uint64_t hash)
+struct kiln_key kiln_foz_key(uint64_t hash)
 {
     unsigned char b[11] = {'f', 'o', 'z'};
     kiln__store_le64(b + 3, hash);
@@ -40,11 +38,11 @@ struct kiln_key kiln_cache_foz_key(uint64_t hash)
 
 /* Packs and stores one decoded module. */
 static int store(struct kiln_cache *c, struct kiln_key key, const struct kiln_foz_module *m,
-                 uint32_t kind, struct kiln_cache_import_report *r)
+                 uint32_t kind, struct kiln_foz_import_report *r)
 {
     void *blob = NULL, *payload = NULL;
     size_t bs = 0, ps = 0;
-    int rc = kiln_pack(m->words, m->word_count, KILN_CODEC_KILN, c->dict, &blob, &bs);
+    int rc = kiln_pack(m->words, m->word_count, KILN_CODEC_KILN, kiln_cache_dict(c), &blob, &bs);
     if (rc == KILN_OK) {
         struct kiln_stage_blob st = {.stage = kind, .blob = blob, .blob_size = bs};
         rc = kiln_program_payload_build(&st, 1, &payload, &ps);
@@ -61,16 +59,16 @@ static int store(struct kiln_cache *c, struct kiln_key key, const struct kiln_fo
     return rc;
 }
 
-int kiln_cache_import_foz(struct kiln_cache *c, const char *path,
-                          struct kiln_cache_import_report *report)
+int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_import_report *report)
 {
-    struct kiln_cache_import_report tmp;
-    struct kiln_cache_import_report *r = report ? report : &tmp;
+    struct kiln_foz_import_report tmp;
+    struct kiln_foz_import_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));
-    if (!path || (c->flags & KILN_CACHE_READ_ONLY))
+    struct kiln_cache_stats cs;
+    if (!c || !path || kiln_cache_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     struct kiln_foz *foz;
-    KILN_TRY(kiln_foz_open(c->io, path, &foz));
+    KILN_TRY(kiln_foz_open(NULL, path, &foz));
     struct kiln_foz_module_info *mods = NULL;
     int64_t nmods = kiln_foz_list_modules(foz, &mods);
     int rc = nmods < 0 ? (int)nmods : KILN_OK;
@@ -98,7 +96,7 @@ int kiln_cache_import_foz(struct kiln_cache *c, const char *path,
         if (e.tag != KILN_FOZ_TAG_SHADER_MODULE)
             continue;
         r->modules++;
-        struct kiln_key key = kiln_cache_foz_key(e.hash);
+        struct kiln_key key = kiln_foz_key(e.hash);
         if (kiln_cache_find(c, key, NULL) == KILN_OK) {
             r->present++;
             continue;

@@ -13,23 +13,8 @@
  *   than a silent choice between the two.
  * - Every file a program names was a regular file with a known stage at
  *   listing time; its contents are checked when it is loaded.
- *
- * A path ending in ".foz" is a Fossilize archive instead of a folder: its
- * shader modules are decoded at open (kiln_foz_*) and kept in memory. A
- * module that the archive's compute pipelines use is a compute program named
- * "HASH.comp" (the 16-digit Fossilize hash), listed in hash order. Graphics
- * modules are listed but not made programs: a single module is no pipeline
- * (the vertex/fragment pairing and the fixed-function state live in the
- * archive's pipeline entries, which kiln does not replay); they are counted
- * as skipped, as are modules of no known stage and damaged entries, in one
- * warning line. Such a program keeps its Fossilize hash, so it is stored
- * under the key kiln_cache_import_foz gives the module (kiln__corpus_key):
- * an archive imported first is prepared without translating anything.
  */
-#include "kiln_internal.h"
-#include "prep_internal.h"
-
-#include "kiln/foz.h"
+#include "gen_internal.h"
 
 #include <inttypes.h>
 
@@ -48,9 +33,6 @@ struct corpus_program {
     char *name;
     unsigned nstages;
     const struct corpus_file *files[KILN_PROGRAM_MAX_STAGES];
-    uint32_t *words; /* a .foz corpus's compute module (one stage); NULL otherwise */
-    size_t nwords;
-    uint64_t foz_hash; /* with words: the module's Fossilize hash */
 };
 
 struct kiln_corpus {
@@ -207,123 +189,6 @@ static int pair_files(struct kiln_corpus *c)
     return KILN_OK;
 }
 
-/* Lists a Fossilize archive's modules: compute ones become programs. */
-static int open_foz(struct kiln_corpus *c, const char *path)
-{
-    struct kiln_foz *foz;
-    int orc = kiln_foz_open(NULL, path, &foz);
-    if (orc < 0) {
-        /* The reader logs why at info only: this is the corpus's one line. */
-        if (orc == KILN_EFORMAT)
-            KILN_ERROR("prep",
-                       "corpus %s: not a Fossilize archive of a version kiln reads (%d to %d)",
-                       path, KILN_FOZ_VERSION_MIN, KILN_FOZ_VERSION_MAX);
-        else
-            KILN_ERROR("prep", "corpus %s: cannot open the archive: %s", path, kiln_strerror(orc));
-        return orc;
-    }
-    struct kiln_foz_module_info *mods = NULL;
-    int64_t nmods = kiln_foz_list_modules(foz, &mods);
-    int rc = nmods < 0 ? (int)nmods : KILN_OK;
-    size_t cap = 0, graphics = 0, unknown = 0, damaged = 0;
-    if (rc == KILN_OK) {
-        c->programs = calloc(nmods > 0 ? (size_t)nmods : 1, sizeof(*c->programs));
-        cap = nmods > 0 ? (size_t)nmods : 0;
-        rc = c->programs ? KILN_OK : KILN_ENOMEM;
-    }
-    struct kiln_foz_entry e;
-    while (rc == KILN_OK) {
-        int got = kiln_foz_next(foz, &e);
-        if (got == 0)
-            break;
-        if (got == KILN_ECORRUPT_RECORD) {
-            damaged += e.tag == KILN_FOZ_TAG_SHADER_MODULE;
-            continue;
-        }
-        if (got < 0) {
-            KILN_ERROR("prep", "corpus %s: the archive cannot be read past offset %" PRIu64 ": %s",
-                       path, e.offset, kiln_strerror(got));
-            rc = got;
-            break;
-        }
-        if (e.tag != KILN_FOZ_TAG_SHADER_MODULE)
-            continue;
-        const struct kiln_foz_module_info *info =
-            kiln_foz_module_list_find(mods, (size_t)nmods, e.hash);
-        char name[32];
-        snprintf(name, sizeof(name), "%016" PRIx64 ".comp", e.hash);
-        if (!info || !(info->stages & KILN_VK_STAGE_COMPUTE_BIT)) {
-            if (info && info->stages)
-                graphics++;
-            else
-                unknown++;
-            note_skip(c, name, NULL);
-            continue;
-        }
-        /* A hash that comes twice is one module (list_modules has one). */
-        bool seen = false;
-        for (size_t i = 0; i < c->nprograms && !seen; i++)
-            seen = strcmp(c->programs[i].name, name) == 0;
-        if (seen || c->nprograms == cap)
-            continue;
-        struct kiln_foz_module m;
-        int d = kiln_foz_decode_module(&e, &m);
-        if (d < 0) {
-            KILN_WARN("prep", "corpus %s: module %016" PRIx64 " does not decode: %s; skipped", path,
-                      e.hash, kiln_strerror(d));
-            damaged++;
-            note_skip(c, name, NULL);
-            continue;
-        }
-        struct corpus_program *p = &c->programs[c->nprograms];
-        p->name = dup_n(name, strlen(name));
-        if (!p->name) {
-            kiln_foz_module_free(&m);
-            rc = KILN_ENOMEM;
-            break;
-        }
-        p->nstages = 1;
-        p->words = m.words; /* taken over */
-        p->nwords = m.word_count;
-        p->foz_hash = e.hash;
-        c->nprograms++;
-    }
-    kiln_foz_module_list_free(mods);
-    kiln_foz_close(foz);
-    if (rc == KILN_ENOMEM)
-        KILN_ERROR("prep", "corpus %s: out of memory listing it", path);
-    if (rc < 0)
-        return rc;
-    /* Hash order: the same list on every run. */
-    for (size_t i = 1; i < c->nprograms; i++)
-        for (size_t j = i; j > 0 && strcmp(c->programs[j - 1].name, c->programs[j].name) > 0; j--) {
-            struct corpus_program t = c->programs[j];
-            c->programs[j] = c->programs[j - 1];
-            c->programs[j - 1] = t;
-        }
-    if (c->skipped)
-        KILN_WARN("prep",
-                  "corpus %s: %zu compute programs; %zu graphics modules listed but not prepared "
-                  "(a single module is no pipeline), %zu of no known stage, %zu damaged; first %s",
-                  path, c->nprograms, graphics, unknown, damaged, c->first_skipped);
-    else
-        KILN_INFO("prep", "corpus %s: %zu compute programs", path, c->nprograms);
-    return KILN_OK;
-}
-
-bool kiln__corpus_is_foz(const char *path)
-{
-    return path && ends_with(path, strlen(path), ".foz");
-}
-
-int kiln__corpus_key(const struct kiln_corpus *c, size_t i, struct kiln_key *key)
-{
-    if (!c || i >= c->nprograms || !c->programs[i].words)
-        return KILN_ENOTFOUND;
-    *key = kiln_cache_foz_key(c->programs[i].foz_hash);
-    return KILN_OK;
-}
-
 int kiln_corpus_open(const char *dir, struct kiln_corpus **out)
 {
     if (!dir || !out)
@@ -335,15 +200,6 @@ int kiln_corpus_open(const char *dir, struct kiln_corpus **out)
         return KILN_ENOMEM;
     }
     c->dir = dup_n(dir, strlen(dir));
-    if (c->dir && kiln__corpus_is_foz(dir)) {
-        int rc = open_foz(c, dir);
-        if (rc < 0) {
-            kiln_corpus_destroy(c);
-            return rc;
-        }
-        *out = c;
-        return KILN_OK;
-    }
     int rc = c->dir ? kiln__prep_walk(dir, add_file, c) : KILN_ENOMEM;
     if (rc == 0) {
         if (c->nfiles > 1)
@@ -405,7 +261,7 @@ static int load_stage(const struct kiln_corpus *c, const struct corpus_file *f,
     }
     if (f->spv) {
         const char *why = NULL;
-        if (kiln__prep_check_spirv(data, n, &why) < 0) {
+        if (kiln_spirv_check(data, n, &why) < 0) {
             KILN_ERROR("prep", "corpus file %s: not SPIR-V: %s", path, why);
             free(data);
             return KILN_EFORMAT;
@@ -429,20 +285,6 @@ int kiln_corpus_load(const struct kiln_corpus *c, size_t i, struct kiln_program 
     if (!p)
         return KILN_ENOMEM;
     p->nstages = cp->nstages;
-    if (cp->words) {
-        struct kiln_program_stage *st = &p->stages[0];
-        st->src.stage = KILN_VK_STAGE_COMPUTE_BIT;
-        st->words = malloc(cp->nwords * 4);
-        int rc = st->words ? kiln__prep_set_stage_name(st, cp->name, "") : KILN_ENOMEM;
-        if (rc < 0) {
-            kiln_program_destroy(p);
-            return rc;
-        }
-        memcpy(st->words, cp->words, cp->nwords * 4);
-        st->nwords = cp->nwords;
-        *out = p;
-        return KILN_OK;
-    }
     for (unsigned s = 0; s < cp->nstages; s++) {
         int rc = load_stage(c, cp->files[s], &p->stages[s]);
         if (rc < 0) {
@@ -462,12 +304,24 @@ void kiln_corpus_destroy(struct kiln_corpus *c)
         free(c->files[i].rel);
         free(c->files[i].base);
     }
-    for (size_t i = 0; i < c->nprograms; i++) {
+    for (size_t i = 0; i < c->nprograms; i++)
         free(c->programs[i].name);
-        free(c->programs[i].words);
-    }
     free(c->files);
     free(c->programs);
     free(c->dir);
     free(c);
+}
+
+static int source_load(void *user, size_t i, struct kiln_program **out)
+{
+    return kiln_corpus_load(user, i, out); /* logs its failures, naming the file */
+}
+
+void kiln_corpus_source(const struct kiln_corpus *c, struct kiln_program_source *src)
+{
+    *src = (struct kiln_program_source){
+        .user = (void *)(uintptr_t)c,
+        .count = kiln_corpus_count(c),
+        .load = source_load,
+    };
 }

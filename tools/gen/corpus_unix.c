@@ -6,8 +6,7 @@
  * followed; links to folders are not, so a link cycle cannot make the walk
  * endless, and the depth is bounded as well.
  */
-#include "kiln_internal.h"
-#include "prep_internal.h"
+#include "gen_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,8 +11,7 @@
  * outside ASCII work, and relative paths come back '/' separated as on
  * every platform.
  */
-#include "kiln_internal.h"
-#include "prep_internal.h"
+#include "gen_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -24,9 +24,7 @@
  *   16 bytes of push constants in compute, no vertex inputs, one vec4 color
  *   output at location 0.
  */
-#include "kiln_internal.h"
-#include "kiln/prep.h"
-#include "prep_internal.h"
+#include "gen_internal.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -1136,4 +1134,43 @@ int kiln_generate_spirv(const struct kiln_translator *t, uint64_t seed, uint32_t
     }
     *out = p;
     return KILN_OK;
+}
+
+/* ---- the generator as a program source --------------------------------- */
+
+/* Mixed into the stamp of generated programs. */
+#define GENERATOR_STAMP_TAG "kiln-generator"
+
+uint64_t kiln_generator_stamp(uint64_t translator_stamp)
+{
+    unsigned char buf[8 + sizeof(GENERATOR_STAMP_TAG) + 4];
+    kiln__store_le64(buf, translator_stamp);
+    memcpy(buf + 8, GENERATOR_STAMP_TAG, sizeof(GENERATOR_STAMP_TAG));
+    kiln__store_le32(buf + 8 + sizeof(GENERATOR_STAMP_TAG), KILN_GENERATOR_VERSION);
+    return kiln_hash64(buf, sizeof(buf));
+}
+
+static int source_load(void *user, size_t i, struct kiln_program **out)
+{
+    const struct kiln_generator *g = user;
+    int rc = kiln_generate_program(g->seed, (uint32_t)i, out);
+    if (rc < 0)
+        KILN_ERROR("prep", "gen-%06zu: cannot generate: %s", i, kiln_strerror(rc));
+    return rc;
+}
+
+static uint64_t source_stamp(void *user, uint64_t translator_stamp)
+{
+    (void)user;
+    return kiln_generator_stamp(translator_stamp);
+}
+
+void kiln_generator_source(const struct kiln_generator *g, struct kiln_program_source *src)
+{
+    *src = (struct kiln_program_source){
+        .user = (void *)(uintptr_t)g,
+        .count = g->count,
+        .load = source_load,
+        .stamp = source_stamp,
+    };
 }

@@ -3,8 +3,8 @@
  * shaderc: every call says KILN_ENOTSUP, so a caller can still bring its
  * own translator and use SPIR-V corpora.
  */
-#include "kiln_internal.h"
-#include "prep_internal.h"
+#include "kiln-tools/glsl.h"
+#include "tool_internal.h"
 
 int kiln_glsl_create(enum kiln_glsl_opt opt, struct kiln_glsl **out)
 {

@@ -12,8 +12,8 @@
  * and NVIDIA's driver take without extra features, and old enough for
  * drivers an emulator still meets.
  */
-#include "kiln_internal.h"
-#include "prep_internal.h"
+#include "kiln-tools/glsl.h"
+#include "tool_internal.h"
 
 #include <shaderc/shaderc.h>
 

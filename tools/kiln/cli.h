@@ -11,6 +11,9 @@
 #define KILN_CLI_H
 
 #include "kiln.h"
+#include "kiln-tools/foz.h"
+#include "kiln-tools/gen.h"
+#include "kiln-tools/glsl.h"
 
 #include <stdio.h>
 

@@ -2,11 +2,11 @@
  * cmd_import.c - `kiln import foz`: bringing the shader modules of
  * Fossilize archives into a kiln cache.
  *
- * A thin layer over kiln_cache_import_foz (how modules become records is
+ * A thin layer over kiln_foz_import (how modules become records is
  * described there): the cache folder and every archive's header are
  * checked first, so a missing file, or one of another kind where the cache
  * or an archive should be, changes nothing (no cache folder is made);
- * then the cache is opened (made when missing) with KILN_CACHE_FOZ_STAMP,
+ * then the cache is opened (made when missing) with KILN_FOZ_STAMP,
  * each archive is imported in turn, and what was imported or skipped, and
  * why, is reported per archive.
  */
@@ -79,12 +79,12 @@ int cmd_import_foz(int argc, char **argv)
     int bad = cli_check_cache_folder(argv[0], dir, &has_cache, &st);
     if (bad != KILN_EXIT_OK)
         return bad;
-    if (has_cache && st.stamp != KILN_CACHE_FOZ_STAMP) {
+    if (has_cache && st.stamp != KILN_FOZ_STAMP) {
         /* A writer of the import's stamp would start that cache over. */
         cli_error(argv[0],
                   "%s: holds a cache of stamp %016" PRIx64 ", not one of imported Fossilize "
                   "modules (%016" PRIx64 "); nothing imported, the cache left as it is",
-                  dir, st.stamp, (uint64_t)KILN_CACHE_FOZ_STAMP);
+                  dir, st.stamp, (uint64_t)KILN_FOZ_STAMP);
         return KILN_EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++) {
@@ -111,7 +111,7 @@ int cmd_import_foz(int argc, char **argv)
         cli_error(argv[0], "%s: cannot make the cache folder: %s", dir, kiln_strerror(err));
         return cli_exit_for(err);
     }
-    struct kiln_cache_options opt = {.stamp = KILN_CACHE_FOZ_STAMP,
+    struct kiln_cache_options opt = {.stamp = KILN_FOZ_STAMP,
                                      .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     int rc = kiln_cache_open(dir, &opt, &c);
@@ -124,7 +124,7 @@ int cmd_import_foz(int argc, char **argv)
         return cli_exit_for(rc);
     }
     size_t n = (size_t)(argc - optind);
-    struct kiln_cache_import_report *reps = calloc(n, sizeof(*reps));
+    struct kiln_foz_import_report *reps = calloc(n, sizeof(*reps));
     int *rcs = calloc(n, sizeof(*rcs));
     if (!reps || !rcs) {
         free(reps);
@@ -134,12 +134,12 @@ int cmd_import_foz(int argc, char **argv)
         return KILN_EXIT_FAILED;
     }
     int exit_code = KILN_EXIT_OK;
-    struct kiln_cache_import_report sum = {0};
+    struct kiln_foz_import_report sum = {0};
     uint64_t t0 = kiln_now_ns();
     for (size_t i = 0; i < n; i++) {
         const char *path = argv[optind + (int)i];
-        rcs[i] = kiln_cache_import_foz(c, path, &reps[i]);
-        const struct kiln_cache_import_report *r = &reps[i];
+        rcs[i] = kiln_foz_import(c, path, &reps[i]);
+        const struct kiln_foz_import_report *r = &reps[i];
         sum.modules += r->modules;
         sum.imported += r->imported;
         sum.present += r->present;
@@ -182,7 +182,7 @@ int cmd_import_foz(int argc, char **argv)
         cli_json_double(&j, "seconds", secs);
         cli_json_array_begin(&j, "files");
         for (size_t i = 0; i < n; i++) {
-            const struct kiln_cache_import_report *r = &reps[i];
+            const struct kiln_foz_import_report *r = &reps[i];
             cli_json_object_begin(&j, NULL);
             cli_json_str(&j, "path", argv[optind + (int)i]);
             cli_json_str(&j, "status", rcs[i] < 0 ? kiln_errname(rcs[i]) : "ok");
@@ -199,7 +199,7 @@ int cmd_import_foz(int argc, char **argv)
         cli_json_end(&j);
     } else {
         for (size_t i = 0; i < n; i++) {
-            const struct kiln_cache_import_report *r = &reps[i];
+            const struct kiln_foz_import_report *r = &reps[i];
             printf("%s: %" PRIu64 " modules: %" PRIu64 " imported, %" PRIu64
                    " already present, %" PRIu64 " damaged, %" PRIu64 " undecodable%s%s\n",
                    argv[optind + (int)i], r->modules, r->imported, r->present, r->damaged,

@@ -18,6 +18,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <string.h>
 
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
@@ -54,8 +55,72 @@ static const char help[] =
     "Exit codes: 0 done, 1 something failed (each failure is logged), 2 bad usage,\n"
     "an unreadable corpus, or a cache folder that holds something else.\n";
 
-static void print_json(const struct kiln_prepare_options *o, const struct kiln_prepare_summary *s,
-                       bool ok)
+/* What the command line names as the programs, and what is opened for it. */
+struct prep_input {
+    const char *corpus; /* a folder or a .foz; NULL: the generator */
+    uint32_t generate;
+    uint64_t seed;
+    struct kiln_generator gen;
+    struct kiln_corpus *folder;
+    struct kiln_foz_programs *foz;
+    struct kiln_glsl *glsl;
+    struct kiln_program_source src;
+};
+
+static bool is_foz(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 4 && strcmp(path + n - 4, ".foz") == 0;
+}
+
+/*
+ * Opens the program source the options name (tools/gen, tools/foz) and
+ * the GLSL translator (tools/glsl) its programs need, and points `o` at
+ * them. @return 0, or the error with *step set (each logged as one line).
+ */
+static int open_input(struct prep_input *in, struct kiln_prepare_options *o,
+                      enum kiln_prep_step *step)
+{
+    int rc;
+    *step = KILN_PREP_STEP_INPUT;
+    if (in->corpus && is_foz(in->corpus)) {
+        if ((rc = kiln_foz_programs_open(in->corpus, &in->foz)) < 0)
+            return rc;
+        kiln_foz_programs_source(in->foz, &in->src);
+    } else if (in->corpus) {
+        if ((rc = kiln_corpus_open(in->corpus, &in->folder)) < 0)
+            return rc;
+        kiln_corpus_source(in->folder, &in->src);
+    } else {
+        in->gen = (struct kiln_generator){.seed = in->seed, .count = in->generate};
+        kiln_generator_source(&in->gen, &in->src);
+    }
+    if (in->src.count == 0) {
+        kiln_log(KILN_LOG_ERROR, "prep", "%s: no programs in the corpus folder", in->corpus);
+        return KILN_EINVAL;
+    }
+    if (!in->foz) { /* an archive's programs are SPIR-V already */
+        *step = KILN_PREP_STEP_OTHER;
+        if ((rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &in->glsl)) < 0) {
+            kiln_log(KILN_LOG_ERROR, "prep", "prepare: no GLSL translator: %s", kiln_strerror(rc));
+            return rc;
+        }
+        o->translator = kiln_glsl_translator(in->glsl);
+    }
+    o->source = &in->src;
+    *step = KILN_PREP_STEP_NONE;
+    return KILN_OK;
+}
+
+static void close_input(struct prep_input *in)
+{
+    kiln_foz_programs_destroy(in->foz);
+    kiln_corpus_destroy(in->folder);
+    kiln_glsl_destroy(in->glsl);
+}
+
+static void print_json(const struct kiln_prepare_options *o, const struct prep_input *in,
+                       const struct kiln_prepare_summary *s, bool ok)
 {
     struct cli_json j;
     char stamp[24];
@@ -63,11 +128,11 @@ static void print_json(const struct kiln_prepare_options *o, const struct kiln_p
     cli_json_begin(&j, stdout);
     cli_json_bool(&j, "ok", ok);
     cli_json_str(&j, "cache_dir", o->cache_dir);
-    cli_json_str(&j, "source", o->corpus_dir ? "corpus" : "generated");
-    if (o->corpus_dir)
-        cli_json_str(&j, "corpus", o->corpus_dir);
+    cli_json_str(&j, "source", in->corpus ? "corpus" : "generated");
+    if (in->corpus)
+        cli_json_str(&j, "corpus", in->corpus);
     else
-        cli_json_u64(&j, "seed", o->seed);
+        cli_json_u64(&j, "seed", in->seed);
     cli_json_str(&j, "stamp", stamp);
     cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(s->open_kind));
     cli_json_u64(&j, "programs", s->programs);
@@ -104,15 +169,16 @@ static void print_json(const struct kiln_prepare_options *o, const struct kiln_p
     cli_json_end(&j);
 }
 
-static void print_text(const struct kiln_prepare_options *o, const struct kiln_prepare_summary *s)
+static void print_text(const struct kiln_prepare_options *o, const struct prep_input *in,
+                       const struct kiln_prepare_summary *s)
 {
     char b1[32];
-    if (o->corpus_dir)
-        printf("prepared %" PRIu64 " programs of %s into %s\n", s->programs, o->corpus_dir,
+    if (in->corpus)
+        printf("prepared %" PRIu64 " programs of %s into %s\n", s->programs, in->corpus,
                o->cache_dir);
     else
         printf("prepared %" PRIu64 " generated programs (seed 0x%" PRIx64 ") into %s\n",
-               s->programs, o->seed, o->cache_dir);
+               s->programs, in->seed, o->cache_dir);
     printf("  programs   %" PRIu64 " translated and stored, %" PRIu64 " already cached, %" PRIu64
            " failed\n",
            s->translated, s->cached, s->failed);
@@ -172,6 +238,8 @@ int cmd_prepare(int argc, char **argv)
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
     o.cache_dir = DEFAULT_CACHE_DIR;
+    struct prep_input in = {.generate = KILN_PREPARE_DEFAULT_PROGRAMS,
+                            .seed = KILN_GENERATOR_DEFAULT_SEED};
     bool json = false, generate_given = false;
     uint64_t v;
     int c;
@@ -180,16 +248,16 @@ int cmd_prepare(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
-            o.corpus_dir = optarg;
+            in.corpus = optarg;
             break;
         case 'g':
             if (cli_parse_u64(name, "--generate", optarg, 1, UINT32_MAX, false, &v))
                 return KILN_EXIT_USAGE;
-            o.generate = (uint32_t)v;
+            in.generate = (uint32_t)v;
             generate_given = true;
             break;
         case 's':
-            if (cli_parse_seed(name, optarg, &o.seed))
+            if (cli_parse_seed(name, optarg, &in.seed))
                 return KILN_EXIT_USAGE;
             break;
         case 'C':
@@ -222,7 +290,7 @@ int cmd_prepare(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
-    if (o.corpus_dir && generate_given)
+    if (in.corpus && generate_given)
         return cli_usage_error(name, "--corpus and --generate exclude each other");
 
     int rc = cli_apply_cache_affinity(name);
@@ -231,12 +299,21 @@ int cmd_prepare(int argc, char **argv)
 
     struct cli_phase_progress ps = {.phase = -1};
     struct kiln_prepare_summary s;
-    rc = kiln_prepare(&o, cli_phase_progress, &ps, &s);
+    enum kiln_prep_step step;
+    rc = open_input(&in, &o, &step);
+    if (rc == KILN_OK) {
+        rc = kiln_prepare(&o, cli_phase_progress, &ps, &s);
+    } else {
+        memset(&s, 0, sizeof(s));
+        s.error = rc;
+        s.step = step;
+    }
+    close_input(&in);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
     if (json)
-        print_json(&o, &s, ok);
+        print_json(&o, &in, &s, ok);
     else if (cli_prep_shows_table(rc, s.step))
-        print_text(&o, &s); /* no table of zeros for bad input: its one line says it */
+        print_text(&o, &in, &s); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {
         if (s.step == KILN_PREP_STEP_INPUT)

@@ -1,5 +1,8 @@
 /*
- * kiln/foz.h - reading Fossilize stream archives (.foz).
+ * kiln-tools/foz.h - reading Fossilize stream archives (.foz), importing
+ * their shader modules into a program cache, and their compute modules as
+ * a program source for kiln_prepare. A tool above libkiln (tools/foz): it
+ * uses the core's public headers only, and zlib and json-c.
  *
  * Fossilize records Vulkan object create-infos (samplers, layouts, render
  * passes, shader modules, pipelines) in stream archives. kiln reads them so
@@ -38,11 +41,13 @@
  * A reader is not thread-safe: use one per thread. Different readers may be
  * used from different threads at once.
  */
-#ifndef KILN_FOZ_H
-#define KILN_FOZ_H
+#ifndef KILN_TOOLS_FOZ_H
+#define KILN_TOOLS_FOZ_H
 
+#include "kiln/cache.h"
 #include "kiln/common.h"
 #include "kiln/pack.h"
+#include "kiln/prep.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -216,8 +221,92 @@ kiln_foz_module_list_find(const struct kiln_foz_module_info *modules, size_t cou
 /* @return Fossilize's name of a tag ("shader module", ...), or "unknown". */
 KILN_API const char *kiln_foz_tag_name(uint64_t tag);
 
+/* ---------------------------------------------------------------------------
+ * Importing into a program cache (kiln import foz)
+ * ------------------------------------------------------------------------ */
+
+/* The stamp of caches that Fossilize modules are imported into (no
+ * translator is involved: the SPIR-V is stored as captured). */
+#define KILN_FOZ_STAMP UINT64_C(0x6b696c6e2d666f7a) /* "kiln-foz" */
+
+/* @return the key an imported module is stored under: XXH3-128 of "foz"
+ * followed by its Fossilize hash (8 bytes, little-endian). */
+KILN_API struct kiln_key kiln_foz_key(uint64_t hash);
+
+/* What kiln_foz_import did with one archive. */
+struct kiln_foz_import_report {
+    uint64_t modules;     /* shader-module entries met (whole, damaged or not) */
+    uint64_t imported;    /* stored by this call */
+    uint64_t present;     /* skipped: the key was in the cache already */
+    uint64_t damaged;     /* skipped: damaged entry (CRC, inflate, size) */
+    uint64_t undecodable; /* skipped: entry whole but its module did not decode */
+    uint64_t compute;     /* imported modules used by compute pipelines */
+    bool truncated;       /* the archive's last entry was cut off (ignored) */
+    uint64_t truncated_at;
+    bool framing_broken;   /* reading stopped at a broken entry name */
+    uint64_t spirv_bytes;  /* SPIR-V of the imported modules */
+    uint64_t packed_bytes; /* their payloads as stored */
+};
+
+/*
+ * Imports the shader modules of the Fossilize archive at `path` into `c`
+ * (opened with KILN_FOZ_STAMP): each module is one one-stage program
+ * under kiln_foz_key(hash), packed with KILN_CODEC_KILN (and
+ * kiln_cache_dict(c)); its stage kind is the VkShaderStageFlagBits of
+ * every stage the archive's pipelines use it in (kiln_foz_list_modules:
+ * one bit, several, or 0 when none names it). Modules already present are
+ * skipped, so a re-import adds nothing. The cache is synced at the end.
+ * @return 0 when the archive was read to its end (a cut-off last entry is
+ * ignored, as the format says; damaged entries are skipped and counted);
+ * KILN_ECORRUPT when its framing broke (what came before is imported);
+ * KILN_EFORMAT for a file that is not a Fossilize archive or of another
+ * version; an I/O or cache error. *report is filled in every case.
+ */
+KILN_API int kiln_foz_import(struct kiln_cache *c, const char *path,
+                             struct kiln_foz_import_report *report);
+
+/* ---------------------------------------------------------------------------
+ * An archive's compute modules as a program source (kiln prepare --corpus
+ * FILE.foz)
+ * ------------------------------------------------------------------------ */
+
+/* An archive's compute modules, decoded. Opaque. */
+struct kiln_foz_programs;
+
+/*
+ * Reads the archive at `path`: each shader module its compute pipelines use
+ * becomes a compute program "HASH.comp" (the 16-digit Fossilize hash, in
+ * hash order) whose one stage is the module's SPIR-V, decoded now and kept
+ * in memory, stored under kiln_foz_key(hash), the key kiln_foz_import gives
+ * it. Graphics modules, modules of no known stage and damaged entries are
+ * counted as skipped (one warning line), since a single module is no
+ * pipeline.
+ * @return 0 and the list in *out; kiln_foz_open's errors (KILN_EFORMAT for
+ * a file that is not an archive) or KILN_ECORRUPT for an archive whose
+ * framing breaks, each with one error line naming the file.
+ */
+KILN_API int kiln_foz_programs_open(const char *path, struct kiln_foz_programs **out);
+
+/* @return the number of programs. */
+KILN_API size_t kiln_foz_programs_count(const struct kiln_foz_programs *fp);
+
+/* @return the number of modules skipped. */
+KILN_API size_t kiln_foz_programs_skipped(const struct kiln_foz_programs *fp);
+
+/*
+ * Fills *src with a source of the list's programs: each is SPIR-V with its
+ * key set, so no translator is needed, and the stamp is KILN_FOZ_STAMP
+ * whatever the translator (the cache kiln import foz fills). `fp` must
+ * outlive every use of *src. Thread-safe loads.
+ */
+KILN_API void kiln_foz_programs_source(const struct kiln_foz_programs *fp,
+                                       struct kiln_program_source *src);
+
+/* Frees the list. NULL is a no-op. */
+KILN_API void kiln_foz_programs_destroy(struct kiln_foz_programs *fp);
+
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* KILN_FOZ_H */
+#endif /* KILN_TOOLS_FOZ_H */
