@@ -3,18 +3,21 @@
  * marks, compact, prune, repack and merge.
  *
  * Programs are real SPIR-V modules of the shared corpus (a spread of them,
- * to keep the cases short), stored as program payloads the way the
+ * to keep the cases short), or, where there is none (a bare clone), made
+ * by kiln's generator (tests/support/gen_modules.c), stored as program payloads the way the
  * preparation stores them. Every case checks what comes back byte for byte
  * against the modules it stored; ages are made with the options' `today`.
  */
 #include "kiln_test.h"
 #include "faultio.h"
-#include "../pack/pack_corpus.h"
+#include "gen_modules.h"
 #include "kiln_internal.h"
 
 #include <stdio.h>
 
 #define NPROG 96
+/* Generated programs whose stages are the modules (48 modules). */
+#define GEN_PROGRAMS 32
 
 static struct pc_corpus corpus;
 static bool corpus_ok;
@@ -28,7 +31,7 @@ static void corpus_free(void)
 static const struct pc_module *mod(size_t i)
 {
     if (!corpus_ok) {
-        if (pc_load(&corpus) < 0)
+        if (gm_load_any(&corpus, GEN_PROGRAMS) < 0)
             return NULL;
         corpus_ok = true;
         atexit(corpus_free);

@@ -4,7 +4,8 @@
  * by a simulated power cut after every write-side call.
  *
  * Each case builds one template cache with superseded records (for repack:
- * real SPIR-V programs of the shared corpus, packed with zstd), then per
+ * real SPIR-V of the shared corpus, or made by kiln's generator where
+ * there is none, packed with zstd), then per
  * trial copies it into a fresh folder, so every trial starts from the same
  * files. A first, unkilled child measures how long the rewrite takes once
  * the cache is open; in each trial a child opens the copy, tells the parent
@@ -33,7 +34,7 @@
 #include "faultio.h"
 #include "rel_model.h"
 #include "kiln_internal.h"
-#include "../pack/pack_corpus.h"
+#include "gen_modules.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -75,7 +76,7 @@ static void corpus_free(void)
 static const struct pc_module *prog_mod(size_t p)
 {
     if (!corpus_ok) {
-        if (pc_load(&corpus) < 0 || corpus.n == 0)
+        if (gm_load_any(&corpus, 32) < 0 || corpus.n == 0)
             return NULL;
         corpus_ok = true;
         atexit(corpus_free);

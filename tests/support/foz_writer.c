@@ -1,0 +1,179 @@
+/*
+ * foz_writer.c - see foz_writer.h. The layout is docs/foz.md's: a 16-byte
+ * header, then entries of a 40-digit hexadecimal name (tag, hash), four
+ * little-endian u32s (stored size, flags, CRC32, size after inflation) and
+ * the stored bytes.
+ */
+#include "foz_writer.h"
+
+#include "kiln-tools/foz.h"
+#include "kiln-tools/gen.h"
+#include "kiln-tools/glsl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct out {
+    FILE *f;
+    int rc;
+};
+
+static void le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Appends one entry, deflated or plain, with its CRC. */
+static void entry(struct out *o, unsigned tag, uint64_t hash, const void *payload, size_t n,
+                  bool deflate)
+{
+    if (o->rc)
+        return;
+    uLongf zn = deflate ? compressBound((uLong)n) : (uLongf)n;
+    uint8_t *z = malloc(zn ? zn : 1);
+    if (!z || (deflate && compress2(z, &zn, payload, (uLong)n, 6) != Z_OK)) {
+        free(z);
+        o->rc = KILN_ENOMEM;
+        return;
+    }
+    if (!deflate)
+        memcpy(z, payload, n);
+    char name[41];
+    snprintf(name, sizeof(name), "%024x%016" PRIx64, tag, hash);
+    uint8_t head[16];
+    le32(head, (uint32_t)zn);
+    le32(head + 4, deflate ? 2 : 1);
+    le32(head + 8, (uint32_t)crc32(0L, z, (uInt)zn));
+    le32(head + 12, (uint32_t)n);
+    if (fwrite(name, 1, 40, o->f) != 40 || fwrite(head, 1, 16, o->f) != 16 ||
+        fwrite(z, 1, zn, o->f) != zn)
+        o->rc = KILN_EIO;
+    free(z);
+}
+
+/* Appends a shader module entry of `words`; @return its hash. */
+static uint64_t module(struct out *o, const uint32_t *words, size_t nwords)
+{
+    uint64_t hash = kiln_hash64(words, nwords * 4);
+    char json[256];
+    size_t cap = 256 + nwords * 5;
+    uint8_t *buf = malloc(cap);
+    if (!buf) {
+        o->rc = KILN_ENOMEM;
+        return hash;
+    }
+    /* The varint area first, to know its size. */
+    uint8_t *v = buf + 256;
+    size_t vn = 0;
+    for (size_t i = 0; i < nwords; i++) {
+        uint32_t w = words[i];
+        while (w >= 0x80) {
+            v[vn++] = (uint8_t)(w | 0x80);
+            w >>= 7;
+        }
+        v[vn++] = (uint8_t)w;
+    }
+    int jn = snprintf(json, sizeof(json),
+                      "{\"version\":6,\"shaderModules\":{\"%016" PRIx64 "\":{\"flags\":0,"
+                      "\"codeSize\":%zu,\"varintOffset\":0,\"varintSize\":%zu}}}",
+                      hash, nwords * 4, vn);
+    /* JSON, a NUL, then the varint area right after it. */
+    memmove(buf + jn + 1, v, vn);
+    memcpy(buf, json, (size_t)jn);
+    buf[jn] = 0;
+    entry(o, KILN_FOZ_TAG_SHADER_MODULE, hash, buf, (size_t)jn + 1 + vn, true);
+    free(buf);
+    return hash;
+}
+
+int fw_write(const char *path, unsigned compute, unsigned graphics)
+{
+    struct kiln_glsl *g = NULL;
+    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
+    if (rc < 0)
+        return rc;
+    struct out o = {.f = fopen(path, "wb")};
+    if (!o.f) {
+        fprintf(stderr, "fw_write: cannot write %s\n", path);
+        kiln_glsl_destroy(g);
+        return KILN_EIO;
+    }
+    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
+                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
+    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
+        o.rc = KILN_EIO;
+    /* Generated program 2k is a compute program, 2k + 1 a graphics pair. */
+    for (unsigned k = 0; k < compute + graphics && !o.rc; k++) {
+        bool is_compute = k < compute;
+        uint32_t index = is_compute ? 2 * k : 2 * (k - compute) + 1;
+        struct kiln_program *p = NULL;
+        o.rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, index, &p);
+        if (o.rc)
+            break;
+        uint64_t h[2] = {0, 0};
+        for (unsigned s = 0; s < p->nstages; s++)
+            h[s] = module(&o, p->stages[s].words, p->stages[s].nwords);
+        char json[512];
+        uint64_t pipe = 0x7000u + k;
+        if (is_compute)
+            snprintf(json, sizeof(json),
+                     "{\"version\":6,\"computePipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
+                     "\"stage\":{\"flags\":0,\"stage\":32,\"module\":\"%016" PRIx64
+                     "\",\"name\":\"main\"}}}}",
+                     pipe, h[0]);
+        else
+            snprintf(json, sizeof(json),
+                     "{\"version\":6,\"graphicsPipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
+                     "\"stages\":[{\"flags\":0,\"stage\":1,\"module\":\"%016" PRIx64
+                     "\",\"name\":\"main\"},{\"flags\":0,\"stage\":16,\"module\":\"%016" PRIx64
+                     "\",\"name\":\"main\"}]}}}",
+                     pipe, h[0], h[1]);
+        entry(&o, is_compute ? KILN_FOZ_TAG_COMPUTE_PIPELINE : KILN_FOZ_TAG_GRAPHICS_PIPELINE, pipe,
+              json, strlen(json), false);
+        kiln_program_destroy(p);
+    }
+    if (fclose(o.f) != 0 && !o.rc)
+        o.rc = KILN_EIO;
+    kiln_glsl_destroy(g);
+    if (o.rc)
+        fprintf(stderr, "fw_write: %s: %s\n", path, kiln_strerror(o.rc));
+    return o.rc;
+}
+
+/* The archive written for this process, removed at its exit (not in the
+ * case's kt_tmpdir: a case may call that again, which starts it afresh). */
+static char written[4096];
+
+static void remove_written(void)
+{
+    if (written[0])
+        remove(written);
+}
+
+int fw_archive(const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/foz/sascha-willems/%s", kt_corpus_dir(), name);
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return KILN_OK;
+    if (!written[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(written, sizeof(written), "%s/kiln-written-%ld.foz", tmp && *tmp ? tmp : "/tmp",
+                 (long)getpid());
+        int rc = fw_write(written, 1, 2);
+        if (rc < 0) {
+            remove(written);
+            written[0] = 0;
+            return rc;
+        }
+        atexit(remove_written);
+    }
+    snprintf(path, cap, "%s", written);
+    return KILN_OK;
+}

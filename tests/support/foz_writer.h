@@ -1,0 +1,31 @@
+/*
+ * foz_writer.h - Fossilize archives written by the tests themselves, from
+ * SPIR-V of kiln's generator, for the cases that need a real archive where
+ * the shared corpus (../shared/corpus/foz) is not there (a bare clone).
+ */
+#ifndef KILN_FOZ_WRITER_H
+#define KILN_FOZ_WRITER_H
+
+#include "kiln_test.h"
+
+/*
+ * Writes an archive (format version 6) to `path`: `compute` compute
+ * programs and `graphics` vertex + fragment pairs of kiln's generator, each
+ * module an entry (its SPIR-V in Fossilize's varint coding, hashed with
+ * kiln_hash64) followed by its pipeline's entry naming it with its stage.
+ * Modules are deflated, pipelines stored plain; every entry has its CRC.
+ * @return 0, KILN_ENOTSUP in a build without shaderc, or the error (a line
+ * on stderr).
+ */
+int fw_write(const char *path, unsigned compute, unsigned graphics);
+
+/*
+ * The archive a case uses: `name` in the shared corpus's foz/sascha-willems
+ * when it is there (path filled with it), else one fw_write makes once per
+ * process under $TMPDIR (removed at exit), with one compute program and
+ * two graphics pairs. Not thread-safe.
+ * @return 0 or the error.
+ */
+int fw_archive(const char *name, char *path, size_t cap);
+
+#endif /* KILN_FOZ_WRITER_H */
