@@ -11,6 +11,9 @@
 #include "foz_writer.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -811,7 +814,103 @@ KT_CASE(start_records_use)
     kiln_cache_close(c);
 }
 
+/* An embedder's own source: programs that come as SPIR-V under keys the
+ * caller chose, with a stamp of its own and no translator at all. */
+struct own_source {
+    struct kiln_program *spirv[3]; /* generated and translated beforehand */
+    _Atomic unsigned loads;
+};
+
+static int own_load(void *user, size_t i, struct kiln_program **out)
+{
+    struct own_source *o = user;
+    const struct kiln_program *from = o->spirv[i];
+    atomic_fetch_add(&o->loads, 1);
+    struct kiln_program *p = NULL;
+    int rc = kiln_program_create(from->name, &p);
+    if (rc < 0)
+        return rc;
+    p->nstages = from->nstages;
+    for (unsigned s = 0; s < from->nstages; s++) {
+        struct kiln_program_stage *st = &p->stages[s];
+        st->src.stage = from->stages[s].src.stage;
+        st->src.name = strdup(from->stages[s].src.name);
+        st->words = malloc(from->stages[s].nwords * 4);
+        if (!st->src.name || !st->words) {
+            kiln_program_destroy(p);
+            return KILN_ENOMEM;
+        }
+        memcpy(st->words, from->stages[s].words, from->stages[s].nwords * 4);
+        st->nwords = from->stages[s].nwords;
+    }
+    p->has_key = true;
+    p->key = (struct kiln_key){.hi = 0x6f776e, .lo = i};
+    *out = p;
+    return KILN_OK;
+}
+
+static uint64_t own_stamp(void *user, uint64_t translator_stamp)
+{
+    (void)user;
+    return translator_stamp ^ 0x1234;
+}
+
+KT_CASE(own_source)
+{
+    const char *root = kt_tmpdir();
+    char cache[4200];
+    cache_path(cache, sizeof(cache), root);
+    struct kiln_glsl *g = NULL;
+    KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
+    struct own_source own = {.loads = 0};
+    for (uint32_t i = 0; i < 3; i++)
+        KT_REQUIRE_OK(kiln_generate_spirv(kiln_glsl_translator(g), 5, i, &own.spirv[i]));
+    kiln_glsl_destroy(g);
+
+    struct kiln_program_source src = {
+        .user = &own, .count = 3, .load = own_load, .stamp = own_stamp};
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.source = &src;
+    o.no_vulkan = true;
+    o.jobs = 2;
+    KT_CHECK_EQ(kiln_prepare_stamp(&o), 0x1234); /* no translator: 0, mixed */
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.programs, 3);
+    KT_CHECK_EQ(s.translated, 3);
+    KT_CHECK_EQ(s.failed, 0);
+    KT_CHECK_EQ(s.stamp, 0x1234);
+    KT_CHECK_EQ(atomic_load(&own.loads), 3);
+
+    /* Stored under the caller's keys, with Vulkan stage bits. */
+    struct kiln_cache_options co = {.stamp = 0x1234, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), 3);
+    for (uint64_t i = 0; i < 3; i++) {
+        struct kiln_key k = {.hi = 0x6f776e, .lo = i};
+        struct kiln_cache_result *res;
+        KT_REQUIRE(kiln_cache_load_many(c, &k, 1, 1, &res) == 1);
+        KT_REQUIRE_OK(res[0].status);
+        struct kiln_stage_blob st[2];
+        int ns = kiln_program_payload_parse(res[0].data, res[0].size, 2, st);
+        KT_CHECK_EQ(ns, own.spirv[i]->nstages);
+        KT_CHECK_EQ(st[0].stage, i % 2 == 0 ? KILN_VK_STAGE_COMPUTE_BIT : KILN_VK_STAGE_VERTEX_BIT);
+        kiln_cache_results_free(res, 1);
+    }
+    kiln_cache_close(c);
+
+    /* Again: every program found by its key, nothing stored. */
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.cached, 3);
+    KT_CHECK_EQ(s.translated, 0);
+    for (size_t i = 0; i < 3; i++)
+        kiln_program_destroy(own.spirv[i]);
+}
+
 KT_MAIN(KT_ENTRY(program_key), KT_ENTRY(stamp), KT_ENTRY(generated_then_start),
         KT_ENTRY(broken_program_alone), KT_ENTRY(no_vulkan_and_damage), KT_ENTRY(bad_input),
         KT_ENTRY(threads), KT_ENTRY(dict_kept_after_repack), KT_ENTRY(prepare_dict),
-        KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use))
+        KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use), KT_ENTRY(own_source))
