@@ -140,8 +140,8 @@ static int build_one(void *arg, unsigned worker)
 
     struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
     int n = kiln_program_payload_parse(it->payload, it->size, KILN_PROGRAM_MAX_STAGES, st);
-    /* An imported module used by compute and other stages is still a
-     * compute program (kiln_foz_import's stage kinds). */
+    /* A one-module record whose stage bits include compute (an imported
+     * module used by compute and other stages) is a compute program. */
     bool compute = n == 1 && (st[0].stage & KILN_VK_STAGE_COMPUTE_BIT);
     bool graphics = n == 2 && st[0].stage == KILN_VK_STAGE_VERTEX_BIT &&
                     st[1].stage == KILN_VK_STAGE_FRAGMENT_BIT;
