@@ -139,7 +139,9 @@ KILN_API void kiln_log_set_sink(kiln_log_fn fn, void *user);
  * that want their lines in the same stream. Thread-safe.
  */
 KILN_API void kiln_log(enum kiln_log_level level, const char *module, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+    __attribute__((format(gnu_printf, 3, 4))) /* C99 formats, as __USE_MINGW_ANSI_STDIO */
+#elif defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
