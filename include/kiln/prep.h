@@ -329,7 +329,9 @@ KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o);
  * A program's key: XXH3-128 over its identity, stage by stage: the stage
  * kind, then the source text, or, for a stage that came as SPIR-V, its
  * words (each with its kind and length before it, so no two programs share
- * a key by shifting bytes between stages).
+ * a key by shifting bytes between stages). Compute, vertex and fragment
+ * are hashed as 0, 1 and 2, the numbers keys were first made with, so the
+ * keys of caches made before stages were VkShaderStageFlagBits still hold.
  * @return 0 with the key in *key, KILN_EINVAL for a program without stages
  * or a stage with neither text nor words, or KILN_ENOMEM. Thread-safe.
  */
