@@ -86,14 +86,14 @@ KILN_API size_t kiln_cpuset_format(const struct kiln_cpuset *set, char *buf, siz
  * Topology
  * ------------------------------------------------------------------------ */
 
-enum kiln_cache_type {
-    KILN_CACHE_DATA = 1,
-    KILN_CACHE_INSTRUCTION = 2,
-    KILN_CACHE_UNIFIED = 3,
+enum kiln_cpu_cache_type {
+    KILN_CPU_CACHE_DATA = 1,
+    KILN_CPU_CACHE_INSTRUCTION = 2,
+    KILN_CPU_CACHE_UNIFIED = 3,
 };
 
 /* @return "data", "instruction", "unified" or "?". */
-KILN_API const char *kiln_cache_type_name(enum kiln_cache_type type);
+KILN_API const char *kiln_cpu_cache_type_name(enum kiln_cpu_cache_type type);
 
 /*
  * Parses a sysfs cache size ("32K", "32768K", "96M", "1G", or bare bytes; a
@@ -103,9 +103,9 @@ KILN_API const char *kiln_cache_type_name(enum kiln_cache_type type);
 KILN_API int kiln_topo_parse_size(const char *text, size_t len, uint64_t *bytes);
 
 /* One cache and the online CPUs that share it. */
-struct kiln_cache_domain {
+struct kiln_cpu_cache_domain {
     uint32_t level;            /* from the cache's `level` file */
-    enum kiln_cache_type type; /* from its `type` file */
+    enum kiln_cpu_cache_type type; /* from its `type` file */
     uint64_t size;             /* bytes */
     int64_t id;                /* its `id` file, -1 when the kernel gives none */
     struct kiln_cpuset cpus;   /* the online CPUs that share it (never empty) */
@@ -126,7 +126,7 @@ enum {
  */
 struct kiln_topo {
     struct kiln_cpuset online;         /* the online CPUs */
-    struct kiln_cache_domain *domains; /* sorted by level, type, lowest CPU */
+    struct kiln_cpu_cache_domain *domains; /* sorted by level, type, lowest CPU */
     size_t ndomains;
     uint32_t last_level; /* the highest level with a data or unified cache; 0: none */
     int64_t largest;     /* index of the largest last-level domain; -1: none */
@@ -138,12 +138,14 @@ struct kiln_topo {
 /*
  * Reads the cache topology under `sysfs_root` (NULL: the platform's own;
  * on Linux "/sys/devices/system/cpu", a parameter so that tests use fixture
- * trees). For every online CPU it reads `cache/index*`: `level`, `type`,
+ * trees). It reads `cache/index*` of every online CPU: `level`, `type`,
  * `size`, `shared_cpu_list` (`shared_cpu_map` when the list is missing) and
- * `id`. A cache is read once, through the lowest online CPU that shares it;
- * caches nest (two CPUs that share a level-n cache share every cache above
- * it), so a CPU found in a known domain is not read again at that level or
- * above. Offline CPUs are left out of every domain.
+ * `id`. A cache is read whole through the lowest online CPU that shares it;
+ * every other CPU that shares it reads its own entry for it and must list
+ * the same online CPUs (in the all-levels read, also the same size), or the
+ * read fails naming that CPU's file. Without KILN_TOPO_ALL_LEVELS a CPU
+ * already inside a known last-level domain checks that entry only (caches
+ * nest). Offline CPUs are left out of every domain.
  *
  * On success *out holds the topology; a tree with no cache entries at all
  * (common in virtual machines) is a success with ndomains 0 and a `note`.
@@ -249,7 +251,7 @@ KILN_API int kiln_pin_largest_cache(const struct kiln_topo_env *env, struct kiln
  * ------------------------------------------------------------------------ */
 
 /* The name of the environment variable of the opt-in rule. */
-#define KILN_CACHE_AFFINITY_ENV "KILN_CACHE_AFFINITY"
+#define KILN_CPU_CACHE_AFFINITY_ENV "KILN_CACHE_AFFINITY"
 
 /* Who had the say in kiln_affinity_decide(). */
 enum kiln_affinity_source {

@@ -345,14 +345,14 @@ int kiln_topo_parse_size(const char *text, size_t len, uint64_t *bytes)
 
 /* ---- names and text ---------------------------------------------------------- */
 
-const char *kiln_cache_type_name(enum kiln_cache_type type)
+const char *kiln_cpu_cache_type_name(enum kiln_cpu_cache_type type)
 {
     switch (type) {
-    case KILN_CACHE_DATA:
+    case KILN_CPU_CACHE_DATA:
         return "data";
-    case KILN_CACHE_INSTRUCTION:
+    case KILN_CPU_CACHE_INSTRUCTION:
         return "instruction";
-    case KILN_CACHE_UNIFIED:
+    case KILN_CPU_CACHE_UNIFIED:
         return "unified";
     }
     return "?";
@@ -398,14 +398,14 @@ static const char *list_text(char *buf, size_t cap, const struct kiln_cpuset *se
 
 /* ---- topology ------------------------------------------------------------------ */
 
-static int64_t first_cpu(const struct kiln_cache_domain *d)
+static int64_t first_cpu(const struct kiln_cpu_cache_domain *d)
 {
     return kiln_cpuset_next(&d->cpus, 0);
 }
 
 static int domain_order(const void *pa, const void *pb)
 {
-    const struct kiln_cache_domain *a = pa, *b = pb;
+    const struct kiln_cpu_cache_domain *a = pa, *b = pb;
     if (a->level != b->level)
         return a->level < b->level ? -1 : 1;
     if (a->type != b->type)
@@ -414,23 +414,23 @@ static int domain_order(const void *pa, const void *pb)
     return fa < fb ? -1 : fa > fb;
 }
 
-static bool is_data_or_unified(const struct kiln_cache_domain *d)
+static bool is_data_or_unified(const struct kiln_cpu_cache_domain *d)
 {
-    return d->type == KILN_CACHE_DATA || d->type == KILN_CACHE_UNIFIED;
+    return d->type == KILN_CPU_CACHE_DATA || d->type == KILN_CPU_CACHE_UNIFIED;
 }
 
 /* @return whether a beats b as the largest: larger, or as large with a lower CPU. */
-static bool beats(const struct kiln_cache_domain *a, const struct kiln_cache_domain *b)
+static bool beats(const struct kiln_cpu_cache_domain *a, const struct kiln_cpu_cache_domain *b)
 {
     if (a->size != b->size)
         return a->size > b->size;
     return first_cpu(a) < first_cpu(b);
 }
 
-int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cache_domain *d)
+int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cpu_cache_domain *d)
 {
     for (size_t i = 0; i < topo->ndomains; i++) {
-        const struct kiln_cache_domain *o = &topo->domains[i];
+        const struct kiln_cpu_cache_domain *o = &topo->domains[i];
         if (o->level != d->level || o->type != d->type ||
             !kiln__cpuset_intersects(&o->cpus, &d->cpus))
             continue;
@@ -441,13 +441,13 @@ int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cache
         kiln_cpuset_free(&d->cpus);
         return KILN_OK;
     }
-    struct kiln_cache_domain *all =
+    struct kiln_cpu_cache_domain *all =
         kiln__grow(topo->domains, topo->ndomains, cap, sizeof(*all), 16);
     if (!all)
         return KILN_ENOMEM;
     topo->domains = all;
     topo->domains[topo->ndomains++] = *d;
-    *d = (struct kiln_cache_domain){0};
+    *d = (struct kiln_cpu_cache_domain){0};
     return KILN_OK;
 }
 
@@ -461,7 +461,7 @@ void kiln__topo_finish(struct kiln_topo *topo, const char *where)
         if (is_data_or_unified(&topo->domains[i]))
             topo->last_level = KILN_MAX(topo->last_level, topo->domains[i].level);
     for (size_t i = 0; i < topo->ndomains; i++) {
-        const struct kiln_cache_domain *d = &topo->domains[i];
+        const struct kiln_cpu_cache_domain *d = &topo->domains[i];
         if (d->level != topo->last_level || !is_data_or_unified(d))
             continue;
         if (topo->largest < 0 || beats(d, &topo->domains[topo->largest]))
@@ -523,7 +523,7 @@ int kiln_topo_choose(const struct kiln_topo *topo, const struct kiln_cpuset *all
     uint32_t candidates = 0;
     uint64_t smallest = UINT64_MAX;
     for (size_t i = 0; i < topo->ndomains; i++) {
-        const struct kiln_cache_domain *d = &topo->domains[i];
+        const struct kiln_cpu_cache_domain *d = &topo->domains[i];
         if (d->level != topo->last_level || !is_data_or_unified(d) ||
             !kiln__cpuset_intersects(&d->cpus, &usable))
             continue;
@@ -542,7 +542,7 @@ int kiln_topo_choose(const struct kiln_topo *topo, const struct kiln_cpuset *all
         kiln_cpuset_free(&usable);
         return KILN_OK;
     }
-    const struct kiln_cache_domain *d = &topo->domains[best];
+    const struct kiln_cpu_cache_domain *d = &topo->domains[best];
     plan->domain = best;
     list_text(cpus, sizeof(cpus), &d->cpus);
     kiln__topo_size_text(size, sizeof(size), d->size);
@@ -680,10 +680,10 @@ int kiln_affinity_decide(int flag, const char *env_value, struct kiln_affinity_d
         const char *name = flag ? "--cache-affinity" : "--no-cache-affinity";
         if (out->env_malformed)
             say(out->reason, sizeof(out->reason), "%s given (%s='%.32s' ignored: expected 1 or 0)",
-                name, KILN_CACHE_AFFINITY_ENV, env_value);
+                name, KILN_CPU_CACHE_AFFINITY_ENV, env_value);
         else if (env >= 0 && env != flag)
             say(out->reason, sizeof(out->reason), "%s given (wins over %s=%d)", name,
-                KILN_CACHE_AFFINITY_ENV, env);
+                KILN_CPU_CACHE_AFFINITY_ENV, env);
         else
             say(out->reason, sizeof(out->reason), "%s given", name);
         return KILN_OK;
@@ -691,18 +691,18 @@ int kiln_affinity_decide(int flag, const char *env_value, struct kiln_affinity_d
     if (out->env_malformed) {
         out->source = KILN_AFFINITY_ENV;
         say(out->reason, sizeof(out->reason), "%s='%.32s' is malformed: expected 1 or 0",
-            KILN_CACHE_AFFINITY_ENV, env_value);
+            KILN_CPU_CACHE_AFFINITY_ENV, env_value);
         return KILN_EINVAL;
     }
     if (env >= 0) {
         out->on = env == 1;
         out->source = KILN_AFFINITY_ENV;
-        say(out->reason, sizeof(out->reason), "%s=%d", KILN_CACHE_AFFINITY_ENV, env);
+        say(out->reason, sizeof(out->reason), "%s=%d", KILN_CPU_CACHE_AFFINITY_ENV, env);
         return KILN_OK;
     }
     out->source = KILN_AFFINITY_DEFAULT;
     say(out->reason, sizeof(out->reason), "off by default (--cache-affinity or %s=1 turns it on)",
-        KILN_CACHE_AFFINITY_ENV);
+        KILN_CPU_CACHE_AFFINITY_ENV);
     return KILN_OK;
 }
 

@@ -48,7 +48,7 @@ enum kiln__domain_clash {
  * word the clashes for their own source.
  * @return 0, a kiln__domain_clash (*d untouched), or KILN_ENOMEM.
  */
-int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cache_domain *d);
+int kiln__topo_add_domain(struct kiln_topo *topo, size_t *cap, struct kiln_cpu_cache_domain *d);
 
 /*
  * Sorts the domains, sets last_level and largest, and writes the note for a

@@ -97,7 +97,7 @@ static int add_masks(struct kiln_cpuset *set, const unsigned char *rec, size_t s
     return KILN_OK;
 }
 
-static int add_domain(struct kiln_topo *t, size_t *cap, struct kiln_cache_domain *d, size_t at)
+static int add_domain(struct kiln_topo *t, size_t *cap, struct kiln_cpu_cache_domain *d, size_t at)
 {
     int rc = kiln__topo_add_domain(t, cap, d);
     if (rc == KILN__DOMAIN_OVERLAP)
@@ -119,11 +119,11 @@ static int read_cache(struct kiln_topo *t, size_t *cap, const unsigned char *rec
         return bad(at, "a cache of level 0");
     if (type > CACHE_TRACE)
         return bad(at, "an unknown cache type");
-    struct kiln_cache_domain d = {.level = level, .id = -1};
+    struct kiln_cpu_cache_domain d = {.level = level, .id = -1};
     d.size = kiln__load_le32(rec + CACHE_SIZE);
-    d.type = type == CACHE_DATA          ? KILN_CACHE_DATA
-             : type == CACHE_INSTRUCTION ? KILN_CACHE_INSTRUCTION
-                                         : KILN_CACHE_UNIFIED;
+    d.type = type == CACHE_DATA          ? KILN_CPU_CACHE_DATA
+             : type == CACHE_INSTRUCTION ? KILN_CPU_CACHE_INSTRUCTION
+                                         : KILN_CPU_CACHE_UNIFIED;
     int rc =
         add_masks(&d.cpus, rec, size, CACHE_MASKS, kiln__load_le16(rec + CACHE_GROUP_COUNT), at);
     if (rc == KILN_OK && type != CACHE_TRACE) {
@@ -199,9 +199,9 @@ static int read_online(struct kiln_topo *t, const unsigned char *buf, size_t len
     return rc;
 }
 
-static bool data_or_unified(enum kiln_cache_type type)
+static bool data_or_unified(enum kiln_cpu_cache_type type)
 {
-    return type == KILN_CACHE_DATA || type == KILN_CACHE_UNIFIED;
+    return type == KILN_CPU_CACHE_DATA || type == KILN_CPU_CACHE_UNIFIED;
 }
 
 int kiln__topo_parse_slpi(const void *buf, size_t len, unsigned flags, struct kiln_topo **out)

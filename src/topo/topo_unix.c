@@ -6,20 +6,28 @@
  * Design:
  * - Every path is relative to a root given by the caller (sysfs, proc,
  *   cgroup), so tests run the same code on fixture trees.
- * - A cache is read once, through the lowest online CPU that shares it.
- *   Caches nest: two CPUs that share a level-n cache share every cache
- *   above it (an SMT sibling shares all of them). So a CPU already inside a
- *   known domain has nothing new to say at that level or above, and is not
- *   read there. On a 256-CPU part this takes the last-level read from
- *   thousands of files to about a dozen per domain; sysfs files cost
- *   microseconds each, so this is the difference between a read that
- *   matters at start-up and one that does not.
+ * - Every online CPU's own entries are read, and they must agree. A cache
+ *   is read whole (level, type, size, CPUs, id) through the lowest online
+ *   CPU that shares it, its lead. Every other CPU of that cache then reads
+ *   its own entry for it and must list the same CPUs (and, in the
+ *   all-levels read, give the same size): a malformed file or a CPU that
+ *   disagrees refuses the whole read. The checks compare the text with the
+ *   lead's first and parse only when it differs, so the last-level read of
+ *   a 256-CPU part costs one small file per CPU beyond the leads' dozen
+ *   each, well under 2 ms (docs/topo.md).
+ * - In the default (last-level) read a CPU inside a known domain checks it
+ *   through the same index the lead read it from, without reading its other
+ *   levels: caches nest, and reading every level of every CPU would cost
+ *   ten times as many files. The all-levels read lists and checks every
+ *   entry of every CPU.
  * - The reader builds the whole topology privately and hands it out only
- *   when every file read parsed: any failure frees it all, so a caller
- *   never sees a partial domain. Each failure logs one line naming the
- *   file; the functions above it only forward the code.
+ *   when every file read parsed and agreed: any failure frees it all, so a
+ *   caller never sees a partial domain. Each failure logs one line naming
+ *   the file; the functions above it only forward the code.
  * - Two domains of one level and type that share a CPU must be the same
  *   set; otherwise the input contradicts itself and is refused.
+ * - Files are opened non-blocking: a FIFO planted in a tree reads as empty
+ *   (and is refused as malformed) instead of blocking in open(2).
  * - Pinning sets the calling thread first, so a thread it creates from then
  *   on inherits the mask, then walks /proc/self/task until a pass finds no
  *   thread it has not set: a thread created by a not-yet-set thread during
@@ -31,6 +39,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +67,7 @@
 static int64_t read_at(int dirfd, const char *path, bool one_read, char **buf, size_t *cap,
                        int *err)
 {
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         *err = errno;
         return kiln_error_from_errno(errno, KILN_EIO_OPEN);
@@ -104,6 +113,14 @@ static int64_t read_at(int dirfd, const char *path, bool one_read, char **buf, s
 
 /* ---- the sysfs reader ------------------------------------------------------- */
 
+/* Where a domain was read from, for the other CPUs' checks against it. */
+struct source {
+    uint32_t lead;  /* the CPU it was read through */
+    uint32_t index; /* its cache index there */
+    bool map;       /* read from shared_cpu_map, not shared_cpu_list */
+    char text[64];  /* the lead's CPU text, trimmed; "" when it did not fit */
+};
+
 struct reader {
     const char *root;
     int rootfd;
@@ -111,6 +128,8 @@ struct reader {
     size_t cap;
     struct kiln_topo *topo;
     size_t dom_cap;
+    struct source *src; /* one per domain, in the order they were added */
+    size_t src_cap;
 };
 
 /* Logs one error about ROOT/REL and returns rc. */
@@ -179,7 +198,7 @@ static int parse_small_uint(const char *text, size_t len, uint64_t max, uint64_t
 struct entry {
     uint32_t index;
     uint32_t level;
-    enum kiln_cache_type type;
+    enum kiln_cpu_cache_type type;
 };
 
 static int compare_u32(const void *a, const void *b)
@@ -247,10 +266,10 @@ static int read_level_type(struct reader *r, uint32_t cpu, struct entry *e)
         return (int)n;
     static const struct {
         const char *name;
-        enum kiln_cache_type type;
-    } types[] = {{"Data", KILN_CACHE_DATA},
-                 {"Instruction", KILN_CACHE_INSTRUCTION},
-                 {"Unified", KILN_CACHE_UNIFIED}};
+        enum kiln_cpu_cache_type type;
+    } types[] = {{"Data", KILN_CPU_CACHE_DATA},
+                 {"Instruction", KILN_CPU_CACHE_INSTRUCTION},
+                 {"Unified", KILN_CPU_CACHE_UNIFIED}};
     size_t len = (size_t)n;
     while (len > 0 && (r->buf[len - 1] == '\n' || r->buf[len - 1] == ' '))
         len--;
@@ -264,16 +283,59 @@ static int read_level_type(struct reader *r, uint32_t cpu, struct entry *e)
                 shown(r->buf));
 }
 
-/* Reads size, CPUs and id of one cache into *d (zeroed by the caller). */
-static int read_domain(struct reader *r, uint32_t cpu, const struct entry *e,
-                       struct kiln_cache_domain *d)
+/* The length of text without its trailing newlines and blanks. */
+static size_t trimmed(const char *text, size_t len)
 {
-    char rel[96], base[64];
-    snprintf(base, sizeof(base), "cpu%u/cache/index%u", cpu, e->index);
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+        len--;
+    return len;
+}
+
+/*
+ * Reads the CPUs of cpuCPU/cache/indexINDEX (shared_cpu_list, else
+ * shared_cpu_map) into *set, which must contain `cpu`; leaves the file's
+ * text in r->buf and its path in rel (cap 96). *map says which file it was.
+ */
+static int read_cpus(struct reader *r, uint32_t cpu, uint32_t index, struct kiln_cpuset *set,
+                     bool *map, char *rel, int64_t *len)
+{
+    char base[64];
+    snprintf(base, sizeof(base), "cpu%u/cache/index%u", cpu, index);
+    snprintf(rel, 96, "%s/shared_cpu_list", base);
+    *map = false;
+    int64_t n = read_file(r, rel, true);
+    if (n == KILN_ENOENT) {
+        *map = true;
+        snprintf(rel, 96, "%s/shared_cpu_map", base);
+        n = read_file(r, rel, true);
+        if (n == KILN_ENOENT)
+            return fail(r, base, KILN_ENOENT, "has neither shared_cpu_list nor shared_cpu_map");
+    }
+    if (n < 0)
+        return (int)n;
+    *len = n;
+    int rc = *map ? kiln_cpuset_parse_mask(set, r->buf, (size_t)n)
+                  : kiln_cpuset_parse_list(set, r->buf, (size_t)n);
+    if (rc < 0)
+        return fail(r, rel, rc, "expected a CPU %s, got '%s'",
+                    *map ? "mask like 00ff00ff" : "list like 0-7,16-23", shown(r->buf));
+    if (!kiln_cpuset_has(set, cpu))
+        return fail(r, rel, KILN_EPARSE, "does not contain cpu%u itself", cpu);
+    return KILN_OK;
+}
+
+/*
+ * Reads size, CPUs and id of one cache into *d (zeroed by the caller) and
+ * where it came from into *src.
+ */
+static int read_domain(struct reader *r, uint32_t cpu, const struct entry *e,
+                       struct kiln_cpu_cache_domain *d, struct source *src)
+{
+    char rel[96];
     d->level = e->level;
     d->type = e->type;
 
-    snprintf(rel, sizeof(rel), "%s/size", base);
+    snprintf(rel, sizeof(rel), "cpu%u/cache/index%u/size", cpu, e->index);
     int64_t n = read_file(r, rel, false);
     if (n < 0)
         return (int)n;
@@ -281,30 +343,16 @@ static int read_domain(struct reader *r, uint32_t cpu, const struct entry *e,
     if (rc < 0)
         return fail(r, rel, rc, "expected a size like 32K or 96M, got '%s'", shown(r->buf));
 
-    snprintf(rel, sizeof(rel), "%s/shared_cpu_list", base);
-    n = read_file(r, rel, true);
-    if (n >= 0) {
-        rc = kiln_cpuset_parse_list(&d->cpus, r->buf, (size_t)n);
-        if (rc < 0)
-            return fail(r, rel, rc, "expected a CPU list like 0-7,16-23, got '%s'", shown(r->buf));
-    } else if (n == KILN_ENOENT) {
-        snprintf(rel, sizeof(rel), "%s/shared_cpu_map", base);
-        n = read_file(r, rel, true);
-        if (n == KILN_ENOENT)
-            return fail(r, base, KILN_ENOENT, "has neither shared_cpu_list nor shared_cpu_map");
-        if (n < 0)
-            return (int)n;
-        rc = kiln_cpuset_parse_mask(&d->cpus, r->buf, (size_t)n);
-        if (rc < 0)
-            return fail(r, rel, rc, "expected a CPU mask like 00ff00ff, got '%s'", shown(r->buf));
-    } else {
-        return (int)n;
+    *src = (struct source){.lead = cpu, .index = e->index};
+    KILN_TRY(read_cpus(r, cpu, e->index, &d->cpus, &src->map, rel, &n));
+    size_t tl = trimmed(r->buf, (size_t)n);
+    if (tl < sizeof(src->text)) {
+        memcpy(src->text, r->buf, tl);
+        src->text[tl] = '\0';
     }
-    if (!kiln_cpuset_has(&d->cpus, cpu))
-        return fail(r, rel, KILN_EPARSE, "does not contain cpu%u itself", cpu);
     kiln__cpuset_and(&d->cpus, &r->topo->online);
 
-    snprintf(rel, sizeof(rel), "%s/id", base);
+    snprintf(rel, sizeof(rel), "cpu%u/cache/index%u/id", cpu, e->index);
     n = read_file(r, rel, true);
     d->id = -1;
     if (n >= 0) {
@@ -318,11 +366,75 @@ static int read_domain(struct reader *r, uint32_t cpu, const struct entry *e,
     return KILN_OK;
 }
 
-/* Adds *d (taking its set) unless it is already known; refuses contradictions. */
-static int add_domain(struct reader *r, uint32_t cpu, const struct entry *e,
-                      struct kiln_cache_domain *d)
+/*
+ * Checks that `cpu`, a CPU of known domain `i` that is not its lead, says
+ * the same about it through its own cpuCPU/cache/indexINDEX: the same CPUs
+ * and, when `size` is asked for, the same size. The text is compared with
+ * the lead's first, so an agreeing CPU costs one read and no parse.
+ */
+static int check_domain(struct reader *r, uint32_t cpu, uint32_t index, size_t i, bool size)
 {
+    const struct kiln_cpu_cache_domain *d = &r->topo->domains[i];
+    const struct source *src = &r->src[i];
+    char rel[96], lead[96];
+    snprintf(lead, sizeof(lead), "cpu%u/cache/index%u", src->lead, src->index);
+    if (size) {
+        snprintf(rel, sizeof(rel), "cpu%u/cache/index%u/size", cpu, index);
+        int64_t n = read_file(r, rel, false);
+        if (n < 0)
+            return (int)n;
+        uint64_t bytes;
+        int rc = kiln_topo_parse_size(r->buf, (size_t)n, &bytes);
+        if (rc < 0)
+            return fail(r, rel, rc, "expected a size like 32K or 96M, got '%s'", shown(r->buf));
+        if (bytes != d->size)
+            return fail(r, rel, KILN_EPARSE, "says %" PRIu64 " bytes, but %s says %" PRIu64, bytes,
+                        lead, d->size);
+    }
+    /* The common case: the same file holding the same text as the lead's. */
+    char base[64];
+    snprintf(base, sizeof(base), "cpu%u/cache/index%u", cpu, index);
+    if (src->text[0] != '\0') {
+        snprintf(rel, sizeof(rel), "%s/%s", base, src->map ? "shared_cpu_map" : "shared_cpu_list");
+        int64_t n = read_file(r, rel, true);
+        if (n >= 0 && trimmed(r->buf, (size_t)n) == strlen(src->text) &&
+            memcmp(r->buf, src->text, strlen(src->text)) == 0)
+            return KILN_OK;
+        if (n < 0 && n != KILN_ENOENT)
+            return (int)n;
+    }
+    struct kiln_cpuset set = {0};
+    bool map;
+    int64_t n;
+    int rc = read_cpus(r, cpu, index, &set, &map, rel, &n);
+    if (rc == KILN_OK) {
+        kiln__cpuset_and(&set, &r->topo->online);
+        if (!kiln__cpuset_equal(&set, &d->cpus)) {
+            char mine[48], theirs[48];
+            kiln_cpuset_format(&set, mine, sizeof(mine));
+            kiln_cpuset_format(&d->cpus, theirs, sizeof(theirs));
+            rc = fail(r, rel, KILN_EPARSE, "disagrees with %s: online CPUs %s here, %s there", lead,
+                      mine, theirs);
+        }
+    }
+    kiln_cpuset_free(&set);
+    return rc;
+}
+
+/* Adds *d (taking its set) and its source; refuses contradictions. */
+static int add_domain(struct reader *r, uint32_t cpu, const struct entry *e,
+                      struct kiln_cpu_cache_domain *d, const struct source *src)
+{
+    if (r->topo->ndomains == r->src_cap) {
+        struct source *all = kiln__grow(r->src, r->topo->ndomains, &r->src_cap, sizeof(*all), 16);
+        if (!all)
+            return KILN_ENOMEM;
+        r->src = all;
+    }
+    size_t before = r->topo->ndomains;
     int rc = kiln__topo_add_domain(r->topo, &r->dom_cap, d);
+    if (rc == KILN_OK && r->topo->ndomains > before)
+        r->src[before] = *src;
     if (rc <= 0)
         return rc;
     char rel[96];
@@ -330,25 +442,53 @@ static int add_domain(struct reader *r, uint32_t cpu, const struct entry *e,
     if (rc == KILN__DOMAIN_OVERLAP)
         return fail(r, rel, KILN_EPARSE,
                     "its CPUs overlap another L%u %s cache without matching it", d->level,
-                    kiln_cache_type_name(d->type));
+                    kiln_cpu_cache_type_name(d->type));
     return fail(r, rel, KILN_EPARSE, "same CPUs as another L%u cache but another size", d->level);
 }
 
-static bool data_or_unified(enum kiln_cache_type type)
+static bool data_or_unified(enum kiln_cpu_cache_type type)
 {
-    return type == KILN_CACHE_DATA || type == KILN_CACHE_UNIFIED;
+    return type == KILN_CPU_CACHE_DATA || type == KILN_CPU_CACHE_UNIFIED;
+}
+
+/* Reads one cache of `cpu` as its lead and adds it. */
+static int lead_domain(struct reader *r, uint32_t cpu, const struct entry *e)
+{
+    struct kiln_cpu_cache_domain d = {0};
+    struct source src;
+    int rc = read_domain(r, cpu, e, &d, &src);
+    if (rc == KILN_OK)
+        rc = add_domain(r, cpu, e, &d, &src);
+    kiln_cpuset_free(&d.cpus);
+    return rc;
+}
+
+/* @return the known domain of this level and type that holds `cpu`, or -1. */
+static int64_t known_domain(const struct reader *r, uint32_t cpu, const struct entry *e)
+{
+    for (size_t i = 0; i < r->topo->ndomains; i++) {
+        const struct kiln_cpu_cache_domain *d = &r->topo->domains[i];
+        if (d->level == e->level && d->type == e->type && kiln_cpuset_has(&d->cpus, cpu))
+            return (int64_t)i;
+    }
+    return -1;
 }
 
 static int read_cpu(struct reader *r, uint32_t cpu, bool all_levels)
 {
-    /* The lowest level of a known domain holding this CPU: it and every
-     * level above it are known already (caches nest). */
-    uint32_t known = UINT32_MAX;
-    for (size_t i = 0; i < r->topo->ndomains; i++)
-        if (kiln_cpuset_has(&r->topo->domains[i].cpus, cpu))
-            known = KILN_MIN(known, r->topo->domains[i].level);
-    if (known <= 1 || (!all_levels && known != UINT32_MAX))
-        return KILN_OK;
+    /* The last-level read: a CPU of a known domain checks it through the
+     * lead's index and reads nothing else (see the design comment). */
+    if (!all_levels) {
+        bool covered = false;
+        for (size_t i = 0; i < r->topo->ndomains; i++) {
+            if (!kiln_cpuset_has(&r->topo->domains[i].cpus, cpu))
+                continue;
+            KILN_TRY(check_domain(r, cpu, r->src[i].index, i, false));
+            covered = true;
+        }
+        if (covered)
+            return KILN_OK;
+    }
 
     uint32_t idx[MAX_INDICES];
     size_t n;
@@ -363,15 +503,13 @@ static int read_cpu(struct reader *r, uint32_t cpu, bool all_levels)
     }
     for (size_t i = 0; i < n; i++) {
         const struct entry *e = &entries[i];
-        bool want = all_levels ? e->level < known : (e->level == top && data_or_unified(e->type));
-        if (!want)
+        if (!all_levels && (e->level != top || !data_or_unified(e->type)))
             continue;
-        struct kiln_cache_domain d = {0};
-        int rc = read_domain(r, cpu, e, &d);
-        if (rc == KILN_OK)
-            rc = add_domain(r, cpu, e, &d);
-        kiln_cpuset_free(&d.cpus);
-        KILN_TRY(rc);
+        int64_t known = known_domain(r, cpu, e);
+        if (known >= 0)
+            KILN_TRY(check_domain(r, cpu, e->index, (size_t)known, true));
+        else
+            KILN_TRY(lead_domain(r, cpu, e));
     }
     return KILN_OK;
 }
@@ -427,6 +565,7 @@ int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **ou
     if (r.rootfd >= 0)
         close(r.rootfd);
     free(r.buf);
+    free(r.src);
     if (rc < 0) {
         kiln_topo_free(r.topo);
         return rc;

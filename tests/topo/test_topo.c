@@ -5,6 +5,8 @@
  */
 #include "topo_fixture.h"
 
+#include <sys/stat.h>
+
 /* ---- helpers ------------------------------------------------------------- */
 
 /* Reads `root` last-level only and chooses for `allowed` (NULL: online). */
@@ -23,7 +25,7 @@ static int read_and_choose(const char *root, unsigned flags, const char *allowed
     return rc;
 }
 
-static const struct kiln_cache_domain *largest(const struct kiln_topo *t)
+static const struct kiln_cpu_cache_domain *largest(const struct kiln_topo *t)
 {
     return t->largest >= 0 ? &t->domains[t->largest] : NULL;
 }
@@ -238,9 +240,9 @@ KT_CASE(x3d_picks_96mb)
     struct kiln_pin_plan p;
     KT_REQUIRE_OK(read_and_choose(fx_committed("x3d"), 0, NULL, &t, &p));
     KT_REQUIRE(t->ndomains == 2 && largest(t));
-    const struct kiln_cache_domain *d = largest(t);
+    const struct kiln_cpu_cache_domain *d = largest(t);
     KT_CHECK_EQ(d->level, 3);
-    KT_CHECK_EQ(d->type, KILN_CACHE_UNIFIED);
+    KT_CHECK_EQ(d->type, KILN_CPU_CACHE_UNIFIED);
     KT_CHECK_EQ(d->size, 96u << 20);
     KT_CHECK_EQ(d->id, 1);
     KT_CHECK(fx_set_is(&d->cpus, "2-3,6-7"));
@@ -249,9 +251,10 @@ KT_CASE(x3d_picks_96mb)
     KT_CHECK_EQ(p.domain, t->largest);
     KT_CHECK(fx_set_is(&p.cpus, "2-3,6-7"));
     KT_CHECK(strstr(p.reason, "96 MiB") && strstr(p.reason, "32 MiB"));
-    /* A cache is read once, through its lowest CPU: online + 2 x (4 level/type
-     * pairs + size + list + id). */
-    KT_CHECK_EQ(t->files_read, 1 + 2 * (4 * 2 + 3));
+    /* A cache is read whole once, through its lowest CPU (online + 2 x (4
+     * level/type pairs + size + list + id)); each of the 6 other CPUs reads
+     * its own list of it. */
+    KT_CHECK_EQ(t->files_read, 1 + 2 * (4 * 2 + 3) + 6);
     kiln_pin_plan_free(&p);
     kiln_topo_free(t);
 }
@@ -264,9 +267,9 @@ KT_CASE(x3d_all_levels)
     /* Per core (4): L1d, L1i, L2; per die (2): L3. */
     KT_REQUIRE(t->ndomains == 14);
     KT_CHECK_EQ(t->domains[0].level, 1);
-    KT_CHECK_EQ(t->domains[0].type, KILN_CACHE_DATA);
+    KT_CHECK_EQ(t->domains[0].type, KILN_CPU_CACHE_DATA);
     KT_CHECK(fx_set_is(&t->domains[0].cpus, "0,4"));
-    KT_CHECK_EQ(t->domains[4].type, KILN_CACHE_INSTRUCTION);
+    KT_CHECK_EQ(t->domains[4].type, KILN_CPU_CACHE_INSTRUCTION);
     KT_CHECK_EQ(t->domains[8].level, 2);
     KT_CHECK_EQ(t->domains[8].size, 1024u << 10);
     KT_CHECK_EQ(t->last_level, 3);
@@ -500,6 +503,77 @@ KT_CASE(shared_cpu_map_fallback)
     kiln_topo_free(t);
 }
 
+/*
+ * Every online CPU's own entry is read, not only the lead's: a CPU that is
+ * not the first of its domain and has a malformed or disagreeing file
+ * refuses the whole read, in the last-level read and in the all-levels one.
+ */
+KT_CASE(every_cpu_checked)
+{
+    static const struct {
+        const char *file, *text; /* text NULL: remove the file; "/": a folder; "|": a FIFO */
+        int rc_last, rc_all;     /* what the default and the all-levels read return */
+    } cases[] = {
+        {"cpu1/cache/index2/shared_cpu_list", "a", KILN_EPARSE, KILN_EPARSE},
+        {"cpu1/cache/index2/shared_cpu_list", "0-", KILN_EPARSE, KILN_EPARSE},
+        {"cpu1/cache/index2/shared_cpu_list", "1", KILN_EPARSE, KILN_EPARSE},   /* disagrees */
+        {"cpu1/cache/index2/shared_cpu_list", "0", KILN_EPARSE, KILN_EPARSE},   /* not its own */
+        {"cpu3/cache/index2/shared_cpu_list", "0-3", KILN_EPARSE, KILN_EPARSE}, /* disagrees */
+        {"cpu3/cache/index2/shared_cpu_list", "", KILN_EPARSE, KILN_EPARSE},
+        {"cpu3/cache/index2/shared_cpu_list", NULL, KILN_ENOENT, KILN_ENOENT},
+        {"cpu3/cache/index2/shared_cpu_list", "/", KILN_EFORMAT, KILN_EFORMAT},
+        {"cpu3/cache/index2/shared_cpu_list", "|", KILN_EPARSE, KILN_EPARSE}, /* no hang */
+        {"cpu1/cache/index0/shared_cpu_list", "0-1", KILN_OK, KILN_EPARSE},   /* an L1 not read */
+        {"cpu1/cache/index2/size", "96M", KILN_OK, KILN_EPARSE},              /* size: all levels */
+        {"cpu1/cache/index2/size", "x", KILN_OK, KILN_EPARSE},
+        {"cpu3/cache/index2/shared_cpu_list", "2-3,9", KILN_OK, KILN_OK}, /* 9 is offline */
+        {"cpu3/cache/index2/shared_cpu_list", "3,2", KILN_OK, KILN_OK},   /* same CPUs */
+    };
+    for (size_t i = 0; i < FX_LEN(cases); i++) {
+        for (int all = 0; all < 2; all++) {
+            const char *root = write_small();
+            const char *text = cases[i].text;
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/%s", root, cases[i].file);
+            if (!text) {
+                fx_remove(root, cases[i].file);
+            } else if (strcmp(text, "/") == 0 || strcmp(text, "|") == 0) {
+                fx_remove(root, cases[i].file);
+                if (text[0] == '/')
+                    fx_mkdir(root, cases[i].file);
+                else
+                    KT_REQUIRE(mkfifo(path, 0600) == 0);
+            } else {
+                fx_write(root, cases[i].file, text);
+            }
+            int want = all ? cases[i].rc_all : cases[i].rc_last;
+            struct kiln_topo *t = NULL;
+            fx_log_start();
+            int rc = kiln_topo_read(root, all ? KILN_TOPO_ALL_LEVELS : 0, &t);
+            fx_log_stop();
+            if (rc != want)
+                kt_fail(__FILE__, __LINE__, "%s='%s' (%s): got %s, expected %s", cases[i].file,
+                        text ? text : "(removed)", all ? "all levels" : "last level",
+                        kiln_errname(rc), kiln_errname(want));
+            if (want == KILN_OK) {
+                KT_CHECK(t != NULL && fx_log_count(KILN_LOG_ERROR) == 0);
+                if (t && !all) {
+                    KT_CHECK_EQ(t->ndomains, 2);
+                    KT_CHECK(fx_set_is(&t->domains[1].cpus, "2-3"));
+                }
+            } else {
+                /* An empty result and one line naming the CPU's own cache entry
+                 * (its file, or its folder for a missing file or an overlap). */
+                KT_CHECK(t == NULL);
+                KT_CHECK_EQ(fx_log_count(KILN_LOG_ERROR), 1);
+                *strrchr(path, '/') = '\0';
+                KT_CHECK(fx_log_has(KILN_LOG_ERROR, path));
+            }
+            kiln_topo_free(t);
+        }
+    }
+}
+
 KT_CASE(missing_root)
 {
     struct kiln_topo *t = (struct kiln_topo *)1;
@@ -545,8 +619,9 @@ static void check_256(const char *root)
     KT_CHECK_EQ(t->largest, 2);
     KT_CHECK_EQ(p.verdict, KILN_PIN_APPLY);
     KT_CHECK(fx_set_is(&p.cpus, "64-95,192-223"));
-    /* Four domains, each read through its lowest CPU only. */
-    KT_CHECK_EQ(t->files_read, 1 + 4 * (4 * 2 + 3));
+    /* Four domains, each read whole through its lowest CPU; each of the 252
+     * other CPUs reads its own list of its domain. */
+    KT_CHECK_EQ(t->files_read, 1 + 4 * (4 * 2 + 3) + 252);
     kiln_pin_plan_free(&p);
     kiln_topo_free(t);
 
@@ -686,7 +761,7 @@ KT_CASE(flag_env_rule)
                         "flag %d env %s: rc %d on %d source %d malformed %d (%s)", flag,
                         env ? env : "(unset)", rc, d.on, (int)d.source, d.env_malformed, d.reason);
             if (set && !valid)
-                KT_CHECK(strstr(d.reason, KILN_CACHE_AFFINITY_ENV) && strstr(d.reason, env));
+                KT_CHECK(strstr(d.reason, KILN_CPU_CACHE_AFFINITY_ENV) && strstr(d.reason, env));
             if (flag >= 0)
                 KT_CHECK(strstr(d.reason, flag ? "--cache-affinity" : "--no-cache-affinity"));
         }
@@ -742,6 +817,6 @@ KT_MAIN(KT_ENTRY(list_parse), KT_ENTRY(mask_parse), KT_ENTRY(size_parse), KT_ENT
         KT_ENTRY(last_level_at_index2), KT_ENTRY(level_from_file_not_index),
         KT_ENTRY(missing_size_names_file), KT_ENTRY(offline_cpus_left_out),
         KT_ENTRY(allowed_set_limits_choice), KT_ENTRY(malformed_input_names_file),
-        KT_ENTRY(shared_cpu_map_fallback), KT_ENTRY(missing_root), KT_ENTRY(cpus_256_four_l3),
-        KT_ENTRY(cpus_over_1024), KT_ENTRY(cgroup_limit), KT_ENTRY(flag_env_rule),
-        KT_ENTRY(apply_logs_decision))
+        KT_ENTRY(shared_cpu_map_fallback), KT_ENTRY(every_cpu_checked), KT_ENTRY(missing_root),
+        KT_ENTRY(cpus_256_four_l3), KT_ENTRY(cpus_over_1024), KT_ENTRY(cgroup_limit),
+        KT_ENTRY(flag_env_rule), KT_ENTRY(apply_logs_decision))

@@ -155,9 +155,9 @@ static void check_9950x3d(bool group_count)
     KT_CHECK(fx_set_is(&t->online, "0-31"));
     KT_REQUIRE(t->ndomains == 2 && t->largest >= 0);
     KT_CHECK_EQ(t->last_level, 3);
-    const struct kiln_cache_domain *d = &t->domains[t->largest];
+    const struct kiln_cpu_cache_domain *d = &t->domains[t->largest];
     KT_CHECK_EQ(d->level, 3);
-    KT_CHECK_EQ(d->type, KILN_CACHE_UNIFIED);
+    KT_CHECK_EQ(d->type, KILN_CPU_CACHE_UNIFIED);
     KT_CHECK_EQ(d->size, 96 * MB);
     KT_CHECK_EQ(d->id, -1);
     KT_CHECK(fx_set_is(&d->cpus, "0-15"));
@@ -190,10 +190,10 @@ KT_CASE(x3d_9950_all_levels)
     KT_CHECK_EQ(t->last_level, 3);
     size_t l1d = 0, l1i = 0, l2 = 0;
     for (size_t i = 0; i < t->ndomains; i++) {
-        const struct kiln_cache_domain *d = &t->domains[i];
+        const struct kiln_cpu_cache_domain *d = &t->domains[i];
         KT_CHECK_EQ(kiln_cpuset_count(&d->cpus), d->level == 3 ? 16 : 2);
-        l1d += d->level == 1 && d->type == KILN_CACHE_DATA && d->size == 48 * KB;
-        l1i += d->level == 1 && d->type == KILN_CACHE_INSTRUCTION;
+        l1d += d->level == 1 && d->type == KILN_CPU_CACHE_DATA && d->size == 48 * KB;
+        l1i += d->level == 1 && d->type == KILN_CPU_CACHE_INSTRUCTION;
         l2 += d->level == 2 && d->size == 1024 * KB;
     }
     KT_CHECK_EQ(l1d, 16);

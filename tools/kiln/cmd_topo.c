@@ -27,7 +27,7 @@ static void usage(FILE *out, const char *name)
             "                   this process may use (with --sysfs: the tree's online CPUs)\n"
             "  --all-levels     read and list every cache level, not only the last\n"
             "  --json           one JSON object on stdout\n",
-            name, KILN_CACHE_AFFINITY_ENV);
+            name, KILN_CPU_CACHE_AFFINITY_ENV);
 }
 
 static const char *source_name(enum kiln_affinity_source s)
@@ -73,10 +73,10 @@ static void print_json(const struct kiln_topo *t, const char *root, double read_
     cli_json_u64(&j, "last_level", t->last_level);
     cli_json_array_begin(&j, "domains");
     for (size_t i = 0; i < t->ndomains; i++) {
-        const struct kiln_cache_domain *dom = &t->domains[i];
+        const struct kiln_cpu_cache_domain *dom = &t->domains[i];
         cli_json_object_begin(&j, NULL);
         cli_json_u64(&j, "level", dom->level);
-        cli_json_str(&j, "type", kiln_cache_type_name(dom->type));
+        cli_json_str(&j, "type", kiln_cpu_cache_type_name(dom->type));
         cli_json_u64(&j, "size", dom->size);
         cli_json_i64(&j, "id", dom->id);
         cli_json_str(&j, "cpus", (s = list_dup(&dom->cpus)) ? s : "");
@@ -125,9 +125,9 @@ static void print_text(const struct kiln_topo *t, const char *root, double read_
     if (t->ndomains == 0)
         printf("caches:    none: %s\n", t->note);
     for (size_t i = 0; i < t->ndomains; i++) {
-        const struct kiln_cache_domain *dom = &t->domains[i];
+        const struct kiln_cpu_cache_domain *dom = &t->domains[i];
         char size[32];
-        printf("L%u %-11s %10s  CPUs %s (%u)%s\n", dom->level, kiln_cache_type_name(dom->type),
+        printf("L%u %-11s %10s  CPUs %s (%u)%s\n", dom->level, kiln_cpu_cache_type_name(dom->type),
                cli_format_bytes(size, sizeof(size), dom->size),
                (s = list_dup(&dom->cpus)) ? s : "?", kiln_cpuset_count(&dom->cpus),
                (int64_t)i == t->largest ? "  <- largest" : "");
@@ -212,7 +212,7 @@ int cmd_topo(int argc, char **argv)
 
     struct kiln_affinity_decision d;
     int decide_rc =
-        kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CACHE_AFFINITY_ENV), &d);
+        kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CPU_CACHE_AFFINITY_ENV), &d);
     const char *shown_root = root ? root : "/sys/devices/system/cpu";
     if (json)
         print_json(topo, shown_root, read_us, &allowed, allowed_from, &plan, &d, decide_rc);
@@ -228,7 +228,7 @@ int cmd_topo(int argc, char **argv)
 int cli_apply_cache_affinity(const char *name)
 {
     struct kiln_affinity_decision d;
-    if (kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CACHE_AFFINITY_ENV), &d) < 0) {
+    if (kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CPU_CACHE_AFFINITY_ENV), &d) < 0) {
         cli_error(name, "%s", d.reason);
         return KILN_EXIT_USAGE;
     }
