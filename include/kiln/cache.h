@@ -56,9 +56,6 @@ extern "C" {
 /* The largest payload one record may hold (1 GiB). */
 #define KILN_CACHE_MAX_PAYLOAD (1u << 30)
 
-/* The most threads kiln_cache_load_many uses. */
-#define KILN_CACHE_MAX_THREADS 16
-
 /* Flags for kiln_cache_options.flags. */
 enum {
     /* Open for reading only: the files are never modified, no lock is
@@ -100,8 +97,9 @@ struct kiln_cache_options {
     /* The file I/O table; NULL means kiln_io_default(). Must outlive the
      * cache. */
     const struct kiln_io *io;
-    /* Threads kiln_cache_load_many uses when asked for 0: 0 means the
-     * usable CPUs (sched affinity), at most KILN_CACHE_MAX_THREADS. */
+    /* Threads kiln_cache_load_many uses when asked for 0: 0 means
+     * kiln_pool_auto_workers(KILN_POOL_WORK_READ, 0) decides (CPUs, quota,
+     * memory; at most KILN_POOL_MAX_READERS). */
     unsigned threads;
     /* The dictionary to write records with (may be NULL). Its id is the
      * cache's dictionary id (dict_id must then be 0 or the same); it is
@@ -264,10 +262,6 @@ KILN_API void kiln_cache_results_free(struct kiln_cache_result *results, size_t 
 /* Frees a payload taken out of a kiln_cache_result. NULL is a no-op.
  * Thread-safe (payloads of one load may be freed on different threads). */
 KILN_API void kiln_cache_payload_free(void *data);
-
-/* @return the thread count kiln_cache_load_many uses by default: the usable
- * CPUs, at most KILN_CACHE_MAX_THREADS, at least 1. Thread-safe. */
-KILN_API unsigned kiln_cache_default_threads(void);
 
 /*
  * Fills *stats. Thread-safe.

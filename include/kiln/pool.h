@@ -176,6 +176,7 @@ enum kiln_pool_bound {
     KILN_POOL_BY_HEAP = 2,   /* half the CPUs for Windows' NT heap */
     KILN_POOL_BY_MEMORY = 3, /* free memory past the reserve */
     KILN_POOL_BY_MAX = 4,    /* the caller's max_workers */
+    KILN_POOL_BY_CALLER = 5, /* the caller's own count (kiln_pool_auto_workers) */
 };
 
 /* The policy's answer. */
@@ -222,12 +223,40 @@ KILN_API int kiln_pool_policy(const struct kiln_pool_machine *machine,
 KILN_API int kiln_pool_probe(const char *proc_root, const char *cgroup_root,
                              struct kiln_pool_machine *machine);
 
+/* The kinds of work kiln starts threads for, each with its own limits. */
+enum kiln_pool_work {
+    /* Translating, packing and building pipelines: bound by CPU; a driver
+     * may need 512 MiB to build one large pipeline, and 1 GiB is kept free
+     * for the rest of the process and the system. */
+    KILN_POOL_WORK_BUILD = 0,
+    /* Reading cache records (kiln_cache_load_many): bound by I/O, so at
+     * most KILN_POOL_MAX_READERS threads, each holding one read block of at
+     * most 8 MiB. */
+    KILN_POOL_WORK_READ = 1,
+};
+
+/* The most threads one kiln_cache_load_many call reads with. */
+#define KILN_POOL_MAX_READERS 16u
+
 /*
- * Probe, policy and a log line in one call: the worker count for
- * `limits` on this machine, logged at info level as "pool: <reason>".
- * `plan` may be NULL. @return the worker count (>= 1).
+ * Fills *limits with the limits kiln uses for `work` (see enum
+ * kiln_pool_work); an unknown kind gets those of KILN_POOL_WORK_BUILD.
+ * Pure and thread-safe.
  */
-KILN_API unsigned kiln_pool_auto_workers(const struct kiln_pool_limits *limits,
+KILN_API void kiln_pool_work_limits(enum kiln_pool_work work, struct kiln_pool_limits *limits);
+
+/*
+ * The one place kiln decides how many threads to start: the preparation,
+ * the warm start and the cache's loader all ask it. `requested` > 0 is the
+ * caller's own count, returned as it is (cut to KILN_POOL_MAX_READERS for
+ * KILN_POOL_WORK_READ) with nothing read or logged. 0 means decide: probe
+ * the machine (CPUs, cgroup quota, free memory), apply the policy with
+ * kiln_pool_work_limits(work), and log the reason at info level as
+ * "pool: <reason>". `plan` may be NULL; for a caller's count its bound is
+ * KILN_POOL_BY_CALLER and its cpus equal its workers.
+ * @return the worker count (>= 1). Thread-safe.
+ */
+KILN_API unsigned kiln_pool_auto_workers(enum kiln_pool_work work, unsigned requested,
                                          struct kiln_pool_plan *plan);
 
 #ifdef __cplusplus

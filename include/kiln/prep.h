@@ -282,7 +282,8 @@ struct kiln_prepare_options {
     /* How each stage is packed; default KILN_CODEC_KILN (with the cache's
      * dictionary when it has one; see `dict`). */
     enum kiln_codec codec;
-    /* Workers for both phases; 0 (the default): kiln_pool_auto_workers. */
+    /* Workers for both phases; 0 (the default):
+     * kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0). */
     unsigned jobs;
     /* Translate and store only; build no pipeline. */
     bool no_vulkan;
@@ -336,15 +337,6 @@ KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o);
  * or a stage with neither text nor words, or KILN_ENOMEM. Thread-safe.
  */
 KILN_API int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key);
-
-/*
- * The worker count kiln_prepare and kiln_warm_start use for `jobs`: `jobs`
- * itself when it is not 0, else kiln_pool_auto_workers with a per-worker
- * memory estimate of 512 MiB (a driver compiling one large pipeline) and
- * 1 GiB kept free (logged at info level). The reason goes to `reason`
- * (cap bytes; 256 hold any). @return the count (>= 1). Thread-safe.
- */
-KILN_API unsigned kiln_prep_workers(unsigned jobs, char *reason, size_t cap);
 
 /* Which step of kiln_prepare or kiln_warm_start stopped it. */
 enum kiln_prep_step {

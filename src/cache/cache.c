@@ -35,6 +35,7 @@
  *   the path at any moment finds the lock.
  */
 #include "cache_internal.h"
+#include "kiln/pool.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -47,12 +48,6 @@ static const char *const kind_names[] = {"new", "index", "index+tail", "rebuilt"
 const char *kiln_cache_open_kind_name(enum kiln_cache_open_kind kind)
 {
     return (unsigned)kind < KILN_ARRAY_LEN(kind_names) ? kind_names[kind] : "?";
-}
-
-unsigned kiln_cache_default_threads(void)
-{
-    unsigned n = kiln__affinity_cpus();
-    return n > KILN_CACHE_MAX_THREADS ? KILN_CACHE_MAX_THREADS : n < 1 ? 1 : n;
 }
 
 /* ---- the key table ------------------------------------------------------ */
@@ -679,8 +674,7 @@ int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struc
     c->io = opt->io ? opt->io : kiln_io_default();
     c->flags = opt->flags;
     c->today = opt->today ? opt->today : kiln__cache_clock_day();
-    c->threads = opt->threads ? KILN_MIN(opt->threads, (unsigned)KILN_CACHE_MAX_THREADS)
-                              : kiln_cache_default_threads();
+    c->threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, opt->threads, NULL);
     c->rec_fd = -1;
     c->idx_fd = -1;
     c->st.read_only = opt->flags & KILN_CACHE_READ_ONLY;

@@ -25,6 +25,7 @@
  * distinct slots; the caller reads them after joining every thread.
  */
 #include "cache_internal.h"
+#include "kiln/pool.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -261,10 +262,10 @@ int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, 
     atomic_init(&j.next_run, 0);
     atomic_init(&j.fatal, 0);
     unsigned want = threads ? threads : c->threads;
-    want = KILN_MIN(want, (unsigned)KILN_CACHE_MAX_THREADS);
+    want = KILN_MIN(want, KILN_POOL_MAX_READERS);
     if (want > nruns)
         want = nruns ? (unsigned)nruns : 1;
-    pthread_t tid[KILN_CACHE_MAX_THREADS];
+    pthread_t tid[KILN_POOL_MAX_READERS];
     unsigned started = 0;
     for (unsigned t = 1; t < want; t++) {
         if (pthread_create(&tid[started], NULL, worker, &j) != 0)

@@ -15,6 +15,11 @@
  * better there, while the segment heap scales; and memory past what is
  * free makes the system page, which is slower than fewer workers.
  *
+ * kiln_pool_auto_workers is the one place that decides a worker count:
+ * every part of kiln that starts threads (the preparation, the warm start,
+ * the cache's loader, the benches) asks it with its kind of work, so the
+ * rules above hold everywhere and the reason is logged the same way.
+ *
  * The parsers read text from the OS. They are strict about shape, never
  * read past their length, and are fuzzed (fuzz/fuzz_pool_probe.c).
  */
@@ -25,6 +30,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The limits of kiln's kinds of work (kiln_pool_work_limits). A driver
+ * building one large pipeline peaked near 512 MiB; a reader holds one block
+ * of at most 8 MiB. */
+#define BUILD_MEM_PER_WORKER (512ull << 20)
+#define BUILD_MEM_RESERVE    (1ull << 30)
+#define READ_MEM_PER_WORKER  (8ull << 20)
 
 /* ---- parsers ----------------------------------------------------------- */
 
@@ -180,6 +192,8 @@ static const char *bound_text(enum kiln_pool_bound b)
         return "memory";
     case KILN_POOL_BY_MAX:
         return "the requested maximum";
+    case KILN_POOL_BY_CALLER:
+        return "the caller";
     case KILN_POOL_BY_CPUS:
         break;
     }
@@ -269,14 +283,37 @@ int kiln_pool_policy(const struct kiln_pool_machine *m, const struct kiln_pool_l
     return KILN_OK;
 }
 
-unsigned kiln_pool_auto_workers(const struct kiln_pool_limits *limits, struct kiln_pool_plan *plan)
+void kiln_pool_work_limits(enum kiln_pool_work work, struct kiln_pool_limits *limits)
 {
-    struct kiln_pool_machine m;
+    assert(limits);
+    if (work == KILN_POOL_WORK_READ)
+        *limits = (struct kiln_pool_limits){.mem_per_worker = READ_MEM_PER_WORKER,
+                                            .max_workers = KILN_POOL_MAX_READERS};
+    else
+        *limits = (struct kiln_pool_limits){.mem_reserve = BUILD_MEM_RESERVE,
+                                            .mem_per_worker = BUILD_MEM_PER_WORKER};
+}
+
+unsigned kiln_pool_auto_workers(enum kiln_pool_work work, unsigned requested,
+                                struct kiln_pool_plan *plan)
+{
     struct kiln_pool_plan local;
     if (!plan)
         plan = &local;
+    if (requested > 0) {
+        unsigned n = requested;
+        if (work == KILN_POOL_WORK_READ && n > KILN_POOL_MAX_READERS)
+            n = KILN_POOL_MAX_READERS;
+        *plan = (struct kiln_pool_plan){.workers = n, .cpus = n, .bound = KILN_POOL_BY_CALLER};
+        snprintf(plan->reason, sizeof(plan->reason), "%u worker%s: set by the caller%s", n,
+                 n == 1 ? "" : "s", n < requested ? " (cut to the most readers)" : "");
+        return n;
+    }
+    struct kiln_pool_machine m;
+    struct kiln_pool_limits lim;
+    kiln_pool_work_limits(work, &lim);
     kiln_pool_probe(NULL, NULL, &m);
-    kiln_pool_policy(&m, limits, plan);
+    kiln_pool_policy(&m, &lim, plan);
     KILN_INFO("pool", "%s", plan->reason);
     return plan->workers;
 }

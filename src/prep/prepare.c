@@ -592,7 +592,9 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     lock_made = true;
     for (size_t i = 0; i < n; i++)
         progs[i] = (struct prog){.run = &r, .index = (uint32_t)i};
-    s->workers = kiln_prep_workers(o->jobs, s->workers_reason, sizeof(s->workers_reason));
+    struct kiln_pool_plan plan;
+    s->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o->jobs, &plan);
+    snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
     s->open_ns = kiln_now_ns() - t0;
 
     /* Translate, pack and store, on the pool. */
@@ -621,7 +623,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
 
     /* Payloads of the programs the cache had already. */
     uint64_t t2 = kiln_now_ns();
-    rc = load_cached(&r, progs, n, KILN_MIN(s->workers, (unsigned)KILN_CACHE_MAX_THREADS), s);
+    rc =
+        load_cached(&r, progs, n, kiln_pool_auto_workers(KILN_POOL_WORK_READ, s->workers, NULL), s);
     s->load_ns = kiln_now_ns() - t2;
     if (rc < 0) {
         fail_at(s, KILN_PREP_STEP_CACHE, rc);

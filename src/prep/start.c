@@ -53,11 +53,6 @@
 
 #define TICK_NS 100000000ull /* progress about ten times a second */
 
-/* The memory one worker is expected to need at its peak while a driver
- * compiles one large pipeline, and what is kept free besides. */
-#define PREP_MEM_PER_WORKER (512ull << 20)
-#define PREP_MEM_RESERVE    (1ull << 30)
-
 const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
 {
     switch (phase) {
@@ -67,20 +62,6 @@ const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
         return "pipelines";
     }
     return "?";
-}
-
-unsigned kiln_prep_workers(unsigned jobs, char *reason, size_t cap)
-{
-    if (jobs > 0) {
-        snprintf(reason, cap, "%u worker%s: set by the caller", jobs, jobs == 1 ? "" : "s");
-        return jobs;
-    }
-    struct kiln_pool_limits lim = {.mem_reserve = PREP_MEM_RESERVE,
-                                   .mem_per_worker = PREP_MEM_PER_WORKER};
-    struct kiln_pool_plan plan;
-    unsigned n = kiln_pool_auto_workers(&lim, &plan);
-    snprintf(reason, cap, "%s", plan.reason);
-    return n;
 }
 
 void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
@@ -378,8 +359,10 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     for (size_t i = 0; i < n; i++)
         keys[i] = entries[i].key;
 
-    s->workers = kiln_prep_workers(o->jobs, s->workers_reason, sizeof(s->workers_reason));
-    s->read_threads = KILN_MIN(s->workers, (unsigned)KILN_CACHE_MAX_THREADS);
+    struct kiln_pool_plan plan;
+    s->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o->jobs, &plan);
+    snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
+    s->read_threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, s->workers, NULL);
 
     /* Read every record at once; the load marks each one used today. */
     uint64_t t1 = kiln_now_ns();

@@ -355,10 +355,38 @@ KT_CASE(probe_real_machine)
     KT_REQUIRE_OK(kiln_pool_probe(NULL, NULL, &m));
     KT_CHECK(m.cpus_usable >= 1);
     struct kiln_pool_plan p;
-    unsigned n = kiln_pool_auto_workers(&(struct kiln_pool_limits){.mem_per_worker = 256 * MB}, &p);
+    unsigned n = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, &p);
     KT_CHECK(n >= 1 && n <= m.cpus_usable);
     KT_CHECK_EQ(n, p.workers);
+    n = kiln_pool_auto_workers(KILN_POOL_WORK_READ, 0, &p);
+    KT_CHECK(n >= 1 && n <= m.cpus_usable && n <= KILN_POOL_MAX_READERS);
     KT_CHECK_EQ(kiln_pool_probe(NULL, NULL, NULL), KILN_EINVAL);
+}
+
+/* The caller's own count wins, cut to the most readers for reading. */
+KT_CASE(auto_workers_caller_count)
+{
+    struct kiln_pool_plan p;
+    KT_CHECK_EQ(kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 48, &p), 48);
+    KT_CHECK_EQ(p.bound, KILN_POOL_BY_CALLER);
+    KT_CHECK(strstr(p.reason, "48 workers: set by the caller") != NULL);
+    KT_CHECK_EQ(kiln_pool_auto_workers(KILN_POOL_WORK_READ, 48, &p), KILN_POOL_MAX_READERS);
+    KT_CHECK_EQ(kiln_pool_auto_workers(KILN_POOL_WORK_READ, 3, NULL), 3);
+
+    /* The kinds' limits: building keeps memory free, reading is bounded. */
+    struct kiln_pool_limits lim;
+    kiln_pool_work_limits(KILN_POOL_WORK_BUILD, &lim);
+    KT_CHECK(lim.mem_per_worker == 512 * MB && lim.mem_reserve == 1024 * MB);
+    KT_CHECK_EQ(lim.max_workers, 0);
+    kiln_pool_work_limits(KILN_POOL_WORK_READ, &lim);
+    KT_CHECK_EQ(lim.max_workers, KILN_POOL_MAX_READERS);
+    KT_CHECK_EQ(lim.mem_reserve, 0);
+
+    /* On a 64-CPU machine with plenty of memory, reading stops at 16. */
+    struct kiln_pool_machine m = {.cpus_usable = 64, .mem_available = 64 * 1024 * MB};
+    KT_REQUIRE_OK(kiln_pool_policy(&m, &lim, &p));
+    KT_CHECK_EQ(p.workers, KILN_POOL_MAX_READERS);
+    KT_CHECK_EQ(p.bound, KILN_POOL_BY_MAX);
 }
 
 KT_MAIN(KT_ENTRY(every_cpu_when_memory_allows), KT_ENTRY(never_more_than_cpus),
@@ -368,4 +396,4 @@ KT_MAIN(KT_ENTRY(every_cpu_when_memory_allows), KT_ENTRY(never_more_than_cpus),
         KT_ENTRY(parse_cgroup), KT_ENTRY(probe_parent_quota_wins), KT_ENTRY(probe_tightest_quota),
         KT_ENTRY(probe_no_quota), KT_ENTRY(probe_malformed_cpu_max),
         KT_ENTRY(probe_malformed_meminfo), KT_ENTRY(probe_bad_cgroup_path_reads_root),
-        KT_ENTRY(probe_real_machine))
+        KT_ENTRY(auto_workers_caller_count), KT_ENTRY(probe_real_machine))

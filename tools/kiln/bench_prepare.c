@@ -549,8 +549,9 @@ int cmd_bench_prepare(int argc, char **argv)
     struct kiln_pool_plan cpu_plan;
     kiln_pool_policy(&m, &none, &cpu_plan);
     unsigned cpus = cpu_plan.cpus;
-    char reason[256];
-    unsigned policy = kiln_prep_workers(0, reason, sizeof(reason));
+    struct kiln_pool_plan policy_plan;
+    unsigned policy = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, &policy_plan);
+    const char *reason = policy_plan.reason;
     if (nlist == 0) {
         for (unsigned t = 1; t < cpus && nlist < MAX_RUNS - 2; t *= 2)
             list[nlist++] = t;

@@ -313,8 +313,10 @@ int cmd_bench_store(int argc, char **argv)
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    struct bench b = {
-        .name = argv[0], .records = 40000, .mean_kb = 16, .threads = kiln_cache_default_threads()};
+    struct bench b = {.name = argv[0],
+                      .records = 40000,
+                      .mean_kb = 16,
+                      .threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, 0, NULL)};
     const char *dir = NULL;
     uint64_t v;
     int ch;
@@ -331,7 +333,7 @@ int cmd_bench_store(int argc, char **argv)
                 return KILN_EXIT_USAGE;
             break;
         case 't':
-            if (cli_parse_u64(argv[0], "--threads", optarg, 1, KILN_CACHE_MAX_THREADS, false, &v))
+            if (cli_parse_u64(argv[0], "--threads", optarg, 1, KILN_POOL_MAX_READERS, false, &v))
                 return KILN_EXIT_USAGE;
             b.threads = (unsigned)v;
             break;
