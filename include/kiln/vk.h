@@ -301,9 +301,9 @@ struct kiln_vk_handles {
 KILN_API void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out);
 
 /*
- * One stage made ready for vkCreate*Pipelines by kiln_stage_module. Copy
+ * One stage made ready for vkCreate*Pipelines by kiln_vk_stage_module. Copy
  * `info` into your VkPipelineShaderStageCreateInfo array; keep this struct
- * itself in place (info.pNext may point into it) until kiln_stage_release.
+ * itself in place (info.pNext may point into it) until kiln_vk_stage_release.
  */
 struct kiln_vk_staged {
     VkPipelineShaderStageCreateInfo info;
@@ -314,21 +314,21 @@ struct kiln_vk_staged {
 
 /*
  * Unpacks `src` and fills `out` for one stage of a pipeline: either a new
- * VkShaderModule (made now, destroyed by kiln_stage_release), or, with
+ * VkShaderModule (made now, destroyed by kiln_vk_stage_release), or, with
  * maintenance5, the create info chained into out->info.pNext. With
  * src->module set, the kept module is used as it is. Call
- * kiln_stage_release right after the vkCreate*Pipelines call, whatever it
+ * kiln_vk_stage_release right after the vkCreate*Pipelines call, whatever it
  * returned.
  * @return 0; or, after one warning naming `name` and the stage, the unpack
  * error, KILN_EFORMAT (not SPIR-V) or KILN_EVULKAN. `out` needs no release
  * after an error. Thread-safe.
  */
-KILN_API int kiln_stage_module(struct kiln_vk *vk, const char *name,
+KILN_API int kiln_vk_stage_module(struct kiln_vk *vk, const char *name,
                                const struct kiln_vk_stage *src, VkShaderStageFlagBits stage,
                                struct kiln_vk_staged *out);
 
 /* Destroys the stage's transient module and frees its words. Thread-safe. */
-KILN_API void kiln_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *staged);
+KILN_API void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *staged);
 
 #endif /* VK_VERSION_1_0 */
 

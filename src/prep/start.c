@@ -29,7 +29,7 @@
  *   kiln_cache_load_many checked its head and checksum (status 0); its
  *   payload is then split by kiln_program_payload_parse, which checks every
  *   size and blob header, and each blob is unpacked against its own
- *   checksum inside kiln_stage_module. A record that fails any of these is
+ *   checksum inside kiln_vk_stage_module. A record that fails any of these is
  *   counted and never built.
  *
  * - Shader modules live only for their create call: every pipeline goes

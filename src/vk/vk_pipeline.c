@@ -2,8 +2,8 @@
  * vk_pipeline.c - transient shader modules and the pipelines built from
  * them.
  *
- * Design. A stage's SPIR-V exists unpacked only between kiln_stage_module
- * and kiln_stage_release, which bracket one vkCreate*Pipelines call:
+ * Design. A stage's SPIR-V exists unpacked only between kiln_vk_stage_module
+ * and kiln_vk_stage_release, which bracket one vkCreate*Pipelines call:
  *
  * - module path: the blob is unpacked into this thread's scratch buffer,
  *   vkCreateShaderModule copies it, and the module is destroyed right after
@@ -134,8 +134,8 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
     return n;
 }
 
-int kiln_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
-                      VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
+int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+                         VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
 {
     memset(out, 0, sizeof(*out));
     out->info = (VkPipelineShaderStageCreateInfo){
@@ -175,7 +175,7 @@ int kiln_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk
     return KILN_OK;
 }
 
-void kiln_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
+void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
 {
     if (st->module) {
         vk->fn.vkDestroyShaderModule(vk->device, st->module, NULL);
@@ -259,7 +259,7 @@ int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
         return KILN_EINVAL;
     *out = NULL;
     struct kiln_vk_staged st;
-    int rc = kiln_stage_module(vk, name, stage, VK_SHADER_STAGE_COMPUTE_BIT, &st);
+    int rc = kiln_vk_stage_module(vk, name, stage, VK_SHADER_STAGE_COMPUTE_BIT, &st);
     if (rc < 0) {
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return rc;
@@ -271,7 +271,7 @@ int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
     };
     VkPipeline handle = VK_NULL_HANDLE;
     VkResult res = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
-    kiln_stage_release(vk, &st);
+    kiln_vk_stage_release(vk, &st);
     return finish_pipeline(vk, name, "compute", res, handle, out);
 }
 
@@ -346,14 +346,14 @@ int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
     }
 
     struct kiln_vk_staged vs, fs;
-    int rc = kiln_stage_module(vk, name, &desc->vertex, VK_SHADER_STAGE_VERTEX_BIT, &vs);
+    int rc = kiln_vk_stage_module(vk, name, &desc->vertex, VK_SHADER_STAGE_VERTEX_BIT, &vs);
     if (rc < 0) {
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return rc;
     }
-    rc = kiln_stage_module(vk, name, &desc->fragment, VK_SHADER_STAGE_FRAGMENT_BIT, &fs);
+    rc = kiln_vk_stage_module(vk, name, &desc->fragment, VK_SHADER_STAGE_FRAGMENT_BIT, &fs);
     if (rc < 0) {
-        kiln_stage_release(vk, &vs);
+        kiln_vk_stage_release(vk, &vs);
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return rc;
     }
@@ -419,8 +419,8 @@ int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
     };
     VkPipeline handle = VK_NULL_HANDLE;
     VkResult res = vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
-    kiln_stage_release(vk, &fs);
-    kiln_stage_release(vk, &vs);
+    kiln_vk_stage_release(vk, &fs);
+    kiln_vk_stage_release(vk, &vs);
     return finish_pipeline(vk, name, "graphics", res, handle, out);
 }
 

@@ -20,7 +20,7 @@
  * - Memory runs: "keep" makes a VkShaderModule for every stage up front
  *   (kiln_vk_module_create), builds every pipeline from them and keeps the
  *   modules to the end, as a renderer without kiln does; "transient"
- *   builds every pipeline from the packed blobs (kiln_stage_module: a
+ *   builds every pipeline from the packed blobs (kiln_vk_stage_module: a
  *   module only for the create call, or none with VK_KHR_maintenance5).
  *   Both keep their pipelines alive, and both build on one thread, over
  *   the first --memory-programs programs:
