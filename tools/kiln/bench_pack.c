@@ -610,7 +610,7 @@ int cmd_bench_pack(int argc, char **argv)
     if (status == KILN_EXIT_OK) {
         if (json) {
             struct cli_json j;
-            cli_json_begin(&j, stdout);
+            cli_json_begin(&j);
             if (use_corpus) {
                 json_result(&j, &rc_corpus);
                 cli_json_u64(&j, "skipped_files", corpus.skipped);

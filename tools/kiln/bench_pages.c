@@ -372,7 +372,7 @@ int cmd_bench_pages(int argc, char **argv)
 
     if (json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
+        cli_json_begin(&j);
         for (size_t i = 0; i < 3; i++) {
             char key[64];
             for (int w = 0; w < WAYS; w++) {

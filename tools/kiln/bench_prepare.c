@@ -632,7 +632,7 @@ int cmd_bench_prepare(int argc, char **argv)
 
     if (json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
+        cli_json_begin(&j);
         cli_json_str(&j, "device", any->device);
         cli_json_str(&j, "driver", any->driver);
         cli_json_u64(&j, "programs", b.n);
@@ -648,10 +648,14 @@ int cmd_bench_prepare(int argc, char **argv)
         for (unsigned i = 0; i < nlist; i++)
             cli_json_double(&j, NULL, rates[i]);
         cli_json_array_end(&j);
-        cli_json_array_begin(&j, "seconds");
-        for (unsigned i = 0; i < nlist; i++)
-            cli_json_double(&j, NULL, runs[i].seconds);
-        cli_json_array_end(&j);
+        /* One phase a run: "build_4t" is the build with 4 threads. */
+        cli_json_object_begin(&j, "seconds");
+        for (unsigned i = 0; i < nlist; i++) {
+            char phase[32];
+            snprintf(phase, sizeof(phase), "build_%ut", list[i]);
+            cli_json_double(&j, phase, runs[i].seconds);
+        }
+        cli_json_object_end(&j);
         /* CPUs kept busy during each run: above the thread count when the
          * driver compiles on threads of its own. */
         cli_json_array_begin(&j, "cpus_busy");

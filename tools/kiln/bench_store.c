@@ -273,19 +273,21 @@ static int run(struct bench *b)
 
     if (b->json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
+        cli_json_begin(&j);
         cli_json_u64(&j, "records", b->records);
         cli_json_u64(&j, "file_bytes", file_bytes);
-        cli_json_double(&j, "scan_open_cold_s", scan_cold);
-        cli_json_double(&j, "index_open_cold_s", index_cold);
+        cli_json_object_begin(&j, "seconds");
+        cli_json_double(&j, "scan_open_cold", scan_cold);
+        cli_json_double(&j, "index_open_cold", index_cold);
+        cli_json_double(&j, "scan_open_warm", scan_warm);
+        cli_json_double(&j, "index_open_warm", index_warm);
+        cli_json_double(&j, "load_1t", load_1t);
+        cli_json_double(&j, "load_nt", load_nt);
+        cli_json_double(&j, "seq_read", seq);
+        cli_json_object_end(&j);
         cli_json_double(&j, "open_speedup_cold", scan_cold / index_cold);
-        cli_json_double(&j, "scan_open_warm_s", scan_warm);
-        cli_json_double(&j, "index_open_warm_s", index_warm);
         cli_json_double(&j, "open_speedup_warm", scan_warm / index_warm);
-        cli_json_double(&j, "load_1t_s", load_1t);
-        cli_json_double(&j, "load_nt_s", load_nt);
         cli_json_u64(&j, "threads", b->threads);
-        cli_json_double(&j, "seq_read_s", seq);
         cli_json_double(&j, "load_vs_seqread", seq / load_nt);
         cli_json_end(&j);
         return KILN_EXIT_OK;

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,8 +16,44 @@
 
 int cli_cache_affinity_flag = -1;
 
+/*
+ * A command's report is built in memory and printed by cli_json_emit() once
+ * the command has returned: only then are `ok` and `error` known, and a
+ * command that failed before its report still prints one object.
+ */
+static char *json_report;
+
+/* Why the command failed, for `error`: the first reason recorded wins. */
+static struct {
+    int code;           /* a kiln error code, 0 when none was recorded */
+    bool usage;         /* the command line was wrong */
+    atomic_int claimed; /* the message slot is taken (log lines come from any thread) */
+    char message[1024];
+} json_error;
+
+static void note_message(const char *fmt, va_list ap)
+    __attribute__((format(CLI_PRINTF_KIND, 1, 0)));
+
+static void note_message(const char *fmt, va_list ap)
+{
+    if (atomic_exchange(&json_error.claimed, 1) == 0)
+        vsnprintf(json_error.message, sizeof(json_error.message), fmt, ap);
+}
+
+static void note_message_f(const char *fmt, ...) __attribute__((format(CLI_PRINTF_KIND, 1, 2)));
+
+static void note_message_f(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    note_message(fmt, ap);
+    va_end(ap);
+}
+
 int cli_exit_for(int kiln_error)
 {
+    if (kiln_error < 0 && json_error.code == 0)
+        json_error.code = kiln_error;
     switch (kiln_error) {
     case KILN_OK:
         return KILN_EXIT_OK;
@@ -92,6 +129,7 @@ void cli_error(const char *name, const char *fmt, ...)
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s: %s\n", name, line);
+    note_message_f("%s", line);
 }
 
 int cli_usage_error(const char *name, const char *fmt, ...)
@@ -102,6 +140,8 @@ int cli_usage_error(const char *name, const char *fmt, ...)
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s: %s (try '%s --help')\n", name, line, name);
+    json_error.usage = true;
+    note_message_f("%s", line);
     return KILN_EXIT_USAGE;
 }
 
@@ -235,38 +275,213 @@ int cli_one_cache_dir(int argc, char **argv, const char **dir)
 
 /* ---- JSON output ------------------------------------------------------- */
 
+void cli_note_code(int kiln_code)
+{
+    if (kiln_code < 0 && json_error.code == 0)
+        json_error.code = kiln_code;
+}
+
+void cli_note_error(int kiln_code, const char *fmt, ...)
+{
+    if (kiln_code < 0 && json_error.code == 0)
+        json_error.code = kiln_code;
+    va_list ap;
+    va_start(ap, fmt);
+    note_message(fmt, ap);
+    va_end(ap);
+}
+
+/* The log sink of the command: the default line on stderr, and the first
+ * error line kept for `error`, since some failures are told only there. */
+static void log_sink(void *user, enum kiln_log_level level, const char *module, const char *line)
+{
+    (void)user;
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    fprintf(stderr, "kiln: %s: %s: %s\n", module,
+            (unsigned)level < CLI_ARRAY_LEN(names) ? names[level] : "log", line);
+    if (level == KILN_LOG_ERROR)
+        note_message_f("%s: %s", module, line);
+}
+
+void cli_json_install_log_sink(void)
+{
+    kiln_log_set_sink(log_sink, NULL);
+}
+
+static void json_put(struct cli_json *j, const char *text, size_t n)
+{
+    if (j->failed)
+        return;
+    if (j->len + n + 1 > j->cap) {
+        size_t cap = j->cap ? j->cap : 1024;
+        while (cap < j->len + n + 1)
+            cap *= 2;
+        char *nb = realloc(j->buf, cap);
+        if (!nb) {
+            j->failed = true;
+            return;
+        }
+        j->buf = nb;
+        j->cap = cap;
+    }
+    memcpy(j->buf + j->len, text, n);
+    j->len += n;
+    j->buf[j->len] = '\0';
+}
+
+static void json_printf(struct cli_json *j, const char *fmt, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 2, 3)));
+
+static void json_printf(struct cli_json *j, const char *fmt, ...)
+{
+    char tmp[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        json_put(j, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* Writes `v` as a JSON string: escaped, and every byte that is not part of
+ * valid UTF-8 (a path may hold any bytes) replaced by U+FFFD. */
+static void json_string(struct cli_json *j, const char *v)
+{
+    json_put(j, "\"", 1);
+    const unsigned char *p = (const unsigned char *)v;
+    while (*p) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            json_put(j, esc, 2);
+            p++;
+        } else if (c < 0x20 || c == 0x7f) {
+            json_printf(j, "\\u%04x", c);
+            p++;
+        } else if (c < 0x80) {
+            json_put(j, (const char *)p, 1);
+            p++;
+        } else {
+            size_t n = cli_utf8_sequence(p);
+            if (n)
+                json_put(j, (const char *)p, n);
+            else
+                json_put(j, "\\ufffd", 6);
+            p += n ? n : 1;
+        }
+    }
+    json_put(j, "\"", 1);
+}
+
+size_t cli_utf8_sequence(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    size_t n;
+    uint32_t cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return 0; /* ASCII is not a sequence; 0x80-0xc1 and 0xf5-0xff never start one */
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0; /* also stops at the NUL */
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF. */
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
 static void json_sep(struct cli_json *j, const char *key)
 {
     if (j->need_comma[j->depth])
-        fputc(',', j->out);
+        json_put(j, ",", 1);
     j->need_comma[j->depth] = true;
-    if (key)
-        fprintf(j->out, "\"%s\":", key);
+    if (key) {
+        json_string(j, key);
+        json_put(j, ":", 1);
+    }
 }
 
-void cli_json_begin(struct cli_json *j, FILE *out)
+void cli_json_begin(struct cli_json *j)
 {
     memset(j, 0, sizeof(*j));
-    j->out = out;
-    fputc('{', out);
+    json_put(j, "{", 1);
 }
 
 void cli_json_end(struct cli_json *j)
 {
-    fputs("}\n", j->out);
-    fflush(j->out);
+    json_put(j, "}", 1);
+    free(json_report);
+    json_report = j->failed ? NULL : j->buf;
+    j->buf = NULL;
+}
+
+bool cli_json_wanted(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            return true;
+    return false;
+}
+
+void cli_json_emit(const char *command, int exit_code)
+{
+    struct cli_json j;
+    cli_json_begin(&j);
+    cli_json_str(&j, "schema", CLI_JSON_SCHEMA);
+    cli_json_str(&j, "command", command);
+    cli_json_bool(&j, "ok", exit_code == KILN_EXIT_OK);
+    if (exit_code == KILN_EXIT_OK) {
+        cli_json_null(&j, "error");
+    } else {
+        cli_json_object_begin(&j, "error");
+        const char *code = json_error.code < 0 ? kiln_errname(json_error.code)
+                           : json_error.usage || exit_code == KILN_EXIT_USAGE ? "usage"
+                                                                              : "failed";
+        cli_json_str(&j, "code", code);
+        if (json_error.message[0])
+            cli_json_str(&j, "message", json_error.message);
+        else
+            cli_json_str(&j, "message",
+                         exit_code == KILN_EXIT_USAGE ? "bad usage or input" : "the work failed");
+        cli_json_object_end(&j);
+    }
+    /* The command's own fields follow, without their braces. */
+    if (json_report && strlen(json_report) > 2) {
+        json_put(&j, ",", 1);
+        json_put(&j, json_report + 1, strlen(json_report) - 2);
+    }
+    json_put(&j, "}\n", 2);
+    if (!j.failed) {
+        fputs(j.buf, stdout);
+        fflush(stdout);
+    }
+    free(j.buf);
+    free(json_report);
+    json_report = NULL;
 }
 
 void cli_json_u64(struct cli_json *j, const char *key, uint64_t v)
 {
     json_sep(j, key);
-    fprintf(j->out, "%" PRIu64, v);
+    json_printf(j, "%" PRIu64, v);
 }
 
 void cli_json_i64(struct cli_json *j, const char *key, int64_t v)
 {
     json_sep(j, key);
-    fprintf(j->out, "%" PRId64, v);
+    json_printf(j, "%" PRId64, v);
 }
 
 void cli_json_double(struct cli_json *j, const char *key, double v)
@@ -274,42 +489,36 @@ void cli_json_double(struct cli_json *j, const char *key, double v)
     json_sep(j, key);
     /* JSON has no NaN or infinity. */
     if (isfinite(v))
-        fprintf(j->out, "%.6g", v);
+        json_printf(j, "%.6g", v);
     else
-        fputs("null", j->out);
+        json_put(j, "null", 4);
 }
 
 void cli_json_bool(struct cli_json *j, const char *key, bool v)
 {
     json_sep(j, key);
-    fputs(v ? "true" : "false", j->out);
+    if (v)
+        json_put(j, "true", 4);
+    else
+        json_put(j, "false", 5);
 }
 
 void cli_json_null(struct cli_json *j, const char *key)
 {
     json_sep(j, key);
-    fputs("null", j->out);
+    json_put(j, "null", 4);
 }
 
 void cli_json_str(struct cli_json *j, const char *key, const char *v)
 {
     json_sep(j, key);
-    fputc('"', j->out);
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(j->out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(j->out, "\\u%04x", *p);
-        else
-            fputc(*p, j->out);
-    }
-    fputc('"', j->out);
+    json_string(j, v);
 }
 
 static void json_open(struct cli_json *j, const char *key, char c)
 {
     json_sep(j, key);
-    fputc(c, j->out);
+    json_put(j, &c, 1);
     if (j->depth + 1 < (int)CLI_ARRAY_LEN(j->need_comma))
         j->depth++;
     j->need_comma[j->depth] = false;
@@ -317,7 +526,7 @@ static void json_open(struct cli_json *j, const char *key, char c)
 
 static void json_close(struct cli_json *j, char c)
 {
-    fputc(c, j->out);
+    json_put(j, &c, 1);
     if (j->depth > 0)
         j->depth--;
 }
@@ -470,11 +679,18 @@ void cli_json_prep_end(struct cli_json *j, uint64_t peak_rss, int error, enum ki
 {
     cli_json_u64(j, "peak_rss_bytes", peak_rss);
     if (error) {
-        cli_json_str(j, "error", kiln_errname(error));
         cli_json_str(j, "error_step", cli_prep_step_name(step));
+        cli_note_code(error); /* the command's error line says the rest */
     } else {
-        cli_json_null(j, "error");
+        cli_json_null(j, "error_step");
     }
+}
+
+void cli_json_seconds(struct cli_json *j, const char *phase, double secs)
+{
+    cli_json_object_begin(j, "seconds");
+    cli_json_double(j, phase, secs);
+    cli_json_object_end(j);
 }
 
 void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss)

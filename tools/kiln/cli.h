@@ -149,17 +149,30 @@ int cli_apply_cache_affinity(const char *name);
 
 /* ---- JSON output ------------------------------------------------------- */
 
+/*
+ * Every --json output is one object on stdout in the vocabulary of
+ * docs/json.md: `schema`, `command`, `ok`, `error` ({code, message}, null
+ * on success) and then the command's own fields, with the cache folder as
+ * `cache_dir` and times as a `seconds` object (phase -> seconds). main()
+ * prints it through cli_json_emit() after the command returned, so that a
+ * failure prints one too.
+ */
+#define CLI_JSON_SCHEMA "kiln/1"
+
 struct cli_json {
-    FILE *out;
+    char *buf;
+    size_t len, cap;
+    bool failed; /* out of memory: nothing is printed */
     int depth;
     bool need_comma[16];
 };
 
-/* Starts the one top-level object on `out`. */
-void cli_json_begin(struct cli_json *j, FILE *out);
-/* Ends it and writes a newline. */
+/* Starts the command's report (one object; its fields are kept in memory). */
+void cli_json_begin(struct cli_json *j);
+/* Ends it: cli_json_emit() prints it with the shared fields. */
 void cli_json_end(struct cli_json *j);
-/* Values; `key` is NULL inside an array. */
+/* Values; `key` is NULL inside an array. Strings are escaped, and bytes
+ * that are not valid UTF-8 become U+FFFD, so any path prints valid JSON. */
 void cli_json_u64(struct cli_json *j, const char *key, uint64_t v);
 void cli_json_i64(struct cli_json *j, const char *key, int64_t v);
 void cli_json_double(struct cli_json *j, const char *key, double v);
@@ -170,6 +183,35 @@ void cli_json_array_begin(struct cli_json *j, const char *key);
 void cli_json_array_end(struct cli_json *j);
 void cli_json_object_begin(struct cli_json *j, const char *key);
 void cli_json_object_end(struct cli_json *j);
+
+/* @return the length of the valid UTF-8 sequence of 2 to 4 bytes at p, or 0
+ * (ASCII, or not valid: overlong, a surrogate, past U+10FFFF, cut short). */
+size_t cli_utf8_sequence(const unsigned char *p);
+
+/* @return whether --json stands on the command line (before any "--"). */
+bool cli_json_wanted(int argc, char **argv);
+
+/*
+ * Prints the one --json object of `command`, which returned `exit_code`:
+ * the shared fields, then the report the command ended with
+ * cli_json_end() (if it got that far). `error` comes from what was noted:
+ * the first of cli_error()/cli_usage_error()/cli_note_error() messages or
+ * logged error lines, and the first kiln error code given to
+ * cli_exit_for() or cli_note_error().
+ */
+void cli_json_emit(const char *command, int exit_code);
+
+/* Records why the command failed without printing it (the first message
+ * wins); `kiln_code` is a kiln error code, or 0. */
+void cli_note_error(int kiln_code, const char *fmt, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 2, 3)));
+
+/* Records a kiln error code for `error` (the first one wins). */
+void cli_note_code(int kiln_code);
+
+/* Sends the library's log lines to stderr as before, keeping the first
+ * error line for cli_json_emit(). */
+void cli_json_install_log_sink(void);
 
 /* Writes `v` as 16 hex digits, or null when it is 0 (no dictionary). */
 void cli_json_hex_or_null(struct cli_json *j, const char *key, uint64_t v);
@@ -226,8 +268,8 @@ bool cli_prep_shows_table(int rc, enum kiln_prep_step step);
 void cli_json_prep_vulkan(struct cli_json *j, bool vulkan, const char *device,
                           enum kiln_vk_cache_state cache_state, size_t cache_loaded_bytes);
 
-/* The last JSON fields of a run: peak_rss_bytes, and error and error_step
- * (error null when `error` is 0). */
+/* The last JSON fields of a run: peak_rss_bytes, and error_step (null when
+ * `error` is 0; the error itself is noted for cli_json_emit()). */
 void cli_json_prep_end(struct cli_json *j, uint64_t peak_rss, int error, enum kiln_prep_step step);
 
 /* One row of a phase table; a row with a NULL name is left out. */
@@ -235,6 +277,9 @@ struct cli_phase_time {
     const char *name;
     uint64_t ns;
 };
+
+/* Writes "seconds": {phase: secs}, the times of a command of one phase. */
+void cli_json_seconds(struct cli_json *j, const char *phase, double secs);
 
 /* Prints a run's phase table (seconds a phase) and its peak memory. */
 void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss);

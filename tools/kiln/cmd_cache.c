@@ -48,8 +48,8 @@ int cmd_cache_stats(int argc, char **argv)
     snprintf(dict, sizeof(dict), "%016" PRIx64, st.dict_id);
     if (json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
-        cli_json_str(&j, "dir", dir);
+        cli_json_begin(&j);
+        cli_json_str(&j, "cache_dir", dir);
         cli_json_u64(&j, "records", st.records);
         cli_json_u64(&j, "bytes", st.bytes);
         cli_json_u64(&j, "superseded", st.superseded);
@@ -61,7 +61,7 @@ int cmd_cache_stats(int argc, char **argv)
         cli_json_u64(&j, "tail_records", st.tail_records);
         cli_json_u64(&j, "torn_tail_bytes", st.cut_bytes);
         cli_json_u64(&j, "damaged_bytes", st.damaged_bytes);
-        cli_json_double(&j, "open_s", (double)st.open_ns / 1e9);
+        cli_json_seconds(&j, "open", (double)st.open_ns / 1e9);
         cli_json_end(&j);
         return KILN_EXIT_OK;
     }
@@ -142,8 +142,8 @@ int cmd_cache_check(int argc, char **argv)
         char stamp[20];
         snprintf(stamp, sizeof(stamp), "%016" PRIx64, rep.stamp);
         struct cli_json j;
-        cli_json_begin(&j, stdout);
-        cli_json_str(&j, "dir", dir);
+        cli_json_begin(&j);
+        cli_json_str(&j, "cache_dir", dir);
         cli_json_str(&j, "stamp", stamp);
         cli_json_u64(&j, "file_bytes", rep.file_bytes);
         cli_json_u64(&j, "records", rep.records);
@@ -156,7 +156,7 @@ int cmd_cache_check(int argc, char **argv)
         cli_json_bool(&j, "whole", rep.whole);
         cli_json_bool(&j, "repaired", rep.repaired);
         cli_json_bool(&j, "whole_now", whole_now);
-        cli_json_double(&j, "seconds", secs);
+        cli_json_seconds(&j, "check", secs);
         cli_json_end(&j);
     } else {
         char b[32];
@@ -173,5 +173,8 @@ int cmd_cache_check(int argc, char **argv)
                    : "",
                secs);
     }
+    if (!whole_now)
+        cli_note_error(rc, "%s: the cache is not whole%s", dir,
+                       rep.repaired ? " (repaired what could be, damage remains)" : "");
     return whole_now ? KILN_EXIT_OK : KILN_EXIT_FAILED;
 }

@@ -30,8 +30,8 @@ static void print_rewrite(const char *what, const char *dir, bool json,
 {
     if (json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
-        cli_json_str(&j, "dir", dir);
+        cli_json_begin(&j);
+        cli_json_str(&j, "cache_dir", dir);
         cli_json_bool(&j, "rewritten", r->rewritten);
         cli_json_u64(&j, "records_before", r->records_before);
         cli_json_u64(&j, "records_after", r->records_after);
@@ -42,7 +42,7 @@ static void print_rewrite(const char *what, const char *dir, bool json,
         cli_json_u64(&j, "file_bytes_after", r->file_bytes_after);
         cli_json_u64(&j, "payload_bytes_before", r->payload_bytes_before);
         cli_json_u64(&j, "payload_bytes_after", r->payload_bytes_after);
-        cli_json_double(&j, "seconds", secs);
+        cli_json_seconds(&j, what, secs);
         cli_json_end(&j);
         return;
     }
@@ -275,8 +275,8 @@ int cmd_cache_merge(int argc, char **argv)
     }
     if (json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
-        cli_json_str(&j, "out", out_dir);
+        cli_json_begin(&j);
+        cli_json_str(&j, "cache_dir", out_dir);
         cli_json_u64(&j, "inputs", r.inputs);
         cli_json_u64(&j, "records_read", r.records_read);
         cli_json_u64(&j, "added", r.added);
@@ -285,7 +285,7 @@ int cmd_cache_merge(int argc, char **argv)
         cli_json_u64(&j, "damaged", r.damaged);
         cli_json_u64(&j, "records_after", r.records_after);
         cli_json_u64(&j, "file_bytes_after", r.file_bytes_after);
-        cli_json_double(&j, "seconds", secs);
+        cli_json_seconds(&j, "merge", secs);
         cli_json_end(&j);
         return KILN_EXIT_OK;
     }

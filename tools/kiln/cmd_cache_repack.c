@@ -90,8 +90,8 @@ int cmd_cache_repack(int argc, char **argv)
     snprintf(d1, sizeof(d1), "%016" PRIx64, r.dict_id_after);
     if (json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
-        cli_json_str(&j, "dir", dir);
+        cli_json_begin(&j);
+        cli_json_str(&j, "cache_dir", dir);
         cli_json_str(&j, "codec", kiln_codec_name(codec));
         cli_json_u64(&j, "records", r.records_after);
         cli_json_u64(&j, "repacked", r.repacked);
@@ -107,7 +107,7 @@ int cmd_cache_repack(int argc, char **argv)
         cli_json_double(&j, "ratio_after", ratio_after);
         cli_json_str(&j, "dict_id_before", d0);
         cli_json_str(&j, "dict_id_after", d1);
-        cli_json_double(&j, "seconds", secs);
+        cli_json_seconds(&j, "repack", secs);
         cli_json_end(&j);
         return KILN_EXIT_OK;
     }

@@ -167,8 +167,8 @@ int cmd_import_foz(int argc, char **argv)
     kiln_cache_close(c);
     if (json) {
         struct cli_json j;
-        cli_json_begin(&j, stdout);
-        cli_json_str(&j, "cache", dir);
+        cli_json_begin(&j);
+        cli_json_str(&j, "cache_dir", dir);
         cli_json_u64(&j, "archives", n);
         cli_json_u64(&j, "modules", sum.modules);
         cli_json_u64(&j, "imported", sum.imported);
@@ -179,7 +179,7 @@ int cmd_import_foz(int argc, char **argv)
         cli_json_u64(&j, "spirv_bytes", sum.spirv_bytes);
         cli_json_u64(&j, "packed_bytes", sum.packed_bytes);
         cli_json_u64(&j, "records", records);
-        cli_json_double(&j, "seconds", secs);
+        cli_json_seconds(&j, "import", secs);
         cli_json_array_begin(&j, "files");
         for (size_t i = 0; i < n; i++) {
             const struct kiln_foz_import_report *r = &reps[i];

@@ -120,13 +120,12 @@ static void close_input(struct prep_input *in)
 }
 
 static void print_json(const struct kiln_prepare_options *o, const struct prep_input *in,
-                       const struct kiln_prepare_summary *s, bool ok)
+                       const struct kiln_prepare_summary *s)
 {
     struct cli_json j;
     char stamp[24];
     snprintf(stamp, sizeof(stamp), "%016" PRIx64, s->stamp);
-    cli_json_begin(&j, stdout);
-    cli_json_bool(&j, "ok", ok);
+    cli_json_begin(&j);
     cli_json_str(&j, "cache_dir", o->cache_dir);
     cli_json_str(&j, "source", in->corpus ? "corpus" : "generated");
     if (in->corpus)
@@ -311,7 +310,7 @@ int cmd_prepare(int argc, char **argv)
     close_input(&in);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
     if (json)
-        print_json(&o, &in, &s, ok);
+        print_json(&o, &in, &s);
     else if (cli_prep_shows_table(rc, s.step))
         print_text(&o, &in, &s); /* no table of zeros for bad input: its one line says it */
 

@@ -43,14 +43,12 @@ static const char help[] =
     "pipelines, no Vulkan), 2 bad usage or no cache in the folder (or something\n"
     "else in its place).\n";
 
-static void print_json(const struct kiln_start_options *o, const struct kiln_start_summary *s,
-                       bool ok)
+static void print_json(const struct kiln_start_options *o, const struct kiln_start_summary *s)
 {
     struct cli_json j;
     char stamp[24];
     snprintf(stamp, sizeof(stamp), "%016" PRIx64, s->stamp);
-    cli_json_begin(&j, stdout);
-    cli_json_bool(&j, "ok", ok);
+    cli_json_begin(&j);
     cli_json_str(&j, "cache_dir", o->cache_dir);
     cli_json_str(&j, "stamp", stamp);
     cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(s->open_kind));
@@ -172,7 +170,7 @@ int cmd_start(int argc, char **argv)
     rc = kiln_warm_start(&o, cli_phase_progress, &ps, &s);
     bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
     if (json)
-        print_json(&o, &s, ok);
+        print_json(&o, &s);
     else if (cli_prep_shows_table(rc, s.step))
         print_text(&o, &s); /* no table of zeros for bad input: its one line says it */
 

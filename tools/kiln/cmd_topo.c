@@ -60,9 +60,9 @@ static void print_json(const struct kiln_topo *t, const char *root, double read_
 {
     struct cli_json j;
     char *s;
-    cli_json_begin(&j, stdout);
+    cli_json_begin(&j);
     cli_json_str(&j, "sysfs", root);
-    cli_json_double(&j, "read_us", read_us);
+    cli_json_seconds(&j, "read", read_us / 1e6);
     cli_json_u64(&j, "files_read", t->files_read);
     cli_json_bool(&j, "all_levels", t->all_levels);
     cli_json_str(&j, "online", (s = list_dup(&t->online)) ? s : "");
@@ -228,7 +228,8 @@ int cmd_topo(int argc, char **argv)
 int cli_apply_cache_affinity(const char *name)
 {
     struct kiln_affinity_decision d;
-    if (kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CPU_CACHE_AFFINITY_ENV), &d) < 0) {
+    if (kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CPU_CACHE_AFFINITY_ENV), &d) <
+        0) {
         cli_error(name, "%s", d.reason);
         return KILN_EXIT_USAGE;
     }

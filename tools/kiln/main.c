@@ -90,6 +90,63 @@ static int take_shared_options(int argc, char **argv)
     return out;
 }
 
+/* @return whether -h or --help stands on the line (before any "--"). */
+static bool help_wanted(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
+    return false;
+}
+
+/* `kiln GROUP --help`: the group's commands, on stdout. */
+static void group_usage(FILE *out, const char *group)
+{
+    fprintf(out, "usage: kiln %s COMMAND [ARGS...]\n\ncommands:\n", group);
+    for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++)
+        if (commands[i].group && strcmp(group, commands[i].group) == 0)
+            fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'kiln %s COMMAND --help' describes a command.\n", group);
+}
+
+/* Runs the command argv names; its full name goes to `name`. @return its exit code. */
+static int dispatch(int argc, char **argv, char *name, size_t cap)
+{
+    snprintf(name, cap, "kiln %s", argv[1]);
+    bool group_known = false;
+    for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++) {
+        const struct command *c = &commands[i];
+        if (!c->group && strcmp(argv[1], c->name) == 0) {
+            argv[1] = name;
+            return c->fn(argc - 1, argv + 1);
+        }
+        if (c->group && strcmp(argv[1], c->group) == 0) {
+            group_known = true;
+            if (argc >= 3 && strcmp(argv[2], c->name) == 0) {
+                snprintf(name, cap, "kiln %s %s", c->group, c->name);
+                argv[2] = name;
+                return c->fn(argc - 2, argv + 2);
+            }
+        }
+    }
+    if (group_known && argc >= 3 &&
+        (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+        group_usage(stdout, argv[1]);
+        return KILN_EXIT_OK;
+    }
+    if (group_known) {
+        char line[512];
+        size_t n = (size_t)snprintf(line, sizeof(line), "expected one of:");
+        for (size_t i = 0; i < CLI_ARRAY_LEN(commands) && n < sizeof(line); i++)
+            if (commands[i].group && strcmp(argv[1], commands[i].group) == 0)
+                n += (size_t)snprintf(line + n, sizeof(line) - n, " %s", commands[i].name);
+        if (argc >= 3 && n < sizeof(line))
+            snprintf(line + n, sizeof(line) - n, ", got %s", argv[2]);
+        return cli_usage_error(name, "%s", line);
+    }
+    return cli_usage_error("kiln", "unknown command '%s'", argv[1]);
+}
+
 int main(int argc, char **argv)
 {
     argc = take_shared_options(argc, argv);
@@ -107,33 +164,12 @@ int main(int argc, char **argv)
         return KILN_EXIT_OK;
     }
 
-    bool group_known = false;
-    for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++) {
-        const struct command *c = &commands[i];
-        if (!c->group && strcmp(argv[1], c->name) == 0) {
-            char name[64];
-            snprintf(name, sizeof(name), "kiln %s", c->name);
-            argv[1] = name;
-            return c->fn(argc - 1, argv + 1);
-        }
-        if (c->group && strcmp(argv[1], c->group) == 0) {
-            group_known = true;
-            if (argc >= 3 && strcmp(argv[2], c->name) == 0) {
-                char name[64];
-                snprintf(name, sizeof(name), "kiln %s %s", c->group, c->name);
-                argv[2] = name;
-                return c->fn(argc - 2, argv + 2);
-            }
-        }
-    }
-    if (group_known) {
-        fprintf(stderr, "kiln %s: expected one of:", argv[1]);
-        for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++)
-            if (commands[i].group && strcmp(argv[1], commands[i].group) == 0)
-                fprintf(stderr, " %s", commands[i].name);
-        fprintf(stderr, "%s%s\n", argc >= 3 ? ", got " : "", argc >= 3 ? argv[2] : "");
-        return KILN_EXIT_USAGE;
-    }
-    fprintf(stderr, "kiln: unknown command '%s' (try 'kiln --help')\n", argv[1]);
-    return KILN_EXIT_USAGE;
+    /* --help prints text, never JSON, whatever else stands on the line. */
+    bool json = cli_json_wanted(argc, argv) && !help_wanted(argc, argv);
+    cli_json_install_log_sink();
+    char name[64];
+    int ex = dispatch(argc, argv, name, sizeof(name));
+    if (json)
+        cli_json_emit(name, ex);
+    return ex;
 }
