@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,7 +54,8 @@ static const char help[] =
     "\n"
     "  --records N   records to write (default 40000)\n"
     "  --mean-kb K   mean record size in KiB (default 16; 150 makes about 6 GB)\n"
-    "  --threads T   threads for the parallel load (default: usable CPUs, max 16)\n"
+    "  --threads T   threads for the parallel load (default: the pool's choice\n"
+    "                for reading; at most 16)\n"
     "  --dir DIR     make the cache in DIR and keep it (default: a temporary\n"
     "                folder under $TMPDIR or /var/tmp, removed afterwards)\n"
     "  --json        one JSON object on stdout\n"
@@ -250,6 +252,29 @@ static double time_open(const struct bench *b, bool cold, bool scan)
     return secs;
 }
 
+/*
+ * Removes the temporary folder and every file in it: the cache writes side
+ * files (the last-use file is written when the cache closes), and the
+ * folder, made by mkdtemp, holds nothing of anyone else's.
+ * @return 0, or -1 with errno set.
+ */
+static int remove_folder(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    char path[8192];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    return rmdir(dir);
+}
+
 static int run(struct bench *b)
 {
     if (make_cache(b) < 0)
@@ -394,12 +419,10 @@ int cmd_bench_store(int argc, char **argv)
 
     int rc = run(&b);
 
-    if (!dir) {
-        unlink(b.rec);
-        unlink(b.idx);
-        if (rmdir(b.dir) != 0)
-            cli_error(argv[0], "%s: could not remove the temporary folder: %s", b.dir,
-                      strerror(errno));
+    if (!dir && remove_folder(b.dir) != 0) {
+        cli_error(argv[0], "%s: could not remove the temporary folder: %s", b.dir, strerror(errno));
+        if (rc == KILN_EXIT_OK)
+            rc = KILN_EXIT_FAILED;
     }
     return rc;
 }
