@@ -59,6 +59,17 @@
 /* ---- small file reads ------------------------------------------------------- */
 
 /*
+ * The kiln code of a failed open of a path the caller gave: a path too long
+ * or a link loop is bad input like a missing file, not an I/O failure.
+ */
+static int open_error(int err)
+{
+    if (err == ELOOP || err == ENAMETOOLONG)
+        return KILN_EINVAL;
+    return kiln_error_from_errno(err, KILN_EIO_OPEN);
+}
+
+/*
  * Reads a whole file (proc files report size 0, so it reads to the end,
  * unless `one_read`) into *buf (grown as needed, NUL-terminated). `dirfd`
  * may be AT_FDCWD.
@@ -70,7 +81,7 @@ static int64_t read_at(int dirfd, const char *path, bool one_read, char **buf, s
     int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         *err = errno;
-        return kiln_error_from_errno(errno, KILN_EIO_OPEN);
+        return open_error(errno);
     }
     size_t len = 0;
     for (;;) {
@@ -217,8 +228,7 @@ static int list_indices(struct reader *r, uint32_t cpu, uint32_t *idx, size_t *n
     if (fd < 0) {
         if (errno == ENOENT)
             return KILN_OK;
-        return fail(r, rel, kiln_error_from_errno(errno, KILN_EIO_OPEN), "cannot open: %s",
-                    strerror(errno));
+        return fail(r, rel, open_error(errno), "cannot open: %s", strerror(errno));
     }
     DIR *d = fdopendir(fd);
     if (!d) {
@@ -547,7 +557,7 @@ int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **ou
     if (r.rootfd < 0) {
         int err = errno;
         KILN_ERROR("topo", "%s: cannot open: %s", r.root, strerror(err));
-        rc = kiln_error_from_errno(err, KILN_EIO_OPEN);
+        rc = open_error(err);
     }
     if (rc == KILN_OK) {
         int64_t n = read_file(&r, "online", false);

@@ -228,6 +228,54 @@ expect "$W/afile" cache merge "$W/afile" "$W/cache"
 expect "$W/text" cache merge "$W/text" "$W/cache"
 expect "--bogus" cache merge --bogus "$W/c2" "$W/cache"
 
+# Paths and values at the edges (issue 17): each refused before anything is
+# made, with one line whose reason is not cut off.
+long=$(printf '%5000s' '' | tr ' ' a)
+ln -s "$W/loop2" "$W/loop1" && ln -s "$W/loop1" "$W/loop2"
+section prepare
+expect "longer than" prepare --no-vulkan --generate 2 --cache "$W/$long"
+expect "longer than" prepare --no-vulkan --generate 2 --cache "$W/deep/er/$long/x"
+expect "out of range" prepare --no-vulkan --seed 99999999999999999999 --cache "$W/c1"
+expect "not a number" prepare --no-vulkan --seed -1 --cache "$W/c1"
+# An option where a path belongs is refused: no folder named --no-vulkan.
+expect "'--no-vulkan'" prepare --cache -v --no-vulkan
+expect "'--json'" start --cache --json
+expect "--corpus" prepare --no-vulkan --corpus --json --cache "$W/c1"
+section import foz
+expect "'--json'" import foz --cache --json "$foz"
+section cache repack
+expect "exclude each other" cache repack --codec kiln --dict --no-dict "$W/cache"
+section cache merge
+expect "longer than" cache merge "$W/$long" "$W/cache"
+section topo
+expect "--allowed" topo --allowed ''
+expect "longer than" topo --sysfs "$W/$long"
+expect "$W/loop1" topo --sysfs "$W/loop1"
+section bench store
+expect "'--json'" bench store --records 5 --dir --json
+
+# --json with a path that is not UTF-8: valid UTF-8 out (U+FFFD), exit 2.
+bad=$(printf 'bad\377name')
+(cd "$W/cwd" && "$kiln" cache stats "$W/$bad" --json) >"$out" 2>"$err"
+rc=$?
+if [ "$rc" -ne 2 ] || ! grep -q 'bad\\ufffdname' "$out" || ! grep -q '"ok":false' "$out"; then
+    fail "cache stats of a non-UTF-8 path with --json: exit $rc, stdout: $(cat "$out")"
+elif command -v iconv >/dev/null 2>&1 && ! iconv -f UTF-8 -t UTF-8 <"$out" >/dev/null 2>&1; then
+    fail "cache stats of a non-UTF-8 path with --json: stdout is not UTF-8"
+else
+    passed=$((passed + 1))
+fi
+
+# kiln bench store leaves no temporary folder behind.
+mkdir -p "$W/tmp"
+if ! TMPDIR="$W/tmp" "$kiln" -q bench store --records 20 --mean-kb 1 >"$out" 2>"$err"; then
+    fail "bench store in a temporary folder: $(cat "$err")"
+elif [ -n "$(ls -A "$W/tmp")" ]; then
+    fail "bench store left behind: $(ls -A "$W/tmp")"
+else
+    passed=$((passed + 1))
+fi
+
 # The fixture cache is still whole after all of the above.
 if ! "$kiln" cache check "$W/cache" >/dev/null 2>"$err"; then
     fail "the fixture cache is no longer whole: $(cat "$err")"

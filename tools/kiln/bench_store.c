@@ -365,6 +365,7 @@ int cmd_bench_store(int argc, char **argv)
             b.threads = (unsigned)v;
             break;
         case 'd':
+            CLI_TRY(cli_check_path(argv[0], "--dir", optarg));
             dir = optarg;
             break;
         case 'j':

@@ -121,27 +121,44 @@ int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache *
     return cli_open_cache(name, dir, &opt, c);
 }
 
+/* Formats a whole error line, however long (a path may be): never cut
+ * before its reason. @return the line to free, or NULL without memory. */
+static char *format_line(const char *fmt, va_list ap)
+    __attribute__((format(CLI_PRINTF_KIND, 1, 0)));
+
+static char *format_line(const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *line = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (line)
+        vsnprintf(line, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return line;
+}
+
 void cli_error(const char *name, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    char *line = format_line(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", name, line);
-    note_message_f("%s", line);
+    fprintf(stderr, "%s: %s\n", name, line ? line : "(out of memory)");
+    note_message_f("%s", line ? line : "out of memory");
+    free(line);
 }
 
 int cli_usage_error(const char *name, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    char *line = format_line(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s (try '%s --help')\n", name, line, name);
+    fprintf(stderr, "%s: %s (try '%s --help')\n", name, line ? line : "(out of memory)", name);
     json_error.usage = true;
-    note_message_f("%s", line);
+    note_message_f("%s", line ? line : "out of memory");
+    free(line);
     return KILN_EXIT_USAGE;
 }
 
@@ -201,18 +218,39 @@ int cli_parse_device(const char *name, const char *text, bool *use_index, unsign
 int cli_parse_seed(const char *name, const char *text, uint64_t *seed)
 {
     char *end = NULL;
-    if (!text[0] || text[0] == '-')
+    if (!text[0] || text[0] == '-' || text[0] == '+' || text[0] == ' ')
         return cli_usage_error(name, "--seed: '%s' is not a number", text);
+    errno = 0;
     *seed = strtoull(text, &end, 0);
     if (*end)
         return cli_usage_error(name, "--seed: '%s' is not a number", text);
+    if (errno == ERANGE)
+        return cli_usage_error(name, "--seed: %s is out of range (at most %" PRIu64 ")", text,
+                               UINT64_MAX);
+    return KILN_EXIT_OK;
+}
+
+int cli_check_path(const char *name, const char *what, const char *text)
+{
+    size_t len = strlen(text);
+    if (len == 0)
+        return cli_usage_error(name, "%s: an empty path", what);
+    if (text[0] == '-')
+        return cli_usage_error(name,
+                               "%s: expected a path, got the option '%s' (write ./%s for a path "
+                               "that starts with '-')",
+                               what, text, text);
+    if (len >= CLI_PATH_MAX)
+        return cli_usage_error(name,
+                               "%s: a path of %zu bytes is longer than the %d a path may have "
+                               "('%.48s...')",
+                               what, len, CLI_PATH_MAX - 1, text);
     return KILN_EXIT_OK;
 }
 
 int cli_parse_cache_dir(const char *name, const char *text, const char **dir)
 {
-    if (!text[0])
-        return cli_usage_error(name, "--cache: empty folder name");
+    CLI_TRY(cli_check_path(name, "--cache", text));
     *dir = text;
     return KILN_EXIT_OK;
 }
@@ -269,6 +307,7 @@ int cli_one_cache_dir(int argc, char **argv, const char **dir)
 {
     if (optind != argc - 1)
         return cli_usage_error(argv[0], "expected one cache folder");
+    CLI_TRY(cli_check_path(argv[0], "the cache folder", argv[optind]));
     *dir = argv[optind];
     return KILN_EXIT_OK;
 }

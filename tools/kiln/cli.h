@@ -15,6 +15,7 @@
 #include "kiln-tools/gen.h"
 #include "kiln-tools/glsl.h"
 
+#include <limits.h>
 #include <stdio.h>
 
 enum {
@@ -95,7 +96,32 @@ int cli_parse_device(const char *name, const char *text, bool *use_index, unsign
  * and returns KILN_EXIT_USAGE. */
 int cli_parse_seed(const char *name, const char *text, uint64_t *seed);
 
-/* Takes "--cache DIR" (not empty). @return 0, or prints one line and
+/* The longest path the command takes, its NUL included. */
+#ifdef PATH_MAX
+#define CLI_PATH_MAX PATH_MAX
+#else
+#define CLI_PATH_MAX 4096
+#endif
+
+/* Returns a nonzero exit code from the calling function. */
+#define CLI_TRY(expr)                 \
+    do {                              \
+        int cli_try_ = (expr);        \
+        if (cli_try_ != KILN_EXIT_OK) \
+            return cli_try_;          \
+    } while (0)
+
+/*
+ * Checks a path given on the command line (`what` names it in the error:
+ * "--cache", "the cache folder") before anything is made: not empty, not
+ * an option (`--cache -v --no-vulkan` must not make a folder named
+ * "--no-vulkan"), and shorter than CLI_PATH_MAX (the error says so without
+ * printing the whole path). @return 0, or prints one line and returns
+ * KILN_EXIT_USAGE.
+ */
+int cli_check_path(const char *name, const char *what, const char *text);
+
+/* Takes "--cache DIR" (cli_check_path). @return 0, or prints one line and
  * returns KILN_EXIT_USAGE. */
 int cli_parse_cache_dir(const char *name, const char *text, const char **dir);
 

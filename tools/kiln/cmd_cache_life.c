@@ -189,6 +189,9 @@ int cmd_cache_merge(int argc, char **argv)
         return ex;
     if (argc - optind < 2)
         return cli_usage_error(argv[0], "expected an output cache folder and at least one input");
+    for (int i = optind; i < argc; i++)
+        CLI_TRY(cli_check_path(argv[0], i == optind ? "the output folder" : "an input folder",
+                               argv[i]));
     const char *out_dir = argv[optind];
     const char *const *in = (const char *const *)&argv[optind + 1];
     size_t nin = (size_t)(argc - optind - 1);

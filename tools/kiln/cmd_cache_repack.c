@@ -38,7 +38,7 @@ int cmd_cache_repack(int argc, char **argv)
         {"codec", required_argument, NULL, 'c'}, {"dict", no_argument, NULL, 'd'},
         {"no-dict", no_argument, NULL, 'n'},     {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
-    bool json = false, have_codec = false;
+    bool json = false, have_codec = false, dict = false, no_dict = false;
     enum kiln_codec codec = KILN_CODEC_KILN;
     enum kiln_cache_dict_mode mode = KILN_CACHE_DICT_KEEP;
     int ch, ex;
@@ -52,8 +52,10 @@ int cmd_cache_repack(int argc, char **argv)
             have_codec = true;
         } else if (ch == 'd') {
             mode = KILN_CACHE_DICT_TRAIN;
+            dict = true;
         } else if (ch == 'n') {
             mode = KILN_CACHE_DICT_NONE;
+            no_dict = true;
         } else {
             ex = cli_report_option(ch, argv, &json, help, argv[0]);
             if (ex != CLI_NEXT_OPTION)
@@ -66,6 +68,8 @@ int cmd_cache_repack(int argc, char **argv)
         return ex;
     if (!have_codec)
         return cli_usage_error(argv[0], "--codec is required");
+    if (dict && no_dict)
+        return cli_usage_error(argv[0], "--dict and --no-dict exclude each other");
     if (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN)
         return cli_usage_error(argv[0], "--dict goes only with --codec kiln");
     struct kiln_cache *c;

@@ -61,7 +61,7 @@ int cmd_import_foz(int argc, char **argv)
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (ch == 'c') {
-            dir = optarg;
+            CLI_TRY(cli_parse_cache_dir(argv[0], optarg, &dir));
         } else {
             ex = cli_report_option(ch, argv, &json, help, argv[0]);
             if (ex != CLI_NEXT_OPTION)
@@ -72,6 +72,8 @@ int cmd_import_foz(int argc, char **argv)
         return cli_usage_error(argv[0], "--cache DIR is required");
     if (optind >= argc)
         return cli_usage_error(argv[0], "expected at least one .foz archive");
+    for (int i = optind; i < argc; i++)
+        CLI_TRY(cli_check_path(argv[0], "an archive", argv[i]));
     /* The cache folder and the archives first: what is wrong with them is
      * reported before anything is made or written. */
     bool has_cache;

@@ -247,6 +247,8 @@ int cmd_prepare(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
+            if (cli_check_path(name, "--corpus", optarg))
+                return KILN_EXIT_USAGE;
             in.corpus = optarg;
             break;
         case 'g':

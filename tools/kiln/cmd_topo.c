@@ -155,9 +155,12 @@ int cmd_topo(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
+            CLI_TRY(cli_check_path(name, "--sysfs", optarg));
             root = optarg;
             break;
         case 'a':
+            if (!optarg[0])
+                return cli_usage_error(name, "--allowed: an empty CPU list (no CPU to choose for)");
             allowed_text = optarg;
             break;
         case 'l':
