@@ -197,7 +197,7 @@ int cli_parse_jobs(const char *name, const char *text, unsigned *jobs)
         *jobs = 0;
         return KILN_EXIT_OK;
     }
-    uint64_t v;
+    uint64_t v = 0; /* gcc 12 at -O3 cannot see that cli_parse_u64 sets it on success */
     int rc = cli_parse_u64(name, "--jobs", text, 1, 1024, false, &v);
     if (rc == KILN_EXIT_OK)
         *jobs = (unsigned)v;
@@ -206,7 +206,7 @@ int cli_parse_jobs(const char *name, const char *text, unsigned *jobs)
 
 int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index)
 {
-    uint64_t v;
+    uint64_t v = 0; /* as in cli_parse_jobs */
     int rc = cli_parse_u64(name, "--device", text, 0, 1023, false, &v);
     if (rc == KILN_EXIT_OK) {
         *use_index = true;
