@@ -104,11 +104,11 @@ KILN_API int kiln_topo_parse_size(const char *text, size_t len, uint64_t *bytes)
 
 /* One cache and the online CPUs that share it. */
 struct kiln_cpu_cache_domain {
-    uint32_t level;            /* from the cache's `level` file */
+    uint32_t level;                /* from the cache's `level` file */
     enum kiln_cpu_cache_type type; /* from its `type` file */
-    uint64_t size;             /* bytes */
-    int64_t id;                /* its `id` file, -1 when the kernel gives none */
-    struct kiln_cpuset cpus;   /* the online CPUs that share it (never empty) */
+    uint64_t size;                 /* bytes */
+    int64_t id;                    /* its `id` file, -1 when the kernel gives none */
+    struct kiln_cpuset cpus;       /* the online CPUs that share it (never empty) */
 };
 
 /* Flags for kiln_topo_read(). */
@@ -125,7 +125,7 @@ enum {
  * kiln_topo_free().
  */
 struct kiln_topo {
-    struct kiln_cpuset online;         /* the online CPUs */
+    struct kiln_cpuset online;             /* the online CPUs */
     struct kiln_cpu_cache_domain *domains; /* sorted by level, type, lowest CPU */
     size_t ndomains;
     uint32_t last_level; /* the highest level with a data or unified cache; 0: none */

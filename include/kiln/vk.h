@@ -324,8 +324,8 @@ struct kiln_vk_staged {
  * after an error. Thread-safe.
  */
 KILN_API int kiln_vk_stage_module(struct kiln_vk *vk, const char *name,
-                               const struct kiln_vk_stage *src, VkShaderStageFlagBits stage,
-                               struct kiln_vk_staged *out);
+                                  const struct kiln_vk_stage *src, VkShaderStageFlagBits stage,
+                                  struct kiln_vk_staged *out);
 
 /* Destroys the stage's transient module and frees its words. Thread-safe. */
 KILN_API void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *staged);
