@@ -96,8 +96,9 @@ int cli_parse_device(const char *name, const char *text, bool *use_index, unsign
  * and returns KILN_EXIT_USAGE. */
 int cli_parse_seed(const char *name, const char *text, uint64_t *seed);
 
-/* The longest path the command takes, its NUL included. */
-#ifdef PATH_MAX
+/* The longest path the command takes, its NUL included (Windows' PATH_MAX
+ * is 260, but kiln.exe is long-path aware). */
+#if defined(PATH_MAX) && !defined(_WIN32)
 #define CLI_PATH_MAX PATH_MAX
 #else
 #define CLI_PATH_MAX 4096
