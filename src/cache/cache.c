@@ -140,30 +140,34 @@ static void table_clear(struct kiln_cache *c)
 
 /* ---- files -------------------------------------------------------------- */
 
-/* Writes the whole index (header + one entry per record) through a
- * temporary file. The records must be synced first. */
-static int index_write_whole(struct kiln_cache *c)
+/* Writes the first `n` entries of the table as the whole index, through a
+ * temporary file. The records they name must be synced first. */
+static int index_write_upto(struct kiln_cache *c, size_t n)
 {
-    size_t n = KILN__CACHE_HEADER_SIZE + c->count * (size_t)KILN__CACHE_ENTRY_SIZE;
-    unsigned char *buf = malloc(n);
+    size_t bytes = KILN__CACHE_HEADER_SIZE + n * (size_t)KILN__CACHE_ENTRY_SIZE;
+    unsigned char *buf = malloc(bytes);
     if (!buf)
         return KILN_ENOMEM;
     struct kiln__cache_header h = c->header;
     h.unit = KILN__CACHE_ENTRY_SIZE;
     kiln__cache_header_encode(buf, KILN__CACHE_IDX_MAGIC, &h);
-    for (size_t i = 0; i < c->count; i++)
+    /* Puts on other threads may grow the table meanwhile. */
+    pthread_rwlock_rdlock(&c->lock);
+    for (size_t i = 0; i < n; i++)
         kiln__cache_entry_encode(buf + KILN__CACHE_HEADER_SIZE + i * KILN__CACHE_ENTRY_SIZE,
                                  &c->entries[i]);
+    pthread_rwlock_unlock(&c->lock);
     if (c->idx_fd >= 0) {
         c->io->close(c->io, c->idx_fd);
         c->idx_fd = -1;
     }
-    int rc = kiln_io_replace_file(c->io, c->idx_path, buf, n);
+    int rc = kiln_io_replace_file(c->io, c->idx_path, buf, bytes);
     free(buf);
     if (rc == KILN_OK)
         rc = c->io->open(c->io, c->idx_path, KILN_IO_RDWR, &c->idx_fd);
     if (rc == KILN_OK) {
-        c->idx_end = n;
+        c->idx_end = bytes;
+        c->idx_count = n;
         c->idx_behind = false;
     } else {
         c->idx_fd = -1;
@@ -174,7 +178,7 @@ static int index_write_whole(struct kiln_cache *c)
 
 int kiln__cache_index_write_whole(struct kiln_cache *c)
 {
-    return index_write_whole(c);
+    return index_write_upto(c, c->count);
 }
 
 /* Moves or removes the files of a cache being started over. */
@@ -263,9 +267,10 @@ static int create_records(struct kiln_cache *c, const struct kiln_cache_options 
         io->close(io, c->rec_fd);
     c->rec_fd = fd;
     c->rec_end = KILN__CACHE_HEADER_SIZE;
+    c->append_at = c->rec_end;
     /* An empty index; if it cannot be written the next sync or open makes it. */
     table_clear(c);
-    if (index_write_whole(c) < 0)
+    if (kiln__cache_index_write_whole(c) < 0)
         KILN_WARN("cache", "%s: could not write the new index; it will be rebuilt", c->idx_path);
     return KILN_OK;
 }
@@ -615,7 +620,7 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
         }
     }
     if (!used) {
-        rc = index_write_whole(c);
+        rc = kiln__cache_index_write_whole(c);
     } else {
         rc = io->open(io, c->idx_path, KILN_IO_RDWR, &c->idx_fd);
         if (rc < 0)
@@ -688,6 +693,14 @@ int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struc
         free(c);
         return KILN_ENOMEM;
     }
+    if (pthread_mutex_init(&c->put_lock, NULL) != 0 ||
+        pthread_mutex_init(&c->sync_lock, NULL) != 0 ||
+        pthread_cond_init(&c->put_turn, NULL) != 0) {
+        /* Practically never: these only fail for want of memory. */
+        pthread_rwlock_destroy(&c->lock);
+        free(c);
+        return KILN_ENOMEM;
+    }
     char text[sizeof(c->st.open_text)];
     bool warn = false;
     int rc;
@@ -706,6 +719,8 @@ int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struc
     }
     if (c->idx_end == 0)
         c->idx_end = KILN__CACHE_HEADER_SIZE + c->count * (uint64_t)KILN__CACHE_ENTRY_SIZE;
+    c->idx_count = c->count;
+    c->append_at = c->rec_end;
     kiln__cache_use_load(c);
     c->st.stamp = c->header.stamp;
     c->st.dict_id = c->header.dict_id;
@@ -723,7 +738,8 @@ void kiln_cache_close(struct kiln_cache *c)
 {
     if (!c)
         return;
-    if (!(c->flags & KILN_CACHE_READ_ONLY) && c->rec_fd >= 0 && !c->failed)
+    if (!(c->flags & KILN_CACHE_READ_ONLY) && c->rec_fd >= 0 &&
+        !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
         kiln_cache_save_use(c);
     if (c->idx_fd >= 0)
         c->io->close(c->io, c->idx_fd);
@@ -733,6 +749,9 @@ void kiln_cache_close(struct kiln_cache *c)
         c->io->close(c->io, c->rec_fd);
     }
     pthread_rwlock_destroy(&c->lock);
+    pthread_mutex_destroy(&c->put_lock);
+    pthread_mutex_destroy(&c->sync_lock);
+    pthread_cond_destroy(&c->put_turn);
     kiln_pack_dict_destroy(c->dict);
     free(c->last_use);
     free(c->entries);
@@ -741,6 +760,101 @@ void kiln_cache_close(struct kiln_cache *c)
 }
 
 /* ---- put and sync ------------------------------------------------------- */
+
+/*
+ * Reserves `len` bytes at the end of the records and the next ticket.
+ * Under KILN_CACHE_BROKEN_RESERVE (the negative control of the threads
+ * test, never a real build) the offset is read without being reserved, as
+ * before issue 13: concurrent puts then write over each other.
+ */
+static void reserve(struct kiln_cache *c, uint64_t len, uint64_t *offset, uint64_t *ticket)
+{
+#ifdef KILN_CACHE_BROKEN_RESERVE
+    *offset = __atomic_load_n(&c->append_at, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&c->put_lock);
+#else
+    pthread_mutex_lock(&c->put_lock);
+    *offset = c->append_at;
+    c->append_at += len;
+#endif
+    *ticket = c->next_ticket++;
+    pthread_mutex_unlock(&c->put_lock);
+}
+
+/* Writes record `e` at its offset: payload and padding first, the head
+ * last, so a write that fails leaves no whole head behind. */
+static int write_record(struct kiln_cache *c, const struct kiln_cache_entry *e, const void *payload)
+{
+    const struct kiln_io *io = c->io;
+    uint64_t body = kiln__cache_rec_len(e->size) - KILN__CACHE_HEAD_SIZE;
+    uint64_t at = e->offset + KILN__CACHE_HEAD_SIZE;
+    unsigned char small[4096];
+    int rc = KILN_OK;
+    if (body && body <= sizeof(small)) {
+        /* One write for a small payload and its padding. */
+        memcpy(small, payload, e->size);
+        memset(small + e->size, 0, (size_t)body - e->size);
+        rc = kiln_io_write_full(io, c->rec_fd, small, (size_t)body, at);
+    } else if (body) {
+        static const unsigned char pad[8];
+        rc = kiln_io_write_full(io, c->rec_fd, payload, e->size, at);
+        if (rc == KILN_OK && body > e->size)
+            rc = kiln_io_write_full(io, c->rec_fd, pad, (size_t)body - e->size, at + e->size);
+    }
+    unsigned char head[KILN__CACHE_HEAD_SIZE];
+    kiln__cache_head_encode(head, e);
+    if (rc == KILN_OK)
+        rc = kiln_io_write_full(io, c->rec_fd, head, sizeof(head), e->offset);
+    return rc;
+}
+
+/*
+ * Publishes a written record (or gives up a failed one's bytes) when its
+ * ticket's turn comes, so the table and the index get records in file order
+ * whatever order the writes finished in.
+ * @return `rc`, or the table's error.
+ */
+static int publish(struct kiln_cache *c, const struct kiln_cache_entry *e, uint64_t ticket, int rc)
+{
+    uint64_t end = e->offset + kiln__cache_rec_len(e->size);
+    pthread_mutex_lock(&c->put_lock);
+#ifdef KILN_CACHE_BROKEN_RESERVE
+    (void)ticket;
+    if (c->append_at < end)
+        c->append_at = end;
+#else
+    while (c->turn != ticket)
+        pthread_cond_wait(&c->put_turn, &c->put_lock);
+#endif
+    if (rc < 0) {
+        if (c->append_at == end) {
+            /* Nothing was reserved after it, and every earlier put is
+             * published: what follows the last published record is only
+             * failed puts' bytes. Cut them; if the cut fails too, the next
+             * record overwrites them or the next open cuts a torn tail. */
+            c->io->truncate(c->io, c->rec_fd, c->rec_end);
+            c->append_at = c->rec_end;
+        } else {
+            /* Later puts are writing past it: its bytes stay as a hole (no
+             * whole head: see write_record) that scans count as damage and
+             * a compaction drops. */
+            KILN_WARN("cache", "%s: %" PRIu64 " bytes at offset %" PRIu64 " left unused",
+                      c->rec_path, end - e->offset, e->offset);
+        }
+    } else {
+        pthread_rwlock_wrlock(&c->lock);
+        rc = kiln__cache_add(c, e);
+        /* Even when the table is full, the record is in the file: the next
+         * open finds it. */
+        if (c->rec_end < end)
+            c->rec_end = end;
+        pthread_rwlock_unlock(&c->lock);
+    }
+    c->turn++;
+    pthread_cond_broadcast(&c->put_turn);
+    pthread_mutex_unlock(&c->put_lock);
+    return rc;
+}
 
 int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
                    uint32_t raw_size, uint8_t codec, uint16_t stages)
@@ -751,60 +865,99 @@ int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payloa
         return KILN_ERANGE;
     if (size && !payload)
         return KILN_EINVAL;
-    if (c->failed)
-        return c->failed;
-    const struct kiln_io *io = c->io;
-    struct kiln_cache_entry e = {.key = key,
-                                 .offset = c->rec_end,
-                                 .size = (uint32_t)size,
-                                 .raw_size = raw_size,
-                                 .codec = codec,
-                                 .stages = stages};
+    int failed = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+    if (failed)
+        return failed;
+    struct kiln_cache_entry e = {
+        .key = key, .size = (uint32_t)size, .raw_size = raw_size, .codec = codec, .stages = stages};
     e.checksum = kiln__cache_record_checksum(&e, payload);
-    unsigned char head[KILN__CACHE_HEAD_SIZE];
-    kiln__cache_head_encode(head, &e);
-    /* The record first: its index entry may only ever follow it. */
-    int rc = kiln_io_write_full(io, c->rec_fd, head, sizeof(head), e.offset);
-    if (rc == KILN_OK && size)
-        rc = kiln_io_write_full(io, c->rec_fd, payload, size, e.offset + sizeof(head));
-    static const unsigned char pad[8];
-    size_t npad = (size_t)(kiln__cache_rec_len(e.size) - sizeof(head) - size);
-    if (rc == KILN_OK && npad)
-        rc = kiln_io_write_full(io, c->rec_fd, pad, npad, e.offset + sizeof(head) + size);
-    if (rc < 0) {
-        /* Leave no partial record behind; if the cut fails too, the next
-         * record overwrites it, or the next open cuts it as a torn tail. */
-        io->truncate(io, c->rec_fd, e.offset);
+    uint64_t ticket;
+    reserve(c, kiln__cache_rec_len(e.size), &e.offset, &ticket);
+    int rc = write_record(c, &e, payload);
+    if (rc < 0)
         KILN_WARN("cache", "%s: writing a record of %zu bytes at offset %" PRIu64 " failed: %s",
                   c->rec_path, size, e.offset, kiln_strerror(rc));
+    return publish(c, &e, ticket, rc);
+}
+
+/* Appends index entries [idx_count, n) after the records they name were
+ * synced. @return 0 or the error (the index is then behind). */
+static int index_append(struct kiln_cache *c, size_t n)
+{
+    if (n == c->idx_count)
+        return KILN_OK;
+    size_t bytes = (n - c->idx_count) * KILN__CACHE_ENTRY_SIZE;
+    unsigned char *buf = malloc(bytes);
+    if (!buf)
+        return KILN_ENOMEM;
+    pthread_rwlock_rdlock(&c->lock);
+    for (size_t i = c->idx_count; i < n; i++)
+        kiln__cache_entry_encode(buf + (i - c->idx_count) * KILN__CACHE_ENTRY_SIZE, &c->entries[i]);
+    pthread_rwlock_unlock(&c->lock);
+    int rc = kiln_io_write_full(c->io, c->idx_fd, buf, bytes, c->idx_end);
+    free(buf);
+    if (rc < 0) {
+        /* No later entry may follow a gap: cut what was written. */
+        c->io->truncate(c->io, c->idx_fd, c->idx_end);
         return rc;
     }
-    pthread_rwlock_wrlock(&c->lock);
-    rc = kiln__cache_add(c, &e);
-    if (rc == KILN_OK)
-        c->rec_end = e.offset + kiln__cache_rec_len(e.size);
+    c->idx_end += bytes;
+    c->idx_count = n;
+    return KILN_OK;
+}
+
+/* The sync itself, under sync_lock. */
+static int sync_locked(struct kiln_cache *c)
+{
+    int rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+    if (rc)
+        return rc;
+    const struct kiln_io *io = c->io;
+    /* The records this sync makes durable: those published now. Each was
+     * written before it was published, so the records sync below covers
+     * it; records published later get their entries at a later sync, so
+     * the index never names a record that is not synced. */
+    pthread_rwlock_rdlock(&c->lock);
+    size_t n = c->count;
     pthread_rwlock_unlock(&c->lock);
-    if (rc < 0)
-        return rc; /* the record is in the file: the next open finds it */
-    if (c->idx_behind || c->idx_fd < 0) {
-        c->idx_behind = true;
-        return KILN_OK;
-    }
-    unsigned char ent[KILN__CACHE_ENTRY_SIZE];
-    kiln__cache_entry_encode(ent, &e);
-    rc = kiln_io_write_full(io, c->idx_fd, ent, sizeof(ent), c->idx_end);
+    rc = io->fsync(io, c->rec_fd);
     if (rc < 0) {
-        /* The index stays behind from here: no later entry may be appended
-         * after a gap. The record itself is stored. */
-        io->truncate(io, c->idx_fd, c->idx_end);
-        c->idx_behind = true;
-        KILN_WARN("cache",
-                  "%s: appending an index entry failed (%s); the index is rewritten at "
-                  "the next sync",
-                  c->idx_path, kiln_strerror(rc));
-        return KILN_OK;
+        __atomic_store_n(&c->failed, rc, __ATOMIC_RELEASE);
+        KILN_ERROR("cache",
+                   "%s: sync failed (%s): records written since the last sync may be "
+                   "lost; reopen the cache",
+                   c->rec_path, kiln_strerror(rc));
+        return rc;
     }
-    c->idx_end += sizeof(ent);
+    if (!c->idx_behind && c->idx_fd >= 0) {
+        rc = index_append(c, n);
+        if (rc < 0) {
+            c->idx_behind = true;
+            KILN_WARN("cache", "%s: appending index entries failed (%s); rewriting it whole",
+                      c->idx_path, kiln_strerror(rc));
+        }
+    }
+    if (c->idx_behind || c->idx_fd < 0) {
+        rc = index_write_upto(c, n);
+        if (rc < 0) {
+            KILN_WARN("cache",
+                      "%s: rewriting the index failed (%s); the records are synced and "
+                      "the next sync or open rebuilds it",
+                      c->idx_path, kiln_strerror(rc));
+            return rc;
+        }
+    } else {
+        rc = io->fsync(io, c->idx_fd);
+        if (rc < 0) {
+            c->idx_behind = true;
+            KILN_WARN("cache",
+                      "%s: sync failed (%s); the records are synced, the index is rewritten "
+                      "at the next sync",
+                      c->idx_path, kiln_strerror(rc));
+            return rc;
+        }
+    }
+    kiln_cache_save_use(c); /* advisory: a failure is logged, not returned */
     return KILN_OK;
 }
 
@@ -812,40 +965,10 @@ int kiln_cache_sync(struct kiln_cache *c)
 {
     if (c->flags & KILN_CACHE_READ_ONLY)
         return KILN_OK;
-    if (c->failed)
-        return c->failed;
-    const struct kiln_io *io = c->io;
-    int rc = io->fsync(io, c->rec_fd);
-    if (rc < 0) {
-        c->failed = rc;
-        KILN_ERROR("cache",
-                   "%s: sync failed (%s): records written since the last sync may be "
-                   "lost; reopen the cache",
-                   c->rec_path, kiln_strerror(rc));
-        return rc;
-    }
-    if (c->idx_behind) {
-        rc = index_write_whole(c);
-        if (rc < 0)
-            KILN_WARN("cache",
-                      "%s: rewriting the index failed (%s); the records are synced and "
-                      "the next open rebuilds it",
-                      c->idx_path, kiln_strerror(rc));
-        else
-            kiln_cache_save_use(c);
-        return rc;
-    }
-    rc = io->fsync(io, c->idx_fd);
-    if (rc < 0) {
-        c->idx_behind = true;
-        KILN_WARN("cache",
-                  "%s: sync failed (%s); the records are synced, the index is rewritten "
-                  "at the next sync",
-                  c->idx_path, kiln_strerror(rc));
-        return rc;
-    }
-    kiln_cache_save_use(c); /* advisory: a failure is logged, not returned */
-    return KILN_OK;
+    pthread_mutex_lock(&c->sync_lock);
+    int rc = sync_locked(c);
+    pthread_mutex_unlock(&c->sync_lock);
+    return rc;
 }
 
 /* ---- lookups ------------------------------------------------------------ */

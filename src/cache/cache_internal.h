@@ -23,7 +23,19 @@ struct kiln_cache {
     int idx_fd; /* writers only; -1 otherwise */
     struct kiln__cache_header header;
 
-    /* Guards everything below: put takes it for writing, lookups for reading. */
+    /* Stores from many threads (see cache.c): a put reserves its bytes and
+     * a ticket under put_lock, writes outside any lock, and waits for its
+     * ticket's turn to publish, so the table holds records in file order. */
+    pthread_mutex_t put_lock;
+    pthread_cond_t put_turn;
+    uint64_t append_at;   /* where the next reservation starts (put_lock) */
+    uint64_t next_ticket; /* the next reservation's ticket (put_lock) */
+    uint64_t turn;        /* the ticket that publishes next (put_lock) */
+    /* One sync at a time; guards idx_fd, idx_end, idx_count, idx_behind. */
+    pthread_mutex_t sync_lock;
+    size_t idx_count; /* table entries the index file holds */
+
+    /* Guards everything below: publishing takes it for writing, lookups for reading. */
     pthread_rwlock_t lock;
     struct kiln_cache_entry *entries; /* every record in file order, superseded ones too */
     size_t count, cap;
@@ -31,10 +43,10 @@ struct kiln_cache {
     size_t nslots;   /* a power of two, at least twice the live records */
     size_t live;
     uint64_t live_bytes;
-    uint64_t rec_end; /* where the next record goes */
+    uint64_t rec_end; /* end of the last published record (holes of failed puts included) */
     uint64_t idx_end; /* where the next index entry goes */
     bool idx_behind;  /* an index append failed: the index is rewritten at sync */
-    int failed;       /* a records sync failed: the error every later put/sync returns */
+    int failed;       /* a records sync failed: the error every later put/sync returns (atomic) */
 
     struct kiln_cache_stats st; /* how the open went (records/bytes are filled on demand) */
 

@@ -558,13 +558,16 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
             c->last_use[i] = nu[i];
     }
     c->rec_end = o.buf_off;
+    c->append_at = o.buf_off;
+    c->idx_count = 0; /* the old index names the old file: rewritten below */
+    c->idx_behind = true;
     c->st.stamp = h.stamp;
     c->st.dict_id = h.dict_id;
     pthread_rwlock_unlock(&c->lock);
     free(ne);
     free(nu);
     if (add < 0) {
-        c->failed = add; /* the table is short: reopen */
+        __atomic_store_n(&c->failed, add, __ATOMIC_RELEASE); /* the table is short: reopen */
         return add;
     }
     if (dict_change) {
@@ -589,7 +592,7 @@ static int writable(struct kiln_cache *c)
 {
     if (c->flags & KILN_CACHE_READ_ONLY)
         return KILN_EINVAL;
-    return c->failed ? c->failed : KILN_OK;
+    return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
 }
 
 int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)

@@ -1099,10 +1099,90 @@ KT_CASE(threads)
     kiln_cache_close(c);
 }
 
+/* 8 threads x 10,000 puts of mixed sizes into one cache, one of them also
+ * syncing as it goes: every record must be live after a reopen, and the
+ * check must find the files whole. Built a second time against a cache
+ * whose put skips the reservation (KILN_CACHE_BROKEN_RESERVE), where ctest
+ * requires this case to fail. */
+enum { PT_THREADS = 8, PT_PUTS = 10000 };
+
+struct putter_arg {
+    struct kiln_cache *c;
+    unsigned t;
+    int errors;
+};
+
+static struct kiln_key pt_key(unsigned t, size_t i)
+{
+    return key_of((uint64_t)t * 1000000 + i);
+}
+
+static size_t pt_size(uint64_t *rng)
+{
+    uint64_t r = kt_rand(rng);
+    if (r % 2000 == 0)
+        return 200000 + r % 100000; /* a few larger than one write buffer */
+    if (r % 100 == 1)
+        return 16384 + r % 24576;
+    return (size_t)(r % 1500); /* mostly small, empty ones too */
+}
+
+static void *putter(void *p)
+{
+    struct putter_arg *a = p;
+    uint64_t rng = 1000 + a->t;
+    for (size_t i = 0; i < PT_PUTS; i++) {
+        if (put_rec(a->c, pt_key(a->t, i), pt_size(&rng)) != KILN_OK)
+            a->errors++;
+        if (a->t == 0 && i % 1000 == 999 && kiln_cache_sync(a->c) != KILN_OK)
+            a->errors++;
+    }
+    return NULL;
+}
+
+KT_CASE(put_threads)
+{
+    const char *dir = kt_tmpdir();
+    enum { N = PT_THREADS * PT_PUTS };
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    struct putter_arg pa[PT_THREADS];
+    pthread_t tid[PT_THREADS];
+    for (unsigned t = 0; t < PT_THREADS; t++) {
+        pa[t] = (struct putter_arg){c, t, 0};
+        KT_REQUIRE(pthread_create(&tid[t], NULL, putter, &pa[t]) == 0);
+    }
+    for (unsigned t = 0; t < PT_THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        KT_CHECK_EQ(pa[t].errors, 0);
+    }
+    KT_CHECK_EQ(kiln_cache_count(c), N);
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(kiln_cache_count(c), N);
+    struct kiln_key *keys = malloc(N * sizeof(*keys));
+    KT_REQUIRE(keys);
+    for (unsigned t = 0; t < PT_THREADS; t++)
+        for (size_t i = 0; i < PT_PUTS; i++)
+            keys[t * PT_PUTS + i] = pt_key(t, i);
+    KT_CHECK_EQ(load_check(c, keys, N, 4, NULL), N);
+    free(keys);
+    kiln_cache_close(c);
+    struct kiln_cache_check_report rep;
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+    KT_CHECK_EQ(rep.records, N);
+    KT_CHECK_EQ(rep.damaged_bytes, 0);
+    KT_CHECK_EQ(rep.index_state, KILN_CACHE_INDEX_OK);
+}
+
 KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_short),
         KT_ENTRY(last_entry_changed), KT_ENTRY(index_deleted), KT_ENTRY(index_of_other_cache),
         KT_ENTRY(index_other_stamp), KT_ENTRY(records_truncated_everywhere), KT_ENTRY(flipped_bit),
         KT_ENTRY(unindexed_tail), KT_ENTRY(second_writer_refused), KT_ENTRY(offsets_past_4gib),
         KT_ENTRY(stamp_mismatch), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
         KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
-        KT_ENTRY(threads))
+        KT_ENTRY(threads), KT_ENTRY(put_threads))
