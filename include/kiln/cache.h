@@ -61,36 +61,42 @@ enum {
     /* Open for reading only: the files are never modified, no lock is
      * taken, a stale index is made up for in memory. */
     KILN_CACHE_READ_ONLY = 1 << 0,
-    /* Create the folder's files when they are missing (the folder itself
-     * must exist). Without it a missing cache is KILN_ENOENT. */
+    /* Create the cache when it is missing: the folder and its parents,
+     * then its files. Without it a missing cache is KILN_ENOENT. It never
+     * replaces a cache that is there. */
     KILN_CACHE_CREATE = 1 << 1,
-    /* On a stamp or dictionary mismatch, keep the old files under
-     * "programs.kpc.<stamp>.old" / "programs.kpx.<stamp>.old" instead of
-     * removing them. */
+    /* With KILN_CACHE_RESET, keep the old files under
+     * "programs.kpc.<stamp>.old" / "programs.kpx.<stamp>.old" (and the
+     * dictionary under "programs.kpd.<stamp>.old") instead of removing them. */
     KILN_CACHE_MOVE_ASIDE = 1 << 2,
     /* Accept whatever stamp and dictionary the records file carries
      * (inspection tools; only with KILN_CACHE_READ_ONLY). */
     KILN_CACHE_ANY_STAMP = 1 << 3,
-    /* Open with the dictionary the cache has: its dictionary id is taken
-     * from the records file (not compared with dict_id), programs.kpd is
-     * loaded and checked against it, and kiln_cache_dict returns it. A
-     * dictionary file that is missing, damaged or of another id fails the
-     * open with KILN_ECORRUPT (a reader, or a KILN_CACHE_KEEP_STAMP writer)
-     * or starts the cache over (another writer): never a wrong unpack. */
+    /* Accepted for compatibility; it changes nothing. Every open of a cache
+     * whose records name a dictionary loads it (see kiln_cache_open). */
     KILN_CACHE_USE_DICT = 1 << 4,
     /* A writer that keeps whatever stamp and dictionary the records file
-     * carries (maintenance: prune, compact, repack, merge). Implies
-     * KILN_CACHE_USE_DICT. A cache made new gets the options' stamp. */
+     * carries (maintenance: prune, compact, repack, merge). A cache made
+     * new gets the options' stamp. */
     KILN_CACHE_KEEP_STAMP = 1 << 5,
+    /* Start over: whatever kiln cache the folder holds (any stamp,
+     * dictionary, format version, or a damaged header) is removed (or moved
+     * aside with KILN_CACHE_MOVE_ASIDE) and a new, empty cache with the
+     * options' stamp and dictionary takes its place; a missing one is
+     * created as with KILN_CACHE_CREATE. The only way an open drops
+     * records. Not with KILN_CACHE_READ_ONLY or KILN_CACHE_KEEP_STAMP. */
+    KILN_CACHE_RESET = 1 << 6,
 };
 
 /* How kiln_cache_open opens a cache. */
 struct kiln_cache_options {
     /* The caller's translator stamp: a cache written with another stamp is
-     * started over (or refused with KILN_ESTAMP when read-only). */
+     * refused with KILN_ESTAMP and left as it is (KILN_CACHE_RESET starts
+     * it over). */
     uint64_t stamp;
-    /* The packing dictionary's id, 0 for none. A mismatch is treated
-     * exactly like a stamp mismatch. */
+    /* The packing dictionary the caller expects, 0 for whichever the cache
+     * has: a cache with another (non-zero) id is refused like another
+     * stamp. */
     uint64_t dict_id;
     /* KILN_CACHE_* flags. */
     unsigned flags;
@@ -118,7 +124,7 @@ enum kiln_cache_open_kind {
     KILN_CACHE_OPENED_INDEX = 1,      /* the index matched the records and was used as it is */
     KILN_CACHE_OPENED_INDEX_TAIL = 2, /* the index was used; records past its end were scanned */
     KILN_CACHE_OPENED_REBUILT = 3, /* the index was not usable: records scanned, index rewritten */
-    KILN_CACHE_OPENED_RESTARTED = 4, /* stamp or dictionary mismatch: the cache started over */
+    KILN_CACHE_OPENED_RESTARTED = 4, /* KILN_CACHE_RESET: the cache started over, as asked */
 };
 
 /* One record as the index describes it. */

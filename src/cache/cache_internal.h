@@ -57,6 +57,17 @@ struct kiln_cache {
     bool use_dirty;              /* a mark changed since programs.kpu was written (atomic) */
 };
 
+/* Initialises the handle's locks (cache.c); kiln_cache_close destroys them.
+ * @return 0 or KILN_ENOMEM (none left initialised). */
+int kiln__cache_locks_init(struct kiln_cache *c);
+
+/* Empties the table (the handle is held alone). */
+void kiln__cache_table_clear(struct kiln_cache *c);
+
+/* Makes folder `dir` and its parents (cache_sys_*.c).
+ * @return 0 when it is a folder now, or the error. */
+int kiln__cache_make_dirs(const char *dir);
+
 /* Adds a record to the table (a later record of the same key wins).
  * Caller holds the write lock or owns the cache alone. @return 0 or KILN_ENOMEM. */
 int kiln__cache_add(struct kiln_cache *c, const struct kiln_cache_entry *e);

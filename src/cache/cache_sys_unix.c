@@ -1,11 +1,14 @@
 /*
  * cache_sys_unix.c - what the cache asks of the operating system beyond
- * file I/O: memory for large blocks.
+ * file I/O: memory for large blocks, and making a cache's folder.
  */
 #include "cache_internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 /* Large blocks are mapped with their pages populated up front: one call
  * instead of a page fault per 4 KiB as a pread fills them, which was most of
@@ -38,4 +41,33 @@ void kiln__cache_free_big(void *p, size_t n)
     }
 #endif
     free(p);
+}
+
+int kiln__cache_make_dirs(const char *dir)
+{
+    size_t len = strlen(dir);
+    if (!len)
+        return KILN_ENOENT;
+    char *p = malloc(len + 1);
+    if (!p)
+        return KILN_ENOMEM;
+    memcpy(p, dir, len + 1);
+    /* Each parent in turn; a failure there shows in the last one. */
+    for (size_t i = 1; i < len; i++) {
+        if (p[i] != '/' || p[i - 1] == '/')
+            continue;
+        p[i] = '\0';
+        mkdir(p, 0777);
+        p[i] = '/';
+    }
+    int rc = KILN_OK;
+    struct stat st;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+        rc = kiln_error_from_errno(errno, KILN_EIO);
+    else if (stat(p, &st) != 0)
+        rc = kiln_error_from_errno(errno, KILN_EIO);
+    else if (!S_ISDIR(st.st_mode))
+        rc = kiln_error_from_errno(ENOTDIR, KILN_EIO); /* as opening a file in it says */
+    free(p);
+    return rc;
 }

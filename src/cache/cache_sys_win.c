@@ -1,6 +1,6 @@
 /*
  * cache_sys_win.c - what the cache asks of Windows beyond file I/O: memory
- * for large blocks.
+ * for large blocks, and making a cache's folder.
  *
  * Large blocks come straight from VirtualAlloc: committed pages read as zero
  * without being written, cost memory only once touched, and go back to the
@@ -11,6 +11,7 @@
 #include "cache_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <windows.h>
 
 /* Below this, malloc: a region is at least one 64 KiB allocation unit. */
@@ -32,4 +33,49 @@ void kiln__cache_free_big(void *p, size_t n)
         return;
     }
     free(p);
+}
+
+/* Makes one folder; @return 0 when it is a folder now, or the error. */
+static int make_one(const char *path, bool last)
+{
+    wchar_t *w = NULL;
+    int rc = kiln__win_path(path, &w);
+    if (rc < 0)
+        return rc;
+    if (!CreateDirectoryW(w, NULL) && last) {
+        DWORD err = GetLastError();
+        DWORD attr = GetFileAttributesW(w);
+        if (attr == INVALID_FILE_ATTRIBUTES)
+            rc = err == ERROR_PATH_NOT_FOUND || err == ERROR_FILE_NOT_FOUND ? KILN_ENOENT
+                 : err == ERROR_ACCESS_DENIED                               ? KILN_EACCES
+                                                                            : KILN_EIO;
+        else if (!(attr & FILE_ATTRIBUTE_DIRECTORY))
+            rc = KILN_ENOENT; /* as opening a file in it says */
+    }
+    free(w);
+    return rc;
+}
+
+int kiln__cache_make_dirs(const char *dir)
+{
+    size_t len = strlen(dir);
+    if (!len)
+        return KILN_ENOENT;
+    char *p = malloc(len + 1);
+    if (!p)
+        return KILN_ENOMEM;
+    memcpy(p, dir, len + 1);
+    /* Each parent in turn (a drive such as "C:" fails harmlessly); a
+     * failure there shows in the last one. */
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] != '/' && p[i] != '\\') || p[i - 1] == '/' || p[i - 1] == '\\')
+            continue;
+        char sep = p[i];
+        p[i] = '\0';
+        make_one(p, false);
+        p[i] = sep;
+    }
+    int rc = make_one(p, true);
+    free(p);
+    return rc;
 }

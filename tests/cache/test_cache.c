@@ -773,8 +773,69 @@ KT_CASE(offsets_past_4gib)
     kiln_cache_close(c);
 }
 
+/* Collects the log lines of one open. */
+static char log_text[4096];
+
+static void log_keep(void *user, enum kiln_log_level level, const char *module, const char *line)
+{
+    (void)user;
+    (void)level;
+    (void)module;
+    size_t len = strlen(log_text);
+    snprintf(log_text + len, sizeof(log_text) - len, "%s\n", line);
+}
+
+/* Opens with the log collected at info level. */
+static int open_logged(const char *dir, const struct kiln_cache_options *opt, struct kiln_cache **c)
+{
+    log_text[0] = '\0';
+    enum kiln_log_level was = kiln_log_get_level();
+    kiln_log_set_level(KILN_LOG_INFO);
+    kiln_log_set_sink(log_keep, NULL);
+    int rc = kiln_cache_open(dir, opt, c);
+    kiln_log_set_sink(NULL, NULL);
+    kiln_log_set_level(was);
+    return rc;
+}
+
 KT_CASE(stamp_mismatch)
 {
+    /* Another stamp is refused, the cache left as it is, whatever the
+     * flags (issue 13: an open used to start such a cache over). */
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    char rec[4096], idx[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    uint64_t rec_size = file_size(rec), idx_size = file_size(idx);
+    struct kiln_cache *c;
+    const unsigned flags[] = {KILN_CACHE_READ_ONLY, 0, KILN_CACHE_CREATE,
+                              KILN_CACHE_CREATE | KILN_CACHE_USE_DICT | KILN_CACHE_MOVE_ASIDE};
+    for (size_t i = 0; i < KILN_ARRAY_LEN(flags); i++) {
+        struct kiln_cache_options opt = {.stamp = STAMP + 1, .flags = flags[i]};
+        KT_CHECK_EQ(open_logged(dir, &opt, &c), KILN_ESTAMP);
+        /* Both stamps are in the message. */
+        KT_CHECK(strstr(log_text, "5354414d50000001") != NULL);
+        KT_CHECK(strstr(log_text, "5354414d50000002") != NULL);
+    }
+    /* No options at all: stamp 0, another stamp too. */
+    KT_CHECK_EQ(kiln_cache_open(dir, NULL, &c), KILN_ESTAMP);
+    /* Another dictionary id named by the caller. */
+    struct kiln_cache_options other_dict = {
+        .stamp = STAMP, .dict_id = 99, .flags = KILN_CACHE_CREATE};
+    KT_CHECK_EQ(kiln_cache_open(dir, &other_dict, &c), KILN_ESTAMP);
+    KT_CHECK_EQ(file_size(rec), rec_size);
+    KT_CHECK_EQ(file_size(idx), idx_size);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(load_check(c, keys, SMALL_N, 1, NULL), SMALL_N);
+    kiln_cache_close(c);
+}
+
+KT_CASE(reset)
+{
+    /* KILN_CACHE_RESET is the one way to start over. */
     const char *dir = kt_tmpdir();
     struct kiln_key keys[SMALL_N];
     char rec[4096], idx[4096], aside[4096];
@@ -782,10 +843,12 @@ KT_CASE(stamp_mismatch)
     path_of(idx, dir, KILN_CACHE_INDEX_FILE);
     make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
     struct kiln_cache *c;
-    /* A reader with another stamp is refused and changes nothing. */
-    KT_CHECK_EQ(open_cache(dir, STAMP + 1, KILN_CACHE_READ_ONLY, &c), KILN_ESTAMP);
-    /* A writer starts over, removing the old files. */
-    KT_REQUIRE_OK(open_cache(dir, STAMP + 1, 0, &c));
+    KT_CHECK_EQ(open_cache(dir, STAMP + 1, KILN_CACHE_RESET | KILN_CACHE_READ_ONLY, &c),
+                KILN_EINVAL);
+    KT_CHECK_EQ(open_cache(dir, STAMP + 1, KILN_CACHE_RESET | KILN_CACHE_KEEP_STAMP, &c),
+                KILN_EINVAL);
+    /* Removing the old files. */
+    KT_REQUIRE_OK(open_cache(dir, STAMP + 1, KILN_CACHE_RESET, &c));
     struct kiln_cache_stats st;
     kiln_cache_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
@@ -798,27 +861,77 @@ KT_CASE(stamp_mismatch)
     KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(kiln_cache_count(c), 1);
     kiln_cache_close(c);
-    KT_REQUIRE(snprintf(aside, sizeof(aside), "%s.%016llx.old", rec,
-                        (unsigned long long)(STAMP + 1)) < (int)sizeof(aside));
+    KT_REQUIRE(snprintf(aside, sizeof(aside), "%s.%016llx.old", rec, (unsigned long long)STAMP) <
+               (int)sizeof(aside));
     KT_CHECK(access(aside, F_OK) != 0);
 
-    /* Another dictionary is another stamp; this time the old files are
-     * moved aside. */
+    /* Moving them aside, with another dictionary id; the same stamp counts
+     * too (a reset is asked for, not inferred). */
     struct kiln_cache_options opt = {
-        .stamp = STAMP + 1, .dict_id = 99, .flags = KILN_CACHE_MOVE_ASIDE};
+        .stamp = STAMP + 1, .dict_id = 99, .flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE};
     KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
     kiln_cache_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
     KT_CHECK_EQ(st.dict_id, 99);
     KT_CHECK_EQ(st.records, 0);
     kiln_cache_close(c);
+    KT_REQUIRE(snprintf(aside, sizeof(aside), "%s.%016llx.old", rec,
+                        (unsigned long long)(STAMP + 1)) < (int)sizeof(aside));
     KT_CHECK(access(aside, F_OK) == 0);
     KT_REQUIRE(snprintf(aside, sizeof(aside), "%s.%016llx.old", idx,
                         (unsigned long long)(STAMP + 1)) < (int)sizeof(aside));
     KT_CHECK(access(aside, F_OK) == 0);
+    opt.flags = 0;
     KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
     KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
     kiln_cache_close(c);
+
+    /* A damaged header is refused, and reset when asked. */
+    flip_bit(rec, 20, 3);
+    KT_CHECK_EQ(kiln_cache_open(dir, &opt, &c), KILN_ECORRUPT_HEADER);
+    opt.flags = KILN_CACHE_RESET;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_RESTARTED);
+    kiln_cache_close(c);
+    /* A file that is not a kiln cache is never reset. */
+    write_all(rec, "this is not a kiln records file: it holds other bytes than a cache header", 74);
+    KT_CHECK_EQ(kiln_cache_open(dir, &opt, &c), KILN_EFORMAT);
+    KT_CHECK_EQ(file_size(rec), 74);
+    /* In a folder with no cache, a reset creates one. */
+    const char *empty = kt_tmpdir();
+    KT_REQUIRE_OK(kiln_cache_open(empty, &opt, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_NEW);
+    kiln_cache_close(c);
+}
+
+KT_CASE(create_makes_folders)
+{
+    const char *dir = kt_tmpdir();
+    char deep[4096], file[4096];
+    KT_REQUIRE(snprintf(deep, sizeof(deep), "%s/a/b/c", dir) < (int)sizeof(deep));
+    struct kiln_cache *c;
+    KT_CHECK_EQ(open_cache(deep, STAMP, 0, &c), KILN_ENOENT);
+    KT_CHECK_EQ(open_cache(deep, STAMP, KILN_CACHE_READ_ONLY | KILN_CACHE_CREATE, &c), KILN_ENOENT);
+    KT_REQUIRE_OK(open_cache(deep, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_NEW);
+    KT_CHECK_OK(put_rec(c, key_of(1), 100));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(open_cache(deep, STAMP, KILN_CACHE_READ_ONLY, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), 1);
+    kiln_cache_close(c);
+    /* A trailing separator is the same folder. */
+    KT_REQUIRE(snprintf(deep, sizeof(deep), "%s/a/b/c/", dir) < (int)sizeof(deep));
+    KT_REQUIRE_OK(open_cache(deep, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), 1);
+    kiln_cache_close(c);
+    /* A file where a folder should be: refused, the file left alone. */
+    path_of(file, dir, "afile");
+    write_all(file, "x", 1);
+    KT_REQUIRE(snprintf(deep, sizeof(deep), "%s/afile/sub", dir) < (int)sizeof(deep));
+    KT_CHECK(open_cache(file, STAMP, KILN_CACHE_CREATE, &c) < 0);
+    KT_CHECK(open_cache(deep, STAMP, KILN_CACHE_CREATE, &c) < 0);
+    KT_CHECK_EQ(file_size(file), 1);
 }
 
 KT_CASE(open_flags)
@@ -1183,6 +1296,7 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(last_entry_changed), KT_ENTRY(index_deleted), KT_ENTRY(index_of_other_cache),
         KT_ENTRY(index_other_stamp), KT_ENTRY(records_truncated_everywhere), KT_ENTRY(flipped_bit),
         KT_ENTRY(unindexed_tail), KT_ENTRY(second_writer_refused), KT_ENTRY(offsets_past_4gib),
-        KT_ENTRY(stamp_mismatch), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
-        KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
-        KT_ENTRY(threads), KT_ENTRY(put_threads))
+        KT_ENTRY(stamp_mismatch), KT_ENTRY(reset), KT_ENTRY(create_makes_folders),
+        KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes), KT_ENTRY(check_and_repair),
+        KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced), KT_ENTRY(threads),
+        KT_ENTRY(put_threads))

@@ -197,9 +197,21 @@ KT_CASE(dict_round_trip)
     KT_CHECK(kiln_cache_dict(c) != NULL);
     KT_CHECK_EQ(check_progs(c, all, NPROG, KILN_CODEC_KILN), NPROG);
     kiln_cache_close(c);
-    /* Without the dictionary the caller's dict_id 0 does not match. */
-    struct kiln_cache_options plain = {.stamp = 77, .flags = KILN_CACHE_READ_ONLY};
-    KT_CHECK_EQ(kiln_cache_open(dir, &plain, &c), KILN_ESTAMP);
+    /* A caller that names no dictionary opens with the cache's own, with or
+     * without KILN_CACHE_USE_DICT, reader or writer (issue 13). */
+    for (int writer = 0; writer < 2; writer++) {
+        struct kiln_cache_options plain = {.stamp = 77,
+                                           .flags = writer ? 0u : KILN_CACHE_READ_ONLY};
+        KT_REQUIRE_OK(kiln_cache_open(dir, &plain, &c));
+        KT_CHECK(kiln_cache_dict(c) != NULL);
+        KT_CHECK_EQ(kiln_cache_count(c), NPROG);
+        KT_CHECK_EQ(check_progs(c, all, NPROG, KILN_CODEC_KILN), NPROG);
+        kiln_cache_close(c);
+    }
+    /* One that names another dictionary is refused, the cache untouched. */
+    struct kiln_cache_options other_id = {
+        .stamp = 77, .dict_id = 12345, .flags = KILN_CACHE_CREATE};
+    KT_CHECK_EQ(kiln_cache_open(dir, &other_id, &c), KILN_ESTAMP);
 
     /* Another dictionary in programs.kpd: detected, never a wrong unpack. */
     const uint32_t *mods[40];
