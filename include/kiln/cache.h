@@ -32,6 +32,13 @@
  *     kiln_cache_sync(c);                                     // durable from here on
  *     kiln_cache_close(c);
  *
+ * Threads. One handle may be used from any number of threads at once:
+ * kiln_cache_put, kiln_cache_sync, kiln_cache_get, kiln_cache_load_many
+ * and every lookup run side by side (puts reserve their place in the file
+ * under a lock and write outside it). What may not overlap anything else on
+ * the same handle: kiln_cache_close and the rewrites (compact, prune,
+ * repack, merge into it). Each declaration below says which it is.
+ *
  * The format and the crash-safety argument are in docs/cache-format.md.
  */
 #ifndef KILN_CACHE_H
@@ -166,67 +173,88 @@ struct kiln_cache;
  * when the index was used, warning otherwise) and kept for kiln_cache_stats.
  * A writer (no KILN_CACHE_READ_ONLY) takes an exclusive lock on the records
  * file: while another writer holds it the open fails with KILN_EBUSY (open
- * read-only then). `opt` may be NULL only with a zero stamp and no flags.
+ * read-only then). `opt` NULL means a zero stamp and no flags.
+ *
+ * An open never removes or restarts a cache unless asked with
+ * KILN_CACHE_RESET: a cache of another stamp, or of another dictionary id
+ * than a non-zero opt->dict_id, is refused with KILN_ESTAMP (the log line,
+ * at info level, names both stamps and dictionaries). A cache whose records
+ * name a dictionary is opened with it whatever the flags (kiln_cache_dict).
  * @return 0 and the cache in *out, or a negative error: KILN_ENOENT (no
- * cache and no KILN_CACHE_CREATE), KILN_EBUSY, KILN_ESTAMP (read-only and
- * another stamp), KILN_EFORMAT (not a kiln cache, or a newer format),
- * KILN_ECORRUPT_HEADER, or the I/O error of the step that failed. A failed
- * open leaves the files as openable as they were.
+ * cache and no KILN_CACHE_CREATE), KILN_EBUSY, KILN_ESTAMP, KILN_EFORMAT
+ * (not a kiln cache, or another format version), KILN_ECORRUPT_HEADER,
+ * KILN_ECORRUPT (the dictionary the records name is missing or damaged;
+ * KILN_CACHE_ANY_STAMP opens without it), KILN_EINVAL (flags that do not go
+ * together), or the I/O error of the step that failed. A failed open leaves
+ * the files as openable as they were.
+ * Thread safety: any number of opens may run at once, in one process or
+ * several (the lock decides which writer wins).
  */
 KILN_API int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt,
                              struct kiln_cache **out);
 
 /*
  * Closes the cache and releases its lock. It does not sync: call
- * kiln_cache_sync first for what must be durable. NULL is a no-op. No other
- * call on the cache may be running.
+ * kiln_cache_sync first for what must be durable (records put since the
+ * last sync are in the file, and the next open finds them past the index's
+ * end, but a power cut may lose them). NULL is a no-op.
+ * Thread safety: no other call on the cache may be running or follow.
  */
 KILN_API void kiln_cache_close(struct kiln_cache *c);
 
 /*
- * Appends a record (its payload first, then its index entry). A later
- * record with the same key replaces the earlier one. The record is durable
- * after the next successful kiln_cache_sync.
+ * Appends a record. A later record with the same key replaces the earlier
+ * one (of two puts of one key racing on two threads, the one that reserved
+ * its place in the file last wins). When the call returns 0 the record is
+ * found by every lookup; it is durable after the next successful
+ * kiln_cache_sync, which also writes its index entry. `payload` is only
+ * read during the call.
  * @return 0; KILN_EINVAL on a read-only cache; KILN_ERANGE for a payload
  * over KILN_CACHE_MAX_PAYLOAD; the I/O error of the failed write (the cache
  * stays usable and openable; the record is not stored); or the earlier
- * sync failure that made this cache unusable (reopen it). When only the
- * index entry could not be written the record is stored and the index is
- * left behind (the next sync or open catches it up). Not thread-safe with
- * kiln_cache_sync/close; safe with find/entries/load_many/stats.
+ * sync failure that made this cache unusable (reopen it).
+ * Thread safety: safe from any number of threads, with each other and with
+ * sync, get, load_many and every lookup; not with close or a rewrite.
  */
 KILN_API int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload,
                             size_t size, uint32_t raw_size, uint8_t codec, uint16_t stages);
 
 /*
- * Makes every record put so far durable: the records file is synced first,
- * then the index (rewritten whole if an earlier append to it failed).
+ * Makes every record whose put returned before this call durable: the
+ * records file is synced first, then the index entries of those records
+ * are appended and the index synced (rewritten whole if an earlier append
+ * to it failed). So the index never names a record that was not synced.
  * @return 0 or the error. A failed records sync may have lost writes
  * without telling which: the cache then refuses further puts and syncs with
- * that error (reopen it; every record synced before is kept). Not
- * thread-safe with put/close.
+ * that error (reopen it; every record synced before is kept).
+ * Thread safety: safe with puts on other threads (a put that returns while
+ * a sync runs is made durable by the next sync) and with every lookup;
+ * syncs on several threads run one after another. Not with close or a
+ * rewrite.
  */
 KILN_API int kiln_cache_sync(struct kiln_cache *c);
 
 /*
  * Looks a key up in O(1) (no file access).
  * @return 0 with the entry in *entry (may be NULL), or KILN_ENOTFOUND.
- * Thread-safe (also with kiln_cache_put).
+ * Thread safety: safe from any thread, also beside put and sync.
  */
 KILN_API int kiln_cache_find(struct kiln_cache *c, struct kiln_key key,
                              struct kiln_cache_entry *entry);
 
-/* @return the number of live records. Thread-safe. */
+/* @return the number of live records. Thread safety: as kiln_cache_find. */
 KILN_API size_t kiln_cache_count(struct kiln_cache *c);
 
 /*
  * Lists every live record, in file order (no file access).
  * @return 0 with a new array in *entries of *n entries (free it with
- * kiln_cache_entries_free; NULL when *n is 0), or KILN_ENOMEM. Thread-safe.
+ * kiln_cache_entries_free; NULL when *n is 0), or KILN_ENOMEM.
+ * Thread safety: as kiln_cache_find.
  */
 KILN_API int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n);
 
-/* Frees an array from kiln_cache_entries. NULL is a no-op. */
+/* Frees an array from kiln_cache_entries. NULL is a no-op. Thread safety:
+ * any thread; the array is the caller's, not the cache's. */
 KILN_API void kiln_cache_entries_free(struct kiln_cache_entry *entries);
 
 /* One record loaded by kiln_cache_load_many. */
@@ -242,8 +270,13 @@ struct kiln_cache_result {
     /* The payload, 8-byte aligned (NULL unless status is 0; also NULL for
      * an empty payload). Owned by the result: kiln_cache_results_free frees
      * it. To keep it beyond the results, take the pointer, set data to NULL,
-     * and free it later with kiln_cache_payload_free (never with free():
-     * payloads read together share memory, released with the last one). */
+     * and free it later with kiln_cache_payload_free (never with free()).
+     * Memory: kiln_cache_load_many reads neighbouring records with one
+     * read into one block (up to 8 MiB) that their payloads share, and the
+     * block is released with the last of them; so one payload kept from a
+     * load holds its whole block alive. Copy a payload that is kept long
+     * while the others are freed, or read it with kiln_cache_get, whose
+     * payload holds only its own record. */
     void *data;
     size_t size;
 };
@@ -252,31 +285,51 @@ struct kiln_cache_result {
  * Reads the records of `keys` (n of them) on up to `threads` threads (0:
  * the open's default), each with its own file descriptor and large pread
  * calls in file order, and checks each record's head against its index
- * entry and its checksum. Results come in the order asked.
+ * entry and its checksum. Results come in the order asked. Records put
+ * while it runs may or may not be found.
  * @return the number of records loaded (status 0) and a new array of n
  * results in *results (free it with kiln_cache_results_free), or a negative
  * error (KILN_ENOMEM, or KILN_EIO_OPEN when the records file cannot be
- * opened) with *results NULL. Thread-safe.
+ * opened) with *results NULL.
+ * Thread safety: safe from any thread, also beside put and sync; not with
+ * close or a rewrite.
  */
 KILN_API int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
                                       unsigned threads, struct kiln_cache_result **results);
 
 /* Frees results from kiln_cache_load_many and every payload they still
- * own. NULL is a no-op. */
+ * own. NULL is a no-op. Thread safety: any thread, also after the cache
+ * was closed (results do not refer to the cache). */
 KILN_API void kiln_cache_results_free(struct kiln_cache_result *results, size_t n);
 
-/* Frees a payload taken out of a kiln_cache_result. NULL is a no-op.
- * Thread-safe (payloads of one load may be freed on different threads). */
+/*
+ * Reads the record of one key on the calling thread (one pread on the
+ * cache's own descriptor) and checks it as kiln_cache_load_many does. Its
+ * payload is a block of its own: keeping it holds only this record.
+ * @return 0 with the record in *result (free result->data, NULL for an
+ * empty payload, with kiln_cache_payload_free; it outlives the cache), or
+ * KILN_ENOTFOUND, KILN_ECORRUPT_RECORD (reported missing: put it again),
+ * KILN_ENOMEM or the read's I/O error, with result->data NULL. In every
+ * case result->status holds the same value and result->key the key.
+ * Thread safety: as kiln_cache_load_many.
+ */
+KILN_API int kiln_cache_get(struct kiln_cache *c, struct kiln_key key,
+                            struct kiln_cache_result *result);
+
+/* Frees a payload taken out of a kiln_cache_result (from load_many or
+ * get). NULL is a no-op. Thread safety: any thread (payloads of one load
+ * may be freed on different threads), also after the cache was closed. */
 KILN_API void kiln_cache_payload_free(void *data);
 
 /*
- * Fills *stats. Thread-safe.
+ * Fills *stats.
  * @return 0.
+ * Thread safety: as kiln_cache_find.
  */
 KILN_API int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats);
 
 /* @return a short name for an open kind: "new", "index", "index+tail",
- * "rebuilt", "restarted". */
+ * "rebuilt", "restarted" (a static string). Thread safety: any thread. */
 KILN_API const char *kiln_cache_open_kind_name(enum kiln_cache_open_kind kind);
 
 /* The index's state as kiln_cache_check finds it. */
@@ -315,6 +368,8 @@ struct kiln_cache_check_report {
  * records cannot be repaired, only written again), or another negative
  * error when the check could not run. *report is filled in both of the
  * first two cases.
+ * Thread safety: any thread; it opens the files itself (a repair waits for
+ * no writer: it fails with KILN_EBUSY while one holds the cache).
  */
 KILN_API int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
                               struct kiln_cache_check_report *report);
@@ -335,8 +390,11 @@ KILN_API int kiln_cache_check(const char *dir, const struct kiln_io *io, bool re
 /*
  * @return the dictionary the cache's records were packed with, loaded from
  * programs.kpd (or the options' dictionary), owned by the cache and valid
- * until the next rewrite or close; NULL when the cache has none or was not
- * opened with KILN_CACHE_USE_DICT / a dictionary. Pass it to kiln_unpack.
+ * until the next rewrite or close; NULL when the cache has none (or an
+ * inspection open, KILN_CACHE_ANY_STAMP, could not load it, or the caller
+ * named the id in opt->dict_id and keeps the dictionary itself). Pass it
+ * to kiln_unpack.
+ * Thread safety: any thread; the dictionary may be used from many threads.
  */
 KILN_API const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c);
 
@@ -347,12 +405,13 @@ KILN_API const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c);
  * kiln_cache_save_use), so a load costs no write. A record with no mark on
  * disk (new since, or a lost programs.kpu) counts as used on the day of
  * the open.
- * @return 0 with the day in *day, or KILN_ENOTFOUND. Thread-safe.
+ * @return 0 with the day in *day, or KILN_ENOTFOUND.
+ * Thread safety: as kiln_cache_find.
  */
 KILN_API int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day);
 
 /* @return the day the cache marks uses with (the options' `today`, or the
- * system clock's day at the open). */
+ * system clock's day at the open). Thread safety: any thread. */
 KILN_API uint32_t kiln_cache_today(struct kiln_cache *c);
 
 /*
@@ -360,7 +419,9 @@ KILN_API uint32_t kiln_cache_today(struct kiln_cache *c);
  * temporary file). Writers do this at sync and close; a read-only handle
  * (a warm start) writes it only through this call. A failure changes
  * nothing else: last use is advisory.
- * @return 0 or the I/O error. Not thread-safe with put/sync/close.
+ * @return 0 or the I/O error.
+ * Thread safety: safe beside puts and lookups; not beside another
+ * save_use, sync, close or a rewrite.
  */
 KILN_API int kiln_cache_save_use(struct kiln_cache *c);
 
@@ -391,6 +452,8 @@ struct kiln_cache_rewrite_report {
  * the error of the step that failed: before the rename the old cache is
  * untouched and the handle usable; after it (only the index, dictionary or
  * last-use file failed) the next open completes the switch.
+ * Thread safety: no other call on the handle may run meanwhile (the same
+ * holds for prune, repack and merge into the handle).
  */
 KILN_API int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report);
 
@@ -409,7 +472,7 @@ struct kiln_cache_prune_options {
  * Drops records by age and size (least recently used first), then rewrites
  * the cache like kiln_cache_compact. Nothing is done when nothing is to be
  * dropped and the file is compact.
- * @return as kiln_cache_compact.
+ * @return as kiln_cache_compact. Thread safety: as kiln_cache_compact.
  */
 KILN_API int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                               struct kiln_cache_rewrite_report *report);
@@ -427,12 +490,12 @@ enum kiln_cache_dict_mode {
  * `codec` (enum kiln_codec) and the dictionary `mode` asks for; the records
  * file and the dictionary are switched crash-safely (see above). Records
  * that are not program payloads are copied as they are. The cache must be
- * opened with KILN_CACHE_USE_DICT (or KILN_CACHE_KEEP_STAMP) when it has a
- * dictionary.
+ * opened with its dictionary loaded (every open but an inspection one does).
  * @return as kiln_cache_compact; also KILN_EINVAL for an unknown codec or a
  * dictionary asked with another codec than kiln or too few programs to
  * train one (fewer than 8 stages), KILN_ECORRUPT_BLOB when a stored stage
  * does not unpack (nothing is changed then).
+ * Thread safety: as kiln_cache_compact.
  */
 KILN_API int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec,
                                enum kiln_cache_dict_mode mode,
@@ -462,6 +525,8 @@ struct kiln_cache_merge_report {
  * (compact it afterwards to drop what was superseded).
  * @return 0 with *report filled, KILN_ESTAMP, or an input's open error or
  * out's write error (records appended before it are kept).
+ * Thread safety: as kiln_cache_compact for `out`; the inputs are opened by
+ * the call itself.
  */
 KILN_API int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
                               struct kiln_cache_merge_report *report);

@@ -290,6 +290,27 @@ int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, 
     return loaded;
 }
 
+int kiln_cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
+{
+    memset(result, 0, sizeof(*result));
+    result->key = key;
+    struct item it = {.slot = 0};
+    pthread_rwlock_rdlock(&c->lock);
+    int64_t e = kiln__cache_lookup(c, key);
+    if (e >= 0) {
+        it.e = c->entries[e];
+        kiln__cache_touch(c, (size_t)e);
+    }
+    pthread_rwlock_unlock(&c->lock);
+    if (e < 0)
+        return result->status = KILN_ENOTFOUND;
+    /* One pread on the handle's own descriptor into a block of its own, so
+     * the payload keeps only its record alive. */
+    struct job j = {.c = c, .res = result};
+    load_one(&j, c->rec_fd, &it);
+    return result->status;
+}
+
 void kiln_cache_payload_free(void *data)
 {
     if (!data)

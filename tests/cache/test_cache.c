@@ -646,6 +646,53 @@ KT_CASE(flipped_bit)
     }
 }
 
+KT_CASE(get_one)
+{
+    const char *dir = kt_tmpdir();
+    enum { N = 8 };
+    static const size_t sizes[] = {40, 0, 5000, 1};
+    struct kiln_key keys[N];
+    uint64_t off[N];
+    make_cache(dir, N, sizes, KILN_ARRAY_LEN(sizes), keys, off);
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
+    void *kept = NULL;
+    for (size_t i = 0; i < N; i++) {
+        struct kiln_cache_result r;
+        KT_CHECK_OK(kiln_cache_get(c, keys[i], &r));
+        KT_CHECK(result_ok(&r, keys[i]));
+        if (i == 2) {
+            kept = r.data; /* kept beyond the cache */
+            r.data = NULL;
+        }
+        kiln_cache_payload_free(r.data);
+    }
+    struct kiln_cache_result r;
+    KT_CHECK_EQ(kiln_cache_get(c, key_of(999), &r), KILN_ENOTFOUND);
+    KT_CHECK_EQ(r.status, KILN_ENOTFOUND);
+    KT_CHECK(r.data == NULL);
+    kiln_cache_close(c);
+    unsigned char *want = malloc(5000);
+    fill(keys[2], want, 5000);
+    KT_CHECK(kept && memcmp(kept, want, 5000) == 0);
+    free(want);
+    kiln_cache_payload_free(kept);
+
+    /* A damaged record is reported missing, never returned. */
+    char rec[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    flip_bit(rec, off[2] + KILN__CACHE_HEAD_SIZE + 100, 1);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kiln_cache_get(c, keys[2], &r), KILN_ECORRUPT_RECORD);
+    KT_CHECK(r.data == NULL);
+    /* A record put on this handle is got at once. */
+    KT_CHECK_OK(put_rec(c, key_of(500), 300));
+    KT_CHECK_OK(kiln_cache_get(c, key_of(500), &r));
+    KT_CHECK(result_ok(&r, key_of(500)));
+    kiln_cache_payload_free(r.data);
+    kiln_cache_close(c);
+}
+
 KT_CASE(unindexed_tail)
 {
     const char *dir = kt_tmpdir();
@@ -1295,8 +1342,8 @@ KT_CASE(put_threads)
 KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_short),
         KT_ENTRY(last_entry_changed), KT_ENTRY(index_deleted), KT_ENTRY(index_of_other_cache),
         KT_ENTRY(index_other_stamp), KT_ENTRY(records_truncated_everywhere), KT_ENTRY(flipped_bit),
-        KT_ENTRY(unindexed_tail), KT_ENTRY(second_writer_refused), KT_ENTRY(offsets_past_4gib),
-        KT_ENTRY(stamp_mismatch), KT_ENTRY(reset), KT_ENTRY(create_makes_folders),
-        KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes), KT_ENTRY(check_and_repair),
-        KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced), KT_ENTRY(threads),
-        KT_ENTRY(put_threads))
+        KT_ENTRY(get_one), KT_ENTRY(unindexed_tail), KT_ENTRY(second_writer_refused),
+        KT_ENTRY(offsets_past_4gib), KT_ENTRY(stamp_mismatch), KT_ENTRY(reset),
+        KT_ENTRY(create_makes_folders), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
+        KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
+        KT_ENTRY(threads), KT_ENTRY(put_threads))
