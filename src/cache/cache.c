@@ -174,6 +174,36 @@ int kiln__cache_index_write_whole(struct kiln_cache *c)
 }
 
 /* Moves or removes the files of a cache being started over. */
+int kiln__cache_switch(struct kiln_cache *c, int fd, const struct kiln__cache_header *h,
+                       const struct kiln_cache_entry *entries, const uint32_t *uses, size_t n,
+                       uint64_t end)
+{
+    pthread_rwlock_wrlock(&c->lock);
+    c->io->close(c->io, c->rec_fd); /* drops the old file's lock; the new one holds it */
+    c->rec_fd = fd;
+    c->header = *h;
+    kiln__cache_table_clear(c);
+    int rc = KILN_OK;
+    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        rc = kiln__cache_add(c, &entries[i]);
+        if (rc == KILN_OK)
+            c->last_use[i] = uses[i];
+    }
+    c->rec_end = end;
+    c->append_at = end;
+    c->idx_count = 0; /* the old index names the old file */
+    c->idx_behind = true;
+    c->st.stamp = h->stamp;
+    c->st.dict_id = h->dict_id;
+    pthread_rwlock_unlock(&c->lock);
+    if (rc < 0) {
+        __atomic_store_n(&c->failed, rc, __ATOMIC_RELEASE); /* the table is short: reopen */
+        return rc;
+    }
+    __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
+    return KILN_OK;
+}
+
 int kiln__cache_locks_init(struct kiln_cache *c)
 {
     if (pthread_rwlock_init(&c->lock, NULL) != 0)
@@ -474,6 +504,27 @@ int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, 
     }
     pthread_rwlock_unlock(&c->lock);
     return rc;
+}
+
+int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    int64_t i = kiln__cache_lookup(c, key);
+    if (i >= 0 && day)
+        *day = __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED);
+    pthread_rwlock_unlock(&c->lock);
+    return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
+}
+
+void kiln__cache_set_use(struct kiln_cache *c, struct kiln_key key, uint32_t day, bool only_raise)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    int64_t i = kiln__cache_lookup(c, key);
+    if (i >= 0 && (!only_raise || __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED) < day)) {
+        __atomic_store_n(&c->last_use[i], day, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
+    }
+    pthread_rwlock_unlock(&c->lock);
 }
 
 void kiln_cache_entries_free(struct kiln_cache_entry *entries)

@@ -61,6 +61,22 @@ struct kiln_cache {
  * @return 0 or KILN_ENOMEM (none left initialised). */
 int kiln__cache_locks_init(struct kiln_cache *c);
 
+/*
+ * Puts a rewritten records file in place of the handle's (cache.c): `fd`
+ * (locked, synced, already renamed over the records path) with header `h`
+ * and its `n` entries in file order with their last-use days, ending at
+ * `end`. The old descriptor is closed; the index is marked behind (the
+ * caller rewrites it). The handle is held alone.
+ * @return 0, or the table's error (the handle then refuses puts: reopen).
+ */
+int kiln__cache_switch(struct kiln_cache *c, int fd, const struct kiln__cache_header *h,
+                       const struct kiln_cache_entry *entries, const uint32_t *uses, size_t n,
+                       uint64_t end);
+
+/* Sets the last use of `key` to `day` (only when later, with only_raise).
+ * Thread-safe like a lookup. */
+void kiln__cache_set_use(struct kiln_cache *c, struct kiln_key key, uint32_t day, bool only_raise);
+
 /* Empties the table (the handle is held alone). */
 void kiln__cache_table_clear(struct kiln_cache *c);
 
@@ -119,7 +135,7 @@ void kiln__cache_free_big(void *p, size_t n);
  * must be synced first. @return 0 or the error (the index is then behind). */
 int kiln__cache_index_write_whole(struct kiln_cache *c);
 
-/* ---- cache_life.c ---------------------------------------------------------- */
+/* ---- cache_use.c and cache_dict.c: units below the store ------------------- */
 
 /* Grows last_use to `cap` entries (called where entries grows).
  * @return 0 or KILN_ENOMEM. */
@@ -148,6 +164,10 @@ int kiln__cache_dict_open(struct kiln_cache *c, const struct kiln_cache_options 
 /* Writes `dict` as programs.kpd (crash-safely) and keeps a copy as c->dict.
  * @return 0 or the error. */
 int kiln__cache_dict_write(struct kiln_cache *c, const struct kiln_pack_dict *dict);
+
+/* Keeps a copy of `dict` (NULL: none) as c->dict. @return 0 or KILN_ENOMEM
+ * (c->dict is then NULL). */
+int kiln__cache_dict_set(struct kiln_cache *c, const struct kiln_pack_dict *dict);
 
 /* @return today's day number from the system clock. */
 uint32_t kiln__cache_clock_day(void);

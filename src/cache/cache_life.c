@@ -1,39 +1,19 @@
 /*
- * cache_life.c - the cache's dictionary file, its last-use marks, and the
- * rewrites of its life cycle: compact, prune, repack, and merge.
+ * cache_life.c - the rewrites of a cache's life cycle: compact, prune,
+ * repack, and merge. They sit on top of the store (cache.c) and its units
+ * (cache_dict.c, cache_use.c), and only call down.
  *
- * Dictionary (programs.kpd). The records header names the dictionary id the
- * payloads were packed with; programs.kpd holds that dictionary in
- * kiln_pack_dict_bytes form (which carries its own id and is checked on
- * load). It is written with kiln_io_replace_file before any records file
- * that names it is put in place. A rewrite that changes the dictionary
- * writes the new one as programs.kpd.new first, renames the new records
- * file into place (the commit point), then renames programs.kpd.new over
- * programs.kpd; an open that finds programs.kpd of another id but a
- * programs.kpd.new of the right one finishes that switch. A dictionary that
- * cannot be found is an error (or a restart for an ordinary writer), never a
- * wrong unpack: every blob also carries the id it needs.
- *
- * Last use (programs.kpu). One day number per entry position of the
- * table (file order, superseded records too), kept in memory: a load marks
- * its entries with one relaxed atomic store each (no lock beyond the read
- * lock load_many holds anyway, no I/O), and the file is written whole,
- * crash-safely, at sync and close when a mark changed. The file carries the
- * records file's id and, per entry, the low bits of its record's offset, so
- * marks never attach to the wrong record: what does not match counts as used
- * on the day of the open (age is advisory; losing it must not make a prune
- * drop records).
- *
- * Rewrites. compact, prune and repack share one engine: the kept records
- * are read from the old file (each checked against its head and checksum;
- * damaged ones are left out), optionally transformed, and written to
+ * compact, prune and repack share one engine: the kept records are read
+ * from the old file (each checked against its head and checksum; damaged
+ * ones are left out), optionally transformed, and written to
  * programs.kpc.new, which is locked, synced and renamed over programs.kpc.
  * Until that rename nothing the old cache uses has changed, so any failure
- * (or a crash) before it leaves the old cache whole; after it, the index
- * (tied to the records by the file id), the dictionary (see above) and the
- * last-use file (tied the same way) follow, and an open repairs whichever
- * did not. The handle then goes on with the new file. merge appends
- * instead: the cache format is append-only and crash-safe by itself.
+ * (or a crash) before it leaves the old cache whole; after it, the store
+ * switches the handle to the new file (kiln__cache_switch), and the index
+ * (tied to the records by the file id), the dictionary (see cache_dict.c)
+ * and the last-use file (tied the same way) follow; an open repairs
+ * whichever did not. merge appends instead, through kiln_cache_put: the
+ * cache format is append-only and crash-safe by itself.
  */
 #include "cache_internal.h"
 
@@ -41,261 +21,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <xxhash.h>
 
-#define KPU_MAGIC   "KILNKPU\n"
-#define KPU_HEAD    56u
-#define KPU_UNIT    8u
-#define KPU_VERSION 1u
 /* Most SPIR-V bytes read to train a dictionary (spread over the cache). */
 #define TRAIN_BUDGET ((uint64_t)48 << 20)
 /* Output buffer of a rewrite. */
 #define OUT_BUF (1u << 20)
 
-uint32_t kiln__cache_clock_day(void)
-{
-    time_t t = time(NULL);
-    return t > 86400 ? (uint32_t)(t / 86400) : 1;
-}
-
-int kiln__cache_use_reserve(struct kiln_cache *c, size_t cap)
-{
-    uint32_t *n = realloc(c->last_use, cap * sizeof(*n));
-    if (!n)
-        return KILN_ENOMEM;
-    c->last_use = n;
-    return KILN_OK;
-}
-
 static int side_path(const struct kiln_cache *c, const char *name, char *out, size_t cap)
 {
     return kiln__path_join(out, cap, c->dir, name);
-}
-
-/* ---- last use ------------------------------------------------------------ */
-
-static uint32_t off_check(uint64_t offset)
-{
-    return (uint32_t)(offset >> 3);
-}
-
-void kiln__cache_use_load(struct kiln_cache *c)
-{
-    __atomic_store_n(&c->use_dirty, c->count > 0, __ATOMIC_RELAXED);
-    if (!c->count)
-        return;
-    char path[KILN__CACHE_PATH_MAX];
-    if (side_path(c, KILN_CACHE_USE_FILE, path, sizeof(path)) < 0)
-        return;
-    void *data = NULL;
-    size_t n = 0;
-    size_t max = KPU_HEAD + ((size_t)c->count + 65536) * KPU_UNIT;
-    int rc = kiln_io_read_file(c->io, path, max, &data, &n);
-    if (rc < 0) {
-        if (rc != KILN_ENOENT)
-            KILN_INFO("cache", "%s: not used (%s); every record counts as used today", path,
-                      kiln_strerror(rc));
-        return;
-    }
-    const unsigned char *b = data;
-    const char *why = NULL;
-    uint64_t count = 0;
-    if (n < KPU_HEAD || memcmp(b, KPU_MAGIC, 8) != 0) {
-        why = "not a last-use file";
-    } else if (kiln__load_le32(b + 8) != KPU_VERSION || kiln__load_le32(b + 12) != KPU_UNIT) {
-        why = "another format version";
-    } else {
-        count = kiln__load_le64(b + 32);
-        if (count > (n - KPU_HEAD) / KPU_UNIT || n != KPU_HEAD + count * KPU_UNIT)
-            why = "its size does not match its count";
-        else if (kiln__load_le64(b + 48) !=
-                 XXH3_64bits_withSeed(b + KPU_HEAD, n - KPU_HEAD, XXH3_64bits(b, 48)))
-            why = "its checksum does not match";
-        else if (memcmp(b + 16, c->header.file_id, 16) != 0)
-            why = "it belongs to another records file";
-    }
-    if (why) {
-        KILN_INFO("cache", "%s: not used (%s); every record counts as used today", path, why);
-        free(data);
-        return;
-    }
-    size_t matched = 0;
-    for (size_t i = 0; i < count && i < c->count; i++) {
-        const unsigned char *p = b + KPU_HEAD + i * KPU_UNIT;
-        if (kiln__load_le32(p + 4) != off_check(c->entries[i].offset))
-            continue;
-        uint32_t day = kiln__load_le32(p);
-        c->last_use[i] = day > c->today ? c->today : day;
-        matched++;
-    }
-    free(data);
-    __atomic_store_n(&c->use_dirty, matched != c->count || count != c->count, __ATOMIC_RELAXED);
-}
-
-int kiln_cache_save_use(struct kiln_cache *c)
-{
-    if (!__atomic_load_n(&c->use_dirty, __ATOMIC_RELAXED) || c->rec_fd < 0)
-        return KILN_OK;
-    char path[KILN__CACHE_PATH_MAX];
-    KILN_TRY(side_path(c, KILN_CACHE_USE_FILE, path, sizeof(path)));
-    pthread_rwlock_rdlock(&c->lock);
-    size_t n = KPU_HEAD + c->count * (size_t)KPU_UNIT;
-    unsigned char *b = malloc(n);
-    if (!b) {
-        pthread_rwlock_unlock(&c->lock);
-        return KILN_ENOMEM;
-    }
-    memset(b, 0, KPU_HEAD);
-    memcpy(b, KPU_MAGIC, 8);
-    kiln__store_le32(b + 8, KPU_VERSION);
-    kiln__store_le32(b + 12, KPU_UNIT);
-    memcpy(b + 16, c->header.file_id, 16);
-    kiln__store_le64(b + 32, c->count);
-    for (size_t i = 0; i < c->count; i++) {
-        unsigned char *p = b + KPU_HEAD + i * KPU_UNIT;
-        kiln__store_le32(p, __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED));
-        kiln__store_le32(p + 4, off_check(c->entries[i].offset));
-    }
-    /* Marks made from here on set the flag again. */
-    __atomic_store_n(&c->use_dirty, false, __ATOMIC_RELAXED);
-    pthread_rwlock_unlock(&c->lock);
-    kiln__store_le64(b + 48, XXH3_64bits_withSeed(b + KPU_HEAD, n - KPU_HEAD, XXH3_64bits(b, 48)));
-    int rc = kiln_io_replace_file(c->io, path, b, n);
-    free(b);
-    if (rc < 0) {
-        __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
-        KILN_WARN("cache", "%s: cannot write the last-use marks: %s", path, kiln_strerror(rc));
-    }
-    return rc;
-}
-
-int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
-{
-    pthread_rwlock_rdlock(&c->lock);
-    int64_t i = kiln__cache_lookup(c, key);
-    if (i >= 0 && day)
-        *day = __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED);
-    pthread_rwlock_unlock(&c->lock);
-    return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
-}
-
-uint32_t kiln_cache_today(struct kiln_cache *c)
-{
-    return c->today;
-}
-
-/* ---- dictionary ------------------------------------------------------------ */
-
-const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c)
-{
-    return c->dict;
-}
-
-static int dict_copy(const struct kiln_pack_dict *d, struct kiln_pack_dict **out)
-{
-    size_t n = 0;
-    const void *b = kiln_pack_dict_bytes(d, &n);
-    return kiln_pack_dict_load(b, n, out);
-}
-
-/* Reads a dictionary file. @return 0 with the dictionary when its id is
- * `want`; KILN_ESTAMP (another id, in *found), KILN_ECORRUPT, KILN_ENOENT,
- * or another read error. */
-static int dict_read(const struct kiln_io *io, const char *path, uint64_t want,
-                     struct kiln_pack_dict **out, uint64_t *found)
-{
-    *out = NULL;
-    void *data = NULL;
-    size_t n = 0;
-    KILN_TRY(kiln_io_read_file(io, path, (size_t)64 << 20, &data, &n));
-    struct kiln_pack_dict *d = NULL;
-    int rc = kiln_pack_dict_load(data, n, &d);
-    free(data);
-    if (rc < 0)
-        return rc == KILN_ENOMEM ? rc : KILN_ECORRUPT;
-    *found = kiln_pack_dict_id(d);
-    if (*found != want) {
-        kiln_pack_dict_destroy(d);
-        return KILN_ESTAMP;
-    }
-    *out = d;
-    return KILN_OK;
-}
-
-int kiln__cache_dict_write(struct kiln_cache *c, const struct kiln_pack_dict *dict)
-{
-    char path[KILN__CACHE_PATH_MAX];
-    KILN_TRY(side_path(c, KILN_CACHE_DICT_FILE, path, sizeof(path)));
-    size_t n = 0;
-    const void *b = kiln_pack_dict_bytes(dict, &n);
-    int rc = kiln_io_replace_file(c->io, path, b, n);
-    if (rc < 0) {
-        KILN_WARN("cache", "%s: cannot write the dictionary: %s", path, kiln_strerror(rc));
-        return rc;
-    }
-    if (c->dict && kiln_pack_dict_id(c->dict) == kiln_pack_dict_id(dict))
-        return KILN_OK;
-    struct kiln_pack_dict *copy = NULL;
-    KILN_TRY(dict_copy(dict, &copy));
-    kiln_pack_dict_destroy(c->dict);
-    c->dict = copy;
-    return KILN_OK;
-}
-
-int kiln__cache_dict_open(struct kiln_cache *c, const struct kiln_cache_options *opt)
-{
-    const struct kiln_io *io = c->io;
-    bool ro = c->flags & KILN_CACHE_READ_ONLY;
-    uint64_t want = c->header.dict_id;
-    char kpd[KILN__CACHE_PATH_MAX], kpd_new[KILN__CACHE_PATH_MAX + 8];
-    KILN_TRY(side_path(c, KILN_CACHE_DICT_FILE, kpd, sizeof(kpd)));
-    snprintf(kpd_new, sizeof(kpd_new), "%s.new", kpd);
-    struct kiln_pack_dict *d = NULL;
-    uint64_t found = 0, found_new = 0;
-    int rc = dict_read(io, kpd, want, &d, &found);
-    if (rc == KILN_ENOMEM)
-        return rc;
-    int rc_main = rc;
-    if (!d) {
-        /* A rewrite that was cut short after its commit point left the
-         * dictionary its records name under the pending name. */
-        int rc_new = dict_read(io, kpd_new, want, &d, &found_new);
-        if (rc_new == KILN_ENOMEM)
-            return rc_new;
-        if (d && !ro) {
-            int r = io->rename(io, kpd_new, kpd);
-            if (r == KILN_OK)
-                r = io->fsync_dir(io, c->dir);
-            if (r < 0)
-                KILN_WARN("cache", "%s: cannot put the pending dictionary in place: %s", kpd,
-                          kiln_strerror(r));
-            else
-                KILN_INFO("cache", "%s: finished switching to dictionary %016" PRIx64, kpd, want);
-        }
-    }
-    if (!d && opt->dict && kiln_pack_dict_id(opt->dict) == want) {
-        /* The caller has the very dictionary: put the file right. */
-        if (!ro && kiln__cache_dict_write(c, opt->dict) == KILN_OK)
-            return KILN_OK;
-        KILN_TRY(dict_copy(opt->dict, &d));
-    }
-    if (!d) {
-        char what[64];
-        if (rc_main == KILN_ESTAMP)
-            snprintf(what, sizeof(what), "holds dictionary %016" PRIx64, found);
-        else
-            snprintf(what, sizeof(what), "%s",
-                     rc_main == KILN_ENOENT ? "is missing" : "is damaged or unreadable");
-        KILN_ERROR("cache",
-                   "%s: the records were packed with dictionary %016" PRIx64 " but %s %s; "
-                   "they cannot be unpacked",
-                   c->dir, want, kpd, what);
-        return KILN_ECORRUPT;
-    }
-    kiln_pack_dict_destroy(c->dict);
-    c->dict = d;
-    return KILN_OK;
 }
 
 /* ---- reading records without marking them used ------------------------------ */
@@ -541,41 +275,14 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
             after = after < 0 ? after : d;
         }
     }
-    pthread_rwlock_wrlock(&c->lock);
-    io->close(io, c->rec_fd); /* drops the old file's lock; the new one holds it */
-    c->rec_fd = o.fd;
-    c->header = h;
-    c->count = 0;
-    c->live = 0;
-    c->live_bytes = 0;
-    c->st.superseded = 0;
-    if (c->slots)
-        memset(c->slots, 0, c->nslots * sizeof(*c->slots));
-    int add = KILN_OK;
-    for (size_t i = 0; i < m && add == KILN_OK; i++) {
-        add = kiln__cache_add(c, &ne[i]);
-        if (add == KILN_OK)
-            c->last_use[i] = nu[i];
-    }
-    c->rec_end = o.buf_off;
-    c->append_at = o.buf_off;
-    c->idx_count = 0; /* the old index names the old file: rewritten below */
-    c->idx_behind = true;
-    c->st.stamp = h.stamp;
-    c->st.dict_id = h.dict_id;
-    pthread_rwlock_unlock(&c->lock);
+    int sw = kiln__cache_switch(c, o.fd, &h, ne, nu, m, o.buf_off);
     free(ne);
     free(nu);
-    if (add < 0) {
-        __atomic_store_n(&c->failed, add, __ATOMIC_RELEASE); /* the table is short: reopen */
-        return add;
-    }
-    if (dict_change) {
-        kiln_pack_dict_destroy(c->dict);
-        c->dict = NULL;
-        if (new_dict && dict_copy(new_dict, &c->dict) < 0)
-            c->dict = NULL;
-    }
+    if (sw < 0)
+        return sw;
+    if (dict_change && kiln__cache_dict_set(c, new_dict) < 0)
+        KILN_WARN("cache", "%s: the new dictionary is written but not kept in memory; reopen",
+                  c->dir);
     int ix = kiln__cache_index_write_whole(c);
     __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
     kiln_cache_save_use(c);
@@ -819,8 +526,8 @@ int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cac
     }
     if (c->header.dict_id && !c->dict) {
         KILN_ERROR("cache",
-                   "%s: repack: the cache's dictionary is not loaded (open it with "
-                   "KILN_CACHE_USE_DICT)",
+                   "%s: repack: the cache's dictionary is not loaded (an inspection "
+                   "open, or the caller keeps it)",
                    c->dir);
         return KILN_EINVAL;
     }
@@ -940,16 +647,10 @@ int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t 
         struct kiln_cache *c = in[items[k].input];
         const struct kiln_cache_entry *e = &c->entries[items[k].entry];
         uint32_t day = c->last_use[items[k].entry];
-        pthread_rwlock_rdlock(&out->lock);
-        int64_t have = kiln__cache_lookup(out, e->key);
-        bool same = have >= 0 && out->entries[have].checksum == e->checksum &&
-                    out->entries[have].size == e->size && out->entries[have].codec == e->codec;
-        if (same && out->last_use[have] < day) {
-            __atomic_store_n(&out->last_use[have], day, __ATOMIC_RELAXED);
-            __atomic_store_n(&out->use_dirty, true, __ATOMIC_RELAXED);
-        }
-        pthread_rwlock_unlock(&out->lock);
-        if (same) {
+        struct kiln_cache_entry oe;
+        bool have = kiln_cache_find(out, e->key, &oe) == KILN_OK;
+        if (have && oe.checksum == e->checksum && oe.size == e->size && oe.codec == e->codec) {
+            kiln__cache_set_use(out, e->key, day, true);
             r->same++;
             continue;
         }
@@ -965,11 +666,9 @@ int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t 
             rc = kiln_cache_put(out, e->key, buf + KILN__CACHE_HEAD_SIZE, e->size, e->raw_size,
                                 e->codec, e->stages);
         if (rc == KILN_OK) {
-            pthread_rwlock_wrlock(&out->lock);
-            out->last_use[out->count - 1] = day;
-            pthread_rwlock_unlock(&out->lock);
+            kiln__cache_set_use(out, e->key, day, false);
             r->added++;
-            r->replaced += have >= 0;
+            r->replaced += have;
         }
     }
     free(buf);
