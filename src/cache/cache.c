@@ -1,14 +1,29 @@
 /*
- * cache.c - opening, appending to, syncing and looking up a program cache.
+ * cache.c - the store: the key table, appending records from any number of
+ * threads, syncing, the index file, lookups and closing. Opening is in
+ * cache_open.c; the dictionary and last-use files are units below
+ * (cache_dict.c, cache_use.c); the rewrites sit on top (cache_life.c).
  *
  * Invariants and why they hold:
  *
- * - The index never gets ahead of the records. put() writes the record
- *   first and its index entry second; sync() syncs the records file before
- *   the index; an open that appends entries or rewrites the index syncs the
- *   records first. An index entry that survives a crash without its record
- *   is caught at the next open: every entry must lie inside the records
- *   file and the last one must equal that record's head, else the index is
+ * - Puts from any number of threads never overlap and never lose a record.
+ *   A put reserves its bytes (the end of the file, advanced by its length)
+ *   and a ticket under put_lock, then writes its record outside any lock:
+ *   no two records share a byte. It publishes (adds its entry to the table)
+ *   only when every earlier ticket has published, so the table holds the
+ *   records in file order whatever order the writes finished in - the
+ *   order the index, the last-use file and compaction rely on. A put that
+ *   fails gives back its bytes when nothing was reserved after it, else
+ *   leaves a hole with no whole record head in it (written last).
+ *
+ * - The index never gets ahead of the synced records. Only sync appends
+ *   index entries, and only for the records published before it synced
+ *   the records file (each was written before it was published, so that
+ *   sync covers it); then it syncs the index. An open that appends entries
+ *   or rewrites the index syncs the records first. An index entry that
+ *   survives a crash without its record (a copied or damaged file) is
+ *   caught at the next open: every entry must lie inside the records file
+ *   and the last one must equal that record's head, else the index is
  *   rebuilt from the records; a record damaged behind a matching entry is
  *   caught by its checksum at load time and reported missing.
  *
@@ -25,19 +40,21 @@
  *   forgets the error once reported), so the handle then refuses further
  *   puts and syncs: a reopen scans what is really there.
  *
- * - A replaced file is never half there. The records file is created (and
- *   re-created on a stamp mismatch) under a temporary name, synced, then
- *   renamed; the index is rewritten the same way (kiln_io_replace_file).
+ * - A replaced file is never half there. The index is rewritten under a
+ *   temporary name, synced and renamed (kiln_io_replace_file); a records
+ *   file is replaced the same way (cache_open.c, cache_life.c).
  *
- * - One writer. A writer holds an exclusive lock on the records file's open
- *   file description for as long as the cache is open; a new records file is
- *   locked before it is renamed into place, so a second writer that opens
- *   the path at any moment finds the lock.
+ * - One writer process. A writer holds an exclusive lock on the records
+ *   file's open file description for as long as the cache is open; a new
+ *   records file is locked before it is renamed into place, so a second
+ *   writer that opens the path at any moment finds the lock.
+ *
+ * Lock order: put_lock, then the table's rwlock; sync_lock, then the
+ * rwlock. No lock is held across a record's write.
  */
 #include "cache_internal.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
