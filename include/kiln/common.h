@@ -157,6 +157,9 @@ enum {
     KILN_IO_CREATE = 1 << 2, /* create when missing */
     KILN_IO_TRUNC = 1 << 3,  /* cut to 0 bytes */
     KILN_IO_EXCL = 1 << 4,   /* fail with KILN_EEXIST when it exists */
+    /* Refuse a symbolic link (a reparse point on Windows) as the last
+     * component with KILN_EFORMAT: for files kiln owns, such as a cache's. */
+    KILN_IO_NOFOLLOW = 1 << 5,
 };
 
 /* Modes for kiln_io.lock. */
@@ -177,7 +180,9 @@ enum kiln_io_lock_mode {
  * threads at once.
  */
 struct kiln_io {
-    /* Opens `path`; on success stores a descriptor in *fd. */
+    /* Opens `path`; on success stores a descriptor in *fd. The default
+     * table opens only regular files (anything else, a folder, a FIFO or a
+     * device, is KILN_EFORMAT) and never blocks doing so. */
     int (*open)(const struct kiln_io *self, const char *path, int flags, int *fd);
     int (*close)(const struct kiln_io *self, int fd);
     /* Reads up to n bytes at off: the count read (0 at the end) or an error. */
@@ -220,6 +225,10 @@ KILN_API int kiln_io_write_full(const struct kiln_io *io, int fd, const void *bu
  * Replaces the file at `path` with `n` bytes, crash-safely: they are written
  * to "<path>.tmp", synced, renamed over `path`, and the folder is synced.
  * At every moment the file at `path` is either the old one or the new one.
+ * The temporary file is always made new (KILN_IO_CREATE | KILN_IO_EXCL |
+ * KILN_IO_NOFOLLOW): whatever lies under its name (a leftover, or a link
+ * planted there) is removed first, never written through. Two replaces of
+ * one path must not run at once.
  * @return 0 or the error of the step that failed (the temporary file is
  * removed then).
  */

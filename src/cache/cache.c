@@ -173,7 +173,7 @@ static int index_write_upto(struct kiln_cache *c, size_t n)
     int rc = kiln_io_replace_file(c->io, c->idx_path, buf, bytes);
     free(buf);
     if (rc == KILN_OK)
-        rc = c->io->open(c->io, c->idx_path, KILN_IO_RDWR, &c->idx_fd);
+        rc = c->io->open(c->io, c->idx_path, KILN_IO_RDWR | KILN_IO_NOFOLLOW, &c->idx_fd);
     if (rc == KILN_OK) {
         c->idx_end = bytes;
         c->idx_count = n;

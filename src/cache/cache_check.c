@@ -59,7 +59,7 @@ static void check_index(const struct kiln_io *io, const char *idx_path,
     size_t max = (size_t)(KILN__CACHE_HEADER_SIZE +
                           ((rec_size - KILN__CACHE_HEADER_SIZE) / KILN__CACHE_HEAD_SIZE + 1) *
                               KILN__CACHE_ENTRY_SIZE);
-    int rc = kiln_io_read_file(io, idx_path, max, &data, &n);
+    int rc = kiln__io_read_file(io, idx_path, KILN_IO_NOFOLLOW, max, &data, &n);
     if (rc == KILN_ENOENT) {
         rep->index_state = KILN_CACHE_INDEX_MISSING;
         snprintf(rep->index_text, sizeof(rep->index_text), "missing");
@@ -165,7 +165,7 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
     KILN_TRY(kiln__path_join(rec_path, sizeof(rec_path), dir, KILN_CACHE_RECORDS_FILE));
     KILN_TRY(kiln__path_join(idx_path, sizeof(idx_path), dir, KILN_CACHE_INDEX_FILE));
     int fd;
-    int rc = io->open(io, rec_path, repair ? KILN_IO_RDWR : KILN_IO_READ, &fd);
+    int rc = io->open(io, rec_path, (repair ? KILN_IO_RDWR : KILN_IO_READ) | KILN_IO_NOFOLLOW, &fd);
     if (rc < 0) {
         /* Returned failures are the caller's to report (logged at info). */
         KILN_INFO("cache", "%s: cannot open: %s", rec_path, kiln_strerror(rc));

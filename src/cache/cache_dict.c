@@ -46,7 +46,7 @@ static int dict_read(const struct kiln_io *io, const char *path, uint64_t want,
     *out = NULL;
     void *data = NULL;
     size_t n = 0;
-    KILN_TRY(kiln_io_read_file(io, path, (size_t)64 << 20, &data, &n));
+    KILN_TRY(kiln__io_read_file(io, path, KILN_IO_NOFOLLOW, (size_t)64 << 20, &data, &n));
     struct kiln_pack_dict *d = NULL;
     int rc = kiln_pack_dict_load(data, n, &d);
     free(data);

@@ -165,7 +165,7 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
     }
     if (rc == KILN_OK) {
         step = "creating the new records file";
-        rc = io->open(io, tmp, KILN_IO_RDWR | KILN_IO_CREATE, &o.fd);
+        rc = kiln__io_create_new(io, tmp, &o.fd); /* we hold the lock: no one else writes it */
         made_tmp = rc == KILN_OK;
         if (rc < 0)
             o.fd = -1;

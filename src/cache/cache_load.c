@@ -195,7 +195,7 @@ static void *worker(void *arg)
     struct job *j = arg;
     const struct kiln_io *io = j->c->io;
     int fd;
-    int rc = io->open(io, j->c->rec_path, KILN_IO_READ, &fd);
+    int rc = io->open(io, j->c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &fd);
     if (rc < 0) {
         KILN_WARN("cache", "%s: a loader could not open the records: %s", j->c->rec_path,
                   kiln_strerror(rc));

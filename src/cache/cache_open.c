@@ -98,6 +98,31 @@ static int set_aside_old(struct kiln_cache *c, const struct kiln__cache_header *
     return set_aside(c, c->rec_path, old->stamp, true);
 }
 
+/*
+ * Opens the temporary name of a new records file, never through a link.
+ * A writer that holds the cache's lock (a reset) is the only one to write
+ * it: whatever is there goes. Without the lock (the first creation) another
+ * creator may be writing it: a regular file there is opened as it is and
+ * the lock taken next decides; a link or special file, never a creator's,
+ * is removed.
+ */
+static int open_new_records(struct kiln_cache *c, const char *tmp, bool first, int *fd)
+{
+    const struct kiln_io *io = c->io;
+    if (!first)
+        return kiln__io_create_new(io, tmp, fd);
+    const int excl = KILN_IO_RDWR | KILN_IO_CREATE | KILN_IO_EXCL | KILN_IO_NOFOLLOW;
+    int rc = io->open(io, tmp, excl, fd);
+    if (rc != KILN_EEXIST)
+        return rc;
+    rc = io->open(io, tmp, KILN_IO_RDWR | KILN_IO_NOFOLLOW, fd);
+    if (rc != KILN_EFORMAT)
+        return rc == KILN_ENOENT ? io->open(io, tmp, excl, fd) : rc;
+    KILN_WARN("cache", "%s: not a regular file (a link or a special file); removed", tmp);
+    KILN_TRY(io->unlink(io, tmp));
+    return io->open(io, tmp, excl, fd);
+}
+
 /* Writes, locks and syncs a new records file under `tmp`. @return 0 with
  * the locked descriptor in *fd, KILN_EEXIST when a racing creator finished
  * first (only when there was no file: `old` NULL), or the error. */
@@ -105,13 +130,13 @@ static int write_new_records(struct kiln_cache *c, const struct kiln_cache_optio
                              const char *tmp, bool expect_none, int *fd)
 {
     const struct kiln_io *io = c->io;
-    KILN_TRY(io->open(io, tmp, KILN_IO_RDWR | KILN_IO_CREATE, fd));
+    KILN_TRY(open_new_records(c, tmp, expect_none, fd));
     /* Lock before truncating: a second creator racing us must not clobber
      * the file we are writing. */
     int rc = io->lock(io, *fd, KILN_IO_LOCK_EXCLUSIVE);
     int probe;
     if (rc == KILN_OK && expect_none &&
-        io->open(io, c->rec_path, KILN_IO_READ, &probe) == KILN_OK) {
+        io->open(io, c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &probe) == KILN_OK) {
         io->close(io, probe);
         rc = KILN_EEXIST; /* someone finished creating the cache while we opened */
     }
@@ -201,7 +226,7 @@ static int still_at_path(struct kiln_cache *c, bool *same)
     uint64_t size_a, size_b;
     int fd;
     *same = false;
-    int rc = io->open(io, c->rec_path, KILN_IO_READ, &fd);
+    int rc = io->open(io, c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &fd);
     if (rc == KILN_ENOENT)
         return KILN_OK; /* moved aside: not the same */
     KILN_TRY(rc);
@@ -229,10 +254,15 @@ static int open_and_lock(struct kiln_cache *c)
     int rc;
     for (int attempt = 0;; attempt++) {
         c->rec_fd = -1;
-        rc = io->open(io, c->rec_path, ro ? KILN_IO_READ : KILN_IO_RDWR, &c->rec_fd);
+        rc = io->open(io, c->rec_path, (ro ? KILN_IO_READ : KILN_IO_RDWR) | KILN_IO_NOFOLLOW,
+                      &c->rec_fd);
         if (rc < 0) {
             c->rec_fd = -1;
-            if (rc != KILN_ENOENT)
+            if (rc == KILN_EFORMAT)
+                KILN_INFO("cache",
+                          "%s: not a regular file (a link, FIFO, device or folder); refused",
+                          c->rec_path);
+            else if (rc != KILN_ENOENT)
                 KILN_INFO("cache", "%s: cannot open: %s", c->rec_path, kiln_strerror(rc));
             return rc;
         }
@@ -368,7 +398,7 @@ static int open_dict(struct kiln_cache *c, const struct kiln_cache_options *opt,
         char kpd[KILN__CACHE_PATH_MAX];
         int fd;
         KILN_TRY(kiln__path_join(kpd, sizeof(kpd), c->dir, KILN_CACHE_DICT_FILE));
-        int rc = c->io->open(c->io, kpd, KILN_IO_READ, &fd);
+        int rc = c->io->open(c->io, kpd, KILN_IO_READ | KILN_IO_NOFOLLOW, &fd);
         if (rc == KILN_ENOENT)
             return KILN_OK;
         if (rc == KILN_OK)
@@ -394,7 +424,7 @@ static int read_index(struct kiln_cache *c, uint64_t rec_size, struct kiln_cache
     size_t n = 0;
     uint64_t max_entries = (rec_size - KILN__CACHE_HEADER_SIZE) / KILN__CACHE_HEAD_SIZE;
     size_t max = (size_t)(KILN__CACHE_HEADER_SIZE + (max_entries + 1) * KILN__CACHE_ENTRY_SIZE);
-    int rc = kiln_io_read_file(c->io, c->idx_path, max, &data, &n);
+    int rc = kiln__io_read_file(c->io, c->idx_path, KILN_IO_NOFOLLOW, max, &data, &n);
     if (rc == KILN_ENOMEM)
         return rc;
     if (rc < 0) {
@@ -567,7 +597,7 @@ static void tell_records(struct kiln_cache *c, const struct found *f, struct acc
 static int index_catch_up(struct kiln_cache *c, const struct found *f)
 {
     const struct kiln_io *io = c->io;
-    int rc = io->open(io, c->idx_path, KILN_IO_RDWR, &c->idx_fd);
+    int rc = io->open(io, c->idx_path, KILN_IO_RDWR | KILN_IO_NOFOLLOW, &c->idx_fd);
     if (rc < 0)
         c->idx_fd = -1;
     c->idx_end = KILN__CACHE_HEADER_SIZE + f->indexed * (uint64_t)KILN__CACHE_ENTRY_SIZE;

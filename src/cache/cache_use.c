@@ -61,7 +61,7 @@ void kiln__cache_use_load(struct kiln_cache *c)
     void *data = NULL;
     size_t n = 0;
     size_t max = KPU_HEAD + ((size_t)c->count + 65536) * KPU_UNIT;
-    int rc = kiln_io_read_file(c->io, path, max, &data, &n);
+    int rc = kiln__io_read_file(c->io, path, KILN_IO_NOFOLLOW, max, &data, &n);
     if (rc < 0) {
         if (rc != KILN_ENOENT)
             KILN_INFO("cache", "%s: not used (%s); every record counts as used today", path,

@@ -51,6 +51,20 @@ int kiln_io_write_full(const struct kiln_io *io, int fd, const void *buf, size_t
     return KILN_OK;
 }
 
+int kiln__io_create_new(const struct kiln_io *io, const char *path, int *fd)
+{
+    const int flags = KILN_IO_RDWR | KILN_IO_CREATE | KILN_IO_EXCL | KILN_IO_NOFOLLOW;
+    int rc = io->open(io, path, flags, fd);
+    if (rc != KILN_EEXIST)
+        return rc;
+    /* A leftover of a cut-short write, or something planted: unlink removes
+     * a link itself, never what it points to. */
+    rc = io->unlink(io, path);
+    if (rc < 0 && rc != KILN_ENOENT)
+        return rc;
+    return io->open(io, path, flags, fd);
+}
+
 /* The folder part of `path` ("." when it has none). */
 static int dir_of(char *out, size_t cap, const char *path)
 {
@@ -81,7 +95,7 @@ int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void 
     KILN_TRY(dir_of(dir, sizeof(dir), path));
 
     int fd;
-    KILN_TRY(io->open(io, tmp, KILN_IO_RDWR | KILN_IO_CREATE | KILN_IO_TRUNC, &fd));
+    KILN_TRY(kiln__io_create_new(io, tmp, &fd));
     /* Write and sync the new bytes under the temporary name first, so the
      * rename below can only ever publish a whole file. */
     int rc = kiln_io_write_full(io, fd, data, n, 0);
@@ -102,11 +116,17 @@ int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void 
 int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max, void **data,
                       size_t *n)
 {
+    return kiln__io_read_file(io, path, 0, max, data, n);
+}
+
+int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, size_t max,
+                       void **data, size_t *n)
+{
     int fd;
     uint64_t size;
     *data = NULL;
     *n = 0;
-    KILN_TRY(io->open(io, path, KILN_IO_READ, &fd));
+    KILN_TRY(io->open(io, path, KILN_IO_READ | flags, &fd));
     int rc = io->size(io, fd, &size);
     if (rc == KILN_OK && size > max)
         rc = KILN_ERANGE;

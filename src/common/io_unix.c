@@ -16,8 +16,12 @@
 static int unix_open(const struct kiln_io *self, const char *path, int flags, int *fd)
 {
     (void)self;
-    int oflags = O_CLOEXEC;
+    /* Non-blocking until fstat says it is a regular file: a FIFO in a
+     * file's place must not hang the open. */
+    int oflags = O_CLOEXEC | O_NONBLOCK;
     oflags |= (flags & KILN_IO_RDWR) ? O_RDWR : O_RDONLY;
+    if (flags & KILN_IO_NOFOLLOW)
+        oflags |= O_NOFOLLOW;
     if (flags & KILN_IO_CREATE)
         oflags |= O_CREAT;
     if (flags & KILN_IO_TRUNC)
@@ -28,15 +32,26 @@ static int unix_open(const struct kiln_io *self, const char *path, int flags, in
     do {
         f = open(path, oflags, 0644);
     } while (f < 0 && errno == EINTR);
+    if (f < 0 && errno == ELOOP && (flags & KILN_IO_NOFOLLOW))
+        return KILN_EFORMAT; /* a link where kiln's own file belongs */
     if (f < 0)
         return kiln_error_from_errno(errno, KILN_EIO_OPEN);
-    /* A folder opens read-only on POSIX, and only fails at the first read:
-     * refuse it here as input of another kind. */
+    /* A folder opens read-only on POSIX and only fails at the first read; a
+     * FIFO or a device would block or never end: refuse them here as input
+     * of another kind. */
     struct stat st;
-    if (fstat(f, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (fstat(f, &st) != 0) {
+        int err = errno;
+        close(f);
+        return kiln_error_from_errno(err, KILN_EIO_OPEN);
+    }
+    if (!S_ISREG(st.st_mode)) {
         close(f);
         return KILN_EFORMAT;
     }
+    int fl = fcntl(f, F_GETFL);
+    if (fl >= 0)
+        fcntl(f, F_SETFL, fl & ~O_NONBLOCK);
     *fd = f;
     return KILN_OK;
 }

@@ -288,8 +288,12 @@ static int win_open(const struct kiln_io *self, const char *path, int flags, int
     }
     wchar_t *w;
     KILN_TRY(kiln__win_path(path, &w));
+    /* With KILN_IO_NOFOLLOW a reparse point (a symbolic link, a junction)
+     * is opened itself, then refused below. */
+    DWORD how = FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OVERLAPPED |
+                ((flags & KILN_IO_NOFOLLOW) ? FILE_FLAG_OPEN_REPARSE_POINT : 0);
     HANDLE h = CreateFileW(w, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                           disp, FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OVERLAPPED, NULL);
+                           disp, how, NULL);
     DWORD err = GetLastError();
     if (h == INVALID_HANDLE_VALUE && err == ERROR_ACCESS_DENIED) {
         /* A folder refuses CreateFileW: answer as the POSIX table does. */
@@ -302,6 +306,13 @@ static int win_open(const struct kiln_io *self, const char *path, int flags, int
     free(w);
     if (h == INVALID_HANDLE_VALUE)
         return win_error(err, KILN_EIO_OPEN);
+    /* Only a regular file on a disk: not a pipe, a device, or a link. */
+    BY_HANDLE_FILE_INFORMATION info;
+    if (GetFileType(h) != FILE_TYPE_DISK || !GetFileInformationByHandle(h, &info) ||
+        (info.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT))) {
+        CloseHandle(h);
+        return KILN_EFORMAT;
+    }
     int rc = slot_add(h, fd);
     if (rc != KILN_OK)
         CloseHandle(h);

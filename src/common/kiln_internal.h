@@ -142,6 +142,19 @@ static inline void kiln__store_le64(void *p, uint64_t v)
 }
 
 /*
+ * Creates the file at `path` new, for a temporary name kiln owns: with
+ * KILN_IO_CREATE | KILN_IO_EXCL | KILN_IO_NOFOLLOW, after removing whatever
+ * was there (a leftover or a planted link). The caller makes sure no one
+ * else writes that name at the same time.
+ * @return 0 with the descriptor in *fd, or the error.
+ */
+int kiln__io_create_new(const struct kiln_io *io, const char *path, int *fd);
+
+/* kiln_io_read_file with more open flags (KILN_IO_NOFOLLOW). */
+int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, size_t max,
+                       void **data, size_t *n);
+
+/*
  * Joins a folder and a file name into `out` (size `cap`).
  * @return 0 or KILN_ERANGE when it does not fit.
  */

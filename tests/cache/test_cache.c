@@ -1201,6 +1201,161 @@ KT_CASE(crash_keeps_synced)
     }
 }
 
+/* ---- hostile files (issue 17, point 2) ------------------------------------ */
+
+#ifndef _WIN32
+/* @return whether `path` is a regular file itself (not a link to one). */
+static bool is_plain_file(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+#endif
+
+KT_CASE(planted_links)
+{
+#ifdef _WIN32
+    puts("skipped: symbolic links need privileges on Windows");
+#else
+    /* Links planted at every temporary name the cache writes: followed, they
+     * would overwrite the victim with cache bytes. */
+    const char *top = kt_tmpdir();
+    char dir[4096], victim[4096], p[4096];
+    path_of(dir, top, "cache");
+    path_of(victim, top, "victim");
+    static const char words[] = "the victim's own bytes";
+    write_all(victim, words, sizeof(words));
+    static const char *const temps[] = {"programs.kpc.new", "programs.kpx.tmp", "programs.kpu.tmp"};
+    for (size_t i = 0; i < KILN_ARRAY_LEN(temps); i++) {
+        KT_REQUIRE(kt_mkdir(dir) == 0 || access(dir, F_OK) == 0);
+        path_of(p, dir, temps[i]);
+        KT_REQUIRE(symlink(victim, p) == 0);
+    }
+    /* The first creation, with a link at programs.kpc.new. */
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    for (uint64_t i = 0; i < 20; i++)
+        KT_CHECK_OK(put_rec(c, key_of(i % 10), 100 + i)); /* superseded ones too */
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    /* The index rewritten whole (through programs.kpx.tmp), then a compaction
+     * (through programs.kpc.new), with links planted again. */
+    for (size_t i = 0; i < KILN_ARRAY_LEN(temps); i++) {
+        path_of(p, dir, temps[i]);
+        unlink(p);
+        KT_REQUIRE(symlink(victim, p) == 0);
+    }
+    path_of(p, dir, KILN_CACHE_INDEX_FILE);
+    unlink(p);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_REBUILT);
+    struct kiln_cache_rewrite_report r;
+    KT_CHECK_OK(kiln_cache_compact(c, &r));
+    KT_CHECK(r.rewritten);
+    kiln_cache_close(c);
+    /* A reset, with a link at programs.kpc.new again. */
+    path_of(p, dir, "programs.kpc.new");
+    KT_REQUIRE(symlink(victim, p) == 0);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_RESET, &c));
+    KT_CHECK_OK(put_rec(c, key_of(1), 10));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+
+    size_t n;
+    char *got = read_all(victim, &n);
+    KT_CHECK(n == sizeof(words) && memcmp(got, words, n) == 0);
+    free(got);
+    static const char *const files[] = {KILN_CACHE_RECORDS_FILE, KILN_CACHE_INDEX_FILE,
+                                        KILN_CACHE_USE_FILE};
+    for (size_t i = 0; i < KILN_ARRAY_LEN(files); i++) {
+        path_of(p, dir, files[i]);
+        KT_CHECK(is_plain_file(p));
+    }
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(kiln_cache_count(c), 1);
+    kiln_cache_close(c);
+
+    /* A cache file that is itself a link: the records are refused, an index
+     * or last-use link is replaced, never written through. */
+    char rec[4096], moved[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(moved, top, "elsewhere.kpc");
+    KT_REQUIRE(rename(rec, moved) == 0);
+    KT_REQUIRE(symlink(moved, rec) == 0);
+    KT_CHECK_EQ(open_cache(dir, STAMP, 0, &c), KILN_EFORMAT);
+    KT_CHECK_EQ(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c), KILN_EFORMAT);
+    KT_CHECK_EQ(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c), KILN_EFORMAT);
+    unlink(rec);
+    KT_REQUIRE(rename(moved, rec) == 0);
+    path_of(p, dir, KILN_CACHE_INDEX_FILE);
+    unlink(p);
+    KT_REQUIRE(symlink(victim, p) == 0);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_REBUILT);
+    KT_CHECK_EQ(kiln_cache_count(c), 1);
+    kiln_cache_close(c);
+    KT_CHECK(is_plain_file(p));
+    got = read_all(victim, &n);
+    KT_CHECK(n == sizeof(words) && memcmp(got, words, n) == 0);
+    free(got);
+#endif
+}
+
+KT_CASE(special_files)
+{
+#ifdef _WIN32
+    puts("skipped: no FIFOs on Windows");
+#else
+    /* A FIFO or a folder in a cache file's place: refused (records) or
+     * replaced (index), never waited on. */
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[SMALL_N];
+    make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    char rec[4096], idx[4096], saved[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    path_of(saved, dir, "saved.kpc");
+    KT_REQUIRE(rename(rec, saved) == 0);
+    struct kiln_cache *c;
+    struct kiln_cache_check_report rep;
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind == 0)
+            KT_REQUIRE(mkfifo(rec, 0644) == 0);
+        else
+            KT_REQUIRE(kt_mkdir(rec) == 0);
+        KT_CHECK_EQ(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c), KILN_EFORMAT);
+        KT_CHECK_EQ(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c), KILN_EFORMAT);
+        KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_EFORMAT);
+        KT_CHECK_EQ(kiln_cache_check(dir, NULL, true, &rep), KILN_EFORMAT);
+        if (kind == 0)
+            unlink(rec);
+        else
+            rmdir(rec);
+    }
+    KT_REQUIRE(rename(saved, rec) == 0);
+    /* A FIFO as the index or the last-use file. */
+    char kpu[4096];
+    path_of(kpu, dir, KILN_CACHE_USE_FILE);
+    unlink(idx);
+    unlink(kpu);
+    KT_REQUIRE(mkfifo(idx, 0644) == 0);
+    KT_REQUIRE(mkfifo(kpu, 0644) == 0);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), SMALL_N);
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_REBUILT);
+    KT_CHECK_EQ(load_check(c, keys, SMALL_N, 1, NULL), SMALL_N);
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    KT_CHECK(is_plain_file(idx));
+    KT_CHECK(is_plain_file(kpu));
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+#endif
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 struct reader_arg {
@@ -1346,4 +1501,4 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(offsets_past_4gib), KT_ENTRY(stamp_mismatch), KT_ENTRY(reset),
         KT_ENTRY(create_makes_folders), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
         KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
-        KT_ENTRY(threads), KT_ENTRY(put_threads))
+        KT_ENTRY(planted_links), KT_ENTRY(special_files), KT_ENTRY(threads), KT_ENTRY(put_threads))
