@@ -286,7 +286,9 @@ struct kiln_cache_result {
  * the open's default), each with its own file descriptor and large pread
  * calls in file order, and checks each record's head against its index
  * entry and its checksum. Results come in the order asked. Records put
- * while it runs may or may not be found.
+ * while it runs may or may not be found. A handle always reads the file it
+ * opened, also after another process rewrote the cache (compact, prune,
+ * repack): it then loads what it opened, not the new file.
  * @return the number of records loaded (status 0) and a new array of n
  * results in *results (free it with kiln_cache_results_free), or a negative
  * error (KILN_ENOMEM, or KILN_EIO_OPEN when the records file cannot be

@@ -21,6 +21,14 @@
  * whole (a file cut short under us) is retried record by record, so one bad
  * record costs only itself.
  *
+ * A handle reads the file it opened. Each thread opens the records path
+ * for its own read-ahead state, but uses that descriptor only when the file
+ * there carries the handle's file id: after another process rewrote the
+ * cache (a new file renamed over the path) the thread reads through the
+ * handle's own descriptor instead, which still holds the file the handle's
+ * index describes (issue 17: loads used to read the new file at the old
+ * offsets and report every record damaged).
+ *
  * Results are written only by the thread that owns the record's run, to
  * distinct slots; the caller reads them after joining every thread.
  */
@@ -61,7 +69,8 @@ struct job {
     size_t nruns;
     atomic_size_t next_run;
     struct kiln_cache_result *res;
-    atomic_int fatal; /* an error that is not about one record (ENOMEM, open) */
+    atomic_int fatal;     /* an error that is not about one record (ENOMEM, open) */
+    atomic_bool replaced; /* the path names another file than the handle's (logged once) */
 };
 
 static int by_offset(const void *a, const void *b)
@@ -190,12 +199,50 @@ static void load_run(struct job *j, int fd, const struct run *run)
     block_publish(b, refs);
 }
 
+/*
+ * Opens the records file for one loader thread. By path, so that it has a
+ * read-ahead state of its own, when the path still names the file the
+ * handle opened (the same file id in its header); when another process has
+ * rewritten the cache since (compact, prune, repack rename a new file over
+ * the path), the handle's own descriptor, which still reads the file its
+ * index describes. @return 0 with *fd (*own: close it after), or the error.
+ */
+static int loader_fd(struct job *j, int *fd, bool *own)
+{
+    struct kiln_cache *c = j->c;
+    const struct kiln_io *io = c->io;
+    *own = false;
+    int f;
+    int rc = io->open(io, c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &f);
+    if (rc == KILN_OK) {
+        unsigned char hb[KILN__CACHE_HEADER_SIZE];
+        struct kiln__cache_header h;
+        if (kiln_io_read_full(io, f, hb, sizeof(hb), 0) == KILN_OK &&
+            kiln__cache_header_decode(hb, sizeof(hb), KILN__CACHE_REC_MAGIC, &h) ==
+                KILN__HEADER_OK &&
+            memcmp(h.file_id, c->header.file_id, sizeof(h.file_id)) == 0) {
+            *fd = f;
+            *own = true;
+            return KILN_OK;
+        }
+        io->close(io, f);
+    }
+    if (c->rec_fd < 0)
+        return rc < 0 ? rc : KILN_EIO_OPEN;
+    if (!atomic_exchange(&j->replaced, true))
+        KILN_INFO("cache", "%s: replaced since the open (%s); reading the file this handle opened",
+                  c->rec_path, rc < 0 ? kiln_strerror(rc) : "another file id");
+    *fd = c->rec_fd;
+    return KILN_OK;
+}
+
 static void *worker(void *arg)
 {
     struct job *j = arg;
     const struct kiln_io *io = j->c->io;
-    int fd;
-    int rc = io->open(io, j->c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &fd);
+    int fd = -1;
+    bool own = false;
+    int rc = loader_fd(j, &fd, &own);
     if (rc < 0) {
         KILN_WARN("cache", "%s: a loader could not open the records: %s", j->c->rec_path,
                   kiln_strerror(rc));
@@ -213,7 +260,7 @@ static void *worker(void *arg)
         }
         load_run(j, fd, &j->runs[r]);
     }
-    if (rc == KILN_OK)
+    if (own)
         io->close(io, fd);
     return NULL;
 }
@@ -261,6 +308,7 @@ int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, 
     struct job j = {.c = c, .items = items, .runs = runs, .nruns = nruns, .res = res};
     atomic_init(&j.next_run, 0);
     atomic_init(&j.fatal, 0);
+    atomic_init(&j.replaced, false);
     unsigned want = threads ? threads : c->threads;
     want = KILN_MIN(want, KILN_POOL_MAX_READERS);
     if (want > nruns)
@@ -307,6 +355,8 @@ int kiln_cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_
     /* One pread on the handle's own descriptor into a block of its own, so
      * the payload keeps only its record alive. */
     struct job j = {.c = c, .res = result};
+    atomic_init(&j.fatal, 0);
+    atomic_init(&j.replaced, false);
     load_one(&j, c->rec_fd, &it);
     return result->status;
 }

@@ -1356,6 +1356,46 @@ KT_CASE(special_files)
 #endif
 }
 
+KT_CASE(reader_across_rewrite)
+{
+    /* A read-only handle (a warm start) opened before another handle - in
+     * real use another process - compacts or prunes the cache goes on
+     * loading every record it opened with (issue 17, point 4). */
+    const char *dir = kt_tmpdir();
+    enum { N = 100 };
+    struct kiln_key keys[N];
+    static const size_t sizes[] = {300, 0, 5000, 17};
+    make_cache(dir, N, sizes, KILN_ARRAY_LEN(sizes), keys, NULL);
+    struct kiln_cache *w, *r;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &w));
+    for (size_t i = 0; i < N; i += 2) /* superseded records: compaction has work */
+        KT_CHECK_OK(put_rec(w, keys[i], sizes[i % KILN_ARRAY_LEN(sizes)]));
+    KT_CHECK_OK(kiln_cache_sync(w));
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &r));
+    struct kiln_cache_rewrite_report rep;
+    KT_CHECK_OK(kiln_cache_compact(w, &rep));
+    KT_CHECK(rep.rewritten);
+    const unsigned threads[] = {1, 4};
+    for (size_t t = 0; t < KILN_ARRAY_LEN(threads); t++)
+        KT_CHECK_EQ(load_check(r, keys, N, threads[t], NULL), N);
+    struct kiln_cache_result one;
+    KT_CHECK_OK(kiln_cache_get(r, keys[7], &one));
+    KT_CHECK(result_ok(&one, keys[7]));
+    kiln_cache_payload_free(one.data);
+    /* A prune that drops most records: the reader still has them all. */
+    struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX, .max_file_bytes = 4096};
+    KT_CHECK_OK(kiln_cache_prune(w, &po, &rep));
+    KT_CHECK(rep.rewritten && rep.dropped > 0);
+    KT_CHECK_EQ(load_check(r, keys, N, 4, NULL), N);
+    kiln_cache_close(r);
+    /* A new reader sees the pruned cache, whole. */
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &r));
+    KT_CHECK_EQ(kiln_cache_count(r), N - rep.dropped);
+    KT_CHECK_EQ(kiln_cache_count(r), kiln_cache_count(w));
+    kiln_cache_close(r);
+    kiln_cache_close(w);
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 struct reader_arg {
@@ -1501,4 +1541,5 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(offsets_past_4gib), KT_ENTRY(stamp_mismatch), KT_ENTRY(reset),
         KT_ENTRY(create_makes_folders), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
         KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
-        KT_ENTRY(planted_links), KT_ENTRY(special_files), KT_ENTRY(threads), KT_ENTRY(put_threads))
+        KT_ENTRY(planted_links), KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite),
+        KT_ENTRY(threads), KT_ENTRY(put_threads))
