@@ -15,8 +15,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kiln__cache_header h;
     enum kiln__cache_header_verdict v =
         kiln__cache_header_decode(data, size, KILN__CACHE_REC_MAGIC, &h);
-    if (v == KILN__HEADER_OK && (h.version != KILN__CACHE_VERSION || size < 64))
+    if (v == KILN__HEADER_OK &&
+        ((h.version != KILN__CACHE_VERSION && h.version != KILN__CACHE_VERSION_1) || size < 64))
         abort();
+    /* A header that decodes re-encodes to the same bytes. */
+    if (v == KILN__HEADER_OK) {
+        unsigned char again[KILN__CACHE_HEADER_SIZE];
+        kiln__cache_header_encode(again, KILN__CACHE_REC_MAGIC, &h);
+        if (memcmp(again, data, KILN__CACHE_HEADER_SIZE) != 0)
+            abort();
+    }
     /* Every 8-aligned position holds a candidate head, as for a scan. */
     for (size_t off = 0; off + KILN__CACHE_HEAD_SIZE <= size; off += 8) {
         struct kiln_cache_entry e = {0};

@@ -389,12 +389,49 @@ int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payloa
     return publish(c, &e, ticket, rc);
 }
 
+/*
+ * Gives the records file a new identity before the first index entries of
+ * this handle's records are written (cache_format.h): a sibling copy of the
+ * cache gets another at its own first sync, so neither takes the other's
+ * index. Written in place; the records sync that follows makes it durable.
+ * A failed or torn write only makes the index not fit: rebuilt at the next
+ * open.
+ */
+static void renew_identity(struct kiln_cache *c)
+{
+    uint32_t session;
+    if (c->renewed || c->header.version != KILN__CACHE_VERSION ||
+        kiln_random_bytes(&session, sizeof(session)) < 0)
+        return;
+    struct kiln__cache_header h = c->header;
+    h.previous = h.session;
+    h.session = session;
+    h.generation++;
+    unsigned char b[KILN__CACHE_IDENTITY_LEN];
+    kiln__cache_identity_encode(b, &h);
+    int rc = kiln_io_write_full(c->io, c->rec_fd, b, sizeof(b), KILN__CACHE_IDENTITY_AT);
+    if (rc < 0) {
+        KILN_WARN("cache", "%s: cannot write a new identity: %s", c->rec_path, kiln_strerror(rc));
+        return;
+    }
+    /* Field by field: loader threads read the file id beside them. */
+    c->header.previous = h.previous;
+    c->header.session = h.session;
+    c->header.generation = h.generation;
+    c->renewed = true;
+}
+
 /* Appends index entries [idx_count, n) after the records they name were
- * synced. @return 0 or the error (the index is then behind). */
+ * synced, with the records' identity in the index header.
+ * @return 0 or the error (the index is then behind). */
 static int index_append(struct kiln_cache *c, size_t n)
 {
     if (n == c->idx_count)
         return KILN_OK;
+    unsigned char id[KILN__CACHE_IDENTITY_LEN];
+    kiln__cache_identity_encode(id, &c->header);
+    if (c->header.version == KILN__CACHE_VERSION)
+        KILN_TRY(kiln_io_write_full(c->io, c->idx_fd, id, sizeof(id), KILN__CACHE_IDENTITY_AT));
     size_t bytes = (n - c->idx_count) * KILN__CACHE_ENTRY_SIZE;
     unsigned char *buf = malloc(bytes);
     if (!buf)
@@ -429,6 +466,8 @@ static int sync_locked(struct kiln_cache *c)
     pthread_rwlock_rdlock(&c->lock);
     size_t n = c->count;
     pthread_rwlock_unlock(&c->lock);
+    if (n > c->idx_count)
+        renew_identity(c);
     rc = io->fsync(io, c->rec_fd);
     if (rc < 0) {
         __atomic_store_n(&c->failed, rc, __ATOMIC_RELEASE);

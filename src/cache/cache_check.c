@@ -88,6 +88,9 @@ static void check_index(const struct kiln_io *io, const char *idx_path,
         snprintf(rep->index_text, sizeof(rep->index_text), "another stamp or dictionary");
     } else if (memcmp(p.header.file_id, rh->file_id, sizeof(rh->file_id)) != 0) {
         snprintf(rep->index_text, sizeof(rep->index_text), "belongs to another records file");
+    } else if (!kiln__cache_identity_fits(&p.header, rh)) {
+        snprintf(rep->index_text, sizeof(rep->index_text),
+                 "belongs to another copy of the records (identity)");
     } else if (p.whole > f->n) {
         snprintf(rep->index_text, sizeof(rep->index_text), "%zu entries for %zu records", p.whole,
                  f->n);

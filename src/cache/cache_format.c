@@ -12,6 +12,24 @@
 #include <string.h>
 #include <xxhash.h>
 
+void kiln__cache_identity_encode(void *out, const struct kiln__cache_header *h)
+{
+    unsigned char *b = out;
+    kiln__store_le32(b, h->session);
+    kiln__store_le32(b + 4, h->generation);
+    kiln__store_le32(b + 8, h->previous);
+}
+
+bool kiln__cache_identity_fits(const struct kiln__cache_header *index,
+                               const struct kiln__cache_header *records)
+{
+    if (index->version != records->version)
+        return false;
+    if (index->session == records->session && index->generation == records->generation)
+        return true;
+    return index->session == records->previous && index->generation + 1 == records->generation;
+}
+
 void kiln__cache_header_encode(void *out, const char *magic, const struct kiln__cache_header *h)
 {
     unsigned char *b = out;
@@ -22,7 +40,12 @@ void kiln__cache_header_encode(void *out, const char *magic, const struct kiln__
     kiln__store_le64(b + 16, h->stamp);
     kiln__store_le64(b + 24, h->dict_id);
     memcpy(b + 32, h->file_id, 16);
-    kiln__store_le64(b + 56, XXH3_64bits(b, 56));
+    if (h->version == KILN__CACHE_VERSION_1) {
+        kiln__store_le64(b + 56, XXH3_64bits(b, 56));
+        return;
+    }
+    kiln__cache_identity_encode(b + KILN__CACHE_IDENTITY_AT, h);
+    kiln__store_le32(b + 60, (uint32_t)XXH3_64bits(b, KILN__CACHE_IDENTITY_AT));
 }
 
 enum kiln__cache_header_verdict kiln__cache_header_decode(const void *buf, size_t n,
@@ -38,15 +61,32 @@ enum kiln__cache_header_verdict kiln__cache_header_decode(const void *buf, size_
         return KILN__HEADER_ZERO;
     if (n < 8 || memcmp(b, magic, 8) != 0)
         return KILN__HEADER_FOREIGN;
-    if (n < KILN__CACHE_HEADER_SIZE || kiln__load_le64(b + 56) != XXH3_64bits(b, 56))
+    if (n < KILN__CACHE_HEADER_SIZE)
+        return KILN__HEADER_DAMAGED;
+    /* Version 1 checks all 56 bytes, version 2 the 48 before its identity. */
+    bool whole1 = kiln__load_le64(b + 56) == XXH3_64bits(b, 56);
+    uint64_t check2 = XXH3_64bits(b, KILN__CACHE_IDENTITY_AT);
+    bool whole2 = kiln__load_le32(b + 60) == (uint32_t)check2;
+    if (!whole1 && !whole2)
         return KILN__HEADER_DAMAGED;
     h->version = kiln__load_le32(b + 8);
     h->unit = kiln__load_le32(b + 12);
     h->stamp = kiln__load_le64(b + 16);
     h->dict_id = kiln__load_le64(b + 24);
     memcpy(h->file_id, b + 32, 16);
-    if (h->version != KILN__CACHE_VERSION || h->unit != KILN__CACHE_HEAD_SIZE)
+    h->session = 0;
+    h->generation = 0;
+    h->previous = 0;
+    bool v1 = whole1 && h->version == KILN__CACHE_VERSION_1 &&
+              kiln__load_le64(b + KILN__CACHE_IDENTITY_AT) == 0;
+    bool v2 = whole2 && h->version == KILN__CACHE_VERSION;
+    if ((!v1 && !v2) || h->unit != KILN__CACHE_HEAD_SIZE)
         return KILN__HEADER_VERSION;
+    if (v2) {
+        h->session = kiln__load_le32(b + KILN__CACHE_IDENTITY_AT);
+        h->generation = kiln__load_le32(b + KILN__CACHE_IDENTITY_AT + 4);
+        h->previous = kiln__load_le32(b + KILN__CACHE_IDENTITY_AT + 8);
+    }
     return KILN__HEADER_OK;
 }
 

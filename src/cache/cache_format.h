@@ -8,13 +8,25 @@
  *
  *   file header (64 bytes, both files)
  *     0  magic[8]      "KILNKPC\n" (records) / "KILNKPX\n" (index)
- *     8  u32 version   1
+ *     8  u32 version   2 (1: written before issue 17; still read and appended to)
  *    12  u32 unit      bytes of a record head / of an index entry (48)
  *    16  u64 stamp     the translator stamp
  *    24  u64 dict_id   the packing dictionary's id (0: none)
  *    32  file_id[16]   random id of the records file (copied into the index)
- *    48  u64 reserved  0
- *    56  u64 check     XXH3-64 of bytes 0..56
+ *   version 2 (version 1: bytes 48..56 are 0, 56 holds XXH3-64 of 0..56):
+ *    48  u32 session   random, new at the first sync of a writer that appended
+ *    52  u32 generation how many times the session changed
+ *    56  u32 previous  the session before it
+ *    60  u32 check     low 32 bits of XXH3-64 of bytes 0..48
+ *
+ *   The identity (session, generation, previous) lies outside the check so
+ *   that a writer can rewrite those 12 bytes in place: whatever a torn write
+ *   leaves there only fails to match the other file's, which costs an index
+ *   rebuild, never the cache. The index carries the identity of the records
+ *   file it was written for; an open uses it only when it is the records'
+ *   identity or the one before (an index left behind by a crash), so an
+ *   index copied from a sibling (a cp -r of the cache, both written since)
+ *   is refused.
  *
  *   record head (48 bytes), followed by `size` payload bytes and zero
  *   bytes up to a multiple of 8 (see kiln__cache_rec_len)
@@ -50,13 +62,16 @@
 #include "kiln_internal.h"
 #include "kiln/cache.h"
 
-#define KILN__CACHE_VERSION     1u
-#define KILN__CACHE_HEADER_SIZE 64u
-#define KILN__CACHE_HEAD_SIZE   48u
-#define KILN__CACHE_ENTRY_SIZE  48u
-#define KILN__CACHE_REC_MAGIC   "KILNKPC\n"
-#define KILN__CACHE_IDX_MAGIC   "KILNKPX\n"
-#define KILN__CACHE_HEAD_MAGIC  0x4345524Bu /* "KREC" */
+#define KILN__CACHE_VERSION      2u
+#define KILN__CACHE_VERSION_1    1u  /* no identity; read, appended to, rewritten as 2 */
+#define KILN__CACHE_IDENTITY_AT  48u /* offset of the identity in both headers */
+#define KILN__CACHE_IDENTITY_LEN 12u
+#define KILN__CACHE_HEADER_SIZE  64u
+#define KILN__CACHE_HEAD_SIZE    48u
+#define KILN__CACHE_ENTRY_SIZE   48u
+#define KILN__CACHE_REC_MAGIC    "KILNKPC\n"
+#define KILN__CACHE_IDX_MAGIC    "KILNKPX\n"
+#define KILN__CACHE_HEAD_MAGIC   0x4345524Bu /* "KREC" */
 
 /* Bytes a record takes in the file: its head, its payload, and zero bytes up
  * to the next multiple of 8, so that every record head and payload starts
@@ -74,7 +89,20 @@ struct kiln__cache_header {
     uint64_t stamp;
     uint64_t dict_id;
     uint8_t file_id[16];
+    uint32_t session;    /* version 2: random, new when a writer first syncs new records */
+    uint32_t generation; /* version 2: how many times the session changed */
+    uint32_t previous;   /* version 2: the session before */
 };
+
+/* Encodes a header's identity into out[KILN__CACHE_IDENTITY_LEN], for the
+ * in-place write at KILN__CACHE_IDENTITY_AT. */
+void kiln__cache_identity_encode(void *out, const struct kiln__cache_header *h);
+
+/* @return whether an index header's identity fits the records header's:
+ * the same, or the one before (version 1 headers carry none: they fit each
+ * other). */
+bool kiln__cache_identity_fits(const struct kiln__cache_header *index,
+                               const struct kiln__cache_header *records);
 
 /* What kiln__cache_header_decode says of 64 bytes. */
 enum kiln__cache_header_verdict {

@@ -34,6 +34,7 @@ struct kiln_cache {
     /* One sync at a time; guards idx_fd, idx_end, idx_count, idx_behind. */
     pthread_mutex_t sync_lock;
     size_t idx_count; /* table entries the index file holds */
+    bool renewed;     /* this handle gave the records a new identity (cache_format.h) */
 
     /* Guards everything below: publishing takes it for writing, lookups for reading. */
     pthread_rwlock_t lock;

@@ -174,8 +174,14 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
         rc = io->lock(io, o.fd, KILN_IO_LOCK_EXCLUSIVE);
     if (rc == KILN_OK)
         rc = io->truncate(io, o.fd, 0);
+    /* A new file of the current version, with its own id and identity. */
+    h.version = KILN__CACHE_VERSION;
+    h.generation = 0;
+    h.previous = 0;
     if (rc == KILN_OK)
         rc = kiln_random_bytes(h.file_id, sizeof(h.file_id));
+    if (rc == KILN_OK)
+        rc = kiln_random_bytes(&h.session, sizeof(h.session));
     if (rc == KILN_OK) {
         step = "writing the new records file";
         unsigned char hb[KILN__CACHE_HEADER_SIZE];

@@ -150,6 +150,8 @@ static int write_new_records(struct kiln_cache *c, const struct kiln_cache_optio
                                             .stamp = opt->stamp,
                                             .dict_id = opt->dict_id};
     rc = kiln_random_bytes(c->header.file_id, sizeof(c->header.file_id));
+    if (rc == KILN_OK)
+        rc = kiln_random_bytes(&c->header.session, sizeof(c->header.session));
     unsigned char hb[KILN__CACHE_HEADER_SIZE];
     kiln__cache_header_encode(hb, KILN__CACHE_REC_MAGIC, &c->header);
     if (rc == KILN_OK)
@@ -448,6 +450,8 @@ static int read_index(struct kiln_cache *c, uint64_t rec_size, struct kiln_cache
         *why = "it has another stamp or dictionary";
     else if (memcmp(p->header.file_id, c->header.file_id, sizeof(p->header.file_id)) != 0)
         *why = "it belongs to another records file";
+    else if (!kiln__cache_identity_fits(&p->header, &c->header))
+        *why = "it belongs to another copy of the records (identity)";
     else
         return 1;
     free(*es);
@@ -483,9 +487,34 @@ static int check_last_entries(struct kiln_cache *c, const struct kiln_cache_entr
     return 1;
 }
 
+/* Up to 16 entries spread over the index must match the heads of the
+ * records they name: an index of another copy of the records (older than
+ * identities, or with a torn identity) fails here even when its last entry
+ * happens to match. @return 1 when they match, 0 when not, or an error. */
+static int check_sampled_entries(struct kiln_cache *c, const struct kiln_cache_entry *es, size_t n)
+{
+    enum { SAMPLES = 16 };
+    for (size_t k = 0; n > 1 && k < SAMPLES; k++) {
+        size_t i = (size_t)((uint64_t)k * (n - 1) / SAMPLES);
+        if (k && i == (size_t)((uint64_t)(k - 1) * (n - 1) / SAMPLES))
+            continue;
+        unsigned char hb[KILN__CACHE_HEAD_SIZE];
+        struct kiln_cache_entry head;
+        int rc = kiln_io_read_full(c->io, c->rec_fd, hb, sizeof(hb), es[i].offset);
+        if (rc == KILN_EIO_SHORTREAD)
+            return 0;
+        KILN_TRY(rc);
+        if (kiln__cache_head_decode(hb, sizeof(hb), &head) < 0 ||
+            !kiln__cache_head_matches(&head, &es[i]))
+            return 0;
+    }
+    return 1;
+}
+
 /* Fills the table from the index when it is usable.
  * @return 1 when used, 0 when not (with *why set), or an error. */
-static int load_index(struct kiln_cache *c, uint64_t rec_size, const char **why, size_t *partial)
+static int load_index(struct kiln_cache *c, uint64_t rec_size, const char **why, size_t *partial,
+                      bool *identity_behind)
 {
     struct kiln_cache_entry *es = NULL;
     struct kiln__cache_index_parse p;
@@ -496,13 +525,21 @@ static int load_index(struct kiln_cache *c, uint64_t rec_size, const char **why,
         if (used == 0)
             *why = "its last entry does not match its record";
     }
+    if (used == 1) {
+        used = check_sampled_entries(c, es, p.whole);
+        if (used == 0)
+            *why = "its entries do not match the records they name";
+    }
     for (size_t i = 0; used == 1 && i < p.whole; i++) {
         int rc = kiln__cache_add(c, &es[i]);
         if (rc < 0)
             used = rc;
     }
-    if (used == 1)
+    if (used == 1) {
         *partial = p.partial;
+        *identity_behind =
+            p.header.session != c->header.session || p.header.generation != c->header.generation;
+    }
     free(es);
     return used;
 }
@@ -522,19 +559,20 @@ static int scan_add_fn(void *user, const struct kiln_cache_entry *e, bool ok)
 
 /* What the records step found, for the repair step. */
 struct found {
-    bool used;         /* the index was used */
-    size_t indexed;    /* entries taken from the index */
-    size_t partial;    /* the index file holds more than was used */
-    uint64_t added;    /* records read past the index's end */
-    uint64_t end;      /* end of the last whole record */
-    uint64_t tail_cut; /* torn tail bytes */
-    const char *why;   /* why the index was not used */
+    bool used;            /* the index was used */
+    size_t indexed;       /* entries taken from the index */
+    size_t partial;       /* the index file holds more than was used */
+    uint64_t added;       /* records read past the index's end */
+    uint64_t end;         /* end of the last whole record */
+    uint64_t tail_cut;    /* torn tail bytes */
+    const char *why;      /* why the index was not used */
+    bool identity_behind; /* the index carries the records' previous identity */
 };
 
 /* Fills the table from the index and whatever lies past its end. */
 static int load_records(struct kiln_cache *c, uint64_t size, struct found *f)
 {
-    int used = load_index(c, size, &f->why, &f->partial);
+    int used = load_index(c, size, &f->why, &f->partial, &f->identity_behind);
     if (used < 0)
         return used;
     f->used = used == 1;
@@ -616,7 +654,12 @@ static int index_catch_up(struct kiln_cache *c, const struct found *f)
         if (rc == KILN_OK)
             c->idx_end += n;
     }
-    if (rc == KILN_OK && (f->added || f->partial))
+    if (rc == KILN_OK && f->identity_behind) {
+        unsigned char b[KILN__CACHE_IDENTITY_LEN];
+        kiln__cache_identity_encode(b, &c->header);
+        rc = kiln_io_write_full(io, c->idx_fd, b, sizeof(b), KILN__CACHE_IDENTITY_AT);
+    }
+    if (rc == KILN_OK && (f->added || f->partial || f->identity_behind))
         rc = io->fsync(io, c->idx_fd);
     return rc;
 }
@@ -635,7 +678,7 @@ static int repair(struct kiln_cache *c, const struct found *f)
             return rc;
         }
     }
-    bool index_dirty = !f->used || f->added || f->partial;
+    bool index_dirty = !f->used || f->added || f->partial || f->identity_behind;
     if (f->tail_cut || index_dirty) {
         int rc = io->fsync(io, c->rec_fd);
         if (rc < 0) {

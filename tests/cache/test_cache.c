@@ -1396,6 +1396,190 @@ KT_CASE(reader_across_rewrite)
     kiln_cache_close(w);
 }
 
+/* ---- identity (issue 17, point 5) and the version 1 format ---------------- */
+
+/* Copies the cache files of `from` into folder `to` (made when missing). */
+static void copy_cache(const char *from, const char *to)
+{
+    static const char *const files[] = {KILN_CACHE_RECORDS_FILE, KILN_CACHE_INDEX_FILE,
+                                        KILN_CACHE_USE_FILE};
+    if (access(to, F_OK) != 0 && kt_mkdir(to) != 0)
+        kt_fail(__FILE__, __LINE__, "cannot make %s", to);
+    for (size_t i = 0; i < KILN_ARRAY_LEN(files); i++) {
+        char a[4096], b[4096];
+        path_of(a, from, files[i]);
+        path_of(b, to, files[i]);
+        if (access(a, F_OK) == 0)
+            copy_file(a, b);
+    }
+}
+
+KT_CASE(sibling_index)
+{
+    /* A copied cache (cp -r), both copies written since, and one index
+     * copied back: the open refuses it and rebuilds from the records. */
+    const char *top = kt_tmpdir();
+    char a[4096], b[4096], idx_a[4096], idx_b[4096];
+    path_of(a, top, "a");
+    path_of(b, top, "b");
+    struct kiln_key keys[SMALL_N];
+    make_cache(a, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
+    copy_cache(a, b);
+    struct kiln_cache *c;
+    /* Each copy gets records of its own; B's last record is the same
+     * record at the same offset as A's, so the last entry alone cannot
+     * tell the indexes apart. */
+    for (int side = 0; side < 2; side++) {
+        KT_REQUIRE_OK(open_cache(side ? b : a, STAMP, 0, &c));
+        for (uint64_t i = 0; i < 6; i++)
+            KT_CHECK_OK(put_rec(c, key_of(side ? 2000 + i : 1000 + i), 40));
+        KT_CHECK_OK(put_rec(c, key_of(3000), 40));
+        KT_CHECK_OK(kiln_cache_sync(c));
+        kiln_cache_close(c);
+    }
+    path_of(idx_a, a, KILN_CACHE_INDEX_FILE);
+    path_of(idx_b, b, KILN_CACHE_INDEX_FILE);
+    copy_file(idx_b, idx_a);
+    struct kiln_cache_check_report rep;
+    KT_CHECK_EQ(kiln_cache_check(a, NULL, false, &rep), KILN_ECORRUPT); /* the index is wrong */
+    KT_CHECK_EQ(rep.index_state, KILN_CACHE_INDEX_INVALID);
+    KT_CHECK(strstr(rep.index_text, "another copy") != NULL);
+    for (int writer = 0; writer < 2; writer++) {
+        KT_REQUIRE_OK(open_cache(a, STAMP, writer ? 0 : KILN_CACHE_READ_ONLY, &c));
+        struct kiln_cache_stats st;
+        kiln_cache_stats(c, &st);
+        KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
+        KT_CHECK(strstr(st.open_text, "another copy") != NULL);
+        KT_CHECK_EQ(kiln_cache_count(c), SMALL_N + 7);
+        KT_CHECK_EQ(load_check(c, keys, SMALL_N, 1, NULL), SMALL_N);
+        for (uint64_t i = 0; i < 6; i++) {
+            struct kiln_key k = key_of(1000 + i);
+            KT_CHECK_EQ(load_check(c, &k, 1, 1, NULL), 1);
+            KT_CHECK_EQ(kiln_cache_find(c, key_of(2000 + i), NULL), KILN_ENOTFOUND);
+        }
+        kiln_cache_close(c);
+    }
+    KT_REQUIRE_OK(open_cache(a, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    kiln_cache_close(c);
+    /* An index left behind by a crash in the same copy still fits: the
+     * records past it are read. */
+    char saved[4096];
+    path_of(saved, top, "saved.kpx");
+    copy_file(idx_a, saved);
+    KT_REQUIRE_OK(open_cache(a, STAMP, 0, &c));
+    KT_CHECK_OK(put_rec(c, key_of(4000), 10));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    copy_file(saved, idx_a);
+    KT_REQUIRE_OK(open_cache(a, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX_TAIL);
+    KT_CHECK_EQ(kiln_cache_count(c), SMALL_N + 8);
+    kiln_cache_close(c);
+}
+
+/* The fixture: a cache written by the release before issue 17 (format
+ * version 1): 24 records of key_of(i), sizes below, made as put_rec does. */
+static const size_t v1_sizes[] = {0, 17, 40, 3, 64, 1, 29, 300};
+enum { V1_RECORDS = 24 };
+
+static void v1_fixture(const char *dir)
+{
+    char from[4096];
+    KT_REQUIRE(snprintf(from, sizeof(from), "%s/tests/cache/fixtures/v1", KILN_SOURCE_DIR) <
+               (int)sizeof(from));
+    copy_cache(from, dir);
+}
+
+static unsigned header_version(const char *dir, const char *name)
+{
+    char p[4096];
+    path_of(p, dir, name);
+    size_t n;
+    unsigned char *b = read_all(p, &n);
+    unsigned v = b && n >= 12 ? (unsigned)b[8] | (unsigned)b[9] << 8 : 0;
+    free(b);
+    return v;
+}
+
+KT_CASE(v1_fixture_opens)
+{
+    /* Caches of the current release open, load, check clean, take new
+     * records, and become version 2 at their next rewrite. */
+    const char *dir = kt_tmpdir();
+    v1_fixture(dir);
+    KT_CHECK_EQ(header_version(dir, KILN_CACHE_RECORDS_FILE), 1);
+    struct kiln_key keys[V1_RECORDS + 1];
+    for (size_t i = 0; i < V1_RECORDS; i++)
+        keys[i] = key_of(i);
+    struct kiln_cache *c;
+    struct kiln_cache_check_report rep;
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+    KT_CHECK_EQ(rep.records, V1_RECORDS);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(load_check(c, keys, V1_RECORDS, 2, NULL), V1_RECORDS);
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    keys[V1_RECORDS] = key_of(500);
+    KT_CHECK_OK(put_rec(c, keys[V1_RECORDS], 77));
+    KT_CHECK_OK(put_rec(c, keys[3], v1_sizes[3])); /* one superseded record */
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    KT_CHECK_EQ(header_version(dir, KILN_CACHE_RECORDS_FILE), 1);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(load_check(c, keys, V1_RECORDS + 1, 1, NULL), V1_RECORDS + 1);
+    struct kiln_cache_rewrite_report r;
+    KT_CHECK_OK(kiln_cache_compact(c, &r));
+    KT_CHECK(r.rewritten);
+    kiln_cache_close(c);
+    KT_CHECK_EQ(header_version(dir, KILN_CACHE_RECORDS_FILE), 2);
+    KT_CHECK_EQ(header_version(dir, KILN_CACHE_INDEX_FILE), 2);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
+    KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_EQ(load_check(c, keys, V1_RECORDS + 1, 2, NULL), V1_RECORDS + 1);
+    kiln_cache_close(c);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+}
+
+KT_CASE(v1_sibling_sampled)
+{
+    /* Version 1 caches carry no identity: sampled entries catch a
+     * sibling's index whose last entry matches. */
+    const char *top = kt_tmpdir();
+    char a[4096], b[4096], idx_a[4096], idx_b[4096];
+    path_of(a, top, "a");
+    path_of(b, top, "b");
+    KT_REQUIRE(kt_mkdir(a) == 0);
+    v1_fixture(a);
+    copy_cache(a, b);
+    struct kiln_cache *c;
+    for (int side = 0; side < 2; side++) {
+        KT_REQUIRE_OK(open_cache(side ? b : a, STAMP, 0, &c));
+        for (uint64_t i = 0; i < 40; i++)
+            KT_CHECK_OK(put_rec(c, key_of(side ? 2000 + i : 1000 + i), 40));
+        KT_CHECK_OK(put_rec(c, key_of(3000), 40));
+        KT_CHECK_OK(kiln_cache_sync(c));
+        kiln_cache_close(c);
+    }
+    path_of(idx_a, a, KILN_CACHE_INDEX_FILE);
+    path_of(idx_b, b, KILN_CACHE_INDEX_FILE);
+    copy_file(idx_b, idx_a);
+    KT_REQUIRE_OK(open_cache(a, STAMP, KILN_CACHE_READ_ONLY, &c));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
+    KT_CHECK(strstr(st.open_text, "do not match the records") != NULL);
+    KT_CHECK_EQ(kiln_cache_count(c), V1_RECORDS + 41);
+    struct kiln_key k = key_of(1007);
+    KT_CHECK_EQ(load_check(c, &k, 1, 1, NULL), 1);
+    kiln_cache_close(c);
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 struct reader_arg {
@@ -1542,4 +1726,5 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(create_makes_folders), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
         KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
         KT_ENTRY(planted_links), KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite),
+        KT_ENTRY(sibling_index), KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled),
         KT_ENTRY(threads), KT_ENTRY(put_threads))
