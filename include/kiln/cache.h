@@ -57,6 +57,9 @@ extern "C" {
 /* The packing dictionary the records were packed with (kiln_pack_dict_bytes),
  * when the header names one. */
 #define KILN_CACHE_DICT_FILE "programs.kpd"
+/* The dictionary's second copy: the same bytes, so that one damaged copy
+ * loses nothing (an open uses the whole one and a writer restores the other). */
+#define KILN_CACHE_DICT_COPY_FILE "programs.kpd2"
 /* Last use of each record, in days (see kiln_cache_last_use). */
 #define KILN_CACHE_USE_FILE "programs.kpu"
 
@@ -355,14 +358,23 @@ struct kiln_cache_check_report {
     enum kiln_cache_index_state index_state;
     char index_text[160]; /* why the index is not OK, or "ok" */
     bool whole;           /* nothing wrong was found */
-    bool repaired;        /* --repair cut the tail and rewrote the index */
+    bool repaired; /* --repair cut the tail, rewrote the index, or restored a dictionary copy */
+    /* The dictionary the records name: whole copies of it (programs.kpd and
+     * programs.kpd2; 2 when the records name none), and what is wrong. A
+     * missing copy beside a whole one keeps the cache whole (caches made
+     * before the second copy have one); a damaged copy does not. */
+    unsigned dict_copies;
+    char dict_text[160];
 };
 
 /*
  * Reads every record of the cache in `dir` and checks its head and its
- * checksum, and checks the index against the records (whatever the stamp).
- * With `repair`, a torn tail is cut and the index rewritten from the whole
- * records (records with a wrong checksum are left out of it); this takes
+ * checksum, checks the index against the records (whatever the stamp), and
+ * both copies of the dictionary the records name. With `repair`, a torn
+ * tail is cut, the index rewritten from the whole records (records with a
+ * wrong checksum are left out of it), and a damaged or missing dictionary
+ * copy written again from the whole one; no record is ever dropped over a
+ * dictionary problem. A repair takes
  * the writer lock (KILN_EBUSY while a writer holds the cache). `io` may be
  * NULL (kiln_io_default()).
  * @return 0 when the cache is whole (or repair left it whole: only the index

@@ -215,18 +215,37 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
     rep->damaged_bytes = s.damaged_bytes;
     rep->torn_tail_bytes = s.tail_bytes;
     check_index(io, idx_path, &rh, size, &f, rep);
+    /* The dictionary: each copy checks itself; a repair writes a damaged
+     * or missing copy again from the whole one. */
+    bool dict_damaged = false;
+    unsigned copies = 0;
+    rc = kiln__cache_dict_check(io, dir, rh.dict_id, false, &copies, &dict_damaged, rep->dict_text,
+                                sizeof(rep->dict_text));
+    if (rc < 0)
+        goto out;
+    rep->dict_copies = copies;
     rep->whole = rep->index_state == KILN_CACHE_INDEX_OK && !rep->bad_records &&
-                 !rep->damaged_bytes && !rep->torn_tail_bytes;
+                 !rep->damaged_bytes && !rep->torn_tail_bytes && !dict_damaged;
+    if (dict_damaged)
+        KILN_WARN("cache", "%s: dictionary: %s", dir, rep->dict_text);
     if (rep->bad_records)
         KILN_WARN("cache", "%s: %" PRIu64 " records fail their checksum", rec_path,
                   rep->bad_records);
+    if (repair && (copies < 2 || dict_damaged)) {
+        rc = kiln__cache_dict_check(io, dir, rh.dict_id, true, &copies, &dict_damaged,
+                                    rep->dict_text, sizeof(rep->dict_text));
+        if (rc < 0)
+            goto out;
+        rep->dict_copies = copies;
+        rep->repaired = rep->repaired || !dict_damaged;
+    }
     if (repair && !rep->whole) {
         rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, s.end);
         if (rc < 0)
             goto out;
         rep->repaired = true;
     }
-    bool damage = rep->bad_records || rep->damaged_bytes;
+    bool damage = rep->bad_records || rep->damaged_bytes || dict_damaged;
     rc = rep->whole || (rep->repaired && !damage) ? KILN_OK : KILN_ECORRUPT;
 out:
     free(f.e);

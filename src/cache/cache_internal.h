@@ -166,6 +166,22 @@ int kiln__cache_dict_open(struct kiln_cache *c, const struct kiln_cache_options 
  * @return 0 or the error. */
 int kiln__cache_dict_write(struct kiln_cache *c, const struct kiln_pack_dict *dict);
 
+/* After a rewrite's commit point: puts the new dictionary in place
+ * (programs.kpd.new renamed, the second copy written; NULL: both copies
+ * removed) and keeps it as c->dict. @return 0 or the error (the next open
+ * finishes the switch). */
+int kiln__cache_dict_switch(struct kiln_cache *c, const struct kiln_pack_dict *dict);
+
+/*
+ * Checks both copies of dictionary `want` (0: none) in folder `dir`, and with
+ * `repair` writes a missing or damaged copy again from the whole one.
+ * *whole: whole copies (2 when none is named); *damaged: no whole copy, or a
+ * copy of other bytes (a missing copy beside a whole one is not damage);
+ * `text` says which. @return 0 or KILN_ENOMEM.
+ */
+int kiln__cache_dict_check(const struct kiln_io *io, const char *dir, uint64_t want, bool repair,
+                           unsigned *whole, bool *damaged, char *text, size_t cap);
+
 /* Keeps a copy of `dict` (NULL: none) as c->dict. @return 0 or KILN_ENOMEM
  * (c->dict is then NULL). */
 int kiln__cache_dict_set(struct kiln_cache *c, const struct kiln_pack_dict *dict);

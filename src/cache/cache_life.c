@@ -269,26 +269,14 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
     /* Committed: the rest follows, and an open repairs what does not. */
     int after = io->fsync_dir(io, c->dir);
     if (dict_change) {
-        int d = new_dict ? io->rename(io, kpd_new, kpd) : io->unlink(io, kpd);
-        if (d == KILN_ENOENT && !new_dict)
-            d = KILN_OK;
-        if (d == KILN_OK)
-            d = io->fsync_dir(io, c->dir);
-        if (d < 0) {
-            KILN_WARN("cache",
-                      "%s: cannot put the new dictionary in place (%s); the next open does", kpd,
-                      kiln_strerror(d));
-            after = after < 0 ? after : d;
-        }
+        int d = kiln__cache_dict_switch(c, new_dict);
+        after = after < 0 ? after : d;
     }
     int sw = kiln__cache_switch(c, o.fd, &h, ne, nu, m, o.buf_off);
     free(ne);
     free(nu);
     if (sw < 0)
         return sw;
-    if (dict_change && kiln__cache_dict_set(c, new_dict) < 0)
-        KILN_WARN("cache", "%s: the new dictionary is written but not kept in memory; reopen",
-                  c->dir);
     int ix = kiln__cache_index_write_whole(c);
     __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
     kiln_cache_save_use(c);

@@ -174,6 +174,14 @@ static void path_of(char *out, size_t cap, const char *dir, const char *name)
     snprintf(out, cap, "%s/%s", dir, name);
 }
 
+/* @return a file's bytes (free()), or NULL. */
+static unsigned char *read_file_all(const char *path, size_t *n)
+{
+    void *data = NULL;
+    return kiln_io_read_file(kiln_io_default(), path, (size_t)64 << 20, &data, n) == KILN_OK ? data
+                                                                                             : NULL;
+}
+
 KT_CASE(dict_round_trip)
 {
     fill_all();
@@ -232,10 +240,51 @@ KT_CASE(dict_round_trip)
     KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd, ob, on));
     struct kiln_cache_options ro = {.stamp = 77,
                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    /* One copy holds another dictionary: the second copy serves (issue 17,
+     * point 3); check reports it and --repair restores it. */
+    KT_REQUIRE_OK(kiln_cache_open(dir, &ro, &c));
+    KT_CHECK(kiln_cache_dict(c) != NULL);
+    KT_CHECK_EQ(check_progs(c, all, NPROG, KILN_CODEC_KILN), NPROG);
+    kiln_cache_close(c);
+    struct kiln_cache_check_report rep;
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
+    KT_CHECK_EQ(rep.dict_copies, 1);
+    KT_CHECK(strstr(rep.dict_text, "programs.kpd holds dictionary") != NULL);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, true, &rep));
+    KT_CHECK(rep.repaired);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+    KT_CHECK_EQ(rep.dict_copies, 2);
+    /* Damaged bytes in one copy: a writer's open restores it. */
+    char kpd2[4200];
+    path_of(kpd2, sizeof(kpd2), dir, KILN_CACHE_DICT_COPY_FILE);
+    size_t rn;
+    unsigned char *right = read_file_all(kpd2, &rn);
+    KT_REQUIRE(right);
+    right[rn / 2] ^= 0x10;
+    KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd2, right, rn));
+    right[rn / 2] ^= 0x10;
+    c = open_cache(dir, KILN_CACHE_KEEP_STAMP, 100, NULL);
+    KT_REQUIRE(c);
+    KT_CHECK_EQ(check_progs(c, all, NPROG, KILN_CODEC_KILN), NPROG);
+    kiln_cache_close(c);
+    size_t n2;
+    unsigned char *again = read_file_all(kpd2, &n2);
+    KT_CHECK(again && n2 == rn && memcmp(again, right, rn) == 0);
+    free(again);
+    free(right);
+
+    /* Both copies of another dictionary: detected, never a wrong unpack,
+     * and the records are kept whatever opens it. */
+    KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd, ob, on));
+    KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd2, ob, on));
     KT_CHECK_EQ(kiln_cache_open(dir, &ro, &c), KILN_ECORRUPT);
     struct kiln_cache_options keep = {.flags = KILN_CACHE_KEEP_STAMP};
     KT_CHECK_EQ(kiln_cache_open(dir, &keep, &c), KILN_ECORRUPT);
-    /* ... and the records are still there (the writer did not start over). */
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, true, &rep), KILN_ECORRUPT);
+    KT_CHECK_EQ(rep.dict_copies, 0);
+    KT_CHECK(strstr(rep.dict_text, "cannot be unpacked") != NULL);
+    KT_CHECK_EQ(rep.records, NPROG);
     struct kiln_cache_options any = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     KT_REQUIRE_OK(kiln_cache_open(dir, &any, &c));
     KT_CHECK_EQ(kiln_cache_count(c), NPROG);
@@ -274,6 +323,9 @@ KT_CASE(dict_round_trip)
     c = open_cache(dir, KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT, 100, NULL);
     KT_CHECK(c != NULL);
     kiln_cache_close(c);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+    KT_CHECK_EQ(rep.dict_copies, 2);
     kiln_pack_dict_destroy(other);
 }
 

@@ -153,6 +153,8 @@ int cmd_cache_check(int argc, char **argv)
         cli_json_u64(&j, "index_entries", rep.index_entries);
         cli_json_str(&j, "index", index_state_name(rep.index_state));
         cli_json_str(&j, "index_text", rep.index_text);
+        cli_json_u64(&j, "dictionary_copies", rep.dict_copies);
+        cli_json_str(&j, "dictionary_text", rep.dict_text);
         cli_json_bool(&j, "whole", rep.whole);
         cli_json_bool(&j, "repaired", rep.repaired);
         cli_json_bool(&j, "whole_now", whole_now);
@@ -167,6 +169,7 @@ int cmd_cache_check(int argc, char **argv)
                rep.damaged_bytes, rep.torn_tail_bytes);
         printf("index       %s, %" PRIu64 " entries (%s)\n", index_state_name(rep.index_state),
                rep.index_entries, rep.index_text);
+        printf("dictionary  %s\n", rep.dict_text);
         printf("result      %s%s (%.2f s)\n", rep.whole ? "whole" : "not whole",
                rep.repaired
                    ? (whole_now ? ", repaired" : ", repaired what could be, damage remains")
