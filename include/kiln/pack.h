@@ -127,6 +127,51 @@ KILN_API void kiln_pack_dict_destroy(struct kiln_pack_dict *dict);
 KILN_API void kiln_pack_thread_cleanup(void);
 
 /* ---------------------------------------------------------------------------
+ * Where the bytes go: per opcode class, for kiln bench pack.
+ * ------------------------------------------------------------------------ */
+
+/* Opcode classes of the per-class figures. */
+enum kiln_pack_class {
+    KILN_PACK_CLASS_DECORATION,        /* OpDecorate, OpDecorateId/String, decoration groups */
+    KILN_PACK_CLASS_MEMBER_DECORATION, /* OpMemberDecorate, OpMemberDecorateString */
+    KILN_PACK_CLASS_TYPE_CONSTANT,     /* OpType*, OpConstant*, OpSpecConstant*, OpUndef */
+    KILN_PACK_CLASS_DEBUG,             /* names, strings, sources, OpLine, OpModuleProcessed */
+    KILN_PACK_CLASS_MEMORY,            /* variables, loads, stores, access chains, atomics */
+    KILN_PACK_CLASS_ARITHMETIC,        /* arithmetic, logic, conversions, composites */
+    KILN_PACK_CLASS_IMAGE,             /* image sampling, reads, writes, queries */
+    KILN_PACK_CLASS_CONTROL,           /* functions, labels, branches, merges, phis */
+    KILN_PACK_CLASS_EXT_INST,          /* OpExtInst (GLSL.std.450, debug info, ...) */
+    KILN_PACK_CLASS_OTHER,             /* the header, capabilities, entry points, modes, ... */
+    KILN_PACK_CLASS_COUNT
+};
+
+/* Per-class figures, summed over modules. Index [t] is transform t + 1:
+ * [0] the transform of blob format 1, [1] the current one. */
+struct kiln_pack_class_stats {
+    uint64_t modules;                             /* modules counted */
+    uint64_t words[KILN_PACK_CLASS_COUNT];        /* SPIR-V words of the class's instructions */
+    uint64_t xform_bytes[2][KILN_PACK_CLASS_COUNT]; /* the transform's stream bytes */
+    uint64_t zstd_bytes[2][KILN_PACK_CLASS_COUNT];  /* those bytes after zstd, alone */
+};
+
+/* The class's name ("decoration", "member_decoration", ...), or NULL. */
+KILN_API const char *kiln_pack_class_name(enum kiln_pack_class c);
+
+/*
+ * Adds one module's per-class figures to *stats: for each class and each
+ * transform, the module is transformed keeping only the values of that
+ * class's instructions (the transform's state still follows every
+ * instruction) and those streams are compressed alone, at the kiln codec's
+ * level without a dictionary. So a class's bytes are what it costs on its
+ * own; the classes' sum is near, not equal to, a blob's payload. A module
+ * the kiln codec would not transform (not SPIR-V, or cut off) is left out.
+ * @return 0, KILN_EINVAL for bad arguments or KILN_ENOMEM. Thread-safe;
+ * slow (twenty transforms of the module): for benchmarks.
+ */
+KILN_API int kiln_pack_class_stats_add(const uint32_t *words, size_t nwords,
+                                       struct kiln_pack_class_stats *stats);
+
+/* ---------------------------------------------------------------------------
  * Program payload: the stages of one program, each a packed blob, in one
  * buffer. This is what the cache stores as a record's payload.
  *

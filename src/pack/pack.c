@@ -2,17 +2,21 @@
  * pack.c - packed SPIR-V blobs: the header, the codecs and the per-thread
  * contexts.
  *
- * Design. A blob is a fixed header and the codec's payload:
+ * Design. A blob is a short header and the codec's payload. Format 2,
+ * what kiln_pack makes:
  *
- *   0  u8   'K'                 magic
- *   1  u8   version (1)
- *   2  u8   codec (enum kiln_codec)
- *   3  u8   flags: bit 0 = a dictionary was used; other bits are 0
- *   4  u32  SPIR-V size in bytes (a multiple of 4)
- *   8  u64  XXH3-64 (kiln_hash64) of the SPIR-V bytes
- *  16  u64  the dictionary's id, only when flag bit 0 is set
- *  16 or 24: payload (raw: the SPIR-V; zstd: one zstd frame of the SPIR-V;
- *            kiln: one zstd frame of the transformed streams)
+ *   u8      kind: 0xA0 | codec (bits 0-1) | 0x04 when a dictionary was used
+ *   varint  SPIR-V size in words (at most KILN_PACK_MAX_SPIRV_BYTES / 4)
+ *   u32     the low 32 bits of XXH3-64 (kiln_hash64) of the SPIR-V bytes
+ *   u16     the low 16 bits of the dictionary's id, only with a dictionary
+ *   payload (raw: the SPIR-V; zstd: one magicless zstd frame of the SPIR-V;
+ *            kiln: one magicless zstd frame of transform 2's streams)
+ *
+ * Format 1, which kiln_pack made before and kiln_unpack still reads, is a
+ * fixed header: 'K', 1, codec, flags (bit 0: dictionary), u32 SPIR-V
+ * bytes, u64 XXH3-64, then the u64 dictionary id when flag bit 0 is set;
+ * then the payload with zstd's magic, the kiln codec's made by transform 1.
+ * The first byte tells the formats apart ('K' is never a format-2 kind).
  *
  * Invariants, and why they hold:
  * - A blob never unpacks to wrong SPIR-V without an error: the header
@@ -29,6 +33,7 @@
  * Blobs hold SPIR-V words in little-endian byte order; kiln builds on
  * little-endian hosts only, so a word array is its own byte form.
  */
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_format: magicless frames */
 #include "pack_internal.h"
 
 #include <inttypes.h>
@@ -40,11 +45,19 @@
 #error "kiln's packed blobs assume a little-endian host"
 #endif
 
+/* Format 1. */
 #define BLOB_MAGIC     0x4Bu /* 'K' */
 #define BLOB_VERSION   1u
 #define BLOB_FLAG_DICT 0x01u
 #define BLOB_HEAD      16u
 #define BLOB_HEAD_DICT 24u
+
+/* Format 2. */
+#define KIND_TAG       0xA0u
+#define KIND_TAG_MASK  0xF8u
+#define KIND_DICT      0x04u
+#define KIND_CODEC     0x03u
+#define HEAD2_MAX      12u /* kind, a varint of up to 5 bytes, u32, u16 */
 
 /* ---- per-thread state --------------------------------------------------- */
 
@@ -116,35 +129,55 @@ int kiln__pack_tls_xbuf(struct kiln__pack_tls *tls, size_t n)
 /* ---- header ------------------------------------------------------------- */
 
 struct blob_head {
+    unsigned format; /* 1 or 2 */
     enum kiln_codec codec;
     bool dict;
     uint32_t spirv_bytes;
-    uint64_t checksum;
-    uint64_t dict_id;
+    uint64_t checksum; /* format 1: XXH3-64; format 2: its low 32 bits */
+    uint64_t dict_id;  /* format 1: the id; format 2: its low 16 bits */
     size_t head_size;
 };
 
-static size_t write_head(uint8_t *p, enum kiln_codec codec, const struct kiln_pack_dict *dict,
-                         uint32_t spirv_bytes, uint64_t checksum)
+/* Writes a header of `format` into `p` (room for BLOB_HEAD_DICT bytes).
+ * @return its size. */
+static size_t write_head(uint8_t *p, unsigned format, enum kiln_codec codec,
+                         const struct kiln_pack_dict *dict, uint32_t spirv_bytes,
+                         uint64_t checksum)
 {
-    p[0] = BLOB_MAGIC;
-    p[1] = BLOB_VERSION;
-    p[2] = (uint8_t)codec;
-    p[3] = dict ? BLOB_FLAG_DICT : 0;
-    kiln__store_le32(p + 4, spirv_bytes);
-    kiln__store_le64(p + 8, checksum);
-    if (!dict)
-        return BLOB_HEAD;
-    kiln__store_le64(p + 16, dict->id);
-    return BLOB_HEAD_DICT;
+    if (format == 1) {
+        p[0] = BLOB_MAGIC;
+        p[1] = BLOB_VERSION;
+        p[2] = (uint8_t)codec;
+        p[3] = dict ? BLOB_FLAG_DICT : 0;
+        kiln__store_le32(p + 4, spirv_bytes);
+        kiln__store_le64(p + 8, checksum);
+        if (!dict)
+            return BLOB_HEAD;
+        kiln__store_le64(p + 16, dict->id);
+        return BLOB_HEAD_DICT;
+    }
+    uint8_t *q = p;
+    *q++ = (uint8_t)(KIND_TAG | (unsigned)codec | (dict ? KIND_DICT : 0));
+    for (uint32_t v = spirv_bytes / 4;; v >>= 7) {
+        *q++ = (uint8_t)(v < 0x80 ? v : (v & 0x7F) | 0x80);
+        if (v < 0x80)
+            break;
+    }
+    kiln__store_le32(q, (uint32_t)checksum);
+    q += 4;
+    if (dict) {
+        kiln__store_le16(q, (uint16_t)dict->id);
+        q += 2;
+    }
+    return (size_t)(q - p);
 }
 
-static int read_head(const void *blob, size_t blob_size, struct blob_head *h)
+static int read_head1(const uint8_t *p, size_t blob_size, struct blob_head *h)
 {
-    const uint8_t *p = blob;
-    if (!blob || blob_size < BLOB_HEAD || p[0] != BLOB_MAGIC || p[1] != BLOB_VERSION ||
-        p[2] > KILN_CODEC_KILN || (p[3] & ~BLOB_FLAG_DICT) != 0)
+    if (blob_size < BLOB_HEAD || p[1] != BLOB_VERSION || p[2] > KILN_CODEC_KILN ||
+        (p[3] & ~BLOB_FLAG_DICT) != 0)
         return KILN_ECORRUPT_BLOB;
+    h->format = 1;
     h->codec = (enum kiln_codec)p[2];
     h->dict = (p[3] & BLOB_FLAG_DICT) != 0;
     h->spirv_bytes = kiln__load_le32(p + 4);
@@ -154,12 +187,57 @@ static int read_head(const void *blob, size_t blob_size, struct blob_head *h)
     if (h->spirv_bytes % 4 != 0 || h->spirv_bytes > KILN_PACK_MAX_SPIRV_BYTES)
         return KILN_ECORRUPT_BLOB;
     if (h->dict) {
-        /* Only the kiln codec uses a dictionary. */
-        if (h->codec != KILN_CODEC_KILN || blob_size < BLOB_HEAD_DICT)
+        if (blob_size < BLOB_HEAD_DICT)
             return KILN_ECORRUPT_BLOB;
         h->dict_id = kiln__load_le64(p + 16);
         h->head_size = BLOB_HEAD_DICT;
     }
+    return 0;
+}
+
+static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
+{
+    if ((p[0] & KIND_TAG_MASK) != KIND_TAG || (p[0] & KIND_CODEC) > KILN_CODEC_KILN)
+        return KILN_ECORRUPT_BLOB;
+    h->format = 2;
+    h->codec = (enum kiln_codec)(p[0] & KIND_CODEC);
+    h->dict = (p[0] & KIND_DICT) != 0;
+    /* The word count: a varint of at most 4 bytes (2^26 words at most). */
+    size_t i = 1;
+    uint32_t words = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        if (i >= blob_size || shift > 21)
+            return KILN_ECORRUPT_BLOB;
+        uint8_t b = p[i++];
+        words |= (uint32_t)(b & 0x7F) << shift;
+        if (b < 0x80)
+            break;
+    }
+    if (words > KILN_PACK_MAX_SPIRV_BYTES / 4 || blob_size - i < 4)
+        return KILN_ECORRUPT_BLOB;
+    h->spirv_bytes = words * 4;
+    h->checksum = kiln__load_le32(p + i);
+    i += 4;
+    h->dict_id = 0;
+    if (h->dict) {
+        if (blob_size - i < 2)
+            return KILN_ECORRUPT_BLOB;
+        h->dict_id = kiln__load_le16(p + i);
+        i += 2;
+    }
+    h->head_size = i;
+    return 0;
+}
+
+static int read_head(const void *blob, size_t blob_size, struct blob_head *h)
+{
+    const uint8_t *p = blob;
+    if (!blob || blob_size < 1)
+        return KILN_ECORRUPT_BLOB;
+    KILN_TRY(p[0] == BLOB_MAGIC ? read_head1(p, blob_size, h) : read_head2(p, blob_size, h));
+    /* Only the kiln codec uses a dictionary. */
+    if (h->dict && h->codec != KILN_CODEC_KILN)
+        return KILN_ECORRUPT_BLOB;
     if (h->codec == KILN_CODEC_RAW && blob_size - h->head_size != h->spirv_bytes)
         return KILN_ECORRUPT_BLOB;
     return 0;
@@ -183,18 +261,20 @@ static bool is_spirv(const uint32_t *words, size_t nwords)
     return words && nwords >= 5 && words[0] == KILN__SPIRV_MAGIC;
 }
 
-static int pack_raw(const uint32_t *words, size_t nwords, uint64_t checksum, void **blob,
-                    size_t *blob_size)
+static int pack_raw(unsigned format, const uint32_t *words, size_t nwords, uint64_t checksum,
+                    void **blob, size_t *blob_size)
 {
     size_t bytes = nwords * 4;
-    uint8_t *b = malloc(BLOB_HEAD + bytes);
+    uint8_t head[BLOB_HEAD_DICT];
+    size_t hs = write_head(head, format, KILN_CODEC_RAW, NULL, (uint32_t)bytes, checksum);
+    uint8_t *b = malloc(hs + bytes);
     if (!b)
         return KILN_ENOMEM;
-    write_head(b, KILN_CODEC_RAW, NULL, (uint32_t)bytes, checksum);
+    memcpy(b, head, hs);
     if (bytes)
-        memcpy(b + BLOB_HEAD, words, bytes);
+        memcpy(b + hs, words, bytes);
     *blob = b;
-    *blob_size = BLOB_HEAD + bytes;
+    *blob_size = hs + bytes;
     return 0;
 }
 
@@ -212,19 +292,56 @@ static int finish_blob(const uint8_t *head, size_t head_size, const void *payloa
     return 0;
 }
 
-static int pack_zstd(struct kiln__pack_tls *tls, const uint32_t *words, size_t nwords,
-                     uint64_t checksum, void **blob, size_t *blob_size)
+/*
+ * One zstd frame of `src` into `dst`: no dictionary id and no checksum in
+ * the frame (the blob header has both); format 2's frames without zstd's
+ * magic number either. @return its size, or a zstd error code.
+ */
+static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
+                         const struct kiln_pack_dict *dict, void *dst, size_t cap,
+                         const void *src, size_t n)
+{
+    size_t rc = ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+    if (!ZSTD_isError(rc))
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+    if (!ZSTD_isError(rc))
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
+    if (!ZSTD_isError(rc))
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
+    if (!ZSTD_isError(rc) && format == 2)
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
+    if (format == 2 && level > 1) {
+        const char *e = getenv("KX_MML");
+        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_minMatch, atoi(e));
+        e = getenv("KX_STRAT");
+        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_strategy, atoi(e));
+        e = getenv("KX_TLEN");
+        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_targetLength, atoi(e));
+        e = getenv("KX_SLOG");
+        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_searchLog, atoi(e));
+    }
+    if (!ZSTD_isError(rc) && dict)
+        rc = ZSTD_CCtx_refCDict(c, dict->cdict);
+    size_t out = ZSTD_isError(rc) ? rc : ZSTD_compress2(c, dst, cap, src, n);
+    if (dict)
+        ZSTD_CCtx_refCDict(c, NULL);
+    return out;
+}
+
+static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t *words,
+                     size_t nwords, uint64_t checksum, void **blob, size_t *blob_size)
 {
     size_t bytes = nwords * 4;
     size_t bound = ZSTD_compressBound(bytes);
     KILN_TRY(kiln__pack_tls_xbuf(tls, bound));
-    size_t n = ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1);
+    size_t n = format == 1 ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
+                           : zstd_frame(tls->cctx, format, 1, NULL, tls->xbuf, bound, words, bytes);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %zu bytes failed: %s", bytes, ZSTD_getErrorName(n));
         return KILN_ENOMEM;
     }
     uint8_t head[BLOB_HEAD_DICT];
-    size_t hs = write_head(head, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum);
+    size_t hs = write_head(head, format, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum);
     return finish_blob(head, hs, tls->xbuf, n, blob, blob_size);
 }
 
@@ -233,43 +350,37 @@ static int pack_zstd(struct kiln__pack_tls *tls, const uint32_t *words, size_t n
  * @return 0, KILN_EFORMAT when the module does not parse (the caller falls
  * back), or an error.
  */
-static int pack_kiln(struct kiln__pack_tls *tls, const uint32_t *words, size_t nwords,
-                     const struct kiln_pack_dict *dict, uint64_t checksum, void **blob,
-                     size_t *blob_size)
+static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t *words,
+                     size_t nwords, const struct kiln_pack_dict *dict, uint64_t checksum,
+                     void **blob, size_t *blob_size)
 {
-    size_t work = kiln__spirv_work_bound(nwords);
-    size_t zbound = ZSTD_compressBound(kiln__spirv_xform_bound(nwords));
+    size_t work = format == 1 ? kiln__spirv1_work_bound(nwords) : kiln__spirv2_work_bound(nwords);
+    size_t xbound =
+        format == 1 ? kiln__spirv1_xform_bound(nwords) : kiln__spirv2_xform_bound(nwords);
+    size_t zbound = ZSTD_compressBound(xbound);
     KILN_TRY(kiln__pack_tls_xbuf(tls, work + zbound));
-    int64_t xn = kiln__spirv_encode(words, nwords, tls->xbuf, work);
+    int64_t xn = format == 1 ? kiln__spirv1_encode(words, nwords, tls->xbuf, work, -1)
+                             : kiln__spirv2_encode(words, nwords, tls->xbuf, work, -1);
     if (xn < 0)
         return (int)xn;
     uint8_t *z = tls->xbuf + work;
-    ZSTD_CCtx *c = tls->cctx;
-    size_t rc = ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
-    if (!ZSTD_isError(rc))
-        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, KILN__KILN_LEVEL);
-    /* The blob header names the dictionary and holds the checksum. */
-    if (!ZSTD_isError(rc))
-        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
-    if (!ZSTD_isError(rc))
-        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
-    if (!ZSTD_isError(rc) && dict)
-        rc = ZSTD_CCtx_refCDict(c, dict->cdict);
-    size_t n = ZSTD_isError(rc) ? rc : ZSTD_compress2(c, z, zbound, tls->xbuf, (size_t)xn);
-    if (dict)
-        ZSTD_CCtx_refCDict(c, NULL);
+    static int lvl = -1;
+    if (lvl < 0) { const char *e = getenv("KX_LEVEL"); lvl = e ? atoi(e) : KILN__KILN_LEVEL; }
+    size_t n = zstd_frame(tls->cctx, format, format == 1 ? 3 : lvl, dict, z, zbound,
+                          tls->xbuf, (size_t)xn);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %" PRId64 " transformed bytes failed: %s", xn,
                    ZSTD_getErrorName(n));
         return KILN_ENOMEM;
     }
     uint8_t head[BLOB_HEAD_DICT];
-    size_t hs = write_head(head, KILN_CODEC_KILN, dict, (uint32_t)(nwords * 4), checksum);
+    size_t hs = write_head(head, format, KILN_CODEC_KILN, dict, (uint32_t)(nwords * 4), checksum);
     return finish_blob(head, hs, z, n, blob, blob_size);
 }
 
-int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
-              const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+static int pack_format(unsigned format, const uint32_t *words, size_t nwords,
+                       enum kiln_codec codec, const struct kiln_pack_dict *dict, void **blob,
+                       size_t *blob_size)
 {
     if (!blob || !blob_size || (nwords && !words) || (unsigned)codec > KILN_CODEC_KILN)
         return KILN_EINVAL;
@@ -282,19 +393,38 @@ int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
     }
     uint64_t checksum = kiln_hash64(words, nwords * 4);
     if (codec == KILN_CODEC_RAW || !is_spirv(words, nwords))
-        return pack_raw(words, nwords, checksum, blob, blob_size);
+        return pack_raw(format, words, nwords, checksum, blob, blob_size);
     struct kiln__pack_tls *tls = kiln__pack_tls();
     if (!tls)
         return KILN_ENOMEM;
     if (codec == KILN_CODEC_KILN) {
-        int rc = pack_kiln(tls, words, nwords, dict, checksum, blob, blob_size);
+        int rc = pack_kiln(tls, format, words, nwords, dict, checksum, blob, blob_size);
         if (rc != KILN_EFORMAT)
             return rc;
         /* A module whose instructions do not parse still packs, with zstd. */
         KILN_DEBUG("pack", "module of %zu words does not parse as SPIR-V; packed with zstd",
                    nwords);
     }
-    return pack_zstd(tls, words, nwords, checksum, blob, blob_size);
+    return pack_zstd(tls, format, words, nwords, checksum, blob, blob_size);
+}
+
+int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
+              const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+{
+    return pack_format(2, words, nwords, codec, dict, blob, blob_size);
+}
+
+int kiln__pack_format1(const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+{
+    return pack_format(1, words, nwords, codec, dict, blob, blob_size);
+}
+
+int kiln__blob_format(const void *blob, size_t blob_size)
+{
+    struct blob_head h;
+    KILN_TRY(read_head(blob, blob_size, &h));
+    return (int)h.format;
 }
 
 void kiln_pack_free(void *blob)
@@ -310,6 +440,13 @@ static int64_t corrupt(size_t blob_size, const char *why)
     return KILN_ECORRUPT_BLOB;
 }
 
+/* Points the thread's decompression context at one format of frame. */
+static bool dctx_format(ZSTD_DCtx *d, unsigned format)
+{
+    return !ZSTD_isError(ZSTD_DCtx_setParameter(
+        d, ZSTD_d_format, format == 1 ? ZSTD_f_zstd1 : ZSTD_f_zstd1_magicless));
+}
+
 int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_dict *dict,
                     uint32_t *out, size_t out_words)
 {
@@ -321,10 +458,13 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
         return KILN_ERANGE;
     if (nwords && !out)
         return KILN_EINVAL;
-    if (h.dict && (!dict || dict->id != h.dict_id)) {
-        KILN_WARN("pack", "blob needs dictionary %016" PRIx64 ", %s given", h.dict_id,
-                  dict ? "another was" : "none was");
-        return KILN_EINVAL;
+    if (h.dict) {
+        uint64_t want = h.format == 1 ? dict ? dict->id : 0 : dict ? (uint16_t)dict->id : 0;
+        if (!dict || want != h.dict_id) {
+            KILN_WARN("pack", "blob needs dictionary %0*" PRIx64 ", %s given",
+                      h.format == 1 ? 16 : 4, h.dict_id, dict ? "another was" : "none was");
+            return KILN_EINVAL;
+        }
     }
     const uint8_t *payload = (const uint8_t *)blob + h.head_size;
     size_t psize = blob_size - h.head_size;
@@ -336,28 +476,32 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
         struct kiln__pack_tls *tls = kiln__pack_tls();
         if (!tls)
             return KILN_ENOMEM;
+        if (!dctx_format(tls->dctx, h.format))
+            return KILN_ENOMEM;
         if (h.codec == KILN_CODEC_ZSTD) {
             size_t n = ZSTD_decompressDCtx(tls->dctx, out, h.spirv_bytes, payload, psize);
             if (ZSTD_isError(n) || n != h.spirv_bytes)
                 return corrupt(blob_size, "zstd frame does not decode to the stated size");
         } else {
-            unsigned long long xn = ZSTD_getFrameContentSize(payload, psize);
-            size_t xbound = kiln__spirv_xform_bound(nwords);
-            if (xn == ZSTD_CONTENTSIZE_ERROR || xn == ZSTD_CONTENTSIZE_UNKNOWN || xn > xbound)
-                return corrupt(blob_size, "bad zstd frame header");
+            /* The frame holds its content size; a frame stating more than
+             * the transform can make for this many words fails here. */
+            size_t xbound = h.format == 1 ? kiln__spirv1_xform_bound(nwords)
+                                          : kiln__spirv2_xform_bound(nwords);
             if (kiln__pack_tls_xbuf(tls, xbound) < 0)
                 return KILN_ENOMEM;
-            size_t n = h.dict
-                           ? ZSTD_decompress_usingDDict(tls->dctx, tls->xbuf, (size_t)xn, payload,
-                                                        psize, dict->ddict)
-                           : ZSTD_decompressDCtx(tls->dctx, tls->xbuf, (size_t)xn, payload, psize);
-            if (ZSTD_isError(n) || n != xn)
-                return corrupt(blob_size, "zstd frame does not decode to the stated size");
-            if (kiln__spirv_decode(tls->xbuf, n, out, nwords) < 0)
+            size_t n = h.dict ? ZSTD_decompress_usingDDict(tls->dctx, tls->xbuf, xbound, payload,
+                                                           psize, dict->ddict)
+                              : ZSTD_decompressDCtx(tls->dctx, tls->xbuf, xbound, payload, psize);
+            if (ZSTD_isError(n))
+                return corrupt(blob_size, "zstd frame does not decode");
+            int rc = h.format == 1 ? kiln__spirv1_decode(tls->xbuf, n, out, nwords)
+                                   : kiln__spirv2_decode(tls->xbuf, n, out, nwords);
+            if (rc < 0)
                 return corrupt(blob_size, "transformed streams are damaged");
         }
     }
-    if (kiln_hash64(out, h.spirv_bytes) != h.checksum)
+    uint64_t sum = kiln_hash64(out, h.spirv_bytes);
+    if ((h.format == 1 ? sum : (uint32_t)sum) != h.checksum)
         return corrupt(blob_size, "SPIR-V checksum mismatch");
     return (int64_t)nwords;
 }

@@ -48,7 +48,8 @@ static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **ou
     d->id = kiln_hash64(zdict, zsize);
     kiln__store_le64(b + 8, d->id);
     memcpy(b + KPD_HEAD, zdict, zsize);
-    d->cdict = ZSTD_createCDict(b + KPD_HEAD, zsize, KILN__KILN_LEVEL);
+    const char *e = getenv("KX_LEVEL");
+    d->cdict = ZSTD_createCDict(b + KPD_HEAD, zsize, e ? atoi(e) : KILN__KILN_LEVEL);
     d->ddict = ZSTD_createDDict(b + KPD_HEAD, zsize);
     if (!d->cdict || !d->ddict) {
         kiln_pack_dict_destroy(d);
@@ -98,11 +99,11 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
             continue;
         if (seen++ % stride != 0)
             continue;
-        size_t work = kiln__spirv_work_bound(module_words[i]);
+        size_t work = kiln__spirv2_work_bound(module_words[i]);
         rc = kiln__pack_tls_xbuf(tls, work);
         if (rc < 0)
             break;
-        int64_t n = kiln__spirv_encode(modules[i], module_words[i], tls->xbuf, work);
+        int64_t n = kiln__spirv2_encode(modules[i], module_words[i], tls->xbuf, work, -1);
         if (n < 0)
             continue; /* a module that does not parse is packed with zstd: no sample */
         if ((size_t)n > cap - used) {

@@ -1,6 +1,6 @@
 /*
  * pack_internal.h - what the pack module's files share: the SPIR-V
- * transform, the per-thread state and the dictionary's insides.
+ * transforms, the per-thread state and the dictionary's insides.
  */
 #ifndef KILN_PACK_INTERNAL_H
 #define KILN_PACK_INTERNAL_H
@@ -21,9 +21,8 @@ struct kiln_pack_dict {
     ZSTD_DDict *ddict; /* digested for decompression */
 };
 
-/* The zstd level of the kiln codec, after the transform. Level 3 is within
- * about 3% of level 5 in size on both kinds of corpus and packs about 1.5x
- * faster (docs/pack-format.md). */
+/* The zstd level of the kiln codec, after the transform (docs/pack-format.md
+ * has the measurements behind it). Format 1 blobs were made at level 3. */
 #define KILN__KILN_LEVEL 3
 
 /* Per-thread state: contexts and buffers reused by every call. */
@@ -43,27 +42,93 @@ struct kiln__pack_tls *kiln__pack_tls(void);
 int kiln__pack_tls_xbuf(struct kiln__pack_tls *tls, size_t n);
 
 /*
- * The SPIR-V transform (pack_spirv.c). Its output for `nwords` words is
- * never longer than kiln__spirv_xform_bound(nwords); the encoder needs a
- * work buffer of kiln__spirv_work_bound(nwords) bytes to make it.
- */
-size_t kiln__spirv_xform_bound(size_t nwords);
-size_t kiln__spirv_work_bound(size_t nwords);
-
-/*
- * Transforms a module into kiln's stream form, in `dst` (`cap` bytes, at
- * least kiln__spirv_work_bound(nwords)).
- * @return the bytes written to `dst`, or KILN_EFORMAT when the words are not
- * a parseable SPIR-V module (the caller then uses another codec).
- */
-int64_t kiln__spirv_encode(const uint32_t *words, size_t nwords, uint8_t *dst, size_t cap);
-
-/*
- * Turns the stream form back into exactly `nwords` words in `out`. Every
- * read is bounds-checked.
+ * The SPIR-V transforms: 1 (pack_spirv.c, blob format 1, kept so that old
+ * blobs unpack) and 2 (pack_spirv2.c, what kiln_pack makes). A transform's
+ * output for `nwords` words is never longer than its xform_bound(nwords);
+ * the encoder needs a work buffer of work_bound(nwords) bytes to make it.
+ *
+ * encode transforms a module into stream form, in `dst` (`cap` bytes, at
+ * least work_bound(nwords)). With `only_class` >= 0 it writes only the
+ * values of instructions of that opcode class (kiln__spirv_op_class), for
+ * the bench's per-class figures; such output does not decode.
+ * @return the bytes written, or KILN_EFORMAT when the words are not a
+ * parseable SPIR-V module (the caller then uses another codec).
+ *
+ * decode turns the stream form back into exactly `nwords` words in `out`.
+ * Every read is bounds-checked.
  * @return 0, or KILN_ECORRUPT_BLOB when the streams are damaged or do not
  * make exactly `nwords` words.
  */
-int kiln__spirv_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords);
+size_t kiln__spirv1_xform_bound(size_t nwords);
+size_t kiln__spirv1_work_bound(size_t nwords);
+int64_t kiln__spirv1_encode(const uint32_t *words, size_t nwords, uint8_t *dst, size_t cap,
+                            int only_class);
+int kiln__spirv1_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords);
+
+size_t kiln__spirv2_xform_bound(size_t nwords);
+size_t kiln__spirv2_work_bound(size_t nwords);
+int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, size_t cap,
+                            int only_class);
+int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords);
+
+/*
+ * kiln_pack, making blob format 1 (transform 1) as kiln did before format 2:
+ * for tests of the format-1 decoder only.
+ */
+int kiln__pack_format1(const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
+
+/* @return a blob's format (1 or 2), or KILN_ECORRUPT_BLOB. */
+int kiln__blob_format(const void *blob, size_t blob_size);
+
+/* The opcode class of an opcode (enum kiln_pack_class). */
+unsigned kiln__spirv_op_class(uint32_t op);
+
+/*
+ * Operand shapes per opcode, shared by both transforms (pack_spirv.c has
+ * the table). Format 1 depends on this table: never change an entry.
+ */
+enum {
+    KILN__K_NONE = 0,
+    KILN__K_TYPE,   /* result type id */
+    KILN__K_RES,    /* result id */
+    KILN__K_ID,     /* id operand */
+    KILN__K_TARGET, /* decoration/name target, delta from the previous target */
+    KILN__K_LIT,    /* small literal */
+    KILN__K_WORD,   /* literal word */
+    KILN__K_STR,    /* literal string: words up to one whose top byte is 0 */
+};
+
+#define KILN__SHAPE_FIXED 8u
+/* Opcodes below this have a slot of their own: kiln__shape_slot(op) == op. */
+#define KILN__SHAPE_OPS 512u
+/* At least kiln__shape_slots(). */
+#define KILN__SHAPE_SLOTS_MAX 600u
+
+struct kiln__shape {
+    uint8_t nfixed;
+    uint8_t rest;       /* kind of every operand after the fixed ones */
+    uint8_t has_result; /* the instruction defines a result id */
+    uint8_t fixed[KILN__SHAPE_FIXED];
+    /*
+     * The fast path: an instruction of at most `fast_wc` words whose
+     * operands are an optional prefix (none, R, or T R) then only ids is
+     * coded by straight-line code instead of a switch per operand. It reads
+     * and writes the streams in the same order as the general path.
+     */
+    uint8_t fast_prefix; /* KILN__FAST_NONE, _R, _TR */
+    uint16_t fast_wc;    /* 0: never */
+};
+
+enum { KILN__FAST_NONE = 0, KILN__FAST_R = 1, KILN__FAST_TR = 2 };
+
+/* The shape table: kiln__shape_slots() entries, the last the default
+ * (every operand a literal) for opcodes without one; the usual word count
+ * per slot in *default_len. Made once, thread-safe. */
+const struct kiln__shape *kiln__shapes(const uint16_t **default_len);
+unsigned kiln__shape_slots(void);
+
+/* The table slot of an opcode. */
+unsigned kiln__shape_slot(uint32_t op);
 
 #endif /* KILN_PACK_INTERNAL_H */

@@ -45,39 +45,24 @@
 
 enum { S_OP, S_LEN, S_RES, S_TYPE, S_ID, S_LIT, S_RAW, S_STR, S_COUNT };
 
-/* Operand kinds. */
+/* Shorter names for the shared operand kinds and shape fields. */
 enum {
-    K_NONE = 0,
-    K_TYPE,   /* result type id */
-    K_RES,    /* result id */
-    K_ID,     /* id operand, delta from the result id */
-    K_TARGET, /* decoration/name target, delta from the previous target */
-    K_LIT,    /* small literal */
-    K_WORD,   /* literal word */
-    K_STR,    /* literal string: words up to one whose top byte is 0 */
+    K_NONE = KILN__K_NONE,
+    K_TYPE = KILN__K_TYPE,
+    K_RES = KILN__K_RES,
+    K_ID = KILN__K_ID,
+    K_TARGET = KILN__K_TARGET,
+    K_LIT = KILN__K_LIT,
+    K_WORD = KILN__K_WORD,
+    K_STR = KILN__K_STR,
 };
+enum { FAST_NONE = KILN__FAST_NONE, FAST_R = KILN__FAST_R, FAST_TR = KILN__FAST_TR };
+#define SHAPE_FIXED KILN__SHAPE_FIXED
+#define shape       kiln__shape
 
 /* Opcodes below this have a table entry, a few above have one in
  * shape_extra; others use the default shape, in the last slot. */
-#define SHAPE_OPS   512u
-#define SHAPE_FIXED 8u
-
-struct shape {
-    uint8_t nfixed;
-    uint8_t rest;       /* kind of every operand after the fixed ones */
-    uint8_t has_result; /* the instruction defines a result id */
-    uint8_t fixed[SHAPE_FIXED];
-    /*
-     * The fast path: an instruction of at most `fast_wc` words whose
-     * operands are an optional prefix (none, R, or T R) then only ids is
-     * coded by straight-line code instead of a switch per operand. It reads
-     * and writes the streams in the same order as the general path.
-     */
-    uint8_t fast_prefix; /* FAST_NONE, FAST_R, FAST_TR */
-    uint16_t fast_wc;    /* 0: never */
-};
-
-enum { FAST_NONE = 0, FAST_R = 1, FAST_TR = 2 };
+#define SHAPE_OPS KILN__SHAPE_OPS
 
 /*
  * Shapes, written as one letter per operand after the opcode word: T type,
@@ -384,6 +369,8 @@ static const struct {
 #define SLOTS        (SHAPE_OPS + KILN_ARRAY_LEN(shape_extra) + 1)
 #define DEFAULT_SLOT (SLOTS - 1)
 
+_Static_assert(SLOTS <= KILN__SHAPE_SLOTS_MAX, "KILN__SHAPE_SLOTS_MAX is too small");
+
 static struct shape shapes[SLOTS];
 static uint16_t default_len[SLOTS];
 static pthread_once_t shapes_once = PTHREAD_ONCE_INIT;
@@ -460,6 +447,30 @@ static void shapes_init(void)
         if (sh->fast_prefix == FAST_NONE && p == 0)
             sh->fast_wc = 0; /* nothing to gain */
     }
+}
+
+const struct kiln__shape *kiln__shapes(const uint16_t **len)
+{
+    pthread_once(&shapes_once, shapes_init);
+    if (len)
+        *len = default_len;
+    return shapes;
+}
+
+unsigned kiln__shape_slots(void)
+{
+    return SLOTS;
+}
+
+unsigned kiln__shape_slot(uint32_t op)
+{
+    if (KILN_LIKELY(op < SHAPE_OPS))
+        return op;
+    for (unsigned i = 0; i < KILN_ARRAY_LEN(shape_extra); i++) {
+        if (shape_extra[i].op == op)
+            return SHAPE_OPS + i;
+    }
+    return DEFAULT_SLOT;
 }
 
 /* The table slot of an opcode. The default slot never predicts a length. */
@@ -550,26 +561,27 @@ static inline bool get_word(struct rs *s, uint32_t *w)
  */
 #define STREAM_SLACK 16u
 
-size_t kiln__spirv_work_bound(size_t nwords)
+size_t kiln__spirv1_work_bound(size_t nwords)
 {
     return (size_t)S_COUNT * (nwords * 5 + STREAM_SLACK) + (size_t)S_COUNT * 5;
 }
 
 /* An instruction's first word takes at most 3 + 3 bytes (op, len), any
  * other word at most 5; the stream sizes at most 5 bytes each. */
-size_t kiln__spirv_xform_bound(size_t nwords)
+size_t kiln__spirv1_xform_bound(size_t nwords)
 {
     return nwords * 6 + (size_t)S_COUNT * 5 + 16;
 }
 
-int64_t kiln__spirv_encode(const uint32_t *words, size_t nwords, uint8_t *dst, size_t cap)
+int64_t kiln__spirv1_encode(const uint32_t *words, size_t nwords, uint8_t *dst, size_t cap,
+                            int only_class)
 {
     pthread_once(&shapes_once, shapes_init);
-    if (nwords < 5 || words[0] != KILN__SPIRV_MAGIC || cap < kiln__spirv_work_bound(nwords))
+    if (nwords < 5 || words[0] != KILN__SPIRV_MAGIC || cap < kiln__spirv1_work_bound(nwords))
         return KILN_EFORMAT;
     size_t region = nwords * 5 + STREAM_SLACK;
     uint8_t *base = dst + (size_t)S_COUNT * 5; /* the stream sizes go before the streams */
-    uint8_t *start[S_COUNT], *s[S_COUNT];
+    uint8_t *start[S_COUNT], *s[S_COUNT], *saved[S_COUNT];
     for (int i = 0; i < S_COUNT; i++)
         start[i] = s[i] = base + (size_t)i * region;
 
@@ -587,6 +599,8 @@ int64_t kiln__spirv_encode(const uint32_t *words, size_t nwords, uint8_t *dst, s
         uint32_t op = head & 0xFFFF, wc = head >> 16;
         if (wc == 0 || wc > nwords - w)
             return KILN_EFORMAT;
+        if (KILN_UNLIKELY(only_class >= 0))
+            memcpy(saved, s, sizeof(saved));
         if (op < 0xFF) {
             *s[S_OP]++ = (uint8_t)op;
         } else {
@@ -623,8 +637,7 @@ int64_t kiln__spirv_encode(const uint32_t *words, size_t nwords, uint8_t *dst, s
             for (; i < wc; i++)
                 q = put_varint(q, zigzag(idb - ins[i]));
             s[S_ID] = q;
-            w += wc;
-            continue;
+            goto next;
         }
     general:;
         /* The base for id deltas: this instruction's result if it has one. */
@@ -672,6 +685,10 @@ int64_t kiln__spirv_encode(const uint32_t *words, size_t nwords, uint8_t *dst, s
                 break;
             }
         }
+    next:
+        /* Per-class figures: drop what other classes' instructions wrote. */
+        if (KILN_UNLIKELY(only_class >= 0) && kiln__spirv_op_class(op) != (unsigned)only_class)
+            memcpy(s, saved, sizeof(saved));
         w += wc;
     }
 
@@ -684,13 +701,13 @@ int64_t kiln__spirv_encode(const uint32_t *words, size_t nwords, uint8_t *dst, s
         memmove(p, start[i], n);
         p += n;
     }
-    assert((size_t)(p - dst) <= kiln__spirv_xform_bound(nwords));
+    assert((size_t)(p - dst) <= kiln__spirv1_xform_bound(nwords));
     return (int64_t)(p - dst);
 }
 
 /* ---- decode ------------------------------------------------------------- */
 
-int kiln__spirv_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords)
+int kiln__spirv1_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords)
 {
     pthread_once(&shapes_once, shapes_init);
     if (nwords < 5)

@@ -25,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -150,6 +151,7 @@ struct result {
     bool roundtrip_ok;
     size_t dict_bytes[2];
     uint64_t mem_raw_alloc, mem_packed_alloc, rss_raw, rss_packed;
+    struct kiln_pack_class_stats classes; /* where the bytes go, per opcode class */
 };
 
 struct bench {
@@ -326,6 +328,8 @@ static int run_bench(const struct set *s, unsigned rounds, bool quiet, struct re
             r->roundtrip_ok &= unpack_range(&b, c, 0, s->n, true);
         }
         measure_memory(&b, r);
+        for (size_t i = 0; rc == 0 && i < s->n; i++)
+            rc = kiln_pack_class_stats_add(s->m[i].words, s->m[i].nwords, &r->classes);
         /*
          * Timing: the modules in chunks of about CHUNK_BYTES; per chunk, each
          * codec packs and unpacks it `rounds` times and the best time counts.
@@ -428,6 +432,19 @@ static void json_result(struct cli_json *j, const struct result *r)
     cli_json_u64(j, "mem_packed_alloc_bytes", r->mem_packed_alloc);
     cli_json_u64(j, "mem_raw_rss_bytes", r->rss_raw);
     cli_json_u64(j, "mem_packed_rss_bytes", r->rss_packed);
+    /* Where the bytes go: per opcode class, transform 1 (format 1) against 2. */
+    cli_json_object_begin(j, "classes");
+    for (int c = 0; c < KILN_PACK_CLASS_COUNT; c++) {
+        const struct kiln_pack_class_stats *st = &r->classes;
+        cli_json_object_begin(j, kiln_pack_class_name((enum kiln_pack_class)c));
+        cli_json_u64(j, "words", st->words[c]);
+        cli_json_u64(j, "xform1_bytes", st->xform_bytes[0][c]);
+        cli_json_u64(j, "zstd1_bytes", st->zstd_bytes[0][c]);
+        cli_json_u64(j, "xform2_bytes", st->xform_bytes[1][c]);
+        cli_json_u64(j, "zstd2_bytes", st->zstd_bytes[1][c]);
+        cli_json_object_end(j);
+    }
+    cli_json_object_end(j);
 }
 
 static void text_result(const char *title, const struct result *r)
@@ -452,6 +469,15 @@ static void text_result(const char *title, const struct result *r)
     printf("packed %s allocated (resident +%s)\n",
            cli_format_bytes(a, sizeof(a), r->mem_packed_alloc),
            cli_format_bytes(b, sizeof(b), r->rss_packed));
+    const struct kiln_pack_class_stats *st = &r->classes;
+    printf("  where the bytes go (each class's streams compressed alone, no dictionary;\n"
+           "  transform 1 = blob format 1, transform 2 = format 2):\n");
+    printf("  %-18s %10s %12s %12s %12s %12s\n", "class", "words", "xform1 B", "zstd1 B",
+           "xform2 B", "zstd2 B");
+    for (int c = 0; c < KILN_PACK_CLASS_COUNT; c++)
+        printf("  %-18s %10" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+               kiln_pack_class_name((enum kiln_pack_class)c), st->words[c], st->xform_bytes[0][c],
+               st->zstd_bytes[0][c], st->xform_bytes[1][c], st->zstd_bytes[1][c]);
 }
 
 /* ---- generated programs ------------------------------------------------- */

@@ -1,0 +1,725 @@
+/*
+ * pack_spirv2.c - kiln's SPIR-V transform, version 2 (blob format 2): a
+ * module split into streams of like values, each small and regular, for
+ * zstd to compress.
+ *
+ * Design. As version 1 (pack_spirv.c), each instruction word is routed by
+ * what it means, from the shared table of operand shapes per opcode, into
+ * one of nine streams:
+ *
+ *   op    opcode, one byte (0xFF and a u16 for opcodes >= 255)
+ *   len   word count: 0 when it equals the last count seen for this opcode
+ *         (or the opcode's usual count), else the count itself
+ *   res   result id, as the zigzag delta from the previous result id + 1
+ *   type  result type id, as it is
+ *   id    other id operands, each one of two ways, told apart by the low
+ *         bit: an id defined outside every function (a type, a constant, a
+ *         global variable, an ext-inst set, a function) as itself, so that
+ *         `%int_0` is the same value at every use; any other as the zigzag
+ *         delta from this instruction's result id (or the last one): SSA
+ *         values mostly name values computed just before. Decoration and
+ *         name targets are a delta from the previous target.
+ *   dec   decoration literals; OpMemberDecorate runs coded per struct: the
+ *         member index as a delta from the previous one, an Offset as a
+ *         delta from the previous member's Offset
+ *   lit   other small literals, as varints
+ *   raw   literal words with no small-number bias (constants), as they are
+ *   str   literal strings, as their words
+ *
+ * The decoder needs no table of ids: the low bit of an id value says how to
+ * read it. Only the encoder knows which ids are module-level (a first pass
+ * marks them in a bitmap); any choice it makes decodes to the same words,
+ * so the split costs size when wrong, never correctness.
+ *
+ * Every stream value maps any 32-bit word to a value and back (id values
+ * carry 33 bits), so the transform is lossless for any word sequence whose
+ * instruction lengths fit; only a word count of 0 or one past the end makes
+ * encode give up (KILN_EFORMAT).
+ *
+ * The stream form is: the size of each stream but the last as a varint,
+ * then the streams back to back. The decoder checks every read against its
+ * stream's end, every word count against the words left, and at the end
+ * that every stream was used up exactly; the blob's checksum then catches
+ * any damage that still decodes.
+ */
+#include "pack_internal.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <string.h>
+
+enum { S_OP, S_LEN, S_RES, S_TYPE, S_ID, S_GID, S_DEC, S_LIT, S_RAW, S_STR, S_COUNT };
+
+/* The shared kinds, and one of version 2's own: a literal of the dec stream. */
+enum {
+    K_TYPE = KILN__K_TYPE,
+    K_RES = KILN__K_RES,
+    K_ID = KILN__K_ID,
+    K_TARGET = KILN__K_TARGET,
+    K_WORD = KILN__K_WORD,
+    K_STR = KILN__K_STR,
+    K_DEC = 16,
+};
+
+enum {
+    OP_FUNCTION = 54,
+    OP_FUNCTION_END = 56,
+    OP_MEMBER_NAME = 6,
+    OP_DECORATE = 71,
+    OP_MEMBER_DECORATE = 72,
+    DECORATION_OFFSET = 35,
+};
+
+static struct kiln__shape shapes[KILN__SHAPE_SLOTS_MAX];
+static uint16_t default_len[KILN__SHAPE_SLOTS_MAX];
+static unsigned nslots, default_slot;
+static pthread_once_t shapes_once = PTHREAD_ONCE_INIT;
+#include <stdlib.h>
+static int kx(const char *n, int d) { const char *e = getenv(n); return e ? atoi(e) : d; }
+static int KX_GLOBAL, KX_MD, KX_DEC, KX_MN;
+
+/* Version 2's shapes: the shared table, with OpDecorate's literals in dec. */
+static void shapes_init(void)
+{
+    const uint16_t *len;
+    const struct kiln__shape *sh = kiln__shapes(&len);
+    nslots = kiln__shape_slots();
+    KX_GLOBAL = kx("KX_GLOBAL", 1); KX_MD = kx("KX_MD", 1); KX_DEC = kx("KX_DEC", 1); KX_MN = kx("KX_MN", 1);
+    default_slot = nslots - 1;
+    memcpy(shapes, sh, nslots * sizeof(*sh));
+    memcpy(default_len, len, nslots * sizeof(*len));
+    struct kiln__shape *d = &shapes[OP_DECORATE];
+    for (unsigned i = 0; i < d->nfixed; i++) {
+        if (d->fixed[i] == KILN__K_LIT && KX_DEC)
+            d->fixed[i] = K_DEC;
+    }
+    if (d->rest == KILN__K_LIT && KX_DEC)
+        d->rest = K_DEC;
+}
+
+static inline unsigned slot_of(uint32_t op)
+{
+    return KILN_LIKELY(op < KILN__SHAPE_OPS) ? op : kiln__shape_slot(op);
+}
+
+/* ---- varints ------------------------------------------------------------ */
+
+static inline uint32_t zigzag(uint32_t d)
+{
+    return (d << 1) ^ (uint32_t) - (int32_t)(d >> 31);
+}
+
+static inline uint32_t unzigzag(uint32_t v)
+{
+    return (v >> 1) ^ (uint32_t) - (int32_t)(v & 1);
+}
+
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint8_t *put_word(uint8_t *p, uint32_t w)
+{
+    kiln__store_le32(p, w);
+    return p + 4;
+}
+
+struct rs {
+    const uint8_t *p;
+    const uint8_t *end;
+};
+
+/* Reads a varint of at most 5 bytes whose value fits `bits` (32 or 33). */
+static inline bool get_varint_bits(struct rs *s, uint64_t *v, unsigned bits)
+{
+    const uint8_t *p = s->p;
+    if (KILN_LIKELY(p < s->end && p[0] < 0x80)) {
+        *v = p[0];
+        s->p = p + 1;
+        return true;
+    }
+    uint64_t r = 0;
+    for (unsigned shift = 0; shift < 35; shift += 7) {
+        if (p >= s->end)
+            return false;
+        uint8_t b = *p++;
+        if (shift == 28 && b >= 1u << (bits - 28))
+            return false;
+        r |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            *v = r;
+            s->p = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+static inline bool get_varint(struct rs *s, uint32_t *v)
+{
+    uint64_t x;
+    if (!get_varint_bits(s, &x, 32))
+        return false;
+    *v = (uint32_t)x;
+    return true;
+}
+
+static inline bool get_word(struct rs *s, uint32_t *w)
+{
+    if ((size_t)(s->end - s->p) < 4)
+        return false;
+    *w = kiln__load_le32(s->p);
+    s->p += 4;
+    return true;
+}
+
+/* An id operand: a delta from `base` in `s`, or 0 there and the id itself in `g`. */
+static inline bool get_id(struct rs *s, struct rs *g, uint32_t base, uint32_t *id)
+{
+    uint32_t v;
+    if (!get_varint(s, &v))
+        return false;
+    if (v != 0) {
+        *id = base - unzigzag(v - 1);
+        return true;
+    }
+    return get_varint(g, id);
+}
+
+/* Reads a string written by put_str into words i.. of an instruction of
+ * `wc` words. @return the index of its last word, or 0 when damaged. */
+static uint32_t get_str(struct rs *s, uint32_t *ins, uint32_t i, uint32_t wc)
+{
+    const uint8_t *p = s->p;
+    if (p >= s->end)
+        return 0;
+    size_t room = (size_t)(wc - i) * 4;
+    uint8_t *dst = (uint8_t *)(ins + i);
+    if (*p == 0xFF) {
+        uint32_t n;
+        s->p = p + 1;
+        if (!get_varint(s, &n) || n == 0 || n > wc - i || (size_t)(s->end - s->p) < (size_t)n * 4)
+            return 0;
+        memcpy(dst, s->p, (size_t)n * 4);
+        s->p += (size_t)n * 4;
+        return i + n - 1;
+    }
+    const uint8_t *z = memchr(p, 0, KILN_MIN((size_t)(s->end - p), room));
+    if (!z)
+        return 0;
+    size_t len = (size_t)(z - p) + 1, nw = (len + 3) / 4;
+    ins[i + nw - 1] = 0; /* the padding */
+    memcpy(dst, p, len);
+    s->p = z + 1;
+    return i + (uint32_t)nw - 1;
+}
+
+/* ---- encode ------------------------------------------------------------- */
+
+/*
+ * Every stream gets room for the worst case of the whole module (5 bytes a
+ * word), then the streams are moved together. After the regions, the
+ * bitmap of module-level ids: ids below 8 x the word count are marked
+ * (a valid module has far fewer); larger ids are coded as deltas.
+ */
+#define STREAM_SLACK 16u
+
+static size_t gmap_ids(size_t nwords)
+{
+    return KILN_MIN(nwords * 8 + 64, (size_t)UINT32_MAX);
+}
+
+size_t kiln__spirv2_work_bound(size_t nwords)
+{
+    return (size_t)S_COUNT * (nwords * 5 + STREAM_SLACK) + (size_t)S_COUNT * 5 +
+           gmap_ids(nwords) / 8 + 1;
+}
+
+/* An instruction's first word takes at most 3 + 3 bytes (op, len), any
+ * other word at most 5; the stream sizes at most 5 bytes each. */
+size_t kiln__spirv2_xform_bound(size_t nwords)
+{
+    return nwords * 6 + (size_t)S_COUNT * 5 + 16;
+}
+
+struct gmap {
+    uint8_t *bits;
+    uint32_t lim; /* ids >= lim are never module-level */
+};
+
+static inline bool is_global(const struct gmap *g, uint32_t id)
+{
+    return id < g->lim && (g->bits[id >> 3] >> (id & 7) & 1);
+}
+
+/* An id operand: a delta from `base` (never 0: an id equal to its base,
+ * seldom seen, goes the other way), or 0 and the module-level id itself in
+ * the gid stream. */
+static inline uint8_t *put_id(uint8_t *p, uint8_t **gp, const struct gmap *g, uint32_t base,
+                              uint32_t id)
+{
+    uint32_t z = zigzag(base - id);
+    if (is_global(g, id) || z == UINT32_MAX) {
+        *gp = put_varint(*gp, id);
+        *p++ = 0;
+        return p;
+    }
+    return put_varint(p, z + 1);
+}
+
+/*
+ * A literal string starting at word `i` of an instruction of `wc` words:
+ * its words run up to the one whose top byte is 0 (or the instruction's
+ * end). A string whose first 0 byte is in its last word, followed by 0s
+ * only, is written as its bytes up to and with that 0 (the padding is
+ * implied); any other, or one starting with the byte 0xFF (never in
+ * UTF-8), as 0xFF, its word count and its words.
+ * @return the index of the string's last word.
+ */
+static uint32_t put_str(uint8_t **sp, const uint32_t *ins, uint32_t i, uint32_t wc)
+{
+    uint32_t j = i;
+    while ((ins[j] >> 24) != 0 && j + 1 < wc)
+        j++;
+    const uint8_t *b = (const uint8_t *)(ins + i);
+    size_t total = (size_t)(j - i + 1) * 4, z = 0;
+    while (z < total && b[z] != 0)
+        z++;
+    bool canonical = z < total && z >= total - 4 && b[0] != 0xFF;
+    for (size_t k = z; canonical && k < total; k++)
+        canonical = b[k] == 0;
+    uint8_t *p = *sp;
+    if (canonical) {
+        memcpy(p, b, z + 1);
+        p += z + 1;
+    } else {
+        *p++ = 0xFF;
+        p = put_varint(p, j - i + 1);
+        memcpy(p, b, total);
+        p += total;
+    }
+    *sp = p;
+    return j;
+}
+
+/* The first pass: marks the result ids defined outside functions, and each
+ * function's own id. @return 0 or KILN_EFORMAT when the words do not tile. */
+static int mark_globals(const uint32_t *words, size_t nwords, struct gmap *g)
+{
+    bool in_func = false;
+    size_t w = 5;
+    while (w < nwords) {
+        uint32_t op = words[w] & 0xFFFF, wc = words[w] >> 16;
+        if (wc == 0 || wc > nwords - w)
+            return KILN_EFORMAT;
+        const struct kiln__shape *sh = &shapes[slot_of(op)];
+        uint32_t res = 0;
+        bool has = false;
+        if (op == OP_FUNCTION) {
+            in_func = true;
+            has = wc > 2;
+            res = has ? words[w + 2] : 0;
+        } else if (op == OP_FUNCTION_END) {
+            in_func = false;
+        } else if (!in_func && sh->has_result) {
+            for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
+                if (sh->fixed[i - 1] == K_RES) {
+                    res = words[w + i];
+                    has = true;
+                    break;
+                }
+            }
+        }
+        if (has && res < g->lim && KX_GLOBAL)
+            g->bits[res >> 3] |= (uint8_t)(1u << (res & 7));
+        w += wc;
+    }
+    return 0;
+}
+
+int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, size_t cap,
+                            int only_class)
+{
+    pthread_once(&shapes_once, shapes_init);
+    if (nwords < 5 || words[0] != KILN__SPIRV_MAGIC || cap < kiln__spirv2_work_bound(nwords))
+        return KILN_EFORMAT;
+    size_t region = nwords * 5 + STREAM_SLACK;
+    uint8_t *base = dst + (size_t)S_COUNT * 5; /* the stream sizes go before the streams */
+    uint8_t *start[S_COUNT], *s[S_COUNT], *saved[S_COUNT];
+    for (int i = 0; i < S_COUNT; i++)
+        start[i] = s[i] = base + (size_t)i * region;
+    struct gmap g = {base + (size_t)S_COUNT * region, (uint32_t)gmap_ids(nwords)};
+    memset(g.bits, 0, g.lim / 8 + 1);
+    KILN_TRY(mark_globals(words, nwords, &g));
+
+    uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
+    memcpy(last_len, default_len, nslots * sizeof(*last_len));
+
+    /* The header after the magic: version, generator, bound, schema. */
+    for (int i = 1; i < 5; i++)
+        s[S_LIT] = put_varint(s[S_LIT], words[i]);
+
+    uint32_t last_res = 0, last_target = 0;
+    uint32_t md_target = 0, md_member = 0, md_offset = 0; /* OpMemberDecorate runs */
+    uint32_t mn_target = 0, mn_member = UINT32_MAX;       /* OpMemberName runs */
+    size_t w = 5;
+    while (w < nwords) {
+        uint32_t head = words[w];
+        uint32_t op = head & 0xFFFF, wc = head >> 16;
+        /* mark_globals checked that the words tile. */
+        if (KILN_UNLIKELY(only_class >= 0))
+            memcpy(saved, s, sizeof(saved));
+        if (op < 0xFF) {
+            *s[S_OP]++ = (uint8_t)op;
+        } else {
+            *s[S_OP]++ = 0xFF;
+            kiln__store_le16(s[S_OP], (uint16_t)op);
+            s[S_OP] += 2;
+        }
+        unsigned slot = slot_of(op);
+        if (slot != default_slot && last_len[slot] == wc) {
+            *s[S_LEN]++ = 0;
+        } else {
+            s[S_LEN] = put_varint(s[S_LEN], wc);
+            last_len[slot] = (uint16_t)wc;
+        }
+        const struct kiln__shape *sh = &shapes[slot];
+        const uint32_t *ins = words + w;
+        if (wc <= sh->fast_wc) {
+            uint32_t i = 1, idb = last_res;
+            if (sh->fast_prefix == KILN__FAST_TR && wc >= 3) {
+                s[S_TYPE] = put_varint(s[S_TYPE], ins[1]);
+                idb = ins[2];
+                s[S_RES] = put_varint(s[S_RES], zigzag(idb - (last_res + 1)));
+                last_res = idb;
+                i = 3;
+            } else if (sh->fast_prefix == KILN__FAST_R && wc >= 2) {
+                idb = ins[1];
+                s[S_RES] = put_varint(s[S_RES], zigzag(idb - (last_res + 1)));
+                last_res = idb;
+                i = 2;
+            } else if (sh->fast_prefix != KILN__FAST_NONE) {
+                goto general; /* cut short: fewer words than the prefix */
+            }
+            uint8_t *q = s[S_ID];
+            for (; i < wc; i++)
+                q = put_id(q, &s[S_GID], &g, idb, ins[i]);
+            s[S_ID] = q;
+            goto next;
+        }
+        if (op == OP_MEMBER_DECORATE && wc >= 4 && KX_MD) {
+            /* A run on one struct: member and Offset as deltas within it. */
+            uint32_t t = ins[1];
+            s[S_ID] = put_varint(s[S_ID], zigzag(t - last_target));
+            last_target = t;
+            if (t != md_target) {
+                md_target = t;
+                md_member = md_offset = 0;
+            }
+            s[S_DEC] = put_varint(s[S_DEC], zigzag(ins[2] - md_member));
+            md_member = ins[2];
+            s[S_DEC] = put_varint(s[S_DEC], ins[3]);
+            if (ins[3] == DECORATION_OFFSET && wc == 5) {
+                s[S_DEC] = put_varint(s[S_DEC], zigzag(ins[4] - md_offset));
+                md_offset = ins[4];
+            } else {
+                for (uint32_t i = 4; i < wc; i++)
+                    s[S_DEC] = put_varint(s[S_DEC], ins[i]);
+            }
+            goto next;
+        }
+        if (op == OP_MEMBER_NAME && wc >= 4 && KX_MN) {
+            /* Names of one struct's members, in order: the member as a delta. */
+            uint32_t t = ins[1];
+            s[S_ID] = put_varint(s[S_ID], zigzag(t - last_target));
+            last_target = t;
+            if (t != mn_target) {
+                mn_target = t;
+                mn_member = UINT32_MAX;
+            }
+            s[S_DEC] = put_varint(s[S_DEC], zigzag(ins[2] - (mn_member + 1)));
+            mn_member = ins[2];
+            uint32_t i = put_str(&s[S_STR], ins, 3, wc);
+            for (i++; i < wc; i++)
+                s[S_LIT] = put_varint(s[S_LIT], ins[i]);
+            goto next;
+        }
+    general:;
+        /* The base for id deltas: this instruction's result if it has one. */
+        uint32_t id_base = last_res;
+        if (sh->has_result) {
+            for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
+                if (sh->fixed[i - 1] == K_RES) {
+                    id_base = ins[i];
+                    break;
+                }
+            }
+        }
+        for (uint32_t i = 1; i < wc; i++) {
+            uint8_t k = i <= sh->nfixed ? sh->fixed[i - 1] : sh->rest;
+            uint32_t v = ins[i];
+            switch (k) {
+            case K_TYPE:
+                s[S_TYPE] = put_varint(s[S_TYPE], v);
+                break;
+            case K_RES:
+                s[S_RES] = put_varint(s[S_RES], zigzag(v - (last_res + 1)));
+                last_res = v;
+                break;
+            case K_ID:
+                s[S_ID] = put_id(s[S_ID], &s[S_GID], &g, id_base, v);
+                break;
+            case K_TARGET:
+                s[S_ID] = put_varint(s[S_ID], zigzag(v - last_target));
+                last_target = v;
+                break;
+            case K_WORD:
+                s[S_RAW] = put_word(s[S_RAW], v);
+                break;
+            case K_STR:
+                i = put_str(&s[S_STR], ins, i, wc);
+                break;
+            case K_DEC:
+                s[S_DEC] = put_varint(s[S_DEC], v);
+                break;
+            default:
+                s[S_LIT] = put_varint(s[S_LIT], v);
+                break;
+            }
+        }
+    next:
+        /* Per-class figures: drop what other classes' instructions wrote. */
+        if (KILN_UNLIKELY(only_class >= 0) && kiln__spirv_op_class(op) != (unsigned)only_class)
+            memcpy(s, saved, sizeof(saved));
+        w += wc;
+    }
+
+    /* Sizes of all streams but the last, then the streams, moved together. */
+    uint8_t *p = dst;
+    for (int i = 0; i < S_COUNT - 1; i++)
+        p = put_varint(p, (uint32_t)(s[i] - start[i]));
+    for (int i = 0; i < S_COUNT; i++) {
+        size_t n = (size_t)(s[i] - start[i]);
+        memmove(p, start[i], n);
+        p += n;
+    }
+    assert((size_t)(p - dst) <= kiln__spirv2_xform_bound(nwords));
+    return (int64_t)(p - dst);
+}
+
+/* ---- decode ------------------------------------------------------------- */
+
+int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords)
+{
+    pthread_once(&shapes_once, shapes_init);
+    if (nwords < 5)
+        return KILN_ECORRUPT_BLOB;
+    struct rs head = {src, src + n};
+    struct rs s[S_COUNT];
+    size_t off = 0, sizes[S_COUNT];
+    for (int i = 0; i < S_COUNT - 1; i++) {
+        uint32_t v;
+        if (!get_varint(&head, &v))
+            return KILN_ECORRUPT_BLOB;
+        sizes[i] = v;
+    }
+    size_t body = (size_t)(head.end - head.p);
+    for (int i = 0; i < S_COUNT - 1; i++) {
+        if (sizes[i] > body - off)
+            return KILN_ECORRUPT_BLOB;
+        s[i].p = head.p + off;
+        s[i].end = s[i].p + sizes[i];
+        off += sizes[i];
+    }
+    s[S_COUNT - 1].p = head.p + off;
+    s[S_COUNT - 1].end = head.end;
+
+    uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
+    memcpy(last_len, default_len, nslots * sizeof(*last_len));
+
+    out[0] = KILN__SPIRV_MAGIC;
+    for (int i = 1; i < 5; i++) {
+        if (!get_varint(&s[S_LIT], &out[i]))
+            return KILN_ECORRUPT_BLOB;
+    }
+    uint32_t last_res = 0, last_target = 0;
+    uint32_t md_target = 0, md_member = 0, md_offset = 0;
+    uint32_t mn_target = 0, mn_member = UINT32_MAX;
+    size_t w = 5;
+    while (w < nwords) {
+        struct rs *so = &s[S_OP];
+        if (so->p >= so->end)
+            return KILN_ECORRUPT_BLOB;
+        uint32_t op = *so->p++;
+        if (op == 0xFF) {
+            if (so->end - so->p < 2)
+                return KILN_ECORRUPT_BLOB;
+            op = kiln__load_le16(so->p);
+            so->p += 2;
+        }
+        uint32_t wc;
+        if (!get_varint(&s[S_LEN], &wc))
+            return KILN_ECORRUPT_BLOB;
+        unsigned slot = slot_of(op);
+        if (wc == 0) {
+            if (slot == default_slot)
+                return KILN_ECORRUPT_BLOB;
+            wc = last_len[slot];
+        } else if (wc > 0xFFFF) {
+            return KILN_ECORRUPT_BLOB;
+        }
+        last_len[slot] = (uint16_t)wc;
+        if (wc > nwords - w)
+            return KILN_ECORRUPT_BLOB;
+        uint32_t *ins = out + w;
+        ins[0] = wc << 16 | op;
+        const struct kiln__shape *sh = &shapes[slot];
+        if (wc <= sh->fast_wc) {
+            uint32_t i = 1, base = last_res, v;
+            if (sh->fast_prefix == KILN__FAST_TR && wc >= 3) {
+                if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v))
+                    return KILN_ECORRUPT_BLOB;
+                base = last_res = ins[2] = last_res + 1 + unzigzag(v);
+                i = 3;
+            } else if (sh->fast_prefix == KILN__FAST_R && wc >= 2) {
+                if (!get_varint(&s[S_RES], &v))
+                    return KILN_ECORRUPT_BLOB;
+                base = last_res = ins[1] = last_res + 1 + unzigzag(v);
+                i = 2;
+            } else if (sh->fast_prefix != KILN__FAST_NONE) {
+                goto general;
+            }
+            struct rs ids = s[S_ID];
+            for (; i < wc; i++) {
+                if (!get_id(&ids, &s[S_GID], base, &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+            }
+            s[S_ID] = ids;
+            w += wc;
+            continue;
+        }
+        if (op == OP_MEMBER_DECORATE && wc >= 4 && KX_MD) {
+            uint32_t v;
+            if (!get_varint(&s[S_ID], &v))
+                return KILN_ECORRUPT_BLOB;
+            uint32_t t = last_target = ins[1] = last_target + unzigzag(v);
+            if (t != md_target) {
+                md_target = t;
+                md_member = md_offset = 0;
+            }
+            if (!get_varint(&s[S_DEC], &v) || !get_varint(&s[S_DEC], &ins[3]))
+                return KILN_ECORRUPT_BLOB;
+            md_member = ins[2] = md_member + unzigzag(v);
+            if (ins[3] == DECORATION_OFFSET && wc == 5) {
+                if (!get_varint(&s[S_DEC], &v))
+                    return KILN_ECORRUPT_BLOB;
+                md_offset = ins[4] = md_offset + unzigzag(v);
+            } else {
+                for (uint32_t i = 4; i < wc; i++) {
+                    if (!get_varint(&s[S_DEC], &ins[i]))
+                        return KILN_ECORRUPT_BLOB;
+                }
+            }
+            w += wc;
+            continue;
+        }
+        if (op == OP_MEMBER_NAME && wc >= 4 && KX_MN) {
+            uint32_t v;
+            if (!get_varint(&s[S_ID], &v))
+                return KILN_ECORRUPT_BLOB;
+            uint32_t t = last_target = ins[1] = last_target + unzigzag(v);
+            if (t != mn_target) {
+                mn_target = t;
+                mn_member = UINT32_MAX;
+            }
+            if (!get_varint(&s[S_DEC], &v))
+                return KILN_ECORRUPT_BLOB;
+            mn_member = ins[2] = mn_member + 1 + unzigzag(v);
+            uint32_t i = get_str(&s[S_STR], ins, 3, wc);
+            if (i == 0)
+                return KILN_ECORRUPT_BLOB;
+            for (i++; i < wc; i++) {
+                if (!get_varint(&s[S_LIT], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+            }
+            w += wc;
+            continue;
+        }
+    general:;
+        /* The result id comes first in the streams' order of reading: fetch
+         * it ahead so that earlier id operands can use it as their base. */
+        uint32_t id_base = last_res;
+        uint32_t res_pos = 0, res_val = 0;
+        if (sh->has_result) {
+            for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
+                if (sh->fixed[i - 1] == K_RES) {
+                    uint32_t v;
+                    if (!get_varint(&s[S_RES], &v))
+                        return KILN_ECORRUPT_BLOB;
+                    res_pos = i;
+                    res_val = last_res + 1 + unzigzag(v);
+                    id_base = res_val;
+                    break;
+                }
+            }
+        }
+        for (uint32_t i = 1; i < wc; i++) {
+            uint8_t k = i <= sh->nfixed ? sh->fixed[i - 1] : sh->rest;
+            uint32_t v;
+            switch (k) {
+            case K_TYPE:
+                if (!get_varint(&s[S_TYPE], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+                break;
+            case K_RES:
+                if (i == res_pos) {
+                    ins[i] = res_val;
+                } else {
+                    if (!get_varint(&s[S_RES], &v))
+                        return KILN_ECORRUPT_BLOB;
+                    ins[i] = last_res + 1 + unzigzag(v);
+                }
+                last_res = ins[i];
+                break;
+            case K_ID:
+                if (!get_id(&s[S_ID], &s[S_GID], id_base, &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+                break;
+            case K_TARGET:
+                if (!get_varint(&s[S_ID], &v))
+                    return KILN_ECORRUPT_BLOB;
+                ins[i] = last_target + unzigzag(v);
+                last_target = ins[i];
+                break;
+            case K_WORD:
+                if (!get_word(&s[S_RAW], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+                break;
+            case K_STR:
+                if ((i = get_str(&s[S_STR], ins, i, wc)) == 0)
+                    return KILN_ECORRUPT_BLOB;
+                break;
+            case K_DEC:
+                if (!get_varint(&s[S_DEC], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+                break;
+            default:
+                if (!get_varint(&s[S_LIT], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+                break;
+            }
+        }
+        w += wc;
+    }
+    for (int i = 0; i < S_COUNT; i++) {
+        if (s[i].p != s[i].end)
+            return KILN_ECORRUPT_BLOB;
+    }
+    return 0;
+}
