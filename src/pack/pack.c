@@ -33,7 +33,6 @@
  * Blobs hold SPIR-V words in little-endian byte order; kiln builds on
  * little-endian hosts only, so a word array is its own byte form.
  */
-#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_format: magicless frames */
 #include "pack_internal.h"
 
 #include <inttypes.h>
@@ -310,6 +309,8 @@ static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
     if (!ZSTD_isError(rc) && format == 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
+    if (!ZSTD_isError(rc) && format == 2 && getenv("KX_NOFCS"))
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
     if (format == 2 && level > 1) {
         const char *e = getenv("KX_MML");
         if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_minMatch, atoi(e));

@@ -20,8 +20,10 @@
  */
 #include "pack_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define ZDICT_STATIC_LINKING_ONLY
 #include <zdict.h>
 
 #define KPD_HEAD        16u
@@ -48,8 +50,15 @@ static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **ou
     d->id = kiln_hash64(zdict, zsize);
     kiln__store_le64(b + 8, d->id);
     memcpy(b + KPD_HEAD, zdict, zsize);
-    const char *e = getenv("KX_LEVEL");
-    d->cdict = ZSTD_createCDict(b + KPD_HEAD, zsize, e ? atoi(e) : KILN__KILN_LEVEL);
+    const char *e = getenv("KX_DLEVEL");
+    int lvl = e ? atoi(e) : KILN__KILN_LEVEL;
+    ZSTD_compressionParameters cp = ZSTD_getCParams(lvl, 4096, zsize);
+#define KXP(name, field) if (getenv(name)) cp.field = (unsigned)atoi(getenv(name));
+    KXP("KX_DHLOG", hashLog) KXP("KX_DCLOG", chainLog) KXP("KX_DSLOG", searchLog) KXP("KX_DMML", minMatch)
+    KXP("KX_DTLEN", targetLength)
+    if (getenv("KX_DSTRAT")) cp.strategy = (ZSTD_strategy)atoi(getenv("KX_DSTRAT"));
+    if (getenv("KX_DV")) fprintf(stderr, "cdict w%u h%u c%u s%u m%u t%u st%d\n", cp.windowLog, cp.hashLog, cp.chainLog, cp.searchLog, cp.minMatch, cp.targetLength, (int)cp.strategy);
+    d->cdict = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byCopy, ZSTD_dct_auto, cp, ZSTD_defaultCMem);
     d->ddict = ZSTD_createDDict(b + KPD_HEAD, zsize);
     if (!d->cdict || !d->ddict) {
         kiln_pack_dict_destroy(d);
@@ -66,7 +75,7 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
         return KILN_EINVAL;
     *dict = NULL;
     if (max_bytes == 0)
-        max_bytes = KPD_DEFAULT_MAX;
+        max_bytes = getenv("KX_DSZ") ? (size_t)atoi(getenv("KX_DSZ")) : KPD_DEFAULT_MAX;
     size_t usable = 0, total_words = 0;
     for (size_t i = 0; i < count; i++) {
         if (modules[i] && module_words[i] >= 5 && modules[i][0] == KILN__SPIRV_MAGIC) {
@@ -121,7 +130,24 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
         rc = KILN_EINVAL;
     }
     if (rc == 0) {
-        size_t zn = ZDICT_trainFromBuffer(zdict, max_bytes, samples, sizes, (unsigned)nsamples);
+        size_t zn;
+        const char *e = getenv("KX_TRAIN");
+        if (e && atoi(e) == 1) {
+            ZDICT_fastCover_params_t p = {0};
+            p.d = getenv("KX_D") ? (unsigned)atoi(getenv("KX_D")) : 8;
+            p.steps = getenv("KX_STEPS") ? (unsigned)atoi(getenv("KX_STEPS")) : 4;
+            p.f = 20; p.accel = 1; p.nbThreads = 1; p.splitPoint = 0.75;
+            p.zParams.compressionLevel = KILN__KILN_LEVEL;
+            zn = ZDICT_optimizeTrainFromBuffer_fastCover(zdict, max_bytes, samples, sizes, (unsigned)nsamples, &p);
+        } else if (e && atoi(e) == 2) {
+            ZDICT_cover_params_t p = {0};
+            p.d = getenv("KX_D") ? (unsigned)atoi(getenv("KX_D")) : 8;
+            p.steps = getenv("KX_STEPS") ? (unsigned)atoi(getenv("KX_STEPS")) : 4;
+            p.nbThreads = 2; p.splitPoint = 0.75;
+            p.zParams.compressionLevel = KILN__KILN_LEVEL;
+            zn = ZDICT_optimizeTrainFromBuffer_cover(zdict, max_bytes, samples, sizes, (unsigned)nsamples, &p);
+        } else
+        zn = ZDICT_trainFromBuffer(zdict, max_bytes, samples, sizes, (unsigned)nsamples);
         if (ZDICT_isError(zn)) {
             KILN_ERROR("pack", "dictionary training on %zu samples (%zu bytes) failed: %s",
                        nsamples, used, ZDICT_getErrorName(zn));

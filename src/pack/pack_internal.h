@@ -8,6 +8,8 @@
 #include "kiln/pack.h"
 #include "kiln_internal.h"
 
+/* Magicless frames (ZSTD_c_format) and dictionary parameters. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 /* SPIR-V's magic number, as a host-order word. */

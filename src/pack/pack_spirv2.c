@@ -48,7 +48,7 @@
 #include <pthread.h>
 #include <string.h>
 
-enum { S_OP, S_LEN, S_RES, S_TYPE, S_ID, S_GID, S_DEC, S_LIT, S_RAW, S_STR, S_COUNT };
+enum { S_OP, S_LEN = S_OP, S_RES, S_TYPE, S_ID, S_GID, S_LIT, S_DEC = S_LIT, S_RAW, S_STR = S_RAW, S_COUNT };
 
 /* The shared kinds, and one of version 2's own: a literal of the dec stream. */
 enum {
@@ -65,6 +65,7 @@ enum {
     OP_FUNCTION = 54,
     OP_FUNCTION_END = 56,
     OP_MEMBER_NAME = 6,
+    OP_TYPE_FLOAT = 22,
     OP_DECORATE = 71,
     OP_MEMBER_DECORATE = 72,
     DECORATION_OFFSET = 35,
@@ -76,7 +77,7 @@ static unsigned nslots, default_slot;
 static pthread_once_t shapes_once = PTHREAD_ONCE_INIT;
 #include <stdlib.h>
 static int kx(const char *n, int d) { const char *e = getenv(n); return e ? atoi(e) : d; }
-static int KX_GLOBAL, KX_MD, KX_DEC, KX_MN;
+static int KX_GLOBAL, KX_MD, KX_DEC, KX_MN, KX_GVAR, KX_GTYPE, KX_GINF, KX_ICONST;
 
 /* Version 2's shapes: the shared table, with OpDecorate's literals in dec. */
 static void shapes_init(void)
@@ -84,7 +85,7 @@ static void shapes_init(void)
     const uint16_t *len;
     const struct kiln__shape *sh = kiln__shapes(&len);
     nslots = kiln__shape_slots();
-    KX_GLOBAL = kx("KX_GLOBAL", 1); KX_MD = kx("KX_MD", 1); KX_DEC = kx("KX_DEC", 1); KX_MN = kx("KX_MN", 1);
+    KX_GLOBAL = kx("KX_GLOBAL", 1); KX_MD = kx("KX_MD", 1); KX_DEC = kx("KX_DEC", 1); KX_MN = kx("KX_MN", 1); KX_GVAR = kx("KX_GVAR", 1); KX_GTYPE = kx("KX_GTYPE", 1); KX_GINF = kx("KX_GINF", 0); KX_ICONST = kx("KX_ICONST", 1);
     default_slot = nslots - 1;
     memcpy(shapes, sh, nslots * sizeof(*sh));
     memcpy(default_len, len, nslots * sizeof(*len));
@@ -220,6 +221,32 @@ static uint32_t get_str(struct rs *s, uint32_t *ins, uint32_t i, uint32_t wc)
     return i + (uint32_t)nw - 1;
 }
 
+/*
+ * The float types seen so far (the first few; a module has one to three):
+ * a literal word of a constant of any other type (integers, mostly small)
+ * is coded as a varint, a float's as its word.
+ */
+#define FLOAT_TYPES 8
+struct float_types {
+    uint32_t id[FLOAT_TYPES];
+    unsigned n;
+};
+
+static inline bool is_float_type(const struct float_types *f, uint32_t type)
+{
+    for (unsigned i = 0; i < f->n; i++) {
+        if (f->id[i] == type)
+            return true;
+    }
+    return false;
+}
+
+static inline void add_float_type(struct float_types *f, uint32_t id)
+{
+    if (f->n < FLOAT_TYPES)
+        f->id[f->n++] = id;
+}
+
 /* ---- encode ------------------------------------------------------------- */
 
 /*
@@ -261,11 +288,12 @@ static inline bool is_global(const struct gmap *g, uint32_t id)
 /* An id operand: a delta from `base` (never 0: an id equal to its base,
  * seldom seen, goes the other way), or 0 and the module-level id itself in
  * the gid stream. */
+static bool g_in_func;
 static inline uint8_t *put_id(uint8_t *p, uint8_t **gp, const struct gmap *g, uint32_t base,
                               uint32_t id)
 {
     uint32_t z = zigzag(base - id);
-    if (is_global(g, id) || z == UINT32_MAX) {
+    if ((is_global(g, id) && (g_in_func || !KX_GINF)) || z == UINT32_MAX) {
         *gp = put_varint(*gp, id);
         *p++ = 0;
         return p;
@@ -327,7 +355,7 @@ static int mark_globals(const uint32_t *words, size_t nwords, struct gmap *g)
             res = has ? words[w + 2] : 0;
         } else if (op == OP_FUNCTION_END) {
             in_func = false;
-        } else if (!in_func && sh->has_result) {
+        } else if (!in_func && sh->has_result && (KX_GVAR || op != 59) && (KX_GTYPE || kiln__spirv_op_class(op) != KILN_PACK_CLASS_TYPE_CONSTANT || (op >= 41 && op <= 52) || op == 1)) {
             for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
                 if (sh->fixed[i - 1] == K_RES) {
                     res = words[w + i];
@@ -357,6 +385,7 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     struct gmap g = {base + (size_t)S_COUNT * region, (uint32_t)gmap_ids(nwords)};
     memset(g.bits, 0, g.lim / 8 + 1);
     KILN_TRY(mark_globals(words, nwords, &g));
+    g_in_func = false;
 
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
@@ -368,6 +397,7 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     uint32_t last_res = 0, last_target = 0;
     uint32_t md_target = 0, md_member = 0, md_offset = 0; /* OpMemberDecorate runs */
     uint32_t mn_target = 0, mn_member = UINT32_MAX;       /* OpMemberName runs */
+    struct float_types ft = {{0}, 0};
     size_t w = 5;
     while (w < nwords) {
         uint32_t head = words[w];
@@ -375,6 +405,8 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
         /* mark_globals checked that the words tile. */
         if (KILN_UNLIKELY(only_class >= 0))
             memcpy(saved, s, sizeof(saved));
+        if (op == OP_FUNCTION) g_in_func = true;
+        if (op == OP_FUNCTION_END) g_in_func = false;
         if (op < 0xFF) {
             *s[S_OP]++ = (uint8_t)op;
         } else {
@@ -480,7 +512,10 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
                 last_target = v;
                 break;
             case K_WORD:
-                s[S_RAW] = put_word(s[S_RAW], v);
+                if (KX_ICONST && wc >= 3 && !is_float_type(&ft, ins[1]))
+                    s[S_LIT] = put_varint(s[S_LIT], zigzag(v));
+                else
+                    s[S_RAW] = put_word(s[S_RAW], v);
                 break;
             case K_STR:
                 i = put_str(&s[S_STR], ins, i, wc);
@@ -493,6 +528,8 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
                 break;
             }
         }
+        if (op == OP_TYPE_FLOAT && wc >= 2)
+            add_float_type(&ft, ins[1]);
     next:
         /* Per-class figures: drop what other classes' instructions wrote. */
         if (KILN_UNLIKELY(only_class >= 0) && kiln__spirv_op_class(op) != (unsigned)only_class)
@@ -551,6 +588,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     uint32_t last_res = 0, last_target = 0;
     uint32_t md_target = 0, md_member = 0, md_offset = 0;
     uint32_t mn_target = 0, mn_member = UINT32_MAX;
+    struct float_types ft = {{0}, 0};
     size_t w = 5;
     while (w < nwords) {
         struct rs *so = &s[S_OP];
@@ -698,8 +736,13 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                 last_target = ins[i];
                 break;
             case K_WORD:
-                if (!get_word(&s[S_RAW], &ins[i]))
+                if (KX_ICONST && wc >= 3 && !is_float_type(&ft, ins[1])) {
+                    if (!get_varint(&s[S_LIT], &v))
+                        return KILN_ECORRUPT_BLOB;
+                    ins[i] = unzigzag(v);
+                } else if (!get_word(&s[S_RAW], &ins[i])) {
                     return KILN_ECORRUPT_BLOB;
+                }
                 break;
             case K_STR:
                 if ((i = get_str(&s[S_STR], ins, i, wc)) == 0)
@@ -715,6 +758,8 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                 break;
             }
         }
+        if (op == OP_TYPE_FLOAT && wc >= 2)
+            add_float_type(&ft, ins[1]);
         w += wc;
     }
     for (int i = 0; i < S_COUNT; i++) {

@@ -78,7 +78,11 @@ int kiln_pack_class_stats_add(const uint32_t *words, size_t nwords,
     for (size_t w = 5; w < nwords; w += words[w] >> 16)
         cw[kiln__spirv_op_class(words[w] & 0xFFFF)] += words[w] >> 16;
     for (int t = 0; t < 2; t++) {
-        for (int c = 0; c < KILN_PACK_CLASS_COUNT; c++) {
+        /* Class KILN_PACK_CLASS_COUNT keeps nothing: what every class's
+         * output holds anyway (stream sizes, the module header, the zstd
+         * frame), taken off each class's figures. */
+        size_t empty_x = 0, empty_z = 0;
+        for (int c = KILN_PACK_CLASS_COUNT; c >= 0; c--) {
             int64_t xn = t == 0 ? kiln__spirv1_encode(words, nwords, tls->xbuf, work, c)
                                 : kiln__spirv2_encode(words, nwords, tls->xbuf, work, c);
             if (xn < 0)
@@ -87,8 +91,13 @@ int kiln_pack_class_stats_add(const uint32_t *words, size_t nwords,
                                           (size_t)xn, KILN__KILN_LEVEL);
             if (ZSTD_isError(zn))
                 return KILN_ENOMEM;
-            stats->xform_bytes[t][c] += (uint64_t)xn;
-            stats->zstd_bytes[t][c] += zn;
+            if (c == KILN_PACK_CLASS_COUNT) {
+                empty_x = (size_t)xn;
+                empty_z = zn;
+                continue;
+            }
+            stats->xform_bytes[t][c] += (uint64_t)xn - KILN_MIN(empty_x, (size_t)xn);
+            stats->zstd_bytes[t][c] += zn - KILN_MIN(empty_z, zn);
         }
     }
     for (int c = 0; c < KILN_PACK_CLASS_COUNT; c++)
