@@ -309,7 +309,7 @@ static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
     if (!ZSTD_isError(rc) && format == 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
-    if (!ZSTD_isError(rc) && format == 2 && getenv("KX_NOFCS"))
+    if (!ZSTD_isError(rc) && format == 2 && !getenv("KX_FCS"))
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
     if (format == 2 && level > 1) {
         const char *e = getenv("KX_MML");
@@ -488,7 +488,8 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
              * the transform can make for this many words fails here. */
             size_t xbound = h.format == 1 ? kiln__spirv1_xform_bound(nwords)
                                           : kiln__spirv2_xform_bound(nwords);
-            if (kiln__pack_tls_xbuf(tls, xbound) < 0)
+            size_t scratch = h.format == 1 ? 0 : kiln__spirv2_decode_scratch(nwords);
+            if (kiln__pack_tls_xbuf(tls, xbound + scratch) < 0)
                 return KILN_ENOMEM;
             size_t n = h.dict ? ZSTD_decompress_usingDDict(tls->dctx, tls->xbuf, xbound, payload,
                                                            psize, dict->ddict)
@@ -496,7 +497,8 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
             if (ZSTD_isError(n))
                 return corrupt(blob_size, "zstd frame does not decode");
             int rc = h.format == 1 ? kiln__spirv1_decode(tls->xbuf, n, out, nwords)
-                                   : kiln__spirv2_decode(tls->xbuf, n, out, nwords);
+                                   : kiln__spirv2_decode(tls->xbuf, n, out, nwords,
+                                                         tls->xbuf + xbound);
             if (rc < 0)
                 return corrupt(blob_size, "transformed streams are damaged");
         }

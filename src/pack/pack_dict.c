@@ -51,8 +51,9 @@ static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **ou
     kiln__store_le64(b + 8, d->id);
     memcpy(b + KPD_HEAD, zdict, zsize);
     const char *e = getenv("KX_DLEVEL");
-    int lvl = e ? atoi(e) : KILN__KILN_LEVEL;
+    int lvl = e ? atoi(e) : 6;
     ZSTD_compressionParameters cp = ZSTD_getCParams(lvl, 4096, zsize);
+    cp.hashLog = 15; cp.chainLog = 15;
 #define KXP(name, field) if (getenv(name)) cp.field = (unsigned)atoi(getenv(name));
     KXP("KX_DHLOG", hashLog) KXP("KX_DCLOG", chainLog) KXP("KX_DSLOG", searchLog) KXP("KX_DMML", minMatch)
     KXP("KX_DTLEN", targetLength)
@@ -132,6 +133,7 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
     if (rc == 0) {
         size_t zn;
         const char *e = getenv("KX_TRAIN");
+        if (!e) e = "2";
         if (e && atoi(e) == 1) {
             ZDICT_fastCover_params_t p = {0};
             p.d = getenv("KX_D") ? (unsigned)atoi(getenv("KX_D")) : 8;

@@ -25,7 +25,7 @@ struct kiln_pack_dict {
 
 /* The zstd level of the kiln codec, after the transform (docs/pack-format.md
  * has the measurements behind it). Format 1 blobs were made at level 3. */
-#define KILN__KILN_LEVEL 3
+#define KILN__KILN_LEVEL 5
 
 /* Per-thread state: contexts and buffers reused by every call. */
 struct kiln__pack_tls {
@@ -57,7 +57,8 @@ int kiln__pack_tls_xbuf(struct kiln__pack_tls *tls, size_t n);
  * parseable SPIR-V module (the caller then uses another codec).
  *
  * decode turns the stream form back into exactly `nwords` words in `out`.
- * Every read is bounds-checked.
+ * Every read is bounds-checked. Transform 2's decoder needs
+ * kiln__spirv2_decode_scratch(nwords) bytes of `scratch`.
  * @return 0, or KILN_ECORRUPT_BLOB when the streams are damaged or do not
  * make exactly `nwords` words.
  */
@@ -71,7 +72,9 @@ size_t kiln__spirv2_xform_bound(size_t nwords);
 size_t kiln__spirv2_work_bound(size_t nwords);
 int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, size_t cap,
                             int only_class);
-int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords);
+size_t kiln__spirv2_decode_scratch(size_t nwords);
+int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords,
+                        uint8_t *scratch);
 
 /*
  * kiln_pack, making blob format 1 (transform 1) as kiln did before format 2:

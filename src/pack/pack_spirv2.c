@@ -3,38 +3,51 @@
  * module split into streams of like values, each small and regular, for
  * zstd to compress.
  *
- * Design. As version 1 (pack_spirv.c), each instruction word is routed by
- * what it means, from the shared table of operand shapes per opcode, into
- * one of nine streams:
+ * Design. As in version 1 (pack_spirv.c), each instruction word is routed
+ * by what it means, from the shared table of operand shapes per opcode,
+ * into one of seven streams:
  *
- *   op    opcode, one byte (0xFF and a u16 for opcodes >= 255)
- *   len   word count: 0 when it equals the last count seen for this opcode
+ *   op    opcode, one byte (0xFF and a u16 for opcodes >= 255), then the
+ *         word count: 0 when it equals the last count seen for this opcode
  *         (or the opcode's usual count), else the count itself
- *   res   result id, as the zigzag delta from the previous result id + 1
+ *   res   result id, as the zigzag delta from the predicted one: the
+ *         previous result + 1, and inside a function the first id from
+ *         there on not defined yet (compilers number module-level
+ *         constants and types among a function's values, so those are
+ *         skipped)
  *   type  result type id, as it is
- *   id    other id operands, each one of two ways, told apart by the low
- *         bit: an id defined outside every function (a type, a constant, a
- *         global variable, an ext-inst set, a function) as itself, so that
- *         `%int_0` is the same value at every use; any other as the zigzag
- *         delta from this instruction's result id (or the last one): SSA
- *         values mostly name values computed just before. Decoration and
- *         name targets are a delta from the previous target.
- *   dec   decoration literals; OpMemberDecorate runs coded per struct: the
- *         member index as a delta from the previous one, an Offset as a
- *         delta from the previous member's Offset
- *   lit   other small literals, as varints
- *   raw   literal words with no small-number bias (constants), as they are
- *   str   literal strings, as their words
+ *   id    other id operands. Inside a function, an id defined outside
+ *         every function but not a type (a constant, a global variable, an
+ *         ext-inst set, a function) is written as 0 here and itself in the
+ *         gid stream, so that `%int_0` is the same value at every use; any
+ *         other id as 1 + the zigzag delta from this instruction's result
+ *         id (or the last one): values mostly name values computed just
+ *         before. Decoration and name targets are the zigzag delta from the
+ *         previous target.
+ *   gid   the module-level ids of the id stream, as they are
+ *   lit   small literals, as varints: enums, indices, decorations, integer
+ *         constants (zigzag). OpMemberDecorate and OpMemberName are coded
+ *         per struct: the member index as a delta from the previous one and
+ *         an Offset as a delta from the previous member's Offset.
+ *   raw   literal words of float constants, as they are; literal strings
+ *         as their bytes up to and with the terminating 0 (the padding is
+ *         implied), or, for a string not padded with 0s, 0xFF, its word
+ *         count and its words
  *
- * The decoder needs no table of ids: the low bit of an id value says how to
- * read it. Only the encoder knows which ids are module-level (a first pass
- * marks them in a bitmap); any choice it makes decodes to the same words,
- * so the split costs size when wrong, never correctness.
+ * The decoder keeps no table of operands: the id stream's 0 says where to
+ * read an id. Only the encoder knows which ids are module-level (a first
+ * pass marks them in a bitmap); any choice it makes decodes to the same
+ * words. Both sides keep the same bitmap of the result ids defined so far
+ * to predict the next result; it covers ids below 8 x the word count (a
+ * valid module has far fewer), and the search for the next undefined id
+ * stops after PREDICT_SCAN ids, so a hostile blob cannot make decoding
+ * slow.
  *
- * Every stream value maps any 32-bit word to a value and back (id values
- * carry 33 bits), so the transform is lossless for any word sequence whose
- * instruction lengths fit; only a word count of 0 or one past the end makes
- * encode give up (KILN_EFORMAT).
+ * Every kind of value maps any 32-bit word to a value and back, so the
+ * transform is lossless for any word sequence whose instruction lengths
+ * fit: a shape that is wrong for an odd module costs size, never
+ * correctness. Only a word count of 0 or one past the end makes encode
+ * give up (KILN_EFORMAT).
  *
  * The stream form is: the size of each stream but the last as a varint,
  * then the streams back to back. The decoder checks every read against its
@@ -48,9 +61,8 @@
 #include <pthread.h>
 #include <string.h>
 
-enum { S_OP, S_LEN = S_OP, S_RES, S_TYPE, S_ID, S_GID, S_LIT, S_DEC = S_LIT, S_RAW, S_STR = S_RAW, S_COUNT };
+enum { S_OP, S_RES, S_TYPE, S_ID, S_GID, S_LIT, S_RAW, S_COUNT };
 
-/* The shared kinds, and one of version 2's own: a literal of the dec stream. */
 enum {
     K_TYPE = KILN__K_TYPE,
     K_RES = KILN__K_RES,
@@ -58,44 +70,33 @@ enum {
     K_TARGET = KILN__K_TARGET,
     K_WORD = KILN__K_WORD,
     K_STR = KILN__K_STR,
-    K_DEC = 16,
 };
 
 enum {
-    OP_FUNCTION = 54,
-    OP_FUNCTION_END = 56,
+    OP_UNDEF = 1,
     OP_MEMBER_NAME = 6,
     OP_TYPE_FLOAT = 22,
-    OP_DECORATE = 71,
+    OP_CONSTANT_TRUE = 41,
+    OP_SPEC_CONSTANT_OP = 52,
+    OP_FUNCTION = 54,
+    OP_FUNCTION_END = 56,
     OP_MEMBER_DECORATE = 72,
     DECORATION_OFFSET = 35,
 };
 
-static struct kiln__shape shapes[KILN__SHAPE_SLOTS_MAX];
-static uint16_t default_len[KILN__SHAPE_SLOTS_MAX];
+/* How far the next undefined result id is searched for. */
+#define PREDICT_SCAN 64u
+
+static const struct kiln__shape *shapes;
+static const uint16_t *default_len;
 static unsigned nslots, default_slot;
 static pthread_once_t shapes_once = PTHREAD_ONCE_INIT;
-#include <stdlib.h>
-static int kx(const char *n, int d) { const char *e = getenv(n); return e ? atoi(e) : d; }
-static int KX_GLOBAL, KX_MD, KX_DEC, KX_MN, KX_GVAR, KX_GTYPE, KX_GINF, KX_ICONST;
 
-/* Version 2's shapes: the shared table, with OpDecorate's literals in dec. */
 static void shapes_init(void)
 {
-    const uint16_t *len;
-    const struct kiln__shape *sh = kiln__shapes(&len);
+    shapes = kiln__shapes(&default_len);
     nslots = kiln__shape_slots();
-    KX_GLOBAL = kx("KX_GLOBAL", 1); KX_MD = kx("KX_MD", 1); KX_DEC = kx("KX_DEC", 1); KX_MN = kx("KX_MN", 1); KX_GVAR = kx("KX_GVAR", 1); KX_GTYPE = kx("KX_GTYPE", 1); KX_GINF = kx("KX_GINF", 0); KX_ICONST = kx("KX_ICONST", 1);
     default_slot = nslots - 1;
-    memcpy(shapes, sh, nslots * sizeof(*sh));
-    memcpy(default_len, len, nslots * sizeof(*len));
-    struct kiln__shape *d = &shapes[OP_DECORATE];
-    for (unsigned i = 0; i < d->nfixed; i++) {
-        if (d->fixed[i] == KILN__K_LIT && KX_DEC)
-            d->fixed[i] = K_DEC;
-    }
-    if (d->rest == KILN__K_LIT && KX_DEC)
-        d->rest = K_DEC;
 }
 
 static inline unsigned slot_of(uint32_t op)
@@ -103,7 +104,7 @@ static inline unsigned slot_of(uint32_t op)
     return KILN_LIKELY(op < KILN__SHAPE_OPS) ? op : kiln__shape_slot(op);
 }
 
-/* ---- varints ------------------------------------------------------------ */
+/* ---- varints and bitmaps -------------------------------------------------- */
 
 static inline uint32_t zigzag(uint32_t d)
 {
@@ -115,7 +116,7 @@ static inline uint32_t unzigzag(uint32_t v)
     return (v >> 1) ^ (uint32_t) - (int32_t)(v & 1);
 }
 
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+static inline uint8_t *put_varint(uint8_t *p, uint32_t v)
 {
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
@@ -136,8 +137,8 @@ struct rs {
     const uint8_t *end;
 };
 
-/* Reads a varint of at most 5 bytes whose value fits `bits` (32 or 33). */
-static inline bool get_varint_bits(struct rs *s, uint64_t *v, unsigned bits)
+/* Reads a varint of at most 5 bytes whose value fits 32 bits. */
+static inline bool get_varint(struct rs *s, uint32_t *v)
 {
     const uint8_t *p = s->p;
     if (KILN_LIKELY(p < s->end && p[0] < 0x80)) {
@@ -145,14 +146,14 @@ static inline bool get_varint_bits(struct rs *s, uint64_t *v, unsigned bits)
         s->p = p + 1;
         return true;
     }
-    uint64_t r = 0;
+    uint32_t r = 0;
     for (unsigned shift = 0; shift < 35; shift += 7) {
         if (p >= s->end)
             return false;
         uint8_t b = *p++;
-        if (shift == 28 && b >= 1u << (bits - 28))
+        if (shift == 28 && b > 0x0F)
             return false;
-        r |= (uint64_t)(b & 0x7F) << shift;
+        r |= (uint32_t)(b & 0x7F) << shift;
         if (b < 0x80) {
             *v = r;
             s->p = p;
@@ -160,15 +161,6 @@ static inline bool get_varint_bits(struct rs *s, uint64_t *v, unsigned bits)
         }
     }
     return false;
-}
-
-static inline bool get_varint(struct rs *s, uint32_t *v)
-{
-    uint64_t x;
-    if (!get_varint_bits(s, &x, 32))
-        return false;
-    *v = (uint32_t)x;
-    return true;
 }
 
 static inline bool get_word(struct rs *s, uint32_t *w)
@@ -180,53 +172,51 @@ static inline bool get_word(struct rs *s, uint32_t *w)
     return true;
 }
 
-/* An id operand: a delta from `base` in `s`, or 0 there and the id itself in `g`. */
-static inline bool get_id(struct rs *s, struct rs *g, uint32_t base, uint32_t *id)
+/* A set of ids below `lim`; ids at or above it are never members. */
+struct idset {
+    uint8_t *bits;
+    uint32_t lim;
+};
+
+static uint32_t idset_lim(size_t nwords)
 {
-    uint32_t v;
-    if (!get_varint(s, &v))
-        return false;
-    if (v != 0) {
-        *id = base - unzigzag(v - 1);
-        return true;
-    }
-    return get_varint(g, id);
+    return (uint32_t)KILN_MIN(nwords * 8 + 64, (size_t)UINT32_MAX);
 }
 
-/* Reads a string written by put_str into words i.. of an instruction of
- * `wc` words. @return the index of its last word, or 0 when damaged. */
-static uint32_t get_str(struct rs *s, uint32_t *ins, uint32_t i, uint32_t wc)
+static size_t idset_bytes(size_t nwords)
 {
-    const uint8_t *p = s->p;
-    if (p >= s->end)
-        return 0;
-    size_t room = (size_t)(wc - i) * 4;
-    uint8_t *dst = (uint8_t *)(ins + i);
-    if (*p == 0xFF) {
-        uint32_t n;
-        s->p = p + 1;
-        if (!get_varint(s, &n) || n == 0 || n > wc - i || (size_t)(s->end - s->p) < (size_t)n * 4)
-            return 0;
-        memcpy(dst, s->p, (size_t)n * 4);
-        s->p += (size_t)n * 4;
-        return i + n - 1;
+    return idset_lim(nwords) / 8 + 1;
+}
+
+static inline bool id_in(const struct idset *s, uint32_t id)
+{
+    return id < s->lim && (s->bits[id >> 3] >> (id & 7) & 1);
+}
+
+static inline void id_add(struct idset *s, uint32_t id)
+{
+    if (id < s->lim)
+        s->bits[id >> 3] |= (uint8_t)(1u << (id & 7));
+}
+
+/* The predicted result id after `last`. */
+static inline uint32_t predict(const struct idset *def, uint32_t last, bool in_func)
+{
+    uint32_t p = last + 1;
+    if (in_func) {
+        for (unsigned n = 0; n < PREDICT_SCAN && id_in(def, p); n++)
+            p++;
     }
-    const uint8_t *z = memchr(p, 0, KILN_MIN((size_t)(s->end - p), room));
-    if (!z)
-        return 0;
-    size_t len = (size_t)(z - p) + 1, nw = (len + 3) / 4;
-    ins[i + nw - 1] = 0; /* the padding */
-    memcpy(dst, p, len);
-    s->p = z + 1;
-    return i + (uint32_t)nw - 1;
+    return p;
 }
 
 /*
  * The float types seen so far (the first few; a module has one to three):
- * a literal word of a constant of any other type (integers, mostly small)
- * is coded as a varint, a float's as its word.
+ * a literal word of a constant of any other type (an integer, mostly
+ * small) is a varint in lit, a float's is its word in raw.
  */
 #define FLOAT_TYPES 8
+
 struct float_types {
     uint32_t id[FLOAT_TYPES];
     unsigned n;
@@ -247,53 +237,46 @@ static inline void add_float_type(struct float_types *f, uint32_t id)
         f->id[f->n++] = id;
 }
 
-/* ---- encode ------------------------------------------------------------- */
+/* The state of runs of OpMemberDecorate and OpMemberName on one struct. */
+struct runs {
+    uint32_t md_target, md_member, md_offset;
+    uint32_t mn_target, mn_member;
+};
+
+/* ---- encode --------------------------------------------------------------- */
 
 /*
  * Every stream gets room for the worst case of the whole module (5 bytes a
- * word), then the streams are moved together. After the regions, the
- * bitmap of module-level ids: ids below 8 x the word count are marked
- * (a valid module has far fewer); larger ids are coded as deltas.
+ * word), then the streams are moved together. After the regions, the two
+ * id bitmaps.
  */
 #define STREAM_SLACK 16u
-
-static size_t gmap_ids(size_t nwords)
-{
-    return KILN_MIN(nwords * 8 + 64, (size_t)UINT32_MAX);
-}
 
 size_t kiln__spirv2_work_bound(size_t nwords)
 {
     return (size_t)S_COUNT * (nwords * 5 + STREAM_SLACK) + (size_t)S_COUNT * 5 +
-           gmap_ids(nwords) / 8 + 1;
+           2 * idset_bytes(nwords);
 }
 
-/* An instruction's first word takes at most 3 + 3 bytes (op, len), any
- * other word at most 5; the stream sizes at most 5 bytes each. */
+/* An instruction's first word takes at most 3 + 3 bytes (op, count), any
+ * other word at most 5 (a string's first word 6: 0xFF and its count, then
+ * 4 a word); the stream sizes at most 5 bytes each. */
 size_t kiln__spirv2_xform_bound(size_t nwords)
 {
     return nwords * 6 + (size_t)S_COUNT * 5 + 16;
 }
 
-struct gmap {
-    uint8_t *bits;
-    uint32_t lim; /* ids >= lim are never module-level */
-};
-
-static inline bool is_global(const struct gmap *g, uint32_t id)
+size_t kiln__spirv2_decode_scratch(size_t nwords)
 {
-    return id < g->lim && (g->bits[id >> 3] >> (id & 7) & 1);
+    return idset_bytes(nwords);
 }
 
-/* An id operand: a delta from `base` (never 0: an id equal to its base,
- * seldom seen, goes the other way), or 0 and the module-level id itself in
- * the gid stream. */
-static bool g_in_func;
-static inline uint8_t *put_id(uint8_t *p, uint8_t **gp, const struct gmap *g, uint32_t base,
-                              uint32_t id)
+/* An id operand: 1 + its zigzag delta from `base`, or 0 and the id itself
+ * in the gid stream (a module-level id, or a delta that does not fit). */
+static inline uint8_t *put_id(uint8_t *p, uint8_t **gp, bool global, uint32_t base, uint32_t id)
 {
     uint32_t z = zigzag(base - id);
-    if ((is_global(g, id) && (g_in_func || !KX_GINF)) || z == UINT32_MAX) {
+    if (global || z == UINT32_MAX) {
         *gp = put_varint(*gp, id);
         *p++ = 0;
         return p;
@@ -301,13 +284,25 @@ static inline uint8_t *put_id(uint8_t *p, uint8_t **gp, const struct gmap *g, ui
     return put_varint(p, z + 1);
 }
 
+static inline bool get_id(struct rs *s, struct rs *g, uint32_t base, uint32_t *id)
+{
+    uint32_t v;
+    if (!get_varint(s, &v))
+        return false;
+    if (KILN_LIKELY(v != 0)) {
+        *id = base - unzigzag(v - 1);
+        return true;
+    }
+    return get_varint(g, id);
+}
+
 /*
  * A literal string starting at word `i` of an instruction of `wc` words:
  * its words run up to the one whose top byte is 0 (or the instruction's
  * end). A string whose first 0 byte is in its last word, followed by 0s
- * only, is written as its bytes up to and with that 0 (the padding is
- * implied); any other, or one starting with the byte 0xFF (never in
- * UTF-8), as 0xFF, its word count and its words.
+ * only, is written as its bytes up to and with that 0; any other, or one
+ * starting with the byte 0xFF (never in UTF-8), as 0xFF, its word count
+ * and its words.
  * @return the index of the string's last word.
  */
 static uint32_t put_str(uint8_t **sp, const uint32_t *ins, uint32_t i, uint32_t wc)
@@ -336,9 +331,47 @@ static uint32_t put_str(uint8_t **sp, const uint32_t *ins, uint32_t i, uint32_t 
     return j;
 }
 
-/* The first pass: marks the result ids defined outside functions, and each
- * function's own id. @return 0 or KILN_EFORMAT when the words do not tile. */
-static int mark_globals(const uint32_t *words, size_t nwords, struct gmap *g)
+/* Reads a string written by put_str into words i.. of an instruction of
+ * `wc` words. @return the index of its last word, or 0 when damaged. */
+static uint32_t get_str(struct rs *s, uint32_t *ins, uint32_t i, uint32_t wc)
+{
+    const uint8_t *p = s->p;
+    if (p >= s->end)
+        return 0;
+    size_t room = (size_t)(wc - i) * 4;
+    uint8_t *dst = (uint8_t *)(ins + i);
+    if (*p == 0xFF) {
+        uint32_t n;
+        s->p = p + 1;
+        if (!get_varint(s, &n) || n == 0 || n > wc - i ||
+            (size_t)(s->end - s->p) < (size_t)n * 4)
+            return 0;
+        memcpy(dst, s->p, (size_t)n * 4);
+        s->p += (size_t)n * 4;
+        return i + n - 1;
+    }
+    const uint8_t *z = memchr(p, 0, KILN_MIN((size_t)(s->end - p), room));
+    if (!z)
+        return 0;
+    size_t len = (size_t)(z - p) + 1, nw = (len + 3) / 4;
+    ins[i + nw - 1] = 0; /* the padding */
+    memcpy(dst, p, len);
+    s->p = z + 1;
+    return i + (uint32_t)nw - 1;
+}
+
+/* Whether a result defined outside functions is coded as itself inside
+ * them: anything but a type (types are rare operands there). */
+static bool global_kind(uint32_t op)
+{
+    return kiln__spirv_op_class(op) != KILN_PACK_CLASS_TYPE_CONSTANT || op == OP_UNDEF ||
+           (op >= OP_CONSTANT_TRUE && op <= OP_SPEC_CONSTANT_OP);
+}
+
+/* The first pass: marks the module-level ids (global_kind results outside
+ * functions, and functions). @return 0 or KILN_EFORMAT when the words do
+ * not tile. */
+static int mark_globals(const uint32_t *words, size_t nwords, struct idset *g)
 {
     bool in_func = false;
     size_t w = 5;
@@ -347,25 +380,20 @@ static int mark_globals(const uint32_t *words, size_t nwords, struct gmap *g)
         if (wc == 0 || wc > nwords - w)
             return KILN_EFORMAT;
         const struct kiln__shape *sh = &shapes[slot_of(op)];
-        uint32_t res = 0;
-        bool has = false;
         if (op == OP_FUNCTION) {
             in_func = true;
-            has = wc > 2;
-            res = has ? words[w + 2] : 0;
+            if (wc > 2)
+                id_add(g, words[w + 2]);
         } else if (op == OP_FUNCTION_END) {
             in_func = false;
-        } else if (!in_func && sh->has_result && (KX_GVAR || op != 59) && (KX_GTYPE || kiln__spirv_op_class(op) != KILN_PACK_CLASS_TYPE_CONSTANT || (op >= 41 && op <= 52) || op == 1)) {
+        } else if (!in_func && sh->has_result && global_kind(op)) {
             for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
                 if (sh->fixed[i - 1] == K_RES) {
-                    res = words[w + i];
-                    has = true;
+                    id_add(g, words[w + i]);
                     break;
                 }
             }
         }
-        if (has && res < g->lim && KX_GLOBAL)
-            g->bits[res >> 3] |= (uint8_t)(1u << (res & 7));
         w += wc;
     }
     return 0;
@@ -382,10 +410,11 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     uint8_t *start[S_COUNT], *s[S_COUNT], *saved[S_COUNT];
     for (int i = 0; i < S_COUNT; i++)
         start[i] = s[i] = base + (size_t)i * region;
-    struct gmap g = {base + (size_t)S_COUNT * region, (uint32_t)gmap_ids(nwords)};
-    memset(g.bits, 0, g.lim / 8 + 1);
-    KILN_TRY(mark_globals(words, nwords, &g));
-    g_in_func = false;
+    size_t setb = idset_bytes(nwords);
+    struct idset glob = {base + (size_t)S_COUNT * region, idset_lim(nwords)};
+    struct idset def = {glob.bits + setb, glob.lim};
+    memset(glob.bits, 0, 2 * setb);
+    KILN_TRY(mark_globals(words, nwords, &glob));
 
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
@@ -394,33 +423,36 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     for (int i = 1; i < 5; i++)
         s[S_LIT] = put_varint(s[S_LIT], words[i]);
 
-    uint32_t last_res = 0, last_target = 0;
-    uint32_t md_target = 0, md_member = 0, md_offset = 0; /* OpMemberDecorate runs */
-    uint32_t mn_target = 0, mn_member = UINT32_MAX;       /* OpMemberName runs */
+    uint32_t last_res = 0, last_target = 0, prev_op = 0;
+    bool in_func = false;
+    struct runs rn = {0, 0, 0, 0, UINT32_MAX};
     struct float_types ft = {{0}, 0};
     size_t w = 5;
     while (w < nwords) {
         uint32_t head = words[w];
-        uint32_t op = head & 0xFFFF, wc = head >> 16;
-        /* mark_globals checked that the words tile. */
+        uint32_t op = head & 0xFFFF, wc = head >> 16; /* mark_globals checked wc */
         if (KILN_UNLIKELY(only_class >= 0))
             memcpy(saved, s, sizeof(saved));
-        if (op == OP_FUNCTION) g_in_func = true;
-        if (op == OP_FUNCTION_END) g_in_func = false;
+        /* Inside a function: from the instruction after OpFunction up to
+         * and with OpFunctionEnd. */
+        in_func = prev_op == OP_FUNCTION ? true : prev_op == OP_FUNCTION_END ? false : in_func;
+        prev_op = op;
+        uint8_t *q = s[S_OP];
         if (op < 0xFF) {
-            *s[S_OP]++ = (uint8_t)op;
+            *q++ = (uint8_t)op;
         } else {
-            *s[S_OP]++ = 0xFF;
-            kiln__store_le16(s[S_OP], (uint16_t)op);
-            s[S_OP] += 2;
+            *q++ = 0xFF;
+            kiln__store_le16(q, (uint16_t)op);
+            q += 2;
         }
         unsigned slot = slot_of(op);
         if (slot != default_slot && last_len[slot] == wc) {
-            *s[S_LEN]++ = 0;
+            *q++ = 0;
         } else {
-            s[S_LEN] = put_varint(s[S_LEN], wc);
+            q = put_varint(q, wc);
             last_len[slot] = (uint16_t)wc;
         }
+        s[S_OP] = q;
         const struct kiln__shape *sh = &shapes[slot];
         const uint32_t *ins = words + w;
         if (wc <= sh->fast_wc) {
@@ -428,56 +460,58 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
             if (sh->fast_prefix == KILN__FAST_TR && wc >= 3) {
                 s[S_TYPE] = put_varint(s[S_TYPE], ins[1]);
                 idb = ins[2];
-                s[S_RES] = put_varint(s[S_RES], zigzag(idb - (last_res + 1)));
+                s[S_RES] = put_varint(s[S_RES], zigzag(idb - predict(&def, last_res, in_func)));
+                id_add(&def, idb);
                 last_res = idb;
                 i = 3;
             } else if (sh->fast_prefix == KILN__FAST_R && wc >= 2) {
                 idb = ins[1];
-                s[S_RES] = put_varint(s[S_RES], zigzag(idb - (last_res + 1)));
+                s[S_RES] = put_varint(s[S_RES], zigzag(idb - predict(&def, last_res, in_func)));
+                id_add(&def, idb);
                 last_res = idb;
                 i = 2;
             } else if (sh->fast_prefix != KILN__FAST_NONE) {
                 goto general; /* cut short: fewer words than the prefix */
             }
-            uint8_t *q = s[S_ID];
+            uint8_t *p = s[S_ID];
             for (; i < wc; i++)
-                q = put_id(q, &s[S_GID], &g, idb, ins[i]);
-            s[S_ID] = q;
+                p = put_id(p, &s[S_GID], in_func && id_in(&glob, ins[i]), idb, ins[i]);
+            s[S_ID] = p;
             goto next;
         }
-        if (op == OP_MEMBER_DECORATE && wc >= 4 && KX_MD) {
+        if (op == OP_MEMBER_DECORATE && wc >= 4) {
             /* A run on one struct: member and Offset as deltas within it. */
             uint32_t t = ins[1];
             s[S_ID] = put_varint(s[S_ID], zigzag(t - last_target));
             last_target = t;
-            if (t != md_target) {
-                md_target = t;
-                md_member = md_offset = 0;
+            if (t != rn.md_target) {
+                rn.md_target = t;
+                rn.md_member = rn.md_offset = 0;
             }
-            s[S_DEC] = put_varint(s[S_DEC], zigzag(ins[2] - md_member));
-            md_member = ins[2];
-            s[S_DEC] = put_varint(s[S_DEC], ins[3]);
+            s[S_LIT] = put_varint(s[S_LIT], zigzag(ins[2] - rn.md_member));
+            rn.md_member = ins[2];
+            s[S_LIT] = put_varint(s[S_LIT], ins[3]);
             if (ins[3] == DECORATION_OFFSET && wc == 5) {
-                s[S_DEC] = put_varint(s[S_DEC], zigzag(ins[4] - md_offset));
-                md_offset = ins[4];
+                s[S_LIT] = put_varint(s[S_LIT], zigzag(ins[4] - rn.md_offset));
+                rn.md_offset = ins[4];
             } else {
                 for (uint32_t i = 4; i < wc; i++)
-                    s[S_DEC] = put_varint(s[S_DEC], ins[i]);
+                    s[S_LIT] = put_varint(s[S_LIT], ins[i]);
             }
             goto next;
         }
-        if (op == OP_MEMBER_NAME && wc >= 4 && KX_MN) {
+        if (op == OP_MEMBER_NAME && wc >= 4) {
             /* Names of one struct's members, in order: the member as a delta. */
             uint32_t t = ins[1];
             s[S_ID] = put_varint(s[S_ID], zigzag(t - last_target));
             last_target = t;
-            if (t != mn_target) {
-                mn_target = t;
-                mn_member = UINT32_MAX;
+            if (t != rn.mn_target) {
+                rn.mn_target = t;
+                rn.mn_member = UINT32_MAX;
             }
-            s[S_DEC] = put_varint(s[S_DEC], zigzag(ins[2] - (mn_member + 1)));
-            mn_member = ins[2];
-            uint32_t i = put_str(&s[S_STR], ins, 3, wc);
+            s[S_LIT] = put_varint(s[S_LIT], zigzag(ins[2] - (rn.mn_member + 1)));
+            rn.mn_member = ins[2];
+            uint32_t i = put_str(&s[S_RAW], ins, 3, wc);
             for (i++; i < wc; i++)
                 s[S_LIT] = put_varint(s[S_LIT], ins[i]);
             goto next;
@@ -501,27 +535,25 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
                 s[S_TYPE] = put_varint(s[S_TYPE], v);
                 break;
             case K_RES:
-                s[S_RES] = put_varint(s[S_RES], zigzag(v - (last_res + 1)));
+                s[S_RES] = put_varint(s[S_RES], zigzag(v - predict(&def, last_res, in_func)));
+                id_add(&def, v);
                 last_res = v;
                 break;
             case K_ID:
-                s[S_ID] = put_id(s[S_ID], &s[S_GID], &g, id_base, v);
+                s[S_ID] = put_id(s[S_ID], &s[S_GID], in_func && id_in(&glob, v), id_base, v);
                 break;
             case K_TARGET:
                 s[S_ID] = put_varint(s[S_ID], zigzag(v - last_target));
                 last_target = v;
                 break;
             case K_WORD:
-                if (KX_ICONST && wc >= 3 && !is_float_type(&ft, ins[1]))
+                if (wc >= 3 && !is_float_type(&ft, ins[1]))
                     s[S_LIT] = put_varint(s[S_LIT], zigzag(v));
                 else
                     s[S_RAW] = put_word(s[S_RAW], v);
                 break;
             case K_STR:
-                i = put_str(&s[S_STR], ins, i, wc);
-                break;
-            case K_DEC:
-                s[S_DEC] = put_varint(s[S_DEC], v);
+                i = put_str(&s[S_RAW], ins, i, wc);
                 break;
             default:
                 s[S_LIT] = put_varint(s[S_LIT], v);
@@ -550,9 +582,10 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     return (int64_t)(p - dst);
 }
 
-/* ---- decode ------------------------------------------------------------- */
+/* ---- decode --------------------------------------------------------------- */
 
-int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords)
+int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwords,
+                        uint8_t *scratch)
 {
     pthread_once(&shapes_once, shapes_init);
     if (nwords < 5)
@@ -577,6 +610,8 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     s[S_COUNT - 1].p = head.p + off;
     s[S_COUNT - 1].end = head.end;
 
+    struct idset def = {scratch, idset_lim(nwords)};
+    memset(def.bits, 0, idset_bytes(nwords));
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
 
@@ -585,9 +620,9 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         if (!get_varint(&s[S_LIT], &out[i]))
             return KILN_ECORRUPT_BLOB;
     }
-    uint32_t last_res = 0, last_target = 0;
-    uint32_t md_target = 0, md_member = 0, md_offset = 0;
-    uint32_t mn_target = 0, mn_member = UINT32_MAX;
+    uint32_t last_res = 0, last_target = 0, prev_op = 0;
+    bool in_func = false;
+    struct runs rn = {0, 0, 0, 0, UINT32_MAX};
     struct float_types ft = {{0}, 0};
     size_t w = 5;
     while (w < nwords) {
@@ -601,8 +636,10 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             op = kiln__load_le16(so->p);
             so->p += 2;
         }
+        in_func = prev_op == OP_FUNCTION ? true : prev_op == OP_FUNCTION_END ? false : in_func;
+        prev_op = op;
         uint32_t wc;
-        if (!get_varint(&s[S_LEN], &wc))
+        if (!get_varint(so, &wc))
             return KILN_ECORRUPT_BLOB;
         unsigned slot = slot_of(op);
         if (wc == 0) {
@@ -623,12 +660,14 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             if (sh->fast_prefix == KILN__FAST_TR && wc >= 3) {
                 if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v))
                     return KILN_ECORRUPT_BLOB;
-                base = last_res = ins[2] = last_res + 1 + unzigzag(v);
+                base = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
+                id_add(&def, base);
                 i = 3;
             } else if (sh->fast_prefix == KILN__FAST_R && wc >= 2) {
                 if (!get_varint(&s[S_RES], &v))
                     return KILN_ECORRUPT_BLOB;
-                base = last_res = ins[1] = last_res + 1 + unzigzag(v);
+                base = last_res = ins[1] = predict(&def, last_res, in_func) + unzigzag(v);
+                id_add(&def, base);
                 i = 2;
             } else if (sh->fast_prefix != KILN__FAST_NONE) {
                 goto general;
@@ -642,44 +681,44 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             w += wc;
             continue;
         }
-        if (op == OP_MEMBER_DECORATE && wc >= 4 && KX_MD) {
+        if (op == OP_MEMBER_DECORATE && wc >= 4) {
             uint32_t v;
             if (!get_varint(&s[S_ID], &v))
                 return KILN_ECORRUPT_BLOB;
             uint32_t t = last_target = ins[1] = last_target + unzigzag(v);
-            if (t != md_target) {
-                md_target = t;
-                md_member = md_offset = 0;
+            if (t != rn.md_target) {
+                rn.md_target = t;
+                rn.md_member = rn.md_offset = 0;
             }
-            if (!get_varint(&s[S_DEC], &v) || !get_varint(&s[S_DEC], &ins[3]))
+            if (!get_varint(&s[S_LIT], &v) || !get_varint(&s[S_LIT], &ins[3]))
                 return KILN_ECORRUPT_BLOB;
-            md_member = ins[2] = md_member + unzigzag(v);
+            rn.md_member = ins[2] = rn.md_member + unzigzag(v);
             if (ins[3] == DECORATION_OFFSET && wc == 5) {
-                if (!get_varint(&s[S_DEC], &v))
+                if (!get_varint(&s[S_LIT], &v))
                     return KILN_ECORRUPT_BLOB;
-                md_offset = ins[4] = md_offset + unzigzag(v);
+                rn.md_offset = ins[4] = rn.md_offset + unzigzag(v);
             } else {
                 for (uint32_t i = 4; i < wc; i++) {
-                    if (!get_varint(&s[S_DEC], &ins[i]))
+                    if (!get_varint(&s[S_LIT], &ins[i]))
                         return KILN_ECORRUPT_BLOB;
                 }
             }
             w += wc;
             continue;
         }
-        if (op == OP_MEMBER_NAME && wc >= 4 && KX_MN) {
+        if (op == OP_MEMBER_NAME && wc >= 4) {
             uint32_t v;
             if (!get_varint(&s[S_ID], &v))
                 return KILN_ECORRUPT_BLOB;
             uint32_t t = last_target = ins[1] = last_target + unzigzag(v);
-            if (t != mn_target) {
-                mn_target = t;
-                mn_member = UINT32_MAX;
+            if (t != rn.mn_target) {
+                rn.mn_target = t;
+                rn.mn_member = UINT32_MAX;
             }
-            if (!get_varint(&s[S_DEC], &v))
+            if (!get_varint(&s[S_LIT], &v))
                 return KILN_ECORRUPT_BLOB;
-            mn_member = ins[2] = mn_member + 1 + unzigzag(v);
-            uint32_t i = get_str(&s[S_STR], ins, 3, wc);
+            rn.mn_member = ins[2] = rn.mn_member + 1 + unzigzag(v);
+            uint32_t i = get_str(&s[S_RAW], ins, 3, wc);
             if (i == 0)
                 return KILN_ECORRUPT_BLOB;
             for (i++; i < wc; i++) {
@@ -701,7 +740,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                     if (!get_varint(&s[S_RES], &v))
                         return KILN_ECORRUPT_BLOB;
                     res_pos = i;
-                    res_val = last_res + 1 + unzigzag(v);
+                    res_val = predict(&def, last_res, in_func) + unzigzag(v);
                     id_base = res_val;
                     break;
                 }
@@ -721,8 +760,9 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                 } else {
                     if (!get_varint(&s[S_RES], &v))
                         return KILN_ECORRUPT_BLOB;
-                    ins[i] = last_res + 1 + unzigzag(v);
+                    ins[i] = predict(&def, last_res, in_func) + unzigzag(v);
                 }
+                id_add(&def, ins[i]);
                 last_res = ins[i];
                 break;
             case K_ID:
@@ -736,7 +776,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                 last_target = ins[i];
                 break;
             case K_WORD:
-                if (KX_ICONST && wc >= 3 && !is_float_type(&ft, ins[1])) {
+                if (wc >= 3 && !is_float_type(&ft, ins[1])) {
                     if (!get_varint(&s[S_LIT], &v))
                         return KILN_ECORRUPT_BLOB;
                     ins[i] = unzigzag(v);
@@ -745,11 +785,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                 }
                 break;
             case K_STR:
-                if ((i = get_str(&s[S_STR], ins, i, wc)) == 0)
-                    return KILN_ECORRUPT_BLOB;
-                break;
-            case K_DEC:
-                if (!get_varint(&s[S_DEC], &ins[i]))
+                if ((i = get_str(&s[S_RAW], ins, i, wc)) == 0)
                     return KILN_ECORRUPT_BLOB;
                 break;
             default:
