@@ -53,10 +53,15 @@
 
 /* Format 2. */
 #define KIND_TAG       0xA0u
-#define KIND_TAG_MASK  0xF8u
+#define KIND_TAG_MASK  0xE0u
+#define KIND_BLOCK_Z   0x10u /* the one block is compressed (else stored) */
+#define KIND_BLOCK     0x08u /* the payload is one block's content, not a frame */
 #define KIND_DICT      0x04u
 #define KIND_CODEC     0x03u
-#define HEAD2_MAX      12u /* kind, a varint of up to 5 bytes, u32, u16 */
+/* The frame header that a payload of one block stands for: no content
+ * size, checksum or dictionary id (so 0), and a 128 KiB window. */
+#define FRAME_FHD 0x00u
+#define FRAME_WD  0x38u
 
 /* ---- per-thread state --------------------------------------------------- */
 
@@ -135,13 +140,14 @@ struct blob_head {
     uint64_t checksum; /* format 1: XXH3-64; format 2: its low 32 bits */
     uint64_t dict_id;  /* format 1: the id; format 2: its low 16 bits */
     size_t head_size;
+    unsigned block; /* format 2: 0 (a frame), or KIND_BLOCK with KIND_BLOCK_Z if compressed */
 };
 
 /* Writes a header of `format` into `p` (room for BLOB_HEAD_DICT bytes).
  * @return its size. */
 static size_t write_head(uint8_t *p, unsigned format, enum kiln_codec codec,
                          const struct kiln_pack_dict *dict, uint32_t spirv_bytes,
-                         uint64_t checksum)
+                         uint64_t checksum, unsigned block)
 {
     if (format == 1) {
         p[0] = BLOB_MAGIC;
@@ -156,7 +162,7 @@ static size_t write_head(uint8_t *p, unsigned format, enum kiln_codec codec,
         return BLOB_HEAD_DICT;
     }
     uint8_t *q = p;
-    *q++ = (uint8_t)(KIND_TAG | (unsigned)codec | (dict ? KIND_DICT : 0));
+    *q++ = (uint8_t)(KIND_TAG | block | (unsigned)codec | (dict ? KIND_DICT : 0));
     for (uint32_t v = spirv_bytes / 4;; v >>= 7) {
         *q++ = (uint8_t)(v < 0x80 ? v : (v & 0x7F) | 0x80);
         if (v < 0x80)
@@ -177,6 +183,7 @@ static int read_head1(const uint8_t *p, size_t blob_size, struct blob_head *h)
         (p[3] & ~BLOB_FLAG_DICT) != 0)
         return KILN_ECORRUPT_BLOB;
     h->format = 1;
+    h->block = 0;
     h->codec = (enum kiln_codec)p[2];
     h->dict = (p[3] & BLOB_FLAG_DICT) != 0;
     h->spirv_bytes = kiln__load_le32(p + 4);
@@ -201,6 +208,10 @@ static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
     h->format = 2;
     h->codec = (enum kiln_codec)(p[0] & KIND_CODEC);
     h->dict = (p[0] & KIND_DICT) != 0;
+    h->block = p[0] & (KIND_BLOCK | KIND_BLOCK_Z);
+    /* A stored block is KIND_BLOCK alone; the raw codec has no frame. */
+    if (h->block == KIND_BLOCK_Z || (h->block && h->codec == KILN_CODEC_RAW))
+        return KILN_ECORRUPT_BLOB;
     /* The word count: a varint of at most 4 bytes (2^26 words at most). */
     size_t i = 1;
     uint32_t words = 0;
@@ -265,7 +276,7 @@ static int pack_raw(unsigned format, const uint32_t *words, size_t nwords, uint6
 {
     size_t bytes = nwords * 4;
     uint8_t head[BLOB_HEAD_DICT];
-    size_t hs = write_head(head, format, KILN_CODEC_RAW, NULL, (uint32_t)bytes, checksum);
+    size_t hs = write_head(head, format, KILN_CODEC_RAW, NULL, (uint32_t)bytes, checksum, 0);
     uint8_t *b = malloc(hs + bytes);
     if (!b)
         return KILN_ENOMEM;
@@ -329,6 +340,41 @@ static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
     return out;
 }
 
+/*
+ * Format 2 keeps a frame of one block as that block's content alone: such
+ * frames differ only in the block's type and size, which the kind byte and
+ * the blob's size hold. @return the bytes to drop from the frame's front
+ * (0 to keep it whole), and the kind bits in *block.
+ */
+static size_t strip_frame(const uint8_t *z, size_t n, unsigned *block)
+{
+    *block = 0;
+    if (n < 5 || z[0] != FRAME_FHD)
+        return 0;
+    uint32_t bh = (uint32_t)z[2] | (uint32_t)z[3] << 8 | (uint32_t)z[4] << 16;
+    uint32_t type = bh >> 1 & 3, size = bh >> 3;
+    if (!(bh & 1) || (type != 0 && type != 2) || size != n - 5 || size > ZSTD_BLOCKSIZE_MAX)
+        return 0;
+    *block = KIND_BLOCK | (type == 2 ? KIND_BLOCK_Z : 0);
+    return 5;
+}
+
+/* Makes the frame that a one-block payload stands for, in `dst` (n + 5
+ * bytes). @return false when the payload is too long to be one block. */
+static bool rebuild_frame(uint8_t *dst, const uint8_t *payload, size_t n, unsigned block)
+{
+    if (n > ZSTD_BLOCKSIZE_MAX)
+        return false;
+    uint32_t bh = 1u | (block & KIND_BLOCK_Z ? 2u : 0u) << 1 | (uint32_t)n << 3;
+    dst[0] = FRAME_FHD;
+    dst[1] = FRAME_WD;
+    dst[2] = (uint8_t)bh;
+    dst[3] = (uint8_t)(bh >> 8);
+    dst[4] = (uint8_t)(bh >> 16);
+    memcpy(dst + 5, payload, n);
+    return true;
+}
+
 static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t *words,
                      size_t nwords, uint64_t checksum, void **blob, size_t *blob_size)
 {
@@ -341,9 +387,11 @@ static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t
         KILN_ERROR("pack", "zstd compression of %zu bytes failed: %s", bytes, ZSTD_getErrorName(n));
         return KILN_ENOMEM;
     }
+    unsigned block = 0;
+    size_t skip = format == 2 ? strip_frame(tls->xbuf, n, &block) : 0;
     uint8_t head[BLOB_HEAD_DICT];
-    size_t hs = write_head(head, format, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum);
-    return finish_blob(head, hs, tls->xbuf, n, blob, blob_size);
+    size_t hs = write_head(head, format, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum, block);
+    return finish_blob(head, hs, tls->xbuf + skip, n - skip, blob, blob_size);
 }
 
 /*
@@ -374,9 +422,12 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
                    ZSTD_getErrorName(n));
         return KILN_ENOMEM;
     }
+    unsigned block = 0;
+    size_t skip = format == 2 ? strip_frame(z, n, &block) : 0;
     uint8_t head[BLOB_HEAD_DICT];
-    size_t hs = write_head(head, format, KILN_CODEC_KILN, dict, (uint32_t)(nwords * 4), checksum);
-    return finish_blob(head, hs, z, n, blob, blob_size);
+    size_t hs =
+        write_head(head, format, KILN_CODEC_KILN, dict, (uint32_t)(nwords * 4), checksum, block);
+    return finish_blob(head, hs, z + skip, n - skip, blob, blob_size);
 }
 
 static int pack_format(unsigned format, const uint32_t *words, size_t nwords,
@@ -479,18 +530,28 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
             return KILN_ENOMEM;
         if (!dctx_format(tls->dctx, h.format))
             return KILN_ENOMEM;
+        size_t xbound = h.codec == KILN_CODEC_ZSTD ? 0
+                        : h.format == 1            ? kiln__spirv1_xform_bound(nwords)
+                                                   : kiln__spirv2_xform_bound(nwords);
+        size_t scratch =
+            h.codec == KILN_CODEC_KILN && h.format == 2 ? kiln__spirv2_decode_scratch(nwords) : 0;
+        size_t need = xbound + scratch + (h.block ? psize + 5 : 0);
+        if (need && kiln__pack_tls_xbuf(tls, need) < 0)
+            return KILN_ENOMEM;
+        if (h.block) {
+            uint8_t *frame = tls->xbuf + xbound + scratch;
+            if (!rebuild_frame(frame, payload, psize, h.block))
+                return corrupt(blob_size, "payload too long for one block");
+            payload = frame;
+            psize += 5;
+        }
         if (h.codec == KILN_CODEC_ZSTD) {
             size_t n = ZSTD_decompressDCtx(tls->dctx, out, h.spirv_bytes, payload, psize);
             if (ZSTD_isError(n) || n != h.spirv_bytes)
                 return corrupt(blob_size, "zstd frame does not decode to the stated size");
         } else {
-            /* The frame holds its content size; a frame stating more than
-             * the transform can make for this many words fails here. */
-            size_t xbound = h.format == 1 ? kiln__spirv1_xform_bound(nwords)
-                                          : kiln__spirv2_xform_bound(nwords);
-            size_t scratch = h.format == 1 ? 0 : kiln__spirv2_decode_scratch(nwords);
-            if (kiln__pack_tls_xbuf(tls, xbound + scratch) < 0)
-                return KILN_ENOMEM;
+            /* A frame that makes more than the transform can make for this
+             * many words fails here. */
             size_t n = h.dict ? ZSTD_decompress_usingDDict(tls->dctx, tls->xbuf, xbound, payload,
                                                            psize, dict->ddict)
                               : ZSTD_decompressDCtx(tls->dctx, tls->xbuf, xbound, payload, psize);

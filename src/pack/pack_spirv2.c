@@ -79,7 +79,9 @@ enum {
     OP_CONSTANT_TRUE = 41,
     OP_SPEC_CONSTANT_OP = 52,
     OP_FUNCTION = 54,
+    OP_FUNCTION_PARAMETER = 55,
     OP_FUNCTION_END = 56,
+    OP_VARIABLE = 59,
     OP_MEMBER_DECORATE = 72,
     DECORATION_OFFSET = 35,
 };
@@ -105,6 +107,16 @@ static inline unsigned slot_of(uint32_t op)
 }
 
 /* ---- varints and bitmaps -------------------------------------------------- */
+
+static inline uint32_t rotr8(uint32_t v)
+{
+    return v >> 8 | v << 24;
+}
+
+static inline uint32_t rotl8(uint32_t v)
+{
+    return v << 8 | v >> 24;
+}
 
 static inline uint32_t zigzag(uint32_t d)
 {
@@ -386,7 +398,7 @@ static int mark_globals(const uint32_t *words, size_t nwords, struct idset *g)
                 id_add(g, words[w + 2]);
         } else if (op == OP_FUNCTION_END) {
             in_func = false;
-        } else if (!in_func && sh->has_result && global_kind(op)) {
+        } else if ((!in_func && sh->has_result && global_kind(op)) || (in_func && (op == OP_VARIABLE || op == OP_FUNCTION_PARAMETER))) {
             for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
                 if (sh->fixed[i - 1] == K_RES) {
                     id_add(g, words[w + i]);
@@ -419,11 +431,14 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
 
-    /* The header after the magic: version, generator, bound, schema. */
-    for (int i = 1; i < 5; i++)
-        s[S_LIT] = put_varint(s[S_LIT], words[i]);
+    /* The header after the magic: the version rotated so that its minor
+     * number is the low byte, the generator and the schema; the bound
+     * follows the instructions, as a delta from the largest result + 1. */
+    s[S_LIT] = put_varint(s[S_LIT], rotr8(words[1]));
+    s[S_LIT] = put_varint(s[S_LIT], words[2]);
+    s[S_LIT] = put_varint(s[S_LIT], words[4]);
 
-    uint32_t last_res = 0, last_target = 0, prev_op = 0;
+    uint32_t last_res = 0, last_target = 0, prev_op = 0, max_res = 0;
     bool in_func = false;
     struct runs rn = {0, 0, 0, 0, UINT32_MAX};
     struct float_types ft = {{0}, 0};
@@ -462,12 +477,14 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
                 idb = ins[2];
                 s[S_RES] = put_varint(s[S_RES], zigzag(idb - predict(&def, last_res, in_func)));
                 id_add(&def, idb);
+                max_res = KILN_MAX(max_res, idb);
                 last_res = idb;
                 i = 3;
             } else if (sh->fast_prefix == KILN__FAST_R && wc >= 2) {
                 idb = ins[1];
                 s[S_RES] = put_varint(s[S_RES], zigzag(idb - predict(&def, last_res, in_func)));
                 id_add(&def, idb);
+                max_res = KILN_MAX(max_res, idb);
                 last_res = idb;
                 i = 2;
             } else if (sh->fast_prefix != KILN__FAST_NONE) {
@@ -537,6 +554,7 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
             case K_RES:
                 s[S_RES] = put_varint(s[S_RES], zigzag(v - predict(&def, last_res, in_func)));
                 id_add(&def, v);
+                max_res = KILN_MAX(max_res, v);
                 last_res = v;
                 break;
             case K_ID:
@@ -568,6 +586,9 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
             memcpy(s, saved, sizeof(saved));
         w += wc;
     }
+
+    if (only_class < 0)
+        s[S_LIT] = put_varint(s[S_LIT], zigzag(words[3] - (max_res + 1)));
 
     /* Sizes of all streams but the last, then the streams, moved together. */
     uint8_t *p = dst;
@@ -616,11 +637,11 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
 
     out[0] = KILN__SPIRV_MAGIC;
-    for (int i = 1; i < 5; i++) {
-        if (!get_varint(&s[S_LIT], &out[i]))
-            return KILN_ECORRUPT_BLOB;
-    }
-    uint32_t last_res = 0, last_target = 0, prev_op = 0;
+    if (!get_varint(&s[S_LIT], &out[1]) || !get_varint(&s[S_LIT], &out[2]) ||
+        !get_varint(&s[S_LIT], &out[4]))
+        return KILN_ECORRUPT_BLOB;
+    out[1] = rotl8(out[1]);
+    uint32_t last_res = 0, last_target = 0, prev_op = 0, max_res = 0;
     bool in_func = false;
     struct runs rn = {0, 0, 0, 0, UINT32_MAX};
     struct float_types ft = {{0}, 0};
@@ -662,12 +683,14 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                     return KILN_ECORRUPT_BLOB;
                 base = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
                 id_add(&def, base);
+                max_res = KILN_MAX(max_res, base);
                 i = 3;
             } else if (sh->fast_prefix == KILN__FAST_R && wc >= 2) {
                 if (!get_varint(&s[S_RES], &v))
                     return KILN_ECORRUPT_BLOB;
                 base = last_res = ins[1] = predict(&def, last_res, in_func) + unzigzag(v);
                 id_add(&def, base);
+                max_res = KILN_MAX(max_res, base);
                 i = 2;
             } else if (sh->fast_prefix != KILN__FAST_NONE) {
                 goto general;
@@ -763,6 +786,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                     ins[i] = predict(&def, last_res, in_func) + unzigzag(v);
                 }
                 id_add(&def, ins[i]);
+                max_res = KILN_MAX(max_res, ins[i]);
                 last_res = ins[i];
                 break;
             case K_ID:
@@ -798,6 +822,10 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             add_float_type(&ft, ins[1]);
         w += wc;
     }
+    uint32_t v;
+    if (!get_varint(&s[S_LIT], &v))
+        return KILN_ECORRUPT_BLOB;
+    out[3] = max_res + 1 + unzigzag(v);
     for (int i = 0; i < S_COUNT; i++) {
         if (s[i].p != s[i].end)
             return KILN_ECORRUPT_BLOB;
