@@ -308,7 +308,7 @@ static int finish_blob(const uint8_t *head, size_t head_size, const void *payloa
  * magic number either. @return its size, or a zstd error code.
  */
 static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
-                         const struct kiln_pack_dict *dict, void *dst, size_t cap,
+                         const struct kiln_pack_dict *dict, bool large, void *dst, size_t cap,
                          const void *src, size_t n)
 {
     size_t rc = ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
@@ -333,7 +333,7 @@ static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
         if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_searchLog, atoi(e));
     }
     if (!ZSTD_isError(rc) && dict)
-        rc = ZSTD_CCtx_refCDict(c, dict->cdict);
+        rc = ZSTD_CCtx_refCDict(c, large ? dict->cdict_large : dict->cdict);
     size_t out = ZSTD_isError(rc) ? rc : ZSTD_compress2(c, dst, cap, src, n);
     if (dict)
         ZSTD_CCtx_refCDict(c, NULL);
@@ -382,7 +382,7 @@ static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     size_t bound = ZSTD_compressBound(bytes);
     KILN_TRY(kiln__pack_tls_xbuf(tls, bound));
     size_t n = format == 1 ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
-                           : zstd_frame(tls->cctx, format, 1, NULL, tls->xbuf, bound, words, bytes);
+                           : zstd_frame(tls->cctx, format, 1, NULL, false, tls->xbuf, bound, words, bytes);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %zu bytes failed: %s", bytes, ZSTD_getErrorName(n));
         return KILN_ENOMEM;
@@ -413,9 +413,10 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     if (xn < 0)
         return (int)xn;
     uint8_t *z = tls->xbuf + work;
-    static int lvl = -1;
-    if (lvl < 0) { const char *e = getenv("KX_LEVEL"); lvl = e ? atoi(e) : KILN__KILN_LEVEL; }
-    size_t n = zstd_frame(tls->cctx, format, format == 1 ? 3 : lvl, dict, z, zbound,
+    static int lvl = -1, llvl = -1; static size_t lbytes;
+    if (lvl < 0) { const char *e = getenv("KX_LEVEL"); lvl = e ? atoi(e) : KILN__KILN_LEVEL; e = getenv("KX_LLEVEL"); llvl = e ? atoi(e) : KILN__LARGE_LEVEL; e = getenv("KX_LARGE"); lbytes = e ? (size_t)atoi(e) : KILN__LARGE_BYTES; }
+    bool large = nwords * 4 > lbytes;
+    size_t n = zstd_frame(tls->cctx, format, format == 1 ? 3 : large ? llvl : lvl, dict, large, z, zbound,
                           tls->xbuf, (size_t)xn);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %" PRId64 " transformed bytes failed: %s", xn,

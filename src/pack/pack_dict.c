@@ -59,9 +59,12 @@ static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **ou
     KXP("KX_DTLEN", targetLength)
     if (getenv("KX_DSTRAT")) cp.strategy = (ZSTD_strategy)atoi(getenv("KX_DSTRAT"));
     if (getenv("KX_DV")) fprintf(stderr, "cdict w%u h%u c%u s%u m%u t%u st%d\n", cp.windowLog, cp.hashLog, cp.chainLog, cp.searchLog, cp.minMatch, cp.targetLength, (int)cp.strategy);
-    d->cdict = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byCopy, ZSTD_dct_auto, cp, ZSTD_defaultCMem);
-    d->ddict = ZSTD_createDDict(b + KPD_HEAD, zsize);
-    if (!d->cdict || !d->ddict) {
+    d->cdict = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto, cp, ZSTD_defaultCMem);
+    e = getenv("KX_LLEVEL");
+    ZSTD_compressionParameters lp = ZSTD_getCParams(e ? atoi(e) : KILN__LARGE_LEVEL, 65536, zsize);
+    d->cdict_large = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto, lp, ZSTD_defaultCMem);
+    d->ddict = ZSTD_createDDict_byReference(b + KPD_HEAD, zsize);
+    if (!d->cdict || !d->cdict_large || !d->ddict) {
         kiln_pack_dict_destroy(d);
         return KILN_ENOMEM;
     }
@@ -201,6 +204,7 @@ void kiln_pack_dict_destroy(struct kiln_pack_dict *dict)
     if (!dict)
         return;
     ZSTD_freeCDict(dict->cdict);
+    ZSTD_freeCDict(dict->cdict_large);
     ZSTD_freeDDict(dict->ddict);
     free(dict->bytes);
     free(dict);

@@ -19,13 +19,18 @@ struct kiln_pack_dict {
     uint64_t id;       /* kiln_hash64 of the zstd dictionary's bytes */
     void *bytes;       /* serialized form: the .kpd header, then the zstd dictionary */
     size_t size;       /* of `bytes` */
-    ZSTD_CDict *cdict; /* digested for compression at the kiln codec's level */
+    ZSTD_CDict *cdict;       /* digested for compression of small modules */
+    ZSTD_CDict *cdict_large; /* and of large ones (KILN__LARGE_BYTES) */
     ZSTD_DDict *ddict; /* digested for decompression */
 };
 
 /* The zstd level of the kiln codec, after the transform (docs/pack-format.md
  * has the measurements behind it). Format 1 blobs were made at level 3. */
 #define KILN__KILN_LEVEL 5
+/* Modules over this many SPIR-V bytes are compressed at KILN__LARGE_LEVEL:
+ * they compress well at any level, and time is what they cost. */
+#define KILN__LARGE_BYTES (64u << 10)
+#define KILN__LARGE_LEVEL 3
 
 /* Per-thread state: contexts and buffers reused by every call. */
 struct kiln__pack_tls {

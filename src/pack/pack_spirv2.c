@@ -38,7 +38,7 @@
  * read an id. Only the encoder knows which ids are module-level (a first
  * pass marks them in a bitmap); any choice it makes decodes to the same
  * words. Both sides keep the same bitmap of the result ids defined so far
- * to predict the next result; it covers ids below 8 x the word count (a
+ * to predict the next result; it covers ids below 2 x the word count (a
  * valid module has far fewer), and the search for the next undefined id
  * stops after PREDICT_SCAN ids, so a hostile blob cannot make decoding
  * slow.
@@ -74,9 +74,12 @@ enum {
 
 enum {
     OP_UNDEF = 1,
+    OP_NAME = 5,
     OP_MEMBER_NAME = 6,
+    OP_EXT_INST = 12,
     OP_TYPE_FLOAT = 22,
     OP_CONSTANT_TRUE = 41,
+    OP_CONSTANT = 43,
     OP_SPEC_CONSTANT_OP = 52,
     OP_FUNCTION = 54,
     OP_FUNCTION_PARAMETER = 55,
@@ -192,7 +195,7 @@ struct idset {
 
 static uint32_t idset_lim(size_t nwords)
 {
-    return (uint32_t)KILN_MIN(nwords * 8 + 64, (size_t)UINT32_MAX);
+    return (uint32_t)KILN_MIN(nwords * 2 + 64, (size_t)UINT32_MAX);
 }
 
 static size_t idset_bytes(size_t nwords)
@@ -438,7 +441,7 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     s[S_LIT] = put_varint(s[S_LIT], words[2]);
     s[S_LIT] = put_varint(s[S_LIT], words[4]);
 
-    uint32_t last_res = 0, last_target = 0, prev_op = 0, max_res = 0;
+    uint32_t last_res = 0, last_target = 0, max_res = 0;
     bool in_func = false;
     struct runs rn = {0, 0, 0, 0, UINT32_MAX};
     struct float_types ft = {{0}, 0};
@@ -448,10 +451,6 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
         uint32_t op = head & 0xFFFF, wc = head >> 16; /* mark_globals checked wc */
         if (KILN_UNLIKELY(only_class >= 0))
             memcpy(saved, s, sizeof(saved));
-        /* Inside a function: from the instruction after OpFunction up to
-         * and with OpFunctionEnd. */
-        in_func = prev_op == OP_FUNCTION ? true : prev_op == OP_FUNCTION_END ? false : in_func;
-        prev_op = op;
         uint8_t *q = s[S_OP];
         if (op < 0xFF) {
             *q++ = (uint8_t)op;
@@ -580,6 +579,9 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
         }
         if (op == OP_TYPE_FLOAT && wc >= 2)
             add_float_type(&ft, ins[1]);
+        /* Inside a function: after an OpFunction up to and with its
+         * OpFunctionEnd, as both go through this general path. */
+        in_func = op == OP_FUNCTION ? true : op == OP_FUNCTION_END ? false : in_func;
     next:
         /* Per-class figures: drop what other classes' instructions wrote. */
         if (KILN_UNLIKELY(only_class >= 0) && kiln__spirv_op_class(op) != (unsigned)only_class)
@@ -641,7 +643,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         !get_varint(&s[S_LIT], &out[4]))
         return KILN_ECORRUPT_BLOB;
     out[1] = rotl8(out[1]);
-    uint32_t last_res = 0, last_target = 0, prev_op = 0, max_res = 0;
+    uint32_t last_res = 0, last_target = 0, max_res = 0;
     bool in_func = false;
     struct runs rn = {0, 0, 0, 0, UINT32_MAX};
     struct float_types ft = {{0}, 0};
@@ -657,8 +659,6 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             op = kiln__load_le16(so->p);
             so->p += 2;
         }
-        in_func = prev_op == OP_FUNCTION ? true : prev_op == OP_FUNCTION_END ? false : in_func;
-        prev_op = op;
         uint32_t wc;
         if (!get_varint(so, &wc))
             return KILN_ECORRUPT_BLOB;
@@ -701,6 +701,73 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                     return KILN_ECORRUPT_BLOB;
             }
             s[S_ID] = ids;
+            w += wc;
+            continue;
+        }
+        /*
+         * Straight-line code for the commonest instructions that are not
+         * made of ids alone. Each stream's values come in the same order
+         * as the general path below reads them, so the bytes are the same.
+         */
+        if (op == OP_VARIABLE && (wc == 4 || wc == 5)) {
+            uint32_t v;
+            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v) ||
+                !get_varint(&s[S_LIT], &ins[3]))
+                return KILN_ECORRUPT_BLOB;
+            uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
+            id_add(&def, r);
+            max_res = KILN_MAX(max_res, r);
+            if (wc == 5 && !get_id(&s[S_ID], &s[S_GID], r, &ins[4]))
+                return KILN_ECORRUPT_BLOB;
+            w += wc;
+            continue;
+        }
+        if (op == OP_CONSTANT && wc == 4) {
+            uint32_t v;
+            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v))
+                return KILN_ECORRUPT_BLOB;
+            uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
+            id_add(&def, r);
+            max_res = KILN_MAX(max_res, r);
+            if (!is_float_type(&ft, ins[1])) {
+                if (!get_varint(&s[S_LIT], &v))
+                    return KILN_ECORRUPT_BLOB;
+                ins[3] = unzigzag(v);
+            } else if (!get_word(&s[S_RAW], &ins[3])) {
+                return KILN_ECORRUPT_BLOB;
+            }
+            w += wc;
+            continue;
+        }
+        if (op == OP_NAME && wc >= 3) {
+            uint32_t v;
+            if (!get_varint(&s[S_ID], &v))
+                return KILN_ECORRUPT_BLOB;
+            last_target = ins[1] = last_target + unzigzag(v);
+            uint32_t i = get_str(&s[S_RAW], ins, 2, wc);
+            if (i == 0)
+                return KILN_ECORRUPT_BLOB;
+            for (i++; i < wc; i++) {
+                if (!get_varint(&s[S_LIT], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+            }
+            w += wc;
+            continue;
+        }
+        if (op == OP_EXT_INST && wc >= 5) {
+            uint32_t v;
+            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v) ||
+                !get_varint(&s[S_LIT], &ins[4]))
+                return KILN_ECORRUPT_BLOB;
+            uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
+            id_add(&def, r);
+            max_res = KILN_MAX(max_res, r);
+            if (!get_id(&s[S_ID], &s[S_GID], r, &ins[3]))
+                return KILN_ECORRUPT_BLOB;
+            for (uint32_t i = 5; i < wc; i++) {
+                if (!get_id(&s[S_ID], &s[S_GID], r, &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+            }
             w += wc;
             continue;
         }
@@ -820,6 +887,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         if (op == OP_TYPE_FLOAT && wc >= 2)
             add_float_type(&ft, ins[1]);
+        in_func = op == OP_FUNCTION ? true : op == OP_FUNCTION_END ? false : in_func;
         w += wc;
     }
     uint32_t v;
