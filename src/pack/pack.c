@@ -320,18 +320,9 @@ static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
     if (!ZSTD_isError(rc) && format == 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
-    if (!ZSTD_isError(rc) && format == 2 && !getenv("KX_FCS"))
+    /* No content size either: the decoder has room for the bound. */
+    if (!ZSTD_isError(rc) && format == 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
-    if (format == 2 && level > 1) {
-        const char *e = getenv("KX_MML");
-        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_minMatch, atoi(e));
-        e = getenv("KX_STRAT");
-        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_strategy, atoi(e));
-        e = getenv("KX_TLEN");
-        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_targetLength, atoi(e));
-        e = getenv("KX_SLOG");
-        if (e && !ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c, ZSTD_c_searchLog, atoi(e));
-    }
     if (!ZSTD_isError(rc) && dict)
         rc = ZSTD_CCtx_refCDict(c, large ? dict->cdict_large : dict->cdict);
     size_t out = ZSTD_isError(rc) ? rc : ZSTD_compress2(c, dst, cap, src, n);
@@ -413,10 +404,9 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     if (xn < 0)
         return (int)xn;
     uint8_t *z = tls->xbuf + work;
-    static int lvl = -1, llvl = -1; static size_t lbytes;
-    if (lvl < 0) { const char *e = getenv("KX_LEVEL"); lvl = e ? atoi(e) : KILN__KILN_LEVEL; e = getenv("KX_LLEVEL"); llvl = e ? atoi(e) : KILN__LARGE_LEVEL; e = getenv("KX_LARGE"); lbytes = e ? (size_t)atoi(e) : KILN__LARGE_BYTES; }
-    bool large = nwords * 4 > lbytes;
-    size_t n = zstd_frame(tls->cctx, format, format == 1 ? 3 : large ? llvl : lvl, dict, large, z, zbound,
+    bool large = nwords * 4 > KILN__LARGE_BYTES;
+    int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
+    size_t n = zstd_frame(tls->cctx, format, level, dict, large, z, zbound,
                           tls->xbuf, (size_t)xn);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %" PRId64 " transformed bytes failed: %s", xn,

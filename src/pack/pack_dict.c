@@ -20,7 +20,6 @@
  */
 #include "pack_internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #define ZDICT_STATIC_LINKING_ONLY
@@ -50,19 +49,17 @@ static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **ou
     d->id = kiln_hash64(zdict, zsize);
     kiln__store_le64(b + 8, d->id);
     memcpy(b + KPD_HEAD, zdict, zsize);
-    const char *e = getenv("KX_DLEVEL");
-    int lvl = e ? atoi(e) : 6;
-    ZSTD_compressionParameters cp = ZSTD_getCParams(lvl, 4096, zsize);
-    cp.hashLog = 15; cp.chainLog = 15;
-#define KXP(name, field) if (getenv(name)) cp.field = (unsigned)atoi(getenv(name));
-    KXP("KX_DHLOG", hashLog) KXP("KX_DCLOG", chainLog) KXP("KX_DSLOG", searchLog) KXP("KX_DMML", minMatch)
-    KXP("KX_DTLEN", targetLength)
-    if (getenv("KX_DSTRAT")) cp.strategy = (ZSTD_strategy)atoi(getenv("KX_DSTRAT"));
-    if (getenv("KX_DV")) fprintf(stderr, "cdict w%u h%u c%u s%u m%u t%u st%d\n", cp.windowLog, cp.hashLog, cp.chainLog, cp.searchLog, cp.minMatch, cp.targetLength, (int)cp.strategy);
-    d->cdict = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto, cp, ZSTD_defaultCMem);
-    e = getenv("KX_LLEVEL");
-    ZSTD_compressionParameters lp = ZSTD_getCParams(e ? atoi(e) : KILN__LARGE_LEVEL, 65536, zsize);
-    d->cdict_large = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto, lp, ZSTD_defaultCMem);
+    /* Small modules: lazy matching, which finds much more in the
+     * dictionary than the faster strategies, with tables of 2^15 entries
+     * (the search, not the tables, is what the small inputs need). */
+    ZSTD_compressionParameters cp = ZSTD_getCParams(KILN__DICT_LEVEL, 4096, zsize);
+    cp.hashLog = KILN__DICT_TABLE_LOG;
+    cp.chainLog = KILN__DICT_TABLE_LOG;
+    d->cdict = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto, cp,
+                                         ZSTD_defaultCMem);
+    ZSTD_compressionParameters lp = ZSTD_getCParams(KILN__LARGE_LEVEL, 64 << 10, zsize);
+    d->cdict_large = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto,
+                                               lp, ZSTD_defaultCMem);
     d->ddict = ZSTD_createDDict_byReference(b + KPD_HEAD, zsize);
     if (!d->cdict || !d->cdict_large || !d->ddict) {
         kiln_pack_dict_destroy(d);
@@ -79,7 +76,7 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
         return KILN_EINVAL;
     *dict = NULL;
     if (max_bytes == 0)
-        max_bytes = getenv("KX_DSZ") ? (size_t)atoi(getenv("KX_DSZ")) : KPD_DEFAULT_MAX;
+        max_bytes = KPD_DEFAULT_MAX;
     size_t usable = 0, total_words = 0;
     for (size_t i = 0; i < count; i++) {
         if (modules[i] && module_words[i] >= 5 && modules[i][0] == KILN__SPIRV_MAGIC) {
@@ -134,25 +131,17 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
         rc = KILN_EINVAL;
     }
     if (rc == 0) {
-        size_t zn;
-        const char *e = getenv("KX_TRAIN");
-        if (!e) e = "2";
-        if (e && atoi(e) == 1) {
-            ZDICT_fastCover_params_t p = {0};
-            p.d = getenv("KX_D") ? (unsigned)atoi(getenv("KX_D")) : 8;
-            p.steps = getenv("KX_STEPS") ? (unsigned)atoi(getenv("KX_STEPS")) : 4;
-            p.f = 20; p.accel = 1; p.nbThreads = 1; p.splitPoint = 0.75;
-            p.zParams.compressionLevel = KILN__KILN_LEVEL;
-            zn = ZDICT_optimizeTrainFromBuffer_fastCover(zdict, max_bytes, samples, sizes, (unsigned)nsamples, &p);
-        } else if (e && atoi(e) == 2) {
-            ZDICT_cover_params_t p = {0};
-            p.d = getenv("KX_D") ? (unsigned)atoi(getenv("KX_D")) : 8;
-            p.steps = getenv("KX_STEPS") ? (unsigned)atoi(getenv("KX_STEPS")) : 4;
-            p.nbThreads = 2; p.splitPoint = 0.75;
-            p.zParams.compressionLevel = KILN__KILN_LEVEL;
-            zn = ZDICT_optimizeTrainFromBuffer_cover(zdict, max_bytes, samples, sizes, (unsigned)nsamples, &p);
-        } else
-        zn = ZDICT_trainFromBuffer(zdict, max_bytes, samples, sizes, (unsigned)nsamples);
+        /* COVER with a search over its segment size: slower to train than
+         * the default (fastCover) but its dictionaries pack several percent
+         * smaller; training is rare (kiln cache repack --dict). */
+        ZDICT_cover_params_t p;
+        memset(&p, 0, sizeof(p));
+        p.d = 8;
+        p.steps = 4;
+        p.nbThreads = 1;
+        p.zParams.compressionLevel = KILN__DICT_LEVEL;
+        size_t zn = ZDICT_optimizeTrainFromBuffer_cover(zdict, max_bytes, samples, sizes,
+                                                        (unsigned)nsamples, &p);
         if (ZDICT_isError(zn)) {
             KILN_ERROR("pack", "dictionary training on %zu samples (%zu bytes) failed: %s",
                        nsamples, used, ZDICT_getErrorName(zn));

@@ -24,13 +24,18 @@ struct kiln_pack_dict {
     ZSTD_DDict *ddict; /* digested for decompression */
 };
 
-/* The zstd level of the kiln codec, after the transform (docs/pack-format.md
- * has the measurements behind it). Format 1 blobs were made at level 3. */
+/* The zstd level of the kiln codec without a dictionary, after the
+ * transform (docs/pack-format.md has the measurements behind it). Format 1
+ * blobs were made at level 3. */
 #define KILN__KILN_LEVEL 5
 /* Modules over this many SPIR-V bytes are compressed at KILN__LARGE_LEVEL:
  * they compress well at any level, and time is what they cost. */
 #define KILN__LARGE_BYTES (64u << 10)
 #define KILN__LARGE_LEVEL 3
+/* With a dictionary: small modules at level 6's lazy matching with tables
+ * of 2^15 entries, large ones at KILN__LARGE_LEVEL. */
+#define KILN__DICT_LEVEL     6
+#define KILN__DICT_TABLE_LOG 15
 
 /* Per-thread state: contexts and buffers reused by every call. */
 struct kiln__pack_tls {

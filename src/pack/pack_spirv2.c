@@ -161,6 +161,12 @@ static inline bool get_varint(struct rs *s, uint32_t *v)
         s->p = p + 1;
         return true;
     }
+    /* Two bytes: module-level ids of larger modules. */
+    if (KILN_LIKELY(s->end - p >= 2 && p[1] < 0x80)) {
+        *v = (uint32_t)(p[0] & 0x7F) | (uint32_t)p[1] << 7;
+        s->p = p + 2;
+        return true;
+    }
     uint32_t r = 0;
     for (unsigned shift = 0; shift < 35; shift += 7) {
         if (p >= s->end)
