@@ -52,12 +52,12 @@
 #define BLOB_HEAD_DICT 24u
 
 /* Format 2. */
-#define KIND_TAG       0xA0u
-#define KIND_TAG_MASK  0xE0u
-#define KIND_BLOCK_Z   0x10u /* the one block is compressed (else stored) */
-#define KIND_BLOCK     0x08u /* the payload is one block's content, not a frame */
-#define KIND_DICT      0x04u
-#define KIND_CODEC     0x03u
+#define KIND_TAG      0xA0u
+#define KIND_TAG_MASK 0xE0u
+#define KIND_BLOCK_Z  0x10u /* the one block is compressed (else stored) */
+#define KIND_BLOCK    0x08u /* the payload is one block's content, not a frame */
+#define KIND_DICT     0x04u
+#define KIND_CODEC    0x03u
 /* The frame header that a payload of one block stands for: no content
  * size, checksum or dictionary id (so 0), and a 128 KiB window. */
 #define FRAME_FHD 0x00u
@@ -146,8 +146,8 @@ struct blob_head {
 /* Writes a header of `format` into `p` (room for BLOB_HEAD_DICT bytes).
  * @return its size. */
 static size_t write_head(uint8_t *p, unsigned format, enum kiln_codec codec,
-                         const struct kiln_pack_dict *dict, uint32_t spirv_bytes,
-                         uint64_t checksum, unsigned block)
+                         const struct kiln_pack_dict *dict, uint32_t spirv_bytes, uint64_t checksum,
+                         unsigned block)
 {
     if (format == 1) {
         p[0] = BLOB_MAGIC;
@@ -372,8 +372,9 @@ static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     size_t bytes = nwords * 4;
     size_t bound = ZSTD_compressBound(bytes);
     KILN_TRY(kiln__pack_tls_xbuf(tls, bound));
-    size_t n = format == 1 ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
-                           : zstd_frame(tls->cctx, format, 1, NULL, false, tls->xbuf, bound, words, bytes);
+    size_t n = format == 1
+                   ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
+                   : zstd_frame(tls->cctx, format, 1, NULL, false, tls->xbuf, bound, words, bytes);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %zu bytes failed: %s", bytes, ZSTD_getErrorName(n));
         return KILN_ENOMEM;
@@ -406,8 +407,7 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     uint8_t *z = tls->xbuf + work;
     bool large = nwords * 4 > KILN__LARGE_BYTES;
     int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
-    size_t n = zstd_frame(tls->cctx, format, level, dict, large, z, zbound,
-                          tls->xbuf, (size_t)xn);
+    size_t n = zstd_frame(tls->cctx, format, level, dict, large, z, zbound, tls->xbuf, (size_t)xn);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %" PRId64 " transformed bytes failed: %s", xn,
                    ZSTD_getErrorName(n));
@@ -421,9 +421,8 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     return finish_blob(head, hs, z + skip, n - skip, blob, blob_size);
 }
 
-static int pack_format(unsigned format, const uint32_t *words, size_t nwords,
-                       enum kiln_codec codec, const struct kiln_pack_dict *dict, void **blob,
-                       size_t *blob_size)
+static int pack_format(unsigned format, const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
     if (!blob || !blob_size || (nwords && !words) || (unsigned)codec > KILN_CODEC_KILN)
         return KILN_EINVAL;
@@ -548,9 +547,9 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
                               : ZSTD_decompressDCtx(tls->dctx, tls->xbuf, xbound, payload, psize);
             if (ZSTD_isError(n))
                 return corrupt(blob_size, "zstd frame does not decode");
-            int rc = h.format == 1 ? kiln__spirv1_decode(tls->xbuf, n, out, nwords)
-                                   : kiln__spirv2_decode(tls->xbuf, n, out, nwords,
-                                                         tls->xbuf + xbound);
+            int rc = h.format == 1
+                         ? kiln__spirv1_decode(tls->xbuf, n, out, nwords)
+                         : kiln__spirv2_decode(tls->xbuf, n, out, nwords, tls->xbuf + xbound);
             if (rc < 0)
                 return corrupt(blob_size, "transformed streams are damaged");
         }

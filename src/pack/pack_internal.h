@@ -16,12 +16,12 @@
 #define KILN__SPIRV_MAGIC 0x07230203u
 
 struct kiln_pack_dict {
-    uint64_t id;       /* kiln_hash64 of the zstd dictionary's bytes */
-    void *bytes;       /* serialized form: the .kpd header, then the zstd dictionary */
-    size_t size;       /* of `bytes` */
+    uint64_t id;             /* kiln_hash64 of the zstd dictionary's bytes */
+    void *bytes;             /* serialized form: the .kpd header, then the zstd dictionary */
+    size_t size;             /* of `bytes` */
     ZSTD_CDict *cdict;       /* digested for compression of small modules */
     ZSTD_CDict *cdict_large; /* and of large ones (KILN__LARGE_BYTES) */
-    ZSTD_DDict *ddict; /* digested for decompression */
+    ZSTD_DDict *ddict;       /* digested for decompression */
 };
 
 /* The zstd level of the kiln codec without a dictionary, after the

@@ -364,8 +364,7 @@ static uint32_t get_str(struct rs *s, uint32_t *ins, uint32_t i, uint32_t wc)
     if (*p == 0xFF) {
         uint32_t n;
         s->p = p + 1;
-        if (!get_varint(s, &n) || n == 0 || n > wc - i ||
-            (size_t)(s->end - s->p) < (size_t)n * 4)
+        if (!get_varint(s, &n) || n == 0 || n > wc - i || (size_t)(s->end - s->p) < (size_t)n * 4)
             return 0;
         memcpy(dst, s->p, (size_t)n * 4);
         s->p += (size_t)n * 4;
@@ -407,7 +406,8 @@ static int mark_globals(const uint32_t *words, size_t nwords, struct idset *g)
                 id_add(g, words[w + 2]);
         } else if (op == OP_FUNCTION_END) {
             in_func = false;
-        } else if ((!in_func && sh->has_result && global_kind(op)) || (in_func && (op == OP_VARIABLE || op == OP_FUNCTION_PARAMETER))) {
+        } else if ((!in_func && sh->has_result && global_kind(op)) ||
+                   (in_func && (op == OP_VARIABLE || op == OP_FUNCTION_PARAMETER))) {
             for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
                 if (sh->fixed[i - 1] == K_RES) {
                     id_add(g, words[w + i]);
