@@ -2,12 +2,13 @@
  * kiln/pack.h - SPIR-V kept packed in memory and on disk.
  *
  * A packed blob is self-describing: a small header names its codec, the
- * SPIR-V size it unpacks to, the XXH3-64 checksum of that SPIR-V and (for
- * the kiln codec with a dictionary) the dictionary's id. Unpacking checks
- * the result against the checksum, so a damaged blob gives an error, never
- * wrong SPIR-V. The bytes a cache stores are the bytes kept in memory: a
- * blob is never unpacked and repacked on load, only unpacked for the moment
- * a shader module is made from it. docs/pack-format.md has the layout.
+ * SPIR-V size it unpacks to, a checksum of that SPIR-V (XXH3-64's low 32
+ * bits) and (for the kiln codec with a dictionary) the low 16 bits of the
+ * dictionary's id. Unpacking checks the result against the checksum, so a
+ * damaged blob gives an error, never wrong SPIR-V. kiln_pack makes blob
+ * format 2; kiln_unpack also reads format 1, which kiln made before. The bytes a cache stores are
+ * the bytes kept in memory: a blob is never unpacked and repacked on load, only unpacked for the
+ * moment a shader module is made from it. docs/pack-format.md has the layout.
  *
  * Compression contexts are per thread and reused: kiln_pack and kiln_unpack
  * may be called from any number of threads at once. Each thread's contexts
@@ -70,8 +71,9 @@ KILN_API int kiln_blob_info(const void *blob, size_t blob_size, enum kiln_codec 
  * truncated or damaged blob (never an overrun, never wrong SPIR-V without
  * an error: the result is checked against the blob's checksum), KILN_ERANGE
  * when `out` is too small, KILN_EINVAL when the blob needs a dictionary that
- * `dict` is not (NULL, or another id). On an error `out` may hold partial
- * output. Thread-safe.
+ * `dict` is not (NULL, or another id; format 2 stores the id's low 16 bits,
+ * so another dictionary that shares them gives KILN_ECORRUPT_BLOB instead). On an error `out` may
+ * hold partial output. Thread-safe.
  */
 KILN_API int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_dict *dict,
                              uint32_t *out, size_t out_words);
@@ -88,7 +90,7 @@ KILN_API int64_t kiln_unpack_scratch(const void *blob, size_t blob_size,
                                      const struct kiln_pack_dict *dict, const uint32_t **words);
 
 /*
- * Trains a dictionary from sample modules (ZDICT_trainFromBuffer over the
+ * Trains a dictionary from sample modules (zstd's COVER trainer over the
  * samples' transformed streams). `max_bytes` bounds its size (0: 64 KiB).
  * Samples that are not SPIR-V are left out.
  * @return 0 and a new dictionary in *dict, or an error (KILN_EINVAL when the
@@ -111,7 +113,8 @@ KILN_API int kiln_pack_dict_load(const void *data, size_t size, struct kiln_pack
 KILN_API const void *kiln_pack_dict_bytes(const struct kiln_pack_dict *dict, size_t *size);
 
 /* A 64-bit id of the dictionary's content (XXH3-64 of its zstd bytes);
- * stored in every blob made with it. 0 for NULL. */
+ * every blob made with it stores its low 16 bits (format 1 blobs: all of
+ * it). 0 for NULL. */
 KILN_API uint64_t kiln_pack_dict_id(const struct kiln_pack_dict *dict);
 
 /* Frees a dictionary. NULL is a no-op. No pack or unpack may be using it. */

@@ -2,27 +2,29 @@
  * pack_dict.c - the kiln codec's zstd dictionary: training, loading and its
  * serialized form (programs.kpd).
  *
- * Design. A dictionary is trained (ZDICT_trainFromBuffer) on the same bytes
- * it later primes: the transformed streams of sample modules, not their
- * raw SPIR-V. Its id is kiln_hash64 of the zstd dictionary bytes; every
- * blob packed with it stores that id, and unpacking checks it, so a blob is
- * never decoded with another dictionary. The serialized form repeats the id
- * so that a damaged file is refused on load:
+ * Design. A dictionary is trained (zstd's COVER trainer) on the same bytes
+ * it later primes: transform 2's streams of sample modules, not their raw
+ * SPIR-V. Its id is kiln_hash64 of the zstd dictionary bytes; every blob
+ * packed with it stores the id (format 2: its low 16 bits), and unpacking
+ * checks it, so a blob is never decoded with another dictionary without an
+ * error (one sharing the low bits fails the blob's checksum instead). The
+ * serialized form repeats the id so that a damaged file is refused on load:
  *
  *   0  "KPD" and version 1 (4 bytes)
  *   4  u32  size of the zstd dictionary
  *   8  u64  its id
  *  16  the zstd dictionary
  *
- * The digested forms (ZSTD_CDict at the kiln codec's level, ZSTD_DDict) are
- * made once here, so a pack or unpack never re-digests the dictionary. A
- * dictionary is immutable once made: any number of threads may use it.
+ * The digested forms (two ZSTD_CDicts, for small and large modules, and a
+ * ZSTD_DDict, all referring to the bytes kept here) are made once, so a
+ * pack or unpack never re-digests the dictionary. A dictionary is
+ * immutable once made: any number of threads may use it.
  */
 #include "pack_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-#define ZDICT_STATIC_LINKING_ONLY
+#define ZDICT_STATIC_LINKING_ONLY /* the COVER trainer */
 #include <zdict.h>
 
 #define KPD_HEAD        16u
