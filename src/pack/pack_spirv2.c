@@ -701,12 +701,13 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             } else if (sh->fast_prefix != KILN__FAST_NONE) {
                 goto general;
             }
-            struct rs ids = s[S_ID];
+            struct rs ids = s[S_ID], gids = s[S_GID];
             for (; i < wc; i++) {
-                if (!get_id(&ids, &s[S_GID], base, &ins[i]))
+                if (!get_id(&ids, &gids, base, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
             }
             s[S_ID] = ids;
+            s[S_GID] = gids;
             w += wc;
             continue;
         }
