@@ -78,6 +78,7 @@ enum {
     OP_MEMBER_NAME = 6,
     OP_EXT_INST = 12,
     OP_TYPE_FLOAT = 22,
+    OP_TYPE_POINTER = 32,
     OP_CONSTANT_TRUE = 41,
     OP_CONSTANT = 43,
     OP_SPEC_CONSTANT_OP = 52,
@@ -85,7 +86,9 @@ enum {
     OP_FUNCTION_PARAMETER = 55,
     OP_FUNCTION_END = 56,
     OP_VARIABLE = 59,
+    OP_DECORATE = 71,
     OP_MEMBER_DECORATE = 72,
+    OP_COMPOSITE_EXTRACT = 81,
     DECORATION_OFFSET = 35,
 };
 
@@ -713,7 +716,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         /*
          * Straight-line code for the commonest instructions that are not
-         * made of ids alone. Each stream's values come in the same order
+         * made of ids alone (in their usual shapes). Each stream's values come in the same order
          * as the general path below reads them, so the bytes are the same.
          */
         if (op == OP_VARIABLE && (wc == 4 || wc == 5)) {
@@ -742,6 +745,46 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                 ins[3] = unzigzag(v);
             } else if (!get_word(&s[S_RAW], &ins[3])) {
                 return KILN_ECORRUPT_BLOB;
+            }
+            w += wc;
+            continue;
+        }
+        if (op == OP_COMPOSITE_EXTRACT && wc >= 4) {
+            uint32_t v;
+            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v))
+                return KILN_ECORRUPT_BLOB;
+            uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
+            id_add(&def, r);
+            max_res = KILN_MAX(max_res, r);
+            if (!get_id(&s[S_ID], &s[S_GID], r, &ins[3]))
+                return KILN_ECORRUPT_BLOB;
+            for (uint32_t i = 4; i < wc; i++) {
+                if (!get_varint(&s[S_LIT], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
+            }
+            w += wc;
+            continue;
+        }
+        if (op == OP_TYPE_POINTER && wc == 4) {
+            uint32_t v;
+            if (!get_varint(&s[S_RES], &v) || !get_varint(&s[S_LIT], &ins[2]))
+                return KILN_ECORRUPT_BLOB;
+            uint32_t r = last_res = ins[1] = predict(&def, last_res, in_func) + unzigzag(v);
+            id_add(&def, r);
+            max_res = KILN_MAX(max_res, r);
+            if (!get_id(&s[S_ID], &s[S_GID], r, &ins[3]))
+                return KILN_ECORRUPT_BLOB;
+            w += wc;
+            continue;
+        }
+        if (op == OP_DECORATE && wc >= 3) {
+            uint32_t v;
+            if (!get_varint(&s[S_ID], &v))
+                return KILN_ECORRUPT_BLOB;
+            last_target = ins[1] = last_target + unzigzag(v);
+            for (uint32_t i = 2; i < wc; i++) {
+                if (!get_varint(&s[S_LIT], &ins[i]))
+                    return KILN_ECORRUPT_BLOB;
             }
             w += wc;
             continue;
