@@ -1,6 +1,8 @@
 /*
- * pack_spirv.c - kiln's SPIR-V transform: a module split into streams of
- * like values, each small and regular, for zstd to compress.
+ * pack_spirv.c - kiln's SPIR-V transform, version 1 (blob format 1: kept so
+ * that those blobs unpack, and its encoder for tests), and the table of
+ * operand shapes per opcode that both transforms share. Format 1 depends on
+ * every entry of the table: never change one.
  *
  * Design. Each instruction word is routed by what it means, taken from a
  * table of operand shapes per opcode:
