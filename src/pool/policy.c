@@ -15,7 +15,9 @@
  * better there, while the segment heap scales; and memory past what is
  * free makes the system page, which is slower than fewer workers.
  *
- * kiln_pool_auto_workers is the one place that decides a worker count:
+ * kiln_pool_auto_workers (pool_size.c, which probes the machine and calls
+ * the policy, so this file never reads the system) is the one place that
+ * decides a worker count:
  * every part of kiln that starts threads (the preparation, the warm start,
  * the cache's loader, the benches) asks it with its kind of work, so the
  * rules above hold everywhere and the reason is logged the same way.
@@ -292,28 +294,4 @@ void kiln_pool_work_limits(enum kiln_pool_work work, struct kiln_pool_limits *li
     else
         *limits = (struct kiln_pool_limits){.mem_reserve = BUILD_MEM_RESERVE,
                                             .mem_per_worker = BUILD_MEM_PER_WORKER};
-}
-
-unsigned kiln_pool_auto_workers(enum kiln_pool_work work, unsigned requested,
-                                struct kiln_pool_plan *plan)
-{
-    struct kiln_pool_plan local;
-    if (!plan)
-        plan = &local;
-    if (requested > 0) {
-        unsigned n = requested;
-        if (work == KILN_POOL_WORK_READ && n > KILN_POOL_MAX_READERS)
-            n = KILN_POOL_MAX_READERS;
-        *plan = (struct kiln_pool_plan){.workers = n, .cpus = n, .bound = KILN_POOL_BY_CALLER};
-        snprintf(plan->reason, sizeof(plan->reason), "%u worker%s: set by the caller%s", n,
-                 n == 1 ? "" : "s", n < requested ? " (cut to the most readers)" : "");
-        return n;
-    }
-    struct kiln_pool_machine m;
-    struct kiln_pool_limits lim;
-    kiln_pool_work_limits(work, &lim);
-    kiln_pool_probe(NULL, NULL, &m);
-    kiln_pool_policy(&m, &lim, plan);
-    KILN_INFO("pool", "%s", plan->reason);
-    return plan->workers;
 }
