@@ -305,6 +305,188 @@ KILN_API void kiln_foz_programs_source(const struct kiln_foz_programs *fp,
 /* Frees the list. NULL is a no-op. */
 KILN_API void kiln_foz_programs_destroy(struct kiln_foz_programs *fp);
 
+/* ---------------------------------------------------------------------------
+ * Pipeline closures: one recorded pipeline with everything it references
+ * (docs/foz.md, "Closures")
+ * ------------------------------------------------------------------------ */
+
+/* The most stages a closure's pipeline may have for kiln_foz_closure_inspect. */
+#define KILN_FOZ_MAX_STAGES 32
+
+/* An archive read whole into memory, its objects found by tag and hash. Opaque. */
+struct kiln_foz_index;
+
+/* A pipeline of an index: its tag (graphics, compute or ray-tracing) and hash. */
+struct kiln_foz_pipeline_ref {
+    uint64_t tag;
+    uint64_t hash;
+};
+
+/*
+ * Reads every entry of `foz` from its first (and rewinds it afterwards) and
+ * keeps each whole entry's payload, so that closures can be made from it.
+ * Damaged entries are skipped (the reader logs them); the first of two
+ * entries with one tag and hash wins. The JSON of every pipeline, sampler,
+ * layout and render pass entry is parsed now.
+ * @return 0 and the index in *out (free it with kiln_foz_index_destroy);
+ * KILN_EPARSE when an object entry's JSON does not parse, with one error
+ * line naming the archive, the tag and the hash; KILN_ECORRUPT when the
+ * framing broke; KILN_ENOMEM or an I/O error. Not thread-safe on `foz`;
+ * the index itself may be read from many threads at once.
+ */
+KILN_API int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out);
+
+/* Frees an index. NULL is a no-op. */
+KILN_API void kiln_foz_index_destroy(struct kiln_foz_index *idx);
+
+/*
+ * Lists the index's graphics, compute and ray-tracing pipelines, ordered by
+ * tag and then hash. The array belongs to the index.
+ * @return the number of pipelines, with the array in *out. Thread-safe.
+ */
+KILN_API size_t kiln_foz_index_pipelines(const struct kiln_foz_index *idx,
+                                         const struct kiln_foz_pipeline_ref **out);
+
+/*
+ * Decodes the shader module `hash` of the index, as kiln_foz_decode_module.
+ * @return 0 with the module in *module; KILN_ENOTFOUND when the archive has
+ * no such module; kiln_foz_decode_module's errors. Thread-safe.
+ */
+KILN_API int kiln_foz_index_module(const struct kiln_foz_index *idx, uint64_t hash,
+                                   struct kiln_foz_module *module);
+
+/*
+ * Makes the closure of pipeline `hash` of kind `tag`: its recorded JSON and
+ * that of every object it references, found transitively (pipeline layout,
+ * descriptor set layouts, immutable samplers with their YCbCr conversions,
+ * render pass, base pipeline of a derivative, pipeline libraries), and the
+ * hashes of every shader module those pipelines name, as one self-contained
+ * byte string (docs/foz.md). The same pipeline recorded in two archives
+ * gives the same bytes.
+ * @return 0 with malloc'ed bytes in *bytes (free with kiln_foz_closure_free)
+ * and their count in *size; KILN_ENOTFOUND when the pipeline, or an object
+ * it references, is not in the archive (logged at debug with the missing
+ * object: the caller reports it); KILN_EINVAL for a tag that is not a
+ * pipeline; KILN_EPARSE for a reference that is not a hash; KILN_ENOMEM.
+ * Thread-safe.
+ */
+KILN_API int kiln_foz_closure_make(const struct kiln_foz_index *idx, uint64_t tag, uint64_t hash,
+                                   uint8_t **bytes, size_t *size);
+
+/* Frees bytes made by kiln_foz_closure_make. NULL is a no-op. */
+KILN_API void kiln_foz_closure_free(uint8_t *bytes);
+
+/* What kiln_foz_closure_inspect finds in a closure. */
+struct kiln_foz_closure_info {
+    uint64_t tag;         /* KILN_FOZ_TAG_GRAPHICS_PIPELINE, _COMPUTE_ or _RAYTRACING_ */
+    uint64_t hash;        /* the pipeline's Fossilize hash */
+    uint32_t stage_count; /* its stages, in recorded order */
+    uint32_t stages[KILN_FOZ_MAX_STAGES];  /* VkShaderStageFlagBits of each */
+    uint64_t modules[KILN_FOZ_MAX_STAGES]; /* the shader module hash of each */
+};
+
+/*
+ * Reads a closure's pipeline kind, hash and stages (the order the builder
+ * expects its stages in).
+ * @return 0; KILN_EFORMAT when the bytes are not a kiln Fossilize closure
+ * of a version this build reads; KILN_EPARSE when it is malformed;
+ * KILN_ERANGE for more than KILN_FOZ_MAX_STAGES stages; KILN_ENOMEM.
+ * Thread-safe.
+ */
+KILN_API int kiln_foz_closure_inspect(const void *bytes, size_t size,
+                                      struct kiln_foz_closure_info *info);
+
+/* ---------------------------------------------------------------------------
+ * Building a closure's pipeline on a VkDevice (declared when the Vulkan
+ * headers were included before this one)
+ * ------------------------------------------------------------------------ */
+#if defined(VK_VERSION_1_0)
+
+/* What a builder builds on. Zero-initialise, then set what you have. */
+struct kiln_foz_builder_options {
+    VkDevice device;                              /* required */
+    PFN_vkGetDeviceProcAddr get_device_proc_addr; /* required */
+    /* The API version the device was created for (the lower of the
+     * instance's apiVersion and the device's); 0 means 1.0. */
+    uint32_t api_version;
+    /* The device extensions the device was created with. */
+    const char *const *extensions;
+    uint32_t extension_count;
+    /* The features the device was created with: a VkPhysicalDeviceFeatures2
+     * and, chained, any of VkPhysicalDeviceVulkan11/12/13Features. NULL: no
+     * feature is checked (the driver judges). Read during create only. */
+    const VkPhysicalDeviceFeatures2 *features;
+};
+
+/* The pipeline kinds a builder counts. */
+enum kiln_foz_kind {
+    KILN_FOZ_KIND_GRAPHICS = 0,
+    KILN_FOZ_KIND_COMPUTE = 1,
+    KILN_FOZ_KIND_RAYTRACING = 2,
+    KILN_FOZ_KIND_COUNT = 3,
+};
+
+/* What a builder has done, per kind (kiln_foz_builder_stats). */
+struct kiln_foz_builder_stats {
+    uint64_t built[KILN_FOZ_KIND_COUNT];
+    uint64_t skipped[KILN_FOZ_KIND_COUNT]; /* the device lacks what it needs */
+    uint64_t failed[KILN_FOZ_KIND_COUNT];  /* malformed, or the driver refused */
+    uint64_t objects;                      /* shared objects made (samplers, layouts, passes) */
+    uint64_t derivatives_standalone;       /* derivatives built without their base */
+};
+
+/* A builder of closures' pipelines on one device. Opaque. */
+struct kiln_foz_builder;
+
+/*
+ * Makes a builder: it loads the device functions it needs and notes what
+ * the device offers (api_version, extensions, features).
+ * @return 0 and the builder in *out (destroy it with
+ * kiln_foz_builder_destroy); KILN_EINVAL for a missing device or function
+ * pointer; KILN_ENOTSUP when a core 1.0 entry point cannot be loaded;
+ * KILN_ENOMEM.
+ */
+KILN_API int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
+                                     struct kiln_foz_builder **out);
+
+/*
+ * Builds a closure's pipeline into *pipeline (the caller's from then on).
+ * The samplers (and YCbCr conversions), descriptor set layouts, pipeline
+ * layout and render pass it references are made on first use and kept by
+ * the builder for every later pipeline naming the same Fossilize hash.
+ * `stages` are the pipeline's stages in the closure's recorded order
+ * (kiln_foz_closure_inspect), as kiln's core stages them: each names its
+ * module, or chains a VkShaderModuleCreateInfo (maintenance5); its stage
+ * bit must match the record. Entry point, flags, specialization constants
+ * and the recorded stage pNext come from the closure. A derivative is built
+ * without its base (the base is a hint only). `cache` may be
+ * VK_NULL_HANDLE.
+ * @return 0 with the pipeline; KILN_ENOTSUP when the device lacks what the
+ * pipeline needs (an extension, a feature; ray-tracing pipelines and
+ * pipeline libraries always, for now), with the reason in `why`;
+ * KILN_EVULKAN when a create call failed, KILN_EPARSE or KILN_EFORMAT for
+ * a malformed closure, KILN_EINVAL for stages that do not match it, each
+ * with one line in `why` (`cap` bytes, may be 0). Counted in
+ * kiln_foz_builder_stats. Thread-safe: any number of threads may build at
+ * once.
+ */
+KILN_API int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
+                                    const VkPipelineShaderStageCreateInfo *stages,
+                                    uint32_t stage_count, VkPipelineCache cache,
+                                    VkPipeline *pipeline, char *why, size_t cap);
+
+/* Copies the builder's counters into *stats. Thread-safe. */
+KILN_API void kiln_foz_builder_stats(const struct kiln_foz_builder *b,
+                                     struct kiln_foz_builder_stats *stats);
+
+/*
+ * Destroys every object the builder made (not the pipelines it returned).
+ * NULL is a no-op. No build may be running.
+ */
+KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
+
+#endif /* VK_VERSION_1_0 */
+
 #ifdef __cplusplus
 }
 #endif

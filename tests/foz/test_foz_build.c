@@ -1,0 +1,802 @@
+/*
+ * test_foz_build.c - pipeline closures of the Fossilize archives and their
+ * builder on a real Vulkan device.
+ *
+ * The closure cases need no device: every pipeline of every corpus archive
+ * gets a closure, the same pipeline recorded in two archives gives the same
+ * bytes, and each closure holds the objects its pipeline references.
+ *
+ * The build cases make their own instance and device (the Vulkan loader
+ * opened at run time, every feature the device has enabled) and build
+ * every graphics and compute pipeline of the 48 archives with the
+ * archive's own layouts, render passes and constants, from the archive's
+ * own SPIR-V. One of them runs under the Khronos validation layer with a
+ * debug-utils messenger that counts errors. Without a Vulkan device they
+ * exit 77 (skipped); without the corpus they say "skipped:" and pass.
+ */
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "kiln_test.h"
+#include "kiln-tools/foz.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ---------------------------------------------------------------------------
+ * The corpus
+ * ------------------------------------------------------------------------ */
+
+#define MAX_ARCHIVES 256
+
+/* What the shared corpus holds (issue 14; test_foz.c counts the modules). */
+#define CORPUS_ARCHIVES 48
+#define CORPUS_GRAPHICS 110
+#define CORPUS_COMPUTE  6
+
+struct archives {
+    char *path[MAX_ARCHIVES];
+    size_t n;
+};
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void find_archives(const char *dir, int depth, struct archives *out)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".foz") == 0) {
+            if (out->n < MAX_ARCHIVES)
+                out->path[out->n++] = strdup(path);
+        } else if (depth > 0) {
+            find_archives(path, depth - 1, out);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+/* @return false (after one "skipped:" line) when the shared corpus is absent. */
+static bool corpus(struct archives *out)
+{
+    char dir[4096];
+    out->n = 0;
+    snprintf(dir, sizeof(dir), "%s/foz", kt_corpus_dir());
+    find_archives(dir, 2, out);
+    qsort(out->path, out->n, sizeof(out->path[0]), by_string);
+    if (out->n == 0) {
+        printf("skipped: no Fossilize archives under %s/foz (the shared corpus)\n",
+               kt_corpus_dir());
+        return false;
+    }
+    return true;
+}
+
+static void archives_free(struct archives *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->path[i]);
+    a->n = 0;
+}
+
+/* One distinct pipeline: its tag and hash, and its closure's bytes. */
+struct seen {
+    uint64_t tag, hash;
+    uint8_t *bytes;
+    size_t size;
+};
+
+struct seen_set {
+    struct seen *v;
+    size_t n, cap;
+};
+
+static struct seen *seen_find(struct seen_set *s, uint64_t tag, uint64_t hash)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].tag == tag && s->v[i].hash == hash)
+            return &s->v[i];
+    return NULL;
+}
+
+static void seen_free(struct seen_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        kiln_foz_closure_free(s->v[i].bytes);
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---------------------------------------------------------------------------
+ * Closures (no device)
+ * ------------------------------------------------------------------------ */
+
+static bool contains(const uint8_t *bytes, size_t size, const char *text)
+{
+    size_t n = strlen(text);
+    for (size_t i = 0; i + n <= size; i++)
+        if (memcmp(bytes + i, text, n) == 0)
+            return true;
+    return false;
+}
+
+KT_CASE(corpus_closures)
+{
+    struct archives a;
+    if (!corpus(&a))
+        return;
+    KT_CHECK_EQ(a.n, CORPUS_ARCHIVES);
+    struct seen_set seen = {0};
+    size_t graphics = 0, compute = 0, same = 0;
+    for (size_t i = 0; i < a.n; i++) {
+        struct kiln_foz *foz;
+        struct kiln_foz_index *idx;
+        KT_REQUIRE_OK(kiln_foz_open(NULL, a.path[i], &foz));
+        KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+        const struct kiln_foz_pipeline_ref *p;
+        size_t n = kiln_foz_index_pipelines(idx, &p);
+        for (size_t k = 0; k < n; k++) {
+            uint8_t *bytes;
+            size_t size;
+            KT_REQUIRE_OK(kiln_foz_closure_make(idx, p[k].tag, p[k].hash, &bytes, &size));
+            struct kiln_foz_closure_info info;
+            KT_REQUIRE_OK(kiln_foz_closure_inspect(bytes, size, &info));
+            KT_CHECK_EQ(info.tag, p[k].tag);
+            KT_CHECK(info.hash == p[k].hash);
+            KT_CHECK(info.stage_count >= 1);
+            /* Each stage's module is in the archive, and named in the closure. */
+            for (uint32_t s = 0; s < info.stage_count; s++) {
+                struct kiln_foz_module m;
+                KT_CHECK_OK(kiln_foz_index_module(idx, info.modules[s], &m));
+                kiln_foz_module_free(&m);
+                char name[17];
+                snprintf(name, sizeof(name), "%016" PRIx64, info.modules[s]);
+                KT_CHECK(contains(bytes, size, name));
+            }
+            /* Every pipeline of the corpus has a layout; graphics ones a render pass. */
+            KT_CHECK(contains(bytes, size, "\"pipelineLayouts\""));
+            KT_CHECK(contains(bytes, size, "\"setLayouts\"") ||
+                     contains(bytes, size, "\"setLayouts\":[]"));
+            if (p[k].tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE)
+                KT_CHECK(contains(bytes, size, "\"renderPasses\""));
+            struct seen *old = seen_find(&seen, p[k].tag, p[k].hash);
+            if (old) {
+                /* The same pipeline from another archive: the same bytes. */
+                KT_CHECK(old->size == size && memcmp(old->bytes, bytes, size) == 0);
+                same++;
+                kiln_foz_closure_free(bytes);
+                continue;
+            }
+            if (seen.n == seen.cap) {
+                seen.cap = seen.cap ? seen.cap * 2 : 64;
+                seen.v = realloc(seen.v, seen.cap * sizeof(*seen.v));
+                KT_REQUIRE(seen.v);
+            }
+            seen.v[seen.n++] = (struct seen){p[k].tag, p[k].hash, bytes, size};
+            graphics += p[k].tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE;
+            compute += p[k].tag == KILN_FOZ_TAG_COMPUTE_PIPELINE;
+        }
+        kiln_foz_index_destroy(idx);
+        kiln_foz_close(foz);
+    }
+    printf("closures: %zu graphics, %zu compute distinct; %zu met again in another archive\n",
+           graphics, compute, same);
+    KT_CHECK_EQ(graphics, CORPUS_GRAPHICS);
+    KT_CHECK_EQ(compute, CORPUS_COMPUTE);
+    seen_free(&seen);
+    archives_free(&a);
+}
+
+KT_CASE(closure_errors)
+{
+    struct kiln_foz_closure_info info;
+    KT_CHECK_EQ(kiln_foz_closure_inspect("{}", 2, &info), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln_foz_closure_inspect("not json", 8, &info), KILN_EFORMAT);
+    const char *other = "{\"format\":\"kiln-foz-closure\",\"version\":99}";
+    KT_CHECK_EQ(kiln_foz_closure_inspect(other, strlen(other), &info), KILN_EFORMAT);
+    const char *nopipe = "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"compute\","
+                         "\"pipeline\":\"0000000000000001\"}";
+    KT_CHECK_EQ(kiln_foz_closure_inspect(nopipe, strlen(nopipe), &info), KILN_EPARSE);
+
+    /* A pipeline whose layout is not in the archive has no closure. */
+    struct archives a;
+    if (!corpus(&a))
+        return;
+    struct kiln_foz *foz;
+    struct kiln_foz_index *idx;
+    KT_REQUIRE_OK(kiln_foz_open(NULL, a.path[0], &foz));
+    KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+    uint8_t *bytes;
+    size_t size;
+    KT_CHECK_EQ(kiln_foz_closure_make(idx, KILN_FOZ_TAG_GRAPHICS_PIPELINE, 1, &bytes, &size),
+                KILN_ENOTFOUND);
+    KT_CHECK_EQ(kiln_foz_closure_make(idx, KILN_FOZ_TAG_SAMPLER, 1, &bytes, &size), KILN_EINVAL);
+    kiln_foz_index_destroy(idx);
+    kiln_foz_close(foz);
+    archives_free(&a);
+}
+
+/* ---------------------------------------------------------------------------
+ * A Vulkan device of the test's own
+ * ------------------------------------------------------------------------ */
+
+struct gpu {
+    void *lib;
+    PFN_vkGetInstanceProcAddr gipa;
+    PFN_vkGetDeviceProcAddr gdpa;
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    uint32_t api;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDeviceFeatures2 f2;
+    VkPhysicalDeviceVulkan11Features f11;
+    VkPhysicalDeviceVulkan12Features f12;
+    VkPhysicalDeviceVulkan13Features f13;
+    PFN_vkCreateShaderModule CreateShaderModule;
+    PFN_vkDestroyShaderModule DestroyShaderModule;
+    PFN_vkDestroyPipeline DestroyPipeline;
+    PFN_vkCreatePipelineCache CreatePipelineCache;
+    PFN_vkDestroyPipelineCache DestroyPipelineCache;
+};
+
+/* Validation errors: each with the pipeline being built when it came (the
+ * validation case builds on one thread) and its VUID. */
+#define MAX_ERRORS 64
+static atomic_int validation_errors;
+static const char *current_job;
+static char error_job[MAX_ERRORS][96];
+static char error_vuid[MAX_ERRORS][128];
+static char error_text[MAX_ERRORS][320];
+
+static VkBool32 VKAPI_PTR on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                     VkDebugUtilsMessageTypeFlagsEXT types,
+                                     const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+    (void)types;
+    (void)user;
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        int n = atomic_fetch_add(&validation_errors, 1);
+        if (n < MAX_ERRORS) {
+            const char *msg = data->pMessage ? data->pMessage : "(no message)";
+            snprintf(error_job[n], sizeof(error_job[n]), "%s", current_job ? current_job : "-");
+            snprintf(error_vuid[n], sizeof(error_vuid[n]), "%s",
+                     data->pMessageIdName ? data->pMessageIdName : "?");
+            snprintf(error_text[n], sizeof(error_text[n]), "%s", msg);
+        }
+    }
+    return VK_FALSE;
+}
+
+static bool has_layer(PFN_vkGetInstanceProcAddr gipa, const char *name)
+{
+    PFN_vkEnumerateInstanceLayerProperties enumerate =
+        (PFN_vkEnumerateInstanceLayerProperties)gipa(NULL, "vkEnumerateInstanceLayerProperties");
+    uint32_t n = 0;
+    if (!enumerate || enumerate(&n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkLayerProperties *p = calloc(n, sizeof(*p));
+    bool found = false;
+    if (p && enumerate(&n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++)
+            found |= strcmp(p[i].layerName, name) == 0;
+    free(p);
+    return found;
+}
+
+static void gpu_close(struct gpu *g)
+{
+    if (g->device) {
+        PFN_vkDestroyDevice dd = (PFN_vkDestroyDevice)g->gdpa(g->device, "vkDestroyDevice");
+        dd(g->device, NULL);
+    }
+    if (g->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT dm = (PFN_vkDestroyDebugUtilsMessengerEXT)g->gipa(
+            g->instance, "vkDestroyDebugUtilsMessengerEXT");
+        dm(g->instance, g->messenger, NULL);
+    }
+    if (g->instance) {
+        PFN_vkDestroyInstance di = (PFN_vkDestroyInstance)g->gipa(g->instance, "vkDestroyInstance");
+        di(g->instance, NULL);
+    }
+    /* The loader stays loaded: unloading it with a CPU driver inside makes
+     * LeakSanitizer blame the driver's runtime (see tests/vk). */
+    memset(g, 0, sizeof(*g));
+}
+
+/*
+ * Makes an instance (with the validation layer and a messenger when asked)
+ * and a device with every feature the first device has. Exits 77 where
+ * there is no Vulkan; @return false (after a "skipped:" line) when
+ * validation was asked for and the layer is not installed.
+ */
+static bool gpu_open(struct gpu *g, bool validate)
+{
+    memset(g, 0, sizeof(*g));
+    g->lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!g->lib) {
+        printf("no Vulkan loader: %s\n", dlerror());
+        exit(77);
+    }
+    g->gipa = (PFN_vkGetInstanceProcAddr)dlsym(g->lib, "vkGetInstanceProcAddr");
+    if (!g->gipa)
+        exit(77);
+    const char *layer = "VK_LAYER_KHRONOS_validation";
+    const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    if (validate && !has_layer(g->gipa, layer)) {
+        printf("skipped: the Khronos validation layer is not installed "
+               "(Debian: vulkan-validationlayers)\n");
+        return false;
+    }
+    PFN_vkCreateInstance ci = (PFN_vkCreateInstance)g->gipa(NULL, "vkCreateInstance");
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .pApplicationName = "test_foz_build",
+                             .apiVersion = VK_API_VERSION_1_3};
+    VkDebugUtilsMessengerCreateInfoEXT mi = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+        .pfnUserCallback = on_message};
+    VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                               .pApplicationInfo = &app,
+                               .enabledLayerCount = validate ? 1 : 0,
+                               .ppEnabledLayerNames = &layer,
+                               .enabledExtensionCount = validate ? 1 : 0,
+                               .ppEnabledExtensionNames = &ext};
+    if (!ci || ci(&ii, NULL, &g->instance) != VK_SUCCESS) {
+        printf("no Vulkan instance\n");
+        exit(77);
+    }
+    if (validate) {
+        PFN_vkCreateDebugUtilsMessengerEXT cm = (PFN_vkCreateDebugUtilsMessengerEXT)g->gipa(
+            g->instance, "vkCreateDebugUtilsMessengerEXT");
+        if (!cm || cm(g->instance, &mi, NULL, &g->messenger) != VK_SUCCESS) {
+            printf("no debug-utils messenger\n");
+            exit(1);
+        }
+    }
+    PFN_vkEnumeratePhysicalDevices ep =
+        (PFN_vkEnumeratePhysicalDevices)g->gipa(g->instance, "vkEnumeratePhysicalDevices");
+    uint32_t n = 1;
+    VkResult r = ep(g->instance, &n, &g->phys);
+    if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || n == 0) {
+        printf("no Vulkan device\n");
+        exit(77);
+    }
+    PFN_vkGetPhysicalDeviceProperties gp =
+        (PFN_vkGetPhysicalDeviceProperties)g->gipa(g->instance, "vkGetPhysicalDeviceProperties");
+    VkPhysicalDeviceProperties props;
+    gp(g->phys, &props);
+    g->api = props.apiVersion < VK_API_VERSION_1_3 ? props.apiVersion : VK_API_VERSION_1_3;
+    printf("device: %s, Vulkan %u.%u\n", props.deviceName, VK_API_VERSION_MAJOR(g->api),
+           VK_API_VERSION_MINOR(g->api));
+
+    /* Every feature the device has, as far as the version knows them. */
+    g->f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    g->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+    g->f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    g->f13.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES;
+    void **tail = &g->f2.pNext;
+    if (g->api >= VK_API_VERSION_1_2) {
+        *tail = &g->f11;
+        g->f11.pNext = &g->f12;
+        tail = &g->f12.pNext;
+    }
+    if (g->api >= VK_API_VERSION_1_3)
+        *tail = &g->f13;
+    PFN_vkGetPhysicalDeviceFeatures2 gf =
+        (PFN_vkGetPhysicalDeviceFeatures2)g->gipa(g->instance, "vkGetPhysicalDeviceFeatures2");
+    if (gf && g->api >= VK_API_VERSION_1_1) {
+        gf(g->phys, &g->f2);
+    } else {
+        PFN_vkGetPhysicalDeviceFeatures g1 =
+            (PFN_vkGetPhysicalDeviceFeatures)g->gipa(g->instance, "vkGetPhysicalDeviceFeatures");
+        g->f2.pNext = NULL;
+        g1(g->phys, &g->f2.features);
+    }
+    /* Robust buffer access changes nothing a pipeline records, and costs time. */
+    g->f2.features.robustBufferAccess = VK_FALSE;
+
+    PFN_vkGetPhysicalDeviceQueueFamilyProperties qp =
+        (PFN_vkGetPhysicalDeviceQueueFamilyProperties)g->gipa(
+            g->instance, "vkGetPhysicalDeviceQueueFamilyProperties");
+    uint32_t nq = 0;
+    qp(g->phys, &nq, NULL);
+    VkQueueFamilyProperties q[16];
+    nq = nq > 16 ? 16 : nq;
+    qp(g->phys, &nq, q);
+    uint32_t family = 0;
+    for (uint32_t i = 0; i < nq; i++)
+        if (q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) {
+            family = i;
+            break;
+        }
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                  .queueFamilyIndex = family,
+                                  .queueCount = 1,
+                                  .pQueuePriorities = &prio};
+    VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                             .pNext = &g->f2,
+                             .queueCreateInfoCount = 1,
+                             .pQueueCreateInfos = &qi};
+    PFN_vkCreateDevice cd = (PFN_vkCreateDevice)g->gipa(g->instance, "vkCreateDevice");
+    if (cd(g->phys, &di, NULL, &g->device) != VK_SUCCESS) {
+        printf("vkCreateDevice failed\n");
+        exit(77);
+    }
+    g->gdpa = (PFN_vkGetDeviceProcAddr)g->gipa(g->instance, "vkGetDeviceProcAddr");
+    g->CreateShaderModule = (PFN_vkCreateShaderModule)g->gdpa(g->device, "vkCreateShaderModule");
+    g->DestroyShaderModule = (PFN_vkDestroyShaderModule)g->gdpa(g->device, "vkDestroyShaderModule");
+    g->DestroyPipeline = (PFN_vkDestroyPipeline)g->gdpa(g->device, "vkDestroyPipeline");
+    g->CreatePipelineCache = (PFN_vkCreatePipelineCache)g->gdpa(g->device, "vkCreatePipelineCache");
+    g->DestroyPipelineCache =
+        (PFN_vkDestroyPipelineCache)g->gdpa(g->device, "vkDestroyPipelineCache");
+    return true;
+}
+
+static int builder_for(struct gpu *g, struct kiln_foz_builder **b)
+{
+    struct kiln_foz_builder_options o = {.device = g->device,
+                                         .get_device_proc_addr = g->gdpa,
+                                         .api_version = g->api,
+                                         .features = &g->f2};
+    return kiln_foz_builder_create(&o, b);
+}
+
+/* ---------------------------------------------------------------------------
+ * Building the corpus
+ * ------------------------------------------------------------------------ */
+
+/* One archive's pipelines, ready to build: closures and stage modules. */
+struct job {
+    uint8_t *bytes;
+    size_t size;
+    struct kiln_foz_closure_info info;
+    char name[96];
+};
+
+struct work {
+    struct gpu *g;
+    struct kiln_foz_builder *b;
+    VkPipelineCache cache;
+    struct job *jobs;
+    size_t n;
+    atomic_size_t next;
+    atomic_int errors; /* failed builds */
+};
+
+/* Makes the stage modules from the closure's recorded modules, builds,
+ * and destroys the pipeline and the modules again. */
+static int build_one(struct work *w, const struct job *j, const struct kiln_foz_index *idx,
+                     char *why, size_t cap)
+{
+    VkPipelineShaderStageCreateInfo st[KILN_FOZ_MAX_STAGES];
+    VkShaderModule mods[KILN_FOZ_MAX_STAGES] = {0};
+    int rc = 0;
+    for (uint32_t s = 0; s < j->info.stage_count && rc == 0; s++) {
+        struct kiln_foz_module m;
+        rc = kiln_foz_index_module(idx, j->info.modules[s], &m);
+        if (rc < 0) {
+            snprintf(why, cap, "module %016" PRIx64 " does not decode", j->info.modules[s]);
+            break;
+        }
+        VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                       .codeSize = m.word_count * 4,
+                                       .pCode = m.words};
+        if (w->g->CreateShaderModule(w->g->device, &mi, NULL, &mods[s]) != VK_SUCCESS) {
+            snprintf(why, cap, "vkCreateShaderModule failed");
+            rc = KILN_EVULKAN;
+        }
+        kiln_foz_module_free(&m);
+        st[s] = (VkPipelineShaderStageCreateInfo){
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = (VkShaderStageFlagBits)j->info.stages[s],
+            .module = mods[s],
+            .pName = "main"};
+    }
+    VkPipeline p = VK_NULL_HANDLE;
+    if (rc == 0)
+        rc = kiln_foz_builder_build(w->b, j->bytes, j->size, st, j->info.stage_count, w->cache, &p,
+                                    why, cap);
+    if (p)
+        w->g->DestroyPipeline(w->g->device, p, NULL);
+    for (uint32_t s = 0; s < j->info.stage_count; s++)
+        if (mods[s])
+            w->g->DestroyShaderModule(w->g->device, mods[s], NULL);
+    return rc;
+}
+
+struct thread_arg {
+    struct work *w;
+    const struct kiln_foz_index *idx;
+};
+
+static void *worker(void *p)
+{
+    struct thread_arg *t = p;
+    struct work *w = t->w;
+    for (;;) {
+        size_t i = atomic_fetch_add(&w->next, 1);
+        if (i >= w->n)
+            break;
+        char why[256] = "";
+        current_job = w->jobs[i].name;
+        int rc = build_one(w, &w->jobs[i], t->idx, why, sizeof(why));
+        if (rc < 0) {
+            printf("%s: %s: %s\n", w->jobs[i].name, rc == KILN_ENOTSUP ? "skipped" : "FAILED", why);
+            atomic_fetch_add(&w->errors, 1);
+        }
+    }
+    return NULL;
+}
+
+/* Builds every pipeline of every archive on `threads` threads sharing one
+ * builder. @return false when the corpus is absent. */
+static bool build_corpus(struct gpu *g, unsigned threads, struct kiln_foz_builder_stats *st)
+{
+    struct archives a;
+    if (!corpus(&a))
+        return false;
+    struct kiln_foz_builder *b;
+    KT_CHECK_OK(builder_for(g, &b));
+    if (!b)
+        return false;
+    VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VkPipelineCache cache = VK_NULL_HANDLE;
+    KT_CHECK(g->CreatePipelineCache(g->device, &pci, NULL, &cache) == VK_SUCCESS);
+    for (size_t i = 0; i < a.n; i++) {
+        struct kiln_foz *foz;
+        struct kiln_foz_index *idx;
+        KT_CHECK_OK(kiln_foz_open(NULL, a.path[i], &foz));
+        KT_CHECK_OK(kiln_foz_index_create(foz, &idx));
+        const struct kiln_foz_pipeline_ref *p;
+        size_t n = kiln_foz_index_pipelines(idx, &p);
+        struct job *jobs = calloc(n ? n : 1, sizeof(*jobs));
+        KT_CHECK(jobs);
+        const char *base = strrchr(a.path[i], '/') ? strrchr(a.path[i], '/') + 1 : a.path[i];
+        for (size_t k = 0; k < n; k++) {
+            KT_CHECK_OK(
+                kiln_foz_closure_make(idx, p[k].tag, p[k].hash, &jobs[k].bytes, &jobs[k].size));
+            KT_CHECK_OK(kiln_foz_closure_inspect(jobs[k].bytes, jobs[k].size, &jobs[k].info));
+            snprintf(jobs[k].name, sizeof(jobs[k].name), "%.60s %016" PRIx64, base, p[k].hash);
+        }
+        struct work w = {.g = g, .b = b, .cache = cache, .jobs = jobs, .n = n};
+        struct thread_arg t = {&w, idx};
+        pthread_t tid[8];
+        unsigned started = 0;
+        for (unsigned k = 1; k < threads && k < 8; k++)
+            if (pthread_create(&tid[started], NULL, worker, &t) == 0)
+                started++;
+        worker(&t);
+        for (unsigned k = 0; k < started; k++)
+            pthread_join(tid[k], NULL);
+        for (size_t k = 0; k < n; k++)
+            kiln_foz_closure_free(jobs[k].bytes);
+        free(jobs);
+        kiln_foz_index_destroy(idx);
+        kiln_foz_close(foz);
+    }
+    kiln_foz_builder_stats(b, st);
+    printf("built graphics %" PRIu64 " compute %" PRIu64 "; skipped %" PRIu64 "/%" PRIu64
+           "; failed %" PRIu64 "/%" PRIu64 "; shared objects %" PRIu64 "\n",
+           st->built[KILN_FOZ_KIND_GRAPHICS], st->built[KILN_FOZ_KIND_COMPUTE],
+           st->skipped[KILN_FOZ_KIND_GRAPHICS], st->skipped[KILN_FOZ_KIND_COMPUTE],
+           st->failed[KILN_FOZ_KIND_GRAPHICS], st->failed[KILN_FOZ_KIND_COMPUTE], st->objects);
+    kiln_foz_builder_destroy(b);
+    if (cache)
+        g->DestroyPipelineCache(g->device, cache, NULL);
+    archives_free(&a);
+    return true;
+}
+
+/* Every archive's pipelines are built: 48 archives record 110 distinct
+ * graphics and 6 compute pipelines, some in several archives, and each
+ * archive's are built from that archive. */
+static void check_all_built(const struct kiln_foz_builder_stats *st)
+{
+    KT_CHECK_EQ(st->skipped[KILN_FOZ_KIND_GRAPHICS], 0);
+    KT_CHECK_EQ(st->skipped[KILN_FOZ_KIND_COMPUTE], 0);
+    KT_CHECK_EQ(st->failed[KILN_FOZ_KIND_GRAPHICS], 0);
+    KT_CHECK_EQ(st->failed[KILN_FOZ_KIND_COMPUTE], 0);
+    KT_CHECK(st->built[KILN_FOZ_KIND_GRAPHICS] >= CORPUS_GRAPHICS);
+    KT_CHECK(st->built[KILN_FOZ_KIND_COMPUTE] >= CORPUS_COMPUTE);
+    KT_CHECK(st->objects > 0);
+}
+
+KT_CASE(corpus_build)
+{
+    struct gpu g;
+    gpu_open(&g, false);
+    struct kiln_foz_builder_stats st;
+    if (build_corpus(&g, 4, &st))
+        check_all_built(&st);
+    gpu_close(&g);
+}
+
+/*
+ * The validation errors the archives themselves recorded, which a faithful
+ * build reproduces: the application's own state or SPIR-V is invalid. Each
+ * is named by archive, pipeline and VUID; any other error fails the case,
+ * and so does an entry here that no longer happens.
+ */
+static const struct {
+    const char *job; /* archive file name and pipeline hash, as build_corpus names it */
+    const char *vuid;
+} recorded_errors[] = {
+    /* The recorded state enables primitive restart on a triangle list. */
+    {"computecloth.f93c6e96adcd7946.1.foz 9e0224900a5c3525",
+     "VUID-VkPipelineInputAssemblyStateCreateInfo-topology-00428"},
+    /* The module's OpArrayLength returns a signed int (invalid SPIR-V). */
+    {"computeraytracing.f93c6e96adcd7946.1.foz 36e571e519805da7",
+     "UNASSIGNED-CoreValidation-Shader-InconsistentSpirv"},
+    /* gl_PerVertex has 4 members in the vertex stage, 3 in the geometry one. */
+    {"deferredshadows.f93c6e96adcd7946.1.foz 1861a749e16d5fed",
+     "UNASSIGNED-CoreValidation-Shader-InterfaceTypeMismatch"},
+    /* The vertex module uses BuiltIn VertexId and OriginLowerLeft (GL-only). */
+    {"gears.f93c6e96adcd7946.1.foz e9a7dda52d261742",
+     "UNASSIGNED-CoreValidation-Shader-InconsistentSpirv"},
+    /* gl_PerVertex differs between the tessellation stages, in all four. */
+    {"tessellation.f93c6e96adcd7946.1.foz 0ec858fae41454b1",
+     "UNASSIGNED-CoreValidation-Shader-InterfaceTypeMismatch"},
+    {"tessellation.f93c6e96adcd7946.1.foz 40288fe15caf6c94",
+     "UNASSIGNED-CoreValidation-Shader-InterfaceTypeMismatch"},
+    {"tessellation.f93c6e96adcd7946.1.foz 6c0a73b15ea20f36",
+     "UNASSIGNED-CoreValidation-Shader-InterfaceTypeMismatch"},
+    {"tessellation.f93c6e96adcd7946.1.foz bb3c91656878879f",
+     "UNASSIGNED-CoreValidation-Shader-InterfaceTypeMismatch"},
+};
+#define N_RECORDED (sizeof(recorded_errors) / sizeof(recorded_errors[0]))
+
+KT_CASE(corpus_validation)
+{
+    struct gpu g;
+    if (!gpu_open(&g, true))
+        return;
+    atomic_store(&validation_errors, 0);
+    struct kiln_foz_builder_stats st;
+    bool ran = build_corpus(&g, 1, &st);
+    gpu_close(&g);
+    if (!ran)
+        return;
+    check_all_built(&st);
+    int errors = atomic_load(&validation_errors);
+    KT_REQUIRE(errors <= MAX_ERRORS);
+    bool met[N_RECORDED] = {false};
+    int unexpected = 0;
+    for (int i = 0; i < errors; i++) {
+        bool known = false;
+        for (size_t k = 0; k < N_RECORDED; k++) {
+            if (strcmp(error_job[i], recorded_errors[k].job) == 0 &&
+                strcmp(error_vuid[i], recorded_errors[k].vuid) == 0) {
+                known = met[k] = true;
+            }
+        }
+        printf("%s: %s %s\n", known ? "recorded in the archive" : "UNEXPECTED", error_job[i],
+               error_vuid[i]);
+        if (!known) {
+            printf("  %s\n", error_text[i]);
+            unexpected++;
+        }
+    }
+    KT_CHECK_EQ(unexpected, 0);
+    for (size_t k = 0; k < N_RECORDED; k++) {
+        if (!met[k])
+            printf("recorded error no longer seen: %s %s\n", recorded_errors[k].job,
+                   recorded_errors[k].vuid);
+        KT_CHECK(met[k]);
+    }
+}
+
+/* A stage that does not match the closure, and a pNext structure kiln does
+ * not build, are refused with a reason and counted. */
+KT_CASE(refusals)
+{
+    struct gpu g;
+    gpu_open(&g, false);
+    struct archives a;
+    if (!corpus(&a)) {
+        gpu_close(&g);
+        return;
+    }
+    struct kiln_foz_builder *b;
+    KT_REQUIRE_OK(builder_for(&g, &b));
+    /* The first archive's first compute pipeline. */
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    struct kiln_foz_index *idx = NULL;
+    struct kiln_foz *foz = NULL;
+    for (size_t i = 0; i < a.n && !bytes; i++) {
+        KT_REQUIRE_OK(kiln_foz_open(NULL, a.path[i], &foz));
+        KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+        const struct kiln_foz_pipeline_ref *p;
+        size_t n = kiln_foz_index_pipelines(idx, &p);
+        for (size_t k = 0; k < n && !bytes; k++)
+            if (p[k].tag == KILN_FOZ_TAG_COMPUTE_PIPELINE)
+                KT_REQUIRE_OK(kiln_foz_closure_make(idx, p[k].tag, p[k].hash, &bytes, &size));
+        if (!bytes) {
+            kiln_foz_index_destroy(idx);
+            kiln_foz_close(foz);
+        }
+    }
+    KT_REQUIRE(bytes);
+    struct kiln_foz_closure_info info;
+    KT_REQUIRE_OK(kiln_foz_closure_inspect(bytes, size, &info));
+    struct kiln_foz_module m;
+    KT_REQUIRE_OK(kiln_foz_index_module(idx, info.modules[0], &m));
+    VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                   .codeSize = m.word_count * 4,
+                                   .pCode = m.words};
+    VkShaderModule mod;
+    KT_REQUIRE(g.CreateShaderModule(g.device, &mi, NULL, &mod) == VK_SUCCESS);
+    kiln_foz_module_free(&m);
+    VkPipelineShaderStageCreateInfo st = {.sType =
+                                              VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                                          .stage = VK_SHADER_STAGE_VERTEX_BIT,
+                                          .module = mod,
+                                          .pName = "main"};
+    VkPipeline p;
+    char why[256];
+    KT_CHECK_EQ(
+        kiln_foz_builder_build(b, bytes, size, &st, 1, VK_NULL_HANDLE, &p, why, sizeof(why)),
+        KILN_EINVAL);
+    printf("wrong stage: %s\n", why);
+    KT_CHECK(strstr(why, "stage 0") != NULL);
+
+    /* The same closure with a pNext structure of an unknown kind. */
+    const char *needle = "\"stage\":{";
+    char *at = NULL;
+    for (size_t i = 0; i + strlen(needle) <= size && !at; i++)
+        if (memcmp(bytes + i, needle, strlen(needle)) == 0)
+            at = (char *)bytes + i;
+    KT_REQUIRE(at);
+    const char *insert = "\"pNext\":[{\"sType\":1000999000}],";
+    size_t head = (size_t)(at - (char *)bytes) + strlen(needle);
+    size_t n2 = size + strlen(insert);
+    char *mut = malloc(n2);
+    KT_REQUIRE(mut);
+    memcpy(mut, bytes, head);
+    memcpy(mut + head, insert, strlen(insert));
+    memcpy(mut + head + strlen(insert), bytes + head, size - head);
+    st.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    KT_CHECK_EQ(kiln_foz_builder_build(b, mut, n2, &st, 1, VK_NULL_HANDLE, &p, why, sizeof(why)),
+                KILN_ENOTSUP);
+    printf("unknown pNext: %s\n", why);
+    KT_CHECK(strstr(why, "1000999000") != NULL);
+
+    /* And the closure as recorded builds. */
+    KT_CHECK_OK(
+        kiln_foz_builder_build(b, bytes, size, &st, 1, VK_NULL_HANDLE, &p, why, sizeof(why)));
+    if (p)
+        g.DestroyPipeline(g.device, p, NULL);
+    struct kiln_foz_builder_stats s;
+    kiln_foz_builder_stats(b, &s);
+    KT_CHECK_EQ(s.built[KILN_FOZ_KIND_COMPUTE], 1);
+    KT_CHECK_EQ(s.skipped[KILN_FOZ_KIND_COMPUTE], 1);
+    KT_CHECK_EQ(s.failed[KILN_FOZ_KIND_COMPUTE], 1);
+
+    free(mut);
+    g.DestroyShaderModule(g.device, mod, NULL);
+    kiln_foz_closure_free(bytes);
+    kiln_foz_index_destroy(idx);
+    kiln_foz_close(foz);
+    kiln_foz_builder_destroy(b);
+    gpu_close(&g);
+    archives_free(&a);
+}
+
+KT_MAIN(KT_ENTRY(corpus_closures), KT_ENTRY(closure_errors), KT_ENTRY(corpus_build),
+        KT_ENTRY(corpus_validation), KT_ENTRY(refusals))

@@ -1,0 +1,22 @@
+/*
+ * foz_state_private.h - what foz_state.c shares with the closure builder.
+ */
+#ifndef KILN_FOZ_STATE_PRIVATE_H
+#define KILN_FOZ_STATE_PRIVATE_H
+
+#include "foz_private.h"
+
+#include <inttypes.h>
+#include <json.h>
+
+/*
+ * Parses a closure (docs/foz.md) and finds its pipeline.
+ * @return 0 with the document in *doc (release it with json_object_put),
+ * the pipeline's tag and hash, and its JSON (owned by *doc) in *pipeline;
+ * KILN_EFORMAT when the bytes are not a closure of this version;
+ * KILN_EPARSE when the pipeline is missing. Thread-safe.
+ */
+int kiln__foz_closure_parse(const void *bytes, size_t size, struct json_object **doc, uint64_t *tag,
+                            uint64_t *hash, struct json_object **pipeline);
+
+#endif /* KILN_FOZ_STATE_PRIVATE_H */
