@@ -95,6 +95,7 @@ struct seen {
     uint64_t tag, hash;
     uint8_t *bytes;
     size_t size;
+    struct kiln_key key;
 };
 
 struct seen_set {
@@ -156,10 +157,10 @@ KT_CASE(corpus_closures)
             KT_CHECK(info.hash == p[k].hash);
             KT_CHECK(info.stage_count >= 1);
             /* Each stage's module is in the archive, and named in the closure. */
+            struct kiln_foz_module mods[KILN_FOZ_MAX_STAGES];
+            memset(mods, 0, sizeof(mods));
             for (uint32_t s = 0; s < info.stage_count; s++) {
-                struct kiln_foz_module m;
-                KT_CHECK_OK(kiln_foz_index_module(idx, info.modules[s], &m));
-                kiln_foz_module_free(&m);
+                KT_CHECK_OK(kiln_foz_index_module(idx, info.modules[s], &mods[s]));
                 char name[17];
                 snprintf(name, sizeof(name), "%016" PRIx64, info.modules[s]);
                 KT_CHECK(contains(bytes, size, name));
@@ -170,10 +171,15 @@ KT_CASE(corpus_closures)
                      contains(bytes, size, "\"setLayouts\":[]"));
             if (p[k].tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE)
                 KT_CHECK(contains(bytes, size, "\"renderPasses\""));
+            struct kiln_key key;
+            KT_CHECK_OK(kiln_foz_pipeline_key(bytes, size, mods, info.stage_count, &key));
+            for (uint32_t s = 0; s < info.stage_count; s++)
+                kiln_foz_module_free(&mods[s]);
             struct seen *old = seen_find(&seen, p[k].tag, p[k].hash);
             if (old) {
-                /* The same pipeline from another archive: the same bytes. */
+                /* The same pipeline from another archive: the same bytes and key. */
                 KT_CHECK(old->size == size && memcmp(old->bytes, bytes, size) == 0);
+                KT_CHECK(old->key.lo == key.lo && old->key.hi == key.hi);
                 same++;
                 kiln_foz_closure_free(bytes);
                 continue;
@@ -183,7 +189,10 @@ KT_CASE(corpus_closures)
                 seen.v = realloc(seen.v, seen.cap * sizeof(*seen.v));
                 KT_REQUIRE(seen.v);
             }
-            seen.v[seen.n++] = (struct seen){p[k].tag, p[k].hash, bytes, size};
+            /* A distinct pipeline: a key no other has. */
+            for (size_t q = 0; q < seen.n; q++)
+                KT_CHECK(seen.v[q].key.lo != key.lo || seen.v[q].key.hi != key.hi);
+            seen.v[seen.n++] = (struct seen){p[k].tag, p[k].hash, bytes, size, key};
             graphics += p[k].tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE;
             compute += p[k].tag == KILN_FOZ_TAG_COMPUTE_PIPELINE;
         }

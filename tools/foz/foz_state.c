@@ -566,3 +566,30 @@ out:
     json_object_put(doc);
     return rc;
 }
+
+int kiln_foz_pipeline_key(const void *closure, size_t size, const struct kiln_foz_module *modules,
+                          uint32_t n, struct kiln_key *key)
+{
+    static const char prefix[] = "foz-pipeline";
+    /* One buffer: the prefix (with its NUL), the closure, then 8 + 16
+     * bytes a module. Closures are a few KiB; modules enter as digests. */
+    size_t total = sizeof(prefix) + size + (size_t)n * 24;
+    uint8_t *buf = malloc(total);
+    if (!buf)
+        return KILN_ENOMEM;
+    uint8_t *p = buf;
+    memcpy(p, prefix, sizeof(prefix));
+    p += sizeof(prefix);
+    memcpy(p, closure, size);
+    p += size;
+    for (uint32_t i = 0; i < n; i++) {
+        struct kiln_key d = kiln_hash128(modules[i].words, modules[i].word_count * 4);
+        uint64_t v[3] = {modules[i].word_count, d.lo, d.hi};
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 8; k++)
+                *p++ = (uint8_t)(v[j] >> (8 * k));
+    }
+    *key = kiln_hash128(buf, total);
+    free(buf);
+    return KILN_OK;
+}

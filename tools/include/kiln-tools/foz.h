@@ -396,6 +396,18 @@ struct kiln_foz_closure_info {
 KILN_API int kiln_foz_closure_inspect(const void *bytes, size_t size,
                                       struct kiln_foz_closure_info *info);
 
+/*
+ * The key a whole pipeline is stored under: XXH3-128 (kiln_hash128) of
+ * "foz-pipeline", the closure's bytes, and for each of its `n` stage
+ * modules (in stage order) the module's word count and the XXH3-128 of its
+ * SPIR-V. So the same pipeline from two archives is one key, and a
+ * different module under the same Fossilize hash is another.
+ * @return 0 with the key in *key; KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_foz_pipeline_key(const void *closure, size_t size,
+                                   const struct kiln_foz_module *modules, uint32_t n,
+                                   struct kiln_key *key);
+
 /* ---------------------------------------------------------------------------
  * Building a closure's pipeline on a VkDevice (declared when the Vulkan
  * headers were included before this one)
@@ -484,6 +496,42 @@ KILN_API void kiln_foz_builder_stats(const struct kiln_foz_builder *b,
  * NULL is a no-op. No build may be running.
  */
 KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
+
+/* ---------------------------------------------------------------------------
+ * The builder as one of kiln's builders (kiln/prep.h: struct kiln_builder,
+ * state kind KILN_STATE_FOZ); declared once the core has builders.
+ * ------------------------------------------------------------------------ */
+#if defined(KILN_STATE_KINDS)
+
+/*
+ * Fills *out with a builder of kind KILN_STATE_FOZ for
+ * kiln_prepare_options.builders / kiln_start_options.builders: each
+ * request's state bytes are a closure, its stages the closure's stages in
+ * order. The Fossilize builder behind it is made on the first request, on
+ * that request's device: from `options` where it names a device (its
+ * extensions and features are then used as given), else from the request
+ * (device, vkGetDeviceProcAddr) and kiln_vk_info of its context (API
+ * version, maintenance5, dynamic rendering) with the features in
+ * `options` (may be NULL: none checked). Every later request must be on
+ * the same device. `options` is copied; what it points to (extensions,
+ * features) must outlive the builder.
+ * @return 0, KILN_EINVAL for a NULL `out`, or KILN_ENOMEM. Free with
+ * kiln_foz_kiln_builder_destroy after the last prepare or start using it.
+ */
+KILN_API int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
+                                          struct kiln_builder *out);
+
+/*
+ * Destroys what kiln_foz_kiln_builder_create made (the Fossilize builder's
+ * shared objects included) and clears *builder. A cleared one is a no-op.
+ */
+KILN_API void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder);
+
+/* @return the Fossilize builder behind a kiln builder made above, or NULL
+ * before its first request (for kiln_foz_builder_stats). */
+KILN_API struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *builder);
+
+#endif /* KILN_STATE_KINDS */
 
 #endif /* VK_VERSION_1_0 */
 

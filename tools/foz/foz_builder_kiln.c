@@ -1,0 +1,130 @@
+/*
+ * foz_builder_kiln.c - the Fossilize builder as one of kiln's builders
+ * (kiln/prep.h: struct kiln_builder of state kind KILN_STATE_FOZ).
+ *
+ * Design. kiln's requests name the device only when they come, so the
+ * Fossilize builder is made on the first request, under a mutex, and kept
+ * for every later one; a request on another device is refused rather than
+ * built with objects of the first. The request's stages already follow the
+ * program's stage order, which the import made the closure's recorded
+ * order, so they are handed on as they are. Compiled only once the core
+ * has builders (KILN_STATE_KINDS, kiln/pack.h).
+ */
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "foz_state_private.h"
+#include "kiln/vk.h"
+
+#if defined(KILN_STATE_KINDS)
+
+#include <pthread.h>
+
+struct adapter {
+    pthread_mutex_t lock;
+    struct kiln_foz_builder_options options;
+    bool have_options_device;
+    struct kiln_foz_builder *b;
+    VkDevice device;
+    int create_rc;
+};
+
+/* Makes the Fossilize builder for the request's device. Called under the lock. */
+static int make_builder(struct adapter *a, const struct kiln_build_request *req)
+{
+    struct kiln_foz_builder_options o = a->options;
+    const char *exts[2];
+    if (!a->have_options_device) {
+        const struct kiln_vk_info *info = kiln_vk_info(req->vk);
+        uint32_t n = 0;
+        if (info->maintenance5)
+            exts[n++] = "VK_KHR_maintenance5";
+        if (info->dynamic_rendering && info->api_version < VK_API_VERSION_1_3)
+            exts[n++] = "VK_KHR_dynamic_rendering";
+        o.device = req->device;
+        o.get_device_proc_addr = req->get_device_proc_addr;
+        o.api_version = info->api_version;
+        o.extensions = exts;
+        o.extension_count = n;
+    }
+    return kiln_foz_builder_create(&o, &a->b);
+}
+
+static int build(void *user, struct kiln_build_request *req)
+{
+    struct adapter *a = user;
+    pthread_mutex_lock(&a->lock);
+    if (!a->b && a->create_rc == 0) {
+        a->create_rc = make_builder(a, req);
+        a->device = req->device;
+    }
+    int rc = a->create_rc;
+    struct kiln_foz_builder *b = a->b;
+    bool same = a->device == req->device;
+    pthread_mutex_unlock(&a->lock);
+    if (rc < 0) {
+        snprintf(req->why, sizeof(req->why), "the Fossilize builder could not be made: %s",
+                 kiln_strerror(rc));
+        return rc;
+    }
+    if (!same) {
+        snprintf(req->why, sizeof(req->why), "the Fossilize builder serves another device");
+        return KILN_EINVAL;
+    }
+    return kiln_foz_builder_build(b, req->state, req->state_size, req->stages, req->nstages,
+                                  req->pipeline_cache, &req->pipeline, req->why, sizeof(req->why));
+}
+
+int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
+                                 struct kiln_builder *out)
+{
+    if (!out)
+        return KILN_EINVAL;
+    memset(out, 0, sizeof(*out));
+    struct adapter *a = calloc(1, sizeof(*a));
+    if (!a)
+        return KILN_ENOMEM;
+    if (options) {
+        a->options = *options;
+        a->have_options_device = options->device != VK_NULL_HANDLE;
+    }
+    if (pthread_mutex_init(&a->lock, NULL) != 0) {
+        free(a);
+        return KILN_ENOMEM;
+    }
+    out->kind = KILN_STATE_FOZ;
+    out->user = a;
+    out->build = build;
+    out->name = "foz";
+    return KILN_OK;
+}
+
+void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)
+{
+    if (!builder || !builder->user)
+        return;
+    struct adapter *a = builder->user;
+    kiln_foz_builder_destroy(a->b);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+    memset(builder, 0, sizeof(*builder));
+}
+
+struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *builder)
+{
+    struct adapter *a = builder ? builder->user : NULL;
+    if (!a)
+        return NULL;
+    pthread_mutex_lock(&a->lock);
+    struct kiln_foz_builder *b = a->b;
+    pthread_mutex_unlock(&a->lock);
+    return b;
+}
+
+#else
+
+/* Until the core has builders there is nothing to adapt to: ISO C wants a
+ * translation unit to declare something. */
+typedef int kiln__foz_builder_kiln_unused;
+
+#endif /* KILN_STATE_KINDS */
