@@ -1116,45 +1116,6 @@ static int render_pass(struct build *c, uint64_t hash, VkRenderPass *out)
  * Pipelines
  * ------------------------------------------------------------------------ */
 
-static int base64_value(int ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    if (ch == '+')
-        return 62;
-    if (ch == '/')
-        return 63;
-    return -1;
-}
-
-/* Decodes base64 text into exactly `want` bytes (padding optional). */
-static bool base64_decode(const char *s, size_t n, uint8_t *out, size_t want)
-{
-    size_t got = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '=')
-            break;
-        int v = base64_value((unsigned char)s[i]);
-        if (v < 0)
-            return false;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (got == want)
-                return false;
-            out[got++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return got == want;
-}
-
 static int specialization(struct build *c, struct json_object *o, const VkSpecializationInfo **out)
 {
     VkSpecializationInfo *si = alloc(c, sizeof(*si));
@@ -1167,8 +1128,8 @@ static int specialization(struct build *c, struct json_object *o, const VkSpecia
     struct json_object *text = get(o, "data");
     if (si->dataSize &&
         (!json_object_is_type(text, json_type_string) ||
-         !base64_decode(json_object_get_string(text), (size_t)json_object_get_string_len(text),
-                        data, si->dataSize)))
+         !kiln__foz_base64_decode(json_object_get_string(text),
+                                  (size_t)json_object_get_string_len(text), data, si->dataSize)))
         return fail(c, KILN_EPARSE, "specialization data is not %zu bytes of base64", si->dataSize);
     si->pData = data;
     struct json_object *m = get(o, "mapEntries");

@@ -593,3 +593,45 @@ int kiln_foz_pipeline_key(const void *closure, size_t size, const struct kiln_fo
     free(buf);
     return KILN_OK;
 }
+
+/* ---------------------------------------------------------------------------
+ * Base64 (specialization data)
+ * ------------------------------------------------------------------------ */
+
+static int base64_value(int ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    if (ch == '+')
+        return 62;
+    if (ch == '/')
+        return 63;
+    return -1;
+}
+
+bool kiln__foz_base64_decode(const char *s, size_t n, uint8_t *out, size_t want)
+{
+    size_t got = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '=')
+            break;
+        int v = base64_value((unsigned char)s[i]);
+        if (v < 0)
+            return false;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (got == want)
+                return false;
+            out[got++] = (uint8_t)(acc >> bits);
+        }
+    }
+    return got == want;
+}

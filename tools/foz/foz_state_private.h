@@ -19,4 +19,12 @@
 int kiln__foz_closure_parse(const void *bytes, size_t size, struct json_object **doc, uint64_t *tag,
                             uint64_t *hash, struct json_object **pipeline);
 
+/*
+ * Decodes base64 text (`n` characters, padding optional) into exactly
+ * `want` bytes at `out`.
+ * @return false for a character outside the alphabet, or a length that
+ * does not give exactly `want` bytes.
+ */
+bool kiln__foz_base64_decode(const char *s, size_t n, uint8_t *out, size_t want);
+
 #endif /* KILN_FOZ_STATE_PRIVATE_H */

@@ -408,6 +408,24 @@ KILN_API int kiln_foz_pipeline_key(const void *closure, size_t size,
                                    const struct kiln_foz_module *modules, uint32_t n,
                                    struct kiln_key *key);
 
+#if defined(KILN_STATE_KINDS)
+/*
+ * Makes the program of pipeline `ref` of an index, as `kiln import foz`
+ * stores whole pipelines: named "<hash>.graphics" (or .compute,
+ * .raytracing); one stage per recorded stage, in recorded order, with the
+ * module's SPIR-V, the recorded entry point and specialization constants;
+ * state kind KILN_STATE_FOZ with the pipeline's closure as state bytes;
+ * key kiln_foz_pipeline_key. Declared once the core's programs carry state.
+ * @return 0 and the program in *out (free it with kiln_program_destroy);
+ * kiln_foz_closure_make's errors; KILN_ENOTFOUND for a module the archive
+ * lacks; KILN_EPARSE for malformed specialization data; KILN_ENOMEM.
+ * Thread-safe.
+ */
+KILN_API int kiln_foz_pipeline_program(const struct kiln_foz_index *idx,
+                                       const struct kiln_foz_pipeline_ref *ref,
+                                       struct kiln_program **out);
+#endif
+
 /* ---------------------------------------------------------------------------
  * Building a closure's pipeline on a VkDevice (declared when the Vulkan
  * headers were included before this one)
