@@ -161,13 +161,22 @@ struct fns {
     PFN_vkCreateComputePipelines CreateComputePipelines;
 };
 
+/* A shared object's handle, by its tag (a union, so that no handle is
+ * ever cast through an integer). */
+union handle {
+    VkSampler sampler;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkRenderPass pass;
+};
+
 /* One shared object: a sampler (with its YCbCr conversion, or null), a
  * descriptor set layout, a pipeline layout or a render pass. */
 struct shared {
     uint64_t tag;
     uint64_t hash;
-    uint64_t handle;
-    uint64_t ycbcr;
+    union handle h;
+    VkSamplerYcbcrConversion ycbcr;
     struct shared *next;
 };
 
@@ -663,23 +672,23 @@ static struct shared *shared_find(struct kiln_foz_builder *b, uint64_t tag, uint
     return NULL;
 }
 
-static void destroy_object(struct kiln_foz_builder *b, uint64_t tag, uint64_t handle,
-                           uint64_t ycbcr)
+static void destroy_object(struct kiln_foz_builder *b, uint64_t tag, union handle h,
+                           VkSamplerYcbcrConversion ycbcr)
 {
     switch (tag) {
     case KILN_FOZ_TAG_SAMPLER:
-        b->vk.DestroySampler(b->device, (VkSampler)handle, NULL);
+        b->vk.DestroySampler(b->device, h.sampler, NULL);
         if (ycbcr)
-            b->vk.DestroySamplerYcbcrConversion(b->device, (VkSamplerYcbcrConversion)ycbcr, NULL);
+            b->vk.DestroySamplerYcbcrConversion(b->device, ycbcr, NULL);
         break;
     case KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT:
-        b->vk.DestroyDescriptorSetLayout(b->device, (VkDescriptorSetLayout)handle, NULL);
+        b->vk.DestroyDescriptorSetLayout(b->device, h.set_layout, NULL);
         break;
     case KILN_FOZ_TAG_PIPELINE_LAYOUT:
-        b->vk.DestroyPipelineLayout(b->device, (VkPipelineLayout)handle, NULL);
+        b->vk.DestroyPipelineLayout(b->device, h.layout, NULL);
         break;
     case KILN_FOZ_TAG_RENDER_PASS:
-        b->vk.DestroyRenderPass(b->device, (VkRenderPass)handle, NULL);
+        b->vk.DestroyRenderPass(b->device, h.pass, NULL);
         break;
     default:
         break;
@@ -687,39 +696,42 @@ static void destroy_object(struct kiln_foz_builder *b, uint64_t tag, uint64_t ha
 }
 
 /* Looks a shared object up. @return whether it was found. */
-static bool shared_get(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, uint64_t *handle)
+static bool shared_get(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, union handle *h)
 {
     pthread_mutex_lock(&b->lock);
     struct shared *s = shared_find(b, tag, hash);
     if (s)
-        *handle = s->handle;
+        *h = s->h;
     pthread_mutex_unlock(&b->lock);
     return s != NULL;
 }
 
 /* Inserts a new object, or destroys it when another thread was first;
- * *handle is the one in the table afterwards. */
-static int shared_put(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, uint64_t *handle,
-                      uint64_t ycbcr)
+ * *h is the one in the table afterwards. */
+static int shared_put(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, union handle *h,
+                      VkSamplerYcbcrConversion ycbcr)
 {
     struct shared *n = malloc(sizeof(*n));
     pthread_mutex_lock(&b->lock);
     struct shared *s = shared_find(b, tag, hash);
     if (!s && n) {
-        *n = (struct shared){tag, hash, *handle, ycbcr, b->table[(hash ^ tag) % SHARED_BUCKETS]};
+        *n = (struct shared){tag, hash, *h, ycbcr, b->table[(hash ^ tag) % SHARED_BUCKETS]};
         b->table[(hash ^ tag) % SHARED_BUCKETS] = n;
         n = NULL;
         atomic_fetch_add(&b->objects, 1);
         pthread_mutex_unlock(&b->lock);
         return KILN_OK;
     }
-    uint64_t keep = s ? s->handle : 0;
+    union handle keep;
+    memset(&keep, 0, sizeof(keep));
+    if (s)
+        keep = s->h;
     pthread_mutex_unlock(&b->lock);
     free(n);
-    destroy_object(b, tag, *handle, ycbcr);
+    destroy_object(b, tag, *h, ycbcr);
     if (!s)
         return KILN_ENOMEM;
-    *handle = keep;
+    *h = keep;
     return KILN_OK;
 }
 
@@ -738,9 +750,9 @@ static int recorded(struct build *c, const char *member, uint64_t hash, const ch
 static int sampler(struct build *c, uint64_t hash, VkSampler *out)
 {
     struct kiln_foz_builder *b = c->b;
-    uint64_t h;
+    union handle h;
     if (shared_get(b, KILN_FOZ_TAG_SAMPLER, hash, &h)) {
-        *out = (VkSampler)h;
+        *out = h.sampler;
         return KILN_OK;
     }
     struct json_object *o;
@@ -799,18 +811,18 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
             b->vk.DestroySamplerYcbcrConversion(b->device, conv, NULL);
         return fail(c, KILN_EVULKAN, "vkCreateSampler %016" PRIx64 ": VkResult %d", hash, (int)r);
     }
-    h = (uint64_t)s;
-    KILN_TRY(shared_put(b, KILN_FOZ_TAG_SAMPLER, hash, &h, (uint64_t)conv));
-    *out = (VkSampler)h;
+    h.sampler = s;
+    KILN_TRY(shared_put(b, KILN_FOZ_TAG_SAMPLER, hash, &h, conv));
+    *out = h.sampler;
     return KILN_OK;
 }
 
 static int set_layout(struct build *c, uint64_t hash, VkDescriptorSetLayout *out)
 {
     struct kiln_foz_builder *b = c->b;
-    uint64_t h;
+    union handle h;
     if (shared_get(b, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, hash, &h)) {
-        *out = (VkDescriptorSetLayout)h;
+        *out = h.set_layout;
         return KILN_OK;
     }
     struct json_object *o;
@@ -853,18 +865,18 @@ static int set_layout(struct build *c, uint64_t hash, VkDescriptorSetLayout *out
     if (r != VK_SUCCESS)
         return fail(c, KILN_EVULKAN, "vkCreateDescriptorSetLayout %016" PRIx64 ": VkResult %d",
                     hash, (int)r);
-    h = (uint64_t)l;
-    KILN_TRY(shared_put(b, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, hash, &h, 0));
-    *out = (VkDescriptorSetLayout)h;
+    h.set_layout = l;
+    KILN_TRY(shared_put(b, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, hash, &h, VK_NULL_HANDLE));
+    *out = h.set_layout;
     return KILN_OK;
 }
 
 static int pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *out)
 {
     struct kiln_foz_builder *b = c->b;
-    uint64_t h;
+    union handle h;
     if (shared_get(b, KILN_FOZ_TAG_PIPELINE_LAYOUT, hash, &h)) {
-        *out = (VkPipelineLayout)h;
+        *out = h.layout;
         return KILN_OK;
     }
     struct json_object *o;
@@ -899,9 +911,9 @@ static int pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *out
     if (r != VK_SUCCESS)
         return fail(c, KILN_EVULKAN, "vkCreatePipelineLayout %016" PRIx64 ": VkResult %d", hash,
                     (int)r);
-    h = (uint64_t)l;
-    KILN_TRY(shared_put(b, KILN_FOZ_TAG_PIPELINE_LAYOUT, hash, &h, 0));
-    *out = (VkPipelineLayout)h;
+    h.layout = l;
+    KILN_TRY(shared_put(b, KILN_FOZ_TAG_PIPELINE_LAYOUT, hash, &h, VK_NULL_HANDLE));
+    *out = h.layout;
     return KILN_OK;
 }
 
@@ -1091,24 +1103,24 @@ static int render_pass2(struct build *c, struct json_object *o, uint64_t hash, V
 static int render_pass(struct build *c, uint64_t hash, VkRenderPass *out)
 {
     struct kiln_foz_builder *b = c->b;
-    uint64_t h;
+    union handle h;
     if (shared_get(b, KILN_FOZ_TAG_RENDER_PASS, hash, &h)) {
-        *out = (VkRenderPass)h;
+        *out = h.pass;
         return KILN_OK;
     }
     char name[17];
     snprintf(name, sizeof(name), "%016" PRIx64, hash);
     struct json_object *o;
-    VkRenderPass rp;
+    VkRenderPass rp = VK_NULL_HANDLE;
     if ((o = get(get(c->doc, "renderPasses"), name)) != NULL)
         KILN_TRY(render_pass1(c, o, hash, &rp));
     else if ((o = get(get(c->doc, "renderPasses2"), name)) != NULL)
         KILN_TRY(render_pass2(c, o, hash, &rp));
     else
         return fail(c, KILN_EPARSE, "the closure has no render pass %s", name);
-    h = (uint64_t)rp;
-    KILN_TRY(shared_put(b, KILN_FOZ_TAG_RENDER_PASS, hash, &h, 0));
-    *out = (VkRenderPass)h;
+    h.pass = rp;
+    KILN_TRY(shared_put(b, KILN_FOZ_TAG_RENDER_PASS, hash, &h, VK_NULL_HANDLE));
+    *out = h.pass;
     return KILN_OK;
 }
 
@@ -1714,7 +1726,7 @@ void kiln_foz_builder_destroy(struct kiln_foz_builder *b)
         for (unsigned i = 0; i < SHARED_BUCKETS; i++)
             for (struct shared *s = b->table[i]; s; s = s->next)
                 if (s->tag == order[k])
-                    destroy_object(b, s->tag, s->handle, s->ycbcr);
+                    destroy_object(b, s->tag, s->h, s->ycbcr);
     for (unsigned i = 0; i < SHARED_BUCKETS; i++) {
         while (b->table[i]) {
             struct shared *s = b->table[i];

@@ -36,6 +36,7 @@ struct idx_entry {
     uint8_t *data;
     size_t size;
     struct json_object *doc; /* parsed JSON of an object entry; NULL for modules and others */
+    size_t order;            /* position in the archive (first of equal keys wins) */
 };
 
 struct kiln_foz_index {
@@ -94,9 +95,7 @@ static int by_tag_hash(const void *a, const void *b)
         return x->tag < y->tag ? -1 : 1;
     if (x->hash != y->hash)
         return x->hash < y->hash ? -1 : 1;
-    /* Equal keys: archive order, kept in `doc` while sorting (sort_unique). */
-    uintptr_t px = (uintptr_t)x->doc, py = (uintptr_t)y->doc;
-    return px < py ? -1 : px > py;
+    return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static const struct idx_entry *find(const struct kiln_foz_index *idx, uint64_t tag, uint64_t hash)
@@ -148,6 +147,7 @@ static int read_entries(struct kiln_foz *foz, struct kiln_foz_index *idx)
         x->tag = e.tag;
         x->hash = e.hash;
         x->size = e.size;
+        x->order = idx->n;
         x->data = malloc(e.size ? e.size : 1);
         if (!x->data)
             return KILN_ENOMEM;
@@ -157,21 +157,18 @@ static int read_entries(struct kiln_foz *foz, struct kiln_foz_index *idx)
     return KILN_OK;
 }
 
-/* Sorts by (tag, hash), keeping the first of equal keys in archive order.
- * qsort is not stable, so each entry's position is stored in `doc` (not
- * yet used) while sorting. */
+/* Sorts by (tag, hash), keeping the first of equal keys in archive order
+ * (qsort is not stable: the order field breaks ties). */
 static void sort_unique(struct kiln_foz_index *idx)
 {
-    for (size_t i = 0; i < idx->n; i++)
-        idx->e[i].doc = (struct json_object *)(uintptr_t)(i + 1);
-    qsort(idx->e, idx->n, sizeof(*idx->e), by_tag_hash);
+    if (idx->n > 1)
+        qsort(idx->e, idx->n, sizeof(*idx->e), by_tag_hash);
     size_t w = 0;
     for (size_t i = 0; i < idx->n;) {
         size_t j = i + 1;
         while (j < idx->n && idx->e[j].tag == idx->e[i].tag && idx->e[j].hash == idx->e[i].hash)
             free(idx->e[j++].data);
         idx->e[w] = idx->e[i];
-        idx->e[w].doc = NULL;
         w++;
         i = j;
     }
