@@ -264,7 +264,7 @@ struct gpu {
  * validation case builds on one thread) and its VUID. */
 #define MAX_ERRORS 64
 static atomic_int validation_errors;
-static const char *current_job;
+static const char *_Atomic current_job;
 static char error_job[MAX_ERRORS][96];
 static char error_vuid[MAX_ERRORS][128];
 static char error_text[MAX_ERRORS][320];
@@ -279,7 +279,8 @@ static VkBool32 VKAPI_PTR on_message(VkDebugUtilsMessageSeverityFlagBitsEXT seve
         int n = atomic_fetch_add(&validation_errors, 1);
         if (n < MAX_ERRORS) {
             const char *msg = data->pMessage ? data->pMessage : "(no message)";
-            snprintf(error_job[n], sizeof(error_job[n]), "%s", current_job ? current_job : "-");
+            const char *job = atomic_load(&current_job);
+            snprintf(error_job[n], sizeof(error_job[n]), "%s", job ? job : "-");
             snprintf(error_vuid[n], sizeof(error_vuid[n]), "%s",
                      data->pMessageIdName ? data->pMessageIdName : "?");
             snprintf(error_text[n], sizeof(error_text[n]), "%s", msg);
@@ -541,7 +542,7 @@ static void *worker(void *p)
         if (i >= w->n)
             break;
         char why[256] = "";
-        current_job = w->jobs[i].name;
+        atomic_store(&current_job, w->jobs[i].name);
         int rc = build_one(w, &w->jobs[i], t->idx, why, sizeof(why));
         if (rc < 0) {
             printf("%s: %s: %s\n", w->jobs[i].name, rc == KILN_ENOTSUP ? "skipped" : "FAILED", why);
