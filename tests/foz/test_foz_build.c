@@ -21,6 +21,7 @@
 #include "kiln-tools/foz.h"
 
 #include <dirent.h>
+#include <json.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -806,5 +807,285 @@ KT_CASE(refusals)
     archives_free(&a);
 }
 
+/* ---------------------------------------------------------------------------
+ * States the corpus does not record, on one of its pipelines
+ * ------------------------------------------------------------------------ */
+
+static struct json_object *jparse(const char *text)
+{
+    struct json_object *o = json_tokener_parse(text);
+    if (!o)
+        kt_fail(__FILE__, __LINE__, "test JSON does not parse: %s", text);
+    return o;
+}
+
+static struct json_object *jget(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+    json_object_object_get_ex(o, key, &v);
+    return v;
+}
+
+/* Builds `doc` (a closure) with the triangle's two modules; @return the
+ * builder's result, with the reason in `why`. */
+static int build_doc(struct gpu *g, struct kiln_foz_builder *b, struct json_object *doc,
+                     const VkShaderModule mods[2], char *why, size_t cap)
+{
+    size_t n;
+    const char *text = json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &n);
+    struct kiln_foz_closure_info info;
+    int rc = kiln_foz_closure_inspect(text, n, &info);
+    if (rc < 0)
+        return rc;
+    VkPipelineShaderStageCreateInfo st[2];
+    for (uint32_t i = 0; i < 2; i++)
+        st[i] = (VkPipelineShaderStageCreateInfo){
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = (VkShaderStageFlagBits)info.stages[i],
+            .module = mods[i],
+            .pName = "main"};
+    VkPipeline p = VK_NULL_HANDLE;
+    rc = kiln_foz_builder_build(b, text, n, st, 2, VK_NULL_HANDLE, &p, why, cap);
+    if (p)
+        g->DestroyPipeline(g->device, p, NULL);
+    return rc;
+}
+
+/*
+ * The triangle pipeline (vertex input, depth test, one color attachment)
+ * rebuilt with what no corpus archive records: dynamic rendering instead of
+ * its render pass, the render pass as a render pass 2, an immutable sampler
+ * in an extra set layout, static viewports with specialization constants
+ * and a derivative flag, and a YCbCr sampler. Under the validation layer
+ * where it is installed: no error. A dynamic state of an extension the
+ * device did not enable is skipped, naming it.
+ */
+KT_CASE(unrecorded_states)
+{
+    struct gpu g;
+    bool validate = true;
+    if (!gpu_open(&g, true)) {
+        validate = false;
+        gpu_open(&g, false);
+    }
+    atomic_store(&validation_errors, 0);
+    struct archives a;
+    if (!corpus(&a)) {
+        gpu_close(&g);
+        return;
+    }
+    const char *path = NULL;
+    for (size_t i = 0; i < a.n; i++)
+        if (strstr(a.path[i], "/triangle."))
+            path = a.path[i];
+    KT_REQUIRE(path);
+    struct kiln_foz *foz;
+    struct kiln_foz_index *idx;
+    KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
+    KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+    const struct kiln_foz_pipeline_ref *ref;
+    KT_REQUIRE(kiln_foz_index_pipelines(idx, &ref) == 1);
+    uint8_t *bytes;
+    size_t size;
+    KT_REQUIRE_OK(kiln_foz_closure_make(idx, ref[0].tag, ref[0].hash, &bytes, &size));
+    struct kiln_foz_closure_info info;
+    KT_REQUIRE_OK(kiln_foz_closure_inspect(bytes, size, &info));
+    KT_REQUIRE(info.stage_count == 2);
+    VkShaderModule mods[2];
+    for (int i = 0; i < 2; i++) {
+        struct kiln_foz_module m;
+        KT_REQUIRE_OK(kiln_foz_index_module(idx, info.modules[i], &m));
+        VkShaderModuleCreateInfo mi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                       .codeSize = m.word_count * 4,
+                                       .pCode = m.words};
+        KT_REQUIRE(g.CreateShaderModule(g.device, &mi, NULL, &mods[i]) == VK_SUCCESS);
+        kiln_foz_module_free(&m);
+    }
+    char pname[17];
+    snprintf(pname, sizeof(pname), "%016" PRIx64, ref[0].hash);
+    struct kiln_foz_builder *b;
+    KT_REQUIRE_OK(builder_for(&g, &b));
+    char why[256];
+
+    /* As recorded. */
+    struct json_object *doc = jparse((const char *)bytes);
+    KT_CHECK_OK(build_doc(&g, b, doc, mods, why, sizeof(why)));
+    json_object_put(doc);
+
+    /* Dynamic rendering: no render pass, the formats in the pipeline's pNext. */
+    doc = jparse((const char *)bytes);
+    struct json_object *pipe = jget(jget(doc, "graphicsPipelines"), pname);
+    json_object_object_add(pipe, "renderPass", json_object_new_string("0000000000000000"));
+    json_object_object_add(pipe, "pNext",
+                           jparse("[{\"sType\":1000044002,\"viewMask\":0,"
+                                  "\"colorAttachmentFormats\":[44],"
+                                  "\"depthAttachmentFormat\":130,"
+                                  "\"stencilAttachmentFormat\":130}]"));
+    json_object_object_del(doc, "renderPasses");
+    int rc = build_doc(&g, b, doc, mods, why, sizeof(why));
+    KT_CHECK_OK(rc);
+    if (rc < 0)
+        printf("dynamic rendering: %s\n", why);
+    json_object_put(doc);
+
+    /* The render pass as a render pass 2 (under a new hash). */
+    doc = jparse((const char *)bytes);
+    pipe = jget(jget(doc, "graphicsPipelines"), pname);
+    json_object_object_add(pipe, "renderPass", json_object_new_string("00000000000000b2"));
+    json_object_object_del(doc, "renderPasses");
+    json_object_object_add(
+        doc, "renderPasses2",
+        jparse("{\"00000000000000b2\":{\"flags\":0,"
+               "\"attachments\":[{\"flags\":0,\"format\":44,\"samples\":1,\"loadOp\":1,"
+               "\"storeOp\":0,\"stencilLoadOp\":2,\"stencilStoreOp\":1,\"initialLayout\":0,"
+               "\"finalLayout\":1000001002},"
+               "{\"flags\":0,\"format\":130,\"samples\":1,\"loadOp\":1,\"storeOp\":0,"
+               "\"stencilLoadOp\":1,\"stencilStoreOp\":1,\"initialLayout\":0,"
+               "\"finalLayout\":3}],"
+               "\"subpasses\":[{\"flags\":0,\"pipelineBindPoint\":0,\"viewMask\":0,"
+               "\"colorAttachments\":[{\"attachment\":0,\"layout\":2,\"aspectMask\":1}],"
+               "\"depthStencilAttachment\":{\"attachment\":1,\"layout\":3,\"aspectMask\":6}}],"
+               "\"dependencies\":[{\"srcSubpass\":4294967295,\"dstSubpass\":0,"
+               "\"srcStageMask\":1024,\"dstStageMask\":1024,\"srcAccessMask\":0,"
+               "\"dstAccessMask\":384,\"dependencyFlags\":1,\"viewOffset\":0}]}}"));
+    rc = build_doc(&g, b, doc, mods, why, sizeof(why));
+    KT_CHECK_OK(rc);
+    if (rc < 0)
+        printf("render pass 2: %s\n", why);
+    json_object_put(doc);
+
+    /* An immutable sampler (with a reduction mode) in a second set layout. */
+    doc = jparse((const char *)bytes);
+    pipe = jget(jget(doc, "graphicsPipelines"), pname);
+    struct json_object *layouts = jget(doc, "pipelineLayouts");
+    struct json_object *layout = NULL;
+    json_object_object_foreach(layouts, lkey, lval)
+    {
+        (void)lkey;
+        layout = lval;
+    }
+    KT_REQUIRE(layout);
+    struct json_object *copy = NULL;
+    json_object_deep_copy(layout, &copy, NULL);
+    json_object_array_add(jget(copy, "setLayouts"), json_object_new_string("00000000000000c1"));
+    json_object_object_add(layouts, "00000000000000c2", copy);
+    json_object_object_add(pipe, "layout", json_object_new_string("00000000000000c2"));
+    json_object_object_add(jget(doc, "setLayouts"), "00000000000000c1",
+                           jparse("{\"flags\":0,\"bindings\":[{\"binding\":0,\"descriptorType\":1,"
+                                  "\"descriptorCount\":1,\"stageFlags\":16,"
+                                  "\"immutableSamplers\":[\"00000000000000c0\"]}]}"));
+    json_object_object_add(
+        doc, "samplers",
+        jparse("{\"00000000000000c0\":{\"flags\":0,\"magFilter\":1,\"minFilter\":1,"
+               "\"mipmapMode\":1,\"addressModeU\":2,\"addressModeV\":2,\"addressModeW\":2,"
+               "\"mipLodBias\":0.0,\"anisotropyEnable\":0,\"maxAnisotropy\":1.0,"
+               "\"compareEnable\":0,\"compareOp\":0,\"minLod\":0.0,\"maxLod\":1000.0,"
+               "\"borderColor\":0,\"unnormalizedCoordinates\":0,"
+               "\"pNext\":[{\"sType\":1000130001,\"reductionMode\":0}]}}"));
+    rc = build_doc(&g, b, doc, mods, why, sizeof(why));
+    KT_CHECK_OK(rc);
+    if (rc < 0)
+        printf("immutable sampler: %s\n", why);
+    json_object_put(doc);
+
+    /* Static viewport and scissor, specialization constants, a derivative. */
+    doc = jparse((const char *)bytes);
+    pipe = jget(jget(doc, "graphicsPipelines"), pname);
+    json_object_object_del(pipe, "dynamicState");
+    json_object_object_add(
+        pipe, "viewportState",
+        jparse("{\"flags\":0,\"viewportCount\":1,\"scissorCount\":1,"
+               "\"viewports\":[{\"x\":0.0,\"y\":0.0,\"width\":64.0,\"height\":64.0,"
+               "\"minDepth\":0.0,\"maxDepth\":1.0}],"
+               "\"scissors\":[{\"x\":0,\"y\":0,\"width\":64,\"height\":64}]}"));
+    json_object_object_add(pipe, "flags", json_object_new_int(4));
+    json_object_object_add(pipe, "basePipelineHandle", json_object_new_string("00000000000000d0"));
+    json_object_object_add(json_object_array_get_idx(jget(pipe, "stages"), 1), "specializationInfo",
+                           jparse("{\"dataSize\":8,\"data\":\"AQAAAAIAAAA=\","
+                                  "\"mapEntries\":[{\"constantID\":7,\"offset\":0,\"size\":4},"
+                                  "{\"constantID\":8,\"offset\":4,\"size\":4}]}"));
+    struct kiln_foz_builder_stats st0, st1;
+    kiln_foz_builder_stats(b, &st0);
+    rc = build_doc(&g, b, doc, mods, why, sizeof(why));
+    KT_CHECK_OK(rc);
+    if (rc < 0)
+        printf("static viewport: %s\n", why);
+    kiln_foz_builder_stats(b, &st1);
+    KT_CHECK_EQ(st1.derivatives_standalone, st0.derivatives_standalone + 1);
+    /* Specialization data that is not what dataSize says is refused. */
+    json_object_object_add(json_object_array_get_idx(jget(pipe, "stages"), 1), "specializationInfo",
+                           jparse("{\"dataSize\":8,\"data\":\"AQAAAA==\",\"mapEntries\":[]}"));
+    KT_CHECK_EQ(build_doc(&g, b, doc, mods, why, sizeof(why)), KILN_EPARSE);
+    printf("short specialization data: %s\n", why);
+    json_object_put(doc);
+
+    /* A YCbCr conversion on an immutable sampler: built where the device
+     * has the feature, else skipped naming it. */
+    doc = jparse((const char *)bytes);
+    pipe = jget(jget(doc, "graphicsPipelines"), pname);
+    layouts = jget(doc, "pipelineLayouts");
+    json_object_object_foreach(layouts, lkey2, lval2)
+    {
+        (void)lkey2;
+        layout = lval2;
+    }
+    copy = NULL;
+    json_object_deep_copy(layout, &copy, NULL);
+    json_object_array_add(jget(copy, "setLayouts"), json_object_new_string("00000000000000e1"));
+    json_object_object_add(layouts, "00000000000000e2", copy);
+    json_object_object_add(pipe, "layout", json_object_new_string("00000000000000e2"));
+    json_object_object_add(jget(doc, "setLayouts"), "00000000000000e1",
+                           jparse("{\"flags\":0,\"bindings\":[{\"binding\":0,\"descriptorType\":1,"
+                                  "\"descriptorCount\":1,\"stageFlags\":16,"
+                                  "\"immutableSamplers\":[\"00000000000000e0\"]}]}"));
+    json_object_object_add(
+        doc, "samplers",
+        jparse("{\"00000000000000e0\":{\"flags\":0,\"magFilter\":0,\"minFilter\":0,"
+               "\"mipmapMode\":0,\"addressModeU\":2,\"addressModeV\":2,\"addressModeW\":2,"
+               "\"mipLodBias\":0.0,\"anisotropyEnable\":0,\"maxAnisotropy\":1.0,"
+               "\"compareEnable\":0,\"compareOp\":0,\"minLod\":0.0,\"maxLod\":0.0,"
+               "\"borderColor\":0,\"unnormalizedCoordinates\":0,"
+               "\"pNext\":[{\"sType\":1000156000,\"format\":1000156003,\"ycbcrModel\":2,"
+               "\"ycbcrRange\":0,\"components\":[0,0,0,0],\"xChromaOffset\":0,"
+               "\"yChromaOffset\":0,\"chromaFilter\":0,"
+               "\"forceExplicitReconstruction\":0}]}}"));
+    rc = build_doc(&g, b, doc, mods, why, sizeof(why));
+    printf("YCbCr sampler (feature %s): %s\n", g.f11.samplerYcbcrConversion ? "on" : "off",
+           rc == 0 ? "built" : why);
+    if (g.f11.samplerYcbcrConversion) {
+        KT_CHECK_OK(rc);
+    } else {
+        KT_CHECK_EQ(rc, KILN_ENOTSUP);
+        KT_CHECK(strstr(why, "samplerYcbcrConversion") != NULL);
+    }
+    json_object_put(doc);
+
+    /* A dynamic state of an extension the device was not made with. */
+    doc = jparse((const char *)bytes);
+    pipe = jget(jget(doc, "graphicsPipelines"), pname);
+    json_object_array_add(jget(jget(pipe, "dynamicState"), "dynamicState"),
+                          json_object_new_int(1000099000));
+    KT_CHECK_EQ(build_doc(&g, b, doc, mods, why, sizeof(why)), KILN_ENOTSUP);
+    printf("discard rectangle: %s\n", why);
+    KT_CHECK(strstr(why, "VK_EXT_discard_rectangles") != NULL);
+    json_object_put(doc);
+
+    kiln_foz_builder_destroy(b);
+    for (int i = 0; i < 2; i++)
+        g.DestroyShaderModule(g.device, mods[i], NULL);
+    kiln_foz_closure_free(bytes);
+    kiln_foz_index_destroy(idx);
+    kiln_foz_close(foz);
+    gpu_close(&g);
+    archives_free(&a);
+    int errors = atomic_load(&validation_errors);
+    for (int i = 0; i < errors && i < MAX_ERRORS; i++)
+        printf("validation error: %s\n", error_text[i]);
+    if (validate)
+        KT_CHECK_EQ(errors, 0);
+    else
+        printf("(the validation layer is not installed: built without it)\n");
+}
+
 KT_MAIN(KT_ENTRY(corpus_closures), KT_ENTRY(closure_errors), KT_ENTRY(corpus_build),
-        KT_ENTRY(corpus_validation), KT_ENTRY(refusals))
+        KT_ENTRY(corpus_validation), KT_ENTRY(refusals), KT_ENTRY(unrecorded_states))
