@@ -891,6 +891,11 @@ KT_CASE(unrecorded_states)
     struct kiln_foz_closure_info info;
     KT_REQUIRE_OK(kiln_foz_closure_inspect(bytes, size, &info));
     KT_REQUIRE(info.stage_count == 2);
+    /* The closure as text (its bytes have no terminating NUL). */
+    char *text = malloc(size + 1);
+    KT_REQUIRE(text);
+    memcpy(text, bytes, size);
+    text[size] = '\0';
     VkShaderModule mods[2];
     for (int i = 0; i < 2; i++) {
         struct kiln_foz_module m;
@@ -908,12 +913,12 @@ KT_CASE(unrecorded_states)
     char why[256];
 
     /* As recorded. */
-    struct json_object *doc = jparse((const char *)bytes);
+    struct json_object *doc = jparse(text);
     KT_CHECK_OK(build_doc(&g, b, doc, mods, why, sizeof(why)));
     json_object_put(doc);
 
     /* Dynamic rendering: no render pass, the formats in the pipeline's pNext. */
-    doc = jparse((const char *)bytes);
+    doc = jparse(text);
     struct json_object *pipe = jget(jget(doc, "graphicsPipelines"), pname);
     json_object_object_add(pipe, "renderPass", json_object_new_string("0000000000000000"));
     json_object_object_add(pipe, "pNext",
@@ -929,7 +934,7 @@ KT_CASE(unrecorded_states)
     json_object_put(doc);
 
     /* The render pass as a render pass 2 (under a new hash). */
-    doc = jparse((const char *)bytes);
+    doc = jparse(text);
     pipe = jget(jget(doc, "graphicsPipelines"), pname);
     json_object_object_add(pipe, "renderPass", json_object_new_string("00000000000000b2"));
     json_object_object_del(doc, "renderPasses");
@@ -955,7 +960,7 @@ KT_CASE(unrecorded_states)
     json_object_put(doc);
 
     /* An immutable sampler (with a reduction mode) in a second set layout. */
-    doc = jparse((const char *)bytes);
+    doc = jparse(text);
     pipe = jget(jget(doc, "graphicsPipelines"), pname);
     struct json_object *layouts = jget(doc, "pipelineLayouts");
     struct json_object *layout = NULL;
@@ -989,7 +994,7 @@ KT_CASE(unrecorded_states)
     json_object_put(doc);
 
     /* Static viewport and scissor, specialization constants, a derivative. */
-    doc = jparse((const char *)bytes);
+    doc = jparse(text);
     pipe = jget(jget(doc, "graphicsPipelines"), pname);
     json_object_object_del(pipe, "dynamicState");
     json_object_object_add(
@@ -1021,7 +1026,7 @@ KT_CASE(unrecorded_states)
 
     /* A YCbCr conversion on an immutable sampler: built where the device
      * has the feature, else skipped naming it. */
-    doc = jparse((const char *)bytes);
+    doc = jparse(text);
     pipe = jget(jget(doc, "graphicsPipelines"), pname);
     layouts = jget(doc, "pipelineLayouts");
     json_object_object_foreach(layouts, lkey2, lval2)
@@ -1061,7 +1066,7 @@ KT_CASE(unrecorded_states)
     json_object_put(doc);
 
     /* A dynamic state of an extension the device was not made with. */
-    doc = jparse((const char *)bytes);
+    doc = jparse(text);
     pipe = jget(jget(doc, "graphicsPipelines"), pname);
     json_object_array_add(jget(jget(pipe, "dynamicState"), "dynamicState"),
                           json_object_new_int(1000099000));
@@ -1073,6 +1078,7 @@ KT_CASE(unrecorded_states)
     kiln_foz_builder_destroy(b);
     for (int i = 0; i < 2; i++)
         g.DestroyShaderModule(g.device, mods[i], NULL);
+    free(text);
     kiln_foz_closure_free(bytes);
     kiln_foz_index_destroy(idx);
     kiln_foz_close(foz);
