@@ -35,15 +35,16 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
     struct kiln_foz_builder_options o = a->options;
     const char *exts[2];
     if (!a->have_options_device) {
-        const struct kiln_vk_info *info = kiln_vk_info(req->vk);
+        /* Without kiln's context the device is taken as plain Vulkan 1.0. */
+        const struct kiln_vk_info *info = req->vk ? kiln_vk_info(req->vk) : NULL;
         uint32_t n = 0;
-        if (info->maintenance5)
+        if (info && info->maintenance5)
             exts[n++] = "VK_KHR_maintenance5";
-        if (info->dynamic_rendering && info->api_version < VK_API_VERSION_1_3)
+        if (info && info->dynamic_rendering && info->api_version < VK_API_VERSION_1_3)
             exts[n++] = "VK_KHR_dynamic_rendering";
         o.device = req->device;
         o.get_device_proc_addr = req->get_device_proc_addr;
-        o.api_version = info->api_version;
+        o.api_version = info ? info->api_version : VK_API_VERSION_1_0;
         o.extensions = exts;
         o.extension_count = n;
     }
