@@ -44,7 +44,10 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
             exts[n++] = "VK_KHR_dynamic_rendering";
         o.device = req->device;
         o.get_device_proc_addr = req->get_device_proc_addr;
-        o.api_version = info ? info->api_version : VK_API_VERSION_1_0;
+        /* kiln's instance asks for at most 1.3, so the device is used as that. */
+        o.api_version = !info                                    ? VK_API_VERSION_1_0
+                        : info->api_version > VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
+                                                                 : info->api_version;
         o.extensions = exts;
         o.extension_count = n;
     }
