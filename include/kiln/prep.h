@@ -443,7 +443,8 @@ struct kiln_start_summary {
     uint64_t records; /* live records the index lists */
     uint64_t loaded;  /* records read and checked */
     uint64_t missing; /* records missing or damaged: reported, not built */
-    uint64_t bad;     /* records read but not a program payload: not built */
+    uint64_t bad;     /* records read but not a program payload, or a stage the SPIR-V
+                         validator refused (or, without one, could not check): not built */
     uint64_t bytes;   /* payload bytes read */
     uint64_t pipelines_built;
     uint64_t pipelines_failed;

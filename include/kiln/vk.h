@@ -166,14 +166,27 @@ KILN_API int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_v
  * translator's malformed output reaches the driver's compiler, and some
  * drivers end the process on it (NVIDIA's 580 driver aborts in its
  * compiler on a structurally well-formed but meaningless module). The
- * check costs a fraction of a pipeline build; `kiln prepare` turns it on for
- * newly translated programs, `kiln start` leaves it off (the cache's
- * checksums guarantee the words are those that were validated).
+ * check costs a fraction of a pipeline build. kiln_prepare and
+ * kiln_warm_start validate every stage themselves before they build
+ * (kiln_vk_validate_spirv), whatever this setting: a record's checksum
+ * says its words are those stored, not that they were ever validated.
  * Set it before building, not while other threads build.
  * @return 0, or KILN_ENOTSUP when this build has no SPIRV-Tools (then
  * nothing is validated).
  */
 KILN_API int kiln_vk_set_validation(struct kiln_vk *vk, bool on);
+
+/*
+ * Checks one SPIR-V module before it is stored or reaches a driver: first
+ * its framing (header, magic, every instruction's length inside the
+ * module), then SPIR-V's validator (SPIRV-Tools, Vulkan 1.1 rules), which
+ * also refuses an id bound over its limit and unknown opcodes.
+ * @return 0 when valid; KILN_EFORMAT with the reason (the validator's
+ * first message, on one line) in `why`; KILN_ENOTSUP when the framing is
+ * sound but this build has no SPIRV-Tools (`why` says so: nothing more
+ * could be checked); KILN_ENOMEM. Thread-safe; needs no Vulkan context.
+ */
+KILN_API int kiln_vk_validate_spirv(const uint32_t *words, size_t n, char *why, size_t cap);
 
 /*
  * Destroys the context, every pipeline and kept module still alive in it

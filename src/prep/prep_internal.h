@@ -32,7 +32,7 @@ struct kiln__prep_build {
     void *pipeline_user;
     kiln_prep_progress_fn progress;
     void *progress_user;
-    _Atomic uint64_t bad;  /* out: payloads that are not a program's (logged) */
+    _Atomic uint64_t bad;  /* out: payloads that are not a program's, or not valid (logged) */
     _Atomic uint64_t lone; /* out: one-module payloads of no pipeline (not built) */
 };
 

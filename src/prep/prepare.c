@@ -250,6 +250,30 @@ static int pack_program(const struct run *r, const struct kiln_program *p, void 
     return rc;
 }
 
+/*
+ * Validates every stage of a translated program before it is stored, so the
+ * cache never holds a module SPIR-V's validator refuses. A build without
+ * SPIRV-Tools stores what passes the framing check (the pipeline phase then
+ * refuses to build it: see start.c). @return 0, or KILN_EFORMAT with one
+ * line naming the program, the stage and the validator's message.
+ */
+static int validate_program(const struct kiln_program *p, const char *name)
+{
+    for (unsigned i = 0; i < p->nstages; i++) {
+        const struct kiln_program_stage *st = &p->stages[i];
+        char why[512];
+        int rc = kiln_vk_validate_spirv(st->words, st->nwords, why, sizeof(why));
+        if (rc == KILN_ENOTSUP)
+            continue;
+        if (rc < 0) {
+            KILN_WARN("prep", "%s: not stored: its %s stage is not valid SPIR-V: %s", name,
+                      kiln_vk_stage_name(st->src.stage), why);
+            return rc;
+        }
+    }
+    return KILN_OK;
+}
+
 /* Stores one payload; syncs every sync_every puts. Under put_lock. */
 static int store_locked(struct run *r, struct prog *it, size_t spirv, unsigned nstages)
 {
@@ -317,6 +341,9 @@ static int translate_job(void *arg, unsigned worker)
     rc = r->t ? kiln_program_translate(r->t, p) : need_no_text(p, name);
     if (rc < 0)
         goto fail; /* logged, naming the source and stage */
+    rc = validate_program(p, name);
+    if (rc < 0)
+        goto fail; /* logged: refused, the other programs go on */
     size_t spirv = kiln_program_spirv_bytes(p);
     rc = pack_program(r, p, &it->payload, &it->size);
     if (rc < 0) {
@@ -656,11 +683,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         goto out;
     }
     s->vulkan = true;
-    /* Programs built for the first time go through SPIR-V's validator, so
-     * a translator's bad output fails alone instead of reaching a driver
-     * that may abort on it. A caller's own context keeps its setting. */
-    if (own_vk)
-        kiln_vk_set_validation(own_vk, true);
+    /* Every stage is validated before its build (start.c, validate_stages). */
 
     /* Every pipeline, from the packed payloads. */
     uint64_t t4 = kiln_now_ns();

@@ -32,6 +32,15 @@
  *   checksum inside kiln_vk_stage_module. A record that fails any of these is
  *   counted and never built.
  *
+ * - Nothing unvalidated reaches the driver. A checksum says the words are
+ *   those stored, not that they are valid SPIR-V: caches written before
+ *   validation at store time, or by another route, may hold anything. So
+ *   every stage goes through kiln_vk_validate_spirv right before its build
+ *   (validate_stages), in kiln_prepare and kiln_warm_start alike, whatever
+ *   the Vulkan context's own setting. A build without SPIRV-Tools cannot
+ *   validate and so builds nothing (one line per program says why): the
+ *   safe side, since some drivers end the process on a bad module.
+ *
  * - Shader modules live only for their create call: every pipeline goes
  *   through kiln_vk_compute_pipeline / kiln_vk_graphics_pipeline, which
  *   make the stage modules (or chain their create info) and release them
@@ -106,6 +115,34 @@ struct build_job {
     struct kiln__prep_item *item;
 };
 
+/*
+ * Validates every stage of a payload before its build. @return 0, or the
+ * first stage's failure, logged as one line naming the program, the stage
+ * and the validator's message.
+ */
+static int validate_stages(const struct kiln_stage_blob *st, int n,
+                           const struct kiln_pack_dict *dict, const char *name)
+{
+    for (int i = 0; i < n; i++) {
+        const uint32_t *words = NULL;
+        int64_t nw = kiln_unpack_scratch(st[i].blob, st[i].blob_size, dict, &words);
+        if (nw < 0) {
+            KILN_WARN("prep", "%s: not built: its %s stage could not be unpacked: %s", name,
+                      kiln_vk_stage_name(st[i].stage), kiln_strerror((int)nw));
+            return (int)nw;
+        }
+        char why[512];
+        int rc = kiln_vk_validate_spirv(words, (size_t)nw, why, sizeof(why));
+        if (rc < 0) {
+            KILN_WARN("prep", "%s: not built: its %s stage %s: %s", name,
+                      kiln_vk_stage_name(st[i].stage),
+                      rc == KILN_ENOTSUP ? "cannot be validated" : "is not valid SPIR-V", why);
+            return rc;
+        }
+    }
+    return KILN_OK;
+}
+
 /* Builds one program's pipeline from its payload. */
 static int build_one(void *arg, unsigned worker)
 {
@@ -143,8 +180,13 @@ static int build_one(void *arg, unsigned worker)
         return rc;
     }
 
+    int rc = validate_stages(st, n, j->b->dict, name);
+    if (rc < 0) {
+        atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
+        it->status = rc;
+        return rc;
+    }
     struct kiln_vk_pipeline *pipe = NULL;
-    int rc;
     if (compute) {
         struct kiln_vk_stage s = {
             .blob = st[0].blob, .blob_size = st[0].blob_size, .dict = j->b->dict};

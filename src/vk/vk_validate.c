@@ -9,6 +9,13 @@
  * validator's message in its log line. A validator context is made per call:
  * it costs microseconds against the milliseconds of a pipeline build, and
  * shares nothing between threads.
+ *
+ * kiln_vk_validate_spirv is the one check every module passes before it is
+ * stored (kiln import foz, kiln_prepare) and again before any build
+ * (prep's pipeline phase): the framing check first, so a build without
+ * SPIRV-Tools still refuses what is not SPIR-V at all, and says so
+ * (KILN_ENOTSUP) when that is all it could check. Its callers choose what
+ * an unchecked module may do: stored, never built.
  */
 #include "vk_internal.h"
 
@@ -70,3 +77,11 @@ int kiln_vk_set_validation(struct kiln_vk *vk, bool on)
 }
 
 #endif
+
+int kiln_vk_validate_spirv(const uint32_t *words, size_t n, char *why, size_t cap)
+{
+    if ((!words && n) || !why || cap == 0)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__spirv_check(words, n, why, cap));
+    return kiln__spirv_validate(words, n, why, cap);
+}

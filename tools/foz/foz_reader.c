@@ -11,13 +11,19 @@
  *    a byte the archive did not vouch for.
  *  - An entry whose bytes run past the end of the archive is the cut-off
  *    tail the format allows: it ends the archive, quietly (stats say so).
- *    Only the last entry can be cut off, because every entry's extent is
- *    checked against the archive size before anything is read.
- *  - An entry's stored size is not covered by its CRC. A damaged entry is
- *    therefore reported and skipped, and the next entry's name (40
- *    hexadecimal characters) is what tells whether the framing still holds:
- *    a name that is not hexadecimal stops the reader for good
- *    (KILN_ECORRUPT), since nothing after it can be located.
+ *  - An entry's stored size is not covered by its CRC, so a damaged entry
+ *    may also say where the next one starts wrongly. A bad entry costs that
+ *    entry only: it is reported and skipped, and when the bytes where the
+ *    next entry should start are no entry (no 40-digit hexadecimal name),
+ *    the reader resynchronises: it searches forward for a name followed by
+ *    sane flags and sizes, and accepts it only when its payload checks out
+ *    (CRC when present, exact inflation; a plain entry without a CRC must
+ *    also end at another name or the archive's end). Every damaged entry
+ *    and every skipped stretch is counted (stats) and logged as one line.
+ *  - A size that runs past the end is the cut-off tail only when nothing
+ *    says otherwise: when the bytes that are there check out as the
+ *    payload, or a whole entry follows, the size is damaged and the entry
+ *    is counted damaged, not ignored.
  *  - Sizes are checked before allocation: stored bytes against the
  *    archive's size, inflated bytes against KILN__FOZ_MAX_INFLATED and the
  *    deflate expansion bound, so a damaged head cannot ask for gigabytes.
@@ -48,6 +54,8 @@ struct kiln_foz {
     uint64_t pos; /* the start of the next entry */
     int sticky;   /* a fatal error every later call returns */
     bool done;    /* the end (or the cut-off tail) was reached */
+    bool trusted; /* pos was reached through a checked entry (or is the first) */
+    uint64_t resync_from; /* where a search starts when pos is not trusted */
     uint8_t head[FOZ_HEAD_BYTES];
     uint8_t *stored; /* file source: the stored bytes of the current entry */
     size_t stored_cap;
@@ -119,6 +127,7 @@ static int check_header(struct kiln_foz *foz)
     foz->stats.version = version;
     foz->stats.file_size = foz->size;
     foz->pos = FOZ_HEADER_BYTES;
+    foz->trusted = true;
     foz->stats.end = FOZ_HEADER_BYTES;
     return KILN_OK;
 }
@@ -206,6 +215,7 @@ int kiln_foz_rewind(struct kiln_foz *foz)
     foz->stats.file_size = foz->size;
     foz->stats.end = FOZ_HEADER_BYTES;
     foz->pos = FOZ_HEADER_BYTES;
+    foz->trusted = true;
     foz->sticky = 0;
     foz->done = false;
     return KILN_OK;
@@ -232,7 +242,9 @@ const char *kiln_foz_tag_name(uint64_t tag)
     return tag < KILN_FOZ_TAG_COUNT ? names[tag] : "unknown";
 }
 
-/* Reports the current entry damaged and moves past it. */
+/* Reports the current entry damaged and moves past it. `next` is where
+ * its stored size says the next entry starts; the size is not covered by
+ * the CRC, so that position is not trusted until an entry is read there. */
 static int damaged(struct kiln_foz *foz, const struct kiln_foz_entry *e, uint64_t next,
                    const char *why)
 {
@@ -241,6 +253,9 @@ static int damaged(struct kiln_foz *foz, const struct kiln_foz_entry *e, uint64_
               foz->name, e->offset, kiln_foz_tag_name(e->tag), e->hash, why);
     foz->stats.damaged++;
     foz->pos = next;
+    foz->trusted = false;
+    /* A wrong size may point past the next entry: search from here. */
+    foz->resync_from = e->offset + 1;
     foz->stats.end = next;
     return KILN_ECORRUPT_RECORD;
 }
@@ -290,16 +305,222 @@ static int inflate_entry(struct kiln_foz *foz, const uint8_t *src, size_t n, uin
     return KILN_OK;
 }
 
-int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *e)
+/* An entry head, decoded. */
+struct head {
+    uint64_t tag, hash;
+    uint32_t stored, flags, crc, size;
+};
+
+/* Decodes a head: @return whether its name is 40 hexadecimal digits.
+ * Fossilize reads the tag from the last 16 of its 24 digits; the first 8
+ * are still checked, as part of the framing. */
+static bool parse_head(const uint8_t *h, struct head *hd)
 {
-    memset(e, 0, sizeof(*e));
-    if (foz->sticky)
-        return foz->sticky;
-    if (foz->done)
+    uint64_t pad;
+    if (!kiln__foz_parse_hex((const char *)h, 8, &pad) ||
+        !kiln__foz_parse_hex((const char *)h + 8, 16, &hd->tag) ||
+        !kiln__foz_parse_hex((const char *)h + 24, 16, &hd->hash))
+        return false;
+    hd->stored = kiln__load_le32(h + 40);
+    hd->flags = kiln__load_le32(h + 44);
+    hd->crc = kiln__load_le32(h + 48);
+    hd->size = kiln__load_le32(h + 52);
+    return true;
+}
+
+/* Whether a head's flags and sizes could be an entry's, with `left` bytes
+ * after the head: checked before any of its bytes are read. */
+static bool head_sane(const struct head *hd, uint64_t left)
+{
+    if (hd->stored > left)
+        return false;
+    if (hd->flags == FOZ_FLAG_PLAIN)
+        return hd->stored == hd->size;
+    if (hd->flags == FOZ_FLAG_DEFLATE)
+        return (uint64_t)hd->size <= KILN__FOZ_MAX_INFLATED &&
+               (uint64_t)hd->size <= (uint64_t)hd->stored * KILN__FOZ_MAX_RATIO + 64;
+    return false;
+}
+
+/*
+ * Checks the `stored` bytes at `body` as the payload of head `hd`: its CRC
+ * when not zero, and for a deflate entry that it inflates to exactly
+ * hd->size. Sets *data and *size to the payload (valid until the next read).
+ * @return 0; KILN_ECORRUPT_RECORD with *why; or an I/O or memory error.
+ */
+static int check_payload(struct kiln_foz *foz, const struct head *hd, uint64_t body,
+                         uint32_t stored, const uint8_t **data, size_t *size, const char **why)
+{
+    const uint8_t *src;
+    if (!foz->mem)
+        KILN_TRY(reserve(&foz->stored, &foz->stored_cap, stored));
+    KILN_TRY(read_at(foz, body, stored, foz->stored, &src));
+    if (hd->crc != 0 && (uint32_t)crc32(0L, src, stored) != hd->crc) {
+        *why = "CRC32 mismatch";
+        return KILN_ECORRUPT_RECORD;
+    }
+    if (hd->flags == FOZ_FLAG_PLAIN) {
+        if (stored != hd->size) {
+            *why = "plain entry whose two sizes differ";
+            return KILN_ECORRUPT_RECORD;
+        }
+        *data = src;
+        *size = stored;
+        return KILN_OK;
+    }
+    if (hd->flags != FOZ_FLAG_DEFLATE) {
+        *why = "unknown flags";
+        return KILN_ECORRUPT_RECORD;
+    }
+    KILN_TRY(inflate_entry(foz, src, stored, hd->size, why));
+    *data = foz->inflated;
+    *size = hd->size;
+    return KILN_OK;
+}
+
+/* Whether the bytes at `off` start an entry name (or are the archive's end). */
+static bool name_or_end_at(struct kiln_foz *foz, uint64_t off)
+{
+    if (off == foz->size)
+        return true;
+    if (foz->size - off < FOZ_HEAD_BYTES)
+        return false;
+    uint8_t buf[FOZ_HEAD_BYTES];
+    const uint8_t *h;
+    struct head hd;
+    return read_at(foz, off, FOZ_HEAD_BYTES, buf, &h) == KILN_OK && parse_head(h, &hd);
+}
+
+/*
+ * Whether a whole, checked entry starts at `off`: a name, sane flags and
+ * sizes, and a payload that checks out (its CRC, or its inflation to
+ * exactly the declared size). A plain entry without a CRC proves nothing by
+ * itself, so it must also end where another name, or the archive, begins.
+ * @return 1 yes, 0 no, or an I/O or memory error.
+ */
+static int entry_at(struct kiln_foz *foz, uint64_t off, const uint8_t *h)
+{
+    struct head hd;
+    if (!parse_head(h, &hd) || !head_sane(&hd, foz->size - off - FOZ_HEAD_BYTES))
         return 0;
+    const uint8_t *data;
+    size_t size;
+    const char *why;
+    int rc = check_payload(foz, &hd, off + FOZ_HEAD_BYTES, hd.stored, &data, &size, &why);
+    if (rc == KILN_ECORRUPT_RECORD)
+        return 0;
+    if (rc < 0)
+        return rc;
+    if (hd.flags == FOZ_FLAG_PLAIN && hd.crc == 0)
+        return name_or_end_at(foz, off + FOZ_HEAD_BYTES + hd.stored);
+    return 1;
+}
+
+/* Bytes of the archive scanned per read while searching for an entry. */
+#define FOZ_SCAN_BYTES 65536u
+
+/*
+ * Searches forward from `from` for the next whole, checked entry (entry_at).
+ * @return 1 with its offset in *found, 0 when none follows, or an I/O or
+ * memory error.
+ */
+static int find_entry(struct kiln_foz *foz, uint64_t from, uint64_t *found)
+{
+    uint8_t *win = NULL;
+    size_t win_cap = 0;
+    int rc = 0;
+    for (uint64_t at = from; rc == 0 && at < foz->size && foz->size - at >= FOZ_HEAD_BYTES;) {
+        /* A window of heads that start in [at, at + FOZ_SCAN_BYTES). */
+        uint64_t left = foz->size - at;
+        size_t n = (size_t)KILN_MIN(left, (uint64_t)FOZ_SCAN_BYTES + FOZ_HEAD_BYTES - 1);
+        const uint8_t *w;
+        if (!foz->mem && (rc = reserve(&win, &win_cap, n)) < 0)
+            break;
+        if ((rc = read_at(foz, at, n, win, &w)) < 0)
+            break;
+        size_t starts = n - FOZ_HEAD_BYTES + 1;
+        for (size_t i = 0; i < starts && rc == 0; i++) {
+            if (kiln__hexval(w[i]) < 0)
+                continue;
+            /* entry_at may reuse the reader's buffers, not `win`. */
+            rc = entry_at(foz, at + i, w + i);
+            if (rc == 1)
+                *found = at + i;
+        }
+        at += starts;
+    }
+    free(win);
+    return rc;
+}
+
+/*
+ * Goes on after bytes at foz->pos that are no entry: from the next whole,
+ * checked entry, or the archive's end when none follows. The skipped bytes
+ * are counted and logged as one line; `lost` says that an entry started at
+ * foz->pos (its head was damaged), and is counted as a damaged entry.
+ * @return KILN_ECORRUPT_RECORD when an entry was lost, 0 to read on, or an
+ * I/O or memory error.
+ */
+static int resync(struct kiln_foz *foz, bool lost, struct kiln_foz_entry *e)
+{
+    uint64_t from = foz->pos;
+    uint64_t found = foz->size;
+    int rc = find_entry(foz, lost ? from + 1 : foz->resync_from, &found);
+    if (rc < 0)
+        return rc;
+    uint64_t skipped = found > from ? found - from : 0;
+    foz->stats.resyncs++;
+    foz->stats.skipped_bytes += skipped;
+    if (found < foz->size)
+        KILN_WARN("foz",
+                  "%s: no valid entry at offset %" PRIu64 "%s; read on from the next one, at "
+                  "offset %" PRIu64 " (%" PRIu64 " bytes skipped)",
+                  foz->name, from, lost ? " (its head is damaged)" : "", found, skipped);
+    else
+        KILN_WARN("foz",
+                  "%s: no valid entry at offset %" PRIu64 "%s, nor after it (%" PRIu64
+                  " bytes skipped to the end)",
+                  foz->name, from, lost ? " (its head is damaged)" : "", skipped);
+    foz->pos = found;
+    foz->stats.end = found;
+    foz->trusted = true; /* an entry checked whole starts there, or the end */
+    if (found == foz->size)
+        foz->done = true;
+    if (!lost)
+        return 0;
+    foz->stats.damaged++;
+    e->tag = UINT64_MAX; /* unknown: its name is damaged */
+    e->offset = from;
+    return KILN_ECORRUPT_RECORD;
+}
+
+/* Reads the entry at foz->pos (see kiln_foz_next). @return as it does, or
+ * 2 to look again at the new foz->pos. */
+static int next_entry(struct kiln_foz *foz, struct kiln_foz_entry *e)
+{
     if (foz->pos == foz->size) {
         foz->done = true;
         return 0;
+    }
+    if (!foz->trusted) {
+        /* After a damaged entry, its size led here: an entry is taken here
+         * only when it is framed as one (a 40-digit name, and stored bytes
+         * inside the archive); it is then read, whole or damaged, as any
+         * other. Else the size was wrong, and the next entry is searched
+         * for from the damaged one on. */
+        bool framed = false;
+        if (foz->size - foz->pos >= FOZ_HEAD_BYTES) {
+            const uint8_t *h0;
+            struct head hd0;
+            KILN_TRY(read_at(foz, foz->pos, FOZ_HEAD_BYTES, foz->head, &h0));
+            framed = parse_head(h0, &hd0) &&
+                     hd0.stored <= foz->size - foz->pos - FOZ_HEAD_BYTES;
+        }
+        if (!framed) {
+            int rc = resync(foz, false, e);
+            return rc < 0 ? rc : 2;
+        }
+        foz->trusted = true;
     }
     if (foz->size - foz->pos < FOZ_HEAD_BYTES) {
         cut_off(foz, FOZ_HEAD_BYTES);
@@ -307,65 +528,76 @@ int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *e)
     }
 
     const uint8_t *h;
-    int rc = read_at(foz, foz->pos, FOZ_HEAD_BYTES, foz->head, &h);
-    if (rc < 0)
-        return foz->sticky = rc;
-    /* Fossilize reads the tag from the last 16 of its 24 digits; the first
-     * 8 are still checked, as part of the framing. */
-    uint64_t pad;
-    if (!kiln__foz_parse_hex((const char *)h, 8, &pad) ||
-        !kiln__foz_parse_hex((const char *)h + 8, 16, &e->tag) ||
-        !kiln__foz_parse_hex((const char *)h + 24, 16, &e->hash)) {
-        KILN_WARN("foz",
-                  "%s: entry at offset %" PRIu64 " has no valid name; the archive is damaged "
-                  "from here on and is not read further",
-                  foz->name, foz->pos);
-        return foz->sticky = KILN_ECORRUPT;
+    KILN_TRY(read_at(foz, foz->pos, FOZ_HEAD_BYTES, foz->head, &h));
+    struct head hd;
+    if (!parse_head(h, &hd)) {
+        /* The entry before ended here, so an entry starts here: it is lost. */
+        int rc = resync(foz, true, e);
+        return rc == 0 ? 2 : rc;
     }
+    e->tag = hd.tag;
+    e->hash = hd.hash;
     e->offset = foz->pos;
-    uint32_t stored = kiln__load_le32(h + 40);
-    uint32_t flags = kiln__load_le32(h + 44);
-    uint32_t crc = kiln__load_le32(h + 48);
-    uint32_t size = kiln__load_le32(h + 52);
     uint64_t body = foz->pos + FOZ_HEAD_BYTES;
-    if (stored > foz->size - body) {
-        cut_off(foz, FOZ_HEAD_BYTES + (uint64_t)stored);
+    if (hd.stored > foz->size - body) {
+        /* Either the cut-off tail the format allows, or a damaged size:
+         * damage when the bytes that are there check out as the payload
+         * (only the size is wrong) or a whole entry follows. */
+        uint64_t found = foz->size;
+        uint32_t there = (uint32_t)(foz->size - body);
+        const uint8_t *data;
+        size_t size;
+        const char *why = NULL;
+        /* A cut-off entry's bytes fail its CRC or inflation, and a cut-off
+         * plain entry has fewer bytes than its other size says. */
+        int rc = check_payload(foz, &hd, body, there, &data, &size, &why);
+        if (rc < 0 && rc != KILN_ECORRUPT_RECORD)
+            return rc;
+        if (rc == KILN_OK && (hd.crc != 0 || hd.flags == FOZ_FLAG_DEFLATE || there == hd.size))
+            return damaged(foz, e, foz->size, "its stored size runs past the end of the archive");
+        rc = find_entry(foz, body, &found);
+        if (rc < 0)
+            return rc;
+        if (rc == 1) {
+            foz->stats.skipped_bytes += found - foz->pos;
+            rc = damaged(foz, e, found, "its stored size runs past the end of the archive");
+            foz->trusted = true; /* found is a whole, checked entry */
+            return rc;
+        }
+        cut_off(foz, FOZ_HEAD_BYTES + (uint64_t)hd.stored);
         return 0;
     }
-    uint64_t next = body + stored;
-
-    if (flags != FOZ_FLAG_PLAIN && flags != FOZ_FLAG_DEFLATE)
-        return damaged(foz, e, next, "unknown flags");
-    if (flags == FOZ_FLAG_PLAIN && stored != size)
-        return damaged(foz, e, next, "plain entry whose two sizes differ");
-
-    const uint8_t *src;
-    if (!foz->mem) {
-        rc = reserve(&foz->stored, &foz->stored_cap, stored);
-        if (rc < 0)
-            return foz->sticky = rc;
-    }
-    rc = read_at(foz, body, stored, foz->stored, &src);
+    uint64_t next = body + hd.stored;
+    const uint8_t *data;
+    size_t size;
+    const char *why = NULL;
+    int rc = check_payload(foz, &hd, body, hd.stored, &data, &size, &why);
+    if (rc == KILN_ECORRUPT_RECORD)
+        return damaged(foz, e, next, why);
     if (rc < 0)
-        return foz->sticky = rc;
-    if (crc != 0 && (uint32_t)crc32(0L, src, stored) != crc)
-        return damaged(foz, e, next, "CRC32 mismatch");
-
-    if (flags == FOZ_FLAG_PLAIN) {
-        e->data = src;
-        e->size = stored;
-    } else {
-        const char *why = NULL;
-        rc = inflate_entry(foz, src, stored, size, &why);
-        if (rc == KILN_ECORRUPT_RECORD)
-            return damaged(foz, e, next, why);
-        if (rc < 0)
-            return foz->sticky = rc;
-        e->data = foz->inflated;
-        e->size = size;
-    }
+        return rc;
+    e->data = data;
+    e->size = size;
     foz->pos = next;
+    foz->trusted = true;
     foz->stats.end = next;
     foz->stats.entries++;
     return 1;
+}
+
+int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *e)
+{
+    for (;;) {
+        memset(e, 0, sizeof(*e));
+        if (foz->sticky)
+            return foz->sticky;
+        if (foz->done)
+            return 0;
+        int rc = next_entry(foz, e);
+        if (rc == 2)
+            continue; /* resynchronised: read the entry found */
+        if (rc < 0 && rc != KILN_ECORRUPT_RECORD)
+            foz->sticky = rc;
+        return rc;
+    }
 }

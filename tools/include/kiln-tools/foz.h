@@ -96,6 +96,8 @@ struct kiln_foz_stats {
     bool truncated;        /* the last entry was cut off, and ignored */
     uint64_t truncated_at; /* where that cut-off entry starts */
     uint64_t end;          /* the offset just after the last entry read */
+    uint64_t resyncs;      /* times the reader searched forward for the next entry */
+    uint64_t skipped_bytes; /* bytes skipped by those searches and damaged sizes */
 };
 
 /* A decoded shader module. */
@@ -145,15 +147,17 @@ KILN_API void kiln_foz_close(struct kiln_foz *foz);
  *   0 at the end of the archive, also when the last entry is cut off (it is
  *     ignored, as the format says; kiln_foz_get_stats says so, and an info
  *     line is logged);
- *   KILN_ECORRUPT_RECORD when this entry is whole but damaged (CRC, inflate
- *     or size mismatch, unknown flags): *entry names its tag, hash and
- *     offset, with no data; the next call reads on from the entry after it;
- *   KILN_ECORRUPT when the entry framing itself is broken (its name is not
- *     hexadecimal): nothing after it can be trusted, and every later call
- *     returns KILN_ECORRUPT again;
+ *   KILN_ECORRUPT_RECORD when this entry is damaged (CRC, inflate or size
+ *     mismatch, unknown flags, a stored size past the end with more after
+ *     it, or a head whose name is not hexadecimal: tag UINT64_MAX then):
+ *     *entry names its tag, hash and offset, with no data; the next call
+ *     reads on from the next whole entry, searching forward for it when the
+ *     damaged entry's size does not lead to one (stats.resyncs);
  *   KILN_ENOMEM, or an I/O error from the file (also repeated by later calls).
- * Every damaged entry is logged as one warning line naming the archive, the
- * offset, the tag and the hash.
+ * Every damaged entry, and every stretch of bytes skipped to find the next
+ * entry, is logged as one warning line naming the archive and the offset
+ * (and the tag and hash where they are known). The reader no longer stops
+ * at a broken framing; KILN_ECORRUPT is not returned.
  */
 KILN_API int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *entry);
 
