@@ -783,8 +783,8 @@ KT_CASE(resync_bad_size)
             kiln_foz_get_stats(foz, &st);
             kiln_foz_close(foz);
             trials++;
-            bool ok = r.final == 0 && r.n == n && st.damaged == 1 && !st.truncated &&
-                      st.entries == n - 1;
+            bool ok =
+                r.final == 0 && r.n == n && st.damaged == 1 && !st.truncated && st.entries == n - 1;
             for (size_t i = 0; ok && i < n; i++)
                 ok = r.rc[i] == (i == k ? KILN_ECORRUPT_RECORD : 1) && r.hash[i] == full.hash[i] &&
                      r.tag[i] == full.tag[i];
@@ -1200,6 +1200,5 @@ KT_CASE(tag_names)
 
 KT_MAIN(KT_ENTRY(corpus_modules), KT_ENTRY(corpus_stages), KT_ENTRY(file_and_memory_agree),
         KT_ENTRY(truncated_tail), KT_ENTRY(flipped_crc), KT_ENTRY(resync_bad_size),
-        KT_ENTRY(damaged_entries),
-        KT_ENTRY(bad_version), KT_ENTRY(bad_magic), KT_ENTRY(module_decoder),
-        KT_ENTRY(stages_from_pipelines), KT_ENTRY(tag_names))
+        KT_ENTRY(damaged_entries), KT_ENTRY(bad_version), KT_ENTRY(bad_magic),
+        KT_ENTRY(module_decoder), KT_ENTRY(stages_from_pipelines), KT_ENTRY(tag_names))

@@ -18,14 +18,21 @@
  * The stamp of such a cache is KILN_FOZ_STAMP: nothing was translated,
  * the SPIR-V is the capture's.
  *
- * Damage is reported, never imported: a damaged entry (CRC, inflate, size)
- * is counted and skipped, a module that does not decode too; a cut-off last
- * entry is ignored as the format says; a broken entry name stops the read
- * (KILN_ECORRUPT) after everything before it was imported.
+ * Damage is reported, never imported: a damaged entry (CRC, inflate, size,
+ * an unreadable name) is counted and skipped, and the reader reads on from
+ * the next whole entry; a module that does not decode is skipped too; a
+ * cut-off last entry is ignored as the format says.
+ *
+ * Nothing invalid is stored: each module goes through kiln_vk_validate_spirv
+ * before it is packed (check_module). One the validator refuses, or one too
+ * large for a blob, costs that module only: one warning line, counted in
+ * `invalid`. Only a cache error (a failed put or sync) stops the import,
+ * since every later put would fail alike.
  */
 #include "foz_private.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +41,33 @@ struct kiln_key kiln_foz_key(uint64_t hash)
     unsigned char b[11] = {'f', 'o', 'z'};
     kiln__store_le64(b + 3, hash);
     return kiln_hash128(b, sizeof(b));
+}
+
+/*
+ * Checks one decoded module before it is stored. @return 0, or KILN_EFORMAT
+ * after one warning line naming the archive, the module and the reason. A
+ * build without SPIRV-Tools stores what passes the framing check: the
+ * pipeline phase then refuses to build it (prep's validate_stages).
+ */
+static int check_module(const char *path, const struct kiln_foz_entry *e,
+                        const struct kiln_foz_module *m)
+{
+    char why[512];
+    int rc;
+    if (m->word_count > KILN_PACK_MAX_SPIRV_BYTES / 4) {
+        snprintf(why, sizeof(why), "%zu bytes of SPIR-V, more than kiln stores (%u)",
+                 m->word_count * 4, KILN_PACK_MAX_SPIRV_BYTES);
+        rc = KILN_EFORMAT;
+    } else {
+        rc = kiln_vk_validate_spirv(m->words, m->word_count, why, sizeof(why));
+        if (rc == KILN_ENOTSUP)
+            return KILN_OK;
+    }
+    if (rc < 0)
+        KILN_WARN("foz",
+                  "%s: shader module %016" PRIx64 " at offset %" PRIu64 " not imported: %s%s", path,
+                  e->hash, e->offset, rc == KILN_EFORMAT ? "" : "cannot validate: ", why);
+    return rc;
 }
 
 /* Packs and stores one decoded module. */
@@ -84,11 +118,6 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
             }
             continue;
         }
-        if (got == KILN_ECORRUPT) {
-            r->framing_broken = true;
-            rc = got;
-            break;
-        }
         if (got < 0) {
             rc = got;
             break;
@@ -114,6 +143,11 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
         const struct kiln_foz_module_info *info =
             kiln_foz_module_list_find(mods, nmods > 0 ? (size_t)nmods : 0, e.hash);
         uint32_t stages = info ? info->stages : 0;
+        if (check_module(path, &e, &m) < 0) {
+            r->invalid++;
+            kiln_foz_module_free(&m);
+            continue;
+        }
         rc = store(c, key, &m, stages, r);
         if (rc == KILN_OK && (stages & KILN_VK_STAGE_COMPUTE_BIT))
             r->compute++;
@@ -123,17 +157,15 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
     kiln_foz_get_stats(foz, &fs);
     r->truncated = fs.truncated;
     r->truncated_at = fs.truncated_at;
+    r->entries_skipped = fs.damaged;
+    r->resyncs = fs.resyncs;
+    r->skipped_bytes = fs.skipped_bytes;
     kiln_foz_module_list_free(mods);
     kiln_foz_close(foz);
     if (r->imported) {
         int s = kiln_cache_sync(c);
-        if (rc == KILN_OK || rc == KILN_ECORRUPT)
-            rc = s < 0 ? s : rc;
+        if (rc == KILN_OK)
+            rc = s;
     }
-    if (rc == KILN_ECORRUPT) /* returned (the reader warned where): the caller reports it */
-        KILN_INFO("cache",
-                  "%s: the archive's framing is broken; the %" PRIu64
-                  " modules before the damage were imported",
-                  path, r->imported + r->present);
     return rc;
 }

@@ -51,10 +51,10 @@ struct kiln_foz {
     int fd;
     const uint8_t *mem;
     uint64_t size;
-    uint64_t pos; /* the start of the next entry */
-    int sticky;   /* a fatal error every later call returns */
-    bool done;    /* the end (or the cut-off tail) was reached */
-    bool trusted; /* pos was reached through a checked entry (or is the first) */
+    uint64_t pos;         /* the start of the next entry */
+    int sticky;           /* a fatal error every later call returns */
+    bool done;            /* the end (or the cut-off tail) was reached */
+    bool trusted;         /* pos was reached through a checked entry (or is the first) */
     uint64_t resync_from; /* where a search starts when pos is not trusted */
     uint8_t head[FOZ_HEAD_BYTES];
     uint8_t *stored; /* file source: the stored bytes of the current entry */
@@ -513,8 +513,7 @@ static int next_entry(struct kiln_foz *foz, struct kiln_foz_entry *e)
             const uint8_t *h0;
             struct head hd0;
             KILN_TRY(read_at(foz, foz->pos, FOZ_HEAD_BYTES, foz->head, &h0));
-            framed = parse_head(h0, &hd0) &&
-                     hd0.stored <= foz->size - foz->pos - FOZ_HEAD_BYTES;
+            framed = parse_head(h0, &hd0) && hd0.stored <= foz->size - foz->pos - FOZ_HEAD_BYTES;
         }
         if (!framed) {
             int rc = resync(foz, false, e);

@@ -147,21 +147,21 @@ int cmd_import_foz(int argc, char **argv)
         sum.present += r->present;
         sum.damaged += r->damaged;
         sum.undecodable += r->undecodable;
+        sum.invalid += r->invalid;
+        sum.entries_skipped += r->entries_skipped;
         sum.compute += r->compute;
         sum.spirv_bytes += r->spirv_bytes;
         sum.packed_bytes += r->packed_bytes;
         sum.truncated |= r->truncated;
         if (rcs[i] < 0) {
-            cli_error(argv[0], "%s: %s%s", path, kiln_strerror(rcs[i]),
-                      rcs[i] == KILN_ECORRUPT ? " (entries before the damage were imported)" : "");
+            cli_error(argv[0], "%s: %s", path, kiln_strerror(rcs[i]));
             int e = cli_exit_for(rcs[i]);
             if (exit_code == KILN_EXIT_OK || e == KILN_EXIT_FAILED)
                 exit_code = e;
-            if (rcs[i] != KILN_EFORMAT && rcs[i] != KILN_ECORRUPT && rcs[i] != KILN_ENOENT &&
-                rcs[i] != KILN_EIO_OPEN)
+            if (rcs[i] != KILN_EFORMAT && rcs[i] != KILN_ENOENT && rcs[i] != KILN_EIO_OPEN)
                 break; /* a cache error: later archives would fail alike */
-        } else if (r->damaged || r->undecodable) {
-            exit_code = KILN_EXIT_FAILED;
+        } else if (r->entries_skipped || r->resyncs || r->damaged || r->undecodable || r->invalid) {
+            exit_code = KILN_EXIT_FAILED; /* all that was good is stored; the rest was not */
         }
     }
     double secs = cli_seconds(t0, kiln_now_ns());
@@ -177,6 +177,8 @@ int cmd_import_foz(int argc, char **argv)
         cli_json_u64(&j, "present", sum.present);
         cli_json_u64(&j, "damaged", sum.damaged);
         cli_json_u64(&j, "undecodable", sum.undecodable);
+        cli_json_u64(&j, "invalid", sum.invalid);
+        cli_json_u64(&j, "entries_skipped", sum.entries_skipped);
         cli_json_u64(&j, "compute", sum.compute);
         cli_json_u64(&j, "spirv_bytes", sum.spirv_bytes);
         cli_json_u64(&j, "packed_bytes", sum.packed_bytes);
@@ -193,8 +195,11 @@ int cmd_import_foz(int argc, char **argv)
             cli_json_u64(&j, "present", r->present);
             cli_json_u64(&j, "damaged", r->damaged);
             cli_json_u64(&j, "undecodable", r->undecodable);
+            cli_json_u64(&j, "invalid", r->invalid);
+            cli_json_u64(&j, "entries_skipped", r->entries_skipped);
+            cli_json_u64(&j, "resyncs", r->resyncs);
+            cli_json_u64(&j, "skipped_bytes", r->skipped_bytes);
             cli_json_bool(&j, "truncated", r->truncated);
-            cli_json_bool(&j, "framing_broken", r->framing_broken);
             cli_json_object_end(&j);
         }
         cli_json_array_end(&j);
@@ -203,16 +208,18 @@ int cmd_import_foz(int argc, char **argv)
         for (size_t i = 0; i < n; i++) {
             const struct kiln_foz_import_report *r = &reps[i];
             printf("%s: %" PRIu64 " modules: %" PRIu64 " imported, %" PRIu64
-                   " already present, %" PRIu64 " damaged, %" PRIu64 " undecodable%s%s\n",
+                   " already present, %" PRIu64 " damaged, %" PRIu64 " undecodable, %" PRIu64
+                   " invalid; %" PRIu64 " damaged entries skipped%s\n",
                    argv[optind + (int)i], r->modules, r->imported, r->present, r->damaged,
-                   r->undecodable, r->truncated ? "; cut-off last entry ignored" : "",
-                   r->framing_broken ? "; framing broken, rest not read" : "");
+                   r->undecodable, r->invalid, r->entries_skipped,
+                   r->truncated ? "; cut-off last entry ignored" : "");
         }
         char b1[32], b2[32];
         printf("total       %" PRIu64 " modules in %zu archives: %" PRIu64 " imported (%" PRIu64
-               " compute), %" PRIu64 " already present, %" PRIu64 " skipped as damaged\n",
+               " compute), %" PRIu64 " already present, %" PRIu64 " skipped as damaged, %" PRIu64
+               " refused as invalid\n",
                sum.modules, n, sum.imported, sum.compute, sum.present,
-               sum.damaged + sum.undecodable);
+               sum.damaged + sum.undecodable, sum.invalid);
         printf("cache       %s: %zu records; imported %s of SPIR-V as %s (%.2f s)\n", dir, records,
                cli_format_bytes(b1, sizeof(b1), sum.spirv_bytes),
                cli_format_bytes(b2, sizeof(b2), sum.packed_bytes), secs);

@@ -89,14 +89,14 @@ struct kiln_foz_entry {
 
 /* What a reader has met so far (see kiln_foz_get_stats). */
 struct kiln_foz_stats {
-    unsigned version;      /* the archive's format version */
-    uint64_t file_size;    /* bytes in the archive */
-    uint64_t entries;      /* whole, checked entries delivered */
-    uint64_t damaged;      /* entries reported damaged (KILN_ECORRUPT_RECORD) */
-    bool truncated;        /* the last entry was cut off, and ignored */
-    uint64_t truncated_at; /* where that cut-off entry starts */
-    uint64_t end;          /* the offset just after the last entry read */
-    uint64_t resyncs;      /* times the reader searched forward for the next entry */
+    unsigned version;       /* the archive's format version */
+    uint64_t file_size;     /* bytes in the archive */
+    uint64_t entries;       /* whole, checked entries delivered */
+    uint64_t damaged;       /* entries reported damaged (KILN_ECORRUPT_RECORD) */
+    bool truncated;         /* the last entry was cut off, and ignored */
+    uint64_t truncated_at;  /* where that cut-off entry starts */
+    uint64_t end;           /* the offset just after the last entry read */
+    uint64_t resyncs;       /* times the reader searched forward for the next entry */
     uint64_t skipped_bytes; /* bytes skipped by those searches and damaged sizes */
 };
 
@@ -202,9 +202,9 @@ KILN_API void kiln_foz_module_free(struct kiln_foz_module *module);
  * named by a compute pipeline has KILN_VK_STAGE_COMPUTE_BIT; one that no
  * pipeline names (for example because that pipeline was cut off) has 0.
  * Reads the archive from its first entry and rewinds it afterwards.
- * Damaged entries are skipped, and a broken framing (KILN_ECORRUPT) ends
- * the listing with what came before it; both are logged by the reader. A
- * pipeline whose JSON does not parse is skipped with a warning.
+ * Damaged entries are skipped (the reader logs them and reads on from the
+ * next whole entry). A pipeline whose JSON does not parse is skipped with a
+ * warning.
  * @return the number of modules (>= 0), with a new array sorted by hash,
  * one element per distinct hash, in *modules (free it with
  * kiln_foz_module_list_free; NULL when there are none); or KILN_ENOMEM or
@@ -242,14 +242,17 @@ struct kiln_foz_import_report {
     uint64_t modules;     /* shader-module entries met (whole, damaged or not) */
     uint64_t imported;    /* stored by this call */
     uint64_t present;     /* skipped: the key was in the cache already */
-    uint64_t damaged;     /* skipped: damaged entry (CRC, inflate, size) */
+    uint64_t damaged;     /* skipped: damaged module entry (CRC, inflate, size) */
     uint64_t undecodable; /* skipped: entry whole but its module did not decode */
+    uint64_t invalid;     /* skipped: refused by the SPIR-V validator, or too large to store */
     uint64_t compute;     /* imported modules used by compute pipelines */
     bool truncated;       /* the archive's last entry was cut off (ignored) */
     uint64_t truncated_at;
-    bool framing_broken;   /* reading stopped at a broken entry name */
-    uint64_t spirv_bytes;  /* SPIR-V of the imported modules */
-    uint64_t packed_bytes; /* their payloads as stored */
+    uint64_t entries_skipped; /* damaged entries of any kind, names unreadable ones too */
+    uint64_t resyncs;         /* times the reader searched forward for the next entry */
+    uint64_t skipped_bytes;   /* bytes those searches skipped */
+    uint64_t spirv_bytes;     /* SPIR-V of the imported modules */
+    uint64_t packed_bytes;    /* their payloads as stored */
 };
 
 /*
@@ -260,11 +263,18 @@ struct kiln_foz_import_report {
  * every stage the archive's pipelines use it in (kiln_foz_list_modules:
  * one bit, several, or 0 when none names it). Modules already present are
  * skipped, so a re-import adds nothing. The cache is synced at the end.
+ * Each module is checked before it is stored (kiln_vk_validate_spirv):
+ * one the validator refuses, or over KILN_PACK_MAX_SPIRV_BYTES, is
+ * counted in `invalid` with one warning line naming the archive, the
+ * module and the reason, and the others go on. A build without SPIRV-Tools
+ * stores what passes the framing check; no build of kiln then builds it
+ * (see kiln_warm_start).
  * @return 0 when the archive was read to its end (a cut-off last entry is
- * ignored, as the format says; damaged entries are skipped and counted);
- * KILN_ECORRUPT when its framing broke (what came before is imported);
- * KILN_EFORMAT for a file that is not a Fossilize archive or of another
- * version; an I/O or cache error. *report is filled in every case.
+ * ignored, as the format says; damaged entries are skipped and counted,
+ * and the reader reads on from the next whole entry); KILN_EFORMAT for a file that is not a
+ * Fossilize archive or of another version; an I/O or cache error, which
+ * stops the import (what was stored before it is synced). *report is
+ * filled in every case.
  */
 KILN_API int kiln_foz_import(struct kiln_cache *c, const char *path,
                              struct kiln_foz_import_report *report);
@@ -285,9 +295,8 @@ struct kiln_foz_programs;
  * it. Graphics modules, modules of no known stage and damaged entries are
  * counted as skipped (one warning line), since a single module is no
  * pipeline.
- * @return 0 and the list in *out; kiln_foz_open's errors (KILN_EFORMAT for
- * a file that is not an archive) or KILN_ECORRUPT for an archive whose
- * framing breaks, each with one error line naming the file.
+ * @return 0 and the list in *out; or kiln_foz_open's errors (KILN_EFORMAT
+ * for a file that is not an archive), with one error line naming the file.
  */
 KILN_API int kiln_foz_programs_open(const char *path, struct kiln_foz_programs **out);
 
