@@ -41,6 +41,8 @@ int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap)
         /* One event, one line: the validator's messages may span several. */
         for (char *p = why; (p = strchr(p, '\n')) != NULL;)
             *p = ' ';
+        for (size_t len = strlen(why); len > 0 && why[len - 1] == ' ';)
+            why[--len] = '\0';
         rc = KILN_EFORMAT;
     }
     spvDiagnosticDestroy(diag);

@@ -146,6 +146,42 @@ int fw_write(const char *path, unsigned compute, unsigned graphics)
     return o.rc;
 }
 
+/* A compute pipeline entry naming module `mod`. */
+static void compute_pipeline(struct out *o, uint64_t pipe, uint64_t mod)
+{
+    char json[512];
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"computePipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
+             "\"stage\":{\"flags\":0,\"stage\":32,\"module\":\"%016" PRIx64
+             "\",\"name\":\"main\"}}}}",
+             pipe, mod);
+    entry(o, KILN_FOZ_TAG_COMPUTE_PIPELINE, pipe, json, strlen(json), false);
+}
+
+int fw_write_modules(const char *path, const struct fw_module *mods, size_t n, uint64_t *hashes)
+{
+    struct out o = {.f = fopen(path, "wb")};
+    if (!o.f) {
+        fprintf(stderr, "fw_write_modules: cannot write %s\n", path);
+        return KILN_EIO;
+    }
+    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
+                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
+    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
+        o.rc = KILN_EIO;
+    for (size_t i = 0; i < n && !o.rc; i++) {
+        uint64_t h = module(&o, mods[i].words, mods[i].nwords);
+        if (hashes)
+            hashes[i] = h;
+        compute_pipeline(&o, 0x9000u + i, h);
+    }
+    if (fclose(o.f) != 0 && !o.rc)
+        o.rc = KILN_EIO;
+    if (o.rc)
+        fprintf(stderr, "fw_write_modules: %s: %s\n", path, kiln_strerror(o.rc));
+    return o.rc;
+}
+
 /* The archive written for this process, removed at its exit (not in the
  * case's kt_tmpdir: a case may call that again, which starts it afresh). */
 static char written[4096];

@@ -28,4 +28,20 @@ int fw_write(const char *path, unsigned compute, unsigned graphics);
  */
 int fw_archive(const char *name, char *path, size_t cap);
 
+/* One module fw_write_modules writes. */
+struct fw_module {
+    const uint32_t *words;
+    size_t nwords;
+};
+
+/*
+ * Writes an archive (format version 6) to `path` of the `n` modules given,
+ * whatever their words hold (malformed SPIR-V too), each followed by a
+ * compute pipeline entry naming it, so that every one is a compute module.
+ * A module's hash is kiln_hash64 of its words; each is stored in hashes[i]
+ * when `hashes` is not NULL. Entries as fw_write's. Needs no shaderc.
+ * @return 0 or the error (a line on stderr).
+ */
+int fw_write_modules(const char *path, const struct fw_module *mods, size_t n, uint64_t *hashes);
+
 #endif /* KILN_FOZ_WRITER_H */

@@ -56,6 +56,7 @@ struct kiln_foz {
     bool done;            /* the end (or the cut-off tail) was reached */
     bool trusted;         /* pos was reached through a checked entry (or is the first) */
     uint64_t resync_from; /* where a search starts when pos is not trusted */
+    uint64_t logged_to;   /* damage before this offset was logged (kept by a rewind) */
     uint8_t head[FOZ_HEAD_BYTES];
     uint8_t *stored; /* file source: the stored bytes of the current entry */
     size_t stored_cap;
@@ -245,12 +246,24 @@ const char *kiln_foz_tag_name(uint64_t tag)
 /* Reports the current entry damaged and moves past it. `next` is where
  * its stored size says the next entry starts; the size is not covered by
  * the CRC, so that position is not trusted until an entry is read there. */
+/* Whether damage at `off` is new: an archive read twice (listed, then
+ * imported) says each damage once. */
+static bool first_time(struct kiln_foz *foz, uint64_t off)
+{
+    if (off < foz->logged_to)
+        return false;
+    foz->logged_to = off + 1;
+    return true;
+}
+
 static int damaged(struct kiln_foz *foz, const struct kiln_foz_entry *e, uint64_t next,
                    const char *why)
 {
-    KILN_WARN("foz",
-              "%s: entry at offset %" PRIu64 " (%s, hash %016" PRIx64 ") is damaged: %s; skipped",
-              foz->name, e->offset, kiln_foz_tag_name(e->tag), e->hash, why);
+    if (first_time(foz, e->offset))
+        KILN_WARN("foz",
+                  "%s: entry at offset %" PRIu64 " (%s, hash %016" PRIx64
+                  ") is damaged: %s; skipped",
+                  foz->name, e->offset, kiln_foz_tag_name(e->tag), e->hash, why);
     foz->stats.damaged++;
     foz->pos = next;
     foz->trusted = false;
@@ -471,16 +484,25 @@ static int resync(struct kiln_foz *foz, bool lost, struct kiln_foz_entry *e)
     uint64_t skipped = found > from ? found - from : 0;
     foz->stats.resyncs++;
     foz->stats.skipped_bytes += skipped;
-    if (found < foz->size)
+    if (!first_time(foz, from))
+        ; /* said on an earlier read */
+    else if (lost)
         KILN_WARN("foz",
-                  "%s: no valid entry at offset %" PRIu64 "%s; read on from the next one, at "
-                  "offset %" PRIu64 " (%" PRIu64 " bytes skipped)",
-                  foz->name, from, lost ? " (its head is damaged)" : "", found, skipped);
+                  "%s: entry at offset %" PRIu64 " has a damaged head; skipped, %s %" PRIu64
+                  " (%" PRIu64 " bytes skipped)",
+                  foz->name, from,
+                  found < foz->size ? "read on from the next whole entry, at offset"
+                                    : "and no whole entry follows: the end is at offset",
+                  found, skipped);
     else
         KILN_WARN("foz",
-                  "%s: no valid entry at offset %" PRIu64 "%s, nor after it (%" PRIu64
-                  " bytes skipped to the end)",
-                  foz->name, from, lost ? " (its head is damaged)" : "", skipped);
+                  "%s: no entry at offset %" PRIu64
+                  ", where the damaged entry before it said the next one starts; %s %" PRIu64
+                  " (%" PRIu64 " more bytes skipped)",
+                  foz->name, from,
+                  found < foz->size ? "read on from the next whole entry, at offset"
+                                    : "no whole entry follows: the end is at offset",
+                  found, skipped);
     foz->pos = found;
     foz->stats.end = found;
     foz->trusted = true; /* an entry checked whole starts there, or the end */

@@ -217,9 +217,9 @@ int cmd_import_foz(int argc, char **argv)
         char b1[32], b2[32];
         printf("total       %" PRIu64 " modules in %zu archives: %" PRIu64 " imported (%" PRIu64
                " compute), %" PRIu64 " already present, %" PRIu64 " skipped as damaged, %" PRIu64
-               " refused as invalid\n",
+               " refused as invalid; %" PRIu64 " damaged entries skipped\n",
                sum.modules, n, sum.imported, sum.compute, sum.present,
-               sum.damaged + sum.undecodable, sum.invalid);
+               sum.damaged + sum.undecodable, sum.invalid, sum.entries_skipped);
         printf("cache       %s: %zu records; imported %s of SPIR-V as %s (%.2f s)\n", dir, records,
                cli_format_bytes(b1, sizeof(b1), sum.spirv_bytes),
                cli_format_bytes(b2, sizeof(b2), sum.packed_bytes), secs);
