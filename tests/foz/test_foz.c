@@ -802,6 +802,56 @@ KT_CASE(resync_bad_size)
     free_archives(&a);
 }
 
+/*
+ * Heads crafted to overlap, each claiming the rest of the archive with a
+ * wrong CRC, after a damaged first name: without a bound, the search for
+ * the next entry would check about n^2/112 bytes (hours for 10 MB). It
+ * stops after checking 8 times the archive's size (and 16 MiB), says so,
+ * and counts the rest as skipped.
+ */
+KT_CASE(resync_budget)
+{
+    const size_t heads = 20000;
+    size_t size = 16 + 56 * heads;
+    uint8_t *d = malloc(size);
+    KT_REQUIRE(d);
+    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
+                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
+    memcpy(d, header, 16);
+    for (size_t i = 0; i < heads; i++) {
+        uint8_t *h = d + 16 + 56 * i;
+        uint32_t left = (uint32_t)(size - (size_t)(h - d) - 56);
+        char name[41];
+        snprintf(name, sizeof(name), "%024x%016zx", 4u, i);
+        memcpy(h, name, 40);
+        kiln__store_le32(h + 40, left);
+        kiln__store_le32(h + 44, 1);
+        kiln__store_le32(h + 48, 1);
+        kiln__store_le32(h + 52, left);
+    }
+    d[16] = 'x'; /* the first name is damaged: a search starts */
+    struct captured c = {0};
+    kiln_log_set_sink(capture, &c);
+    struct kiln_foz *foz;
+    KT_REQUIRE_OK(kiln_foz_open_memory(d, size, "crafted.foz", &foz));
+    struct run r;
+    read_all(foz, &r);
+    struct kiln_foz_stats st;
+    kiln_foz_get_stats(foz, &st);
+    kiln_foz_close(foz);
+    kiln_log_set_sink(NULL, NULL);
+    KT_CHECK_EQ(r.final, 0);
+    KT_CHECK_EQ(r.n, 1);
+    KT_CHECK_EQ(r.rc[0], KILN_ECORRUPT_RECORD);
+    KT_CHECK_EQ(st.entries, 0);
+    KT_CHECK_EQ(st.damaged, 1);
+    KT_CHECK_EQ(st.resyncs, 1);
+    KT_CHECK_EQ(st.skipped_bytes, size - 16);
+    KT_CHECK_EQ(c.count, 1);
+    KT_CHECK(strstr(c.last, "the search stopped") != NULL);
+    free(d);
+}
+
 /* Heads that do not match their payloads, in an archive built here. */
 KT_CASE(damaged_entries)
 {
@@ -1200,5 +1250,6 @@ KT_CASE(tag_names)
 
 KT_MAIN(KT_ENTRY(corpus_modules), KT_ENTRY(corpus_stages), KT_ENTRY(file_and_memory_agree),
         KT_ENTRY(truncated_tail), KT_ENTRY(flipped_crc), KT_ENTRY(resync_bad_size),
-        KT_ENTRY(damaged_entries), KT_ENTRY(bad_version), KT_ENTRY(bad_magic),
-        KT_ENTRY(module_decoder), KT_ENTRY(stages_from_pipelines), KT_ENTRY(tag_names))
+        KT_ENTRY(resync_budget), KT_ENTRY(damaged_entries), KT_ENTRY(bad_version),
+        KT_ENTRY(bad_magic), KT_ENTRY(module_decoder), KT_ENTRY(stages_from_pipelines),
+        KT_ENTRY(tag_names))

@@ -20,6 +20,9 @@
  *    (CRC when present, exact inflation; a plain entry without a CRC must
  *    also end at another name or the archive's end). Every damaged entry
  *    and every skipped stretch is counted (stats) and logged as one line.
+ *  - The searches check at most 8 times the archive's size (and 16 MiB) of
+ *    payload bytes per pass (spend), so heads crafted to overlap cannot make
+ *    them quadratic; past that, the rest of the archive is skipped, counted.
  *  - A size that runs past the end is the cut-off tail only when nothing
  *    says otherwise: when the bytes that are there check out as the
  *    payload, or a whole entry follows, the size is damaged and the entry
@@ -57,6 +60,7 @@ struct kiln_foz {
     bool trusted;         /* pos was reached through a checked entry (or is the first) */
     uint64_t resync_from; /* where a search starts when pos is not trusted */
     uint64_t logged_to;   /* damage before this offset was logged (kept by a rewind) */
+    uint64_t budget;      /* payload bytes the searches may still check (spend) */
     uint8_t head[FOZ_HEAD_BYTES];
     uint8_t *stored; /* file source: the stored bytes of the current entry */
     size_t stored_cap;
@@ -100,6 +104,14 @@ static int read_at(struct kiln_foz *foz, uint64_t off, size_t n, uint8_t *buf, c
     return KILN_OK;
 }
 
+/* The payload bytes a reading pass may check while searching for entries:
+ * linear in the archive's size, so that no file (heads crafted to overlap,
+ * each claiming most of the file) can make the searches quadratic. */
+static uint64_t search_budget(uint64_t size)
+{
+    return 8 * size + ((uint64_t)16 << 20);
+}
+
 /* Checks the archive's header. What is wrong is logged at info only: the
  * open returns it, and its caller reports it (see kiln_foz_open). */
 static int check_header(struct kiln_foz *foz)
@@ -129,6 +141,7 @@ static int check_header(struct kiln_foz *foz)
     foz->stats.file_size = foz->size;
     foz->pos = FOZ_HEADER_BYTES;
     foz->trusted = true;
+    foz->budget = search_budget(foz->size);
     foz->stats.end = FOZ_HEADER_BYTES;
     return KILN_OK;
 }
@@ -217,6 +230,7 @@ int kiln_foz_rewind(struct kiln_foz *foz)
     foz->stats.end = FOZ_HEADER_BYTES;
     foz->pos = FOZ_HEADER_BYTES;
     foz->trusted = true;
+    foz->budget = search_budget(foz->size);
     foz->sticky = 0;
     foz->done = false;
     return KILN_OK;
@@ -391,6 +405,21 @@ static int check_payload(struct kiln_foz *foz, const struct head *hd, uint64_t b
     return KILN_OK;
 }
 
+/* Takes the cost of checking a head's payload from the budget. @return
+ * false when it is spent (the searches then find nothing more). */
+static bool spend(struct kiln_foz *foz, const struct head *hd)
+{
+    uint64_t cost = (uint64_t)hd->stored + FOZ_HEAD_BYTES;
+    if (hd->flags == FOZ_FLAG_DEFLATE)
+        cost += hd->size;
+    if (cost > foz->budget) {
+        foz->budget = 0;
+        return false;
+    }
+    foz->budget -= cost;
+    return true;
+}
+
 /* Whether the bytes at `off` start an entry name (or are the archive's end). */
 static bool name_or_end_at(struct kiln_foz *foz, uint64_t off)
 {
@@ -414,7 +443,8 @@ static bool name_or_end_at(struct kiln_foz *foz, uint64_t off)
 static int entry_at(struct kiln_foz *foz, uint64_t off, const uint8_t *h)
 {
     struct head hd;
-    if (!parse_head(h, &hd) || !head_sane(&hd, foz->size - off - FOZ_HEAD_BYTES))
+    if (!parse_head(h, &hd) || !head_sane(&hd, foz->size - off - FOZ_HEAD_BYTES) ||
+        !spend(foz, &hd))
         return 0;
     const uint8_t *data;
     size_t size;
@@ -442,7 +472,8 @@ static int find_entry(struct kiln_foz *foz, uint64_t from, uint64_t *found)
     uint8_t *win = NULL;
     size_t win_cap = 0;
     int rc = 0;
-    for (uint64_t at = from; rc == 0 && at < foz->size && foz->size - at >= FOZ_HEAD_BYTES;) {
+    for (uint64_t at = from;
+         rc == 0 && foz->budget > 0 && at < foz->size && foz->size - at >= FOZ_HEAD_BYTES;) {
         /* A window of heads that start in [at, at + FOZ_SCAN_BYTES). */
         uint64_t left = foz->size - at;
         size_t n = (size_t)KILN_MIN(left, (uint64_t)FOZ_SCAN_BYTES + FOZ_HEAD_BYTES - 1);
@@ -452,7 +483,7 @@ static int find_entry(struct kiln_foz *foz, uint64_t from, uint64_t *found)
         if ((rc = read_at(foz, at, n, win, &w)) < 0)
             break;
         size_t starts = n - FOZ_HEAD_BYTES + 1;
-        for (size_t i = 0; i < starts && rc == 0; i++) {
+        for (size_t i = 0; i < starts && rc == 0 && foz->budget > 0; i++) {
             if (kiln__hexval(w[i]) < 0)
                 continue;
             /* entry_at may reuse the reader's buffers, not `win`. */
@@ -484,25 +515,24 @@ static int resync(struct kiln_foz *foz, bool lost, struct kiln_foz_entry *e)
     uint64_t skipped = found > from ? found - from : 0;
     foz->stats.resyncs++;
     foz->stats.skipped_bytes += skipped;
-    if (!first_time(foz, from))
-        ; /* said on an earlier read */
-    else if (lost)
-        KILN_WARN("foz",
-                  "%s: entry at offset %" PRIu64 " has a damaged head; skipped, %s %" PRIu64
-                  " (%" PRIu64 " bytes skipped)",
-                  foz->name, from,
-                  found < foz->size ? "read on from the next whole entry, at offset"
-                                    : "and no whole entry follows: the end is at offset",
-                  found, skipped);
-    else
-        KILN_WARN("foz",
-                  "%s: no entry at offset %" PRIu64
-                  ", where the damaged entry before it said the next one starts; %s %" PRIu64
-                  " (%" PRIu64 " more bytes skipped)",
-                  foz->name, from,
-                  found < foz->size ? "read on from the next whole entry, at offset"
-                                    : "no whole entry follows: the end is at offset",
-                  found, skipped);
+    const char *then = found < foz->size ? "read on from the next whole entry, at offset"
+                       : foz->budget == 0
+                           ? "the search stopped (it checked 8 times the archive's size): the "
+                             "rest is skipped, to the end at offset"
+                           : "no whole entry follows: the end is at offset";
+    if (first_time(foz, from)) {
+        if (lost)
+            KILN_WARN("foz",
+                      "%s: entry at offset %" PRIu64 " has a damaged head; skipped, %s %" PRIu64
+                      " (%" PRIu64 " bytes skipped)",
+                      foz->name, from, then, found, skipped);
+        else
+            KILN_WARN("foz",
+                      "%s: no entry at offset %" PRIu64
+                      ", where the damaged entry before it said the next one starts; %s %" PRIu64
+                      " (%" PRIu64 " more bytes skipped)",
+                      foz->name, from, then, found, skipped);
+    }
     foz->pos = found;
     foz->stats.end = found;
     foz->trusted = true; /* an entry checked whole starts there, or the end */
@@ -571,7 +601,10 @@ static int next_entry(struct kiln_foz *foz, struct kiln_foz_entry *e)
         const char *why = NULL;
         /* A cut-off entry's bytes fail its CRC or inflation, and a cut-off
          * plain entry has fewer bytes than its other size says. */
-        int rc = check_payload(foz, &hd, body, there, &data, &size, &why);
+        struct head cost = hd;
+        cost.stored = there;
+        int rc = spend(foz, &cost) ? check_payload(foz, &hd, body, there, &data, &size, &why)
+                                   : KILN_ECORRUPT_RECORD;
         if (rc < 0 && rc != KILN_ECORRUPT_RECORD)
             return rc;
         if (rc == KILN_OK && (hd.crc != 0 || hd.flags == FOZ_FLAG_DEFLATE || there == hd.size))

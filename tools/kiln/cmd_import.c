@@ -161,7 +161,12 @@ int cmd_import_foz(int argc, char **argv)
             if (rcs[i] != KILN_EFORMAT && rcs[i] != KILN_ENOENT && rcs[i] != KILN_EIO_OPEN)
                 break; /* a cache error: later archives would fail alike */
         } else if (r->entries_skipped || r->resyncs || r->damaged || r->undecodable || r->invalid) {
-            exit_code = KILN_EXIT_FAILED; /* all that was good is stored; the rest was not */
+            /* All that was good is stored; what was skipped is said above. */
+            cli_note_error(KILN_ECORRUPT_RECORD,
+                           "%s: %" PRIu64 " damaged entries and %" PRIu64
+                           " modules (damaged, undecodable or invalid) skipped",
+                           path, r->entries_skipped, r->damaged + r->undecodable + r->invalid);
+            exit_code = KILN_EXIT_FAILED;
         }
     }
     double secs = cli_seconds(t0, kiln_now_ns());
