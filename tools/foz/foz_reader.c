@@ -483,9 +483,16 @@ static int find_entry(struct kiln_foz *foz, uint64_t from, uint64_t *found)
         if ((rc = read_at(foz, at, n, win, &w)) < 0)
             break;
         size_t starts = n - FOZ_HEAD_BYTES + 1;
-        for (size_t i = 0; i < starts && rc == 0 && foz->budget > 0; i++) {
-            if (kiln__hexval(w[i]) < 0)
+        /* A name is 40 hexadecimal digits in a row: count the run ending
+         * at each byte, so each byte is looked at once. */
+        size_t run = 0;
+        for (size_t j = 0; j < n && rc == 0 && foz->budget > 0; j++) {
+            run = kiln__hexval(w[j]) >= 0 ? run + 1 : 0;
+            if (run < FOZ_NAME_BYTES)
                 continue;
+            size_t i = j + 1 - FOZ_NAME_BYTES;
+            if (i >= starts)
+                break;
             /* entry_at may reuse the reader's buffers, not `win`. */
             rc = entry_at(foz, at + i, w + i);
             if (rc == 1)
