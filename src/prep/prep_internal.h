@@ -19,6 +19,7 @@ struct kiln__prep_item {
     const char *name;
     const void *payload;
     size_t size;
+    bool validated; /* its stages were validated by this process (not again) */
     int status;
 };
 

@@ -691,6 +691,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         items[i].key = progs[i].key;
         items[i].name = progs[i].name;
         items[i].payload = progs[i].payload ? progs[i].payload : progs[i].loaded;
+        /* Made by this run, so validated before it was stored (translate_job). */
+        items[i].validated = progs[i].payload != NULL;
         items[i].size = progs[i].size;
     }
     struct kiln__prep_build b = {.vk = vk,

@@ -37,9 +37,10 @@
  *   validation at store time, or by another route, may hold anything. So
  *   every stage goes through kiln_vk_validate_spirv right before its build
  *   (validate_stages), in kiln_prepare and kiln_warm_start alike, whatever
- *   the Vulkan context's own setting. A build without SPIRV-Tools cannot
- *   validate and so builds nothing (one line per program says why): the
- *   safe side, since some drivers end the process on a bad module.
+ *   the Vulkan context's own setting; only a payload this very process
+ *   validated before storing it (kiln_prepare's own) is not checked twice. A build without
+ * SPIRV-Tools cannot validate and so builds nothing (one line per program says why): the safe side,
+ * since some drivers end the process on a bad module.
  *
  * - Shader modules live only for their create call: every pipeline goes
  *   through kiln_vk_compute_pipeline / kiln_vk_graphics_pipeline, which
@@ -180,7 +181,7 @@ static int build_one(void *arg, unsigned worker)
         return rc;
     }
 
-    int rc = validate_stages(st, n, j->b->dict, name);
+    int rc = it->validated ? KILN_OK : validate_stages(st, n, j->b->dict, name);
     if (rc < 0) {
         atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
         it->status = rc;
