@@ -20,6 +20,7 @@
 #include "prep_fixture.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,9 +167,10 @@ static void modules_of(const struct set *s, struct fw_module *m)
         m[GOOD + i] = (struct fw_module){s->words[i], s->nwords[i]};
 }
 
+/* Counts log lines; the sink is called from the pool's workers too. */
 struct lines {
-    unsigned warnings;
-    unsigned naming; /* warnings that contain `needle` */
+    _Atomic unsigned warnings;
+    _Atomic unsigned naming; /* warnings that contain `needle` */
     const char *needle;
 };
 
@@ -177,8 +179,9 @@ static void count_lines(void *user, enum kiln_log_level level, const char *modul
     (void)module;
     struct lines *l = user;
     if (level == KILN_LOG_WARN) {
-        l->warnings++;
-        l->naming += l->needle && strstr(line, l->needle) != NULL;
+        atomic_fetch_add(&l->warnings, 1);
+        if (l->needle && strstr(line, l->needle) != NULL)
+            atomic_fetch_add(&l->naming, 1);
     }
 }
 
