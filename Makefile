@@ -64,7 +64,7 @@ test-windows:
 # libFuzzer targets (clang), each run for FUZZ_SECONDS from its seed corpus.
 fuzz:
 	@sh scripts/deps.sh fuzz
-	CC=clang $(CMAKE) -S . -B $(BUILD)-fuzz $(call gen,$(BUILD)-fuzz) -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
+	CC=clang $(CMAKE) -S . -B $(BUILD)-fuzz $(call gen,$(BUILD)-fuzz) -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF \
 	  -DKILN_SANITIZE=address,undefined
 	$(CMAKE) --build $(BUILD)-fuzz -j $(JOBS)
 	sh scripts/fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS)

@@ -17,18 +17,44 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32) && defined(KILN_SHARED)
+/*
+ * KILN_API marks the public functions. The shared library exports exactly
+ * these (everything else is built with hidden visibility). On Windows the
+ * DLL is built with KILN_BUILDING_DLL (dllexport) and its users import;
+ * users of the static library define KILN_STATIC (kiln.pc's Cflags and the
+ * kiln::kiln_static target do) so that nothing is imported.
+ */
+#if defined(_WIN32)
+#if defined(KILN_BUILDING_DLL)
 #define KILN_API __declspec(dllexport)
+#elif defined(KILN_STATIC)
+#define KILN_API
+#else
+#define KILN_API __declspec(dllimport)
+#endif
 #elif defined(__GNUC__)
 #define KILN_API __attribute__((visibility("default")))
 #else
 #define KILN_API
 #endif
 
-#define KILN_VERSION_MAJOR  0
-#define KILN_VERSION_MINOR  1
-#define KILN_VERSION_PATCH  0
-#define KILN_VERSION_STRING "0.1.0"
+/* KILN_VERSION_MAJOR, _MINOR, _PATCH, _STRING and _NUMBER: the version of
+ * these headers. */
+#include "kiln/version.h"
+
+/*
+ * The version of the library linked at run time, as KILN_VERSION_NUMBER
+ * (major * 10000 + minor * 100 + patch); compare it with the headers' to
+ * catch a mismatched shared library.
+ * @return the number. Thread-safe.
+ */
+KILN_API unsigned kiln_version(void);
+
+/*
+ * The version of the library linked at run time, as "major.minor.patch".
+ * @return a static string. Thread-safe.
+ */
+KILN_API const char *kiln_version_string(void);
 
 /* ---------------------------------------------------------------------------
  * Errors

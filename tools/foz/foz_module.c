@@ -163,7 +163,7 @@ int kiln_foz_decode_module(const struct kiln_foz_entry *e, struct kiln_foz_modul
     struct json_object_iterator it = json_object_iter_begin(mods);
     const char *key = json_object_iter_peek_name(&it);
     struct json_object *mod = json_object_iter_peek_value(&it);
-    uint64_t hash, code_size, flags = 0, voff, vsize;
+    uint64_t hash, code_size, flags = 0, voff = 0, vsize = 0;
     if (!kiln__foz_parse_hex(key, strlen(key), &hash) || hash != e->hash) {
         json_object_put(root);
         return module_error(e->hash, KILN_EPARSE, "its JSON names another hash than its entry");
