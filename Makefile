@@ -72,8 +72,10 @@ fuzz:
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
+# The style checks `make test` runs (ctest -L style), alone.
 tidy: build
-	clang-tidy -p $(BUILD) $$(git ls-files 'src/*.c' 'tools/*.c')
+	sh scripts/style.sh format
+	sh scripts/style.sh tidy $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz build-win

@@ -395,7 +395,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     }
     s->records = n;
     s->open_ns = kiln_now_ns() - t0;
-    if (rc < 0) {
+    if (rc != KILN_OK) {
         start_fail(s, KILN_PREP_STEP_OTHER, rc);
         goto out;
     }

@@ -159,8 +159,8 @@ void kiln_program_destroy(struct kiln_program *p)
     for (unsigned i = 0; i < KILN_PROGRAM_MAX_STAGES; i++) {
         /* The program made these strings; the struct shows them as const so
          * that a translator cannot change them. */
-        free((void *)(uintptr_t)p->stages[i].src.text);
-        free((void *)(uintptr_t)p->stages[i].src.name);
+        free((char *)p->stages[i].src.text);
+        free((char *)p->stages[i].src.name);
         free(p->stages[i].words);
     }
     free(p->name);

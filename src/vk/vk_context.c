@@ -317,6 +317,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         *tail = &dr;
         tail = &dr.pNext;
     }
+    *tail = NULL; /* the end of the chain */
     vk->fn.vkGetPhysicalDeviceFeatures2(vk->phys, &f2);
     bool use_m5 = has_m5 && m5.maintenance5;
     bool use_dr = (core13 || has_dr_ext) && dr.dynamicRendering && !opt->no_dynamic_rendering;
