@@ -1,11 +1,13 @@
 /*
  * kiln_test.h - the small harness every kiln test is written in.
  *
- * A test file defines its cases with KT_CASE and lists them in KT_MAIN. The
- * executable runs every case, or only the one named on its command line
- * (ctest registers one test per case, so `ctest -R cache.torn_tail` runs one
- * alone). A failed check prints file:line and the values, and fails the case;
- * the process exits non-zero when any case failed.
+ * A test file defines its cases with KT_CASE and lists them in KT_MAIN, the
+ * only list: kiln_test() in tests/CMakeLists.txt reads the KT_ENTRY names
+ * from the file. The executable runs every case, or only the one named on
+ * its command line (ctest registers one test per case, so
+ * `ctest -R cache.torn_tail` runs one alone). A failed check prints
+ * file:line and the values, and fails the case; the process exits non-zero
+ * when any case failed.
  */
 #ifndef KILN_TEST_H
 #define KILN_TEST_H
