@@ -170,7 +170,7 @@ int kiln_foz_decode_module(const struct kiln_foz_entry *e, struct kiln_foz_modul
     }
     if (!json_object_is_type(mod, json_type_object) ||
         member_uint(mod, "codeSize", UINT64_MAX, &code_size) < 0 ||
-        member_uint(mod, "flags", UINT32_MAX, &flags) == KILN_EPARSE) {
+        (rc = member_uint(mod, "flags", UINT32_MAX, &flags)) == KILN_EPARSE) {
         json_object_put(root);
         return module_error(e->hash, KILN_EPARSE, "no valid codeSize or flags");
     }
@@ -184,10 +184,10 @@ int kiln_foz_decode_module(const struct kiln_foz_entry *e, struct kiln_foz_modul
         return module_error(e->hash, KILN_EPARSE, "no valid varintOffset and varintSize");
     if (voff > bin_n || vsize > bin_n - voff)
         return module_error(e->hash, KILN_EPARSE, "varint area lies outside the entry");
-    size_t count = (size_t)(code_size / 4);
-    if (count == 0 || code_size % 4 != 0 || code_size / 4 > vsize)
+    if (code_size == 0 || code_size % 4 != 0 || code_size / 4 > vsize)
         return module_error(e->hash, KILN_EPARSE, "codeSize does not fit its varint area");
 
+    size_t count = (size_t)(code_size / 4);
     uint32_t *words = malloc(count * sizeof(uint32_t));
     if (!words)
         return KILN_ENOMEM;

@@ -162,7 +162,7 @@ static const char *FV(struct gen *g, unsigned n, int32_t lo, int32_t hi)
     out[0] = '\0';
     for (unsigned i = 0; i < n; i++) {
         if (i)
-            strncat(out, ", ", LIT_SIZE - strlen(out) - 1);
+            strcat(out, ", ");
         flit_cat(out, LIT_SIZE, lo + (int32_t)below(&g->r, (uint32_t)(hi - lo + 1)));
     }
     return out;
