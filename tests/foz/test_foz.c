@@ -49,7 +49,8 @@ static void find_archives(const char *dir, int depth, struct archives *out)
         if (e->d_name[0] == '.')
             continue;
         char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+            continue; /* a path this long is no archive of the corpus */
         size_t len = strlen(e->d_name);
         if (len > 4 && strcmp(e->d_name + len - 4, ".foz") == 0) {
             if (out->n < MAX_ARCHIVES)
