@@ -23,13 +23,11 @@
 #include <kiln/vk.h>
 
 #include <assert.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* The translator's stamp: a cache written by another translator (or
  * another version of this one) is not ours to read. */
@@ -90,7 +88,6 @@ static size_t translate(uint32_t program, uint32_t *w)
 
 struct shader_thread {
     struct kiln_cache *cache;
-    pthread_mutex_t *put_lock;
     uint32_t first, count;
     int rc;
 };
@@ -107,11 +104,9 @@ static void *shader_thread_main(void *arg)
         size_t blob_size;
         int rc = kiln_pack(words, n, KILN_CODEC_KILN, NULL, &blob, &blob_size);
         if (rc == 0) {
-            /* TODO(cache): drop this lock once puts are thread-safe */
-            pthread_mutex_lock(t->put_lock);
+            /* Puts are safe from any number of threads: no lock of ours. */
             rc = kiln_cache_put(t->cache, kiln_hash128(code, sizeof(code)), blob, blob_size,
                                 (uint32_t)(n * 4), KILN_CODEC_KILN, 1);
-            pthread_mutex_unlock(t->put_lock);
             kiln_pack_free(blob);
         }
         t->rc = rc;
@@ -124,9 +119,7 @@ static int open_cache(const char *dir, struct kiln_cache **c)
 {
     struct kiln_cache_options o = {0};
     o.stamp = EMU_TRANSLATOR_STAMP;
-    o.flags = KILN_CACHE_CREATE;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return kiln_error_from_errno(errno, KILN_EIO);
+    o.flags = KILN_CACHE_CREATE; /* makes the folder too */
     return kiln_cache_open(dir, &o, c);
 }
 
@@ -139,11 +132,10 @@ static void play(const char *dir)
         fail("open the cache", rc);
         return;
     }
-    pthread_mutex_t put_lock = PTHREAD_MUTEX_INITIALIZER;
     struct shader_thread threads[EMU_THREADS];
     pthread_t ids[EMU_THREADS];
     for (uint32_t i = 0; i < EMU_THREADS; i++) {
-        threads[i] = (struct shader_thread){c, &put_lock, i * (EMU_PROGRAMS / EMU_THREADS),
+        threads[i] = (struct shader_thread){c, i * (EMU_PROGRAMS / EMU_THREADS),
                                             EMU_PROGRAMS / EMU_THREADS, 0};
         if (pthread_create(&ids[i], NULL, shader_thread_main, &threads[i]) != 0) {
             fail("start a shader thread", KILN_ENOMEM);
