@@ -62,9 +62,7 @@ int kiln__cache_make_dirs(const char *dir)
     }
     int rc = KILN_OK;
     struct stat st;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST)
-        rc = kiln_error_from_errno(errno, KILN_EIO);
-    else if (stat(p, &st) != 0)
+    if ((mkdir(p, 0777) != 0 && errno != EEXIST) || stat(p, &st) != 0)
         rc = kiln_error_from_errno(errno, KILN_EIO);
     else if (!S_ISDIR(st.st_mode))
         rc = kiln_error_from_errno(ENOTDIR, KILN_EIO); /* as opening a file in it says */
