@@ -39,6 +39,7 @@ direct() {
     sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(kiln[^"]*\.h\)".*/\1/p' "$@" \
         2>/dev/null | sort -u | while IFS= read -r h; do
         case $h in
+        kiln/version.h) ;; # made by CMake from version.h.in: part of common.h
         kiln-tools/*) echo "tools/include/$h" ;;
         *) echo "include/$h" ;;
         esac

@@ -642,8 +642,8 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     s[S_COUNT - 1].p = head.p + off;
     s[S_COUNT - 1].end = head.end;
 
+    memset(scratch, 0, idset_bytes(nwords));
     struct idset def = {scratch, idset_lim(nwords)};
-    memset(def.bits, 0, idset_bytes(nwords));
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
 
