@@ -175,14 +175,27 @@ KILN_API int kiln_pack_class_stats_add(const uint32_t *words, size_t nwords,
                                        struct kiln_pack_class_stats *stats);
 
 /* ---------------------------------------------------------------------------
- * Program payload: the stages of one program, each a packed blob, in one
- * buffer. This is what the cache stores as a record's payload.
+ * Program payload: one program (a pipeline's stages, each a packed blob,
+ * their entry points and specialization data, and the pipeline-state
+ * description) in one buffer. This is what the cache stores as a record's
+ * payload.
  *
- * Layout (little-endian): "KG", version 2, stage count (1..255); then per
- * stage its kind (u32) and blob size (u32); then the blobs, back to back.
+ * Layout (little-endian), version 3: "KG", 3, stage count (1..255); the
+ * state kind (u32) and state size (u32); per stage its kind (u32), blob
+ * size (u32), entry-point length (u32, 0: "main"), specialization entries
+ * (u32) and specialization data size (u32); then the state bytes; then per
+ * stage its entry point and a NUL, its map entries (3 u32 each: constant
+ * id, offset, size) and its data; then the blobs, back to back.
+ *
+ * Version 2 (stage kinds and blobs only: "KG", 2, count; per stage kind and
+ * blob size; the blobs) is still written for a program that has nothing
+ * else (built-in state, entry points "main", no specialization), so such a
+ * payload is byte for byte what earlier releases wrote. Versions 1 (kiln's
+ * own stage numbers, converted when parsed) and 2 parse as built-in state,
+ * "main" and no specialization.
+ *
  * A stage's kind is a VkShaderStageFlagBits value (the OR of several for a
- * module used in several stages, 0 when unknown). Payloads of version 1
- * (kiln's own stage numbers) are converted when parsed.
+ * module used in several stages, 0 when unknown).
  * ------------------------------------------------------------------------ */
 
 /*
@@ -198,37 +211,126 @@ enum {
     KILN_VK_STAGE_GEOMETRY_BIT = 0x00000008,     /* VK_SHADER_STAGE_GEOMETRY_BIT */
     KILN_VK_STAGE_FRAGMENT_BIT = 0x00000010,     /* VK_SHADER_STAGE_FRAGMENT_BIT */
     KILN_VK_STAGE_COMPUTE_BIT = 0x00000020,      /* VK_SHADER_STAGE_COMPUTE_BIT */
+    KILN_VK_STAGE_TASK_BIT = 0x00000040,         /* VK_SHADER_STAGE_TASK_BIT_EXT */
+    KILN_VK_STAGE_MESH_BIT = 0x00000080,         /* VK_SHADER_STAGE_MESH_BIT_EXT */
+    KILN_VK_STAGE_RAYGEN_BIT = 0x00000100,       /* VK_SHADER_STAGE_RAYGEN_BIT_KHR */
+    KILN_VK_STAGE_ANY_HIT_BIT = 0x00000200,      /* VK_SHADER_STAGE_ANY_HIT_BIT_KHR */
+    KILN_VK_STAGE_CLOSEST_HIT_BIT = 0x00000400,  /* VK_SHADER_STAGE_CLOSEST_HIT_BIT_KHR */
+    KILN_VK_STAGE_MISS_BIT = 0x00000800,         /* VK_SHADER_STAGE_MISS_BIT_KHR */
+    KILN_VK_STAGE_INTERSECTION_BIT = 0x00001000, /* VK_SHADER_STAGE_INTERSECTION_BIT_KHR */
+    KILN_VK_STAGE_CALLABLE_BIT = 0x00002000,     /* VK_SHADER_STAGE_CALLABLE_BIT_KHR */
 };
 
-/* One stage of a program. */
+/* The ray-tracing stages together (raygen to callable). */
+#define KILN_VK_STAGE_RAY_TRACING_BITS 0x00003f00u
+
+/*
+ * The kinds of pipeline-state description a program carries (see
+ * kiln/prep.h, struct kiln_program). Stored in the payload as a u32.
+ */
+enum kiln_state_kind {
+    /* kiln's own shapes (kiln/vk.h, "The shader interface"): no state
+     * bytes; built by kiln's own builder. Every program before version 3. */
+    KILN_STATE_BUILTIN = 0,
+    /* Fossilize state: bytes a tool-layer builder understands (tools/foz);
+     * opaque to the core. */
+    KILN_STATE_FOZ = 1,
+    /* An application's own bytes, opaque to kiln; built by the
+     * application's builder. */
+    KILN_STATE_APP = 2,
+};
+
+/* The number of state kinds (per-kind counts are arrays of this size). */
+#define KILN_STATE_KINDS 3u
+
+/* The state bytes one program may carry at most (a payload field is u32). */
+#define KILN_STATE_MAX_BYTES (64u << 20)
+
+/* The bytes of one specialization map entry in a payload (three u32). */
+#define KILN_SPEC_ENTRY_BYTES 12u
+
+/* One specialization map entry (VkSpecializationMapEntry's fields, with the
+ * size as u32). */
+struct kiln_spec_entry {
+    uint32_t constant_id;
+    uint32_t offset;
+    uint32_t size;
+};
+
+/*
+ * One stage of a program in a payload. Zero-initialise it: the fields
+ * after blob_size default to entry "main" and no specialization.
+ */
 struct kiln_stage_blob {
     uint32_t stage;   /* a VkShaderStageFlagBits value (KILN_VK_STAGE_*_BIT) */
     const void *blob; /* a packed blob (kiln_pack); borrowed */
     size_t blob_size;
+    /* The entry point, NUL-terminated; NULL (or "main") for "main". When
+     * parsed, NULL for "main", else it points into the payload. */
+    const char *entry;
+    /* Specialization: `nspec` map entries, each KILN_SPEC_ENTRY_BYTES of
+     * little-endian u32 (constant id, offset, size; read them with
+     * kiln_spec_entry_get), and `spec_size` bytes of data. Borrowed; when
+     * parsed, they point into the payload. */
+    uint32_t nspec;
+    const void *spec_map;
+    const void *spec_data;
+    size_t spec_size;
+};
+
+/* A program's pipeline-state description, as a payload holds it. */
+struct kiln_payload_state {
+    uint32_t kind;     /* enum kiln_state_kind */
+    const void *bytes; /* borrowed; when parsed, it points into the payload */
+    size_t size;       /* at most KILN_STATE_MAX_BYTES */
 };
 
 /* The most stages one payload holds. */
 #define KILN_PAYLOAD_MAX_STAGES 255u
 
 /*
- * Joins `n` stages (1..KILN_PAYLOAD_MAX_STAGES) into one payload. Each blob
- * is checked with kiln_blob_info first.
- * @return 0 and a new payload in *payload (free it with kiln_pack_free) of
- * *size bytes; KILN_EINVAL for a bad count, KILN_ECORRUPT_BLOB for a stage
- * that is not a blob, KILN_ERANGE for a blob over 4 GiB, or KILN_ENOMEM.
- * Thread-safe.
+ * Reads map entry `i` of a stage's specialization map (no bounds check:
+ * i < stage->nspec). Thread-safe.
  */
+KILN_API void kiln_spec_entry_get(const struct kiln_stage_blob *stage, uint32_t i,
+                                  struct kiln_spec_entry *out);
+
+/*
+ * Joins `n` stages (1..KILN_PAYLOAD_MAX_STAGES) and a state description
+ * into one payload (version 2 when there is nothing but built-in state,
+ * "main" and no specialization; version 3 otherwise). `state` may be NULL
+ * (built-in, no bytes). Each blob is checked with kiln_blob_info first;
+ * each specialization entry must lie inside its stage's data.
+ * @return 0 and a new payload in *payload (free it with kiln_pack_free) of
+ * *size bytes; KILN_EINVAL for a bad count, an unknown state kind, bytes
+ * with built-in state, an entry point of more than 1 KiB or one that is
+ * empty, or a specialization entry outside its data; KILN_ECORRUPT_BLOB for
+ * a stage that is not a blob; KILN_ERANGE for a blob over 4 GiB or state
+ * over KILN_STATE_MAX_BYTES; or KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_program_payload_build_full(const struct kiln_payload_state *state,
+                                             const struct kiln_stage_blob *stages, uint32_t n,
+                                             void **payload, size_t *size);
+
+/* kiln_program_payload_build_full with built-in state. */
 KILN_API int kiln_program_payload_build(const struct kiln_stage_blob *stages, uint32_t n,
                                         void **payload, size_t *size);
 
 /*
- * Splits a payload into its stages, checking every size against `size` and
- * every stage's blob header (kiln_blob_info). The blobs in `out` point into
- * `payload`, which must outlive them. `out` has room for `n_expected`
- * stages.
+ * Splits a payload (version 1, 2 or 3) into its stages and its state,
+ * checking every size against `size`, every stage's blob header
+ * (kiln_blob_info), every entry point (NUL-terminated, no NUL inside),
+ * every specialization entry (inside its data) and the state kind. What
+ * `out` and `state` point to lies inside `payload`, which must outlive
+ * them. `out` has room for `n_expected` stages; `state` may be NULL.
  * @return the number of stages; KILN_ECORRUPT_BLOB for a damaged payload;
  * KILN_ERANGE when it holds more than `n_expected` stages. Thread-safe.
  */
+KILN_API int kiln_program_payload_parse_full(const void *payload, size_t size, uint32_t n_expected,
+                                             struct kiln_stage_blob *out,
+                                             struct kiln_payload_state *state);
+
+/* kiln_program_payload_parse_full without the state. */
 KILN_API int kiln_program_payload_parse(const void *payload, size_t size, uint32_t n_expected,
                                         struct kiln_stage_blob *out);
 

@@ -115,33 +115,67 @@ KILN_API void kiln_translate_set_error(const char *fmt, ...)
  * Programs
  * ------------------------------------------------------------------------ */
 
-#define KILN_PROGRAM_MAX_STAGES 2
+/* The most stages one program has (a payload's most). */
+#define KILN_PROGRAM_MAX_STAGES KILN_PAYLOAD_MAX_STAGES
+
+/* The stages kiln_program_create makes room for (any graphics pipeline's:
+ * vertex, two tessellation stages, geometry, fragment; or task, mesh,
+ * fragment); kiln_program_reserve makes more. */
+#define KILN_PROGRAM_STAGE_ROOM 8u
 
 /* One stage of a program: source text, SPIR-V, or both once translated. */
 struct kiln_program_stage {
     /* The source. src.text is NULL for a stage that came as SPIR-V; src.name
-     * is always set (for a file: its path relative to its folder). */
+     * is always set (for a file: its path relative to its folder).
+     * src.stage is any VkShaderStageFlagBits value. */
     struct kiln_source src;
     /* The SPIR-V, or NULL until kiln_program_translate fills it. */
     uint32_t *words;
     size_t nwords;
+    /* The entry point; NULL: "main". */
+    char *entry;
+    /* Specialization: `nspec` map entries and `spec_size` bytes of data
+     * (VkSpecializationInfo's parts); 0 and NULL: none. */
+    uint32_t nspec;
+    struct kiln_spec_entry *spec;
+    void *spec_data;
+    size_t spec_size;
 };
 
 /*
- * A program: one compute stage, or a vertex stage then a fragment stage.
- * Everything in it is owned by the program and freed by
- * kiln_program_destroy; a caller may read it and may take `words` over
- * (setting the pointer to NULL), nothing else.
+ * A program: the stages of one pipeline (any VkShaderStageFlagBits values,
+ * each with its entry point and specialization data) and a pipeline-state
+ * description of a kind (enum kiln_state_kind, kiln/pack.h):
+ * KILN_STATE_BUILTIN (kiln's own shapes: one compute stage, or a vertex
+ * then a fragment stage; no state bytes), KILN_STATE_FOZ (Fossilize state)
+ * or KILN_STATE_APP (an application's bytes). kiln stores and returns all
+ * of it and builds the pipeline through the builder for its kind (struct
+ * kiln_builder).
+ *
+ * A program made by kiln (kiln_program_create, kiln_program_copy, a source's
+ * load) owns everything in it, freed by kiln_program_destroy: its `stages`
+ * array has room for `stage_room` stages, and every string, words array,
+ * map and data in it comes from malloc. A caller may read it and may take
+ * `words` over (setting the pointer to NULL), nothing else. A program a
+ * caller lays out itself (for kiln_program_source_array) may point
+ * anywhere; kiln only reads it, and copies it (kiln_program_copy) before
+ * use.
  */
 struct kiln_program {
     char *name;
     unsigned nstages;
-    struct kiln_program_stage stages[KILN_PROGRAM_MAX_STAGES];
+    struct kiln_program_stage *stages;
+    unsigned stage_room; /* stages the array has room for (0 in a caller's own program) */
     /* The key the program is stored under, when its source names it (a
      * module of a Fossilize archive keeps its archive's hash); otherwise
      * has_key is false and kiln_prep_program_key makes it. */
     bool has_key;
     struct kiln_key key;
+    /* The pipeline-state description: its kind and bytes (none for
+     * KILN_STATE_BUILTIN; at most KILN_STATE_MAX_BYTES). */
+    uint32_t state_kind;
+    void *state;
+    size_t state_size;
 };
 
 /*
@@ -159,14 +193,34 @@ KILN_API size_t kiln_program_spirv_bytes(const struct kiln_program *p);
 KILN_API void kiln_program_destroy(struct kiln_program *p);
 
 /*
- * Makes an empty program named `name` (copied; no stages). The caller then
- * fills its stages: every string and words array it puts there must come
- * from malloc, and is the program's from then on (kiln_program_destroy
- * frees them).
+ * Makes an empty program named `name` (copied; no stages, built-in state)
+ * with room for KILN_PROGRAM_STAGE_ROOM stages, zeroed. The caller then
+ * fills its stages and nstages: every string, words array, map and data
+ * it puts there (and in `state`) must come from malloc, and is the
+ * program's from then on (kiln_program_destroy frees them).
  * @return 0 and the program in *out, KILN_EINVAL for a NULL argument, or
  * KILN_ENOMEM. Thread-safe.
  */
 KILN_API int kiln_program_create(const char *name, struct kiln_program **out);
+
+/*
+ * Makes room for `n` stages (at most KILN_PROGRAM_MAX_STAGES) in a program
+ * made by kiln; new stages are zeroed, existing ones kept.
+ * @return 0, KILN_EINVAL (NULL, n over the maximum, or a caller's own
+ * program: stage_room 0) or KILN_ENOMEM. Thread-safe for different
+ * programs.
+ */
+KILN_API int kiln_program_reserve(struct kiln_program *p, unsigned n);
+
+/*
+ * Copies a program deeply (name, stages with their text, words, entry
+ * points and specialization, key, state) into a new program made by kiln.
+ * `src` may be a caller's own layout.
+ * @return 0 and the copy in *out; KILN_EINVAL for a NULL argument, no
+ * name, no stages or more than KILN_PROGRAM_MAX_STAGES, a stage with
+ * specialization entries but no map; KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_program_copy(const struct kiln_program *src, struct kiln_program **out);
 
 /*
  * Checks that `n` bytes look like a SPIR-V module: a whole number of words,
@@ -210,6 +264,121 @@ struct kiln_program_source {
      * translator's stamp as it is.
      */
     uint64_t (*stamp)(void *user, uint64_t translator_stamp);
+};
+
+/*
+ * A caller's array of programs, for kiln_program_source_array. The
+ * programs are only read (each is copied when kiln_prepare loads it); the
+ * array, what it points to and this struct must outlive the kiln_prepare
+ * call.
+ */
+struct kiln_program_array {
+    const struct kiln_program *programs;
+    size_t count;
+    /* The stamp for the cache (what kiln_program_source.stamp returns,
+     * whatever the translator's). */
+    uint64_t stamp;
+};
+
+/*
+ * A program source over a caller's array (an emulator's programs, with
+ * their state): count is a->count, load copies program i
+ * (kiln_program_copy), stamp is a->stamp.
+ * @return the source, with user = a. Thread-safe.
+ */
+KILN_API struct kiln_program_source kiln_program_source_array(const struct kiln_program_array *a);
+
+/* ---------------------------------------------------------------------------
+ * Builders: how a program's pipeline is made from its state.
+ *
+ * In the pipeline phase of kiln_prepare and kiln_warm_start, each program
+ * is built by the builder for its state kind: a program of kind
+ * KILN_STATE_BUILTIN by kiln's own (the shapes of kiln/vk.h, its layout
+ * checked against the stages' SPIR-V first), unless the options give a
+ * builder for KILN_STATE_BUILTIN; any other kind by the builder the
+ * options give for it. A program whose kind has no builder is skipped and
+ * counted ("no builder for state kind N"). kiln stages every stage first
+ * (kiln_stage_module: a transient VkShaderModule, or none with
+ * maintenance5 and the create info chained), calls the builder on one of
+ * its worker threads, and releases the stages right after, whatever the
+ * builder answered.
+ * ------------------------------------------------------------------------ */
+
+/* Declared below when the Vulkan headers were included before this one. */
+struct kiln_build_request;
+
+/*
+ * A builder. The struct is copied by value; what `user` points to must
+ * outlive the kiln_prepare or kiln_warm_start call.
+ */
+struct kiln_builder {
+    /* The state kind it builds (enum kiln_state_kind, below
+     * KILN_STATE_KINDS). The first builder of a kind in the options' array
+     * is used. */
+    uint32_t kind;
+    void *user;
+    /*
+     * Builds one program's pipeline: calls vkCreate*Pipelines itself, with
+     * req->stages as its VkPipelineShaderStageCreateInfo array and
+     * req->pipeline_cache as its cache. Called from kiln's worker threads,
+     * many at once with the same `user`: it must be thread-safe. It must
+     * not keep req->stages (or what they point to) past the call.
+     * @return 0 when built, with the pipeline in req->pipeline (kiln hands
+     * it to the options' on_pipeline, or destroys it), or VK_NULL_HANDLE
+     * there when the builder keeps the pipeline itself; KILN_ENOTSUP when
+     * the pipeline cannot be built here (the device lacks what it needs):
+     * skipped and counted, req->why says why; any other negative kiln error
+     * (KILN_EVULKAN, KILN_EFORMAT for state bytes it cannot read, ...):
+     * failed and counted, req->why says why. kiln logs one line naming the
+     * program and the builder, with req->why.
+     */
+    int (*build)(void *user, struct kiln_build_request *req);
+    /* A short name for log lines ("foz", "my-renderer"); NULL: "builder". */
+    const char *name;
+};
+
+#if defined(VK_VERSION_1_0)
+/*
+ * What a builder receives for one program. Every pointer is borrowed for
+ * the call only.
+ */
+struct kiln_build_request {
+    /* The program: its key, a name for log lines (never NULL) and its
+     * state. */
+    struct kiln_key key;
+    const char *name;
+    uint32_t state_kind;
+    const void *state;
+    size_t state_size;
+    /* The stages, staged: each holds its module (or, with maintenance5, a
+     * VkShaderModuleCreateInfo in pNext and no module), its stage bit as
+     * the payload has it, its entry point and its specialization info. */
+    uint32_t nstages;
+    const VkPipelineShaderStageCreateInfo *stages;
+    /* Where to build: the device, its vkGetDeviceProcAddr (to reach
+     * vkCreateGraphicsPipelines and the rest), and the pipeline cache
+     * (VK_NULL_HANDLE with none). `vk` is kiln's context over them
+     * (kiln_vk_get_handles gives the instance and the rest). */
+    VkDevice device;
+    PFN_vkGetDeviceProcAddr get_device_proc_addr;
+    VkPipelineCache pipeline_cache;
+    struct kiln_vk *vk;
+    /* The worker thread (0..workers-1), for per-thread state in `user`. */
+    unsigned worker;
+    /* Out: the pipeline built (VK_NULL_HANDLE: none, or kept by the
+     * builder), and why it was skipped or failed (a NUL-terminated
+     * clause, no trailing period). */
+    VkPipeline pipeline;
+    char why[256];
+};
+#endif /* VK_VERSION_1_0 */
+
+/* What one state kind's programs came to in a pipeline phase. */
+struct kiln_kind_counts {
+    uint64_t built;
+    uint64_t skipped;      /* no builder, or the builder said KILN_ENOTSUP */
+    uint64_t failed;       /* the stages or the builder failed */
+    char skip_reason[160]; /* the first skip's reason; "" when none */
 };
 
 /* ---------------------------------------------------------------------------
@@ -312,6 +481,11 @@ struct kiln_prepare_options {
      * fewer than 8 stages in the cache, no dictionary is trained (one
      * warning line) and the run goes on. */
     bool dict;
+    /* The builders for the programs' state kinds (see "Builders"):
+     * `nbuilders` of them, or NULL and 0. Programs of kind
+     * KILN_STATE_BUILTIN need none. The array must outlive the call. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
 };
 
 /* Sets every field of *o to its default (see the fields). */
@@ -333,6 +507,13 @@ KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o);
  * a key by shifting bytes between stages). Compute, vertex and fragment
  * are hashed as 0, 1 and 2, the numbers keys were first made with, so the
  * keys of caches made before stages were VkShaderStageFlagBits still hold.
+ * A program with more than that (an entry point other than "main",
+ * specialization data, a state kind other than built-in, state bytes) has
+ * one more record hashed after its stages, of a type no stage record has:
+ * every entry point, map and data, the state kind and the state bytes. So
+ * a program of today's shape (built-in, "main", no specialization) keeps
+ * the key earlier releases gave it, and any difference in the rest gives
+ * another key.
  * @return 0 with the key in *key, KILN_EINVAL for a program without stages
  * or a stage with neither text nor words, or KILN_ENOMEM. Thread-safe.
  */
@@ -355,6 +536,8 @@ struct kiln_prepare_summary {
     uint64_t failed;          /* programs that could not be loaded, translated, packed or stored */
     uint64_t pipelines_built; /* pipelines made */
     uint64_t pipelines_failed;
+    uint64_t pipelines_skipped; /* no builder for their kind, or the builder skipped them */
+    struct kiln_kind_counts kinds[KILN_STATE_KINDS]; /* the three above per state kind */
     uint64_t remade;       /* cached programs whose record could not be read back:
                               translated and stored again (counted in translated) */
     uint64_t spirv_bytes;  /* SPIR-V of the programs translated by this run */
@@ -436,6 +619,9 @@ struct kiln_start_options {
     /* Open the cache read-only and write nothing to it: last use is not
      * recorded (see kiln_warm_start). */
     bool read_only;
+    /* As in kiln_prepare_options. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
 };
 
 /* What kiln_warm_start did. Times are in nanoseconds. */
@@ -448,8 +634,10 @@ struct kiln_start_summary {
     uint64_t bytes;   /* payload bytes read */
     uint64_t pipelines_built;
     uint64_t pipelines_failed;
-    uint64_t open_ns;      /* opening the cache (index) and listing it */
-    uint64_t read_ns;      /* kiln_cache_load_many */
+    uint64_t pipelines_skipped; /* no builder for their kind, or the builder skipped them */
+    struct kiln_kind_counts kinds[KILN_STATE_KINDS]; /* the three above per state kind */
+    uint64_t open_ns;                                /* opening the cache (index) and listing it */
+    uint64_t read_ns;                                /* kiln_cache_load_many */
     uint64_t vulkan_ns;    /* making the Vulkan context (pipelines.vkc loaded) */
     uint64_t pipelines_ns; /* building every pipeline */
     uint64_t total_ns;

@@ -68,6 +68,10 @@ struct kiln_vk;
 /* A pipeline made by kiln_vk_compute_pipeline or kiln_vk_graphics_pipeline. */
 struct kiln_vk_pipeline;
 
+/* An application's own Vulkan objects (declared with the direct access
+ * below). */
+struct kiln_vk_external;
+
 /* A shader module kept alive on purpose (the baseline "keep modules" mode). */
 struct kiln_vk_module;
 
@@ -100,6 +104,11 @@ struct kiln_vk_options {
     /* Run SPIR-V's validator (SPIRV-Tools, Vulkan 1.1 rules) on every stage
      * before a driver sees it, as kiln_vk_set_validation(vk, true) does. */
     bool validate;
+    /* The application's own Vulkan objects to build in, instead of making
+     * an instance and a device (struct kiln_vk_external, declared when the
+     * Vulkan headers were included before this header); NULL: kiln makes
+     * its own. Copied by kiln_vk_create. */
+    const struct kiln_vk_external *external;
 };
 
 /* What became of pipelines.vkc when the context was made. */
@@ -150,7 +159,10 @@ struct kiln_vk_stats {
  * cache (loading cache_dir/pipelines.vkc when its header matches the
  * device: length, version, vendorID, deviceID, pipelineCacheUUID; a file
  * that does not match is logged with the reason and the cache starts
- * empty). `options` may be NULL.
+ * empty). `options` may be NULL. With options->external, no loader is
+ * opened and no instance or device made: kiln wraps the application's
+ * (see struct kiln_vk_external) and makes only its pipeline layout, and
+ * the pipeline cache when the application gives none.
  * @return 0 and the context in *vk; KILN_ENOTSUP when there is no loader,
  * no usable driver or no device with a graphics+compute queue (logged as
  * "Vulkan not available: ..."); KILN_EINVAL for a device index out of
@@ -215,6 +227,9 @@ struct kiln_vk_stage {
     const struct kiln_pack_dict *dict;   /* the dictionary the blob needs, or NULL */
     const struct kiln_vk_module *module; /* when set, used instead of the blob */
     const char *entry;                   /* the entry point; NULL: "main" */
+    /* A VkSpecializationInfo for the stage, or NULL; borrowed until the
+     * pipeline call (kiln_stage_release). */
+    const void *specialization;
 };
 
 /* The stages and state of a graphics pipeline. */
@@ -297,7 +312,35 @@ KILN_API const char *kiln_vk_stage_name(uint32_t stage);
  * ------------------------------------------------------------------------ */
 #if defined(VK_VERSION_1_0)
 
-/* The context's Vulkan objects. They belong to the context. */
+/*
+ * An application's own Vulkan objects, for kiln_vk_options.external. kiln
+ * builds in them and never destroys them: kiln_vk_destroy destroys only
+ * what kiln made (its pipeline layout, render passes, and the pipeline
+ * cache when it made that too). They must outlive the context.
+ */
+struct kiln_vk_external {
+    /* The loader's (or the application's) vkGetInstanceProcAddr; required.
+     * kiln then opens no loader of its own. */
+    PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+    VkInstance instance;
+    VkPhysicalDevice physical_device;
+    VkDevice device;
+    /* A queue family of the device that does graphics and compute. */
+    uint32_t queue_family;
+    /* The application's pipeline cache; VK_NULL_HANDLE: kiln makes one as
+     * it would (over kiln_vk_options.cache_dir's pipelines.vkc). */
+    VkPipelineCache pipeline_cache;
+    /* What the application enabled on the device (kiln cannot ask): the
+     * Vulkan version it was made for (VK_MAKE_API_VERSION; 0: 1.1),
+     * VK_KHR_maintenance5's maintenance5 feature, and dynamic rendering
+     * (the 1.3 feature or VK_KHR_dynamic_rendering). */
+    uint32_t api_version;
+    bool maintenance5;
+    bool dynamic_rendering;
+};
+
+/* The context's Vulkan objects. They belong to the context, or, with
+ * kiln_vk_options.external, to the application. */
 struct kiln_vk_handles {
     PFN_vkGetInstanceProcAddr get_instance_proc_addr;
     VkInstance instance;
@@ -309,6 +352,17 @@ struct kiln_vk_handles {
     VkPipelineLayout pipeline_layout; /* the shared layout described above */
     VkDescriptorSetLayout set_layout; /* set 0 of it */
 };
+
+/*
+ * Takes over a pipeline made on the context's device (by a builder): it is
+ * then a kiln pipeline like those kiln_vk_compute_pipeline makes, destroyed
+ * by kiln_vk_pipeline_destroy or kiln_vk_destroy, and counted in
+ * live_pipelines.
+ * @return 0 and the pipeline in *out; KILN_EINVAL for a null handle;
+ * KILN_ENOMEM (the pipeline is destroyed then). Thread-safe.
+ */
+KILN_API int kiln_vk_pipeline_adopt(struct kiln_vk *vk, VkPipeline pipeline,
+                                    struct kiln_vk_pipeline **out);
 
 /* Fills *out with the context's handles. Thread-safe. */
 KILN_API void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out);
