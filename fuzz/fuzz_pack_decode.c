@@ -233,8 +233,9 @@ int main(int argc, char **argv)
         return 1;
     write_seed(argv[1], "blob-fallback", blob, size);
     kiln_pack_free(blob);
-    struct kiln_stage_blob st[2] = {{1, stage_blob[0], stage_size[0]},
-                                    {2, stage_blob[1], stage_size[1]}};
+    struct kiln_stage_blob st[2] = {
+        {.stage = 1, .blob = stage_blob[0], .blob_size = stage_size[0]},
+        {.stage = 2, .blob = stage_blob[1], .blob_size = stage_size[1]}};
     void *payload;
     if (kiln_program_payload_build(st, 2, &payload, &size) < 0)
         return 1;

@@ -398,7 +398,8 @@ static int repack_fn(void *user, const struct kiln_cache_entry *e, const void *p
 {
     struct repack *rp = user;
     struct kiln_stage_blob st[KILN_PAYLOAD_MAX_STAGES], ns[KILN_PAYLOAD_MAX_STAGES];
-    int n = kiln_program_payload_parse(payload, e->size, KILN_PAYLOAD_MAX_STAGES, st);
+    struct kiln_payload_state state;
+    int n = kiln_program_payload_parse_full(payload, e->size, KILN_PAYLOAD_MAX_STAGES, st, &state);
     if (n < 0) {
         rp->r->kept_as_is++; /* not a program payload: copied as it is */
         return KILN_OK;
@@ -421,12 +422,14 @@ static int repack_fn(void *user, const struct kiln_cache_entry *e, const void *p
         rc = kiln_pack(w, (size_t)nw, rp->codec, rp->new_dict, &blob, &bs);
         if (rc < 0)
             break;
-        ns[s] = (struct kiln_stage_blob){st[s].stage, blob, bs};
+        ns[s] = st[s]; /* entry point and specialization kept */
+        ns[s].blob = blob;
+        ns[s].blob_size = bs;
         made++;
         spirv += (uint64_t)nw * 4;
     }
     if (rc == KILN_OK)
-        rc = kiln_program_payload_build(ns, (uint32_t)n, out, out_size);
+        rc = kiln_program_payload_build_full(&state, ns, (uint32_t)n, out, out_size);
     for (int s = 0; s < made; s++)
         kiln_pack_free((void *)ns[s].blob);
     if (rc < 0) {

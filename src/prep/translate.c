@@ -111,25 +111,6 @@ void kiln_words_free(uint32_t *words)
     free(words);
 }
 
-int kiln_program_create(const char *name, struct kiln_program **out)
-{
-    if (!name || !out)
-        return KILN_EINVAL;
-    *out = NULL;
-    struct kiln_program *p = calloc(1, sizeof(*p));
-    if (!p)
-        return KILN_ENOMEM;
-    size_t n = strlen(name) + 1;
-    p->name = malloc(n);
-    if (!p->name) {
-        free(p);
-        return KILN_ENOMEM;
-    }
-    memcpy(p->name, name, n);
-    *out = p;
-    return KILN_OK;
-}
-
 int kiln_program_translate(const struct kiln_translator *t, struct kiln_program *p)
 {
     if (!t || !p || p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES)
@@ -150,19 +131,4 @@ size_t kiln_program_spirv_bytes(const struct kiln_program *p)
         if (p->stages[i].words)
             n += p->stages[i].nwords * sizeof(uint32_t);
     return n;
-}
-
-void kiln_program_destroy(struct kiln_program *p)
-{
-    if (!p)
-        return;
-    for (unsigned i = 0; i < KILN_PROGRAM_MAX_STAGES; i++) {
-        /* The program made these strings; the struct shows them as const so
-         * that a translator cannot change them. */
-        free((char *)p->stages[i].src.text);
-        free((char *)p->stages[i].src.name);
-        free(p->stages[i].words);
-    }
-    free(p->name);
-    free(p);
 }

@@ -153,6 +153,39 @@ int kiln__spirv_check(const uint32_t *words, size_t n, char *why, size_t cap);
  */
 int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap);
 
+/* The most bindings kiln__spirv_reflect reports for one module. */
+#define KILN__SPIRV_MAX_BINDINGS 64
+
+/* One descriptor binding a module declares. */
+struct kiln__spirv_binding {
+    uint32_t set, binding;
+    int type; /* a VkDescriptorType, or -1 when kiln cannot tell */
+};
+
+/* A module's resource interface, as kiln__spirv_reflect reads it. */
+struct kiln__spirv_iface {
+    uint32_t nbindings;
+    struct kiln__spirv_binding bindings[KILN__SPIRV_MAX_BINDINGS];
+    bool truncated;      /* more bindings than KILN__SPIRV_MAX_BINDINGS */
+    bool has_push;       /* a push-constant block is declared */
+    bool push_known;     /* its size could be computed */
+    uint32_t push_bytes; /* the end of its last member */
+};
+
+/*
+ * Reads the descriptor bindings (every variable of storage class
+ * UniformConstant, Uniform or StorageBuffer with a Binding decoration) and
+ * the push-constant size a module declares. Trusts nothing in the words.
+ * @return 0; KILN_EFORMAT with the reason in `why` (not SPIR-V, an
+ * instruction past the end, an id bound over 4M); KILN_ENOMEM.
+ */
+int kiln__spirv_reflect(const uint32_t *words, size_t n, struct kiln__spirv_iface *out, char *why,
+                        size_t cap);
+
+/* A VkDescriptorType's name for log lines ("storage buffer"); any other
+ * value: "resource of unknown type". */
+const char *kiln__descriptor_type_name(int type);
+
 /* Destroys every pipeline, kept module and render pass of the context. */
 void kiln__vk_destroy_objects(struct kiln_vk *vk);
 

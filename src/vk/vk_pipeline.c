@@ -35,20 +35,6 @@
 
 #define SPIRV_MAGIC 0x07230203u
 
-static const char *stage_name(VkShaderStageFlagBits stage)
-{
-    switch (stage) {
-    case VK_SHADER_STAGE_COMPUTE_BIT:
-        return "compute";
-    case VK_SHADER_STAGE_VERTEX_BIT:
-        return "vertex";
-    case VK_SHADER_STAGE_FRAGMENT_BIT:
-        return "fragment";
-    default:
-        return "shader";
-    }
-}
-
 static const char *prog(const char *name)
 {
     return name ? name : "(unnamed)";
@@ -134,14 +120,67 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
     return n;
 }
 
-int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
-                         VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
+/*
+ * Checks a stage of kiln's own shapes against kiln's layout. A binding at
+ * set 0 binding 0 must be the storage buffer the layout has there, and
+ * push constants must fit in KILN_VK_PUSH_CONSTANT_BYTES: a mismatch is
+ * refused with one line naming the program, the binding and both types
+ * (drivers crash inside vkCreate*Pipelines on such a module). A binding
+ * the layout does not have at all is left to the driver, as before: it is
+ * invalid usage only when the pipeline is used with it, drivers build it,
+ * and caches made by earlier releases hold such programs (one info line).
+ * @return 0, or KILN_EFORMAT.
+ */
+static int check_builtin_layout(const char *name, const char *stage, const uint32_t *words,
+                                size_t n)
+{
+    struct kiln__spirv_iface f;
+    char why[256];
+    int rc = kiln__spirv_reflect(words, n, &f, why, sizeof(why));
+    if (rc < 0) {
+        KILN_WARN("vk", "%s: %s stage: cannot read its resource interface: %s", prog(name), stage,
+                  why);
+        return rc == KILN_ENOMEM ? rc : KILN_EFORMAT;
+    }
+    for (uint32_t i = 0; i < f.nbindings; i++) {
+        const struct kiln__spirv_binding *b = &f.bindings[i];
+        if (b->set != 0 || b->binding != 0) {
+            KILN_INFO("vk", "%s: %s stage: set %u binding %u (a %s) is not in kiln's layout",
+                      prog(name), stage, b->set, b->binding, kiln__descriptor_type_name(b->type));
+            continue;
+        }
+        if (b->type == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+            continue;
+        KILN_WARN("vk",
+                  "%s: %s stage: refused: set 0 binding 0 is a %s in the shader and a storage "
+                  "buffer in kiln's layout",
+                  prog(name), stage, kiln__descriptor_type_name(b->type));
+        return KILN_EFORMAT;
+    }
+    if (f.has_push && (!f.push_known || f.push_bytes > KILN_VK_PUSH_CONSTANT_BYTES)) {
+        char size[32] = "an unknown size of";
+        if (f.push_known)
+            snprintf(size, sizeof(size), "%u bytes of", f.push_bytes);
+        KILN_WARN("vk",
+                  "%s: %s stage: refused: %s push constants in the shader and %u bytes in "
+                  "kiln's layout",
+                  prog(name), stage, size, KILN_VK_PUSH_CONSTANT_BYTES);
+        return KILN_EFORMAT;
+    }
+    return KILN_OK;
+}
+
+/* kiln_vk_stage_module, checking the stage against kiln's own layout when
+ * `builtin` is set (a kept module is not checked: its words are gone). */
+static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+                        VkShaderStageFlagBits stage, bool builtin, struct kiln_vk_staged *out)
 {
     memset(out, 0, sizeof(*out));
     out->info = (VkPipelineShaderStageCreateInfo){
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
         .stage = stage,
         .pName = src->entry ? src->entry : "main",
+        .pSpecializationInfo = src->specialization,
     };
     if (src->module) {
         out->info.module = src->module->module;
@@ -149,9 +188,17 @@ int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln
     }
     bool chain = vk->info.chained_stages;
     const uint32_t *words;
-    int64_t n = unpack_stage(vk, name, stage_name(stage), src, chain, &words, &out->words);
+    int64_t n = unpack_stage(vk, name, kiln_vk_stage_name(stage), src, chain, &words, &out->words);
     if (n < 0)
         return (int)n;
+    if (builtin) {
+        int rc = check_builtin_layout(name, kiln_vk_stage_name(stage), words, (size_t)n);
+        if (rc < 0) {
+            free(out->words);
+            out->words = NULL;
+            return rc;
+        }
+    }
     out->module_info = (VkShaderModuleCreateInfo){
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = (size_t)n * 4,
@@ -165,7 +212,7 @@ int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln
     VkResult res = vk->fn.vkCreateShaderModule(vk->device, &out->module_info, NULL, &out->module);
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: %s stage: vkCreateShaderModule failed: %s", prog(name),
-                  stage_name(stage), kiln_vk_result_name(res));
+                  kiln_vk_stage_name(stage), kiln_vk_result_name(res));
         out->module = VK_NULL_HANDLE;
         return KILN_EVULKAN;
     }
@@ -173,6 +220,12 @@ int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln
     out->info.module = out->module;
     out->module_info.pCode = NULL; /* the scratch words may be reused from here on */
     return KILN_OK;
+}
+
+int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+                         VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
+{
+    return stage_module(vk, name, src, stage, false, out);
 }
 
 void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
@@ -259,7 +312,7 @@ int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
         return KILN_EINVAL;
     *out = NULL;
     struct kiln_vk_staged st;
-    int rc = kiln_vk_stage_module(vk, name, stage, VK_SHADER_STAGE_COMPUTE_BIT, &st);
+    int rc = stage_module(vk, name, stage, VK_SHADER_STAGE_COMPUTE_BIT, true, &st);
     if (rc < 0) {
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return rc;
@@ -346,12 +399,12 @@ int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
     }
 
     struct kiln_vk_staged vs, fs;
-    int rc = kiln_vk_stage_module(vk, name, &desc->vertex, VK_SHADER_STAGE_VERTEX_BIT, &vs);
+    int rc = stage_module(vk, name, &desc->vertex, VK_SHADER_STAGE_VERTEX_BIT, true, &vs);
     if (rc < 0) {
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return rc;
     }
-    rc = kiln_vk_stage_module(vk, name, &desc->fragment, VK_SHADER_STAGE_FRAGMENT_BIT, &fs);
+    rc = stage_module(vk, name, &desc->fragment, VK_SHADER_STAGE_FRAGMENT_BIT, true, &fs);
     if (rc < 0) {
         kiln_vk_stage_release(vk, &vs);
         atomic_fetch_add(&vk->pipelines_failed, 1);
@@ -432,6 +485,23 @@ void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
     vk->fn.vkDestroyPipeline(vk->device, p->pipeline, NULL);
     atomic_fetch_sub(&vk->live_pipelines, 1);
     free(p);
+}
+
+int kiln_vk_pipeline_adopt(struct kiln_vk *vk, VkPipeline pipeline, struct kiln_vk_pipeline **out)
+{
+    if (!vk || !out || pipeline == VK_NULL_HANDLE)
+        return KILN_EINVAL;
+    *out = NULL;
+    struct kiln_vk_pipeline *p = calloc(1, sizeof(*p));
+    if (!p) {
+        vk->fn.vkDestroyPipeline(vk->device, pipeline, NULL);
+        return KILN_ENOMEM;
+    }
+    p->pipeline = pipeline;
+    link_object(vk, &vk->pipelines, &p->link);
+    atomic_fetch_add(&vk->live_pipelines, 1);
+    *out = p;
+    return KILN_OK;
 }
 
 uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *p)

@@ -66,7 +66,7 @@ static int prog_payload(size_t p, enum kiln_codec codec, void **out, size_t *siz
             return KILN_ENOENT;
         size_t bs;
         rc = kiln_pack(m->words, m->nwords, codec, NULL, &blobs[s], &bs);
-        st[s] = (struct kiln_stage_blob){s, blobs[s], bs};
+        st[s] = (struct kiln_stage_blob){.stage = s, .blob = blobs[s], .blob_size = bs};
         *raw += (uint32_t)(m->nwords * 4);
     }
     if (rc == KILN_OK)

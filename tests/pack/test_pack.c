@@ -447,7 +447,8 @@ KT_CASE(program_payload)
     size_t n[2];
     KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, KILN_CODEC_KILN, NULL, &b[0], &n[0]));
     KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, KILN_CODEC_ZSTD, NULL, &b[1], &n[1]));
-    struct kiln_stage_blob st[2] = {{1, b[0], n[0]}, {2, b[1], n[1]}};
+    struct kiln_stage_blob st[2] = {{.stage = 1, .blob = b[0], .blob_size = n[0]},
+                                    {.stage = 2, .blob = b[1], .blob_size = n[1]}};
     void *payload;
     size_t size;
     KT_REQUIRE_OK(kiln_program_payload_build(st, 2, &payload, &size));
@@ -482,7 +483,7 @@ KT_CASE(program_payload)
     void *p2;
     size_t s2;
     KT_CHECK_EQ(kiln_program_payload_build(st, 0, &p2, &s2), KILN_EINVAL);
-    struct kiln_stage_blob junk = {1, "junk", 4};
+    struct kiln_stage_blob junk = {.stage = 1, .blob = "junk", .blob_size = 4};
     KT_CHECK_EQ(kiln_program_payload_build(&junk, 1, &p2, &s2), KILN_ECORRUPT_BLOB);
     kiln_log_set_level(KILN_LOG_WARN);
     kiln_pack_free(payload);

@@ -84,7 +84,8 @@ KT_CASE(program_key)
 
     /* A stage given as SPIR-V is keyed by its words. */
     static const uint32_t words[5] = {0x07230203u, 0x00010300u, 0, 16, 0};
-    struct kiln_program spv = {.name = "x", .nstages = 1};
+    struct kiln_program_stage spv_stage = {0};
+    struct kiln_program spv = {.name = "x", .nstages = 1, .stages = &spv_stage};
     spv.stages[0].src.stage = KILN_VK_STAGE_COMPUTE_BIT;
     spv.stages[0].words = (uint32_t *)(uintptr_t)words;
     spv.stages[0].nwords = 5;

@@ -99,7 +99,7 @@ static int put_prog(struct kiln_cache *c, size_t p)
     void *blob = NULL, *pl = NULL;
     size_t bs = 0, size = 0;
     KILN_TRY(kiln_pack(m->words, m->nwords, KILN_CODEC_ZSTD, NULL, &blob, &bs));
-    struct kiln_stage_blob st = {0, blob, bs};
+    struct kiln_stage_blob st = {.stage = 0, .blob = blob, .blob_size = bs};
     int rc = kiln_program_payload_build(&st, 1, &pl, &size);
     if (rc == KILN_OK)
         rc = kiln_cache_put(c, prog_key(p), pl, size, (uint32_t)(m->nwords * 4),
