@@ -5,6 +5,13 @@
 #ifndef KILN_PREP_INTERNAL_H
 #define KILN_PREP_INTERNAL_H
 
+/* The builders' requests carry Vulkan types: the headers come first, with
+ * no prototypes (Vulkan is reached through kiln_vk's function pointers). */
+#ifndef VK_NO_PROTOTYPES
+#define VK_NO_PROTOTYPES
+#endif
+#include <vulkan/vulkan.h>
+
 #include "kiln/pool.h"
 #include "kiln/prep.h"
 
@@ -33,9 +40,31 @@ struct kiln__prep_build {
     void *pipeline_user;
     kiln_prep_progress_fn progress;
     void *progress_user;
+    /* The caller's builders (see kiln/prep.h, "Builders"); may be none. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
     _Atomic uint64_t bad;  /* out: payloads that are not a program's, or not valid (logged) */
     _Atomic uint64_t lone; /* out: one-module payloads of no pipeline (not built) */
+    /* out: per state kind, what became of its programs; the first skip's
+     * reason is written by the one worker that wins skip_claimed. */
+    _Atomic uint64_t built[KILN_STATE_KINDS];
+    _Atomic uint64_t skipped[KILN_STATE_KINDS];
+    _Atomic uint64_t failed[KILN_STATE_KINDS];
+    atomic_flag skip_claimed[KILN_STATE_KINDS];
+    char skip_reason[KILN_STATE_KINDS][160];
 };
+
+/*
+ * Checks the builders of options (each kind below KILN_STATE_KINDS, a
+ * build function set); `what` names the call in the error line.
+ * @return 0 or KILN_EINVAL (logged).
+ */
+int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, const char *what);
+
+/* Copies a pipeline phase's per-kind counts into a summary's array, and
+ * sums the skipped ones. @return the skipped total. */
+uint64_t kiln__prep_kind_counts(struct kiln__prep_build *b,
+                                struct kiln_kind_counts out[KILN_STATE_KINDS]);
 
 /*
  * The Vulkan context of a pipeline phase: `given` when the caller passed
@@ -53,9 +82,11 @@ int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned de
 
 /*
  * Builds the pipeline of every item whose payload is set, on a pool of
- * `workers`, reporting KILN_PREP_PHASE_PIPELINES progress.
+ * `workers`, each through the builder for its state kind, reporting
+ * KILN_PREP_PHASE_PIPELINES progress.
  * @return the number of pipelines built (failures are logged, counted in
- * *failed and left in each item's status), or a pool error.
+ * *failed and left in each item's status; skipped programs are counted in
+ * b->skipped), or a pool error.
  */
 int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
                              unsigned workers, uint64_t *failed);

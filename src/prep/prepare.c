@@ -286,8 +286,17 @@ static int load_program(struct prog *it, struct kiln_program **p)
     int rc = r->src.load(r->src.user, it->index, p);
     if (rc == KILN_OK && !*p)
         rc = KILN_EINVAL;
-    if (rc == KILN_OK && ((*p)->nstages == 0 || (*p)->nstages > KILN_PROGRAM_MAX_STAGES)) {
+    if (rc == KILN_OK && ((*p)->nstages == 0 || (*p)->nstages > KILN_PROGRAM_MAX_STAGES ||
+                          !(*p)->stages)) {
         KILN_ERROR("prep", "%s: the source gave a program of %u stages", (*p)->name, (*p)->nstages);
+        kiln_program_destroy(*p);
+        *p = NULL;
+        rc = KILN_EINVAL;
+    } else if (rc == KILN_OK && ((*p)->state_kind >= KILN_STATE_KINDS ||
+                                 ((*p)->state_kind == KILN_STATE_BUILTIN && (*p)->state_size) ||
+                                 (*p)->state_size > KILN_STATE_MAX_BYTES)) {
+        KILN_ERROR("prep", "%s: the source gave state kind %u with %zu bytes", (*p)->name,
+                   (*p)->state_kind, (*p)->state_size);
         kiln_program_destroy(*p);
         *p = NULL;
         rc = KILN_EINVAL;
@@ -307,24 +316,55 @@ static int need_no_text(const struct kiln_program *p, const char *name)
     return KILN_OK;
 }
 
-/* Packs every stage and joins them into one payload. */
+/* Packs every stage and joins them, with their entry points,
+ * specialization and the program's state, into one payload. */
 static int pack_program(const struct run *r, const struct kiln_program *p, void **payload,
                         size_t *size)
 {
-    void *blobs[KILN_PROGRAM_MAX_STAGES] = {NULL};
-    struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
-    int rc = KILN_OK;
+    void **blobs = calloc(p->nstages, sizeof(*blobs));
+    uint8_t **maps = calloc(p->nstages, sizeof(*maps));
+    struct kiln_stage_blob *st = calloc(p->nstages, sizeof(*st));
+    int rc = blobs && maps && st ? KILN_OK : KILN_ENOMEM;
     for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
+        const struct kiln_program_stage *ps = &p->stages[i];
         size_t bsize = 0;
-        rc = kiln_pack(p->stages[i].words, p->stages[i].nwords, r->o->codec, r->dict, &blobs[i],
-                       &bsize);
-        st[i] = (struct kiln_stage_blob){
-            .stage = (uint32_t)p->stages[i].src.stage, .blob = blobs[i], .blob_size = bsize};
+        rc = kiln_pack(ps->words, ps->nwords, r->o->codec, r->dict, &blobs[i], &bsize);
+        st[i] = (struct kiln_stage_blob){.stage = (uint32_t)ps->src.stage,
+                                         .blob = blobs[i],
+                                         .blob_size = bsize,
+                                         .entry = ps->entry,
+                                         .nspec = ps->nspec,
+                                         .spec_data = ps->spec_data,
+                                         .spec_size = ps->spec_size};
+        if (rc == KILN_OK && ps->nspec) {
+            /* The payload keeps map entries as little-endian u32 triples. */
+            maps[i] = malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
+            if (!maps[i] || !ps->spec) {
+                rc = maps[i] ? KILN_EINVAL : KILN_ENOMEM;
+                break;
+            }
+            for (uint32_t k = 0; k < ps->nspec; k++) {
+                uint8_t *m = maps[i] + (size_t)k * KILN_SPEC_ENTRY_BYTES;
+                kiln__store_le32(m, ps->spec[k].constant_id);
+                kiln__store_le32(m + 4, ps->spec[k].offset);
+                kiln__store_le32(m + 8, ps->spec[k].size);
+            }
+            st[i].spec_map = maps[i];
+        }
     }
+    struct kiln_payload_state state = {
+        .kind = p->state_kind, .bytes = p->state, .size = p->state_size};
     if (rc == KILN_OK)
-        rc = kiln_program_payload_build(st, p->nstages, payload, size);
-    for (unsigned i = 0; i < p->nstages; i++)
-        kiln_pack_free(blobs[i]);
+        rc = kiln_program_payload_build_full(&state, st, p->nstages, payload, size);
+    for (unsigned i = 0; i < p->nstages; i++) {
+        if (blobs)
+            kiln_pack_free(blobs[i]);
+        if (maps)
+            free(maps[i]);
+    }
+    free(blobs);
+    free(maps);
+    free(st);
     return rc;
 }
 
@@ -644,6 +684,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         KILN_ERROR("prep", "prepare: no program source given");
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
+    if (kiln__prep_check_builders(o->builders, o->nbuilders, "prepare") < 0)
+        return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
 
     struct run r = {.o = o,
                     .src = *o->source,
@@ -778,9 +820,12 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
                                  .on_pipeline = o->vk ? o->on_pipeline : NULL,
                                  .pipeline_user = o->pipeline_user,
                                  .progress = progress,
-                                 .progress_user = progress_user};
+                                 .progress_user = progress_user,
+                                 .builders = o->builders,
+                                 .nbuilders = o->nbuilders};
     int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     s->pipelines_ns = kiln_now_ns() - t4;
+    s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     if (built < 0) {
         fail_at(s, KILN_PREP_STEP_OTHER, (int)built);
         goto out;

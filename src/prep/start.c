@@ -144,21 +144,100 @@ static int validate_stages(const struct kiln_stage_blob *st, int n,
     return KILN_OK;
 }
 
-/* Builds one program's pipeline from its payload. */
-static int build_one(void *arg, unsigned worker)
+int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, const char *what)
 {
-    (void)worker;
-    struct build_job *j = arg;
-    struct kiln__prep_item *it = j->item;
-    char hex[48];
-    const char *name = it->name;
-    if (!name) {
-        snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
-        name = hex;
+    if (n && !builders) {
+        KILN_ERROR("prep", "%s: %zu builders given and no array", what, n);
+        return KILN_EINVAL;
     }
+    for (size_t i = 0; i < n; i++) {
+        if (builders[i].kind >= KILN_STATE_KINDS || !builders[i].build) {
+            KILN_ERROR("prep", "%s: builder %zu (%s): %s", what, i,
+                       builders[i].name ? builders[i].name : "builder",
+                       builders[i].build ? "unknown state kind" : "no build function");
+            return KILN_EINVAL;
+        }
+    }
+    return KILN_OK;
+}
 
-    struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
-    int n = kiln_program_payload_parse(it->payload, it->size, KILN_PROGRAM_MAX_STAGES, st);
+uint64_t kiln__prep_kind_counts(struct kiln__prep_build *b,
+                                struct kiln_kind_counts out[KILN_STATE_KINDS])
+{
+    uint64_t skipped = 0;
+    for (unsigned k = 0; k < KILN_STATE_KINDS; k++) {
+        out[k].built = atomic_load(&b->built[k]);
+        out[k].skipped = atomic_load(&b->skipped[k]);
+        out[k].failed = atomic_load(&b->failed[k]);
+        snprintf(out[k].skip_reason, sizeof(out[k].skip_reason), "%s", b->skip_reason[k]);
+        skipped += out[k].skipped;
+    }
+    return skipped;
+}
+
+/* Counts a skipped program of `kind`; the first one's reason is kept. */
+static void count_skip(struct kiln__prep_build *b, uint32_t kind, const char *name,
+                       const char *reason)
+{
+    atomic_fetch_add_explicit(&b->skipped[kind], 1, memory_order_relaxed);
+    if (!atomic_flag_test_and_set(&b->skip_claimed[kind]))
+        snprintf(b->skip_reason[kind], sizeof(b->skip_reason[kind]), "%s", reason);
+    KILN_INFO("prep", "%s: skipped: %s", name, reason);
+}
+
+/* The builder for `kind`: the first in the caller's array, or NULL. */
+static const struct kiln_builder *builder_for(const struct kiln__prep_build *b, uint32_t kind)
+{
+    for (size_t i = 0; i < b->nbuilders; i++)
+        if (b->builders[i].kind == kind)
+            return &b->builders[i];
+    return NULL;
+}
+
+/* One stage's specialization as Vulkan takes it (map entries decoded from
+ * the payload's bytes). */
+struct spec {
+    VkSpecializationInfo info;
+    VkSpecializationMapEntry *map;
+};
+
+static int spec_make(const struct kiln_stage_blob *st, struct spec *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!st->nspec && !st->spec_size)
+        return KILN_OK;
+    if (st->nspec) {
+        out->map = malloc((size_t)st->nspec * sizeof(*out->map));
+        if (!out->map)
+            return KILN_ENOMEM;
+    }
+    for (uint32_t k = 0; k < st->nspec; k++) {
+        struct kiln_spec_entry e;
+        kiln_spec_entry_get(st, k, &e);
+        out->map[k] = (VkSpecializationMapEntry){e.constant_id, e.offset, e.size};
+    }
+    out->info = (VkSpecializationInfo){.mapEntryCount = st->nspec,
+                                       .pMapEntries = out->map,
+                                       .dataSize = st->spec_size,
+                                       .pData = st->spec_data};
+    return KILN_OK;
+}
+
+/* Hands a built pipeline to the caller's callback, or destroys it. */
+static void deliver(struct build_job *j, struct kiln_vk_pipeline *pipe)
+{
+    if (j->b->on_pipeline)
+        j->b->on_pipeline(j->b->pipeline_user, j->item->key, pipe);
+    else
+        kiln_vk_pipeline_destroy(j->b->vk, pipe);
+}
+
+/* kiln's own shapes: one compute stage, or a vertex and a fragment stage,
+ * in kiln's layout (checked against the stages by kiln_vk first). */
+static int build_builtin(struct build_job *j, const char *name, const struct kiln_stage_blob *st,
+                         int n)
+{
+    struct kiln__prep_item *it = j->item;
     /* A one-module record whose stage bits include compute (an imported
      * module used by compute and other stages) is a compute program. */
     bool compute = n == 1 && (st[0].stage & KILN_VK_STAGE_COMPUTE_BIT);
@@ -171,41 +250,183 @@ static int build_one(void *arg, unsigned worker)
         return KILN_OK;
     }
     if (!compute && !graphics) {
-        int rc = n < 0 ? n : KILN_EFORMAT;
-        KILN_WARN("prep",
-                  "%s: not built: the payload is not a compute or a vertex+fragment "
-                  "program (%s)",
-                  name, n < 0 ? kiln_strerror(n) : "unexpected stages");
-        atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
-        it->status = rc;
+        char why[160];
+        uint32_t all = 0;
+        for (int i = 0; i < n; i++)
+            all |= st[i].stage;
+        snprintf(why, sizeof(why), "kiln's own shapes have no pipeline of %d stages (%s%s)", n,
+                 all & KILN_VK_STAGE_RAY_TRACING_BITS ? "ray tracing: " : "",
+                 kiln_vk_stage_name(all));
+        count_skip(j->b, KILN_STATE_BUILTIN, name, why);
+        it->status = KILN_ENOTSUP;
+        return KILN_OK;
+    }
+    struct spec sp[2];
+    int rc = KILN_OK;
+    for (int i = 0; i < n && rc == KILN_OK; i++)
+        rc = spec_make(&st[i], &sp[i]);
+    struct kiln_vk_pipeline *pipe = NULL;
+    if (rc == KILN_OK) {
+        struct kiln_vk_stage vs[2];
+        for (int i = 0; i < n; i++)
+            vs[i] = (struct kiln_vk_stage){
+                .blob = st[i].blob,
+                .blob_size = st[i].blob_size,
+                .dict = j->b->dict,
+                .entry = st[i].entry,
+                .specialization = sp[i].map || sp[i].info.dataSize ? &sp[i].info : NULL,
+            };
+        if (compute) {
+            rc = kiln_vk_compute_pipeline(j->b->vk, name, &vs[0], &pipe);
+        } else {
+            struct kiln_vk_graphics g = {.vertex = vs[0], .fragment = vs[1]};
+            rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(sp[i].map);
+    it->status = rc;
+    if (rc < 0) {
+        atomic_fetch_add_explicit(&j->b->failed[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
+        return rc; /* kiln_vk logged it, naming the program */
+    }
+    atomic_fetch_add_explicit(&j->b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
+    deliver(j, pipe);
+    return KILN_OK;
+}
+
+/* Stages every stage and calls the builder; releases the stages after,
+ * whatever it answered. */
+static int build_with(struct build_job *j, unsigned worker, const struct kiln_builder *bld,
+                      const char *name, const struct kiln_stage_blob *st, int n,
+                      const struct kiln_payload_state *state)
+{
+    struct kiln__prep_build *b = j->b;
+    struct kiln__prep_item *it = j->item;
+    uint32_t kind = state->kind;
+    const char *bname = bld->name ? bld->name : "builder";
+    struct kiln_vk_staged *staged = calloc((size_t)n, sizeof(*staged));
+    VkPipelineShaderStageCreateInfo *infos = calloc((size_t)n, sizeof(*infos));
+    struct spec *sp = calloc((size_t)n, sizeof(*sp));
+    int made = 0, rc = staged && infos && sp ? KILN_OK : KILN_ENOMEM;
+    for (int i = 0; i < n && rc == KILN_OK; i++) {
+        rc = spec_make(&st[i], &sp[i]);
+        if (rc < 0)
+            break;
+        struct kiln_vk_stage vs = {
+            .blob = st[i].blob,
+            .blob_size = st[i].blob_size,
+            .dict = b->dict,
+            .entry = st[i].entry,
+            .specialization = sp[i].map || sp[i].info.dataSize ? &sp[i].info : NULL,
+        };
+        rc = kiln_stage_module(b->vk, name, &vs, (VkShaderStageFlagBits)st[i].stage, &staged[i]);
+        if (rc < 0)
+            break; /* logged by kiln_stage_module */
+        infos[i] = staged[i].info;
+        made++;
+    }
+    struct kiln_build_request req;
+    memset(&req, 0, sizeof(req));
+    if (rc == KILN_OK) {
+        struct kiln_vk_handles h;
+        kiln_vk_get_handles(b->vk, &h);
+        req.key = it->key;
+        req.name = name;
+        req.state_kind = kind;
+        req.state = state->bytes;
+        req.state_size = state->size;
+        req.nstages = (uint32_t)n;
+        req.stages = infos;
+        req.device = h.device;
+        req.get_device_proc_addr =
+            (PFN_vkGetDeviceProcAddr)h.get_instance_proc_addr(h.instance, "vkGetDeviceProcAddr");
+        req.pipeline_cache = h.pipeline_cache;
+        req.vk = b->vk;
+        req.worker = worker;
+        rc = bld->build(bld->user, &req);
+        req.why[sizeof(req.why) - 1] = '\0';
+    } else if (rc == KILN_ENOMEM) {
+        KILN_WARN("prep", "%s: not built: out of memory", name);
+    }
+    for (int i = 0; i < made; i++)
+        kiln_stage_release(b->vk, &staged[i]);
+    for (int i = 0; sp && i < n; i++)
+        free(sp[i].map);
+    free(sp);
+    free(infos);
+    free(staged);
+
+    it->status = rc;
+    if (rc == KILN_ENOTSUP && made == n) {
+        char why[sizeof(req.why) + 64];
+        snprintf(why, sizeof(why), "%s: %s", bname, req.why[0] ? req.why : "not supported here");
+        count_skip(b, kind, name, why);
+        return KILN_OK;
+    }
+    if (rc < 0) {
+        if (made == n)
+            KILN_WARN("prep", "%s: not built: %s: %s (%s)", name, bname,
+                      req.why[0] ? req.why : "failed", kiln_strerror(rc));
+        atomic_fetch_add_explicit(&b->failed[kind], 1, memory_order_relaxed);
         return rc;
     }
+    atomic_fetch_add_explicit(&b->built[kind], 1, memory_order_relaxed);
+    if (req.pipeline == VK_NULL_HANDLE)
+        return KILN_OK; /* the builder keeps it */
+    struct kiln_vk_pipeline *pipe = NULL;
+    if (b->on_pipeline && kiln_vk_pipeline_adopt(b->vk, req.pipeline, &pipe) == KILN_OK) {
+        b->on_pipeline(b->pipeline_user, it->key, pipe);
+    } else if (!b->on_pipeline) {
+        /* Nobody takes it: the pipeline cache keeps what the driver made. */
+        PFN_vkDestroyPipeline destroy =
+            (PFN_vkDestroyPipeline)req.get_device_proc_addr(req.device, "vkDestroyPipeline");
+        if (destroy)
+            destroy(req.device, req.pipeline, NULL);
+    }
+    return KILN_OK;
+}
 
+/* Builds one program's pipeline from its payload, through the builder for
+ * its state kind. */
+static int build_one(void *arg, unsigned worker)
+{
+    struct build_job *j = arg;
+    struct kiln__prep_item *it = j->item;
+    char hex[48];
+    const char *name = it->name;
+    if (!name) {
+        snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+        name = hex;
+    }
+
+    struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
+    struct kiln_payload_state state;
+    int n =
+        kiln_program_payload_parse_full(it->payload, it->size, KILN_PROGRAM_MAX_STAGES, st, &state);
+    if (n < 0) {
+        KILN_WARN("prep", "%s: not built: the payload is not a program's (%s)", name,
+                  kiln_strerror(n));
+        atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
+        it->status = n;
+        return n;
+    }
+    /* Every kind's stages are validated before any driver sees them. */
     int rc = it->validated ? KILN_OK : validate_stages(st, n, j->b->dict, name);
     if (rc < 0) {
         atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
         it->status = rc;
         return rc;
     }
-    struct kiln_vk_pipeline *pipe = NULL;
-    if (compute) {
-        struct kiln_vk_stage s = {
-            .blob = st[0].blob, .blob_size = st[0].blob_size, .dict = j->b->dict};
-        rc = kiln_vk_compute_pipeline(j->b->vk, name, &s, &pipe);
-    } else {
-        struct kiln_vk_graphics g = {
-            .vertex = {.blob = st[0].blob, .blob_size = st[0].blob_size, .dict = j->b->dict},
-            .fragment = {.blob = st[1].blob, .blob_size = st[1].blob_size, .dict = j->b->dict},
-        };
-        rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
-    }
-    it->status = rc;
-    if (rc < 0)
-        return rc; /* kiln_vk logged it, naming the program */
-    if (j->b->on_pipeline)
-        j->b->on_pipeline(j->b->pipeline_user, it->key, pipe);
-    else
-        kiln_vk_pipeline_destroy(j->b->vk, pipe);
+    const struct kiln_builder *bld = builder_for(j->b, state.kind);
+    if (bld)
+        return build_with(j, worker, bld, name, st, n, &state);
+    if (state.kind == KILN_STATE_BUILTIN)
+        return build_builtin(j, name, st, n);
+    char why[64];
+    snprintf(why, sizeof(why), "no builder for state kind %u", state.kind);
+    count_skip(j->b, state.kind, name, why);
+    it->status = KILN_ENOTSUP;
     return KILN_OK;
 }
 
@@ -284,7 +505,16 @@ int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item 
     if (rc < 0)
         return rc;
     *failed = pp.failed;
-    return (int64_t)(pp.done - pp.failed - atomic_load(&b->lone));
+    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++) {
+        uint64_t skipped = atomic_load(&b->skipped[kind]);
+        if (skipped)
+            KILN_WARN("prep", "%" PRIu64 " program%s of state kind %u skipped; the first: %s",
+                      skipped, skipped == 1 ? "" : "s", kind, b->skip_reason[kind]);
+    }
+    uint64_t built = 0;
+    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++)
+        built += atomic_load(&b->built[kind]);
+    return (int64_t)built;
 }
 
 /* ---- the warm start -------------------------------------------------------- */
@@ -346,6 +576,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         KILN_ERROR("prep", "warm start: no cache folder given");
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
+    if (kiln__prep_check_builders(o->builders, o->nbuilders, "warm start") < 0)
+        return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
 
     /* Open by the index; a writer when it can be (see the top). */
     struct kiln_cache *cache = NULL;
@@ -470,9 +702,12 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                                  .on_pipeline = o->vk ? o->on_pipeline : NULL,
                                  .pipeline_user = o->pipeline_user,
                                  .progress = progress,
-                                 .progress_user = progress_user};
+                                 .progress_user = progress_user,
+                                 .builders = o->builders,
+                                 .nbuilders = o->nbuilders};
     int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     s->pipelines_ns = kiln_now_ns() - t3;
+    s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     s->bad = atomic_load(&b.bad);
     s->lone_modules = atomic_load(&b.lone);
     s->pipelines_failed -= s->bad;

@@ -119,6 +119,32 @@ static int KILN_PRINTF(1, 2) not_available(const char *fmt, ...)
     return KILN_ENOTSUP;
 }
 
+static int load_instance_fns(struct kiln_vk *vk)
+{
+#define LOAD_INSTANCE(name)                                                      \
+    vk->fn.name = (PFN_##name)vk->fn.vkGetInstanceProcAddr(vk->instance, #name); \
+    if (!vk->fn.name) {                                                          \
+        KILN_ERROR(VK_MODULE, "the Vulkan instance lacks %s", #name);            \
+        return KILN_EVULKAN;                                                     \
+    }
+    KILN_VK_INSTANCE_FNS(LOAD_INSTANCE)
+#undef LOAD_INSTANCE
+    return KILN_OK;
+}
+
+static int load_device_fns(struct kiln_vk *vk)
+{
+#define LOAD_DEVICE(name)                                                    \
+    vk->fn.name = (PFN_##name)vk->fn.vkGetDeviceProcAddr(vk->device, #name); \
+    if (!vk->fn.name) {                                                      \
+        KILN_ERROR(VK_MODULE, "the Vulkan device lacks %s", #name);          \
+        return KILN_EVULKAN;                                                 \
+    }
+    KILN_VK_DEVICE_FNS(LOAD_DEVICE)
+#undef LOAD_DEVICE
+    return KILN_OK;
+}
+
 static int make_instance(struct kiln_vk *vk, const char *loader)
 {
     char why[512];
@@ -179,15 +205,7 @@ static int make_instance(struct kiln_vk *vk, const char *loader)
         vk->instance = VK_NULL_HANDLE;
         return KILN_EVULKAN;
     }
-#define LOAD_INSTANCE(name)                                                      \
-    vk->fn.name = (PFN_##name)vk->fn.vkGetInstanceProcAddr(vk->instance, #name); \
-    if (!vk->fn.name) {                                                          \
-        KILN_ERROR(VK_MODULE, "the Vulkan instance lacks %s", #name);            \
-        return KILN_EVULKAN;                                                     \
-    }
-    KILN_VK_INSTANCE_FNS(LOAD_INSTANCE)
-#undef LOAD_INSTANCE
-    return KILN_OK;
+    return load_instance_fns(vk);
 }
 
 /* @return the index of a graphics+compute queue family, or UINT32_MAX. */
@@ -365,14 +383,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         vk->device = VK_NULL_HANDLE;
         return KILN_EVULKAN;
     }
-#define LOAD_DEVICE(name)                                                    \
-    vk->fn.name = (PFN_##name)vk->fn.vkGetDeviceProcAddr(vk->device, #name); \
-    if (!vk->fn.name) {                                                      \
-        KILN_ERROR(VK_MODULE, "the Vulkan device lacks %s", #name);          \
-        return KILN_EVULKAN;                                                 \
-    }
-    KILN_VK_DEVICE_FNS(LOAD_DEVICE)
-#undef LOAD_DEVICE
+    KILN_TRY(load_device_fns(vk));
     vk->fn.vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
     vk->info.maintenance5 = use_m5;
     vk->info.chained_stages = use_m5 && !opt->force_modules;
@@ -422,18 +433,89 @@ static int make_layout(struct kiln_vk *vk)
     return KILN_OK;
 }
 
+/*
+ * Wraps the application's own instance, device and (maybe) pipeline cache
+ * (kiln_vk_options.external): loads kiln's function pointers from them,
+ * finds the device's index, and takes what the application enabled from
+ * its word, since Vulkan cannot be asked which features a device was made
+ * with.
+ */
+static int wrap_external(struct kiln_vk *vk, const struct kiln_vk_options *opt)
+{
+    const struct kiln_vk_external *x = opt->external;
+    if (!x->get_instance_proc_addr || !x->instance || !x->physical_device || !x->device) {
+        KILN_ERROR(VK_MODULE, "external Vulkan context: %s missing",
+                   !x->get_instance_proc_addr ? "vkGetInstanceProcAddr"
+                   : !x->instance             ? "the instance"
+                   : !x->physical_device      ? "the physical device"
+                                              : "the device");
+        return KILN_EINVAL;
+    }
+    vk->external = true;
+    vk->fn.vkGetInstanceProcAddr = x->get_instance_proc_addr;
+    vk->instance = x->instance;
+    KILN_TRY(load_instance_fns(vk));
+    vk->phys = x->physical_device;
+    uint32_t n = 0;
+    if (vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, NULL) == VK_SUCCESS && n) {
+        VkPhysicalDevice *pds = calloc(n, sizeof(*pds));
+        if (!pds)
+            return KILN_ENOMEM;
+        vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, pds);
+        vk->info.device_count = n;
+        for (uint32_t i = 0; i < n; i++)
+            if (pds[i] == vk->phys)
+                vk->info.device_index = i;
+        free(pds);
+    }
+    read_properties(vk);
+    if (x->api_version)
+        vk->info.api_version = KILN_MIN(vk->info.api_version, x->api_version);
+    uint32_t nq = 0;
+    vk->fn.vkGetPhysicalDeviceQueueFamilyProperties(vk->phys, &nq, NULL);
+    if (x->queue_family >= nq) {
+        KILN_ERROR(VK_MODULE, "external Vulkan context: queue family %u of %u", x->queue_family,
+                   nq);
+        return KILN_EINVAL;
+    }
+    vk->queue_family = x->queue_family;
+    vk->device = x->device;
+    KILN_TRY(load_device_fns(vk));
+    vk->fn.vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+    vk->info.maintenance5 = x->maintenance5;
+    vk->info.chained_stages = x->maintenance5 && !opt->force_modules;
+    vk->info.dynamic_rendering = x->dynamic_rendering && !opt->no_dynamic_rendering;
+    if (opt->validate)
+        kiln_vk_set_validation(vk, true);
+    return KILN_OK;
+}
+
 static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
 {
-    KILN_TRY(make_instance(vk, opt->loader));
-    KILN_TRY(choose_device(vk, opt));
-    read_properties(vk);
-    KILN_TRY(make_device(vk, opt));
+    if (opt->external) {
+        KILN_TRY(wrap_external(vk, opt));
+    } else {
+        KILN_TRY(make_instance(vk, opt->loader));
+        KILN_TRY(choose_device(vk, opt));
+        read_properties(vk);
+        KILN_TRY(make_device(vk, opt));
+    }
     KILN_TRY(make_layout(vk));
     if (opt->cache_dir)
         KILN_TRY(kiln__path_join(vk->cache_path, sizeof(vk->cache_path), opt->cache_dir,
                                  KILN_VK_CACHE_FILE));
     if (opt->no_pipeline_cache) {
         vk->info.cache_state = KILN_VK_CACHE_OFF;
+        return KILN_OK;
+    }
+    if (opt->external && opt->external->pipeline_cache) {
+        /* The application's: kiln builds through it (and saves its data to
+         * cache_dir when asked), and leaves it alone otherwise. */
+        vk->cache = opt->external->pipeline_cache;
+        vk->external_cache = true;
+        vk->info.cache_state = KILN_VK_CACHE_MEMORY;
+        snprintf(vk->info.cache_note, sizeof(vk->info.cache_note),
+                 "the application's pipeline cache");
         return KILN_OK;
     }
     return kiln__vk_cache_open(vk, opt->cache_dir == NULL);
@@ -476,17 +558,21 @@ void kiln_vk_destroy(struct kiln_vk *vk)
 {
     if (!vk)
         return;
-    if (vk->device) {
+    /* With an external context, only what kiln made goes: never the
+     * application's device, instance or pipeline cache. The device's
+     * functions may be missing when wrapping failed half-way. */
+    if (vk->device && vk->fn.vkDestroyDescriptorSetLayout) {
         kiln__vk_destroy_objects(vk);
-        if (vk->cache)
+        if (vk->cache && !vk->external_cache)
             vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, NULL);
         if (vk->layout)
             vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, NULL);
         if (vk->set_layout)
             vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
-        vk->fn.vkDestroyDevice(vk->device, NULL);
     }
-    if (vk->instance && vk->fn.vkDestroyInstance)
+    if (vk->device && vk->fn.vkDestroyDevice && !vk->external)
+        vk->fn.vkDestroyDevice(vk->device, NULL);
+    if (vk->instance && vk->fn.vkDestroyInstance && !vk->external)
         vk->fn.vkDestroyInstance(vk->instance, NULL);
     pthread_mutex_destroy(&vk->lock);
     free(vk);
