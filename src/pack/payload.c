@@ -135,8 +135,8 @@ int kiln_program_payload_build_full(const struct kiln_payload_state *state,
         extra += (elen ? elen + 1 : 0) + (uint64_t)st->nspec * KILN_SPEC_ENTRY_BYTES +
                  st->spec_size + st->blob_size;
     }
-    uint64_t table = plain ? (uint64_t)n * PAYLOAD_ENTRY
-                           : PAYLOAD_STATE_HEAD + (uint64_t)n * PAYLOAD_ENTRY3;
+    uint64_t table =
+        plain ? (uint64_t)n * PAYLOAD_ENTRY : PAYLOAD_STATE_HEAD + (uint64_t)n * PAYLOAD_ENTRY3;
     uint64_t total = PAYLOAD_HEAD + table + extra;
     if (total > SIZE_MAX || total > UINT32_MAX * (uint64_t)KILN_PAYLOAD_MAX_STAGES)
         return KILN_ERANGE;

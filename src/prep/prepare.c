@@ -286,8 +286,8 @@ static int load_program(struct prog *it, struct kiln_program **p)
     int rc = r->src.load(r->src.user, it->index, p);
     if (rc == KILN_OK && !*p)
         rc = KILN_EINVAL;
-    if (rc == KILN_OK && ((*p)->nstages == 0 || (*p)->nstages > KILN_PROGRAM_MAX_STAGES ||
-                          !(*p)->stages)) {
+    if (rc == KILN_OK &&
+        ((*p)->nstages == 0 || (*p)->nstages > KILN_PROGRAM_MAX_STAGES || !(*p)->stages)) {
         KILN_ERROR("prep", "%s: the source gave a program of %u stages", (*p)->name, (*p)->nstages);
         kiln_program_destroy(*p);
         *p = NULL;

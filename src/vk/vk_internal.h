@@ -120,7 +120,7 @@ struct kiln_vk {
     atomic_ullong pipelines_failed;
     atomic_llong live_pipelines;
 
-    bool validate; /* run SPIR-V's validator on every stage (kiln_vk_set_validation) */
+    bool validate;       /* run SPIR-V's validator on every stage (kiln_vk_set_validation) */
     bool external;       /* the instance and device are the application's: never destroyed */
     bool external_cache; /* so is the pipeline cache */
 
