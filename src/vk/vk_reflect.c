@@ -194,8 +194,13 @@ static int descriptor_type(const struct reader *r, uint32_t sc, uint32_t type)
         return in[7] == 2 ? VK_DESCRIPTOR_TYPE_STORAGE_IMAGE : VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE;
     case OP_TYPE_SAMPLER:
         return VK_DESCRIPTOR_TYPE_SAMPLER;
-    case OP_TYPE_SAMPLED_IMAGE:
-        return VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+    case OP_TYPE_SAMPLED_IMAGE: {
+        /* A sampled buffer image (GLSL's samplerBuffer) is a texel buffer. */
+        const uint32_t *img = (in[0] >> 16) >= 3 ? def_of(r, in[2], 9) : NULL;
+        return img && op_of(img) == OP_TYPE_IMAGE && img[3] == DIM_BUFFER
+                   ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                   : VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER;
+    }
     case OP_TYPE_ACCEL:
         return (int)VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_KHR;
     default:

@@ -465,6 +465,138 @@ KT_CASE(spirv_check)
     KT_CHECK(strcmp(kiln_vk_result_name(12345), "VK_?") == 0);
 }
 
+/* The resource interface read from SPIR-V: every descriptor type kiln
+ * names, arrays, set and binding numbers, the push-constant size with
+ * matrix padding; damaged words are refused, not read past. Needs no
+ * device. */
+KT_CASE(spirv_reflect)
+{
+    static const char comp[] =
+        "#version 450\n"
+        "layout(local_size_x = 1) in;\n"
+        "layout(set = 0, binding = 0) buffer B { uint data[]; };\n"
+        "layout(set = 1, binding = 2) uniform U { vec4 u; };\n"
+        "layout(set = 0, binding = 3, rgba8) uniform readonly image2D img;\n"
+        "layout(set = 2, binding = 0) uniform sampler2D tex;\n"
+        "layout(set = 2, binding = 1) uniform texture2D t2;\n"
+        "layout(set = 2, binding = 2) uniform sampler smp;\n"
+        "layout(set = 2, binding = 3) uniform samplerBuffer ub;\n"
+        "layout(set = 2, binding = 4, r32f) uniform readonly imageBuffer sb;\n"
+        "layout(set = 3, binding = 5) buffer Arr { uint x; } arr[4];\n"
+        "layout(push_constant) uniform P { mat3 m; vec3 v; float f; };\n"
+        "void main() {\n"
+        "  vec4 s = texture(tex, vec2(0)) + texture(sampler2D(t2, smp), vec2(0))\n"
+        "         + texelFetch(ub, 0) + imageLoad(sb, 0) + imageLoad(img, ivec2(0)) + u;\n"
+        "  data[0] = uint(s.x + m[0][0] + v.x + f) + arr[1].x;\n"
+        "}\n";
+    struct vkt_blob b;
+    KT_REQUIRE(vkt_compile(VKT_COMPUTE, comp, &b) == 0);
+    struct kiln__spirv_iface f;
+    char why[160];
+    KT_REQUIRE_OK(kiln__spirv_reflect(b.words, b.nwords, &f, why, sizeof(why)));
+    struct {
+        uint32_t set, binding;
+        int type;
+    } want[] = {
+        {0, 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER},
+        {1, 2, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER},
+        {0, 3, VK_DESCRIPTOR_TYPE_STORAGE_IMAGE},
+        {2, 0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER},
+        {2, 1, VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE},
+        {2, 2, VK_DESCRIPTOR_TYPE_SAMPLER},
+        {2, 3, VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER},
+        {2, 4, VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER},
+        {3, 5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER},
+    };
+    KT_CHECK_EQ(f.nbindings, KILN_ARRAY_LEN(want));
+    for (size_t i = 0; i < KILN_ARRAY_LEN(want); i++) {
+        bool found = false;
+        for (uint32_t k = 0; k < f.nbindings; k++)
+            if (f.bindings[k].set == want[i].set && f.bindings[k].binding == want[i].binding) {
+                found = true;
+                KT_CHECK_EQ(f.bindings[k].type, want[i].type);
+            }
+        KT_CHECK(found);
+    }
+    KT_CHECK(f.has_push && f.push_known);
+    KT_CHECK_EQ(f.push_bytes, 64); /* mat3: 3 columns of 16; vec3 at 48; float at 60 */
+    KT_CHECK(
+        strcmp(kiln__descriptor_type_name(VK_DESCRIPTOR_TYPE_STORAGE_IMAGE), "storage image") == 0);
+
+    /* Damage: an instruction past the end, an absurd id bound, not SPIR-V. */
+    uint32_t *w = malloc(b.nwords * 4);
+    KT_REQUIRE(w);
+    memcpy(w, b.words, b.nwords * 4);
+    w[b.nwords - 1] = 2u << 16 | 56u; /* OpFunctionEnd claiming two words */
+    KT_CHECK_EQ(kiln__spirv_reflect(w, b.nwords, &f, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK(strstr(why, "runs past the end") != NULL);
+    w[b.nwords - 1] = b.words[b.nwords - 1];
+    w[3] = 0xffffffffu;
+    KT_CHECK_EQ(kiln__spirv_reflect(w, b.nwords, &f, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK(strstr(why, "id bound") != NULL);
+    w[3] = b.words[3];
+    w[0] = 0;
+    KT_CHECK_EQ(kiln__spirv_reflect(w, b.nwords, &f, why, sizeof(why)), KILN_EFORMAT);
+    free(w);
+    vkt_free(&b);
+
+    /* An input attachment, and a module with no resources at all. */
+    static const char frag[] = "#version 450\n"
+                               "layout(input_attachment_index = 0, set = 0, binding = 1)\n"
+                               "  uniform subpassInput inp;\n"
+                               "layout(location = 0) out vec4 o;\n"
+                               "void main() { o = subpassLoad(inp); }\n";
+    KT_REQUIRE(vkt_compile(VKT_FRAGMENT, frag, &b) == 0);
+    KT_REQUIRE_OK(kiln__spirv_reflect(b.words, b.nwords, &f, why, sizeof(why)));
+    KT_REQUIRE(f.nbindings == 1);
+    KT_CHECK_EQ(f.bindings[0].type, VK_DESCRIPTOR_TYPE_INPUT_ATTACHMENT);
+    KT_CHECK(!f.has_push);
+    vkt_free(&b);
+}
+
+/* A stage of kiln's own shapes whose interface does not match kiln's
+ * layout is refused before the driver (one line naming the program, the
+ * binding and both types), counted as failed, and the next one builds. */
+KT_CASE(builtin_layout_checked)
+{
+    struct kiln_vk *vk = vkt_context(NULL);
+    KT_REQUIRE(vk);
+    static const char image[] = "#version 450\n"
+                                "layout(local_size_x = 1) in;\n"
+                                "layout(set = 0, binding = 0, rgba8) uniform writeonly image2D i;\n"
+                                "void main() { imageStore(i, ivec2(0), vec4(1.0)); }\n";
+    struct vkt_blob bad, good;
+    KT_REQUIRE(vkt_compile(VKT_COMPUTE, image, &bad) == 0);
+    KT_REQUIRE(vkt_make(VKT_COMPUTE, 1, &good) == 0);
+    struct kiln_vk_stage s = {.blob = bad.blob, .blob_size = bad.size};
+    struct kiln_vk_pipeline *p = NULL;
+    vkt_capture_log(true);
+    KT_CHECK_EQ(kiln_vk_compute_pipeline(vk, "imagey", &s, &p), KILN_EFORMAT);
+    KT_CHECK(strstr(vkt_log(),
+                    "imagey: compute stage: refused: set 0 binding 0 is a storage "
+                    "image in the shader and a storage buffer in kiln's layout") != NULL);
+    vkt_capture_log(false);
+    KT_CHECK(p == NULL);
+    s = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size};
+    KT_REQUIRE_OK(kiln_vk_compute_pipeline(vk, "good", &s, &p));
+    struct kiln_vk_stats st;
+    kiln_vk_stats(vk, &st);
+    KT_CHECK_EQ(st.pipelines_failed, 1);
+    KT_CHECK_EQ(st.pipelines_built, 1);
+    KT_CHECK_EQ(st.live_modules, 0);
+
+    /* The same module through kiln_stage_module (a builder's own layout) is
+     * not checked: it is the builder's to match. */
+    struct kiln_vk_staged staged;
+    s = (struct kiln_vk_stage){.blob = bad.blob, .blob_size = bad.size};
+    KT_CHECK_OK(kiln_stage_module(vk, "imagey", &s, VK_SHADER_STAGE_COMPUTE_BIT, &staged));
+    kiln_stage_release(vk, &staged);
+    kiln_vk_pipeline_destroy(vk, p);
+    vkt_free(&bad);
+    vkt_free(&good);
+    kiln_vk_destroy(vk);
+}
+
 /* With validation on, a stage the driver would have to judge (garbage
  * opcodes in a well-formed stream: lavapipe refuses it, NVIDIA's 580 driver
  * aborts the process on it) is refused by SPIR-V's validator before any
@@ -511,7 +643,8 @@ KT_CASE(validation_refuses_before_the_driver)
     kiln_vk_destroy(vk);
 }
 
-KT_MAIN(KT_ENTRY(not_available_without_loader), KT_ENTRY(compute_and_graphics),
+KT_MAIN(KT_ENTRY(spirv_reflect), KT_ENTRY(builtin_layout_checked),
+        KT_ENTRY(not_available_without_loader), KT_ENTRY(compute_and_graphics),
         KT_ENTRY(forced_modules), KT_ENTRY(graphics_with_render_pass),
         KT_ENTRY(broken_program_fails_alone), KT_ENTRY(validation_refuses_before_the_driver),
         KT_ENTRY(keep_modules_mode), KT_ENTRY(pipeline_cache_round_trip), KT_ENTRY(device_index),

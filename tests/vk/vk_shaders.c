@@ -57,11 +57,10 @@ int vkt_pack_words(const uint32_t *words, size_t n, struct vkt_blob *out)
     return 0;
 }
 
-int vkt_make(enum vkt_kind kind, unsigned variant, struct vkt_blob *out)
+static int compile(enum vkt_kind kind, const char *src, unsigned variant, struct vkt_blob *out)
 {
     static const shaderc_shader_kind kinds[] = {
         shaderc_glsl_compute_shader, shaderc_glsl_vertex_shader, shaderc_glsl_fragment_shader};
-    static const char *const srcs[] = {compute_src, vertex_src, fragment_src};
     shaderc_compiler_t compiler = shaderc_compiler_initialize();
     shaderc_compile_options_t opts = shaderc_compile_options_initialize();
     char value[16];
@@ -70,7 +69,7 @@ int vkt_make(enum vkt_kind kind, unsigned variant, struct vkt_blob *out)
     shaderc_compile_options_set_target_env(opts, shaderc_target_env_vulkan,
                                            shaderc_env_version_vulkan_1_1);
     shaderc_compilation_result_t res = shaderc_compile_into_spv(
-        compiler, srcs[kind], strlen(srcs[kind]), kinds[kind], "test.glsl", "main", opts);
+        compiler, src, strlen(src), kinds[kind], "test.glsl", "main", opts);
     int rc = -1;
     if (shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
         kt_fail(__FILE__, __LINE__, "shaderc: %s", shaderc_result_get_error_message(res));
@@ -82,6 +81,17 @@ int vkt_make(enum vkt_kind kind, unsigned variant, struct vkt_blob *out)
     shaderc_compile_options_release(opts);
     shaderc_compiler_release(compiler);
     return rc;
+}
+
+int vkt_make(enum vkt_kind kind, unsigned variant, struct vkt_blob *out)
+{
+    static const char *const srcs[] = {compute_src, vertex_src, fragment_src};
+    return compile(kind, srcs[kind], variant, out);
+}
+
+int vkt_compile(enum vkt_kind kind, const char *glsl, struct vkt_blob *out)
+{
+    return compile(kind, glsl, 0, out);
 }
 
 void vkt_free(struct vkt_blob *b)

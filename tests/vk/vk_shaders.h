@@ -24,6 +24,10 @@ struct vkt_blob {
  */
 int vkt_make(enum vkt_kind kind, unsigned variant, struct vkt_blob *out);
 
+/* Compiles the caller's GLSL for `kind` and packs it (raw codec).
+ * @return 0, or -1 after a test failure was reported. */
+int vkt_compile(enum vkt_kind kind, const char *glsl, struct vkt_blob *out);
+
 /* Packs words as they are (raw codec). @return 0 or -1. */
 int vkt_pack_words(const uint32_t *words, size_t n, struct vkt_blob *out);
 
