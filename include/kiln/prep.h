@@ -2,8 +2,11 @@
  * kiln/prep.h - the preparation and the warm start, and their inputs:
  * programs, program sources and translators.
  *
- * A program is what one pipeline is built from: one compute stage, or a
- * vertex and a fragment stage. Each stage starts as source text (GLSL, or
+ * A program is what one pipeline is built from: its stages (any shader
+ * stages, each with its entry point and specialization data) and a
+ * pipeline-state description of a kind (kiln's own shapes, Fossilize state,
+ * or an application's bytes), built by the builder for its kind (see
+ * "Builders"). Each stage starts as source text (GLSL, or
  * whatever an emulator's guest program is) and is turned into SPIR-V by a
  * translator: a callback the caller brings (kiln's tools have a GLSL one
  * over shaderc, tools/glsl), or comes as SPIR-V already. Programs reach
@@ -396,9 +399,11 @@ struct kiln_kind_counts {
  * and builds every pipeline through the saved VkPipelineCache.
  *
  * A program is named in the cache by the key its source gives it
- * (kiln_program.key), else by kiln_prep_program_key. The payload's stage
- * kinds are VkShaderStageFlagBits values: one KILN_VK_STAGE_COMPUTE_BIT
- * stage, or KILN_VK_STAGE_VERTEX_BIT then KILN_VK_STAGE_FRAGMENT_BIT. The
+ * (kiln_program.key), else by kiln_prep_program_key. Its payload
+ * (kiln_program_payload_build_full) holds its stages with their
+ * VkShaderStageFlagBits kinds, entry points and specialization, and its
+ * state kind and bytes; the pipeline phase builds each program through the
+ * builder for its kind (see "Builders") and counts the outcome per kind. The
  * cache's stamp is kiln_prepare_stamp: the translator's stamp, as the
  * program source mixes it (kiln_program_source.stamp). Both calls
  * open the cache with its dictionary (KILN_CACHE_USE_DICT), so a cache

@@ -33,6 +33,18 @@
  *     VK_KHR_dynamic_rendering) the pipeline has no render pass; otherwise
  *     kiln makes one single-subpass render pass per color format.
  *
+ * Before building, kiln_vk_compute_pipeline and kiln_vk_graphics_pipeline
+ * read each stage's resource interface from its SPIR-V and refuse a stage
+ * whose set 0 binding 0 is not a storage buffer, or whose push constants
+ * pass KILN_VK_PUSH_CONSTANT_BYTES, with one line naming the program, the
+ * binding and both types (drivers crash on such a module instead of
+ * failing). kiln_stage_module, for pipelines in a caller's own layout, does
+ * not check.
+ *
+ * The application's own Vulkan. kiln_vk_options.external wraps an
+ * application's instance, device and pipeline cache instead of making
+ * them; kiln then never destroys them.
+ *
  * Threads. Every function taking a context may be called from any number of
  * threads at once (Vulkan lets pipelines be created concurrently and the
  * VkPipelineCache is internally synchronised), except kiln_vk_destroy.
