@@ -262,17 +262,18 @@ struct kiln_spec_entry {
  * after blob_size default to entry "main" and no specialization.
  */
 struct kiln_stage_blob {
-    uint32_t stage;   /* a VkShaderStageFlagBits value (KILN_VK_STAGE_*_BIT) */
+    uint32_t stage; /* a VkShaderStageFlagBits value (KILN_VK_STAGE_*_BIT) */
+    /* Specialization map entries: `nspec` of them at spec_map (below). */
+    uint32_t nspec;
     const void *blob; /* a packed blob (kiln_pack); borrowed */
     size_t blob_size;
     /* The entry point, NUL-terminated; NULL (or "main") for "main". When
      * parsed, NULL for "main", else it points into the payload. */
     const char *entry;
-    /* Specialization: `nspec` map entries, each KILN_SPEC_ENTRY_BYTES of
+    /* Specialization: the map entries, each KILN_SPEC_ENTRY_BYTES of
      * little-endian u32 (constant id, offset, size; read them with
      * kiln_spec_entry_get), and `spec_size` bytes of data. Borrowed; when
      * parsed, they point into the payload. */
-    uint32_t nspec;
     const void *spec_map;
     const void *spec_data;
     size_t spec_size;

@@ -205,7 +205,7 @@ int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
     if (extras)
         w = put_extras(p, w);
     assert((size_t)(w - buf) == total);
-    *key = kiln_hash128(buf, total);
+    *key = kiln_hash128(buf, (size_t)(w - buf));
     free(buf);
     return KILN_OK;
 }

@@ -147,8 +147,8 @@ void kiln_program_destroy(struct kiln_program *p)
         struct kiln_program_stage *st = &p->stages[i];
         /* The program made these strings; the struct shows them as const so
          * that a translator cannot change them. */
-        free((void *)(uintptr_t)st->src.text);
-        free((void *)(uintptr_t)st->src.name);
+        free((char *)st->src.text);
+        free((char *)st->src.name);
         free(st->words);
         free(st->entry);
         free(st->spec);
@@ -181,7 +181,7 @@ static uint64_t array_stamp(void *user, uint64_t translator_stamp)
 struct kiln_program_source kiln_program_source_array(const struct kiln_program_array *a)
 {
     struct kiln_program_source s = {
-        .user = (void *)(uintptr_t)a,
+        .user = (void *)a,
         .count = a ? a->count : 0,
         .load = array_load,
         .stamp = array_stamp,

@@ -203,7 +203,7 @@ struct spec {
 
 static int spec_make(const struct kiln_stage_blob *st, struct spec *out)
 {
-    memset(out, 0, sizeof(*out));
+    *out = (struct spec){.map = NULL};
     if (!st->nspec && !st->spec_size)
         return KILN_OK;
     if (st->nspec) {
@@ -261,14 +261,15 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         it->status = KILN_ENOTSUP;
         return KILN_OK;
     }
-    struct spec sp[2];
+    struct spec sp[2] = {{.map = NULL}, {.map = NULL}}; /* freed whatever spec_make did */
     int rc = KILN_OK;
-    for (int i = 0; i < n && rc == KILN_OK; i++)
+    int ns = compute ? 1 : 2;
+    for (int i = 0; i < ns && rc == KILN_OK; i++)
         rc = spec_make(&st[i], &sp[i]);
     struct kiln_vk_pipeline *pipe = NULL;
     if (rc == KILN_OK) {
         struct kiln_vk_stage vs[2];
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < ns; i++)
             vs[i] = (struct kiln_vk_stage){
                 .blob = st[i].blob,
                 .blob_size = st[i].blob_size,
@@ -283,8 +284,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
             rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
         }
     }
-    for (int i = 0; i < n; i++)
-        free(sp[i].map);
+    free(sp[0].map);
+    free(sp[1].map);
     it->status = rc;
     if (rc < 0) {
         atomic_fetch_add_explicit(&j->b->failed[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
