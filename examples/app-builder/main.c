@@ -29,6 +29,7 @@
 
 #include "shaders.h"
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -331,6 +332,23 @@ static const struct app_state states[APP_PIPELINES] = {
 static const float alphas[APP_PIPELINES] = {1.0f, 0.5f, 0.25f};
 static const char *const names[APP_PIPELINES] = {"opaque", "alpha", "additive"};
 
+/* Removes a folder of files (the temporary cache: kiln's files only). */
+static void remove_folder(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4096];
+    while (d && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
 static int check(const char *what, uint64_t built, uint64_t skipped, uint64_t failed,
                  const struct app *a)
 {
@@ -440,16 +458,7 @@ int main(int argc, char **argv)
 
     kiln_vk_destroy(vk); /* the application's objects stay */
     app_vulkan_destroy(&a);
-    if (argc <= 1) {
-        /* The temporary cache: its files, then the folder. */
-        const char *files[] = {"programs.kpc", "programs.kpx", "programs.kpu", "programs.kpd",
-                               KILN_VK_CACHE_FILE};
-        char path[4096];
-        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-            snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-            unlink(path);
-        }
-        rmdir(dir);
-    }
+    if (argc <= 1)
+        remove_folder(dir); /* the temporary cache */
     return rc == KILN_OK ? 0 : 1;
 }

@@ -301,7 +301,7 @@ KILN_API struct kiln_program_source kiln_program_source_array(const struct kiln_
  * builder for KILN_STATE_BUILTIN; any other kind by the builder the
  * options give for it. A program whose kind has no builder is skipped and
  * counted ("no builder for state kind N"). kiln stages every stage first
- * (kiln_stage_module: a transient VkShaderModule, or none with
+ * (kiln_vk_stage_module: a transient VkShaderModule, or none with
  * maintenance5 and the create info chained), calls the builder on one of
  * its worker threads, and releases the stages right after, whatever the
  * builder answered.

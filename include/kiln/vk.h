@@ -38,7 +38,7 @@
  * whose set 0 binding 0 is not a storage buffer, or whose push constants
  * pass KILN_VK_PUSH_CONSTANT_BYTES, with one line naming the program, the
  * binding and both types (drivers crash on such a module instead of
- * failing). kiln_stage_module, for pipelines in a caller's own layout, does
+ * failing). kiln_vk_stage_module, for pipelines in a caller's own layout, does
  * not check.
  *
  * The application's own Vulkan. kiln_vk_options.external wraps an
@@ -240,7 +240,7 @@ struct kiln_vk_stage {
     const struct kiln_vk_module *module; /* when set, used instead of the blob */
     const char *entry;                   /* the entry point; NULL: "main" */
     /* A VkSpecializationInfo for the stage, or NULL; borrowed until the
-     * pipeline call (kiln_stage_release). */
+     * pipeline call (kiln_vk_stage_release). */
     const void *specialization;
 };
 

@@ -321,9 +321,9 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
             .entry = st[i].entry,
             .specialization = sp[i].map || sp[i].info.dataSize ? &sp[i].info : NULL,
         };
-        rc = kiln_stage_module(b->vk, name, &vs, (VkShaderStageFlagBits)st[i].stage, &staged[i]);
+        rc = kiln_vk_stage_module(b->vk, name, &vs, (VkShaderStageFlagBits)st[i].stage, &staged[i]);
         if (rc < 0)
-            break; /* logged by kiln_stage_module */
+            break; /* logged by kiln_vk_stage_module */
         infos[i] = staged[i].info;
         made++;
     }
@@ -351,7 +351,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         KILN_WARN("prep", "%s: not built: out of memory", name);
     }
     for (int i = 0; i < made; i++)
-        kiln_stage_release(b->vk, &staged[i]);
+        kiln_vk_stage_release(b->vk, &staged[i]);
     for (int i = 0; sp && i < n; i++)
         free(sp[i].map);
     free(sp);

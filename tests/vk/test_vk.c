@@ -585,12 +585,12 @@ KT_CASE(builtin_layout_checked)
     KT_CHECK_EQ(st.pipelines_built, 1);
     KT_CHECK_EQ(st.live_modules, 0);
 
-    /* The same module through kiln_stage_module (a builder's own layout) is
+    /* The same module through kiln_vk_stage_module (a builder's own layout) is
      * not checked: it is the builder's to match. */
     struct kiln_vk_staged staged;
     s = (struct kiln_vk_stage){.blob = bad.blob, .blob_size = bad.size};
-    KT_CHECK_OK(kiln_stage_module(vk, "imagey", &s, VK_SHADER_STAGE_COMPUTE_BIT, &staged));
-    kiln_stage_release(vk, &staged);
+    KT_CHECK_OK(kiln_vk_stage_module(vk, "imagey", &s, VK_SHADER_STAGE_COMPUTE_BIT, &staged));
+    kiln_vk_stage_release(vk, &staged);
     kiln_vk_pipeline_destroy(vk, p);
     vkt_free(&bad);
     vkt_free(&good);
