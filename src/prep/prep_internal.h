@@ -50,7 +50,7 @@ struct kiln__prep_build {
     _Atomic uint64_t built[KILN_STATE_KINDS];
     _Atomic uint64_t skipped[KILN_STATE_KINDS];
     _Atomic uint64_t failed[KILN_STATE_KINDS];
-    atomic_flag skip_claimed[KILN_STATE_KINDS];
+    _Atomic unsigned skip_claimed[KILN_STATE_KINDS]; /* 0 until the first skip (zeroed) */
     char skip_reason[KILN_STATE_KINDS][160];
 };
 

@@ -5,8 +5,9 @@
  * Invariants and why they hold:
  *
  * - A re-run translates nothing. A program's key is a hash of what the
- *   translator sees (kiln_prep_program_key, or the source's own key for
- *   it), and the cache's stamp names the translator as the source mixes
+ *   translator sees, with the program's entry points, specialization and
+ *   state when it has any (kiln_prep_program_key, or the source's own key
+ *   for it), and the cache's stamp names the translator as the source mixes
  *   it (kiln_program_source.stamp), so a key found in a
  *   cache opened with this stamp is the output this run would make; the
  *   worker checks the key before translating and skips what is there.

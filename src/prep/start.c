@@ -47,6 +47,15 @@
  *   make the stage modules (or chain their create info) and release them
  *   before returning, whatever the driver answered.
  *
+ * - Every program goes to exactly one outcome of its state kind: built,
+ *   skipped (no builder for its kind, a shape kiln's own builder lacks, or
+ *   the builder said KILN_ENOTSUP) or failed; a damaged payload is `bad`
+ *   and no kind's. A builder gets its stages staged by kiln_vk_stage_module
+ *   and they are released right after it returns, whatever it answered, so
+ *   the transient-module rule holds for builders too. Per-kind counters are
+ *   atomics, and the first skip's reason is written by the one worker that
+ *   claims it; both are read only after the pool has joined.
+ *
  * - Progress is reported from the caller's thread only: workers never call
  *   the progress callback, the caller polls the pool's counters, so the
  *   callback needs no lock.
@@ -180,7 +189,7 @@ static void count_skip(struct kiln__prep_build *b, uint32_t kind, const char *na
                        const char *reason)
 {
     atomic_fetch_add_explicit(&b->skipped[kind], 1, memory_order_relaxed);
-    if (!atomic_flag_test_and_set(&b->skip_claimed[kind]))
+    if (atomic_exchange(&b->skip_claimed[kind], 1u) == 0)
         snprintf(b->skip_reason[kind], sizeof(b->skip_reason[kind]), "%s", reason);
     KILN_INFO("prep", "%s: skipped: %s", name, reason);
 }
