@@ -20,6 +20,8 @@
 #include <string.h>
 
 /* KT_REQUIRE for helpers that return a value: the case cannot go on. */
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
 #define MUST(cond)                                              \
     do {                                                        \
         if (!(cond)) {                                          \
@@ -798,5 +800,104 @@ KT_CASE(external_context)
     kiln_words_free(w);
 }
 
+/* ---- Fossilize state through the core's builders ----------------------------- */
+
+/* The records a cache holds. */
+static size_t records_in(const char *dir, uint64_t stamp)
+{
+    struct kiln_cache_options co = {.stamp = stamp, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache *c = NULL;
+    MUST(KILN_OK == kiln_cache_open(dir, &co, &c));
+    size_t n = kiln_cache_count(c);
+    kiln_cache_close(c);
+    return n;
+}
+
+/*
+ * The whole path with the tools' Fossilize builder (tools/foz) plugged in:
+ * every pipeline of three recorded archives (graphics with specialization
+ * constants, tessellation, and computeraytracing, whose compute module
+ * uses binding 0 as a storage image: kiln's own layout refuses it, its
+ * archive's layout builds it) becomes a program of kind KILN_STATE_FOZ,
+ * kiln_prepare stores and builds them through the builder, and the warm
+ * start builds them again from the cache alone.
+ */
+KT_CASE(foz_state_builder)
+{
+    struct kiln_vk *vk = pf_vk(NULL);
+    const char *archives[] = {"specializationconstants", "tessellation", "computeraytracing"};
+    struct kiln_program *progs[64];
+    struct kiln_program arr_progs[64];
+    size_t n = 0;
+    for (size_t a = 0; a < ARRAY_LEN(archives); a++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/foz/sascha-willems/%s.f93c6e96adcd7946.1.foz",
+                 kt_corpus_dir(), archives[a]);
+        struct kiln_foz *foz = NULL;
+        KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
+        struct kiln_foz_index *idx = NULL;
+        KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+        const struct kiln_foz_pipeline_ref *refs = NULL;
+        size_t np = kiln_foz_index_pipelines(idx, &refs);
+        KT_CHECK(np > 0);
+        for (size_t i = 0; i < np && n < ARRAY_LEN(progs); i++) {
+            KT_REQUIRE_OK(kiln_foz_pipeline_program(idx, &refs[i], &progs[n]));
+            KT_CHECK_EQ(progs[n]->state_kind, KILN_STATE_FOZ);
+            arr_progs[n] = *progs[n];
+            n++;
+        }
+        kiln_foz_index_destroy(idx);
+        kiln_foz_close(foz);
+    }
+    KT_REQUIRE(n > 0);
+    struct kiln_program_array arr = {.programs = arr_progs, .count = n, .stamp = 0xf02};
+    struct kiln_program_source src = kiln_program_source_array(&arr);
+    struct kiln_builder fb;
+    KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
+
+    char dir[4200];
+    cache_dir(dir, sizeof(dir), "cache");
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = dir;
+    o.source = &src;
+    o.jobs = 2;
+    o.vk = vk;
+    o.builders = &fb;
+    o.nbuilders = 1;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    const struct kiln_kind_counts *k = &s.kinds[KILN_STATE_FOZ];
+    /* Archives share pipelines (same closure, same key): stored once. */
+    size_t unique = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = kiln_key_equal(progs[i]->key, progs[j]->key);
+        unique += !seen;
+    }
+    KT_CHECK(s.translated + s.cached == n);
+    KT_CHECK_EQ(records_in(dir, 0xf02), unique);
+    KT_CHECK_EQ(k->failed, 0);
+    KT_CHECK(k->built > 0);
+    KT_CHECK_EQ(k->built + k->skipped, n);
+    uint64_t built = k->built;
+
+    struct kiln_start_options so = {
+        .cache_dir = dir, .stamp = 0xf02, .jobs = 2, .vk = vk, .builders = &fb, .nbuilders = 1};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, unique);
+    KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].built + ss.kinds[KILN_STATE_FOZ].skipped, unique);
+    KT_CHECK(ss.kinds[KILN_STATE_FOZ].built > 0 && ss.kinds[KILN_STATE_FOZ].built <= built);
+    KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].failed, 0);
+
+    kiln_foz_kiln_builder_destroy(&fb);
+    for (size_t i = 0; i < n; i++)
+        kiln_program_destroy(progs[i]);
+    kiln_vk_destroy(vk);
+}
+
 KT_MAIN(KT_ENTRY(payload_v3), KT_ENTRY(key_stable), KT_ENTRY(array_source_round_trip),
-        KT_ENTRY(builders_routing), KT_ENTRY(layout_mismatch_refused), KT_ENTRY(external_context))
+        KT_ENTRY(builders_routing), KT_ENTRY(layout_mismatch_refused), KT_ENTRY(external_context),
+        KT_ENTRY(foz_state_builder))
