@@ -49,7 +49,7 @@
  *
  * - Every program goes to exactly one outcome of its state kind: built,
  *   skipped (no builder for its kind, a shape kiln's own builder lacks, or
- *   the builder said KILN_ENOTSUP) or failed; a damaged payload is `bad`
+ *   the builder said KILN_ENOTSUP) or failed; a damaged or invalid payload is `bad`
  *   and no kind's. A builder gets its stages staged by kiln_vk_stage_module
  *   and they are released right after it returns, whatever it answered, so
  *   the transient-module rule holds for builders too. Per-kind counters are
@@ -232,6 +232,19 @@ static int spec_make(const struct kiln_stage_blob *st, struct spec *out)
     return KILN_OK;
 }
 
+/* Validates a program's stages right before its build, whatever its kind
+ * (see the top): @return 0, or the failure, counted as `bad`. */
+static int check_stages(struct build_job *j, const char *name, const struct kiln_stage_blob *st,
+                        int n)
+{
+    int rc = j->item->validated ? KILN_OK : validate_stages(st, n, j->b->dict, name);
+    if (rc < 0) {
+        atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
+        j->item->status = rc;
+    }
+    return rc;
+}
+
 /* Hands a built pipeline to the caller's callback, or destroys it. */
 static void deliver(struct build_job *j, struct kiln_vk_pipeline *pipe)
 {
@@ -270,8 +283,10 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         it->status = KILN_ENOTSUP;
         return KILN_OK;
     }
+    int rc = check_stages(j, name, st, n);
+    if (rc < 0)
+        return rc;
     struct spec sp[2] = {{.map = NULL}, {.map = NULL}}; /* freed whatever spec_make did */
-    int rc = KILN_OK;
     int ns = compute ? 1 : 2;
     for (int i = 0; i < ns && rc == KILN_OK; i++)
         rc = spec_make(&st[i], &sp[i]);
@@ -315,6 +330,9 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     struct kiln__prep_item *it = j->item;
     uint32_t kind = state->kind;
     const char *bname = bld->name ? bld->name : "builder";
+    int vrc = check_stages(j, name, st, n);
+    if (vrc < 0)
+        return vrc;
     struct kiln_vk_staged *staged = calloc((size_t)n, sizeof(*staged));
     VkPipelineShaderStageCreateInfo *infos = calloc((size_t)n, sizeof(*infos));
     struct spec *sp = calloc((size_t)n, sizeof(*sp));
@@ -420,13 +438,6 @@ static int build_one(void *arg, unsigned worker)
         atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
         it->status = n;
         return n;
-    }
-    /* Every kind's stages are validated before any driver sees them. */
-    int rc = it->validated ? KILN_OK : validate_stages(st, n, j->b->dict, name);
-    if (rc < 0) {
-        atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
-        it->status = rc;
-        return rc;
     }
     const struct kiln_builder *bld = builder_for(j->b, state.kind);
     if (bld)
