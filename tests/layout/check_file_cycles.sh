@@ -1,18 +1,24 @@
 #!/bin/sh
-# check_file_cycles.sh NM OBJDIR - no two files of one core module call each
-# other both ways (docs/design.md). OBJDIR is the build's src/ folder: each
-# module's objects are under OBJDIR/<module>/. For every pair of objects of
+# check_file_cycles.sh NM SRCDIR OBJDIR - no two files of one core module
+# call each other both ways (docs/design.md). SRCDIR is the source tree's
+# src/ (each folder with a CMakeLists.txt is a module), OBJDIR the build's
+# src/, where a module's objects are under OBJDIR/<module>/. For every pair of objects of
 # a module it reads, with nm, which symbols each defines and which it
 # needs; A uses B when A needs a symbol B defines. A pair that uses each
 # other both ways is one line, and the exit status is 1.
 set -u
-nm=${1:?usage: check_file_cycles.sh NM OBJDIR}
-objdir=${2:?usage: check_file_cycles.sh NM OBJDIR}
+usage="usage: check_file_cycles.sh NM SRCDIR OBJDIR"
+nm=${1:?$usage}
+srcdir=${2:?$usage}
+objdir=${3:?$usage}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 bad=0
 modules=0
-for mod in "$objdir"/*/; do
+for src in "$srcdir"/*/; do
+    [ -f "$src/CMakeLists.txt" ] || continue
+    mod="$objdir/$(basename "$src")"
+    [ -d "$mod" ] || continue
     objs=$(find "$mod" -name '*.o' -o -name '*.obj' | sort)
     [ -n "$objs" ] || continue
     modules=$((modules + 1))
