@@ -284,7 +284,19 @@ struct kiln_payload_state {
     uint32_t kind;     /* enum kiln_state_kind */
     const void *bytes; /* borrowed; when parsed, it points into the payload */
     size_t size;       /* at most KILN_STATE_MAX_BYTES */
+    uint32_t flags;    /* KILN_PAYLOAD_* flags */
 };
+
+/*
+ * A payload flag: every stage passed kiln_vk_validate_spirv (with the
+ * SPIR-V validator compiled in) before the payload was built, so kiln's
+ * pipeline phase does not validate it again at every warm start. Set it
+ * only after that check; a payload without it (every payload of an earlier
+ * release) is validated before its first build in each run. The flag is
+ * the high bit of the payload's version byte, covered by the cache
+ * record's checksum.
+ */
+#define KILN_PAYLOAD_VALIDATED 1u
 
 /* The most stages one payload holds. */
 #define KILN_PAYLOAD_MAX_STAGES 255u

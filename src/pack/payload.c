@@ -23,6 +23,10 @@
  * of today's programs are byte for byte those of earlier releases (and
  * earlier releases still read them), and version 3 otherwise.
  *
+ * The version byte's high bit is KILN_PAYLOAD_VALIDATED: its writer ran
+ * SPIR-V's validator over every stage before building it, so a build need
+ * not do it again. Versions 2 and 3 may carry it; version 1 never did.
+ *
  * Every pointer the parser hands out points into the payload: an entry
  * point is accepted only with its NUL inside the payload and none before
  * it, and a specialization entry only inside its stage's data, so a
@@ -40,6 +44,7 @@
 #define PAYLOAD_VERSION    3u
 #define PAYLOAD_VERSION_V2 2u
 #define PAYLOAD_VERSION_V1 1u
+#define PAYLOAD_VALIDATED  0x80u /* in the version byte: KILN_PAYLOAD_VALIDATED */
 #define PAYLOAD_HEAD       4u
 #define PAYLOAD_ENTRY      8u  /* v1, v2: kind, blob size */
 #define PAYLOAD_STATE_HEAD 8u  /* v3: state kind, state size */
@@ -145,7 +150,8 @@ int kiln_program_payload_build_full(const struct kiln_payload_state *state,
         return KILN_ENOMEM;
     p[0] = 'K';
     p[1] = 'G';
-    p[2] = plain ? PAYLOAD_VERSION_V2 : PAYLOAD_VERSION;
+    p[2] = (uint8_t)((plain ? PAYLOAD_VERSION_V2 : PAYLOAD_VERSION) |
+                     (state && (state->flags & KILN_PAYLOAD_VALIDATED) ? PAYLOAD_VALIDATED : 0));
     p[3] = (uint8_t)n;
     uint8_t *e = p + PAYLOAD_HEAD;
     if (!plain) {
@@ -259,8 +265,11 @@ int kiln_program_payload_parse_full(const void *payload, size_t size, uint32_t n
                                     struct kiln_stage_blob *out, struct kiln_payload_state *state)
 {
     const uint8_t *p = payload;
+    /* Version 1 never carried the validated bit. */
+    uint8_t version = p && size >= PAYLOAD_HEAD ? p[2] & (uint8_t)~PAYLOAD_VALIDATED : 0;
     if (!p || size < PAYLOAD_HEAD || p[0] != 'K' || p[1] != 'G' ||
-        (p[2] != PAYLOAD_VERSION && p[2] != PAYLOAD_VERSION_V2 && p[2] != PAYLOAD_VERSION_V1) ||
+        (version != PAYLOAD_VERSION && version != PAYLOAD_VERSION_V2 &&
+         p[2] != PAYLOAD_VERSION_V1) ||
         p[3] == 0) {
         KILN_WARN("pack", "program payload of %zu bytes: bad head", size);
         return KILN_ECORRUPT_BLOB;
@@ -272,7 +281,7 @@ int kiln_program_payload_parse_full(const void *payload, size_t size, uint32_t n
     }
     if (!out)
         return KILN_EINVAL;
-    bool v3 = p[2] == PAYLOAD_VERSION;
+    bool v3 = version == PAYLOAD_VERSION;
     uint64_t table_end = v3 ? PAYLOAD_HEAD + PAYLOAD_STATE_HEAD + (uint64_t)n * PAYLOAD_ENTRY3
                             : PAYLOAD_HEAD + (uint64_t)n * PAYLOAD_ENTRY;
     if (table_end > size)
@@ -280,7 +289,8 @@ int kiln_program_payload_parse_full(const void *payload, size_t size, uint32_t n
     struct kiln_payload_state st_local;
     if (!state)
         state = &st_local;
-    *state = (struct kiln_payload_state){.kind = KILN_STATE_BUILTIN};
+    *state = (struct kiln_payload_state){
+        .kind = KILN_STATE_BUILTIN, .flags = p[2] & PAYLOAD_VALIDATED ? KILN_PAYLOAD_VALIDATED : 0};
     uint64_t off = table_end;
     if (v3) {
         KILN_TRY(parse_v3_extras(p, size, n, &off, out, state));

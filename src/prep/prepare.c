@@ -319,8 +319,8 @@ static int need_no_text(const struct kiln_program *p, const char *name)
 
 /* Packs every stage and joins them, with their entry points,
  * specialization and the program's state, into one payload. */
-static int pack_program(const struct run *r, const struct kiln_program *p, void **payload,
-                        size_t *size)
+static int pack_program(const struct run *r, const struct kiln_program *p, bool validated,
+                        void **payload, size_t *size)
 {
     void **blobs = calloc(p->nstages, sizeof(*blobs));
     uint8_t **maps = calloc(p->nstages, sizeof(*maps));
@@ -353,8 +353,10 @@ static int pack_program(const struct run *r, const struct kiln_program *p, void 
             st[i].spec_map = maps[i];
         }
     }
-    struct kiln_payload_state state = {
-        .kind = p->state_kind, .bytes = p->state, .size = p->state_size};
+    struct kiln_payload_state state = {.kind = p->state_kind,
+                                       .bytes = p->state,
+                                       .size = p->state_size,
+                                       .flags = validated ? KILN_PAYLOAD_VALIDATED : 0};
     if (rc == KILN_OK)
         rc = kiln_program_payload_build_full(&state, st, p->nstages, payload, size);
     for (unsigned i = 0; i < p->nstages; i++) {
@@ -373,17 +375,22 @@ static int pack_program(const struct run *r, const struct kiln_program *p, void 
  * Validates every stage of a translated program before it is stored, so the
  * cache never holds a module SPIR-V's validator refuses. A build without
  * SPIRV-Tools stores what passes the framing check (the pipeline phase then
- * refuses to build it: see start.c). @return 0, or KILN_EFORMAT with one
- * line naming the program, the stage and the validator's message.
+ * refuses to build it: see start.c). *validated says whether the validator
+ * itself passed every stage (the payload is then marked
+ * KILN_PAYLOAD_VALIDATED). @return 0, or KILN_EFORMAT with one line naming
+ * the program, the stage and the validator's message.
  */
-static int validate_program(const struct kiln_program *p, const char *name)
+static int validate_program(const struct kiln_program *p, const char *name, bool *validated)
 {
+    *validated = true;
     for (unsigned i = 0; i < p->nstages; i++) {
         const struct kiln_program_stage *st = &p->stages[i];
         char why[512];
         int rc = kiln_vk_validate_spirv(st->words, st->nwords, why, sizeof(why));
-        if (rc == KILN_ENOTSUP)
+        if (rc == KILN_ENOTSUP) {
+            *validated = false; /* framing only: checked again before a build */
             continue;
+        }
         if (rc < 0) {
             KILN_WARN("prep", "%s: not stored: its %s stage is not valid SPIR-V: %s", name,
                       kiln_vk_stage_name(st->src.stage), why);
@@ -460,11 +467,12 @@ static int translate_job(void *arg, unsigned worker)
     rc = r->t ? kiln_program_translate(r->t, p) : need_no_text(p, name);
     if (rc < 0)
         goto fail; /* logged, naming the source and stage */
-    rc = validate_program(p, name);
+    bool validated;
+    rc = validate_program(p, name, &validated);
     if (rc < 0)
         goto fail; /* logged: refused, the other programs go on */
     size_t spirv = kiln_program_spirv_bytes(p);
-    rc = pack_program(r, p, &it->payload, &it->size);
+    rc = pack_program(r, p, validated, &it->payload, &it->size);
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot pack: %s", name, kiln_strerror(rc));
         goto fail;

@@ -38,7 +38,9 @@
  *   every stage goes through kiln_vk_validate_spirv right before its build
  *   (validate_stages), in kiln_prepare and kiln_warm_start alike, whatever
  *   the Vulkan context's own setting; only a payload this very process
- *   validated before storing it (kiln_prepare's own) is not checked twice. A build without
+ *   validated before storing it (kiln_prepare's own, and any payload
+ *   whose writer marked it KILN_PAYLOAD_VALIDATED after validating every
+ *   stage: kiln_prepare and kiln import foz do) is not checked twice. A build without
  * SPIRV-Tools cannot validate and so builds nothing (one line per program says why): the safe side,
  * since some drivers end the process on a bad module.
  *
@@ -439,6 +441,9 @@ static int build_one(void *arg, unsigned worker)
         it->status = n;
         return n;
     }
+    /* Its writer validated every stage before storing it (see the top). */
+    if (state.flags & KILN_PAYLOAD_VALIDATED)
+        it->validated = true;
     const struct kiln_builder *bld = builder_for(j->b, state.kind);
     if (bld)
         return build_with(j, worker, bld, name, st, n, &state);

@@ -50,10 +50,11 @@ struct kiln_key kiln_foz_key(uint64_t hash)
  * pipeline phase then refuses to build it (prep's validate_stages).
  */
 static int check_module(const char *path, const struct kiln_foz_entry *e,
-                        const struct kiln_foz_module *m)
+                        const struct kiln_foz_module *m, bool *validated)
 {
     char why[512];
     int rc;
+    *validated = false;
     if (m->word_count > KILN_PACK_MAX_SPIRV_BYTES / 4) {
         snprintf(why, sizeof(why), "%zu bytes of SPIR-V, more than kiln stores (%u)",
                  m->word_count * 4, KILN_PACK_MAX_SPIRV_BYTES);
@@ -62,6 +63,7 @@ static int check_module(const char *path, const struct kiln_foz_entry *e,
         rc = kiln_vk_validate_spirv(m->words, m->word_count, why, sizeof(why));
         if (rc == KILN_ENOTSUP)
             return KILN_OK;
+        *validated = rc == KILN_OK;
     }
     if (rc < 0)
         KILN_WARN("foz",
@@ -72,14 +74,16 @@ static int check_module(const char *path, const struct kiln_foz_entry *e,
 
 /* Packs and stores one decoded module. */
 static int store(struct kiln_cache *c, struct kiln_key key, const struct kiln_foz_module *m,
-                 uint32_t kind, struct kiln_foz_import_report *r)
+                 uint32_t kind, bool validated, struct kiln_foz_import_report *r)
 {
     void *blob = NULL, *payload = NULL;
     size_t bs = 0, ps = 0;
     int rc = kiln_pack(m->words, m->word_count, KILN_CODEC_KILN, kiln_cache_dict(c), &blob, &bs);
     if (rc == KILN_OK) {
         struct kiln_stage_blob st = {.stage = kind, .blob = blob, .blob_size = bs};
-        rc = kiln_program_payload_build(&st, 1, &payload, &ps);
+        struct kiln_payload_state state = {.kind = KILN_STATE_BUILTIN,
+                                           .flags = validated ? KILN_PAYLOAD_VALIDATED : 0};
+        rc = kiln_program_payload_build_full(&state, &st, 1, &payload, &ps);
     }
     if (rc == KILN_OK)
         rc = kiln_cache_put(c, key, payload, ps, (uint32_t)(m->word_count * 4), KILN_CODEC_KILN, 1);
@@ -143,12 +147,13 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
         const struct kiln_foz_module_info *info =
             kiln_foz_module_list_find(mods, nmods > 0 ? (size_t)nmods : 0, e.hash);
         uint32_t stages = info ? info->stages : 0;
-        if (check_module(path, &e, &m) < 0) {
+        bool validated;
+        if (check_module(path, &e, &m, &validated) < 0) {
             r->invalid++;
             kiln_foz_module_free(&m);
             continue;
         }
-        rc = store(c, key, &m, stages, r);
+        rc = store(c, key, &m, stages, validated, r);
         if (rc == KILN_OK && (stages & KILN_VK_STAGE_COMPUTE_BIT))
             r->compute++;
         kiln_foz_module_free(&m);
