@@ -122,6 +122,7 @@ KILN_API const char *kiln_strerror(int code);
 /*
  * Maps an errno value to the nearest kiln code; `fallback` is returned when
  * errno has no closer match (for example KILN_EIO_WRITE for a write).
+ * Thread-safe (pure).
  */
 KILN_API int kiln_error_from_errno(int err, int fallback);
 
@@ -145,7 +146,7 @@ typedef void (*kiln_log_fn)(void *user, enum kiln_log_level level, const char *m
 
 /*
  * Sets the most verbose level that is logged. The default is KILN_LOG_WARN:
- * kiln is quiet unless something went wrong. Thread-safe.
+ * kiln is quiet unless something went wrong. Thread-safe (an atomic store).
  */
 KILN_API void kiln_log_set_level(enum kiln_log_level level);
 
@@ -155,7 +156,8 @@ KILN_API enum kiln_log_level kiln_log_get_level(void);
 /*
  * Sends log events to `fn` instead of stderr; NULL restores stderr. The
  * sink may be called from any kiln thread at once: it must be thread-safe.
- * Set it before starting work, not while other threads log.
+ * Thread safety: not thread-safe (a plain store): call it before starting
+ * threads, never while another thread may log.
  */
 KILN_API void kiln_log_set_sink(kiln_log_fn fn, void *user);
 
@@ -229,20 +231,23 @@ struct kiln_io {
 
 /*
  * The platform's own I/O table (POSIX calls on Unix).
- * @return a static table, valid for the life of the process.
+ * @return a static table, valid for the life of the process. Thread-safe,
+ * and so is every function of the table.
  */
 KILN_API const struct kiln_io *kiln_io_default(void);
 
 /*
  * Reads exactly n bytes at off through `io`, retrying short reads.
  * @return 0, KILN_EIO_SHORTREAD when the file ends first, or the error.
+ * Thread-safe when `io` is (reads at an offset, no shared position).
  */
 KILN_API int kiln_io_read_full(const struct kiln_io *io, int fd, void *buf, size_t n, uint64_t off);
 
 /*
  * Writes exactly n bytes at off through `io`, retrying short writes.
  * @return 0, KILN_EIO_SHORTWRITE when the writer stops making progress, or
- * the error.
+ * the error. Thread-safe when `io` is; writes that overlap in one file
+ * leave either's bytes there.
  */
 KILN_API int kiln_io_write_full(const struct kiln_io *io, int fd, const void *buf, size_t n,
                                 uint64_t off);
@@ -253,10 +258,11 @@ KILN_API int kiln_io_write_full(const struct kiln_io *io, int fd, const void *bu
  * At every moment the file at `path` is either the old one or the new one.
  * The temporary file is always made new (KILN_IO_CREATE | KILN_IO_EXCL |
  * KILN_IO_NOFOLLOW): whatever lies under its name (a leftover, or a link
- * planted there) is removed first, never written through. Two replaces of
- * one path must not run at once.
+ * planted there) is removed first, never written through.
  * @return 0 or the error of the step that failed (the temporary file is
  * removed then).
+ * Thread safety: any thread, but two replaces of one path must not run at
+ * once (they share "<path>.tmp"), in one process or several.
  */
 KILN_API int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void *data,
                                   size_t n);
@@ -264,6 +270,7 @@ KILN_API int kiln_io_replace_file(const struct kiln_io *io, const char *path, co
 /*
  * Reads a whole file into a new buffer (at most `max` bytes, else
  * KILN_ERANGE). On success *data must be freed with free().
+ * Thread-safe when `io` is.
  */
 KILN_API int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max, void **data,
                                size_t *n);
@@ -295,17 +302,18 @@ KILN_API uint64_t kiln_now_ns(void);
 
 /*
  * Fills `buf` with bytes from the operating system's random source.
- * @return 0 or KILN_EIO.
+ * @return 0 or KILN_EIO. Thread-safe.
  */
 KILN_API int kiln_random_bytes(void *buf, size_t n);
 
 /*
  * @return the peak resident set size of this process in bytes, or 0 when
- * the platform does not say.
+ * the platform does not say. Thread-safe.
  */
 KILN_API uint64_t kiln_peak_rss_bytes(void);
 
-/* @return the current resident set size of this process in bytes, or 0. */
+/* @return the current resident set size of this process in bytes, or 0.
+ * Thread-safe. */
 KILN_API uint64_t kiln_rss_bytes(void);
 
 #ifdef __cplusplus

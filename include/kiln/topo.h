@@ -26,6 +26,11 @@ extern "C" {
 
 /* ---------------------------------------------------------------------------
  * CPU sets
+ *
+ * Thread safety for this section: a CPU set is a plain value. Any number of
+ * threads may read one set at once (has, count, next, format, or as the
+ * source of a copy); a call that writes a set (parse, copy into it, free)
+ * must be the only one using that set.
  * ------------------------------------------------------------------------ */
 
 /* The highest CPU number + 1 kiln accepts from any input. */
@@ -53,32 +58,36 @@ KILN_API int kiln_cpuset_parse_list(struct kiln_cpuset *set, const char *text, s
 /*
  * Parses a Linux CPU mask ("00000000,0000ff0f": comma-separated groups of up
  * to 8 hex digits, most significant first) into *set. Same contract and
- * returns as kiln_cpuset_parse_list().
+ * returns as kiln_cpuset_parse_list(). Thread-safe.
  */
 KILN_API int kiln_cpuset_parse_mask(struct kiln_cpuset *set, const char *text, size_t len);
 
 /*
  * Makes *dst (zeroed or freed before) a copy of *src.
- * @return 0 or KILN_ENOMEM (then *dst is empty).
+ * @return 0 or KILN_ENOMEM (then *dst is empty). Thread-safe, with no other
+ * thread writing *src or using *dst.
  */
 KILN_API int kiln_cpuset_copy(struct kiln_cpuset *dst, const struct kiln_cpuset *src);
 
-/* Frees the words of *set and leaves it empty. NULL is a no-op. */
+/* Frees the words of *set and leaves it empty. NULL is a no-op.
+ * Thread safety: no other thread may use the set meanwhile. */
 KILN_API void kiln_cpuset_free(struct kiln_cpuset *set);
 
-/* @return whether `cpu` is in the set. */
+/* @return whether `cpu` is in the set. Thread-safe (reads only). */
 KILN_API bool kiln_cpuset_has(const struct kiln_cpuset *set, uint32_t cpu);
 
-/* @return the number of CPUs in the set. */
+/* @return the number of CPUs in the set. Thread-safe (reads only). */
 KILN_API uint32_t kiln_cpuset_count(const struct kiln_cpuset *set);
 
-/* @return the lowest CPU in the set that is >= `from`, or -1 when none. */
+/* @return the lowest CPU in the set that is >= `from`, or -1 when none.
+ * Thread-safe (reads only). */
 KILN_API int64_t kiln_cpuset_next(const struct kiln_cpuset *set, uint32_t from);
 
 /*
  * Writes the set as a CPU list ("0-7,16-23"; "" for the empty set) into buf,
  * always NUL-terminated when cap > 0.
  * @return the length the whole list needs (without the NUL), like snprintf.
+ * Thread-safe (reads only the set).
  */
 KILN_API size_t kiln_cpuset_format(const struct kiln_cpuset *set, char *buf, size_t cap);
 
@@ -92,13 +101,15 @@ enum kiln_cpu_cache_type {
     KILN_CPU_CACHE_UNIFIED = 3,
 };
 
-/* @return "data", "instruction", "unified" or "?". */
+/* @return "data", "instruction", "unified" or "?" (a static string).
+ * Thread-safe. */
 KILN_API const char *kiln_cpu_cache_type_name(enum kiln_cpu_cache_type type);
 
 /*
  * Parses a sysfs cache size ("32K", "32768K", "96M", "1G", or bare bytes; a
  * trailing newline allowed) into bytes.
  * @return 0, KILN_EPARSE for malformed text, KILN_ERANGE on overflow.
+ * Thread-safe (pure).
  */
 KILN_API int kiln_topo_parse_size(const char *text, size_t len, uint64_t *bytes);
 
@@ -156,7 +167,8 @@ struct kiln_topo {
  */
 KILN_API int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **out);
 
-/* Frees a topology. NULL is a no-op. */
+/* Frees a topology. NULL is a no-op. Thread safety: no other thread may
+ * use the topology during or after the call. */
 KILN_API void kiln_topo_free(struct kiln_topo *topo);
 
 /*
@@ -194,7 +206,7 @@ enum kiln_pin_verdict {
 
 /*
  * @return "apply", "no-caches", "no-candidate", "symmetric", "already",
- * "off", "failed" or "?".
+ * "off", "failed" or "?" (a static string). Thread-safe.
  */
 KILN_API const char *kiln_pin_verdict_name(enum kiln_pin_verdict verdict);
 
@@ -206,7 +218,8 @@ struct kiln_pin_plan {
     char reason[256];        /* why, in one sentence */
 };
 
-/* Frees the CPU set of a plan. NULL is a no-op. */
+/* Frees the CPU set of a plan. NULL is a no-op. Thread safety: no other
+ * thread may use the plan during or after the call. */
 KILN_API void kiln_pin_plan_free(struct kiln_pin_plan *plan);
 
 /*
@@ -219,6 +232,7 @@ KILN_API void kiln_pin_plan_free(struct kiln_pin_plan *plan);
  * (symmetric parts measured a loss); else KILN_PIN_APPLY with the winner's
  * allowed CPUs. *plan is always filled (free it even on error).
  * @return 0 or KILN_ENOMEM. Pure: reads nothing from the system.
+ * Thread-safe, with no other thread writing `topo`, `allowed` or `plan`.
  */
 KILN_API int kiln_topo_choose(const struct kiln_topo *topo, const struct kiln_cpuset *allowed,
                               struct kiln_pin_plan *plan);
@@ -227,10 +241,11 @@ KILN_API int kiln_topo_choose(const struct kiln_topo *topo, const struct kiln_cp
  * Sets the CPU affinity of every thread of this process to `cpus`: it walks
  * `<proc_root>/self/task` (NULL: "/proc") until a pass finds no thread it has
  * not set, so threads made before the call are moved and threads made after
- * inherit the mask. Not safe against another thread changing affinities at
- * the same moment.
+ * inherit the mask.
  * @return 0; KILN_EINVAL for an empty set or one the kernel refuses;
  * KILN_EACCES; KILN_ENOTSUP where the platform cannot. Logged.
+ * Thread safety: any thread, but not while another thread changes
+ * affinities at the same moment.
  */
 KILN_API int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *cpus);
 
@@ -243,6 +258,8 @@ KILN_API int kiln_process_set_affinity(const char *proc_root, const struct kiln_
  * @return 0 when it pinned or had nothing to do, or the error of the step
  * that failed (nothing is pinned then, or, when setting a thread failed,
  * the threads set before it stay set).
+ * Thread safety: any thread, but not beside another thread that sets
+ * affinities (another pin included), as kiln_process_set_affinity.
  */
 KILN_API int kiln_pin_largest_cache(const struct kiln_topo_env *env, struct kiln_pin_plan *plan);
 
@@ -285,6 +302,7 @@ KILN_API int kiln_affinity_decide(int flag, const char *env_value,
  * kiln_pin_largest_cache(env, plan). When it is off nothing is read and
  * `plan` (if not NULL) gets verdict KILN_PIN_OFF with the decision's reason.
  * @return what kiln_pin_largest_cache() returned, or 0 when off.
+ * Thread safety: as kiln_pin_largest_cache().
  */
 KILN_API int kiln_affinity_apply(const struct kiln_affinity_decision *decision,
                                  const struct kiln_topo_env *env, struct kiln_pin_plan *plan);
