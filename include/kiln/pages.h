@@ -71,13 +71,14 @@ typedef int (*kiln_pages_run_fn)(void *user, uint64_t first, uint64_t last, uint
  * Makes an empty table of `page_count` pages (1 .. KILN_PAGES_MAX_PAGES), all
  * 0. Only the chunk directory is allocated (8 bytes per 64Ki pages).
  * @return 0, KILN_EINVAL for a count out of range, or KILN_ENOMEM. On success
- * *out must be freed with kiln_pages_destroy.
+ * *out must be freed with kiln_pages_destroy. Thread-safe.
  */
 KILN_API int kiln_pages_create(uint64_t page_count, struct kiln_pages **out);
 
 /*
- * Frees the table and every chunk. NULL is a no-op. No other thread may use
- * the table during or after the call.
+ * Frees the table and every chunk. NULL is a no-op.
+ * Thread safety: no other thread may use the table during or after the
+ * call.
  */
 KILN_API void kiln_pages_destroy(struct kiln_pages *t);
 
@@ -191,9 +192,11 @@ KILN_API uint8_t kiln_pages_summary(const struct kiln_pages *t, unsigned level, 
 
 /*
  * Checks that every non-zero summary agrees with everything below it. For
- * tests and diagnostics: run it while no store is in flight.
+ * tests and diagnostics.
  * @return 0, or KILN_ECORRUPT with one logged line naming the first summary
  * that disagrees.
+ * Thread safety: any thread, beside queries, but not while a store is in
+ * flight (a summary being settled would be reported).
  */
 KILN_API int kiln_pages_verify(const struct kiln_pages *t);
 

@@ -72,6 +72,7 @@ struct kiln_pool_progress {
  * pending jobs (0: four per worker).
  * @return 0 and the pool in *pool, KILN_EINVAL for 0 workers, KILN_ENOMEM,
  * or KILN_EIO when a thread could not be started (the others are joined).
+ * Thread-safe (each call makes its own pool).
  */
 KILN_API int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool **pool);
 
@@ -108,20 +109,23 @@ KILN_API int kiln_pool_wait(struct kiln_pool *pool);
  * for a caller that redraws a progress bar while it waits.
  * @return the number of jobs still queued or running (0: all finished), or
  * KILN_ECANCELED once the pool is cancelled and nothing runs any more.
+ * Thread-safe; from a job it only ever times out (the job counts as
+ * running).
  */
 KILN_API int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns);
 
 /* Reads the counters. Thread-safe, cheap (one lock). */
 KILN_API void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out);
 
-/* @return the number of worker threads. */
+/* @return the number of worker threads (fixed at create). Thread-safe. */
 KILN_API unsigned kiln_pool_workers(const struct kiln_pool *pool);
 
 /*
  * Cancels what is still pending, waits for running jobs, joins the workers
  * and frees the pool. NULL is a no-op. Call kiln_pool_wait first to finish
- * every job instead. Must not be called from a job, nor while another
- * thread still uses the pool.
+ * every job instead.
+ * Thread safety: any thread but a job's, and not while another thread
+ * still uses the pool.
  */
 KILN_API void kiln_pool_destroy(struct kiln_pool *pool);
 
@@ -219,6 +223,7 @@ KILN_API int kiln_pool_policy(const struct kiln_pool_machine *machine,
  * is logged as one warning naming the file, the field is treated as
  * unknown (see machine->flags) and the probe goes on.
  * @return 0 (possibly with flags set), or KILN_EINVAL for a NULL machine.
+ * Thread-safe (it reads files and keeps no state).
  */
 KILN_API int kiln_pool_probe(const char *proc_root, const char *cgroup_root,
                              struct kiln_pool_machine *machine);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # check_api_docs.sh ROOT - every public function is documented for threads:
 #   - each KILN_API declaration in ROOT/include/kiln/*.h has a doc block
-#     right before it that says its thread safety (it matches /[Tt]hread/),
-#     or sits in a section whose opening comment holds the line
+#     right before it that says its thread safety (it matches
+#     /[Tt]hread[- ]safe/: "Thread safety: ...", "Thread-safe", "not
+#     thread-safe"), or sits in a section whose opening comment holds the line
 #     "Thread safety for this section: ..." (a section runs from one
 #     "/* -----" separator to the next);
 #   - each KILN_API function is named in ROOT/docs/api.md.
@@ -41,7 +42,7 @@ for h in include/kiln/*.h; do
         if (section) next
         if (lastend != NR - 1)
             printf "%s:%d: %s: no doc block right before it\n", file, NR, name
-        else if (block !~ /[Tt]hread/)
+        else if (block !~ /[Tt]hread[- ]safe/)
             printf "%s:%d: %s: its doc block says nothing of thread safety\n", file, NR, name
     }
     ' "$h"
