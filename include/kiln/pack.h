@@ -52,7 +52,7 @@ struct kiln_pack_dict;
 KILN_API int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
 
-/* Frees a blob made by kiln_pack. NULL is a no-op. */
+/* Frees a blob made by kiln_pack. NULL is a no-op. Thread-safe. */
 KILN_API void kiln_pack_free(void *blob);
 
 /*
@@ -85,6 +85,7 @@ KILN_API int64_t kiln_unpack(const void *blob, size_t blob_size, const struct ki
  * valid until this thread's next kiln_unpack_scratch or
  * kiln_pack_thread_cleanup call, or its exit. Errors as kiln_unpack, and
  * *words is NULL then.
+ * Thread-safe: each thread has its own scratch buffer.
  */
 KILN_API int64_t kiln_unpack_scratch(const void *blob, size_t blob_size,
                                      const struct kiln_pack_dict *dict, const uint32_t **words);
@@ -105,19 +106,21 @@ KILN_API int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *
  * gave them, for example read from programs.kpd). The bytes are copied.
  * @return 0 or KILN_ECORRUPT for bytes that are not a kiln dictionary or
  * whose content does not match the id they carry; KILN_ENOMEM.
+ * Thread-safe.
  */
 KILN_API int kiln_pack_dict_load(const void *data, size_t size, struct kiln_pack_dict **dict);
 
 /* The dictionary's serialized bytes (what programs.kpd holds), owned by
- * the dictionary and valid as long as it lives. */
+ * the dictionary and valid as long as it lives. Thread-safe. */
 KILN_API const void *kiln_pack_dict_bytes(const struct kiln_pack_dict *dict, size_t *size);
 
 /* A 64-bit id of the dictionary's content (XXH3-64 of its zstd bytes);
  * every blob made with it stores its low 16 bits (format 1 blobs: all of
- * it). 0 for NULL. */
+ * it). 0 for NULL. Thread-safe. */
 KILN_API uint64_t kiln_pack_dict_id(const struct kiln_pack_dict *dict);
 
-/* Frees a dictionary. NULL is a no-op. No pack or unpack may be using it. */
+/* Frees a dictionary. NULL is a no-op.
+ * Thread safety: no pack or unpack may be using it, nor use it after. */
 KILN_API void kiln_pack_dict_destroy(struct kiln_pack_dict *dict);
 
 /*
@@ -126,6 +129,7 @@ KILN_API void kiln_pack_dict_destroy(struct kiln_pack_dict *dict);
  * pool thread that is done packing, and for the main thread, whose
  * thread-exit destructors do not run. Invalidates pointers given by this
  * thread's kiln_unpack_scratch.
+ * Thread safety: any thread; it frees the calling thread's state only.
  */
 KILN_API void kiln_pack_thread_cleanup(void);
 
@@ -157,7 +161,8 @@ struct kiln_pack_class_stats {
     uint64_t zstd_bytes[2][KILN_PACK_CLASS_COUNT];  /* those bytes after zstd, alone */
 };
 
-/* The class's name ("decoration", "member_decoration", ...), or NULL. */
+/* The class's name ("decoration", "member_decoration", ...), or NULL.
+ * Thread-safe. */
 KILN_API const char *kiln_pack_class_name(enum kiln_pack_class c);
 
 /*
@@ -325,7 +330,7 @@ KILN_API int kiln_program_payload_build_full(const struct kiln_payload_state *st
                                              const struct kiln_stage_blob *stages, uint32_t n,
                                              void **payload, size_t *size);
 
-/* kiln_program_payload_build_full with built-in state. */
+/* kiln_program_payload_build_full with built-in state. Thread-safe. */
 KILN_API int kiln_program_payload_build(const struct kiln_stage_blob *stages, uint32_t n,
                                         void **payload, size_t *size);
 
@@ -343,14 +348,15 @@ KILN_API int kiln_program_payload_parse_full(const void *payload, size_t size, u
                                              struct kiln_stage_blob *out,
                                              struct kiln_payload_state *state);
 
-/* kiln_program_payload_parse_full without the state. */
+/* kiln_program_payload_parse_full without the state. Thread-safe. */
 KILN_API int kiln_program_payload_parse(const void *payload, size_t size, uint32_t n_expected,
                                         struct kiln_stage_blob *out);
 
-/* The codec's name ("raw", "zstd", "kiln"), or NULL for an unknown id. */
+/* The codec's name ("raw", "zstd", "kiln"), or NULL for an unknown id.
+ * Thread-safe. */
 KILN_API const char *kiln_codec_name(enum kiln_codec codec);
 
-/* Parses a codec name. @return 0 or KILN_EINVAL. */
+/* Parses a codec name. @return 0 or KILN_EINVAL. Thread-safe. */
 KILN_API int kiln_codec_parse(const char *name, enum kiln_codec *codec);
 
 #ifdef __cplusplus

@@ -99,7 +99,7 @@ struct kiln_translator {
 KILN_API int kiln_translate(const struct kiln_translator *t, const struct kiln_source *src,
                             uint32_t **words, size_t *nwords);
 
-/* Frees words made by kiln_translate. NULL is a no-op. */
+/* Frees words made by kiln_translate. NULL is a no-op. Thread-safe. */
 KILN_API void kiln_words_free(uint32_t *words);
 
 /*
@@ -107,6 +107,7 @@ KILN_API void kiln_words_free(uint32_t *words);
  * the text (newlines become spaces, at most 1 KiB) in the one log line it
  * writes for the failure. Kept per thread; the next kiln_translate on this
  * thread clears it.
+ * Thread safety: any thread; it sets the calling thread's message only.
  */
 KILN_API void kiln_translate_set_error(const char *fmt, ...)
 #if defined(__GNUC__)
@@ -189,10 +190,13 @@ struct kiln_program {
  */
 KILN_API int kiln_program_translate(const struct kiln_translator *t, struct kiln_program *p);
 
-/* @return the SPIR-V bytes of all stages that have words. */
+/* @return the SPIR-V bytes of all stages that have words. Thread-safe
+ * (reads only). */
 KILN_API size_t kiln_program_spirv_bytes(const struct kiln_program *p);
 
-/* Frees a program and everything it holds. NULL is a no-op. */
+/* Frees a program and everything it holds. NULL is a no-op.
+ * Thread safety: no other thread may use the program during or after the
+ * call. */
 KILN_API void kiln_program_destroy(struct kiln_program *p);
 
 /*
@@ -493,7 +497,7 @@ struct kiln_prepare_options {
     size_t nbuilders;
 };
 
-/* Sets every field of *o to its default (see the fields). */
+/* Sets every field of *o to its default (see the fields). Thread-safe. */
 KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
 
 /*
@@ -501,7 +505,8 @@ KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
  * stamp callback over the translator's stamp (0 without a translator), or
  * the translator's stamp as it is when the source has no such callback.
  * An emulator passes it to kiln_warm_start.
- * @return the stamp; 0 for NULL options or no source.
+ * @return the stamp; 0 for NULL options or no source. Thread-safe when the
+ * source's stamp callback is.
  */
 KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o);
 
@@ -594,9 +599,11 @@ struct kiln_prepare_summary {
  * that cannot be made or opened (KILN_PREP_STEP_CACHE before anything is
  * written: KILN_EFORMAT when programs.kpc is not a cache, KILN_ENOENT when
  * the folder is a file, ...) is logged at info only: the caller reports
- * it. *summary is always filled. Not to be run twice at once on one cache folder (the
+ * it. *summary is always filled.
+ * Thread safety: any thread, but not twice at once on one cache folder (the
  * second one's open fails with KILN_EBUSY; so does one while a warm start
- * holds the cache for its open and read).
+ * holds the cache for its open and read). Calls on different folders are
+ * independent.
  */
 KILN_API int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                           void *progress_user, struct kiln_prepare_summary *summary);
@@ -695,6 +702,8 @@ struct kiln_start_summary {
  * cache error (KILN_ECORRUPT: the cache's dictionary file is missing or
  * damaged), KILN_ENOTSUP (no Vulkan). A failed open is logged at info
  * only: the caller reports it. *summary is always filled.
+ * Thread safety: any thread; beside a kiln_prepare or another writer on the
+ * same folder it opens the cache read-only (see above).
  */
 KILN_API int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                              void *progress_user, struct kiln_start_summary *summary);

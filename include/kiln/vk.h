@@ -47,7 +47,9 @@
  *
  * Threads. Every function taking a context may be called from any number of
  * threads at once (Vulkan lets pipelines be created concurrently and the
- * VkPipelineCache is internally synchronised), except kiln_vk_destroy.
+ * VkPipelineCache is internally synchronised), except kiln_vk_destroy,
+ * kiln_vk_set_validation (set it before building) and two
+ * kiln_vk_cache_save calls at once. Each declaration says which it is.
  *
  * Failures of one program do not stop the others: a stage that does not
  * unpack or a module or pipeline the driver refuses is logged as one warning
@@ -179,6 +181,7 @@ struct kiln_vk_stats {
  * no usable driver or no device with a graphics+compute queue (logged as
  * "Vulkan not available: ..."); KILN_EINVAL for a device index out of
  * range; KILN_EVULKAN for another failed Vulkan call; KILN_ENOMEM.
+ * Thread-safe (each call makes its own context).
  */
 KILN_API int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **vk);
 
@@ -194,9 +197,10 @@ KILN_API int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_v
  * kiln_warm_start validate every stage themselves before they build
  * (kiln_vk_validate_spirv), whatever this setting: a record's checksum
  * says its words are those stored, not that they were ever validated.
- * Set it before building, not while other threads build.
  * @return 0, or KILN_ENOTSUP when this build has no SPIRV-Tools (then
  * nothing is validated).
+ * Thread safety: not beside builds on the context (a plain store): set it
+ * before building, not while other threads build.
  */
 KILN_API int kiln_vk_set_validation(struct kiln_vk *vk, bool on);
 
@@ -220,7 +224,8 @@ KILN_API int kiln_vk_validate_spirv(const uint32_t *words, size_t n, char *why, 
  */
 KILN_API void kiln_vk_destroy(struct kiln_vk *vk);
 
-/* @return the context's description, valid for the context's life. */
+/* @return the context's description, valid for the context's life.
+ * Thread-safe. */
 KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk);
 
 /* Reads the counters. Thread-safe. */
@@ -276,7 +281,8 @@ KILN_API int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
 /* Destroys a pipeline. NULL is a no-op. Thread-safe (not for the same pipeline). */
 KILN_API void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *pipeline);
 
-/* @return the VkPipeline handle, as an integer (cast it back to VkPipeline). */
+/* @return the VkPipeline handle, as an integer (cast it back to VkPipeline).
+ * Thread-safe. */
 KILN_API uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *pipeline);
 
 /*
@@ -302,10 +308,13 @@ KILN_API void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *
  * May run while pipelines are being built.
  * @return 0; KILN_EINVAL when the context has no cache folder or no
  * pipeline cache; KILN_EVULKAN; or the I/O error of the step that failed.
+ * Thread safety: any thread, beside builds; not beside another save of the
+ * same context (both would write "pipelines.vkc.tmp").
  */
 KILN_API int kiln_vk_cache_save(struct kiln_vk *vk);
 
-/* The name of a VkResult value ("VK_ERROR_OUT_OF_HOST_MEMORY"); "VK_?" if unknown. */
+/* The name of a VkResult value ("VK_ERROR_OUT_OF_HOST_MEMORY"); "VK_?" if
+ * unknown. Thread-safe. */
 KILN_API const char *kiln_vk_result_name(int result);
 
 /*
