@@ -847,6 +847,7 @@ static size_t records_in(const char *dir, uint64_t stamp)
  */
 KT_CASE(foz_state_builder)
 {
+    kt_require_corpus("foz/sascha-willems");
     struct kiln_vk *vk = pf_vk(NULL);
     const char *archives[] = {"specializationconstants", "tessellation", "computeraytracing"};
     struct kiln_program *progs[64];

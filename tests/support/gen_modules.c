@@ -21,6 +21,17 @@ int gm_load_any(struct pc_corpus *c, unsigned programs)
     return gm_load(c, programs);
 }
 
+int gm_load_any_or_skip(struct pc_corpus *c, unsigned programs)
+{
+    int rc = gm_load_any(c, programs);
+    if (rc == KILN_ENOTSUP) {
+        printf("skipped: no shared SPIR-V corpus, and no shaderc to generate modules with\n");
+        fflush(stdout);
+        exit(77);
+    }
+    return rc;
+}
+
 int gm_load(struct pc_corpus *c, unsigned programs)
 {
     memset(c, 0, sizeof(*c));

@@ -25,4 +25,9 @@ int gm_load(struct pc_corpus *c, unsigned programs);
  */
 int gm_load_any(struct pc_corpus *c, unsigned programs);
 
+/* gm_load_any, or the case skipped (one "skipped:" line, exit 77) when
+ * there is neither the shared corpus nor shaderc to generate modules with.
+ * @return 0 or the error. */
+int gm_load_any_or_skip(struct pc_corpus *c, unsigned programs);
+
 #endif /* KILN_GEN_MODULES_H */

@@ -9,12 +9,12 @@
 #include "kiln_internal.h"
 
 #include <stdarg.h>
+#include <sys/stat.h>
 
 #ifdef _WIN32
 #include <windows.h>
 #else
 #include <ftw.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -186,6 +186,18 @@ const char *kt_corpus_dir(void)
 {
     const char *env = getenv("KILN_CORPUS");
     return env && *env ? env : KILN_SOURCE_DIR "/../shared/corpus";
+}
+
+void kt_require_corpus(const char *sub)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", kt_corpus_dir(), sub);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        printf("skipped: no shared corpus at %s (set KILN_CORPUS)\n", path);
+        fflush(stdout);
+        exit(77);
+    }
 }
 
 static const char *kt_current; /* the case running now */

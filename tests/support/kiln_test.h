@@ -109,6 +109,11 @@ int kt_mkdir(const char *path);
  * relative to the source tree). */
 const char *kt_corpus_dir(void);
 
+/* Ends the case as skipped (one "skipped:" line, exit 77, ctest's
+ * SKIP_RETURN_CODE) when kt_corpus_dir()/sub is not a folder: a bare clone
+ * has no shared corpus. */
+void kt_require_corpus(const char *sub);
+
 /* A small, fast, seedable random generator (splitmix64) for tests. */
 static inline uint64_t kt_rand(uint64_t *state)
 {
