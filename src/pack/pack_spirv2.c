@@ -56,6 +56,7 @@
  * any damage that still decodes.
  */
 #include "pack_internal.h"
+#include "pack_varint.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -123,37 +124,6 @@ static inline uint32_t rotl8(uint32_t v)
 {
     return v << 8 | v >> 24;
 }
-
-static inline uint32_t zigzag(uint32_t d)
-{
-    return (d << 1) ^ (uint32_t) - (int32_t)(d >> 31);
-}
-
-static inline uint32_t unzigzag(uint32_t v)
-{
-    return (v >> 1) ^ (uint32_t) - (int32_t)(v & 1);
-}
-
-static inline uint8_t *put_varint(uint8_t *p, uint32_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline uint8_t *put_word(uint8_t *p, uint32_t w)
-{
-    kiln__store_le32(p, w);
-    return p + 4;
-}
-
-struct rs {
-    const uint8_t *p;
-    const uint8_t *end;
-};
 
 /* Reads a varint of at most 5 bytes whose value fits 32 bits. */
 static inline bool get_varint(struct rs *s, uint32_t *v)
