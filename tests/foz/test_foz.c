@@ -11,8 +11,8 @@
 #include "kiln_internal.h"
 #include "kiln-tools/foz.h"
 #include "foz_writer.h"
+#include "foz_corpus.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -27,50 +27,6 @@ extern char **environ;
 /* ---------------------------------------------------------------------------
  * Helpers
  * ------------------------------------------------------------------------ */
-
-#define MAX_ARCHIVES 256
-
-struct archives {
-    char *path[MAX_ARCHIVES];
-    size_t n;
-};
-
-static int by_string(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Collects the *.foz files under `dir` and its sub-folders (two levels). */
-static void find_archives(const char *dir, int depth, struct archives *out)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
-            continue; /* a path this long is no archive of the corpus */
-        size_t len = strlen(e->d_name);
-        if (len > 4 && strcmp(e->d_name + len - 4, ".foz") == 0) {
-            if (out->n < MAX_ARCHIVES)
-                out->path[out->n++] = strdup(path);
-        } else if (depth > 0) {
-            find_archives(path, depth - 1, out);
-        }
-    }
-    if (d)
-        closedir(d);
-}
-
-static void corpus_archives(struct archives *out)
-{
-    char dir[4096];
-    out->n = 0;
-    snprintf(dir, sizeof(dir), "%s/foz", kt_corpus_dir());
-    find_archives(dir, 2, out);
-    qsort(out->path, out->n, sizeof(out->path[0]), by_string);
-}
 
 /* The corpus's archives for a case that asserts what the corpus holds:
  * without the shared corpus (a bare clone) the case is skipped. */
@@ -94,13 +50,6 @@ static void some_archives(struct archives *out)
         KT_REQUIRE(fw_archive("none", path, sizeof(path)) == 0);
         out->path[out->n++] = strdup(path);
     }
-}
-
-static void free_archives(struct archives *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        free(a->path[i]);
-    a->n = 0;
 }
 
 /* The path of the corpus archive whose file name starts with `stem.`. */

@@ -20,8 +20,8 @@
 
 #include "kiln_test.h"
 #include "kiln-tools/foz.h"
+#include "foz_corpus.h"
 
-#include <dirent.h>
 #include <json.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -31,67 +31,23 @@
  * The corpus
  * ------------------------------------------------------------------------ */
 
-#define MAX_ARCHIVES 256
-
 /* What the shared corpus holds (issue 14; test_foz.c counts the modules). */
 #define CORPUS_ARCHIVES 48
 #define CORPUS_GRAPHICS 110
 #define CORPUS_COMPUTE  6
-
-struct archives {
-    char *path[MAX_ARCHIVES];
-    size_t n;
-};
-
-static int by_string(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void find_archives(const char *dir, int depth, struct archives *out)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        size_t len = strlen(e->d_name);
-        if (len > 4 && strcmp(e->d_name + len - 4, ".foz") == 0) {
-            if (out->n < MAX_ARCHIVES)
-                out->path[out->n++] = strdup(path);
-        } else if (depth > 0) {
-            find_archives(path, depth - 1, out);
-        }
-    }
-    if (d)
-        closedir(d);
-}
 
 /* @return false (after one "skipped:" line) when the shared corpus is
  * absent: the cases that also check what needs no corpus go on to pass;
  * those that need nothing else call kt_require_corpus first (exit 77). */
 static bool corpus(struct archives *out)
 {
-    char dir[4096];
-    out->n = 0;
-    snprintf(dir, sizeof(dir), "%s/foz", kt_corpus_dir());
-    find_archives(dir, 2, out);
-    qsort(out->path, out->n, sizeof(out->path[0]), by_string);
+    corpus_archives(out);
     if (out->n == 0) {
         printf("skipped: no Fossilize archives under %s/foz (the shared corpus)\n",
                kt_corpus_dir());
         return false;
     }
     return true;
-}
-
-static void archives_free(struct archives *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        free(a->path[i]);
-    a->n = 0;
 }
 
 /* One distinct pipeline: its tag and hash, and its closure's bytes. */
@@ -209,7 +165,7 @@ KT_CASE(corpus_closures)
     KT_CHECK_EQ(graphics, CORPUS_GRAPHICS);
     KT_CHECK_EQ(compute, CORPUS_COMPUTE);
     seen_free(&seen);
-    archives_free(&a);
+    free_archives(&a);
 }
 
 KT_CASE(closure_errors)
@@ -238,7 +194,7 @@ KT_CASE(closure_errors)
     KT_CHECK_EQ(kiln_foz_closure_make(idx, KILN_FOZ_TAG_SAMPLER, 1, &bytes, &size), KILN_EINVAL);
     kiln_foz_index_destroy(idx);
     kiln_foz_close(foz);
-    archives_free(&a);
+    free_archives(&a);
 }
 
 /* ---------------------------------------------------------------------------
@@ -614,7 +570,7 @@ static bool build_corpus(struct gpu *g, unsigned threads, struct kiln_foz_builde
     kiln_foz_builder_destroy(b);
     if (cache)
         g->DestroyPipelineCache(g->device, cache, NULL);
-    archives_free(&a);
+    free_archives(&a);
     return true;
 }
 
@@ -810,7 +766,7 @@ KT_CASE(refusals)
     kiln_foz_close(foz);
     kiln_foz_builder_destroy(b);
     gpu_close(&g);
-    archives_free(&a);
+    free_archives(&a);
 }
 
 /* ---------------------------------------------------------------------------
@@ -1089,7 +1045,7 @@ KT_CASE(unrecorded_states)
     kiln_foz_index_destroy(idx);
     kiln_foz_close(foz);
     gpu_close(&g);
-    archives_free(&a);
+    free_archives(&a);
     int errors = atomic_load(&validation_errors);
     for (int i = 0; i < errors && i < MAX_ERRORS; i++)
         printf("validation error: %s\n", error_text[i]);
