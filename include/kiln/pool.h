@@ -114,6 +114,51 @@ KILN_API int kiln_pool_wait(struct kiln_pool *pool);
  */
 KILN_API int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns);
 
+/* What kiln_pool_create_with makes. Zeroed fields are defaults. */
+struct kiln_pool_options {
+    unsigned workers;      /* at least 1 */
+    size_t queue_capacity; /* 0: four per worker */
+    /*
+     * Resident bytes the pool keeps kiln (and the worker processes
+     * registered with it) under: a worker does not take a job while the
+     * resident memory plus the largest growth one job has shown (at least a
+     * sixteenth of the budget) would pass it, unless no job runs, so at
+     * least one job always runs. Jobs keep their queue order. 0: no budget.
+     * See kiln_pool_default_memory_budget.
+     */
+    uint64_t memory_budget;
+    /* Run the workers at idle priority: SCHED_IDLE (else nice 19) and the
+     * idle I/O class on Linux, THREAD_MODE_BACKGROUND_BEGIN on Windows. */
+    bool background;
+};
+
+/*
+ * kiln_pool_create with a memory budget and background priority.
+ * @return as kiln_pool_create (KILN_EINVAL for NULL options or 0 workers).
+ * Thread-safe (each call makes its own pool).
+ */
+KILN_API int kiln_pool_create_with(const struct kiln_pool_options *options,
+                                   struct kiln_pool **pool);
+
+/*
+ * The memory budget kiln uses when none is given: three quarters of what
+ * is free to this process, min(resident + 3/4 MemAvailable, 3/4 of the
+ * tightest cgroup v2 memory.max) on Linux (the cgroup part is Linux only;
+ * Windows reads the available physical memory). `reason` (may be NULL)
+ * gets one line saying which bound it is.
+ * @return the budget in bytes, or 0 when nothing could be read (no budget).
+ * Thread-safe (reads files, keeps no state).
+ */
+KILN_API uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap);
+
+/*
+ * The resident memory the budget counts: this process plus every worker
+ * process registered with it (kiln's isolated workers), read from
+ * /proc/<pid>/statm on Linux and GetProcessMemoryInfo on Windows.
+ * @return bytes (0 when it cannot be read). Thread-safe.
+ */
+KILN_API uint64_t kiln_pool_resident_bytes(void);
+
 /* Reads the counters. Thread-safe, cheap (one lock). */
 KILN_API void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out);
 
@@ -171,6 +216,8 @@ struct kiln_pool_limits {
     uint64_t mem_per_worker;
     /* At most this many workers; 0: no bound. */
     unsigned max_workers;
+    /* Background work: at most a quarter of the CPUs (at least 1). */
+    bool background;
 };
 
 /* What limited the worker count. */
@@ -181,6 +228,7 @@ enum kiln_pool_bound {
     KILN_POOL_BY_MEMORY = 3, /* free memory past the reserve */
     KILN_POOL_BY_MAX = 4,    /* the caller's max_workers */
     KILN_POOL_BY_CALLER = 5, /* the caller's own count (kiln_pool_auto_workers) */
+    KILN_POOL_BY_BACKGROUND = 6, /* a quarter of the CPUs (KILN_POOL_WORK_BACKGROUND) */
 };
 
 /* The policy's answer. */
@@ -202,7 +250,8 @@ struct kiln_pool_plan {
  *   memory  = when mem_per_worker > 0 and memory is known: the first worker
  *             is always allowed, and one more for each mem_per_worker of
  *             mem_available past mem_reserve;
- *   workers = min(workers, memory, max_workers), at least 1.
+ *   background = a quarter of cpus (at least 1) when limits->background;
+ *   workers = min(workers, memory, background, max_workers), at least 1.
  *
  * When the probe could not read something (machine->flags), the reason
  * says what was assumed.
@@ -238,6 +287,9 @@ enum kiln_pool_work {
      * most KILN_POOL_MAX_READERS threads, each holding one read block of at
      * most 8 MiB. */
     KILN_POOL_WORK_READ = 1,
+    /* KILN_POOL_WORK_BUILD in the background (kiln prepare --background):
+     * at most a quarter of the usable CPUs, the rest left to the user. */
+    KILN_POOL_WORK_BACKGROUND = 2,
 };
 
 /* The most threads one kiln_cache_load_many call reads with. */

@@ -495,6 +495,32 @@ struct kiln_prepare_options {
      * KILN_STATE_BUILTIN need none. The array must outlive the call. */
     const struct kiln_builder *builders;
     size_t nbuilders;
+    /* Build again the programs the build ledger (ledger.kpl in the cache
+     * folder) records as failed on this driver; by default they are
+     * skipped and counted in ledger_skipped. */
+    bool retry_failed;
+    /*
+     * Resident bytes kiln (and its worker processes) is kept under: the
+     * pools start fewer jobs while near it, at least one always runs (see
+     * kiln_pool_options.memory_budget). 0: the default share
+     * (kiln_pool_default_memory_budget); UINT64_MAX: no budget.
+     */
+    uint64_t memory_budget;
+    /* Background mode: idle CPU and I/O priority for the workers, and at
+     * most a quarter of the usable CPUs when `jobs` is 0
+     * (KILN_POOL_WORK_BACKGROUND). */
+    bool background;
+    /*
+     * Asked before each job (from worker threads and the caller's thread,
+     * so it must be thread-safe and cheap; a signal handler sets a flag it
+     * reads): once it returns true, no more work is handed out, what was
+     * stored is synced, pipelines.vkc and the ledger are saved, and
+     * kiln_prepare returns KILN_ECANCELED. A later kiln_prepare over the
+     * same folder resumes: stored programs are not translated again, and
+     * built ones are not built again. NULL: never.
+     */
+    bool (*cancel)(void *user);
+    void *cancel_user;
 };
 
 /* Sets every field of *o to its default (see the fields). Thread-safe. */
@@ -577,6 +603,13 @@ struct kiln_prepare_summary {
     uint64_t dict_payload_after;  /* ... and after it */
     uint64_t dict_bytes;          /* the size of programs.kpd (0: none) */
     uint64_t dict_ns;             /* training and repacking */
+    /* The build ledger. */
+    uint64_t driver_compiles; /* pipelines this run handed to the driver (built + failed) */
+    uint64_t ledger_skipped;  /* programs the ledger answered: built before on this driver
+                                 with pipelines.vkc loaded, or failed before (not retried) */
+    uint64_t ledger_failed;   /* of ledger_skipped, those recorded as failed */
+    uint64_t memory_budget;   /* the budget the pools kept to, bytes (0: none) */
+    bool canceled;            /* options.cancel stopped the run (error KILN_ECANCELED) */
 };
 
 /*

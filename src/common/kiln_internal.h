@@ -160,6 +160,19 @@ int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, si
  */
 int kiln__path_join(char *out, size_t cap, const char *dir, const char *name);
 
+/*
+ * The memory budget's worker processes (defined in src/pool/budget.c):
+ * the resident memory of a registered process counts toward every pool's
+ * budget (kiln_pool_resident_bytes) until it is removed. Register a child
+ * right after it starts and remove it once it was waited for.
+ * kiln__budget_add_pid @return 0, KILN_EINVAL for pid <= 0, or KILN_ERANGE
+ * when KILN__BUDGET_MAX_PIDS are registered. Removing a pid that is not
+ * registered is a no-op. Both thread-safe.
+ */
+#define KILN__BUDGET_MAX_PIDS 256
+int kiln__budget_add_pid(long pid);
+void kiln__budget_remove_pid(long pid);
+
 #ifdef _WIN32
 #include <wchar.h>
 

@@ -157,6 +157,40 @@ int kiln__pool_parse_cgroup(const char *t, size_t n, char *path, size_t cap)
     return KILN_ENOTFOUND;
 }
 
+int kiln__pool_parse_memory_max(const char *t, size_t n, uint64_t *bytes)
+{
+    size_t i = 0;
+    uint64_t v = 0;
+    if (n >= 3 && memcmp(t, "max", 3) == 0)
+        i = 3; /* no limit: 0 */
+    else
+        KILN_TRY(parse_u64(t, n, &i, &v));
+    while (i < n && (is_space(t[i]) || t[i] == '\n'))
+        i++;
+    if (i != n)
+        return KILN_EPARSE;
+    *bytes = v;
+    return KILN_OK;
+}
+
+int kiln__pool_parse_statm(const char *t, size_t n, uint64_t page_size, uint64_t *bytes)
+{
+    size_t i = 0;
+    uint64_t size, resident;
+    KILN_TRY(parse_u64(t, n, &i, &size));
+    if (i >= n || !is_space(t[i]))
+        return KILN_EPARSE;
+    while (i < n && is_space(t[i]))
+        i++;
+    KILN_TRY(parse_u64(t, n, &i, &resident));
+    if (i < n && !is_space(t[i]) && t[i] != '\n')
+        return KILN_EPARSE;
+    if (page_size && resident > UINT64_MAX / page_size)
+        return KILN_EPARSE;
+    *bytes = resident * page_size;
+    return KILN_OK;
+}
+
 /* ---- the policy -------------------------------------------------------- */
 
 struct reason {
@@ -196,6 +230,8 @@ static const char *bound_text(enum kiln_pool_bound b)
         return "the requested maximum";
     case KILN_POOL_BY_CALLER:
         return "the caller";
+    case KILN_POOL_BY_BACKGROUND:
+        return "background mode";
     case KILN_POOL_BY_CPUS:
         break;
     }
@@ -245,6 +281,13 @@ int kiln_pool_policy(const struct kiln_pool_machine *m, const struct kiln_pool_l
         }
     }
 
+    /* Background work leaves three quarters of the CPUs to the user. */
+    unsigned quarter = KILN_MAX(cpus / 4, 1u);
+    if (lim->background && quarter < workers) {
+        workers = quarter;
+        bound = KILN_POOL_BY_BACKGROUND;
+    }
+
     if (lim->max_workers > 0 && lim->max_workers < workers) {
         workers = lim->max_workers;
         bound = KILN_POOL_BY_MAX;
@@ -278,6 +321,8 @@ int kiln_pool_policy(const struct kiln_pool_machine *m, const struct kiln_pool_l
     } else if (mem_rule) {
         add(&r, ", free memory unknown (not limiting)");
     }
+    if (lim->background)
+        add(&r, ", background: a quarter of the CPUs");
     if (lim->max_workers > 0)
         add(&r, ", at most %u", lim->max_workers);
     if (bound != KILN_POOL_BY_CPUS)
@@ -293,5 +338,6 @@ void kiln_pool_work_limits(enum kiln_pool_work work, struct kiln_pool_limits *li
                                             .max_workers = KILN_POOL_MAX_READERS};
     else
         *limits = (struct kiln_pool_limits){.mem_reserve = BUILD_MEM_RESERVE,
-                                            .mem_per_worker = BUILD_MEM_PER_WORKER};
+                                            .mem_per_worker = BUILD_MEM_PER_WORKER,
+                                            .background = work == KILN_POOL_WORK_BACKGROUND};
 }

@@ -20,9 +20,14 @@
  *   submit refuses under the same lock.
  * - Destroy never leaves a thread behind: it sets `stopping` and wakes every
  *   worker; a worker exits only when the ring is empty and `stopping` is set.
+ * - With a memory budget (budget.c), a worker that finds a job but sees the
+ *   resident memory near the budget leaves it in the ring and looks again
+ *   a few milliseconds later, but only while another job runs: the check
+ *   of `running` and the take happen under one hold of the lock, so a job
+ *   is always running or being taken, and the queue order is kept.
  */
 #include "kiln_internal.h"
-#include "kiln/pool.h"
+#include "pool_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,12 +66,24 @@ struct kiln_pool {
 
     unsigned nworkers;
     struct pool_worker *workers;
+
+    struct kiln__budget budget; /* limit 0: none */
+    bool background;
 };
+
+/* How long a worker held back by the budget waits before it looks again. */
+#define BUDGET_RECHECK_NS 5000000L
 
 static void *worker_main(void *p)
 {
     struct pool_worker *w = p;
     struct kiln_pool *pool = w->pool;
+    if (pool->background) {
+        int brc = kiln__pool_thread_background();
+        if (brc < 0 && w->index == 0)
+            KILN_INFO("pool", "background priority only in part: %s", kiln_strerror(brc));
+    }
+    uint64_t rss_before = 0;
 
     pthread_mutex_lock(&pool->lock);
     for (;;) {
@@ -74,6 +91,21 @@ static void *worker_main(void *p)
             pthread_cond_wait(&pool->has_job, &pool->lock);
         if (pool->count == 0)
             break; /* stopping, nothing left */
+        if (pool->budget.limit && pool->running > 0) {
+            pthread_mutex_unlock(&pool->lock);
+            bool hold = kiln__budget_hold(&pool->budget, &rss_before);
+            if (hold) {
+                struct timespec ts = {0, BUDGET_RECHECK_NS};
+                nanosleep(&ts, NULL);
+            }
+            pthread_mutex_lock(&pool->lock);
+            if (hold && pool->running > 0)
+                continue; /* look again; the ring may have changed meanwhile */
+            if (pool->count == 0)
+                continue;
+        } else if (pool->budget.limit) {
+            rss_before = kiln_pool_resident_bytes();
+        }
         struct pool_job job = pool->ring[pool->head];
         pool->head = (pool->head + 1) % pool->capacity;
         pool->count--;
@@ -82,6 +114,8 @@ static void *worker_main(void *p)
         pthread_mutex_unlock(&pool->lock);
 
         int rc = job.fn(job.arg, w->index);
+        if (pool->budget.limit)
+            kiln__budget_job_done(&pool->budget, rss_before);
 
         pthread_mutex_lock(&pool->lock);
         pool->running--;
@@ -129,9 +163,19 @@ static void free_pool(struct kiln_pool *pool)
 
 int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool **out)
 {
+    struct kiln_pool_options o = {.workers = workers, .queue_capacity = queue_capacity};
+    return kiln_pool_create_with(&o, out);
+}
+
+int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **out)
+{
     if (!out)
         return KILN_EINVAL;
     *out = NULL;
+    if (!o)
+        return KILN_EINVAL;
+    unsigned workers = o->workers;
+    size_t queue_capacity = o->queue_capacity;
     if (workers == 0)
         return KILN_EINVAL;
     if (queue_capacity == 0)
@@ -151,6 +195,10 @@ int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool *
     pool->capacity = queue_capacity;
     pool->nworkers = workers;
     atomic_init(&pool->canceled, false);
+    pool->budget.limit = o->memory_budget == UINT64_MAX ? 0 : o->memory_budget;
+    atomic_init(&pool->budget.growth, 0);
+    atomic_init(&pool->budget.logged, false);
+    pool->background = o->background;
 
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);

@@ -31,6 +31,38 @@ int kiln__pool_parse_meminfo(const char *text, size_t n, uint64_t *bytes);
 int kiln__pool_parse_cgroup(const char *text, size_t n, char *path, size_t cap);
 
 /*
+ * Parses a cgroup v2 memory.max: "max" (no limit: *bytes = 0) or a byte
+ * count, then optional blanks and newline.
+ * @return 0 or KILN_EPARSE.
+ */
+int kiln__pool_parse_memory_max(const char *text, size_t n, uint64_t *bytes);
+
+/*
+ * Parses /proc/<pid>/statm ("size resident shared ..." in pages) into the
+ * resident bytes (resident x page_size).
+ * @return 0 or KILN_EPARSE.
+ */
+int kiln__pool_parse_statm(const char *text, size_t n, uint64_t page_size, uint64_t *bytes);
+
+/*
+ * The resident bytes of process `pid` (0: this process), or 0 when it
+ * cannot be read (gone, another platform). Platform file.
+ */
+uint64_t kiln__pool_rss_of(long pid);
+
+/*
+ * The tightest cgroup v2 memory.max from this process's cgroup up to the
+ * root, under `proc_root` / `cgroup_root` (NULL: the real ones).
+ * @return 0 with the bytes (0: no limit), or KILN_ENOTSUP where there are
+ * no cgroups. Platform file.
+ */
+int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64_t *bytes);
+
+/* Puts the calling thread at idle CPU and I/O priority. @return 0 or the
+ * first error (the thread keeps what could be set). Platform file. */
+int kiln__pool_thread_background(void);
+
+/*
  * Tells the Windows heap kind from the first `n` bytes of a heap's header
  * (the 32-bit signature at offset 0x10: 0xFFEEFFEE NT heap, 0xDDEEDDEE
  * segment heap). *signature (when not NULL) gets the word read.
@@ -48,5 +80,27 @@ int kiln__pool_heap_kind(const void *header, size_t n, enum kiln_heap_kind *kind
  */
 int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature);
 #endif
+
+/* ---- the memory budget (budget.c), as the pool's workers use it ---------- */
+
+#include <stdatomic.h>
+
+/* One pool's budget. */
+struct kiln__budget {
+    uint64_t limit;               /* bytes; 0: none */
+    _Atomic uint64_t growth;      /* the largest growth of resident memory over one job */
+    atomic_bool logged;           /* the hold was logged once */
+};
+
+/*
+ * Whether a worker should hold back from taking a job now: the resident
+ * memory (kiln_pool_resident_bytes, in *rss) plus the expected growth of
+ * one job would pass the limit. Logs the first hold of the pool once.
+ * Thread-safe.
+ */
+bool kiln__budget_hold(struct kiln__budget *b, uint64_t *rss);
+
+/* Notes a finished job that started at `rss_before`. Thread-safe. */
+void kiln__budget_job_done(struct kiln__budget *b, uint64_t rss_before);
 
 #endif /* KILN_POOL_INTERNAL_H */

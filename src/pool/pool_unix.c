@@ -18,9 +18,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 /*
  * Reads a small file whole (procfs and cgroupfs report size 0, so read to
@@ -164,4 +170,87 @@ int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_
     probe_quota(proc_root ? proc_root : "/proc", cgroup_root ? cgroup_root : "/sys/fs/cgroup", m);
     probe_memory(proc_root ? proc_root : "/proc", m);
     return KILN_OK;
+}
+
+/* ---- the memory budget and background priority ---------------------------- */
+
+uint64_t kiln__pool_rss_of(long pid)
+{
+    char file[64], text[256];
+    if (pid == 0)
+        snprintf(file, sizeof(file), "/proc/self/statm");
+    else
+        snprintf(file, sizeof(file), "/proc/%ld/statm", pid);
+    int64_t n = read_small(file, text, sizeof(text));
+    uint64_t bytes;
+    long page = sysconf(_SC_PAGESIZE);
+    if (n < 0 || page <= 0 || kiln__pool_parse_statm(text, (size_t)n, (uint64_t)page, &bytes) < 0)
+        return 0;
+    return bytes;
+}
+
+int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64_t *bytes)
+{
+    char path[4096], file[4096], text[8192];
+    *bytes = 0;
+    proc_root = proc_root ? proc_root : "/proc";
+    cgroup_root = cgroup_root ? cgroup_root : "/sys/fs/cgroup";
+    if (snprintf(file, sizeof(file), "%s/self/cgroup", proc_root) >= (int)sizeof(file))
+        return KILN_ERANGE;
+    int64_t n = read_small(file, text, sizeof(text));
+    if (n == KILN_ENOENT)
+        return KILN_ENOTSUP;
+    int rc = n < 0 ? (int)n : kiln__pool_parse_cgroup(text, (size_t)n, path, sizeof(path));
+    if (rc == KILN_ENOTFOUND)
+        return KILN_ENOTSUP; /* cgroup v1 only */
+    if (rc < 0)
+        strcpy(path, "/");
+    /* A parent's limit bounds every child: keep the smallest. */
+    for (;;) {
+        const char *sep = strcmp(path, "/") == 0 ? "" : path;
+        uint64_t v;
+        if (snprintf(file, sizeof(file), "%s%s/memory.max", cgroup_root, sep) >=
+            (int)sizeof(file))
+            break;
+        n = read_small(file, text, sizeof(text));
+        if (n >= 0 && kiln__pool_parse_memory_max(text, (size_t)n, &v) == KILN_OK && v > 0 &&
+            (*bytes == 0 || v < *bytes))
+            *bytes = v;
+        else if (n >= 0 && n != 0 && kiln__pool_parse_memory_max(text, (size_t)n, &v) < 0)
+            KILN_WARN("pool", "%s: malformed (expected \"max\" or bytes); ignored", file);
+        if (strcmp(path, "/") == 0)
+            break;
+        char *slash = strrchr(path, '/');
+        if (slash == path)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+    }
+    return KILN_OK;
+}
+
+int kiln__pool_thread_background(void)
+{
+    int rc = KILN_OK;
+#if defined(__linux__) && defined(SCHED_IDLE)
+    struct sched_param sp = {0};
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0) {
+        /* Not allowed here (a seccomp filter, say): nice 19 for this thread. */
+        if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0)
+            rc = kiln_error_from_errno(errno, KILN_EIO);
+    }
+#else
+    if (setpriority(PRIO_PROCESS, 0, 19) != 0)
+        rc = kiln_error_from_errno(errno, KILN_EIO);
+#endif
+#if defined(__linux__) && defined(SYS_ioprio_set)
+    /* ioprio_set(IOPRIO_WHO_PROCESS, this thread, IOPRIO_CLASS_IDLE): the
+     * kernel's uapi numbers (class 3 in the top bits, who 1). */
+    const int who_process = 1, class_idle = 3, class_shift = 13;
+    if (syscall(SYS_ioprio_set, who_process, (int)syscall(SYS_gettid),
+                class_idle << class_shift) != 0 &&
+        rc == KILN_OK)
+        rc = kiln_error_from_errno(errno, KILN_EIO);
+#endif
+    return rc;
 }

@@ -22,6 +22,8 @@
 
 #include <string.h>
 #include <windows.h>
+/* After windows.h, which psapi.h needs. */
+#include <psapi.h>
 
 int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature)
 {
@@ -69,4 +71,35 @@ int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_
         m->heap = KILN_HEAP_NT;
     }
     return KILN_OK;
+}
+
+/* ---- the memory budget and background priority ---------------------------- */
+
+uint64_t kiln__pool_rss_of(long pid)
+{
+    HANDLE h = pid == 0 ? GetCurrentProcess()
+                        : OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)pid);
+    if (!h)
+        return 0;
+    PROCESS_MEMORY_COUNTERS pmc;
+    BOOL ok = GetProcessMemoryInfo(h, &pmc, sizeof(pmc));
+    if (pid != 0)
+        CloseHandle(h);
+    return ok ? (uint64_t)pmc.WorkingSetSize : 0;
+}
+
+int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64_t *bytes)
+{
+    (void)proc_root;
+    (void)cgroup_root;
+    *bytes = 0;
+    return KILN_ENOTSUP; /* no cgroups; job object limits are not read */
+}
+
+int kiln__pool_thread_background(void)
+{
+    /* Background mode lowers CPU, I/O and memory priority together. */
+    if (SetThreadPriority(GetCurrentThread(), THREAD_MODE_BACKGROUND_BEGIN))
+        return KILN_OK;
+    return SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_IDLE) ? KILN_OK : KILN_EIO;
 }

@@ -52,7 +52,58 @@ struct kiln__prep_build {
     _Atomic uint64_t failed[KILN_STATE_KINDS];
     _Atomic unsigned skip_claimed[KILN_STATE_KINDS]; /* 0 until the first skip (zeroed) */
     char skip_reason[KILN_STATE_KINDS][160];
+    /* The run's controls (prep_run.c): the pool's memory budget and
+     * priority, and the cancel check (NULL: none). */
+    uint64_t memory_budget;
+    bool background;
+    bool (*cancel)(void *user);
+    void *cancel_user;
+    _Atomic uint64_t started; /* builds started (the test hook counts them) */
+    atomic_bool stopped;      /* out: a build was not started because of a cancel */
 };
+
+/* ---- the run's controls (prep_run.c) --------------------------------------- */
+
+/*
+ * Whether the run should stop handing out work: the options' cancel, or
+ * the test hook kiln__prep_test_cancel_after (counted by `started`, when
+ * not NULL). Thread-safe.
+ */
+bool kiln__prep_stopping(bool (*cancel)(void *), void *user, _Atomic uint64_t *started);
+
+/* Test hook: with a value K > 0, every pipeline phase stops after K builds
+ * started (as if options.cancel said so). 0 outside tests. */
+extern uint64_t kiln__prep_test_cancel_after;
+
+/* A pool for a phase of a run: `workers`, with the run's budget and
+ * priority. @return kiln_pool_create_with's result. */
+int kiln__prep_pool(unsigned workers, uint64_t memory_budget, bool background,
+                    struct kiln_pool **pool);
+
+/* The ledger's part of kiln_prepare's pipeline phase. */
+struct kiln__prep_ledger;
+
+/*
+ * Opens the cache folder's ledger for vk's driver and takes from `items`
+ * (payload set to NULL) what it answers: programs built before on this
+ * driver, when pipelines.vkc was loaded and no on_pipeline wants the
+ * pipelines, and programs that failed before unless retry_failed. Counts
+ * them in s->ledger_skipped / ledger_failed. A ledger that cannot be read
+ * answers nothing (logged). @return 0 or KILN_ENOMEM; *out may be NULL.
+ */
+int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk *vk,
+                            struct kiln__prep_item *items, size_t n,
+                            struct kiln_prepare_summary *s, struct kiln__prep_ledger **out);
+
+/*
+ * Records what the pipeline phase did with the items it was handed: each
+ * failure as FAILED (a skip for missing device features is not recorded,
+ * nor an item never run), each pipeline built as BUILT when `vkc_saved`;
+ * then syncs the ledger (a failure is logged as a warning: only builds are
+ * lost) and frees it. NULL is a no-op.
+ */
+void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep_item *items,
+                           size_t n, bool vkc_saved);
 
 /*
  * Checks the builders of options (each kind below KILN_STATE_KINDS, a

@@ -44,6 +44,13 @@
  *   module's hash), so a cache filled by another route is found as it is.
  *
  * - Progress is reported from the caller's thread only (see start.c).
+ *
+ * - Compile once, a memory budget, background and cancel live in
+ *   prep_run.c (the build ledger, ledger.c); this file only calls it: the
+ *   ledger answers before the pipeline phase and records after it, the
+ *   pools get the run's budget and priority, and a cancelled run stops
+ *   handing out jobs, syncs, saves pipelines.vkc and the ledger, and
+ *   returns KILN_ECANCELED.
  */
 #include "kiln_internal.h"
 #include "prep_internal.h"
@@ -278,7 +285,20 @@ struct run {
     uint64_t packed_bytes;
     int cache_error; /* the first failed put or sync; stops the run */
     struct kiln_pool *pool;
+    uint64_t memory_budget; /* for the pools (0: none) */
+    atomic_bool canceled;   /* options.cancel said so */
 };
+
+/* Whether the run was asked to stop (remembered once seen). */
+static bool stopping(struct run *r)
+{
+    if (atomic_load(&r->canceled))
+        return true;
+    if (!kiln__prep_stopping(r->o->cancel, r->o->cancel_user, NULL))
+        return false;
+    atomic_store(&r->canceled, true);
+    return true;
+}
 
 static int load_program(struct prog *it, struct kiln_program **p)
 {
@@ -435,6 +455,8 @@ static int translate_job(void *arg, unsigned worker)
     struct prog *it = arg;
     struct run *r = it->run;
     struct kiln_program *p = NULL;
+    if (stopping(r))
+        return KILN_OK; /* not started: the next run does it */
     int rc = load_program(it, &p);
     if (rc < 0) {
         it->failed = true;
@@ -572,7 +594,7 @@ static int translate_pass(struct run *r, struct prog *progs, size_t n, bool rema
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += !remakes || progs[i].remake;
-    int rc = kiln_pool_create(workers, 0, &r->pool);
+    int rc = kiln__prep_pool(workers, r->memory_budget, r->o->background, &r->pool);
     if (rc < 0)
         return rc;
     if (progress)
@@ -749,8 +771,18 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     for (size_t i = 0; i < n; i++)
         progs[i] = (struct prog){.run = &r, .index = (uint32_t)i};
     struct kiln_pool_plan plan;
-    s->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o->jobs, &plan);
+    s->workers = kiln_pool_auto_workers(o->background ? KILN_POOL_WORK_BACKGROUND
+                                                      : KILN_POOL_WORK_BUILD,
+                                        o->jobs, &plan);
     snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
+    if (o->memory_budget == 0) {
+        char why[256];
+        r.memory_budget = kiln_pool_default_memory_budget(why, sizeof(why));
+        KILN_INFO("prep", "%s", why);
+    } else if (o->memory_budget != UINT64_MAX) {
+        r.memory_budget = o->memory_budget;
+    }
+    s->memory_budget = r.memory_budget;
     s->open_ns = kiln_now_ns() - t0;
 
     /* Translate, pack and store, on the pool. */
@@ -763,6 +795,11 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     s->translate_ns = kiln_now_ns() - t1;
     if (r.cache_error) {
         fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
+        goto out;
+    }
+    if (stopping(&r)) {
+        /* What was stored is synced (translate_pass): the next run resumes. */
+        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
         goto out;
     }
     if (o->dict) {
@@ -831,15 +868,27 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
                                  .progress = progress,
                                  .progress_user = progress_user,
                                  .builders = o->builders,
-                                 .nbuilders = o->nbuilders};
+                                 .nbuilders = o->nbuilders,
+                                 .memory_budget = r.memory_budget,
+                                 .background = o->background,
+                                 .cancel = o->cancel,
+                                 .cancel_user = o->cancel_user};
+    struct kiln__prep_ledger *ledger = NULL;
+    rc = kiln__prep_ledger_begin(o, vk, items, n, s, &ledger);
+    if (rc < 0) {
+        fail_at(s, KILN_PREP_STEP_OTHER, rc);
+        goto out;
+    }
     int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     s->pipelines_ns = kiln_now_ns() - t4;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     if (built < 0) {
+        kiln__prep_ledger_end(ledger, items, n, false);
         fail_at(s, KILN_PREP_STEP_OTHER, (int)built);
         goto out;
     }
     s->pipelines_built = (uint64_t)built;
+    s->driver_compiles = s->pipelines_built + s->pipelines_failed;
 
     /* The driver's compiled pipelines, for the warm start. */
     uint64_t t5 = kiln_now_ns();
@@ -849,7 +898,10 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
                    kiln_strerror(rc));
         fail_at(s, KILN_PREP_STEP_CACHE, rc);
     }
+    kiln__prep_ledger_end(ledger, items, n, rc == KILN_OK);
     s->save_ns = kiln_now_ns() - t5;
+    if (!s->error && (atomic_load(&b.stopped) || stopping(&r)))
+        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
 
 out:
     if (progs)
@@ -872,6 +924,7 @@ out:
     if (lock_made)
         pthread_mutex_destroy(&r.put_lock);
     kiln_cache_close(r.cache);
+    s->canceled = s->error == KILN_ECANCELED;
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
     return s->error;

@@ -423,6 +423,11 @@ static int build_one(void *arg, unsigned worker)
 {
     struct build_job *j = arg;
     struct kiln__prep_item *it = j->item;
+    if (kiln__prep_stopping(j->b->cancel, j->b->cancel_user, &j->b->started)) {
+        atomic_store(&j->b->stopped, true);
+        it->status = KILN_ECANCELED; /* not started: the next run builds it */
+        return KILN_OK;
+    }
     char hex[48];
     const char *name = it->name;
     if (!name) {
@@ -502,7 +507,7 @@ int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item 
     if (!jobs)
         return KILN_ENOMEM;
     struct kiln_pool *pool;
-    int rc = kiln_pool_create(workers, 0, &pool);
+    int rc = kiln__prep_pool(workers, b->memory_budget, b->background, &pool);
     if (rc < 0) {
         free(jobs);
         return rc;

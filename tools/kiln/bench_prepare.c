@@ -62,6 +62,7 @@
 #define DEFAULT_PROGRAMS        64u
 #define DEFAULT_MEMORY_PROGRAMS 48u
 #define MAX_RUNS                32
+#define DEFAULT_TWICE_PROGRAMS  16u
 
 static const char help[] =
     "usage: %s [--programs N] [--threads LIST] [--seed S] [--json]\n"
@@ -77,6 +78,10 @@ static const char help[] =
     "                  the usable CPUs, then twice that)\n"
     "  --memory-programs M  programs of the two memory runs, built on one\n"
     "                  thread (default %u, at most N)\n"
+    "  --twice-programs K  compile once: K generated programs prepared twice into\n"
+    "                  a new cache folder (kiln_prepare, the policy's workers); the\n"
+    "                  pipelines phase and driver compiles of each run side by side\n"
+    "                  (default %u; 0 skips it)\n"
     "  --seed S        the generator's seed (default: a new random seed per run,\n"
     "                  so no driver cache from an earlier run can hold them)\n"
     "  --device N      the Vulkan device by index\n"
@@ -477,6 +482,7 @@ int cmd_bench_prepare(int argc, char **argv)
         {"programs", required_argument, NULL, 'n'},
         {"threads", required_argument, NULL, 't'},
         {"memory-programs", required_argument, NULL, 'm'},
+        {"twice-programs", required_argument, NULL, 'T'},
         {"seed", required_argument, NULL, 's'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
@@ -485,7 +491,7 @@ int cmd_bench_prepare(int argc, char **argv)
     };
     struct bench b = {.name = name, .n = DEFAULT_PROGRAMS};
     unsigned list[MAX_RUNS];
-    unsigned nlist = 0, mem_n = DEFAULT_MEMORY_PROGRAMS;
+    unsigned nlist = 0, mem_n = DEFAULT_MEMORY_PROGRAMS, twice_n = DEFAULT_TWICE_PROGRAMS;
     bool json = false, seed_given = false;
     uint64_t v;
     int c;
@@ -502,6 +508,11 @@ int cmd_bench_prepare(int argc, char **argv)
             if (cli_parse_u64(name, "--memory-programs", optarg, 1, 1000000, false, &v))
                 return KILN_EXIT_USAGE;
             mem_n = (unsigned)v;
+            break;
+        case 'T':
+            if (cli_parse_u64(name, "--twice-programs", optarg, 0, 1000000, false, &v))
+                return KILN_EXIT_USAGE;
+            twice_n = (unsigned)v;
             break;
         case 't':
             if (parse_threads(name, optarg, list, &nlist))
@@ -520,7 +531,7 @@ int cmd_bench_prepare(int argc, char **argv)
             json = true;
             break;
         case 'h':
-            printf(help, name, DEFAULT_PROGRAMS, DEFAULT_MEMORY_PROGRAMS);
+            printf(help, name, DEFAULT_PROGRAMS, DEFAULT_MEMORY_PROGRAMS, DEFAULT_TWICE_PROGRAMS);
             return KILN_EXIT_OK;
         default:
             return cli_option_error(name, c, argv);
@@ -612,11 +623,18 @@ int cmd_bench_prepare(int argc, char **argv)
             fprintf(stderr, "memory: modules only for the create call...\n");
         rc = measure(&b, MODE_TRANSIENT, 1, &trans);
     }
+    struct bench_twice tw = {0};
+    if (rc == KILN_OK && twice_n) {
+        if (!json)
+            fprintf(stderr, "compile once: %u programs prepared twice...\n", twice_n);
+        rc = bench_prepare_twice(name, twice_n, b.seed, 0, &tw);
+    }
     if (rc < 0) {
         free_programs(&b);
         return KILN_EXIT_FAILED;
     }
-    failed += keep.failed + trans.failed;
+    failed += keep.failed + trans.failed + tw.failed[0] + tw.failed[1];
+    double twice_ratio = tw.pipelines_s[0] > 0 ? tw.pipelines_s[1] / tw.pipelines_s[0] : 0;
 
     double best = 0;
     for (unsigned i = 0; i < nlist; i++)
@@ -687,6 +705,23 @@ int cmd_bench_prepare(int argc, char **argv)
         cli_json_double(&j, "keep_modules_cost_mb", modules_cost);
         cli_json_double(&j, "rss_saved_mb", saved);
         cli_json_bool(&j, "saved_at_least_spirv", saved >= mem_spirv);
+        if (twice_n) {
+            cli_json_object_begin(&j, "compile_once");
+            cli_json_u64(&j, "programs", tw.programs);
+            cli_json_u64(&j, "first_driver_compiles", tw.driver_compiles[0]);
+            cli_json_u64(&j, "second_driver_compiles", tw.driver_compiles[1]);
+            cli_json_u64(&j, "second_ledger_skipped", tw.ledger_skipped[1]);
+            cli_json_object_begin(&j, "seconds");
+            cli_json_double(&j, "first_pipelines", tw.pipelines_s[0]);
+            cli_json_double(&j, "second_pipelines", tw.pipelines_s[1]);
+            cli_json_double(&j, "first_total", tw.total_s[0]);
+            cli_json_double(&j, "second_total", tw.total_s[1]);
+            cli_json_object_end(&j);
+            cli_json_double(&j, "pipelines_ratio", twice_ratio);
+            cli_json_object_end(&j);
+        } else {
+            cli_json_null(&j, "compile_once");
+        }
         cli_json_end(&j);
     } else {
         printf("kiln bench prepare: %u programs (%u modules, %.1f MB SPIR-V, seed 0x%" PRIx64
@@ -713,6 +748,19 @@ int cmd_bench_prepare(int argc, char **argv)
                trans.chained ? ", create info chained" : "");
         printf("  %-30s %10.1f MB  (their SPIR-V: %.1f MB; making the kept modules cost %.1f MB)\n",
                "saved", saved, mem_spirv, modules_cost);
+        if (twice_n) {
+            printf("\n  compile once: %u programs prepared twice into one new cache folder\n",
+                   tw.programs);
+            printf("  %-8s %18s %16s %12s\n", "run", "pipelines phase s", "driver compiles",
+                   "total s");
+            printf("  %-8s %18.3f %16" PRIu64 " %12.2f\n", "first", tw.pipelines_s[0],
+                   tw.driver_compiles[0], tw.total_s[0]);
+            printf("  %-8s %18.3f %16" PRIu64 " %12.2f  (%" PRIu64 " answered by the ledger)\n",
+                   "second", tw.pipelines_s[1], tw.driver_compiles[1], tw.total_s[1],
+                   tw.ledger_skipped[1]);
+            printf("  second / first pipelines phase: %.4f (%.2f%%)\n", twice_ratio,
+                   100.0 * twice_ratio);
+        }
         if (failed)
             printf("\n  %" PRIu64 " builds failed (logged above)\n", failed);
     }

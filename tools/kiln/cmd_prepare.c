@@ -18,13 +18,16 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
 static const char help[] =
     "usage: %s [--corpus DIR|FILE.foz | --generate N] [--seed S] [--cache DIR]\n"
-    "       [--jobs N|auto] [--dict] [--no-vulkan] [--device N] [--json]\n"
+    "       [--jobs N|auto] [--dict] [--no-vulkan] [--device N] [--retry-failed]\n"
+    "       [--memory-budget B] [--background] [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -49,11 +52,39 @@ static const char help[] =
     "  --no-vulkan     translate and store only; build no pipeline\n"
     "  --device N      the Vulkan device by index (default: the first discrete GPU,\n"
     "                  else the first device)\n"
+    "  --retry-failed  build again the programs the build ledger records as failed\n"
+    "                  on this driver (by default they are skipped and counted)\n"
+    "  --memory-budget B  keep kiln's resident memory under B bytes (suffixes K, M,\n"
+    "                  G): fewer builds run at once near it, never fewer than one\n"
+    "                  (default: three quarters of what is free; 0: no budget)\n"
+    "  --background    idle CPU and I/O priority, at most a quarter of the CPUs\n"
+    "                  (unless --jobs); Ctrl-C or SIGTERM stops it cleanly, and the\n"
+    "                  next run resumes where it stopped\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
-    "Exit codes: 0 done, 1 something failed (each failure is logged), 2 bad usage,\n"
-    "an unreadable corpus, or a cache folder that holds something else.\n";
+    "A second run over the same programs on the same driver builds nothing: the\n"
+    "build ledger (ledger.kpl) and pipelines.vkc answer. SIGINT or SIGTERM stops any\n"
+    "run cleanly (what was done is kept; a second signal ends it at once).\n"
+    "\n"
+    "Exit codes: 0 done, 1 something failed (each failure is logged) or the run was\n"
+    "stopped by a signal, 2 bad usage, an unreadable corpus, or a cache folder that\n"
+    "holds something else.\n";
+
+/* Set by SIGINT or SIGTERM; read by the library's workers (lock-free). */
+static atomic_int stop_asked;
+
+static void on_stop_signal(int sig)
+{
+    atomic_store(&stop_asked, 1);
+    signal(sig, SIG_DFL); /* a second signal ends the process */
+}
+
+static bool stop_requested(void *user)
+{
+    (void)user;
+    return atomic_load_explicit(&stop_asked, memory_order_relaxed) != 0;
+}
 
 /* What the command line names as the programs, and what is opened for it. */
 struct prep_input {
@@ -141,6 +172,12 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "remade", s->remade);
     cli_json_u64(&j, "pipelines_built", s->pipelines_built);
     cli_json_u64(&j, "pipelines_failed", s->pipelines_failed);
+    cli_json_u64(&j, "driver_compiles", s->driver_compiles);
+    cli_json_u64(&j, "ledger_skipped", s->ledger_skipped);
+    cli_json_u64(&j, "ledger_failed", s->ledger_failed);
+    cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
+    cli_json_bool(&j, "background", o->background);
+    cli_json_bool(&j, "canceled", s->canceled);
     cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
     cli_json_u64(&j, "packed_bytes", s->packed_bytes);
     cli_json_str(&j, "codec", kiln_codec_name(o->codec));
@@ -199,12 +236,18 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
     else if (s->dict_id)
         printf("  dictionary %016" PRIx64 " (the cache's, %s)\n", s->dict_id,
                cli_format_bytes(b1, sizeof(b1), s->dict_bytes));
-    if (s->vulkan)
+    if (s->vulkan) {
         printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s\n", s->pipelines_built,
                s->pipelines_failed, s->device);
+        printf("  ledger     %" PRIu64 " driver compiles, %" PRIu64
+               " answered by the build ledger (%" PRIu64 " failed before)\n",
+               s->driver_compiles, s->ledger_skipped, s->ledger_failed);
+    }
     else
         printf("  pipelines  none built (%s)\n", o->no_vulkan ? "--no-vulkan" : "no Vulkan");
     printf("  workers    %s\n", s->workers_reason);
+    if (s->memory_budget)
+        printf("  memory     budget %s\n", cli_format_bytes(b1, sizeof(b1), s->memory_budget));
     printf("  cache      %s (opened: %s), stamp %016" PRIx64 "\n", o->cache_dir,
            kiln_cache_open_kind_name(s->open_kind), s->stamp);
     const struct cli_phase_time rows[] = {{"open", s->open_ns},
@@ -231,6 +274,9 @@ int cmd_prepare(int argc, char **argv)
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
         {"dict", no_argument, NULL, 'D'},
+        {"retry-failed", no_argument, NULL, 'R'},
+        {"memory-budget", required_argument, NULL, 'M'},
+        {"background", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -275,6 +321,17 @@ int cmd_prepare(int argc, char **argv)
         case 'D':
             o.dict = true;
             break;
+        case 'R':
+            o.retry_failed = true;
+            break;
+        case 'M':
+            if (cli_parse_u64(name, "--memory-budget", optarg, 0, UINT64_MAX, true, &v))
+                return KILN_EXIT_USAGE;
+            o.memory_budget = v ? v : UINT64_MAX; /* 0 on the command line: no budget */
+            break;
+        case 'B':
+            o.background = true;
+            break;
         case 'd':
             if (cli_parse_device(name, optarg, &o.use_device_index, &o.device))
                 return KILN_EXIT_USAGE;
@@ -303,7 +360,12 @@ int cmd_prepare(int argc, char **argv)
     enum kiln_prep_step step;
     rc = open_input(&in, &o, &step);
     if (rc == KILN_OK) {
+        o.cancel = stop_requested;
+        signal(SIGINT, on_stop_signal);
+        signal(SIGTERM, on_stop_signal);
         rc = kiln_prepare(&o, cli_phase_progress, &ps, &s);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
     } else {
         memset(&s, 0, sizeof(s));
         s.error = rc;
@@ -326,7 +388,9 @@ int cmd_prepare(int argc, char **argv)
                       rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc));
             return cli_exit_for(rc);
         }
-        if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
+        if (rc == KILN_ECANCELED)
+            cli_error(name, "stopped: what was done is kept; run it again to resume");
+        else if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
             cli_error(name, "Vulkan is not available: programs stored, no pipeline built "
                             "(--no-vulkan translates and stores only)");
         else

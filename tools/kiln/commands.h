@@ -19,4 +19,20 @@ int cmd_bench_pack(int argc, char **argv);    /* bench_pack.c */
 int cmd_bench_prepare(int argc, char **argv); /* bench_prepare.c */
 int cmd_bench_pages(int argc, char **argv);   /* bench_pages.c */
 
+#include <stdint.h>
+
+/* The compile-once figures of `kiln bench prepare` (bench_twice.c): [0] the
+ * first prepare into a new folder, [1] the second over the same programs. */
+struct bench_twice {
+    unsigned programs;
+    int error;
+    double pipelines_s[2], translate_s[2], total_s[2];
+    uint64_t driver_compiles[2], ledger_skipped[2], built[2], failed[2];
+};
+
+/* Prepares `n` generated programs twice into a temporary folder, in a child
+ * process (bench_twice.c). @return 0 or the error (one line printed). */
+int bench_prepare_twice(const char *name, unsigned n, uint64_t seed, unsigned jobs,
+                        struct bench_twice *out);
+
 #endif /* KILN_COMMANDS_H */

@@ -1,0 +1,116 @@
+/*
+ * ledger.h - the build ledger (ledger.c): which programs were built, or
+ * failed to build, on which driver. Private to src/prep.
+ */
+#ifndef KILN_LEDGER_H
+#define KILN_LEDGER_H
+
+#include "kiln/common.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The ledger's file in a cache folder. */
+#define KILN__LEDGER_FILE "ledger.kpl"
+/* Its header and each record, in bytes. */
+#define KILN__LEDGER_HEADER 32u
+#define KILN__LEDGER_RECORD 128u
+/* The longest reason kept with a failure (NUL included). */
+#define KILN__LEDGER_REASON 64u
+
+/* What a record says of a program on a driver. */
+enum kiln__ledger_state {
+    KILN__LEDGER_NONE = 0,   /* nothing recorded */
+    KILN__LEDGER_BUILT = 1,  /* its pipeline was built and pipelines.vkc saved after */
+    KILN__LEDGER_FAILED = 2, /* its build failed (reason and error kept) */
+};
+
+/* A driver, as the ledger tells drivers apart. */
+struct kiln__ledger_driver {
+    uint32_t vendor_id;
+    uint32_t device_id;
+    uint32_t driver_version;
+    uint8_t cache_uuid[16]; /* VkPhysicalDeviceProperties.pipelineCacheUUID */
+};
+
+/* One record, as parsed. */
+struct kiln__ledger_entry {
+    struct kiln__ledger_driver driver;
+    struct kiln_key key;
+    uint32_t state; /* enum kiln__ledger_state */
+    int32_t error;  /* for FAILED: the kiln error */
+    char reason[KILN__LEDGER_REASON];
+};
+
+/* What a parse found. */
+struct kiln__ledger_scan {
+    uint64_t records; /* whole records with a good checksum */
+    uint64_t damaged; /* whole slots whose tag or checksum is wrong (skipped) */
+    size_t end;       /* the offset after the last whole slot: appends go here */
+};
+
+typedef void (*kiln__ledger_visit_fn)(void *user, const struct kiln__ledger_entry *e);
+
+/*
+ * Parses a ledger file's bytes: the header, then whole 128-byte slots in
+ * order; a slot whose tag or checksum is wrong is counted and skipped, a
+ * torn tail (less than a slot) is ignored. `visit` gets each good record
+ * in file order (later ones win). Pure, never reads past `n`.
+ * @return 0, KILN_EFORMAT when the bytes do not start with the ledger's
+ * magic, or KILN_ECORRUPT_HEADER for a short or damaged header.
+ */
+int kiln__ledger_parse(const void *bytes, size_t n, kiln__ledger_visit_fn visit, void *user,
+                       struct kiln__ledger_scan *scan);
+
+/* Writes the file header into out[KILN__LEDGER_HEADER]. */
+void kiln__ledger_header(unsigned char *out);
+
+/* Writes one record into out[KILN__LEDGER_RECORD]. */
+void kiln__ledger_record(const struct kiln__ledger_entry *e, unsigned char *out);
+
+/* The ledger of one cache folder, for one driver. */
+struct kiln__ledger;
+
+/*
+ * Reads dir/ledger.kpl through `io` and keeps the records of `driver`. A
+ * missing file is an empty ledger; a damaged one (another kind of file, a
+ * bad header, too large) is logged once and treated as empty: the next
+ * kiln__ledger_sync replaces it with a new file (the cache's own files are
+ * never touched). `dir` must outlive the ledger.
+ * @return 0 or KILN_ENOMEM / KILN_ERANGE for a path too long.
+ * Not thread-safe: one thread uses a ledger.
+ */
+int kiln__ledger_open(const char *dir, const struct kiln_io *io,
+                      const struct kiln__ledger_driver *driver, struct kiln__ledger **out);
+
+/* @return what the ledger holds for `key` on its driver (KILN__LEDGER_NONE:
+ * nothing), with the failure's error in *error when not NULL. */
+uint32_t kiln__ledger_lookup(const struct kiln__ledger *l, struct kiln_key key, int *error);
+
+/*
+ * Records `state` for `key` (in memory; kiln__ledger_sync writes it). A
+ * state the ledger already holds is not written again. `reason` may be
+ * NULL; it is cut to fit. @return 0 or KILN_ENOMEM.
+ */
+int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t state, int error,
+                      const char *reason);
+
+/*
+ * Appends what was noted since the last sync to the file and syncs it (a
+ * new or damaged file is replaced whole: a temporary file made with
+ * O_EXCL|O_NOFOLLOW in the folder, synced, renamed). @return 0 or the
+ * I/O error (logged by the caller); what was noted stays pending then.
+ */
+int kiln__ledger_sync(struct kiln__ledger *l);
+
+/* Frees the ledger (without syncing). NULL is a no-op. */
+void kiln__ledger_close(struct kiln__ledger *l);
+
+/*
+ * Test hook: XORed into the driver version kiln_prepare reads, so a test
+ * can act as a new driver. 0 outside tests.
+ */
+extern uint32_t kiln__ledger_test_version_xor;
+
+#endif /* KILN_LEDGER_H */
