@@ -222,12 +222,12 @@ struct kiln_pool_limits {
 
 /* What limited the worker count. */
 enum kiln_pool_bound {
-    KILN_POOL_BY_CPUS = 0,   /* the usable CPUs */
-    KILN_POOL_BY_QUOTA = 1,  /* the cgroup cpu.max quota */
-    KILN_POOL_BY_HEAP = 2,   /* half the CPUs for Windows' NT heap */
-    KILN_POOL_BY_MEMORY = 3, /* free memory past the reserve */
-    KILN_POOL_BY_MAX = 4,    /* the caller's max_workers */
-    KILN_POOL_BY_CALLER = 5, /* the caller's own count (kiln_pool_auto_workers) */
+    KILN_POOL_BY_CPUS = 0,       /* the usable CPUs */
+    KILN_POOL_BY_QUOTA = 1,      /* the cgroup cpu.max quota */
+    KILN_POOL_BY_HEAP = 2,       /* half the CPUs for Windows' NT heap */
+    KILN_POOL_BY_MEMORY = 3,     /* free memory past the reserve */
+    KILN_POOL_BY_MAX = 4,        /* the caller's max_workers */
+    KILN_POOL_BY_CALLER = 5,     /* the caller's own count (kiln_pool_auto_workers) */
     KILN_POOL_BY_BACKGROUND = 6, /* a quarter of the CPUs (KILN_POOL_WORK_BACKGROUND) */
 };
 

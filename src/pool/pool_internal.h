@@ -87,9 +87,9 @@ int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature)
 
 /* One pool's budget. */
 struct kiln__budget {
-    uint64_t limit;               /* bytes; 0: none */
-    _Atomic uint64_t growth;      /* the largest growth of resident memory over one job */
-    atomic_bool logged;           /* the hold was logged once */
+    uint64_t limit;          /* bytes; 0: none */
+    _Atomic uint64_t growth; /* the largest growth of resident memory over one job */
+    atomic_bool logged;      /* the hold was logged once */
 };
 
 /*

@@ -209,8 +209,7 @@ int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64
     for (;;) {
         const char *sep = strcmp(path, "/") == 0 ? "" : path;
         uint64_t v;
-        if (snprintf(file, sizeof(file), "%s%s/memory.max", cgroup_root, sep) >=
-            (int)sizeof(file))
+        if (snprintf(file, sizeof(file), "%s%s/memory.max", cgroup_root, sep) >= (int)sizeof(file))
             break;
         n = read_small(file, text, sizeof(text));
         if (n >= 0 && kiln__pool_parse_memory_max(text, (size_t)n, &v) == KILN_OK && v > 0 &&
@@ -247,8 +246,8 @@ int kiln__pool_thread_background(void)
     /* ioprio_set(IOPRIO_WHO_PROCESS, this thread, IOPRIO_CLASS_IDLE): the
      * kernel's uapi numbers (class 3 in the top bits, who 1). */
     const int who_process = 1, class_idle = 3, class_shift = 13;
-    if (syscall(SYS_ioprio_set, who_process, (int)syscall(SYS_gettid),
-                class_idle << class_shift) != 0 &&
+    if (syscall(SYS_ioprio_set, who_process, (int)syscall(SYS_gettid), class_idle << class_shift) !=
+            0 &&
         rc == KILN_OK)
         rc = kiln_error_from_errno(errno, KILN_EIO);
 #endif

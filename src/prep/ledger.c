@@ -46,7 +46,7 @@
 #include <string.h>
 
 #define LEDGER_VERSION 1u
-#define RECORD_TAG 0x52504c4bu /* "KLPR" little-endian */
+#define RECORD_TAG     0x52504c4bu /* "KLPR" little-endian */
 /* A ledger larger than this is not read (half a million records). */
 #define LEDGER_MAX_BYTES (64u << 20)
 
@@ -193,8 +193,7 @@ static int put(struct kiln__ledger *l, struct kiln_key key, uint32_t state, int3
 static bool same_driver(const struct kiln__ledger_driver *a, const struct kiln__ledger_driver *b)
 {
     return a->vendor_id == b->vendor_id && a->device_id == b->device_id &&
-           a->driver_version == b->driver_version &&
-           memcmp(a->cache_uuid, b->cache_uuid, 16) == 0;
+           a->driver_version == b->driver_version && memcmp(a->cache_uuid, b->cache_uuid, 16) == 0;
 }
 
 struct load_ctx {
@@ -289,8 +288,7 @@ int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t stat
         l->pending_cap = cap;
     }
     KILN_TRY(put(l, key, state, error));
-    struct kiln__ledger_entry e = {
-        .driver = l->driver, .key = key, .state = state, .error = error};
+    struct kiln__ledger_entry e = {.driver = l->driver, .key = key, .state = state, .error = error};
     if (reason)
         snprintf(e.reason, sizeof(e.reason), "%s", reason);
     kiln__ledger_record(&e, l->pending + l->npending * KILN__LEDGER_RECORD);

@@ -92,8 +92,8 @@ struct kiln__prep_ledger;
  * answers nothing (logged). @return 0 or KILN_ENOMEM; *out may be NULL.
  */
 int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk *vk,
-                            struct kiln__prep_item *items, size_t n,
-                            struct kiln_prepare_summary *s, struct kiln__prep_ledger **out);
+                            struct kiln__prep_item *items, size_t n, struct kiln_prepare_summary *s,
+                            struct kiln__prep_ledger **out);
 
 /*
  * Records what the pipeline phase did with the items it was handed: each

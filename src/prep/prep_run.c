@@ -63,8 +63,8 @@ struct kiln__prep_ledger {
 };
 
 int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk *vk,
-                            struct kiln__prep_item *items, size_t n,
-                            struct kiln_prepare_summary *s, struct kiln__prep_ledger **out)
+                            struct kiln__prep_item *items, size_t n, struct kiln_prepare_summary *s,
+                            struct kiln__prep_ledger **out)
 {
     *out = NULL;
     struct kiln__prep_ledger *pl = calloc(1, sizeof(*pl));

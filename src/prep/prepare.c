@@ -771,9 +771,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     for (size_t i = 0; i < n; i++)
         progs[i] = (struct prog){.run = &r, .index = (uint32_t)i};
     struct kiln_pool_plan plan;
-    s->workers = kiln_pool_auto_workers(o->background ? KILN_POOL_WORK_BACKGROUND
-                                                      : KILN_POOL_WORK_BUILD,
-                                        o->jobs, &plan);
+    s->workers = kiln_pool_auto_workers(
+        o->background ? KILN_POOL_WORK_BACKGROUND : KILN_POOL_WORK_BUILD, o->jobs, &plan);
     snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
     if (o->memory_budget == 0) {
         char why[256];

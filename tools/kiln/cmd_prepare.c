@@ -242,8 +242,7 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
         printf("  ledger     %" PRIu64 " driver compiles, %" PRIu64
                " answered by the build ledger (%" PRIu64 " failed before)\n",
                s->driver_compiles, s->ledger_skipped, s->ledger_failed);
-    }
-    else
+    } else
         printf("  pipelines  none built (%s)\n", o->no_vulkan ? "--no-vulkan" : "no Vulkan");
     printf("  workers    %s\n", s->workers_reason);
     if (s->memory_budget)
