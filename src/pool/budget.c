@@ -19,8 +19,18 @@
  *   skips it, so the largest programs still go first.
  *
  * - The expected growth of a job is the largest growth of resident memory
- *   seen over one job of this pool (at least a sixteenth of the budget
- *   before any was seen), so the rule learns what a build costs here.
+ *   seen over one job of this pool: from its start to the most read while
+ *   it ran (every held worker reads every few milliseconds, and each job's
+ *   end reads too), so a driver that frees its memory before returning is
+ *   still counted at its peak. Before any job finished, a job is taken to
+ *   need half the budget or 512 MiB (what the pool policy expects of one
+ *   build), whichever is less: a tight budget runs one job until it has
+ *   seen one, a large one starts many at once.
+ *
+ * - Readings lag: a job that just started has not grown yet. So the rule
+ *   takes the larger of the reading (resident + one job) and a model
+ *   (resident when the pool was made + one job for each running job and
+ *   the new one), and the model keeps a burst of starts under the budget.
  *
  * - The registry is a fixed array under one mutex: adding, removing and
  *   summing never allocate, and a pid is read only while registered.
@@ -31,6 +41,8 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static pthread_mutex_t pids_lock = PTHREAD_MUTEX_INITIALIZER;
 static long pids[KILN__BUDGET_MAX_PIDS];
@@ -111,32 +123,84 @@ uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap)
     return budget;
 }
 
-bool kiln__budget_hold(struct kiln__budget *b, uint64_t *rss)
+int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers)
 {
-    *rss = kiln_pool_resident_bytes();
-    uint64_t growth = atomic_load_explicit(&b->growth, memory_order_relaxed);
-    uint64_t floor = b->limit / 16;
-    if (growth < floor)
-        growth = floor;
-    if (*rss == 0 || *rss + growth <= b->limit)
+    memset(b, 0, sizeof(*b));
+    if (!limit)
+        return KILN_OK;
+    b->start = calloc(workers, sizeof(*b->start));
+    b->peak = calloc(workers, sizeof(*b->peak));
+    b->busy = calloc(workers, sizeof(*b->busy));
+    if (!b->start || !b->peak || !b->busy) {
+        kiln__budget_free(b);
+        return KILN_ENOMEM;
+    }
+    b->limit = limit;
+    b->nworkers = workers;
+    b->base = kiln_pool_resident_bytes();
+    return KILN_OK;
+}
+
+void kiln__budget_free(struct kiln__budget *b)
+{
+    free(b->start);
+    free(b->peak);
+    free(b->busy);
+    b->start = b->peak = NULL;
+    b->busy = NULL;
+}
+
+void kiln__budget_sample(struct kiln__budget *b, uint64_t rss)
+{
+    for (unsigned i = 0; i < b->nworkers; i++)
+        if (b->busy[i] && rss > b->peak[i])
+            b->peak[i] = rss;
+}
+
+/* Before any job finished: what a driver may need for one large pipeline
+ * (the pool policy's figure for a build worker). */
+#define FIRST_JOB_GUESS (512ull << 20)
+
+/* What one more job is expected to add: what one was seen to add, or,
+ * before any job finished, half the budget or FIRST_JOB_GUESS, whichever
+ * is less (so a tight budget runs one job until it knows better). */
+static uint64_t expected_growth(const struct kiln__budget *b)
+{
+    uint64_t g = b->growth;
+    if (!g)
+        g = b->limit / 2 < FIRST_JOB_GUESS ? b->limit / 2 : FIRST_JOB_GUESS;
+    return g ? g : 1;
+}
+
+bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss)
+{
+    uint64_t g = expected_growth(b);
+    uint64_t by_reading = rss + g;
+    uint64_t by_model = b->base + g * ((uint64_t)running + 1);
+    uint64_t projected = by_reading > by_model ? by_reading : by_model;
+    if (rss == 0 || projected <= b->limit)
         return false;
-    if (!atomic_exchange(&b->logged, true))
+    if (!b->logged) {
+        b->logged = true;
         KILN_INFO("pool",
-                  "memory budget: resident %.0f MiB plus %.0f MiB for one more job would pass "
-                  "%.0f MiB; fewer jobs run at once",
-                  mib(*rss), mib(growth), mib(b->limit));
+                  "memory budget: %u job%s running, resident %.0f MiB, %.0f MiB expected per "
+                  "job: one more would pass %.0f MiB; fewer jobs run at once",
+                  running, running == 1 ? "" : "s", mib(rss), mib(g), mib(b->limit));
+    }
     return true;
 }
 
-void kiln__budget_job_done(struct kiln__budget *b, uint64_t rss_before)
+void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss)
 {
-    uint64_t now = kiln_pool_resident_bytes();
-    if (now <= rss_before)
-        return;
-    uint64_t grew = now - rss_before;
-    uint64_t seen = atomic_load_explicit(&b->growth, memory_order_relaxed);
-    while (grew > seen &&
-           !atomic_compare_exchange_weak_explicit(&b->growth, &seen, grew, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-    }
+    b->busy[worker] = true;
+    b->start[worker] = rss;
+    b->peak[worker] = rss;
+}
+
+void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss)
+{
+    uint64_t top = b->peak[worker] > rss ? b->peak[worker] : rss;
+    if (top > b->start[worker] && top - b->start[worker] > b->growth)
+        b->growth = top - b->start[worker];
+    b->busy[worker] = false;
 }

@@ -83,7 +83,6 @@ static void *worker_main(void *p)
         if (brc < 0 && w->index == 0)
             KILN_INFO("pool", "background priority only in part: %s", kiln_strerror(brc));
     }
-    uint64_t rss_before = 0;
 
     pthread_mutex_lock(&pool->lock);
     for (;;) {
@@ -91,20 +90,22 @@ static void *worker_main(void *p)
             pthread_cond_wait(&pool->has_job, &pool->lock);
         if (pool->count == 0)
             break; /* stopping, nothing left */
-        if (pool->budget.limit && pool->running > 0) {
+        if (pool->budget.limit) {
+            /* Read outside the lock: other workers go on meanwhile. */
             pthread_mutex_unlock(&pool->lock);
-            bool hold = kiln__budget_hold(&pool->budget, &rss_before);
-            if (hold) {
-                struct timespec ts = {0, BUDGET_RECHECK_NS};
-                nanosleep(&ts, NULL);
-            }
+            uint64_t rss = kiln_pool_resident_bytes();
             pthread_mutex_lock(&pool->lock);
-            if (hold && pool->running > 0)
-                continue; /* look again; the ring may have changed meanwhile */
+            kiln__budget_sample(&pool->budget, rss);
             if (pool->count == 0)
                 continue;
-        } else if (pool->budget.limit) {
-            rss_before = kiln_pool_resident_bytes();
+            if (pool->running > 0 && kiln__budget_hold(&pool->budget, pool->running, rss)) {
+                pthread_mutex_unlock(&pool->lock);
+                struct timespec ts = {0, BUDGET_RECHECK_NS};
+                nanosleep(&ts, NULL);
+                pthread_mutex_lock(&pool->lock);
+                continue; /* look again: a job may have ended meanwhile */
+            }
+            kiln__budget_start(&pool->budget, w->index, rss);
         }
         struct pool_job job = pool->ring[pool->head];
         pool->head = (pool->head + 1) % pool->capacity;
@@ -114,10 +115,11 @@ static void *worker_main(void *p)
         pthread_mutex_unlock(&pool->lock);
 
         int rc = job.fn(job.arg, w->index);
-        if (pool->budget.limit)
-            kiln__budget_job_done(&pool->budget, rss_before);
+        uint64_t rss_end = pool->budget.limit ? kiln_pool_resident_bytes() : 0;
 
         pthread_mutex_lock(&pool->lock);
+        if (pool->budget.limit)
+            kiln__budget_end(&pool->budget, w->index, rss_end);
         pool->running--;
         pool->done++;
         if (rc < 0)
@@ -152,6 +154,7 @@ static void stop_workers(struct kiln_pool *pool, unsigned started)
 
 static void free_pool(struct kiln_pool *pool)
 {
+    kiln__budget_free(&pool->budget);
     pthread_cond_destroy(&pool->idle);
     pthread_cond_destroy(&pool->has_room);
     pthread_cond_destroy(&pool->has_job);
@@ -195,10 +198,14 @@ int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **
     pool->capacity = queue_capacity;
     pool->nworkers = workers;
     atomic_init(&pool->canceled, false);
-    pool->budget.limit = o->memory_budget == UINT64_MAX ? 0 : o->memory_budget;
-    atomic_init(&pool->budget.growth, 0);
-    atomic_init(&pool->budget.logged, false);
     pool->background = o->background;
+    if (kiln__budget_init(&pool->budget, o->memory_budget == UINT64_MAX ? 0 : o->memory_budget,
+                          workers) < 0) {
+        free(pool->ring);
+        free(pool->workers);
+        free(pool);
+        return KILN_ENOMEM;
+    }
 
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -328,5 +335,8 @@ void kiln_pool_destroy(struct kiln_pool *pool)
     }
     pthread_mutex_unlock(&pool->lock);
     stop_workers(pool, pool->nworkers);
+    bool trim = pool->budget.limit != 0;
     free_pool(pool);
+    if (trim)
+        kiln__pool_trim_heap();
 }

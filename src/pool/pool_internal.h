@@ -58,6 +58,11 @@ uint64_t kiln__pool_rss_of(long pid);
  */
 int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64_t *bytes);
 
+/* Gives the heap's free memory back to the system (glibc malloc_trim;
+ * nothing elsewhere), so what finished jobs freed is not counted against
+ * the next phase's budget. Platform file. */
+void kiln__pool_trim_heap(void);
+
 /* Puts the calling thread at idle CPU and I/O priority. @return 0 or the
  * first error (the thread keeps what could be set). Platform file. */
 int kiln__pool_thread_background(void);
@@ -83,24 +88,38 @@ int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature)
 
 /* ---- the memory budget (budget.c), as the pool's workers use it ---------- */
 
-#include <stdatomic.h>
-
-/* One pool's budget. */
+/* One pool's budget. Every field is guarded by the pool's lock. */
 struct kiln__budget {
-    uint64_t limit;          /* bytes; 0: none */
-    _Atomic uint64_t growth; /* the largest growth of resident memory over one job */
-    atomic_bool logged;      /* the hold was logged once */
+    uint64_t limit;    /* bytes; 0: none */
+    uint64_t base;     /* resident bytes when the pool was made */
+    uint64_t growth;   /* the most one job was seen to add; 0 until a job finished */
+    unsigned nworkers; /* the arrays' length */
+    uint64_t *start;   /* per worker: resident bytes when its job started */
+    uint64_t *peak;    /* per worker: the most resident bytes seen during its job */
+    bool *busy;        /* per worker: runs a job */
+    bool logged;       /* the first hold was logged */
 };
 
-/*
- * Whether a worker should hold back from taking a job now: the resident
- * memory (kiln_pool_resident_bytes, in *rss) plus the expected growth of
- * one job would pass the limit. Logs the first hold of the pool once.
- * Thread-safe.
- */
-bool kiln__budget_hold(struct kiln__budget *b, uint64_t *rss);
+/* Makes the per-worker arrays. @return 0 or KILN_ENOMEM. */
+int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers);
 
-/* Notes a finished job that started at `rss_before`. Thread-safe. */
-void kiln__budget_job_done(struct kiln__budget *b, uint64_t rss_before);
+/* Frees them. */
+void kiln__budget_free(struct kiln__budget *b);
+
+/* Notes a reading of resident memory: the peak of every running job. */
+void kiln__budget_sample(struct kiln__budget *b, uint64_t rss);
+
+/*
+ * Whether a worker should hold back from taking a job while `running` jobs
+ * run and `rss` bytes are resident: when one more job's expected growth
+ * would pass the limit, by the reading (rss + growth) or by the model
+ * (base + growth x (running + 1)), whichever is larger: the model covers
+ * jobs that started but have not grown yet. Logs the first hold once.
+ */
+bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss);
+
+/* A job starts, or ends, on `worker` with `rss` bytes resident. */
+void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss);
+void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss);
 
 #endif /* KILN_POOL_INTERNAL_H */

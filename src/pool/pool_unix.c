@@ -27,6 +27,9 @@
 #ifdef __linux__
 #include <sys/syscall.h>
 #endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 /*
  * Reads a small file whole (procfs and cgroupfs report size 0, so read to
@@ -252,4 +255,11 @@ int kiln__pool_thread_background(void)
         rc = kiln_error_from_errno(errno, KILN_EIO);
 #endif
     return rc;
+}
+
+void kiln__pool_trim_heap(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }

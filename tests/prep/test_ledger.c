@@ -1,0 +1,573 @@
+/*
+ * test_ledger.c - compile once (the build ledger), the memory budget and
+ * cancel/resume of kiln_prepare.
+ *
+ * The file's own cases (ledger_file, ledger_parse) need no Vulkan. The
+ * others build on lavapipe and skip (exit 77) without Vulkan; most build
+ * through a test builder of the application's kind, which counts its
+ * calls per program (the "driver compiles" a test can see), fails the
+ * programs whose state says so, and can hold memory during a build.
+ */
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "kiln_test.h"
+#include "ledger.h"
+#include "prep_fixture.h"
+#include "prep_internal.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PROGS 16
+#define APP_MAGIC 0x4c444752u
+
+static const char COMP[] = "#version 450\n"
+                           "layout(local_size_x = 1) in;\n"
+                           "layout(set = 0, binding = 0) buffer B { uint data[]; };\n"
+                           "layout(push_constant) uniform P { uvec4 args; };\n"
+                           "void main() { data[0] = args.x; }\n";
+
+/* What the test's programs carry as the application's state. */
+struct app_state {
+    uint32_t magic;
+    uint32_t id;     /* index into the builder's per-program counts */
+    uint32_t fail;   /* the builder fails it */
+    uint32_t mem_mb; /* MiB the builder touches during the build */
+};
+
+struct counting_builder {
+    _Atomic unsigned calls[MAX_PROGS];
+    _Atomic unsigned total;
+};
+
+/* Counts the call, fails or holds memory as the state says; keeps no
+ * pipeline (the request's pipeline stays VK_NULL_HANDLE). */
+static int counting_build(void *user, struct kiln_build_request *req)
+{
+    struct counting_builder *b = user;
+    struct app_state as;
+    if (req->state_size != sizeof(as)) {
+        snprintf(req->why, sizeof(req->why), "unexpected state");
+        return KILN_EINVAL;
+    }
+    memcpy(&as, req->state, sizeof(as));
+    if (as.magic != APP_MAGIC || as.id >= MAX_PROGS) {
+        snprintf(req->why, sizeof(req->why), "unexpected state");
+        return KILN_EINVAL;
+    }
+    atomic_fetch_add(&b->calls[as.id], 1);
+    atomic_fetch_add(&b->total, 1);
+    if (as.fail) {
+        snprintf(req->why, sizeof(req->why), "the test's builder fails it");
+        return KILN_EVULKAN;
+    }
+    if (as.mem_mb) {
+        /* Like a driver's compile: memory that is resident for a while,
+         * then given back (a block this large is its own mapping). */
+        size_t n = (size_t)as.mem_mb << 20;
+        volatile unsigned char *m = malloc(n);
+        if (!m)
+            return KILN_ENOMEM;
+        for (size_t i = 0; i < n; i += 4096)
+            m[i] = (unsigned char)i;
+        struct timespec ts = {0, 150000000L};
+        nanosleep(&ts, NULL);
+        free((void *)m);
+    }
+    return KILN_OK;
+}
+
+/* The test's programs: `n` one-stage compute programs of the same SPIR-V,
+ * told apart by their state. */
+struct app_set {
+    uint32_t *words;
+    size_t nwords;
+    struct kiln_program_stage stages[MAX_PROGS];
+    struct app_state states[MAX_PROGS];
+    struct kiln_program progs[MAX_PROGS];
+    struct kiln_program_array arr;
+    struct kiln_program_source src;
+    struct counting_builder counts;
+    struct kiln_builder builder;
+};
+
+static void app_set_init(struct app_set *a, unsigned n, uint32_t fail_id, uint32_t mem_mb)
+{
+    memset(a, 0, sizeof(*a));
+    struct kiln_glsl *g = NULL;
+    if (kiln_glsl_create(KILN_GLSL_OPT_NONE, &g) < 0)
+        exit(1);
+    struct kiln_source s = {
+        .stage = KILN_VK_STAGE_COMPUTE_BIT, .text = COMP, .size = strlen(COMP), .name = "t"};
+    if (kiln_translate(kiln_glsl_translator(g), &s, &a->words, &a->nwords) < 0)
+        exit(1);
+    kiln_glsl_destroy(g);
+    for (unsigned i = 0; i < n; i++) {
+        a->stages[i] = (struct kiln_program_stage){
+            .src = {.stage = KILN_VK_STAGE_COMPUTE_BIT, .name = "t.comp"},
+            .words = a->words,
+            .nwords = a->nwords};
+        a->states[i] =
+            (struct app_state){.magic = APP_MAGIC, .id = i, .fail = i == fail_id, .mem_mb = mem_mb};
+        a->progs[i] = (struct kiln_program){.name = "app",
+                                            .nstages = 1,
+                                            .stages = &a->stages[i],
+                                            .state_kind = KILN_STATE_APP,
+                                            .state = &a->states[i],
+                                            .state_size = sizeof(a->states[i])};
+    }
+    a->arr = (struct kiln_program_array){.programs = a->progs, .count = n, .stamp = 0x1ed9e7};
+    a->src = kiln_program_source_array(&a->arr);
+    a->builder = (struct kiln_builder){
+        .kind = KILN_STATE_APP, .user = &a->counts, .build = counting_build, .name = "counting"};
+}
+
+static void app_set_free(struct app_set *a)
+{
+    kiln_words_free(a->words);
+}
+
+static void app_options(struct app_set *a, struct kiln_prepare_options *o, const char *dir)
+{
+    kiln_prepare_options_init(o);
+    o->cache_dir = dir;
+    o->source = &a->src;
+    o->builders = &a->builder;
+    o->nbuilders = 1;
+    o->jobs = 2;
+}
+
+static unsigned app_calls(struct app_set *a)
+{
+    unsigned n = atomic_load(&a->counts.total);
+    atomic_store(&a->counts.total, 0);
+    return n;
+}
+
+/* Skips (exit 77) without Vulkan; the context itself is not kept. */
+static void need_vulkan(void)
+{
+    kiln_vk_destroy(pf_vk(NULL));
+}
+
+static void path_in(char *out, size_t cap, const char *dir, const char *name)
+{
+    snprintf(out, cap, "%s/%s", dir, name);
+}
+
+static void *read_all(const char *path, size_t *n)
+{
+    void *data = NULL;
+    if (kiln_io_read_file(kiln_io_default(), path, 1u << 30, &data, n) < 0)
+        return NULL;
+    return data;
+}
+
+/* ---- the file, without Vulkan ------------------------------------------------ */
+
+static struct kiln__ledger_driver test_driver(uint32_t version)
+{
+    struct kiln__ledger_driver d = {
+        .vendor_id = 0x10005, .device_id = 7, .driver_version = version};
+    memset(d.cache_uuid, 0xab, sizeof(d.cache_uuid));
+    return d;
+}
+
+static struct kiln_key key_of(unsigned i)
+{
+    return (struct kiln_key){.lo = 0x1000u + i, .hi = 0xfeedu * (i + 1)};
+}
+
+/* Records survive a reopen, per driver; later records win; a torn tail and
+ * a damaged record cost only themselves; a damaged header starts over. */
+KT_CASE(ledger_file)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln__ledger_driver d1 = test_driver(1), d2 = test_driver(2);
+    struct kiln__ledger *l;
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d1, &l));
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(0), NULL), KILN__LEDGER_NONE);
+    for (unsigned i = 0; i < 4; i++)
+        KT_CHECK_OK(kiln__ledger_note(l, key_of(i), KILN__LEDGER_BUILT, 0, NULL));
+    KT_CHECK_OK(kiln__ledger_note(l, key_of(4), KILN__LEDGER_FAILED, KILN_EVULKAN, "boom"));
+    KT_CHECK_OK(kiln__ledger_sync(l));
+    KT_CHECK_OK(kiln__ledger_note(l, key_of(1), KILN__LEDGER_FAILED, KILN_EIO, "x"));
+    KT_CHECK_OK(kiln__ledger_note(l, key_of(1), KILN__LEDGER_FAILED, KILN_EIO, "x"));
+    KT_CHECK_OK(kiln__ledger_sync(l));
+    kiln__ledger_close(l);
+
+    char path[4200];
+    path_in(path, sizeof(path), dir, KILN__LEDGER_FILE);
+    size_t n = 0;
+    void *bytes = read_all(path, &n);
+    KT_REQUIRE(bytes != NULL);
+    /* Five records, then one for the change; the repeat was not written. */
+    KT_CHECK_EQ(n, KILN__LEDGER_HEADER + 6 * KILN__LEDGER_RECORD);
+    free(bytes);
+
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d1, &l));
+    int err = 0;
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(0), NULL), KILN__LEDGER_BUILT);
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(1), &err), KILN__LEDGER_FAILED);
+    KT_CHECK_EQ(err, KILN_EIO);
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(4), &err), KILN__LEDGER_FAILED);
+    KT_CHECK_EQ(err, KILN_EVULKAN);
+    kiln__ledger_close(l);
+    /* Another driver version sees none of them, and adds its own. */
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d2, &l));
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(0), NULL), KILN__LEDGER_NONE);
+    KT_CHECK_OK(kiln__ledger_note(l, key_of(0), KILN__LEDGER_BUILT, 0, NULL));
+    KT_CHECK_OK(kiln__ledger_sync(l));
+    kiln__ledger_close(l);
+
+    /* A torn tail (half a record) and a flipped bit in record 3. */
+    FILE *f = fopen(path, "r+b");
+    KT_REQUIRE(f != NULL);
+    fseek(f, (long)(KILN__LEDGER_HEADER + 2 * KILN__LEDGER_RECORD + 44), SEEK_SET);
+    fputc(0x5a, f);
+    fseek(f, 0, SEEK_END);
+    for (int i = 0; i < 60; i++)
+        fputc(0xee, f);
+    fclose(f);
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d1, &l));
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(0), NULL), KILN__LEDGER_BUILT);
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(2), NULL), KILN__LEDGER_NONE); /* damaged */
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(3), NULL), KILN__LEDGER_BUILT);
+    /* The next append goes over the torn tail and is read back whole. */
+    KT_CHECK_OK(kiln__ledger_note(l, key_of(2), KILN__LEDGER_BUILT, 0, NULL));
+    KT_CHECK_OK(kiln__ledger_sync(l));
+    kiln__ledger_close(l);
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d1, &l));
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(2), NULL), KILN__LEDGER_BUILT);
+    kiln__ledger_close(l);
+
+    /* A damaged header: read as empty, replaced whole at the next sync. */
+    f = fopen(path, "r+b");
+    KT_REQUIRE(f != NULL);
+    fseek(f, 9, SEEK_SET);
+    fputc(0x77, f);
+    fclose(f);
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d1, &l));
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key_of(0), NULL), KILN__LEDGER_NONE);
+    KT_CHECK_OK(kiln__ledger_note(l, key_of(5), KILN__LEDGER_BUILT, 0, NULL));
+    KT_CHECK_OK(kiln__ledger_sync(l));
+    kiln__ledger_close(l);
+    bytes = read_all(path, &n);
+    KT_REQUIRE(bytes != NULL);
+    KT_CHECK_EQ(n, KILN__LEDGER_HEADER + KILN__LEDGER_RECORD);
+    struct kiln__ledger_scan scan;
+    KT_CHECK_OK(kiln__ledger_parse(bytes, n, NULL, NULL, &scan));
+    KT_CHECK_EQ(scan.records, 1);
+    free(bytes);
+}
+
+/* The parser on hand-made bytes: every prefix of a valid file parses or is
+ * refused as a damaged header, never read past. */
+KT_CASE(ledger_parse)
+{
+    unsigned char file[KILN__LEDGER_HEADER + 3 * KILN__LEDGER_RECORD];
+    kiln__ledger_header(file);
+    for (unsigned i = 0; i < 3; i++) {
+        struct kiln__ledger_entry e = {.driver = test_driver(9),
+                                       .key = key_of(i),
+                                       .state = KILN__LEDGER_FAILED,
+                                       .error = KILN_EVULKAN};
+        snprintf(e.reason, sizeof(e.reason), "reason %u", i);
+        kiln__ledger_record(&e, file + KILN__LEDGER_HEADER + i * KILN__LEDGER_RECORD);
+    }
+    struct kiln__ledger_scan scan;
+    for (size_t n = 0; n <= sizeof(file); n++) {
+        unsigned char *copy = malloc(n ? n : 1);
+        KT_REQUIRE(copy != NULL);
+        memcpy(copy, file, n);
+        int rc = kiln__ledger_parse(copy, n, NULL, NULL, &scan);
+        if (n < KILN__LEDGER_HEADER) {
+            KT_CHECK_EQ(rc, KILN_ECORRUPT_HEADER);
+        } else {
+            KT_CHECK_EQ(rc, KILN_OK);
+            KT_CHECK_EQ(scan.records, (n - KILN__LEDGER_HEADER) / KILN__LEDGER_RECORD);
+            KT_CHECK_EQ(scan.damaged, 0);
+        }
+        free(copy);
+    }
+    KT_CHECK_EQ(kiln__ledger_parse("not a ledger at all, no", 23, NULL, NULL, &scan), KILN_EFORMAT);
+}
+
+/* ---- with Vulkan ------------------------------------------------------------- */
+
+/* A second prepare over the same programs on the same driver hands the
+ * driver nothing; a new driver version builds again; the old driver's
+ * records stay. Real pipelines (generated programs, lavapipe). */
+KT_CASE(second_prepare_compiles_nothing)
+{
+    need_vulkan();
+    char cache[4200];
+    path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    struct pf_input in = PF_INPUT_INIT;
+    in.generate = 3;
+    o.cache_dir = cache;
+    o.jobs = 2;
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.driver_compiles, 3);
+    KT_CHECK_EQ(s.ledger_skipped, 0);
+
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    KT_CHECK_EQ(s.vk_cache_state, KILN_VK_CACHE_LOADED);
+    KT_CHECK_EQ(s.cached, 3);
+    KT_CHECK_EQ(s.driver_compiles, 0);
+    KT_CHECK_EQ(s.pipelines_built, 0);
+    KT_CHECK_EQ(s.ledger_skipped, 3);
+    KT_CHECK_EQ(s.ledger_failed, 0);
+
+    /* A new driver version: everything again, recorded for it too. */
+    kiln__ledger_test_version_xor = 0x100;
+    KT_CHECK_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    KT_CHECK_EQ(s.driver_compiles, 3);
+    KT_CHECK_EQ(s.ledger_skipped, 0);
+    KT_CHECK_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    KT_CHECK_EQ(s.driver_compiles, 0);
+    kiln__ledger_test_version_xor = 0;
+    /* Back on the first driver: its records were kept. */
+    KT_CHECK_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    KT_CHECK_EQ(s.driver_compiles, 0);
+    KT_CHECK_EQ(s.ledger_skipped, 3);
+
+    /* A pipeline cache that is not there: built again to refill it. */
+    char vkc[4300];
+    path_in(vkc, sizeof(vkc), cache, KILN_VK_CACHE_FILE);
+    KT_CHECK_EQ(remove(vkc), 0);
+    KT_CHECK_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    KT_CHECK_EQ(s.driver_compiles, 3);
+    KT_CHECK_EQ(s.ledger_skipped, 0);
+}
+
+/* A failure is recorded, skipped by the next run, and built again with
+ * retry_failed; the others are never built twice. */
+KT_CASE(failure_skipped_then_retried)
+{
+    need_vulkan();
+    struct app_set *a = malloc(sizeof(*a));
+    KT_REQUIRE(a != NULL);
+    app_set_init(a, 5, 2, 0);
+    char cache[4200];
+    path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
+    struct kiln_prepare_options o;
+    app_options(a, &o, cache);
+    struct kiln_prepare_summary s;
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(app_calls(a), 5);
+    KT_CHECK_EQ(s.pipelines_built, 4);
+    KT_CHECK_EQ(s.pipelines_failed, 1);
+    KT_CHECK_EQ(s.driver_compiles, 5);
+
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(app_calls(a), 0);
+    KT_CHECK_EQ(s.driver_compiles, 0);
+    KT_CHECK_EQ(s.ledger_skipped, 5);
+    KT_CHECK_EQ(s.ledger_failed, 1);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+
+    o.retry_failed = true;
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(app_calls(a), 1);
+    KT_CHECK_EQ(atomic_load(&a->counts.calls[2]), 2);
+    KT_CHECK_EQ(atomic_load(&a->counts.calls[0]), 1);
+    KT_CHECK_EQ(s.driver_compiles, 1);
+    KT_CHECK_EQ(s.ledger_skipped, 4);
+    KT_CHECK_EQ(s.pipelines_failed, 1);
+    app_set_free(a);
+    free(a);
+}
+
+/* A damaged ledger costs builds only: the cache's records are untouched,
+ * every program is built again, and the new ledger answers the next run. */
+KT_CASE(damaged_ledger_rebuilds)
+{
+    need_vulkan();
+    struct app_set *a = malloc(sizeof(*a));
+    KT_REQUIRE(a != NULL);
+    app_set_init(a, 4, MAX_PROGS, 0);
+    char cache[4200], lpath[4300], kpc[4300], kpx[4300];
+    path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
+    path_in(lpath, sizeof(lpath), cache, KILN__LEDGER_FILE);
+    path_in(kpc, sizeof(kpc), cache, "programs.kpc");
+    path_in(kpx, sizeof(kpx), cache, "programs.kpx");
+    struct kiln_prepare_options o;
+    app_options(a, &o, cache);
+    struct kiln_prepare_summary s;
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(app_calls(a), 4);
+    size_t nc = 0, nx = 0, n2 = 0;
+    void *c1 = read_all(kpc, &nc), *x1 = read_all(kpx, &nx);
+    KT_REQUIRE(c1 && x1);
+
+    FILE *f = fopen(lpath, "r+b");
+    KT_REQUIRE(f != NULL);
+    fputs("garbage!", f);
+    fclose(f);
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(app_calls(a), 4);
+    KT_CHECK_EQ(s.cached, 4);
+    KT_CHECK_EQ(s.translated, 0);
+    void *c2 = read_all(kpc, &n2);
+    KT_CHECK(c2 && n2 == nc && memcmp(c1, c2, nc) == 0);
+    free(c2);
+    c2 = read_all(kpx, &n2);
+    KT_CHECK(c2 && n2 == nx && memcmp(x1, c2, nx) == 0);
+    free(c2);
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(app_calls(a), 0);
+
+    /* A ledger that is a folder: refused, everything built, nothing else
+     * touched. */
+    KT_CHECK_EQ(remove(lpath), 0);
+    KT_CHECK_EQ(pf_mkdir(lpath), 0);
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(app_calls(a), 4);
+    KT_CHECK_EQ(rmdir(lpath), 0);
+    free(c1);
+    free(x1);
+    app_set_free(a);
+    free(a);
+}
+
+static bool always_cancel(void *user)
+{
+    (void)user;
+    return true;
+}
+
+/* Cancelled after K builds (the test hook), the next run resumes: every
+ * pipeline is built exactly once in all. A cancel before any work leaves
+ * nothing to undo. */
+KT_CASE(cancel_then_resume)
+{
+    need_vulkan();
+    struct app_set *a = malloc(sizeof(*a));
+    KT_REQUIRE(a != NULL);
+    app_set_init(a, 8, MAX_PROGS, 0);
+    char cache[4200];
+    path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
+    struct kiln_prepare_options o;
+    app_options(a, &o, cache);
+    o.jobs = 1; /* K builds exactly */
+    struct kiln_prepare_summary s;
+
+    o.cancel = always_cancel;
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_ECANCELED);
+    KT_CHECK(s.canceled);
+    KT_CHECK_EQ(s.translated, 0);
+    KT_CHECK_EQ(app_calls(a), 0);
+    o.cancel = NULL;
+
+    kiln__prep_test_cancel_after = 3;
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_ECANCELED);
+    kiln__prep_test_cancel_after = 0;
+    KT_CHECK(s.canceled);
+    KT_CHECK_EQ(s.translated, 8);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(app_calls(a), 3);
+
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK(!s.canceled);
+    KT_CHECK_EQ(s.translated, 0);
+    KT_CHECK_EQ(s.cached, 8);
+    KT_CHECK_EQ(s.ledger_skipped, 3);
+    KT_CHECK_EQ(s.driver_compiles, 5);
+    KT_CHECK_EQ(app_calls(a), 5);
+    for (unsigned i = 0; i < 8; i++)
+        KT_CHECK_EQ(atomic_load(&a->counts.calls[i]), 1);
+    app_set_free(a);
+    free(a);
+}
+
+/* What a child reports: its peak resident memory and what it built. */
+struct mem_run {
+    uint64_t peak;
+    uint64_t built;
+    int rc;
+};
+
+/* Prepares the set into a new folder in a child process, so the peak is
+ * this run's own. */
+static struct mem_run run_child(struct app_set *a, const char *dir, unsigned jobs, uint64_t budget)
+{
+    struct mem_run r = {.rc = KILN_EIO};
+    int fds[2];
+    if (pipe(fds) != 0)
+        return r;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        struct kiln_prepare_options o;
+        app_options(a, &o, dir);
+        o.jobs = jobs;
+        o.memory_budget = budget;
+        struct kiln_prepare_summary s;
+        struct mem_run out = {.rc = kiln_prepare(&o, NULL, NULL, &s)};
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        out.peak = (uint64_t)ru.ru_maxrss * 1024u;
+        out.built = s.pipelines_built;
+        _exit(write(fds[1], &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
+    }
+    close(fds[1]);
+    if (pid > 0) {
+        if (read(fds[0], &r, sizeof(r)) != (ssize_t)sizeof(r))
+            r.rc = KILN_EIO;
+        waitpid(pid, NULL, 0);
+    }
+    close(fds[0]);
+    return r;
+}
+
+/* With a budget below what an unbounded run peaks at, every pipeline is
+ * built and the peak stays under the budget. Each build holds 48 MiB for
+ * a while, so four at once show in the unbounded peak. */
+KT_CASE(memory_budget_kept)
+{
+    need_vulkan();
+    struct app_set *a = malloc(sizeof(*a));
+    KT_REQUIRE(a != NULL);
+    app_set_init(a, 8, MAX_PROGS, 48);
+    const char *root = kt_tmpdir();
+    char d1[4200], d2[4200], d3[4200];
+    path_in(d1, sizeof(d1), root, "one");
+    path_in(d2, sizeof(d2), root, "unbounded");
+    path_in(d3, sizeof(d3), root, "budget");
+    struct mem_run one = run_child(a, d1, 1, UINT64_MAX);
+    struct mem_run wide = run_child(a, d2, 4, UINT64_MAX);
+    KT_REQUIRE_OK(one.rc);
+    KT_REQUIRE_OK(wide.rc);
+    KT_CHECK_EQ(one.built, 8);
+    KT_CHECK_EQ(wide.built, 8);
+    fprintf(stderr, "peaks: one job %.1f MiB, four jobs %.1f MiB\n", (double)one.peak / (1 << 20),
+            (double)wide.peak / (1 << 20));
+    /* Room for one build and a half above the one-job peak. */
+    KT_REQUIRE(wide.peak > one.peak + (96u << 20));
+    uint64_t budget = one.peak + (72u << 20);
+    struct mem_run kept = run_child(a, d3, 4, budget);
+    KT_REQUIRE_OK(kept.rc);
+    fprintf(stderr, "with a budget of %.1f MiB: peak %.1f MiB\n", (double)budget / (1 << 20),
+            (double)kept.peak / (1 << 20));
+    KT_CHECK_EQ(kept.built, 8);
+    KT_CHECK(kept.peak <= budget);
+    KT_CHECK(kept.peak < wide.peak);
+    app_set_free(a);
+    free(a);
+}
+
+KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(second_prepare_compiles_nothing),
+        KT_ENTRY(failure_skipped_then_retried), KT_ENTRY(damaged_ledger_rebuilds),
+        KT_ENTRY(cancel_then_resume), KT_ENTRY(memory_budget_kept))
