@@ -1,7 +1,8 @@
 /*
  * fuzz_pool_probe.c - the parsers of the files the pool's probe reads from
- * the OS: cgroup v2 cpu.max, /proc/meminfo and /proc/self/cgroup, and the
- * Windows heap header's signature. Each input goes through all four;
+ * the OS: cgroup v2 cpu.max and memory.max, /proc/meminfo,
+ * /proc/self/cgroup and /proc/<pid>/statm, and the Windows heap header's
+ * signature. Each input goes through all six;
  * results are checked against what the parsers promise (a period is never
  * 0, a path starts with '/' and fits, a heap kind is one of the known ones).
  */
@@ -27,7 +28,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     uint64_t bytes;
     int rc = kiln__pool_parse_meminfo(text, size, &bytes);
+    int mem_rc = rc;
     if (rc != KILN_OK && rc != KILN_ENOTFOUND && rc != KILN_EPARSE)
+        abort();
+
+    uint64_t limit = 1;
+    rc = kiln__pool_parse_memory_max(text, size, &limit);
+    if (rc != KILN_OK && rc != KILN_EPARSE)
+        abort();
+    uint64_t rss = 1;
+    rc = kiln__pool_parse_statm(text, size, 4096, &rss);
+    if ((rc != KILN_OK && rc != KILN_EPARSE) || (rc == KILN_OK && rss % 4096 != 0))
         abort();
 
     char path[256];
@@ -47,9 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kiln_pool_machine m = {.cpus_usable = size % 300,
                                   .quota_us = quota,
                                   .period_us = period,
-                                  .mem_available = rc == KILN_OK ? bytes : 0};
+                                  .mem_available = mem_rc == KILN_OK ? bytes : 0};
     struct kiln_pool_plan plan;
-    kiln_pool_policy(&m, &(struct kiln_pool_limits){.mem_per_worker = 1u << 20}, &plan);
+    kiln_pool_policy(
+        &m, &(struct kiln_pool_limits){.mem_per_worker = 1u << 20, .background = size & 1}, &plan);
     if (plan.workers < 1 || plan.workers > plan.cpus)
         abort();
     free(text);

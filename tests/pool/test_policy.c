@@ -6,6 +6,8 @@
 #include "kiln_internal.h"
 #include "pool_internal.h"
 
+#include <unistd.h>
+
 #define GB (1ull << 30)
 #define MB (1ull << 20)
 
@@ -389,6 +391,81 @@ KT_CASE(auto_workers_caller_count)
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_MAX);
 }
 
+/* Background work takes a quarter of the CPUs, at least one, and says so. */
+KT_CASE(background_quarter)
+{
+    struct kiln_pool_machine m = {.cpus_usable = 16, .mem_available = 512 * GB};
+    struct kiln_pool_limits lim;
+    kiln_pool_work_limits(KILN_POOL_WORK_BACKGROUND, &lim);
+    KT_CHECK(lim.background);
+    struct kiln_pool_plan p = plan_for(m, lim);
+    KT_CHECK_EQ(p.workers, 4);
+    KT_CHECK_EQ(p.bound, KILN_POOL_BY_BACKGROUND);
+    KT_CHECK(strstr(p.reason, "background: a quarter of the CPUs") != NULL);
+    KT_CHECK(strstr(p.reason, "limited by background mode") != NULL);
+    m.cpus_usable = 3;
+    KT_CHECK_EQ(plan_for(m, lim).workers, 1);
+    m.cpus_usable = 16;
+    m.quota_us = 200000; /* 2 CPUs by quota: a quarter of those */
+    m.period_us = 100000;
+    KT_CHECK_EQ(plan_for(m, lim).workers, 1);
+    kiln_pool_work_limits(KILN_POOL_WORK_BUILD, &lim);
+    KT_CHECK(!lim.background);
+}
+
+KT_CASE(parse_memory_max_and_statm)
+{
+    uint64_t v = 1;
+    KT_CHECK_OK(kiln__pool_parse_memory_max("max\n", 4, &v));
+    KT_CHECK_EQ(v, 0);
+    KT_CHECK_OK(kiln__pool_parse_memory_max("536870912\n", 10, &v));
+    KT_CHECK_EQ(v, 536870912);
+    const char *bad[] = {"", "maxi\n", "12 13\n", "-5\n", "99999999999999999999999\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        KT_CHECK_EQ(kiln__pool_parse_memory_max(bad[i], strlen(bad[i]), &v), KILN_EPARSE);
+    KT_CHECK_OK(kiln__pool_parse_statm("1000 250 30 4 0 500 0\n", 22, 4096, &v));
+    KT_CHECK_EQ(v, 250 * 4096);
+    KT_CHECK_OK(kiln__pool_parse_statm("1000 250", 8, 4096, &v));
+    KT_CHECK_EQ(v, 250 * 4096);
+    const char *bads[] = {"", "1000\n", "1000 x\n", "1000 25x 3\n", "x 1\n"};
+    for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++)
+        KT_CHECK_EQ(kiln__pool_parse_statm(bads[i], strlen(bads[i]), 4096, &v), KILN_EPARSE);
+}
+
+/* The tightest memory.max on the way up; none under cgroup v1. */
+KT_CASE(probe_memory_max)
+{
+    char proc[1024], cg[1024];
+    uint64_t bytes = 7;
+    snprintf(proc, sizeof(proc), "%s/tests/fixtures/pool/nested/proc", KILN_SOURCE_DIR);
+    snprintf(cg, sizeof(cg), "%s/tests/fixtures/pool/nested/cgroup", KILN_SOURCE_DIR);
+    KT_CHECK_OK(kiln__pool_memory_max(proc, cg, &bytes));
+    KT_CHECK_EQ(bytes, 1u << 30);
+    snprintf(proc, sizeof(proc), "%s/tests/fixtures/pool/v1/proc", KILN_SOURCE_DIR);
+    snprintf(cg, sizeof(cg), "%s/tests/fixtures/pool/v1/cgroup", KILN_SOURCE_DIR);
+    KT_CHECK_EQ(kiln__pool_memory_max(proc, cg, &bytes), KILN_ENOTSUP);
+    /* The live machine: some budget, or none when nothing can be read. */
+    char why[256];
+    uint64_t budget = kiln_pool_default_memory_budget(why, sizeof(why));
+    KT_CHECK(strstr(why, "memory budget") != NULL);
+    KT_CHECK(budget == 0 || budget >= kiln_pool_resident_bytes());
+}
+
+/* A registered process counts toward the resident memory (this process
+ * itself, registered as if it were a worker: counted twice). */
+KT_CASE(registered_pids_count)
+{
+    uint64_t alone = kiln_pool_resident_bytes();
+    KT_CHECK(alone > 0);
+    KT_CHECK_OK(kiln__budget_add_pid((long)getpid()));
+    uint64_t twice = kiln_pool_resident_bytes();
+    kiln__budget_remove_pid((long)getpid());
+    kiln__budget_remove_pid(12345678); /* not registered: nothing */
+    KT_CHECK(twice >= alone + alone / 2);
+    KT_CHECK(kiln_pool_resident_bytes() < twice);
+    KT_CHECK_EQ(kiln__budget_add_pid(0), KILN_EINVAL);
+}
+
 KT_MAIN(KT_ENTRY(every_cpu_when_memory_allows), KT_ENTRY(never_more_than_cpus),
         KT_ENTRY(quota_caps_cpus_rounding_up), KT_ENTRY(memory_rule), KT_ENTRY(max_workers_bound),
         KT_ENTRY(windows_heap_kinds), KT_ENTRY(unknowns_are_named),
@@ -396,4 +473,6 @@ KT_MAIN(KT_ENTRY(every_cpu_when_memory_allows), KT_ENTRY(never_more_than_cpus),
         KT_ENTRY(parse_cgroup), KT_ENTRY(probe_parent_quota_wins), KT_ENTRY(probe_tightest_quota),
         KT_ENTRY(probe_no_quota), KT_ENTRY(probe_malformed_cpu_max),
         KT_ENTRY(probe_malformed_meminfo), KT_ENTRY(probe_bad_cgroup_path_reads_root),
-        KT_ENTRY(auto_workers_caller_count), KT_ENTRY(probe_real_machine))
+        KT_ENTRY(auto_workers_caller_count), KT_ENTRY(probe_real_machine),
+        KT_ENTRY(background_quarter), KT_ENTRY(parse_memory_max_and_statm),
+        KT_ENTRY(probe_memory_max), KT_ENTRY(registered_pids_count))

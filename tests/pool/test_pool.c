@@ -354,8 +354,46 @@ KT_CASE(bad_arguments)
     kiln_pool_destroy(pool);
 }
 
+struct mem_jobs {
+    atomic_uint running;
+    atomic_uint most;
+    atomic_uint ran;
+};
+
+static int count_running(void *arg, unsigned worker)
+{
+    (void)worker;
+    struct mem_jobs *m = arg;
+    unsigned now = atomic_fetch_add(&m->running, 1) + 1;
+    unsigned most = atomic_load(&m->most);
+    while (now > most && !atomic_compare_exchange_weak(&m->most, &most, now)) {
+    }
+    usleep(2000);
+    atomic_fetch_sub(&m->running, 1);
+    atomic_fetch_add(&m->ran, 1);
+    return 0;
+}
+
+/* A budget below what the process holds already: every job still runs,
+ * one at a time (at least one always runs, never more). */
+KT_CASE(budget_keeps_one_running)
+{
+    struct kiln_pool_options o = {.workers = 4, .memory_budget = 1, .background = true};
+    struct kiln_pool *pool;
+    KT_REQUIRE_OK(kiln_pool_create_with(&o, &pool));
+    struct mem_jobs m = {0};
+    for (int i = 0; i < 40; i++)
+        KT_CHECK_OK(kiln_pool_submit(pool, count_running, &m));
+    KT_CHECK_OK(kiln_pool_wait(pool));
+    kiln_pool_destroy(pool);
+    KT_CHECK_EQ(atomic_load(&m.ran), 40);
+    KT_CHECK_EQ(atomic_load(&m.most), 1);
+    KT_CHECK_EQ(kiln_pool_create_with(NULL, &pool), KILN_EINVAL);
+}
+
 KT_MAIN(KT_ENTRY(runs_every_job), KT_ENTRY(failed_jobs_are_counted),
         KT_ENTRY(worker_index_in_range), KT_ENTRY(submit_blocks_when_full),
         KT_ENTRY(cancel_drops_pending), KT_ENTRY(cancel_wakes_blocked_submitter),
         KT_ENTRY(cancel_from_a_job), KT_ENTRY(wait_for_counts_what_is_left),
-        KT_ENTRY(destroy_with_pending_jobs), KT_ENTRY(bad_arguments))
+        KT_ENTRY(destroy_with_pending_jobs), KT_ENTRY(bad_arguments),
+        KT_ENTRY(budget_keeps_one_running))
