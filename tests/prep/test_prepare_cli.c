@@ -225,6 +225,53 @@ KT_CASE(prepare_start_json)
              strstr(o.text, "total"));
 }
 
+/* The second prepare compiles nothing (the ledger answers), and says so in
+ * --json and in the table; --retry-failed, --memory-budget and
+ * --background are taken. */
+KT_CASE(second_prepare_json)
+{
+    const char *root = kt_tmpdir();
+    char corpus[4200], cache[4200];
+    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
+    snprintf(cache, sizeof(cache), "%s/cache", root);
+    KT_REQUIRE(pf_mkdir(corpus) == 0);
+    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    struct out o;
+    KT_CHECK_EQ(run_kiln(true, &o,
+                         (const char *[]){"prepare", "--corpus", corpus, "--cache", cache,
+                                          "--memory-budget", "4G", "--background", "--json", NULL}),
+                0);
+    struct json_object *j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK_EQ(json_int(j, "driver_compiles"), PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(json_int(j, "ledger_skipped"), 0);
+    KT_CHECK_EQ(json_int(j, "memory_budget_bytes"), 4ll << 30);
+    KT_CHECK(json_has(j, "background") && json_has(j, "canceled"));
+    struct json_object *v;
+    KT_CHECK(json_object_object_get_ex(j, "workers_reason", &v) &&
+             strstr(json_object_get_string(v), "background") != NULL);
+    json_object_put(j);
+
+    KT_CHECK_EQ(run_kiln(true, &o,
+                         (const char *[]){"prepare", "--corpus", corpus, "--cache", cache,
+                                          "--retry-failed", "--json", NULL}),
+                0);
+    j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK_EQ(json_int(j, "driver_compiles"), 0);
+    KT_CHECK_EQ(json_int(j, "ledger_skipped"), PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(json_int(j, "pipelines_built"), 0);
+    json_object_put(j);
+    KT_CHECK_EQ(
+        run_kiln(true, &o, (const char *[]){"prepare", "--corpus", corpus, "--cache", cache, NULL}),
+        0);
+    KT_CHECK(strstr(o.text, "0 driver compiles, 3 answered by the build ledger") != NULL);
+    KT_CHECK_EQ(run_kiln(true, &o,
+                         (const char *[]){"prepare", "--corpus", corpus, "--cache", cache,
+                                          "--memory-budget", "12Q", NULL}),
+                2);
+}
+
 /* One broken program: the rest is made, and the exit code says 1. */
 KT_CASE(failure_exit_code)
 {
@@ -337,4 +384,4 @@ KT_CASE(dict_json)
 }
 
 KT_MAIN(KT_ENTRY(usage), KT_ENTRY(prepare_start_json), KT_ENTRY(failure_exit_code),
-        KT_ENTRY(bad_corpus_one_line), KT_ENTRY(dict_json))
+        KT_ENTRY(bad_corpus_one_line), KT_ENTRY(dict_json), KT_ENTRY(second_prepare_json))
