@@ -188,6 +188,9 @@ expect "$W/afile" prepare --no-vulkan --generate 2 --cache "$W/afile"
 expect "$W/text" prepare --no-vulkan --generate 2 --cache "$W/text"
 expect "$W/dirkpc" prepare --no-vulkan --generate 2 --cache "$W/dirkpc"
 expect "--bogus" prepare --bogus
+expect "--memory-budget" prepare --no-vulkan --memory-budget 12Q --cache "$W/c1"
+expect "--memory-budget" prepare --no-vulkan --memory-budget -5 --cache "$W/c1"
+expect "--bogus" prepare --retry-failed --background --bogus
 
 section start
 expect "$W/missing" start --no-vulkan --cache "$W/missing"
