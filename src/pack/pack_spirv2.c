@@ -612,14 +612,18 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     s[S_COUNT - 1].p = head.p + off;
     s[S_COUNT - 1].end = head.end;
 
+    /* Each stream's cursor in a variable of its own, so that the compiler
+     * can keep the busy ones in registers. */
+    struct rs sop = s[S_OP], sres = s[S_RES], stype = s[S_TYPE], sid = s[S_ID], sgid = s[S_GID],
+              slit = s[S_LIT], sraw = s[S_RAW];
     memset(scratch, 0, idset_bytes(nwords));
     struct idset def = {scratch, idset_lim(nwords)};
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
 
     out[0] = KILN__SPIRV_MAGIC;
-    if (!get_varint(&s[S_LIT], &out[1]) || !get_varint(&s[S_LIT], &out[2]) ||
-        !get_varint(&s[S_LIT], &out[4]))
+    if (!get_varint(&slit, &out[1]) || !get_varint(&slit, &out[2]) ||
+        !get_varint(&slit, &out[4]))
         return KILN_ECORRUPT_BLOB;
     out[1] = rotl8(out[1]);
     uint32_t last_res = 0, last_target = 0, max_res = 0;
@@ -628,18 +632,17 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     struct float_types ft = {{0}, 0};
     size_t w = 5;
     while (w < nwords) {
-        struct rs *so = &s[S_OP];
-        if (so->p >= so->end)
+        if (sop.p >= sop.end)
             return KILN_ECORRUPT_BLOB;
-        uint32_t op = *so->p++;
+        uint32_t op = *sop.p++;
         if (op == 0xFF) {
-            if (so->end - so->p < 2)
+            if (sop.end - sop.p < 2)
                 return KILN_ECORRUPT_BLOB;
-            op = kiln__load_le16(so->p);
-            so->p += 2;
+            op = kiln__load_le16(sop.p);
+            sop.p += 2;
         }
         uint32_t wc;
-        if (!get_varint(so, &wc))
+        if (!get_varint(&sop, &wc))
             return KILN_ECORRUPT_BLOB;
         unsigned slot = slot_of(op);
         if (wc == 0) {
@@ -658,14 +661,14 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         if (wc <= sh->fast_wc) {
             uint32_t i = 1, base = last_res, v;
             if (sh->fast_prefix == KILN__FAST_TR && wc >= 3) {
-                if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v))
+                if (!get_varint(&stype, &ins[1]) || !get_varint(&sres, &v))
                     return KILN_ECORRUPT_BLOB;
                 base = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
                 id_add(&def, base);
                 max_res = KILN_MAX(max_res, base);
                 i = 3;
             } else if (sh->fast_prefix == KILN__FAST_R && wc >= 2) {
-                if (!get_varint(&s[S_RES], &v))
+                if (!get_varint(&sres, &v))
                     return KILN_ECORRUPT_BLOB;
                 base = last_res = ins[1] = predict(&def, last_res, in_func) + unzigzag(v);
                 id_add(&def, base);
@@ -674,13 +677,13 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             } else if (sh->fast_prefix != KILN__FAST_NONE) {
                 goto general;
             }
-            struct rs ids = s[S_ID], gids = s[S_GID];
+            struct rs ids = sid, gids = sgid;
             for (; i < wc; i++) {
                 if (!get_id(&ids, &gids, base, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
             }
-            s[S_ID] = ids;
-            s[S_GID] = gids;
+            sid = ids;
+            sgid = gids;
             w += wc;
             continue;
         }
@@ -691,29 +694,29 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
          */
         if (op == OP_VARIABLE && (wc == 4 || wc == 5)) {
             uint32_t v;
-            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v) ||
-                !get_varint(&s[S_LIT], &ins[3]))
+            if (!get_varint(&stype, &ins[1]) || !get_varint(&sres, &v) ||
+                !get_varint(&slit, &ins[3]))
                 return KILN_ECORRUPT_BLOB;
             uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
             id_add(&def, r);
             max_res = KILN_MAX(max_res, r);
-            if (wc == 5 && !get_id(&s[S_ID], &s[S_GID], r, &ins[4]))
+            if (wc == 5 && !get_id(&sid, &sgid, r, &ins[4]))
                 return KILN_ECORRUPT_BLOB;
             w += wc;
             continue;
         }
         if (op == OP_CONSTANT && wc == 4) {
             uint32_t v;
-            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v))
+            if (!get_varint(&stype, &ins[1]) || !get_varint(&sres, &v))
                 return KILN_ECORRUPT_BLOB;
             uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
             id_add(&def, r);
             max_res = KILN_MAX(max_res, r);
             if (!is_float_type(&ft, ins[1])) {
-                if (!get_varint(&s[S_LIT], &v))
+                if (!get_varint(&slit, &v))
                     return KILN_ECORRUPT_BLOB;
                 ins[3] = unzigzag(v);
-            } else if (!get_word(&s[S_RAW], &ins[3])) {
+            } else if (!get_word(&sraw, &ins[3])) {
                 return KILN_ECORRUPT_BLOB;
             }
             w += wc;
@@ -721,15 +724,15 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         if (op == OP_COMPOSITE_EXTRACT && wc >= 4) {
             uint32_t v;
-            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v))
+            if (!get_varint(&stype, &ins[1]) || !get_varint(&sres, &v))
                 return KILN_ECORRUPT_BLOB;
             uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
             id_add(&def, r);
             max_res = KILN_MAX(max_res, r);
-            if (!get_id(&s[S_ID], &s[S_GID], r, &ins[3]))
+            if (!get_id(&sid, &sgid, r, &ins[3]))
                 return KILN_ECORRUPT_BLOB;
             for (uint32_t i = 4; i < wc; i++) {
-                if (!get_varint(&s[S_LIT], &ins[i]))
+                if (!get_varint(&slit, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
             }
             w += wc;
@@ -737,23 +740,23 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         if (op == OP_TYPE_POINTER && wc == 4) {
             uint32_t v;
-            if (!get_varint(&s[S_RES], &v) || !get_varint(&s[S_LIT], &ins[2]))
+            if (!get_varint(&sres, &v) || !get_varint(&slit, &ins[2]))
                 return KILN_ECORRUPT_BLOB;
             uint32_t r = last_res = ins[1] = predict(&def, last_res, in_func) + unzigzag(v);
             id_add(&def, r);
             max_res = KILN_MAX(max_res, r);
-            if (!get_id(&s[S_ID], &s[S_GID], r, &ins[3]))
+            if (!get_id(&sid, &sgid, r, &ins[3]))
                 return KILN_ECORRUPT_BLOB;
             w += wc;
             continue;
         }
         if (op == OP_DECORATE && wc >= 3) {
             uint32_t v;
-            if (!get_varint(&s[S_ID], &v))
+            if (!get_varint(&sid, &v))
                 return KILN_ECORRUPT_BLOB;
             last_target = ins[1] = last_target + unzigzag(v);
             for (uint32_t i = 2; i < wc; i++) {
-                if (!get_varint(&s[S_LIT], &ins[i]))
+                if (!get_varint(&slit, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
             }
             w += wc;
@@ -761,14 +764,14 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         if (op == OP_NAME && wc >= 3) {
             uint32_t v;
-            if (!get_varint(&s[S_ID], &v))
+            if (!get_varint(&sid, &v))
                 return KILN_ECORRUPT_BLOB;
             last_target = ins[1] = last_target + unzigzag(v);
-            uint32_t i = get_str(&s[S_RAW], ins, 2, wc);
+            uint32_t i = get_str(&sraw, ins, 2, wc);
             if (i == 0)
                 return KILN_ECORRUPT_BLOB;
             for (i++; i < wc; i++) {
-                if (!get_varint(&s[S_LIT], &ins[i]))
+                if (!get_varint(&slit, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
             }
             w += wc;
@@ -776,16 +779,16 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         if (op == OP_EXT_INST && wc >= 5) {
             uint32_t v;
-            if (!get_varint(&s[S_TYPE], &ins[1]) || !get_varint(&s[S_RES], &v) ||
-                !get_varint(&s[S_LIT], &ins[4]))
+            if (!get_varint(&stype, &ins[1]) || !get_varint(&sres, &v) ||
+                !get_varint(&slit, &ins[4]))
                 return KILN_ECORRUPT_BLOB;
             uint32_t r = last_res = ins[2] = predict(&def, last_res, in_func) + unzigzag(v);
             id_add(&def, r);
             max_res = KILN_MAX(max_res, r);
-            if (!get_id(&s[S_ID], &s[S_GID], r, &ins[3]))
+            if (!get_id(&sid, &sgid, r, &ins[3]))
                 return KILN_ECORRUPT_BLOB;
             for (uint32_t i = 5; i < wc; i++) {
-                if (!get_id(&s[S_ID], &s[S_GID], r, &ins[i]))
+                if (!get_id(&sid, &sgid, r, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
             }
             w += wc;
@@ -793,23 +796,23 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         if (op == OP_MEMBER_DECORATE && wc >= 4) {
             uint32_t v;
-            if (!get_varint(&s[S_ID], &v))
+            if (!get_varint(&sid, &v))
                 return KILN_ECORRUPT_BLOB;
             uint32_t t = last_target = ins[1] = last_target + unzigzag(v);
             if (t != rn.md_target) {
                 rn.md_target = t;
                 rn.md_member = rn.md_offset = 0;
             }
-            if (!get_varint(&s[S_LIT], &v) || !get_varint(&s[S_LIT], &ins[3]))
+            if (!get_varint(&slit, &v) || !get_varint(&slit, &ins[3]))
                 return KILN_ECORRUPT_BLOB;
             rn.md_member = ins[2] = rn.md_member + unzigzag(v);
             if (ins[3] == DECORATION_OFFSET && wc == 5) {
-                if (!get_varint(&s[S_LIT], &v))
+                if (!get_varint(&slit, &v))
                     return KILN_ECORRUPT_BLOB;
                 rn.md_offset = ins[4] = rn.md_offset + unzigzag(v);
             } else {
                 for (uint32_t i = 4; i < wc; i++) {
-                    if (!get_varint(&s[S_LIT], &ins[i]))
+                    if (!get_varint(&slit, &ins[i]))
                         return KILN_ECORRUPT_BLOB;
                 }
             }
@@ -818,21 +821,21 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         }
         if (op == OP_MEMBER_NAME && wc >= 4) {
             uint32_t v;
-            if (!get_varint(&s[S_ID], &v))
+            if (!get_varint(&sid, &v))
                 return KILN_ECORRUPT_BLOB;
             uint32_t t = last_target = ins[1] = last_target + unzigzag(v);
             if (t != rn.mn_target) {
                 rn.mn_target = t;
                 rn.mn_member = UINT32_MAX;
             }
-            if (!get_varint(&s[S_LIT], &v))
+            if (!get_varint(&slit, &v))
                 return KILN_ECORRUPT_BLOB;
             rn.mn_member = ins[2] = rn.mn_member + 1 + unzigzag(v);
-            uint32_t i = get_str(&s[S_RAW], ins, 3, wc);
+            uint32_t i = get_str(&sraw, ins, 3, wc);
             if (i == 0)
                 return KILN_ECORRUPT_BLOB;
             for (i++; i < wc; i++) {
-                if (!get_varint(&s[S_LIT], &ins[i]))
+                if (!get_varint(&slit, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
             }
             w += wc;
@@ -847,7 +850,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             for (uint32_t i = 1; i < wc && i <= sh->nfixed; i++) {
                 if (sh->fixed[i - 1] == K_RES) {
                     uint32_t v;
-                    if (!get_varint(&s[S_RES], &v))
+                    if (!get_varint(&sres, &v))
                         return KILN_ECORRUPT_BLOB;
                     res_pos = i;
                     res_val = predict(&def, last_res, in_func) + unzigzag(v);
@@ -861,14 +864,14 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             uint32_t v;
             switch (k) {
             case K_TYPE:
-                if (!get_varint(&s[S_TYPE], &ins[i]))
+                if (!get_varint(&stype, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
                 break;
             case K_RES:
                 if (i == res_pos) {
                     ins[i] = res_val;
                 } else {
-                    if (!get_varint(&s[S_RES], &v))
+                    if (!get_varint(&sres, &v))
                         return KILN_ECORRUPT_BLOB;
                     ins[i] = predict(&def, last_res, in_func) + unzigzag(v);
                 }
@@ -877,30 +880,30 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
                 last_res = ins[i];
                 break;
             case K_ID:
-                if (!get_id(&s[S_ID], &s[S_GID], id_base, &ins[i]))
+                if (!get_id(&sid, &sgid, id_base, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
                 break;
             case K_TARGET:
-                if (!get_varint(&s[S_ID], &v))
+                if (!get_varint(&sid, &v))
                     return KILN_ECORRUPT_BLOB;
                 ins[i] = last_target + unzigzag(v);
                 last_target = ins[i];
                 break;
             case K_WORD:
                 if (wc >= 3 && !is_float_type(&ft, ins[1])) {
-                    if (!get_varint(&s[S_LIT], &v))
+                    if (!get_varint(&slit, &v))
                         return KILN_ECORRUPT_BLOB;
                     ins[i] = unzigzag(v);
-                } else if (!get_word(&s[S_RAW], &ins[i])) {
+                } else if (!get_word(&sraw, &ins[i])) {
                     return KILN_ECORRUPT_BLOB;
                 }
                 break;
             case K_STR:
-                if ((i = get_str(&s[S_RAW], ins, i, wc)) == 0)
+                if ((i = get_str(&sraw, ins, i, wc)) == 0)
                     return KILN_ECORRUPT_BLOB;
                 break;
             default:
-                if (!get_varint(&s[S_LIT], &ins[i]))
+                if (!get_varint(&slit, &ins[i]))
                     return KILN_ECORRUPT_BLOB;
                 break;
             }
@@ -911,12 +914,11 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
         w += wc;
     }
     uint32_t v;
-    if (!get_varint(&s[S_LIT], &v))
+    if (!get_varint(&slit, &v))
         return KILN_ECORRUPT_BLOB;
     out[3] = max_res + 1 + unzigzag(v);
-    for (int i = 0; i < S_COUNT; i++) {
-        if (s[i].p != s[i].end)
-            return KILN_ECORRUPT_BLOB;
-    }
+    if (sop.p != sop.end || sres.p != sres.end || stype.p != stype.end || sid.p != sid.end ||
+        sgid.p != sgid.end || slit.p != slit.end || sraw.p != sraw.end)
+        return KILN_ECORRUPT_BLOB;
     return 0;
 }
