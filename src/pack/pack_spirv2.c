@@ -166,9 +166,11 @@ static inline bool get_word(struct rs *s, uint32_t *w)
     return true;
 }
 
-/* A set of ids below `lim`; ids at or above it are never members. */
+/* A set of ids below `lim`; ids at or above it are never members. The
+ * bits are in 64-bit words: byte stores would alias every other variable
+ * for the compiler, which would then reload them after each id_add. */
 struct idset {
-    uint8_t *bits;
+    uint64_t *bits;
     uint32_t lim;
 };
 
@@ -177,20 +179,29 @@ static uint32_t idset_lim(size_t nwords)
     return (uint32_t)KILN_MIN(nwords * 2 + 64, (size_t)UINT32_MAX);
 }
 
+/* The bitmap's bytes, with room to align it to 8 bytes. */
 static size_t idset_bytes(size_t nwords)
 {
-    return idset_lim(nwords) / 8 + 1;
+    return (idset_lim(nwords) / 64 + 1) * 8 + 8;
+}
+
+/* A bitmap at the first 8-byte boundary from p, all clear. */
+static uint64_t *idset_at(uint8_t *p, size_t nwords)
+{
+    uint64_t *b = (uint64_t *)(void *)(p + (-(uintptr_t)p & 7));
+    memset(b, 0, (idset_lim(nwords) / 64 + 1) * 8);
+    return b;
 }
 
 static inline bool id_in(const struct idset *s, uint32_t id)
 {
-    return id < s->lim && (s->bits[id >> 3] >> (id & 7) & 1);
+    return id < s->lim && (s->bits[id >> 6] >> (id & 63) & 1);
 }
 
 static inline void id_add(struct idset *s, uint32_t id)
 {
     if (id < s->lim)
-        s->bits[id >> 3] |= (uint8_t)(1u << (id & 7));
+        s->bits[id >> 6] |= (uint64_t)1 << (id & 63);
 }
 
 /* The predicted result id after `last`. */
@@ -404,10 +415,9 @@ int64_t kiln__spirv2_encode(const uint32_t *words, size_t nwords, uint8_t *dst, 
     uint8_t *start[S_COUNT], *s[S_COUNT], *saved[S_COUNT];
     for (int i = 0; i < S_COUNT; i++)
         start[i] = s[i] = base + (size_t)i * region;
-    size_t setb = idset_bytes(nwords);
-    struct idset glob = {base + (size_t)S_COUNT * region, idset_lim(nwords)};
-    struct idset def = {glob.bits + setb, glob.lim};
-    memset(glob.bits, 0, 2 * setb);
+    uint8_t *sets = base + (size_t)S_COUNT * region;
+    struct idset glob = {idset_at(sets, nwords), idset_lim(nwords)};
+    struct idset def = {idset_at(sets + idset_bytes(nwords), nwords), glob.lim};
     KILN_TRY(mark_globals(words, nwords, &glob));
 
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
@@ -616,8 +626,11 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
      * can keep the busy ones in registers. */
     struct rs sop = s[S_OP], sres = s[S_RES], stype = s[S_TYPE], sid = s[S_ID], sgid = s[S_GID],
               slit = s[S_LIT], sraw = s[S_RAW];
-    memset(scratch, 0, idset_bytes(nwords));
-    struct idset def = {scratch, idset_lim(nwords)};
+    struct idset def = {idset_at(scratch, nwords), idset_lim(nwords)};
+    /* The tables in locals: the compiler cannot tell that stores to the
+     * output leave the globals alone. */
+    const struct kiln__shape *shape_tab = shapes;
+    const unsigned unknown_slot = default_slot;
     uint16_t last_len[KILN__SHAPE_SLOTS_MAX];
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
 
@@ -646,7 +659,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             return KILN_ECORRUPT_BLOB;
         unsigned slot = slot_of(op);
         if (wc == 0) {
-            if (slot == default_slot)
+            if (slot == unknown_slot)
                 return KILN_ECORRUPT_BLOB;
             wc = last_len[slot];
         } else if (wc > 0xFFFF) {
@@ -657,7 +670,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
             return KILN_ECORRUPT_BLOB;
         uint32_t *ins = out + w;
         ins[0] = wc << 16 | op;
-        const struct kiln__shape *sh = &shapes[slot];
+        const struct kiln__shape *sh = &shape_tab[slot];
         if (wc <= sh->fast_wc) {
             uint32_t i = 1, base = last_res, v;
             if (sh->fast_prefix == KILN__FAST_TR && wc >= 3) {
