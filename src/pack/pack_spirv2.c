@@ -343,7 +343,6 @@ static uint32_t get_str(struct rs *s, uint32_t *ins, uint32_t i, uint32_t wc)
     const uint8_t *p = s->p;
     if (p >= s->end)
         return 0;
-    size_t room = (size_t)(wc - i) * 4;
     uint8_t *dst = (uint8_t *)(ins + i);
     if (*p == 0xFF) {
         uint32_t n;
@@ -354,14 +353,35 @@ static uint32_t get_str(struct rs *s, uint32_t *ins, uint32_t i, uint32_t wc)
         s->p += (size_t)n * 4;
         return i + n - 1;
     }
-    const uint8_t *z = memchr(p, 0, KILN_MIN((size_t)(s->end - p), room));
+    /* A word at a time while four bytes are left: names are short, and
+     * this beats calling memchr and memcpy for each. The lowest byte that
+     * the zero-byte test flags is the first 0 (only bytes above a 0 can be
+     * flagged falsely). */
+    uint32_t k = i;
+    for (; k < wc && s->end - p >= 4; k++) {
+        uint32_t x = kiln__load_le32(p);
+        uint32_t zero = (x - 0x01010101u) & ~x & 0x80808080u;
+        if (zero == 0) {
+            ins[k] = x;
+            p += 4;
+            continue;
+        }
+        unsigned j = (unsigned)__builtin_ctz(zero) / 8; /* the 0's byte */
+        ins[k] = j ? x & (0xFFFFFFFFu >> (32 - 8 * j)) : 0;
+        s->p = p + j + 1;
+        return k;
+    }
+    if (k == wc)
+        return 0; /* no 0 in the instruction's words */
+    /* Under four bytes left in the stream: the string ends in them. */
+    const uint8_t *z = memchr(p, 0, (size_t)(s->end - p));
     if (!z)
         return 0;
-    size_t len = (size_t)(z - p) + 1, nw = (len + 3) / 4;
-    ins[i + nw - 1] = 0; /* the padding */
-    memcpy(dst, p, len);
+    size_t len = (size_t)(z - p) + 1;
+    ins[k] = 0; /* the padding */
+    memcpy(ins + k, p, len);
     s->p = z + 1;
-    return i + (uint32_t)nw - 1;
+    return k;
 }
 
 /* Whether a result defined outside functions is coded as itself inside
@@ -635,8 +655,7 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     memcpy(last_len, default_len, nslots * sizeof(*last_len));
 
     out[0] = KILN__SPIRV_MAGIC;
-    if (!get_varint(&slit, &out[1]) || !get_varint(&slit, &out[2]) ||
-        !get_varint(&slit, &out[4]))
+    if (!get_varint(&slit, &out[1]) || !get_varint(&slit, &out[2]) || !get_varint(&slit, &out[4]))
         return KILN_ECORRUPT_BLOB;
     out[1] = rotl8(out[1]);
     uint32_t last_res = 0, last_target = 0, max_res = 0;
@@ -645,25 +664,35 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
     struct float_types ft = {{0}, 0};
     size_t w = 5;
     while (w < nwords) {
-        if (sop.p >= sop.end)
-            return KILN_ECORRUPT_BLOB;
-        uint32_t op = *sop.p++;
-        if (op == 0xFF) {
-            if (sop.end - sop.p < 2)
-                return KILN_ECORRUPT_BLOB;
-            op = kiln__load_le16(sop.p);
+        uint32_t op, wc;
+        unsigned slot;
+        if (KILN_LIKELY(sop.end - sop.p >= 2 && sop.p[0] != 0xFF && sop.p[1] < 0x80)) {
+            /* The usual case: an opcode of one byte (its own slot, never
+             * the unknown one) and a count of one byte, mostly 0. */
+            op = slot = sop.p[0];
+            wc = sop.p[1];
             sop.p += 2;
-        }
-        uint32_t wc;
-        if (!get_varint(&sop, &wc))
-            return KILN_ECORRUPT_BLOB;
-        unsigned slot = slot_of(op);
-        if (wc == 0) {
-            if (slot == unknown_slot)
+            wc = wc ? wc : last_len[slot];
+        } else {
+            if (sop.p >= sop.end)
                 return KILN_ECORRUPT_BLOB;
-            wc = last_len[slot];
-        } else if (wc > 0xFFFF) {
-            return KILN_ECORRUPT_BLOB;
+            op = *sop.p++;
+            if (op == 0xFF) {
+                if (sop.end - sop.p < 2)
+                    return KILN_ECORRUPT_BLOB;
+                op = kiln__load_le16(sop.p);
+                sop.p += 2;
+            }
+            if (!get_varint(&sop, &wc))
+                return KILN_ECORRUPT_BLOB;
+            slot = slot_of(op);
+            if (wc == 0) {
+                if (slot == unknown_slot)
+                    return KILN_ECORRUPT_BLOB;
+                wc = last_len[slot];
+            } else if (wc > 0xFFFF) {
+                return KILN_ECORRUPT_BLOB;
+            }
         }
         last_len[slot] = (uint16_t)wc;
         if (wc > nwords - w)
