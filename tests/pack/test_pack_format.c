@@ -567,6 +567,59 @@ KT_CASE(format2_damage_refused)
     kiln_pack_thread_cleanup();
 }
 
+KT_CASE(strings_every_length)
+{
+    /* Literal strings of every length up to 23 bytes, ASCII and with bytes
+     * of 0x80 and over, in each instruction that decodes strings its own way
+     * (OpSourceExtension, OpName, OpMemberName, OpString), last in the raw
+     * stream or followed by another: each round-trips exactly, and the
+     * transformed streams cut anywhere are refused. */
+    static const uint32_t ops[] = {4, 5, 6, 7};
+    uint32_t words[64], out[64];
+    uint8_t *x = malloc(kiln__spirv2_work_bound(64));
+    uint8_t *scratch = malloc(kiln__spirv2_decode_scratch(64));
+    KT_REQUIRE(x != NULL && scratch != NULL);
+    for (unsigned k = 0; k < 4; k++) {
+        for (uint32_t len = 0; len < 24; len++) {
+            for (unsigned variant = 0; variant < 4; variant++) {
+                size_t n = 0;
+                const uint32_t head[5] = {0x07230203u, 0x00010300u, 0, 100, 0};
+                memcpy(words, head, sizeof(head));
+                n = 5;
+                for (unsigned rep = 0; rep < 1 + (variant >> 1); rep++) {
+                    uint32_t pre = ops[k] == 4 ? 0 : ops[k] == 6 ? 2 : 1;
+                    uint32_t sw = len / 4 + 1, wc = 1 + pre + sw;
+                    words[n] = wc << 16 | ops[k];
+                    for (uint32_t i = 1; i <= pre; i++)
+                        words[n + i] = 3 + rep + i;
+                    uint8_t *b = (uint8_t *)&words[n + 1 + pre];
+                    memset(b, 0, sw * 4);
+                    for (uint32_t i = 0; i < len; i++)
+                        b[i] = (uint8_t)(variant & 1 ? 0x80 + (i * 37 + len) % 0x7F : 'a' + i % 26);
+                    n += wc;
+                }
+                void *blob;
+                size_t bs;
+                KT_REQUIRE_OK(kiln_pack(words, n, KILN_CODEC_KILN, NULL, &blob, &bs));
+                memset(out, 0xAB, sizeof(out));
+                KT_CHECK_EQ(kiln_unpack(blob, bs, NULL, out, 64), (int64_t)n);
+                KT_CHECK(memcmp(out, words, n * 4) == 0);
+                kiln_pack_free(blob);
+                int64_t xn = kiln__spirv2_encode(words, n, x, kiln__spirv2_work_bound(64), -1);
+                KT_REQUIRE(xn > 0);
+                KT_CHECK_OK(kiln__spirv2_decode(x, (size_t)xn, out, n, scratch));
+                KT_CHECK(memcmp(out, words, n * 4) == 0);
+                for (int64_t cut = 0; cut < xn; cut++)
+                    KT_CHECK_EQ(kiln__spirv2_decode(x, (size_t)cut, out, n, scratch),
+                                KILN_ECORRUPT_BLOB);
+            }
+        }
+    }
+    free(x);
+    free(scratch);
+    kiln_pack_thread_cleanup();
+}
+
 KT_MAIN(KT_ENTRY(format2_header), KT_ENTRY(v1_fixtures_unpack), KT_ENTRY(format1_corpus_round_trip),
         KT_ENTRY(format2_smaller_than_format1), KT_ENTRY(generated_round_trip),
-        KT_ENTRY(format2_damage_refused))
+        KT_ENTRY(format2_damage_refused), KT_ENTRY(strings_every_length))
