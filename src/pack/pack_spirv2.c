@@ -182,14 +182,14 @@ static uint32_t idset_lim(size_t nwords)
 /* The bitmap's bytes, with room to align it to 8 bytes. */
 static size_t idset_bytes(size_t nwords)
 {
-    return (idset_lim(nwords) / 64 + 1) * 8 + 8;
+    return ((size_t)idset_lim(nwords) / 64 + 1) * 8 + 8;
 }
 
 /* A bitmap at the first 8-byte boundary from p, all clear. */
 static uint64_t *idset_at(uint8_t *p, size_t nwords)
 {
     uint64_t *b = (uint64_t *)(void *)(p + (-(uintptr_t)p & 7));
-    memset(b, 0, (idset_lim(nwords) / 64 + 1) * 8);
+    memset(b, 0, ((size_t)idset_lim(nwords) / 64 + 1) * 8);
     return b;
 }
 
