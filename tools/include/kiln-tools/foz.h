@@ -440,6 +440,115 @@ KILN_API int kiln_foz_pipeline_program(const struct kiln_foz_index *idx,
 #endif
 
 /* ---------------------------------------------------------------------------
+ * The whole pipelines of one or more archives (kiln import foz, kiln
+ * prepare --corpus A.foz B.foz ...)
+ * ------------------------------------------------------------------------ */
+
+/* The pipeline kinds of an archive (Fossilize's graphics, compute and
+ * ray-tracing pipeline tags), for per-kind counts. */
+enum kiln_foz_kind {
+    KILN_FOZ_KIND_GRAPHICS = 0,
+    KILN_FOZ_KIND_COMPUTE = 1,
+    KILN_FOZ_KIND_RAYTRACING = 2,
+    KILN_FOZ_KIND_COUNT = 3,
+};
+
+/* @return the kind of a pipeline tag (KILN_FOZ_KIND_COUNT for another tag). */
+KILN_API enum kiln_foz_kind kiln_foz_kind_of(uint64_t tag);
+
+/* @return "graphics", "compute", "raytracing" (or "unknown"). */
+KILN_API const char *kiln_foz_kind_name(enum kiln_foz_kind kind);
+
+/* The pipelines of several archives, de-duplicated by
+ * kiln_foz_pipeline_key. Opaque. */
+struct kiln_foz_pipelines;
+
+/* What kiln_foz_pipelines_open found, in all archives or in one. */
+struct kiln_foz_pipelines_stats {
+    uint64_t found[KILN_FOZ_KIND_COUNT];      /* pipeline entries met */
+    uint64_t unique[KILN_FOZ_KIND_COUNT];     /* in the set (first met in this archive) */
+    uint64_t duplicates[KILN_FOZ_KIND_COUNT]; /* same key as one met before: left out */
+    uint64_t unreadable[KILN_FOZ_KIND_COUNT]; /* missing object or module, or bad record */
+    char first_unreadable[192];               /* the first unreadable one and why ("" none) */
+};
+
+/* One pipeline of the set. */
+struct kiln_foz_pipelines_entry {
+    size_t archive;      /* the archive it was first met in (index into the paths) */
+    uint64_t tag;        /* KILN_FOZ_TAG_GRAPHICS_PIPELINE, _COMPUTE_ or _RAYTRACING_ */
+    uint64_t hash;       /* its Fossilize hash */
+    struct kiln_key key; /* kiln_foz_pipeline_key: what the cache stores it under */
+};
+
+/*
+ * Reads the `n` archives at `paths` (each whole, kiln_foz_index_create) and
+ * lists their graphics, compute and ray-tracing pipelines in archive order,
+ * then tag and hash order, each key once: a pipeline whose
+ * kiln_foz_pipeline_key was met before (in this or an earlier archive) is
+ * counted as a duplicate. A pipeline whose closure cannot be made (an
+ * object or module it references is missing) or whose record is malformed
+ * is counted unreadable, with one warning line naming the archive, the
+ * pipeline and why; the others go on. The archives are kept in memory
+ * until kiln_foz_pipelines_destroy.
+ * @return 0 and the set in *out; KILN_EINVAL for no paths; for an archive
+ * that cannot be read (KILN_EFORMAT: not a Fossilize archive of a version
+ * kiln reads; KILN_EPARSE: an object's JSON does not parse; an I/O error)
+ * its error, with one error line naming the file; KILN_ENOMEM.
+ * Thread safety: any number of opens may run at once.
+ */
+KILN_API int kiln_foz_pipelines_open(const char *const *paths, size_t n,
+                                     struct kiln_foz_pipelines **out);
+
+/* @return the number of pipelines in the set (distinct keys). Thread-safe. */
+KILN_API size_t kiln_foz_pipelines_count(const struct kiln_foz_pipelines *fp);
+
+/* @return the number of archives the set was opened from. Thread-safe. */
+KILN_API size_t kiln_foz_pipelines_archives(const struct kiln_foz_pipelines *fp);
+
+/* @return the path of archive `a` as given to open (NULL past the end).
+ * Thread-safe; valid for the set's life. */
+KILN_API const char *kiln_foz_pipelines_path(const struct kiln_foz_pipelines *fp, size_t a);
+
+/* @return pipeline i of the set (NULL past the end). Thread-safe; valid
+ * for the set's life. */
+KILN_API const struct kiln_foz_pipelines_entry *
+kiln_foz_pipelines_get(const struct kiln_foz_pipelines *fp, size_t i);
+
+/*
+ * Fills *stats with the counts of every archive together (`archive` ==
+ * SIZE_MAX) or of archive `archive` alone. Thread-safe.
+ */
+KILN_API void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archive,
+                                       struct kiln_foz_pipelines_stats *stats);
+
+#if defined(KILN_STATE_KINDS)
+/*
+ * Makes program i of the set, as kiln_foz_pipeline_program makes it from
+ * its first archive: state kind KILN_STATE_FOZ, stages in recorded order,
+ * key kiln_foz_pipelines_get(fp, i)->key.
+ * @return 0 and the program in *out (free with kiln_program_destroy);
+ * KILN_EINVAL past the end; kiln_foz_pipeline_program's errors, with one
+ * warning line naming the pipeline. Thread-safe.
+ */
+KILN_API int kiln_foz_pipelines_load(const struct kiln_foz_pipelines *fp, size_t i,
+                                     struct kiln_program **out);
+
+/*
+ * Fills *src with a program source of the set's pipelines
+ * (kiln_foz_pipelines_load), with the stamp KILN_FOZ_STAMP whatever the
+ * translator. Its programs are of state kind KILN_STATE_FOZ: give
+ * kiln_prepare a builder of that kind (kiln_foz_kiln_builder_create).
+ * `fp` must outlive every use of *src. Loads are thread-safe.
+ */
+KILN_API void kiln_foz_pipelines_source(const struct kiln_foz_pipelines *fp,
+                                        struct kiln_program_source *src);
+#endif
+
+/* Frees the set and the archives it holds. NULL is a no-op. Not
+ * thread-safe: nothing else may use the set or a source over it. */
+KILN_API void kiln_foz_pipelines_destroy(struct kiln_foz_pipelines *fp);
+
+/* ---------------------------------------------------------------------------
  * Building a closure's pipeline on a VkDevice (declared when the Vulkan
  * headers were included before this one)
  * ------------------------------------------------------------------------ */
@@ -459,14 +568,6 @@ struct kiln_foz_builder_options {
      * and, chained, any of VkPhysicalDeviceVulkan11/12/13Features. NULL: no
      * feature is checked (the driver judges). Read during create only. */
     const VkPhysicalDeviceFeatures2 *features;
-};
-
-/* The pipeline kinds a builder counts. */
-enum kiln_foz_kind {
-    KILN_FOZ_KIND_GRAPHICS = 0,
-    KILN_FOZ_KIND_COMPUTE = 1,
-    KILN_FOZ_KIND_RAYTRACING = 2,
-    KILN_FOZ_KIND_COUNT = 3,
 };
 
 /* What a builder has done, per kind (kiln_foz_builder_stats). */
