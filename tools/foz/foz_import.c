@@ -174,3 +174,162 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
     }
     return rc;
 }
+
+/* ---------------------------------------------------------------------------
+ * Whole pipelines (kiln import foz): each pipeline of a kiln_foz_pipelines
+ * set is one program of state kind KILN_STATE_FOZ, its stages the recorded
+ * ones, under kiln_foz_pipeline_key. The same rules as above: present keys
+ * are skipped, every stage is validated before anything is stored, and a
+ * pipeline that cannot be stored costs that pipeline only.
+ * ------------------------------------------------------------------------ */
+
+/* Packs a program's stages and state into one payload (the layout
+ * kiln_prepare stores: kiln/pack.h, payload v3). */
+static int pack_pipeline(struct kiln_cache *c, const struct kiln_program *p, bool validated,
+                         void **payload, size_t *size)
+{
+    void **blobs = calloc(p->nstages, sizeof(*blobs));
+    uint8_t **maps = calloc(p->nstages, sizeof(*maps));
+    struct kiln_stage_blob *st = calloc(p->nstages, sizeof(*st));
+    int rc = blobs && maps && st ? KILN_OK : KILN_ENOMEM;
+    for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
+        const struct kiln_program_stage *ps = &p->stages[i];
+        size_t bsize = 0;
+        rc = kiln_pack(ps->words, ps->nwords, KILN_CODEC_KILN, kiln_cache_dict(c), &blobs[i],
+                       &bsize);
+        st[i] = (struct kiln_stage_blob){.stage = (uint32_t)ps->src.stage,
+                                         .nspec = ps->nspec,
+                                         .blob = blobs[i],
+                                         .blob_size = bsize,
+                                         .entry = ps->entry,
+                                         .spec_data = ps->spec_data,
+                                         .spec_size = ps->spec_size};
+        if (rc == KILN_OK && ps->nspec) {
+            /* The payload keeps map entries as little-endian u32 triples. */
+            maps[i] = malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
+            if (!maps[i]) {
+                rc = KILN_ENOMEM;
+                break;
+            }
+            for (uint32_t k = 0; k < ps->nspec; k++) {
+                uint8_t *m = maps[i] + (size_t)k * KILN_SPEC_ENTRY_BYTES;
+                kiln__store_le32(m, ps->spec[k].constant_id);
+                kiln__store_le32(m + 4, ps->spec[k].offset);
+                kiln__store_le32(m + 8, ps->spec[k].size);
+            }
+            st[i].spec_map = maps[i];
+        }
+    }
+    struct kiln_payload_state state = {.kind = p->state_kind,
+                                       .bytes = p->state,
+                                       .size = p->state_size,
+                                       .flags = validated ? KILN_PAYLOAD_VALIDATED : 0};
+    if (rc == KILN_OK)
+        rc = kiln_program_payload_build_full(&state, st, p->nstages, payload, size);
+    for (unsigned i = 0; i < p->nstages; i++) {
+        if (blobs)
+            kiln_pack_free(blobs[i]);
+        if (maps)
+            free(maps[i]);
+    }
+    free(blobs);
+    free(maps);
+    free(st);
+    return rc;
+}
+
+/* Validates every stage. @return 0, or KILN_EFORMAT with the reason in why. */
+static int check_pipeline(const struct kiln_program *p, bool *validated, char *why, size_t cap)
+{
+    *validated = true;
+    for (unsigned i = 0; i < p->nstages; i++) {
+        const struct kiln_program_stage *st = &p->stages[i];
+        char msg[384];
+        int rc;
+        if (st->nwords > KILN_PACK_MAX_SPIRV_BYTES / 4) {
+            snprintf(msg, sizeof(msg), "%zu bytes of SPIR-V, more than kiln stores (%u)",
+                     st->nwords * 4, KILN_PACK_MAX_SPIRV_BYTES);
+            rc = KILN_EFORMAT;
+        } else {
+            rc = kiln_vk_validate_spirv(st->words, st->nwords, msg, sizeof(msg));
+        }
+        if (rc == KILN_ENOTSUP) {
+            *validated = false; /* framing only: checked again before a build */
+            continue;
+        }
+        if (rc < 0) {
+            snprintf(why, cap, "its %s module %s is not valid SPIR-V: %s",
+                     kiln_vk_stage_name(st->src.stage), st->src.name ? st->src.name : "?", msg);
+            return rc;
+        }
+    }
+    return KILN_OK;
+}
+
+int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
+                              struct kiln_foz_pipelines_report *reports)
+{
+    struct kiln_cache_stats cs;
+    if (!c || !fp || !reports || kiln_cache_stats(c, &cs) < 0 || cs.read_only)
+        return KILN_EINVAL;
+    size_t na = kiln_foz_pipelines_archives(fp);
+    for (size_t a = 0; a < na; a++) {
+        memset(&reports[a], 0, sizeof(reports[a]));
+        kiln_foz_pipelines_stats(fp, a, &reports[a].found);
+    }
+    int rc = KILN_OK;
+    uint64_t stored = 0;
+    size_t n = kiln_foz_pipelines_count(fp);
+    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        const struct kiln_foz_pipelines_entry *x = kiln_foz_pipelines_get(fp, i);
+        struct kiln_foz_pipelines_report *r = &reports[x->archive];
+        enum kiln_foz_kind kind = kiln_foz_kind_of(x->tag);
+        if (kiln_cache_find(c, x->key, NULL) == KILN_OK) {
+            r->present[kind]++;
+            continue;
+        }
+        struct kiln_program *p = NULL;
+        rc = kiln_foz_pipelines_load(fp, i, &p);
+        if (rc < 0)
+            break; /* made at open already: only memory fails here (logged) */
+        bool validated;
+        char why[512];
+        if (check_pipeline(p, &validated, why, sizeof(why)) < 0) {
+            KILN_WARN("foz", "%s: %s pipeline %016" PRIx64 " not imported: %s",
+                      kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
+                      why);
+            if (!r->invalid[0] && !r->invalid[1] && !r->invalid[2])
+                snprintf(r->first_invalid, sizeof(r->first_invalid),
+                         "%s pipeline %016" PRIx64 ": %.280s", kiln_foz_kind_name(kind), x->hash,
+                         why);
+            r->invalid[kind]++;
+            kiln_program_destroy(p);
+            continue;
+        }
+        void *payload = NULL;
+        size_t ps = 0;
+        size_t spirv = kiln_program_spirv_bytes(p);
+        rc = pack_pipeline(c, p, validated, &payload, &ps);
+        if (rc == KILN_OK)
+            rc = kiln_cache_put(c, x->key, payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
+                                (uint16_t)p->nstages);
+        if (rc == KILN_OK) {
+            r->imported[kind]++;
+            r->spirv_bytes += spirv;
+            r->packed_bytes += ps;
+            stored++;
+        } else {
+            KILN_ERROR("foz", "%s: %s pipeline %016" PRIx64 ": cannot store it: %s",
+                       kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
+                       kiln_strerror(rc));
+        }
+        kiln_pack_free(payload);
+        kiln_program_destroy(p);
+    }
+    if (stored) {
+        int s = kiln_cache_sync(c);
+        if (rc == KILN_OK)
+            rc = s;
+    }
+    return rc;
+}

@@ -16,7 +16,7 @@
  * paths. A pipeline whose program cannot be made is unreadable: counted
  * and logged, never fatal, since the others of its archive are whole.
  */
-#include "foz_private.h"
+#include "foz_state_private.h"
 
 #include <inttypes.h>
 
@@ -165,6 +165,12 @@ static int read_archive(struct kiln_foz_pipelines *fp, size_t a)
             KILN_ERROR("foz", "%s: cannot read the archive: %s", ar->path, kiln_strerror(rc));
         return rc;
     }
+    struct kiln_foz_stats fs;
+    kiln__foz_index_reader_stats(ar->idx, &fs);
+    ar->stats.entries_skipped = fs.damaged;
+    ar->stats.resyncs = fs.resyncs;
+    ar->stats.skipped_bytes = fs.skipped_bytes;
+    ar->stats.truncated = fs.truncated;
     const struct kiln_foz_pipeline_ref *refs;
     size_t n = kiln_foz_index_pipelines(ar->idx, &refs);
     for (size_t i = 0; i < n; i++) {
@@ -281,6 +287,10 @@ void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archiv
             stats->duplicates[k] += s->duplicates[k];
             stats->unreadable[k] += s->unreadable[k];
         }
+        stats->entries_skipped += s->entries_skipped;
+        stats->resyncs += s->resyncs;
+        stats->skipped_bytes += s->skipped_bytes;
+        stats->truncated |= s->truncated;
         if (!stats->first_unreadable[0] && s->first_unreadable[0])
             snprintf(stats->first_unreadable, sizeof(stats->first_unreadable), "%s",
                      s->first_unreadable);

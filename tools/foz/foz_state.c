@@ -44,6 +44,7 @@ struct kiln_foz_index {
     size_t n;
     struct kiln_foz_pipeline_ref *pipes;
     size_t npipes;
+    struct kiln_foz_stats reader; /* what the reader met (damage), before its rewind */
 };
 
 /* The member of an entry's document that holds each tag's objects. */
@@ -184,6 +185,7 @@ int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out)
     int rc = kiln_foz_rewind(foz);
     if (rc == 0)
         rc = read_entries(foz, idx);
+    kiln_foz_get_stats(foz, &idx->reader);
     int rw = kiln_foz_rewind(foz);
     if (rc == 0)
         rc = rw;
@@ -219,6 +221,11 @@ int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out)
     }
     *out = idx;
     return KILN_OK;
+}
+
+void kiln__foz_index_reader_stats(const struct kiln_foz_index *idx, struct kiln_foz_stats *stats)
+{
+    *stats = idx->reader;
 }
 
 size_t kiln_foz_index_pipelines(const struct kiln_foz_index *idx,

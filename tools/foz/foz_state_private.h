@@ -27,4 +27,8 @@ int kiln__foz_closure_parse(const void *bytes, size_t size, struct json_object *
  */
 bool kiln__foz_base64_decode(const char *s, size_t n, uint8_t *out, size_t want);
 
+/* Copies what the archive's reader met while the index was made (damaged
+ * entries, resynchronisations, a cut-off last entry) into *stats. */
+void kiln__foz_index_reader_stats(const struct kiln_foz_index *idx, struct kiln_foz_stats *stats);
+
 #endif /* KILN_FOZ_STATE_PRIVATE_H */

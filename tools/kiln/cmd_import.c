@@ -1,14 +1,14 @@
 /*
- * cmd_import.c - `kiln import foz`: bringing the shader modules of
+ * cmd_import.c - `kiln import foz`: bringing the recorded pipelines of
  * Fossilize archives into a kiln cache.
  *
- * A thin layer over kiln_foz_import (how modules become records is
- * described there): the cache folder and every archive's header are
- * checked first, so a missing file, or one of another kind where the cache
- * or an archive should be, changes nothing (no cache folder is made);
- * then the cache is opened (made when missing) with KILN_FOZ_STAMP,
- * each archive is imported in turn, and what was imported or skipped, and
- * why, is reported per archive.
+ * A thin layer over kiln_foz_pipelines_open and kiln_foz_pipelines_import
+ * (how pipelines become records is described there): the cache folder and
+ * every archive's header are checked first, so a missing file, or one of another kind where the
+ * cache or an archive should be, changes nothing (no cache folder is made); then the cache is
+ * opened (made when missing) with KILN_FOZ_STAMP, the archives' pipelines are listed (each key
+ * once) and stored, and what was imported or skipped is reported per archive and per pipeline kind
+ * (the reasons are logged, one line each).
  */
 #include "cli.h"
 #include "commands.h"
@@ -31,14 +31,19 @@
 static const char help[] =
     "usage: %s FILE.foz... --cache DIR [--json]\n"
     "\n"
-    "Reads Fossilize stream archives (versions 5 and 6) and stores each shader\n"
-    "module in the kiln cache in DIR (made when missing) as a one-stage program,\n"
-    "packed with kiln's codec, keyed by its Fossilize hash. Damaged entries (a\n"
-    "bad CRC, size or name; reading goes on at the next whole entry), modules\n"
-    "that do not decode, and modules SPIR-V's validator refuses are skipped\n"
-    "and counted, one line each; a cut-off last entry is ignored, as the format\n"
-    "says. Modules already in the cache are skipped, so importing again adds\n"
-    "nothing.\n"
+    "Reads Fossilize stream archives (versions 5 and 6) and stores each recorded\n"
+    "pipeline (graphics, compute, ray-tracing) in the kiln cache in DIR (made when\n"
+    "missing) as one program: its recorded state and every object it references,\n"
+    "and its stages' SPIR-V packed with kiln's codec, with their entry points and\n"
+    "specialization constants. The same pipeline in several archives is stored\n"
+    "once; pipelines already in the cache are skipped, so importing again adds\n"
+    "nothing. `kiln start` (and `kiln prepare --corpus FILE.foz...`) build them\n"
+    "with the archives' own layouts. Damaged entries (a bad CRC, size or name;\n"
+    "reading goes on at the next whole entry), pipelines whose objects or modules\n"
+    "are missing, and pipelines with a module SPIR-V's validator refuses are\n"
+    "skipped and counted, one line each; a cut-off last entry is ignored, as the\n"
+    "format says. Counts are per pipeline kind and per archive (a pipeline is\n"
+    "counted in the first archive that has it).\n"
     "DIR must hold no cache yet or one that this command filled (a cache of\n"
     "another stamp, e.g. from kiln prepare on GLSL, is refused, never started\n"
     "over). Exit 0 when everything was imported, 1 when anything was skipped\n"
@@ -49,6 +54,65 @@ static const char help[] =
     "  --cache DIR   the cache folder (required)\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
+
+/* The per-kind counts of one archive (or the total) as JSON: the totals
+ * across kinds, then "kinds": {"graphics": {...}, "compute": ..., ...}. */
+static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipelines_report *r)
+{
+    uint64_t t[7] = {0};
+    for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+        t[0] += r->found.found[k];
+        t[1] += r->imported[k];
+        t[2] += r->present[k];
+        t[3] += r->found.duplicates[k];
+        t[4] += r->found.unreadable[k];
+        t[5] += r->invalid[k];
+    }
+    cli_json_u64(j, "found", t[0]);
+    cli_json_u64(j, "imported", t[1]);
+    cli_json_u64(j, "present", t[2]);
+    cli_json_u64(j, "duplicates", t[3]);
+    cli_json_u64(j, "unreadable", t[4]);
+    cli_json_u64(j, "invalid", t[5]);
+    cli_json_u64(j, "entries_skipped", r->found.entries_skipped);
+    cli_json_object_begin(j, "kinds");
+    for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+        cli_json_object_begin(j, kiln_foz_kind_name((enum kiln_foz_kind)k));
+        cli_json_u64(j, "found", r->found.found[k]);
+        cli_json_u64(j, "imported", r->imported[k]);
+        cli_json_u64(j, "present", r->present[k]);
+        cli_json_u64(j, "duplicates", r->found.duplicates[k]);
+        cli_json_u64(j, "unreadable", r->found.unreadable[k]);
+        cli_json_u64(j, "invalid", r->invalid[k]);
+        cli_json_object_end(j);
+    }
+    cli_json_object_end(j);
+}
+
+/* One line per archive (and the total): per kind found, imported, already
+ * present, met in an earlier archive, and skipped (the reasons are logged,
+ * one line each). */
+static void print_text_counts(const char *what, const struct kiln_foz_pipelines_report *r)
+{
+    printf("%s:", what);
+    const char *sep = "";
+    for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+        if (!r->found.found[k])
+            continue;
+        printf("%s %s %" PRIu64 ": %" PRIu64 " imported, %" PRIu64 " already present, %" PRIu64
+               " duplicates, %" PRIu64 " unreadable, %" PRIu64 " invalid",
+               sep, kiln_foz_kind_name((enum kiln_foz_kind)k), r->found.found[k], r->imported[k],
+               r->present[k], r->found.duplicates[k], r->found.unreadable[k], r->invalid[k]);
+        sep = ";";
+    }
+    if (!*sep)
+        printf(" no pipelines");
+    if (r->found.entries_skipped)
+        printf("; %" PRIu64 " damaged entries skipped", r->found.entries_skipped);
+    if (r->found.truncated)
+        printf("; cut-off last entry ignored");
+    printf("\n");
+}
 
 int cmd_import_foz(int argc, char **argv)
 {
@@ -128,110 +192,104 @@ int cmd_import_foz(int argc, char **argv)
         return cli_exit_for(rc);
     }
     size_t n = (size_t)(argc - optind);
-    struct kiln_foz_import_report *reps = calloc(n, sizeof(*reps));
-    int *rcs = calloc(n, sizeof(*rcs));
-    if (!reps || !rcs) {
-        free(reps);
-        free(rcs);
-        kiln_cache_close(c);
-        cli_error(argv[0], "out of memory");
-        return KILN_EXIT_FAILED;
-    }
-    int exit_code = KILN_EXIT_OK;
-    struct kiln_foz_import_report sum = {0};
     uint64_t t0 = kiln_now_ns();
-    for (size_t i = 0; i < n; i++) {
-        const char *path = argv[optind + (int)i];
-        rcs[i] = kiln_foz_import(c, path, &reps[i]);
-        const struct kiln_foz_import_report *r = &reps[i];
-        sum.modules += r->modules;
-        sum.imported += r->imported;
-        sum.present += r->present;
-        sum.damaged += r->damaged;
-        sum.undecodable += r->undecodable;
-        sum.invalid += r->invalid;
-        sum.entries_skipped += r->entries_skipped;
-        sum.compute += r->compute;
-        sum.spirv_bytes += r->spirv_bytes;
-        sum.packed_bytes += r->packed_bytes;
-        sum.truncated |= r->truncated;
-        if (rcs[i] < 0) {
-            cli_error(argv[0], "%s: %s", path, kiln_strerror(rcs[i]));
-            int e = cli_exit_for(rcs[i]);
-            if (exit_code == KILN_EXIT_OK || e == KILN_EXIT_FAILED)
-                exit_code = e;
-            if (rcs[i] != KILN_EFORMAT && rcs[i] != KILN_ENOENT && rcs[i] != KILN_EIO_OPEN)
-                break; /* a cache error: later archives would fail alike */
-        } else if (r->entries_skipped || r->resyncs || r->damaged || r->undecodable || r->invalid) {
-            /* All that was good is stored; what was skipped is said above. */
-            cli_note_error(KILN_ECORRUPT_RECORD,
-                           "%s: %" PRIu64 " damaged entries and %" PRIu64
-                           " modules (damaged, undecodable or invalid) skipped",
-                           path, r->entries_skipped, r->damaged + r->undecodable + r->invalid);
-            exit_code = KILN_EXIT_FAILED;
-        }
+    struct kiln_foz_pipelines *fp = NULL;
+    struct kiln_foz_pipelines_report *reps = NULL;
+    rc = kiln_foz_pipelines_open((const char *const *)&argv[optind], n, &fp);
+    if (rc == KILN_OK) {
+        reps = calloc(n, sizeof(*reps));
+        rc = reps ? kiln_foz_pipelines_import(c, fp, reps) : KILN_ENOMEM;
+    } else if (rc != KILN_ENOMEM) {
+        /* An archive that checked out above and still cannot be read (an
+         * object's JSON that does not parse): its line is logged. */
+        kiln_foz_pipelines_destroy(fp);
+        kiln_cache_close(c);
+        cli_note_code(rc);
+        return cli_exit_for(rc);
     }
     double secs = cli_seconds(t0, kiln_now_ns());
     size_t records = kiln_cache_count(c);
     kiln_cache_close(c);
+    if (rc == KILN_ENOMEM && !reps) {
+        kiln_foz_pipelines_destroy(fp);
+        cli_error(argv[0], "out of memory");
+        return KILN_EXIT_FAILED;
+    }
+    int exit_code = KILN_EXIT_OK;
+    if (rc < 0) {
+        cli_error(argv[0], "%s: import stopped: %s", dir, kiln_strerror(rc));
+        exit_code = cli_exit_for(rc);
+    }
+    /* Totals over the archives, per kind. */
+    struct kiln_foz_pipelines_report sum;
+    memset(&sum, 0, sizeof(sum));
+    for (size_t i = 0; i < n; i++) {
+        const struct kiln_foz_pipelines_report *r = &reps[i];
+        for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+            sum.found.found[k] += r->found.found[k];
+            sum.found.unique[k] += r->found.unique[k];
+            sum.found.duplicates[k] += r->found.duplicates[k];
+            sum.found.unreadable[k] += r->found.unreadable[k];
+            sum.imported[k] += r->imported[k];
+            sum.present[k] += r->present[k];
+            sum.invalid[k] += r->invalid[k];
+        }
+        sum.found.entries_skipped += r->found.entries_skipped;
+        sum.found.truncated |= r->found.truncated;
+        sum.spirv_bytes += r->spirv_bytes;
+        sum.packed_bytes += r->packed_bytes;
+        uint64_t skipped = r->found.entries_skipped + r->found.resyncs;
+        for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++)
+            skipped += r->found.unreadable[k] + r->invalid[k];
+        if (rc == KILN_OK && skipped && exit_code == KILN_EXIT_OK) {
+            /* All that was good is stored; what was skipped is logged. */
+            cli_note_error(KILN_ECORRUPT_RECORD,
+                           "%s: %" PRIu64 " damaged entries and %" PRIu64
+                           " pipelines (unreadable or invalid) skipped",
+                           argv[optind + (int)i], r->found.entries_skipped,
+                           skipped - r->found.entries_skipped - r->found.resyncs);
+            exit_code = KILN_EXIT_FAILED;
+        }
+    }
     if (json) {
         struct cli_json j;
         cli_json_begin(&j);
         cli_json_str(&j, "cache_dir", dir);
         cli_json_u64(&j, "archives", n);
-        cli_json_u64(&j, "modules", sum.modules);
-        cli_json_u64(&j, "imported", sum.imported);
-        cli_json_u64(&j, "present", sum.present);
-        cli_json_u64(&j, "damaged", sum.damaged);
-        cli_json_u64(&j, "undecodable", sum.undecodable);
-        cli_json_u64(&j, "invalid", sum.invalid);
-        cli_json_u64(&j, "entries_skipped", sum.entries_skipped);
-        cli_json_u64(&j, "compute", sum.compute);
+        print_json_counts(&j, &sum);
+        cli_json_u64(&j, "pipelines", kiln_foz_pipelines_count(fp));
         cli_json_u64(&j, "spirv_bytes", sum.spirv_bytes);
         cli_json_u64(&j, "packed_bytes", sum.packed_bytes);
         cli_json_u64(&j, "records", records);
         cli_json_seconds(&j, "import", secs);
         cli_json_array_begin(&j, "files");
         for (size_t i = 0; i < n; i++) {
-            const struct kiln_foz_import_report *r = &reps[i];
+            const struct kiln_foz_pipelines_report *r = &reps[i];
             cli_json_object_begin(&j, NULL);
             cli_json_str(&j, "path", argv[optind + (int)i]);
-            cli_json_str(&j, "status", rcs[i] < 0 ? kiln_errname(rcs[i]) : "ok");
-            cli_json_u64(&j, "modules", r->modules);
-            cli_json_u64(&j, "imported", r->imported);
-            cli_json_u64(&j, "present", r->present);
-            cli_json_u64(&j, "damaged", r->damaged);
-            cli_json_u64(&j, "undecodable", r->undecodable);
-            cli_json_u64(&j, "invalid", r->invalid);
-            cli_json_u64(&j, "entries_skipped", r->entries_skipped);
-            cli_json_u64(&j, "resyncs", r->resyncs);
-            cli_json_u64(&j, "skipped_bytes", r->skipped_bytes);
-            cli_json_bool(&j, "truncated", r->truncated);
+            cli_json_str(&j, "status", rc < 0 ? kiln_errname(rc) : "ok");
+            print_json_counts(&j, r);
+            cli_json_u64(&j, "resyncs", r->found.resyncs);
+            cli_json_u64(&j, "skipped_bytes", r->found.skipped_bytes);
+            cli_json_bool(&j, "truncated", r->found.truncated);
+            if (r->found.first_unreadable[0])
+                cli_json_str(&j, "first_unreadable", r->found.first_unreadable);
+            if (r->first_invalid[0])
+                cli_json_str(&j, "first_invalid", r->first_invalid);
             cli_json_object_end(&j);
         }
         cli_json_array_end(&j);
         cli_json_end(&j);
     } else {
-        for (size_t i = 0; i < n; i++) {
-            const struct kiln_foz_import_report *r = &reps[i];
-            printf("%s: %" PRIu64 " modules: %" PRIu64 " imported, %" PRIu64
-                   " already present, %" PRIu64 " damaged, %" PRIu64 " undecodable, %" PRIu64
-                   " invalid; %" PRIu64 " damaged entries skipped%s\n",
-                   argv[optind + (int)i], r->modules, r->imported, r->present, r->damaged,
-                   r->undecodable, r->invalid, r->entries_skipped,
-                   r->truncated ? "; cut-off last entry ignored" : "");
-        }
+        for (size_t i = 0; i < n; i++)
+            print_text_counts(argv[optind + (int)i], &reps[i]);
+        print_text_counts("total", &sum);
         char b1[32], b2[32];
-        printf("total       %" PRIu64 " modules in %zu archives: %" PRIu64 " imported (%" PRIu64
-               " compute), %" PRIu64 " already present, %" PRIu64 " skipped as damaged, %" PRIu64
-               " refused as invalid; %" PRIu64 " damaged entries skipped\n",
-               sum.modules, n, sum.imported, sum.compute, sum.present,
-               sum.damaged + sum.undecodable, sum.invalid, sum.entries_skipped);
         printf("cache       %s: %zu records; imported %s of SPIR-V as %s (%.2f s)\n", dir, records,
                cli_format_bytes(b1, sizeof(b1), sum.spirv_bytes),
                cli_format_bytes(b2, sizeof(b2), sum.packed_bytes), secs);
     }
+    kiln_foz_pipelines_destroy(fp);
     free(reps);
-    free(rcs);
     return exit_code;
 }

@@ -470,6 +470,11 @@ struct kiln_foz_pipelines_stats {
     uint64_t duplicates[KILN_FOZ_KIND_COUNT]; /* same key as one met before: left out */
     uint64_t unreadable[KILN_FOZ_KIND_COUNT]; /* missing object or module, or bad record */
     char first_unreadable[192];               /* the first unreadable one and why ("" none) */
+    /* What the archives' reader met (kiln_foz_stats): */
+    uint64_t entries_skipped; /* damaged entries of any kind, skipped (one warning line each) */
+    uint64_t resyncs;         /* times the reader searched forward for the next entry */
+    uint64_t skipped_bytes;   /* bytes those searches skipped */
+    bool truncated;           /* a cut-off last entry was ignored (as the format says) */
 };
 
 /* One pipeline of the set. */
@@ -542,6 +547,38 @@ KILN_API int kiln_foz_pipelines_load(const struct kiln_foz_pipelines *fp, size_t
  */
 KILN_API void kiln_foz_pipelines_source(const struct kiln_foz_pipelines *fp,
                                         struct kiln_program_source *src);
+
+/* What kiln_foz_pipelines_import did with one archive's pipelines. */
+struct kiln_foz_pipelines_report {
+    struct kiln_foz_pipelines_stats found;  /* what the open found (unique, duplicates, ...) */
+    uint64_t imported[KILN_FOZ_KIND_COUNT]; /* stored by this call */
+    uint64_t present[KILN_FOZ_KIND_COUNT];  /* skipped: the key was in the cache already */
+    uint64_t invalid[KILN_FOZ_KIND_COUNT];  /* skipped: a stage the SPIR-V validator refuses,
+                                               or too large to store */
+    char first_invalid[320];                /* the first invalid one and why ("" none) */
+    uint64_t spirv_bytes;                   /* SPIR-V of the imported pipelines */
+    uint64_t packed_bytes;                  /* their payloads as stored */
+};
+
+/*
+ * Stores every pipeline of `fp` in `c` (opened with KILN_FOZ_STAMP) as
+ * kiln_foz_pipelines_load makes it: state kind KILN_STATE_FOZ, stages
+ * packed with KILN_CODEC_KILN (and kiln_cache_dict(c)), under its key.
+ * Keys already present are skipped, so a re-import adds nothing. Every
+ * stage is checked first (kiln_vk_validate_spirv): a pipeline with a stage
+ * the validator refuses, or one over KILN_PACK_MAX_SPIRV_BYTES, is not
+ * stored, with one warning line naming the archive, the pipeline, the
+ * module and the reason, and the others go on. Each pipeline is counted in
+ * the report of the archive it was first met in: `reports` has
+ * kiln_foz_pipelines_archives(fp) elements, each filled in every case.
+ * The cache is synced at the end.
+ * @return 0; KILN_EINVAL for a NULL argument or a read-only cache; a cache
+ * error (a failed put or sync, one error line), which stops the import
+ * (what was stored before it is synced); KILN_ENOMEM. Not thread-safe on
+ * `c`.
+ */
+KILN_API int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
+                                       struct kiln_foz_pipelines_report *reports);
 #endif
 
 /* Frees the set and the archives it holds. NULL is a no-op. Not
