@@ -342,6 +342,13 @@ struct kiln_builder {
     int (*build)(void *user, struct kiln_build_request *req);
     /* A short name for log lines ("foz", "my-renderer"); NULL: "builder". */
     const char *name;
+    /* Optional (NULL: none). Called once at the end of every pipeline
+     * phase, after the last build returned, on the thread that called
+     * kiln_prepare or kiln_warm_start, while the device is still alive:
+     * the builder releases what it made on the device and shares between
+     * builds (layouts, render passes), since kiln destroys a device it
+     * made right after the phase. */
+    void (*finish)(void *user);
 };
 
 #if defined(VK_VERSION_1_0)

@@ -491,8 +491,8 @@ int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned de
     return KILN_OK;
 }
 
-int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
-                             unsigned workers, uint64_t *failed)
+static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
+                         unsigned workers, uint64_t *failed)
 {
     *failed = 0;
     size_t todo = 0;
@@ -546,6 +546,18 @@ int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item 
     for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++)
         built += atomic_load(&b->built[kind]);
     return (int64_t)built;
+}
+
+/* Builds every item, then lets each builder release what it made on the
+ * device, which may be destroyed right after (struct kiln_builder.finish). */
+int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
+                             unsigned workers, uint64_t *failed)
+{
+    int64_t built = build_all(b, items, n, workers, failed);
+    for (size_t i = 0; i < b->nbuilders; i++)
+        if (b->builders[i].finish)
+            b->builders[i].finish(b->builders[i].user);
+    return built;
 }
 
 /* ---- the warm start -------------------------------------------------------- */

@@ -9,8 +9,11 @@
  * assumed: maintenance5 and dynamic rendering are enabled only when the
  * device reports both the extension (or core version) and the feature bit,
  * and info records what was enabled so the pipeline code takes the matching
- * path. Any failure part-way goes through kiln_vk_destroy, which copes with
- * a half-made context because every handle starts null.
+ * path. Every core 1.0 feature the device has is enabled, robustBufferAccess
+ * aside (it costs every buffer access), so that a builder's recorded
+ * pipelines (tessellation, geometry, wide lines, ...) are valid on it; the
+ * Fossilize builder (tools/foz) assumes exactly this set. Any failure part-way goes through
+ * kiln_vk_destroy, which copes with a half-made context because every handle starts null.
  */
 #include "vk_internal.h"
 
@@ -290,9 +293,12 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
+    VkPhysicalDeviceFeatures core = f2.features;
+    core.robustBufferAccess = VK_FALSE;
     VkDeviceCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = chain,
+        .pEnabledFeatures = &core,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &q,
         .enabledExtensionCount = nenabled,

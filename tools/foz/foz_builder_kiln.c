@@ -7,7 +7,10 @@
  * for every later one; a request on another device is refused rather than
  * built with objects of the first. The request's stages already follow the
  * program's stage order, which the import made the closure's recorded
- * order, so they are handed on as they are. Compiled only once the core
+ * order, so they are handed on as they are. At the end of each pipeline
+ * phase (kiln_builder.finish) the Fossilize builder and its shared objects
+ * are destroyed while the device still lives, their counts kept, and the
+ * next phase makes a new one on its own device. Compiled only once the core
  * has builders (KILN_STATE_KINDS, kiln/pack.h).
  */
 #define VK_NO_PROTOTYPES
@@ -27,7 +30,39 @@ struct adapter {
     struct kiln_foz_builder *b;
     VkDevice device;
     int create_rc;
+    /* What builders released by finish() counted. */
+    struct kiln_foz_builder_stats done;
+    /* kiln's device's features, when `options` gives none (make_builder). */
+    VkPhysicalDeviceFeatures2 f2;
+    VkPhysicalDeviceVulkan13Features f13;
 };
+
+/*
+ * The features kiln's context enables: every core feature of the physical
+ * device but robustBufferAccess (vk_context.c), and dynamic rendering as
+ * kiln_vk_info says. @return them, in the adapter, or NULL (nothing
+ * checked) when the function cannot be reached.
+ */
+static const VkPhysicalDeviceFeatures2 *
+kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct kiln_vk_info *info)
+{
+    struct kiln_vk_handles h;
+    kiln_vk_get_handles(vk, &h);
+    PFN_vkGetPhysicalDeviceFeatures get =
+        h.get_instance_proc_addr ? (PFN_vkGetPhysicalDeviceFeatures)h.get_instance_proc_addr(
+                                       h.instance, "vkGetPhysicalDeviceFeatures")
+                                 : NULL;
+    if (!get || !h.physical_device)
+        return NULL;
+    a->f2 = (VkPhysicalDeviceFeatures2){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    get(h.physical_device, &a->f2.features);
+    a->f2.features.robustBufferAccess = VK_FALSE;
+    a->f13 = (VkPhysicalDeviceVulkan13Features){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+        .dynamicRendering = info && info->dynamic_rendering};
+    a->f2.pNext = &a->f13;
+    return &a->f2;
+}
 
 /* Makes the Fossilize builder for the request's device. Called under the lock. */
 static int make_builder(struct adapter *a, const struct kiln_build_request *req)
@@ -50,6 +85,8 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
                                                                  : info->api_version;
         o.extensions = exts;
         o.extension_count = n;
+        if (!o.features && req->vk)
+            o.features = kiln_device_features(a, req->vk, info);
     }
     return kiln_foz_builder_create(&o, &a->b);
 }
@@ -79,6 +116,30 @@ static int build(void *user, struct kiln_build_request *req)
                                   req->pipeline_cache, &req->pipeline, req->why, sizeof(req->why));
 }
 
+/* The end of a pipeline phase: the device may be destroyed next, so the
+ * Fossilize builder's shared objects go now; its counts are kept. */
+static void finish(void *user)
+{
+    struct adapter *a = user;
+    pthread_mutex_lock(&a->lock);
+    if (a->b) {
+        struct kiln_foz_builder_stats st;
+        kiln_foz_builder_stats(a->b, &st);
+        for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+            a->done.built[k] += st.built[k];
+            a->done.skipped[k] += st.skipped[k];
+            a->done.failed[k] += st.failed[k];
+        }
+        a->done.objects += st.objects;
+        a->done.derivatives_standalone += st.derivatives_standalone;
+        kiln_foz_builder_destroy(a->b);
+    }
+    a->b = NULL;
+    a->device = VK_NULL_HANDLE;
+    a->create_rc = 0;
+    pthread_mutex_unlock(&a->lock);
+}
+
 int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
                                  struct kiln_builder *out)
 {
@@ -100,7 +161,31 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     out->user = a;
     out->build = build;
     out->name = "foz";
+    out->finish = finish;
     return KILN_OK;
+}
+
+void kiln_foz_kiln_builder_stats(const struct kiln_builder *builder,
+                                 struct kiln_foz_builder_stats *stats)
+{
+    memset(stats, 0, sizeof(*stats));
+    struct adapter *a = builder ? builder->user : NULL;
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    *stats = a->done;
+    if (a->b) {
+        struct kiln_foz_builder_stats st;
+        kiln_foz_builder_stats(a->b, &st);
+        for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+            stats->built[k] += st.built[k];
+            stats->skipped[k] += st.skipped[k];
+            stats->failed[k] += st.failed[k];
+        }
+        stats->objects += st.objects;
+        stats->derivatives_standalone += st.derivatives_standalone;
+    }
+    pthread_mutex_unlock(&a->lock);
 }
 
 void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)

@@ -14,6 +14,7 @@
  * logs at info only, and the command prints the line.
  */
 #include "cli.h"
+#include "cli_kinds.h"
 #include "commands.h"
 
 #include <getopt.h>
@@ -24,10 +25,13 @@
 
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
+/* The most archives one command line names (--corpus A.foz B.foz ...). */
+#define MAX_ARCHIVES 4096
+
 static const char help[] =
-    "usage: %s [--corpus DIR|FILE.foz | --generate N] [--seed S] [--cache DIR]\n"
-    "       [--jobs N|auto] [--dict] [--no-vulkan] [--device N] [--retry-failed]\n"
-    "       [--memory-budget B] [--background] [--json]\n"
+    "usage: %s [--corpus DIR | --corpus FILE.foz [FILE.foz...] | --generate N]\n"
+    "       [--seed S] [--cache DIR] [--jobs N|auto] [--dict] [--no-vulkan]\n"
+    "       [--device N] [--retry-failed] [--memory-budget B] [--background] [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -35,9 +39,13 @@ static const char help[] =
     "pipeline cache (pipelines.vkc) for `kiln start`.\n"
     "\n"
     "  --corpus DIR    programs from a folder: NAME.comp, NAME.vert + NAME.frag\n"
-    "                  (GLSL), or the same names with .spv (SPIR-V); or a Fossilize\n"
-    "                  archive FILE.foz: its compute modules, in the cache that\n"
-    "                  `kiln import foz` fills (what it imported is not stored again)\n"
+    "                  (GLSL), or the same names with .spv (SPIR-V); or Fossilize\n"
+    "                  archives FILE.foz... (after --corpus, or --corpus repeated):\n"
+    "                  every recorded pipeline (graphics, compute; ray-tracing ones\n"
+    "                  are stored and counted as skipped), each once, built with the\n"
+    "                  archive's own layouts, render passes and constants, in the\n"
+    "                  cache that `kiln import foz` fills (what it imported is not\n"
+    "                  stored again)\n"
     "  --generate N    N programs of kiln's generator of emulator-like programs\n"
     "                  (the default, with N = %u)\n"
     "  --seed S        the generator's seed (default 0x%" PRIx64 ")\n"
@@ -62,6 +70,10 @@ static const char help[] =
     "                  next run resumes where it stopped\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
+    "\n"
+    "Pipelines are counted per state kind (builtin: kiln's own shapes; foz: a\n"
+    "Fossilize archive's, split into graphics, compute and ray-tracing): built,\n"
+    "skipped (the device lacks what one needs, with the first reason) and failed.\n"
     "\n"
     "A second run over the same programs on the same driver builds nothing: the\n"
     "build ledger (ledger.kpl) and pipelines.vkc answer. SIGINT or SIGTERM stops any\n"
@@ -88,12 +100,14 @@ static bool stop_requested(void *user)
 
 /* What the command line names as the programs, and what is opened for it. */
 struct prep_input {
-    const char *corpus; /* a folder or a .foz; NULL: the generator */
+    const char *corpus;    /* a folder or the first .foz; NULL: the generator */
+    const char **archives; /* with .foz: every archive named (corpus is the first) */
+    size_t narchives;
     uint32_t generate;
     uint64_t seed;
     struct kiln_generator gen;
     struct kiln_corpus *folder;
-    struct kiln_foz_programs *foz;
+    struct kiln_foz_pipelines *foz;
     struct kiln_glsl *glsl;
     struct kiln_program_source src;
 };
@@ -115,9 +129,9 @@ static int open_input(struct prep_input *in, struct kiln_prepare_options *o,
     int rc;
     *step = KILN_PREP_STEP_INPUT;
     if (in->corpus && is_foz(in->corpus)) {
-        if ((rc = kiln_foz_programs_open(in->corpus, &in->foz)) < 0)
-            return rc;
-        kiln_foz_programs_source(in->foz, &in->src);
+        if ((rc = kiln_foz_pipelines_open(in->archives, in->narchives, &in->foz)) < 0)
+            return rc; /* logged: one line naming the archive */
+        kiln_foz_pipelines_source(in->foz, &in->src);
     } else if (in->corpus) {
         if ((rc = kiln_corpus_open(in->corpus, &in->folder)) < 0)
             return rc;
@@ -127,7 +141,11 @@ static int open_input(struct prep_input *in, struct kiln_prepare_options *o,
         kiln_generator_source(&in->gen, &in->src);
     }
     if (in->src.count == 0) {
-        kiln_log(KILN_LOG_ERROR, "prep", "%s: no programs in the corpus folder", in->corpus);
+        if (in->foz)
+            kiln_log(KILN_LOG_ERROR, "prep", "%s%s: no pipelines in the archive%s", in->corpus,
+                     in->narchives > 1 ? " ..." : "", in->narchives > 1 ? "s" : "");
+        else
+            kiln_log(KILN_LOG_ERROR, "prep", "%s: no programs in the corpus folder", in->corpus);
         return KILN_EINVAL;
     }
     if (!in->foz) { /* an archive's programs are SPIR-V already */
@@ -145,13 +163,56 @@ static int open_input(struct prep_input *in, struct kiln_prepare_options *o,
 
 static void close_input(struct prep_input *in)
 {
-    kiln_foz_programs_destroy(in->foz);
+    kiln_foz_pipelines_destroy(in->foz);
+    in->foz = NULL;
     kiln_corpus_destroy(in->folder);
     kiln_glsl_destroy(in->glsl);
 }
 
+/* What the archives held: per Fossilize kind found, distinct, met again
+ * in another archive, unreadable (each logged when it was met). */
+static void print_json_archives(struct cli_json *j, const struct prep_input *in)
+{
+    struct kiln_foz_pipelines_stats st;
+    kiln_foz_pipelines_stats(in->foz, SIZE_MAX, &st);
+    cli_json_array_begin(j, "archives");
+    for (size_t i = 0; i < in->narchives; i++)
+        cli_json_str(j, NULL, in->archives[i]);
+    cli_json_array_end(j);
+    cli_json_object_begin(j, "archive_pipelines");
+    for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+        cli_json_object_begin(j, kiln_foz_kind_name((enum kiln_foz_kind)k));
+        cli_json_u64(j, "found", st.found[k]);
+        cli_json_u64(j, "unique", st.unique[k]);
+        cli_json_u64(j, "duplicates", st.duplicates[k]);
+        cli_json_u64(j, "unreadable", st.unreadable[k]);
+        cli_json_object_end(j);
+    }
+    cli_json_object_end(j);
+    cli_json_u64(j, "entries_skipped", st.entries_skipped);
+}
+
+static void print_text_archives(const struct prep_input *in)
+{
+    struct kiln_foz_pipelines_stats st;
+    kiln_foz_pipelines_stats(in->foz, SIZE_MAX, &st);
+    printf("  archives  ");
+    const char *sep = "";
+    for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+        if (!st.found[k])
+            continue;
+        printf("%s %" PRIu64 " %s (%" PRIu64 " distinct, %" PRIu64 " unreadable)", sep, st.found[k],
+               kiln_foz_kind_name((enum kiln_foz_kind)k), st.unique[k], st.unreadable[k]);
+        sep = ",";
+    }
+    if (st.entries_skipped)
+        printf("; %" PRIu64 " damaged entries skipped", st.entries_skipped);
+    printf("\n");
+}
+
 static void print_json(const struct kiln_prepare_options *o, const struct prep_input *in,
-                       const struct kiln_prepare_summary *s)
+                       const struct kiln_prepare_summary *s,
+                       const struct kiln_foz_builder_stats *fst)
 {
     struct cli_json j;
     char stamp[24];
@@ -161,7 +222,9 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_str(&j, "source", in->corpus ? "corpus" : "generated");
     if (in->corpus)
         cli_json_str(&j, "corpus", in->corpus);
-    else
+    if (in->foz)
+        print_json_archives(&j, in);
+    if (!in->corpus)
         cli_json_u64(&j, "seed", in->seed);
     cli_json_str(&j, "stamp", stamp);
     cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(s->open_kind));
@@ -178,6 +241,8 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
     cli_json_bool(&j, "background", o->background);
     cli_json_bool(&j, "canceled", s->canceled);
+    cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
+    cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
     cli_json_u64(&j, "packed_bytes", s->packed_bytes);
     cli_json_str(&j, "codec", kiln_codec_name(o->codec));
@@ -206,10 +271,15 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
 }
 
 static void print_text(const struct kiln_prepare_options *o, const struct prep_input *in,
-                       const struct kiln_prepare_summary *s)
+                       const struct kiln_prepare_summary *s,
+                       const struct kiln_foz_builder_stats *fst)
 {
     char b1[32];
-    if (in->corpus)
+    if (in->foz)
+        printf("prepared %" PRIu64 " pipelines of %zu Fossilize archive%s (%s%s) into %s\n",
+               s->programs, in->narchives, in->narchives == 1 ? "" : "s", in->corpus,
+               in->narchives > 1 ? " ..." : "", o->cache_dir);
+    else if (in->corpus)
         printf("prepared %" PRIu64 " programs of %s into %s\n", s->programs, in->corpus,
                o->cache_dir);
     else
@@ -236,9 +306,12 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
     else if (s->dict_id)
         printf("  dictionary %016" PRIx64 " (the cache's, %s)\n", s->dict_id,
                cli_format_bytes(b1, sizeof(b1), s->dict_bytes));
+    if (in->foz)
+        print_text_archives(in);
     if (s->vulkan) {
-        printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s\n", s->pipelines_built,
-               s->pipelines_failed, s->device);
+        printf("  pipelines  %" PRIu64 " built, %" PRIu64 " skipped, %" PRIu64 " failed on %s\n",
+               s->pipelines_built, s->pipelines_skipped, s->pipelines_failed, s->device);
+        cli_print_kinds(s->kinds, fst);
         printf("  ledger     %" PRIu64 " driver compiles, %" PRIu64
                " answered by the build ledger (%" PRIu64 " failed before)\n",
                s->driver_compiles, s->ledger_skipped, s->ledger_failed);
@@ -281,6 +354,8 @@ int cmd_prepare(int argc, char **argv)
     };
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
+    static const char *archives[MAX_ARCHIVES];
+    size_t nnamed = 0;
     o.cache_dir = DEFAULT_CACHE_DIR;
     struct prep_input in = {.generate = KILN_PREPARE_DEFAULT_PROGRAMS,
                             .seed = KILN_GENERATOR_DEFAULT_SEED};
@@ -294,7 +369,11 @@ int cmd_prepare(int argc, char **argv)
         case 'c':
             if (cli_check_path(name, "--corpus", optarg))
                 return KILN_EXIT_USAGE;
-            in.corpus = optarg;
+            if (nnamed == MAX_ARCHIVES)
+                return cli_usage_error(name, "more than %d archives", MAX_ARCHIVES);
+            if (!in.corpus)
+                in.corpus = optarg;
+            archives[nnamed++] = optarg;
             break;
         case 'g':
             if (cli_parse_u64(name, "--generate", optarg, 1, UINT32_MAX, false, &v))
@@ -345,8 +424,22 @@ int cmd_prepare(int argc, char **argv)
             return cli_option_error(name, c, argv);
         }
     }
-    if (optind < argc)
-        return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
+    /* Further archives after --corpus FILE.foz (getopt moved them here). */
+    for (int i = optind; i < argc; i++) {
+        if (!in.corpus || !is_foz(in.corpus) || !is_foz(argv[i]))
+            return cli_usage_error(name, "unexpected argument '%s'", argv[i]);
+        if (cli_check_path(name, "--corpus", argv[i]))
+            return KILN_EXIT_USAGE;
+        if (nnamed == MAX_ARCHIVES)
+            return cli_usage_error(name, "more than %d archives", MAX_ARCHIVES);
+        archives[nnamed++] = argv[i];
+    }
+    for (size_t i = 1; i < nnamed; i++)
+        if (!is_foz(archives[i]) || !is_foz(in.corpus))
+            return cli_usage_error(name, "--corpus names one folder, or Fossilize archives "
+                                         "(FILE.foz) only");
+    in.archives = archives;
+    in.narchives = nnamed;
     if (in.corpus && generate_given)
         return cli_usage_error(name, "--corpus and --generate exclude each other");
 
@@ -357,6 +450,12 @@ int cmd_prepare(int argc, char **argv)
     struct cli_phase_progress ps = {.phase = -1};
     struct kiln_prepare_summary s;
     enum kiln_prep_step step;
+    struct cli_builders builders;
+    rc = cli_builders_make(name, &builders);
+    if (rc < 0)
+        return KILN_EXIT_FAILED;
+    o.builders = builders.list;
+    o.nbuilders = builders.n;
     rc = open_input(&in, &o, &step);
     if (rc == KILN_OK) {
         o.cancel = stop_requested;
@@ -370,12 +469,15 @@ int cmd_prepare(int argc, char **argv)
         s.error = rc;
         s.step = step;
     }
-    close_input(&in);
+    struct kiln_foz_builder_stats fst;
+    cli_builders_foz_stats(&builders, &fst);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
     if (json)
-        print_json(&o, &in, &s);
+        print_json(&o, &in, &s, &fst);
     else if (cli_prep_shows_table(rc, s.step))
-        print_text(&o, &in, &s); /* no table of zeros for bad input: its one line says it */
+        print_text(&o, &in, &s, &fst); /* no table of zeros for bad input: its one line says it */
+    close_input(&in);
+    cli_builders_free(&builders);
 
     if (rc < 0) {
         if (s.step == KILN_PREP_STEP_INPUT)

@@ -607,16 +607,6 @@ struct kiln_foz_builder_options {
     const VkPhysicalDeviceFeatures2 *features;
 };
 
-/* What a builder has done, per kind (kiln_foz_builder_stats). */
-struct kiln_foz_builder_stats {
-    uint64_t built[KILN_FOZ_KIND_COUNT];
-    uint64_t skipped[KILN_FOZ_KIND_COUNT]; /* the device lacks what it needs */
-    uint64_t failed[KILN_FOZ_KIND_COUNT];  /* malformed, or the driver refused */
-    uint64_t objects;                      /* shared objects made (samplers, layouts, passes) */
-    uint64_t derivatives_standalone;       /* derivatives built without their base */
-};
-
-/* A builder of closures' pipelines on one device. Opaque. */
 struct kiln_foz_builder;
 
 /*
@@ -656,19 +646,44 @@ KILN_API int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *clos
                                     uint32_t stage_count, VkPipelineCache cache,
                                     VkPipeline *pipeline, char *why, size_t cap);
 
-/* Copies the builder's counters into *stats. Thread-safe. */
-KILN_API void kiln_foz_builder_stats(const struct kiln_foz_builder *b,
-                                     struct kiln_foz_builder_stats *stats);
-
 /*
  * Destroys every object the builder made (not the pipelines it returned).
  * NULL is a no-op. No build may be running.
  */
 KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
 
+#endif /* VK_VERSION_1_0 */
+
+/* ---------------------------------------------------------------------------
+ * What a builder counts, and the builder as one of kiln's builders: no
+ * Vulkan type is needed here, so a caller without the Vulkan headers (the
+ * kiln command) can use them.
+ * ------------------------------------------------------------------------ */
+
+/* A builder of closures' pipelines on one device. Opaque. */
+struct kiln_foz_builder;
+
+/* What it builds on (declared above, with the Vulkan headers). */
+struct kiln_foz_builder_options;
+
+/* What a builder has done, per kind (kiln_foz_builder_stats). */
+struct kiln_foz_builder_stats {
+    uint64_t built[KILN_FOZ_KIND_COUNT];
+    uint64_t skipped[KILN_FOZ_KIND_COUNT]; /* the device lacks what it needs */
+    uint64_t failed[KILN_FOZ_KIND_COUNT];  /* malformed, or the driver refused */
+    uint64_t objects;                      /* shared objects made (samplers, layouts, passes) */
+    uint64_t derivatives_standalone;       /* derivatives built without their base */
+};
+
+/* Copies the builder's counters into *stats. Thread-safe. */
+KILN_API void kiln_foz_builder_stats(const struct kiln_foz_builder *b,
+                                     struct kiln_foz_builder_stats *stats);
+
 /* ---------------------------------------------------------------------------
  * The builder as one of kiln's builders (kiln/prep.h: struct kiln_builder,
  * state kind KILN_STATE_FOZ); declared once the core has builders.
+ * `options` (struct kiln_foz_builder_options) needs the Vulkan headers; NULL
+ * does not.
  * ------------------------------------------------------------------------ */
 #if defined(KILN_STATE_KINDS)
 
@@ -680,10 +695,14 @@ KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
  * that request's device: from `options` where it names a device (its
  * extensions and features are then used as given), else from the request
  * (device, vkGetDeviceProcAddr) and kiln_vk_info of its context (API
- * version, maintenance5, dynamic rendering) with the features in
- * `options` (may be NULL: none checked). Every later request must be on
- * the same device. `options` is copied; what it points to (extensions,
- * features) must outlive the builder.
+ * version, maintenance5, dynamic rendering) with the core
+ * features the physical device has, robustBufferAccess aside (what kiln's
+ * context enables), and those of the 1.3 structure it needs
+ * (dynamicRendering as kiln_vk_info says); `features` in `options`, when
+ * given, replace them. Every later request must be on
+ * the same device until the phase ends (kiln_builder.finish, set here,
+ * releases it; the next phase may use another device). `options` is copied; what it points to
+ * (extensions, features) must outlive the builder.
  * @return 0, KILN_EINVAL for a NULL `out`, or KILN_ENOMEM. Free with
  * kiln_foz_kiln_builder_destroy after the last prepare or start using it.
  */
@@ -696,13 +715,21 @@ KILN_API int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options 
  */
 KILN_API void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder);
 
+/*
+ * Copies what the kiln builder's Fossilize builders counted, over every
+ * pipeline phase it served (each phase ends with kiln_builder.finish, which
+ * destroys that phase's Fossilize builder and its shared objects while the
+ * device lives). Thread-safe.
+ */
+KILN_API void kiln_foz_kiln_builder_stats(const struct kiln_builder *builder,
+                                          struct kiln_foz_builder_stats *stats);
+
 /* @return the Fossilize builder behind a kiln builder made above, or NULL
- * before its first request (for kiln_foz_builder_stats). */
+ * before its first request and after a phase's end (for
+ * kiln_foz_builder_stats). */
 KILN_API struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *builder);
 
 #endif /* KILN_STATE_KINDS */
-
-#endif /* VK_VERSION_1_0 */
 
 #ifdef __cplusplus
 }

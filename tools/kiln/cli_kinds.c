@@ -1,0 +1,106 @@
+/*
+ * cli_kinds.c - see cli_kinds.h. The core counts pipelines per state kind
+ * (kiln_kind_counts); the Fossilize builder counts its own per pipeline
+ * kind (graphics, compute, ray-tracing). Both are printed side by side: the
+ * core's say what the run did, the builder's split the FOZ line. A FOZ
+ * pipeline the core refused before it reached the builder (a stage the
+ * SPIR-V validator refuses) is in the core's failed count only.
+ */
+#include "cli_kinds.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+int cli_builders_make(const char *command, struct cli_builders *b)
+{
+    memset(b, 0, sizeof(*b));
+    int rc = kiln_foz_kiln_builder_create(NULL, &b->foz);
+    if (rc < 0) {
+        cli_error(command, "cannot make the Fossilize builder: %s", kiln_strerror(rc));
+        return rc;
+    }
+    b->list[0] = b->foz;
+    b->n = 1;
+    return KILN_OK;
+}
+
+void cli_builders_foz_stats(const struct cli_builders *b, struct kiln_foz_builder_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (b->n)
+        kiln_foz_kiln_builder_stats(&b->foz, st);
+}
+
+void cli_builders_free(struct cli_builders *b)
+{
+    if (b->n)
+        kiln_foz_kiln_builder_destroy(&b->foz);
+    memset(b, 0, sizeof(*b));
+}
+
+const char *cli_state_kind_name(unsigned kind)
+{
+    switch (kind) {
+    case KILN_STATE_BUILTIN:
+        return "builtin";
+    case KILN_STATE_FOZ:
+        return "foz";
+    case KILN_STATE_APP:
+        return "app";
+    default:
+        return "unknown";
+    }
+}
+
+void cli_json_kinds(struct cli_json *j, const struct kiln_kind_counts *kinds,
+                    const struct kiln_foz_builder_stats *foz)
+{
+    cli_json_object_begin(j, "kinds");
+    for (unsigned k = 0; k < KILN_STATE_KINDS; k++) {
+        const struct kiln_kind_counts *c = &kinds[k];
+        cli_json_object_begin(j, cli_state_kind_name(k));
+        cli_json_u64(j, "built", c->built);
+        cli_json_u64(j, "skipped", c->skipped);
+        cli_json_u64(j, "failed", c->failed);
+        if (c->skip_reason[0])
+            cli_json_str(j, "skip_reason", c->skip_reason);
+        if (k == KILN_STATE_FOZ) {
+            for (int f = 0; f < KILN_FOZ_KIND_COUNT; f++) {
+                cli_json_object_begin(j, kiln_foz_kind_name((enum kiln_foz_kind)f));
+                cli_json_u64(j, "built", foz->built[f]);
+                cli_json_u64(j, "skipped", foz->skipped[f]);
+                cli_json_u64(j, "failed", foz->failed[f]);
+                cli_json_object_end(j);
+            }
+        }
+        cli_json_object_end(j);
+    }
+    cli_json_object_end(j);
+}
+
+void cli_print_kinds(const struct kiln_kind_counts *kinds, const struct kiln_foz_builder_stats *foz)
+{
+    for (unsigned k = 0; k < KILN_STATE_KINDS; k++) {
+        const struct kiln_kind_counts *c = &kinds[k];
+        if (!c->built && !c->skipped && !c->failed)
+            continue;
+        printf("  %-10s %" PRIu64 " built, %" PRIu64 " skipped, %" PRIu64 " failed",
+               cli_state_kind_name(k), c->built, c->skipped, c->failed);
+        if (k == KILN_STATE_FOZ) {
+            const char *sep = " (";
+            for (int f = 0; f < KILN_FOZ_KIND_COUNT; f++) {
+                if (!foz->built[f] && !foz->skipped[f] && !foz->failed[f])
+                    continue;
+                printf("%s%s %" PRIu64 "/%" PRIu64 "/%" PRIu64, sep,
+                       kiln_foz_kind_name((enum kiln_foz_kind)f), foz->built[f], foz->skipped[f],
+                       foz->failed[f]);
+                sep = ", ";
+            }
+            if (sep[0] == ',')
+                printf(")");
+        }
+        if (c->skip_reason[0])
+            printf("; skipped: %s", c->skip_reason);
+        printf("\n");
+    }
+}
