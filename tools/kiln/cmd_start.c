@@ -13,6 +13,7 @@
  * (or with a file of another kind, or a damaged cache header, in its place).
  */
 #include "cli.h"
+#include "cli_kinds.h"
 #include "commands.h"
 
 #include <getopt.h>
@@ -28,7 +29,12 @@ static const char help[] =
     "loads every program in parallel, records their last use (for `kiln cache\n"
     "prune`), builds every pipeline through the saved pipeline cache\n"
     "(pipelines.vkc), and prints how long each phase took. No record is ever\n"
-    "added, changed or dropped.\n"
+    "added, changed or dropped. Programs of kiln's own shapes are built by kiln;\n"
+    "recorded Fossilize pipelines (from `kiln import foz` or `kiln prepare\n"
+    "--corpus FILE.foz`) by the Fossilize builder, with their own layouts, render\n"
+    "passes and constants. Pipelines are counted per state kind (builtin, foz\n"
+    "split into graphics, compute and ray-tracing, app): built, skipped (the\n"
+    "device lacks what one needs; ray-tracing pipelines for now) and failed.\n"
     "\n"
     "  --cache DIR     the cache folder (default " DEFAULT_CACHE_DIR ")\n"
     "  --jobs N|auto   workers and read threads (default auto: the pool policy)\n"
@@ -43,7 +49,8 @@ static const char help[] =
     "pipelines, no Vulkan), 2 bad usage or no cache in the folder (or something\n"
     "else in its place).\n";
 
-static void print_json(const struct kiln_start_options *o, const struct kiln_start_summary *s)
+static void print_json(const struct kiln_start_options *o, const struct kiln_start_summary *s,
+                       const struct kiln_foz_builder_stats *fst)
 {
     struct cli_json j;
     char stamp[24];
@@ -65,6 +72,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "bytes", s->bytes);
     cli_json_u64(&j, "pipelines_built", s->pipelines_built);
     cli_json_u64(&j, "pipelines_failed", s->pipelines_failed);
+    cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
+    cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
     cli_json_str(&j, "workers_reason", s->workers_reason);
@@ -80,7 +89,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_end(&j);
 }
 
-static void print_text(const struct kiln_start_options *o, const struct kiln_start_summary *s)
+static void print_text(const struct kiln_start_options *o, const struct kiln_start_summary *s,
+                       const struct kiln_foz_builder_stats *fst)
 {
     char b1[32];
     printf("warm start from %s\n", o->cache_dir);
@@ -98,12 +108,13 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
         printf("  last use   recorded\n");
     else
         printf("  last use   not recorded (%s)\n", s->use_text);
-    if (s->vulkan)
-        printf("  pipelines  %" PRIu64 " built, %" PRIu64 " failed on %s (pipelines.vkc: %s, %zu "
-               "bytes)\n",
-               s->pipelines_built, s->pipelines_failed, s->device,
+    if (s->vulkan) {
+        printf("  pipelines  %" PRIu64 " built, %" PRIu64 " skipped, %" PRIu64
+               " failed on %s (pipelines.vkc: %s, %zu bytes)\n",
+               s->pipelines_built, s->pipelines_skipped, s->pipelines_failed, s->device,
                cli_vk_cache_state_name(s->vk_cache_state), s->vk_cache_loaded_bytes);
-    else
+        cli_print_kinds(s->kinds, fst);
+    } else
         printf("  pipelines  none built\n");
     printf("  workers    %s; %u read threads\n", s->workers_reason, s->read_threads);
     const struct cli_phase_time rows[] = {{"open", s->open_ns},
@@ -167,12 +178,20 @@ int cmd_start(int argc, char **argv)
 
     struct cli_phase_progress ps = {.phase = -1};
     struct kiln_start_summary s;
+    struct cli_builders builders;
+    if (cli_builders_make(name, &builders) < 0)
+        return KILN_EXIT_FAILED;
+    o.builders = builders.list;
+    o.nbuilders = builders.n;
     rc = kiln_warm_start(&o, cli_phase_progress, &ps, &s);
+    struct kiln_foz_builder_stats fst;
+    cli_builders_foz_stats(&builders, &fst);
+    cli_builders_free(&builders);
     bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
     if (json)
-        print_json(&o, &s);
+        print_json(&o, &s, &fst);
     else if (cli_prep_shows_table(rc, s.step))
-        print_text(&o, &s); /* no table of zeros for bad input: its one line says it */
+        print_text(&o, &s, &fst); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {
         /* The library logged a failed open at info only: this is its line. */
