@@ -146,6 +146,115 @@ int fw_write(const char *path, unsigned compute, unsigned graphics)
     return o.rc;
 }
 
+/* The objects every pipeline fw_write_pipelines writes names. */
+#define FW_SET_LAYOUT  UINT64_C(0x5e7100000000001)
+#define FW_PIPE_LAYOUT UINT64_C(0x1a7000000000001)
+#define FW_RENDER_PASS UINT64_C(0x9a5500000000001)
+
+static void pipeline_objects(struct out *o)
+{
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"setLayouts\":{\"%016" PRIx64 "\":{\"flags\":0,\"bindings\":"
+             "[{\"descriptorType\":7,\"descriptorCount\":1,\"stageFlags\":2147483647,"
+             "\"binding\":0}]}}}",
+             FW_SET_LAYOUT);
+    entry(o, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, FW_SET_LAYOUT, json, strlen(json), false);
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"pipelineLayouts\":{\"%016" PRIx64 "\":{\"flags\":0,"
+             "\"pushConstantRanges\":[{\"stageFlags\":2147483647,\"offset\":0,\"size\":16}],"
+             "\"setLayouts\":[\"%016" PRIx64 "\"]}}}",
+             FW_PIPE_LAYOUT, FW_SET_LAYOUT);
+    entry(o, KILN_FOZ_TAG_PIPELINE_LAYOUT, FW_PIPE_LAYOUT, json, strlen(json), true);
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"renderPasses\":{\"%016" PRIx64 "\":{\"flags\":0,"
+             "\"attachments\":[{\"flags\":0,\"format\":37,\"finalLayout\":2,\"initialLayout\":0,"
+             "\"loadOp\":1,\"storeOp\":0,\"samples\":1,\"stencilLoadOp\":2,"
+             "\"stencilStoreOp\":1}],\"subpasses\":[{\"flags\":0,\"pipelineBindPoint\":0,"
+             "\"colorAttachments\":[{\"attachment\":0,\"layout\":2}]}]}}}",
+             FW_RENDER_PASS);
+    entry(o, KILN_FOZ_TAG_RENDER_PASS, FW_RENDER_PASS, json, strlen(json), false);
+}
+
+/* The fixed-function state of a graphics pipeline fw_write_pipelines
+ * writes: a triangle list, one viewport and scissor (dynamic), no depth, no
+ * blending. */
+static const char graphics_state[] =
+    "\"dynamicState\":{\"flags\":0,\"dynamicState\":[0,1]},"
+    "\"multisampleState\":{\"flags\":0,\"rasterizationSamples\":1,\"sampleShadingEnable\":0,"
+    "\"minSampleShading\":0.0,\"alphaToOneEnable\":0,\"alphaToCoverageEnable\":0},"
+    "\"vertexInputState\":{\"flags\":0,\"attributes\":[],\"bindings\":[]},"
+    "\"rasterizationState\":{\"flags\":0,\"depthBiasConstantFactor\":0.0,"
+    "\"depthBiasSlopeFactor\":0.0,\"depthBiasClamp\":0.0,\"depthBiasEnable\":0,"
+    "\"depthClampEnable\":0,\"polygonMode\":0,\"rasterizerDiscardEnable\":0,\"frontFace\":0,"
+    "\"lineWidth\":1.0,\"cullMode\":0},"
+    "\"inputAssemblyState\":{\"flags\":0,\"topology\":3,\"primitiveRestartEnable\":0},"
+    "\"colorBlendState\":{\"flags\":0,\"logicOp\":0,\"logicOpEnable\":0,"
+    "\"blendConstants\":[0.0,0.0,0.0,0.0],\"attachments\":[{\"dstAlphaBlendFactor\":0,"
+    "\"srcAlphaBlendFactor\":0,\"dstColorBlendFactor\":0,\"srcColorBlendFactor\":0,"
+    "\"colorWriteMask\":15,\"alphaBlendOp\":0,\"colorBlendOp\":0,\"blendEnable\":0}]},"
+    "\"viewportState\":{\"flags\":0,\"viewportCount\":1,\"scissorCount\":1}";
+
+int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, uint64_t first_hash)
+{
+    struct kiln_glsl *g = NULL;
+    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
+    if (rc < 0)
+        return rc;
+    struct out o = {.f = fopen(path, "wb")};
+    if (!o.f) {
+        fprintf(stderr, "fw_write_pipelines: cannot write %s\n", path);
+        kiln_glsl_destroy(g);
+        return KILN_EIO;
+    }
+    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
+                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
+    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
+        o.rc = KILN_EIO;
+    pipeline_objects(&o);
+    for (unsigned k = 0; k < compute + graphics && !o.rc; k++) {
+        bool is_compute = k < compute;
+        uint32_t index = is_compute ? 2 * k : 2 * (k - compute) + 1;
+        struct kiln_program *p = NULL;
+        o.rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, index, &p);
+        if (o.rc)
+            break;
+        uint64_t h[2] = {0, 0};
+        for (unsigned s = 0; s < p->nstages && s < 2; s++)
+            h[s] = module(&o, p->stages[s].words, p->stages[s].nwords);
+        char json[4096];
+        uint64_t pipe = first_hash + k;
+        if (is_compute)
+            snprintf(json, sizeof(json),
+                     "{\"version\":6,\"computePipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
+                     "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"
+                     "\"layout\":\"%016" PRIx64 "\",\"stage\":{\"flags\":0,\"stage\":32,"
+                     "\"module\":\"%016" PRIx64 "\",\"name\":\"main\",\"specializationInfo\":"
+                     "{\"dataSize\":4,\"data\":\"BwAAAA==\",\"mapEntries\":[{\"offset\":0,"
+                     "\"size\":4,\"constantID\":0}]}}}}}",
+                     pipe, FW_PIPE_LAYOUT, h[0]);
+        else
+            snprintf(
+                json, sizeof(json),
+                "{\"version\":6,\"graphicsPipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
+                "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"
+                "\"layout\":\"%016" PRIx64 "\",\"renderPass\":\"%016" PRIx64 "\","
+                "\"subpass\":0,%s,\"stages\":[{\"flags\":0,\"stage\":1,\"module\":\"%016" PRIx64
+                "\",\"name\":\"main\"},{\"flags\":0,\"stage\":16,\"module\":\"%016" PRIx64
+                "\",\"name\":\"main\"}]}}}",
+                pipe, FW_PIPE_LAYOUT, FW_RENDER_PASS, graphics_state, h[0], h[1]);
+        entry(&o, is_compute ? KILN_FOZ_TAG_COMPUTE_PIPELINE : KILN_FOZ_TAG_GRAPHICS_PIPELINE, pipe,
+              json, strlen(json), true);
+        kiln_program_destroy(p);
+    }
+    if (fclose(o.f) != 0 && !o.rc)
+        o.rc = KILN_EIO;
+    kiln_glsl_destroy(g);
+    if (o.rc)
+        fprintf(stderr, "fw_write_pipelines: %s: %s\n", path, kiln_strerror(o.rc));
+    return o.rc;
+}
+
 /* A compute pipeline entry naming module `mod`. */
 static void compute_pipeline(struct out *o, uint64_t pipe, uint64_t mod)
 {

@@ -20,6 +20,22 @@
 int fw_write(const char *path, unsigned compute, unsigned graphics);
 
 /*
+ * Writes an archive (format version 6) to `path` of whole pipelines, as an
+ * application records them: a descriptor set layout (one storage buffer at
+ * set 0, binding 0), a pipeline layout with it and 16 bytes of push
+ * constants, a render pass with one RGBA8 color attachment, then
+ * `compute` compute pipelines and `graphics` graphics pipelines (vertex +
+ * fragment, no vertex input, every fixed-function state block) of kiln's
+ * generator, each module once. Pipeline hashes are `first_hash` + k, so two
+ * archives with the same `first_hash` and counts record the same
+ * pipelines. Each compute pipeline has one specialization constant (id 0,
+ * 4 bytes) its module does not use. Needs shaderc.
+ * @return 0, KILN_ENOTSUP in a build without shaderc, or the error (a line
+ * on stderr).
+ */
+int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, uint64_t first_hash);
+
+/*
  * The archive a case uses: `name` in the shared corpus's foz/sascha-willems
  * when it is there (path filled with it), else one fw_write makes once per
  * process under $TMPDIR (removed at exit), with one compute program and

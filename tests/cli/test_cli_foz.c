@@ -1,0 +1,601 @@
+/*
+ * test_cli_foz.c - whole Fossilize pipelines through the kiln command:
+ * kiln_foz_pipelines (several archives, each key once), `kiln import foz`,
+ * `kiln prepare --corpus A.foz B.foz ...` and `kiln start`, counted per
+ * kind from their --json output.
+ *
+ * The cases that need no corpus write their own archives of whole
+ * pipelines (tests/support/foz_writer.c: a layout, a render pass, compute
+ * and graphics pipelines of kiln's generator). The corpus cases run the 48
+ * archives of ../shared; one of them under the Khronos validation layer,
+ * which may report only what the archives themselves recorded (named
+ * below). Without shaderc, a Vulkan device, the corpus or the layer, a case
+ * prints one "skipped:" line and exits 77.
+ */
+#include "kiln_test.h"
+#include "foz_writer.h"
+#include "kiln-tools/foz.h"
+
+#include <json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* What the shared corpus records (tests/foz/test_foz_build.c counts them
+ * through the library): 151 graphics pipeline entries of 110 distinct
+ * pipelines, 6 compute. Two distinct pipelines have a module SPIR-V's
+ * validator refuses, so kiln stores and builds neither (docs/foz.md, "The
+ * corpus"): computeraytracing's compute pipeline 36e571e519805da7 (module
+ * 12b04dd0014895f5: OpArrayLength with a signed result) and gears' graphics
+ * pipeline e9a7dda52d261742 (module 782c6a2053f21090: BuiltIn VertexId). */
+#define CORPUS_GRAPHICS_FOUND 151
+#define CORPUS_GRAPHICS       110
+#define CORPUS_COMPUTE        6
+#define CORPUS_INVALID_G      1
+#define CORPUS_INVALID_C      1
+
+/* ---------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------ */
+
+/* A helper's precondition (KT_REQUIRE returns from void cases only). */
+#define NEED(cond)                                                    \
+    do {                                                              \
+        if (!(cond)) {                                                \
+            printf("%s:%d: needed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                  \
+        }                                                             \
+    } while (0)
+
+/* Writes an archive of whole pipelines, or ends the case as skipped
+ * without shaderc. */
+static void write_archive(const char *path, unsigned compute, unsigned graphics, uint64_t first)
+{
+    int rc = fw_write_pipelines(path, compute, graphics, first);
+    if (rc == KILN_ENOTSUP) {
+        printf("skipped: this build has no shaderc to make SPIR-V with\n");
+        exit(77);
+    }
+    NEED(rc == KILN_OK);
+}
+
+/* Runs `kiln ARGS` with stdout in `out` and stderr in `out`.err.
+ * @return the exit code, or 128 + the signal that ended it. */
+static int run_kiln(const char *out, const char *args)
+{
+    size_t cap = strlen(args) + 2 * strlen(out) + 4096;
+    char *cmd = malloc(cap);
+    NEED(cmd);
+    snprintf(cmd, cap, "'%s' %s > '%s' 2> '%s.err'", KILN_CLI, args, out, out);
+    int st = system(cmd);
+    free(cmd);
+    NEED(st != -1);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+/* @return the JSON object in file `path` (release with json_object_put). */
+static struct json_object *read_json(const char *path)
+{
+    struct json_object *o = json_object_from_file(path);
+    if (!o) {
+        printf("not one JSON object in %s\n", path);
+        char err[4300];
+        snprintf(err, sizeof(err), "cat '%s' '%s.err' | head -20", path, path);
+        if (system(err) != 0)
+            printf("(could not show it)\n");
+    }
+    NEED(o);
+    return o;
+}
+
+/* @return the number at a dotted path ("kinds.foz.graphics.built"), or
+ * UINT64_MAX when it is missing. */
+static uint64_t num(struct json_object *o, const char *dotted)
+{
+    char key[128];
+    const char *p = dotted;
+    while (o && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        snprintf(key, sizeof(key), "%.*s", (int)n, p);
+        struct json_object *v = NULL;
+        if (!json_object_object_get_ex(o, key, &v))
+            return UINT64_MAX;
+        o = v;
+        p += n + (dot ? 1 : 0);
+    }
+    return o ? (uint64_t)json_object_get_int64(o) : UINT64_MAX;
+}
+
+static bool truth(struct json_object *o, const char *key)
+{
+    struct json_object *v = NULL;
+    return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+/* Ends the case as skipped when the run found no Vulkan device (the
+ * command's own line says so in `out`.err). */
+static void require_vulkan(struct json_object *o, const char *out)
+{
+    struct json_object *step = NULL;
+    if (truth(o, "vulkan") || !json_object_object_get_ex(o, "error_step", &step) ||
+        !json_object_is_type(step, json_type_string) ||
+        strcmp(json_object_get_string(step), "vulkan") != 0)
+        return; /* built, or failed for another reason: the checks say */
+    printf("skipped: no Vulkan device for kiln (see %s.err)\n", out);
+    json_object_put(o);
+    exit(77);
+}
+
+/* The archives a case runs: the shared corpus's 48, or without it three
+ * written here (two recording the same pipelines), with what each holds. */
+struct input {
+    char **v; /* NULL-terminated */
+    size_t n;
+    bool corpus;
+    uint64_t graphics_found, graphics, compute; /* entries met; distinct pipelines */
+    uint64_t invalid_g, invalid_c;              /* distinct ones with invalid SPIR-V */
+    int errors_exit;                            /* import/prepare exit: 1 when any is invalid */
+};
+
+static void input_open(struct input *in, const char *dir)
+{
+    memset(in, 0, sizeof(*in));
+    in->v = calloc(257, sizeof(*in->v));
+    NEED(in->v);
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/foz/sascha-willems", kt_corpus_dir());
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        printf("(no shared corpus at %s: archives written here instead)\n", path);
+        static const struct {
+            const char *name;
+            unsigned compute, graphics;
+            uint64_t first;
+        } w[] = {{"a", 2, 3, 0x7000}, {"b", 2, 3, 0x7000}, {"c", 1, 1, 0x8000}};
+        for (size_t k = 0; k < 3; k++) {
+            snprintf(path, sizeof(path), "%s/%s.foz", dir, w[k].name);
+            write_archive(path, w[k].compute, w[k].graphics, w[k].first);
+            in->v[in->n++] = strdup(path);
+        }
+        *in = (struct input){.v = in->v, .n = 3, .graphics_found = 7, .graphics = 4, .compute = 3};
+        return;
+    }
+    char cmd[9000], list[4300];
+    snprintf(list, sizeof(list), "%s/archives.txt", dir);
+    snprintf(cmd, sizeof(cmd), "ls '%s/'*.foz > '%s'", path, list);
+    NEED(system(cmd) == 0);
+    FILE *f = fopen(list, "r");
+    NEED(f);
+    char line[4300];
+    while (in->n < 256 && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = 0;
+        in->v[in->n++] = strdup(line);
+    }
+    fclose(f);
+    in->corpus = true;
+    in->graphics_found = CORPUS_GRAPHICS_FOUND;
+    in->graphics = CORPUS_GRAPHICS;
+    in->compute = CORPUS_COMPUTE;
+    in->invalid_g = CORPUS_INVALID_G;
+    in->invalid_c = CORPUS_INVALID_C;
+    in->errors_exit = 1;
+}
+
+static void free_list(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* @return the archives joined as quoted command-line arguments. */
+static char *joined(char **v, size_t n)
+{
+    size_t cap = 1;
+    for (size_t i = 0; i < n; i++)
+        cap += strlen(v[i]) + 3;
+    char *s = calloc(1, cap);
+    NEED(s);
+    for (size_t i = 0; i < n; i++) {
+        strcat(s, "'");
+        strcat(s, v[i]);
+        strcat(s, "' ");
+    }
+    return s;
+}
+
+/* The archive of `v` whose file name starts with `name`. */
+static const char *archive_named(char **v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *base = strrchr(v[i], '/') ? strrchr(v[i], '/') + 1 : v[i];
+        if (strncmp(base, name, strlen(name)) == 0 && base[strlen(name)] == '.')
+            return v[i];
+    }
+    NEED(!"archive missing from the corpus");
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * The library: several archives, each key once (no device)
+ * ------------------------------------------------------------------------ */
+
+KT_CASE(pipelines_dedup)
+{
+    const char *dir = kt_tmpdir();
+    char a[4200], b[4200], c[4200], bad[4200];
+    snprintf(a, sizeof(a), "%s/a.foz", dir);
+    snprintf(b, sizeof(b), "%s/b.foz", dir);
+    snprintf(c, sizeof(c), "%s/c.foz", dir);
+    write_archive(a, 2, 3, 0x7000);
+    write_archive(b, 2, 3, 0x7000); /* the same five pipelines */
+    write_archive(c, 1, 1, 0x8000); /* the same modules, other pipelines */
+    const char *paths[] = {a, b, c};
+    struct kiln_foz_pipelines *fp;
+    KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 3, &fp));
+    KT_CHECK_EQ(kiln_foz_pipelines_count(fp), 7);
+    KT_CHECK_EQ(kiln_foz_pipelines_archives(fp), 3);
+    struct kiln_foz_pipelines_stats all, sb;
+    kiln_foz_pipelines_stats(fp, SIZE_MAX, &all);
+    kiln_foz_pipelines_stats(fp, 1, &sb);
+    KT_CHECK_EQ(all.found[KILN_FOZ_KIND_GRAPHICS], 7);
+    KT_CHECK_EQ(all.found[KILN_FOZ_KIND_COMPUTE], 5);
+    KT_CHECK_EQ(all.unique[KILN_FOZ_KIND_GRAPHICS], 4);
+    KT_CHECK_EQ(all.unique[KILN_FOZ_KIND_COMPUTE], 3);
+    KT_CHECK_EQ(sb.duplicates[KILN_FOZ_KIND_GRAPHICS], 3);
+    KT_CHECK_EQ(sb.duplicates[KILN_FOZ_KIND_COMPUTE], 2);
+    KT_CHECK_EQ(sb.unique[KILN_FOZ_KIND_GRAPHICS] + sb.unique[KILN_FOZ_KIND_COMPUTE], 0);
+    KT_CHECK_EQ(all.unreadable[KILN_FOZ_KIND_GRAPHICS] + all.unreadable[KILN_FOZ_KIND_COMPUTE], 0);
+    KT_CHECK(strcmp(kiln_foz_pipelines_path(fp, 2), c) == 0);
+    KT_CHECK(kiln_foz_pipelines_get(fp, 7) == NULL);
+
+    struct kiln_program_source src;
+    kiln_foz_pipelines_source(fp, &src);
+    KT_CHECK_EQ(src.count, 7);
+    KT_CHECK(src.stamp(src.user, 1234) == KILN_FOZ_STAMP);
+    for (size_t i = 0; i < src.count; i++) {
+        const struct kiln_foz_pipelines_entry *e = kiln_foz_pipelines_get(fp, i);
+        KT_REQUIRE(e);
+        KT_CHECK(e->archive != 1); /* b only repeats a */
+        struct kiln_program *p;
+        KT_REQUIRE_OK(src.load(src.user, i, &p));
+        KT_CHECK_EQ(p->state_kind, KILN_STATE_FOZ);
+        KT_CHECK(p->has_key && p->key.lo == e->key.lo && p->key.hi == e->key.hi);
+        bool compute = e->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE;
+        KT_CHECK_EQ(p->nstages, compute ? 1u : 2u);
+        if (compute) {
+            /* The recorded specialization constant came along. */
+            KT_CHECK_EQ(p->stages[0].nspec, 1);
+            KT_CHECK_EQ(p->stages[0].spec_size, 4);
+            KT_CHECK(p->stages[0].spec_data && ((uint8_t *)p->stages[0].spec_data)[0] == 7);
+        }
+        for (size_t k = 0; k < i; k++) {
+            const struct kiln_foz_pipelines_entry *o = kiln_foz_pipelines_get(fp, k);
+            KT_CHECK(o->key.lo != e->key.lo || o->key.hi != e->key.hi);
+        }
+        kiln_program_destroy(p);
+    }
+    kiln_foz_pipelines_destroy(fp);
+
+    /* One archive that is not one: the whole open fails, naming it. */
+    snprintf(bad, sizeof(bad), "%s/bad.foz", dir);
+    FILE *f = fopen(bad, "wb");
+    KT_REQUIRE(f);
+    fputs("not an archive at all, but long enough", f);
+    fclose(f);
+    const char *with_bad[] = {a, bad};
+    KT_CHECK_EQ(kiln_foz_pipelines_open(with_bad, 2, &fp), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln_foz_pipelines_open(with_bad, 0, &fp), KILN_EINVAL);
+}
+
+/* A pipeline whose module is missing is unreadable: counted, the others kept. */
+KT_CASE(pipelines_unreadable)
+{
+    const char *dir = kt_tmpdir();
+    char a[4200], cut[4200];
+    snprintf(a, sizeof(a), "%s/a.foz", dir);
+    write_archive(a, 1, 2, 0x7000);
+    /* Drop the first shader module entry (the fourth: after the set layout,
+     * the pipeline layout and the render pass). */
+    FILE *f = fopen(a, "rb");
+    KT_REQUIRE(f);
+    static uint8_t data[1 << 22];
+    size_t size = fread(data, 1, sizeof(data), f);
+    fclose(f);
+    size_t off = 16;
+    for (int k = 0; k < 3; k++)
+        off += 56 + (data[off + 40] | data[off + 41] << 8 | data[off + 42] << 16);
+    KT_REQUIRE(memcmp(data + off + 8, "0000000000000004", 16) == 0);
+    size_t len = 56 + (data[off + 40] | data[off + 41] << 8 | data[off + 42] << 16);
+    snprintf(cut, sizeof(cut), "%s/cut.foz", dir);
+    f = fopen(cut, "wb");
+    KT_REQUIRE(f);
+    KT_REQUIRE(fwrite(data, 1, off, f) == off);
+    KT_REQUIRE(fwrite(data + off + len, 1, size - off - len, f) == size - off - len);
+    fclose(f);
+    const char *paths[] = {cut};
+    struct kiln_foz_pipelines *fp;
+    KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 1, &fp));
+    struct kiln_foz_pipelines_stats st;
+    kiln_foz_pipelines_stats(fp, 0, &st);
+    KT_CHECK_EQ(st.unreadable[KILN_FOZ_KIND_COMPUTE], 1);
+    KT_CHECK_EQ(st.unique[KILN_FOZ_KIND_GRAPHICS], 2);
+    KT_CHECK_EQ(kiln_foz_pipelines_count(fp), 2);
+    KT_CHECK(strstr(st.first_unreadable, "not in the archive") != NULL);
+    kiln_foz_pipelines_destroy(fp);
+}
+
+/* ---------------------------------------------------------------------------
+ * The command, on archives written here
+ * ------------------------------------------------------------------------ */
+
+/* kiln prepare --corpus of several written archives, and of a
+ * graphics-only one: built through the Fossilize builder. */
+KT_CASE(prepare_written)
+{
+    const char *dir = kt_tmpdir();
+    char a[4200], b[4200], g[4200], cache[4200], out[4200], args[20000];
+    snprintf(a, sizeof(a), "%s/a.foz", dir);
+    snprintf(b, sizeof(b), "%s/b.foz", dir);
+    snprintf(g, sizeof(g), "%s/graphics.foz", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    write_archive(a, 2, 3, 0x7000);
+    write_archive(b, 1, 2, 0x9000);
+    write_archive(g, 0, 2, 0xa000);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s' '%s'", cache,
+             a, b);
+    int rc = run_kiln(out, args);
+    struct json_object *o = read_json(out);
+    require_vulkan(o, out);
+    KT_CHECK_EQ(rc, 0);
+    KT_CHECK_EQ(num(o, "programs"), 8);
+    KT_CHECK_EQ(num(o, "failed"), 0);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 5);
+    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), 3);
+    KT_CHECK_EQ(num(o, "kinds.foz.failed"), 0);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), 5);
+    json_object_put(o);
+
+    /* A graphics-only archive is ordinary input. */
+    snprintf(cache, sizeof(cache), "%s/cache-g", dir);
+    snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache, g);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
+    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), 0);
+    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    json_object_put(o);
+
+    /* A folder and an archive together are refused. */
+    snprintf(args, sizeof(args), "prepare --no-vulkan --cache '%s' --corpus '%s' '%s'", cache, g,
+             dir);
+    KT_CHECK_EQ(run_kiln(out, args), 2);
+}
+
+/* ---------------------------------------------------------------------------
+ * The command, on the shared corpus
+ * ------------------------------------------------------------------------ */
+
+/* The validation errors the archives recorded that kiln builds (the two
+ * pipelines with invalid SPIR-V are refused before a driver sees them):
+ * VUID and how many times. tests/foz/test_foz_build.c names each pipeline. */
+static const struct {
+    const char *vuid;
+    int count;
+} recorded[] = {
+    /* computecloth 9e0224900a5c3525: primitive restart on a triangle list. */
+    {"VUID-VkPipelineInputAssemblyStateCreateInfo-topology-00428", 1},
+    /* gl_PerVertex differs between stages: deferredshadows 1861a749e16d5fed
+     * (vertex / geometry) and the four pipelines of tessellation. */
+    {"UNASSIGNED-CoreValidation-Shader-InterfaceTypeMismatch", 5},
+};
+
+static bool have_validation_layer(void)
+{
+    static const char *const dirs[] = {"/usr/share/vulkan/explicit_layer.d",
+                                       "/usr/local/share/vulkan/explicit_layer.d",
+                                       "/etc/vulkan/explicit_layer.d"};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        char p[512];
+        struct stat st;
+        snprintf(p, sizeof(p), "%s/VkLayer_khronos_validation.json", dirs[i]);
+        if (stat(p, &st) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* @return how often `text` occurs in the file at `path`. */
+static int occurrences(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    static char buf[1 << 22];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    int count = 0;
+    for (const char *p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
+        count++;
+    return count;
+}
+
+/* kiln prepare --corpus of every archive, under the validation layer:
+ * every graphics and compute pipeline built with the archives' layouts and
+ * constants, and the layer reports only what the archives recorded. */
+KT_CASE(prepare_validated)
+{
+    if (!have_validation_layer()) {
+        printf("skipped: the Khronos validation layer is not installed "
+               "(Debian: vulkan-validationlayers)\n");
+        exit(77);
+    }
+    const char *dir = kt_tmpdir();
+    struct input in;
+    input_open(&in, dir);
+    char settings[4200], log[4200], cache[4200], out[4200];
+    snprintf(settings, sizeof(settings), "%s/vk_layer_settings.txt", dir);
+    snprintf(log, sizeof(log), "%s/validation.log", dir);
+    FILE *f = fopen(settings, "w");
+    KT_REQUIRE(f);
+    fprintf(f,
+            "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
+            "khronos_validation.log_filename = %s\n"
+            "khronos_validation.report_flags = error\n",
+            log);
+    fclose(f);
+    setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
+    setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    char *list = joined(in.v, in.n);
+    size_t cap = strlen(list) + 8192;
+    char *args = malloc(cap);
+    KT_REQUIRE(args);
+    snprintf(args, cap, "prepare --json --jobs 2 --cache '%s' --corpus %s", cache, list);
+    int rc = run_kiln(out, args);
+    unsetenv("VK_INSTANCE_LAYERS");
+    unsetenv("VK_LAYER_SETTINGS_PATH");
+    struct json_object *o = read_json(out);
+    require_vulkan(o, out);
+    /* The pipelines with invalid SPIR-V are refused (exit 1), and only they. */
+    KT_CHECK_EQ(rc, in.errors_exit);
+    KT_CHECK_EQ(num(o, "failed"), in.invalid_g + in.invalid_c);
+    KT_CHECK_EQ(num(o, "programs"), in.graphics + in.compute);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), in.graphics_found);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), in.graphics);
+    KT_CHECK_EQ(num(o, "archive_pipelines.compute.unique"), in.compute);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), in.graphics - in.invalid_g);
+    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), in.compute - in.invalid_c);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(num(o, "kinds.foz.compute.failed"), 0);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.skipped"), 0);
+    KT_CHECK_EQ(num(o, "kinds.foz.compute.skipped"), 0);
+    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    json_object_put(o);
+
+    /* The layer: only what the archives recorded (nothing for the written ones). */
+    int errors = occurrences(log, "Validation Error:");
+    int known = 0;
+    for (size_t k = 0; in.corpus && k < sizeof(recorded) / sizeof(recorded[0]); k++) {
+        char pat[160];
+        snprintf(pat, sizeof(pat), "Validation Error: [ %s ]", recorded[k].vuid);
+        int seen = occurrences(log, pat);
+        printf("recorded in the archives: %s: %d\n", recorded[k].vuid, seen);
+        KT_CHECK_EQ(seen, recorded[k].count);
+        known += seen;
+    }
+    if (errors != known) {
+        char cmd[4300];
+        snprintf(cmd, sizeof(cmd), "grep 'Validation Error' '%s' | head -20", log);
+        if (system(cmd) != 0)
+            printf("(could not show them)\n");
+    }
+    KT_CHECK_EQ(errors, known);
+    free(args);
+    free(list);
+    free_list(in.v);
+}
+
+/* kiln import foz of every archive, then kiln start: the same counts as
+ * prepare; a second import adds nothing. */
+KT_CASE(import_start)
+{
+    const char *dir = kt_tmpdir();
+    struct input in;
+    input_open(&in, dir);
+    char cache[4200], out[4200];
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    char *list = joined(in.v, in.n);
+    size_t cap = strlen(list) + 8192;
+    char *args = malloc(cap);
+    KT_REQUIRE(args);
+    snprintf(args, cap, "import foz --json --cache '%s' %s", cache, list);
+    /* Exit 1 when a pipeline is invalid: it is skipped, with its reason. */
+    KT_CHECK_EQ(run_kiln(out, args), in.errors_exit);
+    struct json_object *o = read_json(out);
+    uint64_t stored = in.graphics + in.compute - in.invalid_g - in.invalid_c;
+    KT_CHECK_EQ(num(o, "imported"), stored);
+    KT_CHECK_EQ(num(o, "kinds.graphics.imported"), in.graphics - in.invalid_g);
+    KT_CHECK_EQ(num(o, "kinds.compute.imported"), in.compute - in.invalid_c);
+    KT_CHECK_EQ(num(o, "kinds.graphics.invalid"), in.invalid_g);
+    KT_CHECK_EQ(num(o, "kinds.compute.invalid"), in.invalid_c);
+    KT_CHECK_EQ(num(o, "kinds.graphics.duplicates"), in.graphics_found - in.graphics);
+    KT_CHECK_EQ(num(o, "unreadable"), 0);
+    KT_CHECK_EQ(num(o, "records"), stored);
+    json_object_put(o);
+
+    /* Again: nothing added. */
+    KT_CHECK_EQ(run_kiln(out, args), in.errors_exit);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "imported"), 0);
+    KT_CHECK_EQ(num(o, "present"), stored);
+    KT_CHECK_EQ(num(o, "records"), stored);
+    json_object_put(o);
+
+    snprintf(args, cap, "start --json --cache '%s'", cache);
+    int rc = run_kiln(out, args);
+    o = read_json(out);
+    require_vulkan(o, out);
+    KT_CHECK_EQ(rc, 0);
+    KT_CHECK_EQ(num(o, "loaded"), stored);
+    KT_CHECK_EQ(num(o, "pipelines_built"), stored);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), in.graphics - in.invalid_g);
+    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), in.compute - in.invalid_c);
+    KT_CHECK_EQ(num(o, "kinds.foz.failed"), 0);
+    KT_CHECK_EQ(num(o, "kinds.builtin.built"), 0);
+    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    json_object_put(o);
+    free(args);
+    free(list);
+    free_list(in.v);
+}
+
+/* computeraytracing's module (a storage image where kiln's own layout has a
+ * buffer; invalid SPIR-V besides) crashes nothing: prepare refuses that
+ * pipeline and builds the rest, start builds what is stored. Without the
+ * corpus, the written archive's first one stands in. */
+KT_CASE(single_archive)
+{
+    const char *dir = kt_tmpdir();
+    struct input in;
+    input_open(&in, dir);
+    char cache[4200], out[4200], args[20000];
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    snprintf(cache, sizeof(cache), "%s/one", dir);
+    snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache,
+             in.corpus ? archive_named(in.v, in.n, "computeraytracing") : in.v[0]);
+    int rc = run_kiln(out, args);
+    KT_CHECK(rc == 0 || rc == 1); /* never a signal */
+    struct json_object *o = read_json(out);
+    require_vulkan(o, out);
+    KT_CHECK_EQ(rc, in.corpus ? 1 : 0);
+    KT_CHECK_EQ(num(o, "failed"), in.corpus ? 1 : 0);
+    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    KT_CHECK(num(o, "kinds.foz.graphics.built") >= 1);
+    json_object_put(o);
+    snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    if (in.corpus) {
+        /* A graphics-only archive of the corpus. */
+        snprintf(cache, sizeof(cache), "%s/triangle", dir);
+        snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache,
+                 archive_named(in.v, in.n, "triangle"));
+        KT_CHECK_EQ(run_kiln(out, args), 0);
+        o = read_json(out);
+        KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 1);
+        KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), 0);
+        json_object_put(o);
+    }
+    free_list(in.v);
+}
+
+KT_MAIN(KT_ENTRY(pipelines_dedup), KT_ENTRY(pipelines_unreadable), KT_ENTRY(prepare_written),
+        KT_ENTRY(prepare_validated), KT_ENTRY(import_start), KT_ENTRY(single_archive))
