@@ -71,6 +71,8 @@ run ok cache compact "$W/c"
 run ok cache prune --max-size 1G "$W/c"
 run ok cache merge "$W/m" "$W/c"
 run ok import foz --cache "$W/f" "$foz"
+run ok import foz --cache "$W/f" "$foz" "$foz"
+run ok prepare --no-vulkan --jobs 1 --cache "$W/pf" --corpus "$foz" "$foz"
 run ok topo --sysfs "$fx/x3d"
 run ok topo --sysfs "$fx/x3d" --all-levels
 run ok bench store --records 20 --mean-kb 1
