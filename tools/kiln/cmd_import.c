@@ -173,40 +173,38 @@ int cmd_import_foz(int argc, char **argv)
     if (bad != KILN_EXIT_OK)
         return bad;
 
+    /* Every archive is read (whole) before anything is made: one that
+     * cannot be (an object's JSON that does not parse) changes nothing. */
+    size_t n = (size_t)(argc - optind);
+    uint64_t t0 = kiln_now_ns();
+    struct kiln_foz_pipelines *fp = NULL;
+    int rc = kiln_foz_pipelines_open((const char *const *)&argv[optind], n, &fp);
+    if (rc < 0) {
+        cli_note_code(rc); /* the archive's line is logged */
+        return cli_exit_for(rc);
+    }
     bool made = make_dir(dir) == 0;
     if (!made && errno != EEXIST) {
         int err = kiln_error_from_errno(errno, KILN_EIO);
         cli_error(argv[0], "%s: cannot make the cache folder: %s", dir, kiln_strerror(err));
+        kiln_foz_pipelines_destroy(fp);
         return cli_exit_for(err);
     }
     struct kiln_cache_options opt = {.stamp = KILN_FOZ_STAMP,
                                      .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
-    int rc = kiln_cache_open(dir, &opt, &c);
+    rc = kiln_cache_open(dir, &opt, &c);
     if (rc < 0) {
         cli_error(argv[0], "%s: cannot open the cache: %s%s", dir,
                   rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc),
                   rc == KILN_EBUSY ? " (another writer holds it)" : "");
         if (made)
             rmdir(dir); /* the folder this run made, left as it was found */
-        return cli_exit_for(rc);
-    }
-    size_t n = (size_t)(argc - optind);
-    uint64_t t0 = kiln_now_ns();
-    struct kiln_foz_pipelines *fp = NULL;
-    struct kiln_foz_pipelines_report *reps = NULL;
-    rc = kiln_foz_pipelines_open((const char *const *)&argv[optind], n, &fp);
-    if (rc == KILN_OK) {
-        reps = calloc(n, sizeof(*reps));
-        rc = reps ? kiln_foz_pipelines_import(c, fp, reps) : KILN_ENOMEM;
-    } else if (rc != KILN_ENOMEM) {
-        /* An archive that checked out above and still cannot be read (an
-         * object's JSON that does not parse): its line is logged. */
         kiln_foz_pipelines_destroy(fp);
-        kiln_cache_close(c);
-        cli_note_code(rc);
         return cli_exit_for(rc);
     }
+    struct kiln_foz_pipelines_report *reps = calloc(n, sizeof(*reps));
+    rc = reps ? kiln_foz_pipelines_import(c, fp, reps) : KILN_ENOMEM;
     double secs = cli_seconds(t0, kiln_now_ns());
     size_t records = kiln_cache_count(c);
     kiln_cache_close(c);
