@@ -60,14 +60,23 @@ static void write_archive(const char *path, unsigned compute, unsigned graphics,
     NEED(rc == KILN_OK);
 }
 
-/* Runs `kiln ARGS` with stdout in `out` and stderr in `out`.err.
+/* Runs `kiln ARGS` (through the shell) with stdout in `out` and stderr in
+ * `out`.err.
  * @return the exit code, or 128 + the signal that ended it. */
 static int run_kiln(const char *out, const char *args)
 {
     size_t cap = strlen(args) + 2 * strlen(out) + 4096;
     char *cmd = malloc(cap);
     NEED(cmd);
-    snprintf(cmd, cap, "'%s' %s > '%s' 2> '%s.err'", KILN_CLI, args, out, out);
+    /* Under AddressSanitizer a run that makes a Vulkan context checks no
+     * leaks: the loader unloads the driver with the context, and
+     * LeakSanitizer then cannot name the library its leaks come from for
+     * tests/support/lsan.supp (as in tests/prep/test_prepare_cli.c). The
+     * import makes none and keeps the check. */
+    bool vulkan = strncmp(args, "import", 6) != 0;
+    snprintf(cmd, cap, "%s'%s' %s > '%s' 2> '%s.err'",
+             vulkan ? "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 " : "", KILN_CLI, args, out,
+             out);
     int st = system(cmd);
     free(cmd);
     NEED(st != -1);
