@@ -1,7 +1,8 @@
 /*
- * kiln-tools/foz.h - reading Fossilize stream archives (.foz), importing
- * their shader modules into a program cache, and their compute modules as
- * a program source for kiln_prepare. A tool above libkiln (tools/foz): it
+ * kiln-tools/foz.h - reading Fossilize stream archives (.foz), their
+ * recorded pipelines as whole kiln programs (kiln_foz_pipelines: import
+ * into a program cache, a program source for kiln_prepare) and the builder
+ * of those pipelines. A tool above libkiln (tools/foz): it
  * uses the core's public headers only, and zlib and json-c.
  *
  * Fossilize records Vulkan object create-infos (samplers, layouts, render
@@ -226,7 +227,9 @@ kiln_foz_module_list_find(const struct kiln_foz_module_info *modules, size_t cou
 KILN_API const char *kiln_foz_tag_name(uint64_t tag);
 
 /* ---------------------------------------------------------------------------
- * Importing into a program cache (kiln import foz)
+ * The former import, one program per shader module. `kiln import foz` now
+ * stores whole pipelines (kiln_foz_pipelines_import, below); this is kept
+ * for the library's callers and tests, and caches it filled still open.
  * ------------------------------------------------------------------------ */
 
 /* The stamp of caches that Fossilize modules are imported into (no
@@ -280,8 +283,9 @@ KILN_API int kiln_foz_import(struct kiln_cache *c, const char *path,
                              struct kiln_foz_import_report *report);
 
 /* ---------------------------------------------------------------------------
- * An archive's compute modules as a program source (kiln prepare --corpus
- * FILE.foz)
+ * An archive's compute modules as a program source, in kiln's own layout
+ * (what kiln prepare --corpus FILE.foz did before it built whole pipelines:
+ * kiln_foz_pipelines_source)
  * ------------------------------------------------------------------------ */
 
 /* An archive's compute modules, decoded. Opaque. */
