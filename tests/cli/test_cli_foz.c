@@ -342,8 +342,9 @@ KT_CASE(pipelines_unreadable)
  * The command, on archives written here
  * ------------------------------------------------------------------------ */
 
-/* kiln prepare --corpus of several written archives, and of a
- * graphics-only one: built through the Fossilize builder. */
+/* kiln prepare --corpus of several written archives, of a graphics-only
+ * one, and of one with a ray-tracing pipeline: built (or skipped) through
+ * the Fossilize builder. */
 KT_CASE(prepare_written)
 {
     const char *dir = kt_tmpdir();
@@ -378,6 +379,41 @@ KT_CASE(prepare_written)
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
     KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), 0);
     KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    json_object_put(o);
+
+    /* A ray-tracing pipeline: stored, then skipped with its reason when
+     * built, by prepare and by start alike; nothing fails. */
+    char rt[4200];
+    snprintf(rt, sizeof(rt), "%s/rt.foz", dir);
+    NEED(fw_write_raytracing(rt, 0xb000) == KILN_OK);
+    snprintf(cache, sizeof(cache), "%s/cache-rt", dir);
+    snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s' '%s'", cache, rt, g);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "archive_pipelines.raytracing.unique"), 1);
+    KT_CHECK_EQ(num(o, "programs"), 3);
+    KT_CHECK_EQ(num(o, "pipelines_skipped"), 1);
+    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), 1);
+    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.built"), 0);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
+    KT_CHECK_EQ(num(o, "kinds.foz.failed"), 0);
+    struct json_object *why = NULL, *foz = NULL, *kinds = NULL;
+    KT_CHECK(json_object_object_get_ex(o, "kinds", &kinds) &&
+             json_object_object_get_ex(kinds, "foz", &foz) &&
+             json_object_object_get_ex(foz, "skip_reason", &why) &&
+             strstr(json_object_get_string(why), "ray-tracing") != NULL);
+    json_object_put(o);
+    snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), 1);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
+    json_object_put(o);
+    snprintf(cache, sizeof(cache), "%s/cache-rt-import", dir);
+    snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s'", cache, rt);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "kinds.raytracing.imported"), 1);
     json_object_put(o);
 
     /* A folder and an archive together are refused. */

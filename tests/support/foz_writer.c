@@ -255,6 +255,48 @@ int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, ui
     return o.rc;
 }
 
+int fw_write_raytracing(const char *path, uint64_t hash)
+{
+    struct kiln_glsl *g = NULL;
+    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
+    if (rc < 0)
+        return rc;
+    struct kiln_program *p = NULL;
+    rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, 0, &p);
+    kiln_glsl_destroy(g);
+    if (rc < 0)
+        return rc;
+    struct out o = {.f = fopen(path, "wb")};
+    if (!o.f) {
+        fprintf(stderr, "fw_write_raytracing: cannot write %s\n", path);
+        kiln_program_destroy(p);
+        return KILN_EIO;
+    }
+    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
+                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
+    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
+        o.rc = KILN_EIO;
+    pipeline_objects(&o);
+    uint64_t h = module(&o, p->stages[0].words, p->stages[0].nwords);
+    kiln_program_destroy(p);
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"raytracingPipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
+             "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"
+             "\"layout\":\"%016" PRIx64 "\",\"maxPipelineRayRecursionDepth\":1,"
+             "\"stages\":[{\"flags\":0,\"stage\":256,\"module\":\"%016" PRIx64
+             "\",\"name\":\"main\"}],\"groups\":[{\"type\":0,\"generalShader\":0,"
+             "\"closestHitShader\":4294967295,\"anyHitShader\":4294967295,"
+             "\"intersectionShader\":4294967295}]}}}",
+             hash, FW_PIPE_LAYOUT, h);
+    entry(&o, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash, json, strlen(json), false);
+    if (fclose(o.f) != 0 && !o.rc)
+        o.rc = KILN_EIO;
+    if (o.rc)
+        fprintf(stderr, "fw_write_raytracing: %s: %s\n", path, kiln_strerror(o.rc));
+    return o.rc;
+}
+
 /* A compute pipeline entry naming module `mod`. */
 static void compute_pipeline(struct out *o, uint64_t pipe, uint64_t mod)
 {

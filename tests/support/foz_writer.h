@@ -36,6 +36,16 @@ int fw_write(const char *path, unsigned compute, unsigned graphics);
 int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, uint64_t first_hash);
 
 /*
+ * Writes an archive like fw_write_pipelines with one ray-tracing pipeline
+ * (hash `hash`): one stage of stage bit RAYGEN whose module is a generated
+ * compute module (valid SPIR-V; kiln's builder skips ray-tracing pipelines
+ * before any driver sees the stage), one general shader group, recursion
+ * depth 1, in the shared pipeline layout. Needs shaderc.
+ * @return as fw_write_pipelines.
+ */
+int fw_write_raytracing(const char *path, uint64_t hash);
+
+/*
  * The archive a case uses: `name` in the shared corpus's foz/sascha-willems
  * when it is there (path filled with it), else one fw_write makes once per
  * process under $TMPDIR (removed at exit), with one compute program and
