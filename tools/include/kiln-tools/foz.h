@@ -457,10 +457,12 @@ enum kiln_foz_kind {
     KILN_FOZ_KIND_COUNT = 3,
 };
 
-/* @return the kind of a pipeline tag (KILN_FOZ_KIND_COUNT for another tag). */
+/* @return the kind of a pipeline tag (KILN_FOZ_KIND_COUNT for another tag).
+ * Thread-safe. */
 KILN_API enum kiln_foz_kind kiln_foz_kind_of(uint64_t tag);
 
-/* @return "graphics", "compute", "raytracing" (or "unknown"). */
+/* @return "graphics", "compute", "raytracing" (or "unknown"), a static
+ * string. Thread-safe. */
 KILN_API const char *kiln_foz_kind_name(enum kiln_foz_kind kind);
 
 /* The pipelines of several archives, de-duplicated by
