@@ -151,7 +151,7 @@ int cmd_import_foz(int argc, char **argv)
         /* A writer of the import's stamp would start that cache over. */
         cli_error(argv[0],
                   "%s: holds a cache of stamp %016" PRIx64 ", not one of imported Fossilize "
-                  "modules (%016" PRIx64 "); nothing imported, the cache left as it is",
+                  "pipelines (%016" PRIx64 "); nothing imported, the cache left as it is",
                   dir, st.stamp, (uint64_t)KILN_FOZ_STAMP);
         return KILN_EXIT_USAGE;
     }
