@@ -84,6 +84,8 @@ enum kiln_error {
     KILN_EVULKAN = -15,    /* a Vulkan call failed */
     KILN_ETRANSLATE = -16, /* the translator could not translate a program */
     KILN_EPARSE = -17,     /* text from a file or the OS could not be parsed */
+    KILN_ECRASH = -18,     /* a worker process died (a signal, or an exit before answering) */
+    KILN_ETIMEDOUT = -19,  /* a worker passed its time limit (and was killed) */
 
     /* Extended I/O codes: which step of an I/O sequence failed. */
     KILN_EIO_OPEN = -32,       /* open() failed */

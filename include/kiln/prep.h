@@ -396,6 +396,75 @@ struct kiln_kind_counts {
 };
 
 /* ---------------------------------------------------------------------------
+ * Isolation: driver compiles in worker processes.
+ *
+ * A driver that crashes or hangs in vkCreate*Pipelines takes the process
+ * with it. With kiln_prepare_options.isolate set, kiln_prepare builds every
+ * pipeline in worker processes instead: it starts the worker command (an
+ * executable that calls kiln_isolate_worker_main), one process per pool
+ * thread, hands each a program's payload and waits for its answer up to a
+ * time limit. A worker that dies, or passes the limit (it is killed), has
+ * that program counted as a failed pipeline with KILN_ECRASH or
+ * KILN_ETIMEDOUT and one warning line naming the program and the signal or
+ * exit code; a new worker takes its place and the run goes on. At the end
+ * every worker sends its VkPipelineCache's data, which is merged into the
+ * parent's (vkMergePipelineCaches) before pipelines.vkc is saved; what a
+ * worker compiled before it died is lost (those pipelines are built again
+ * on the next start, from the driver's own cache at best).
+ * ------------------------------------------------------------------------ */
+
+/* The per-pipeline time limit when kiln_isolate_options.time_limit_ms is 0. */
+#define KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS 60000u
+
+/* How kiln_prepare runs its workers. Zero-initialise, then set argv. */
+struct kiln_isolate_options {
+    /* The worker command: the executable's path and its arguments,
+     * NULL-terminated. Run as it is (no shell, no PATH search); it must
+     * call kiln_isolate_worker_main on its standard input and output.
+     * Required. */
+    const char *const *argv;
+    /* The most one pipeline may take in a worker, in milliseconds (also the
+     * most a new worker may take to make its Vulkan context); 0:
+     * KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS. */
+    unsigned time_limit_ms;
+    /* Worker processes; 0: the preparation's workers (its `jobs`). */
+    unsigned workers;
+};
+
+/* What kiln_isolate_worker_main builds with. Zero-initialise. */
+struct kiln_isolate_worker_options {
+    /* The builders for the programs' state kinds, as in
+     * kiln_prepare_options (the parent's are not used when isolated: a
+     * builder is code, it does not cross a process). May be NULL and 0. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+};
+
+/*
+ * The worker's side of isolation: an application calls it from its own
+ * executable when started as kiln_isolate_options.argv says (in kiln's CLI,
+ * `kiln __worker`). It reads the parent's greeting (the device to use, the
+ * cache folder whose pipelines.vkc it starts from, the packing dictionary),
+ * makes its own Vulkan context, then builds each program it is sent
+ * through the same path as kiln_prepare in one process (kiln's built-in
+ * shapes, or `o`'s builders), answers with the outcome and why, and when
+ * the parent says it is done sends its pipeline cache's data. It writes
+ * nothing to the cache folder. Frames are length-prefixed and checksummed;
+ * a malformed frame ends the worker with KILN_EFORMAT.
+ * `in_fd` and `out_fd` are the file descriptors to read from and write to
+ * (-1: standard input and output; C runtime descriptors on Windows).
+ * Nothing else may write to out_fd meanwhile (log lines go to stderr).
+ * @return 0 when the parent ended the session, KILN_ECANCELED when the
+ * parent went away first, KILN_EFORMAT for a malformed frame, the Vulkan
+ * context's error (also sent to the parent), KILN_ENOTSUP where isolation
+ * is not supported (Windows today), or an I/O error.
+ * Thread safety: call it once per process, from one thread; it uses one
+ * thread itself.
+ */
+KILN_API int kiln_isolate_worker_main(int in_fd, int out_fd,
+                                      const struct kiln_isolate_worker_options *o);
+
+/* ---------------------------------------------------------------------------
  * The preparation (kiln prepare) and the warm start (kiln start)
  *
  * kiln_prepare turns a set of programs into a program cache and a warm
@@ -528,6 +597,9 @@ struct kiln_prepare_options {
      */
     bool (*cancel)(void *user);
     void *cancel_user;
+    /* Build the pipelines in worker processes (see "Isolation"); NULL:
+     * on this process's threads. Must outlive the call. */
+    const struct kiln_isolate_options *isolate;
 };
 
 /* Sets every field of *o to its default (see the fields). Thread-safe. */

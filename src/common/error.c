@@ -33,6 +33,8 @@ static const struct error_row error_rows[] = {
     {KILN_EVULKAN, "KILN_EVULKAN", "a Vulkan call failed"},
     {KILN_ETRANSLATE, "KILN_ETRANSLATE", "translation failed"},
     {KILN_EPARSE, "KILN_EPARSE", "could not parse"},
+    {KILN_ECRASH, "KILN_ECRASH", "the worker process died"},
+    {KILN_ETIMEDOUT, "KILN_ETIMEDOUT", "the worker passed its time limit"},
     {KILN_EIO_OPEN, "KILN_EIO_OPEN", "open failed"},
     {KILN_EIO_READ, "KILN_EIO_READ", "read failed"},
     {KILN_EIO_SHORTREAD, "KILN_EIO_SHORTREAD", "file ended early (short read)"},

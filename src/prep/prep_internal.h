@@ -142,6 +142,10 @@ int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned de
 int64_t kiln__prep_build_all(struct kiln__prep_build *b, struct kiln__prep_item *items, size_t n,
                              unsigned workers, uint64_t *failed);
 
+/* Builds one item's pipeline as kiln__prep_build_all's workers do, on the
+ * calling thread (an isolated worker's build). @return as a pool job. */
+int kiln__prep_build_one(struct kiln__prep_build *b, struct kiln__prep_item *item, unsigned worker);
+
 /* Waits for a pool's jobs, reporting `phase` progress (done counted from
  * `base`) about ten times a second. @return kiln_pool_wait's result. */
 int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,

@@ -53,6 +53,7 @@
  *   returns KILN_ECANCELED.
  */
 #include "kiln_internal.h"
+#include "isolate_internal.h"
 #include "prep_internal.h"
 
 #include "kiln/pool.h"
@@ -717,6 +718,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     }
     if (kiln__prep_check_builders(o->builders, o->nbuilders, "prepare") < 0)
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    if (kiln__isolate_check(o->isolate, o->vk && o->on_pipeline) < 0)
+        return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
 
     struct run r = {.o = o,
                     .src = *o->source,
@@ -878,7 +881,17 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         fail_at(s, KILN_PREP_STEP_OTHER, rc);
         goto out;
     }
-    int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
+    int64_t built;
+    if (o->isolate) {
+        /* In worker processes; their pipeline caches are merged into vk's. */
+        struct kiln__isolate_run iso = {.iso = o->isolate,
+                                        .use_device_index = o->use_device_index,
+                                        .device = o->device,
+                                        .cache_dir = o->cache_dir};
+        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
+    } else {
+        built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
+    }
     s->pipelines_ns = kiln_now_ns() - t4;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     if (built < 0) {

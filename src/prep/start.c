@@ -63,6 +63,7 @@
  *   callback needs no lock.
  */
 #include "kiln_internal.h"
+#include "isolate_internal.h"
 #include "prep_internal.h"
 
 #include "kiln/pool.h"
@@ -449,6 +450,7 @@ static int build_one(void *arg, unsigned worker)
     /* Its writer validated every stage before storing it (see the top). */
     if (state.flags & KILN_PAYLOAD_VALIDATED)
         it->validated = true;
+    kiln__prep_test_fault(name); /* a no-op outside test builds */
     const struct kiln_builder *bld = builder_for(j->b, state.kind);
     if (bld)
         return build_with(j, worker, bld, name, st, n, &state);
@@ -459,6 +461,12 @@ static int build_one(void *arg, unsigned worker)
     count_skip(j->b, state.kind, name, why);
     it->status = KILN_ENOTSUP;
     return KILN_OK;
+}
+
+int kiln__prep_build_one(struct kiln__prep_build *b, struct kiln__prep_item *item, unsigned worker)
+{
+    struct build_job j = {.b = b, .item = item};
+    return build_one(&j, worker);
 }
 
 /* Larger payloads first (qsort order for build jobs). */

@@ -22,6 +22,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <unistd.h>
+#endif
 
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
@@ -31,7 +36,8 @@
 static const char help[] =
     "usage: %s [--corpus DIR | --corpus FILE.foz [FILE.foz...] | --generate N]\n"
     "       [--seed S] [--cache DIR] [--jobs N|auto] [--dict] [--no-vulkan]\n"
-    "       [--device N] [--retry-failed] [--memory-budget B] [--background] [--json]\n"
+    "       [--device N] [--retry-failed] [--memory-budget B] [--background]\n"
+    "       [--isolate] [--timeout-ms MS] [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -68,6 +74,11 @@ static const char help[] =
     "  --background    idle CPU and I/O priority, at most a quarter of the CPUs\n"
     "                  (unless --jobs); Ctrl-C or SIGTERM stops it cleanly, and the\n"
     "                  next run resumes where it stopped\n"
+    "  --isolate       build the pipelines in worker processes (one per job): a\n"
+    "                  driver that crashes or hangs fails that pipeline only\n"
+    "                  (KILN_ECRASH, KILN_ETIMEDOUT), and the run goes on\n"
+    "  --timeout-ms MS with --isolate: the most one pipeline may take (default\n"
+    "                  60000); a worker past it is killed\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -111,6 +122,22 @@ struct prep_input {
     struct kiln_glsl *glsl;
     struct kiln_program_source src;
 };
+
+/* The path of this executable (the isolated workers run it as `kiln
+ * __worker`). @return 0, or -1 when it cannot be found. */
+static int self_path(char *buf, size_t cap)
+{
+#ifdef _WIN32
+    DWORD n = GetModuleFileNameA(NULL, buf, (DWORD)cap);
+    return n > 0 && n < cap ? 0 : -1;
+#else
+    ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return 0;
+#endif
+}
 
 static bool is_foz(const char *path)
 {
@@ -349,6 +376,8 @@ int cmd_prepare(int argc, char **argv)
         {"retry-failed", no_argument, NULL, 'R'},
         {"memory-budget", required_argument, NULL, 'M'},
         {"background", no_argument, NULL, 'B'},
+        {"isolate", no_argument, NULL, 'I'},
+        {"timeout-ms", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -359,7 +388,11 @@ int cmd_prepare(int argc, char **argv)
     o.cache_dir = DEFAULT_CACHE_DIR;
     struct prep_input in = {.generate = KILN_PREPARE_DEFAULT_PROGRAMS,
                             .seed = KILN_GENERATOR_DEFAULT_SEED};
-    bool json = false, generate_given = false;
+    bool json = false, generate_given = false, isolate = false;
+    struct kiln_isolate_options iso;
+    memset(&iso, 0, sizeof(iso));
+    static char exe[CLI_PATH_MAX];
+    const char *worker_argv[] = {exe, "__worker", NULL};
     uint64_t v;
     int c;
     optind = 1;
@@ -417,6 +450,14 @@ int cmd_prepare(int argc, char **argv)
         case 'J':
             json = true;
             break;
+        case 'I':
+            isolate = true;
+            break;
+        case 'T':
+            if (cli_parse_u64(name, "--timeout-ms", optarg, 1, UINT32_MAX, false, &v))
+                return KILN_EXIT_USAGE;
+            iso.time_limit_ms = (unsigned)v;
+            break;
         case 'h':
             printf(help, name, KILN_PREPARE_DEFAULT_PROGRAMS, KILN_GENERATOR_DEFAULT_SEED);
             return KILN_EXIT_OK;
@@ -442,6 +483,16 @@ int cmd_prepare(int argc, char **argv)
     in.narchives = nnamed;
     if (in.corpus && generate_given)
         return cli_usage_error(name, "--corpus and --generate exclude each other");
+    if (iso.time_limit_ms && !isolate)
+        return cli_usage_error(name, "--timeout-ms goes with --isolate");
+    if (isolate) {
+        if (self_path(exe, sizeof(exe)) < 0) {
+            cli_error(name, "cannot find this executable's path for the workers");
+            return KILN_EXIT_FAILED;
+        }
+        iso.argv = worker_argv;
+        o.isolate = &iso;
+    }
 
     int rc = cli_apply_cache_affinity(name);
     if (rc)

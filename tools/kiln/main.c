@@ -164,6 +164,13 @@ int main(int argc, char **argv)
         return KILN_EXIT_OK;
     }
 
+    /* The isolated preparation's worker: private, not in the help. */
+    if (strcmp(argv[1], "__worker") == 0) {
+        static char worker_name[] = "kiln __worker";
+        argv[1] = worker_name;
+        return cmd_worker(argc - 1, argv + 1);
+    }
+
     /* --help prints text, never JSON, whatever else stands on the line. */
     bool json = cli_json_wanted(argc, argv) && !help_wanted(argc, argv);
     cli_json_install_log_sink();

@@ -1,0 +1,635 @@
+/*
+ * isolate.c - isolation: kiln_prepare's pipeline phase in worker
+ * processes, so that a driver that crashes or hangs in vkCreate*Pipelines
+ * costs one pipeline, not the run. The frames parent and worker exchange
+ * are here too; the worker's side is isolate_worker.c, the processes and
+ * pipes isolate_unix.c / isolate_win.c.
+ *
+ * Invariants and why they hold:
+ *
+ * - One worker process per pool thread, touched by that thread only: slot
+ *   w belongs to pool worker w, which starts it, talks to it, and ends and
+ *   replaces it. So no lock guards a slot, and the counters every thread
+ *   updates are the phase's atomics (kiln__prep_build), as in-process.
+ *
+ * - Nothing waits without a bound. Every send and receive has a deadline:
+ *   the per-pipeline time limit for a job and for a new worker's greeting,
+ *   the same for the final cache; the parent's channel is non-blocking and
+ *   waited on with a timeout (isolate_unix.c). A worker past its deadline
+ *   is killed, then reaped.
+ *
+ * - Every program gets exactly one outcome. A worker's answer says which
+ *   (built, skipped, failed, bad, lone), and the parent counts it as the
+ *   in-process phase would; a worker that dies, passes the limit or
+ *   answers garbage fails the program it held (KILN_ECRASH, KILN_ETIMEDOUT,
+ *   KILN_EFORMAT) with one warning line naming it and how the worker
+ *   ended, and the next program on that thread gets a new worker.
+ *
+ * - Bytes from a worker are checked before use: a frame head's magic, type
+ *   and size bound, the body's checksum, and each body's fields against its
+ *   length (kiln__iso_*_parse, fuzzed by fuzz/fuzz_isolate_frame.c). A
+ *   worker's pipeline cache goes to the driver only when its header names
+ *   this device and driver (its pipelineCacheUUID), as pipelines.vkc does.
+ *
+ * - What workers compiled reaches pipelines.vkc: at the end each worker
+ *   sends its pipeline cache's data, merged into the parent's
+ *   (vkMergePipelineCaches) on the caller's thread after the pool has
+ *   joined, before kiln_prepare saves it. A worker that died loses what it
+ *   compiled (said in docs/prep.md).
+ */
+#include "kiln_internal.h"
+#include "isolate_internal.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- frames ------------------------------------------------------------ */
+
+static uint32_t body_check(const void *body, size_t n)
+{
+    return (uint32_t)kiln_hash64(body, n);
+}
+
+void kiln__iso_head_put(uint8_t out[KILN__ISO_HEAD_BYTES], uint32_t type, const void *body,
+                        uint32_t size)
+{
+    kiln__store_le32(out, KILN__ISO_MAGIC);
+    kiln__store_le32(out + 4, type);
+    kiln__store_le32(out + 8, size);
+    kiln__store_le32(out + 12, body_check(body, size));
+}
+
+int kiln__iso_head_get(const uint8_t in[KILN__ISO_HEAD_BYTES], struct kiln__iso_head *h)
+{
+    if (kiln__load_le32(in) != KILN__ISO_MAGIC)
+        return KILN_EFORMAT;
+    h->type = kiln__load_le32(in + 4);
+    h->size = kiln__load_le32(in + 8);
+    h->check = kiln__load_le32(in + 12);
+    if (h->type < KILN__ISO_HELLO || h->type > KILN__ISO_CACHE || h->size > KILN__ISO_BODY_MAX)
+        return KILN_EFORMAT;
+    return KILN_OK;
+}
+
+int kiln__iso_body_check(const struct kiln__iso_head *h, const void *body)
+{
+    return body_check(body, h->size) == h->check ? KILN_OK : KILN_EFORMAT;
+}
+
+/* A string of `len` bytes at p[at..] followed by its NUL, inside n bytes.
+ * @return 0 or KILN_EFORMAT. */
+static int str_at(const uint8_t *p, size_t n, size_t at, uint32_t len)
+{
+    if (at > n || len >= n - at || p[at + len] != '\0' || memchr(p + at, '\0', len))
+        return KILN_EFORMAT;
+    return KILN_OK;
+}
+
+int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *out)
+{
+    const uint8_t *p = body;
+    if (n < 16)
+        return KILN_EFORMAT;
+    out->version = kiln__load_le32(p);
+    out->flags = kiln__load_le32(p + 4);
+    out->device = kiln__load_le32(p + 8);
+    uint32_t dlen = kiln__load_le32(p + 12);
+    if (out->version != KILN__ISO_VERSION || str_at(p, n, 16, dlen) < 0)
+        return KILN_EFORMAT;
+    out->cache_dir = (const char *)p + 16;
+    size_t at = 16 + (size_t)dlen + 1;
+    out->dict_size = n - at;
+    out->dict = out->dict_size ? p + at : NULL;
+    return KILN_OK;
+}
+
+int kiln__iso_job_parse(const void *body, size_t n, struct kiln__iso_job *out)
+{
+    const uint8_t *p = body;
+    if (n < 24)
+        return KILN_EFORMAT;
+    out->key.hi = kiln__load_le64(p);
+    out->key.lo = kiln__load_le64(p + 8);
+    out->flags = kiln__load_le32(p + 16);
+    uint32_t nlen = kiln__load_le32(p + 20);
+    if (str_at(p, n, 24, nlen) < 0)
+        return KILN_EFORMAT;
+    out->name = (const char *)p + 24;
+    size_t at = 24 + (size_t)nlen + 1;
+    out->size = n - at;
+    out->payload = p + at;
+    return out->size ? KILN_OK : KILN_EFORMAT;
+}
+
+int kiln__iso_result_parse(const void *body, size_t n, struct kiln__iso_result *out)
+{
+    const uint8_t *p = body;
+    if (n < 13)
+        return KILN_EFORMAT;
+    out->status = (int32_t)kiln__load_le32(p);
+    out->outcome = kiln__load_le32(p + 4);
+    out->kind = kiln__load_le32(p + 8);
+    /* The why runs to the body's end, which is its NUL. */
+    if (p[n - 1] != '\0' || memchr(p + 12, '\0', n - 13))
+        return KILN_EFORMAT;
+    out->why = (const char *)p + 12;
+    if (out->outcome > KILN__ISO_LONE || out->kind >= KILN_STATE_KINDS || out->status > 0)
+        return KILN_EFORMAT;
+    /* Built and lone are successes; failed and bad carry their error. */
+    bool ok = out->outcome == KILN__ISO_BUILT || out->outcome == KILN__ISO_LONE;
+    bool bad = out->outcome == KILN__ISO_FAILED || out->outcome == KILN__ISO_BAD;
+    if ((ok && out->status != 0) || (bad && out->status == 0))
+        return KILN_EFORMAT;
+    return KILN_OK;
+}
+
+int kiln__iso_ready_parse(const void *body, size_t n, int32_t *status, const char **why)
+{
+    const uint8_t *p = body;
+    if (n < 5 || p[n - 1] != '\0' || memchr(p + 4, '\0', n - 5))
+        return KILN_EFORMAT;
+    *status = (int32_t)kiln__load_le32(p);
+    *why = (const char *)p + 4;
+    return *status > 0 ? KILN_EFORMAT : KILN_OK;
+}
+
+/* ---- the test-only fault ---------------------------------------------- */
+
+void kiln__prep_test_fault(const char *name)
+{
+#ifdef KILN_TEST_FAULTS
+    const char *f = getenv("KILN_TEST_FAULT");
+    if (!f || !name)
+        return;
+    const char *colon = strchr(f, ':');
+    if (!colon || strcmp(colon + 1, name) != 0)
+        return;
+    size_t len = (size_t)(colon - f);
+    if (len == 5 && memcmp(f, "crash", 5) == 0) {
+        /* The default action, past any sanitizer's handler: a driver's
+         * crash as the parent sees it. */
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    } else if (len == 5 && memcmp(f, "abort", 5) == 0) {
+        signal(SIGABRT, SIG_DFL);
+        abort();
+    } else if (len == 4 && memcmp(f, "hang", 4) == 0) {
+        kiln__iso_sleep_forever();
+    }
+#else
+    (void)name;
+#endif
+}
+
+/* ---- the parent's side ------------------------------------------------ */
+
+int kiln__isolate_check(const struct kiln_isolate_options *iso, bool on_pipeline)
+{
+    if (!iso)
+        return KILN_OK;
+    if (!iso->argv || !iso->argv[0] || !iso->argv[0][0]) {
+        KILN_ERROR("prep", "prepare: isolation needs a worker command (isolate->argv)");
+        return KILN_EINVAL;
+    }
+    if (on_pipeline) {
+        KILN_ERROR("prep", "prepare: isolation builds pipelines in other processes: no "
+                           "on_pipeline callback can receive them");
+        return KILN_EINVAL;
+    }
+    return KILN_OK;
+}
+
+/* One worker process, owned by one pool thread. */
+struct slot {
+    struct kiln__iso_proc *proc; /* NULL: none running */
+    int broken;                  /* a worker could not start: every later job fails with it */
+    void *cache;                 /* its pipeline cache's data, at the end */
+    size_t cache_size;
+};
+
+struct iso {
+    struct kiln__prep_build *b;
+    const struct kiln__isolate_run *run;
+    uint64_t limit_ns;
+    unsigned limit_ms;
+    struct slot *slots;
+    uint8_t *hello; /* the greeting's body, the same for every worker */
+    uint32_t hello_size;
+};
+
+struct iso_job {
+    struct iso *iso;
+    struct kiln__prep_item *item;
+};
+
+/* Sends one frame: head, then the body's parts. */
+static int send_frame(struct kiln__iso_proc *p, uint32_t type, const void *body, uint32_t size,
+                      uint64_t deadline)
+{
+    uint8_t head[KILN__ISO_HEAD_BYTES];
+    kiln__iso_head_put(head, type, body, size);
+    KILN_TRY(kiln__iso_send(p, head, sizeof(head), deadline));
+    return size ? kiln__iso_send(p, body, size, deadline) : KILN_OK;
+}
+
+/* Receives one frame of `type`, checked; *body is malloc'd (free it).
+ * @return 0, KILN_EFORMAT, or the channel's error. */
+static int recv_frame(struct kiln__iso_proc *p, uint32_t type, void **body, uint32_t *size,
+                      uint64_t deadline)
+{
+    uint8_t head[KILN__ISO_HEAD_BYTES];
+    struct kiln__iso_head h;
+    *body = NULL;
+    KILN_TRY(kiln__iso_recv(p, head, sizeof(head), deadline));
+    KILN_TRY(kiln__iso_head_get(head, &h));
+    if (h.type != type)
+        return KILN_EFORMAT;
+    void *buf = malloc(h.size ? h.size : 1);
+    if (!buf)
+        return KILN_ENOMEM;
+    int rc = kiln__iso_recv(p, buf, h.size, deadline);
+    if (rc == KILN_OK)
+        rc = kiln__iso_body_check(&h, buf);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    *body = buf;
+    *size = h.size;
+    return KILN_OK;
+}
+
+/* Describes a channel error for a log line. */
+static const char *what_ended(int rc)
+{
+    switch (rc) {
+    case KILN_ECRASH:
+        return "the worker process died";
+    case KILN_ETIMEDOUT:
+        return "the worker passed its time limit and was killed";
+    case KILN_EFORMAT:
+        return "the worker answered a malformed frame and was killed";
+    default:
+        return "the channel to the worker failed";
+    }
+}
+
+/* Ends a slot's worker after a failure, logging how it ended. */
+static void drop_worker(struct iso *iso, struct slot *s, const char *name, int rc)
+{
+    char how[96];
+    long pid = kiln__iso_pid(s->proc);
+    /* A worker that closed its end may still be exiting: give it a moment,
+     * so its signal or exit code can be named. */
+    kiln__iso_end(s->proc, rc == KILN_ECRASH ? 2000u : 0u, how, sizeof(how));
+    s->proc = NULL;
+    if (rc == KILN_ETIMEDOUT)
+        KILN_WARN("prep", "%s: not built: %s (%u ms; worker %ld)", name, what_ended(rc),
+                  iso->limit_ms, pid);
+    else if (rc == KILN_ECRASH || rc == KILN_EFORMAT)
+        KILN_WARN("prep", "%s: not built: %s (worker %ld %s)", name, what_ended(rc), pid, how);
+    else
+        KILN_WARN("prep", "%s: not built: %s (worker %ld %s): %s", name, what_ended(rc), pid, how,
+                  kiln_strerror(rc));
+}
+
+/* Starts a slot's worker and waits for its greeting's answer. */
+static int start_worker(struct iso *iso, struct slot *s, const char *name)
+{
+    int rc = kiln__iso_spawn(iso->run->iso->argv, &s->proc);
+    if (rc < 0) {
+        KILN_ERROR("prep", "%s: cannot start the worker %s: %s", name, iso->run->iso->argv[0],
+                   kiln_strerror(rc));
+        s->broken = rc;
+        return rc;
+    }
+    /* MEMORY BUDGET: the ledger branch's budget registers worker pids here
+     * (see /work/notes/budget-api.md when it lands). */
+    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
+    rc = send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
+    void *body = NULL;
+    uint32_t size = 0;
+    if (rc == KILN_OK)
+        rc = recv_frame(s->proc, KILN__ISO_READY, &body, &size, deadline);
+    int32_t status = 0;
+    const char *why = "";
+    if (rc == KILN_OK)
+        rc = kiln__iso_ready_parse(body, size, &status, &why);
+    if (rc == KILN_OK && status < 0) {
+        KILN_ERROR("prep", "a worker could not make its Vulkan context: %s (%s)", why,
+                   kiln_strerror(status));
+        char how[96];
+        kiln__iso_end(s->proc, 2000u, how, sizeof(how));
+        s->proc = NULL;
+        s->broken = status;
+        free(body);
+        return status;
+    }
+    free(body);
+    if (rc < 0) {
+        drop_worker(iso, s, name, rc);
+        /* A worker that cannot start would fail every program after it. */
+        s->broken = rc;
+    }
+    return rc;
+}
+
+/* The JOB body: key, flags, name with its NUL, payload. */
+static void *job_body(const struct kiln__prep_item *it, const char *name, uint32_t *size)
+{
+    size_t nlen = strlen(name);
+    size_t n = 24 + nlen + 1 + it->size;
+    if (n > KILN__ISO_BODY_MAX)
+        return NULL;
+    uint8_t *p = malloc(n);
+    if (!p)
+        return NULL;
+    kiln__store_le64(p, it->key.hi);
+    kiln__store_le64(p + 8, it->key.lo);
+    kiln__store_le32(p + 16, it->validated ? KILN__ISO_JOB_VALIDATED : 0u);
+    kiln__store_le32(p + 20, (uint32_t)nlen);
+    memcpy(p + 24, name, nlen + 1);
+    memcpy(p + 24 + nlen + 1, it->payload, it->size);
+    *size = (uint32_t)n;
+    return p;
+}
+
+/* Counts a worker's answer as the in-process phase would (start.c). */
+static int count_result(struct iso *iso, struct kiln__prep_item *it, const char *name,
+                        const struct kiln__iso_result *r)
+{
+    struct kiln__prep_build *b = iso->b;
+    it->status = r->status;
+    switch (r->outcome) {
+    case KILN__ISO_BUILT:
+        atomic_fetch_add_explicit(&b->built[r->kind], 1, memory_order_relaxed);
+        return KILN_OK;
+    case KILN__ISO_SKIPPED:
+        atomic_fetch_add_explicit(&b->skipped[r->kind], 1, memory_order_relaxed);
+        if (atomic_exchange(&b->skip_claimed[r->kind], 1u) == 0)
+            snprintf(b->skip_reason[r->kind], sizeof(b->skip_reason[r->kind]), "%s", r->why);
+        KILN_INFO("prep", "%s: skipped: %s", name, r->why);
+        return KILN_OK;
+    case KILN__ISO_LONE:
+        atomic_fetch_add_explicit(&b->lone, 1, memory_order_relaxed);
+        return KILN_OK;
+    case KILN__ISO_BAD:
+        atomic_fetch_add_explicit(&b->bad, 1, memory_order_relaxed);
+        return r->status ? r->status : KILN_EFORMAT; /* the worker logged why */
+    default:
+        atomic_fetch_add_explicit(&b->failed[r->kind], 1, memory_order_relaxed);
+        return r->status ? r->status : KILN_EVULKAN; /* the worker logged why */
+    }
+}
+
+/* The state kind of a payload, for counting a program whose worker died. */
+static uint32_t payload_kind(const struct kiln__prep_item *it)
+{
+    struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
+    struct kiln_payload_state state;
+    int n =
+        kiln_program_payload_parse_full(it->payload, it->size, KILN_PROGRAM_MAX_STAGES, st, &state);
+    return n >= 0 && state.kind < KILN_STATE_KINDS ? state.kind : KILN_STATE_BUILTIN;
+}
+
+/* One program, on pool thread `worker`, through that thread's process. */
+static int iso_build_one(void *arg, unsigned worker)
+{
+    struct iso_job *j = arg;
+    struct iso *iso = j->iso;
+    struct kiln__prep_item *it = j->item;
+    struct slot *s = &iso->slots[worker];
+    char hex[48];
+    const char *name = it->name;
+    if (!name) {
+        snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+        name = hex;
+    }
+    int rc = s->broken;
+    if (rc == KILN_OK && !s->proc)
+        rc = start_worker(iso, s, name);
+    uint32_t size = 0;
+    void *body = NULL;
+    if (rc == KILN_OK) {
+        body = job_body(it, name, &size);
+        rc = body ? KILN_OK : KILN_ENOMEM;
+    }
+    if (rc < 0) {
+        atomic_fetch_add_explicit(&iso->b->failed[payload_kind(it)], 1, memory_order_relaxed);
+        it->status = rc;
+        return rc;
+    }
+    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
+    rc = send_frame(s->proc, KILN__ISO_JOB, body, size, deadline);
+    free(body);
+    body = NULL;
+    if (rc == KILN_OK)
+        rc = recv_frame(s->proc, KILN__ISO_RESULT, &body, &size, deadline);
+    struct kiln__iso_result r;
+    if (rc == KILN_OK)
+        rc = kiln__iso_result_parse(body, size, &r);
+    if (rc == KILN_OK) {
+        rc = count_result(iso, it, name, &r);
+        free(body);
+        return rc;
+    }
+    free(body);
+    drop_worker(iso, s, name, rc);
+    atomic_fetch_add_explicit(&iso->b->failed[payload_kind(it)], 1, memory_order_relaxed);
+    it->status = rc;
+    return rc;
+}
+
+/* Ends a slot's worker at the end of the phase, keeping its cache data. */
+static void finish_worker(struct iso *iso, struct slot *s)
+{
+    if (!s->proc)
+        return;
+    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
+    void *body = NULL;
+    uint32_t size = 0;
+    int rc = send_frame(s->proc, KILN__ISO_END, NULL, 0, deadline);
+    if (rc == KILN_OK)
+        rc = recv_frame(s->proc, KILN__ISO_CACHE, &body, &size, deadline);
+    char how[96];
+    long pid = kiln__iso_pid(s->proc);
+    kiln__iso_end(s->proc, 5000u, how, sizeof(how));
+    s->proc = NULL;
+    if (rc < 0) {
+        KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid, how,
+                  kiln_strerror(rc));
+        free(body);
+        return;
+    }
+    s->cache = body;
+    s->cache_size = size;
+}
+
+/* The fixed part of VkPipelineCacheHeaderVersionOne. */
+#define CACHE_HEADER_BYTES (16u + VK_UUID_SIZE)
+
+/* Merges every worker's pipeline cache into the parent's. */
+static void merge_caches(struct iso *iso, unsigned workers)
+{
+    struct kiln_vk_handles h;
+    kiln_vk_get_handles(iso->b->vk, &h);
+    if (h.pipeline_cache == VK_NULL_HANDLE)
+        return;
+    PFN_vkGetDeviceProcAddr gdpa =
+        (PFN_vkGetDeviceProcAddr)h.get_instance_proc_addr(h.instance, "vkGetDeviceProcAddr");
+    PFN_vkCreatePipelineCache create =
+        gdpa ? (PFN_vkCreatePipelineCache)gdpa(h.device, "vkCreatePipelineCache") : NULL;
+    PFN_vkMergePipelineCaches merge =
+        gdpa ? (PFN_vkMergePipelineCaches)gdpa(h.device, "vkMergePipelineCaches") : NULL;
+    PFN_vkDestroyPipelineCache destroy =
+        gdpa ? (PFN_vkDestroyPipelineCache)gdpa(h.device, "vkDestroyPipelineCache") : NULL;
+    if (!create || !merge || !destroy)
+        return;
+    const struct kiln_vk_info *vi = kiln_vk_info(iso->b->vk);
+    unsigned merged = 0;
+    size_t bytes = 0;
+    for (unsigned w = 0; w < workers; w++) {
+        const uint8_t *d = iso->slots[w].cache;
+        size_t n = iso->slots[w].cache_size;
+        if (!d || n < CACHE_HEADER_BYTES)
+            continue;
+        /* Only data this device and driver wrote reaches the driver. */
+        uint32_t hsize = kiln__load_le32(d);
+        if (hsize < CACHE_HEADER_BYTES || hsize > n ||
+            kiln__load_le32(d + 4) != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
+            kiln__load_le32(d + 8) != vi->vendor_id || kiln__load_le32(d + 12) != vi->device_id ||
+            memcmp(d + 16, vi->pipeline_cache_uuid, VK_UUID_SIZE) != 0) {
+            KILN_WARN("prep", "a worker's pipeline cache is not this device's: not merged");
+            continue;
+        }
+        VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                        .initialDataSize = n,
+                                        .pInitialData = d};
+        VkPipelineCache src = VK_NULL_HANDLE;
+        if (create(h.device, &ci, NULL, &src) != VK_SUCCESS)
+            continue;
+        if (merge(h.device, h.pipeline_cache, 1, &src) == VK_SUCCESS) {
+            merged++;
+            bytes += n;
+        }
+        destroy(h.device, src, NULL);
+    }
+    KILN_INFO("prep", "merged %u worker pipeline caches (%zu bytes)", merged, bytes);
+}
+
+/* The greeting's body: version, flags, device, cache folder, dictionary. */
+static int make_hello(struct iso *iso)
+{
+    const char *dir = iso->run->cache_dir ? iso->run->cache_dir : "";
+    size_t dlen = strlen(dir), dict_size = 0;
+    const void *dict = iso->b->dict ? kiln_pack_dict_bytes(iso->b->dict, &dict_size) : NULL;
+    if (!dict)
+        dict_size = 0;
+    size_t n = 16 + dlen + 1 + dict_size;
+    if (n > KILN__ISO_BODY_MAX)
+        return KILN_ERANGE;
+    uint8_t *p = malloc(n);
+    if (!p)
+        return KILN_ENOMEM;
+    kiln__store_le32(p, KILN__ISO_VERSION);
+    kiln__store_le32(p + 4, iso->run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u);
+    kiln__store_le32(p + 8, iso->run->device);
+    kiln__store_le32(p + 12, (uint32_t)dlen);
+    memcpy(p + 16, dir, dlen + 1);
+    if (dict_size)
+        memcpy(p + 16 + dlen + 1, dict, dict_size);
+    iso->hello = p;
+    iso->hello_size = (uint32_t)n;
+    return KILN_OK;
+}
+
+/* Larger payloads first, as in-process (start.c). */
+static int larger_first(const void *x, const void *y)
+{
+    size_t a = ((const struct iso_job *)x)->item->size;
+    size_t b = ((const struct iso_job *)y)->item->size;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__isolate_run *run,
+                                struct kiln__prep_item *items, size_t n, unsigned workers,
+                                uint64_t *failed)
+{
+    *failed = 0;
+    if (run->iso->workers)
+        workers = run->iso->workers;
+    size_t todo = 0;
+    for (size_t i = 0; i < n; i++)
+        todo += items[i].payload != NULL;
+    if (b->progress)
+        b->progress(b->progress_user, KILN_PREP_PHASE_PIPELINES, 0, todo);
+    if (todo == 0)
+        return 0;
+    if (workers > todo)
+        workers = (unsigned)todo; /* no process that would get no program */
+
+    unsigned limit_ms =
+        run->iso->time_limit_ms ? run->iso->time_limit_ms : KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS;
+    struct iso iso = {.b = b,
+                      .run = run,
+                      .limit_ms = limit_ms,
+                      .limit_ns = (uint64_t)limit_ms * 1000000u,
+                      .slots = calloc(workers, sizeof(struct slot))};
+    struct iso_job *jobs = calloc(todo, sizeof(*jobs));
+    int rc = iso.slots && jobs ? make_hello(&iso) : KILN_ENOMEM;
+    struct kiln_pool *pool = NULL;
+    if (rc == KILN_OK)
+        rc = kiln_pool_create(workers, 0, &pool);
+    if (rc < 0) {
+        free(iso.slots);
+        free(jobs);
+        free(iso.hello);
+        return rc;
+    }
+    KILN_INFO("prep", "building in %u worker processes (%s), %u ms per pipeline at most", workers,
+              run->iso->argv[0], limit_ms);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].payload)
+            jobs[k++] = (struct iso_job){.iso = &iso, .item = &items[i]};
+    qsort(jobs, todo, sizeof(*jobs), larger_first);
+    uint64_t last = kiln_now_ns();
+    for (size_t i = 0; i < todo && rc == KILN_OK; i++) {
+        rc = kiln_pool_submit(pool, iso_build_one, &jobs[i]);
+        kiln__prep_tick(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user,
+                        &last);
+    }
+    int wrc =
+        kiln__prep_wait(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user);
+    if (rc == KILN_OK)
+        rc = wrc;
+    struct kiln_pool_progress pp;
+    kiln_pool_progress(pool, &pp);
+    kiln_pool_destroy(pool);
+
+    /* The pool has joined: the slots are this thread's now. */
+    for (unsigned w = 0; w < workers; w++)
+        finish_worker(&iso, &iso.slots[w]);
+    merge_caches(&iso, workers);
+    for (unsigned w = 0; w < workers; w++)
+        free(iso.slots[w].cache);
+    free(iso.slots);
+    free(iso.hello);
+    free(jobs);
+    if (rc < 0)
+        return rc;
+    *failed = pp.failed;
+    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++) {
+        uint64_t skipped = atomic_load(&b->skipped[kind]);
+        if (skipped)
+            KILN_WARN("prep", "%" PRIu64 " program%s of state kind %u skipped; the first: %s",
+                      skipped, skipped == 1 ? "" : "s", kind, b->skip_reason[kind]);
+    }
+    uint64_t built = 0;
+    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++)
+        built += atomic_load(&b->built[kind]);
+    return (int64_t)built;
+}

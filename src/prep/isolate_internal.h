@@ -1,0 +1,153 @@
+/*
+ * isolate_internal.h - isolation (driver compiles in worker processes):
+ * the frames parent and worker exchange, the parent's pipeline phase, and
+ * the platform's process and pipe calls. Private to src/prep.
+ */
+#ifndef KILN_ISOLATE_INTERNAL_H
+#define KILN_ISOLATE_INTERNAL_H
+
+#include "prep_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- frames ----------------------------------------------------------------
+ *
+ * A frame is a 16-byte head (magic, type, body length, checksum: the low
+ * 32 bits of XXH3-64 over the body, all little-endian) and its body. */
+
+#define KILN__ISO_MAGIC      0x3157494bu /* "KIW1" */
+#define KILN__ISO_HEAD_BYTES 16u
+#define KILN__ISO_BODY_MAX   ((uint32_t)1 << 30) /* a pipeline cache's data may be large */
+#define KILN__ISO_VERSION    1u
+
+enum kiln__iso_type {
+    KILN__ISO_HELLO = 1,  /* parent: version, device, cache folder, dictionary */
+    KILN__ISO_READY = 2,  /* worker: its Vulkan context's status */
+    KILN__ISO_JOB = 3,    /* parent: one program (key, flags, name, payload) */
+    KILN__ISO_RESULT = 4, /* worker: status, outcome, state kind, why */
+    KILN__ISO_END = 5,    /* parent: no more jobs; send the pipeline cache */
+    KILN__ISO_CACHE = 6,  /* worker: its pipeline cache's data */
+};
+
+/* What became of one program in a worker (RESULT.outcome). */
+enum kiln__iso_outcome {
+    KILN__ISO_BUILT = 0,
+    KILN__ISO_SKIPPED = 1,
+    KILN__ISO_FAILED = 2,
+    KILN__ISO_BAD = 3,  /* the payload or a stage was refused before any build */
+    KILN__ISO_LONE = 4, /* one module of no pipeline: nothing to build */
+};
+
+#define KILN__ISO_JOB_VALIDATED 1u /* JOB.flags: the stages were validated already */
+#define KILN__ISO_HELLO_DEVICE  1u /* HELLO.flags: use the device index given */
+
+struct kiln__iso_head {
+    uint32_t type;
+    uint32_t size; /* the body's length */
+    uint32_t check;
+};
+
+/* Writes a frame head for `body` into `out`. */
+void kiln__iso_head_put(uint8_t out[KILN__ISO_HEAD_BYTES], uint32_t type, const void *body,
+                        uint32_t size);
+
+/* Reads a frame head. @return 0, or KILN_EFORMAT (wrong magic, unknown
+ * type, a body over KILN__ISO_BODY_MAX). */
+int kiln__iso_head_get(const uint8_t in[KILN__ISO_HEAD_BYTES], struct kiln__iso_head *h);
+
+/* Checks a body against its head's checksum. @return 0 or KILN_EFORMAT. */
+int kiln__iso_body_check(const struct kiln__iso_head *h, const void *body);
+
+/* The parsed bodies. Pointers point into the body. */
+struct kiln__iso_hello {
+    uint32_t version;
+    uint32_t flags;
+    uint32_t device;
+    const char *cache_dir; /* NUL-terminated in the body; "" for none */
+    const void *dict;      /* the packing dictionary's bytes, or NULL */
+    size_t dict_size;
+};
+struct kiln__iso_job {
+    struct kiln_key key;
+    uint32_t flags;
+    const char *name; /* NUL-terminated in the body */
+    const void *payload;
+    size_t size;
+};
+struct kiln__iso_result {
+    int32_t status;
+    uint32_t outcome;
+    uint32_t kind;
+    const char *why; /* NUL-terminated in the body */
+};
+
+/* Each parses a body of its type. @return 0 or KILN_EFORMAT. */
+int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *out);
+int kiln__iso_job_parse(const void *body, size_t n, struct kiln__iso_job *out);
+int kiln__iso_result_parse(const void *body, size_t n, struct kiln__iso_result *out);
+int kiln__iso_ready_parse(const void *body, size_t n, int32_t *status, const char **why);
+
+/* ---- the parent's side ---------------------------------------------------- */
+
+/* Checks the isolation options against the rest of a preparation's.
+ * @return 0 or KILN_EINVAL (logged). */
+int kiln__isolate_check(const struct kiln_isolate_options *iso, bool on_pipeline);
+
+/* What workers need besides the pipeline phase's build. */
+struct kiln__isolate_run {
+    const struct kiln_isolate_options *iso;
+    bool use_device_index;
+    unsigned device;
+    const char *cache_dir;
+};
+
+/*
+ * kiln__prep_build_all in worker processes: builds every item whose payload
+ * is set, counting outcomes in `b` as the in-process phase does (a worker
+ * that dies or passes the time limit fails its item with KILN_ECRASH or
+ * KILN_ETIMEDOUT), then merges the workers' pipeline caches into b->vk's.
+ * @return the number of pipelines built, or a pool error.
+ */
+int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__isolate_run *run,
+                                struct kiln__prep_item *items, size_t n, unsigned workers,
+                                uint64_t *failed);
+
+/* The test-only fault (builds with KILN_TEST_FAULTS): crashes or hangs the
+ * process when $KILN_TEST_FAULT names this program ("crash:NAME",
+ * "abort:NAME", "hang:NAME"). A no-op in other builds. */
+void kiln__prep_test_fault(const char *name);
+
+/* ---- the platform's calls (isolate_unix.c, isolate_win.c) ----------------- */
+
+struct kiln__iso_proc;
+
+/* Starts argv with a two-way channel on its standard input and output and
+ * no other inherited descriptor. @return 0, KILN_ENOTSUP (Windows today),
+ * or the error. */
+int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out);
+
+/* The child's process id, for log lines. */
+long kiln__iso_pid(const struct kiln__iso_proc *p);
+
+/* Sends or receives exactly n bytes by `deadline_ns` (kiln_now_ns).
+ * @return 0, KILN_ETIMEDOUT, KILN_ECRASH (the child closed its end or
+ * died), or an I/O error. */
+int kiln__iso_send(struct kiln__iso_proc *p, const void *buf, size_t n, uint64_t deadline_ns);
+int kiln__iso_recv(struct kiln__iso_proc *p, void *buf, size_t n, uint64_t deadline_ns);
+
+/* Ends the child: waits up to grace_ms for it to exit, kills it after (0:
+ * kills at once), reaps it, describes how it ended in `how` ("exited with
+ * code 0", "killed by signal 11 (SIGSEGV)") and frees p. NULL is a no-op. */
+void kiln__iso_end(struct kiln__iso_proc *p, unsigned grace_ms, char *how, size_t cap);
+
+/* The worker's reads and writes on its descriptors. @return 0,
+ * KILN_ECANCELED at the end of input before any byte, KILN_EIO_SHORTREAD
+ * in the middle of a read, or an I/O error. */
+int kiln__iso_fd_read(int fd, void *buf, size_t n);
+int kiln__iso_fd_write(int fd, const void *buf, size_t n);
+
+/* Never returns (the test-only hang). */
+void kiln__iso_sleep_forever(void);
+
+#endif /* KILN_ISOLATE_INTERNAL_H */

@@ -1,0 +1,257 @@
+/*
+ * isolate_unix.c - isolation's processes and channel on POSIX systems.
+ *
+ * Invariants and why they hold:
+ *
+ * - The child inherits its channel and stderr, nothing else. The channel
+ *   is a socketpair made close-on-exec; posix_spawn's file actions dup the
+ *   child's end onto its stdin and stdout (which clears close-on-exec on
+ *   those two only) and, where glibc has it, close every descriptor above
+ *   2, so a cache file or lock the parent holds never outlives it in a
+ *   worker.
+ *
+ * - A dead worker never kills the parent: the parent's writes use
+ *   send(MSG_NOSIGNAL), so a closed channel is EPIPE (KILN_ECRASH), not
+ *   SIGPIPE.
+ *
+ * - No wait is unbounded: the parent's end is non-blocking and every send
+ *   and receive polls with the time left to its deadline; a child is reaped
+ *   after it exited or after SIGKILL, never with a blocking wait on a live
+ *   process.
+ */
+#include "kiln_internal.h"
+#include "isolate_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct kiln__iso_proc {
+    pid_t pid;
+    int fd; /* the parent's end of the channel */
+};
+
+int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out)
+{
+    *out = NULL;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return kiln_error_from_errno(errno, KILN_EIO);
+    struct kiln__iso_proc *p = malloc(sizeof(*p));
+    posix_spawn_file_actions_t fa;
+    int rc = p ? posix_spawn_file_actions_init(&fa) : ENOMEM;
+    if (rc == 0) {
+        posix_spawn_file_actions_adddup2(&fa, sv[1], STDIN_FILENO);
+        posix_spawn_file_actions_adddup2(&fa, sv[1], STDOUT_FILENO);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+        posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
+#endif
+        pid_t pid;
+        rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)(uintptr_t)argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (rc == 0)
+            p->pid = pid;
+    }
+    close(sv[1]);
+    if (rc != 0) {
+        close(sv[0]);
+        free(p);
+        return kiln_error_from_errno(rc, KILN_EIO);
+    }
+    int fl = fcntl(sv[0], F_GETFL);
+    if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) != 0) {
+        int err = kiln_error_from_errno(errno, KILN_EIO);
+        p->fd = sv[0];
+        kiln__iso_end(p, 0, NULL, 0);
+        return err;
+    }
+    p->fd = sv[0];
+    *out = p;
+    return KILN_OK;
+}
+
+long kiln__iso_pid(const struct kiln__iso_proc *p)
+{
+    return p ? (long)p->pid : -1;
+}
+
+/* Waits for `events` on the channel until the deadline. @return 0 or
+ * KILN_ETIMEDOUT. */
+static int wait_for(const struct kiln__iso_proc *p, short events, uint64_t deadline)
+{
+    for (;;) {
+        uint64_t now = kiln_now_ns();
+        if (now >= deadline)
+            return KILN_ETIMEDOUT;
+        uint64_t ms = (deadline - now + 999999u) / 1000000u;
+        struct pollfd pfd = {.fd = p->fd, .events = events};
+        int r = poll(&pfd, 1, ms > 60000 ? 60000 : (int)ms);
+        if (r > 0)
+            return KILN_OK; /* readable, writable, or hung up: the call says which */
+        if (r < 0 && errno != EINTR)
+            return kiln_error_from_errno(errno, KILN_EIO);
+    }
+}
+
+int kiln__iso_send(struct kiln__iso_proc *p, const void *buf, size_t n, uint64_t deadline)
+{
+    const char *c = buf;
+    while (n) {
+        ssize_t w = send(p->fd, c, n, MSG_NOSIGNAL);
+        if (w > 0) {
+            c += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            KILN_TRY(wait_for(p, POLLOUT, deadline));
+            continue;
+        }
+        if (w < 0 && (errno == EPIPE || errno == ECONNRESET))
+            return KILN_ECRASH;
+        return kiln_error_from_errno(errno, KILN_EIO_WRITE);
+    }
+    return KILN_OK;
+}
+
+int kiln__iso_recv(struct kiln__iso_proc *p, void *buf, size_t n, uint64_t deadline)
+{
+    char *c = buf;
+    while (n) {
+        ssize_t r = recv(p->fd, c, n, 0);
+        if (r > 0) {
+            c += r;
+            n -= (size_t)r;
+            continue;
+        }
+        if (r == 0)
+            return KILN_ECRASH; /* the worker's end closed: it died or exited */
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            KILN_TRY(wait_for(p, POLLIN, deadline));
+            continue;
+        }
+        if (errno == ECONNRESET)
+            return KILN_ECRASH;
+        return kiln_error_from_errno(errno, KILN_EIO_READ);
+    }
+    return KILN_OK;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV:
+        return "SIGSEGV";
+    case SIGABRT:
+        return "SIGABRT";
+    case SIGBUS:
+        return "SIGBUS";
+    case SIGILL:
+        return "SIGILL";
+    case SIGFPE:
+        return "SIGFPE";
+    case SIGKILL:
+        return "SIGKILL";
+    case SIGTERM:
+        return "SIGTERM";
+    default:
+        return "a signal";
+    }
+}
+
+void kiln__iso_end(struct kiln__iso_proc *p, unsigned grace_ms, char *how, size_t cap)
+{
+    if (how && cap)
+        how[0] = '\0';
+    if (!p)
+        return;
+    /* Closing our end first tells a worker still reading that we are done. */
+    close(p->fd);
+    int status = 0;
+    pid_t r = 0;
+    uint64_t deadline = kiln_now_ns() + (uint64_t)grace_ms * 1000000u;
+    for (;;) {
+        r = waitpid(p->pid, &status, WNOHANG);
+        if (r != 0 || kiln_now_ns() >= deadline)
+            break;
+        struct timespec ts = {0, 2000000}; /* 2 ms */
+        nanosleep(&ts, NULL);
+    }
+    bool killed = false;
+    if (r == 0) {
+        kill(p->pid, SIGKILL);
+        killed = true;
+        while ((r = waitpid(p->pid, &status, 0)) < 0 && errno == EINTR)
+            ;
+    }
+    if (how && cap) {
+        if (r < 0)
+            snprintf(how, cap, "could not be reaped");
+        else if (WIFSIGNALED(status) && !(killed && WTERMSIG(status) == SIGKILL))
+            snprintf(how, cap, "killed by signal %d (%s)", WTERMSIG(status),
+                     signal_name(WTERMSIG(status)));
+        else if (WIFSIGNALED(status))
+            snprintf(how, cap, "killed");
+        else
+            snprintf(how, cap, "exited with code %d", WEXITSTATUS(status));
+    }
+    free(p);
+}
+
+int kiln__iso_fd_read(int fd, void *buf, size_t n)
+{
+    char *c = buf;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, c + got, n - got);
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        if (r == 0)
+            return got ? KILN_EIO_SHORTREAD : KILN_ECANCELED;
+        if (errno != EINTR)
+            return kiln_error_from_errno(errno, KILN_EIO_READ);
+    }
+    return KILN_OK;
+}
+
+int kiln__iso_fd_write(int fd, const void *buf, size_t n)
+{
+    const char *c = buf;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w > 0) {
+            c += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EPIPE)
+            return KILN_ECANCELED;
+        return kiln_error_from_errno(errno, KILN_EIO_WRITE);
+    }
+    return KILN_OK;
+}
+
+void kiln__iso_sleep_forever(void)
+{
+    for (;;)
+        pause();
+}

@@ -1,0 +1,226 @@
+/*
+ * isolate_worker.c - the worker's side of isolation
+ * (kiln_isolate_worker_main): greeted by the parent, it makes its own
+ * Vulkan context, builds the programs it is sent one at a time, and at
+ * the end sends its pipeline cache's data.
+ *
+ * Invariants and why they hold:
+ *
+ * - A program is built exactly as in one process: the worker calls the
+ *   pipeline phase's own kiln__prep_build_one (start.c), with the same
+ *   dictionary (sent in the greeting), the same device selection and the
+ *   same builders (the application passes them here), so isolation changes
+ *   where a build runs, not what it does.
+ *
+ * - The answer is read off the phase's counters: the worker builds one
+ *   program at a time on one thread, so the one counter that moved during
+ *   the call is that program's outcome. The first-skip claim is reset
+ *   before each build, so every skip's reason is written and sent.
+ *
+ * - The worker writes nothing to the cache folder: its context loads
+ *   pipelines.vkc and is never saved; its data goes to the parent, which
+ *   merges and saves it. So workers never race each other on the file.
+ *
+ * - Bytes from the parent are checked like those from a worker (frame
+ *   checksum, each field against the body's length); a malformed frame ends
+ *   the worker with KILN_EFORMAT, never a build of half a payload.
+ */
+#include "kiln_internal.h"
+#include "isolate_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reads one frame; *body is malloc'd (free it). */
+static int read_frame(int fd, struct kiln__iso_head *h, void **body)
+{
+    uint8_t head[KILN__ISO_HEAD_BYTES];
+    *body = NULL;
+    KILN_TRY(kiln__iso_fd_read(fd, head, sizeof(head)));
+    KILN_TRY(kiln__iso_head_get(head, h));
+    void *buf = malloc(h->size ? h->size : 1);
+    if (!buf)
+        return KILN_ENOMEM;
+    int rc = kiln__iso_fd_read(fd, buf, h->size);
+    if (rc == KILN_ECANCELED)
+        rc = KILN_EIO_SHORTREAD;
+    if (rc == KILN_OK)
+        rc = kiln__iso_body_check(h, buf);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    *body = buf;
+    return KILN_OK;
+}
+
+static int write_frame(int fd, uint32_t type, const void *body, size_t size)
+{
+    uint8_t head[KILN__ISO_HEAD_BYTES];
+    kiln__iso_head_put(head, type, body, (uint32_t)size);
+    KILN_TRY(kiln__iso_fd_write(fd, head, sizeof(head)));
+    return size ? kiln__iso_fd_write(fd, body, size) : KILN_OK;
+}
+
+/* READY: the context's status and why. */
+static int send_ready(int fd, int status, const char *why)
+{
+    size_t wlen = strlen(why);
+    uint8_t *p = malloc(4 + wlen + 1);
+    if (!p)
+        return KILN_ENOMEM;
+    kiln__store_le32(p, (uint32_t)status);
+    memcpy(p + 4, why, wlen + 1);
+    int rc = write_frame(fd, KILN__ISO_READY, p, 4 + wlen + 1);
+    free(p);
+    return rc;
+}
+
+static int send_result(int fd, int status, uint32_t outcome, uint32_t kind, const char *why)
+{
+    size_t wlen = strnlen(why, 255);
+    uint8_t p[12 + 256];
+    kiln__store_le32(p, (uint32_t)status);
+    kiln__store_le32(p + 4, outcome);
+    kiln__store_le32(p + 8, kind);
+    memcpy(p + 12, why, wlen);
+    p[12 + wlen] = '\0';
+    return write_frame(fd, KILN__ISO_RESULT, p, 12 + wlen + 1);
+}
+
+/* Builds one program and answers with its outcome. */
+static int do_job(int fd, struct kiln__prep_build *b, const struct kiln__iso_job *job)
+{
+    struct kiln__prep_item it = {.key = job->key,
+                                 .name = job->name,
+                                 .payload = job->payload,
+                                 .size = job->size,
+                                 .validated = (job->flags & KILN__ISO_JOB_VALIDATED) != 0};
+    uint64_t built[KILN_STATE_KINDS], skipped[KILN_STATE_KINDS], failed[KILN_STATE_KINDS];
+    for (unsigned k = 0; k < KILN_STATE_KINDS; k++) {
+        built[k] = atomic_load(&b->built[k]);
+        skipped[k] = atomic_load(&b->skipped[k]);
+        failed[k] = atomic_load(&b->failed[k]);
+        atomic_store(&b->skip_claimed[k], 0u);
+        b->skip_reason[k][0] = '\0';
+    }
+    uint64_t bad = atomic_load(&b->bad), lone = atomic_load(&b->lone);
+    int rc = kiln__prep_build_one(b, &it, 0);
+    for (uint32_t k = 0; k < KILN_STATE_KINDS; k++) {
+        if (atomic_load(&b->built[k]) != built[k])
+            return send_result(fd, 0, KILN__ISO_BUILT, k, "");
+        if (atomic_load(&b->skipped[k]) != skipped[k])
+            return send_result(fd, it.status < 0 ? it.status : KILN_ENOTSUP, KILN__ISO_SKIPPED, k,
+                               b->skip_reason[k]);
+        if (atomic_load(&b->failed[k]) != failed[k])
+            return send_result(fd, it.status < 0 ? it.status : KILN_EVULKAN, KILN__ISO_FAILED, k,
+                               "");
+    }
+    if (atomic_load(&b->lone) != lone)
+        return send_result(fd, 0, KILN__ISO_LONE, 0, "");
+    (void)bad; /* a refused payload or stage: the one outcome left */
+    return send_result(fd,
+                       rc < 0          ? rc
+                       : it.status < 0 ? it.status
+                                       : KILN_EFORMAT,
+                       KILN__ISO_BAD, 0, "");
+}
+
+/* CACHE: the context's pipeline cache data (empty without one). */
+static int send_cache(int fd, struct kiln_vk *vk)
+{
+    struct kiln_vk_handles h;
+    kiln_vk_get_handles(vk, &h);
+    void *data = NULL;
+    size_t size = 0;
+    PFN_vkGetDeviceProcAddr gdpa =
+        (PFN_vkGetDeviceProcAddr)h.get_instance_proc_addr(h.instance, "vkGetDeviceProcAddr");
+    PFN_vkGetPipelineCacheData get =
+        gdpa ? (PFN_vkGetPipelineCacheData)gdpa(h.device, "vkGetPipelineCacheData") : NULL;
+    if (get && h.pipeline_cache != VK_NULL_HANDLE &&
+        get(h.device, h.pipeline_cache, &size, NULL) == VK_SUCCESS && size &&
+        size <= KILN__ISO_BODY_MAX) {
+        data = malloc(size);
+        if (data && get(h.device, h.pipeline_cache, &size, data) != VK_SUCCESS)
+            size = 0;
+    }
+    if (!data)
+        size = 0;
+    int rc = write_frame(fd, KILN__ISO_CACHE, data, size);
+    free(data);
+    return rc;
+}
+
+/* The session after the context was made: jobs until END. */
+static int serve(int in, int out, struct kiln__prep_build *b)
+{
+    for (;;) {
+        struct kiln__iso_head h;
+        void *body = NULL;
+        int rc = read_frame(in, &h, &body);
+        if (rc < 0)
+            return rc;
+        if (h.type == KILN__ISO_END) {
+            free(body);
+            return send_cache(out, b->vk);
+        }
+        struct kiln__iso_job job;
+        rc = h.type == KILN__ISO_JOB ? kiln__iso_job_parse(body, h.size, &job) : KILN_EFORMAT;
+        if (rc == KILN_OK)
+            rc = do_job(out, b, &job);
+        free(body);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_worker_options *o)
+{
+    int in = in_fd < 0 ? 0 : in_fd, out = out_fd < 0 ? 1 : out_fd;
+    const struct kiln_builder *builders = o ? o->builders : NULL;
+    size_t nbuilders = o ? o->nbuilders : 0;
+    if (kiln__prep_check_builders(builders, nbuilders, "worker") < 0)
+        return KILN_EINVAL;
+    struct kiln__iso_head h;
+    void *body = NULL;
+    int rc = read_frame(in, &h, &body);
+    struct kiln__iso_hello hello;
+    if (rc == KILN_OK)
+        rc = h.type == KILN__ISO_HELLO ? kiln__iso_hello_parse(body, h.size, &hello) : KILN_EFORMAT;
+    if (rc < 0) {
+        if (rc == KILN_EFORMAT)
+            KILN_ERROR("prep", "worker: the parent's greeting is malformed");
+        free(body);
+        return rc;
+    }
+    struct kiln_pack_dict *dict = NULL;
+    struct kiln_vk *vk = NULL;
+    char why[160] = "";
+    if (hello.dict_size) {
+        rc = kiln_pack_dict_load(hello.dict, hello.dict_size, &dict);
+        if (rc < 0)
+            snprintf(why, sizeof(why), "the packing dictionary could not be loaded");
+    }
+    if (rc == KILN_OK) {
+        struct kiln_vk_options vopt = {.use_device_index =
+                                           (hello.flags & KILN__ISO_HELLO_DEVICE) != 0,
+                                       .device = hello.device,
+                                       .cache_dir = hello.cache_dir[0] ? hello.cache_dir : NULL};
+        rc = kiln_vk_create(&vopt, &vk);
+        if (rc < 0)
+            snprintf(why, sizeof(why), "no Vulkan context");
+    }
+    free(body);
+    int wrc = send_ready(out, rc, why);
+    if (rc == KILN_OK && wrc == KILN_OK) {
+        struct kiln__prep_build b = {
+            .vk = vk, .dict = dict, .builders = builders, .nbuilders = nbuilders};
+        rc = serve(in, out, &b);
+    } else if (rc == KILN_OK) {
+        rc = wrc;
+    }
+    kiln_vk_destroy(vk);
+    kiln_pack_dict_destroy(dict);
+    return rc;
+}

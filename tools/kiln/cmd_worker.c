@@ -1,0 +1,27 @@
+/*
+ * cmd_worker.c - `kiln __worker`: the worker process of an isolated
+ * preparation (kiln prepare --isolate). Private: not in `kiln --help`; the
+ * parent starts it with its channel on stdin and stdout, and it runs
+ * kiln_isolate_worker_main over them with kiln's built-in shapes (the
+ * only builder the CLI has). Log lines go to stderr, shared with the
+ * parent. Exit codes: 0 the session ended as the parent asked, 1 it did
+ * not (the parent logs how the worker ended).
+ */
+#include "cli.h"
+#include "commands.h"
+
+#include <string.h>
+
+int cmd_worker(int argc, char **argv)
+{
+    if (argc != 1) {
+        cli_error(argv[0], "takes no arguments (it is started by kiln prepare --isolate)");
+        return KILN_EXIT_USAGE;
+    }
+    struct kiln_isolate_worker_options o;
+    memset(&o, 0, sizeof(o));
+    int rc = kiln_isolate_worker_main(-1, -1, &o);
+    if (rc < 0 && rc != KILN_ECANCELED)
+        cli_error(argv[0], "%s", kiln_strerror(rc));
+    return rc == KILN_OK ? KILN_EXIT_OK : KILN_EXIT_FAILED;
+}
