@@ -32,6 +32,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Logs how a session ended, in one line, unless as it should (0) or with
+ * the parent gone (KILN_ECANCELED: nobody to tell). @return rc. */
+static int worker_end(int rc)
+{
+    if (rc == KILN_EFORMAT)
+        KILN_ERROR("prep", "worker: the parent sent a malformed frame: stopped");
+    else if (rc < 0 && rc != KILN_ECANCELED)
+        KILN_ERROR("prep", "worker: stopped: %s", kiln_strerror(rc));
+    return rc;
+}
+
 /* Reads one frame; *body is malloc'd (free it). */
 static int read_frame(int fd, struct kiln__iso_head *h, void **body)
 {
@@ -189,10 +200,8 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     if (rc == KILN_OK)
         rc = h.type == KILN__ISO_HELLO ? kiln__iso_hello_parse(body, h.size, &hello) : KILN_EFORMAT;
     if (rc < 0) {
-        if (rc == KILN_EFORMAT)
-            KILN_ERROR("prep", "worker: the parent's greeting is malformed");
         free(body);
-        return rc;
+        return worker_end(rc);
     }
     struct kiln_pack_dict *dict = NULL;
     struct kiln_vk *vk = NULL;
@@ -222,5 +231,5 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     }
     kiln_vk_destroy(vk);
     kiln_pack_dict_destroy(dict);
-    return rc;
+    return worker_end(rc);
 }

@@ -4,8 +4,8 @@
  * parent starts it with its channel on stdin and stdout, and it runs
  * kiln_isolate_worker_main over them with kiln's built-in shapes (the
  * only builder the CLI has). Log lines go to stderr, shared with the
- * parent. Exit codes: 0 the session ended as the parent asked, 1 it did
- * not (the parent logs how the worker ended).
+ * parent; the library logs why a session stopped early. Exit codes: 0 the session ended as the
+ * parent asked, 1 it did not (the parent logs how the worker ended).
  */
 #include "cli.h"
 #include "commands.h"
@@ -20,8 +20,7 @@ int cmd_worker(int argc, char **argv)
     }
     struct kiln_isolate_worker_options o;
     memset(&o, 0, sizeof(o));
+    /* It logs why it stopped, in one line (nothing when the parent went). */
     int rc = kiln_isolate_worker_main(-1, -1, &o);
-    if (rc < 0 && rc != KILN_ECANCELED)
-        cli_error(argv[0], "%s", kiln_strerror(rc));
     return rc == KILN_OK ? KILN_EXIT_OK : KILN_EXIT_FAILED;
 }

@@ -1,0 +1,351 @@
+/*
+ * test_isolate.c - isolation (kiln prepare --isolate): pipelines built in
+ * worker processes, with the test-only fault ($KILN_TEST_FAULT, builds
+ * with KILN_TEST_FAULTS) making one program's build crash, abort or hang.
+ *
+ * Each case runs the built kiln binary (KILN_CLI) on a dozen generated
+ * programs, stdout and stderr into files, and waits for it with a bound
+ * (RUN_LIMIT_S, then SIGKILL and a failure), so no case can hang. A case
+ * that needs the fault skips (exit 77) in a build without it; every case
+ * skips where there is no Vulkan. Under AddressSanitizer the runs get
+ * detect_leaks=0, as in test_prepare_cli.c (the driver is unloaded before
+ * LeakSanitizer could name it).
+ */
+#include "kiln_test.h"
+#include "prep_fixture.h"
+
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define PROGRAMS    "12"
+#define NPROGRAMS   12
+#define VICTIM      "gen-000005-graphics" /* one of the twelve */
+#define RUN_LIMIT_S 240
+
+struct run {
+    int status; /* waitpid's */
+    char out[65536];
+    char err[65536];
+};
+
+/* The case's folder (one kt_tmpdir per case: each case is its own process). */
+static const char *case_dir(void)
+{
+    static char dir[4096];
+    if (!dir[0])
+        snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
+    return dir;
+}
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/*
+ * Runs kiln with `args`, `fault` as $KILN_TEST_FAULT (NULL: none) and
+ * `in_path` as stdin (NULL: /dev/null). @return 0 with the wait status and
+ * the output in *r, or -1 (logged as a failure, the child killed).
+ */
+static int run_kiln(const char *fault, const char *in_path, const char *const *args, struct run *r)
+{
+    char out_path[4200], err_path[4200], fault_env[256];
+    snprintf(out_path, sizeof(out_path), "%s/stdout", case_dir());
+    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    const char *argv[32];
+    size_t n = 0;
+    argv[n++] = KILN_CLI;
+    for (size_t i = 0; args[i] && n < 31; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+
+    size_t ne = 0;
+    while (environ[ne])
+        ne++;
+    char **env = calloc(ne + 3, sizeof(*env));
+    if (!env)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0 &&
+            strncmp(environ[i], "KILN_TEST_FAULT=", 16) != 0)
+            env[k++] = environ[i];
+    static char asan[] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
+    env[k++] = asan;
+    if (fault) {
+        snprintf(fault_env, sizeof(fault_env), "KILN_TEST_FAULT=%s", fault);
+        env[k++] = fault_env;
+    }
+    env[k] = NULL;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, in_path ? in_path : "/dev/null", O_RDONLY,
+                                     0);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    pid_t pid;
+    int rc = posix_spawn(&pid, KILN_CLI, &fa, NULL, (char *const *)(uintptr_t)argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    if (rc != 0) {
+        kt_fail(__FILE__, __LINE__, "cannot run %s: %s", KILN_CLI, strerror(rc));
+        return -1;
+    }
+    /* Bounded: a kiln that hangs is killed and the case fails. */
+    int status = 0;
+    pid_t w = 0;
+    for (unsigned ms = 0; ms < RUN_LIMIT_S * 1000u; ms += 10) {
+        w = waitpid(pid, &status, WNOHANG);
+        if (w != 0)
+            break;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        kt_fail(__FILE__, __LINE__, "kiln did not end within %d s: killed", RUN_LIMIT_S);
+        return -1;
+    }
+    r->status = status;
+    slurp(out_path, r->out, sizeof(r->out));
+    slurp(err_path, r->err, sizeof(r->err));
+    unlink(out_path);
+    unlink(err_path);
+    return 0;
+}
+
+static int exit_code(const struct run *r)
+{
+    return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
+}
+
+static int64_t json_int(const char *text, const char *key)
+{
+    struct json_object *j = json_tokener_parse(text), *v;
+    int64_t x = -1;
+    if (j && json_object_object_get_ex(j, key, &v))
+        x = json_object_get_int64(v);
+    else
+        kt_fail(__FILE__, __LINE__, "no field '%s' in the JSON", key);
+    json_object_put(j);
+    return x;
+}
+
+static void need_vulkan(void)
+{
+    struct kiln_vk *vk = pf_vk(NULL);
+    kiln_vk_destroy(vk);
+}
+
+static void need_faults(void)
+{
+#ifndef KILN_TEST_FAULTS
+    printf("skipped: this build has no test faults (-DKILN_TEST_FAULTS=ON)\n");
+    exit(77);
+#endif
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* An isolated prepare of the twelve programs into `cache`, with `fault`. */
+static int prepare_isolated(const char *cache, const char *fault, const char *timeout_ms,
+                            struct run *r)
+{
+    const char *args[16] = {"prepare", "--generate", PROGRAMS,    "--cache", cache,
+                            "--jobs",  "2",          "--isolate", "--json"};
+    size_t n = 9;
+    if (timeout_ms) {
+        args[n++] = "--timeout-ms";
+        args[n++] = timeout_ms;
+    }
+    args[n] = NULL;
+    return run_kiln(fault, NULL, args, r);
+}
+
+/* ---- cases ------------------------------------------------------------------ */
+
+/* No fault: every pipeline built in the workers, as many as in-process,
+ * and pipelines.vkc saved. */
+KT_CASE(isolated_builds_all)
+{
+    need_vulkan();
+    char cache[4200], vkc[4300];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    KT_REQUIRE(prepare_isolated(cache, NULL, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK(file_size(vkc) > 0);
+    /* A second run, now from the cache: the same. */
+    KT_REQUIRE(prepare_isolated(cache, NULL, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "cached"), NPROGRAMS);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
+    free(r);
+}
+
+/* A worker that crashes (or aborts) at one program: that pipeline fails
+ * with one line naming it and the signal, every other is built, the run
+ * ends with "some failed" (1) and pipelines.vkc is saved. */
+static void crash_case(const char *fault, const char *signame)
+{
+    need_faults();
+    need_vulkan();
+    char cache[4200], vkc[4300];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    KT_REQUIRE(prepare_isolated(cache, fault, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(json_int(r->out, "failed"), 0);
+    KT_CHECK(strstr(r->err, VICTIM ": not built: the worker process died") != NULL);
+    KT_CHECK(strstr(r->err, signame) != NULL);
+    KT_CHECK(file_size(vkc) > 0);
+    if (kt_failures)
+        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
+    free(r);
+}
+
+KT_CASE(worker_crash)
+{
+    crash_case("crash:" VICTIM, "SIGSEGV");
+}
+
+KT_CASE(worker_abort)
+{
+    crash_case("abort:" VICTIM, "SIGABRT");
+}
+
+/* A worker that hangs at one program: killed at the time limit, that
+ * pipeline fails, the others are built. */
+KT_CASE(worker_hang)
+{
+    need_faults();
+    need_vulkan();
+    char cache[4200], vkc[4300];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    /* A limit far above any real build here, even under a sanitizer on a
+     * loaded machine: only the hung one may pass it. */
+    KT_REQUIRE(prepare_isolated(cache, "hang:" VICTIM, "20000", r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK(strstr(r->err, VICTIM ": not built: the worker passed its time limit") != NULL);
+    KT_CHECK(file_size(vkc) > 0);
+    if (kt_failures)
+        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
+    free(r);
+}
+
+/* The negative control: without isolation the same fault takes the whole
+ * process down, and no pipelines.vkc is saved. */
+KT_CASE(crash_without_isolation)
+{
+    need_faults();
+    need_vulkan();
+    char cache[4200], vkc[4300];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    KT_REQUIRE(run_kiln("crash:" VICTIM, NULL,
+                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", cache,
+                                         "--jobs", "2", "--json", NULL},
+                        r) == 0);
+    KT_CHECK(WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGSEGV);
+    KT_CHECK_EQ(file_size(vkc), -1);
+    free(r);
+}
+
+/* The private worker command on bad input: one error line and exit 1, no
+ * hang, for garbage and for a greeting cut short; silent exit 1 when the
+ * parent is gone before greeting. */
+KT_CASE(worker_bad_input)
+{
+    const char *root = case_dir();
+    char garbage[4200], cut[4200];
+    snprintf(garbage, sizeof(garbage), "%s/garbage", root);
+    snprintf(cut, sizeof(cut), "%s/cut", root);
+    FILE *f = fopen(garbage, "wb");
+    KT_REQUIRE(f != NULL);
+    fputs("this is not a frame of kiln's isolation channel\n", f);
+    fclose(f);
+    /* A valid head (HELLO of 40 bytes) and no body. */
+    f = fopen(cut, "wb");
+    KT_REQUIRE(f != NULL);
+    const unsigned char head[16] = {'K', 'I', 'W', '1', 1, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0};
+    fwrite(head, 1, sizeof(head), f);
+    fclose(f);
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    KT_REQUIRE(run_kiln(NULL, garbage, (const char *[]){"__worker", NULL}, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    KT_CHECK(strstr(r->err, "malformed") != NULL);
+    KT_REQUIRE(run_kiln(NULL, cut, (const char *[]){"__worker", NULL}, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    KT_REQUIRE(run_kiln(NULL, NULL, (const char *[]){"__worker", NULL}, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    KT_CHECK_EQ(r->err[0], '\0');
+    /* Not a public command: not in the help. */
+    KT_REQUIRE(run_kiln(NULL, NULL, (const char *[]){"--help", NULL}, r) == 0);
+    KT_CHECK(strstr(r->out, "__worker") == NULL);
+    free(r);
+}
+
+/* The library refuses isolation without a worker command, and with an
+ * on_pipeline callback (pipelines built elsewhere cannot be handed over). */
+KT_CASE(isolate_options_checked)
+{
+    char cache[4200];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    struct kiln_program_array arr = {.programs = NULL, .count = 1};
+    struct kiln_program_source src = kiln_program_source_array(&arr);
+    struct kiln_isolate_options iso = {.argv = NULL};
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.source = &src;
+    o.isolate = &iso;
+    struct kiln_prepare_summary s;
+    kiln_log_set_level(KILN_LOG_ERROR + 0);
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
+    KT_CHECK_EQ(file_size(cache), -1); /* refused before anything was made */
+    KT_CHECK(strcmp(kiln_errname(KILN_ECRASH), "KILN_ECRASH") == 0);
+    KT_CHECK(strcmp(kiln_errname(KILN_ETIMEDOUT), "KILN_ETIMEDOUT") == 0);
+}
+
+KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash), KT_ENTRY(worker_abort),
+        KT_ENTRY(worker_hang), KT_ENTRY(crash_without_isolation), KT_ENTRY(worker_bad_input),
+        KT_ENTRY(isolate_options_checked))
