@@ -1,0 +1,70 @@
+/*
+ * fuzz_isolate_frame.c - the frames of isolation's channel (bytes from
+ * another process: a worker's answers, the parent's jobs). An input is a
+ * stream of frames as one side would read it: each head is checked, its
+ * body checksummed and parsed by its type, as isolate.c and
+ * isolate_worker.c do. A second pass parses the whole input as each body
+ * type, without the checksum, so the field parsers see every shape.
+ */
+#include "isolate_internal.h"
+#include "kiln_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Parses `body` as every body type; checks what an accepted parse says. */
+static void parse_all(const uint8_t *body, size_t n)
+{
+    struct kiln__iso_hello h;
+    if (kiln__iso_hello_parse(body, n, &h) == KILN_OK) {
+        if (strlen(h.cache_dir) + 17 + h.dict_size != n)
+            abort();
+    }
+    struct kiln__iso_job j;
+    if (kiln__iso_job_parse(body, n, &j) == KILN_OK) {
+        if (j.size == 0 || strlen(j.name) + 25 + j.size != n)
+            abort();
+    }
+    struct kiln__iso_result r;
+    if (kiln__iso_result_parse(body, n, &r) == KILN_OK) {
+        if (r.kind >= KILN_STATE_KINDS || r.status > 0 || strlen(r.why) + 13 != n)
+            abort();
+    }
+    int32_t status;
+    const char *why;
+    if (kiln__iso_ready_parse(body, n, &status, &why) == KILN_OK) {
+        if (status > 0 || strlen(why) + 5 != n)
+            abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    /* Exact-size copies: ASan sees any overread. */
+    size_t at = 0;
+    while (size - at >= KILN__ISO_HEAD_BYTES) {
+        struct kiln__iso_head h;
+        if (kiln__iso_head_get(data + at, &h) < 0)
+            break;
+        at += KILN__ISO_HEAD_BYTES;
+        if (h.size > size - at)
+            break;
+        uint8_t *body = malloc(h.size ? h.size : 1);
+        if (!body)
+            return 0;
+        memcpy(body, data + at, h.size);
+        at += h.size;
+        if (kiln__iso_body_check(&h, body) == KILN_OK)
+            parse_all(body, h.size);
+        free(body);
+    }
+    uint8_t *copy = malloc(size ? size : 1);
+    if (!copy)
+        return 0;
+    memcpy(copy, data, size);
+    parse_all(copy, size);
+    free(copy);
+    return 0;
+}
