@@ -41,7 +41,6 @@
 #include "isolate_internal.h"
 
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,34 +153,6 @@ int kiln__iso_ready_parse(const void *body, size_t n, int32_t *status, const cha
     *status = (int32_t)kiln__load_le32(p);
     *why = (const char *)p + 4;
     return *status > 0 ? KILN_EFORMAT : KILN_OK;
-}
-
-/* ---- the test-only fault ---------------------------------------------- */
-
-void kiln__prep_test_fault(const char *name)
-{
-#ifdef KILN_TEST_FAULTS
-    const char *f = getenv("KILN_TEST_FAULT");
-    if (!f || !name)
-        return;
-    const char *colon = strchr(f, ':');
-    if (!colon || strcmp(colon + 1, name) != 0)
-        return;
-    size_t len = (size_t)(colon - f);
-    if (len == 5 && memcmp(f, "crash", 5) == 0) {
-        /* The default action, past any sanitizer's handler: a driver's
-         * crash as the parent sees it. */
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
-    } else if (len == 5 && memcmp(f, "abort", 5) == 0) {
-        signal(SIGABRT, SIG_DFL);
-        abort();
-    } else if (len == 4 && memcmp(f, "hang", 4) == 0) {
-        kiln__iso_sleep_forever();
-    }
-#else
-    (void)name;
-#endif
 }
 
 /* ---- the parent's side ------------------------------------------------ */

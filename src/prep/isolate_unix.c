@@ -57,8 +57,11 @@ int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out)
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
         posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
 #endif
+        /* posix_spawn takes argv without const; it does not write it. */
+        char *const *av;
+        memcpy(&av, &argv, sizeof(av));
         pid_t pid;
-        rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)(uintptr_t)argv, environ);
+        rc = posix_spawn(&pid, argv[0], &fa, NULL, av, environ);
         posix_spawn_file_actions_destroy(&fa);
         if (rc == 0)
             p->pid = pid;

@@ -1,0 +1,43 @@
+/*
+ * prep_fault.c - the test-only fault of the pipeline phase: a build that
+ * crashes, aborts or hangs at one named program ($KILN_TEST_FAULT), in
+ * builds with KILN_TEST_FAULTS only. It stands in for a driver that dies
+ * or hangs in vkCreate*Pipelines, in one process or in an isolated worker
+ * alike (start.c calls it right before each build), so the isolation
+ * tests and their negative control exercise the same fault.
+ *
+ * Invariant: without KILN_TEST_FAULTS it is an empty function: no release
+ * build reads the variable.
+ */
+#include "kiln_internal.h"
+#include "isolate_internal.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kiln__prep_test_fault(const char *name)
+{
+#ifdef KILN_TEST_FAULTS
+    const char *f = getenv("KILN_TEST_FAULT");
+    if (!f || !name)
+        return;
+    const char *colon = strchr(f, ':');
+    if (!colon || strcmp(colon + 1, name) != 0)
+        return;
+    size_t len = (size_t)(colon - f);
+    if (len == 5 && memcmp(f, "crash", 5) == 0) {
+        /* The default action, past any sanitizer's handler: a driver's
+         * crash as the parent sees it. */
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    } else if (len == 5 && memcmp(f, "abort", 5) == 0) {
+        signal(SIGABRT, SIG_DFL);
+        abort();
+    } else if (len == 4 && memcmp(f, "hang", 4) == 0) {
+        kiln__iso_sleep_forever();
+    }
+#else
+    (void)name;
+#endif
+}
