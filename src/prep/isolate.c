@@ -196,6 +196,31 @@ struct iso_job {
     struct kiln__prep_item *item;
 };
 
+/*
+ * MEMORY BUDGET (issue 15 item 2, branch `ledger`): a worker's resident
+ * memory counts toward the pool's budget once its pid is registered.
+ * When kiln__budget_add_pid / kiln__budget_remove_pid (kiln_internal.h)
+ * are on main, these two call them; until then they do nothing.
+ */
+static void budget_add(const struct kiln__iso_proc *p)
+{
+    (void)p; /* kiln__budget_add_pid(kiln__iso_pid(p)); */
+}
+
+static void budget_remove(long pid)
+{
+    (void)pid; /* kiln__budget_remove_pid(pid); */
+}
+
+/* Ends a slot's worker (see kiln__iso_end) and unregisters it. */
+static void end_worker(struct slot *s, unsigned grace_ms, char *how, size_t cap)
+{
+    long pid = kiln__iso_pid(s->proc);
+    kiln__iso_end(s->proc, grace_ms, how, cap);
+    s->proc = NULL;
+    budget_remove(pid);
+}
+
 /* Sends one frame: head, then the body's parts. */
 static int send_frame(struct kiln__iso_proc *p, uint32_t type, const void *body, uint32_t size,
                       uint64_t deadline)
@@ -255,8 +280,7 @@ static void drop_worker(struct iso *iso, struct slot *s, const char *name, int r
     long pid = kiln__iso_pid(s->proc);
     /* A worker that closed its end may still be exiting: give it a moment,
      * so its signal or exit code can be named. */
-    kiln__iso_end(s->proc, rc == KILN_ECRASH ? 2000u : 0u, how, sizeof(how));
-    s->proc = NULL;
+    end_worker(s, rc == KILN_ECRASH ? 2000u : 0u, how, sizeof(how));
     if (rc == KILN_ETIMEDOUT)
         KILN_WARN("prep", "%s: not built: %s (%u ms; worker %ld)", name, what_ended(rc),
                   iso->limit_ms, pid);
@@ -277,8 +301,7 @@ static int start_worker(struct iso *iso, struct slot *s, const char *name)
         s->broken = rc;
         return rc;
     }
-    /* MEMORY BUDGET: the ledger branch's budget registers worker pids here
-     * (see /work/notes/budget-api.md when it lands). */
+    budget_add(s->proc);
     uint64_t deadline = kiln_now_ns() + iso->limit_ns;
     rc = send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
     void *body = NULL;
@@ -293,8 +316,7 @@ static int start_worker(struct iso *iso, struct slot *s, const char *name)
         KILN_ERROR("prep", "a worker could not make its Vulkan context: %s (%s)", why,
                    kiln_strerror(status));
         char how[96];
-        kiln__iso_end(s->proc, 2000u, how, sizeof(how));
-        s->proc = NULL;
+        end_worker(s, 2000u, how, sizeof(how));
         s->broken = status;
         free(body);
         return status;
@@ -427,8 +449,7 @@ static void finish_worker(struct iso *iso, struct slot *s)
         rc = recv_frame(s->proc, KILN__ISO_CACHE, &body, &size, deadline);
     char how[96];
     long pid = kiln__iso_pid(s->proc);
-    kiln__iso_end(s->proc, 5000u, how, sizeof(how));
-    s->proc = NULL;
+    end_worker(s, 5000u, how, sizeof(how));
     if (rc < 0) {
         KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid, how,
                   kiln_strerror(rc));
