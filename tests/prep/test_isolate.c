@@ -317,6 +317,16 @@ KT_CASE(worker_bad_input)
     KT_REQUIRE(run_kiln(NULL, NULL, (const char *[]){"__worker", NULL}, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
     KT_CHECK_EQ(r->err[0], '\0');
+    /* --timeout-ms: only with --isolate, and above 0. */
+    KT_REQUIRE(run_kiln(NULL, NULL,
+                        (const char *[]){"prepare", "--timeout-ms", "5", "--no-vulkan", NULL},
+                        r) == 0);
+    KT_CHECK_EQ(exit_code(r), 2);
+    KT_CHECK(strstr(r->err, "--timeout-ms goes with --isolate") != NULL);
+    KT_REQUIRE(run_kiln(NULL, NULL,
+                        (const char *[]){"prepare", "--isolate", "--timeout-ms", "0", NULL},
+                        r) == 0);
+    KT_CHECK_EQ(exit_code(r), 2);
     /* Not a public command: not in the help. */
     KT_REQUIRE(run_kiln(NULL, NULL, (const char *[]){"--help", NULL}, r) == 0);
     KT_CHECK(strstr(r->out, "__worker") == NULL);
