@@ -348,7 +348,7 @@ KT_CASE(isolate_options_checked)
     o.source = &src;
     o.isolate = &iso;
     struct kiln_prepare_summary s;
-    kiln_log_set_level(KILN_LOG_ERROR + 0);
+    kiln_log_set_level(KILN_LOG_ERROR);
     KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
     KT_CHECK_EQ(file_size(cache), -1); /* refused before anything was made */
@@ -356,6 +356,88 @@ KT_CASE(isolate_options_checked)
     KT_CHECK(strcmp(kiln_errname(KILN_ETIMEDOUT), "KILN_ETIMEDOUT") == 0);
 }
 
+/* ---- an application's worker, through the library ------------------------ */
+
+static const char COMP[] = "#version 450\n"
+                           "layout(local_size_x = 1) in;\n"
+                           "layout(set = 0, binding = 0) buffer B { uint data[]; };\n"
+                           "layout(push_constant) uniform P { uvec4 args; };\n"
+                           "void main() { data[0] = args.x; }\n";
+
+/* A compute program of the application's kind with `mode` as its state. */
+static void app_program(struct kiln_program *p, const char *name, const uint32_t *w, size_t n,
+                        uint32_t mode, size_t state_size)
+{
+    memset(p, 0, sizeof(*p));
+    static struct kiln_program_stage stages[8];
+    static unsigned used;
+    struct kiln_program_stage *st = &stages[used++];
+    st->src.stage = KILN_VK_STAGE_COMPUTE_BIT;
+    st->src.name = name;
+    st->words = (uint32_t *)(uintptr_t)w;
+    st->nwords = n;
+    p->name = (char *)(uintptr_t)name;
+    p->nstages = 1;
+    p->stages = st;
+    p->state_kind = KILN_STATE_APP;
+    p->state = calloc(1, state_size);
+    memcpy(p->state, &mode, 4);
+    p->state_size = state_size;
+}
+
+/*
+ * kiln_prepare through the library with isolate set and an application's
+ * own worker executable (isolate_app_worker.c) holding the builder: the
+ * built program is built, the skipped one skipped with the worker's
+ * reason, the failing one failed, the crashing one failed with its worker
+ * replaced, each counted under the application's kind.
+ */
+KT_CASE(app_builder_in_workers)
+{
+    need_vulkan();
+    struct kiln_glsl *g = NULL;
+    KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
+    struct kiln_source src = {
+        .stage = KILN_VK_STAGE_COMPUTE_BIT, .text = COMP, .size = strlen(COMP), .name = "comp"};
+    uint32_t *w = NULL;
+    size_t n = 0;
+    KT_REQUIRE_OK(kiln_translate(kiln_glsl_translator(g), &src, &w, &n));
+    /* The crashing one has the largest payload, so it is built first (the
+     * largest go first) and the others run on the worker that replaced it. */
+    struct kiln_program progs[4];
+    app_program(&progs[0], "app-built", w, n, 0, 4);
+    app_program(&progs[1], "app-skipped", w, n, 1, 4);
+    app_program(&progs[2], "app-failed", w, n, 2, 4);
+    app_program(&progs[3], "app-crashed", w, n, 3, 4096);
+    struct kiln_program_array arr = {.programs = progs, .count = 4, .stamp = 11};
+    struct kiln_program_source ps = kiln_program_source_array(&arr);
+    const char *argv[] = {KILN_APP_WORKER, NULL};
+    struct kiln_isolate_options iso = {.argv = argv, .workers = 1};
+    char cache[4200];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.source = &ps;
+    o.jobs = 1;
+    o.isolate = &iso;
+    struct kiln_prepare_summary s;
+    kiln_log_set_level(KILN_LOG_ERROR); /* the expected failures are not news */
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    kiln_log_set_level(KILN_LOG_WARN);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_APP].built, 1);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_APP].skipped, 1);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_APP].failed, 2);
+    KT_CHECK(strstr(s.kinds[KILN_STATE_APP].skip_reason, "app: mode 1 not offered here") != NULL);
+    KT_CHECK_EQ(s.pipelines_built, 1);
+    KT_CHECK_EQ(s.pipelines_failed, 2);
+    KT_CHECK_EQ(s.pipelines_skipped, 1);
+    for (int i = 0; i < 4; i++)
+        free(progs[i].state);
+    kiln_words_free(w);
+    kiln_glsl_destroy(g);
+}
+
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash), KT_ENTRY(worker_abort),
         KT_ENTRY(worker_hang), KT_ENTRY(crash_without_isolation), KT_ENTRY(worker_bad_input),
-        KT_ENTRY(isolate_options_checked))
+        KT_ENTRY(isolate_options_checked), KT_ENTRY(app_builder_in_workers))
