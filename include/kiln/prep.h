@@ -399,8 +399,9 @@ struct kiln_kind_counts {
  * Isolation: driver compiles in worker processes.
  *
  * A driver that crashes or hangs in vkCreate*Pipelines takes the process
- * with it. With kiln_prepare_options.isolate set, kiln_prepare builds every
- * pipeline in worker processes instead: it starts the worker command (an
+ * with it. With kiln_prepare_options.isolate (kiln_start_options.isolate)
+ * set, kiln_prepare (kiln_warm_start) builds every pipeline in worker
+ * processes instead: it starts the worker command (an
  * executable that calls kiln_isolate_worker_main), one process per pool
  * thread, hands each a program's payload and waits for its answer up to a
  * time limit. A worker that dies, or passes the limit (it is killed), has
@@ -746,6 +747,7 @@ struct kiln_start_options {
     /* As in kiln_prepare_options. */
     const struct kiln_builder *builders;
     size_t nbuilders;
+    const struct kiln_isolate_options *isolate;
 };
 
 /* What kiln_warm_start did. Times are in nanoseconds. */

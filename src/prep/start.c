@@ -73,54 +73,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TICK_NS 100000000ull /* progress about ten times a second */
-
-const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
-{
-    switch (phase) {
-    case KILN_PREP_PHASE_TRANSLATE:
-        return "translate";
-    case KILN_PREP_PHASE_PIPELINES:
-        return "pipelines";
-    }
-    return "?";
-}
-
-void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
-                     enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,
-                     uint64_t *last_ns)
-{
-    if (!progress)
-        return;
-    uint64_t now = kiln_now_ns();
-    if (now - *last_ns < TICK_NS)
-        return;
-    *last_ns = now;
-    struct kiln_pool_progress pp;
-    kiln_pool_progress(pool, &pp);
-    uint64_t done = pp.done + pp.dropped - base;
-    progress(user, phase, done < total ? done : total, total);
-}
-
-int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
-                    enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user)
-{
-    if (!progress)
-        return kiln_pool_wait(pool);
-    for (;;) {
-        int64_t left = kiln_pool_wait_for(pool, TICK_NS);
-        if (left <= 0)
-            break;
-        struct kiln_pool_progress pp;
-        kiln_pool_progress(pool, &pp);
-        uint64_t done = pp.done + pp.dropped - base;
-        progress(user, phase, done < total ? done : total, total);
-    }
-    int rc = kiln_pool_wait(pool);
-    progress(user, phase, total, total);
-    return rc;
-}
-
 /* ---- the pipeline phase ---------------------------------------------------- */
 
 struct build_job {
@@ -629,6 +581,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     }
     if (kiln__prep_check_builders(o->builders, o->nbuilders, "warm start") < 0)
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    if (kiln__isolate_check(o->isolate, o->vk && o->on_pipeline) < 0)
+        return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
 
     /* Open by the index; a writer when it can be (see the top). */
     struct kiln_cache *cache = NULL;
@@ -756,7 +710,17 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                                  .progress_user = progress_user,
                                  .builders = o->builders,
                                  .nbuilders = o->nbuilders};
-    int64_t built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
+    int64_t built;
+    if (o->isolate) {
+        /* In worker processes; their pipeline caches are merged into vk's. */
+        struct kiln__isolate_run iso = {.iso = o->isolate,
+                                        .use_device_index = o->use_device_index,
+                                        .device = o->device,
+                                        .cache_dir = o->cache_dir};
+        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
+    } else {
+        built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
+    }
     s->pipelines_ns = kiln_now_ns() - t3;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     s->bad = atomic_load(&b.bad);

@@ -15,6 +15,7 @@
 #include "prep_fixture.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <spawn.h>
@@ -268,6 +269,42 @@ KT_CASE(worker_hang)
     free(r);
 }
 
+/* The warm start, isolated: records have no names there, so the fault
+ * names the victim as the start logs it, by its key. */
+KT_CASE(warm_start_worker_crash)
+{
+    need_faults();
+    need_vulkan();
+    char cache[4200], fault[128];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    struct kiln_program *p = NULL;
+    KT_REQUIRE_OK(kiln_generate_program(KILN_GENERATOR_DEFAULT_SEED, 5, &p));
+    KT_REQUIRE(strcmp(p->name, VICTIM) == 0);
+    struct kiln_key k;
+    KT_REQUIRE_OK(kiln_prep_program_key(p, &k));
+    kiln_program_destroy(p);
+    snprintf(fault, sizeof(fault), "crash:program %016" PRIx64 "%016" PRIx64, k.hi, k.lo);
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    KT_REQUIRE(run_kiln(NULL, NULL,
+                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", cache,
+                                         "--jobs", "2", "--no-vulkan", NULL},
+                        r) == 0);
+    KT_REQUIRE(exit_code(r) == 0);
+    KT_REQUIRE(run_kiln(fault, NULL,
+                        (const char *[]){"start", "--cache", cache, "--jobs", "2", "--isolate",
+                                         "--json", NULL},
+                        r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    KT_CHECK_EQ(json_int(r->out, "loaded"), NPROGRAMS);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK(strstr(r->err, fault + 6) != NULL && strstr(r->err, "SIGSEGV") != NULL);
+    if (kt_failures)
+        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
+    free(r);
+}
+
 /* The negative control: without isolation the same fault takes the whole
  * process down, and no pipelines.vkc is saved. */
 KT_CASE(crash_without_isolation)
@@ -439,5 +476,6 @@ KT_CASE(app_builder_in_workers)
 }
 
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash), KT_ENTRY(worker_abort),
-        KT_ENTRY(worker_hang), KT_ENTRY(crash_without_isolation), KT_ENTRY(worker_bad_input),
-        KT_ENTRY(isolate_options_checked), KT_ENTRY(app_builder_in_workers))
+        KT_ENTRY(worker_hang), KT_ENTRY(warm_start_worker_crash), KT_ENTRY(crash_without_isolation),
+        KT_ENTRY(worker_bad_input), KT_ENTRY(isolate_options_checked),
+        KT_ENTRY(app_builder_in_workers))

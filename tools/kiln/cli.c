@@ -13,6 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 
 int cli_cache_affinity_flag = -1;
 
@@ -740,4 +743,25 @@ void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t
         if (rows[i].name)
             printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
     printf("\n  peak memory %s\n", cli_format_bytes(b, sizeof(b), peak_rss));
+}
+
+int cli_isolate_worker(const char *name, struct kiln_isolate_options *iso)
+{
+    static char exe[CLI_PATH_MAX];
+    static const char *argv[] = {exe, "__worker", NULL};
+#ifdef _WIN32
+    DWORD n = GetModuleFileNameA(NULL, exe, (DWORD)sizeof(exe));
+    bool found = n > 0 && n < sizeof(exe);
+#else
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    bool found = n > 0;
+    if (found)
+        exe[n] = '\0';
+#endif
+    if (!found) {
+        cli_error(name, "cannot find this executable's path for the isolated workers");
+        return KILN_EXIT_FAILED;
+    }
+    iso->argv = argv;
+    return 0;
 }

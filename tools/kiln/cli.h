@@ -281,6 +281,14 @@ void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, u
 /* "off", "memory", "new", "loaded", "rejected". */
 const char *cli_vk_cache_state_name(enum kiln_vk_cache_state st);
 
+/*
+ * Points iso->argv at the isolated workers' command: this executable's
+ * path (/proc/self/exe; GetModuleFileName on Windows) and its private
+ * `__worker` command (cmd_worker.c). For --isolate of prepare and start.
+ * @return 0, or KILN_EXIT_FAILED after one error line naming `name`.
+ */
+int cli_isolate_worker(const char *name, struct kiln_isolate_options *iso);
+
 /* "none", "input", "cache", "vulkan", "other". */
 const char *cli_prep_step_name(enum kiln_prep_step step);
 

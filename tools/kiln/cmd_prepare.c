@@ -22,11 +22,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#ifdef _WIN32
-#include <windows.h>
-#else
-#include <unistd.h>
-#endif
 
 #define DEFAULT_CACHE_DIR "./kiln-cache"
 
@@ -122,22 +117,6 @@ struct prep_input {
     struct kiln_glsl *glsl;
     struct kiln_program_source src;
 };
-
-/* The path of this executable (the isolated workers run it as `kiln
- * __worker`). @return 0, or -1 when it cannot be found. */
-static int self_path(char *buf, size_t cap)
-{
-#ifdef _WIN32
-    DWORD n = GetModuleFileNameA(NULL, buf, (DWORD)cap);
-    return n > 0 && n < cap ? 0 : -1;
-#else
-    ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    return 0;
-#endif
-}
 
 static bool is_foz(const char *path)
 {
@@ -391,8 +370,6 @@ int cmd_prepare(int argc, char **argv)
     bool json = false, generate_given = false, isolate = false;
     struct kiln_isolate_options iso;
     memset(&iso, 0, sizeof(iso));
-    static char exe[CLI_PATH_MAX];
-    const char *worker_argv[] = {exe, "__worker", NULL};
     uint64_t v;
     int c;
     optind = 1;
@@ -486,11 +463,8 @@ int cmd_prepare(int argc, char **argv)
     if (iso.time_limit_ms && !isolate)
         return cli_usage_error(name, "--timeout-ms goes with --isolate");
     if (isolate) {
-        if (self_path(exe, sizeof(exe)) < 0) {
-            cli_error(name, "cannot find this executable's path for the workers");
+        if (cli_isolate_worker(name, &iso))
             return KILN_EXIT_FAILED;
-        }
-        iso.argv = worker_argv;
         o.isolate = &iso;
     }
 

@@ -23,7 +23,7 @@
 
 static const char help[] =
     "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
-    "       [--json]\n"
+    "       [--isolate] [--timeout-ms MS] [--json]\n"
     "\n"
     "The warm start: opens the program cache kiln prepare filled (by its index),\n"
     "loads every program in parallel, records their last use (for `kiln cache\n"
@@ -42,6 +42,10 @@ static const char help[] =
     "  --read-only     write nothing to the program cache (last use is not\n"
     "                  recorded; also what happens while another writer holds it)\n"
     "  --device N      the Vulkan device by index\n"
+    "  --isolate       build the pipelines in worker processes (one per job): a\n"
+    "                  driver that crashes or hangs fails that pipeline only\n"
+    "  --timeout-ms MS with --isolate: the most one pipeline may take (default\n"
+    "                  60000); a worker past it is killed\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -132,10 +136,13 @@ int cmd_start(int argc, char **argv)
         {"cache", required_argument, NULL, 'C'},  {"jobs", required_argument, NULL, 'j'},
         {"no-vulkan", no_argument, NULL, 'V'},    {"read-only", no_argument, NULL, 'R'},
         {"device", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'J'},
+        {"isolate", no_argument, NULL, 'I'},      {"timeout-ms", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
-    bool json = false;
+    struct kiln_isolate_options iso = {.argv = NULL};
+    bool json = false, isolate = false;
+    uint64_t v;
     int c;
     optind = 1;
     opterr = 0;
@@ -162,6 +169,14 @@ int cmd_start(int argc, char **argv)
         case 'J':
             json = true;
             break;
+        case 'I':
+            isolate = true;
+            break;
+        case 'T':
+            if (cli_parse_u64(name, "--timeout-ms", optarg, 1, UINT32_MAX, false, &v))
+                return KILN_EXIT_USAGE;
+            iso.time_limit_ms = (unsigned)v;
+            break;
         case 'h':
             printf(help, name);
             return KILN_EXIT_OK;
@@ -171,6 +186,13 @@ int cmd_start(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
+    if (iso.time_limit_ms && !isolate)
+        return cli_usage_error(name, "--timeout-ms goes with --isolate");
+    if (isolate) {
+        if (cli_isolate_worker(name, &iso))
+            return KILN_EXIT_FAILED;
+        o.isolate = &iso;
+    }
 
     int rc = cli_apply_cache_affinity(name);
     if (rc)

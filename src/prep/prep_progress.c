@@ -1,0 +1,62 @@
+/*
+ * prep_progress.c - the progress of a preparation's or a warm start's
+ * phases, shared by every pipeline phase (in one process, start.c, or in
+ * worker processes, isolate.c) and by the translate phase (prepare.c).
+ *
+ * Invariant: progress is reported from the caller's thread only. Workers
+ * never call the progress callback; the caller polls the pool's counters
+ * (kiln__prep_tick while it submits, kiln__prep_wait until the pool is
+ * done), at most about ten times a second, so the callback needs no lock.
+ */
+#include "kiln_internal.h"
+#include "prep_internal.h"
+
+#include "kiln/pool.h"
+
+#define TICK_NS 100000000ull /* progress about ten times a second */
+
+const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
+{
+    switch (phase) {
+    case KILN_PREP_PHASE_TRANSLATE:
+        return "translate";
+    case KILN_PREP_PHASE_PIPELINES:
+        return "pipelines";
+    }
+    return "?";
+}
+
+void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
+                     enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,
+                     uint64_t *last_ns)
+{
+    if (!progress)
+        return;
+    uint64_t now = kiln_now_ns();
+    if (now - *last_ns < TICK_NS)
+        return;
+    *last_ns = now;
+    struct kiln_pool_progress pp;
+    kiln_pool_progress(pool, &pp);
+    uint64_t done = pp.done + pp.dropped - base;
+    progress(user, phase, done < total ? done : total, total);
+}
+
+int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
+                    enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user)
+{
+    if (!progress)
+        return kiln_pool_wait(pool);
+    for (;;) {
+        int64_t left = kiln_pool_wait_for(pool, TICK_NS);
+        if (left <= 0)
+            break;
+        struct kiln_pool_progress pp;
+        kiln_pool_progress(pool, &pp);
+        uint64_t done = pp.done + pp.dropped - base;
+        progress(user, phase, done < total ? done : total, total);
+    }
+    int rc = kiln_pool_wait(pool);
+    progress(user, phase, total, total);
+    return rc;
+}
