@@ -31,6 +31,13 @@
  *   worker's pipeline cache goes to the driver only when its header names
  *   this device and driver (its pipelineCacheUUID), as pipelines.vkc does.
  *
+ * - The run's memory budget and priority reach the workers: each worker's
+ *   pid is registered with the budget (kiln__budget_add_pid) for its whole
+ *   life, so the pool holds jobs back by kiln's and its workers' resident
+ *   memory together; and a worker is started from a pool thread, whose
+ *   background priority (nice, SCHED_IDLE, the idle I/O class) a child
+ *   inherits. A cancelled run hands no more programs to the workers.
+ *
  * - What workers compiled reaches pipelines.vkc: at the end each worker
  *   sends its pipeline cache's data, merged into the parent's
  *   (vkMergePipelineCaches) on the caller's thread after the pool has
@@ -196,20 +203,21 @@ struct iso_job {
     struct kiln__prep_item *item;
 };
 
-/*
- * MEMORY BUDGET (issue 15 item 2, branch `ledger`): a worker's resident
- * memory counts toward the pool's budget once its pid is registered.
- * When kiln__budget_add_pid / kiln__budget_remove_pid (kiln_internal.h)
- * are on main, these two call them; until then they do nothing.
- */
+/* A worker's resident memory counts toward the pool's memory budget while
+ * its pid is registered (kiln__budget_add_pid, src/pool/budget.c): from
+ * its start until it has been reaped. A worker that cannot be registered
+ * (the table is full) still runs, uncounted: one info line says so. */
 static void budget_add(const struct kiln__iso_proc *p)
 {
-    (void)p; /* kiln__budget_add_pid(kiln__iso_pid(p)); */
+    long pid = kiln__iso_pid(p);
+    if (pid > 0 && kiln__budget_add_pid(pid) < 0)
+        KILN_INFO("prep", "worker %ld: not counted in the memory budget (too many processes)", pid);
 }
 
 static void budget_remove(long pid)
 {
-    (void)pid; /* kiln__budget_remove_pid(pid); */
+    if (pid > 0)
+        kiln__budget_remove_pid(pid);
 }
 
 /* Ends a slot's worker (see kiln__iso_end) and unregisters it. */
@@ -395,6 +403,12 @@ static int iso_build_one(void *arg, unsigned worker)
     struct iso *iso = j->iso;
     struct kiln__prep_item *it = j->item;
     struct slot *s = &iso->slots[worker];
+    /* Cancelled (kiln_prepare_options.cancel): not handed out, as in-process. */
+    if (kiln__prep_stopping(iso->b->cancel, iso->b->cancel_user, &iso->b->started)) {
+        atomic_store(&iso->b->stopped, true);
+        it->status = KILN_ECANCELED;
+        return KILN_OK;
+    }
     char hex[48];
     const char *name = it->name;
     if (!name) {
@@ -574,7 +588,7 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     int rc = iso.slots && jobs ? make_hello(&iso) : KILN_ENOMEM;
     struct kiln_pool *pool = NULL;
     if (rc == KILN_OK)
-        rc = kiln_pool_create(workers, 0, &pool);
+        rc = kiln__prep_pool(workers, b->memory_budget, b->background, &pool);
     if (rc < 0) {
         free(iso.slots);
         free(jobs);

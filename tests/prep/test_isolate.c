@@ -240,6 +240,38 @@ KT_CASE(worker_crash)
     crash_case("crash:" VICTIM, "SIGSEGV");
 }
 
+/* The build ledger records the crasher as failed on this driver: the next
+ * isolated run skips it (no driver compile at all, exit 0, one warning),
+ * and --retry-failed builds it again (the fault gone: built). */
+KT_CASE(crasher_skipped_then_retried)
+{
+    need_faults();
+    need_vulkan();
+    char cache[4200];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    KT_REQUIRE(prepare_isolated(cache, "crash:" VICTIM, NULL, r) == 0);
+    KT_REQUIRE(exit_code(r) == 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_REQUIRE(prepare_isolated(cache, NULL, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 0);
+    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK(strstr(r->err, "1 program failed to build on this driver before: skipped") != NULL);
+    const char *retry[] = {"prepare", "--generate", PROGRAMS, "--cache",        cache, "--jobs",
+                           "2",       "--isolate",  "--json", "--retry-failed", NULL};
+    KT_REQUIRE(run_kiln(NULL, NULL, retry, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), 1);
+    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    if (kt_failures)
+        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
+    free(r);
+}
+
 KT_CASE(worker_abort)
 {
     crash_case("abort:" VICTIM, "SIGABRT");
@@ -475,7 +507,8 @@ KT_CASE(app_builder_in_workers)
     kiln_glsl_destroy(g);
 }
 
-KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash), KT_ENTRY(worker_abort),
-        KT_ENTRY(worker_hang), KT_ENTRY(warm_start_worker_crash), KT_ENTRY(crash_without_isolation),
+KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
+        KT_ENTRY(crasher_skipped_then_retried), KT_ENTRY(worker_abort), KT_ENTRY(worker_hang),
+        KT_ENTRY(warm_start_worker_crash), KT_ENTRY(crash_without_isolation),
         KT_ENTRY(worker_bad_input), KT_ENTRY(isolate_options_checked),
         KT_ENTRY(app_builder_in_workers))
