@@ -544,6 +544,7 @@ int cmd_bench_prepare(int argc, char **argv)
     (void)b;
     (void)json;
     (void)seed_given;
+    (void)twice_n;
     cli_error(name, "not available on this platform (each measurement runs in a forked process)");
     return KILN_EXIT_FAILED;
 #else
