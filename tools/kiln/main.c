@@ -36,6 +36,7 @@ static const struct command commands[] = {
     {"bench", "pack", cmd_bench_pack, "SPIR-V packing: raw vs zstd -1 vs kiln's codec"},
     {"bench", "prepare", cmd_bench_prepare, "pipeline builds per thread count; module memory"},
     {"bench", "pages", cmd_bench_pages, "page-table run queries: byte scan vs summaries"},
+    {"bench", "replay", cmd_bench_replay, "Fossilize archives replayed per thread count"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,795 @@
+/*
+ * bench_replay.c - `kiln bench replay`: Fossilize archives replayed
+ * through kiln_prepare and the Fossilize builder at each thread count, with
+ * per-kind counts, builds per second and peak resident memory.
+ *
+ * Design. The archives are read once, in this process: every graphics,
+ * compute and ray-tracing pipeline of every archive becomes a program of
+ * state kind KILN_STATE_FOZ (kiln_foz_pipeline_program: the pipeline's
+ * closure as state, its modules' SPIR-V as stages), and a pipeline met
+ * again in another archive (the same key) is replayed once. Then each
+ * thread count runs in a child process of its own (fork), which:
+ *
+ * - turns the drivers' disk caches off (MESA_SHADER_CACHE_DISABLE,
+ *   __GL_SHADER_DISK_CACHE) and makes a Vulkan context whose
+ *   VkPipelineCache lives in memory only and starts empty, so every
+ *   pipeline is really compiled and no count finds another's work;
+ * - resets its resident high-water mark (Linux: "5" written to
+ *   /proc/self/clear_refs, then VmHWM read from /proc/self/status), so the
+ *   peak is this count's own and not the parent's or an earlier count's;
+ *   where that is not possible (another Unix) the peak is getrusage's, and
+ *   peak_rss_method says so;
+ * - runs kiln_prepare with `jobs` = the count over a fresh cache folder in
+ *   this run's private temporary folder, the array of programs as its
+ *   source and the Fossilize builder (kiln_foz_kiln_builder_create) as the
+ *   builder of kind KILN_STATE_FOZ, and reports through a pipe.
+ *
+ * The rate is pipelines built over the pipelines phase's time
+ * (kiln_prepare_summary.pipelines_ns); storing the programs first (the
+ * translate phase: SPIR-V validated, packed and stored) is not part of it.
+ * Per kind, built and skipped are the Fossilize builder's own counts; every
+ * other program of that kind failed somewhere (SPIR-V's validator refused
+ * a module before storing, or the build failed). The speedup is each
+ * count's rate over the rate at 1 thread.
+ *
+ * The children start as copies of this process (the programs in memory),
+ * so their resident memory shares that baseline: start_rss_bytes gives it.
+ * Windows has no fork and no resettable peak: the command says it is not
+ * available there, as `kiln bench prepare` does.
+ *
+ * The temporary folder is made with mkdtemp and holds only what this run
+ * wrote; it is removed at the end, also when a count failed.
+ */
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "cli.h"
+#include "commands.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef _WIN32
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+
+#define MAX_RUNS 32
+#define NKINDS   KILN_FOZ_KIND_COUNT
+
+static const char help[] =
+    "usage: %s [--threads LIST] [--device N] [--json] ARCHIVE.foz...\n"
+    "       %s --generate N [--seed S] [--keep-archive PATH] [--threads LIST] [--json]\n"
+    "\n"
+    "Replays every graphics, compute and ray-tracing pipeline of Fossilize\n"
+    "archives through kiln_prepare and the Fossilize builder, once per thread\n"
+    "count, each count in a process of its own with an empty pipeline cache\n"
+    "(every pipeline compiled), and prints per kind built / skipped / failed,\n"
+    "builds per second of the pipelines phase, the speedup over 1 thread and\n"
+    "the count's peak resident memory. A pipeline found in several archives\n"
+    "is replayed once.\n"
+    "\n"
+    "  --threads LIST  thread counts, comma-separated (default 1 and the\n"
+    "                  usable CPUs)\n"
+    "  --generate N    replay N programs of kiln's generator, written first as\n"
+    "                  an archive (kiln_foz_export), so any replayer can time\n"
+    "                  the same set\n"
+    "  --seed S        the generator's seed (default: a new one per run)\n"
+    "  --keep-archive PATH  keep the generated archive at PATH\n"
+    "  --device N      the Vulkan device by index\n"
+    "  --json          one JSON object on stdout\n"
+    "  --help          this text\n";
+
+static const char *const kind_names[NKINDS] = {"graphics", "compute", "raytracing"};
+
+/* The programs to replay: one per distinct pipeline of the archives. */
+struct replay_set {
+    struct kiln_program **owned; /* made by kiln_foz_pipeline_program */
+    uint8_t *kind;               /* enum kiln_foz_kind of each */
+    size_t n, cap;
+    struct kiln_program *arr; /* shallow copies of owned, for kiln_program_array */
+    size_t archives;
+    uint64_t met;        /* pipelines met in the archives */
+    uint64_t duplicates; /* met again (same key): replayed once */
+    uint64_t unreadable; /* no program could be made (an object or module missing) */
+    uint64_t per_kind[NKINDS];
+    uint64_t spirv_bytes; /* of the distinct programs */
+};
+
+struct bench {
+    const char *name;
+    bool use_device;
+    unsigned device;
+    const struct replay_set *set;
+    char tmp[CLI_PATH_MAX]; /* the private temporary folder */
+};
+
+/* What a child reports through its pipe. */
+struct run_result {
+    int rc;
+    int step; /* enum kiln_prep_step */
+    unsigned workers;
+    uint64_t built[NKINDS], skipped[NKINDS];
+    uint64_t built_total, skipped_total, failed_total; /* kiln's counts of kind FOZ */
+    uint64_t not_stored;                               /* programs kiln_prepare could not store */
+    uint64_t pipelines_ns;
+    uint64_t start_rss, peak_rss;
+    bool hwm_reset; /* the peak was reset at the start (clear_refs) */
+    char device[256];
+    char driver[256];
+    char skip_reason[160];
+};
+
+/* ---- reading the archives ------------------------------------------------ */
+
+static int set_add(struct replay_set *s, struct kiln_program *p, uint8_t kind)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        struct kiln_program **o = realloc(s->owned, cap * sizeof(*o));
+        if (!o)
+            return KILN_ENOMEM;
+        s->owned = o;
+        uint8_t *k = realloc(s->kind, cap);
+        if (!k)
+            return KILN_ENOMEM;
+        s->kind = k;
+        s->cap = cap;
+    }
+    s->owned[s->n] = p;
+    s->kind[s->n] = kind;
+    s->n++;
+    return KILN_OK;
+}
+
+static int kind_of_tag(uint64_t tag)
+{
+    switch (tag) {
+    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
+        return KILN_FOZ_KIND_GRAPHICS;
+    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
+        return KILN_FOZ_KIND_COMPUTE;
+    default:
+        return KILN_FOZ_KIND_RAYTRACING;
+    }
+}
+
+/* Reads one archive's pipelines into the set. @return 0, or the error
+ * (one line printed). */
+static int read_archive(const char *name, const char *path, struct replay_set *s)
+{
+    struct kiln_foz *foz = NULL;
+    int rc = kiln_foz_open(NULL, path, &foz);
+    if (rc < 0) {
+        cli_error(name, "%s: cannot read the archive: %s", path, kiln_strerror(rc));
+        return rc;
+    }
+    struct kiln_foz_index *idx = NULL;
+    rc = kiln_foz_index_create(foz, &idx);
+    kiln_foz_close(foz);
+    if (rc < 0) {
+        cli_error(name, "%s: cannot index the archive: %s", path, kiln_strerror(rc));
+        return rc;
+    }
+    const struct kiln_foz_pipeline_ref *refs = NULL;
+    size_t np = kiln_foz_index_pipelines(idx, &refs);
+    uint64_t unreadable = 0;
+    int first_error = 0;
+    for (size_t i = 0; i < np && rc == KILN_OK; i++) {
+        s->met++;
+        struct kiln_program *p = NULL;
+        int prc = kiln_foz_pipeline_program(idx, &refs[i], &p);
+        if (prc == KILN_ENOMEM) {
+            rc = prc;
+        } else if (prc < 0) {
+            unreadable++;
+            first_error = first_error ? first_error : prc;
+        } else {
+            rc = set_add(s, p, (uint8_t)kind_of_tag(refs[i].tag));
+            if (rc < 0)
+                kiln_program_destroy(p);
+        }
+    }
+    kiln_foz_index_destroy(idx);
+    if (rc < 0) {
+        cli_error(name, "%s: %s", path, kiln_strerror(rc));
+        return rc;
+    }
+    if (unreadable)
+        kiln_log(KILN_LOG_WARN, "bench", "%s: %" PRIu64 " of %zu pipelines left out: %s", path,
+                 unreadable, np, kiln_strerror(first_error));
+    s->unreadable += unreadable;
+    s->archives++;
+    return KILN_OK;
+}
+
+static int key_order(const void *x, const void *y)
+{
+    const struct kiln_program *a = *(struct kiln_program *const *)x;
+    const struct kiln_program *b = *(struct kiln_program *const *)y;
+    if (a->key.hi != b->key.hi)
+        return a->key.hi < b->key.hi ? -1 : 1;
+    if (a->key.lo != b->key.lo)
+        return a->key.lo < b->key.lo ? -1 : 1;
+    return 0;
+}
+
+struct order_ref {
+    struct kiln_program *p;
+    size_t pos;
+};
+
+static int ref_order(const void *x, const void *y)
+{
+    const struct order_ref *a = x, *b = y;
+    int c = key_order(&a->p, &b->p);
+    return c ? c : a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Drops every program whose key came earlier (the first archive's copy is
+ * kept), keeping the archives' order, and lays out the array. */
+static int dedupe(struct replay_set *s)
+{
+    struct order_ref *r = malloc((s->n ? s->n : 1) * sizeof(*r));
+    bool *drop = calloc(s->n ? s->n : 1, sizeof(*drop));
+    if (!r || !drop) {
+        free(r);
+        free(drop);
+        return KILN_ENOMEM;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        r[i] = (struct order_ref){.p = s->owned[i], .pos = i};
+    qsort(r, s->n, sizeof(*r), ref_order);
+    for (size_t i = 1; i < s->n; i++)
+        if (kiln_key_equal(r[i].p->key, r[i - 1].p->key))
+            drop[r[i].pos] = true;
+    free(r);
+    size_t out = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (drop[i]) {
+            kiln_program_destroy(s->owned[i]);
+            s->duplicates++;
+            continue;
+        }
+        s->owned[out] = s->owned[i];
+        s->kind[out] = s->kind[i];
+        out++;
+    }
+    free(drop);
+    s->n = out;
+    s->arr = calloc(s->n ? s->n : 1, sizeof(*s->arr));
+    if (!s->arr)
+        return KILN_ENOMEM;
+    for (size_t i = 0; i < s->n; i++) {
+        s->arr[i] = *s->owned[i];
+        s->per_kind[s->kind[i]]++;
+        s->spirv_bytes += kiln_program_spirv_bytes(s->owned[i]);
+    }
+    return KILN_OK;
+}
+
+static void set_free(struct replay_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        kiln_program_destroy(s->owned[i]);
+    free(s->owned);
+    free(s->kind);
+    free(s->arr);
+    memset(s, 0, sizeof(*s));
+}
+
+static int parse_threads(const char *name, const char *text, unsigned *list, unsigned *n)
+{
+    *n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
+        unsigned long v = strtoul(p, &end, 10);
+        if (v < 1 || v > 1024 || *n >= MAX_RUNS)
+            return cli_usage_error(
+                name, "--threads: %lu is out of range (1..1024, at most %d counts)", v, MAX_RUNS);
+        list[(*n)++] = (unsigned)v;
+        p = end;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
+    }
+    if (*n == 0)
+        return cli_usage_error(name, "--threads: empty list");
+    return 0;
+}
+
+#ifndef _WIN32
+
+/* ---- peak resident memory, per process ---------------------------------- */
+
+/* Resets this process's resident high-water mark to its resident set now
+ * (Linux 4.0 and later). @return whether it did. */
+static bool reset_peak(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+/* @return the field `key` ("VmHWM:") of /proc/self/status in bytes, or 0. */
+static uint64_t status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    uint64_t v = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, n) == 0) {
+            v = strtoull(line + n, NULL, 10) * 1024u;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+/* ---- one thread count, in a child ---------------------------------------- */
+
+static void child_run(const struct bench *b, unsigned threads, struct run_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    /* No driver disk cache: every build in this process compiles. */
+    setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
+    setenv("MESA_GLSL_CACHE_DISABLE", "true", 1);
+    setenv("__GL_SHADER_DISK_CACHE", "0", 1);
+    r->hwm_reset = reset_peak();
+    r->start_rss = kiln_rss_bytes();
+
+    /* A pipeline cache in memory only, empty: nothing compiled before. */
+    struct kiln_vk_options vo = {.use_device_index = b->use_device, .device = b->device};
+    struct kiln_vk *vk = NULL;
+    r->rc = kiln_vk_create(&vo, &vk);
+    if (r->rc < 0) {
+        r->step = KILN_PREP_STEP_VULKAN;
+        return;
+    }
+    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    snprintf(r->device, sizeof(r->device), "%s", vi->device_name);
+    snprintf(r->driver, sizeof(r->driver), "%s", vi->driver_info);
+
+    struct kiln_builder fb;
+    r->rc = kiln_foz_kiln_builder_create(NULL, &fb);
+    if (r->rc < 0) {
+        r->step = KILN_PREP_STEP_OTHER;
+        return;
+    }
+    struct kiln_program_array arr = {
+        .programs = b->set->arr, .count = b->set->n, .stamp = KILN_FOZ_STAMP};
+    struct kiln_program_source src = kiln_program_source_array(&arr);
+    char dir[CLI_PATH_MAX + 32];
+    snprintf(dir, sizeof(dir), "%s/cache-%ut", b->tmp, threads);
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = dir;
+    o.source = &src;
+    o.jobs = threads;
+    o.vk = vk;
+    o.builders = &fb;
+    o.nbuilders = 1;
+    struct kiln_prepare_summary s;
+    r->rc = kiln_prepare(&o, NULL, NULL, &s);
+    r->step = (int)s.step;
+    r->workers = s.workers;
+    r->not_stored = s.failed;
+    r->pipelines_ns = s.pipelines_ns;
+    const struct kiln_kind_counts *k = &s.kinds[KILN_STATE_FOZ];
+    r->built_total = k->built;
+    r->skipped_total = k->skipped;
+    r->failed_total = k->failed;
+    snprintf(r->skip_reason, sizeof(r->skip_reason), "%s", k->skip_reason);
+    struct kiln_foz_builder *fz = kiln_foz_kiln_builder_get(&fb);
+    if (fz) {
+        struct kiln_foz_builder_stats st;
+        kiln_foz_builder_stats(fz, &st);
+        for (int i = 0; i < NKINDS; i++) {
+            r->built[i] = st.built[i];
+            r->skipped[i] = st.skipped[i];
+        }
+    }
+    r->peak_rss = r->hwm_reset ? status_bytes("VmHWM:") : kiln_peak_rss_bytes();
+    if (r->peak_rss == 0)
+        r->peak_rss = kiln_peak_rss_bytes();
+    /* Nothing else to free: the process ends here. */
+}
+
+/* Forks a child for one thread count and reads its result. */
+static int measure(const struct bench *b, unsigned threads, struct run_result *r)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        cli_error(b->name, "pipe: %s", strerror(errno));
+        return KILN_EIO;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        cli_error(b->name, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return KILN_EIO;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        struct run_result res;
+        child_run(b, threads, &res);
+        const char *p = (const char *)&res;
+        size_t left = sizeof(res);
+        while (left) {
+            ssize_t w = write(fds[1], p, left);
+            if (w <= 0)
+                _exit(3);
+            p += w;
+            left -= (size_t)w;
+        }
+        _exit(0); /* no atexit work, no driver teardown: the numbers are sent */
+    }
+    close(fds[1]);
+    char *p = (char *)r;
+    size_t got = 0;
+    while (got < sizeof(*r)) {
+        ssize_t n = read(fds[0], p + got, sizeof(*r) - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != sizeof(*r)) {
+        cli_error(b->name, "the process replaying on %u thread%s died (%s %d) before reporting",
+                  threads, threads == 1 ? "" : "s", WIFSIGNALED(status) ? "signal" : "exit",
+                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        return KILN_EIO;
+    }
+    if (r->rc < 0) {
+        cli_error(b->name, "replaying on %u thread%s failed (%s step): %s", threads,
+                  threads == 1 ? "" : "s", cli_prep_step_name((enum kiln_prep_step)r->step),
+                  kiln_strerror(r->rc));
+        cli_note_code(r->rc);
+        return r->rc;
+    }
+    return KILN_OK;
+}
+
+/* ---- the private temporary folder ---------------------------------------- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
+}
+
+/* Removes the folder mkdtemp made and what this run wrote in it. */
+static int remove_tree(const char *dir)
+{
+    return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- the generated corpus ------------------------------------------------- */
+
+/*
+ * Generates `count` programs, prepares them into a cache under the private
+ * folder without Vulkan, and exports that cache as an archive. Needs
+ * kiln_foz_export (not in this build yet).
+ */
+static int make_generated_archive(const struct bench *b, uint32_t count, uint64_t seed,
+                                  const char *keep, char *archive, size_t cap)
+{
+    (void)count;
+    (void)seed;
+    snprintf(archive, cap, "%s", keep ? keep : "");
+    cli_error(b->name, "--generate: not yet: it needs kiln_foz_export, which this build lacks; "
+                       "replay an archive instead");
+    return KILN_ENOTSUP;
+}
+
+/* ---- the report ------------------------------------------------------------ */
+
+static double rate_of(const struct run_result *r)
+{
+    double s = (double)r->pipelines_ns / 1e9;
+    return s > 0 ? (double)r->built_total / s : 0;
+}
+
+static uint64_t failed_of(const struct replay_set *set, const struct run_result *r, int k)
+{
+    uint64_t done = r->built[k] + r->skipped[k];
+    return set->per_kind[k] > done ? set->per_kind[k] - done : 0;
+}
+
+static void print_json(const struct bench *b, const unsigned *list, unsigned nlist,
+                       const struct run_result *runs, double read_secs, const char *archive)
+{
+    const struct replay_set *s = b->set;
+    const struct run_result *one = NULL;
+    for (unsigned i = 0; i < nlist && !one; i++)
+        if (list[i] == 1)
+            one = &runs[i];
+    double rate1 = one ? rate_of(one) : 0;
+    struct cli_json j;
+    cli_json_begin(&j);
+    cli_json_str(&j, "device", runs[0].device);
+    cli_json_str(&j, "driver", runs[0].driver);
+    if (archive)
+        cli_json_str(&j, "archive", archive);
+    else
+        cli_json_null(&j, "archive");
+    cli_json_u64(&j, "archives", s->archives);
+    cli_json_u64(&j, "pipelines_met", s->met);
+    cli_json_u64(&j, "duplicates", s->duplicates);
+    cli_json_u64(&j, "unreadable", s->unreadable);
+    cli_json_u64(&j, "pipelines", s->n);
+    cli_json_object_begin(&j, "kinds");
+    for (int k = 0; k < NKINDS; k++)
+        cli_json_u64(&j, kind_names[k], s->per_kind[k]);
+    cli_json_object_end(&j);
+    cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
+    cli_json_str(&j, "peak_rss_method", runs[0].hwm_reset ? "clear_refs" : "getrusage");
+    cli_json_array_begin(&j, "threads");
+    for (unsigned i = 0; i < nlist; i++)
+        cli_json_u64(&j, NULL, list[i]);
+    cli_json_array_end(&j);
+    cli_json_array_begin(&j, "builds_per_s");
+    for (unsigned i = 0; i < nlist; i++)
+        cli_json_double(&j, NULL, rate_of(&runs[i]));
+    cli_json_array_end(&j);
+    cli_json_array_begin(&j, "speedup");
+    for (unsigned i = 0; i < nlist; i++)
+        if (one && rate1 > 0)
+            cli_json_double(&j, NULL, rate_of(&runs[i]) / rate1);
+        else
+            cli_json_null(&j, NULL);
+    cli_json_array_end(&j);
+    cli_json_array_begin(&j, "peak_rss_bytes");
+    for (unsigned i = 0; i < nlist; i++)
+        cli_json_u64(&j, NULL, runs[i].peak_rss);
+    cli_json_array_end(&j);
+    cli_json_array_begin(&j, "runs");
+    for (unsigned i = 0; i < nlist; i++) {
+        const struct run_result *r = &runs[i];
+        cli_json_object_begin(&j, NULL);
+        cli_json_u64(&j, "threads", list[i]);
+        cli_json_u64(&j, "workers", r->workers);
+        cli_json_u64(&j, "built", r->built_total);
+        cli_json_u64(&j, "skipped", r->skipped_total);
+        cli_json_u64(&j, "failed", s->n - r->built_total - r->skipped_total);
+        cli_json_u64(&j, "not_stored", r->not_stored);
+        for (int k = 0; k < NKINDS; k++) {
+            cli_json_object_begin(&j, kind_names[k]);
+            cli_json_u64(&j, "built", r->built[k]);
+            cli_json_u64(&j, "skipped", r->skipped[k]);
+            cli_json_u64(&j, "failed", failed_of(s, r, k));
+            cli_json_object_end(&j);
+        }
+        cli_json_str(&j, "skip_reason", r->skip_reason);
+        cli_json_double(&j, "builds_per_s", rate_of(r));
+        cli_json_u64(&j, "start_rss_bytes", r->start_rss);
+        cli_json_u64(&j, "peak_rss_bytes", r->peak_rss);
+        cli_json_object_end(&j);
+    }
+    cli_json_array_end(&j);
+    cli_json_object_begin(&j, "seconds");
+    cli_json_double(&j, "read", read_secs);
+    for (unsigned i = 0; i < nlist; i++) {
+        char phase[32];
+        snprintf(phase, sizeof(phase), "pipelines_%ut", list[i]);
+        cli_json_double(&j, phase, (double)runs[i].pipelines_ns / 1e9);
+    }
+    cli_json_object_end(&j);
+    cli_json_end(&j);
+}
+
+static void print_text(const struct bench *b, const unsigned *list, unsigned nlist,
+                       const struct run_result *runs, double read_secs, const char *archive)
+{
+    const struct replay_set *s = b->set;
+    double rate1 = 0;
+    for (unsigned i = 0; i < nlist && rate1 == 0; i++)
+        if (list[i] == 1)
+            rate1 = rate_of(&runs[i]);
+    printf("kiln bench replay: %zu pipelines (%" PRIu64 " graphics, %" PRIu64 " compute, %" PRIu64
+           " ray tracing) from %zu archive%s on %s (%s)\n",
+           s->n, s->per_kind[0], s->per_kind[1], s->per_kind[2], s->archives,
+           s->archives == 1 ? "" : "s", runs[0].device, runs[0].driver);
+    if (archive)
+        printf("  the generated archive: %s\n", archive);
+    printf("  %" PRIu64 " met, %" PRIu64 " duplicates replayed once, %" PRIu64
+           " left out (unreadable); read in %.2f s\n",
+           s->met, s->duplicates, s->unreadable, read_secs);
+    printf("  a fresh process and empty pipeline cache per count; peak memory per count (%s)\n\n",
+           runs[0].hwm_reset ? "VmHWM reset by clear_refs" : "getrusage");
+    printf("  %7s %10s %12s %8s %12s   %-14s %-14s %s\n", "threads", "builds/s", "pipelines s",
+           "speedup", "peak MiB", "graphics b/s/f", "compute b/s/f", "ray tr. b/s/f");
+    for (unsigned i = 0; i < nlist; i++) {
+        const struct run_result *r = &runs[i];
+        char kinds[NKINDS][48];
+        for (int k = 0; k < NKINDS; k++)
+            snprintf(kinds[k], sizeof(kinds[k]), "%" PRIu64 "/%" PRIu64 "/%" PRIu64, r->built[k],
+                     r->skipped[k], failed_of(s, r, k));
+        char speed[16] = "-";
+        if (rate1 > 0)
+            snprintf(speed, sizeof(speed), "%.2fx", rate_of(r) / rate1);
+        printf("  %7u %10.1f %12.3f %8s %12.1f   %-14s %-14s %s\n", list[i], rate_of(r),
+               (double)r->pipelines_ns / 1e9, speed, (double)r->peak_rss / (1024.0 * 1024.0),
+               kinds[0], kinds[1], kinds[2]);
+    }
+    for (unsigned i = 0; i < nlist; i++)
+        if (runs[i].skip_reason[0]) {
+            printf("\n  first skip: %s\n", runs[i].skip_reason);
+            break;
+        }
+    if (runs[0].not_stored)
+        printf("  %" PRIu64 " programs not stored (a module refused by SPIR-V's validator; "
+               "logged above)\n",
+               runs[0].not_stored);
+}
+
+#endif /* !_WIN32 */
+
+int cmd_bench_replay(int argc, char **argv)
+{
+    const char *name = argv[0];
+    static const struct option longopts[] = {
+        {"threads", required_argument, NULL, 't'}, {"generate", required_argument, NULL, 'g'},
+        {"seed", required_argument, NULL, 's'},    {"keep-archive", required_argument, NULL, 'k'},
+        {"device", required_argument, NULL, 'd'},  {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    struct bench b = {.name = name};
+    unsigned list[MAX_RUNS];
+    unsigned nlist = 0;
+    uint32_t generate = 0;
+    uint64_t seed = 0, v;
+    const char *keep = NULL;
+    bool json = false, seed_given = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            if (parse_threads(name, optarg, list, &nlist))
+                return KILN_EXIT_USAGE;
+            break;
+        case 'g':
+            if (cli_parse_u64(name, "--generate", optarg, 1, 1000000, false, &v))
+                return KILN_EXIT_USAGE;
+            generate = (uint32_t)v;
+            break;
+        case 's':
+            if (cli_parse_seed(name, optarg, &seed))
+                return KILN_EXIT_USAGE;
+            seed_given = true;
+            break;
+        case 'k':
+            CLI_TRY(cli_check_path(name, "--keep-archive", optarg));
+            keep = optarg;
+            break;
+        case 'd':
+            if (cli_parse_device(name, optarg, &b.use_device, &b.device))
+                return KILN_EXIT_USAGE;
+            break;
+        case 'J':
+            json = true;
+            break;
+        case 'h':
+            printf(help, name, name);
+            return KILN_EXIT_OK;
+        default:
+            return cli_option_error(name, c, argv);
+        }
+    }
+    if (generate && optind < argc)
+        return cli_usage_error(name, "--generate and archives exclude each other");
+    if (!generate && optind >= argc)
+        return cli_usage_error(name, "expected archives (ARCHIVE.foz...) or --generate N");
+    if (!generate && (keep || seed_given))
+        return cli_usage_error(name, "%s needs --generate", keep ? "--keep-archive" : "--seed");
+#ifdef _WIN32
+    (void)json;
+    (void)list;
+    (void)nlist;
+    (void)seed;
+    cli_error(name, "not available on this platform (each thread count runs in a forked process "
+                    "whose peak memory is reset)");
+    return KILN_EXIT_FAILED;
+#else
+    CLI_TRY(cli_apply_cache_affinity(name));
+    if (nlist == 0) {
+        struct kiln_pool_machine m;
+        kiln_pool_probe(NULL, NULL, &m);
+        struct kiln_pool_limits none = {0};
+        struct kiln_pool_plan plan;
+        kiln_pool_policy(&m, &none, &plan);
+        list[nlist++] = 1;
+        if (plan.cpus > 1)
+            list[nlist++] = plan.cpus;
+    }
+    if (generate && !seed_given && kiln_random_bytes(&seed, sizeof(seed)) < 0)
+        seed = kiln_now_ns();
+
+    const char *base = getenv("TMPDIR");
+    snprintf(b.tmp, sizeof(b.tmp), "%s/kiln-bench-replay-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(b.tmp)) {
+        cli_error(name, "%s: cannot make the temporary folder: %s", b.tmp, strerror(errno));
+        return KILN_EXIT_FAILED;
+    }
+
+    int ex = KILN_EXIT_OK;
+    struct replay_set set = {0};
+    b.set = &set;
+    char archive[CLI_PATH_MAX + 32] = "";
+    uint64_t t0 = kiln_now_ns();
+    if (generate) {
+        int rc = make_generated_archive(&b, generate, seed, keep, archive, sizeof(archive));
+        if (rc < 0)
+            ex = cli_exit_for(rc) == KILN_EXIT_USAGE ? KILN_EXIT_USAGE : KILN_EXIT_FAILED;
+        else if (!json)
+            fprintf(stderr, "the generated archive: %s\n", archive);
+        if (rc >= 0 && read_archive(name, archive, &set) < 0)
+            ex = KILN_EXIT_FAILED;
+    } else {
+        for (int i = optind; i < argc && ex == KILN_EXIT_OK; i++) {
+            int rc = read_archive(name, argv[i], &set);
+            if (rc < 0)
+                ex = cli_exit_for(rc);
+        }
+    }
+    if (ex == KILN_EXIT_OK && dedupe(&set) < 0) {
+        cli_error(name, "out of memory");
+        ex = KILN_EXIT_FAILED;
+    }
+    if (ex == KILN_EXIT_OK && set.n == 0) {
+        cli_error(name, "no pipelines in the archives");
+        ex = KILN_EXIT_USAGE;
+    }
+    double read_secs = cli_seconds(t0, kiln_now_ns());
+
+    struct run_result runs[MAX_RUNS];
+    for (unsigned i = 0; i < nlist && ex == KILN_EXIT_OK; i++) {
+        if (!json)
+            fprintf(stderr, "replaying %zu pipelines on %u thread%s...\n", set.n, list[i],
+                    list[i] == 1 ? "" : "s");
+        if (measure(&b, list[i], &runs[i]) < 0)
+            ex = KILN_EXIT_FAILED;
+    }
+    if (ex == KILN_EXIT_OK) {
+        if (json)
+            print_json(&b, list, nlist, runs, read_secs, generate ? archive : NULL);
+        else
+            print_text(&b, list, nlist, runs, read_secs, generate ? archive : NULL);
+    }
+    set_free(&set);
+    if (remove_tree(b.tmp) != 0) {
+        cli_error(name, "%s: could not remove the temporary folder: %s", b.tmp, strerror(errno));
+        if (ex == KILN_EXIT_OK)
+            ex = KILN_EXIT_FAILED;
+    }
+    return ex;
+#endif
+}
