@@ -79,6 +79,7 @@ run ok bench store --records 20 --mean-kb 1
 run ok bench pages --rounds 1 --ranges 16
 run any bench pack --generated 20 --rounds 1
 run any bench prepare --programs 2 --threads 1 --memory-programs 1
+run any bench replay --threads 1 "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"
@@ -96,6 +97,8 @@ run fail bench store --records 0
 run fail bench pages --rounds 0
 run fail bench pack --rounds 0
 run fail bench prepare --bogus
+run fail bench replay "$W/missing.foz"
+run fail bench replay --threads 0 "$foz"
 run fail nosuchcommand
 run fail cache
 run fail cache nosuchcommand
@@ -116,7 +119,7 @@ passed=$((passed + 3))
 # beside --json.
 for words in "" cache import bench "cache stats" "cache check" "cache repack" "cache prune" \
     "cache compact" "cache merge" "import foz" topo prepare start "bench store" "bench pack" \
-    "bench prepare" "bench pages"; do
+    "bench prepare" "bench pages" "bench replay"; do
     # shellcheck disable=SC2086 # the words are meant to split
     if ! "$kiln" $words --help >"$W/out" 2>"$W/err"; then
         fail "kiln $words --help: exit $?"

@@ -1,0 +1,265 @@
+/*
+ * test_bench_replay_cli.c - `kiln bench replay` as a user runs it: the
+ * built kiln binary, spawned, its exit code and the counts of its --json
+ * output. Timings are printed by the bench and never asserted here.
+ *
+ * The archive every machine has is the committed fuzz seed triangle.foz (a
+ * real capture: one graphics pipeline); with the shared corpus, four of its
+ * archives run alone and together show that a pipeline found in several
+ * archives is replayed once and that every program is accounted for.
+ * Under AddressSanitizer the spawned runs get detect_leaks=0, as in
+ * test_prepare_cli.c (the loader unloads the driver, so its leaks can no
+ * longer be matched by tests/support/lsan.supp).
+ */
+#include "kiln_test.h"
+#include "prep_fixture.h"
+
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct out {
+    char text[1 << 17];
+    size_t len;
+};
+
+/* Runs kiln with `args` (NULL-terminated), stdout into *o, stderr to
+ * /dev/null. @return the exit code, or -1. */
+static int run_kiln(struct out *o, const char *const *args)
+{
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = KILN_CLI;
+    for (size_t i = 0; args[i] && n < 63; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+
+    size_t ne = 0;
+    while (environ[ne])
+        ne++;
+    char **env = calloc(ne + 2, sizeof(*env));
+    if (!env)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0)
+            env[k++] = environ[i];
+    static char asan[] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
+    env[k++] = asan;
+    env[k] = NULL;
+
+    int fds[2];
+    if (pipe(fds) != 0) {
+        free(env);
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int rc = posix_spawn(&pid, KILN_CLI, &fa, NULL, (char *const *)(uintptr_t)argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fds[1]);
+    o->len = 0;
+    if (rc != 0) {
+        close(fds[0]);
+        kt_fail(__FILE__, __LINE__, "cannot run %s: %s", KILN_CLI, strerror(rc));
+        return -1;
+    }
+    for (;;) {
+        ssize_t r = read(fds[0], o->text + o->len, sizeof(o->text) - 1 - o->len);
+        if (r <= 0)
+            break;
+        o->len += (size_t)r;
+    }
+    o->text[o->len] = '\0';
+    close(fds[0]);
+    int status;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    if (!WIFEXITED(status)) {
+        kt_fail(__FILE__, __LINE__, "kiln died (signal %d)", WTERMSIG(status));
+        return -1;
+    }
+    return WEXITSTATUS(status);
+}
+
+static struct json_object *field(struct json_object *j, const char *key)
+{
+    struct json_object *v = NULL;
+    if (!j || !json_object_object_get_ex(j, key, &v))
+        kt_fail(__FILE__, __LINE__, "no field '%s' in the JSON", key);
+    return v;
+}
+
+static int64_t num(struct json_object *j, const char *key)
+{
+    struct json_object *v = field(j, key);
+    return v ? json_object_get_int64(v) : -1;
+}
+
+static const char *const kinds[] = {"graphics", "compute", "raytracing"};
+
+/*
+ * Checks what every successful report must hold: the thread counts asked
+ * for, one run each, every program of every kind built, skipped or failed,
+ * and a failure only where kiln_prepare refused to store the program (no
+ * build fails on these archives).
+ */
+static void check_report(struct json_object *j, const unsigned *threads, size_t nthreads)
+{
+    KT_REQUIRE(j != NULL);
+    KT_CHECK(json_object_get_boolean(field(j, "ok")));
+    int64_t pipelines = num(j, "pipelines");
+    KT_CHECK(pipelines > 0);
+    KT_CHECK_EQ(num(j, "pipelines_met"), pipelines + num(j, "duplicates") + num(j, "unreadable"));
+    struct json_object *jk = field(j, "kinds");
+    int64_t per_kind[3];
+    int64_t sum = 0;
+    for (size_t k = 0; k < 3; k++)
+        sum += per_kind[k] = num(jk, kinds[k]);
+    KT_CHECK_EQ(sum, pipelines);
+    struct json_object *runs = field(j, "runs");
+    KT_REQUIRE(runs && json_object_array_length(runs) == nthreads);
+    KT_CHECK_EQ(json_object_array_length(field(j, "builds_per_s")), nthreads);
+    KT_CHECK_EQ(json_object_array_length(field(j, "peak_rss_bytes")), nthreads);
+    struct json_object *speedup = field(j, "speedup");
+    KT_REQUIRE(speedup && json_object_array_length(speedup) == nthreads);
+    struct json_object *secs = field(j, "seconds");
+    KT_CHECK(json_object_object_get_ex(secs, "read", NULL));
+    for (size_t i = 0; i < nthreads; i++) {
+        struct json_object *r = json_object_array_get_idx(runs, i);
+        KT_CHECK_EQ(num(r, "threads"), threads[i]);
+        KT_CHECK_EQ(num(r, "workers"), threads[i]);
+        int64_t built = num(r, "built"), skipped = num(r, "skipped"), failed = num(r, "failed");
+        KT_CHECK_EQ(built + skipped + failed, pipelines);
+        KT_CHECK(built > 0);
+        KT_CHECK_EQ(failed, num(r, "not_stored"));
+        int64_t kb = 0, ks = 0;
+        for (size_t k = 0; k < 3; k++) {
+            struct json_object *c = field(r, kinds[k]);
+            KT_CHECK_EQ(num(c, "built") + num(c, "skipped") + num(c, "failed"), per_kind[k]);
+            kb += num(c, "built");
+            ks += num(c, "skipped");
+        }
+        KT_CHECK_EQ(kb, built);
+        KT_CHECK_EQ(ks, skipped);
+        /* The peak is this count's own process's: above what it started at. */
+        KT_CHECK(num(r, "peak_rss_bytes") > num(r, "start_rss_bytes"));
+        char phase[32];
+        snprintf(phase, sizeof(phase), "pipelines_%ut", threads[i]);
+        KT_CHECK(json_object_object_get_ex(secs, phase, NULL));
+        /* A speedup is there exactly when 1 thread was measured. */
+        KT_CHECK_EQ(json_object_is_type(json_object_array_get_idx(speedup, i), json_type_null),
+                    threads[0] != 1);
+    }
+}
+
+/* Skips the case (exit 77) when the machine has no Vulkan. */
+static void need_vulkan(void)
+{
+    struct kiln_vk *vk = pf_vk(NULL);
+    kiln_vk_destroy(vk);
+}
+
+/* ---- cases ------------------------------------------------------------------ */
+
+KT_CASE(usage)
+{
+    struct out o;
+    const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
+    const char *bad = KILN_SOURCE_DIR "/fuzz/corpus/foz/bad-magic.foz";
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--help", NULL}), 0);
+    KT_CHECK(strstr(o.text, "usage:") != NULL);
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", NULL}), 2);
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "0", tri, NULL}), 2);
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1,x", tri, NULL}),
+                2);
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--generate", "3", tri, NULL}), 2);
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--seed", "1", tri, NULL}), 2);
+    KT_CHECK_EQ(o.len, 0); /* errors go to stderr */
+    /* A file that is not an archive, and one that is not there: bad input. */
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", bad, NULL}), 2);
+    KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--json", "/nowhere/x.foz", NULL}),
+                2);
+    struct json_object *j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK(!json_object_get_boolean(field(j, "ok")));
+    json_object_put(j);
+}
+
+/* The committed archive at 1 and 2 threads: its one graphics pipeline built
+ * in each count's run. */
+KT_CASE(triangle_json)
+{
+    need_vulkan();
+    struct out o;
+    const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1,2", "--json", tri,
+                                             NULL}) == 0);
+    struct json_object *j = json_tokener_parse(o.text);
+    static const unsigned threads[] = {1, 2};
+    check_report(j, threads, 2);
+    KT_CHECK_EQ(num(j, "archives"), 1);
+    KT_CHECK_EQ(num(j, "pipelines"), 1);
+    KT_CHECK_EQ(num(field(j, "kinds"), "graphics"), 1);
+    struct json_object *runs = field(j, "runs");
+    for (size_t i = 0; i < 2; i++) {
+        struct json_object *r = json_object_array_get_idx(runs, i);
+        KT_CHECK_EQ(num(field(r, "graphics"), "built"), 1);
+        KT_CHECK_EQ(num(r, "failed"), 0);
+    }
+    KT_CHECK(json_object_is_type(field(j, "archive"), json_type_null));
+    json_object_put(j);
+}
+
+/* Corpus archives alone and together: a pipeline two archives hold is
+ * replayed once, and every pipeline met is counted somewhere. gears holds a
+ * vertex module SPIR-V's validator refuses (docs/foz.md): failed, never built. */
+KT_CASE(corpus_dedupe)
+{
+    kt_require_corpus("foz/sascha-willems");
+    need_vulkan();
+    static const char *const names[] = {"triangle", "bloom", "gears", "computecloth"};
+    char paths[4][4096];
+    const char *args[16] = {"bench", "replay", "--threads", "2", "--json"};
+    size_t na = 5;
+    int64_t met = 0, alone = 0;
+    static const unsigned two[] = {2};
+    for (size_t a = 0; a < 4; a++) {
+        snprintf(paths[a], sizeof(paths[a]), "%s/foz/sascha-willems/%s.f93c6e96adcd7946.1.foz",
+                 kt_corpus_dir(), names[a]);
+        args[na++] = paths[a];
+        struct out o;
+        KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "2", "--json",
+                                                 paths[a], NULL}) == 0);
+        struct json_object *j = json_tokener_parse(o.text);
+        check_report(j, two, 1);
+        met += num(j, "pipelines_met");
+        alone += num(j, "pipelines");
+        json_object_put(j);
+    }
+    args[na] = NULL;
+    struct out o;
+    KT_REQUIRE(run_kiln(&o, args) == 0);
+    struct json_object *j = json_tokener_parse(o.text);
+    check_report(j, two, 1);
+    KT_CHECK_EQ(num(j, "archives"), 4);
+    KT_CHECK_EQ(num(j, "pipelines_met"), met);
+    KT_CHECK(num(j, "duplicates") > 0);
+    KT_CHECK(num(j, "pipelines") < alone);
+    struct json_object *r = json_object_array_get_idx(field(j, "runs"), 0);
+    KT_CHECK(num(field(r, "graphics"), "failed") >= 1);
+    KT_CHECK(num(field(r, "compute"), "built") >= 1);
+    json_object_put(j);
+}
+
+KT_MAIN(KT_ENTRY(usage), KT_ENTRY(triangle_json), KT_ENTRY(corpus_dedupe))
