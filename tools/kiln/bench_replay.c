@@ -87,8 +87,6 @@ static const char help[] =
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n";
 
-static const char *const kind_names[NKINDS] = {"graphics", "compute", "raytracing"};
-
 /* The programs to replay: one per distinct pipeline of the archives. */
 struct replay_set {
     struct kiln_program **owned; /* made by kiln_foz_pipeline_program */
@@ -126,6 +124,34 @@ struct run_result {
     char driver[256];
     char skip_reason[160];
 };
+
+static int parse_threads(const char *name, const char *text, unsigned *list, unsigned *n)
+{
+    *n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
+        unsigned long v = strtoul(p, &end, 10);
+        if (v < 1 || v > 1024 || *n >= MAX_RUNS)
+            return cli_usage_error(
+                name, "--threads: %lu is out of range (1..1024, at most %d counts)", v, MAX_RUNS);
+        list[(*n)++] = (unsigned)v;
+        p = end;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
+    }
+    if (*n == 0)
+        return cli_usage_error(name, "--threads: empty list");
+    return 0;
+}
+
+#ifndef _WIN32
+
+static const char *const kind_names[NKINDS] = {"graphics", "compute", "raytracing"};
 
 /* ---- reading the archives ------------------------------------------------ */
 
@@ -284,32 +310,6 @@ static void set_free(struct replay_set *s)
     free(s->arr);
     memset(s, 0, sizeof(*s));
 }
-
-static int parse_threads(const char *name, const char *text, unsigned *list, unsigned *n)
-{
-    *n = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        if (*p < '0' || *p > '9')
-            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
-        unsigned long v = strtoul(p, &end, 10);
-        if (v < 1 || v > 1024 || *n >= MAX_RUNS)
-            return cli_usage_error(
-                name, "--threads: %lu is out of range (1..1024, at most %d counts)", v, MAX_RUNS);
-        list[(*n)++] = (unsigned)v;
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
-    }
-    if (*n == 0)
-        return cli_usage_error(name, "--threads: empty list");
-    return 0;
-}
-
-#ifndef _WIN32
 
 /* ---- peak resident memory, per process ---------------------------------- */
 
