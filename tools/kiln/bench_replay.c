@@ -579,6 +579,7 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
         cli_json_u64(&j, "skipped", r->skipped_total);
         cli_json_u64(&j, "failed", s->n - r->built_total - r->skipped_total);
         cli_json_u64(&j, "not_stored", r->not_stored);
+        cli_json_u64(&j, "build_failed", r->failed_total);
         for (int k = 0; k < NKINDS; k++) {
             cli_json_object_begin(&j, kind_names[k]);
             cli_json_u64(&j, "built", r->built[k]);
