@@ -148,6 +148,8 @@ static void check_report(struct json_object *j, const unsigned *threads, size_t 
         KT_CHECK(built > 0);
         KT_CHECK_EQ(failed, num(r, "not_stored"));
         KT_CHECK_EQ(num(r, "build_failed"), 0);
+        /* A fresh cache folder: the ledger answers nothing, every build compiles. */
+        KT_CHECK_EQ(num(r, "driver_compiles"), built);
         int64_t kb = 0, ks = 0;
         for (size_t k = 0; k < 3; k++) {
             struct json_object *c = field(r, kinds[k]);
@@ -190,6 +192,10 @@ KT_CASE(usage)
                 2);
     KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--generate", "3", tri, NULL}), 2);
     KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", "--seed", "1", tri, NULL}), 2);
+    KT_CHECK_EQ(
+        run_kiln(&o, (const char *[]){"bench", "replay", "--memory-budget", "0", tri, NULL}), 2);
+    KT_CHECK_EQ(
+        run_kiln(&o, (const char *[]){"bench", "replay", "--memory-budget", "lots", tri, NULL}), 2);
     KT_CHECK_EQ(o.len, 0); /* errors go to stderr */
     /* A file that is not an archive, and one that is not there: bad input. */
     KT_CHECK_EQ(run_kiln(&o, (const char *[]){"bench", "replay", bad, NULL}), 2);
@@ -223,6 +229,34 @@ KT_CASE(triangle_json)
         KT_CHECK_EQ(num(r, "failed"), 0);
     }
     KT_CHECK(json_object_is_type(field(j, "archive"), json_type_null));
+    json_object_put(j);
+}
+
+/* --memory-budget: each count runs twice, plain and bounded, both
+ * reported in full; a budget far above the peak keeps every run within it. */
+KT_CASE(memory_budget_json)
+{
+    need_vulkan();
+    struct out o;
+    const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1", "--memory-budget",
+                                             "64G", "--json", tri, NULL}) == 0);
+    struct json_object *j = json_tokener_parse(o.text);
+    static const unsigned one[] = {1};
+    check_report(j, one, 1);
+    KT_CHECK_EQ(num(j, "memory_budget_bytes"), INT64_C(64) << 30);
+    struct json_object *bounded = field(j, "bounded_runs");
+    KT_REQUIRE(bounded && json_object_array_length(bounded) == 1);
+    struct json_object *r = json_object_array_get_idx(bounded, 0);
+    KT_CHECK_EQ(num(r, "built"), 1);
+    KT_CHECK_EQ(num(r, "driver_compiles"), 1);
+    KT_CHECK_EQ(num(r, "memory_budget_bytes"), INT64_C(64) << 30);
+    KT_CHECK(json_object_get_boolean(field(r, "within_budget")));
+    KT_CHECK_EQ(json_object_array_length(field(j, "bounded_vs_plain")), 1);
+    KT_CHECK(json_object_object_get_ex(field(j, "seconds"), "pipelines_1t_bounded", NULL));
+    /* The plain run has no budget. */
+    r = json_object_array_get_idx(field(j, "runs"), 0);
+    KT_CHECK(json_object_is_type(field(r, "memory_budget_bytes"), json_type_null));
     json_object_put(j);
 }
 
@@ -267,4 +301,5 @@ KT_CASE(corpus_dedupe)
     json_object_put(j);
 }
 
-KT_MAIN(KT_ENTRY(usage), KT_ENTRY(triangle_json), KT_ENTRY(corpus_dedupe))
+KT_MAIN(KT_ENTRY(usage), KT_ENTRY(triangle_json), KT_ENTRY(memory_budget_json),
+        KT_ENTRY(corpus_dedupe))

@@ -65,8 +65,8 @@
 #define NKINDS   KILN_FOZ_KIND_COUNT
 
 static const char help[] =
-    "usage: %s [--threads LIST] [--device N] [--json] ARCHIVE.foz...\n"
-    "       %s --generate N [--seed S] [--keep-archive PATH] [--threads LIST] [--json]\n"
+    "usage: %s [--threads LIST] [--memory-budget B] [--device N] [--json] ARCHIVE.foz...\n"
+    "       %s --generate N [--seed S] [--keep-archive PATH] [--threads LIST] ... [--json]\n"
     "\n"
     "Replays every graphics, compute and ray-tracing pipeline of Fossilize\n"
     "archives through kiln_prepare and the Fossilize builder, once per thread\n"
@@ -83,6 +83,9 @@ static const char help[] =
     "                  the same set\n"
     "  --seed S        the generator's seed (default: a new one per run)\n"
     "  --keep-archive PATH  keep the generated archive at PATH\n"
+    "  --memory-budget B  also run each count under a memory budget of B bytes\n"
+    "                  (suffixes K, M, G; kiln_prepare_options.memory_budget) and\n"
+    "                  print both peaks; the plain runs have no budget\n"
     "  --device N      the Vulkan device by index\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n";
@@ -105,6 +108,7 @@ struct bench {
     const char *name;
     bool use_device;
     unsigned device;
+    uint64_t budget; /* --memory-budget: the bounded run's budget; 0: no bounded run */
     const struct replay_set *set;
     char tmp[CLI_PATH_MAX]; /* the private temporary folder */
 };
@@ -118,6 +122,8 @@ struct run_result {
     uint64_t built_total, skipped_total, failed_total; /* kiln's counts of kind FOZ */
     uint64_t not_stored;                               /* programs kiln_prepare could not store */
     uint64_t pipelines_ns;
+    uint64_t driver_compiles; /* pipelines handed to the driver (the ledger answered none) */
+    uint64_t budget;          /* the budget the pools kept to (0: none) */
     uint64_t start_rss, peak_rss;
     bool hwm_reset; /* the peak was reset at the start (clear_refs) */
     char device[256];
@@ -345,7 +351,7 @@ static uint64_t status_bytes(const char *key)
 
 /* ---- one thread count, in a child ---------------------------------------- */
 
-static void child_run(const struct bench *b, unsigned threads, struct run_result *r)
+static void child_run(const struct bench *b, unsigned threads, bool variant, struct run_result *r)
 {
     memset(r, 0, sizeof(*r));
     /* No driver disk cache: every build in this process compiles. */
@@ -377,7 +383,7 @@ static void child_run(const struct bench *b, unsigned threads, struct run_result
         .programs = b->set->arr, .count = b->set->n, .stamp = KILN_FOZ_STAMP};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[CLI_PATH_MAX + 32];
-    snprintf(dir, sizeof(dir), "%s/cache-%ut", b->tmp, threads);
+    snprintf(dir, sizeof(dir), "%s/cache-%ut%s", b->tmp, threads, variant ? "-variant" : "");
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
     o.cache_dir = dir;
@@ -386,12 +392,16 @@ static void child_run(const struct bench *b, unsigned threads, struct run_result
     o.vk = vk;
     o.builders = &fb;
     o.nbuilders = 1;
+    /* The plain run has no budget; the variant the one asked for. */
+    o.memory_budget = variant && b->budget ? b->budget : UINT64_MAX;
     struct kiln_prepare_summary s;
     r->rc = kiln_prepare(&o, NULL, NULL, &s);
     r->step = (int)s.step;
     r->workers = s.workers;
     r->not_stored = s.failed;
     r->pipelines_ns = s.pipelines_ns;
+    r->driver_compiles = s.driver_compiles;
+    r->budget = s.memory_budget;
     const struct kiln_kind_counts *k = &s.kinds[KILN_STATE_FOZ];
     r->built_total = k->built;
     r->skipped_total = k->skipped;
@@ -413,7 +423,7 @@ static void child_run(const struct bench *b, unsigned threads, struct run_result
 }
 
 /* Forks a child for one thread count and reads its result. */
-static int measure(const struct bench *b, unsigned threads, struct run_result *r)
+static int measure(const struct bench *b, unsigned threads, bool variant, struct run_result *r)
 {
     int fds[2];
     if (pipe(fds) != 0) {
@@ -432,7 +442,7 @@ static int measure(const struct bench *b, unsigned threads, struct run_result *r
     if (pid == 0) {
         close(fds[0]);
         struct run_result res;
-        child_run(b, threads, &res);
+        child_run(b, threads, variant, &res);
         const char *p = (const char *)&res;
         size_t left = sizeof(res);
         while (left) {
@@ -522,15 +532,59 @@ static uint64_t failed_of(const struct replay_set *set, const struct run_result 
     return set->per_kind[k] > done ? set->per_kind[k] - done : 0;
 }
 
+/* The runs of one kind (plain or the variant), one per thread count. */
+struct series {
+    const char *prefix; /* "" for the plain runs, "bounded_" for the variant */
+    const struct run_result *runs;
+};
+
+/* @return the rate of the first run at 1 thread, or 0 when there is none. */
+static double rate_at_one(const unsigned *list, unsigned nlist, const struct run_result *runs)
+{
+    for (unsigned i = 0; i < nlist; i++)
+        if (list[i] == 1)
+            return rate_of(&runs[i]);
+    return 0;
+}
+
+static void json_run(struct cli_json *j, const struct replay_set *s, unsigned threads,
+                     const struct run_result *r, uint64_t budget)
+{
+    cli_json_object_begin(j, NULL);
+    cli_json_u64(j, "threads", threads);
+    cli_json_u64(j, "workers", r->workers);
+    cli_json_u64(j, "built", r->built_total);
+    cli_json_u64(j, "skipped", r->skipped_total);
+    cli_json_u64(j, "failed", s->n - r->built_total - r->skipped_total);
+    cli_json_u64(j, "not_stored", r->not_stored);
+    cli_json_u64(j, "build_failed", r->failed_total);
+    cli_json_u64(j, "driver_compiles", r->driver_compiles);
+    for (int k = 0; k < NKINDS; k++) {
+        cli_json_object_begin(j, kind_names[k]);
+        cli_json_u64(j, "built", r->built[k]);
+        cli_json_u64(j, "skipped", r->skipped[k]);
+        cli_json_u64(j, "failed", failed_of(s, r, k));
+        cli_json_object_end(j);
+    }
+    cli_json_str(j, "skip_reason", r->skip_reason);
+    cli_json_double(j, "builds_per_s", rate_of(r));
+    cli_json_u64(j, "start_rss_bytes", r->start_rss);
+    cli_json_u64(j, "peak_rss_bytes", r->peak_rss);
+    if (r->budget != 0 && r->budget != UINT64_MAX)
+        cli_json_u64(j, "memory_budget_bytes", r->budget);
+    else
+        cli_json_null(j, "memory_budget_bytes");
+    if (budget)
+        cli_json_bool(j, "within_budget", r->peak_rss <= budget);
+    cli_json_object_end(j);
+}
+
 static void print_json(const struct bench *b, const unsigned *list, unsigned nlist,
-                       const struct run_result *runs, double read_secs, const char *archive)
+                       const struct series *series, unsigned nseries, double read_secs,
+                       const char *archive)
 {
     const struct replay_set *s = b->set;
-    const struct run_result *one = NULL;
-    for (unsigned i = 0; i < nlist && !one; i++)
-        if (list[i] == 1)
-            one = &runs[i];
-    double rate1 = one ? rate_of(one) : 0;
+    const struct run_result *runs = series[0].runs;
     struct cli_json j;
     cli_json_begin(&j);
     cli_json_str(&j, "device", runs[0].device);
@@ -550,69 +604,92 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
     cli_json_object_end(&j);
     cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
     cli_json_str(&j, "peak_rss_method", runs[0].hwm_reset ? "clear_refs" : "getrusage");
+    if (b->budget)
+        cli_json_u64(&j, "memory_budget_bytes", b->budget);
+    else
+        cli_json_null(&j, "memory_budget_bytes");
     cli_json_array_begin(&j, "threads");
     for (unsigned i = 0; i < nlist; i++)
         cli_json_u64(&j, NULL, list[i]);
     cli_json_array_end(&j);
-    cli_json_array_begin(&j, "builds_per_s");
-    for (unsigned i = 0; i < nlist; i++)
-        cli_json_double(&j, NULL, rate_of(&runs[i]));
-    cli_json_array_end(&j);
-    cli_json_array_begin(&j, "speedup");
-    for (unsigned i = 0; i < nlist; i++)
-        if (one && rate1 > 0)
-            cli_json_double(&j, NULL, rate_of(&runs[i]) / rate1);
-        else
-            cli_json_null(&j, NULL);
-    cli_json_array_end(&j);
-    cli_json_array_begin(&j, "peak_rss_bytes");
-    for (unsigned i = 0; i < nlist; i++)
-        cli_json_u64(&j, NULL, runs[i].peak_rss);
-    cli_json_array_end(&j);
-    cli_json_array_begin(&j, "runs");
-    for (unsigned i = 0; i < nlist; i++) {
-        const struct run_result *r = &runs[i];
-        cli_json_object_begin(&j, NULL);
-        cli_json_u64(&j, "threads", list[i]);
-        cli_json_u64(&j, "workers", r->workers);
-        cli_json_u64(&j, "built", r->built_total);
-        cli_json_u64(&j, "skipped", r->skipped_total);
-        cli_json_u64(&j, "failed", s->n - r->built_total - r->skipped_total);
-        cli_json_u64(&j, "not_stored", r->not_stored);
-        cli_json_u64(&j, "build_failed", r->failed_total);
-        for (int k = 0; k < NKINDS; k++) {
-            cli_json_object_begin(&j, kind_names[k]);
-            cli_json_u64(&j, "built", r->built[k]);
-            cli_json_u64(&j, "skipped", r->skipped[k]);
-            cli_json_u64(&j, "failed", failed_of(s, r, k));
-            cli_json_object_end(&j);
-        }
-        cli_json_str(&j, "skip_reason", r->skip_reason);
-        cli_json_double(&j, "builds_per_s", rate_of(r));
-        cli_json_u64(&j, "start_rss_bytes", r->start_rss);
-        cli_json_u64(&j, "peak_rss_bytes", r->peak_rss);
-        cli_json_object_end(&j);
+    for (unsigned v = 0; v < nseries; v++) {
+        const struct series *se = &series[v];
+        char key[64];
+        double rate1 = rate_at_one(list, nlist, se->runs);
+        snprintf(key, sizeof(key), "%sbuilds_per_s", se->prefix);
+        cli_json_array_begin(&j, key);
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_double(&j, NULL, rate_of(&se->runs[i]));
+        cli_json_array_end(&j);
+        /* Each count against 1 thread of the same kind of run. */
+        snprintf(key, sizeof(key), "%sspeedup", se->prefix);
+        cli_json_array_begin(&j, key);
+        for (unsigned i = 0; i < nlist; i++)
+            if (rate1 > 0)
+                cli_json_double(&j, NULL, rate_of(&se->runs[i]) / rate1);
+            else
+                cli_json_null(&j, NULL);
+        cli_json_array_end(&j);
+        snprintf(key, sizeof(key), "%speak_rss_bytes", se->prefix);
+        cli_json_array_begin(&j, key);
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_u64(&j, NULL, se->runs[i].peak_rss);
+        cli_json_array_end(&j);
+        snprintf(key, sizeof(key), "%sruns", se->prefix);
+        cli_json_array_begin(&j, key);
+        for (unsigned i = 0; i < nlist; i++)
+            json_run(&j, s, list[i], &se->runs[i], v ? b->budget : 0);
+        cli_json_array_end(&j);
     }
-    cli_json_array_end(&j);
+    if (nseries > 1) {
+        /* The variant beside the plain run at the same count. */
+        char key[64];
+        snprintf(key, sizeof(key), "%svs_plain", series[1].prefix);
+        cli_json_array_begin(&j, key);
+        for (unsigned i = 0; i < nlist; i++) {
+            double plain = rate_of(&runs[i]);
+            if (plain > 0)
+                cli_json_double(&j, NULL, rate_of(&series[1].runs[i]) / plain);
+            else
+                cli_json_null(&j, NULL);
+        }
+        cli_json_array_end(&j);
+    }
     cli_json_object_begin(&j, "seconds");
     cli_json_double(&j, "read", read_secs);
-    for (unsigned i = 0; i < nlist; i++) {
-        char phase[32];
-        snprintf(phase, sizeof(phase), "pipelines_%ut", list[i]);
-        cli_json_double(&j, phase, (double)runs[i].pipelines_ns / 1e9);
-    }
+    for (unsigned v = 0; v < nseries; v++)
+        for (unsigned i = 0; i < nlist; i++) {
+            char phase[64];
+            size_t len = strlen(series[v].prefix);
+            snprintf(phase, sizeof(phase), "pipelines_%ut%s%.*s", list[i], len ? "_" : "",
+                     len ? (int)len - 1 : 0, series[v].prefix);
+            cli_json_double(&j, phase, (double)series[v].runs[i].pipelines_ns / 1e9);
+        }
     cli_json_object_end(&j);
     cli_json_end(&j);
 }
 
+static void print_row(const struct replay_set *s, const char *label, unsigned threads,
+                      const struct run_result *r, double rate1)
+{
+    char kinds[NKINDS][48];
+    for (int k = 0; k < NKINDS; k++)
+        snprintf(kinds[k], sizeof(kinds[k]), "%" PRIu64 "/%" PRIu64 "/%" PRIu64, r->built[k],
+                 r->skipped[k], failed_of(s, r, k));
+    char speed[16] = "-";
+    if (rate1 > 0)
+        snprintf(speed, sizeof(speed), "%.2fx", rate_of(r) / rate1);
+    printf("  %7u %-8s %10.1f %12.3f %8s %10.1f   %-14s %-14s %s\n", threads, label, rate_of(r),
+           (double)r->pipelines_ns / 1e9, speed, (double)r->peak_rss / (1024.0 * 1024.0), kinds[0],
+           kinds[1], kinds[2]);
+}
+
 static void print_text(const struct bench *b, const unsigned *list, unsigned nlist,
-                       const struct run_result *runs, double read_secs, const char *archive)
+                       const struct series *series, unsigned nseries, double read_secs,
+                       const char *archive)
 {
     const struct replay_set *s = b->set;
-    double rate1 = 0;
-    for (unsigned i = 0; i < nlist && rate1 == 0; i++)
-        if (list[i] == 1)
-            rate1 = rate_of(&runs[i]);
+    const struct run_result *runs = series[0].runs;
     printf("kiln bench replay: %zu pipelines (%" PRIu64 " graphics, %" PRIu64 " compute, %" PRIu64
            " ray tracing) from %zu archive%s on %s (%s)\n",
            s->n, s->per_kind[0], s->per_kind[1], s->per_kind[2], s->archives,
@@ -622,22 +699,27 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
     printf("  %" PRIu64 " met, %" PRIu64 " duplicates replayed once, %" PRIu64
            " left out (unreadable); read in %.2f s\n",
            s->met, s->duplicates, s->unreadable, read_secs);
-    printf("  a fresh process and empty pipeline cache per count; peak memory per count (%s)\n\n",
+    printf("  a fresh process and empty pipeline cache per run; peak memory per run (%s)\n",
            runs[0].hwm_reset ? "VmHWM reset by clear_refs" : "getrusage");
-    printf("  %7s %10s %12s %8s %12s   %-14s %-14s %s\n", "threads", "builds/s", "pipelines s",
-           "speedup", "peak MiB", "graphics b/s/f", "compute b/s/f", "ray tr. b/s/f");
-    for (unsigned i = 0; i < nlist; i++) {
-        const struct run_result *r = &runs[i];
-        char kinds[NKINDS][48];
-        for (int k = 0; k < NKINDS; k++)
-            snprintf(kinds[k], sizeof(kinds[k]), "%" PRIu64 "/%" PRIu64 "/%" PRIu64, r->built[k],
-                     r->skipped[k], failed_of(s, r, k));
-        char speed[16] = "-";
-        if (rate1 > 0)
-            snprintf(speed, sizeof(speed), "%.2fx", rate_of(r) / rate1);
-        printf("  %7u %10.1f %12.3f %8s %12.1f   %-14s %-14s %s\n", list[i], rate_of(r),
-               (double)r->pipelines_ns / 1e9, speed, (double)r->peak_rss / (1024.0 * 1024.0),
-               kinds[0], kinds[1], kinds[2]);
+    if (b->budget) {
+        char buf[32];
+        printf("  plain: no memory budget; bounded: --memory-budget %s\n",
+               cli_format_bytes(buf, sizeof(buf), b->budget));
+    }
+    printf("\n  %7s %-8s %10s %12s %8s %10s   %-14s %-14s %s\n", "threads", "run", "builds/s",
+           "pipelines s", "speedup", "peak MiB", "graphics b/s/f", "compute b/s/f",
+           "ray tr. b/s/f");
+    double rate1[2] = {0, 0};
+    for (unsigned v = 0; v < nseries; v++)
+        rate1[v] = rate_at_one(list, nlist, series[v].runs);
+    for (unsigned i = 0; i < nlist; i++)
+        for (unsigned v = 0; v < nseries; v++)
+            print_row(s, v ? "bounded" : "plain", list[i], &series[v].runs[i], rate1[v]);
+    if (b->budget) {
+        bool within = true;
+        for (unsigned i = 0; i < nlist; i++)
+            within = within && series[1].runs[i].peak_rss <= b->budget;
+        printf("\n  bounded peaks %s the budget\n", within ? "all within" : "NOT all within");
     }
     for (unsigned i = 0; i < nlist; i++)
         if (runs[i].skip_reason[0]) {
@@ -656,10 +738,15 @@ int cmd_bench_replay(int argc, char **argv)
 {
     const char *name = argv[0];
     static const struct option longopts[] = {
-        {"threads", required_argument, NULL, 't'}, {"generate", required_argument, NULL, 'g'},
-        {"seed", required_argument, NULL, 's'},    {"keep-archive", required_argument, NULL, 'k'},
-        {"device", required_argument, NULL, 'd'},  {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"threads", required_argument, NULL, 't'},
+        {"generate", required_argument, NULL, 'g'},
+        {"seed", required_argument, NULL, 's'},
+        {"keep-archive", required_argument, NULL, 'k'},
+        {"memory-budget", required_argument, NULL, 'M'},
+        {"device", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct bench b = {.name = name};
     unsigned list[MAX_RUNS];
@@ -694,6 +781,11 @@ int cmd_bench_replay(int argc, char **argv)
         case 'd':
             if (cli_parse_device(name, optarg, &b.use_device, &b.device))
                 return KILN_EXIT_USAGE;
+            break;
+        case 'M':
+            if (cli_parse_u64(name, "--memory-budget", optarg, 1, UINT64_MAX - 1, true, &v))
+                return KILN_EXIT_USAGE;
+            b.budget = v;
             break;
         case 'J':
             json = true;
@@ -771,19 +863,24 @@ int cmd_bench_replay(int argc, char **argv)
     }
     double read_secs = cli_seconds(t0, kiln_now_ns());
 
-    struct run_result runs[MAX_RUNS];
-    for (unsigned i = 0; i < nlist && ex == KILN_EXIT_OK; i++) {
-        if (!json)
-            fprintf(stderr, "replaying %zu pipelines on %u thread%s...\n", set.n, list[i],
-                    list[i] == 1 ? "" : "s");
-        if (measure(&b, list[i], &runs[i]) < 0)
-            ex = KILN_EXIT_FAILED;
-    }
+    struct run_result runs[MAX_RUNS], bounded[MAX_RUNS];
+    struct series series[2] = {{.prefix = "", .runs = runs},
+                               {.prefix = "bounded_", .runs = bounded}};
+    unsigned nseries = b.budget ? 2 : 1;
+    for (unsigned i = 0; i < nlist && ex == KILN_EXIT_OK; i++)
+        for (unsigned k = 0; k < nseries && ex == KILN_EXIT_OK; k++) {
+            if (!json)
+                fprintf(stderr, "replaying %zu pipelines on %u thread%s%s...\n", set.n, list[i],
+                        list[i] == 1 ? "" : "s", k ? " under the memory budget" : "");
+            if (measure(&b, list[i], k == 1, k ? &bounded[i] : &runs[i]) < 0)
+                ex = KILN_EXIT_FAILED;
+        }
     if (ex == KILN_EXIT_OK) {
+        const char *arch = generate ? archive : NULL;
         if (json)
-            print_json(&b, list, nlist, runs, read_secs, generate ? archive : NULL);
+            print_json(&b, list, nlist, series, nseries, read_secs, arch);
         else
-            print_text(&b, list, nlist, runs, read_secs, generate ? archive : NULL);
+            print_text(&b, list, nlist, series, nseries, read_secs, arch);
     }
     set_free(&set);
     if (remove_tree(b.tmp) != 0) {
