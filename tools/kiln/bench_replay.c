@@ -3,12 +3,13 @@
  * through kiln_prepare and the Fossilize builder at each thread count, with
  * per-kind counts, builds per second and peak resident memory.
  *
- * Design. The archives are read once, in this process: every graphics,
- * compute and ray-tracing pipeline of every archive becomes a program of
- * state kind KILN_STATE_FOZ (kiln_foz_pipeline_program: the pipeline's
- * closure as state, its modules' SPIR-V as stages), and a pipeline met
- * again in another archive (the same key) is replayed once. Then each
- * thread count runs in a child process of its own (fork), which:
+ * Design. The archives are read once, in this process
+ * (kiln_foz_pipelines_open): every graphics, compute and ray-tracing
+ * pipeline of every archive, each key once, so a pipeline met again in
+ * another archive is replayed once; each becomes a program of state kind
+ * KILN_STATE_FOZ (the pipeline's closure as state, its modules' SPIR-V as
+ * stages) when kiln_prepare loads it. Then each thread count runs in a
+ * child process of its own (fork), which:
  *
  * - turns the drivers' disk caches off (MESA_SHADER_CACHE_DISABLE,
  *   __GL_SHADER_DISK_CACHE) and makes a Vulkan context whose
@@ -19,10 +20,13 @@
  *   peak is this count's own and not the parent's or an earlier count's;
  *   where that is not possible (another Unix) the peak is getrusage's, and
  *   peak_rss_method says so;
- * - runs kiln_prepare with `jobs` = the count over a fresh cache folder in
- *   this run's private temporary folder, the array of programs as its
- *   source and the Fossilize builder (kiln_foz_kiln_builder_create) as the
- *   builder of kind KILN_STATE_FOZ, and reports through a pipe.
+ * - runs kiln_prepare with `jobs` = the count and no memory budget over a
+ *   fresh cache folder in this run's private temporary folder (so the
+ *   build ledger there answers nothing), the set as its source
+ *   (kiln_foz_pipelines_source) and the Fossilize builder
+ *   (kiln_foz_kiln_builder_create) as the builder of kind KILN_STATE_FOZ,
+ *   and reports through a pipe. With --memory-budget each count runs a
+ *   second time, in a process of its own, under that budget.
  *
  * The rate is pipelines built over the pipelines phase's time
  * (kiln_prepare_summary.pipelines_ns); storing the programs first (the
@@ -32,7 +36,7 @@
  * a module before storing, or the build failed). The speedup is each
  * count's rate over the rate at 1 thread.
  *
- * The children start as copies of this process (the programs in memory),
+ * The children start as copies of this process (the archives in memory),
  * so their resident memory shares that baseline: start_rss_bytes gives it.
  * Windows has no fork and no resettable peak: the command says it is not
  * available there, as `kiln bench prepare` does.
@@ -40,9 +44,6 @@
  * The temporary folder is made with mkdtemp and holds only what this run
  * wrote; it is removed at the end, also when a count failed.
  */
-#define VK_NO_PROTOTYPES
-#include <vulkan/vulkan.h>
-
 #include "cli.h"
 #include "commands.h"
 
@@ -92,16 +93,14 @@ static const char help[] =
 
 /* The programs to replay: one per distinct pipeline of the archives. */
 struct replay_set {
-    struct kiln_program **owned; /* made by kiln_foz_pipeline_program */
-    uint8_t *kind;               /* enum kiln_foz_kind of each */
-    size_t n, cap;
-    struct kiln_program *arr; /* shallow copies of owned, for kiln_program_array */
+    struct kiln_foz_pipelines *fp; /* the archives' distinct pipelines */
+    size_t n;                      /* how many */
     size_t archives;
     uint64_t met;        /* pipelines met in the archives */
     uint64_t duplicates; /* met again (same key): replayed once */
-    uint64_t unreadable; /* no program could be made (an object or module missing) */
+    uint64_t unreadable; /* left out: an object or module missing, or a bad record */
+    uint64_t damaged;    /* damaged entries of any kind the reader skipped */
     uint64_t per_kind[NKINDS];
-    uint64_t spirv_bytes; /* of the distinct programs */
 };
 
 struct bench {
@@ -161,160 +160,31 @@ static const char *const kind_names[NKINDS] = {"graphics", "compute", "raytracin
 
 /* ---- reading the archives ------------------------------------------------ */
 
-static int set_add(struct replay_set *s, struct kiln_program *p, uint8_t kind)
+/*
+ * Reads the archives into the set (kiln_foz_pipelines_open: each pipeline
+ * once, by key). @return 0, or the error (one line logged, naming the file).
+ */
+static int set_open(const char *const *paths, size_t n, struct replay_set *s)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        struct kiln_program **o = realloc(s->owned, cap * sizeof(*o));
-        if (!o)
-            return KILN_ENOMEM;
-        s->owned = o;
-        uint8_t *k = realloc(s->kind, cap);
-        if (!k)
-            return KILN_ENOMEM;
-        s->kind = k;
-        s->cap = cap;
-    }
-    s->owned[s->n] = p;
-    s->kind[s->n] = kind;
-    s->n++;
-    return KILN_OK;
-}
-
-static int kind_of_tag(uint64_t tag)
-{
-    switch (tag) {
-    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
-        return KILN_FOZ_KIND_GRAPHICS;
-    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
-        return KILN_FOZ_KIND_COMPUTE;
-    default:
-        return KILN_FOZ_KIND_RAYTRACING;
-    }
-}
-
-/* Reads one archive's pipelines into the set. @return 0, or the error
- * (one line printed). */
-static int read_archive(const char *name, const char *path, struct replay_set *s)
-{
-    struct kiln_foz *foz = NULL;
-    int rc = kiln_foz_open(NULL, path, &foz);
-    if (rc < 0) {
-        cli_error(name, "%s: cannot read the archive: %s", path, kiln_strerror(rc));
+    int rc = kiln_foz_pipelines_open(paths, n, &s->fp);
+    if (rc < 0)
         return rc;
+    s->n = kiln_foz_pipelines_count(s->fp);
+    s->archives = kiln_foz_pipelines_archives(s->fp);
+    struct kiln_foz_pipelines_stats st;
+    kiln_foz_pipelines_stats(s->fp, SIZE_MAX, &st);
+    for (int k = 0; k < NKINDS; k++) {
+        s->met += st.found[k];
+        s->duplicates += st.duplicates[k];
+        s->unreadable += st.unreadable[k];
     }
-    struct kiln_foz_index *idx = NULL;
-    rc = kiln_foz_index_create(foz, &idx);
-    kiln_foz_close(foz);
-    if (rc < 0) {
-        cli_error(name, "%s: cannot index the archive: %s", path, kiln_strerror(rc));
-        return rc;
-    }
-    const struct kiln_foz_pipeline_ref *refs = NULL;
-    size_t np = kiln_foz_index_pipelines(idx, &refs);
-    uint64_t unreadable = 0;
-    int first_error = 0;
-    for (size_t i = 0; i < np && rc == KILN_OK; i++) {
-        s->met++;
-        struct kiln_program *p = NULL;
-        int prc = kiln_foz_pipeline_program(idx, &refs[i], &p);
-        if (prc == KILN_ENOMEM) {
-            rc = prc;
-        } else if (prc < 0) {
-            unreadable++;
-            first_error = first_error ? first_error : prc;
-        } else {
-            rc = set_add(s, p, (uint8_t)kind_of_tag(refs[i].tag));
-            if (rc < 0)
-                kiln_program_destroy(p);
-        }
-    }
-    kiln_foz_index_destroy(idx);
-    if (rc < 0) {
-        cli_error(name, "%s: %s", path, kiln_strerror(rc));
-        return rc;
-    }
-    if (unreadable)
-        kiln_log(KILN_LOG_WARN, "bench", "%s: %" PRIu64 " of %zu pipelines left out: %s", path,
-                 unreadable, np, kiln_strerror(first_error));
-    s->unreadable += unreadable;
-    s->archives++;
-    return KILN_OK;
-}
-
-static int key_order(const void *x, const void *y)
-{
-    const struct kiln_program *a = *(struct kiln_program *const *)x;
-    const struct kiln_program *b = *(struct kiln_program *const *)y;
-    if (a->key.hi != b->key.hi)
-        return a->key.hi < b->key.hi ? -1 : 1;
-    if (a->key.lo != b->key.lo)
-        return a->key.lo < b->key.lo ? -1 : 1;
-    return 0;
-}
-
-struct order_ref {
-    struct kiln_program *p;
-    size_t pos;
-};
-
-static int ref_order(const void *x, const void *y)
-{
-    const struct order_ref *a = x, *b = y;
-    int c = key_order(&a->p, &b->p);
-    return c ? c : a->pos < b->pos ? -1 : a->pos > b->pos;
-}
-
-/* Drops every program whose key came earlier (the first archive's copy is
- * kept), keeping the archives' order, and lays out the array. */
-static int dedupe(struct replay_set *s)
-{
-    struct order_ref *r = malloc((s->n ? s->n : 1) * sizeof(*r));
-    bool *drop = calloc(s->n ? s->n : 1, sizeof(*drop));
-    if (!r || !drop) {
-        free(r);
-        free(drop);
-        return KILN_ENOMEM;
-    }
-    for (size_t i = 0; i < s->n; i++)
-        r[i] = (struct order_ref){.p = s->owned[i], .pos = i};
-    qsort(r, s->n, sizeof(*r), ref_order);
-    for (size_t i = 1; i < s->n; i++)
-        if (kiln_key_equal(r[i].p->key, r[i - 1].p->key))
-            drop[r[i].pos] = true;
-    free(r);
-    size_t out = 0;
+    s->damaged = st.entries_skipped;
     for (size_t i = 0; i < s->n; i++) {
-        if (drop[i]) {
-            kiln_program_destroy(s->owned[i]);
-            s->duplicates++;
-            continue;
-        }
-        s->owned[out] = s->owned[i];
-        s->kind[out] = s->kind[i];
-        out++;
-    }
-    free(drop);
-    s->n = out;
-    s->arr = calloc(s->n ? s->n : 1, sizeof(*s->arr));
-    if (!s->arr)
-        return KILN_ENOMEM;
-    for (size_t i = 0; i < s->n; i++) {
-        s->arr[i] = *s->owned[i];
-        s->per_kind[s->kind[i]]++;
-        s->spirv_bytes += kiln_program_spirv_bytes(s->owned[i]);
+        enum kiln_foz_kind k = kiln_foz_kind_of(kiln_foz_pipelines_get(s->fp, i)->tag);
+        if (k < KILN_FOZ_KIND_COUNT)
+            s->per_kind[k]++;
     }
     return KILN_OK;
-}
-
-static void set_free(struct replay_set *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        kiln_program_destroy(s->owned[i]);
-    free(s->owned);
-    free(s->kind);
-    free(s->arr);
-    memset(s, 0, sizeof(*s));
 }
 
 /* ---- peak resident memory, per process ---------------------------------- */
@@ -379,9 +249,8 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
         r->step = KILN_PREP_STEP_OTHER;
         return;
     }
-    struct kiln_program_array arr = {
-        .programs = b->set->arr, .count = b->set->n, .stamp = KILN_FOZ_STAMP};
-    struct kiln_program_source src = kiln_program_source_array(&arr);
+    struct kiln_program_source src;
+    kiln_foz_pipelines_source(b->set->fp, &src);
     char dir[CLI_PATH_MAX + 32];
     snprintf(dir, sizeof(dir), "%s/cache-%ut%s", b->tmp, threads, variant ? "-variant" : "");
     struct kiln_prepare_options o;
@@ -407,14 +276,12 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     r->skipped_total = k->skipped;
     r->failed_total = k->failed;
     snprintf(r->skip_reason, sizeof(r->skip_reason), "%s", k->skip_reason);
-    struct kiln_foz_builder *fz = kiln_foz_kiln_builder_get(&fb);
-    if (fz) {
-        struct kiln_foz_builder_stats st;
-        kiln_foz_builder_stats(fz, &st);
-        for (int i = 0; i < NKINDS; i++) {
-            r->built[i] = st.built[i];
-            r->skipped[i] = st.skipped[i];
-        }
+    /* Over the whole phase (the Fossilize builder itself ends with it). */
+    struct kiln_foz_builder_stats st;
+    kiln_foz_kiln_builder_stats(&fb, &st);
+    for (int i = 0; i < NKINDS; i++) {
+        r->built[i] = st.built[i];
+        r->skipped[i] = st.skipped[i];
     }
     r->peak_rss = r->hwm_reset ? status_bytes("VmHWM:") : kiln_peak_rss_bytes();
     if (r->peak_rss == 0)
@@ -602,7 +469,7 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
     for (int k = 0; k < NKINDS; k++)
         cli_json_u64(&j, kind_names[k], s->per_kind[k]);
     cli_json_object_end(&j);
-    cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
+    cli_json_u64(&j, "damaged_entries", s->damaged);
     cli_json_str(&j, "peak_rss_method", runs[0].hwm_reset ? "clear_refs" : "getrusage");
     if (b->budget)
         cli_json_u64(&j, "memory_budget_bytes", b->budget);
@@ -838,24 +705,23 @@ int cmd_bench_replay(int argc, char **argv)
     b.set = &set;
     char archive[CLI_PATH_MAX + 32] = "";
     uint64_t t0 = kiln_now_ns();
+    const char *const *paths = (const char *const *)argv + optind;
+    size_t npaths = (size_t)(argc - optind);
+    const char *gen_paths[1];
     if (generate) {
         int rc = make_generated_archive(&b, generate, seed, keep, archive, sizeof(archive));
         if (rc < 0)
             ex = cli_exit_for(rc) == KILN_EXIT_USAGE ? KILN_EXIT_USAGE : KILN_EXIT_FAILED;
         else if (!json)
             fprintf(stderr, "the generated archive: %s\n", archive);
-        if (rc >= 0 && read_archive(name, archive, &set) < 0)
-            ex = KILN_EXIT_FAILED;
-    } else {
-        for (int i = optind; i < argc && ex == KILN_EXIT_OK; i++) {
-            int rc = read_archive(name, argv[i], &set);
-            if (rc < 0)
-                ex = cli_exit_for(rc);
-        }
+        gen_paths[0] = archive;
+        paths = gen_paths;
+        npaths = 1;
     }
-    if (ex == KILN_EXIT_OK && dedupe(&set) < 0) {
-        cli_error(name, "out of memory");
-        ex = KILN_EXIT_FAILED;
+    if (ex == KILN_EXIT_OK) {
+        int rc = set_open(paths, npaths, &set);
+        if (rc < 0)
+            ex = generate ? KILN_EXIT_FAILED : cli_exit_for(rc);
     }
     if (ex == KILN_EXIT_OK && set.n == 0) {
         cli_error(name, "no pipelines in the archives");
@@ -882,7 +748,7 @@ int cmd_bench_replay(int argc, char **argv)
         else
             print_text(&b, list, nlist, series, nseries, read_secs, arch);
     }
-    set_free(&set);
+    kiln_foz_pipelines_destroy(set.fp);
     if (remove_tree(b.tmp) != 0) {
         cli_error(name, "%s: could not remove the temporary folder: %s", b.tmp, strerror(errno));
         if (ex == KILN_EXIT_OK)
