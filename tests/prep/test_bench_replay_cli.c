@@ -260,6 +260,33 @@ KT_CASE(memory_budget_json)
     json_object_put(j);
 }
 
+/* --isolate: each count also builds in worker processes (kiln __worker,
+ * which passes the Fossilize builder); the peak counts kiln and its
+ * workers, and the split by kind is unknown to the parent. */
+KT_CASE(isolate_json)
+{
+    need_vulkan();
+    struct out o;
+    const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1", "--isolate",
+                                             "--json", tri, NULL}) == 0);
+    struct json_object *j = json_tokener_parse(o.text);
+    static const unsigned one[] = {1};
+    check_report(j, one, 1);
+    struct json_object *iso = field(j, "isolated_runs");
+    KT_REQUIRE(iso && json_object_array_length(iso) == 1);
+    struct json_object *r = json_object_array_get_idx(iso, 0);
+    KT_CHECK_EQ(num(r, "built"), 1);
+    KT_CHECK_EQ(num(r, "failed"), 0);
+    KT_CHECK_EQ(num(r, "driver_compiles"), 1);
+    KT_CHECK(json_object_is_type(field(r, "graphics"), json_type_null));
+    KT_CHECK(num(r, "peak_rss_bytes") >= num(r, "own_peak_rss_bytes"));
+    KT_CHECK(!json_object_object_get_ex(r, "within_budget", NULL));
+    KT_CHECK_EQ(json_object_array_length(field(j, "isolated_vs_plain")), 1);
+    KT_CHECK(json_object_object_get_ex(field(j, "seconds"), "pipelines_1t_isolated", NULL));
+    json_object_put(j);
+}
+
 /* Corpus archives alone and together: a pipeline two archives hold is
  * replayed once, and every pipeline met is counted somewhere. gears holds a
  * vertex module SPIR-V's validator refuses (docs/foz.md): failed, never built. */
@@ -302,4 +329,4 @@ KT_CASE(corpus_dedupe)
 }
 
 KT_MAIN(KT_ENTRY(usage), KT_ENTRY(triangle_json), KT_ENTRY(memory_budget_json),
-        KT_ENTRY(corpus_dedupe))
+        KT_ENTRY(isolate_json), KT_ENTRY(corpus_dedupe))

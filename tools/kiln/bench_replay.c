@@ -47,6 +47,7 @@
 #include "cli.h"
 #include "commands.h"
 
+#include <assert.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -55,6 +56,9 @@
 #ifndef _WIN32
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <ftw.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -66,7 +70,8 @@
 #define NKINDS   KILN_FOZ_KIND_COUNT
 
 static const char help[] =
-    "usage: %s [--threads LIST] [--memory-budget B] [--device N] [--json] ARCHIVE.foz...\n"
+    "usage: %s [--threads LIST] [--memory-budget B] [--isolate] [--device N] [--json]\n"
+    "          ARCHIVE.foz...\n"
     "       %s --generate N [--seed S] [--keep-archive PATH] [--threads LIST] ... [--json]\n"
     "\n"
     "Replays every graphics, compute and ray-tracing pipeline of Fossilize\n"
@@ -87,6 +92,9 @@ static const char help[] =
     "  --memory-budget B  also run each count under a memory budget of B bytes\n"
     "                  (suffixes K, M, G; kiln_prepare_options.memory_budget) and\n"
     "                  print both peaks; the plain runs have no budget\n"
+    "  --isolate       also run each count with the builds in worker processes\n"
+    "                  (kiln_prepare_options.isolate), beside the threads (with\n"
+    "                  --memory-budget: isolated and bounded together)\n"
     "  --device N      the Vulkan device by index\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n";
@@ -107,7 +115,9 @@ struct bench {
     const char *name;
     bool use_device;
     unsigned device;
-    uint64_t budget; /* --memory-budget: the bounded run's budget; 0: no bounded run */
+    uint64_t budget; /* --memory-budget: the variant's budget; 0: none */
+    bool isolate;    /* --isolate: the variant builds in worker processes */
+    struct kiln_isolate_options iso;
     const struct replay_set *set;
     char tmp[CLI_PATH_MAX]; /* the private temporary folder */
 };
@@ -124,7 +134,9 @@ struct run_result {
     uint64_t driver_compiles; /* pipelines handed to the driver (the ledger answered none) */
     uint64_t budget;          /* the budget the pools kept to (0: none) */
     uint64_t start_rss, peak_rss;
-    bool hwm_reset; /* the peak was reset at the start (clear_refs) */
+    bool hwm_reset;        /* the peak was reset at the start (clear_refs) */
+    bool kinds_known;      /* built[] and skipped[] were counted (not by isolated workers) */
+    uint64_t own_peak_rss; /* this process alone (isolated: without its workers) */
     char device[256];
     char driver[256];
     char skip_reason[160];
@@ -219,6 +231,35 @@ static uint64_t status_bytes(const char *key)
     return v;
 }
 
+/* ---- the memory of kiln and its worker processes -------------------------- */
+
+/*
+ * An isolated run builds in worker processes, whose memory this process's
+ * VmHWM does not hold. A sampler thread reads, every SAMPLE_MS, the resident
+ * memory the pool's budget counts (kiln_pool_resident_bytes: this process
+ * and every worker registered with it, from /proc) and keeps the largest
+ * sum. A peak shorter than the interval can be missed.
+ */
+#define SAMPLE_MS 5
+
+struct sampler {
+    pthread_t thread;
+    atomic_bool stop;
+    uint64_t peak; /* written by the thread only, read after the join */
+};
+
+static void *sample_loop(void *arg)
+{
+    struct sampler *sm = arg;
+    while (!atomic_load(&sm->stop)) {
+        uint64_t v = kiln_pool_resident_bytes();
+        sm->peak = v > sm->peak ? v : sm->peak;
+        struct timespec ts = {0, SAMPLE_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
 /* ---- one thread count, in a child ---------------------------------------- */
 
 static void child_run(const struct bench *b, unsigned threads, bool variant, struct run_result *r)
@@ -263,8 +304,18 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     o.nbuilders = 1;
     /* The plain run has no budget; the variant the one asked for. */
     o.memory_budget = variant && b->budget ? b->budget : UINT64_MAX;
+    bool isolated = variant && b->isolate;
+    if (isolated)
+        o.isolate = &b->iso;
+    struct sampler sm = {.peak = 0};
+    atomic_init(&sm.stop, false);
+    bool sampling = isolated && pthread_create(&sm.thread, NULL, sample_loop, &sm) == 0;
     struct kiln_prepare_summary s;
     r->rc = kiln_prepare(&o, NULL, NULL, &s);
+    if (sampling) {
+        atomic_store(&sm.stop, true);
+        pthread_join(sm.thread, NULL);
+    }
     r->step = (int)s.step;
     r->workers = s.workers;
     r->not_stored = s.failed;
@@ -276,16 +327,20 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     r->skipped_total = k->skipped;
     r->failed_total = k->failed;
     snprintf(r->skip_reason, sizeof(r->skip_reason), "%s", k->skip_reason);
-    /* Over the whole phase (the Fossilize builder itself ends with it). */
+    /* Over the whole phase (the Fossilize builder itself ends with it).
+     * Isolated workers build with builders of their own, which this
+     * process cannot read: their split by kind is unknown here. */
     struct kiln_foz_builder_stats st;
     kiln_foz_kiln_builder_stats(&fb, &st);
+    r->kinds_known = !isolated;
     for (int i = 0; i < NKINDS; i++) {
         r->built[i] = st.built[i];
         r->skipped[i] = st.skipped[i];
     }
-    r->peak_rss = r->hwm_reset ? status_bytes("VmHWM:") : kiln_peak_rss_bytes();
-    if (r->peak_rss == 0)
-        r->peak_rss = kiln_peak_rss_bytes();
+    r->own_peak_rss = r->hwm_reset ? status_bytes("VmHWM:") : kiln_peak_rss_bytes();
+    if (r->own_peak_rss == 0)
+        r->own_peak_rss = kiln_peak_rss_bytes();
+    r->peak_rss = sampling && sm.peak > r->own_peak_rss ? sm.peak : r->own_peak_rss;
     /* Nothing else to free: the process ends here. */
 }
 
@@ -395,13 +450,15 @@ static double rate_of(const struct run_result *r)
 
 static uint64_t failed_of(const struct replay_set *set, const struct run_result *r, int k)
 {
+    assert(r->kinds_known);
     uint64_t done = r->built[k] + r->skipped[k];
     return set->per_kind[k] > done ? set->per_kind[k] - done : 0;
 }
 
 /* The runs of one kind (plain or the variant), one per thread count. */
 struct series {
-    const char *prefix; /* "" for the plain runs, "bounded_" for the variant */
+    const char *prefix; /* "" for the plain runs; "isolated_" or "bounded_" for the variant */
+    const char *label;  /* the text table's: "plain", "isolated", "bounded" */
     const struct run_result *runs;
 };
 
@@ -427,6 +484,10 @@ static void json_run(struct cli_json *j, const struct replay_set *s, unsigned th
     cli_json_u64(j, "build_failed", r->failed_total);
     cli_json_u64(j, "driver_compiles", r->driver_compiles);
     for (int k = 0; k < NKINDS; k++) {
+        if (!r->kinds_known) {
+            cli_json_null(j, kind_names[k]);
+            continue;
+        }
         cli_json_object_begin(j, kind_names[k]);
         cli_json_u64(j, "built", r->built[k]);
         cli_json_u64(j, "skipped", r->skipped[k]);
@@ -437,6 +498,7 @@ static void json_run(struct cli_json *j, const struct replay_set *s, unsigned th
     cli_json_double(j, "builds_per_s", rate_of(r));
     cli_json_u64(j, "start_rss_bytes", r->start_rss);
     cli_json_u64(j, "peak_rss_bytes", r->peak_rss);
+    cli_json_u64(j, "own_peak_rss_bytes", r->own_peak_rss);
     if (r->budget != 0 && r->budget != UINT64_MAX)
         cli_json_u64(j, "memory_budget_bytes", r->budget);
     else
@@ -541,8 +603,11 @@ static void print_row(const struct replay_set *s, const char *label, unsigned th
 {
     char kinds[NKINDS][48];
     for (int k = 0; k < NKINDS; k++)
-        snprintf(kinds[k], sizeof(kinds[k]), "%" PRIu64 "/%" PRIu64 "/%" PRIu64, r->built[k],
-                 r->skipped[k], failed_of(s, r, k));
+        if (r->kinds_known)
+            snprintf(kinds[k], sizeof(kinds[k]), "%" PRIu64 "/%" PRIu64 "/%" PRIu64, r->built[k],
+                     r->skipped[k], failed_of(s, r, k));
+        else
+            snprintf(kinds[k], sizeof(kinds[k]), "?");
     char speed[16] = "-";
     if (rate1 > 0)
         snprintf(speed, sizeof(speed), "%.2fx", rate_of(r) / rate1);
@@ -568,10 +633,15 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
            s->met, s->duplicates, s->unreadable, read_secs);
     printf("  a fresh process and empty pipeline cache per run; peak memory per run (%s)\n",
            runs[0].hwm_reset ? "VmHWM reset by clear_refs" : "getrusage");
-    if (b->budget) {
-        char buf[32];
-        printf("  plain: no memory budget; bounded: --memory-budget %s\n",
-               cli_format_bytes(buf, sizeof(buf), b->budget));
+    if (nseries > 1) {
+        char buf[32] = "";
+        if (b->budget)
+            cli_format_bytes(buf, sizeof(buf), b->budget);
+        printf("  plain: threads, no memory budget; %s:%s%s%s\n", series[1].label,
+               b->isolate ? " worker processes (--isolate; peak: kiln and its workers, sampled "
+                            "every 5 ms)"
+                          : "",
+               b->budget ? " --memory-budget " : "", buf);
     }
     printf("\n  %7s %-8s %10s %12s %8s %10s   %-14s %-14s %s\n", "threads", "run", "builds/s",
            "pipelines s", "speedup", "peak MiB", "graphics b/s/f", "compute b/s/f",
@@ -581,12 +651,13 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
         rate1[v] = rate_at_one(list, nlist, series[v].runs);
     for (unsigned i = 0; i < nlist; i++)
         for (unsigned v = 0; v < nseries; v++)
-            print_row(s, v ? "bounded" : "plain", list[i], &series[v].runs[i], rate1[v]);
+            print_row(s, series[v].label, list[i], &series[v].runs[i], rate1[v]);
     if (b->budget) {
         bool within = true;
         for (unsigned i = 0; i < nlist; i++)
             within = within && series[1].runs[i].peak_rss <= b->budget;
-        printf("\n  bounded peaks %s the budget\n", within ? "all within" : "NOT all within");
+        printf("\n  %s peaks %s the budget\n", series[1].label,
+               within ? "all within" : "NOT all within");
     }
     for (unsigned i = 0; i < nlist; i++)
         if (runs[i].skip_reason[0]) {
@@ -610,6 +681,7 @@ int cmd_bench_replay(int argc, char **argv)
         {"seed", required_argument, NULL, 's'},
         {"keep-archive", required_argument, NULL, 'k'},
         {"memory-budget", required_argument, NULL, 'M'},
+        {"isolate", no_argument, NULL, 'I'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
@@ -654,6 +726,9 @@ int cmd_bench_replay(int argc, char **argv)
                 return KILN_EXIT_USAGE;
             b.budget = v;
             break;
+        case 'I':
+            b.isolate = true;
+            break;
         case 'J':
             json = true;
             break;
@@ -679,6 +754,8 @@ int cmd_bench_replay(int argc, char **argv)
                     "whose peak memory is reset)");
     return KILN_EXIT_FAILED;
 #else
+    if (b.isolate && cli_isolate_worker(name, &b.iso))
+        return KILN_EXIT_FAILED;
     CLI_TRY(cli_apply_cache_affinity(name));
     if (nlist == 0) {
         struct kiln_pool_machine m;
@@ -729,16 +806,20 @@ int cmd_bench_replay(int argc, char **argv)
     }
     double read_secs = cli_seconds(t0, kiln_now_ns());
 
-    struct run_result runs[MAX_RUNS], bounded[MAX_RUNS];
-    struct series series[2] = {{.prefix = "", .runs = runs},
-                               {.prefix = "bounded_", .runs = bounded}};
-    unsigned nseries = b.budget ? 2 : 1;
+    struct run_result runs[MAX_RUNS], variant[MAX_RUNS];
+    struct series series[2] = {
+        {.prefix = "", .label = "plain", .runs = runs},
+        {.prefix = b.isolate ? "isolated_" : "bounded_",
+         .label = b.isolate ? "isolated" : "bounded",
+         .runs = variant},
+    };
+    unsigned nseries = b.budget || b.isolate ? 2 : 1;
     for (unsigned i = 0; i < nlist && ex == KILN_EXIT_OK; i++)
         for (unsigned k = 0; k < nseries && ex == KILN_EXIT_OK; k++) {
             if (!json)
-                fprintf(stderr, "replaying %zu pipelines on %u thread%s%s...\n", set.n, list[i],
-                        list[i] == 1 ? "" : "s", k ? " under the memory budget" : "");
-            if (measure(&b, list[i], k == 1, k ? &bounded[i] : &runs[i]) < 0)
+                fprintf(stderr, "replaying %zu pipelines on %u thread%s %s...\n", set.n, list[i],
+                        list[i] == 1 ? "" : "s", k ? series[1].label : "");
+            if (measure(&b, list[i], k == 1, k ? &variant[i] : &runs[i]) < 0)
                 ex = KILN_EXIT_FAILED;
         }
     if (ex == KILN_EXIT_OK) {
