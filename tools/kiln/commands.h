@@ -13,6 +13,7 @@ int cmd_cache_prune(int argc, char **argv);   /* cmd_cache_life.c */
 int cmd_cache_compact(int argc, char **argv); /* cmd_cache_life.c */
 int cmd_cache_merge(int argc, char **argv);   /* cmd_cache_life.c */
 int cmd_import_foz(int argc, char **argv);    /* cmd_import.c */
+int cmd_export_foz(int argc, char **argv);    /* cmd_export.c */
 int cmd_topo(int argc, char **argv);          /* cmd_topo.c */
 int cmd_bench_store(int argc, char **argv);   /* bench_store.c */
 int cmd_bench_pack(int argc, char **argv);    /* bench_pack.c */

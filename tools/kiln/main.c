@@ -31,6 +31,7 @@ static const struct command commands[] = {
     {"cache", "compact", cmd_cache_compact, "rewrite the records without superseded ones"},
     {"cache", "merge", cmd_cache_merge, "join caches of the same stamp"},
     {"import", "foz", cmd_import_foz, "import Fossilize archives into a cache"},
+    {"export", "foz", cmd_export_foz, "write a cache's pipelines as a Fossilize archive"},
     {NULL, "topo", cmd_topo, "CPU cache domains and whether pinning would apply"},
     {"bench", "store", cmd_bench_store, "cache open and load: scan vs index, 1 vs N threads"},
     {"bench", "pack", cmd_bench_pack, "SPIR-V packing: raw vs zstd -1 vs kiln's codec"},

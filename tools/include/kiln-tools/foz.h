@@ -8,7 +8,8 @@
  * Fossilize records Vulkan object create-infos (samplers, layouts, render
  * passes, shader modules, pipelines) in stream archives. kiln reads them so
  * that an existing capture can be brought into a kiln cache and prepared
- * from. This module only reads; it never writes an archive.
+ * from, and writes them (kiln_foz_writer, kiln_foz_export) so that a
+ * cache's pipelines can be replayed by Fossilize's own replayer.
  *
  * An archive is a 16-byte header (the magic "\x81FOSSILIZEDB", three zero
  * bytes, the format version) and then entries, each 40 hexadecimal
@@ -590,6 +591,195 @@ KILN_API int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_f
 /* Frees the set and the archives it holds. NULL is a no-op. Not
  * thread-safe: nothing else may use the set or a source over it. */
 KILN_API void kiln_foz_pipelines_destroy(struct kiln_foz_pipelines *fp);
+
+/* ---------------------------------------------------------------------------
+ * Writing archives (docs/foz.md, "Writing")
+ * ------------------------------------------------------------------------ */
+
+/* The format version kiln writes (Fossilize's current one). */
+#define KILN_FOZ_WRITE_VERSION 6
+
+/* Entry flags for kiln_foz_writer_add: store the payload as it is instead
+ * of deflating it (both carry a CRC32 of the stored bytes). */
+#define KILN_FOZ_ENTRY_PLAIN 1u
+
+/* An archive being written. Opaque. */
+struct kiln_foz_writer;
+
+/*
+ * Starts an archive that kiln_foz_writer_finish puts at `path`. Until then
+ * it is written through `io` (NULL: kiln_io_default()) to a new temporary
+ * file in the same folder ("PATH.tmp-" and 16 hexadecimal digits, made with
+ * KILN_IO_EXCL | KILN_IO_NOFOLLOW), and `path` itself is not touched; the
+ * header is written now.
+ * @return 0 and the writer in *out (free it with kiln_foz_writer_destroy,
+ * which removes the temporary file of an unfinished writer); KILN_EINVAL
+ * for an empty path; the I/O error of the open or the write (one error
+ * line naming the file); KILN_ENOMEM.
+ * Thread safety: a writer is not thread-safe; different writers may be
+ * used on different threads at once.
+ */
+KILN_API int kiln_foz_writer_create(const struct kiln_io *io, const char *path,
+                                    struct kiln_foz_writer **out);
+
+/*
+ * Starts an archive kept in memory (kiln_foz_writer_data reads it).
+ * @return 0 and the writer in *out, or KILN_ENOMEM. Thread safety: as
+ * kiln_foz_writer_create.
+ */
+KILN_API int kiln_foz_writer_create_memory(struct kiln_foz_writer **out);
+
+/*
+ * Appends one entry: tag, hash, the payload (`size` bytes) deflated or,
+ * with KILN_FOZ_ENTRY_PLAIN in `flags`, stored plain, with the CRC32 of
+ * the stored bytes and the payload's size. The writer remembers every tag
+ * and hash it wrote with a digest of the payload, so that every hash in the
+ * archive names one object.
+ * @return 1 when written; 0 when the same payload was written under this
+ * tag and hash before (nothing is written); KILN_EEXIST when another
+ * payload was (nothing is written); KILN_ERANGE for a payload over what a
+ * reader takes (256 MiB); KILN_EINVAL for unknown flags or a finished
+ * writer; KILN_ENOMEM; or the I/O error of a failed write, which every
+ * later call returns too. Thread safety: as kiln_foz_writer_create.
+ */
+KILN_API int kiln_foz_writer_add(struct kiln_foz_writer *w, uint64_t tag, uint64_t hash,
+                                 const void *payload, size_t size, unsigned flags);
+
+/*
+ * What kiln_foz_writer_add would make of this entry, without writing.
+ * @return 0 when the tag and hash were not written; 1 when they were with
+ * the same payload; KILN_EEXIST when with another. Thread safety: as
+ * kiln_foz_writer_create (reads only).
+ */
+KILN_API int kiln_foz_writer_lookup(const struct kiln_foz_writer *w, uint64_t tag, uint64_t hash,
+                                    const void *payload, size_t size);
+
+/* @return whether an entry of this tag and hash was written. Thread
+ * safety: as kiln_foz_writer_lookup. */
+KILN_API bool kiln_foz_writer_has(const struct kiln_foz_writer *w, uint64_t tag, uint64_t hash);
+
+/*
+ * Encodes a shader module entry's payload: its JSON
+ * (VkShaderModuleCreateInfo: codeSize, flags, and where the code is), a
+ * NUL, and the `nwords` SPIR-V words in Fossilize's varint coding, as
+ * kiln_foz_decode_module reads it back.
+ * @return 0 with malloc'ed bytes in *payload (free with
+ * kiln_foz_payload_free) and their count in *size; KILN_ERANGE for no
+ * words or over 256 MiB of them; KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_foz_module_encode(uint64_t hash, const uint32_t *words, size_t nwords,
+                                    uint32_t flags, uint8_t **payload, size_t *size);
+
+/* Frees bytes made by kiln_foz_module_encode. NULL is a no-op. Thread-safe. */
+KILN_API void kiln_foz_payload_free(uint8_t *payload);
+
+/*
+ * Appends a shader module entry (kiln_foz_module_encode, then
+ * kiln_foz_writer_add with `entry_flags`).
+ * @return as kiln_foz_writer_add, and kiln_foz_module_encode's errors.
+ * Thread safety: as kiln_foz_writer_create.
+ */
+KILN_API int kiln_foz_writer_add_module(struct kiln_foz_writer *w, uint64_t hash,
+                                        const uint32_t *words, size_t nwords, uint32_t flags,
+                                        unsigned entry_flags);
+
+/* @return the entries written so far. Thread safety: as
+ * kiln_foz_writer_lookup. */
+KILN_API uint64_t kiln_foz_writer_entries(const struct kiln_foz_writer *w);
+
+/*
+ * Ends the archive. A file writer syncs its temporary file, renames it over
+ * the path given at create (replacing what was there) and syncs the folder
+ * (a failure of that last sync is only logged: the archive is whole). A
+ * memory writer keeps its bytes for kiln_foz_writer_data.
+ * @return 0 with the archive's size in *bytes (may be NULL); the first
+ * error of any earlier call, or the error of the sync or rename (the
+ * temporary file is removed then; the path is as it was), each with one
+ * error line; KILN_EINVAL when finished already. Thread safety: as
+ * kiln_foz_writer_create.
+ */
+KILN_API int kiln_foz_writer_finish(struct kiln_foz_writer *w, uint64_t *bytes);
+
+/*
+ * The bytes of a memory writer (all written so far; the whole archive after
+ * finish). They belong to the writer and change with the next add.
+ * @return them with their count in *size; NULL and 0 for a file writer.
+ * Thread safety: as kiln_foz_writer_lookup.
+ */
+KILN_API const uint8_t *kiln_foz_writer_data(const struct kiln_foz_writer *w, size_t *size);
+
+/*
+ * Frees a writer. The temporary file of a file writer that was not
+ * finished is removed, so a failed export leaves no partial archive. NULL
+ * is a no-op.
+ */
+KILN_API void kiln_foz_writer_destroy(struct kiln_foz_writer *w);
+
+/* What kiln_foz_export wrote and left out. */
+struct kiln_foz_export_report {
+    uint64_t programs;   /* records in the cache */
+    uint64_t pipelines;  /* pipeline entries written for programs (graphics + compute +
+                            ray tracing; a program whose pipeline was there already is
+                            counted in `duplicates`, not here) */
+    uint64_t graphics;   /* of those, graphics pipelines */
+    uint64_t compute;    /* compute pipelines */
+    uint64_t raytracing; /* ray-tracing pipelines */
+    uint64_t builtin;    /* programs written of kiln's built-in shapes (KILN_STATE_BUILTIN) */
+    uint64_t foz;        /* programs written of Fossilize state (KILN_STATE_FOZ) */
+    uint64_t duplicates; /* programs whose pipeline, with the same content, was written already */
+    uint64_t modules;    /* shader module entries written */
+    uint64_t objects;    /* other entries written: samplers, set layouts, pipeline layouts,
+                            render passes */
+    uint64_t extra_pipelines;  /* base pipelines and libraries a closure names, written */
+    uint64_t extra_dropped;    /* such pipelines left out: a module of theirs is in no program */
+    uint64_t lone;             /* one-module built-in programs of a graphics stage: their module
+                                  is written, they make no pipeline */
+    uint64_t skipped;          /* programs not written (the four below) */
+    uint64_t skipped_app;      /* KILN_STATE_APP: opaque bytes, no Fossilize form */
+    uint64_t skipped_shape;    /* built-in stages that make no pipeline of kiln's shapes */
+    uint64_t skipped_conflict; /* an object of the program has a hash written already for
+                                  other content */
+    uint64_t damaged;          /* records that did not load, parse, unpack or read as a closure */
+    char skip_reason[192];     /* the first skip's reason (a clause), "" when none */
+    uint64_t entries;          /* entries in the archive */
+    uint64_t bytes;            /* the archive's size */
+};
+
+/*
+ * Writes the pipelines of cache `c` as a Fossilize stream archive at
+ * `out_path` that Fossilize's replayer reads and replays (docs/foz.md,
+ * "Exporting"). Every record is loaded and its payload split
+ * (kiln_program_payload_parse_full); its stages are unpacked with the
+ * cache's dictionary.
+ * - KILN_STATE_FOZ programs: every object of the closure (samplers, set
+ *   layouts, pipeline layouts, render passes, the pipeline, its base and
+ *   libraries), each under its recorded hash and written once however many
+ *   pipelines share it, and the stages' modules under their recorded
+ *   hashes.
+ * - KILN_STATE_BUILTIN programs (a compute stage, or vertex + fragment):
+ *   the objects of kiln's own shape, as kiln/vk.h builds it: one set layout
+ *   (binding 0 a storage buffer for every stage), a pipeline layout with
+ *   KILN_VK_PUSH_CONSTANT_BYTES of push constants, and for graphics a
+ *   render pass with one color attachment of KILN_VK_DEFAULT_COLOR_FORMAT,
+ *   no vertex input, a triangle list, no depth, no blending, dynamic
+ *   viewport and scissor; each stage's entry point and specialization
+ *   constants. Their hashes are kiln_hash64 of the objects' content (the
+ *   replayer uses hashes as names only and never recomputes them).
+ * - KILN_STATE_APP programs are opaque: skipped and counted.
+ * A record that does not load, or whose payload or closure does not read,
+ * is counted in `damaged` with one warning line, and the others go on. The
+ * archive is written beside `out_path` and renamed over it at the end
+ * (kiln_foz_writer_create), so a failed export leaves no file behind.
+ * Records are written in key order, so one cache gives one archive.
+ * @return 0 when the archive was written (also when programs were skipped
+ * or damaged: see *report, filled in every case); KILN_ENOTFOUND when the
+ * cache has no program that makes a pipeline (nothing is written); the I/O
+ * error of the archive or the cache; KILN_ENOMEM.
+ * Thread safety: uses `c` like kiln_cache_get (any thread, not beside a
+ * close or rewrite).
+ */
+KILN_API int kiln_foz_export(struct kiln_cache *c, const char *out_path,
+                             struct kiln_foz_export_report *report);
 
 /* ---------------------------------------------------------------------------
  * Building a closure's pipeline on a VkDevice (declared when the Vulkan
