@@ -1,8 +1,7 @@
 /*
- * foz_writer.c - see foz_writer.h. The layout is docs/foz.md's: a 16-byte
- * header, then entries of a 40-digit hexadecimal name (tag, hash), four
- * little-endian u32s (stored size, flags, CRC32, size after inflation) and
- * the stored bytes.
+ * foz_writer.c - see foz_writer.h. The archives are written with the foz
+ * tool's own writer (kiln_foz_writer, docs/foz.md): this file chooses only
+ * what goes in them.
  */
 #include "foz_writer.h"
 
@@ -16,80 +15,36 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
-struct out {
-    FILE *f;
-    int rc;
-};
-
-static void le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Appends one entry, deflated or plain, with its CRC. */
-static void entry(struct out *o, unsigned tag, uint64_t hash, const void *payload, size_t n,
-                  bool deflate)
-{
-    if (o->rc)
-        return;
-    uLongf zn = deflate ? compressBound((uLong)n) : (uLongf)n;
-    uint8_t *z = malloc(zn ? zn : 1);
-    if (!z || (deflate && compress2(z, &zn, payload, (uLong)n, 6) != Z_OK)) {
-        free(z);
-        o->rc = KILN_ENOMEM;
-        return;
-    }
-    if (!deflate)
-        memcpy(z, payload, n);
-    char name[41];
-    snprintf(name, sizeof(name), "%024x%016" PRIx64, tag, hash);
-    uint8_t head[16];
-    le32(head, (uint32_t)zn);
-    le32(head + 4, deflate ? 2 : 1);
-    le32(head + 8, (uint32_t)crc32(0L, z, (uInt)zn));
-    le32(head + 12, (uint32_t)n);
-    if (fwrite(name, 1, 40, o->f) != 40 || fwrite(head, 1, 16, o->f) != 16 ||
-        fwrite(z, 1, zn, o->f) != zn)
-        o->rc = KILN_EIO;
-    free(z);
-}
-
-/* Appends a shader module entry of `words`; @return its hash. */
-static uint64_t module(struct out *o, const uint32_t *words, size_t nwords)
+/* Appends a shader module entry of `words` (deflated); @return its hash.
+ * A failure is kept in *rc (the first one). */
+static uint64_t module(struct kiln_foz_writer *w, const uint32_t *words, size_t nwords, int *rc)
 {
     uint64_t hash = kiln_hash64(words, nwords * 4);
-    char json[256];
-    size_t cap = 256 + nwords * 5;
-    uint8_t *buf = malloc(cap);
-    if (!buf) {
-        o->rc = KILN_ENOMEM;
-        return hash;
-    }
-    /* The varint area first, to know its size. */
-    uint8_t *v = buf + 256;
-    size_t vn = 0;
-    for (size_t i = 0; i < nwords; i++) {
-        uint32_t w = words[i];
-        while (w >= 0x80) {
-            v[vn++] = (uint8_t)(w | 0x80);
-            w >>= 7;
-        }
-        v[vn++] = (uint8_t)w;
-    }
-    int jn = snprintf(json, sizeof(json),
-                      "{\"version\":6,\"shaderModules\":{\"%016" PRIx64 "\":{\"flags\":0,"
-                      "\"codeSize\":%zu,\"varintOffset\":0,\"varintSize\":%zu}}}",
-                      hash, nwords * 4, vn);
-    /* JSON, a NUL, then the varint area right after it. */
-    memmove(buf + jn + 1, v, vn);
-    memcpy(buf, json, (size_t)jn);
-    buf[jn] = 0;
-    entry(o, KILN_FOZ_TAG_SHADER_MODULE, hash, buf, (size_t)jn + 1 + vn, true);
-    free(buf);
+    int r = kiln_foz_writer_add_module(w, hash, words, nwords, 0, 0);
+    if (r < 0 && *rc == 0)
+        *rc = r;
     return hash;
+}
+
+/* Appends a pipeline entry (stored plain). */
+static void pipeline(struct kiln_foz_writer *w, unsigned tag, uint64_t hash, const char *json,
+                     int *rc)
+{
+    int r = kiln_foz_writer_add(w, tag, hash, json, strlen(json), KILN_FOZ_ENTRY_PLAIN);
+    if (r < 0 && *rc == 0)
+        *rc = r;
+}
+
+/* Ends an archive: finished when nothing failed, else dropped. */
+static int finish(struct kiln_foz_writer *w, int rc, const char *who, const char *path)
+{
+    if (rc == 0)
+        rc = kiln_foz_writer_finish(w, NULL);
+    kiln_foz_writer_destroy(w);
+    if (rc)
+        fprintf(stderr, "%s: %s: %s\n", who, path, kiln_strerror(rc));
+    return rc;
 }
 
 int fw_write(const char *path, unsigned compute, unsigned graphics)
@@ -98,27 +53,24 @@ int fw_write(const char *path, unsigned compute, unsigned graphics)
     int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
     if (rc < 0)
         return rc;
-    struct out o = {.f = fopen(path, "wb")};
-    if (!o.f) {
+    struct kiln_foz_writer *w = NULL;
+    rc = kiln_foz_writer_create(NULL, path, &w);
+    if (rc < 0) {
         fprintf(stderr, "fw_write: cannot write %s\n", path);
         kiln_glsl_destroy(g);
-        return KILN_EIO;
+        return rc;
     }
-    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
-                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
-    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
-        o.rc = KILN_EIO;
     /* Generated program 2k is a compute program, 2k + 1 a graphics pair. */
-    for (unsigned k = 0; k < compute + graphics && !o.rc; k++) {
+    for (unsigned k = 0; k < compute + graphics && !rc; k++) {
         bool is_compute = k < compute;
         uint32_t index = is_compute ? 2 * k : 2 * (k - compute) + 1;
         struct kiln_program *p = NULL;
-        o.rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, index, &p);
-        if (o.rc)
+        rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, index, &p);
+        if (rc)
             break;
         uint64_t h[2] = {0, 0};
         for (unsigned s = 0; s < p->nstages; s++)
-            h[s] = module(&o, p->stages[s].words, p->stages[s].nwords);
+            h[s] = module(w, p->stages[s].words, p->stages[s].nwords, &rc);
         char json[512];
         uint64_t pipe = 0x7000u + k;
         if (is_compute)
@@ -134,16 +86,12 @@ int fw_write(const char *path, unsigned compute, unsigned graphics)
                      "\",\"name\":\"main\"},{\"flags\":0,\"stage\":16,\"module\":\"%016" PRIx64
                      "\",\"name\":\"main\"}]}}}",
                      pipe, h[0], h[1]);
-        entry(&o, is_compute ? KILN_FOZ_TAG_COMPUTE_PIPELINE : KILN_FOZ_TAG_GRAPHICS_PIPELINE, pipe,
-              json, strlen(json), false);
+        pipeline(w, is_compute ? KILN_FOZ_TAG_COMPUTE_PIPELINE : KILN_FOZ_TAG_GRAPHICS_PIPELINE,
+                 pipe, json, &rc);
         kiln_program_destroy(p);
     }
-    if (fclose(o.f) != 0 && !o.rc)
-        o.rc = KILN_EIO;
     kiln_glsl_destroy(g);
-    if (o.rc)
-        fprintf(stderr, "fw_write: %s: %s\n", path, kiln_strerror(o.rc));
-    return o.rc;
+    return finish(w, rc, "fw_write", path);
 }
 
 /* The objects every pipeline fw_write_pipelines writes names. */
@@ -298,7 +246,7 @@ int fw_write_raytracing(const char *path, uint64_t hash)
 }
 
 /* A compute pipeline entry naming module `mod`. */
-static void compute_pipeline(struct out *o, uint64_t pipe, uint64_t mod)
+static void compute_pipeline(struct kiln_foz_writer *w, uint64_t pipe, uint64_t mod, int *rc)
 {
     char json[512];
     snprintf(json, sizeof(json),
@@ -306,31 +254,24 @@ static void compute_pipeline(struct out *o, uint64_t pipe, uint64_t mod)
              "\"stage\":{\"flags\":0,\"stage\":32,\"module\":\"%016" PRIx64
              "\",\"name\":\"main\"}}}}",
              pipe, mod);
-    entry(o, KILN_FOZ_TAG_COMPUTE_PIPELINE, pipe, json, strlen(json), false);
+    pipeline(w, KILN_FOZ_TAG_COMPUTE_PIPELINE, pipe, json, rc);
 }
 
 int fw_write_modules(const char *path, const struct fw_module *mods, size_t n, uint64_t *hashes)
 {
-    struct out o = {.f = fopen(path, "wb")};
-    if (!o.f) {
+    struct kiln_foz_writer *w = NULL;
+    int rc = kiln_foz_writer_create(NULL, path, &w);
+    if (rc < 0) {
         fprintf(stderr, "fw_write_modules: cannot write %s\n", path);
-        return KILN_EIO;
+        return rc;
     }
-    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
-                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
-    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
-        o.rc = KILN_EIO;
-    for (size_t i = 0; i < n && !o.rc; i++) {
-        uint64_t h = module(&o, mods[i].words, mods[i].nwords);
+    for (size_t i = 0; i < n && !rc; i++) {
+        uint64_t h = module(w, mods[i].words, mods[i].nwords, &rc);
         if (hashes)
             hashes[i] = h;
-        compute_pipeline(&o, 0x9000u + i, h);
+        compute_pipeline(w, 0x9000u + i, h, &rc);
     }
-    if (fclose(o.f) != 0 && !o.rc)
-        o.rc = KILN_EIO;
-    if (o.rc)
-        fprintf(stderr, "fw_write_modules: %s: %s\n", path, kiln_strerror(o.rc));
-    return o.rc;
+    return finish(w, rc, "fw_write_modules", path);
 }
 
 /* The archive written for this process, removed at its exit (not in the
