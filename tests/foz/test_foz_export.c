@@ -7,11 +7,18 @@
  * own view: an export keeps every pipeline when the archive, read as any
  * archive is, gives back the same pipelines under the same keys.
  */
+#ifndef _WIN32
+#include <vulkan/vulkan.h> /* first: declares foz.h's Vulkan part (the builder) */
+#endif
+
 #include "kiln_test.h"
 #include "kiln_internal.h"
 #include "faultio.h"
 #include "foz_corpus.h"
 #include "foz_writer.h"
+#ifndef _WIN32
+#include "prep_fixture.h"
+#endif
 #include "kiln-tools/foz.h"
 #include "kiln-tools/gen.h"
 #include "kiln-tools/glsl.h"
@@ -603,5 +610,91 @@ KT_CASE(export_nothing)
     KT_CHECK_EQ(files_with(dir, ".tmp-"), 0);
 }
 
-KT_MAIN(KT_ENTRY(writer_reads_back), KT_ENTRY(writer_failure_leaves_nothing),
+#ifndef _WIN32
+/* Prepares `progs` on `vk` into a new cache at `dir` with the Fossilize
+ * builder beside kiln's own. */
+static void prepare_on(struct kiln_vk *vk, const char *dir, struct kiln_program **progs, size_t n,
+                       struct kiln_prepare_summary *s)
+{
+    struct kiln_program *arr = calloc(n, sizeof(*arr));
+    MUST(arr != NULL);
+    for (size_t i = 0; i < n; i++)
+        arr[i] = *progs[i];
+    struct kiln_program_array a = {.programs = arr, .count = n, .stamp = 0xb17d};
+    struct kiln_program_source src = kiln_program_source_array(&a);
+    struct kiln_builder fb;
+    MUST(KILN_OK == kiln_foz_kiln_builder_create(NULL, &fb));
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = dir;
+    o.source = &src;
+    o.jobs = 2;
+    o.vk = vk;
+    o.builders = &fb;
+    o.nbuilders = 1;
+    MUST(KILN_OK == kiln_prepare(&o, NULL, NULL, s));
+    kiln_foz_kiln_builder_destroy(&fb);
+    free(arr);
+}
+
+/* The generated corpus exported, made programs again (as an import of the
+ * archive makes them) and prepared: the Fossilize builder builds as many
+ * pipelines, in the exported layouts and render pass, as kiln's own builder
+ * builds from the generated programs. */
+KT_CASE(export_prepared)
+{
+    enum { N = 16 };
+    struct kiln_vk *vk = pf_vk(NULL);
+    struct kiln_glsl *g = NULL;
+    KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
+    struct kiln_program *progs[N];
+    for (uint32_t i = 0; i < N; i++)
+        KT_REQUIRE_OK(kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, i,
+                                          &progs[i]));
+    char dir[4096], cache[4200], again[4200], out[4200];
+    snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    snprintf(again, sizeof(again), "%s/again", dir);
+    snprintf(out, sizeof(out), "%s/gen.foz", dir);
+
+    struct kiln_prepare_summary s;
+    prepare_on(vk, cache, progs, N, &s);
+    uint64_t builtin_built = s.kinds[KILN_STATE_BUILTIN].built;
+    KT_CHECK_EQ(builtin_built, N);
+
+    struct kiln_cache *c = open_cache(cache);
+    struct kiln_foz_export_report r;
+    KT_REQUIRE_OK(kiln_foz_export(c, out, &r));
+    kiln_cache_close(c);
+    KT_CHECK_EQ(r.pipelines, N);
+
+    struct kiln_program **back;
+    size_t graphics;
+    size_t n = read_programs(out, &back, &graphics);
+    KT_CHECK_EQ(n, N);
+    prepare_on(vk, again, back, n, &s);
+    const struct kiln_kind_counts *k = &s.kinds[KILN_STATE_FOZ];
+    KT_CHECK_EQ(k->built, builtin_built);
+    KT_CHECK_EQ(k->skipped + k->failed, 0);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_BUILTIN].built, 0);
+    printf("%" PRIu64 " pipelines built by kiln's builder, %" PRIu64
+           " from the exported archive by the Fossilize builder\n",
+           builtin_built, k->built);
+
+    free_programs(back, n);
+    for (uint32_t i = 0; i < N; i++)
+        kiln_program_destroy(progs[i]);
+    kiln_glsl_destroy(g);
+    kiln_vk_destroy(vk);
+}
+#endif
+
+/* The Vulkan case is POSIX only (tests/prep's fixture). */
+#ifdef _WIN32
+#define VULKAN_CASES
+#else
+#define VULKAN_CASES KT_ENTRY(export_prepared),
+#endif
+
+KT_MAIN(VULKAN_CASES KT_ENTRY(writer_reads_back), KT_ENTRY(writer_failure_leaves_nothing),
         KT_ENTRY(export_generated), KT_ENTRY(export_foz_pipelines), KT_ENTRY(export_nothing))
