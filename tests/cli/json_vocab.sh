@@ -73,6 +73,7 @@ run ok cache merge "$W/m" "$W/c"
 run ok import foz --cache "$W/f" "$foz"
 run ok import foz --cache "$W/f" "$foz" "$foz"
 run ok prepare --no-vulkan --jobs 1 --cache "$W/pf" --corpus "$foz" "$foz"
+run ok export foz --cache "$W/c" "$W/c.foz"
 run ok topo --sysfs "$fx/x3d"
 run ok topo --sysfs "$fx/x3d" --all-levels
 run ok bench store --records 20 --mean-kb 1
@@ -89,6 +90,8 @@ run fail cache prune --bogus "$W/c"
 run fail cache compact
 run fail cache merge "$W/m2" "$W/missing"
 run fail import foz --cache "$W/f" "$W/missing.foz"
+run fail export foz --cache "$W/missing" "$W/x.foz"
+run fail export foz --cache "$W/c"
 run fail topo --sysfs "$fx/missing_size"
 run fail topo --allowed abc
 run fail prepare --corpus "$W/missing" --no-vulkan --cache "$W/c3"
@@ -117,9 +120,9 @@ passed=$((passed + 3))
 
 # --help is text on stdout and exit 0, for every command and group, even
 # beside --json.
-for words in "" cache import bench "cache stats" "cache check" "cache repack" "cache prune" \
-    "cache compact" "cache merge" "import foz" topo prepare start "bench store" "bench pack" \
-    "bench prepare" "bench pages" "bench replay"; do
+for words in "" cache import export bench "cache stats" "cache check" "cache repack" \
+    "cache prune" "cache compact" "cache merge" "import foz" "export foz" topo prepare start \
+    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay"; do
     # shellcheck disable=SC2086 # the words are meant to split
     if ! "$kiln" $words --help >"$W/out" 2>"$W/err"; then
         fail "kiln $words --help: exit $?"
