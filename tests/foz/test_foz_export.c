@@ -82,6 +82,19 @@ static void write_text(const char *path, const char *text)
     fclose(f);
 }
 
+/* A case's folder, its cache folder and its archive's path. */
+struct paths {
+    char dir[4096], cache[4200], again[4200], out[4200];
+};
+
+static void case_paths(struct paths *p, const char *archive)
+{
+    snprintf(p->dir, sizeof(p->dir), "%s", kt_tmpdir());
+    snprintf(p->cache, sizeof(p->cache), "%s/cache", p->dir);
+    snprintf(p->again, sizeof(p->again), "%s/again", p->dir);
+    snprintf(p->out, sizeof(p->out), "%s/%s", p->dir, archive);
+}
+
 /* A few SPIR-V-looking words (the writer does not read them). */
 static void some_words(uint32_t *w, size_t n, uint32_t seed)
 {
@@ -385,15 +398,13 @@ KT_CASE(export_generated)
                                           &progs[i]));
         want[i] = stages_digest(progs[i]);
     }
-    char dir[4096], cache[4200], out[4200];
-    snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(out, sizeof(out), "%s/gen.foz", dir);
-    store(cache, progs, N, 0x9e7);
+    struct paths P;
+    case_paths(&P, "gen.foz");
+    store(P.cache, progs, N, 0x9e7);
 
-    struct kiln_cache *c = open_cache(cache);
+    struct kiln_cache *c = open_cache(P.cache);
     struct kiln_foz_export_report r;
-    KT_REQUIRE_OK(kiln_foz_export(c, out, &r));
+    KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.programs, N);
     KT_CHECK_EQ(r.pipelines, N);
@@ -404,11 +415,11 @@ KT_CASE(export_generated)
     KT_CHECK_EQ(r.objects, 3); /* set layout, pipeline layout, render pass */
     KT_CHECK_EQ(r.skipped + r.damaged + r.duplicates + r.lone, 0);
     KT_CHECK_EQ(r.entries, r.pipelines + r.modules + r.objects);
-    KT_CHECK_EQ(files_with(dir, ".tmp-"), 0);
+    KT_CHECK_EQ(files_with(P.dir, ".tmp-"), 0);
 
     struct kiln_program **back;
     size_t graphics;
-    size_t n = read_programs(out, &back, &graphics);
+    size_t n = read_programs(P.out, &back, &graphics);
     KT_CHECK_EQ(n, N);
     KT_CHECK_EQ(graphics, N / 2);
     struct kiln_key got[N];
@@ -420,11 +431,11 @@ KT_CASE(export_generated)
 
     /* The same cache gives the same archive. */
     size_t n1, n2;
-    uint8_t *a1 = read_file(out, &n1);
-    c = open_cache(cache);
-    KT_REQUIRE_OK(kiln_foz_export(c, out, &r));
+    uint8_t *a1 = read_file(P.out, &n1);
+    c = open_cache(P.cache);
+    KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
-    uint8_t *a2 = read_file(out, &n2);
+    uint8_t *a2 = read_file(P.out, &n2);
     KT_CHECK(n1 == n2 && memcmp(a1, a2, n1) == 0);
     free(a1);
     free(a2);
@@ -523,15 +534,13 @@ KT_CASE(export_foz_pipelines)
     progs[n++] = extra[0];
     progs[n++] = extra[1];
 
-    char dir[4096], cache[4200], out[4200];
-    snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(out, sizeof(out), "%s/foz.foz", dir);
-    store(cache, progs, n, 0xf0e);
+    struct paths P;
+    case_paths(&P, "foz.foz");
+    store(P.cache, progs, n, 0xf0e);
 
     /* What the cache holds: the pipelines SPIR-V's validator let through,
      * each key once (archives share pipelines). */
-    struct kiln_cache *c = open_cache(cache);
+    struct kiln_cache *c = open_cache(P.cache);
     struct kiln_cache_entry *ents;
     size_t nrec;
     KT_REQUIRE_OK(kiln_cache_entries(c, &ents, &nrec));
@@ -547,7 +556,7 @@ KT_CASE(export_foz_pipelines)
     KT_CHECK_EQ(nfozrec + 2, nrec);
 
     struct kiln_foz_export_report r;
-    KT_REQUIRE_OK(kiln_foz_export(c, out, &r));
+    KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.programs, nrec);
     KT_CHECK_EQ(r.foz + r.duplicates, nfozrec);
@@ -564,7 +573,7 @@ KT_CASE(export_foz_pipelines)
            nfoz, nfozrec, r.pipelines, r.graphics, r.compute, r.modules, r.objects);
     struct kiln_program **back;
     size_t graphics;
-    size_t nb = read_programs(out, &back, &graphics);
+    size_t nb = read_programs(P.out, &back, &graphics);
     KT_CHECK_EQ(nb, nfozrec + 1);
     struct kiln_key *got = calloc(nb ? nb : 1, sizeof(*got));
     KT_REQUIRE(got != NULL);
@@ -594,20 +603,18 @@ KT_CASE(export_foz_pipelines)
 /* Nothing that makes a pipeline: no archive. */
 KT_CASE(export_nothing)
 {
-    char dir[4096], cache[4200], out[4200];
-    snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(out, sizeof(out), "%s/none.foz", dir);
+    struct paths P;
+    case_paths(&P, "none.foz");
     struct kiln_cache_options o = {.stamp = 5, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
-    KT_REQUIRE(kt_mkdir(cache) == 0);
-    KT_REQUIRE_OK(kiln_cache_open(cache, &o, &c));
+    KT_REQUIRE(kt_mkdir(P.cache) == 0);
+    KT_REQUIRE_OK(kiln_cache_open(P.cache, &o, &c));
     struct kiln_foz_export_report r;
-    KT_CHECK_EQ(kiln_foz_export(c, out, &r), KILN_ENOTFOUND);
+    KT_CHECK_EQ(kiln_foz_export(c, P.out, &r), KILN_ENOTFOUND);
     KT_CHECK_EQ(r.programs, 0);
     kiln_cache_close(c);
-    KT_CHECK(!exists(out));
-    KT_CHECK_EQ(files_with(dir, ".tmp-"), 0);
+    KT_CHECK(!exists(P.out));
+    KT_CHECK_EQ(files_with(P.dir, ".tmp-"), 0);
 }
 
 #ifndef _WIN32
@@ -651,28 +658,25 @@ KT_CASE(export_prepared)
     for (uint32_t i = 0; i < N; i++)
         KT_REQUIRE_OK(kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, i,
                                           &progs[i]));
-    char dir[4096], cache[4200], again[4200], out[4200];
-    snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(again, sizeof(again), "%s/again", dir);
-    snprintf(out, sizeof(out), "%s/gen.foz", dir);
+    struct paths P;
+    case_paths(&P, "gen.foz");
 
     struct kiln_prepare_summary s;
-    prepare_on(vk, cache, progs, N, &s);
+    prepare_on(vk, P.cache, progs, N, &s);
     uint64_t builtin_built = s.kinds[KILN_STATE_BUILTIN].built;
     KT_CHECK_EQ(builtin_built, N);
 
-    struct kiln_cache *c = open_cache(cache);
+    struct kiln_cache *c = open_cache(P.cache);
     struct kiln_foz_export_report r;
-    KT_REQUIRE_OK(kiln_foz_export(c, out, &r));
+    KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.pipelines, N);
 
     struct kiln_program **back;
     size_t graphics;
-    size_t n = read_programs(out, &back, &graphics);
+    size_t n = read_programs(P.out, &back, &graphics);
     KT_CHECK_EQ(n, N);
-    prepare_on(vk, again, back, n, &s);
+    prepare_on(vk, P.again, back, n, &s);
     const struct kiln_kind_counts *k = &s.kinds[KILN_STATE_FOZ];
     KT_CHECK_EQ(k->built, builtin_built);
     KT_CHECK_EQ(k->skipped + k->failed, 0);

@@ -89,27 +89,6 @@ static int plan_add(struct plan *p, uint64_t tag, uint64_t hash, uint8_t *bytes,
     return KILN_OK;
 }
 
-/* The member of an entry's document for each object tag. */
-static const char *member_of(uint64_t tag)
-{
-    switch (tag) {
-    case KILN_FOZ_TAG_SAMPLER:
-        return "samplers";
-    case KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT:
-        return "setLayouts";
-    case KILN_FOZ_TAG_PIPELINE_LAYOUT:
-        return "pipelineLayouts";
-    case KILN_FOZ_TAG_RENDER_PASS:
-        return "renderPasses";
-    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
-        return "graphicsPipelines";
-    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
-        return "computePipelines";
-    default:
-        return "raytracingPipelines";
-    }
-}
-
 /* An entry's payload: {"version":6,"<member>":{"<hash>":obj}}. `obj` is
  * borrowed (a reference is taken for the wrapper and dropped with it). */
 static int entry_bytes(const char *member, uint64_t hash, struct json_object *obj, uint8_t **bytes,
@@ -274,13 +253,13 @@ static int plan_made(struct plan *p, struct jb *b, uint64_t tag, struct json_obj
         json_object_put(obj);
         return KILN_ENOMEM;
     }
-    int k = snprintf((char *)key, 32, "kiln-builtin %s ", member_of(tag));
+    int k = snprintf((char *)key, 32, "kiln-builtin %s ", kiln__foz_tag_member(tag));
     memcpy(key + k, text, n);
     *hash = kiln_hash64(key, (size_t)k + n);
     free(key);
     uint8_t *bytes;
     size_t size;
-    int rc = entry_bytes(member_of(tag), *hash, obj, &bytes, &size);
+    int rc = entry_bytes(kiln__foz_tag_member(tag), *hash, obj, &bytes, &size);
     json_object_put(obj);
     if (rc == 0)
         rc = plan_add(p, tag, *hash, bytes, size);

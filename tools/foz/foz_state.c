@@ -63,6 +63,11 @@ static bool is_object_tag(uint64_t tag)
     return tag < KILN_ARRAY_LEN(tag_member) && tag_member[tag] != NULL;
 }
 
+const char *kiln__foz_tag_member(uint64_t tag)
+{
+    return is_object_tag(tag) ? tag_member[tag] : NULL;
+}
+
 static bool is_pipeline_tag(uint64_t tag)
 {
     return tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE || tag == KILN_FOZ_TAG_COMPUTE_PIPELINE ||

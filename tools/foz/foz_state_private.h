@@ -20,6 +20,13 @@ int kiln__foz_closure_parse(const void *bytes, size_t size, struct json_object *
                             uint64_t *hash, struct json_object **pipeline);
 
 /*
+ * @return the member of an entry's JSON document that holds objects of
+ * `tag` ("samplers", "setLayouts", ..., "renderPasses" for render passes),
+ * or NULL for a tag that is not an object's (a shader module's, say).
+ */
+const char *kiln__foz_tag_member(uint64_t tag);
+
+/*
  * Decodes base64 text (`n` characters, padding optional) into exactly
  * `want` bytes at `out`.
  * @return false for a character outside the alphabet, or a length that
