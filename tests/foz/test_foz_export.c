@@ -600,6 +600,71 @@ KT_CASE(export_foz_pipelines)
     free_programs(progs, n);
 }
 
+/* Two programs whose closures give one hash two contents: the export
+ * writes the first (in key order) and leaves the other out whole, counted
+ * and said, so the archive never names an object that is another. */
+KT_CASE(export_conflict)
+{
+    char path[4096];
+    KT_REQUIRE(fw_archive("triangle.f93c6e96adcd7946.1.foz", path, sizeof(path)) == 0);
+    struct kiln_foz *foz = NULL;
+    KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
+    struct kiln_foz_index *idx = NULL;
+    KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+    const struct kiln_foz_pipeline_ref *refs;
+    KT_REQUIRE(kiln_foz_index_pipelines(idx, &refs) > 0);
+    struct kiln_program *progs[2] = {NULL, NULL};
+    KT_REQUIRE_OK(kiln_foz_pipeline_program(idx, &refs[0], &progs[0]));
+    kiln_foz_index_destroy(idx);
+    kiln_foz_close(foz);
+    /* The first object of the closure (its layout, or the pipeline) gets a
+     * member more, under the same hash. */
+    KT_REQUIRE_OK(kiln_program_copy(progs[0], &progs[1]));
+    const char *text = progs[0]->state;
+    const char *at = strstr(text, "\"flags\":0");
+    KT_REQUIRE(at != NULL);
+    static const char more[] = ",\"kilnTest\":1";
+    size_t head = (size_t)(at - text) + strlen("\"flags\":0");
+    char *changed = malloc(progs[0]->state_size + sizeof(more));
+    KT_REQUIRE(changed != NULL);
+    memcpy(changed, text, head);
+    memcpy(changed + head, more, sizeof(more) - 1);
+    memcpy(changed + head + sizeof(more) - 1, text + head, progs[0]->state_size - head);
+    free(progs[1]->state);
+    progs[1]->state = changed;
+    progs[1]->state_size = progs[0]->state_size + sizeof(more) - 1;
+    struct kiln_foz_module mods[KILN_FOZ_MAX_STAGES];
+    for (unsigned i = 0; i < progs[1]->nstages; i++)
+        mods[i] = (struct kiln_foz_module){.words = progs[1]->stages[i].words,
+                                           .word_count = progs[1]->stages[i].nwords};
+    KT_REQUIRE_OK(kiln_foz_pipeline_key(progs[1]->state, progs[1]->state_size, mods,
+                                        progs[1]->nstages, &progs[1]->key));
+    KT_REQUIRE(!kiln_key_equal(progs[0]->key, progs[1]->key));
+
+    struct paths P;
+    case_paths(&P, "conflict.foz");
+    store(P.cache, progs, 2, 0xc0f);
+    struct kiln_cache *c = open_cache(P.cache);
+    KT_CHECK_EQ(kiln_cache_count(c), 2);
+    struct kiln_foz_export_report r;
+    KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
+    kiln_cache_close(c);
+    KT_CHECK_EQ(r.pipelines, 1);
+    KT_CHECK_EQ(r.foz, 1);
+    KT_CHECK_EQ(r.skipped_conflict, 1);
+    KT_CHECK_EQ(r.skipped, 1);
+    KT_CHECK(strstr(r.skip_reason, "has the hash of another one already written") != NULL);
+    struct kiln_program **back;
+    size_t graphics;
+    size_t n = read_programs(P.out, &back, &graphics);
+    KT_CHECK_EQ(n, 1);
+    KT_CHECK(n == 1 && (kiln_key_equal(back[0]->key, progs[0]->key) ||
+                        kiln_key_equal(back[0]->key, progs[1]->key)));
+    free_programs(back, n);
+    kiln_program_destroy(progs[0]);
+    kiln_program_destroy(progs[1]);
+}
+
 /* Nothing that makes a pipeline: no archive. */
 KT_CASE(export_nothing)
 {
@@ -701,4 +766,5 @@ KT_CASE(export_prepared)
 #endif
 
 KT_MAIN(VULKAN_CASES KT_ENTRY(writer_reads_back), KT_ENTRY(writer_failure_leaves_nothing),
-        KT_ENTRY(export_generated), KT_ENTRY(export_foz_pipelines), KT_ENTRY(export_nothing))
+        KT_ENTRY(export_generated), KT_ENTRY(export_foz_pipelines), KT_ENTRY(export_conflict),
+        KT_ENTRY(export_nothing))

@@ -433,7 +433,12 @@ static void note_skip(struct exporter *x, uint64_t *counter, const char *fmt, ..
     x->r->skipped++;
     if (!x->r->skip_reason[0])
         snprintf(x->r->skip_reason, sizeof(x->r->skip_reason), "%s: %s", x->name, why);
-    KILN_INFO("foz", "export: %s: left out: %s", x->name, why);
+    /* A conflict costs a pipeline the archive should have had: a warning.
+     * Programs no archive can hold are expected, and counted. */
+    if (counter == &x->r->skipped_conflict)
+        KILN_WARN("foz", "export: %s: left out: %s", x->name, why);
+    else
+        KILN_INFO("foz", "export: %s: left out: %s", x->name, why);
 }
 
 static void note_damaged(struct exporter *x, const char *what, int rc)
