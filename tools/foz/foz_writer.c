@@ -274,7 +274,10 @@ int kiln_foz_module_encode(uint64_t hash, const uint32_t *words, size_t nwords, 
 {
     *payload = NULL;
     *size = 0;
-    if (nwords == 0 || nwords > KILN__FOZ_MAX_INFLATED / 4)
+    /* The words themselves have no bound here (a reader bounds the
+     * payload, which kiln_foz_writer_add checks); only the buffer's size
+     * must not overflow. */
+    if (nwords == 0 || nwords > (SIZE_MAX - 256) / 5)
         return KILN_ERANGE;
     /* The varint area: 7 bits a byte from the low bits up, the top bit set
      * on every byte but a word's last. At most 5 bytes a word. */

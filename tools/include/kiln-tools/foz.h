@@ -665,7 +665,8 @@ KILN_API bool kiln_foz_writer_has(const struct kiln_foz_writer *w, uint64_t tag,
  * kiln_foz_decode_module reads it back.
  * @return 0 with malloc'ed bytes in *payload (free with
  * kiln_foz_payload_free) and their count in *size; KILN_ERANGE for no
- * words or over 256 MiB of them; KILN_ENOMEM. Thread-safe.
+ * words; KILN_ENOMEM. (kiln_foz_writer_add refuses a payload over 256 MiB,
+ * which no reader takes.) Thread-safe.
  */
 KILN_API int kiln_foz_module_encode(uint64_t hash, const uint32_t *words, size_t nwords,
                                     uint32_t flags, uint8_t **payload, size_t *size);
