@@ -1,8 +1,8 @@
 /*
  * test_cli_foz.c - whole Fossilize pipelines through the kiln command:
  * kiln_foz_pipelines (several archives, each key once), `kiln import foz`,
- * `kiln prepare --corpus A.foz B.foz ...` and `kiln start`, counted per
- * kind from their --json output.
+ * `kiln prepare --corpus A.foz B.foz ...`, `kiln start` and `kiln export
+ * foz`, counted per kind from their --json output.
  *
  * The cases that need no corpus write their own archives of whole
  * pipelines (tests/support/foz_writer.c: a layout, a render pass, compute
@@ -642,5 +642,83 @@ KT_CASE(single_archive)
     free_list(in.v);
 }
 
+/* Export, import, prepare: the generated corpus prepared by kiln's own
+ * builder, exported (`kiln export foz`), imported and prepared from the
+ * archive builds as many pipelines through the Fossilize builder; and the
+ * archives' pipelines imported and exported import back under the same
+ * keys (into the first cache: nothing new, every one present). */
+KT_CASE(export_round_trip)
+{
+    enum { N = 12 };
+    const char *dir = kt_tmpdir();
+    char gen[4200], arc[4200], imp[4200], out[4200], args[20000];
+    snprintf(gen, sizeof(gen), "%s/gen", dir);
+    snprintf(arc, sizeof(arc), "%s/gen.foz", dir);
+    snprintf(imp, sizeof(imp), "%s/imported", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    snprintf(args, sizeof(args), "prepare --generate %d --jobs 2 --json --cache '%s'", N, gen);
+    int rc = run_kiln(out, args);
+    struct json_object *o = read_json(out);
+    require_vulkan(o, out);
+    KT_CHECK_EQ(rc, 0);
+    uint64_t built = num(o, "kinds.builtin.built");
+    KT_CHECK_EQ(built, N);
+    json_object_put(o);
+
+    snprintf(args, sizeof(args), "export foz --json --cache '%s' '%s'", gen, arc);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "pipelines"), N);
+    KT_CHECK_EQ(num(o, "builtin"), N);
+    json_object_put(o);
+    snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s'", imp, arc);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "imported"), N);
+    json_object_put(o);
+    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", imp, arc);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "cached"), N);
+    KT_CHECK_EQ(num(o, "kinds.foz.built"), built);
+    KT_CHECK_EQ(num(o, "kinds.foz.skipped") + num(o, "kinds.foz.failed"), 0);
+    KT_CHECK_EQ(num(o, "kinds.builtin.built"), 0);
+    json_object_put(o);
+
+    /* Recorded pipelines: imported, exported, imported again. */
+    struct input in;
+    input_open(&in, dir);
+    char cache[4200], back[4200];
+    snprintf(cache, sizeof(cache), "%s/recorded", dir);
+    snprintf(back, sizeof(back), "%s/recorded.foz", dir);
+    char *list = joined(in.v, in.n);
+    size_t cap = strlen(list) + 8192;
+    char *cmd = malloc(cap);
+    KT_REQUIRE(cmd);
+    snprintf(cmd, cap, "import foz --json --cache '%s' %s", cache, list);
+    KT_CHECK_EQ(run_kiln(out, cmd), in.errors_exit);
+    o = read_json(out);
+    uint64_t stored = num(o, "records");
+    KT_CHECK_EQ(stored, in.graphics + in.compute - in.invalid_g - in.invalid_c);
+    json_object_put(o);
+    snprintf(cmd, cap, "export foz --json --cache '%s' '%s'", cache, back);
+    KT_CHECK_EQ(run_kiln(out, cmd), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "pipelines"), stored);
+    KT_CHECK_EQ(num(o, "foz"), stored);
+    json_object_put(o);
+    snprintf(cmd, cap, "import foz --json --cache '%s' '%s'", cache, back);
+    KT_CHECK_EQ(run_kiln(out, cmd), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "imported"), 0);
+    KT_CHECK_EQ(num(o, "present"), stored);
+    KT_CHECK_EQ(num(o, "records"), stored);
+    json_object_put(o);
+    free(cmd);
+    free(list);
+    free_list(in.v);
+}
+
 KT_MAIN(KT_ENTRY(pipelines_dedup), KT_ENTRY(pipelines_unreadable), KT_ENTRY(prepare_written),
-        KT_ENTRY(prepare_validated), KT_ENTRY(import_start), KT_ENTRY(single_archive))
+        KT_ENTRY(prepare_validated), KT_ENTRY(import_start), KT_ENTRY(single_archive),
+        KT_ENTRY(export_round_trip))

@@ -27,13 +27,20 @@ static uint64_t module(struct kiln_foz_writer *w, const uint32_t *words, size_t 
     return hash;
 }
 
+/* Appends an object's entry with `flags` (KILN_FOZ_ENTRY_PLAIN or 0). */
+static void object(struct kiln_foz_writer *w, unsigned tag, uint64_t hash, const char *json,
+                   unsigned flags, int *rc)
+{
+    int r = kiln_foz_writer_add(w, tag, hash, json, strlen(json), flags);
+    if (r < 0 && *rc == 0)
+        *rc = r;
+}
+
 /* Appends a pipeline entry (stored plain). */
 static void pipeline(struct kiln_foz_writer *w, unsigned tag, uint64_t hash, const char *json,
                      int *rc)
 {
-    int r = kiln_foz_writer_add(w, tag, hash, json, strlen(json), KILN_FOZ_ENTRY_PLAIN);
-    if (r < 0 && *rc == 0)
-        *rc = r;
+    object(w, tag, hash, json, KILN_FOZ_ENTRY_PLAIN, rc);
 }
 
 /* Ends an archive: finished when nothing failed, else dropped. */
@@ -99,7 +106,7 @@ int fw_write(const char *path, unsigned compute, unsigned graphics)
 #define FW_PIPE_LAYOUT UINT64_C(0x1a7000000000001)
 #define FW_RENDER_PASS UINT64_C(0x9a5500000000001)
 
-static void pipeline_objects(struct out *o)
+static void pipeline_objects(struct kiln_foz_writer *w, int *rc)
 {
     char json[1024];
     snprintf(json, sizeof(json),
@@ -107,13 +114,13 @@ static void pipeline_objects(struct out *o)
              "[{\"descriptorType\":7,\"descriptorCount\":1,\"stageFlags\":2147483647,"
              "\"binding\":0}]}}}",
              FW_SET_LAYOUT);
-    entry(o, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, FW_SET_LAYOUT, json, strlen(json), false);
+    object(w, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, FW_SET_LAYOUT, json, KILN_FOZ_ENTRY_PLAIN, rc);
     snprintf(json, sizeof(json),
              "{\"version\":6,\"pipelineLayouts\":{\"%016" PRIx64 "\":{\"flags\":0,"
              "\"pushConstantRanges\":[{\"stageFlags\":2147483647,\"offset\":0,\"size\":16}],"
              "\"setLayouts\":[\"%016" PRIx64 "\"]}}}",
              FW_PIPE_LAYOUT, FW_SET_LAYOUT);
-    entry(o, KILN_FOZ_TAG_PIPELINE_LAYOUT, FW_PIPE_LAYOUT, json, strlen(json), true);
+    object(w, KILN_FOZ_TAG_PIPELINE_LAYOUT, FW_PIPE_LAYOUT, json, 0, rc);
     snprintf(json, sizeof(json),
              "{\"version\":6,\"renderPasses\":{\"%016" PRIx64 "\":{\"flags\":0,"
              "\"attachments\":[{\"flags\":0,\"format\":37,\"finalLayout\":2,\"initialLayout\":0,"
@@ -121,7 +128,7 @@ static void pipeline_objects(struct out *o)
              "\"stencilStoreOp\":1}],\"subpasses\":[{\"flags\":0,\"pipelineBindPoint\":0,"
              "\"colorAttachments\":[{\"attachment\":0,\"layout\":2}]}]}}}",
              FW_RENDER_PASS);
-    entry(o, KILN_FOZ_TAG_RENDER_PASS, FW_RENDER_PASS, json, strlen(json), false);
+    object(w, KILN_FOZ_TAG_RENDER_PASS, FW_RENDER_PASS, json, KILN_FOZ_ENTRY_PLAIN, rc);
 }
 
 /* The fixed-function state of a graphics pipeline fw_write_pipelines
@@ -149,27 +156,24 @@ int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, ui
     int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
     if (rc < 0)
         return rc;
-    struct out o = {.f = fopen(path, "wb")};
-    if (!o.f) {
+    struct kiln_foz_writer *w = NULL;
+    rc = kiln_foz_writer_create(NULL, path, &w);
+    if (rc < 0) {
         fprintf(stderr, "fw_write_pipelines: cannot write %s\n", path);
         kiln_glsl_destroy(g);
-        return KILN_EIO;
+        return rc;
     }
-    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
-                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
-    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
-        o.rc = KILN_EIO;
-    pipeline_objects(&o);
-    for (unsigned k = 0; k < compute + graphics && !o.rc; k++) {
+    pipeline_objects(w, &rc);
+    for (unsigned k = 0; k < compute + graphics && !rc; k++) {
         bool is_compute = k < compute;
         uint32_t index = is_compute ? 2 * k : 2 * (k - compute) + 1;
         struct kiln_program *p = NULL;
-        o.rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, index, &p);
-        if (o.rc)
+        rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, index, &p);
+        if (rc)
             break;
         uint64_t h[2] = {0, 0};
         for (unsigned s = 0; s < p->nstages && s < 2; s++)
-            h[s] = module(&o, p->stages[s].words, p->stages[s].nwords);
+            h[s] = module(w, p->stages[s].words, p->stages[s].nwords, &rc);
         char json[4096];
         uint64_t pipe = first_hash + k;
         if (is_compute)
@@ -191,16 +195,12 @@ int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, ui
                 "\",\"name\":\"main\"},{\"flags\":0,\"stage\":16,\"module\":\"%016" PRIx64
                 "\",\"name\":\"main\"}]}}}",
                 pipe, FW_PIPE_LAYOUT, FW_RENDER_PASS, graphics_state, h[0], h[1]);
-        entry(&o, is_compute ? KILN_FOZ_TAG_COMPUTE_PIPELINE : KILN_FOZ_TAG_GRAPHICS_PIPELINE, pipe,
-              json, strlen(json), true);
+        object(w, is_compute ? KILN_FOZ_TAG_COMPUTE_PIPELINE : KILN_FOZ_TAG_GRAPHICS_PIPELINE, pipe,
+               json, 0, &rc);
         kiln_program_destroy(p);
     }
-    if (fclose(o.f) != 0 && !o.rc)
-        o.rc = KILN_EIO;
     kiln_glsl_destroy(g);
-    if (o.rc)
-        fprintf(stderr, "fw_write_pipelines: %s: %s\n", path, kiln_strerror(o.rc));
-    return o.rc;
+    return finish(w, rc, "fw_write_pipelines", path);
 }
 
 int fw_write_raytracing(const char *path, uint64_t hash)
@@ -214,18 +214,15 @@ int fw_write_raytracing(const char *path, uint64_t hash)
     kiln_glsl_destroy(g);
     if (rc < 0)
         return rc;
-    struct out o = {.f = fopen(path, "wb")};
-    if (!o.f) {
+    struct kiln_foz_writer *w = NULL;
+    rc = kiln_foz_writer_create(NULL, path, &w);
+    if (rc < 0) {
         fprintf(stderr, "fw_write_raytracing: cannot write %s\n", path);
         kiln_program_destroy(p);
-        return KILN_EIO;
+        return rc;
     }
-    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
-                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
-    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
-        o.rc = KILN_EIO;
-    pipeline_objects(&o);
-    uint64_t h = module(&o, p->stages[0].words, p->stages[0].nwords);
+    pipeline_objects(w, &rc);
+    uint64_t h = module(w, p->stages[0].words, p->stages[0].nwords, &rc);
     kiln_program_destroy(p);
     char json[1024];
     snprintf(json, sizeof(json),
@@ -237,12 +234,8 @@ int fw_write_raytracing(const char *path, uint64_t hash)
              "\"closestHitShader\":4294967295,\"anyHitShader\":4294967295,"
              "\"intersectionShader\":4294967295}]}}}",
              hash, FW_PIPE_LAYOUT, h);
-    entry(&o, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash, json, strlen(json), false);
-    if (fclose(o.f) != 0 && !o.rc)
-        o.rc = KILN_EIO;
-    if (o.rc)
-        fprintf(stderr, "fw_write_raytracing: %s: %s\n", path, kiln_strerror(o.rc));
-    return o.rc;
+    object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash, json, KILN_FOZ_ENTRY_PLAIN, &rc);
+    return finish(w, rc, "fw_write_raytracing", path);
 }
 
 /* A compute pipeline entry naming module `mod`. */
