@@ -328,5 +328,52 @@ KT_CASE(corpus_dedupe)
     json_object_put(j);
 }
 
+/* --generate: the generator's programs prepared without Vulkan, exported
+ * as an archive and replayed: every one built, none failed. With
+ * --keep-archive the archive stays where asked, and replaying it as an
+ * archive (kiln_foz_pipelines_open) finds the same pipelines. */
+KT_CASE(generate_json)
+{
+    need_vulkan();
+    struct out o;
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--generate", "6", "--seed", "7",
+                                             "--threads", "1", "--json", NULL}) == 0);
+    struct json_object *j = json_tokener_parse(o.text);
+    static const unsigned one[] = {1};
+    check_report(j, one, 1);
+    KT_CHECK_EQ(num(j, "archives"), 1);
+    KT_CHECK_EQ(num(j, "pipelines"), 6);
+    KT_CHECK_EQ(num(j, "duplicates"), 0);
+    KT_CHECK_EQ(num(j, "unreadable"), 0);
+    KT_CHECK_EQ(num(field(j, "kinds"), "graphics") + num(field(j, "kinds"), "compute"), 6);
+    KT_CHECK(json_object_is_type(field(j, "archive"), json_type_string));
+    struct json_object *r = json_object_array_get_idx(field(j, "runs"), 0);
+    KT_CHECK_EQ(num(r, "built"), 6);
+    KT_CHECK_EQ(num(r, "failed"), 0);
+    KT_CHECK_EQ(num(r, "skipped"), 0);
+    json_object_put(j);
+
+    char kept[4096];
+    snprintf(kept, sizeof(kept), "%s/generated.foz", kt_tmpdir());
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--generate", "6", "--seed", "7",
+                                             "--keep-archive", kept, "--threads", "1", "--json",
+                                             NULL}) == 0);
+    j = json_tokener_parse(o.text);
+    check_report(j, one, 1);
+    KT_CHECK(strcmp(json_object_get_string(field(j, "archive")), kept) == 0);
+    json_object_put(j);
+    KT_REQUIRE(access(kept, R_OK) == 0);
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1", "--json", kept,
+                                             NULL}) == 0);
+    j = json_tokener_parse(o.text);
+    check_report(j, one, 1);
+    KT_CHECK_EQ(num(j, "pipelines"), 6);
+    KT_CHECK(json_object_is_type(field(j, "archive"), json_type_null));
+    r = json_object_array_get_idx(field(j, "runs"), 0);
+    KT_CHECK_EQ(num(r, "built"), 6);
+    KT_CHECK_EQ(num(r, "failed"), 0);
+    json_object_put(j);
+}
+
 KT_MAIN(KT_ENTRY(usage), KT_ENTRY(triangle_json), KT_ENTRY(memory_budget_json),
-        KT_ENTRY(isolate_json), KT_ENTRY(corpus_dedupe))
+        KT_ENTRY(isolate_json), KT_ENTRY(corpus_dedupe), KT_ENTRY(generate_json))
