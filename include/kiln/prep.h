@@ -349,7 +349,20 @@ struct kiln_builder {
      * builds (layouts, render passes), since kiln destroys a device it
      * made right after the phase. */
     void (*finish)(void *user);
+    /* KILN_BUILDER_* bits (0: none). */
+    uint32_t flags;
 };
+
+/*
+ * A builder flag: its programs' modules were recorded from a working
+ * application (a Fossilize archive), so kiln refuses only modules that do
+ * not parse (kiln_vk_check_spirv_structure). A module that parses but
+ * breaks one of the validator's semantic rules is stored and built, with
+ * one warning line naming the program, the stage and the validator's
+ * message, and counted in the summary's recorded_invalid. Without it, every
+ * module must pass kiln_vk_validate_spirv (see docs/reliability.md).
+ */
+#define KILN_BUILDER_RECORDED_SPIRV 0x1u
 
 #if defined(VK_VERSION_1_0)
 /*
@@ -690,6 +703,10 @@ struct kiln_prepare_summary {
     uint64_t ledger_failed;   /* of ledger_skipped, those recorded as failed */
     uint64_t memory_budget;   /* the budget the pools kept to, bytes (0: none) */
     bool canceled;            /* options.cancel stopped the run (error KILN_ECANCELED) */
+    /* Programs whose builder has KILN_BUILDER_RECORDED_SPIRV with a stage
+     * the validator refuses but that parses: stored or built anyway, one
+     * warning line each. */
+    uint64_t recorded_invalid;
 };
 
 /*
@@ -789,6 +806,10 @@ struct kiln_start_summary {
      * false when the cache was opened read-only (use_text says why). */
     bool use_recorded;
     char use_text[160];
+    /* Records whose builder has KILN_BUILDER_RECORDED_SPIRV with a stage
+     * the validator refuses but that parses: built anyway, one warning
+     * line each. */
+    uint64_t recorded_invalid;
 };
 
 /*

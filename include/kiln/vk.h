@@ -217,6 +217,21 @@ KILN_API int kiln_vk_set_validation(struct kiln_vk *vk, bool on);
 KILN_API int kiln_vk_validate_spirv(const uint32_t *words, size_t n, char *why, size_t cap);
 
 /*
+ * Checks that one SPIR-V module is well-formed, without the validator's
+ * semantic rules: its framing (as kiln_vk_validate_spirv), then SPIRV-Tools'
+ * binary parse, which refuses unknown opcodes, operands that do not fit
+ * their instruction and instructions cut short. kiln uses it for modules
+ * recorded from a working application (KILN_BUILDER_RECORDED_SPIRV, see
+ * kiln/prep.h) that the validator refuses: those are stored and built when
+ * they pass this check (docs/reliability.md).
+ * @return 0 when well-formed; KILN_EFORMAT with the reason (the parser's
+ * message, on one line) in `why`; KILN_ENOTSUP when the framing is sound
+ * but this build has no SPIRV-Tools (`why` says so); KILN_EINVAL for a
+ * NULL `why` or `words`; KILN_ENOMEM. Thread-safe; needs no Vulkan context.
+ */
+KILN_API int kiln_vk_check_spirv_structure(const uint32_t *words, size_t n, char *why, size_t cap);
+
+/*
  * Destroys the context, every pipeline and kept module still alive in it
  * (their pointers become invalid), and the device and instance. It does not
  * save the pipeline cache: call kiln_vk_cache_save first. NULL is a no-op.

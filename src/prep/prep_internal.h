@@ -45,6 +45,9 @@ struct kiln__prep_build {
     size_t nbuilders;
     _Atomic uint64_t bad;  /* out: payloads that are not a program's, or not valid (logged) */
     _Atomic uint64_t lone; /* out: one-module payloads of no pipeline (not built) */
+    /* out: programs built though the validator refused a stage (their
+     * builder has KILN_BUILDER_RECORDED_SPIRV and the stage parses) */
+    _Atomic uint64_t recorded_invalid;
     /* out: per state kind, what became of its programs; the first skip's
      * reason is written by the one worker that wins skip_claimed. */
     _Atomic uint64_t built[KILN_STATE_KINDS];
@@ -111,6 +114,16 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
  * @return 0 or KILN_EINVAL (logged).
  */
 int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, const char *what);
+
+/*
+ * The module policy (start.c, see its top): runs kiln_vk_validate_spirv;
+ * when the validator refuses the module, `recorded` is set (its builder has
+ * KILN_BUILDER_RECORDED_SPIRV) and the module parses
+ * (kiln_vk_check_spirv_structure), it is accepted anyway. @return 0 when
+ * valid; 1 when accepted so, with the validator's message in `why`; else
+ * kiln_vk_validate_spirv's error, with its message in `why`. Thread-safe.
+ */
+int kiln__prep_check_module(const uint32_t *words, size_t n, bool recorded, char *why, size_t cap);
 
 /* Copies a pipeline phase's per-kind counts into a summary's array, and
  * sums the skipped ones. @return the skipped total. */

@@ -288,6 +288,9 @@ struct run {
     struct kiln_pool *pool;
     uint64_t memory_budget; /* for the pools (0: none) */
     atomic_bool canceled;   /* options.cancel said so */
+    /* Programs stored though the validator refused a stage (their kind's
+     * builder has KILN_BUILDER_RECORDED_SPIRV; see validate_program). */
+    _Atomic uint64_t recorded_invalid;
 };
 
 /* Whether the run was asked to stop (remembered once seen). */
@@ -401,13 +404,34 @@ static int pack_program(const struct run *r, const struct kiln_program *p, bool 
  * KILN_PAYLOAD_VALIDATED). @return 0, or KILN_EFORMAT with one line naming
  * the program, the stage and the validator's message.
  */
-static int validate_program(const struct kiln_program *p, const char *name, bool *validated)
+static int validate_program(struct run *r, const struct kiln_program *p, const char *name,
+                            bool *validated)
 {
     *validated = true;
+    /* The builder that will build it says whether its modules were
+     * recorded from a working application (start.c's top): the same
+     * policy at store time as at build time. */
+    bool recorded = false, accepted = false;
+    for (size_t b = 0; b < r->o->nbuilders; b++) {
+        if (r->o->builders[b].kind == p->state_kind) {
+            recorded = (r->o->builders[b].flags & KILN_BUILDER_RECORDED_SPIRV) != 0;
+            break;
+        }
+    }
     for (unsigned i = 0; i < p->nstages; i++) {
         const struct kiln_program_stage *st = &p->stages[i];
         char why[512];
-        int rc = kiln_vk_validate_spirv(st->words, st->nwords, why, sizeof(why));
+        int rc = kiln__prep_check_module(st->words, st->nwords, recorded, why, sizeof(why));
+        if (rc == 1) {
+            KILN_WARN("prep",
+                      "%s: stored though its %s stage (module %s) breaks a rule of the SPIR-V "
+                      "validator (recorded from an application; it parses): %s",
+                      name, kiln_vk_stage_name(st->src.stage), st->src.name ? st->src.name : "?",
+                      why);
+            *validated = false; /* not marked: checked again before a later build */
+            accepted = true;
+            continue;
+        }
         if (rc == KILN_ENOTSUP) {
             *validated = false; /* framing only: checked again before a build */
             continue;
@@ -418,6 +442,8 @@ static int validate_program(const struct kiln_program *p, const char *name, bool
             return rc;
         }
     }
+    if (accepted)
+        atomic_fetch_add_explicit(&r->recorded_invalid, 1, memory_order_relaxed);
     return KILN_OK;
 }
 
@@ -491,7 +517,7 @@ static int translate_job(void *arg, unsigned worker)
     if (rc < 0)
         goto fail; /* logged, naming the source and stage */
     bool validated;
-    rc = validate_program(p, name, &validated);
+    rc = validate_program(r, p, name, &validated);
     if (rc < 0)
         goto fail; /* logged: refused, the other programs go on */
     size_t spirv = kiln_program_spirv_bytes(p);
@@ -689,6 +715,7 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
         s->failed += progs[i].failed;
     }
     s->translated = r->stored;
+    s->recorded_invalid = atomic_load(&r->recorded_invalid);
     s->spirv_bytes = r->spirv_bytes;
     s->packed_bytes = r->packed_bytes;
 }
@@ -894,6 +921,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     }
     s->pipelines_ns = kiln_now_ns() - t4;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
+    /* Made by this run: counted when stored (one warning line each). */
+    s->recorded_invalid += atomic_load(&b.recorded_invalid);
     if (built < 0) {
         kiln__prep_ledger_end(ledger, items, n, false);
         fail_at(s, KILN_PREP_STEP_OTHER, (int)built);

@@ -43,6 +43,14 @@
  *   stage: kiln_prepare and kiln import foz do) is not checked twice. A build without
  * SPIRV-Tools cannot validate and so builds nothing (one line per program says why): the safe side,
  * since some drivers end the process on a bad module.
+ *   One exception, by the builder's word: a builder with
+ *   KILN_BUILDER_RECORDED_SPIRV (the Fossilize adapter) builds programs
+ *   recorded from a working application, whose modules every driver
+ *   already built. For those a stage the validator refuses is built
+ *   anyway when it parses (kiln_vk_check_spirv_structure: no unknown
+ *   opcode, no instruction cut or overlong), with one warning line, and
+ *   counted in recorded_invalid. What does not parse is refused for every
+ *   kind: that is what ends a driver's process.
  *
  * - Shader modules live only for their create call: every pipeline goes
  *   through kiln_vk_compute_pipeline / kiln_vk_graphics_pipeline, which
@@ -85,9 +93,20 @@ struct build_job {
  * first stage's failure, logged as one line naming the program, the stage
  * and the validator's message.
  */
-static int validate_stages(const struct kiln_stage_blob *st, int n,
-                           const struct kiln_pack_dict *dict, const char *name)
+int kiln__prep_check_module(const uint32_t *words, size_t n, bool recorded, char *why, size_t cap)
 {
+    int rc = kiln_vk_validate_spirv(words, n, why, cap);
+    if (rc != KILN_EFORMAT || !recorded)
+        return rc;
+    char parse[256];
+    return kiln_vk_check_spirv_structure(words, n, parse, sizeof(parse)) == KILN_OK ? 1 : rc;
+}
+
+static int validate_stages(const struct kiln_stage_blob *st, int n,
+                           const struct kiln_pack_dict *dict, const char *name, bool recorded,
+                           bool *accepted)
+{
+    *accepted = false;
     for (int i = 0; i < n; i++) {
         const uint32_t *words = NULL;
         int64_t nw = kiln_unpack_scratch(st[i].blob, st[i].blob_size, dict, &words);
@@ -97,7 +116,15 @@ static int validate_stages(const struct kiln_stage_blob *st, int n,
             return (int)nw;
         }
         char why[512];
-        int rc = kiln_vk_validate_spirv(words, (size_t)nw, why, sizeof(why));
+        int rc = kiln__prep_check_module(words, (size_t)nw, recorded, why, sizeof(why));
+        if (rc == 1) {
+            KILN_WARN("prep",
+                      "%s: built though its %s stage breaks a rule of the SPIR-V validator "
+                      "(recorded from an application; it parses): %s",
+                      name, kiln_vk_stage_name(st[i].stage), why);
+            *accepted = true;
+            continue;
+        }
         if (rc < 0) {
             KILN_WARN("prep", "%s: not built: its %s stage %s: %s", name,
                       kiln_vk_stage_name(st[i].stage),
@@ -190,9 +217,13 @@ static int spec_make(const struct kiln_stage_blob *st, struct spec *out)
 /* Validates a program's stages right before its build, whatever its kind
  * (see the top): @return 0, or the failure, counted as `bad`. */
 static int check_stages(struct build_job *j, const char *name, const struct kiln_stage_blob *st,
-                        int n)
+                        int n, bool recorded)
 {
-    int rc = j->item->validated ? KILN_OK : validate_stages(st, n, j->b->dict, name);
+    bool accepted = false;
+    int rc = j->item->validated ? KILN_OK
+                                : validate_stages(st, n, j->b->dict, name, recorded, &accepted);
+    if (accepted)
+        atomic_fetch_add_explicit(&j->b->recorded_invalid, 1, memory_order_relaxed);
     if (rc < 0) {
         atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
         j->item->status = rc;
@@ -238,7 +269,7 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         it->status = KILN_ENOTSUP;
         return KILN_OK;
     }
-    int rc = check_stages(j, name, st, n);
+    int rc = check_stages(j, name, st, n, false);
     if (rc < 0)
         return rc;
     struct spec sp[2] = {{.map = NULL}, {.map = NULL}}; /* freed whatever spec_make did */
@@ -285,7 +316,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     struct kiln__prep_item *it = j->item;
     uint32_t kind = state->kind;
     const char *bname = bld->name ? bld->name : "builder";
-    int vrc = check_stages(j, name, st, n);
+    int vrc = check_stages(j, name, st, n, (bld->flags & KILN_BUILDER_RECORDED_SPIRV) != 0);
     if (vrc < 0)
         return vrc;
     struct kiln_vk_staged *staged = calloc((size_t)n, sizeof(*staged));
@@ -725,6 +756,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     s->bad = atomic_load(&b.bad);
     s->lone_modules = atomic_load(&b.lone);
+    s->recorded_invalid = atomic_load(&b.recorded_invalid);
     s->pipelines_failed -= s->bad;
     if (built < 0) {
         start_fail(s, KILN_PREP_STEP_OTHER, (int)built);

@@ -16,6 +16,15 @@
  * SPIRV-Tools still refuses what is not SPIR-V at all, and says so
  * (KILN_ENOTSUP) when that is all it could check. Its callers choose what
  * an unchecked module may do: stored, never built.
+ *
+ * kiln_vk_check_spirv_structure is the weaker check for modules recorded
+ * from a working application (a Fossilize archive): the framing check and
+ * SPIRV-Tools' binary parse, which refuses unknown opcodes and
+ * instructions whose length disagrees with their operands (what makes a
+ * driver's compiler end the process), but none of the validator's
+ * semantic rules, which real drivers do not enforce. Its callers use it
+ * only after kiln_vk_validate_spirv refused a module, to tell a module
+ * that is not SPIR-V from one that breaks a rule (see docs/reliability.md).
  */
 #include "vk_internal.h"
 
@@ -58,6 +67,29 @@ int kiln_vk_set_validation(struct kiln_vk *vk, bool on)
     return KILN_OK;
 }
 
+static int kiln__spirv_parse(const uint32_t *words, size_t n, char *why, size_t cap)
+{
+    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_1);
+    if (!ctx) {
+        snprintf(why, cap, "the SPIR-V parser could not start");
+        return KILN_ENOMEM;
+    }
+    spv_diagnostic diag = NULL;
+    /* No callbacks: the parse itself checks every opcode and operand. */
+    spv_result_t res = spvBinaryParse(ctx, NULL, words, n, NULL, NULL, &diag);
+    int rc = KILN_OK;
+    if (res != SPV_SUCCESS) {
+        const char *msg = diag && diag->error ? diag->error : "not parseable SPIR-V";
+        snprintf(why, cap, "%s", msg);
+        for (char *p = why; (p = strchr(p, '\n')) != NULL;)
+            *p = ' ';
+        rc = KILN_EFORMAT;
+    }
+    spvDiagnosticDestroy(diag);
+    spvContextDestroy(ctx);
+    return rc;
+}
+
 #else
 
 int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap)
@@ -65,6 +97,14 @@ int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap)
     (void)words;
     (void)n;
     snprintf(why, cap, "this build has no SPIR-V validator");
+    return KILN_ENOTSUP;
+}
+
+static int kiln__spirv_parse(const uint32_t *words, size_t n, char *why, size_t cap)
+{
+    (void)words;
+    (void)n;
+    snprintf(why, cap, "this build has no SPIR-V parser");
     return KILN_ENOTSUP;
 }
 
@@ -86,4 +126,12 @@ int kiln_vk_validate_spirv(const uint32_t *words, size_t n, char *why, size_t ca
         return KILN_EINVAL;
     KILN_TRY(kiln__spirv_check(words, n, why, cap));
     return kiln__spirv_validate(words, n, why, cap);
+}
+
+int kiln_vk_check_spirv_structure(const uint32_t *words, size_t n, char *why, size_t cap)
+{
+    if ((!words && n) || !why || cap == 0)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__spirv_check(words, n, why, cap));
+    return kiln__spirv_parse(words, n, why, cap);
 }

@@ -162,6 +162,9 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     out->build = build;
     out->name = "foz";
     out->finish = finish;
+    /* An archive's modules were recorded from a running application: only
+     * what does not parse is refused (docs/foz.md). */
+    out->flags = KILN_BUILDER_RECORDED_SPIRV;
     return KILN_OK;
 }
 

@@ -28,6 +28,13 @@
  * large for a blob, costs that module only: one warning line, counted in
  * `invalid`. Only a cache error (a failed put or sync) stops the import,
  * since every later put would fail alike.
+ *
+ * Whole pipelines (kiln_foz_pipelines_import) are recorded from a running
+ * application that built them: a stage that breaks only a semantic rule of
+ * the validator but parses (kiln_vk_check_spirv_structure) is stored, not
+ * marked validated, with one warning line, and counted in
+ * `recorded_invalid`; its build is then the Fossilize builder's to allow
+ * (KILN_BUILDER_RECORDED_SPIRV). What does not parse is refused as above.
  */
 #include "foz_private.h"
 
@@ -238,10 +245,17 @@ static int pack_pipeline(struct kiln_cache *c, const struct kiln_program *p, boo
     return rc;
 }
 
-/* Validates every stage. @return 0, or KILN_EFORMAT with the reason in why. */
-static int check_pipeline(const struct kiln_program *p, bool *validated, char *why, size_t cap)
+/*
+ * Validates every stage. A stage the validator refuses but that parses is
+ * accepted (the archive recorded it from a working application): its
+ * message goes to `recorded` (one warning line later) and the payload is not
+ * marked validated. @return 0, or KILN_EFORMAT with the reason in why.
+ */
+static int check_pipeline(const struct kiln_program *p, bool *validated, char *why, size_t cap,
+                          char *recorded, size_t rcap)
 {
     *validated = true;
+    recorded[0] = '\0';
     for (unsigned i = 0; i < p->nstages; i++) {
         const struct kiln_program_stage *st = &p->stages[i];
         char msg[384];
@@ -252,6 +266,15 @@ static int check_pipeline(const struct kiln_program *p, bool *validated, char *w
             rc = KILN_EFORMAT;
         } else {
             rc = kiln_vk_validate_spirv(st->words, st->nwords, msg, sizeof(msg));
+            char parse[256];
+            if (rc == KILN_EFORMAT && kiln_vk_check_spirv_structure(st->words, st->nwords, parse,
+                                                                    sizeof(parse)) == KILN_OK) {
+                *validated = false; /* checked again before a build, by its builder's rule */
+                size_t used = strlen(recorded);
+                snprintf(recorded + used, rcap - used, "%sits %s module %s: %s", used ? "; " : "",
+                         kiln_vk_stage_name(st->src.stage), st->src.name ? st->src.name : "?", msg);
+                continue;
+            }
         }
         if (rc == KILN_ENOTSUP) {
             *validated = false; /* framing only: checked again before a build */
@@ -293,8 +316,8 @@ int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipeli
         if (rc < 0)
             break; /* made at open already: only memory fails here (logged) */
         bool validated;
-        char why[512];
-        if (check_pipeline(p, &validated, why, sizeof(why)) < 0) {
+        char why[512], recorded[1024];
+        if (check_pipeline(p, &validated, why, sizeof(why), recorded, sizeof(recorded)) < 0) {
             KILN_WARN("foz", "%s: %s pipeline %016" PRIx64 " not imported: %s",
                       kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
                       why);
@@ -313,6 +336,15 @@ int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipeli
         if (rc == KILN_OK)
             rc = kiln_cache_put(c, x->key, payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
                                 (uint16_t)p->nstages);
+        if (rc == KILN_OK && recorded[0]) {
+            KILN_WARN("foz",
+                      "%s: %s pipeline %016" PRIx64
+                      " imported though the SPIR-V validator refuses %s (recorded from an "
+                      "application; it parses)",
+                      kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
+                      recorded);
+            r->recorded_invalid[kind]++;
+        }
         if (rc == KILN_OK) {
             r->imported[kind]++;
             r->spirv_bytes += spirv;

@@ -59,7 +59,7 @@ static const char help[] =
  * across kinds, then "kinds": {"graphics": {...}, "compute": ..., ...}. */
 static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipelines_report *r)
 {
-    uint64_t t[7] = {0};
+    uint64_t t[8] = {0};
     for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
         t[0] += r->found.found[k];
         t[1] += r->imported[k];
@@ -67,6 +67,7 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
         t[3] += r->found.duplicates[k];
         t[4] += r->found.unreadable[k];
         t[5] += r->invalid[k];
+        t[6] += r->recorded_invalid[k];
     }
     cli_json_u64(j, "found", t[0]);
     cli_json_u64(j, "imported", t[1]);
@@ -74,6 +75,7 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
     cli_json_u64(j, "duplicates", t[3]);
     cli_json_u64(j, "unreadable", t[4]);
     cli_json_u64(j, "invalid", t[5]);
+    cli_json_u64(j, "recorded_invalid", t[6]);
     cli_json_u64(j, "entries_skipped", r->found.entries_skipped);
     cli_json_object_begin(j, "kinds");
     for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
@@ -84,6 +86,7 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
         cli_json_u64(j, "duplicates", r->found.duplicates[k]);
         cli_json_u64(j, "unreadable", r->found.unreadable[k]);
         cli_json_u64(j, "invalid", r->invalid[k]);
+        cli_json_u64(j, "recorded_invalid", r->recorded_invalid[k]);
         cli_json_object_end(j);
     }
     cli_json_object_end(j);
@@ -103,6 +106,9 @@ static void print_text_counts(const char *what, const struct kiln_foz_pipelines_
                " duplicates, %" PRIu64 " unreadable, %" PRIu64 " invalid",
                sep, kiln_foz_kind_name((enum kiln_foz_kind)k), r->found.found[k], r->imported[k],
                r->present[k], r->found.duplicates[k], r->found.unreadable[k], r->invalid[k]);
+        if (r->recorded_invalid[k])
+            printf(" (%" PRIu64 " imported though the validator refuses a stage)",
+                   r->recorded_invalid[k]);
         sep = ";";
     }
     if (!*sep)
@@ -231,6 +237,7 @@ int cmd_import_foz(int argc, char **argv)
             sum.imported[k] += r->imported[k];
             sum.present[k] += r->present[k];
             sum.invalid[k] += r->invalid[k];
+            sum.recorded_invalid[k] += r->recorded_invalid[k];
         }
         sum.found.entries_skipped += r->found.entries_skipped;
         sum.found.truncated |= r->found.truncated;

@@ -248,6 +248,7 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_bool(&j, "background", o->background);
     cli_json_bool(&j, "canceled", s->canceled);
     cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
+    cli_json_u64(&j, "recorded_invalid", s->recorded_invalid);
     cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "spirv_bytes", s->spirv_bytes);
     cli_json_u64(&j, "packed_bytes", s->packed_bytes);
@@ -323,6 +324,10 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
                s->driver_compiles, s->ledger_skipped, s->ledger_failed);
     } else
         printf("  pipelines  none built (%s)\n", o->no_vulkan ? "--no-vulkan" : "no Vulkan");
+    if (s->recorded_invalid)
+        printf("  recorded   %" PRIu64 " pipelines kept though the SPIR-V validator refuses a"
+               " stage (recorded from an application; they parse)\n",
+               s->recorded_invalid);
     printf("  workers    %s\n", s->workers_reason);
     if (s->memory_budget)
         printf("  memory     budget %s\n", cli_format_bytes(b1, sizeof(b1), s->memory_budget));

@@ -77,6 +77,7 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "pipelines_built", s->pipelines_built);
     cli_json_u64(&j, "pipelines_failed", s->pipelines_failed);
     cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
+    cli_json_u64(&j, "recorded_invalid", s->recorded_invalid);
     cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
@@ -120,6 +121,10 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
         cli_print_kinds(s->kinds, fst);
     } else
         printf("  pipelines  none built\n");
+    if (s->recorded_invalid)
+        printf("  recorded   %" PRIu64 " pipelines built though the SPIR-V validator refuses a"
+               " stage (recorded from an application; they parse)\n",
+               s->recorded_invalid);
     printf("  workers    %s; %u read threads\n", s->workers_reason, s->read_threads);
     const struct cli_phase_time rows[] = {{"open", s->open_ns},
                                           {"read", s->read_ns},

@@ -565,6 +565,10 @@ struct kiln_foz_pipelines_report {
     char first_invalid[320];                /* the first invalid one and why ("" none) */
     uint64_t spirv_bytes;                   /* SPIR-V of the imported pipelines */
     uint64_t packed_bytes;                  /* their payloads as stored */
+    /* Of imported: pipelines with a stage the validator refuses but that
+     * parses (recorded from a working application, so stored: see
+     * kiln_foz_pipelines_import). */
+    uint64_t recorded_invalid[KILN_FOZ_KIND_COUNT];
 };
 
 /*
@@ -572,10 +576,15 @@ struct kiln_foz_pipelines_report {
  * kiln_foz_pipelines_load makes it: state kind KILN_STATE_FOZ, stages
  * packed with KILN_CODEC_KILN (and kiln_cache_dict(c)), under its key.
  * Keys already present are skipped, so a re-import adds nothing. Every
- * stage is checked first (kiln_vk_validate_spirv): a pipeline with a stage
- * the validator refuses, or one over KILN_PACK_MAX_SPIRV_BYTES, is not
- * stored, with one warning line naming the archive, the pipeline, the
- * module and the reason, and the others go on. Each pipeline is counted in
+ * stage is checked first (kiln_vk_validate_spirv). The archive recorded
+ * them from a working application, so a stage the validator refuses but
+ * that parses (kiln_vk_check_spirv_structure) is stored anyway, not marked
+ * KILN_PAYLOAD_VALIDATED, with one warning line naming the archive, the
+ * pipeline, the module and the validator's message, and counted in
+ * recorded_invalid. A pipeline with a stage that does not parse, or one
+ * over KILN_PACK_MAX_SPIRV_BYTES, is not stored, with one warning line
+ * naming the archive, the pipeline, the module and the reason, and the
+ * others go on. Each pipeline is counted in
  * the report of the archive it was first met in: `reports` has
  * kiln_foz_pipelines_archives(fp) elements, each filled in every case.
  * The cache is synced at the end.
