@@ -220,7 +220,9 @@ KILN_API int kiln_vk_validate_spirv(const uint32_t *words, size_t n, char *why, 
  * Checks that one SPIR-V module is well-formed, without the validator's
  * semantic rules: its framing (as kiln_vk_validate_spirv), then SPIRV-Tools'
  * binary parse, which refuses unknown opcodes, operands that do not fit
- * their instruction and instructions cut short. kiln uses it for modules
+ * their instruction and instructions cut short; and an id bound within
+ * SPIRV-Tools' limit (0x3fffff), every id nonzero and below it, exactly one
+ * OpMemoryModel and at least one OpEntryPoint. kiln uses it for modules
  * recorded from a working application (KILN_BUILDER_RECORDED_SPIRV, see
  * kiln/prep.h) that the validator refuses: those are stored and built when
  * they pass this check (docs/reliability.md).

@@ -20,14 +20,18 @@
  * kiln_vk_check_spirv_structure is the weaker check for modules recorded
  * from a working application (a Fossilize archive): the framing check and
  * SPIRV-Tools' binary parse, which refuses unknown opcodes and
- * instructions whose length disagrees with their operands (what makes a
- * driver's compiler end the process), but none of the validator's
- * semantic rules, which real drivers do not enforce. Its callers use it
+ * instructions whose length disagrees with their operands, plus an id
+ * bound within SPIRV-Tools' limit, every id nonzero and below it, one
+ * memory model and an entry point (drivers size tables by the bound and
+ * index them by id: what makes a driver's compiler end the process); but
+ * none of the validator's semantic rules, which real drivers do not
+ * enforce. Its callers use it
  * only after kiln_vk_validate_spirv refused a module, to tell a module
  * that is not SPIR-V from one that breaks a rule (see docs/reliability.md).
  */
 #include "vk_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +71,67 @@ int kiln_vk_set_validation(struct kiln_vk *vk, bool on)
     return KILN_OK;
 }
 
+/* SPIRV-Tools' default limit on the id bound (the validator's), and the
+ * two opcodes every stage's module has. */
+#define MAX_ID_BOUND    0x3fffffu
+#define OP_MEMORY_MODEL 14u
+#define OP_ENTRY_POINT  15u
+
+/* What the parse callbacks find; the first problem stops the parse. */
+struct parse_state {
+    uint32_t bound;
+    unsigned memory_models, entry_points;
+    char *why;
+    size_t cap;
+};
+
+static spv_result_t on_header(void *user, spv_endianness_t endian, uint32_t magic, uint32_t version,
+                              uint32_t generator, uint32_t bound, uint32_t reserved)
+{
+    (void)endian;
+    (void)magic;
+    (void)version;
+    (void)generator;
+    (void)reserved;
+    struct parse_state *ps = user;
+    ps->bound = bound;
+    if (bound == 0 || bound > MAX_ID_BOUND) {
+        snprintf(ps->why, ps->cap, "id bound %" PRIu32 " outside 1..%u", bound, MAX_ID_BOUND);
+        return SPV_ERROR_INVALID_BINARY;
+    }
+    return SPV_SUCCESS;
+}
+
+/* Every id is below the bound and not 0: drivers size their tables by the
+ * bound and index them by id, so this is as structural as a length. */
+static spv_result_t on_instruction(void *user, const spv_parsed_instruction_t *in)
+{
+    struct parse_state *ps = user;
+    ps->memory_models += in->opcode == OP_MEMORY_MODEL;
+    ps->entry_points += in->opcode == OP_ENTRY_POINT;
+    for (uint16_t k = 0; k < in->num_operands; k++) {
+        const spv_parsed_operand_t *o = &in->operands[k];
+        switch (o->type) {
+        case SPV_OPERAND_TYPE_ID:
+        case SPV_OPERAND_TYPE_TYPE_ID:
+        case SPV_OPERAND_TYPE_RESULT_ID:
+        case SPV_OPERAND_TYPE_MEMORY_SEMANTICS_ID:
+        case SPV_OPERAND_TYPE_SCOPE_ID: {
+            uint32_t id = in->words[o->offset];
+            if (id == 0 || id >= ps->bound) {
+                snprintf(ps->why, ps->cap, "id %" PRIu32 " of opcode %u outside 1..%" PRIu32, id,
+                         (unsigned)in->opcode, ps->bound - 1);
+                return SPV_ERROR_INVALID_ID;
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    return SPV_SUCCESS;
+}
+
 static int kiln__spirv_parse(const uint32_t *words, size_t n, char *why, size_t cap)
 {
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_1);
@@ -75,16 +140,25 @@ static int kiln__spirv_parse(const uint32_t *words, size_t n, char *why, size_t 
         return KILN_ENOMEM;
     }
     spv_diagnostic diag = NULL;
-    /* No callbacks: the parse itself checks every opcode and operand. */
-    spv_result_t res = spvBinaryParse(ctx, NULL, words, n, NULL, NULL, &diag);
+    struct parse_state ps = {.why = why, .cap = cap};
+    why[0] = '\0';
+    /* The parse checks every opcode and operand against the grammar; the
+     * callbacks check ids and the instructions a stage cannot lack. */
+    spv_result_t res = spvBinaryParse(ctx, &ps, words, n, on_header, on_instruction, &diag);
+    if (res == SPV_SUCCESS && (ps.memory_models != 1 || ps.entry_points == 0)) {
+        snprintf(why, cap, "%u OpMemoryModel and %u OpEntryPoint instructions (1 and 1 or more)",
+                 ps.memory_models, ps.entry_points);
+        res = SPV_ERROR_INVALID_BINARY;
+    }
     int rc = KILN_OK;
-    if (res != SPV_SUCCESS) {
+    if (res != SPV_SUCCESS && why[0] == '\0') {
         const char *msg = diag && diag->error ? diag->error : "not parseable SPIR-V";
         snprintf(why, cap, "%s", msg);
         for (char *p = why; (p = strchr(p, '\n')) != NULL;)
             *p = ' ';
-        rc = KILN_EFORMAT;
     }
+    if (res != SPV_SUCCESS)
+        rc = KILN_EFORMAT;
     spvDiagnosticDestroy(diag);
     spvContextDestroy(ctx);
     return rc;

@@ -466,6 +466,20 @@ static uint64_t json_u64(const char *path, const char *key)
     return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
 }
 
+/* How many lines of the file at `path` contain `text`. */
+static size_t count_in(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    size_t n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, text) != NULL;
+    fclose(f);
+    return n;
+}
+
 /* Runs `kiln import foz --json` of `foz` into `cache`. @return its exit code. */
 static int cli_import(const char *dir, const char *cache, const char *foz, const char *json)
 {
@@ -534,5 +548,109 @@ KT_CASE(cli_import_damaged)
     }
 }
 
+/* Runs the kiln command with `args`, stdout to `json`, stderr to `err`.
+ * @return its exit code, -1 for a signal. */
+static int cli_run(const char *args, const char *json, const char *err)
+{
+    char cmd[32768];
+    snprintf(cmd, sizeof(cmd), "'%s' %s > '%s' 2> '%s'", KILN_CLI, args, json, err);
+    int st = system(cmd);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Whether a variant breaks SPIR-V's framing or grammar, or has ids a
+ * driver's tables cannot hold: such a module is refused for every kind of
+ * program, recorded ones too (kiln_vk_check_spirv_structure). */
+static bool malformed(const char *what)
+{
+    static const char *const kinds[] = {
+        "wrong magic",           "garbage opcode",    "cut inside",
+        "of length 0",           "one word too long", "a header alone",
+        "shorter than a header", "trailing garbage",  "id bound"};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+        if (strstr(what, kinds[k]))
+            return true;
+    return false;
+}
+
+/*
+ * Recorded pipelines (a Fossilize archive of whole compute pipelines, one per
+ * variant): what does not parse stays refused by kiln import foz, kiln
+ * prepare --corpus and kiln start, as for kiln's own programs; a variant
+ * that parses but breaks a semantic rule (the memory model before the
+ * capabilities: refused for kiln's own programs by prepare_refuses) is
+ * stored and built, one warning line each, counted as recorded_invalid.
+ */
+KT_CASE(recorded_pipelines)
+{
+    struct set s;
+    make_set(&s);
+    const char *dir = kt_tmpdir();
+    /* Which variants parse: every malformed one is refused by the parse. */
+    size_t parses = 0;
+    bool order_parses = false;
+    char why[256];
+    for (size_t i = 0; i < s.n; i++) {
+        int rc = kiln_vk_check_spirv_structure(s.words[i], s.nwords[i], why, sizeof(why));
+        if (malformed(s.what[i]) && rc != KILN_EFORMAT)
+            kt_fail(__FILE__, __LINE__, "variant %zu (%s) parses", i, s.what[i]);
+        if (rc == KILN_OK) {
+            printf("parses, breaks a rule: %s\n", s.what[i]);
+            parses++;
+            order_parses |= strcmp(s.what[i], "sections out of order") == 0;
+        }
+    }
+    KT_REQUIRE(order_parses);
+    for (size_t i = 0; i < GOOD; i++)
+        KT_CHECK_OK(kiln_vk_check_spirv_structure(s.good[i]->stages[0].words,
+                                                  s.good[i]->stages[0].nwords, why, sizeof(why)));
+
+    struct fw_module m[GOOD + MAX_VARIANTS];
+    modules_of(&s, m);
+    char foz[4200], cache[4200], prepared[4200], json[4200], err[4200], args[16384];
+    snprintf(foz, sizeof(foz), "%s/recorded.foz", dir);
+    snprintf(cache, sizeof(cache), "%s/imported", dir);
+    snprintf(prepared, sizeof(prepared), "%s/prepared", dir);
+    snprintf(json, sizeof(json), "%s/out.json", dir);
+    snprintf(err, sizeof(err), "%s/err", dir);
+    KT_REQUIRE_OK(fw_write_module_pipelines(foz, m, GOOD + s.n, 0x7ec0000000000000ull));
+
+    /* Import: the malformed ones skipped (exit 1), the others stored. */
+    snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s'", cache, foz);
+    KT_CHECK_EQ(cli_run(args, json, err), 1);
+    KT_CHECK_EQ(json_u64(json, "imported"), GOOD + parses);
+    KT_CHECK_EQ(json_u64(json, "recorded_invalid"), parses);
+    KT_CHECK_EQ(json_u64(json, "invalid") + json_u64(json, "unreadable"), s.n - parses);
+    KT_CHECK_EQ(count_in(err, "imported though the SPIR-V validator refuses"), parses);
+
+    /* Start: every stored one built, the recorded-invalid ones counted. */
+    snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
+    int rc = cli_run(args, json, err);
+    if (json_u64(json, "pipelines_built") == 0 && rc != 0) {
+        printf("skipped: no Vulkan device to build on\n");
+        free_set(&s);
+        exit(77);
+    }
+    KT_CHECK_EQ(rc, 0);
+    KT_CHECK_EQ(json_u64(json, "pipelines_built"), GOOD + parses);
+    KT_CHECK_EQ(json_u64(json, "recorded_invalid"), parses);
+    KT_CHECK_EQ(json_u64(json, "bad"), 0);
+    KT_CHECK_EQ(json_u64(json, "pipelines_failed"), 0);
+    KT_CHECK_EQ(count_in(err, "built though its compute stage breaks a rule"), parses);
+
+    /* Prepare from the archive: the same, the malformed ones failed. */
+    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", prepared,
+             foz);
+    KT_CHECK_EQ(cli_run(args, json, err), 1);
+    KT_CHECK_EQ(json_u64(json, "pipelines_built"), GOOD + parses);
+    KT_CHECK_EQ(json_u64(json, "recorded_invalid"), parses);
+    KT_CHECK_EQ(json_u64(json, "pipelines_failed"), 0);
+    KT_CHECK_EQ(count_in(err, "stored though its compute stage"), parses);
+    printf("%zu variants through recorded pipelines: %zu malformed refused, %zu that parse "
+           "built with a warning\n",
+           s.n, s.n - parses, parses);
+    free_set(&s);
+}
+
 KT_MAIN(KT_ENTRY(import_refuses), KT_ENTRY(prepare_refuses), KT_ENTRY(start_builds_only_valid),
-        KT_ENTRY(oversized_module), KT_ENTRY(cli_import_damaged))
+        KT_ENTRY(oversized_module), KT_ENTRY(cli_import_damaged), KT_ENTRY(recorded_pipelines))

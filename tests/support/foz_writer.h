@@ -70,4 +70,15 @@ struct fw_module {
  */
 int fw_write_modules(const char *path, const struct fw_module *mods, size_t n, uint64_t *hashes);
 
+/*
+ * Writes an archive (format version 6) to `path` of whole compute
+ * pipelines, one per module given, whatever its words hold (malformed
+ * SPIR-V too): fw_write_pipelines' layout objects, then each module and a
+ * compute pipeline in that layout naming it (hash `first_hash` + i). Module
+ * hashes as fw_write_modules'. Needs no shaderc.
+ * @return 0 or the error (a line on stderr).
+ */
+int fw_write_module_pipelines(const char *path, const struct fw_module *mods, size_t n,
+                              uint64_t first_hash);
+
 #endif /* KILN_FOZ_WRITER_H */
