@@ -4,7 +4,8 @@
  * translator before a stage of kiln's own shapes reaches a driver. Inputs
  * are whole modules; the words are copied to a buffer of exactly their
  * size, so ASan sees any read past them, and the answer is checked for
- * what the reader promises.
+ * what the reader promises. The same words go through
+ * kiln_vk_check_spirv_structure (its parse callbacks read operand words).
  */
 #include "vk_internal.h"
 
@@ -32,6 +33,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (uint32_t i = 0; i < f.nbindings; i++)
             (void)kiln__descriptor_type_name(f.bindings[i].type);
     }
+    why[0] = '\0';
+    rc = kiln_vk_check_spirv_structure(words, n, why, sizeof(why));
+    if (rc != KILN_OK && rc != KILN_ENOMEM && rc != KILN_ENOTSUP &&
+        (rc != KILN_EFORMAT || why[0] == '\0'))
+        abort(); /* a refusal always says why */
     free(words);
     return 0;
 }

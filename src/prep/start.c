@@ -47,8 +47,9 @@
  *   KILN_BUILDER_RECORDED_SPIRV (the Fossilize adapter) builds programs
  *   recorded from a working application, whose modules every driver
  *   already built. For those a stage the validator refuses is built
- *   anyway when it parses (kiln_vk_check_spirv_structure: no unknown
- *   opcode, no instruction cut or overlong), with one warning line, and
+ *   anyway when it is well-formed (kiln_vk_check_spirv_structure: no
+ *   unknown opcode, no instruction cut or overlong, every id below a sane
+ *   bound), with one warning line, and
  *   counted in recorded_invalid. What does not parse is refused for every
  *   kind: that is what ends a driver's process.
  *
@@ -88,11 +89,7 @@ struct build_job {
     struct kiln__prep_item *item;
 };
 
-/*
- * Validates every stage of a payload before its build. @return 0, or the
- * first stage's failure, logged as one line naming the program, the stage
- * and the validator's message.
- */
+/* The module policy (see the top and prep_internal.h). */
 int kiln__prep_check_module(const uint32_t *words, size_t n, bool recorded, char *why, size_t cap)
 {
     int rc = kiln_vk_validate_spirv(words, n, why, cap);
@@ -102,6 +99,11 @@ int kiln__prep_check_module(const uint32_t *words, size_t n, bool recorded, char
     return kiln_vk_check_spirv_structure(words, n, parse, sizeof(parse)) == KILN_OK ? 1 : rc;
 }
 
+/*
+ * Validates every stage of a payload before its build. @return 0, or the
+ * first stage's failure, logged as one line naming the program, the stage
+ * and the validator's message.
+ */
 static int validate_stages(const struct kiln_stage_blob *st, int n,
                            const struct kiln_pack_dict *dict, const char *name, bool recorded,
                            bool *accepted)
@@ -222,7 +224,7 @@ static int check_stages(struct build_job *j, const char *name, const struct kiln
     bool accepted = false;
     int rc = j->item->validated ? KILN_OK
                                 : validate_stages(st, n, j->b->dict, name, recorded, &accepted);
-    if (accepted)
+    if (accepted && rc == KILN_OK)
         atomic_fetch_add_explicit(&j->b->recorded_invalid, 1, memory_order_relaxed);
     if (rc < 0) {
         atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);

@@ -842,8 +842,10 @@ static size_t records_in(const char *dir, uint64_t stamp)
  * KILN_STATE_FOZ, kiln_prepare stores and builds them through the builder
  * in their archives' own layouts, and the warm start builds them again
  * from the cache alone. (The compute module of computeraytracing fails
- * SPIR-V validation, which kiln_prepare runs before storing: it is counted
- * as failed and never reaches a driver.)
+ * SPIR-V validation but is well-formed: under the Fossilize builder, whose
+ * programs are recorded (KILN_BUILDER_RECORDED_SPIRV), it is stored and
+ * built with a warning, counted in recorded_invalid; the same builder
+ * without the flag refuses it before the driver.)
  */
 KT_CASE(foz_state_builder)
 {
@@ -901,8 +903,11 @@ KT_CASE(foz_state_builder)
         unique += !seen;
     }
     /* A module SPIR-V's validator refuses (computeraytracing's compute
-     * module) is not stored: counted in `failed`, never built. */
-    KT_CHECK_EQ(s.translated + s.cached + s.failed, n);
+     * module) is stored and built all the same: recorded, and it parses. */
+    KT_CHECK(fb.flags & KILN_BUILDER_RECORDED_SPIRV);
+    KT_CHECK_EQ(s.failed, 0);
+    KT_CHECK_EQ(s.recorded_invalid, 1);
+    KT_CHECK_EQ(s.translated + s.cached, n);
     size_t records = records_in(dir, 0xf02);
     KT_CHECK(records > 0 && records <= unique);
     KT_CHECK_EQ(k->failed, 0);
@@ -918,6 +923,18 @@ KT_CASE(foz_state_builder)
     KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].built + ss.kinds[KILN_STATE_FOZ].skipped, records);
     KT_CHECK(ss.kinds[KILN_STATE_FOZ].built > 0 && ss.kinds[KILN_STATE_FOZ].built <= built);
     KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].failed, 0);
+    /* Stored unmarked, so checked again, under the builder's rule. */
+    KT_CHECK_EQ(ss.recorded_invalid, 1);
+    KT_CHECK_EQ(ss.bad, 0);
+
+    /* The same builder without the flag: that module is refused (bad). */
+    struct kiln_builder strict = fb;
+    strict.flags = 0;
+    so.builders = &strict;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.bad, 1);
+    KT_CHECK_EQ(ss.recorded_invalid, 0);
+    KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].built + ss.kinds[KILN_STATE_FOZ].skipped, records - 1);
 
     kiln_foz_kiln_builder_destroy(&fb);
     for (size_t i = 0; i < n; i++)
