@@ -302,18 +302,15 @@ int fw_archive(const char *name, char *path, size_t cap)
 int fw_write_module_pipelines(const char *path, const struct fw_module *mods, size_t n,
                               uint64_t first_hash)
 {
-    struct out o = {.f = fopen(path, "wb")};
-    if (!o.f) {
+    struct kiln_foz_writer *w = NULL;
+    int rc = kiln_foz_writer_create(NULL, path, &w);
+    if (rc < 0) {
         fprintf(stderr, "fw_write_module_pipelines: cannot write %s\n", path);
-        return KILN_EIO;
+        return rc;
     }
-    static const uint8_t header[16] = {0x81, 'F', 'O', 'S', 'S', 'I', 'L', 'I',
-                                       'Z',  'E', 'D', 'B', 0,   0,   0,   6};
-    if (fwrite(header, 1, sizeof(header), o.f) != sizeof(header))
-        o.rc = KILN_EIO;
-    pipeline_objects(&o);
-    for (size_t i = 0; i < n && !o.rc; i++) {
-        uint64_t h = module(&o, mods[i].words, mods[i].nwords);
+    pipeline_objects(w, &rc);
+    for (size_t i = 0; i < n && !rc; i++) {
+        uint64_t h = module(w, mods[i].words, mods[i].nwords, &rc);
         char json[1024];
         snprintf(json, sizeof(json),
                  "{\"version\":6,\"computePipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
@@ -321,11 +318,7 @@ int fw_write_module_pipelines(const char *path, const struct fw_module *mods, si
                  "\"layout\":\"%016" PRIx64 "\",\"stage\":{\"flags\":0,\"stage\":32,"
                  "\"module\":\"%016" PRIx64 "\",\"name\":\"main\"}}}}",
                  first_hash + i, FW_PIPE_LAYOUT, h);
-        entry(&o, KILN_FOZ_TAG_COMPUTE_PIPELINE, first_hash + i, json, strlen(json), true);
+        pipeline(w, KILN_FOZ_TAG_COMPUTE_PIPELINE, first_hash + i, json, &rc);
     }
-    if (fclose(o.f) != 0 && !o.rc)
-        o.rc = KILN_EIO;
-    if (o.rc)
-        fprintf(stderr, "fw_write_module_pipelines: %s: %s\n", path, kiln_strerror(o.rc));
-    return o.rc;
+    return finish(w, rc, "fw_write_module_pipelines", path);
 }
