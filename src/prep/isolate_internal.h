@@ -123,8 +123,8 @@ void kiln__prep_test_fault(const char *name);
 struct kiln__iso_proc;
 
 /* Starts argv with a two-way channel on its standard input and output and
- * no other inherited descriptor. @return 0, KILN_ENOTSUP (Windows today),
- * or the error. */
+ * no other inherited descriptor or handle (a socketpair on POSIX systems,
+ * a named pipe on Windows). @return 0 or the error. */
 int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out);
 
 /* The child's process id, for log lines. */
@@ -146,6 +146,10 @@ void kiln__iso_end(struct kiln__iso_proc *p, unsigned grace_ms, char *how, size_
  * in the middle of a read, or an I/O error. */
 int kiln__iso_fd_read(int fd, void *buf, size_t n);
 int kiln__iso_fd_write(int fd, const void *buf, size_t n);
+
+/* Prepares the worker's process: on Windows, no error box on a crash (the
+ * process ends at once, with its exception code). A no-op elsewhere. */
+void kiln__iso_worker_init(void);
 
 /* Never returns (the test-only hang). */
 void kiln__iso_sleep_forever(void);

@@ -253,6 +253,10 @@ int kiln__iso_fd_write(int fd, const void *buf, size_t n)
     return KILN_OK;
 }
 
+void kiln__iso_worker_init(void)
+{
+}
+
 void kiln__iso_sleep_forever(void)
 {
     for (;;)

@@ -189,6 +189,7 @@ static int serve(int in, int out, struct kiln__prep_build *b)
 int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_worker_options *o)
 {
     int in = in_fd < 0 ? 0 : in_fd, out = out_fd < 0 ? 1 : out_fd;
+    kiln__iso_worker_init();
     const struct kiln_builder *builders = o ? o->builders : NULL;
     size_t nbuilders = o ? o->nbuilders : 0;
     if (kiln__prep_check_builders(builders, nbuilders, "worker") < 0)

@@ -15,6 +15,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+#endif
 
 void kiln__prep_test_fault(const char *name)
 {
@@ -27,10 +30,17 @@ void kiln__prep_test_fault(const char *name)
         return;
     size_t len = (size_t)(colon - f);
     if (len == 5 && memcmp(f, "crash", 5) == 0) {
+#ifdef _WIN32
+        /* An access violation, unhandled, with no error box: the process
+         * ends with 0xC0000005, as with a driver's crash. */
+        SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
+        RaiseException(EXCEPTION_ACCESS_VIOLATION, EXCEPTION_NONCONTINUABLE, 0, NULL);
+#else
         /* The default action, past any sanitizer's handler: a driver's
          * crash as the parent sees it. */
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
+#endif
     } else if (len == 5 && memcmp(f, "abort", 5) == 0) {
         signal(SIGABRT, SIG_DFL);
         abort();

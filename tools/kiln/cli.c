@@ -750,8 +750,12 @@ int cli_isolate_worker(const char *name, struct kiln_isolate_options *iso)
     static char exe[CLI_PATH_MAX];
     static const char *argv[] = {exe, "__worker", NULL};
 #ifdef _WIN32
-    DWORD n = GetModuleFileNameA(NULL, exe, (DWORD)sizeof(exe));
-    bool found = n > 0 && n < sizeof(exe);
+    /* The wide name, as UTF-8: the ANSI one cannot spell every path. */
+    static wchar_t wexe[CLI_PATH_MAX];
+    DWORD n = GetModuleFileNameW(NULL, wexe, CLI_PATH_MAX);
+    bool found = n > 0 && n < CLI_PATH_MAX &&
+                 WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, wexe, -1, exe, (int)sizeof(exe),
+                                     NULL, NULL) > 0;
 #else
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     bool found = n > 0;

@@ -1,0 +1,265 @@
+/*
+ * test_isolate_channel.c - isolation's platform layer (isolate_unix.c,
+ * isolate_win.c) without Vulkan: kiln__iso_spawn starts this very test
+ * executable in a child mode ("--child MODE ..."), which echoes its
+ * arguments, copies a message back, crashes or hangs. So the channel, the
+ * command line's quoting, deadlines, kills and the description of how a
+ * child ended are checked on every platform, wine included.
+ *
+ * No case measures time: a deadline only has to end a wait that would
+ * otherwise never end.
+ */
+#include "kiln_test.h"
+#include "kiln_internal.h"
+#include "isolate_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+
+#include <shellapi.h>
+#else
+#include <signal.h>
+#include <unistd.h>
+#endif
+
+#define LIMIT_NS ((uint64_t)120 * 1000000000u) /* ends a wait that went wrong */
+
+/* This executable's path, as UTF-8. */
+static const char *self_path(void)
+{
+    static char path[4096];
+#ifdef _WIN32
+    wchar_t w[2048];
+    DWORD n = GetModuleFileNameW(NULL, w, 2048);
+    if (n == 0 || n >= 2048 ||
+        !WideCharToMultiByte(CP_UTF8, 0, w, -1, path, (int)sizeof(path), NULL, NULL))
+        return NULL;
+#else
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0)
+        return NULL;
+    path[n] = '\0';
+#endif
+    return path;
+}
+
+/* ---- the child's side ------------------------------------------------------ */
+
+static int child_main(int argc, char **argv)
+{
+    kiln__iso_worker_init();
+    const char *mode = argv[2];
+    if (strcmp(mode, "echo") == 0) {
+        /* Each argument after the mode, then a newline. On Windows the
+         * arguments are read from the wide command line (main's are in the
+         * ANSI code page), which also checks its quoting against
+         * CommandLineToArgvW's rules. */
+#ifdef _WIN32
+        int wargc = 0;
+        wchar_t **wargv = CommandLineToArgvW(GetCommandLineW(), &wargc);
+        for (int i = 3; wargv && i < wargc; i++) {
+            char arg[1024];
+            if (!WideCharToMultiByte(CP_UTF8, 0, wargv[i], -1, arg, (int)sizeof(arg), NULL, NULL) ||
+                kiln__iso_fd_write(1, arg, strlen(arg)) < 0 || kiln__iso_fd_write(1, "\n", 1) < 0)
+                return 2;
+        }
+        LocalFree(wargv);
+#else
+        for (int i = 3; i < argc; i++)
+            if (kiln__iso_fd_write(1, argv[i], strlen(argv[i])) < 0 ||
+                kiln__iso_fd_write(1, "\n", 1) < 0)
+                return 2;
+#endif
+        return 0;
+    }
+    if (strcmp(mode, "copy") == 0) {
+        /* A length (4 bytes, little-endian) and that many bytes, sent back
+         * whole, until the end of input. */
+        for (;;) {
+            uint8_t len[4];
+            int rc = kiln__iso_fd_read(0, len, 4);
+            if (rc == KILN_ECANCELED)
+                return 0;
+            if (rc < 0)
+                return 3;
+            uint32_t n = kiln__load_le32(len);
+            char *buf = malloc(n ? n : 1);
+            if (!buf || kiln__iso_fd_read(0, buf, n) < 0 || kiln__iso_fd_write(1, buf, n) < 0)
+                return 4;
+            free(buf);
+        }
+    }
+    if (strcmp(mode, "crash") == 0) {
+#ifdef _WIN32
+        RaiseException(EXCEPTION_ACCESS_VIOLATION, EXCEPTION_NONCONTINUABLE, 0, NULL);
+#else
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+#endif
+        return 5;
+    }
+    if (strcmp(mode, "hang") == 0)
+        kiln__iso_sleep_forever();
+    return 6;
+}
+
+/* ---- the parent's side ----------------------------------------------------- */
+
+static int spawn_child(const char *const *args, struct kiln__iso_proc **p)
+{
+    const char *argv[16];
+    size_t n = 0;
+    argv[n++] = self_path();
+    argv[n++] = "--child";
+    for (size_t i = 0; args[i] && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    if (!argv[0])
+        return KILN_ENOENT;
+    return kiln__iso_spawn(argv, p);
+}
+
+/* Receives until the child's end closes. @return the bytes (malloc'd). */
+static char *recv_all(struct kiln__iso_proc *p, size_t *len, int *end_rc)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    uint64_t deadline = kiln_now_ns() + LIMIT_NS;
+    for (;;) {
+        int rc = kiln__iso_recv(p, buf + n, 1, deadline);
+        if (rc < 0) {
+            *end_rc = rc;
+            break;
+        }
+        if (++n == cap) {
+            char *more = realloc(buf, cap * 2 + 1);
+            if (!more)
+                break;
+            buf = more;
+            cap *= 2;
+        }
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Arguments with spaces, quotes, backslashes (before a quote, at the end)
+ * and non-ASCII text reach the child unchanged. */
+KT_CASE(args_reach_child)
+{
+    const char *args[] = {
+        "echo", "plain", "a b", "q\"x", "tail\\", "", "two\\\\\"q", "\t tab", "\xc3\xbcn\xc3\xaf",
+        NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_REQUIRE_OK(spawn_child(args, &p));
+    KT_CHECK(kiln__iso_pid(p) > 0);
+    size_t len = 0;
+    int end_rc = 0;
+    char *got = recv_all(p, &len, &end_rc);
+    KT_CHECK_EQ(end_rc, KILN_ECRASH); /* its end closed when it exited */
+    char want[256] = "";
+    for (size_t i = 1; args[i]; i++) {
+        strcat(want, args[i]);
+        strcat(want, "\n");
+    }
+    KT_CHECK(strcmp(got, want) == 0);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "got:\n%s\nwant:\n%s\n", got, want);
+    free(got);
+    char how[96];
+    kiln__iso_end(p, 30000, how, sizeof(how));
+    KT_CHECK(strcmp(how, "exited with code 0") == 0);
+    if (strcmp(how, "exited with code 0") != 0)
+        fprintf(stderr, "how: %s\n", how);
+}
+
+/* Messages larger than the pipe's buffer go both ways intact. */
+KT_CASE(large_messages_both_ways)
+{
+    const char *args[] = {"copy", NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_REQUIRE_OK(spawn_child(args, &p));
+    size_t sizes[] = {1, 70000, 3u << 20};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        uint32_t n = (uint32_t)sizes[s];
+        uint8_t *out = malloc(4 + (size_t)n), *in = malloc(n);
+        KT_REQUIRE(out && in);
+        kiln__store_le32(out, n);
+        for (uint32_t i = 0; i < n; i++)
+            out[4 + i] = (uint8_t)(i * 131u + s);
+        uint64_t deadline = kiln_now_ns() + LIMIT_NS;
+        KT_CHECK_OK(kiln__iso_send(p, out, 4 + (size_t)n, deadline));
+        KT_CHECK_OK(kiln__iso_recv(p, in, n, deadline));
+        KT_CHECK(memcmp(in, out + 4, n) == 0);
+        free(out);
+        free(in);
+    }
+    char how[96];
+    kiln__iso_end(p, 30000, how, sizeof(how)); /* the end of its input ends it */
+    KT_CHECK(strcmp(how, "exited with code 0") == 0);
+}
+
+/* A child that crashes is KILN_ECRASH, and how it died is named. */
+KT_CASE(crash_is_named)
+{
+    const char *args[] = {"crash", NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_REQUIRE_OK(spawn_child(args, &p));
+    /* Under wine its debugger may write a report to the child's stdout
+     * first: read to the end. */
+    size_t len = 0;
+    int end_rc = 0;
+    free(recv_all(p, &len, &end_rc));
+    KT_CHECK_EQ(end_rc, KILN_ECRASH);
+    char how[96];
+    kiln__iso_end(p, 30000, how, sizeof(how));
+#ifdef _WIN32
+    const char *want = "died with exception 0xC0000005 (access violation)";
+#else
+    const char *want = "killed by signal 11 (SIGSEGV)";
+#endif
+    KT_CHECK(strcmp(how, want) == 0);
+    if (strcmp(how, want) != 0)
+        fprintf(stderr, "how: %s\n", how);
+}
+
+/* A child that never answers passes the deadline and is killed. */
+KT_CASE(hang_times_out)
+{
+    const char *args[] = {"hang", NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_REQUIRE_OK(spawn_child(args, &p));
+    char byte;
+    KT_CHECK_EQ(kiln__iso_recv(p, &byte, 1, kiln_now_ns() + 200000000u), KILN_ETIMEDOUT);
+    char how[96];
+    kiln__iso_end(p, 0, how, sizeof(how));
+    KT_CHECK(strcmp(how, "killed") == 0);
+}
+
+/* A worker that cannot be started is an error, not a child. */
+KT_CASE(missing_program)
+{
+    const char *argv[] = {"/nonexistent-kiln-folder/kiln-worker", "__worker", NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_CHECK(kiln__iso_spawn(argv, &p) < 0);
+    KT_CHECK(p == NULL);
+    kiln__iso_end(p, 0, NULL, 0);
+}
+
+/* KT_MAIN's main, renamed: the child modes run first. */
+int kt_main(int argc, char **argv);
+#define main kt_main
+KT_MAIN(KT_ENTRY(args_reach_child), KT_ENTRY(large_messages_both_ways), KT_ENTRY(crash_is_named),
+        KT_ENTRY(hang_times_out), KT_ENTRY(missing_program))
+#undef main
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "--child") == 0)
+        return child_main(argc, argv);
+    return kt_main(argc, argv);
+}
