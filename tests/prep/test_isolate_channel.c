@@ -250,11 +250,75 @@ KT_CASE(missing_program)
     kiln__iso_end(p, 0, NULL, 0);
 }
 
+/* Receives one frame of `type`; *body is malloc'd. */
+static int recv_frame(struct kiln__iso_proc *p, uint32_t type, void **body, uint32_t *size)
+{
+    uint8_t head[KILN__ISO_HEAD_BYTES];
+    uint64_t deadline = kiln_now_ns() + LIMIT_NS;
+    KILN_TRY(kiln__iso_recv(p, head, sizeof(head), deadline));
+    struct kiln__iso_head h;
+    KILN_TRY(kiln__iso_head_get(head, &h));
+    if (h.type != type)
+        return KILN_EFORMAT;
+    *body = malloc(h.size ? h.size : 1);
+    if (!*body)
+        return KILN_ENOMEM;
+    *size = h.size;
+    int rc = kiln__iso_recv(p, *body, h.size, deadline);
+    return rc < 0 ? rc : kiln__iso_body_check(&h, *body);
+}
+
+static int send_frame(struct kiln__iso_proc *p, uint32_t type, const void *body, uint32_t size)
+{
+    uint8_t head[KILN__ISO_HEAD_BYTES];
+    kiln__iso_head_put(head, type, body, size);
+    uint64_t deadline = kiln_now_ns() + LIMIT_NS;
+    KILN_TRY(kiln__iso_send(p, head, sizeof(head), deadline));
+    return size ? kiln__iso_send(p, body, size, deadline) : KILN_OK;
+}
+
+/* kiln's own worker (`kiln __worker`, started as kiln prepare --isolate
+ * starts it) answers the greeting: with its context where there is
+ * Vulkan (then END brings its pipeline cache and it exits with 0), with
+ * the reason where there is none (wine), and it exits. */
+KT_CASE(kiln_worker_greets)
+{
+    const char *argv[] = {KILN_CLI, "__worker", NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_REQUIRE_OK(kiln__iso_spawn(argv, &p));
+    uint8_t hello[17] = {0};
+    kiln__store_le32(hello, KILN__ISO_VERSION); /* no flags, device 0, no folder, no dictionary */
+    KT_CHECK_OK(send_frame(p, KILN__ISO_HELLO, hello, sizeof(hello)));
+    void *body = NULL;
+    uint32_t size = 0;
+    int32_t status = 0;
+    const char *why = NULL;
+    KT_CHECK_OK(recv_frame(p, KILN__ISO_READY, &body, &size));
+    if (body)
+        KT_CHECK_OK(kiln__iso_ready_parse(body, size, &status, &why));
+    char how[96];
+    if (status == KILN_OK) {
+        void *cache = NULL;
+        KT_CHECK_OK(send_frame(p, KILN__ISO_END, NULL, 0));
+        KT_CHECK_OK(recv_frame(p, KILN__ISO_CACHE, &cache, &size));
+        free(cache);
+        kiln__iso_end(p, 30000, how, sizeof(how));
+        KT_CHECK(strcmp(how, "exited with code 0") == 0);
+    } else {
+        fprintf(stderr, "the worker has no context: %s (%s)\n", why ? why : "?",
+                kiln_errname(status));
+        kiln__iso_end(p, 30000, how, sizeof(how));
+        KT_CHECK(strncmp(how, "exited with code ", 17) == 0 && strcmp(how, "exited with code 0"));
+    }
+    fprintf(stderr, "worker: %s\n", how);
+    free(body);
+}
+
 /* KT_MAIN's main, renamed: the child modes run first. */
 int kt_main(int argc, char **argv);
 #define main kt_main
 KT_MAIN(KT_ENTRY(args_reach_child), KT_ENTRY(large_messages_both_ways), KT_ENTRY(crash_is_named),
-        KT_ENTRY(hang_times_out), KT_ENTRY(missing_program))
+        KT_ENTRY(hang_times_out), KT_ENTRY(missing_program), KT_ENTRY(kiln_worker_greets))
 #undef main
 
 int main(int argc, char **argv)
