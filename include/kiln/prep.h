@@ -470,8 +470,10 @@ struct kiln_isolate_worker_options {
  * Nothing else may write to out_fd meanwhile (log lines go to stderr).
  * @return 0 when the parent ended the session, KILN_ECANCELED when the
  * parent went away first, KILN_EFORMAT for a malformed frame, the Vulkan
- * context's error (also sent to the parent), KILN_ENOTSUP where isolation
- * is not supported (Windows today), or an I/O error.
+ * context's error (also sent to the parent), or an I/O error. On Windows
+ * the descriptors' handles are read and written directly (binary, no text
+ * mode), and a crash ends the process at once with its exception code (no
+ * error box).
  * Thread safety: call it once per process, from one thread; it uses one
  * thread itself.
  */

@@ -36,7 +36,9 @@
  *   life, so the pool holds jobs back by kiln's and its workers' resident
  *   memory together; and a worker is started from a pool thread, whose
  *   background priority (nice, SCHED_IDLE, the idle I/O class) a child
- *   inherits. A cancelled run hands no more programs to the workers.
+ *   inherits (on Windows, where a thread's background mode is not
+ *   inherited, the child gets the idle priority class and enters
+ *   background mode itself). A cancelled run hands no more programs to the workers.
  *
  * - What workers compiled reaches pipelines.vkc: at the end each worker
  *   sends its pipeline cache's data, merged into the parent's
@@ -302,7 +304,7 @@ static void drop_worker(struct iso *iso, struct slot *s, const char *name, int r
 /* Starts a slot's worker and waits for its greeting's answer. */
 static int start_worker(struct iso *iso, struct slot *s, const char *name)
 {
-    int rc = kiln__iso_spawn(iso->run->iso->argv, &s->proc);
+    int rc = kiln__iso_spawn(iso->run->iso->argv, iso->b->background, &s->proc);
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot start the worker %s: %s", name, iso->run->iso->argv[0],
                    kiln_strerror(rc));

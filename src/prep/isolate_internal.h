@@ -124,8 +124,11 @@ struct kiln__iso_proc;
 
 /* Starts argv with a two-way channel on its standard input and output and
  * no other inherited descriptor or handle (a socketpair on POSIX systems,
- * a named pipe on Windows). @return 0 or the error. */
-int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out);
+ * a named pipe on Windows). `background`: the run is in background mode
+ * (POSIX children inherit the calling pool thread's priority; Windows
+ * children get the idle priority class, and the worker then enters
+ * background mode itself, kiln__iso_worker_init). @return 0 or the error. */
+int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_proc **out);
 
 /* The child's process id, for log lines. */
 long kiln__iso_pid(const struct kiln__iso_proc *p);
@@ -148,7 +151,9 @@ int kiln__iso_fd_read(int fd, void *buf, size_t n);
 int kiln__iso_fd_write(int fd, const void *buf, size_t n);
 
 /* Prepares the worker's process: on Windows, no error box on a crash (the
- * process ends at once, with its exception code). A no-op elsewhere. */
+ * process ends at once, with its exception code), and background mode
+ * (CPU, I/O and memory priority) when started in the idle priority class.
+ * A no-op elsewhere. */
 void kiln__iso_worker_init(void);
 
 /* Never returns (the test-only hang). */

@@ -42,8 +42,9 @@ struct kiln__iso_proc {
     int fd; /* the parent's end of the channel */
 };
 
-int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out)
+int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_proc **out)
 {
+    (void)background; /* the child inherits the pool thread's nice, policy and I/O class */
     *out = NULL;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)

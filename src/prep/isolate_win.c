@@ -205,7 +205,7 @@ static int make_channel(struct kiln__iso_proc *p, HANDLE *child)
 /* CreateProcessW with `child` as stdin and stdout and `err` (may be NULL)
  * as stderr, inheriting those alone. */
 static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HANDLE child,
-                  HANDLE err)
+                  HANDLE err, bool background)
 {
     HANDLE list[2] = {child, err};
     SIZE_T size = 0;
@@ -230,8 +230,10 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
     si.StartupInfo.hStdError = err;
     si.lpAttributeList = attrs;
     PROCESS_INFORMATION pi;
-    if (rc == KILN_OK && !CreateProcessW(app, cmd, NULL, NULL, TRUE, EXTENDED_STARTUPINFO_PRESENT,
-                                         NULL, NULL, &si.StartupInfo, &pi))
+    /* A thread's background mode is not inherited: the idle class is. */
+    DWORD flags = EXTENDED_STARTUPINFO_PRESENT | (background ? IDLE_PRIORITY_CLASS : 0);
+    if (rc == KILN_OK &&
+        !CreateProcessW(app, cmd, NULL, NULL, TRUE, flags, NULL, NULL, &si.StartupInfo, &pi))
         rc = from_win(GetLastError(), KILN_EIO);
     DeleteProcThreadAttributeList(attrs);
     free(attrs);
@@ -243,7 +245,7 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
     return rc;
 }
 
-int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out)
+int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_proc **out)
 {
     *out = NULL;
     wchar_t *app = NULL;
@@ -266,7 +268,7 @@ int kiln__iso_spawn(const char *const *argv, struct kiln__iso_proc **out)
             !DuplicateHandle(GetCurrentProcess(), e, GetCurrentProcess(), &err, 0, TRUE,
                              DUPLICATE_SAME_ACCESS))
             err = NULL;
-        rc = create(p, app, cmd, child, err);
+        rc = create(p, app, cmd, child, err, background);
     }
     if (child)
         CloseHandle(child);
@@ -486,6 +488,10 @@ void kiln__iso_worker_init(void)
     /* A crash ends the worker at once (the parent names its exception),
      * with no error box waiting for a click that never comes. */
     SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX | SEM_NOOPENFILEERRORBOX);
+    /* Started in the idle class by a run in background mode: lower its
+     * I/O and memory priority too, as the pool's threads do theirs. */
+    if (GetPriorityClass(GetCurrentProcess()) == IDLE_PRIORITY_CLASS)
+        SetPriorityClass(GetCurrentProcess(), PROCESS_MODE_BACKGROUND_BEGIN);
 }
 
 void kiln__iso_sleep_forever(void)

@@ -22,6 +22,7 @@
 #include <shellapi.h>
 #else
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #endif
 
@@ -103,6 +104,16 @@ static int child_main(int argc, char **argv)
     }
     if (strcmp(mode, "hang") == 0)
         kiln__iso_sleep_forever();
+    if (strcmp(mode, "priority") == 0) {
+        char line[64];
+#ifdef _WIN32
+        snprintf(line, sizeof(line), "%s",
+                 GetPriorityClass(GetCurrentProcess()) == IDLE_PRIORITY_CLASS ? "idle" : "normal");
+#else
+        snprintf(line, sizeof(line), "nice %d", getpriority(PRIO_PROCESS, 0));
+#endif
+        return kiln__iso_fd_write(1, line, strlen(line)) < 0 ? 2 : 0;
+    }
     return 6;
 }
 
@@ -119,7 +130,7 @@ static int spawn_child(const char *const *args, struct kiln__iso_proc **p)
     argv[n] = NULL;
     if (!argv[0])
         return KILN_ENOENT;
-    return kiln__iso_spawn(argv, p);
+    return kiln__iso_spawn(argv, false, p);
 }
 
 /* Receives until the child's end closes. @return the bytes (malloc'd). */
@@ -240,12 +251,37 @@ KT_CASE(hang_times_out)
     KT_CHECK(strcmp(how, "killed") == 0);
 }
 
+/* A worker of a run in background mode: on Windows in the idle priority
+ * class (a thread's background mode is not inherited); on POSIX systems
+ * as its parent thread, whose priority it inherits. */
+KT_CASE(background_priority)
+{
+    const char *argv[] = {self_path(), "--child", "priority", NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_REQUIRE(argv[0]);
+    KT_REQUIRE_OK(kiln__iso_spawn(argv, true, &p));
+    size_t len = 0;
+    int end_rc = 0;
+    char *got = recv_all(p, &len, &end_rc);
+#ifdef _WIN32
+    const char *want = "idle";
+#else
+    char want[64];
+    snprintf(want, sizeof(want), "nice %d", getpriority(PRIO_PROCESS, 0));
+#endif
+    KT_CHECK(strcmp(got, want) == 0);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "got %s, want %s\n", got, want);
+    free(got);
+    kiln__iso_end(p, 30000, NULL, 0);
+}
+
 /* A worker that cannot be started is an error, not a child. */
 KT_CASE(missing_program)
 {
     const char *argv[] = {"/nonexistent-kiln-folder/kiln-worker", "__worker", NULL};
     struct kiln__iso_proc *p = NULL;
-    KT_CHECK(kiln__iso_spawn(argv, &p) < 0);
+    KT_CHECK(kiln__iso_spawn(argv, false, &p) < 0);
     KT_CHECK(p == NULL);
     kiln__iso_end(p, 0, NULL, 0);
 }
@@ -285,7 +321,7 @@ KT_CASE(kiln_worker_greets)
 {
     const char *argv[] = {KILN_CLI, "__worker", NULL};
     struct kiln__iso_proc *p = NULL;
-    KT_REQUIRE_OK(kiln__iso_spawn(argv, &p));
+    KT_REQUIRE_OK(kiln__iso_spawn(argv, false, &p));
     uint8_t hello[17] = {0};
     kiln__store_le32(hello, KILN__ISO_VERSION); /* no flags, device 0, no folder, no dictionary */
     KT_CHECK_OK(send_frame(p, KILN__ISO_HELLO, hello, sizeof(hello)));
@@ -318,7 +354,8 @@ KT_CASE(kiln_worker_greets)
 int kt_main(int argc, char **argv);
 #define main kt_main
 KT_MAIN(KT_ENTRY(args_reach_child), KT_ENTRY(large_messages_both_ways), KT_ENTRY(crash_is_named),
-        KT_ENTRY(hang_times_out), KT_ENTRY(missing_program), KT_ENTRY(kiln_worker_greets))
+        KT_ENTRY(hang_times_out), KT_ENTRY(missing_program), KT_ENTRY(kiln_worker_greets),
+        KT_ENTRY(background_priority))
 #undef main
 
 int main(int argc, char **argv)
