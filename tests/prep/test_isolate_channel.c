@@ -51,6 +51,11 @@ static const char *self_path(void)
 
 static int child_main(int argc, char **argv)
 {
+#ifdef _WIN32
+    /* The class the child was started in (kiln__iso_worker_init may enter
+     * background mode, which wine reports as another class). */
+    DWORD start_class = GetPriorityClass(GetCurrentProcess());
+#endif
     kiln__iso_worker_init();
     const char *mode = argv[2];
     if (strcmp(mode, "echo") == 0) {
@@ -107,8 +112,7 @@ static int child_main(int argc, char **argv)
     if (strcmp(mode, "priority") == 0) {
         char line[64];
 #ifdef _WIN32
-        snprintf(line, sizeof(line), "%s",
-                 GetPriorityClass(GetCurrentProcess()) == IDLE_PRIORITY_CLASS ? "idle" : "normal");
+        snprintf(line, sizeof(line), "%s", start_class == IDLE_PRIORITY_CLASS ? "idle" : "normal");
 #else
         snprintf(line, sizeof(line), "nice %d", getpriority(PRIO_PROCESS, 0));
 #endif
