@@ -39,10 +39,9 @@ static const char *self_path(void)
         !WideCharToMultiByte(CP_UTF8, 0, w, -1, path, (int)sizeof(path), NULL, NULL))
         return NULL;
 #else
-    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-    if (n <= 0)
-        return NULL;
-    path[n] = '\0';
+    /* The link itself: it still runs this binary when a rebuild has
+     * replaced the file meanwhile (its target then ends in " (deleted)"). */
+    snprintf(path, sizeof(path), "/proc/self/exe");
 #endif
     return path;
 }
