@@ -4,7 +4,9 @@
  * kind (graphics, compute, ray-tracing). Both are printed side by side: the
  * core's say what the run did, the builder's split the FOZ line. A FOZ
  * pipeline the core refused before it reached the builder (a stage the
- * SPIR-V validator refuses) is in the core's failed count only.
+ * SPIR-V validator refuses) is in the core's failed count only. With
+ * --isolate the builder runs in the worker processes and its split stays
+ * there: the callers pass NULL, and the split is null (JSON) or left out.
  */
 #include "cli_kinds.h"
 
@@ -66,6 +68,10 @@ void cli_json_kinds(struct cli_json *j, const struct kiln_kind_counts *kinds,
             cli_json_str(j, "skip_reason", c->skip_reason);
         if (k == KILN_STATE_FOZ) {
             for (int f = 0; f < KILN_FOZ_KIND_COUNT; f++) {
+                if (!foz) { /* counted in the worker processes */
+                    cli_json_null(j, kiln_foz_kind_name((enum kiln_foz_kind)f));
+                    continue;
+                }
                 cli_json_object_begin(j, kiln_foz_kind_name((enum kiln_foz_kind)f));
                 cli_json_u64(j, "built", foz->built[f]);
                 cli_json_u64(j, "skipped", foz->skipped[f]);
@@ -86,7 +92,7 @@ void cli_print_kinds(const struct kiln_kind_counts *kinds, const struct kiln_foz
             continue;
         printf("  %-10s %" PRIu64 " built, %" PRIu64 " skipped, %" PRIu64 " failed",
                cli_state_kind_name(k), c->built, c->skipped, c->failed);
-        if (k == KILN_STATE_FOZ) {
+        if (k == KILN_STATE_FOZ && foz) {
             const char *sep = " (";
             for (int f = 0; f < KILN_FOZ_KIND_COUNT; f++) {
                 if (!foz->built[f] && !foz->skipped[f] && !foz->failed[f])

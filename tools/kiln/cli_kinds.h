@@ -31,13 +31,14 @@ const char *cli_state_kind_name(unsigned kind);
 /*
  * Writes "kinds": {"builtin": {built, skipped, failed[, skip_reason]},
  * "foz": {..., "graphics": {built, skipped, failed}, "compute": ...,
- * "raytracing": ...}, "app": {...}} (docs/json.md).
+ * "raytracing": ...}, "app": {...}} (docs/json.md). `foz` NULL (an
+ * isolated run, whose builders counted in the workers): each split is null.
  */
 void cli_json_kinds(struct cli_json *j, const struct kiln_kind_counts *kinds,
                     const struct kiln_foz_builder_stats *foz);
 
 /* Prints one "  kind ..." line per state kind that had pipelines, the FOZ
- * one split by Fossilize kind. */
+ * one split by Fossilize kind unless `foz` is NULL. */
 void cli_print_kinds(const struct kiln_kind_counts *kinds,
                      const struct kiln_foz_builder_stats *foz);
 

@@ -503,9 +503,11 @@ int cmd_prepare(int argc, char **argv)
     cli_builders_foz_stats(&builders, &fst);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
     if (json)
-        print_json(&o, &in, &s, &fst);
+        print_json(&o, &in, &s, isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))
-        print_text(&o, &in, &s, &fst); /* no table of zeros for bad input: its one line says it */
+        print_text(&o, &in, &s,
+                   isolate ? NULL
+                           : &fst); /* no table of zeros for bad input: its one line says it */
     close_input(&in);
     cli_builders_free(&builders);
 

@@ -216,9 +216,11 @@ int cmd_start(int argc, char **argv)
     cli_builders_free(&builders);
     bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
     if (json)
-        print_json(&o, &s, &fst);
+        print_json(&o, &s, isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))
-        print_text(&o, &s, &fst); /* no table of zeros for bad input: its one line says it */
+        print_text(&o, &s,
+                   isolate ? NULL
+                           : &fst); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {
         /* The library logged a failed open at info only: this is its line. */
