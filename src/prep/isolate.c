@@ -604,16 +604,8 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
         if (items[i].payload)
             jobs[k++] = (struct iso_job){.iso = &iso, .item = &items[i]};
     qsort(jobs, todo, sizeof(*jobs), larger_first);
-    uint64_t last = kiln_now_ns();
-    for (size_t i = 0; i < todo && rc == KILN_OK; i++) {
-        rc = kiln_pool_submit(pool, iso_build_one, &jobs[i]);
-        kiln__prep_tick(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user,
-                        &last);
-    }
-    int wrc =
-        kiln__prep_wait(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user);
-    if (rc == KILN_OK)
-        rc = wrc;
+    rc = kiln__prep_run_pipelines(pool, iso_build_one, jobs, sizeof(*jobs), todo, b->progress,
+                                  b->progress_user);
     struct kiln_pool_progress pp;
     kiln_pool_progress(pool, &pp);
     kiln_pool_destroy(pool);

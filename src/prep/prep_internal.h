@@ -164,6 +164,15 @@ int kiln__prep_build_one(struct kiln__prep_build *b, struct kiln__prep_item *ite
 int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
                     enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user);
 
+/* Submits `count` jobs to `pool` in array order (job i is `jobs` + i *
+ * `stride`, run by `fn`), reporting the pipelines phase's progress while it
+ * submits and until the pool is done; submitting stops at the first error.
+ * The pipeline phase of both kiln__prep_build_all and
+ * kiln__isolate_build_all. @return the first submit error, else
+ * kiln_pool_wait's result. */
+int kiln__prep_run_pipelines(struct kiln_pool *pool, kiln_pool_job_fn fn, void *jobs, size_t stride,
+                             size_t count, kiln_prep_progress_fn progress, void *user);
+
 /* Reports progress when at least 100 ms passed since *last_ns. */
 void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
                      enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,

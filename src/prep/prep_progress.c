@@ -60,3 +60,16 @@ int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
     progress(user, phase, total, total);
     return rc;
 }
+
+int kiln__prep_run_pipelines(struct kiln_pool *pool, kiln_pool_job_fn fn, void *jobs, size_t stride,
+                             size_t count, kiln_prep_progress_fn progress, void *user)
+{
+    int rc = KILN_OK;
+    uint64_t last = kiln_now_ns();
+    for (size_t i = 0; i < count && rc == KILN_OK; i++) {
+        rc = kiln_pool_submit(pool, fn, (char *)jobs + i * stride);
+        kiln__prep_tick(pool, 0, count, KILN_PREP_PHASE_PIPELINES, progress, user, &last);
+    }
+    int wrc = kiln__prep_wait(pool, 0, count, KILN_PREP_PHASE_PIPELINES, progress, user);
+    return rc == KILN_OK ? wrc : rc;
+}

@@ -512,16 +512,8 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     /* The largest programs first: the builds that start last are then short
      * ones, and no worker idles at the end while one long build finishes. */
     qsort(jobs, todo, sizeof(*jobs), larger_payload_first);
-    uint64_t last = kiln_now_ns();
-    for (size_t i = 0; i < todo && rc == KILN_OK; i++) {
-        rc = kiln_pool_submit(pool, build_one, &jobs[i]);
-        kiln__prep_tick(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user,
-                        &last);
-    }
-    int wrc =
-        kiln__prep_wait(pool, 0, todo, KILN_PREP_PHASE_PIPELINES, b->progress, b->progress_user);
-    if (rc == KILN_OK)
-        rc = wrc;
+    rc = kiln__prep_run_pipelines(pool, build_one, jobs, sizeof(*jobs), todo, b->progress,
+                                  b->progress_user);
     struct kiln_pool_progress pp;
     kiln_pool_progress(pool, &pp);
     kiln_pool_destroy(pool);
