@@ -306,6 +306,34 @@ int cli_parse_report_options(int argc, char **argv, bool *json, const char *help
     return ex;
 }
 
+int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json, const char *help,
+                            ...)
+{
+    static const struct option opts[] = {{"cache", required_argument, NULL, 'c'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int ch;
+    *dir = NULL;
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch == 'c') {
+            CLI_TRY(cli_parse_cache_dir(argv[0], optarg, dir));
+        } else {
+            va_list ap;
+            va_start(ap, help);
+            int ex = report_option(ch, argv, json, help, ap);
+            va_end(ap);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
+        }
+    }
+    if (!*dir)
+        return cli_usage_error(argv[0], "--cache DIR is required");
+    return CLI_NEXT_OPTION;
+}
+
 int cli_one_cache_dir(int argc, char **argv, const char **dir)
 {
     if (optind != argc - 1)

@@ -154,6 +154,16 @@ int cli_parse_report_options(int argc, char **argv, bool *json, const char *help
     __attribute__((format(CLI_PRINTF_KIND, 4, 5)));
 
 /*
+ * The whole option parsing of a command whose options are --cache DIR
+ * (required; cli_parse_cache_dir), --json and --help (cli_report_option);
+ * its operands start at optind after it. `help` is a format, printed with
+ * the arguments after it.
+ * @return CLI_NEXT_OPTION to go on, else the exit code to return.
+ */
+int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json, const char *help,
+                            ...) __attribute__((format(CLI_PRINTF_KIND, 5, 6)));
+
+/*
  * After the options of a command that takes one cache folder: *dir is it.
  * @return 0, or the usage error "expected one cache folder".
  */

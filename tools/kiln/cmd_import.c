@@ -122,26 +122,11 @@ static void print_text_counts(const char *what, const struct kiln_foz_pipelines_
 
 int cmd_import_foz(int argc, char **argv)
 {
-    static const struct option opts[] = {{"cache", required_argument, NULL, 'c'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
     bool json = false;
-    const char *dir = NULL;
-    int ch, ex;
-    opterr = 0;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch == 'c') {
-            CLI_TRY(cli_parse_cache_dir(argv[0], optarg, &dir));
-        } else {
-            ex = cli_report_option(ch, argv, &json, help, argv[0]);
-            if (ex != CLI_NEXT_OPTION)
-                return ex;
-        }
-    }
-    if (!dir)
-        return cli_usage_error(argv[0], "--cache DIR is required");
+    const char *dir;
+    int ex = cli_parse_cache_options(argc, argv, &dir, &json, help, argv[0]);
+    if (ex != CLI_NEXT_OPTION)
+        return ex;
     if (optind >= argc)
         return cli_usage_error(argv[0], "expected at least one .foz archive");
     for (int i = optind; i < argc; i++)
