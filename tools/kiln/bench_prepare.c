@@ -40,6 +40,7 @@
  * children's figures share that baseline; the JSON gives it too
  * (baseline_rss_mb: the child's resident memory before Vulkan).
  */
+#include "bench_child.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -49,11 +50,7 @@
 #include <string.h>
 
 #ifndef _WIN32
-#include <errno.h>
-#include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #endif
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -61,7 +58,6 @@
 
 #define DEFAULT_PROGRAMS        64u
 #define DEFAULT_MEMORY_PROGRAMS 48u
-#define MAX_RUNS                32
 #define DEFAULT_TWICE_PROGRAMS  16u
 
 static const char help[] =
@@ -301,10 +297,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
                       struct child_result *r)
 {
     memset(r, 0, sizeof(*r));
-    /* No driver disk cache: every build in this process compiles. */
-    setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
-    setenv("MESA_GLSL_CACHE_DISABLE", "true", 1);
-    setenv("__GL_SHADER_DISK_CACHE", "0", 1);
+    bench_child_no_disk_cache();
     trim_heap();
     r->baseline_rss = kiln_rss_bytes();
 
@@ -381,60 +374,26 @@ out:
     free(args);
 }
 
-/* Forks a child for one measurement and reads its result. */
+struct measure_arg {
+    const struct bench *b;
+    enum child_mode mode;
+    unsigned threads;
+};
+
+static void child_entry(void *arg, void *result)
+{
+    const struct measure_arg *a = arg;
+    child_run(a->b, a->mode, a->threads, result);
+}
+
+/* Runs one measurement in a child process and reads its result. */
 static int measure(const struct bench *b, enum child_mode mode, unsigned threads,
                    struct child_result *r)
 {
-    int fds[2];
-    if (pipe(fds) != 0) {
-        cli_error(b->name, "pipe: %s", strerror(errno));
-        return KILN_EIO;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        cli_error(b->name, "fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return KILN_EIO;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        struct child_result res;
-        child_run(b, mode, threads, &res);
-        const char *p = (const char *)&res;
-        size_t left = sizeof(res);
-        while (left) {
-            ssize_t w = write(fds[1], p, left);
-            if (w <= 0)
-                _exit(3);
-            p += w;
-            left -= (size_t)w;
-        }
-        _exit(0); /* no atexit work, no driver teardown: the numbers are sent */
-    }
-    close(fds[1]);
-    char *p = (char *)r;
-    size_t got = 0;
-    while (got < sizeof(*r)) {
-        ssize_t n = read(fds[0], p + got, sizeof(*r) - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (got != sizeof(*r)) {
-        cli_error(b->name, "a measuring process died (%s %d) before reporting",
-                  WIFSIGNALED(status) ? "signal" : "exit",
-                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        return KILN_EIO;
-    }
+    struct measure_arg a = {.b = b, .mode = mode, .threads = threads};
+    int rc = bench_child_run(b->name, "a measuring process", child_entry, &a, r, sizeof(*r));
+    if (rc < 0)
+        return rc;
     if (r->rc < 0) {
         cli_error(b->name, "measuring failed: %s", kiln_strerror(r->rc));
         return r->rc;
@@ -448,32 +407,6 @@ static double mb(uint64_t bytes)
 }
 
 #endif /* !_WIN32 */
-
-static int parse_threads(const char *name, const char *text, unsigned *list, unsigned *n)
-{
-    *n = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        if (*p < '0' || *p > '9')
-            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
-        unsigned long v = strtoul(p, &end, 10);
-        if (v < 1 || v > 1024 || *n >= MAX_RUNS)
-            return cli_usage_error(name,
-                                   "--threads: %lu is out of range (1..1024, at most %d "
-                                   "counts)",
-                                   v, MAX_RUNS);
-        list[(*n)++] = (unsigned)v;
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
-    }
-    if (*n == 0)
-        return cli_usage_error(name, "--threads: empty list");
-    return 0;
-}
 
 int cmd_bench_prepare(int argc, char **argv)
 {
@@ -490,7 +423,7 @@ int cmd_bench_prepare(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct bench b = {.name = name, .n = DEFAULT_PROGRAMS};
-    unsigned list[MAX_RUNS];
+    unsigned list[BENCH_MAX_RUNS];
     unsigned nlist = 0, mem_n = DEFAULT_MEMORY_PROGRAMS, twice_n = DEFAULT_TWICE_PROGRAMS;
     bool json = false, seed_given = false;
     uint64_t v;
@@ -515,7 +448,7 @@ int cmd_bench_prepare(int argc, char **argv)
             twice_n = (unsigned)v;
             break;
         case 't':
-            if (parse_threads(name, optarg, list, &nlist))
+            if (bench_parse_threads(name, optarg, list, &nlist))
                 return KILN_EXIT_USAGE;
             break;
         case 's':
@@ -565,7 +498,7 @@ int cmd_bench_prepare(int argc, char **argv)
     unsigned policy = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, &policy_plan);
     const char *reason = policy_plan.reason;
     if (nlist == 0) {
-        for (unsigned t = 1; t < cpus && nlist < MAX_RUNS - 2; t *= 2)
+        for (unsigned t = 1; t < cpus && nlist < BENCH_MAX_RUNS - 2; t *= 2)
             list[nlist++] = t;
         list[nlist++] = cpus;
         list[nlist++] = cpus * 2;
@@ -577,8 +510,8 @@ int cmd_bench_prepare(int argc, char **argv)
         return KILN_EXIT_FAILED;
     }
 
-    struct child_result runs[MAX_RUNS];
-    double rates[MAX_RUNS];
+    struct child_result runs[BENCH_MAX_RUNS];
+    double rates[BENCH_MAX_RUNS];
     double rate1 = 0, rate_cpus = 0, policy_rate = 0;
     bool have1 = false, have_cpus = false, have_policy = false;
     uint64_t failed = 0;
@@ -659,10 +592,7 @@ int cmd_bench_prepare(int argc, char **argv)
         cli_json_u64(&j, "seed", b.seed);
         cli_json_double(&j, "spirv_mb", spirv);
         cli_json_u64(&j, "cpus", cpus);
-        cli_json_array_begin(&j, "threads");
-        for (unsigned i = 0; i < nlist; i++)
-            cli_json_u64(&j, NULL, list[i]);
-        cli_json_array_end(&j);
+        bench_json_threads(&j, list, nlist);
         cli_json_array_begin(&j, "builds_per_s");
         for (unsigned i = 0; i < nlist; i++)
             cli_json_double(&j, NULL, rates[i]);

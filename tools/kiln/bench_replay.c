@@ -51,6 +51,7 @@
  * The temporary folder is made with mkdtemp and holds only what this run
  * wrote; it is removed at the end, also when a count failed.
  */
+#include "bench_child.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -69,12 +70,10 @@
 #include <ftw.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #endif
 
-#define MAX_RUNS 32
-#define NKINDS   KILN_FOZ_KIND_COUNT
+#define NKINDS KILN_FOZ_KIND_COUNT
 
 static const char help[] =
     "usage: %s [--threads LIST] [--memory-budget B] [--isolate] [--device N] [--json]\n"
@@ -148,30 +147,6 @@ struct run_result {
     char driver[256];
     char skip_reason[160];
 };
-
-static int parse_threads(const char *name, const char *text, unsigned *list, unsigned *n)
-{
-    *n = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        if (*p < '0' || *p > '9')
-            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
-        unsigned long v = strtoul(p, &end, 10);
-        if (v < 1 || v > 1024 || *n >= MAX_RUNS)
-            return cli_usage_error(
-                name, "--threads: %lu is out of range (1..1024, at most %d counts)", v, MAX_RUNS);
-        list[(*n)++] = (unsigned)v;
-        p = end;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
-    }
-    if (*n == 0)
-        return cli_usage_error(name, "--threads: empty list");
-    return 0;
-}
 
 #ifndef _WIN32
 
@@ -272,10 +247,7 @@ static void *sample_loop(void *arg)
 static void child_run(const struct bench *b, unsigned threads, bool variant, struct run_result *r)
 {
     memset(r, 0, sizeof(*r));
-    /* No driver disk cache: every build in this process compiles. */
-    setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
-    setenv("MESA_GLSL_CACHE_DISABLE", "true", 1);
-    setenv("__GL_SHADER_DISK_CACHE", "0", 1);
+    bench_child_no_disk_cache();
     r->hwm_reset = reset_peak();
     r->start_rss = kiln_rss_bytes();
 
@@ -351,59 +323,28 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     /* Nothing else to free: the process ends here. */
 }
 
-/* Forks a child for one thread count and reads its result. */
+struct measure_arg {
+    const struct bench *b;
+    unsigned threads;
+    bool variant;
+};
+
+static void child_entry(void *arg, void *result)
+{
+    const struct measure_arg *a = arg;
+    child_run(a->b, a->threads, a->variant, result);
+}
+
+/* Runs one thread count in a child process and reads its result. */
 static int measure(const struct bench *b, unsigned threads, bool variant, struct run_result *r)
 {
-    int fds[2];
-    if (pipe(fds) != 0) {
-        cli_error(b->name, "pipe: %s", strerror(errno));
-        return KILN_EIO;
-    }
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        cli_error(b->name, "fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return KILN_EIO;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        struct run_result res;
-        child_run(b, threads, variant, &res);
-        const char *p = (const char *)&res;
-        size_t left = sizeof(res);
-        while (left) {
-            ssize_t w = write(fds[1], p, left);
-            if (w <= 0)
-                _exit(3);
-            p += w;
-            left -= (size_t)w;
-        }
-        _exit(0); /* no atexit work, no driver teardown: the numbers are sent */
-    }
-    close(fds[1]);
-    char *p = (char *)r;
-    size_t got = 0;
-    while (got < sizeof(*r)) {
-        ssize_t n = read(fds[0], p + got, sizeof(*r) - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (got != sizeof(*r)) {
-        cli_error(b->name, "the process replaying on %u thread%s died (%s %d) before reporting",
-                  threads, threads == 1 ? "" : "s", WIFSIGNALED(status) ? "signal" : "exit",
-                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        return KILN_EIO;
-    }
+    struct measure_arg a = {.b = b, .threads = threads, .variant = variant};
+    char what[64];
+    snprintf(what, sizeof(what), "the process replaying on %u thread%s", threads,
+             threads == 1 ? "" : "s");
+    int rc = bench_child_run(b->name, what, child_entry, &a, r, sizeof(*r));
+    if (rc < 0)
+        return rc;
     if (r->rc < 0) {
         cli_error(b->name, "replaying on %u thread%s failed (%s step): %s", threads,
                   threads == 1 ? "" : "s", cli_prep_step_name((enum kiln_prep_step)r->step),
@@ -594,10 +535,7 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
         cli_json_u64(&j, "memory_budget_bytes", b->budget);
     else
         cli_json_null(&j, "memory_budget_bytes");
-    cli_json_array_begin(&j, "threads");
-    for (unsigned i = 0; i < nlist; i++)
-        cli_json_u64(&j, NULL, list[i]);
-    cli_json_array_end(&j);
+    bench_json_threads(&j, list, nlist);
     for (unsigned v = 0; v < nseries; v++) {
         const struct series *se = &series[v];
         char key[64];
@@ -745,7 +683,7 @@ int cmd_bench_replay(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct bench b = {.name = name};
-    unsigned list[MAX_RUNS];
+    unsigned list[BENCH_MAX_RUNS];
     unsigned nlist = 0;
     uint32_t generate = 0;
     uint64_t seed = 0, v;
@@ -757,7 +695,7 @@ int cmd_bench_replay(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
-            if (parse_threads(name, optarg, list, &nlist))
+            if (bench_parse_threads(name, optarg, list, &nlist))
                 return KILN_EXIT_USAGE;
             break;
         case 'g':
@@ -863,7 +801,7 @@ int cmd_bench_replay(int argc, char **argv)
     }
     double read_secs = cli_seconds(t0, kiln_now_ns());
 
-    struct run_result runs[MAX_RUNS], variant[MAX_RUNS];
+    struct run_result runs[BENCH_MAX_RUNS], variant[BENCH_MAX_RUNS];
     struct series series[2] = {
         {.prefix = "", .label = "plain", .runs = runs},
         {.prefix = b.isolate ? "isolated_" : "bounded_",

@@ -1,0 +1,128 @@
+/*
+ * bench_child.c - the measuring child process of `kiln bench prepare` and
+ * `kiln bench replay`, and their --threads list.
+ *
+ * Each measurement runs in a fresh process so that no run finds another's
+ * work in the driver's memory and its peak memory is its own. The parent
+ * flushes stdout and stderr before fork, so nothing it buffered is printed
+ * twice. The child sends its result as raw bytes and ends with _exit: the
+ * parent and the child are the same executable, so the layout agrees, and
+ * a child that dies before sending all of it is told apart from one that
+ * reported (the parent reads exactly `size` bytes or says it died).
+ */
+#include "bench_child.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef _WIN32
+#include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+
+int bench_parse_threads(const char *name, const char *text, unsigned *list, unsigned *n)
+{
+    *n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
+        unsigned long v = strtoul(p, &end, 10);
+        if (v < 1 || v > 1024 || *n >= BENCH_MAX_RUNS)
+            return cli_usage_error(name,
+                                   "--threads: %lu is out of range (1..1024, at most %d counts)", v,
+                                   BENCH_MAX_RUNS);
+        list[(*n)++] = (unsigned)v;
+        p = end;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return cli_usage_error(name, "--threads: expected numbers like 1,2,4, got '%s'", text);
+    }
+    if (*n == 0)
+        return cli_usage_error(name, "--threads: empty list");
+    return 0;
+}
+
+void bench_json_threads(struct cli_json *j, const unsigned *list, unsigned n)
+{
+    cli_json_array_begin(j, "threads");
+    for (unsigned i = 0; i < n; i++)
+        cli_json_u64(j, NULL, list[i]);
+    cli_json_array_end(j);
+}
+
+#ifndef _WIN32
+
+void bench_child_no_disk_cache(void)
+{
+    setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
+    setenv("MESA_GLSL_CACHE_DISABLE", "true", 1);
+    setenv("__GL_SHADER_DISK_CACHE", "0", 1);
+}
+
+/* In the child: runs the measurement into its own copy of `res`, sends it
+ * and ends. */
+_Noreturn static void child_main(int fd, bench_child_fn fn, void *arg, void *res, size_t size)
+{
+    fn(arg, res);
+    const char *p = res;
+    size_t left = size;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w <= 0)
+            _exit(3);
+        p += w;
+        left -= (size_t)w;
+    }
+    _exit(0); /* no atexit work, no driver teardown: the numbers are sent */
+}
+
+int bench_child_run(const char *name, const char *what, bench_child_fn fn, void *arg, void *result,
+                    size_t size)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        cli_error(name, "pipe: %s", strerror(errno));
+        return KILN_EIO;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        cli_error(name, "fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return KILN_EIO;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_main(fds[1], fn, arg, result, size);
+    }
+    close(fds[1]);
+    char *p = result;
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = read(fds[0], p + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (got != size) {
+        cli_error(name, "%s died (%s %d) before reporting", what,
+                  WIFSIGNALED(status) ? "signal" : "exit",
+                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        return KILN_EIO;
+    }
+    return KILN_OK;
+}
+
+#endif /* !_WIN32 */
