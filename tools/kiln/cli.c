@@ -763,6 +763,15 @@ void cli_json_seconds(struct cli_json *j, const char *phase, double secs)
     cli_json_object_end(j);
 }
 
+void cli_json_phase_seconds(struct cli_json *j, const struct cli_phase_time *rows, size_t n)
+{
+    cli_json_object_begin(j, "seconds");
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].name)
+            cli_json_double(j, rows[i].name, (double)rows[i].ns / 1e9);
+    cli_json_object_end(j);
+}
+
 void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss)
 {
     char b[32];

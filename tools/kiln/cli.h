@@ -326,6 +326,9 @@ struct cli_phase_time {
 /* Writes "seconds": {phase: secs}, the times of a command of one phase. */
 void cli_json_seconds(struct cli_json *j, const char *phase, double secs);
 
+/* Writes "seconds": {phase: secs} of every row with a name. */
+void cli_json_phase_seconds(struct cli_json *j, const struct cli_phase_time *rows, size_t n);
+
 /* Prints a run's phase table (seconds a phase) and its peak memory. */
 void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss);
 

@@ -10,7 +10,9 @@
  */
 #include "cli_kinds.h"
 
+#include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 int cli_builders_make(const char *command, struct cli_builders *b)
@@ -109,4 +111,54 @@ void cli_print_kinds(const struct kiln_kind_counts *kinds, const struct kiln_foz
             printf("; skipped: %s", c->skip_reason);
         printf("\n");
     }
+}
+
+int cli_prep_option(const char *name, int ch, char **argv, struct cli_prep_flags *f,
+                    const char *help, ...)
+{
+    uint64_t v;
+    switch (ch) {
+    case 'C':
+        return cli_parse_cache_dir(name, optarg, f->cache_dir) ? KILN_EXIT_USAGE : CLI_NEXT_OPTION;
+    case 'j':
+        return cli_parse_jobs(name, optarg, f->jobs) ? KILN_EXIT_USAGE : CLI_NEXT_OPTION;
+    case 'V':
+        *f->no_vulkan = true;
+        return CLI_NEXT_OPTION;
+    case 'd':
+        return cli_parse_device(name, optarg, f->use_device_index, f->device) ? KILN_EXIT_USAGE
+                                                                              : CLI_NEXT_OPTION;
+    case 'J':
+        f->json = true;
+        return CLI_NEXT_OPTION;
+    case 'I':
+        f->isolate = true;
+        return CLI_NEXT_OPTION;
+    case 'T':
+        if (cli_parse_u64(name, "--timeout-ms", optarg, 1, UINT32_MAX, false, &v))
+            return KILN_EXIT_USAGE;
+        f->iso.time_limit_ms = (unsigned)v;
+        return CLI_NEXT_OPTION;
+    case 'h': {
+        va_list ap;
+        va_start(ap, help);
+        vprintf(help, ap);
+        va_end(ap);
+        return KILN_EXIT_OK;
+    }
+    default:
+        return cli_option_error(name, ch, argv);
+    }
+}
+
+int cli_prep_setup(const char *name, struct cli_prep_flags *f, struct cli_builders *builders)
+{
+    if (f->iso.time_limit_ms && !f->isolate)
+        return cli_usage_error(name, "--timeout-ms goes with --isolate");
+    if (f->isolate && cli_isolate_worker(name, &f->iso))
+        return KILN_EXIT_FAILED;
+    CLI_TRY(cli_apply_cache_affinity(name));
+    if (cli_builders_make(name, builders) < 0)
+        return KILN_EXIT_FAILED;
+    return KILN_EXIT_OK;
 }

@@ -1,6 +1,7 @@
 /*
- * cli_kinds.h - the per-kind pipeline counts that kiln prepare and kiln
- * start print (text and --json), and the Fossilize builder they pass.
+ * cli_kinds.h - what kiln prepare and kiln start share: the per-kind
+ * pipeline counts they print (text and --json), the Fossilize builder they
+ * pass, and the options they both take.
  */
 #ifndef KILN_CLI_KINDS_H
 #define KILN_CLI_KINDS_H
@@ -41,5 +42,41 @@ void cli_json_kinds(struct cli_json *j, const struct kiln_kind_counts *kinds,
  * one split by Fossilize kind unless `foz` is NULL. */
 void cli_print_kinds(const struct kiln_kind_counts *kinds,
                      const struct kiln_foz_builder_stats *foz);
+
+/*
+ * The options kiln prepare and kiln start share: --cache DIR, --jobs
+ * N|auto, --no-vulkan, --device N, --json, --isolate, --timeout-ms MS and
+ * --help. The pointers are the command's own option fields, set before its
+ * getopt_long loop; zero-initialise the rest.
+ */
+struct cli_prep_flags {
+    const char **cache_dir;
+    unsigned *jobs;
+    bool *no_vulkan;
+    bool *use_device_index;
+    unsigned *device;
+    bool json;
+    bool isolate;
+    struct kiln_isolate_options iso; /* --timeout-ms; the worker command with --isolate */
+};
+
+/*
+ * Inside the getopt_long loop: takes one of the shared options, given by
+ * the letters 'C', 'j', 'V', 'd', 'J', 'I', 'T' and 'h' ('h' prints the
+ * format `help` with the arguments after it on stdout); anything else is
+ * cli_option_error(). @return CLI_NEXT_OPTION when it took an option that
+ * lets parsing go on, else the exit code to return.
+ */
+int cli_prep_option(const char *name, int ch, char **argv, struct cli_prep_flags *f,
+                    const char *help, ...) __attribute__((format(CLI_PRINTF_KIND, 5, 6)));
+
+/*
+ * After the options: --timeout-ms needs --isolate; --isolate points f->iso
+ * at the worker command (cli_isolate_worker); then the cache affinity is
+ * applied and the builders are made (cli_builders_make).
+ * @return KILN_EXIT_OK with `builders` to free, or the exit code after one
+ * error line.
+ */
+int cli_prep_setup(const char *name, struct cli_prep_flags *f, struct cli_builders *builders);
 
 #endif /* KILN_CLI_KINDS_H */

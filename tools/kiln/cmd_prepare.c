@@ -216,6 +216,25 @@ static void print_text_archives(const struct prep_input *in)
     printf("\n");
 }
 
+#define PREPARE_PHASES 8
+
+/* The phases of a run, as the table and "seconds" give them: the table
+ * has the dict row only after --dict trained one. @return how many rows
+ * it wrote. */
+static size_t prepare_phases(const struct kiln_prepare_summary *s, bool table,
+                             struct cli_phase_time rows[PREPARE_PHASES])
+{
+    rows[0] = (struct cli_phase_time){"open", s->open_ns};
+    rows[1] = (struct cli_phase_time){"translate", s->translate_ns};
+    rows[2] = (struct cli_phase_time){table && !s->dict_ns ? NULL : "dict", s->dict_ns};
+    rows[3] = (struct cli_phase_time){"load", s->load_ns};
+    rows[4] = (struct cli_phase_time){"vulkan", s->vulkan_ns};
+    rows[5] = (struct cli_phase_time){"pipelines", s->pipelines_ns};
+    rows[6] = (struct cli_phase_time){"save", s->save_ns};
+    rows[7] = (struct cli_phase_time){"total", s->total_ns};
+    return PREPARE_PHASES;
+}
+
 static void print_json(const struct kiln_prepare_options *o, const struct prep_input *in,
                        const struct kiln_prepare_summary *s,
                        const struct kiln_foz_builder_stats *fst)
@@ -263,16 +282,8 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "workers", s->workers);
     cli_json_str(&j, "workers_reason", s->workers_reason);
     cli_json_prep_vulkan(&j, s->vulkan, s->device, s->vk_cache_state, s->vk_cache_loaded_bytes);
-    cli_json_object_begin(&j, "seconds");
-    cli_json_double(&j, "open", (double)s->open_ns / 1e9);
-    cli_json_double(&j, "translate", (double)s->translate_ns / 1e9);
-    cli_json_double(&j, "dict", (double)s->dict_ns / 1e9);
-    cli_json_double(&j, "load", (double)s->load_ns / 1e9);
-    cli_json_double(&j, "vulkan", (double)s->vulkan_ns / 1e9);
-    cli_json_double(&j, "pipelines", (double)s->pipelines_ns / 1e9);
-    cli_json_double(&j, "save", (double)s->save_ns / 1e9);
-    cli_json_double(&j, "total", (double)s->total_ns / 1e9);
-    cli_json_object_end(&j);
+    struct cli_phase_time rows[PREPARE_PHASES];
+    cli_json_phase_seconds(&j, rows, prepare_phases(s, false, rows));
     cli_json_prep_end(&j, s->peak_rss, s->error, s->step);
     cli_json_end(&j);
 }
@@ -333,15 +344,8 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
         printf("  memory     budget %s\n", cli_format_bytes(b1, sizeof(b1), s->memory_budget));
     printf("  cache      %s (opened: %s), stamp %016" PRIx64 "\n", o->cache_dir,
            kiln_cache_open_kind_name(s->open_kind), s->stamp);
-    const struct cli_phase_time rows[] = {{"open", s->open_ns},
-                                          {"translate", s->translate_ns},
-                                          {s->dict_ns ? "dict" : NULL, s->dict_ns}, /* --dict */
-                                          {"load", s->load_ns},
-                                          {"vulkan", s->vulkan_ns},
-                                          {"pipelines", s->pipelines_ns},
-                                          {"save", s->save_ns},
-                                          {"total", s->total_ns}};
-    cli_print_phase_table(rows, CLI_ARRAY_LEN(rows), s->peak_rss);
+    struct cli_phase_time rows[PREPARE_PHASES];
+    cli_print_phase_table(rows, prepare_phases(s, true, rows), s->peak_rss);
 }
 
 int cmd_prepare(int argc, char **argv)
@@ -372,11 +376,14 @@ int cmd_prepare(int argc, char **argv)
     o.cache_dir = DEFAULT_CACHE_DIR;
     struct prep_input in = {.generate = KILN_PREPARE_DEFAULT_PROGRAMS,
                             .seed = KILN_GENERATOR_DEFAULT_SEED};
-    bool json = false, generate_given = false, isolate = false;
-    struct kiln_isolate_options iso;
-    memset(&iso, 0, sizeof(iso));
+    struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
+                               .jobs = &o.jobs,
+                               .no_vulkan = &o.no_vulkan,
+                               .use_device_index = &o.use_device_index,
+                               .device = &o.device};
+    bool generate_given = false;
     uint64_t v;
-    int c;
+    int c, ex;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
@@ -400,17 +407,6 @@ int cmd_prepare(int argc, char **argv)
             if (cli_parse_seed(name, optarg, &in.seed))
                 return KILN_EXIT_USAGE;
             break;
-        case 'C':
-            if (cli_parse_cache_dir(name, optarg, &o.cache_dir))
-                return KILN_EXIT_USAGE;
-            break;
-        case 'j':
-            if (cli_parse_jobs(name, optarg, &o.jobs))
-                return KILN_EXIT_USAGE;
-            break;
-        case 'V':
-            o.no_vulkan = true;
-            break;
         case 'D':
             o.dict = true;
             break;
@@ -425,26 +421,11 @@ int cmd_prepare(int argc, char **argv)
         case 'B':
             o.background = true;
             break;
-        case 'd':
-            if (cli_parse_device(name, optarg, &o.use_device_index, &o.device))
-                return KILN_EXIT_USAGE;
-            break;
-        case 'J':
-            json = true;
-            break;
-        case 'I':
-            isolate = true;
-            break;
-        case 'T':
-            if (cli_parse_u64(name, "--timeout-ms", optarg, 1, UINT32_MAX, false, &v))
-                return KILN_EXIT_USAGE;
-            iso.time_limit_ms = (unsigned)v;
-            break;
-        case 'h':
-            printf(help, name, KILN_PREPARE_DEFAULT_PROGRAMS, KILN_GENERATOR_DEFAULT_SEED);
-            return KILN_EXIT_OK;
         default:
-            return cli_option_error(name, c, argv);
+            ex = cli_prep_option(name, c, argv, &f, help, name, KILN_PREPARE_DEFAULT_PROGRAMS,
+                                 KILN_GENERATOR_DEFAULT_SEED);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
         }
     }
     /* Further archives after --corpus FILE.foz (getopt moved them here). */
@@ -465,28 +446,17 @@ int cmd_prepare(int argc, char **argv)
     in.narchives = nnamed;
     if (in.corpus && generate_given)
         return cli_usage_error(name, "--corpus and --generate exclude each other");
-    if (iso.time_limit_ms && !isolate)
-        return cli_usage_error(name, "--timeout-ms goes with --isolate");
-    if (isolate) {
-        if (cli_isolate_worker(name, &iso))
-            return KILN_EXIT_FAILED;
-        o.isolate = &iso;
-    }
-
-    int rc = cli_apply_cache_affinity(name);
-    if (rc)
-        return rc;
+    struct cli_builders builders;
+    CLI_TRY(cli_prep_setup(name, &f, &builders));
+    if (f.isolate)
+        o.isolate = &f.iso;
 
     struct cli_phase_progress ps = {.phase = -1};
     struct kiln_prepare_summary s;
     enum kiln_prep_step step;
-    struct cli_builders builders;
-    rc = cli_builders_make(name, &builders);
-    if (rc < 0)
-        return KILN_EXIT_FAILED;
     o.builders = builders.list;
     o.nbuilders = builders.n;
-    rc = open_input(&in, &o, &step);
+    int rc = open_input(&in, &o, &step);
     if (rc == KILN_OK) {
         o.cancel = stop_requested;
         signal(SIGINT, on_stop_signal);
@@ -502,12 +472,12 @@ int cmd_prepare(int argc, char **argv)
     struct kiln_foz_builder_stats fst;
     cli_builders_foz_stats(&builders, &fst);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
-    if (json)
-        print_json(&o, &in, &s, isolate ? NULL : &fst);
+    if (f.json)
+        print_json(&o, &in, &s, f.isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))
         print_text(&o, &in, &s,
-                   isolate ? NULL
-                           : &fst); /* no table of zeros for bad input: its one line says it */
+                   f.isolate ? NULL
+                             : &fst); /* no table of zeros for bad input: its one line says it */
     close_input(&in);
     cli_builders_free(&builders);
 

@@ -53,6 +53,21 @@ static const char help[] =
     "pipelines, no Vulkan), 2 bad usage or no cache in the folder (or something\n"
     "else in its place).\n";
 
+#define START_PHASES 5
+
+/* The phases of a run, as the table and "seconds" give them. @return how
+ * many rows it wrote. */
+static size_t start_phases(const struct kiln_start_summary *s,
+                           struct cli_phase_time rows[START_PHASES])
+{
+    rows[0] = (struct cli_phase_time){"open", s->open_ns};
+    rows[1] = (struct cli_phase_time){"read", s->read_ns};
+    rows[2] = (struct cli_phase_time){"vulkan", s->vulkan_ns};
+    rows[3] = (struct cli_phase_time){"pipelines", s->pipelines_ns};
+    rows[4] = (struct cli_phase_time){"total", s->total_ns};
+    return START_PHASES;
+}
+
 static void print_json(const struct kiln_start_options *o, const struct kiln_start_summary *s,
                        const struct kiln_foz_builder_stats *fst)
 {
@@ -83,13 +98,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "read_threads", s->read_threads);
     cli_json_str(&j, "workers_reason", s->workers_reason);
     cli_json_prep_vulkan(&j, s->vulkan, s->device, s->vk_cache_state, s->vk_cache_loaded_bytes);
-    cli_json_object_begin(&j, "seconds");
-    cli_json_double(&j, "open", (double)s->open_ns / 1e9);
-    cli_json_double(&j, "read", (double)s->read_ns / 1e9);
-    cli_json_double(&j, "vulkan", (double)s->vulkan_ns / 1e9);
-    cli_json_double(&j, "pipelines", (double)s->pipelines_ns / 1e9);
-    cli_json_double(&j, "total", (double)s->total_ns / 1e9);
-    cli_json_object_end(&j);
+    struct cli_phase_time rows[START_PHASES];
+    cli_json_phase_seconds(&j, rows, start_phases(s, rows));
     cli_json_prep_end(&j, s->peak_rss, s->error, s->step);
     cli_json_end(&j);
 }
@@ -126,12 +136,8 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
                " stage (recorded from an application; they parse)\n",
                s->recorded_invalid);
     printf("  workers    %s; %u read threads\n", s->workers_reason, s->read_threads);
-    const struct cli_phase_time rows[] = {{"open", s->open_ns},
-                                          {"read", s->read_ns},
-                                          {"vulkan", s->vulkan_ns},
-                                          {"pipelines", s->pipelines_ns},
-                                          {"total", s->total_ns}};
-    cli_print_phase_table(rows, CLI_ARRAY_LEN(rows), s->peak_rss);
+    struct cli_phase_time rows[START_PHASES];
+    cli_print_phase_table(rows, start_phases(s, rows), s->peak_rss);
 }
 
 int cmd_start(int argc, char **argv)
@@ -145,82 +151,45 @@ int cmd_start(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
-    struct kiln_isolate_options iso = {.argv = NULL};
-    bool json = false, isolate = false;
-    uint64_t v;
-    int c;
+    struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
+                               .jobs = &o.jobs,
+                               .no_vulkan = &o.no_vulkan,
+                               .use_device_index = &o.use_device_index,
+                               .device = &o.device};
+    int c, ex;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'C':
-            if (cli_parse_cache_dir(name, optarg, &o.cache_dir))
-                return KILN_EXIT_USAGE;
-            break;
-        case 'j':
-            if (cli_parse_jobs(name, optarg, &o.jobs))
-                return KILN_EXIT_USAGE;
-            break;
-        case 'V':
-            o.no_vulkan = true;
-            break;
-        case 'R':
+        if (c == 'R') {
             o.read_only = true;
-            break;
-        case 'd':
-            if (cli_parse_device(name, optarg, &o.use_device_index, &o.device))
-                return KILN_EXIT_USAGE;
-            break;
-        case 'J':
-            json = true;
-            break;
-        case 'I':
-            isolate = true;
-            break;
-        case 'T':
-            if (cli_parse_u64(name, "--timeout-ms", optarg, 1, UINT32_MAX, false, &v))
-                return KILN_EXIT_USAGE;
-            iso.time_limit_ms = (unsigned)v;
-            break;
-        case 'h':
-            printf(help, name);
-            return KILN_EXIT_OK;
-        default:
-            return cli_option_error(name, c, argv);
+        } else {
+            ex = cli_prep_option(name, c, argv, &f, help, name);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
         }
     }
     if (optind < argc)
         return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
-    if (iso.time_limit_ms && !isolate)
-        return cli_usage_error(name, "--timeout-ms goes with --isolate");
-    if (isolate) {
-        if (cli_isolate_worker(name, &iso))
-            return KILN_EXIT_FAILED;
-        o.isolate = &iso;
-    }
-
-    int rc = cli_apply_cache_affinity(name);
-    if (rc)
-        return rc;
+    struct cli_builders builders;
+    CLI_TRY(cli_prep_setup(name, &f, &builders));
+    if (f.isolate)
+        o.isolate = &f.iso;
 
     struct cli_phase_progress ps = {.phase = -1};
     struct kiln_start_summary s;
-    struct cli_builders builders;
-    if (cli_builders_make(name, &builders) < 0)
-        return KILN_EXIT_FAILED;
     o.builders = builders.list;
     o.nbuilders = builders.n;
-    rc = kiln_warm_start(&o, cli_phase_progress, &ps, &s);
+    int rc = kiln_warm_start(&o, cli_phase_progress, &ps, &s);
     struct kiln_foz_builder_stats fst;
     cli_builders_foz_stats(&builders, &fst);
     cli_builders_free(&builders);
     bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
-    if (json)
-        print_json(&o, &s, isolate ? NULL : &fst);
+    if (f.json)
+        print_json(&o, &s, f.isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))
         print_text(&o, &s,
-                   isolate ? NULL
-                           : &fst); /* no table of zeros for bad input: its one line says it */
+                   f.isolate ? NULL
+                             : &fst); /* no table of zeros for bad input: its one line says it */
 
     if (rc < 0) {
         /* The library logged a failed open at info only: this is its line. */
