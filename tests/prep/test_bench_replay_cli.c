@@ -12,15 +12,11 @@
  * longer be matched by tests/support/lsan.supp).
  */
 #include "kiln_test.h"
+#include "kt_spawn.h"
 #include "prep_fixture.h"
 
-#include <fcntl.h>
 #include <json-c/json.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 struct out {
     char text[1 << 17];
@@ -31,65 +27,10 @@ struct out {
  * /dev/null. @return the exit code, or -1. */
 static int run_kiln(struct out *o, const char *const *args)
 {
-    const char *argv[64];
-    size_t n = 0;
-    argv[n++] = KILN_CLI;
-    for (size_t i = 0; args[i] && n < 63; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-
-    size_t ne = 0;
-    while (environ[ne])
-        ne++;
-    char **env = calloc(ne + 2, sizeof(*env));
-    if (!env)
-        return -1;
-    size_t k = 0;
-    for (size_t i = 0; i < ne; i++)
-        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0)
-            env[k++] = environ[i];
-    static char asan[] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
-    env[k++] = asan;
-    env[k] = NULL;
-
-    int fds[2];
-    if (pipe(fds) != 0) {
-        free(env);
-        return -1;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addclose(&fa, fds[1]);
-    pid_t pid;
-    int rc = posix_spawn(&pid, KILN_CLI, &fa, NULL, (char *const *)(uintptr_t)argv, env);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    close(fds[1]);
-    o->len = 0;
-    if (rc != 0) {
-        close(fds[0]);
-        kt_fail(__FILE__, __LINE__, "cannot run %s: %s", KILN_CLI, strerror(rc));
-        return -1;
-    }
-    for (;;) {
-        ssize_t r = read(fds[0], o->text + o->len, sizeof(o->text) - 1 - o->len);
-        if (r <= 0)
-            break;
-        o->len += (size_t)r;
-    }
-    o->text[o->len] = '\0';
-    close(fds[0]);
-    int status;
-    if (waitpid(pid, &status, 0) != pid)
-        return -1;
-    if (!WIFEXITED(status)) {
-        kt_fail(__FILE__, __LINE__, "kiln died (signal %d)", WTERMSIG(status));
-        return -1;
-    }
-    return WEXITSTATUS(status);
+    struct kt_spawn r = {.stderr_path = "/dev/null", .out = o->text, .out_cap = sizeof(o->text)};
+    int ex = kt_spawn_exit(KILN_CLI, args, &r);
+    o->len = r.out_len;
+    return ex;
 }
 
 static struct json_object *field(struct json_object *j, const char *key)

@@ -4,27 +4,24 @@
  * with KILN_TEST_FAULTS) making one program's build crash, abort or hang.
  *
  * Each case runs the built kiln binary (KILN_CLI) on a dozen generated
- * programs, stdout and stderr into files, and waits for it with a bound
- * (RUN_LIMIT_S, then SIGKILL and a failure), so no case can hang. A case
- * that needs the fault skips (exit 77) in a build without it; every case
- * skips where there is no Vulkan. Under AddressSanitizer the runs get
- * detect_leaks=0, as in test_prepare_cli.c (the driver is unloaded before
- * LeakSanitizer could name it).
+ * programs (kt_spawn: stdout read back, stderr into a file) and waits for
+ * it with a bound (RUN_LIMIT_S, then SIGKILL and a failure), so no case
+ * can hang. A case that needs the fault skips (exit 77) in a build
+ * without it; every case skips where there is no Vulkan. Under
+ * AddressSanitizer the runs get detect_leaks=0, as in test_prepare_cli.c
+ * (the driver is unloaded before LeakSanitizer could name it).
  */
 #include "kiln_test.h"
+#include "kt_spawn.h"
 #include "prep_fixture.h"
 
-#include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define PROGRAMS    "12"
 #define NPROGRAMS   12
@@ -64,71 +61,19 @@ static void slurp(const char *path, char *buf, size_t cap)
  */
 static int run_kiln(const char *fault, const char *in_path, const char *const *args, struct run *r)
 {
-    char out_path[4200], err_path[4200], fault_env[256];
-    snprintf(out_path, sizeof(out_path), "%s/stdout", case_dir());
+    char err_path[4200];
     snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = KILN_CLI;
-    for (size_t i = 0; args[i] && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-
-    size_t ne = 0;
-    while (environ[ne])
-        ne++;
-    char **env = calloc(ne + 3, sizeof(*env));
-    if (!env)
-        return -1;
-    size_t k = 0;
-    for (size_t i = 0; i < ne; i++)
-        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0 &&
-            strncmp(environ[i], "KILN_TEST_FAULT=", 16) != 0)
-            env[k++] = environ[i];
-    static char asan[] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
-    env[k++] = asan;
-    if (fault) {
-        snprintf(fault_env, sizeof(fault_env), "KILN_TEST_FAULT=%s", fault);
-        env[k++] = fault_env;
-    }
-    env[k] = NULL;
-
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, in_path ? in_path : "/dev/null", O_RDONLY,
-                                     0);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    pid_t pid;
-    int rc = posix_spawn(&pid, KILN_CLI, &fa, NULL, (char *const *)(uintptr_t)argv, env);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    if (rc != 0) {
-        kt_fail(__FILE__, __LINE__, "cannot run %s: %s", KILN_CLI, strerror(rc));
-        return -1;
-    }
     /* Bounded: a kiln that hangs is killed and the case fails. */
-    int status = 0;
-    pid_t w = 0;
-    for (unsigned ms = 0; ms < RUN_LIMIT_S * 1000u; ms += 10) {
-        w = waitpid(pid, &status, WNOHANG);
-        if (w != 0)
-            break;
-        struct timespec ts = {0, 10000000};
-        nanosleep(&ts, NULL);
-    }
-    if (w == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        kt_fail(__FILE__, __LINE__, "kiln did not end within %d s: killed", RUN_LIMIT_S);
+    struct kt_spawn k = {.stdin_path = in_path ? in_path : "/dev/null",
+                         .stderr_path = err_path,
+                         .fault = fault,
+                         .limit_s = RUN_LIMIT_S,
+                         .out = r->out,
+                         .out_cap = sizeof(r->out)};
+    if (kt_spawn(KILN_CLI, args, &k) < 0)
         return -1;
-    }
-    r->status = status;
-    slurp(out_path, r->out, sizeof(r->out));
+    r->status = k.status;
     slurp(err_path, r->err, sizeof(r->err));
-    unlink(out_path);
     unlink(err_path);
     return 0;
 }

@@ -10,15 +10,10 @@
  * the library tests, which keep the driver loaded).
  */
 #include "kiln_test.h"
+#include "kt_spawn.h"
 #include "prep_fixture.h"
 
 #include <json-c/json.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
 
 struct out {
     char text[65536];
@@ -26,73 +21,17 @@ struct out {
 };
 
 /* Runs kiln with `args` (NULL-terminated); stdout into *o, stderr into the
- * file `err_path` (NULL: this process's stderr). @return the exit code, or
- * -1. */
+ * file `err_path` (NULL: this process's stderr); leak detection off for
+ * Vulkan runs (see top). @return the exit code, or -1. */
 static int run_kiln_err(bool vulkan, struct out *o, const char *err_path, const char *const *args)
 {
-    const char *argv[32];
-    size_t n = 0;
-    argv[n++] = KILN_CLI;
-    for (size_t i = 0; args[i] && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-
-    /* The environment, with leak detection off for Vulkan runs (see top). */
-    size_t ne = 0;
-    while (environ[ne])
-        ne++;
-    char **env = calloc(ne + 2, sizeof(*env));
-    if (!env)
-        return -1;
-    size_t k = 0;
-    for (size_t i = 0; i < ne; i++)
-        if (!vulkan || strncmp(environ[i], "ASAN_OPTIONS=", 13) != 0)
-            env[k++] = environ[i];
-    static char asan[] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
-    if (vulkan)
-        env[k++] = asan;
-    env[k] = NULL;
-
-    int fds[2];
-    if (pipe(fds) != 0) {
-        free(env);
-        return -1;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    if (err_path)
-        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC,
-                                         0644);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addclose(&fa, fds[1]);
-    pid_t pid;
-    int rc = posix_spawn(&pid, KILN_CLI, &fa, NULL, (char *const *)(uintptr_t)argv, env);
-    posix_spawn_file_actions_destroy(&fa);
-    free(env);
-    close(fds[1]);
-    o->len = 0;
-    if (rc != 0) {
-        close(fds[0]);
-        kt_fail(__FILE__, __LINE__, "cannot run %s: %s", KILN_CLI, strerror(rc));
-        return -1;
-    }
-    for (;;) {
-        ssize_t r = read(fds[0], o->text + o->len, sizeof(o->text) - 1 - o->len);
-        if (r <= 0)
-            break;
-        o->len += (size_t)r;
-    }
-    o->text[o->len] = '\0';
-    close(fds[0]);
-    int status;
-    if (waitpid(pid, &status, 0) != pid)
-        return -1;
-    if (!WIFEXITED(status)) {
-        kt_fail(__FILE__, __LINE__, "kiln died (signal %d)", WTERMSIG(status));
-        return -1;
-    }
-    return WEXITSTATUS(status);
+    struct kt_spawn r = {.stderr_path = err_path,
+                         .leak_checks = !vulkan,
+                         .out = o->text,
+                         .out_cap = sizeof(o->text)};
+    int ex = kt_spawn_exit(KILN_CLI, args, &r);
+    o->len = r.out_len;
+    return ex;
 }
 
 static int run_kiln(bool vulkan, struct out *o, const char *const *args)
