@@ -120,6 +120,26 @@ struct kiln_vk *pf_vk(const char *cache_dir)
     return vk;
 }
 
+bool pf_need_vulkan(void)
+{
+    struct kiln_vk *vk = pf_vk(NULL);
+    kiln_vk_destroy(vk);
+    return vk != NULL;
+}
+
+int pf_corpus(char *out, size_t cap, const char *root, bool broken)
+{
+    snprintf(out, cap, "%s/corpus", root);
+    return pf_mkdir(out) == 0 && pf_write_corpus(out, broken) == 0 ? 0 : -1;
+}
+
+void pf_options(struct kiln_prepare_options *o, const char *cache_dir, unsigned jobs)
+{
+    kiln_prepare_options_init(o);
+    o->cache_dir = cache_dir;
+    o->jobs = jobs;
+}
+
 static bool ends_with_foz(const char *path)
 {
     size_t n = strlen(path);

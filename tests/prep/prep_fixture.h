@@ -34,6 +34,23 @@ int pf_mkdir(const char *path);
  */
 struct kiln_vk *pf_vk(const char *cache_dir);
 
+/*
+ * Skips the case (exit 77) where there is no Vulkan; else makes a context
+ * and destroys it at once, so the driver stays loaded for good (pf_vk).
+ * @return false when making the context failed (a failure is recorded).
+ */
+bool pf_need_vulkan(void);
+
+/*
+ * Makes the folder `root`/corpus, its path in `out`, and writes the small
+ * corpus into it (pf_write_corpus with `broken`).
+ * @return 0 or -1 (a test failure is recorded).
+ */
+int pf_corpus(char *out, size_t cap, const char *root, bool broken);
+
+/* kiln_prepare_options_init, then the cache folder and the workers. */
+void pf_options(struct kiln_prepare_options *o, const char *cache_dir, unsigned jobs);
+
 /* Keeps every library loaded so far loaded for good (see pf_vk). */
 void pf_pin_loaded_libraries(void);
 

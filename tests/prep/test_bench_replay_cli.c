@@ -111,13 +111,6 @@ static void check_report(struct json_object *j, const unsigned *threads, size_t 
     }
 }
 
-/* Skips the case (exit 77) when the machine has no Vulkan. */
-static void need_vulkan(void)
-{
-    struct kiln_vk *vk = pf_vk(NULL);
-    kiln_vk_destroy(vk);
-}
-
 /* ---- cases ------------------------------------------------------------------ */
 
 KT_CASE(usage)
@@ -152,7 +145,7 @@ KT_CASE(usage)
  * in each count's run. */
 KT_CASE(triangle_json)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct out o;
     const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
     KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1,2", "--json", tri,
@@ -177,7 +170,7 @@ KT_CASE(triangle_json)
  * reported in full; a budget far above the peak keeps every run within it. */
 KT_CASE(memory_budget_json)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct out o;
     const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
     KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1", "--memory-budget",
@@ -206,7 +199,7 @@ KT_CASE(memory_budget_json)
  * workers, and the split by kind is unknown to the parent. */
 KT_CASE(isolate_json)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct out o;
     const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
     KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1", "--isolate",
@@ -235,7 +228,7 @@ KT_CASE(isolate_json)
 KT_CASE(corpus_dedupe)
 {
     kt_require_corpus("foz/sascha-willems");
-    need_vulkan();
+    pf_need_vulkan();
     static const char *const names[] = {"triangle", "bloom", "gears", "computecloth"};
     char paths[4][4096];
     const char *args[16] = {"bench", "replay", "--threads", "2", "--json"};
@@ -277,7 +270,7 @@ KT_CASE(corpus_dedupe)
  * archive (kiln_foz_pipelines_open) finds the same pipelines. */
 KT_CASE(generate_json)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct out o;
     KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--generate", "6", "--seed", "7",
                                              "--threads", "1", "--json", NULL}) == 0);

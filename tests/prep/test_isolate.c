@@ -95,12 +95,6 @@ static int64_t json_int(const char *text, const char *key)
     return x;
 }
 
-static void need_vulkan(void)
-{
-    struct kiln_vk *vk = pf_vk(NULL);
-    kiln_vk_destroy(vk);
-}
-
 static void need_faults(void)
 {
 #ifndef KILN_TEST_FAULTS
@@ -136,7 +130,7 @@ static int prepare_isolated(const char *cache, const char *fault, const char *ti
  * a second run compiles nothing. */
 KT_CASE(isolated_builds_all)
 {
-    need_vulkan();
+    pf_need_vulkan();
     char cache[4200], vkc[4300];
     snprintf(cache, sizeof(cache), "%s/cache", case_dir());
     snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
@@ -164,7 +158,7 @@ KT_CASE(isolated_builds_all)
 static void crash_case(const char *fault, const char *signame)
 {
     need_faults();
-    need_vulkan();
+    pf_need_vulkan();
     char cache[4200], vkc[4300];
     snprintf(cache, sizeof(cache), "%s/cache", case_dir());
     snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
@@ -194,7 +188,7 @@ KT_CASE(worker_crash)
 KT_CASE(crasher_skipped_then_retried)
 {
     need_faults();
-    need_vulkan();
+    pf_need_vulkan();
     char cache[4200];
     snprintf(cache, sizeof(cache), "%s/cache", case_dir());
     struct run *r = calloc(1, sizeof(*r));
@@ -230,7 +224,7 @@ KT_CASE(worker_abort)
 KT_CASE(worker_hang)
 {
     need_faults();
-    need_vulkan();
+    pf_need_vulkan();
     char cache[4200], vkc[4300];
     snprintf(cache, sizeof(cache), "%s/cache", case_dir());
     snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
@@ -254,7 +248,7 @@ KT_CASE(worker_hang)
 KT_CASE(warm_start_worker_crash)
 {
     need_faults();
-    need_vulkan();
+    pf_need_vulkan();
     char cache[4200], fault[128];
     snprintf(cache, sizeof(cache), "%s/cache", case_dir());
     struct kiln_program *p = NULL;
@@ -290,7 +284,7 @@ KT_CASE(warm_start_worker_crash)
 KT_CASE(crash_without_isolation)
 {
     need_faults();
-    need_vulkan();
+    pf_need_vulkan();
     char cache[4200], vkc[4300];
     snprintf(cache, sizeof(cache), "%s/cache", case_dir());
     snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
@@ -411,7 +405,7 @@ static void app_program(struct kiln_program *p, const char *name, const uint32_t
  */
 KT_CASE(app_builder_in_workers)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct kiln_glsl *g = NULL;
     KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
     struct kiln_source src = {

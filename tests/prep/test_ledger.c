@@ -151,12 +151,6 @@ static unsigned app_calls(struct app_set *a)
     return n;
 }
 
-/* Skips (exit 77) without Vulkan; the context itself is not kept. */
-static void need_vulkan(void)
-{
-    kiln_vk_destroy(pf_vk(NULL));
-}
-
 static void path_in(char *out, size_t cap, const char *dir, const char *name)
 {
     snprintf(out, cap, "%s/%s", dir, name);
@@ -307,7 +301,7 @@ KT_CASE(ledger_parse)
  * records stay. Real pipelines (generated programs, lavapipe). */
 KT_CASE(second_prepare_compiles_nothing)
 {
-    need_vulkan();
+    pf_need_vulkan();
     char cache[4200];
     path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
     struct kiln_prepare_options o;
@@ -356,7 +350,7 @@ KT_CASE(second_prepare_compiles_nothing)
  * retry_failed; the others are never built twice. */
 KT_CASE(failure_skipped_then_retried)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct app_set *a = malloc(sizeof(*a));
     KT_REQUIRE(a != NULL);
     app_set_init(a, 5, 2, 0);
@@ -394,7 +388,7 @@ KT_CASE(failure_skipped_then_retried)
  * every program is built again, and the new ledger answers the next run. */
 KT_CASE(damaged_ledger_rebuilds)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct app_set *a = malloc(sizeof(*a));
     KT_REQUIRE(a != NULL);
     app_set_init(a, 4, MAX_PROGS, 0);
@@ -453,7 +447,7 @@ static bool always_cancel(void *user)
  * nothing to undo. */
 KT_CASE(cancel_then_resume)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct app_set *a = malloc(sizeof(*a));
     KT_REQUIRE(a != NULL);
     app_set_init(a, 8, MAX_PROGS, 0);
@@ -537,7 +531,7 @@ static struct mem_run run_child(struct app_set *a, const char *dir, unsigned job
  * a while, so four at once show in the unbounded peak. */
 KT_CASE(memory_budget_kept)
 {
-    need_vulkan();
+    pf_need_vulkan();
     struct app_set *a = malloc(sizeof(*a));
     KT_REQUIRE(a != NULL);
     app_set_init(a, 8, MAX_PROGS, 48);

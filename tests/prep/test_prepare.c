@@ -139,11 +139,9 @@ KT_CASE(generated_then_start)
     KT_REQUIRE(vk != NULL);
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache;
     in.generate = 2; /* one interpreter, one graphics pair */
-    o.jobs = 1;
     o.vk = vk;
     o.on_pipeline = take_pipeline;
     o.pipeline_user = &got;
@@ -223,21 +221,15 @@ KT_CASE(broken_program_alone)
 {
     const char *root = kt_tmpdir();
     char corpus[4200], cache[4200];
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
     cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, true) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, true) == 0);
 
-    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
-    KT_REQUIRE(pin != NULL);
-    kiln_vk_destroy(pin);
+    KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 1); /* made by kiln_prepare */
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache; /* made by kiln_prepare */
     in.corpus = corpus;
-    o.jobs = 1;
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.programs, PF_GOOD_PROGRAMS + 1);
@@ -263,17 +255,13 @@ KT_CASE(no_vulkan_and_damage)
 {
     const char *root = kt_tmpdir();
     char corpus[4200], cache[4200], rec[4300];
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
     cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
 
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache;
     in.corpus = corpus;
-    o.jobs = 1;
     o.no_vulkan = true;
     o.sync_every = 1;
     struct kiln_prepare_summary s;
@@ -321,9 +309,7 @@ KT_CASE(no_vulkan_and_damage)
 
     /* A prepare that builds pipelines reads the records back, finds the
      * damaged one, and makes it again. */
-    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
-    KT_REQUIRE(pin != NULL);
-    kiln_vk_destroy(pin);
+    KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
     o.no_vulkan = false;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.remade, 1);
@@ -388,21 +374,17 @@ KT_CASE(threads)
 {
     const char *root = kt_tmpdir();
     char corpus[4200], cache[4200];
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
     cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, true) == 0);
     KT_REQUIRE(pf_mkdir(cache) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, true) == 0);
 
     struct kiln_vk *vk = pf_vk(cache);
     KT_REQUIRE(vk != NULL);
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 2);
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache;
     in.corpus = corpus;
-    o.jobs = 2;
     o.sync_every = 2; /* a sync in the middle of the puts */
     o.vk = vk;
     o.on_pipeline = take_pipeline;
@@ -487,17 +469,13 @@ KT_CASE(dict_kept_after_repack)
     const char *root = kt_tmpdir();
     char cache[4200];
     cache_path(cache, sizeof(cache), root);
-    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
-    KT_REQUIRE(pin != NULL);
-    kiln_vk_destroy(pin);
+    KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
     /* Six programs: 3 compute + 3 graphics pairs, 9 stages to train on. */
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache;
     in.generate = 6;
-    o.jobs = 1;
     o.no_vulkan = true;
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
@@ -557,17 +535,12 @@ KT_CASE(prepare_dict)
     char cache[4200], small[4200], corpus[4200];
     cache_path(cache, sizeof(cache), root);
     snprintf(small, sizeof(small), "%s/small", root);
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
-    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
-    KT_REQUIRE(pin != NULL);
-    kiln_vk_destroy(pin);
+    KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache;
     in.generate = 6;
-    o.jobs = 1;
     o.dict = true;
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
@@ -605,8 +578,7 @@ KT_CASE(prepare_dict)
     KT_CHECK_EQ(s.dict_id, dict_id);
 
     /* Only 4 stages: no dictionary, and the run goes on. */
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
     o.cache_dir = small;
     in.corpus = corpus;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
@@ -639,9 +611,7 @@ KT_CASE(foz_import_then_prepare)
     snprintf(other, sizeof(other), "%s/other", root);
     foz_archive(foz, sizeof(foz));
     KT_REQUIRE(pf_mkdir(cache) == 0);
-    struct kiln_vk *pin = pf_vk(NULL); /* keeps the driver loaded: see pf_vk */
-    KT_REQUIRE(pin != NULL);
-    kiln_vk_destroy(pin);
+    KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
     struct kiln_cache_options io = {.stamp = KILN_FOZ_STAMP,
                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
@@ -654,11 +624,9 @@ KT_CASE(foz_import_then_prepare)
     KT_REQUIRE(ir.imported > ir.compute); /* graphics modules too */
 
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache;
     in.corpus = foz;
-    o.jobs = 1;
     KT_CHECK_EQ(pf_stamp(&in), KILN_FOZ_STAMP);
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
@@ -714,16 +682,12 @@ KT_CASE(start_records_use)
 {
     const char *root = kt_tmpdir();
     char corpus[4200], cache[4200];
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
     cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
+    pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
-    o.cache_dir = cache;
     in.corpus = corpus;
-    o.jobs = 1;
     o.no_vulkan = true;
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
@@ -871,11 +835,9 @@ KT_CASE(own_source)
     struct kiln_program_source src = {
         .user = &own, .count = 3, .load = own_load, .stamp = own_stamp};
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
-    o.cache_dir = cache;
+    pf_options(&o, cache, 2);
     o.source = &src;
     o.no_vulkan = true;
-    o.jobs = 2;
     KT_CHECK_EQ(kiln_prepare_stamp(&o), 0x1234); /* no translator: 0, mixed */
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));

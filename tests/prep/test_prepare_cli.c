@@ -69,13 +69,6 @@ static bool json_has(struct json_object *j, const char *key)
     return json_object_object_get_ex(j, key, NULL);
 }
 
-/* Skips the case (exit 77) when the machine has no Vulkan. */
-static void need_vulkan(void)
-{
-    struct kiln_vk *vk = pf_vk(NULL);
-    kiln_vk_destroy(vk);
-}
-
 /* ---- cases ------------------------------------------------------------------ */
 
 KT_CASE(usage)
@@ -110,13 +103,11 @@ KT_CASE(usage)
 /* prepare then start, --json, a good corpus: exit 0 and the fields. */
 KT_CASE(prepare_start_json)
 {
-    need_vulkan();
+    pf_need_vulkan();
     const char *root = kt_tmpdir();
     char corpus[4200], cache[4200];
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
     snprintf(cache, sizeof(cache), "%s/cache", root);
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
 
     struct out o;
     KT_CHECK_EQ(run_kiln(true, &o,
@@ -171,10 +162,8 @@ KT_CASE(second_prepare_json)
 {
     const char *root = kt_tmpdir();
     char corpus[4200], cache[4200];
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
     snprintf(cache, sizeof(cache), "%s/cache", root);
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, false) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
     struct out o;
     KT_CHECK_EQ(run_kiln(true, &o,
                          (const char *[]){"prepare", "--corpus", corpus, "--cache", cache,
@@ -216,10 +205,8 @@ KT_CASE(failure_exit_code)
 {
     const char *root = kt_tmpdir();
     char corpus[4200], cache[4200];
-    snprintf(corpus, sizeof(corpus), "%s/corpus", root);
     snprintf(cache, sizeof(cache), "%s/cache", root);
-    KT_REQUIRE(pf_mkdir(corpus) == 0);
-    KT_REQUIRE(pf_write_corpus(corpus, true) == 0);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, true) == 0);
 
     struct out o;
     KT_CHECK_EQ(run_kiln(false, &o,
