@@ -109,6 +109,37 @@ static off_t file_size(const char *path)
     return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
+/* What an isolation case starts from: its cache folder, the
+ * pipelines.vkc in it, and a zeroed run. */
+struct isolate_case {
+    char cache[4200], vkc[4300];
+    struct run *r;
+};
+
+/* Skips the case (exit 77) without Vulkan, and without the test faults
+ * when `faults`; then fills *c. @return false on no memory (a failure
+ * recorded). */
+static bool case_begin(struct isolate_case *c, bool faults)
+{
+    if (faults)
+        need_faults();
+    pf_need_vulkan();
+    snprintf(c->cache, sizeof(c->cache), "%s/cache", case_dir());
+    snprintf(c->vkc, sizeof(c->vkc), "%s/pipelines.vkc", c->cache);
+    c->r = calloc(1, sizeof(*c->r));
+    if (!c->r)
+        kt_fail(__FILE__, __LINE__, "no memory for the run");
+    return c->r != NULL;
+}
+
+/* Prints kiln's last stderr when the case failed, and frees the run. */
+static void case_end(struct isolate_case *c)
+{
+    if (kt_failures)
+        fprintf(stderr, "kiln's stderr:\n%s\n", c->r->err);
+    free(c->r);
+}
+
 /* An isolated prepare of the twelve programs into `cache`, with `fault`. */
 static int prepare_isolated(const char *cache, const char *fault, const char *timeout_ms,
                             struct run *r)
@@ -130,26 +161,23 @@ static int prepare_isolated(const char *cache, const char *fault, const char *ti
  * a second run compiles nothing. */
 KT_CASE(isolated_builds_all)
 {
-    pf_need_vulkan();
-    char cache[4200], vkc[4300];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
-    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
-    struct run *r = calloc(1, sizeof(*r));
-    KT_REQUIRE(r != NULL);
-    KT_REQUIRE(prepare_isolated(cache, NULL, NULL, r) == 0);
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, false));
+    struct run *r = c.r;
+    KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
     KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
-    KT_CHECK(file_size(vkc) > 0);
+    KT_CHECK(file_size(c.vkc) > 0);
     /* A second run: every program from the cache, every pipeline answered
      * by the build ledger (the workers' results were recorded), no worker
      * started. */
-    KT_REQUIRE(prepare_isolated(cache, NULL, NULL, r) == 0);
+    KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(json_int(r->out, "cached"), NPROGRAMS);
     KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 0);
     KT_CHECK_EQ(json_int(r->out, "ledger_skipped"), NPROGRAMS);
-    free(r);
+    case_end(&c);
 }
 
 /* A worker that crashes (or aborts) at one program: that pipeline fails
@@ -157,24 +185,18 @@ KT_CASE(isolated_builds_all)
  * ends with "some failed" (1) and pipelines.vkc is saved. */
 static void crash_case(const char *fault, const char *signame)
 {
-    need_faults();
-    pf_need_vulkan();
-    char cache[4200], vkc[4300];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
-    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
-    struct run *r = calloc(1, sizeof(*r));
-    KT_REQUIRE(r != NULL);
-    KT_REQUIRE(prepare_isolated(cache, fault, NULL, r) == 0);
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    KT_REQUIRE(prepare_isolated(c.cache, fault, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
     KT_CHECK_EQ(json_int(r->out, "failed"), 0);
     KT_CHECK(strstr(r->err, VICTIM ": not built: the worker process died") != NULL);
     KT_CHECK(strstr(r->err, signame) != NULL);
-    KT_CHECK(file_size(vkc) > 0);
-    if (kt_failures)
-        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
-    free(r);
+    KT_CHECK(file_size(c.vkc) > 0);
+    case_end(&c);
 }
 
 KT_CASE(worker_crash)
@@ -187,31 +209,26 @@ KT_CASE(worker_crash)
  * and --retry-failed builds it again (the fault gone: built). */
 KT_CASE(crasher_skipped_then_retried)
 {
-    need_faults();
-    pf_need_vulkan();
-    char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
-    struct run *r = calloc(1, sizeof(*r));
-    KT_REQUIRE(r != NULL);
-    KT_REQUIRE(prepare_isolated(cache, "crash:" VICTIM, NULL, r) == 0);
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    KT_REQUIRE(prepare_isolated(c.cache, "crash:" VICTIM, NULL, r) == 0);
     KT_REQUIRE(exit_code(r) == 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
-    KT_REQUIRE(prepare_isolated(cache, NULL, NULL, r) == 0);
+    KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 0);
     KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
     KT_CHECK(strstr(r->err, "1 program failed to build on this driver before: skipped") != NULL);
-    const char *retry[] = {"prepare", "--generate", PROGRAMS, "--cache",        cache, "--jobs",
+    const char *retry[] = {"prepare", "--generate", PROGRAMS, "--cache",        c.cache, "--jobs",
                            "2",       "--isolate",  "--json", "--retry-failed", NULL};
     KT_REQUIRE(run_kiln(NULL, NULL, retry, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_built"), 1);
     KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
-    if (kt_failures)
-        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
-    free(r);
+    case_end(&c);
 }
 
 KT_CASE(worker_abort)
@@ -223,34 +240,27 @@ KT_CASE(worker_abort)
  * pipeline fails, the others are built. */
 KT_CASE(worker_hang)
 {
-    need_faults();
-    pf_need_vulkan();
-    char cache[4200], vkc[4300];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
-    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
-    struct run *r = calloc(1, sizeof(*r));
-    KT_REQUIRE(r != NULL);
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
     /* A limit far above any real build here, even under a sanitizer on a
      * loaded machine: only the hung one may pass it. */
-    KT_REQUIRE(prepare_isolated(cache, "hang:" VICTIM, "20000", r) == 0);
+    KT_REQUIRE(prepare_isolated(c.cache, "hang:" VICTIM, "20000", r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
     KT_CHECK(strstr(r->err, VICTIM ": not built: the worker passed its time limit") != NULL);
-    KT_CHECK(file_size(vkc) > 0);
-    if (kt_failures)
-        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
-    free(r);
+    KT_CHECK(file_size(c.vkc) > 0);
+    case_end(&c);
 }
 
 /* The warm start, isolated: records have no names there, so the fault
  * names the victim as the start logs it, by its key. */
 KT_CASE(warm_start_worker_crash)
 {
-    need_faults();
-    pf_need_vulkan();
-    char cache[4200], fault[128];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    char fault[128];
     struct kiln_program *p = NULL;
     KT_REQUIRE_OK(kiln_generate_program(KILN_GENERATOR_DEFAULT_SEED, 5, &p));
     KT_REQUIRE(strcmp(p->name, VICTIM) == 0);
@@ -258,15 +268,14 @@ KT_CASE(warm_start_worker_crash)
     KT_REQUIRE_OK(kiln_prep_program_key(p, &k));
     kiln_program_destroy(p);
     snprintf(fault, sizeof(fault), "crash:program %016" PRIx64 "%016" PRIx64, k.hi, k.lo);
-    struct run *r = calloc(1, sizeof(*r));
-    KT_REQUIRE(r != NULL);
+    struct run *r = c.r;
     KT_REQUIRE(run_kiln(NULL, NULL,
-                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", cache,
+                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", c.cache,
                                          "--jobs", "2", "--no-vulkan", NULL},
                         r) == 0);
     KT_REQUIRE(exit_code(r) == 0);
     KT_REQUIRE(run_kiln(fault, NULL,
-                        (const char *[]){"start", "--cache", cache, "--jobs", "2", "--isolate",
+                        (const char *[]){"start", "--cache", c.cache, "--jobs", "2", "--isolate",
                                          "--json", NULL},
                         r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
@@ -274,29 +283,23 @@ KT_CASE(warm_start_worker_crash)
     KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
     KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
     KT_CHECK(strstr(r->err, fault + 6) != NULL && strstr(r->err, "SIGSEGV") != NULL);
-    if (kt_failures)
-        fprintf(stderr, "kiln's stderr:\n%s\n", r->err);
-    free(r);
+    case_end(&c);
 }
 
 /* The negative control: without isolation the same fault takes the whole
  * process down, and no pipelines.vkc is saved. */
 KT_CASE(crash_without_isolation)
 {
-    need_faults();
-    pf_need_vulkan();
-    char cache[4200], vkc[4300];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
-    snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
-    struct run *r = calloc(1, sizeof(*r));
-    KT_REQUIRE(r != NULL);
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
     KT_REQUIRE(run_kiln("crash:" VICTIM, NULL,
-                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", cache,
+                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", c.cache,
                                          "--jobs", "2", "--json", NULL},
                         r) == 0);
     KT_CHECK(WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGSEGV);
-    KT_CHECK_EQ(file_size(vkc), -1);
-    free(r);
+    KT_CHECK_EQ(file_size(c.vkc), -1);
+    case_end(&c);
 }
 
 /* The private worker command on bad input: one error line and exit 1, no
