@@ -69,6 +69,16 @@ static void cache_dir(char *out, size_t cap, const char *leaf)
     snprintf(out, cap, "%s/%s", kt_tmpdir(), leaf);
 }
 
+/* kiln_prepare's options over `src` into the case's folder "cache" (its
+ * path in `dir`, which must outlive them) with `jobs` workers (0: auto). */
+static void source_options(struct kiln_prepare_options *o, char *dir, size_t cap,
+                           const struct kiln_program_source *src, unsigned jobs)
+{
+    cache_dir(dir, cap, "cache");
+    pf_options(o, dir, jobs);
+    o->source = src;
+}
+
 /* An application's own state bytes. */
 struct app_state {
     uint32_t magic;
@@ -333,13 +343,9 @@ KT_CASE(array_source_round_trip)
     struct kiln_program_array arr = {.programs = progs, .count = 2, .stamp = 0xab};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
-    cache_dir(dir, sizeof(dir), "cache");
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
-    o.cache_dir = dir;
-    o.source = &src;
+    source_options(&o, dir, sizeof(dir), &src, 2);
     o.no_vulkan = true;
-    o.jobs = 2;
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.programs, 2);
@@ -539,12 +545,8 @@ KT_CASE(builders_routing)
         {.kind = KILN_STATE_APP, .user = &ab, .build = app_build, .name = "test-app"}};
     struct taken taken = {.vk = vk};
     char dir[4200];
-    cache_dir(dir, sizeof(dir), "cache");
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
-    o.cache_dir = dir;
-    o.source = &src;
-    o.jobs = 2;
+    source_options(&o, dir, sizeof(dir), &src, 2);
     o.vk = vk;
     o.on_pipeline = take_pipeline;
     o.pipeline_user = &taken;
@@ -639,12 +641,8 @@ KT_CASE(layout_mismatch_refused)
     struct kiln_program_array arr = {.programs = arr_progs, .count = 3, .stamp = 1};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
-    cache_dir(dir, sizeof(dir), "cache");
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
-    o.cache_dir = dir;
-    o.source = &src;
-    o.jobs = 2;
+    source_options(&o, dir, sizeof(dir), &src, 2);
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.pipelines_built, 1);
@@ -783,11 +781,8 @@ KT_CASE(external_context)
     struct kiln_program_array arr = {.programs = &prog, .count = 1, .stamp = 3};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
-    cache_dir(dir, sizeof(dir), "cache");
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
-    o.cache_dir = dir;
-    o.source = &src;
+    source_options(&o, dir, sizeof(dir), &src, 0);
     o.vk = vk;
     struct kiln_prepare_summary s;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
@@ -882,12 +877,8 @@ KT_CASE(foz_state_builder)
     KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
 
     char dir[4200];
-    cache_dir(dir, sizeof(dir), "cache");
     struct kiln_prepare_options o;
-    kiln_prepare_options_init(&o);
-    o.cache_dir = dir;
-    o.source = &src;
-    o.jobs = 2;
+    source_options(&o, dir, sizeof(dir), &src, 2);
     o.vk = vk;
     o.builders = &fb;
     o.nbuilders = 1;
