@@ -218,6 +218,21 @@ static char *joined(char **v, size_t n)
     return s;
 }
 
+/* The command line `head` 'CACHE' `flag`'ARCHIVE' 'ARCHIVE' ... of every
+ * archive of `in`, in a buffer of *cap bytes, room enough for the other
+ * commands of the case. @return it (free it). */
+static char *archives_command(const struct input *in, const char *head, const char *cache,
+                              const char *flag, size_t *cap)
+{
+    char *list = joined(in->v, in->n);
+    *cap = strlen(list) + 8192;
+    char *cmd = malloc(*cap);
+    NEED(cmd);
+    snprintf(cmd, *cap, "%s '%s' %s%s", head, cache, flag, list);
+    free(list);
+    return cmd;
+}
+
 /* The archive of `v` whose file name starts with `name`. */
 static const char *archive_named(char **v, size_t n, const char *name)
 {
@@ -513,11 +528,8 @@ KT_CASE(prepare_validated)
     setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     snprintf(out, sizeof(out), "%s/out.json", dir);
-    char *list = joined(in.v, in.n);
-    size_t cap = strlen(list) + 8192;
-    char *args = malloc(cap);
-    KT_REQUIRE(args);
-    snprintf(args, cap, "prepare --json --jobs 2 --cache '%s' --corpus %s", cache, list);
+    size_t cap;
+    char *args = archives_command(&in, "prepare --json --jobs 2 --cache", cache, "--corpus ", &cap);
     int rc = run_kiln(out, args);
     unsetenv("VK_INSTANCE_LAYERS");
     unsetenv("VK_LAYER_SETTINGS_PATH");
@@ -561,7 +573,6 @@ KT_CASE(prepare_validated)
     }
     KT_CHECK_EQ(errors, known);
     free(args);
-    free(list);
     free_list(in.v);
 }
 
@@ -575,11 +586,8 @@ KT_CASE(import_start)
     char cache[4200], out[4200];
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     snprintf(out, sizeof(out), "%s/out.json", dir);
-    char *list = joined(in.v, in.n);
-    size_t cap = strlen(list) + 8192;
-    char *args = malloc(cap);
-    KT_REQUIRE(args);
-    snprintf(args, cap, "import foz --json --cache '%s' %s", cache, list);
+    size_t cap;
+    char *args = archives_command(&in, "import foz --json --cache", cache, "", &cap);
     /* Every pipeline is stored, those the validator refuses (but that
      * parse) with a warning each. */
     KT_CHECK_EQ(run_kiln(out, args), 0);
@@ -620,7 +628,6 @@ KT_CASE(import_start)
     KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
     json_object_put(o);
     free(args);
-    free(list);
     free_list(in.v);
 }
 
@@ -716,11 +723,8 @@ KT_CASE(export_round_trip)
     char cache[4200], back[4200];
     snprintf(cache, sizeof(cache), "%s/recorded", dir);
     snprintf(back, sizeof(back), "%s/recorded.foz", dir);
-    char *list = joined(in.v, in.n);
-    size_t cap = strlen(list) + 8192;
-    char *cmd = malloc(cap);
-    KT_REQUIRE(cmd);
-    snprintf(cmd, cap, "import foz --json --cache '%s' %s", cache, list);
+    size_t cap;
+    char *cmd = archives_command(&in, "import foz --json --cache", cache, "", &cap);
     KT_CHECK_EQ(run_kiln(out, cmd), 0);
     o = read_json(out);
     uint64_t stored = num(o, "records");
@@ -740,7 +744,6 @@ KT_CASE(export_round_trip)
     KT_CHECK_EQ(num(o, "records"), stored);
     json_object_put(o);
     free(cmd);
-    free(list);
     free_list(in.v);
 }
 
