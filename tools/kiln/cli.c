@@ -124,6 +124,24 @@ int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache *
     return cli_open_cache(name, dir, &opt, c);
 }
 
+int cli_cache_rewrite(const char *name, const char *dir, const char *what, cli_rewrite_fn fn,
+                      const void *arg, struct kiln_cache_rewrite_report *r, double *secs)
+{
+    struct kiln_cache *c;
+    int ex = cli_open_cache_writer(name, dir, &c);
+    if (ex != KILN_EXIT_OK)
+        return ex;
+    uint64_t t0 = kiln_now_ns();
+    int rc = fn(c, arg, r);
+    *secs = cli_seconds(t0, kiln_now_ns());
+    kiln_cache_close(c);
+    if (rc < 0) {
+        cli_error(name, "%s: %s failed: %s", dir, what, kiln_strerror(rc));
+        return KILN_EXIT_FAILED;
+    }
+    return KILN_EXIT_OK;
+}
+
 /* Formats a whole error line, however long (a path may be): never cut
  * before its reason. @return the line to free, or NULL without memory. */
 static char *format_line(const char *fmt, va_list ap)

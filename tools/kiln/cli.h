@@ -60,6 +60,20 @@ int cli_open_cache(const char *name, const char *dir, const struct kiln_cache_op
  * (KILN_CACHE_KEEP_STAMP), for maintenance: cli_open_cache. */
 int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache **c);
 
+/* The rewrite a maintenance command runs on the cache it opened:
+ * kiln_cache_prune, _compact or _repack with the command's `arg`. */
+typedef int (*cli_rewrite_fn)(struct kiln_cache *c, const void *arg,
+                              struct kiln_cache_rewrite_report *r);
+
+/*
+ * Opens the cache in `dir` as a writer (cli_open_cache_writer), runs `fn`
+ * on it, timed, and closes it; a rewrite that fails prints one line "DIR:
+ * WHAT failed: why". @return KILN_EXIT_OK with *r and *secs, or the exit
+ * code.
+ */
+int cli_cache_rewrite(const char *name, const char *dir, const char *what, cli_rewrite_fn fn,
+                      const void *arg, struct kiln_cache_rewrite_report *r, double *secs);
+
 /* A command: argv[0] is its full name ("kiln cache stats"). */
 typedef int (*cli_command_fn)(int argc, char **argv);
 

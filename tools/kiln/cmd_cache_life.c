@@ -61,6 +61,17 @@ static void print_rewrite(const char *what, const char *dir, bool json,
            cli_format_bytes(b2, sizeof(b2), r->file_bytes_after), secs);
 }
 
+static int prune(struct kiln_cache *c, const void *po, struct kiln_cache_rewrite_report *r)
+{
+    return kiln_cache_prune(c, po, r);
+}
+
+static int compact(struct kiln_cache *c, const void *arg, struct kiln_cache_rewrite_report *r)
+{
+    (void)arg;
+    return kiln_cache_compact(c, r);
+}
+
 static const char prune_help[] =
     "usage: %s DIR [--older-than DAYS] [--max-size SIZE] [--json]\n"
     "\n"
@@ -112,19 +123,9 @@ int cmd_cache_prune(int argc, char **argv)
         return ex;
     if (!any)
         return cli_usage_error(argv[0], "give --older-than DAYS and/or --max-size SIZE");
-    struct kiln_cache *c;
-    ex = cli_open_cache_writer(argv[0], dir, &c);
-    if (ex != KILN_EXIT_OK)
-        return ex;
     struct kiln_cache_rewrite_report r;
-    uint64_t t0 = kiln_now_ns();
-    int rc = kiln_cache_prune(c, &po, &r);
-    double secs = cli_seconds(t0, kiln_now_ns());
-    kiln_cache_close(c);
-    if (rc < 0) {
-        cli_error(argv[0], "%s: prune failed: %s", dir, kiln_strerror(rc));
-        return KILN_EXIT_FAILED;
-    }
+    double secs;
+    CLI_TRY(cli_cache_rewrite(argv[0], dir, "prune", prune, &po, &r, &secs));
     print_rewrite("prune", dir, json, &r, secs);
     return KILN_EXIT_OK;
 }
@@ -147,21 +148,13 @@ int cmd_cache_compact(int argc, char **argv)
     if (ex != CLI_NEXT_OPTION)
         return ex;
     const char *dir;
-    struct kiln_cache *c;
+    struct kiln_cache_rewrite_report r;
+    double secs;
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex == KILN_EXIT_OK)
-        ex = cli_open_cache_writer(argv[0], dir, &c);
+        ex = cli_cache_rewrite(argv[0], dir, "compact", compact, NULL, &r, &secs);
     if (ex != KILN_EXIT_OK)
         return ex;
-    struct kiln_cache_rewrite_report r;
-    uint64_t t0 = kiln_now_ns();
-    int rc = kiln_cache_compact(c, &r);
-    double secs = cli_seconds(t0, kiln_now_ns());
-    kiln_cache_close(c);
-    if (rc < 0) {
-        cli_error(argv[0], "%s: compact failed: %s", dir, kiln_strerror(rc));
-        return KILN_EXIT_FAILED;
-    }
     print_rewrite("compact", dir, json, &r, secs);
     return KILN_EXIT_OK;
 }

@@ -32,6 +32,17 @@ static const char help[] =
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
+struct repack_arg {
+    enum kiln_codec codec;
+    enum kiln_cache_dict_mode mode;
+};
+
+static int repack(struct kiln_cache *c, const void *arg, struct kiln_cache_rewrite_report *r)
+{
+    const struct repack_arg *a = arg;
+    return kiln_cache_repack(c, a->codec, a->mode, r);
+}
+
 int cmd_cache_repack(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -72,19 +83,10 @@ int cmd_cache_repack(int argc, char **argv)
         return cli_usage_error(argv[0], "--dict and --no-dict exclude each other");
     if (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN)
         return cli_usage_error(argv[0], "--dict goes only with --codec kiln");
-    struct kiln_cache *c;
-    ex = cli_open_cache_writer(argv[0], dir, &c);
-    if (ex != KILN_EXIT_OK)
-        return ex;
+    struct repack_arg arg = {.codec = codec, .mode = mode};
     struct kiln_cache_rewrite_report r;
-    uint64_t t0 = kiln_now_ns();
-    int rc = kiln_cache_repack(c, codec, mode, &r);
-    double secs = cli_seconds(t0, kiln_now_ns());
-    kiln_cache_close(c);
-    if (rc < 0) {
-        cli_error(argv[0], "%s: repack failed: %s", dir, kiln_strerror(rc));
-        return KILN_EXIT_FAILED;
-    }
+    double secs;
+    CLI_TRY(cli_cache_rewrite(argv[0], dir, "repack", repack, &arg, &r, &secs));
     double ratio_before =
         r.payload_bytes_before ? (double)r.spirv_bytes / (double)r.payload_bytes_before : 0.0;
     double ratio_after =
