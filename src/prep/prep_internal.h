@@ -173,6 +173,12 @@ int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
 int kiln__prep_run_pipelines(struct kiln_pool *pool, kiln_pool_job_fn fn, void *jobs, size_t stride,
                              size_t count, kiln_prep_progress_fn progress, void *user);
 
+/* The end of the pipelines phase of kiln__prep_build_all and
+ * kiln__isolate_build_all, after the pool joined: one warning for each
+ * state kind that had programs skipped, with the first reason.
+ * @return the pipelines built, over every kind. */
+int64_t kiln__prep_pipelines_done(const struct kiln__prep_build *b);
+
 /* Reports progress when at least 100 ms passed since *last_ns. */
 void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
                      enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,

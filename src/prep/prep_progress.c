@@ -7,11 +7,15 @@
  * never call the progress callback; the caller polls the pool's counters
  * (kiln__prep_tick while it submits, kiln__prep_wait until the pool is
  * done), at most about ten times a second, so the callback needs no lock.
+ * The end of a pipelines phase is here too (kiln__prep_pipelines_done):
+ * read after the pool joined, so its counters are final.
  */
 #include "kiln_internal.h"
 #include "prep_internal.h"
 
 #include "kiln/pool.h"
+
+#include <inttypes.h>
 
 #define TICK_NS 100000000ull /* progress about ten times a second */
 
@@ -72,4 +76,18 @@ int kiln__prep_run_pipelines(struct kiln_pool *pool, kiln_pool_job_fn fn, void *
     }
     int wrc = kiln__prep_wait(pool, 0, count, KILN_PREP_PHASE_PIPELINES, progress, user);
     return rc == KILN_OK ? wrc : rc;
+}
+
+int64_t kiln__prep_pipelines_done(const struct kiln__prep_build *b)
+{
+    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++) {
+        uint64_t skipped = atomic_load(&b->skipped[kind]);
+        if (skipped)
+            KILN_WARN("prep", "%" PRIu64 " program%s of state kind %u skipped; the first: %s",
+                      skipped, skipped == 1 ? "" : "s", kind, b->skip_reason[kind]);
+    }
+    uint64_t built = 0;
+    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++)
+        built += atomic_load(&b->built[kind]);
+    return (int64_t)built;
 }

@@ -521,16 +521,7 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     if (rc < 0)
         return rc;
     *failed = pp.failed;
-    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++) {
-        uint64_t skipped = atomic_load(&b->skipped[kind]);
-        if (skipped)
-            KILN_WARN("prep", "%" PRIu64 " program%s of state kind %u skipped; the first: %s",
-                      skipped, skipped == 1 ? "" : "s", kind, b->skip_reason[kind]);
-    }
-    uint64_t built = 0;
-    for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++)
-        built += atomic_load(&b->built[kind]);
-    return (int64_t)built;
+    return kiln__prep_pipelines_done(b);
 }
 
 /* Builds every item, then lets each builder release what it made on the
