@@ -1414,32 +1414,47 @@ static void copy_cache(const char *from, const char *to)
     }
 }
 
+/*
+ * Writes `n` records of their own into each of the copies `a` and `b` of
+ * one cache, then the same last record at the same offset in both (so the
+ * last index entry alone cannot tell them apart), and copies b's index
+ * over a's. @return false when a copy did not open (a failure recorded).
+ */
+static bool sibling_writes(const char *a, const char *b, uint64_t n)
+{
+    for (int side = 0; side < 2; side++) {
+        struct kiln_cache *c;
+        int rc = open_cache(side ? b : a, STAMP, 0, &c);
+        KT_CHECK_OK(rc);
+        if (rc < 0)
+            return false;
+        for (uint64_t i = 0; i < n; i++)
+            KT_CHECK_OK(put_rec(c, key_of(side ? 2000 + i : 1000 + i), 40));
+        KT_CHECK_OK(put_rec(c, key_of(3000), 40));
+        KT_CHECK_OK(kiln_cache_sync(c));
+        kiln_cache_close(c);
+    }
+    char idx_a[4096], idx_b[4096];
+    path_of(idx_a, a, KILN_CACHE_INDEX_FILE);
+    path_of(idx_b, b, KILN_CACHE_INDEX_FILE);
+    copy_file(idx_b, idx_a);
+    return true;
+}
+
 KT_CASE(sibling_index)
 {
     /* A copied cache (cp -r), both copies written since, and one index
      * copied back: the open refuses it and rebuilds from the records. */
     const char *top = kt_tmpdir();
-    char a[4096], b[4096], idx_a[4096], idx_b[4096];
+    char a[4096], b[4096], idx_a[4096];
     path_of(a, top, "a");
     path_of(b, top, "b");
     struct kiln_key keys[SMALL_N];
     make_cache(a, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, NULL);
     copy_cache(a, b);
     struct kiln_cache *c;
-    /* Each copy gets records of its own; B's last record is the same
-     * record at the same offset as A's, so the last entry alone cannot
-     * tell the indexes apart. */
-    for (int side = 0; side < 2; side++) {
-        KT_REQUIRE_OK(open_cache(side ? b : a, STAMP, 0, &c));
-        for (uint64_t i = 0; i < 6; i++)
-            KT_CHECK_OK(put_rec(c, key_of(side ? 2000 + i : 1000 + i), 40));
-        KT_CHECK_OK(put_rec(c, key_of(3000), 40));
-        KT_CHECK_OK(kiln_cache_sync(c));
-        kiln_cache_close(c);
-    }
+    KT_REQUIRE(sibling_writes(a, b, 6));
     path_of(idx_a, a, KILN_CACHE_INDEX_FILE);
-    path_of(idx_b, b, KILN_CACHE_INDEX_FILE);
-    copy_file(idx_b, idx_a);
     struct kiln_cache_check_report rep;
     KT_CHECK_EQ(kiln_cache_check(a, NULL, false, &rep), KILN_ECORRUPT); /* the index is wrong */
     KT_CHECK_EQ(rep.index_state, KILN_CACHE_INDEX_INVALID);
@@ -1551,24 +1566,14 @@ KT_CASE(v1_sibling_sampled)
     /* Version 1 caches carry no identity: sampled entries catch a
      * sibling's index whose last entry matches. */
     const char *top = kt_tmpdir();
-    char a[4096], b[4096], idx_a[4096], idx_b[4096];
+    char a[4096], b[4096];
     path_of(a, top, "a");
     path_of(b, top, "b");
     KT_REQUIRE(kt_mkdir(a) == 0);
     v1_fixture(a);
     copy_cache(a, b);
     struct kiln_cache *c;
-    for (int side = 0; side < 2; side++) {
-        KT_REQUIRE_OK(open_cache(side ? b : a, STAMP, 0, &c));
-        for (uint64_t i = 0; i < 40; i++)
-            KT_CHECK_OK(put_rec(c, key_of(side ? 2000 + i : 1000 + i), 40));
-        KT_CHECK_OK(put_rec(c, key_of(3000), 40));
-        KT_CHECK_OK(kiln_cache_sync(c));
-        kiln_cache_close(c);
-    }
-    path_of(idx_a, a, KILN_CACHE_INDEX_FILE);
-    path_of(idx_b, b, KILN_CACHE_INDEX_FILE);
-    copy_file(idx_b, idx_a);
+    KT_REQUIRE(sibling_writes(a, b, 40));
     KT_REQUIRE_OK(open_cache(a, STAMP, KILN_CACHE_READ_ONLY, &c));
     struct kiln_cache_stats st;
     kiln_cache_stats(c, &st);
