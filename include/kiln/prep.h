@@ -351,6 +351,13 @@ struct kiln_builder {
     void (*finish)(void *user);
     /* KILN_BUILDER_* bits (0: none). */
     uint32_t flags;
+    /* Optional (NULL and 0: none). Device extensions this builder's
+     * pipelines may use: a Vulkan context kiln makes for the run enables
+     * each the device offers (kiln_vk_options.extra_extensions says how);
+     * a context the caller gives is used as it is. The names must outlive
+     * the call. */
+    const char *const *device_extensions;
+    uint32_t ndevice_extensions;
 };
 
 /*

@@ -123,6 +123,23 @@ struct kiln_vk_options {
      * Vulkan headers were included before this header); NULL: kiln makes
      * its own. Copied by kiln_vk_create. */
     const struct kiln_vk_external *external;
+    /* Device extensions to enable beside kiln's own, for pipelines a
+     * builder makes (kiln_builder.device_extensions asks for them through
+     * kiln_prepare): each is enabled only when the device offers it, and
+     * for the ones kiln knows only with the feature it needs and the
+     * extensions it depends on, which must be in the list too:
+     * VK_KHR_pipeline_library; VK_EXT_graphics_pipeline_library (with
+     * VK_KHR_pipeline_library; graphicsPipelineLibrary);
+     * VK_KHR_deferred_host_operations; VK_KHR_acceleration_structure
+     * (Vulkan 1.2, with VK_KHR_deferred_host_operations;
+     * accelerationStructure and bufferDeviceAddress);
+     * VK_KHR_ray_tracing_pipeline (with VK_KHR_acceleration_structure;
+     * rayTracingPipeline). Any other name is enabled when offered, with no
+     * feature. One left out is logged at info, never an error; ask
+     * kiln_vk_extension_enabled which were enabled. Ignored with
+     * `external`. The names are read during kiln_vk_create only. */
+    const char *const *extra_extensions;
+    uint32_t extra_extension_count;
 };
 
 /* What became of pipelines.vkc when the context was made. */
@@ -244,6 +261,15 @@ KILN_API void kiln_vk_destroy(struct kiln_vk *vk);
 /* @return the context's description, valid for the context's life.
  * Thread-safe. */
 KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk);
+
+/*
+ * Whether kiln enabled device extension `name` on the device it made (its
+ * own, kiln_vk_options.extra_extensions and portability included).
+ * @return true when enabled; false otherwise, and always with
+ * kiln_vk_options.external (kiln cannot ask what the application enabled).
+ * Thread-safe; the answer does not change for the context's life.
+ */
+KILN_API bool kiln_vk_extension_enabled(const struct kiln_vk *vk, const char *name);
 
 /* Reads the counters. Thread-safe. */
 KILN_API void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats);

@@ -213,10 +213,14 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
             snprintf(why, sizeof(why), "the packing dictionary could not be loaded");
     }
     if (rc == KILN_OK) {
-        struct kiln_vk_options vopt = {.use_device_index =
-                                           (hello.flags & KILN__ISO_HELLO_DEVICE) != 0,
-                                       .device = hello.device,
-                                       .cache_dir = hello.cache_dir[0] ? hello.cache_dir : NULL};
+        const char *extra[32];
+        struct kiln_vk_options vopt = {
+            .use_device_index = (hello.flags & KILN__ISO_HELLO_DEVICE) != 0,
+            .device = hello.device,
+            .cache_dir = hello.cache_dir[0] ? hello.cache_dir : NULL,
+            .extra_extensions = extra,
+            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, extra,
+                                                                   KILN_ARRAY_LEN(extra))};
         rc = kiln_vk_create(&vopt, &vk);
         if (rc < 0)
             snprintf(why, sizeof(why), "no Vulkan context");

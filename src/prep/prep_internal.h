@@ -136,13 +136,23 @@ uint64_t kiln__prep_kind_counts(struct kiln__prep_build *b,
  * cache_dir's pipelines.vkc, through `io`; a new one is also put in *own,
  * for the caller to destroy. On success *vk is the context to build on and
  * the summary's device name, pipelines.vkc state and loaded bytes are
- * filled from it.
+ * filled from it. A new one enables the device extensions the `nbuilders`
+ * builders ask for (kiln_builder.device_extensions) where offered.
  * @return 0, or kiln_vk_create's error (*vk and *own NULL then).
  */
 int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
-                       const char *cache_dir, const struct kiln_io *io, struct kiln_vk **own,
+                       const char *cache_dir, const struct kiln_io *io,
+                       const struct kiln_builder *builders, size_t nbuilders, struct kiln_vk **own,
                        struct kiln_vk **vk, char (*device_name)[256],
                        enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes);
+
+/*
+ * Collects the device extensions the builders ask for
+ * (kiln_builder.device_extensions) into names[0..cap), each once.
+ * @return how many were put there.
+ */
+uint32_t kiln__prep_builder_extensions(const struct kiln_builder *builders, size_t nbuilders,
+                                       const char **names, uint32_t cap);
 
 /*
  * Builds the pipeline of every item whose payload is set, on a pool of

@@ -462,18 +462,41 @@ static int larger_payload_first(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
+uint32_t kiln__prep_builder_extensions(const struct kiln_builder *builders, size_t nbuilders,
+                                       const char **names, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (size_t b = 0; b < nbuilders; b++) {
+        for (uint32_t i = 0; i < builders[b].ndevice_extensions; i++) {
+            const char *name = builders[b].device_extensions[i];
+            bool seen = !name;
+            for (uint32_t k = 0; k < n && !seen; k++)
+                seen = strcmp(names[k], name) == 0;
+            if (!seen && n < cap)
+                names[n++] = name;
+        }
+    }
+    return n;
+}
+
 int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
-                       const char *cache_dir, const struct kiln_io *io, struct kiln_vk **own,
+                       const char *cache_dir, const struct kiln_io *io,
+                       const struct kiln_builder *builders, size_t nbuilders, struct kiln_vk **own,
                        struct kiln_vk **vk, char (*device_name)[256],
                        enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes)
 {
     *own = NULL;
     *vk = given;
     if (!given) {
-        struct kiln_vk_options vopt = {.use_device_index = use_device_index,
-                                       .device = device,
-                                       .cache_dir = cache_dir,
-                                       .io = io};
+        const char *extra[32];
+        struct kiln_vk_options vopt = {
+            .use_device_index = use_device_index,
+            .device = device,
+            .cache_dir = cache_dir,
+            .io = io,
+            .extra_extensions = extra,
+            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, extra,
+                                                                   KILN_ARRAY_LEN(extra))};
         KILN_TRY(kiln_vk_create(&vopt, own));
         *vk = *own;
     }
@@ -708,7 +731,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     /* Vulkan, with the pipeline cache kiln prepare saved. */
     uint64_t t2 = kiln_now_ns();
     struct kiln_vk *vk;
-    rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io, &own_vk,
+    rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io, o->builders,
+                            o->nbuilders, &own_vk,
                             &vk, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
     s->vulkan_ns = kiln_now_ns() - t2;
     if (rc < 0) {

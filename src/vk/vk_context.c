@@ -12,7 +12,12 @@
  * path. Every core 1.0 feature the device has is enabled, robustBufferAccess
  * aside (it costs every buffer access), so that a builder's recorded
  * pipelines (tessellation, geometry, wide lines, ...) are valid on it; the
- * Fossilize builder (tools/foz) assumes exactly this set. Any failure part-way goes through
+ * Fossilize builder (tools/foz) assumes exactly this set. A caller's extra
+ * extensions (kiln_vk_options.extra_extensions) follow the same rule: each
+ * is enabled only when offered, with the one feature it needs and the
+ * extensions it depends on, so asking for one a device lacks never fails
+ * the context; the names enabled are kept for kiln_vk_extension_enabled.
+ * Any failure part-way goes through
  * kiln_vk_destroy, which copes with a half-made context because every handle starts null.
  */
 #include "vk_internal.h"
@@ -232,6 +237,139 @@ static void read_properties(struct kiln_vk *vk)
     }
 }
 
+/* The feature structures of the extra extensions kiln knows (make_device). */
+struct extra_features {
+    VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl;
+    VkPhysicalDeviceAccelerationStructureFeaturesKHR as;
+    VkPhysicalDeviceRayTracingPipelineFeaturesKHR rt;
+    VkPhysicalDeviceBufferDeviceAddressFeatures bda;
+};
+
+/* Whether the caller asked for extension `name` in its extra list. */
+static bool asked(const struct kiln_vk_options *opt, const char *name)
+{
+    for (uint32_t i = 0; i < opt->extra_extension_count; i++)
+        if (opt->extra_extensions[i] && strcmp(opt->extra_extensions[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Appends `name` to the enabled list unless it is there. */
+static int enable(struct kiln_vk *vk, const char *name)
+{
+    if (kiln_vk_extension_enabled(vk, name))
+        return KILN_OK;
+    if (vk->nextensions == KILN_VK_MAX_EXTENSIONS)
+        return KILN_ERANGE;
+    snprintf(vk->extensions[vk->nextensions++], VK_MAX_EXTENSION_NAME_SIZE, "%s", name);
+    return KILN_OK;
+}
+
+/*
+ * Picks the extra extensions to enable (kiln_vk_options.extra_extensions):
+ * each one asked for and offered, and for those kiln knows, only with the
+ * feature each needs and the extensions it depends on; the features go
+ * into `x` and are chained onto *chain. Never an error for an extension
+ * the device lacks: it is logged at info and left out.
+ */
+static int pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
+                       const VkExtensionProperties *exts, uint32_t n, struct extra_features *x,
+                       void **chain)
+{
+    bool core12 = vk->info.api_version >= VK_API_VERSION_1_2;
+    bool want_lib = asked(opt, "VK_KHR_pipeline_library") && has_ext(exts, n, "VK_KHR_pipeline_library");
+    bool want_gpl = asked(opt, "VK_EXT_graphics_pipeline_library") &&
+                    has_ext(exts, n, "VK_EXT_graphics_pipeline_library") && want_lib;
+    bool want_dho = asked(opt, "VK_KHR_deferred_host_operations") &&
+                    has_ext(exts, n, "VK_KHR_deferred_host_operations");
+    bool want_as = asked(opt, "VK_KHR_acceleration_structure") &&
+                   has_ext(exts, n, "VK_KHR_acceleration_structure") && want_dho && core12;
+    bool want_rt = asked(opt, "VK_KHR_ray_tracing_pipeline") &&
+                   has_ext(exts, n, "VK_KHR_ray_tracing_pipeline") && want_as;
+
+    /* Ask which of their features are there. */
+    *x = (struct extra_features){
+        .gpl = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT},
+        .as = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR},
+        .rt = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR},
+        .bda = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES},
+    };
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    void **tail = &f2.pNext;
+    if (want_gpl) {
+        *tail = &x->gpl;
+        tail = &x->gpl.pNext;
+    }
+    if (want_as) {
+        *tail = &x->as;
+        tail = &x->as.pNext;
+        *tail = &x->bda;
+        tail = &x->bda.pNext;
+    }
+    if (want_rt) {
+        *tail = &x->rt;
+        tail = &x->rt.pNext;
+    }
+    *tail = NULL;
+    if (f2.pNext)
+        vk->fn.vkGetPhysicalDeviceFeatures2(vk->phys, &f2);
+    want_gpl = want_gpl && x->gpl.graphicsPipelineLibrary;
+    want_as = want_as && x->as.accelerationStructure && x->bda.bufferDeviceAddress;
+    want_rt = want_rt && want_as && x->rt.rayTracingPipeline;
+
+    /* Enable exactly the feature each needs, nothing optional beside it. */
+    if (want_gpl) {
+        x->gpl = (VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+            .pNext = *chain,
+            .graphicsPipelineLibrary = VK_TRUE};
+        *chain = &x->gpl;
+    }
+    if (want_as) {
+        x->as = (VkPhysicalDeviceAccelerationStructureFeaturesKHR){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR,
+            .pNext = *chain,
+            .accelerationStructure = VK_TRUE};
+        x->bda = (VkPhysicalDeviceBufferDeviceAddressFeatures){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES,
+            .pNext = &x->as,
+            .bufferDeviceAddress = VK_TRUE};
+        *chain = &x->bda;
+    }
+    if (want_rt) {
+        x->rt = (VkPhysicalDeviceRayTracingPipelineFeaturesKHR){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR,
+            .pNext = *chain,
+            .rayTracingPipeline = VK_TRUE};
+        *chain = &x->rt;
+    }
+
+    for (uint32_t i = 0; i < opt->extra_extension_count; i++) {
+        const char *name = opt->extra_extensions[i];
+        if (!name)
+            continue;
+        bool on;
+        if (strcmp(name, "VK_KHR_pipeline_library") == 0)
+            on = want_lib;
+        else if (strcmp(name, "VK_EXT_graphics_pipeline_library") == 0)
+            on = want_gpl;
+        else if (strcmp(name, "VK_KHR_deferred_host_operations") == 0)
+            on = want_dho;
+        else if (strcmp(name, "VK_KHR_acceleration_structure") == 0)
+            on = want_as;
+        else if (strcmp(name, "VK_KHR_ray_tracing_pipeline") == 0)
+            on = want_rt;
+        else
+            on = has_ext(exts, n, name);
+        if (on)
+            KILN_TRY(enable(vk, name));
+        else
+            KILN_INFO(VK_MODULE, "%s: %s is left out (not offered, or without what it needs)",
+                      vk->info.device_name, name);
+    }
+    return KILN_OK;
+}
+
 static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
 {
     uint32_t n = 0;
@@ -243,7 +381,6 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     bool has_m5 = has_ext(exts, n, KILN_VK_MAINTENANCE5_NAME);
     bool has_dr_ext = has_ext(exts, n, "VK_KHR_dynamic_rendering");
     bool has_portability = has_ext(exts, n, "VK_KHR_portability_subset");
-    free(exts);
     bool core13 = vk->info.api_version >= VK_API_VERSION_1_3;
 
     /* Ask which features are there, then enable exactly those. */
@@ -265,27 +402,35 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     bool use_m5 = has_m5 && m5.maintenance5;
     bool use_dr = (core13 || has_dr_ext) && dr.dynamicRendering && !opt->no_dynamic_rendering;
 
-    const char *enabled[3];
-    uint32_t nenabled = 0;
     void *chain = NULL;
+    int rc = KILN_OK;
     if (use_m5) {
-        enabled[nenabled++] = KILN_VK_MAINTENANCE5_NAME;
+        rc = enable(vk, KILN_VK_MAINTENANCE5_NAME);
         m5 = (struct kiln_vk_maintenance5_features){
             .sType = KILN_VK_STYPE_MAINTENANCE5_FEATURES, .pNext = chain, .maintenance5 = VK_TRUE};
         chain = &m5;
     }
     if (use_dr) {
-        if (!core13)
-            enabled[nenabled++] = "VK_KHR_dynamic_rendering";
+        if (!core13 && rc == KILN_OK)
+            rc = enable(vk, "VK_KHR_dynamic_rendering");
         dr = (VkPhysicalDeviceDynamicRenderingFeatures){
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DYNAMIC_RENDERING_FEATURES,
             .pNext = chain,
             .dynamicRendering = VK_TRUE};
         chain = &dr;
     }
-    if (has_portability)
-        enabled[nenabled++] = "VK_KHR_portability_subset"; /* required when offered */
+    if (has_portability && rc == KILN_OK)
+        rc = enable(vk, "VK_KHR_portability_subset"); /* required when offered */
+    struct extra_features extra;
+    if (rc == KILN_OK)
+        rc = pick_extras(vk, opt, exts, n, &extra, &chain);
+    free(exts);
+    if (rc < 0)
+        return rc;
 
+    const char *enabled[KILN_VK_MAX_EXTENSIONS];
+    for (uint32_t i = 0; i < vk->nextensions; i++)
+        enabled[i] = vk->extensions[i];
     float priority = 1.0f;
     VkDeviceQueueCreateInfo q = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -301,7 +446,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         .pEnabledFeatures = &core,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &q,
-        .enabledExtensionCount = nenabled,
+        .enabledExtensionCount = vk->nextensions,
         .ppEnabledExtensionNames = enabled,
     };
     VkResult res = vk->fn.vkCreateDevice(vk->phys, &ci, NULL, &vk->device);
@@ -509,6 +654,14 @@ void kiln_vk_destroy(struct kiln_vk *vk)
 const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk)
 {
     return &vk->info;
+}
+
+bool kiln_vk_extension_enabled(const struct kiln_vk *vk, const char *name)
+{
+    for (uint32_t i = 0; vk && name && i < vk->nextensions; i++)
+        if (strcmp(vk->extensions[i], name) == 0)
+            return true;
+    return false;
 }
 
 void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)

@@ -89,6 +89,9 @@ struct kiln_vk_module {
     VkShaderModule module;
 };
 
+/* The most device extensions kiln enables: its own three and the extras. */
+#define KILN_VK_MAX_EXTENSIONS 24u
+
 struct kiln_vk {
     struct kiln_vk_fns fn;
     VkInstance instance;
@@ -125,6 +128,10 @@ struct kiln_vk {
     bool external_cache; /* so is the pipeline cache */
 
     struct kiln_vk_info info;
+    /* The device extensions kiln enabled on its own device (none when
+     * wrapping an application's). */
+    char extensions[KILN_VK_MAX_EXTENSIONS][VK_MAX_EXTENSION_NAME_SIZE];
+    uint32_t nextensions;
 };
 
 /* Opens the loader; @return vkGetInstanceProcAddr or NULL with `why` filled. */

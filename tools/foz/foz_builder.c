@@ -32,6 +32,7 @@
 
 #include "foz_state_private.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -54,6 +55,9 @@ struct flags2_info {
 #define FLAGS_IGNORED   0x3c0u
 #define FLAG_DERIVATIVE 0x4u
 #define FLAG_LIBRARY    0x800u
+
+/* How deep pipeline libraries may nest (the closure's walk bounds it too). */
+#define LIBRARY_MAX_DEPTH 16
 
 /* ---------------------------------------------------------------------------
  * What the device offers
@@ -93,6 +97,9 @@ enum ext {
     X_CLIP_SPACE_W_SCALING,
     X_MESH_EXT,
     X_MESH_NV,
+    X_PIPELINE_LIBRARY,
+    X_GPL,
+    X_RT_PIPELINE,
     X_COUNT,
 };
 
@@ -130,6 +137,9 @@ static const char *const ext_name[X_COUNT] = {
     [X_CLIP_SPACE_W_SCALING] = "VK_NV_clip_space_w_scaling",
     [X_MESH_EXT] = "VK_EXT_mesh_shader",
     [X_MESH_NV] = "VK_NV_mesh_shader",
+    [X_PIPELINE_LIBRARY] = "VK_KHR_pipeline_library",
+    [X_GPL] = "VK_EXT_graphics_pipeline_library",
+    [X_RT_PIPELINE] = "VK_KHR_ray_tracing_pipeline",
 };
 
 /* The core features a recorded pipeline may need (VkPhysicalDeviceFeatures
@@ -139,6 +149,8 @@ struct features {
     VkPhysicalDeviceFeatures f;
     bool ycbcr;
     bool dynamic_rendering;
+    bool gpl; /* graphicsPipelineLibrary */
+    bool rt;  /* rayTracingPipeline */
 };
 
 /* ---------------------------------------------------------------------------
@@ -159,6 +171,8 @@ struct fns {
     PFN_vkDestroyRenderPass DestroyRenderPass;
     PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines;
     PFN_vkCreateComputePipelines CreateComputePipelines;
+    PFN_vkDestroyPipeline DestroyPipeline;
+    PFN_vkCreateRayTracingPipelinesKHR CreateRayTracingPipelinesKHR;
 };
 
 /* A shared object's handle, by its tag (a union, so that no handle is
@@ -188,6 +202,7 @@ struct kiln_foz_builder {
     uint32_t api;
     bool ext[X_COUNT];
     struct features feat;
+    uint32_t max_recursion; /* maxRayRecursionDepth; 0: not checked */
     pthread_mutex_t lock;
     struct shared *table[SHARED_BUCKETS];
     _Atomic uint64_t built[KILN_FOZ_KIND_COUNT];
@@ -207,9 +222,25 @@ struct block {
     max_align_t data[];
 };
 
+/* A pipeline library made for the pipeline being built. */
+struct made_library {
+    uint64_t hash;
+    VkPipeline pipeline;
+};
+
 struct build {
     struct kiln_foz_builder *b;
     struct json_object *doc; /* the closure */
+    uint64_t tag;            /* the pipeline's, shared by its libraries */
+    /* The handed-in stages and the stage records they match, in the
+     * closure's builder order (kiln__foz_closure_stages). */
+    const VkPipelineShaderStageCreateInfo *stages;
+    struct json_object *recs[KILN_FOZ_MAX_STAGES];
+    uint32_t nstages;
+    /* Libraries made so far in this build: each once, destroyed when the
+     * build returns (the linked pipeline does not need them). */
+    struct made_library libs[KILN__FOZ_MAX_LIBRARIES];
+    uint32_t nlibs;
     struct block *arena;
     char *why;
     size_t cap;
@@ -350,6 +381,8 @@ static int need_feature(struct build *c, bool have, const char *feature, const c
  * ------------------------------------------------------------------------ */
 
 static int attachment_ref2(struct build *c, struct json_object *o, VkAttachmentReference2 *r);
+static int library_info(struct build *c, struct json_object *o,
+                        VkPipelineLibraryCreateInfoKHR **out);
 
 /* Parses one recorded pNext structure into a new arena struct. */
 static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure **out)
@@ -629,14 +662,28 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
             return KILN_ENOMEM;
         uint64_t f = (uint64_t)json_object_get_int64(get(s, "flags"));
         if (f & FLAG_LIBRARY)
-            return fail(c, KILN_ENOTSUP, "pipeline libraries are not built yet");
+            KILN_TRY(need(c, 0, X_PIPELINE_LIBRARY, -1, "a pipeline library"));
         i->flags = f & ~(uint64_t)(FLAGS_IGNORED | FLAG_DERIVATIVE);
         n = (VkBaseInStructure *)i;
         break;
     }
-    case STYPE_PIPELINE_LIBRARY:
-    case STYPE_GRAPHICS_PIPELINE_LIB:
-        return fail(c, KILN_ENOTSUP, "pipeline libraries are not built yet");
+    case STYPE_PIPELINE_LIBRARY: {
+        VkPipelineLibraryCreateInfoKHR *i;
+        KILN_TRY(library_info(c, s, &i));
+        n = (VkBaseInStructure *)i;
+        break;
+    }
+    case STYPE_GRAPHICS_PIPELINE_LIB: {
+        KILN_TRY(need(c, 0, X_GPL, -1, "a graphics pipeline library"));
+        KILN_TRY(need_feature(c, c->b->feat.gpl, "graphicsPipelineLibrary",
+                              "a graphics pipeline library"));
+        VkGraphicsPipelineLibraryCreateInfoEXT *i = alloc(c, sizeof(*i));
+        if (!i)
+            return KILN_ENOMEM;
+        i->flags = u32(s, "flags");
+        n = (VkBaseInStructure *)i;
+        break;
+    }
     default:
         return fail(c, KILN_ENOTSUP, "pNext structure %" PRId64 " is not one kiln builds", stype);
     }
@@ -1224,6 +1271,7 @@ static int dynamic_states(struct build *c, const uint32_t *v, uint32_t n)
                 {378, X_EDS2},
                 {382, X_COLOR_WRITE},
                 {456, X_EDS3},
+                {348, X_RT_PIPELINE},
             };
             /* An extension's enum values are 1000000000 + (number - 1) * 1000 + n. */
             uint32_t number = d >= 1000000000u ? (d - 1000000000u) / 1000u + 1 : 0;
@@ -1501,13 +1549,14 @@ static bool chain_has(const void *pnext, uint32_t stype)
 }
 
 /* The flags a pipeline is built with: derivatives on their own, the
- * flags that change nothing dropped, libraries refused. */
+ * flags that change nothing dropped, a library only where the device has
+ * VK_KHR_pipeline_library. */
 static int pipeline_flags(struct build *c, struct json_object *p, VkPipelineCreateFlags *flags,
                           VkPipeline *base, int32_t *base_index)
 {
     uint32_t f = u32(p, "flags");
     if (f & FLAG_LIBRARY)
-        return fail(c, KILN_ENOTSUP, "pipeline libraries are not built yet");
+        KILN_TRY(need(c, 0, X_PIPELINE_LIBRARY, -1, "a pipeline library"));
     uint64_t bh;
     if (!hash_of(get(p, "basePipelineHandle"), &bh))
         return fail(c, KILN_EPARSE, "basePipelineHandle is not a hash");
@@ -1519,32 +1568,141 @@ static int pipeline_flags(struct build *c, struct json_object *p, VkPipelineCrea
     return KILN_OK;
 }
 
-static int build_graphics(struct build *c, struct json_object *p,
-                          const VkPipelineShaderStageCreateInfo *stages, uint32_t nstages,
-                          VkPipelineCache cache, VkPipeline *out)
+/*
+ * The stages of one pipeline of the build (the pipeline itself or one of
+ * its libraries): each recorded stage is found among the build's stage
+ * records by identity (kiln__foz_closure_stages hands out the closure's
+ * own JSON objects) and filled from the handed-in stage at that index.
+ */
+static int own_stages(struct build *c, struct json_object *rs, uint32_t n,
+                      VkPipelineShaderStageCreateInfo **out)
+{
+    VkPipelineShaderStageCreateInfo *st = alloc(c, (n ? n : 1) * sizeof(*st));
+    if (!st)
+        return KILN_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        struct json_object *rec = json_object_is_type(rs, json_type_array) ? at(rs, i) : rs;
+        uint32_t k = 0;
+        while (k < c->nstages && c->recs[k] != rec)
+            k++;
+        if (k == c->nstages)
+            return fail(c, KILN_EINVAL, "a recorded stage has no handed-in stage");
+        KILN_TRY(stage(c, rec, &c->stages[k], k, &st[i]));
+    }
+    *out = st;
+    return KILN_OK;
+}
+
+static int build_pipeline(struct build *c, struct json_object *p, int depth, VkPipelineCache cache,
+                          VkPipeline *out);
+
+/* Makes every library `p` links that this build has not made yet, each
+ * with its own flags and state, before `p` itself. */
+static int build_libraries(struct build *c, struct json_object *p, int depth,
+                           VkPipelineCache cache)
+{
+    uint64_t hashes[KILN__FOZ_MAX_LIBRARIES];
+    uint32_t n;
+    if (kiln__foz_pipeline_libraries(p, hashes, KILN__FOZ_MAX_LIBRARIES, &n) < 0)
+        return fail(c, KILN_EPARSE, "a pipeline library is not named by a hash");
+    if (n > KILN__FOZ_MAX_LIBRARIES)
+        return fail(c, KILN_ERANGE, "a pipeline links %u libraries, more than kiln builds (%u)", n,
+                    KILN__FOZ_MAX_LIBRARIES);
+    if (n && depth >= LIBRARY_MAX_DEPTH)
+        return fail(c, KILN_EPARSE, "pipeline libraries nest deeper than %d", LIBRARY_MAX_DEPTH);
+    for (uint32_t i = 0; i < n; i++) {
+        bool made = false;
+        for (uint32_t k = 0; k < c->nlibs && !made; k++)
+            made = c->libs[k].hash == hashes[i];
+        if (made)
+            continue;
+        struct json_object *lib;
+        KILN_TRY(recorded(c, kiln__foz_tag_member(c->tag), hashes[i], "pipeline library", &lib));
+        if (!(u32(lib, "flags") & FLAG_LIBRARY))
+            return fail(c, KILN_EPARSE, "the pipeline library %016" PRIx64 " lacks the library flag",
+                        hashes[i]);
+        VkPipeline h = VK_NULL_HANDLE;
+        KILN_TRY(build_pipeline(c, lib, depth + 1, cache, &h));
+        /* Nested libraries are made once, so there is room for this one. */
+        assert(c->nlibs < KILN__FOZ_MAX_LIBRARIES);
+        c->libs[c->nlibs++] = (struct made_library){hashes[i], h};
+    }
+    return KILN_OK;
+}
+
+/* A VkPipelineLibraryCreateInfoKHR over the libraries `o` names, which
+ * build_libraries made. */
+static int library_info(struct build *c, struct json_object *o,
+                        VkPipelineLibraryCreateInfoKHR **out)
+{
+    KILN_TRY(need(c, 0, X_PIPELINE_LIBRARY, -1, "linking pipeline libraries"));
+    struct json_object *libs = get(o, "libraries");
+    VkPipelineLibraryCreateInfoKHR *i = alloc(c, sizeof(*i));
+    VkPipeline *h = alloc(c, (len(libs) ? len(libs) : 1) * sizeof(*h));
+    if (!i || !h)
+        return KILN_ENOMEM;
+    for (uint32_t k = 0; k < len(libs); k++) {
+        uint64_t hash;
+        if (!hash_of(at(libs, k), &hash))
+            return fail(c, KILN_EPARSE, "a pipeline library is not named by a hash");
+        uint32_t m = 0;
+        while (m < c->nlibs && c->libs[m].hash != hash)
+            m++;
+        if (m == c->nlibs)
+            return fail(c, KILN_EPARSE, "the pipeline library %016" PRIx64 " was not made", hash);
+        h[k] = c->libs[m].pipeline;
+    }
+    i->sType = VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR;
+    i->libraryCount = len(libs);
+    i->pLibraries = h;
+    *out = i;
+    return KILN_OK;
+}
+
+/* VK_GRAPHICS_PIPELINE_LIBRARY_*_BIT_EXT: the parts that use a render pass. */
+#define GPL_PARTS_WITH_PASS 0xeu
+
+/* The recorded VkGraphicsPipelineLibraryCreateInfoEXT flags, or 0. */
+static uint32_t gpl_parts(struct json_object *p)
+{
+    struct json_object *pnext = get(p, "pNext");
+    for (uint32_t i = 0; i < len(pnext); i++)
+        if (u32(at(pnext, i), "sType") == STYPE_GRAPHICS_PIPELINE_LIB)
+            return u32(at(pnext, i), "flags");
+    return 0;
+}
+
+static int build_graphics(struct build *c, struct json_object *p, VkPipelineCache cache,
+                          VkPipeline *out)
 {
     VkGraphicsPipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
     KILN_TRY(pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
+    uint32_t parts = gpl_parts(p);
+    if ((ci.flags & FLAG_LIBRARY) && !parts) {
+        /* A graphics library with no part named is all four parts. */
+        KILN_TRY(need(c, 0, X_GPL, -1, "a graphics pipeline library"));
+        parts = 0xf;
+    }
     KILN_TRY(chain(c, get(p, "pNext"), NULL, &ci.pNext));
+    bool links = chain_has(ci.pNext, STYPE_PIPELINE_LIBRARY);
+    if (links)
+        KILN_TRY(need(c, 0, X_GPL, -1, "linking graphics pipeline libraries"));
     struct json_object *rs = get(p, "stages");
-    if (len(rs) != nstages)
-        return fail(c, KILN_EINVAL, "the closure has %u stages but %u were handed in", len(rs),
-                    nstages);
-    VkPipelineShaderStageCreateInfo *st = alloc(c, nstages * sizeof(*st));
-    if (!st)
-        return KILN_ENOMEM;
-    for (uint32_t i = 0; i < nstages; i++)
-        KILN_TRY(stage(c, at(rs, i), &stages[i], i, &st[i]));
-    ci.stageCount = nstages;
+    VkPipelineShaderStageCreateInfo *st;
+    KILN_TRY(own_stages(c, rs, len(rs), &st));
+    ci.stageCount = len(rs);
     ci.pStages = st;
     KILN_TRY(graphics_states(c, p, &ci));
 
     uint64_t lh, rh;
     if (!hash_of(get(p, "layout"), &lh) || !hash_of(get(p, "renderPass"), &rh))
         return fail(c, KILN_EPARSE, "layout or renderPass is not a hash");
+    /* A render pass matters only to the parts that rasterize or shade; a
+     * linked pipeline takes it from its libraries. */
+    bool uses_pass = (ci.flags & FLAG_LIBRARY) ? (parts & GPL_PARTS_WITH_PASS) != 0 : !links;
     if (rh) {
         KILN_TRY(render_pass(c, rh, &ci.renderPass));
-    } else if (!chain_has(ci.pNext, VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO)) {
+    } else if (uses_pass && !chain_has(ci.pNext, VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO)) {
         /* No render pass and no formats: dynamic rendering with none. */
         KILN_TRY(need(c, 3, X_DYNAMIC_RENDERING, -1, "a pipeline without a render pass"));
         KILN_TRY(need_feature(c, c->b->feat.dynamic_rendering, "dynamicRendering",
@@ -1559,17 +1717,17 @@ static int build_graphics(struct build *c, struct json_object *p,
     return KILN_OK;
 }
 
-static int build_compute(struct build *c, struct json_object *p,
-                         const VkPipelineShaderStageCreateInfo *stages, uint32_t nstages,
-                         VkPipelineCache cache, VkPipeline *out)
+static int build_compute(struct build *c, struct json_object *p, VkPipelineCache cache,
+                         VkPipeline *out)
 {
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     KILN_TRY(pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
     KILN_TRY(chain(c, get(p, "pNext"), NULL, &ci.pNext));
-    if (nstages != 1)
-        return fail(c, KILN_EINVAL, "a compute pipeline has one stage but %u were handed in",
-                    nstages);
-    KILN_TRY(stage(c, get(p, "stage"), &stages[0], 0, &ci.stage));
+    if (!get(p, "stage"))
+        return fail(c, KILN_EPARSE, "a compute pipeline has no stage");
+    VkPipelineShaderStageCreateInfo *st;
+    KILN_TRY(own_stages(c, get(p, "stage"), 1, &st));
+    ci.stage = st[0];
     uint64_t lh;
     if (!hash_of(get(p, "layout"), &lh))
         return fail(c, KILN_EPARSE, "layout is not a hash");
@@ -1581,6 +1739,114 @@ static int build_compute(struct build *c, struct json_object *p,
     return KILN_OK;
 }
 
+/* Checks that a group's shader index is unused or one of the pipeline's
+ * own `n` stages (a library's groups index the library's stages). */
+static int group_index(struct build *c, struct json_object *g, const char *key, uint32_t group,
+                       uint32_t n, uint32_t *out)
+{
+    *out = get(g, key) ? u32(g, key) : VK_SHADER_UNUSED_KHR;
+    if (*out != VK_SHADER_UNUSED_KHR && *out >= n)
+        return fail(c, KILN_EPARSE, "ray-tracing group %u: %s %u is not one of the %u stages",
+                    group, key, *out, n);
+    return KILN_OK;
+}
+
+static int build_raytracing(struct build *c, struct json_object *p, VkPipelineCache cache,
+                            VkPipeline *out)
+{
+    struct kiln_foz_builder *b = c->b;
+    KILN_TRY(need(c, 0, X_RT_PIPELINE, -1, "a ray-tracing pipeline"));
+    KILN_TRY(need_feature(c, b->feat.rt, "rayTracingPipeline", "a ray-tracing pipeline"));
+    if (!b->vk.CreateRayTracingPipelinesKHR)
+        return fail(c, KILN_ENOTSUP, "the device has no vkCreateRayTracingPipelinesKHR");
+    VkRayTracingPipelineCreateInfoKHR ci = {
+        .sType = VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR};
+    KILN_TRY(pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
+    ci.maxPipelineRayRecursionDepth = u32(p, "maxPipelineRayRecursionDepth");
+    if (b->max_recursion && ci.maxPipelineRayRecursionDepth > b->max_recursion)
+        return fail(c, KILN_ENOTSUP,
+                    "a ray recursion depth of %u needs more than the device's maxRayRecursionDepth "
+                    "(%u)",
+                    ci.maxPipelineRayRecursionDepth, b->max_recursion);
+    KILN_TRY(chain(c, get(p, "pNext"), NULL, &ci.pNext));
+    struct json_object *rs = get(p, "stages");
+    VkPipelineShaderStageCreateInfo *st;
+    KILN_TRY(own_stages(c, rs, len(rs), &st));
+    ci.stageCount = len(rs);
+    ci.pStages = st;
+
+    struct json_object *gs = get(p, "groups");
+    VkRayTracingShaderGroupCreateInfoKHR *g = alloc(c, (len(gs) ? len(gs) : 1) * sizeof(*g));
+    if (!g)
+        return KILN_ENOMEM;
+    for (uint32_t i = 0; i < len(gs); i++) {
+        struct json_object *o = at(gs, i);
+        g[i].sType = VK_STRUCTURE_TYPE_RAY_TRACING_SHADER_GROUP_CREATE_INFO_KHR;
+        g[i].type = (VkRayTracingShaderGroupTypeKHR)u32(o, "type");
+        if (g[i].type > VK_RAY_TRACING_SHADER_GROUP_TYPE_PROCEDURAL_HIT_GROUP_KHR)
+            return fail(c, KILN_EPARSE, "ray-tracing group %u has type %u", i, (unsigned)g[i].type);
+        KILN_TRY(group_index(c, o, "generalShader", i, ci.stageCount, &g[i].generalShader));
+        KILN_TRY(group_index(c, o, "closestHitShader", i, ci.stageCount, &g[i].closestHitShader));
+        KILN_TRY(group_index(c, o, "anyHitShader", i, ci.stageCount, &g[i].anyHitShader));
+        KILN_TRY(
+            group_index(c, o, "intersectionShader", i, ci.stageCount, &g[i].intersectionShader));
+        KILN_TRY(chain(c, get(o, "pNext"), NULL, &g[i].pNext));
+    }
+    ci.groupCount = len(gs);
+    ci.pGroups = g;
+
+    struct json_object *o;
+    if ((o = get(p, "libraryInterface")) != NULL) {
+        VkRayTracingPipelineInterfaceCreateInfoKHR *i = alloc(c, sizeof(*i));
+        if (!i)
+            return KILN_ENOMEM;
+        i->sType = VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_INTERFACE_CREATE_INFO_KHR;
+        i->maxPipelineRayPayloadSize = u32(o, "maxPipelineRayPayloadSize");
+        i->maxPipelineRayHitAttributeSize = u32(o, "maxPipelineRayHitAttributeSize");
+        KILN_TRY(chain(c, get(o, "pNext"), NULL, &i->pNext));
+        ci.pLibraryInterface = i;
+    }
+    if ((o = get(p, "libraryInfo")) != NULL) {
+        VkPipelineLibraryCreateInfoKHR *i;
+        KILN_TRY(library_info(c, o, &i));
+        ci.pLibraryInfo = i;
+    }
+    if ((o = get(p, "dynamicState")) != NULL) {
+        VkPipelineDynamicStateCreateInfo *dyn = alloc(c, sizeof(*dyn));
+        uint32_t *v = uints(c, get(o, "dynamicState"));
+        if (!dyn || !v)
+            return KILN_ENOMEM;
+        dyn->sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO;
+        dyn->flags = u32(o, "flags");
+        dyn->dynamicStateCount = len(get(o, "dynamicState"));
+        KILN_TRY(dynamic_states(c, v, dyn->dynamicStateCount));
+        dyn->pDynamicStates = (const VkDynamicState *)v;
+        ci.pDynamicState = dyn;
+    }
+    uint64_t lh;
+    if (!hash_of(get(p, "layout"), &lh))
+        return fail(c, KILN_EPARSE, "layout is not a hash");
+    if (lh)
+        KILN_TRY(pipeline_layout(c, lh, &ci.layout));
+    VkResult r = b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, NULL,
+                                                     out);
+    if (r != VK_SUCCESS)
+        return fail(c, KILN_EVULKAN, "vkCreateRayTracingPipelinesKHR: VkResult %d", (int)r);
+    return KILN_OK;
+}
+
+/* Builds one pipeline of the closure: its libraries first, then itself. */
+static int build_pipeline(struct build *c, struct json_object *p, int depth, VkPipelineCache cache,
+                          VkPipeline *out)
+{
+    KILN_TRY(build_libraries(c, p, depth, cache));
+    if (c->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE)
+        return build_graphics(c, p, cache, out);
+    if (c->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE)
+        return build_compute(c, p, cache, out);
+    return build_raytracing(c, p, cache, out);
+}
+
 int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
                            const VkPipelineShaderStageCreateInfo *stages, uint32_t stage_count,
                            VkPipelineCache cache, VkPipeline *pipeline, char *why, size_t cap)
@@ -1588,35 +1854,53 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
     *pipeline = VK_NULL_HANDLE;
     if (why && cap)
         why[0] = '\0';
-    struct build c = {.b = b, .why = why, .cap = cap};
-    uint64_t tag, hash;
+    struct build *c = calloc(1, sizeof(*c));
+    if (!c) {
+        atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
+        if (why && cap)
+            snprintf(why, cap, "out of memory");
+        return KILN_ENOMEM;
+    }
+    *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages};
+    uint64_t hash;
     struct json_object *p;
-    int rc = kiln__foz_closure_parse(closure, size, &c.doc, &tag, &hash, &p);
+    int rc = kiln__foz_closure_parse(closure, size, &c->doc, &c->tag, &hash, &p);
     if (rc < 0) {
         atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
-        return fail(&c, rc, "%s",
-                    rc == KILN_EFORMAT ? "not a kiln Fossilize closure"
-                                       : "the closure has no pipeline");
+        fail(c, rc, "%s",
+             rc == KILN_EFORMAT ? "not a kiln Fossilize closure" : "the closure has no pipeline");
+        free(c);
+        return rc;
     }
-    enum kiln_foz_kind kind = tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE  ? KILN_FOZ_KIND_GRAPHICS
-                              : tag == KILN_FOZ_TAG_COMPUTE_PIPELINE ? KILN_FOZ_KIND_COMPUTE
-                                                                     : KILN_FOZ_KIND_RAYTRACING;
-    if (kind == KILN_FOZ_KIND_GRAPHICS)
-        rc = build_graphics(&c, p, stages, stage_count, cache, pipeline);
-    else if (kind == KILN_FOZ_KIND_COMPUTE)
-        rc = build_compute(&c, p, stages, stage_count, cache, pipeline);
-    else
-        rc = fail(&c, KILN_ENOTSUP, "ray-tracing pipelines are not built yet");
+    enum kiln_foz_kind kind = c->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE  ? KILN_FOZ_KIND_GRAPHICS
+                              : c->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE ? KILN_FOZ_KIND_COMPUTE
+                                                                        : KILN_FOZ_KIND_RAYTRACING;
+    rc = kiln__foz_closure_stages(c->doc, c->tag, p, c->recs, KILN_FOZ_MAX_STAGES, &c->nstages);
+    if (rc < 0)
+        fail(c, rc, "the closure's stages or pipeline libraries do not read");
+    else if (c->nstages != stage_count)
+        rc = fail(c, KILN_EINVAL, "the closure has %u stages but %u were handed in", c->nstages,
+                  stage_count);
+    for (uint32_t i = 0; rc == 0 && i < stage_count; i++)
+        if ((uint32_t)stages[i].stage != u32(c->recs[i], "stage"))
+            rc = fail(c, KILN_EINVAL, "stage %u is 0x%x in the closure but 0x%x was handed in", i,
+                      u32(c->recs[i], "stage"), (unsigned)stages[i].stage);
+    if (rc == 0)
+        rc = build_pipeline(c, p, 0, cache, pipeline);
+    /* The linked pipeline does not need its libraries once it exists. */
+    for (uint32_t i = 0; i < c->nlibs; i++)
+        b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, NULL);
     if (rc == KILN_ENOMEM)
-        fail(&c, rc, "out of memory");
+        fail(c, rc, "out of memory");
     if (rc == 0)
         atomic_fetch_add(&b->built[kind], 1);
     else if (rc == KILN_ENOTSUP)
         atomic_fetch_add(&b->skipped[kind], 1);
     else
         atomic_fetch_add(&b->failed[kind], 1);
-    json_object_put(c.doc);
-    arena_free(&c);
+    json_object_put(c->doc);
+    arena_free(c);
+    free(c);
     return rc;
 }
 
@@ -1642,6 +1926,13 @@ static void copy_features(struct kiln_foz_builder *b, const VkPhysicalDeviceFeat
         else if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DYNAMIC_RENDERING_FEATURES)
             b->feat.dynamic_rendering |=
                 ((const VkPhysicalDeviceDynamicRenderingFeatures *)s)->dynamicRendering;
+        else if (s->sType ==
+                 VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT)
+            b->feat.gpl |= ((const VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT *)s)
+                               ->graphicsPipelineLibrary;
+        else if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR)
+            b->feat.rt |=
+                ((const VkPhysicalDeviceRayTracingPipelineFeaturesKHR *)s)->rayTracingPipeline;
     }
 }
 
@@ -1660,6 +1951,7 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
             if (o->extensions[i] && strcmp(o->extensions[i], ext_name[x]) == 0)
                 b->ext[x] = true;
     copy_features(b, o->features);
+    b->max_recursion = o->max_ray_recursion_depth;
 
 #define LOAD(name, text) b->vk.name = (PFN_vk##name)o->get_device_proc_addr(o->device, text)
     LOAD(CreateSampler, "vkCreateSampler");
@@ -1672,6 +1964,9 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
     LOAD(DestroyRenderPass, "vkDestroyRenderPass");
     LOAD(CreateGraphicsPipelines, "vkCreateGraphicsPipelines");
     LOAD(CreateComputePipelines, "vkCreateComputePipelines");
+    LOAD(DestroyPipeline, "vkDestroyPipeline");
+    if (b->ext[X_RT_PIPELINE])
+        LOAD(CreateRayTracingPipelinesKHR, "vkCreateRayTracingPipelinesKHR");
     /* The core name where the version has it, else the extension's, so
      * that neither is asked of a device that does not offer it. */
     if (version_at_least(b, 1)) {
@@ -1689,7 +1984,8 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
     if (!b->vk.CreateSampler || !b->vk.DestroySampler || !b->vk.CreateDescriptorSetLayout ||
         !b->vk.DestroyDescriptorSetLayout || !b->vk.CreatePipelineLayout ||
         !b->vk.DestroyPipelineLayout || !b->vk.CreateRenderPass || !b->vk.DestroyRenderPass ||
-        !b->vk.CreateGraphicsPipelines || !b->vk.CreateComputePipelines) {
+        !b->vk.CreateGraphicsPipelines || !b->vk.CreateComputePipelines ||
+        !b->vk.DestroyPipeline) {
         free(b);
         return KILN_ENOTSUP;
     }

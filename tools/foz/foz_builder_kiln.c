@@ -35,13 +35,20 @@ struct adapter {
     /* kiln's device's features, when `options` gives none (make_builder). */
     VkPhysicalDeviceFeatures2 f2;
     VkPhysicalDeviceVulkan13Features f13;
+    VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl;
+    VkPhysicalDeviceRayTracingPipelineFeaturesKHR rt;
 };
+
+/* The extensions the builder asks kiln's context for (kiln_builder.device_extensions). */
+static const char *const foz_extensions[] = {KILN_FOZ_DEVICE_EXTENSIONS};
 
 /*
  * The features kiln's context enables: every core feature of the physical
- * device but robustBufferAccess (vk_context.c), and dynamic rendering as
- * kiln_vk_info says. @return them, in the adapter, or NULL (nothing
- * checked) when the function cannot be reached.
+ * device but robustBufferAccess (vk_context.c), dynamic rendering as
+ * kiln_vk_info says, and the one feature of each extra extension it
+ * enabled (graphicsPipelineLibrary, rayTracingPipeline: vk_context.c
+ * enables an extension only with it). @return them, in the adapter, or
+ * NULL (nothing checked) when the function cannot be reached.
  */
 static const VkPhysicalDeviceFeatures2 *
 kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct kiln_vk_info *info)
@@ -60,15 +67,42 @@ kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct k
     a->f13 = (VkPhysicalDeviceVulkan13Features){
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
         .dynamicRendering = info && info->dynamic_rendering};
-    a->f2.pNext = &a->f13;
+    a->gpl = (VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+        .pNext = &a->f13,
+        .graphicsPipelineLibrary = kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library")};
+    a->rt = (VkPhysicalDeviceRayTracingPipelineFeaturesKHR){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR,
+        .pNext = &a->gpl,
+        .rayTracingPipeline = kiln_vk_extension_enabled(vk, "VK_KHR_ray_tracing_pipeline")};
+    a->f2.pNext = &a->rt;
     return &a->f2;
+}
+
+/* The device's maxRayRecursionDepth, or 0 when it cannot be asked. */
+static uint32_t max_recursion(const struct kiln_vk *vk)
+{
+    struct kiln_vk_handles h;
+    kiln_vk_get_handles(vk, &h);
+    PFN_vkGetPhysicalDeviceProperties2 get =
+        h.get_instance_proc_addr ? (PFN_vkGetPhysicalDeviceProperties2)h.get_instance_proc_addr(
+                                       h.instance, "vkGetPhysicalDeviceProperties2")
+                                 : NULL;
+    if (!get || !h.physical_device)
+        return 0;
+    VkPhysicalDeviceRayTracingPipelinePropertiesKHR rt = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                      .pNext = &rt};
+    get(h.physical_device, &p2);
+    return rt.maxRayRecursionDepth;
 }
 
 /* Makes the Fossilize builder for the request's device. Called under the lock. */
 static int make_builder(struct adapter *a, const struct kiln_build_request *req)
 {
     struct kiln_foz_builder_options o = a->options;
-    const char *exts[2];
+    const char *exts[2 + KILN_ARRAY_LEN(foz_extensions)];
     if (!a->have_options_device) {
         /* Without kiln's context the device is taken as plain Vulkan 1.0. */
         const struct kiln_vk_info *info = req->vk ? kiln_vk_info(req->vk) : NULL;
@@ -77,6 +111,12 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
             exts[n++] = "VK_KHR_maintenance5";
         if (info && info->dynamic_rendering && info->api_version < VK_API_VERSION_1_3)
             exts[n++] = "VK_KHR_dynamic_rendering";
+        /* The extras kiln's context enabled because this builder asked. */
+        for (size_t i = 0; req->vk && i < KILN_ARRAY_LEN(foz_extensions); i++)
+            if (kiln_vk_extension_enabled(req->vk, foz_extensions[i]))
+                exts[n++] = foz_extensions[i];
+        if (req->vk && kiln_vk_extension_enabled(req->vk, "VK_KHR_ray_tracing_pipeline"))
+            o.max_ray_recursion_depth = max_recursion(req->vk);
         o.device = req->device;
         o.get_device_proc_addr = req->get_device_proc_addr;
         /* kiln's instance asks for at most 1.3, so the device is used as that. */
@@ -165,6 +205,9 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     /* An archive's modules were recorded from a running application: only
      * what does not parse is refused (docs/foz.md). */
     out->flags = KILN_BUILDER_RECORDED_SPIRV;
+    /* Pipeline libraries and ray tracing, where the device has them. */
+    out->device_extensions = foz_extensions;
+    out->ndevice_extensions = KILN_ARRAY_LEN(foz_extensions);
     return KILN_OK;
 }
 

@@ -381,6 +381,49 @@ static size_t array_len(struct json_object *a)
 /* The pipeline libraries a pipeline's pNext names (VkPipelineLibraryCreateInfoKHR). */
 #define STYPE_PIPELINE_LIBRARY 1000290000
 
+/* The number of "libraries" arrays `p` has: one per library info in its
+ * pNext, and a ray-tracing pipeline's "libraryInfo". */
+static size_t library_lists(struct json_object *p)
+{
+    struct json_object *pnext = get(p, "pNext");
+    size_t n = get(p, "libraryInfo") != NULL;
+    for (size_t i = 0; i < array_len(pnext); i++)
+        n += json_object_get_int64(get(json_object_array_get_idx(pnext, i), "sType")) ==
+             STYPE_PIPELINE_LIBRARY;
+    return n;
+}
+
+/* The `which`th "libraries" array of `p` (library_lists), or NULL. */
+static struct json_object *library_list(struct json_object *p, size_t which)
+{
+    struct json_object *pnext = get(p, "pNext");
+    size_t seen = 0;
+    for (size_t i = 0; i < array_len(pnext); i++) {
+        struct json_object *s = json_object_array_get_idx(pnext, i);
+        if (json_object_get_int64(get(s, "sType")) == STYPE_PIPELINE_LIBRARY && seen++ == which)
+            return get(s, "libraries");
+    }
+    return get(get(p, "libraryInfo"), "libraries");
+}
+
+int kiln__foz_pipeline_libraries(struct json_object *pipe, uint64_t *out, uint32_t cap,
+                                 uint32_t *n)
+{
+    *n = 0;
+    for (size_t w = 0; w < library_lists(pipe); w++) {
+        struct json_object *libs = library_list(pipe, w);
+        for (size_t k = 0; k < array_len(libs); k++) {
+            uint64_t h;
+            if (!json_hash(json_object_array_get_idx(libs, k), &h))
+                return KILN_EPARSE;
+            if (*n < cap)
+                out[*n] = h;
+            ++*n;
+        }
+    }
+    return KILN_OK;
+}
+
 static int walk_pipeline(struct walk *w, uint64_t tag, struct json_object *p, int depth)
 {
     KILN_TRY(follow(w, get(p, "layout"), KILN_FOZ_TAG_PIPELINE_LAYOUT, depth));
@@ -394,14 +437,10 @@ static int walk_pipeline(struct walk *w, uint64_t tag, struct json_object *p, in
         for (size_t i = 0; i < array_len(stages); i++)
             KILN_TRY(note_module(w, get(json_object_array_get_idx(stages, i), "module")));
     }
-    struct json_object *pnext = get(p, "pNext");
-    for (size_t i = 0; i < array_len(pnext); i++) {
-        struct json_object *s = json_object_array_get_idx(pnext, i);
-        if (json_object_get_int64(get(s, "sType")) != STYPE_PIPELINE_LIBRARY)
-            continue;
-        struct json_object *libs = get(s, "libraries");
-        for (size_t k = 0; k < array_len(libs); k++)
-            KILN_TRY(follow(w, json_object_array_get_idx(libs, k), tag, depth + 1));
+    for (size_t k = 0; k < library_lists(p); k++) {
+        struct json_object *libs = library_list(p, k);
+        for (size_t i = 0; i < array_len(libs); i++)
+            KILN_TRY(follow(w, json_object_array_get_idx(libs, i), tag, depth + 1));
     }
     return KILN_OK;
 }
@@ -540,31 +579,81 @@ int kiln__foz_closure_parse(const void *bytes, size_t size, struct json_object *
     return KILN_OK;
 }
 
+/* The walk of kiln__foz_closure_stages: the pipelines met so far. */
+struct stage_walk {
+    struct json_object *doc;
+    uint64_t tag;
+    struct json_object **recs;
+    uint32_t cap, n;
+    uint64_t seen[KILN__FOZ_MAX_LIBRARIES];
+    uint32_t nseen;
+};
+
+static int stages_of(struct stage_walk *w, struct json_object *p, int depth)
+{
+    if (depth > CLOSURE_MAX_DEPTH)
+        return KILN_ERANGE;
+    if (w->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE) {
+        if (get(p, "stage")) {
+            if (w->n == w->cap)
+                return KILN_ERANGE;
+            w->recs[w->n++] = get(p, "stage");
+        }
+    } else {
+        struct json_object *stages = get(p, "stages");
+        for (size_t i = 0; i < array_len(stages); i++) {
+            if (w->n == w->cap)
+                return KILN_ERANGE;
+            w->recs[w->n++] = json_object_array_get_idx(stages, i);
+        }
+    }
+    uint64_t libs[KILN__FOZ_MAX_LIBRARIES];
+    uint32_t nlibs;
+    KILN_TRY(kiln__foz_pipeline_libraries(p, libs, KILN__FOZ_MAX_LIBRARIES, &nlibs));
+    if (nlibs > KILN__FOZ_MAX_LIBRARIES)
+        return KILN_ERANGE;
+    for (uint32_t i = 0; i < nlibs; i++) {
+        bool seen = false;
+        for (uint32_t k = 0; k < w->nseen && !seen; k++)
+            seen = w->seen[k] == libs[i];
+        if (seen)
+            continue;
+        if (w->nseen == KILN__FOZ_MAX_LIBRARIES)
+            return KILN_ERANGE;
+        w->seen[w->nseen++] = libs[i];
+        char name[17];
+        hash_text(libs[i], name);
+        struct json_object *lib = get(get(w->doc, tag_member[w->tag]), name);
+        if (!json_object_is_type(lib, json_type_object))
+            return KILN_EPARSE;
+        KILN_TRY(stages_of(w, lib, depth + 1));
+    }
+    return KILN_OK;
+}
+
+int kiln__foz_closure_stages(struct json_object *doc, uint64_t tag, struct json_object *pipe,
+                             struct json_object **recs, uint32_t cap, uint32_t *n)
+{
+    struct stage_walk w = {.doc = doc, .tag = tag, .recs = recs, .cap = cap};
+    int rc = stages_of(&w, pipe, 0);
+    *n = w.n;
+    return rc;
+}
+
 int kiln_foz_closure_inspect(const void *bytes, size_t size, struct kiln_foz_closure_info *info)
 {
     memset(info, 0, sizeof(*info));
     struct json_object *doc, *p;
     KILN_TRY(kiln__foz_closure_parse(bytes, size, &doc, &info->tag, &info->hash, &p));
-    int rc = KILN_OK;
-    struct json_object *one[1] = {NULL};
-    struct json_object *stages = NULL;
-    size_t n;
-    if (info->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE) {
-        one[0] = get(p, "stage");
-        n = one[0] ? 1 : 0;
-    } else {
-        stages = get(p, "stages");
-        n = array_len(stages);
-    }
-    if (n > KILN_FOZ_MAX_STAGES) {
-        rc = KILN_ERANGE;
+    struct json_object *recs[KILN_FOZ_MAX_STAGES];
+    uint32_t n;
+    int rc = kiln__foz_closure_stages(doc, info->tag, p, recs, KILN_FOZ_MAX_STAGES, &n);
+    if (rc < 0)
         goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *s = stages ? json_object_array_get_idx(stages, i) : one[0];
-        struct json_object *st = get(s, "stage");
+    for (uint32_t i = 0; i < n; i++) {
+        struct json_object *st = get(recs[i], "stage");
         if (!json_object_is_type(st, json_type_int) ||
-            !json_hash(get(s, "module"), &info->modules[i])) {
+            !json_hash(get(recs[i], "module"), &info->modules[i])) {
             rc = KILN_EPARSE;
             goto out;
         }

@@ -19,6 +19,34 @@
 int kiln__foz_closure_parse(const void *bytes, size_t size, struct json_object **doc, uint64_t *tag,
                             uint64_t *hash, struct json_object **pipeline);
 
+/* The most pipelines one closure's stage list walks (the pipeline and its
+ * libraries, each once). */
+#define KILN__FOZ_MAX_LIBRARIES 32
+
+/*
+ * The stages of a closure's pipeline in builder order: its own recorded
+ * stages ("stage" for compute, "stages" otherwise), then, depth-first in
+ * recorded order, those of each pipeline library it links (graphics:
+ * VkPipelineLibraryCreateInfoKHR in pNext; ray tracing: "libraryInfo"),
+ * each library once. Up to `cap` stage records go to recs[] (owned by
+ * `doc`); *n is how many there are.
+ * @return 0; KILN_ERANGE for more than `cap` stages or libraries nested
+ * too deep; KILN_EPARSE for a library hash that is not one or that the
+ * closure does not hold.
+ */
+int kiln__foz_closure_stages(struct json_object *doc, uint64_t tag, struct json_object *pipe,
+                             struct json_object **recs, uint32_t cap, uint32_t *n);
+
+/*
+ * The hashes of the pipeline libraries `pipe` links, in recorded order:
+ * the "libraries" of a VkPipelineLibraryCreateInfoKHR in its pNext, or of
+ * its "libraryInfo" (ray tracing). Up to `cap` go to out[]; *n is how many
+ * it names.
+ * @return 0, or KILN_EPARSE for one that is not a hash.
+ */
+int kiln__foz_pipeline_libraries(struct json_object *pipe, uint64_t *out, uint32_t cap,
+                                 uint32_t *n);
+
 /*
  * @return the member of an entry's JSON document that holds objects of
  * `tag` ("samplers", "setLayouts", ..., "renderPasses" for render passes),

@@ -8,7 +8,10 @@
  *
  * Design. Everything the program holds is malloc'd and the program's own
  * (kiln_program_destroy frees it), and its stages are in the closure's
- * recorded order, which is the order the Fossilize builder takes them in.
+ * builder order (kiln__foz_closure_stages: the pipeline's own recorded
+ * stages, then those of each library it links), which is the order the
+ * Fossilize builder takes them in. A pipeline linking libraries so carries
+ * every module it needs, so the cache and an export hold them too.
  */
 #include "foz_state_private.h"
 
@@ -77,20 +80,21 @@ static int stage_from_record(struct json_object *rec, struct kiln_program_stage 
 }
 
 static int fill(const struct kiln_foz_index *idx, const struct kiln_foz_pipeline_ref *ref,
-                struct kiln_program *p, struct json_object *pipe)
+                struct kiln_program *p, struct json_object *doc, struct json_object *pipe)
 {
     struct kiln_foz_closure_info info;
     KILN_TRY(kiln_foz_closure_inspect(p->state, p->state_size, &info));
     KILN_TRY(kiln_program_reserve(p, info.stage_count));
     struct kiln_foz_module mods[KILN_FOZ_MAX_STAGES];
     memset(mods, 0, sizeof(mods));
-    int rc = KILN_OK;
-    struct json_object *stages = get(pipe, "stages");
+    struct json_object *recs[KILN_FOZ_MAX_STAGES];
+    uint32_t nrecs;
+    int rc = kiln__foz_closure_stages(doc, ref->tag, pipe, recs, KILN_FOZ_MAX_STAGES, &nrecs);
+    if (rc == 0 && nrecs != info.stage_count)
+        rc = KILN_EPARSE;
     for (uint32_t i = 0; i < info.stage_count && rc == 0; i++) {
         struct kiln_program_stage *st = &p->stages[i];
-        struct json_object *rec = ref->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE
-                                      ? get(pipe, "stage")
-                                      : json_object_array_get_idx(stages, i);
+        struct json_object *rec = recs[i];
         rc = kiln_foz_index_module(idx, info.modules[i], &mods[i]);
         if (rc < 0)
             break;
@@ -140,7 +144,7 @@ int kiln_foz_pipeline_program(const struct kiln_foz_index *idx,
         rc = kiln__foz_closure_parse(bytes, size, &doc, &tag, &hash, &pipe);
     }
     if (rc == 0)
-        rc = fill(idx, ref, p, pipe);
+        rc = fill(idx, ref, p, doc, pipe);
     json_object_put(doc);
     if (rc < 0) {
         kiln_program_destroy(p);

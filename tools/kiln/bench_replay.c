@@ -252,7 +252,11 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     r->start_rss = kiln_rss_bytes();
 
     /* A pipeline cache in memory only, empty: nothing compiled before. */
-    struct kiln_vk_options vo = {.use_device_index = b->use_device, .device = b->device};
+    static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
+    struct kiln_vk_options vo = {.use_device_index = b->use_device,
+                                 .device = b->device,
+                                 .extra_extensions = extra,
+                                 .extra_extension_count = CLI_ARRAY_LEN(extra)};
     struct kiln_vk *vk = NULL;
     r->rc = kiln_vk_create(&vo, &vk);
     if (r->rc < 0) {

@@ -398,14 +398,16 @@ KILN_API void kiln_foz_closure_free(uint8_t *bytes);
 struct kiln_foz_closure_info {
     uint64_t tag;         /* KILN_FOZ_TAG_GRAPHICS_PIPELINE, _COMPUTE_ or _RAYTRACING_ */
     uint64_t hash;        /* the pipeline's Fossilize hash */
-    uint32_t stage_count; /* its stages, in recorded order */
+    uint32_t stage_count; /* its stages, in builder order (below) */
     uint32_t stages[KILN_FOZ_MAX_STAGES];  /* VkShaderStageFlagBits of each */
     uint64_t modules[KILN_FOZ_MAX_STAGES]; /* the shader module hash of each */
 };
 
 /*
- * Reads a closure's pipeline kind, hash and stages (the order the builder
- * expects its stages in).
+ * Reads a closure's pipeline kind, hash and stages in builder order: the
+ * pipeline's own recorded stages, then, depth-first, those of each pipeline
+ * library it links, each library once (the order the builder expects its
+ * stages in; a pipeline without libraries has its recorded order).
  * @return 0; KILN_EFORMAT when the bytes are not a kiln Fossilize closure
  * of a version this build reads; KILN_EPARSE when it is malformed;
  * KILN_ERANGE for more than KILN_FOZ_MAX_STAGES stages; KILN_ENOMEM.
@@ -808,9 +810,15 @@ struct kiln_foz_builder_options {
     const char *const *extensions;
     uint32_t extension_count;
     /* The features the device was created with: a VkPhysicalDeviceFeatures2
-     * and, chained, any of VkPhysicalDeviceVulkan11/12/13Features. NULL: no
-     * feature is checked (the driver judges). Read during create only. */
+     * and, chained, any of VkPhysicalDeviceVulkan11/12/13Features,
+     * VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT,
+     * VkPhysicalDeviceRayTracingPipelineFeaturesKHR. NULL: no feature is
+     * checked (the driver judges). Read during create only. */
     const VkPhysicalDeviceFeatures2 *features;
+    /* The device's maxRayRecursionDepth
+     * (VkPhysicalDeviceRayTracingPipelinePropertiesKHR): a ray-tracing
+     * pipeline asking more is skipped. 0: not checked. */
+    uint32_t max_ray_recursion_depth;
 };
 
 struct kiln_foz_builder;
@@ -826,21 +834,29 @@ struct kiln_foz_builder;
 KILN_API int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
                                      struct kiln_foz_builder **out);
 
+
 /*
  * Builds a closure's pipeline into *pipeline (the caller's from then on).
  * The samplers (and YCbCr conversions), descriptor set layouts, pipeline
  * layout and render pass it references are made on first use and kept by
  * the builder for every later pipeline naming the same Fossilize hash.
- * `stages` are the pipeline's stages in the closure's recorded order
+ * `stages` are the pipeline's stages in the closure's builder order
  * (kiln_foz_closure_inspect), as kiln's core stages them: each names its
  * module, or chains a VkShaderModuleCreateInfo (maintenance5); its stage
  * bit must match the record. Entry point, flags, specialization constants
  * and the recorded stage pNext come from the closure. A derivative is built
  * without its base (the base is a hint only). `cache` may be
  * VK_NULL_HANDLE.
+ * Pipeline libraries: the libraries a pipeline links (graphics pipeline
+ * libraries, ray-tracing libraries) are built first, each once per call,
+ * with their own recorded flags and state, their stages handed in after
+ * the pipeline's own (the closure's builder order); they are destroyed
+ * when the call returns, since the linked pipeline does not need them. A
+ * pipeline that is itself a library is returned like any other.
  * @return 0 with the pipeline; KILN_ENOTSUP when the device lacks what the
- * pipeline needs (an extension, a feature; ray-tracing pipelines and
- * pipeline libraries always, for now), with the reason in `why`;
+ * pipeline needs (an extension such as VK_EXT_graphics_pipeline_library or
+ * VK_KHR_ray_tracing_pipeline, a feature, a ray recursion depth), with
+ * the reason in `why`;
  * KILN_EVULKAN when a create call failed, KILN_EPARSE or KILN_EFORMAT for
  * a malformed closure, KILN_EINVAL for stages that do not match it, each
  * with one line in `why` (`cap` bytes, may be 0). Counted in
@@ -865,6 +881,15 @@ KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
  * Vulkan type is needed here, so a caller without the Vulkan headers (the
  * kiln command) can use them.
  * ------------------------------------------------------------------------ */
+
+/* The device extensions recorded pipelines may need beyond kiln's own
+ * (pipeline libraries, graphics pipeline libraries, ray tracing and what it
+ * depends on), for kiln_vk_options.extra_extensions or a device of the
+ * caller's. */
+#define KILN_FOZ_DEVICE_EXTENSIONS                                                          \
+    "VK_KHR_pipeline_library", "VK_EXT_graphics_pipeline_library",                          \
+        "VK_KHR_deferred_host_operations", "VK_KHR_acceleration_structure",                 \
+        "VK_KHR_ray_tracing_pipeline"
 
 /* A builder of closures' pipelines on one device. Opaque. */
 struct kiln_foz_builder;
