@@ -15,12 +15,14 @@
 #include "kiln_test.h"
 #include "foz_writer.h"
 #include "kiln-tools/foz.h"
+#include "kiln/vk.h"
 
 #include <json.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* What the shared corpus records (tests/foz/test_foz_build.c counts them
  * through the library): 151 graphics pipeline entries of 110 distinct
@@ -53,6 +55,8 @@
 
 /* Writes an archive of whole pipelines, or ends the case as skipped
  * without shaderc. */
+static void check_raytracing(struct json_object *o, uint64_t n);
+
 static void write_archive(const char *path, unsigned compute, unsigned graphics, uint64_t first)
 {
     int rc = fw_write_pipelines(path, compute, graphics, first);
@@ -397,8 +401,9 @@ KT_CASE(prepare_written)
     KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
     json_object_put(o);
 
-    /* A ray-tracing pipeline: stored, then skipped with its reason when
-     * built, by prepare and by start alike; nothing fails. */
+    /* Ray-tracing pipelines: stored, then built where the device has
+     * VK_KHR_ray_tracing_pipeline, else skipped with that reason, by
+     * prepare and by start alike; nothing fails. */
     char rt[4200];
     snprintf(rt, sizeof(rt), "%s/rt.foz", dir);
     NEED(fw_write_raytracing(rt, 0xb000) == KILN_OK);
@@ -406,30 +411,23 @@ KT_CASE(prepare_written)
     snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s' '%s'", cache, rt, g);
     KT_CHECK_EQ(run_kiln(out, args), 0);
     o = read_json(out);
-    KT_CHECK_EQ(num(o, "archive_pipelines.raytracing.unique"), 1);
-    KT_CHECK_EQ(num(o, "programs"), 3);
-    KT_CHECK_EQ(num(o, "pipelines_skipped"), 1);
-    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), 1);
-    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.built"), 0);
+    KT_CHECK_EQ(num(o, "archive_pipelines.raytracing.unique"), 3);
+    KT_CHECK_EQ(num(o, "programs"), 5);
+    check_raytracing(o, 3);
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
     KT_CHECK_EQ(num(o, "kinds.foz.failed"), 0);
-    struct json_object *why = NULL, *foz = NULL, *kinds = NULL;
-    KT_CHECK(json_object_object_get_ex(o, "kinds", &kinds) &&
-             json_object_object_get_ex(kinds, "foz", &foz) &&
-             json_object_object_get_ex(foz, "skip_reason", &why) &&
-             strstr(json_object_get_string(why), "ray-tracing") != NULL);
     json_object_put(o);
     snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
     KT_CHECK_EQ(run_kiln(out, args), 0);
     o = read_json(out);
-    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), 1);
+    check_raytracing(o, 3);
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
     json_object_put(o);
     snprintf(cache, sizeof(cache), "%s/cache-rt-import", dir);
     snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s'", cache, rt);
     KT_CHECK_EQ(run_kiln(out, args), 0);
     o = read_json(out);
-    KT_CHECK_EQ(num(o, "kinds.raytracing.imported"), 1);
+    KT_CHECK_EQ(num(o, "kinds.raytracing.imported"), 3);
     json_object_put(o);
 
     /* A folder and an archive together are refused. */
@@ -747,6 +745,230 @@ KT_CASE(export_round_trip)
     free_list(in.v);
 }
 
+/* ---------------------------------------------------------------------------
+ * Pipeline libraries and ray tracing
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Whether kiln's Vulkan context, asked for the Fossilize builder's extra
+ * extensions, enables VK_KHR_ray_tracing_pipeline on the default device.
+ * Asked in a child that leaves with _exit, so the driver's allocations
+ * reach no leak check of this process.
+ */
+static bool device_has_raytracing(void)
+{
+    pid_t pid = fork();
+    NEED(pid >= 0);
+    if (pid == 0) {
+        static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
+        struct kiln_vk_options vo = {.extra_extensions = extra,
+                                     .extra_extension_count = sizeof(extra) / sizeof(extra[0])};
+        struct kiln_vk *vk = NULL;
+        int code = kiln_vk_create(&vo, &vk) < 0                                   ? 2
+                   : kiln_vk_extension_enabled(vk, "VK_KHR_ray_tracing_pipeline") ? 1
+                                                                                  : 0;
+        kiln_vk_destroy(vk);
+        _exit(code);
+    }
+    int st = 0;
+    NEED(waitpid(pid, &st, 0) == pid);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 1;
+}
+
+/*
+ * Checks a run's `n` ray-tracing pipelines: all built where the device has
+ * VK_KHR_ray_tracing_pipeline; else all skipped, with that extension named
+ * as the reason (and one "skipped:" line for the part that cannot run).
+ */
+static void check_raytracing(struct json_object *o, uint64_t n)
+{
+    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.failed"), 0);
+    if (device_has_raytracing()) {
+        KT_CHECK_EQ(num(o, "kinds.foz.raytracing.built"), n);
+        KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), 0);
+        return;
+    }
+    printf("skipped: building ray-tracing pipelines (the device lacks "
+           "VK_KHR_ray_tracing_pipeline); checked that they are skipped\n");
+    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.built"), 0);
+    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), n);
+    struct json_object *why = NULL, *foz = NULL, *kinds = NULL;
+    KT_CHECK(json_object_object_get_ex(o, "kinds", &kinds) &&
+             json_object_object_get_ex(kinds, "foz", &foz) &&
+             json_object_object_get_ex(foz, "skip_reason", &why) &&
+             strstr(json_object_get_string(why), "VK_KHR_ray_tracing_pipeline") != NULL);
+}
+
+/* Writes fw_write_gpl's archive, or ends the case as skipped without shaderc. */
+static void write_gpl(const char *path, bool drop_part)
+{
+    int rc = fw_write_gpl(path, 0xc000, drop_part);
+    if (rc == KILN_ENOTSUP) {
+        printf("skipped: this build has no shaderc to make SPIR-V with\n");
+        exit(77);
+    }
+    NEED(rc == KILN_OK);
+}
+
+/* Writes fw_write_raytracing's archive, or ends the case as skipped without shaderc. */
+static void write_rt(const char *path)
+{
+    int rc = fw_write_raytracing(path, 0xb000);
+    if (rc == KILN_ENOTSUP) {
+        printf("skipped: this build has no shaderc to make SPIR-V with\n");
+        exit(77);
+    }
+    NEED(rc == KILN_OK);
+}
+
+/* The graphics pipelines fw_write_gpl writes: two sets of four parts and a
+ * link each; of them the vertex-input and fragment-output parts have no
+ * stage, so they are no programs of their own (built inside each link). */
+#define GPL_PIPELINES 10
+#define GPL_STAGELESS 4
+#define GPL_PROGRAMS  (GPL_PIPELINES - GPL_STAGELESS)
+
+/* Graphics pipeline libraries on the device (lavapipe has
+ * VK_EXT_graphics_pipeline_library): every part built as a pipeline of its
+ * own, and each link built over its parts, made first, with and without
+ * link-time optimization, by prepare and by start; under the validation
+ * layer, which reports nothing, when it is installed. */
+KT_CASE(gpl_build)
+{
+    const char *dir = kt_tmpdir();
+    char arc[4200], cache[4200], out[4200], args[20000], settings[4200], log[4200];
+    snprintf(arc, sizeof(arc), "%s/gpl.foz", dir);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    snprintf(log, sizeof(log), "%s/validation.log", dir);
+    write_gpl(arc, false);
+    bool validated = have_validation_layer();
+    if (validated) {
+        snprintf(settings, sizeof(settings), "%s/vk_layer_settings.txt", dir);
+        FILE *f = fopen(settings, "w");
+        KT_REQUIRE(f);
+        fprintf(f,
+                "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
+                "khronos_validation.log_filename = %s\n"
+                "khronos_validation.report_flags = error\n",
+                log);
+        fclose(f);
+        setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
+        setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
+    } else {
+        printf("skipped: the validation part (no Khronos validation layer installed)\n");
+    }
+    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", cache, arc);
+    int rc = run_kiln(out, args);
+    struct json_object *o = read_json(out);
+    require_vulkan(o, out);
+    if (num(o, "kinds.foz.graphics.skipped") == GPL_PROGRAMS) {
+        printf("skipped: the device lacks VK_EXT_graphics_pipeline_library\n");
+        json_object_put(o);
+        exit(77);
+    }
+    KT_CHECK_EQ(rc, 0);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), GPL_PROGRAMS);
+    KT_CHECK_EQ(num(o, "programs"), GPL_PROGRAMS);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.skipped"), 0);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    json_object_put(o);
+    snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed") + num(o, "kinds.foz.graphics.skipped"), 0);
+    json_object_put(o);
+    if (validated) {
+        unsetenv("VK_INSTANCE_LAYERS");
+        unsetenv("VK_LAYER_SETTINGS_PATH");
+        int errors = occurrences(log, "Validation Error:");
+        if (errors) {
+            char cmd[4400];
+            snprintf(cmd, sizeof(cmd), "head -c 3000 '%s'", log);
+            if (system(cmd) != 0)
+                printf("(could not show %s)\n", log);
+        }
+        KT_CHECK_EQ(errors, 0);
+    }
+}
+
+/* A link naming a library the archive lacks: that pipeline is left out
+ * with one line naming it; the rest are built. */
+KT_CASE(gpl_missing_library)
+{
+    const char *dir = kt_tmpdir();
+    char arc[4200], cache[4200], out[4200], args[20000];
+    snprintf(arc, sizeof(arc), "%s/gpl.foz", dir);
+    snprintf(cache, sizeof(cache), "%s/cache", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    write_gpl(arc, true);
+    snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache, arc);
+    int rc = run_kiln(out, args);
+    struct json_object *o = read_json(out);
+    require_vulkan(o, out);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES - 1);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unreadable"), 1);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS - 1);
+    KT_CHECK_EQ(num(o, "programs"), GPL_PROGRAMS - 1);
+    if (num(o, "kinds.foz.graphics.skipped") == 0) {
+        KT_CHECK_EQ(rc, 0);
+        KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS - 1);
+    }
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
+    json_object_put(o);
+    char err[4300];
+    snprintf(err, sizeof(err), "%s.err", out);
+    KT_CHECK_EQ(occurrences(err, "graphics pipeline 000000000000c004"), 1);
+}
+
+/* Export keeps what an import of libraries and ray-tracing pipelines
+ * stored: every link with its parts and their modules, and the ray-tracing
+ * library with its link; imported again and prepared, the same counts. */
+KT_CASE(library_round_trip)
+{
+    const char *dir = kt_tmpdir();
+    char gpl[4200], rt[4200], c1[4200], c2[4200], back[4200], out[4200], args[20000];
+    snprintf(gpl, sizeof(gpl), "%s/gpl.foz", dir);
+    snprintf(rt, sizeof(rt), "%s/rt.foz", dir);
+    snprintf(c1, sizeof(c1), "%s/c1", dir);
+    snprintf(c2, sizeof(c2), "%s/c2", dir);
+    snprintf(back, sizeof(back), "%s/back.foz", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    write_gpl(gpl, false);
+    write_rt(rt);
+    snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s' '%s'", c1, gpl, rt);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    struct json_object *o = read_json(out);
+    KT_CHECK_EQ(num(o, "imported"), GPL_PROGRAMS + 3);
+    json_object_put(o);
+    snprintf(args, sizeof(args), "export foz --json --cache '%s' '%s'", c1, back);
+    KT_CHECK_EQ(run_kiln(out, args), 0);
+    o = read_json(out);
+    KT_CHECK_EQ(num(o, "pipelines"), GPL_PROGRAMS + 3);
+    KT_CHECK_EQ(num(o, "raytracing"), 3);
+    KT_CHECK_EQ(num(o, "extra_dropped"), 0);
+    json_object_put(o);
+    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", c2, back);
+    int rc = run_kiln(out, args);
+    o = read_json(out);
+    require_vulkan(o, out);
+    KT_CHECK_EQ(rc, 0);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), GPL_PROGRAMS);
+    KT_CHECK_EQ(num(o, "archive_pipelines.raytracing.unique"), 3);
+    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
+    if (num(o, "kinds.foz.graphics.skipped") == 0)
+        KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
+    check_raytracing(o, 3);
+    json_object_put(o);
+}
+
 KT_MAIN(KT_ENTRY(pipelines_dedup), KT_ENTRY(pipelines_unreadable), KT_ENTRY(prepare_written),
         KT_ENTRY(prepare_validated), KT_ENTRY(import_start), KT_ENTRY(single_archive),
-        KT_ENTRY(export_round_trip))
+        KT_ENTRY(export_round_trip), KT_ENTRY(gpl_build), KT_ENTRY(gpl_missing_library),
+        KT_ENTRY(library_round_trip))

@@ -203,39 +203,200 @@ int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, ui
     return finish(w, rc, "fw_write_pipelines", path);
 }
 
+/* The ray-tracing shaders fw_write_raytracing records: a raygen that traces
+ * one ray per pixel into an acceleration structure and stores the payload
+ * in an image, a miss and a closest-hit shader that fill the payload. */
+static const char rt_raygen[] =
+    "#version 460\n"
+    "#extension GL_EXT_ray_tracing : require\n"
+    "layout(set = 0, binding = 0) uniform accelerationStructureEXT tlas;\n"
+    "layout(set = 0, binding = 1, rgba8) uniform writeonly image2D img;\n"
+    "layout(location = 0) rayPayloadEXT vec3 color;\n"
+    "void main() {\n"
+    "    vec2 uv = (vec2(gl_LaunchIDEXT.xy) + 0.5) / vec2(gl_LaunchSizeEXT.xy);\n"
+    "    traceRayEXT(tlas, gl_RayFlagsOpaqueEXT, 0xff, 0, 0, 0, vec3(uv, -1.0), 0.001,\n"
+    "                vec3(0.0, 0.0, 1.0), 100.0, 0);\n"
+    "    imageStore(img, ivec2(gl_LaunchIDEXT.xy), vec4(color, 1.0));\n"
+    "}\n";
+static const char rt_miss[] = "#version 460\n"
+                              "#extension GL_EXT_ray_tracing : require\n"
+                              "layout(location = 0) rayPayloadInEXT vec3 color;\n"
+                              "void main() { color = vec3(0.1, 0.2, 0.3); }\n";
+static const char rt_chit[] = "#version 460\n"
+                              "#extension GL_EXT_ray_tracing : require\n"
+                              "layout(location = 0) rayPayloadInEXT vec3 color;\n"
+                              "hitAttributeEXT vec2 bary;\n"
+                              "void main() { color = vec3(1.0 - bary.x - bary.y, bary.x, bary.y); }\n";
+
+#define FW_RT_SET_LAYOUT  UINT64_C(0x5e7100000000002)
+#define FW_RT_PIPE_LAYOUT UINT64_C(0x1a7000000000002)
+
+/* One ray-tracing stage record. */
+#define RT_STAGE(bit) "{\"flags\":0,\"stage\":" #bit ",\"module\":\"%016" PRIx64 "\",\"name\":\"main\"}"
+/* Groups: general (type 0) and triangles hit (type 1). */
+#define RT_GENERAL(i)                                                                          \
+    "{\"type\":0,\"generalShader\":" #i ",\"closestHitShader\":4294967295,"                    \
+    "\"anyHitShader\":4294967295,\"intersectionShader\":4294967295}"
+#define RT_HIT(i)                                                                              \
+    "{\"type\":1,\"generalShader\":4294967295,\"closestHitShader\":" #i ","                    \
+    "\"anyHitShader\":4294967295,\"intersectionShader\":4294967295}"
+#define RT_HEAD                                                                                \
+    "{\"version\":6,\"raytracingPipelines\":{\"%016" PRIx64 "\":{\"flags\":%u,"                \
+    "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"                    \
+    "\"layout\":\"%016" PRIx64 "\",\"maxPipelineRayRecursionDepth\":1,"
+#define RT_INTERFACE                                                                           \
+    "\"libraryInterface\":{\"maxPipelineRayPayloadSize\":12,"                                  \
+    "\"maxPipelineRayHitAttributeSize\":8},"
+
 int fw_write_raytracing(const char *path, uint64_t hash)
+{
+    static const struct {
+        const char *text;
+        uint32_t stage;
+    } src[3] = {{rt_raygen, 0x100}, {rt_miss, 0x800}, {rt_chit, 0x400}};
+    uint64_t mod[3] = {0, 0, 0};
+    struct kiln_foz_writer *w = NULL;
+    int rc = kiln_foz_writer_create(NULL, path, &w);
+    if (rc < 0) {
+        fprintf(stderr, "fw_write_raytracing: cannot write %s\n", path);
+        return rc;
+    }
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        uint32_t *words = NULL;
+        size_t n = 0;
+        rc = kiln_glsl_compile_vulkan12(src[i].text, strlen(src[i].text), src[i].stage, &words, &n);
+        if (rc == 0)
+            mod[i] = module(w, words, n, &rc);
+        free(words);
+    }
+    char json[4096];
+    /* An acceleration structure (1000150000) and a storage image (3) for
+     * raygen, miss and closest hit (0xd00). */
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"setLayouts\":{\"%016" PRIx64 "\":{\"flags\":0,\"bindings\":"
+             "[{\"descriptorType\":1000150000,\"descriptorCount\":1,\"stageFlags\":3328,"
+             "\"binding\":0},{\"descriptorType\":3,\"descriptorCount\":1,\"stageFlags\":3328,"
+             "\"binding\":1}]}}}",
+             FW_RT_SET_LAYOUT);
+    object(w, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, FW_RT_SET_LAYOUT, json, KILN_FOZ_ENTRY_PLAIN,
+           &rc);
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"pipelineLayouts\":{\"%016" PRIx64 "\":{\"flags\":0,"
+             "\"pushConstantRanges\":[],\"setLayouts\":[\"%016" PRIx64 "\"]}}}",
+             FW_RT_PIPE_LAYOUT, FW_RT_SET_LAYOUT);
+    object(w, KILN_FOZ_TAG_PIPELINE_LAYOUT, FW_RT_PIPE_LAYOUT, json, 0, &rc);
+
+    /* The whole pipeline: raygen, miss, hit group. */
+    snprintf(json, sizeof(json),
+             RT_HEAD "\"stages\":[" RT_STAGE(256) "," RT_STAGE(2048) "," RT_STAGE(1024) "],"
+                     "\"groups\":[" RT_GENERAL(0) "," RT_GENERAL(1) "," RT_HIT(2) "]}}}",
+             hash, 0u, FW_RT_PIPE_LAYOUT, mod[0], mod[1], mod[2]);
+    object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash, json, KILN_FOZ_ENTRY_PLAIN, &rc);
+    /* A library with the miss shader and the hit group ... */
+    snprintf(json, sizeof(json),
+             RT_HEAD RT_INTERFACE "\"stages\":[" RT_STAGE(2048) "," RT_STAGE(1024) "],"
+                                  "\"groups\":[" RT_GENERAL(0) "," RT_HIT(1) "]}}}",
+             hash + 1, 0x800u, FW_RT_PIPE_LAYOUT, mod[1], mod[2]);
+    object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash + 1, json, KILN_FOZ_ENTRY_PLAIN, &rc);
+    /* ... and the raygen pipeline that links it. */
+    snprintf(json, sizeof(json),
+             RT_HEAD RT_INTERFACE "\"libraryInfo\":{\"libraries\":[\"%016" PRIx64 "\"]},"
+                                  "\"stages\":[" RT_STAGE(256) "],\"groups\":[" RT_GENERAL(0) "]}}}",
+             hash + 2, 0u, FW_RT_PIPE_LAYOUT, hash + 1, mod[0]);
+    object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash + 2, json, KILN_FOZ_ENTRY_PLAIN, &rc);
+    return finish(w, rc, "fw_write_raytracing", path);
+}
+
+/* One part of a graphics pipeline library: its hash, flags, the
+ * VkGraphicsPipelineLibraryFlagsEXT it holds, and its state members. */
+static void gpl_part(struct kiln_foz_writer *w, uint64_t hash, uint32_t flags, uint32_t parts,
+                     const char *members, int *rc)
+{
+    char json[4096];
+    snprintf(json, sizeof(json),
+             "{\"version\":6,\"graphicsPipelines\":{\"%016" PRIx64 "\":{\"flags\":%u,"
+             "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"
+             "\"layout\":\"%016" PRIx64 "\",\"subpass\":0,%s,"
+             "\"pNext\":[{\"sType\":1000320002,\"flags\":%u}]}}}",
+             hash, flags, FW_PIPE_LAYOUT, members, parts);
+    object(w, KILN_FOZ_TAG_GRAPHICS_PIPELINE, hash, json, 0, rc);
+}
+
+int fw_write_gpl(const char *path, uint64_t first_hash, bool drop_part)
 {
     struct kiln_glsl *g = NULL;
     int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
     if (rc < 0)
         return rc;
     struct kiln_program *p = NULL;
-    rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, 0, &p);
+    rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, 1, &p);
     kiln_glsl_destroy(g);
     if (rc < 0)
         return rc;
     struct kiln_foz_writer *w = NULL;
     rc = kiln_foz_writer_create(NULL, path, &w);
     if (rc < 0) {
-        fprintf(stderr, "fw_write_raytracing: cannot write %s\n", path);
+        fprintf(stderr, "fw_write_gpl: cannot write %s\n", path);
         kiln_program_destroy(p);
         return rc;
     }
     pipeline_objects(w, &rc);
-    uint64_t h = module(w, p->stages[0].words, p->stages[0].nwords, &rc);
+    uint64_t vs = module(w, p->stages[0].words, p->stages[0].nwords, &rc);
+    uint64_t fs = module(w, p->stages[1].words, p->stages[1].nwords, &rc);
     kiln_program_destroy(p);
-    char json[1024];
-    snprintf(json, sizeof(json),
-             "{\"version\":6,\"raytracingPipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
-             "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"
-             "\"layout\":\"%016" PRIx64 "\",\"maxPipelineRayRecursionDepth\":1,"
-             "\"stages\":[{\"flags\":0,\"stage\":256,\"module\":\"%016" PRIx64
-             "\",\"name\":\"main\"}],\"groups\":[{\"type\":0,\"generalShader\":0,"
-             "\"closestHitShader\":4294967295,\"anyHitShader\":4294967295,"
-             "\"intersectionShader\":4294967295}]}}}",
-             hash, FW_PIPE_LAYOUT, h);
-    object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash, json, KILN_FOZ_ENTRY_PLAIN, &rc);
-    return finish(w, rc, "fw_write_raytracing", path);
+    char m[3][1024];
+    snprintf(m[0], sizeof(m[0]),
+             "\"renderPass\":\"%016" PRIx64 "\",\"stages\":[{\"flags\":0,\"stage\":1,"
+             "\"module\":\"%016" PRIx64 "\",\"name\":\"main\"}],"
+             "\"dynamicState\":{\"flags\":0,\"dynamicState\":[0,1]},"
+             "\"viewportState\":{\"flags\":0,\"viewportCount\":1,\"scissorCount\":1},"
+             "\"rasterizationState\":{\"flags\":0,\"depthBiasConstantFactor\":0.0,"
+             "\"depthBiasSlopeFactor\":0.0,\"depthBiasClamp\":0.0,\"depthBiasEnable\":0,"
+             "\"depthClampEnable\":0,\"polygonMode\":0,\"rasterizerDiscardEnable\":0,"
+             "\"frontFace\":0,\"lineWidth\":1.0,\"cullMode\":0}",
+             FW_RENDER_PASS, vs);
+    snprintf(m[1], sizeof(m[1]),
+             "\"renderPass\":\"%016" PRIx64 "\",\"stages\":[{\"flags\":0,\"stage\":16,"
+             "\"module\":\"%016" PRIx64 "\",\"name\":\"main\"}],"
+             "\"multisampleState\":{\"flags\":0,\"rasterizationSamples\":1,"
+             "\"sampleShadingEnable\":0,\"minSampleShading\":0.0,\"alphaToOneEnable\":0,"
+             "\"alphaToCoverageEnable\":0}",
+             FW_RENDER_PASS, fs);
+    snprintf(m[2], sizeof(m[2]),
+             "\"renderPass\":\"%016" PRIx64 "\","
+             "\"multisampleState\":{\"flags\":0,\"rasterizationSamples\":1,"
+             "\"sampleShadingEnable\":0,\"minSampleShading\":0.0,\"alphaToOneEnable\":0,"
+             "\"alphaToCoverageEnable\":0},"
+             "\"colorBlendState\":{\"flags\":0,\"logicOp\":0,\"logicOpEnable\":0,"
+             "\"blendConstants\":[0.0,0.0,0.0,0.0],\"attachments\":[{\"dstAlphaBlendFactor\":0,"
+             "\"srcAlphaBlendFactor\":0,\"dstColorBlendFactor\":0,\"srcColorBlendFactor\":0,"
+             "\"colorWriteMask\":15,\"alphaBlendOp\":0,\"colorBlendOp\":0,\"blendEnable\":0}]}",
+             FW_RENDER_PASS);
+    static const char vi[] =
+        "\"vertexInputState\":{\"flags\":0,\"attributes\":[],\"bindings\":[]},"
+        "\"inputAssemblyState\":{\"flags\":0,\"topology\":3,\"primitiveRestartEnable\":0}";
+    /* Two sets of the four parts: the second retains what link-time
+     * optimization needs, and is linked with it. */
+    for (uint32_t set = 0; set < 2 && rc == 0; set++) {
+        uint64_t base = first_hash + 8 * set;
+        uint32_t flags = 0x800u | (set ? 0x800000u : 0);
+        if (!(drop_part && set == 0))
+            gpl_part(w, base + 0, flags, 0x1, vi, &rc);
+        gpl_part(w, base + 1, flags, 0x2, m[0], &rc);
+        gpl_part(w, base + 2, flags, 0x4, m[1], &rc);
+        gpl_part(w, base + 3, flags, 0x8, m[2], &rc);
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 "{\"version\":6,\"graphicsPipelines\":{\"%016" PRIx64 "\":{\"flags\":%u,"
+                 "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"
+                 "\"layout\":\"%016" PRIx64 "\",\"renderPass\":\"0000000000000000\","
+                 "\"subpass\":0,\"stages\":[],\"pNext\":[{\"sType\":1000290000,\"libraries\":"
+                 "[\"%016" PRIx64 "\",\"%016" PRIx64 "\",\"%016" PRIx64 "\",\"%016" PRIx64
+                 "\"]}]}}}",
+                 base + 4, set ? 0x400u : 0u, FW_PIPE_LAYOUT, base, base + 1, base + 2, base + 3);
+        object(w, KILN_FOZ_TAG_GRAPHICS_PIPELINE, base + 4, json, 0, &rc);
+    }
+    return finish(w, rc, "fw_write_gpl", path);
 }
 
 /* A compute pipeline entry naming module `mod`. */

@@ -36,14 +36,33 @@ int fw_write(const char *path, unsigned compute, unsigned graphics);
 int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, uint64_t first_hash);
 
 /*
- * Writes an archive like fw_write_pipelines with one ray-tracing pipeline
- * (hash `hash`): one stage of stage bit RAYGEN whose module is a generated
- * compute module (valid SPIR-V; kiln's builder skips ray-tracing pipelines
- * before any driver sees the stage), one general shader group, recursion
- * depth 1, in the shared pipeline layout. Needs shaderc.
+ * Writes an archive (format version 6) to `path` of three ray-tracing
+ * pipelines with real stages (GLSL with GL_EXT_ray_tracing compiled for
+ * Vulkan 1.2 / SPIR-V 1.4): a layout with an acceleration structure at
+ * binding 0 and a storage image at binding 1; pipeline `hash` with a
+ * raygen, a miss and a closest-hit stage in a general, a general and a
+ * triangles-hit group; `hash` + 1, a library (LIBRARY flag, a library
+ * interface) with the miss and hit groups; `hash` + 2, a raygen pipeline
+ * linking `hash` + 1 (libraryInfo). Recursion depth 1 everywhere. Needs
+ * shaderc.
  * @return as fw_write_pipelines.
  */
 int fw_write_raytracing(const char *path, uint64_t hash);
+
+/*
+ * Writes an archive (format version 6) to `path` of graphics pipeline
+ * libraries (VK_EXT_graphics_pipeline_library) over fw_write_pipelines'
+ * objects and one generated vertex + fragment pair: two sets of the four
+ * parts (vertex input interface, pre-rasterization with the vertex stage,
+ * fragment shader, fragment output; hashes first_hash + 8 * set + 0..3),
+ * each part recorded as a pipeline of its own with the LIBRARY flag, and
+ * per set a pipeline linking the four (first_hash + 8 * set + 4). Set 1's
+ * parts retain link-time optimization info and its link asks for link-time
+ * optimization. With `drop_part`, set 0's vertex-input part is left out, so
+ * the set-0 link names a library the archive lacks. Needs shaderc.
+ * @return as fw_write_pipelines.
+ */
+int fw_write_gpl(const char *path, uint64_t first_hash, bool drop_part);
 
 /*
  * The archive a case uses: `name` in the shared corpus's foz/sascha-willems

@@ -192,6 +192,17 @@ static int read_archive(struct kiln_foz_pipelines *fp, size_t a)
             KILN_WARN("foz", "%s: %s; left out", ar->path, line);
             continue;
         }
+        if (p->nstages == 0) {
+            /* A kiln program needs a stage: a stage-less library part is
+             * built only inside the pipelines that link it. */
+            ar->stats.library_parts[kind]++;
+            KILN_INFO("foz",
+                      "%s: %s pipeline %016" PRIx64 " is a library part without a stage: "
+                      "built inside the pipelines linking it",
+                      ar->path, kiln_foz_kind_name(kind), refs[i].hash);
+            kiln_program_destroy(p);
+            continue;
+        }
         struct kiln_key key = p->key;
         kiln_program_destroy(p);
         if (key_seen(fp, key)) {
@@ -286,6 +297,7 @@ void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archiv
             stats->unique[k] += s->unique[k];
             stats->duplicates[k] += s->duplicates[k];
             stats->unreadable[k] += s->unreadable[k];
+            stats->library_parts[k] += s->library_parts[k];
         }
         stats->entries_skipped += s->entries_skipped;
         stats->resyncs += s->resyncs;

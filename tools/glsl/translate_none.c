@@ -25,3 +25,14 @@ const struct kiln_translator *kiln_glsl_translator(const struct kiln_glsl *glsl)
     (void)glsl;
     return NULL;
 }
+
+int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage, uint32_t **words,
+                               size_t *nwords)
+{
+    (void)text;
+    (void)size;
+    (void)stage;
+    *words = NULL;
+    *nwords = 0;
+    return KILN_ENOTSUP;
+}

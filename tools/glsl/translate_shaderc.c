@@ -86,6 +86,69 @@ static int glsl_translate(void *user, const struct kiln_source *src, uint32_t **
     return KILN_OK;
 }
 
+int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage, uint32_t **words,
+                               size_t *nwords)
+{
+    *words = NULL;
+    *nwords = 0;
+    static const struct {
+        uint32_t stage;
+        shaderc_shader_kind kind;
+    } kinds[] = {
+        {KILN_VK_STAGE_VERTEX_BIT, shaderc_glsl_vertex_shader},
+        {KILN_VK_STAGE_FRAGMENT_BIT, shaderc_glsl_fragment_shader},
+        {KILN_VK_STAGE_COMPUTE_BIT, shaderc_glsl_compute_shader},
+        {0x100, shaderc_glsl_raygen_shader},
+        {0x200, shaderc_glsl_anyhit_shader},
+        {0x400, shaderc_glsl_closesthit_shader},
+        {0x800, shaderc_glsl_miss_shader},
+        {0x1000, shaderc_glsl_intersection_shader},
+        {0x2000, shaderc_glsl_callable_shader},
+    };
+    size_t k = 0;
+    while (k < KILN_ARRAY_LEN(kinds) && kinds[k].stage != stage)
+        k++;
+    if (k == KILN_ARRAY_LEN(kinds))
+        return KILN_EINVAL;
+    shaderc_compiler_t compiler = shaderc_compiler_initialize();
+    shaderc_compile_options_t options = shaderc_compile_options_initialize();
+    int rc = compiler && options ? KILN_OK : KILN_ENOMEM;
+    shaderc_compilation_result_t res = NULL;
+    if (rc == KILN_OK) {
+        shaderc_compile_options_set_source_language(options, shaderc_source_language_glsl);
+        shaderc_compile_options_set_target_env(options, shaderc_target_env_vulkan,
+                                               shaderc_env_version_vulkan_1_2);
+        shaderc_compile_options_set_target_spirv(options, shaderc_spirv_version_1_4);
+        res = shaderc_compile_into_spv(compiler, text, size, kinds[k].kind, "source", "main",
+                                       options);
+        rc = res ? KILN_OK : KILN_ENOMEM;
+    }
+    if (rc == KILN_OK &&
+        shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
+        fprintf(stderr, "shaderc: %s\n", shaderc_result_get_error_message(res));
+        rc = KILN_ETRANSLATE;
+    }
+    size_t n = rc == KILN_OK ? shaderc_result_get_length(res) : 0;
+    if (rc == KILN_OK && (n == 0 || n % 4 != 0))
+        rc = KILN_ETRANSLATE;
+    if (rc == KILN_OK) {
+        *words = malloc(n);
+        if (*words) {
+            memcpy(*words, shaderc_result_get_bytes(res), n);
+            *nwords = n / 4;
+        } else {
+            rc = KILN_ENOMEM;
+        }
+    }
+    if (res)
+        shaderc_result_release(res);
+    if (options)
+        shaderc_compile_options_release(options);
+    if (compiler)
+        shaderc_compiler_release(compiler);
+    return rc;
+}
+
 int kiln_glsl_create(enum kiln_glsl_opt opt, struct kiln_glsl **out)
 {
     if (!out)

@@ -85,6 +85,7 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
         cli_json_u64(j, "present", r->present[k]);
         cli_json_u64(j, "duplicates", r->found.duplicates[k]);
         cli_json_u64(j, "unreadable", r->found.unreadable[k]);
+        cli_json_u64(j, "library_parts", r->found.library_parts[k]);
         cli_json_u64(j, "invalid", r->invalid[k]);
         cli_json_u64(j, "recorded_invalid", r->recorded_invalid[k]);
         cli_json_object_end(j);

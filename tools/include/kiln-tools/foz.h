@@ -478,6 +478,11 @@ struct kiln_foz_pipelines_stats {
     uint64_t unique[KILN_FOZ_KIND_COUNT];     /* in the set (first met in this archive) */
     uint64_t duplicates[KILN_FOZ_KIND_COUNT]; /* same key as one met before: left out */
     uint64_t unreadable[KILN_FOZ_KIND_COUNT]; /* missing object or module, or bad record */
+    /* Library parts with no shader stage of their own (a graphics pipeline
+     * library's vertex-input or fragment-output part): left out of the set,
+     * since a kiln program has at least one stage; each is built inside
+     * every pipeline that links it. */
+    uint64_t library_parts[KILN_FOZ_KIND_COUNT];
     char first_unreadable[192];               /* the first unreadable one and why ("" none) */
     /* What the archives' reader met (kiln_foz_stats): */
     uint64_t entries_skipped; /* damaged entries of any kind, skipped (one warning line each) */

@@ -46,6 +46,21 @@ KILN_API void kiln_glsl_destroy(struct kiln_glsl *glsl);
  */
 KILN_API const struct kiln_translator *kiln_glsl_translator(const struct kiln_glsl *glsl);
 
+/*
+ * Compiles one GLSL 460 shader of `stage` (a VkShaderStageFlagBits: the
+ * translator's stages and the ray-tracing ones, raygen to callable) for
+ * Vulkan 1.2 (SPIR-V 1.4, which GL_EXT_ray_tracing needs), entry point
+ * "main", unoptimized. Not the translator's target, so its words must not
+ * be stored under the translator's stamp: for archives and tests that
+ * record ray-tracing pipelines.
+ * @return 0 with malloc'd words in *words (free them) and their count;
+ * KILN_ETRANSLATE with shaderc's message on stderr; KILN_EINVAL for a
+ * stage it has no GLSL kind for; KILN_ENOTSUP in a build without shaderc;
+ * KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage,
+                                        uint32_t **words, size_t *nwords);
+
 #ifdef __cplusplus
 }
 #endif
