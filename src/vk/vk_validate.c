@@ -5,7 +5,8 @@
  * word by word but meaningless (a translator's bug, a bad cache write that
  * slipped past every checksum), one driver returns an error and another
  * ends the process. With validation on, SPIRV-Tools checks every stage
- * under the Vulkan 1.1 rules first and a bad stage fails alone, with the
+ * under the Vulkan 1.1 rules first (1.2 or 1.3 for a module whose SPIR-V
+ * version 1.1 does not take) and a bad stage fails alone, with the
  * validator's message in its log line. A validator context is made per call:
  * it costs microseconds against the milliseconds of a pipeline build, and
  * shares nothing between threads.
@@ -38,9 +39,20 @@
 #ifdef KILN_HAVE_SPIRV_TOOLS
 #include <spirv-tools/libspirv.h>
 
+/* The oldest Vulkan environment whose rules take the module's SPIR-V
+ * version: 1.1 up to SPIR-V 1.3, 1.2 for 1.4 and 1.5 (ray-tracing stages
+ * need 1.4), 1.3 beyond. */
+static spv_target_env env_for(const uint32_t *words, size_t n)
+{
+    uint32_t version = n > 1 ? words[1] : 0;
+    return version >= 0x00010600u   ? SPV_ENV_VULKAN_1_3
+           : version >= 0x00010400u ? SPV_ENV_VULKAN_1_2
+                                    : SPV_ENV_VULKAN_1_1;
+}
+
 int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap)
 {
-    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_1);
+    spv_context ctx = spvContextCreate(env_for(words, n));
     if (!ctx) {
         snprintf(why, cap, "the SPIR-V validator could not start");
         return KILN_ENOMEM;
@@ -134,7 +146,7 @@ static spv_result_t on_instruction(void *user, const spv_parsed_instruction_t *i
 
 static int kiln__spirv_parse(const uint32_t *words, size_t n, char *why, size_t cap)
 {
-    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_1);
+    spv_context ctx = spvContextCreate(env_for(words, n));
     if (!ctx) {
         snprintf(why, cap, "the SPIR-V parser could not start");
         return KILN_ENOMEM;
