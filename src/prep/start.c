@@ -489,14 +489,13 @@ int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned de
     *vk = given;
     if (!given) {
         const char *extra[32];
-        struct kiln_vk_options vopt = {
-            .use_device_index = use_device_index,
-            .device = device,
-            .cache_dir = cache_dir,
-            .io = io,
-            .extra_extensions = extra,
-            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, extra,
-                                                                   KILN_ARRAY_LEN(extra))};
+        struct kiln_vk_options vopt = {.use_device_index = use_device_index,
+                                       .device = device,
+                                       .cache_dir = cache_dir,
+                                       .io = io,
+                                       .extra_extensions = extra,
+                                       .extra_extension_count = kiln__prep_builder_extensions(
+                                           builders, nbuilders, extra, KILN_ARRAY_LEN(extra))};
         KILN_TRY(kiln_vk_create(&vopt, own));
         *vk = *own;
     }
@@ -732,8 +731,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     uint64_t t2 = kiln_now_ns();
     struct kiln_vk *vk;
     rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io, o->builders,
-                            o->nbuilders, &own_vk,
-                            &vk, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+                            o->nbuilders, &own_vk, &vk, &s->device, &s->vk_cache_state,
+                            &s->vk_cache_loaded_bytes);
     s->vulkan_ns = kiln_now_ns() - t2;
     if (rc < 0) {
         start_fail(s, KILN_PREP_STEP_VULKAN, rc);

@@ -277,7 +277,8 @@ static int pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
                        void **chain)
 {
     bool core12 = vk->info.api_version >= VK_API_VERSION_1_2;
-    bool want_lib = asked(opt, "VK_KHR_pipeline_library") && has_ext(exts, n, "VK_KHR_pipeline_library");
+    bool want_lib =
+        asked(opt, "VK_KHR_pipeline_library") && has_ext(exts, n, "VK_KHR_pipeline_library");
     bool want_gpl = asked(opt, "VK_EXT_graphics_pipeline_library") &&
                     has_ext(exts, n, "VK_EXT_graphics_pipeline_library") && want_lib;
     bool want_dho = asked(opt, "VK_KHR_deferred_host_operations") &&

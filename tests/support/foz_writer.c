@@ -222,30 +222,32 @@ static const char rt_miss[] = "#version 460\n"
                               "#extension GL_EXT_ray_tracing : require\n"
                               "layout(location = 0) rayPayloadInEXT vec3 color;\n"
                               "void main() { color = vec3(0.1, 0.2, 0.3); }\n";
-static const char rt_chit[] = "#version 460\n"
-                              "#extension GL_EXT_ray_tracing : require\n"
-                              "layout(location = 0) rayPayloadInEXT vec3 color;\n"
-                              "hitAttributeEXT vec2 bary;\n"
-                              "void main() { color = vec3(1.0 - bary.x - bary.y, bary.x, bary.y); }\n";
+static const char rt_chit[] =
+    "#version 460\n"
+    "#extension GL_EXT_ray_tracing : require\n"
+    "layout(location = 0) rayPayloadInEXT vec3 color;\n"
+    "hitAttributeEXT vec2 bary;\n"
+    "void main() { color = vec3(1.0 - bary.x - bary.y, bary.x, bary.y); }\n";
 
 #define FW_RT_SET_LAYOUT  UINT64_C(0x5e7100000000002)
 #define FW_RT_PIPE_LAYOUT UINT64_C(0x1a7000000000002)
 
 /* One ray-tracing stage record. */
-#define RT_STAGE(bit) "{\"flags\":0,\"stage\":" #bit ",\"module\":\"%016" PRIx64 "\",\"name\":\"main\"}"
+#define RT_STAGE(bit) \
+    "{\"flags\":0,\"stage\":" #bit ",\"module\":\"%016" PRIx64 "\",\"name\":\"main\"}"
 /* Groups: general (type 0) and triangles hit (type 1). */
-#define RT_GENERAL(i)                                                                          \
-    "{\"type\":0,\"generalShader\":" #i ",\"closestHitShader\":4294967295,"                    \
+#define RT_GENERAL(i)                                                       \
+    "{\"type\":0,\"generalShader\":" #i ",\"closestHitShader\":4294967295," \
     "\"anyHitShader\":4294967295,\"intersectionShader\":4294967295}"
-#define RT_HIT(i)                                                                              \
-    "{\"type\":1,\"generalShader\":4294967295,\"closestHitShader\":" #i ","                    \
+#define RT_HIT(i)                                                           \
+    "{\"type\":1,\"generalShader\":4294967295,\"closestHitShader\":" #i "," \
     "\"anyHitShader\":4294967295,\"intersectionShader\":4294967295}"
-#define RT_HEAD                                                                                \
-    "{\"version\":6,\"raytracingPipelines\":{\"%016" PRIx64 "\":{\"flags\":%u,"                \
-    "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"                    \
+#define RT_HEAD                                                                 \
+    "{\"version\":6,\"raytracingPipelines\":{\"%016" PRIx64 "\":{\"flags\":%u," \
+    "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"     \
     "\"layout\":\"%016" PRIx64 "\",\"maxPipelineRayRecursionDepth\":1,"
-#define RT_INTERFACE                                                                           \
-    "\"libraryInterface\":{\"maxPipelineRayPayloadSize\":12,"                                  \
+#define RT_INTERFACE                                          \
+    "\"libraryInterface\":{\"maxPipelineRayPayloadSize\":12," \
     "\"maxPipelineRayHitAttributeSize\":8},"
 
 int fw_write_raytracing(const char *path, uint64_t hash)
@@ -288,20 +290,23 @@ int fw_write_raytracing(const char *path, uint64_t hash)
 
     /* The whole pipeline: raygen, miss, hit group. */
     snprintf(json, sizeof(json),
-             RT_HEAD "\"stages\":[" RT_STAGE(256) "," RT_STAGE(2048) "," RT_STAGE(1024) "],"
-                     "\"groups\":[" RT_GENERAL(0) "," RT_GENERAL(1) "," RT_HIT(2) "]}}}",
+             RT_HEAD "\"stages\":[" RT_STAGE(256) "," RT_STAGE(2048) "," RT_STAGE(
+                 1024) "],"
+                       "\"groups\":[" RT_GENERAL(0) "," RT_GENERAL(1) "," RT_HIT(2) "]}}}",
              hash, 0u, FW_RT_PIPE_LAYOUT, mod[0], mod[1], mod[2]);
     object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash, json, KILN_FOZ_ENTRY_PLAIN, &rc);
     /* A library with the miss shader and the hit group ... */
     snprintf(json, sizeof(json),
-             RT_HEAD RT_INTERFACE "\"stages\":[" RT_STAGE(2048) "," RT_STAGE(1024) "],"
-                                  "\"groups\":[" RT_GENERAL(0) "," RT_HIT(1) "]}}}",
+             RT_HEAD RT_INTERFACE "\"stages\":[" RT_STAGE(2048) "," RT_STAGE(
+                 1024) "],"
+                       "\"groups\":[" RT_GENERAL(0) "," RT_HIT(1) "]}}}",
              hash + 1, 0x800u, FW_RT_PIPE_LAYOUT, mod[1], mod[2]);
     object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash + 1, json, KILN_FOZ_ENTRY_PLAIN, &rc);
     /* ... and the raygen pipeline that links it. */
     snprintf(json, sizeof(json),
-             RT_HEAD RT_INTERFACE "\"libraryInfo\":{\"libraries\":[\"%016" PRIx64 "\"]},"
-                                  "\"stages\":[" RT_STAGE(256) "],\"groups\":[" RT_GENERAL(0) "]}}}",
+             RT_HEAD RT_INTERFACE
+             "\"libraryInfo\":{\"libraries\":[\"%016" PRIx64 "\"]},"
+             "\"stages\":[" RT_STAGE(256) "],\"groups\":[" RT_GENERAL(0) "]}}}",
              hash + 2, 0u, FW_RT_PIPE_LAYOUT, hash + 1, mod[0]);
     object(w, KILN_FOZ_TAG_RAYTRACING_PIPELINE, hash + 2, json, KILN_FOZ_ENTRY_PLAIN, &rc);
     return finish(w, rc, "fw_write_raytracing", path);

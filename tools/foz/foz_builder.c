@@ -1598,8 +1598,7 @@ static int build_pipeline(struct build *c, struct json_object *p, int depth, VkP
 
 /* Makes every library `p` links that this build has not made yet, each
  * with its own flags and state, before `p` itself. */
-static int build_libraries(struct build *c, struct json_object *p, int depth,
-                           VkPipelineCache cache)
+static int build_libraries(struct build *c, struct json_object *p, int depth, VkPipelineCache cache)
 {
     uint64_t hashes[KILN__FOZ_MAX_LIBRARIES];
     uint32_t n;
@@ -1619,8 +1618,8 @@ static int build_libraries(struct build *c, struct json_object *p, int depth,
         struct json_object *lib;
         KILN_TRY(recorded(c, kiln__foz_tag_member(c->tag), hashes[i], "pipeline library", &lib));
         if (!(u32(lib, "flags") & FLAG_LIBRARY))
-            return fail(c, KILN_EPARSE, "the pipeline library %016" PRIx64 " lacks the library flag",
-                        hashes[i]);
+            return fail(c, KILN_EPARSE,
+                        "the pipeline library %016" PRIx64 " lacks the library flag", hashes[i]);
         VkPipeline h = VK_NULL_HANDLE;
         KILN_TRY(build_pipeline(c, lib, depth + 1, cache, &h));
         /* Nested libraries are made once, so there is room for this one. */
@@ -1702,7 +1701,8 @@ static int build_graphics(struct build *c, struct json_object *p, VkPipelineCach
     bool uses_pass = (ci.flags & FLAG_LIBRARY) ? (parts & GPL_PARTS_WITH_PASS) != 0 : !links;
     if (rh) {
         KILN_TRY(render_pass(c, rh, &ci.renderPass));
-    } else if (uses_pass && !chain_has(ci.pNext, VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO)) {
+    } else if (uses_pass &&
+               !chain_has(ci.pNext, VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO)) {
         /* No render pass and no formats: dynamic rendering with none. */
         KILN_TRY(need(c, 3, X_DYNAMIC_RENDERING, -1, "a pipeline without a render pass"));
         KILN_TRY(need_feature(c, c->b->feat.dynamic_rendering, "dynamicRendering",
@@ -1828,8 +1828,8 @@ static int build_raytracing(struct build *c, struct json_object *p, VkPipelineCa
         return fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(pipeline_layout(c, lh, &ci.layout));
-    VkResult r = b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, NULL,
-                                                     out);
+    VkResult r =
+        b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, NULL, out);
     if (r != VK_SUCCESS)
         return fail(c, KILN_EVULKAN, "vkCreateRayTracingPipelinesKHR: VkResult %d", (int)r);
     return KILN_OK;
@@ -1984,8 +1984,7 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
     if (!b->vk.CreateSampler || !b->vk.DestroySampler || !b->vk.CreateDescriptorSetLayout ||
         !b->vk.DestroyDescriptorSetLayout || !b->vk.CreatePipelineLayout ||
         !b->vk.DestroyPipelineLayout || !b->vk.CreateRenderPass || !b->vk.DestroyRenderPass ||
-        !b->vk.CreateGraphicsPipelines || !b->vk.CreateComputePipelines ||
-        !b->vk.DestroyPipeline) {
+        !b->vk.CreateGraphicsPipelines || !b->vk.CreateComputePipelines || !b->vk.DestroyPipeline) {
         free(b);
         return KILN_ENOTSUP;
     }

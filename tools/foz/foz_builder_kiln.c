@@ -70,7 +70,8 @@ kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct k
     a->gpl = (VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT){
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
         .pNext = &a->f13,
-        .graphicsPipelineLibrary = kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library")};
+        .graphicsPipelineLibrary =
+            kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library")};
     a->rt = (VkPhysicalDeviceRayTracingPipelineFeaturesKHR){
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR,
         .pNext = &a->gpl,

@@ -406,8 +406,7 @@ static struct json_object *library_list(struct json_object *p, size_t which)
     return get(get(p, "libraryInfo"), "libraries");
 }
 
-int kiln__foz_pipeline_libraries(struct json_object *pipe, uint64_t *out, uint32_t cap,
-                                 uint32_t *n)
+int kiln__foz_pipeline_libraries(struct json_object *pipe, uint64_t *out, uint32_t cap, uint32_t *n)
 {
     *n = 0;
     for (size_t w = 0; w < library_lists(pipe); w++) {

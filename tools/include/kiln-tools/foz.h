@@ -483,7 +483,7 @@ struct kiln_foz_pipelines_stats {
      * since a kiln program has at least one stage; each is built inside
      * every pipeline that links it. */
     uint64_t library_parts[KILN_FOZ_KIND_COUNT];
-    char first_unreadable[192];               /* the first unreadable one and why ("" none) */
+    char first_unreadable[192]; /* the first unreadable one and why ("" none) */
     /* What the archives' reader met (kiln_foz_stats): */
     uint64_t entries_skipped; /* damaged entries of any kind, skipped (one warning line each) */
     uint64_t resyncs;         /* times the reader searched forward for the next entry */
@@ -839,7 +839,6 @@ struct kiln_foz_builder;
 KILN_API int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
                                      struct kiln_foz_builder **out);
 
-
 /*
  * Builds a closure's pipeline into *pipeline (the caller's from then on).
  * The samplers (and YCbCr conversions), descriptor set layouts, pipeline
@@ -891,9 +890,9 @@ KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
  * (pipeline libraries, graphics pipeline libraries, ray tracing and what it
  * depends on), for kiln_vk_options.extra_extensions or a device of the
  * caller's. */
-#define KILN_FOZ_DEVICE_EXTENSIONS                                                          \
-    "VK_KHR_pipeline_library", "VK_EXT_graphics_pipeline_library",                          \
-        "VK_KHR_deferred_host_operations", "VK_KHR_acceleration_structure",                 \
+#define KILN_FOZ_DEVICE_EXTENSIONS                                          \
+    "VK_KHR_pipeline_library", "VK_EXT_graphics_pipeline_library",          \
+        "VK_KHR_deferred_host_operations", "VK_KHR_acceleration_structure", \
         "VK_KHR_ray_tracing_pipeline"
 
 /* A builder of closures' pipelines on one device. Opaque. */
