@@ -3,7 +3,9 @@
  * VkDevice: samplers and YCbCr conversions, descriptor set layouts,
  * pipeline layouts, render passes (1 and 2), then the graphics or compute
  * pipeline with every core state block and the pNext structures kiln
- * knows, each checked against what the device offers.
+ * knows, each checked against what the device offers. Pipeline libraries
+ * and ray-tracing pipelines are in foz_builder_rt.c, over the shared
+ * internals of foz_builder_private.h.
  *
  * Design.
  * - Shared objects (everything but the pipeline) are keyed by their tag and
@@ -26,21 +28,9 @@
  *   made is the same, and a base handle kept by the builder could be
  *   destroyed by its owner at any time.
  */
-/* The Vulkan headers first: foz.h declares the builder only after them. */
-#define VK_NO_PROTOTYPES
-#include <vulkan/vulkan.h>
+#include "foz_builder_private.h"
 
-#include "foz_state_private.h"
-
-#include <assert.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
-
-/* Structure types newer than the oldest Vulkan headers kiln builds with. */
-#define STYPE_PIPELINE_CREATE_FLAGS_2 1000470005
-#define STYPE_PIPELINE_LIBRARY        1000290000
-#define STYPE_GRAPHICS_PIPELINE_LIB   1000320002
 
 /* VkPipelineCreateFlags2CreateInfoKHR (VK_KHR_maintenance5). */
 struct flags2_info {
@@ -49,59 +39,9 @@ struct flags2_info {
     uint64_t flags;
 };
 
-/* Pipeline flags that do not change what is compiled (Fossilize drops them
- * too): capture statistics and representations, fail-on-compile-required,
- * early return. */
-#define FLAGS_IGNORED   0x3c0u
-#define FLAG_DERIVATIVE 0x4u
-#define FLAG_LIBRARY    0x800u
-
-/* How deep pipeline libraries may nest (the closure's walk bounds it too). */
-#define LIBRARY_MAX_DEPTH 16
-
 /* ---------------------------------------------------------------------------
  * What the device offers
  * ------------------------------------------------------------------------ */
-
-enum ext {
-    X_MAINTENANCE2,
-    X_MULTIVIEW,
-    X_YCBCR,
-    X_CREATE_RENDERPASS2,
-    X_DEPTH_STENCIL_RESOLVE,
-    X_SEPARATE_DS_LAYOUTS,
-    X_DESCRIPTOR_INDEXING,
-    X_FILTER_MINMAX,
-    X_SUBGROUP_SIZE,
-    X_DYNAMIC_RENDERING,
-    X_DIVISOR_EXT,
-    X_DIVISOR_KHR,
-    X_DEPTH_CLIP_ENABLE,
-    X_TRANSFORM_FEEDBACK,
-    X_BLEND_ADVANCED,
-    X_CONSERVATIVE,
-    X_LINE_EXT,
-    X_LINE_KHR,
-    X_COLOR_WRITE,
-    X_PROVOKING_VERTEX,
-    X_CUSTOM_BORDER,
-    X_DEPTH_CLIP_CONTROL,
-    X_MAINTENANCE5,
-    X_EDS,
-    X_EDS2,
-    X_EDS3,
-    X_VERTEX_INPUT_DYNAMIC,
-    X_DISCARD_RECTANGLES,
-    X_SAMPLE_LOCATIONS,
-    X_FRAGMENT_SHADING_RATE,
-    X_CLIP_SPACE_W_SCALING,
-    X_MESH_EXT,
-    X_MESH_NV,
-    X_PIPELINE_LIBRARY,
-    X_GPL,
-    X_RT_PIPELINE,
-    X_COUNT,
-};
 
 static const char *const ext_name[X_COUNT] = {
     [X_MAINTENANCE2] = "VK_KHR_maintenance2",
@@ -142,112 +82,15 @@ static const char *const ext_name[X_COUNT] = {
     [X_RT_PIPELINE] = "VK_KHR_ray_tracing_pipeline",
 };
 
-/* The core features a recorded pipeline may need (VkPhysicalDeviceFeatures
- * and the 1.1-1.3 structures), copied at create. */
-struct features {
-    bool known; /* false: the caller gave none, nothing is checked */
-    VkPhysicalDeviceFeatures f;
-    bool ycbcr;
-    bool dynamic_rendering;
-    bool gpl; /* graphicsPipelineLibrary */
-    bool rt;  /* rayTracingPipeline */
-};
-
 /* ---------------------------------------------------------------------------
  * The builder
  * ------------------------------------------------------------------------ */
-
-struct fns {
-    PFN_vkCreateSampler CreateSampler;
-    PFN_vkDestroySampler DestroySampler;
-    PFN_vkCreateSamplerYcbcrConversion CreateSamplerYcbcrConversion;
-    PFN_vkDestroySamplerYcbcrConversion DestroySamplerYcbcrConversion;
-    PFN_vkCreateDescriptorSetLayout CreateDescriptorSetLayout;
-    PFN_vkDestroyDescriptorSetLayout DestroyDescriptorSetLayout;
-    PFN_vkCreatePipelineLayout CreatePipelineLayout;
-    PFN_vkDestroyPipelineLayout DestroyPipelineLayout;
-    PFN_vkCreateRenderPass CreateRenderPass;
-    PFN_vkCreateRenderPass2 CreateRenderPass2;
-    PFN_vkDestroyRenderPass DestroyRenderPass;
-    PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines;
-    PFN_vkCreateComputePipelines CreateComputePipelines;
-    PFN_vkDestroyPipeline DestroyPipeline;
-    PFN_vkCreateRayTracingPipelinesKHR CreateRayTracingPipelinesKHR;
-};
-
-/* A shared object's handle, by its tag (a union, so that no handle is
- * ever cast through an integer). */
-union handle {
-    VkSampler sampler;
-    VkDescriptorSetLayout set_layout;
-    VkPipelineLayout layout;
-    VkRenderPass pass;
-};
-
-/* One shared object: a sampler (with its YCbCr conversion, or null), a
- * descriptor set layout, a pipeline layout or a render pass. */
-struct shared {
-    uint64_t tag;
-    uint64_t hash;
-    union handle h;
-    VkSamplerYcbcrConversion ycbcr;
-    struct shared *next;
-};
-
-#define SHARED_BUCKETS 256u
-
-struct kiln_foz_builder {
-    VkDevice device;
-    struct fns vk;
-    uint32_t api;
-    bool ext[X_COUNT];
-    struct features feat;
-    uint32_t max_recursion; /* maxRayRecursionDepth; 0: not checked */
-    pthread_mutex_t lock;
-    struct shared *table[SHARED_BUCKETS];
-    _Atomic uint64_t built[KILN_FOZ_KIND_COUNT];
-    _Atomic uint64_t skipped[KILN_FOZ_KIND_COUNT];
-    _Atomic uint64_t failed[KILN_FOZ_KIND_COUNT];
-    _Atomic uint64_t objects;
-    _Atomic uint64_t standalone;
-};
 
 /* ---------------------------------------------------------------------------
  * One build: arena, error line, JSON access
  * ------------------------------------------------------------------------ */
 
-struct block {
-    struct block *next;
-    size_t used, cap;
-    max_align_t data[];
-};
-
-/* A pipeline library made for the pipeline being built. */
-struct made_library {
-    uint64_t hash;
-    VkPipeline pipeline;
-};
-
-struct build {
-    struct kiln_foz_builder *b;
-    struct json_object *doc; /* the closure */
-    uint64_t tag;            /* the pipeline's, shared by its libraries */
-    /* The handed-in stages and the stage records they match, in the
-     * closure's builder order (kiln__foz_closure_stages). */
-    const VkPipelineShaderStageCreateInfo *stages;
-    struct json_object *recs[KILN_FOZ_MAX_STAGES];
-    uint32_t nstages;
-    /* Libraries made so far in this build: each once, destroyed when the
-     * build returns (the linked pipeline does not need them). */
-    struct made_library libs[KILN__FOZ_MAX_LIBRARIES];
-    uint32_t nlibs;
-    struct block *arena;
-    char *why;
-    size_t cap;
-    bool oom;
-};
-
-static void *alloc(struct build *c, size_t n)
+void *kiln__fb_alloc(struct build *c, size_t n)
 {
     n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     if (n == 0)
@@ -280,7 +123,7 @@ static void arena_free(struct build *c)
     }
 }
 
-KILN_PRINTF(3, 4) static int fail(struct build *c, int rc, const char *fmt, ...)
+int kiln__fb_fail(struct build *c, int rc, const char *fmt, ...)
 {
     if (c->why && c->cap && !c->why[0]) {
         va_list ap;
@@ -289,19 +132,6 @@ KILN_PRINTF(3, 4) static int fail(struct build *c, int rc, const char *fmt, ...)
         va_end(ap);
     }
     return rc;
-}
-
-static struct json_object *get(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
-static uint32_t u32(struct json_object *o, const char *key)
-{
-    return (uint32_t)json_object_get_int64(get(o, key));
 }
 
 static int32_t i32(struct json_object *o, const char *key)
@@ -314,17 +144,7 @@ static float f32(struct json_object *o, const char *key)
     return (float)json_object_get_double(get(o, key));
 }
 
-static uint32_t len(struct json_object *a)
-{
-    return json_object_is_type(a, json_type_array) ? (uint32_t)json_object_array_length(a) : 0;
-}
-
-static struct json_object *at(struct json_object *a, uint32_t i)
-{
-    return json_object_array_get_idx(a, i);
-}
-
-static bool hash_of(struct json_object *v, uint64_t *out)
+bool kiln__fb_hash_of(struct json_object *v, uint64_t *out)
 {
     *out = 0;
     if (!v)
@@ -336,10 +156,10 @@ static bool hash_of(struct json_object *v, uint64_t *out)
 }
 
 /* Copies an array of unsigned integers into the arena. */
-static uint32_t *uints(struct build *c, struct json_object *a)
+uint32_t *kiln__fb_uints(struct build *c, struct json_object *a)
 {
     uint32_t n = len(a);
-    uint32_t *out = alloc(c, (size_t)n * sizeof(uint32_t));
+    uint32_t *out = kiln__fb_alloc(c, (size_t)n * sizeof(uint32_t));
     for (uint32_t i = 0; out && i < n; i++)
         out[i] = (uint32_t)json_object_get_int64(at(a, i));
     return out;
@@ -358,22 +178,24 @@ static bool offers(const struct kiln_foz_builder *b, uint32_t minor, int x1, int
            (x2 >= 0 && b->ext[x2]);
 }
 
-static int need(struct build *c, uint32_t minor, int x1, int x2, const char *what)
+int kiln__fb_need(struct build *c, uint32_t minor, int x1, int x2, const char *what)
 {
     if (offers(c->b, minor, x1, x2))
         return KILN_OK;
     if (minor)
-        return fail(c, KILN_ENOTSUP, "%s needs Vulkan 1.%u or %s", what, minor,
-                    x1 >= 0 ? ext_name[x1] : "an extension");
-    return fail(c, KILN_ENOTSUP, "%s needs %s", what, x1 >= 0 ? ext_name[x1] : "an extension");
+        return kiln__fb_fail(c, KILN_ENOTSUP, "%s needs Vulkan 1.%u or %s", what, minor,
+                             x1 >= 0 ? ext_name[x1] : "an extension");
+    return kiln__fb_fail(c, KILN_ENOTSUP, "%s needs %s", what,
+                         x1 >= 0 ? ext_name[x1] : "an extension");
 }
 
-static int need_feature(struct build *c, bool have, const char *feature, const char *what)
+int kiln__fb_need_feature(struct build *c, bool have, const char *feature, const char *what)
 {
     if (!c->b->feat.known || have)
         return KILN_OK;
-    return fail(c, KILN_ENOTSUP,
-                "%s needs the %s feature, which the device lacks or did not enable", what, feature);
+    return kiln__fb_fail(c, KILN_ENOTSUP,
+                         "%s needs the %s feature, which the device lacks or did not enable", what,
+                         feature);
 }
 
 /* ---------------------------------------------------------------------------
@@ -381,8 +203,6 @@ static int need_feature(struct build *c, bool have, const char *feature, const c
  * ------------------------------------------------------------------------ */
 
 static int attachment_ref2(struct build *c, struct json_object *o, VkAttachmentReference2 *r);
-static int library_info(struct build *c, struct json_object *o,
-                        VkPipelineLibraryCreateInfoKHR **out);
 
 /* Parses one recorded pNext structure into a new arena struct. */
 static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure **out)
@@ -391,8 +211,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
     VkBaseInStructure *n = NULL;
     switch (stype) {
     case VK_STRUCTURE_TYPE_PIPELINE_TESSELLATION_DOMAIN_ORIGIN_STATE_CREATE_INFO: {
-        KILN_TRY(need(c, 1, X_MAINTENANCE2, -1, "a tessellation domain origin"));
-        VkPipelineTessellationDomainOriginStateCreateInfo *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 1, X_MAINTENANCE2, -1, "a tessellation domain origin"));
+        VkPipelineTessellationDomainOriginStateCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->domainOrigin = (VkTessellationDomainOrigin)u32(s, "domainOrigin");
@@ -400,10 +220,10 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_DIVISOR_STATE_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_DIVISOR_EXT, X_DIVISOR_KHR, "a vertex attribute divisor"));
-        VkPipelineVertexInputDivisorStateCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_DIVISOR_EXT, X_DIVISOR_KHR, "a vertex attribute divisor"));
+        VkPipelineVertexInputDivisorStateCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         struct json_object *d = get(s, "vertexBindingDivisors");
-        VkVertexInputBindingDivisorDescriptionEXT *v = alloc(c, len(d) * sizeof(*v));
+        VkVertexInputBindingDivisorDescriptionEXT *v = kiln__fb_alloc(c, len(d) * sizeof(*v));
         if (!i || !v)
             return KILN_ENOMEM;
         for (uint32_t k = 0; k < len(d); k++) {
@@ -416,8 +236,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_DEPTH_CLIP_STATE_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_DEPTH_CLIP_ENABLE, -1, "a depth clip state"));
-        VkPipelineRasterizationDepthClipStateCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_DEPTH_CLIP_ENABLE, -1, "a depth clip state"));
+        VkPipelineRasterizationDepthClipStateCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->flags = u32(s, "flags");
@@ -426,8 +246,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_STREAM_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_TRANSFORM_FEEDBACK, -1, "a rasterization stream"));
-        VkPipelineRasterizationStateStreamCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_TRANSFORM_FEEDBACK, -1, "a rasterization stream"));
+        VkPipelineRasterizationStateStreamCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->flags = u32(s, "flags");
@@ -436,32 +256,32 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO: {
-        KILN_TRY(need(c, 1, X_MULTIVIEW, -1, "multiview"));
-        VkRenderPassMultiviewCreateInfo *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 1, X_MULTIVIEW, -1, "multiview"));
+        VkRenderPassMultiviewCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->subpassCount = len(get(s, "viewMasks"));
-        i->pViewMasks = uints(c, get(s, "viewMasks"));
+        i->pViewMasks = kiln__fb_uints(c, get(s, "viewMasks"));
         i->dependencyCount = len(get(s, "viewOffsets"));
-        i->pViewOffsets = (const int32_t *)uints(c, get(s, "viewOffsets"));
+        i->pViewOffsets = (const int32_t *)kiln__fb_uints(c, get(s, "viewOffsets"));
         i->correlationMaskCount = len(get(s, "correlationMasks"));
-        i->pCorrelationMasks = uints(c, get(s, "correlationMasks"));
+        i->pCorrelationMasks = kiln__fb_uints(c, get(s, "correlationMasks"));
         n = (VkBaseInStructure *)i;
         break;
     }
     case VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO: {
-        KILN_TRY(need(c, 2, X_DESCRIPTOR_INDEXING, -1, "descriptor binding flags"));
-        VkDescriptorSetLayoutBindingFlagsCreateInfo *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 2, X_DESCRIPTOR_INDEXING, -1, "descriptor binding flags"));
+        VkDescriptorSetLayoutBindingFlagsCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->bindingCount = len(get(s, "bindingFlags"));
-        i->pBindingFlags = uints(c, get(s, "bindingFlags"));
+        i->pBindingFlags = kiln__fb_uints(c, get(s, "bindingFlags"));
         n = (VkBaseInStructure *)i;
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_ADVANCED_STATE_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_BLEND_ADVANCED, -1, "advanced blending"));
-        VkPipelineColorBlendAdvancedStateCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_BLEND_ADVANCED, -1, "advanced blending"));
+        VkPipelineColorBlendAdvancedStateCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->blendOverlap = (VkBlendOverlapEXT)u32(s, "blendOverlap");
@@ -471,8 +291,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_CONSERVATIVE_STATE_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_CONSERVATIVE, -1, "conservative rasterization"));
-        VkPipelineRasterizationConservativeStateCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_CONSERVATIVE, -1, "conservative rasterization"));
+        VkPipelineRasterizationConservativeStateCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->flags = u32(s, "flags");
@@ -483,8 +303,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_LINE_STATE_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_LINE_EXT, X_LINE_KHR, "a line rasterization state"));
-        VkPipelineRasterizationLineStateCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_LINE_EXT, X_LINE_KHR, "a line rasterization state"));
+        VkPipelineRasterizationLineStateCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->lineRasterizationMode = (VkLineRasterizationModeEXT)u32(s, "lineRasterizationMode");
@@ -495,8 +315,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO: {
-        KILN_TRY(need(c, 3, X_SUBGROUP_SIZE, -1, "a required subgroup size"));
-        VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 3, X_SUBGROUP_SIZE, -1, "a required subgroup size"));
+        VkPipelineShaderStageRequiredSubgroupSizeCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->requiredSubgroupSize = u32(s, "requiredSubgroupSize");
@@ -504,8 +324,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_ATTACHMENT_DESCRIPTION_STENCIL_LAYOUT: {
-        KILN_TRY(need(c, 2, X_SEPARATE_DS_LAYOUTS, -1, "a separate stencil layout"));
-        VkAttachmentDescriptionStencilLayout *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 2, X_SEPARATE_DS_LAYOUTS, -1, "a separate stencil layout"));
+        VkAttachmentDescriptionStencilLayout *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->stencilInitialLayout = (VkImageLayout)u32(s, "stencilInitialLayout");
@@ -514,8 +334,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_ATTACHMENT_REFERENCE_STENCIL_LAYOUT: {
-        KILN_TRY(need(c, 2, X_SEPARATE_DS_LAYOUTS, -1, "a separate stencil layout"));
-        VkAttachmentReferenceStencilLayout *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 2, X_SEPARATE_DS_LAYOUTS, -1, "a separate stencil layout"));
+        VkAttachmentReferenceStencilLayout *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->stencilLayout = (VkImageLayout)u32(s, "stencilLayout");
@@ -523,15 +343,15 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_SUBPASS_DESCRIPTION_DEPTH_STENCIL_RESOLVE: {
-        KILN_TRY(need(c, 2, X_DEPTH_STENCIL_RESOLVE, -1, "a depth/stencil resolve"));
-        VkSubpassDescriptionDepthStencilResolve *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 2, X_DEPTH_STENCIL_RESOLVE, -1, "a depth/stencil resolve"));
+        VkSubpassDescriptionDepthStencilResolve *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->depthResolveMode = (VkResolveModeFlagBits)u32(s, "depthResolveMode");
         i->stencilResolveMode = (VkResolveModeFlagBits)u32(s, "stencilResolveMode");
         struct json_object *a = get(s, "depthStencilResolveAttachment");
         if (a) {
-            VkAttachmentReference2 *r = alloc(c, sizeof(*r));
+            VkAttachmentReference2 *r = kiln__fb_alloc(c, sizeof(*r));
             if (!r)
                 return KILN_ENOMEM;
             KILN_TRY(attachment_ref2(c, a, r));
@@ -541,38 +361,39 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO: {
-        KILN_TRY(need(c, 3, X_DYNAMIC_RENDERING, -1, "dynamic rendering"));
-        KILN_TRY(
-            need_feature(c, c->b->feat.dynamic_rendering, "dynamicRendering", "dynamic rendering"));
-        VkPipelineRenderingCreateInfo *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 3, X_DYNAMIC_RENDERING, -1, "dynamic rendering"));
+        KILN_TRY(kiln__fb_need_feature(c, c->b->feat.dynamic_rendering, "dynamicRendering",
+                                       "dynamic rendering"));
+        VkPipelineRenderingCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->viewMask = u32(s, "viewMask");
         i->depthAttachmentFormat = (VkFormat)u32(s, "depthAttachmentFormat");
         i->stencilAttachmentFormat = (VkFormat)u32(s, "stencilAttachmentFormat");
         i->colorAttachmentCount = len(get(s, "colorAttachmentFormats"));
-        i->pColorAttachmentFormats = (const VkFormat *)uints(c, get(s, "colorAttachmentFormats"));
+        i->pColorAttachmentFormats =
+            (const VkFormat *)kiln__fb_uints(c, get(s, "colorAttachmentFormats"));
         n = (VkBaseInStructure *)i;
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_COLOR_WRITE_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_COLOR_WRITE, -1, "color write enables"));
-        VkPipelineColorWriteCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_COLOR_WRITE, -1, "color write enables"));
+        VkPipelineColorWriteCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->attachmentCount = u32(s, "attachmentCount");
         if (get(s, "colorWriteEnables")) {
             if (len(get(s, "colorWriteEnables")) != i->attachmentCount)
-                return fail(c, KILN_EPARSE,
-                            "colorWriteEnables does not have attachmentCount values");
-            i->pColorWriteEnables = uints(c, get(s, "colorWriteEnables"));
+                return kiln__fb_fail(c, KILN_EPARSE,
+                                     "colorWriteEnables does not have attachmentCount values");
+            i->pColorWriteEnables = kiln__fb_uints(c, get(s, "colorWriteEnables"));
         }
         n = (VkBaseInStructure *)i;
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_PROVOKING_VERTEX_STATE_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_PROVOKING_VERTEX, -1, "a provoking vertex mode"));
-        VkPipelineRasterizationProvokingVertexStateCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_PROVOKING_VERTEX, -1, "a provoking vertex mode"));
+        VkPipelineRasterizationProvokingVertexStateCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->provokingVertexMode = (VkProvokingVertexModeEXT)u32(s, "provokingVertexMode");
@@ -580,13 +401,13 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_SAMPLER_CUSTOM_BORDER_COLOR_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_CUSTOM_BORDER, -1, "a custom border color"));
-        VkSamplerCustomBorderColorCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_CUSTOM_BORDER, -1, "a custom border color"));
+        VkSamplerCustomBorderColorCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         struct json_object *col = get(s, "customBorderColor");
         if (len(col) != 4)
-            return fail(c, KILN_EPARSE, "customBorderColor has not 4 values");
+            return kiln__fb_fail(c, KILN_EPARSE, "customBorderColor has not 4 values");
         for (uint32_t k = 0; k < 4; k++)
             i->customBorderColor.uint32[k] = (uint32_t)json_object_get_int64(at(col, k));
         i->format = (VkFormat)u32(s, "format");
@@ -594,8 +415,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_SAMPLER_REDUCTION_MODE_CREATE_INFO: {
-        KILN_TRY(need(c, 2, X_FILTER_MINMAX, -1, "a sampler reduction mode"));
-        VkSamplerReductionModeCreateInfo *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 2, X_FILTER_MINMAX, -1, "a sampler reduction mode"));
+        VkSamplerReductionModeCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->reductionMode = (VkSamplerReductionMode)u32(s, "reductionMode");
@@ -603,10 +424,10 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_RENDER_PASS_INPUT_ATTACHMENT_ASPECT_CREATE_INFO: {
-        KILN_TRY(need(c, 1, X_MAINTENANCE2, -1, "input attachment aspects"));
-        VkRenderPassInputAttachmentAspectCreateInfo *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 1, X_MAINTENANCE2, -1, "input attachment aspects"));
+        VkRenderPassInputAttachmentAspectCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         struct json_object *a = get(s, "aspectReferences");
-        VkInputAttachmentAspectReference *r = alloc(c, len(a) * sizeof(*r));
+        VkInputAttachmentAspectReference *r = kiln__fb_alloc(c, len(a) * sizeof(*r));
         if (!i || !r)
             return KILN_ENOMEM;
         for (uint32_t k = 0; k < len(a); k++) {
@@ -620,18 +441,20 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_SAMPLER_YCBCR_CONVERSION_CREATE_INFO: {
-        KILN_TRY(need(c, 1, X_YCBCR, -1, "a YCbCr conversion"));
-        KILN_TRY(need_feature(c, c->b->feat.ycbcr, "samplerYcbcrConversion", "a YCbCr conversion"));
+        KILN_TRY(kiln__fb_need(c, 1, X_YCBCR, -1, "a YCbCr conversion"));
+        KILN_TRY(kiln__fb_need_feature(c, c->b->feat.ycbcr, "samplerYcbcrConversion",
+                                       "a YCbCr conversion"));
         if (!c->b->vk.CreateSamplerYcbcrConversion)
-            return fail(c, KILN_ENOTSUP,
-                        "a YCbCr conversion: vkCreateSamplerYcbcrConversion "
-                        "is not available");
-        VkSamplerYcbcrConversionCreateInfo *i = alloc(c, sizeof(*i));
+            return kiln__fb_fail(c, KILN_ENOTSUP,
+                                 "a YCbCr conversion: vkCreateSamplerYcbcrConversion "
+                                 "is not available");
+        VkSamplerYcbcrConversionCreateInfo *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         struct json_object *comp = get(s, "components");
         if (len(comp) != 4)
-            return fail(c, KILN_EPARSE, "a YCbCr conversion's components has not 4 values");
+            return kiln__fb_fail(c, KILN_EPARSE,
+                                 "a YCbCr conversion's components has not 4 values");
         i->format = (VkFormat)u32(s, "format");
         i->ycbcrModel = (VkSamplerYcbcrModelConversion)u32(s, "ycbcrModel");
         i->ycbcrRange = (VkSamplerYcbcrRange)u32(s, "ycbcrRange");
@@ -647,8 +470,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_DEPTH_CLIP_CONTROL_CREATE_INFO_EXT: {
-        KILN_TRY(need(c, 0, X_DEPTH_CLIP_CONTROL, -1, "a depth clip control"));
-        VkPipelineViewportDepthClipControlCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_DEPTH_CLIP_CONTROL, -1, "a depth clip control"));
+        VkPipelineViewportDepthClipControlCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->negativeOneToOne = u32(s, "negativeOneToOne");
@@ -656,28 +479,28 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case STYPE_PIPELINE_CREATE_FLAGS_2: {
-        KILN_TRY(need(c, 0, X_MAINTENANCE5, -1, "pipeline create flags 2"));
-        struct flags2_info *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_MAINTENANCE5, -1, "pipeline create flags 2"));
+        struct flags2_info *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         uint64_t f = (uint64_t)json_object_get_int64(get(s, "flags"));
         if (f & FLAG_LIBRARY)
-            KILN_TRY(need(c, 0, X_PIPELINE_LIBRARY, -1, "a pipeline library"));
+            KILN_TRY(kiln__fb_need(c, 0, X_PIPELINE_LIBRARY, -1, "a pipeline library"));
         i->flags = f & ~(uint64_t)(FLAGS_IGNORED | FLAG_DERIVATIVE);
         n = (VkBaseInStructure *)i;
         break;
     }
     case STYPE_PIPELINE_LIBRARY: {
         VkPipelineLibraryCreateInfoKHR *i;
-        KILN_TRY(library_info(c, s, &i));
+        KILN_TRY(kiln__fb_library_info(c, s, &i));
         n = (VkBaseInStructure *)i;
         break;
     }
     case STYPE_GRAPHICS_PIPELINE_LIB: {
-        KILN_TRY(need(c, 0, X_GPL, -1, "a graphics pipeline library"));
-        KILN_TRY(need_feature(c, c->b->feat.gpl, "graphicsPipelineLibrary",
-                              "a graphics pipeline library"));
-        VkGraphicsPipelineLibraryCreateInfoEXT *i = alloc(c, sizeof(*i));
+        KILN_TRY(kiln__fb_need(c, 0, X_GPL, -1, "a graphics pipeline library"));
+        KILN_TRY(kiln__fb_need_feature(c, c->b->feat.gpl, "graphicsPipelineLibrary",
+                                       "a graphics pipeline library"));
+        VkGraphicsPipelineLibraryCreateInfoEXT *i = kiln__fb_alloc(c, sizeof(*i));
         if (!i)
             return KILN_ENOMEM;
         i->flags = u32(s, "flags");
@@ -685,7 +508,8 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     default:
-        return fail(c, KILN_ENOTSUP, "pNext structure %" PRId64 " is not one kiln builds", stype);
+        return kiln__fb_fail(c, KILN_ENOTSUP, "pNext structure %" PRId64 " is not one kiln builds",
+                             stype);
     }
     n->sType = (VkStructureType)stype;
     *out = n;
@@ -693,7 +517,7 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
 }
 
 /* Builds the recorded chain `pnext` (an array, or NULL), ending in `tail`. */
-static int chain(struct build *c, struct json_object *pnext, const void *tail, const void **out)
+int kiln__fb_chain(struct build *c, struct json_object *pnext, const void *tail, const void **out)
 {
     const void *head = tail;
     /* Built from the last element, so the chain keeps the recorded order. */
@@ -783,14 +607,14 @@ static int shared_put(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, u
 }
 
 /* The recorded object `hash` of a closure member. */
-static int recorded(struct build *c, const char *member, uint64_t hash, const char *what,
-                    struct json_object **out)
+int kiln__fb_recorded(struct build *c, const char *member, uint64_t hash, const char *what,
+                      struct json_object **out)
 {
     char name[17];
     snprintf(name, sizeof(name), "%016" PRIx64, hash);
     *out = get(get(c->doc, member), name);
     if (!*out)
-        return fail(c, KILN_EPARSE, "the closure has no %s %s", what, name);
+        return kiln__fb_fail(c, KILN_EPARSE, "the closure has no %s %s", what, name);
     return KILN_OK;
 }
 
@@ -803,7 +627,7 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
         return KILN_OK;
     }
     struct json_object *o;
-    KILN_TRY(recorded(c, "samplers", hash, "sampler", &o));
+    KILN_TRY(kiln__fb_recorded(c, "samplers", hash, "sampler", &o));
     VkSamplerCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO};
     ci.flags = u32(o, "flags");
     ci.magFilter = (VkFilter)u32(o, "magFilter");
@@ -822,9 +646,9 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
     ci.borderColor = (VkBorderColor)u32(o, "borderColor");
     ci.unnormalizedCoordinates = u32(o, "unnormalizedCoordinates");
     if (ci.anisotropyEnable)
-        KILN_TRY(need_feature(c, b->feat.f.samplerAnisotropy, "samplerAnisotropy",
-                              "an anisotropic sampler"));
-    KILN_TRY(chain(c, get(o, "pNext"), NULL, &ci.pNext));
+        KILN_TRY(kiln__fb_need_feature(c, b->feat.f.samplerAnisotropy, "samplerAnisotropy",
+                                       "an anisotropic sampler"));
+    KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
 
     /* A YCbCr conversion is recorded inline; the sampler names the one made
      * from it, in the chain's place of its create info. */
@@ -837,10 +661,11 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
         yc.pNext = NULL;
         VkResult r = b->vk.CreateSamplerYcbcrConversion(b->device, &yc, NULL, &conv);
         if (r != VK_SUCCESS)
-            return fail(c, KILN_EVULKAN,
-                        "vkCreateSamplerYcbcrConversion for sampler %016" PRIx64 ": VkResult %d",
-                        hash, (int)r);
-        VkSamplerYcbcrConversionInfo *info = alloc(c, sizeof(*info));
+            return kiln__fb_fail(c, KILN_EVULKAN,
+                                 "vkCreateSamplerYcbcrConversion for sampler %016" PRIx64
+                                 ": VkResult %d",
+                                 hash, (int)r);
+        VkSamplerYcbcrConversionInfo *info = kiln__fb_alloc(c, sizeof(*info));
         if (!info) {
             b->vk.DestroySamplerYcbcrConversion(b->device, conv, NULL);
             return KILN_ENOMEM;
@@ -856,7 +681,8 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
     if (r != VK_SUCCESS) {
         if (conv)
             b->vk.DestroySamplerYcbcrConversion(b->device, conv, NULL);
-        return fail(c, KILN_EVULKAN, "vkCreateSampler %016" PRIx64 ": VkResult %d", hash, (int)r);
+        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateSampler %016" PRIx64 ": VkResult %d", hash,
+                             (int)r);
     }
     h.sampler = s;
     KILN_TRY(shared_put(b, KILN_FOZ_TAG_SAMPLER, hash, &h, conv));
@@ -873,12 +699,12 @@ static int set_layout(struct build *c, uint64_t hash, VkDescriptorSetLayout *out
         return KILN_OK;
     }
     struct json_object *o;
-    KILN_TRY(recorded(c, "setLayouts", hash, "descriptor set layout", &o));
+    KILN_TRY(kiln__fb_recorded(c, "setLayouts", hash, "descriptor set layout", &o));
     VkDescriptorSetLayoutCreateInfo ci = {.sType =
                                               VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     ci.flags = u32(o, "flags");
     struct json_object *bs = get(o, "bindings");
-    VkDescriptorSetLayoutBinding *bind = alloc(c, len(bs) * sizeof(*bind));
+    VkDescriptorSetLayoutBinding *bind = kiln__fb_alloc(c, len(bs) * sizeof(*bind));
     if (!bind)
         return KILN_ENOMEM;
     for (uint32_t i = 0; i < len(bs); i++) {
@@ -889,15 +715,15 @@ static int set_layout(struct build *c, uint64_t hash, VkDescriptorSetLayout *out
         bind[i].stageFlags = u32(x, "stageFlags");
         struct json_object *imm = get(x, "immutableSamplers");
         if (imm) {
-            VkSampler *ss = alloc(c, len(imm) * sizeof(*ss));
+            VkSampler *ss = kiln__fb_alloc(c, len(imm) * sizeof(*ss));
             if (!ss)
                 return KILN_ENOMEM;
             for (uint32_t k = 0; k < len(imm); k++) {
                 uint64_t sh;
-                if (!hash_of(at(imm, k), &sh))
-                    return fail(c, KILN_EPARSE,
-                                "set layout %016" PRIx64 ": an immutable sampler is not a hash",
-                                hash);
+                if (!kiln__fb_hash_of(at(imm, k), &sh))
+                    return kiln__fb_fail(
+                        c, KILN_EPARSE,
+                        "set layout %016" PRIx64 ": an immutable sampler is not a hash", hash);
                 if (sh)
                     KILN_TRY(sampler(c, sh, &ss[k]));
             }
@@ -906,19 +732,20 @@ static int set_layout(struct build *c, uint64_t hash, VkDescriptorSetLayout *out
     }
     ci.bindingCount = len(bs);
     ci.pBindings = bind;
-    KILN_TRY(chain(c, get(o, "pNext"), NULL, &ci.pNext));
+    KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     VkDescriptorSetLayout l;
     VkResult r = b->vk.CreateDescriptorSetLayout(b->device, &ci, NULL, &l);
     if (r != VK_SUCCESS)
-        return fail(c, KILN_EVULKAN, "vkCreateDescriptorSetLayout %016" PRIx64 ": VkResult %d",
-                    hash, (int)r);
+        return kiln__fb_fail(c, KILN_EVULKAN,
+                             "vkCreateDescriptorSetLayout %016" PRIx64 ": VkResult %d", hash,
+                             (int)r);
     h.set_layout = l;
     KILN_TRY(shared_put(b, KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT, hash, &h, VK_NULL_HANDLE));
     *out = h.set_layout;
     return KILN_OK;
 }
 
-static int pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *out)
+int kiln__fb_pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *out)
 {
     struct kiln_foz_builder *b = c->b;
     union handle h;
@@ -927,20 +754,20 @@ static int pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *out
         return KILN_OK;
     }
     struct json_object *o;
-    KILN_TRY(recorded(c, "pipelineLayouts", hash, "pipeline layout", &o));
+    KILN_TRY(kiln__fb_recorded(c, "pipelineLayouts", hash, "pipeline layout", &o));
     VkPipelineLayoutCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     ci.flags = u32(o, "flags");
     struct json_object *sets = get(o, "setLayouts");
-    VkDescriptorSetLayout *sl = alloc(c, len(sets) * sizeof(*sl));
+    VkDescriptorSetLayout *sl = kiln__fb_alloc(c, len(sets) * sizeof(*sl));
     struct json_object *pcs = get(o, "pushConstantRanges");
-    VkPushConstantRange *pc = alloc(c, len(pcs) * sizeof(*pc));
+    VkPushConstantRange *pc = kiln__fb_alloc(c, len(pcs) * sizeof(*pc));
     if (!sl || !pc)
         return KILN_ENOMEM;
     for (uint32_t i = 0; i < len(sets); i++) {
         uint64_t sh;
-        if (!hash_of(at(sets, i), &sh))
-            return fail(c, KILN_EPARSE,
-                        "pipeline layout %016" PRIx64 ": a set layout is not a hash", hash);
+        if (!kiln__fb_hash_of(at(sets, i), &sh))
+            return kiln__fb_fail(
+                c, KILN_EPARSE, "pipeline layout %016" PRIx64 ": a set layout is not a hash", hash);
         if (sh)
             KILN_TRY(set_layout(c, sh, &sl[i]));
     }
@@ -956,8 +783,8 @@ static int pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *out
     VkPipelineLayout l;
     VkResult r = b->vk.CreatePipelineLayout(b->device, &ci, NULL, &l);
     if (r != VK_SUCCESS)
-        return fail(c, KILN_EVULKAN, "vkCreatePipelineLayout %016" PRIx64 ": VkResult %d", hash,
-                    (int)r);
+        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreatePipelineLayout %016" PRIx64 ": VkResult %d",
+                             hash, (int)r);
     h.layout = l;
     KILN_TRY(shared_put(b, KILN_FOZ_TAG_PIPELINE_LAYOUT, hash, &h, VK_NULL_HANDLE));
     *out = h.layout;
@@ -991,7 +818,7 @@ static int pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *out
 
 static VkAttachmentReference *refs1(struct build *c, struct json_object *a)
 {
-    VkAttachmentReference *r = alloc(c, len(a) * sizeof(*r));
+    VkAttachmentReference *r = kiln__fb_alloc(c, len(a) * sizeof(*r));
     for (uint32_t i = 0; r && i < len(a); i++) {
         r[i].attachment = u32(at(a, i), "attachment");
         r[i].layout = (VkImageLayout)u32(at(a, i), "layout");
@@ -1005,12 +832,12 @@ static int attachment_ref2(struct build *c, struct json_object *o, VkAttachmentR
     r->attachment = u32(o, "attachment");
     r->layout = (VkImageLayout)u32(o, "layout");
     r->aspectMask = u32(o, "aspectMask");
-    return chain(c, get(o, "pNext"), NULL, &r->pNext);
+    return kiln__fb_chain(c, get(o, "pNext"), NULL, &r->pNext);
 }
 
 static int refs2(struct build *c, struct json_object *a, const VkAttachmentReference2 **out)
 {
-    VkAttachmentReference2 *r = alloc(c, len(a) * sizeof(*r));
+    VkAttachmentReference2 *r = kiln__fb_alloc(c, len(a) * sizeof(*r));
     if (!r)
         return KILN_ENOMEM;
     for (uint32_t i = 0; i < len(a); i++)
@@ -1025,9 +852,9 @@ static int render_pass1(struct build *c, struct json_object *o, uint64_t hash, V
     ci.flags = u32(o, "flags");
     struct json_object *as = get(o, "attachments"), *ds = get(o, "dependencies"),
                        *ss = get(o, "subpasses");
-    VkAttachmentDescription *a = alloc(c, len(as) * sizeof(*a));
-    VkSubpassDependency *d = alloc(c, len(ds) * sizeof(*d));
-    VkSubpassDescription *s = alloc(c, len(ss) * sizeof(*s));
+    VkAttachmentDescription *a = kiln__fb_alloc(c, len(as) * sizeof(*a));
+    VkSubpassDependency *d = kiln__fb_alloc(c, len(ds) * sizeof(*d));
+    VkSubpassDescription *s = kiln__fb_alloc(c, len(ss) * sizeof(*s));
     if (!a || !d || !s)
         return KILN_ENOMEM;
     for (uint32_t i = 0; i < len(as); i++)
@@ -1044,13 +871,13 @@ static int render_pass1(struct build *c, struct json_object *o, uint64_t hash, V
         s[i].pColorAttachments = refs1(c, get(x, "colorAttachments"));
         if (get(x, "resolveAttachments")) {
             if (len(get(x, "resolveAttachments")) != s[i].colorAttachmentCount)
-                return fail(
+                return kiln__fb_fail(
                     c, KILN_EPARSE,
                     "render pass %016" PRIx64 ": resolve and color attachment counts differ", hash);
             s[i].pResolveAttachments = refs1(c, get(x, "resolveAttachments"));
         }
         if (get(x, "depthStencilAttachment")) {
-            VkAttachmentReference *r = alloc(c, sizeof(*r));
+            VkAttachmentReference *r = kiln__fb_alloc(c, sizeof(*r));
             if (!r)
                 return KILN_ENOMEM;
             r->attachment = u32(get(x, "depthStencilAttachment"), "attachment");
@@ -1058,7 +885,7 @@ static int render_pass1(struct build *c, struct json_object *o, uint64_t hash, V
             s[i].pDepthStencilAttachment = r;
         }
         s[i].preserveAttachmentCount = len(get(x, "preserveAttachments"));
-        s[i].pPreserveAttachments = uints(c, get(x, "preserveAttachments"));
+        s[i].pPreserveAttachments = kiln__fb_uints(c, get(x, "preserveAttachments"));
     }
     ci.attachmentCount = len(as);
     ci.pAttachments = a;
@@ -1066,40 +893,41 @@ static int render_pass1(struct build *c, struct json_object *o, uint64_t hash, V
     ci.pDependencies = d;
     ci.subpassCount = len(ss);
     ci.pSubpasses = s;
-    KILN_TRY(chain(c, get(o, "pNext"), NULL, &ci.pNext));
+    KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     if (c->oom)
         return KILN_ENOMEM;
     VkResult r = c->b->vk.CreateRenderPass(c->b->device, &ci, NULL, out);
     if (r != VK_SUCCESS)
-        return fail(c, KILN_EVULKAN, "vkCreateRenderPass %016" PRIx64 ": VkResult %d", hash,
-                    (int)r);
+        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRenderPass %016" PRIx64 ": VkResult %d",
+                             hash, (int)r);
     return KILN_OK;
 }
 
 static int render_pass2(struct build *c, struct json_object *o, uint64_t hash, VkRenderPass *out)
 {
-    KILN_TRY(need(c, 2, X_CREATE_RENDERPASS2, -1, "a render pass 2"));
+    KILN_TRY(kiln__fb_need(c, 2, X_CREATE_RENDERPASS2, -1, "a render pass 2"));
     if (!c->b->vk.CreateRenderPass2)
-        return fail(c, KILN_ENOTSUP, "a render pass 2: vkCreateRenderPass2 is not available");
+        return kiln__fb_fail(c, KILN_ENOTSUP,
+                             "a render pass 2: vkCreateRenderPass2 is not available");
     VkRenderPassCreateInfo2 ci = {.sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO_2};
     ci.flags = u32(o, "flags");
     struct json_object *as = get(o, "attachments"), *ds = get(o, "dependencies"),
                        *ss = get(o, "subpasses");
-    VkAttachmentDescription2 *a = alloc(c, len(as) * sizeof(*a));
-    VkSubpassDependency2 *d = alloc(c, len(ds) * sizeof(*d));
-    VkSubpassDescription2 *s = alloc(c, len(ss) * sizeof(*s));
+    VkAttachmentDescription2 *a = kiln__fb_alloc(c, len(as) * sizeof(*a));
+    VkSubpassDependency2 *d = kiln__fb_alloc(c, len(ds) * sizeof(*d));
+    VkSubpassDescription2 *s = kiln__fb_alloc(c, len(ss) * sizeof(*s));
     if (!a || !d || !s)
         return KILN_ENOMEM;
     for (uint32_t i = 0; i < len(as); i++) {
         a[i].sType = VK_STRUCTURE_TYPE_ATTACHMENT_DESCRIPTION_2;
         ATTACHMENT_FIELDS(&a[i], at(as, i));
-        KILN_TRY(chain(c, get(at(as, i), "pNext"), NULL, &a[i].pNext));
+        KILN_TRY(kiln__fb_chain(c, get(at(as, i), "pNext"), NULL, &a[i].pNext));
     }
     for (uint32_t i = 0; i < len(ds); i++) {
         d[i].sType = VK_STRUCTURE_TYPE_SUBPASS_DEPENDENCY_2;
         DEPENDENCY_FIELDS(&d[i], at(ds, i));
         d[i].viewOffset = i32(at(ds, i), "viewOffset");
-        KILN_TRY(chain(c, get(at(ds, i), "pNext"), NULL, &d[i].pNext));
+        KILN_TRY(kiln__fb_chain(c, get(at(ds, i), "pNext"), NULL, &d[i].pNext));
     }
     for (uint32_t i = 0; i < len(ss); i++) {
         struct json_object *x = at(ss, i);
@@ -1113,21 +941,21 @@ static int render_pass2(struct build *c, struct json_object *o, uint64_t hash, V
         KILN_TRY(refs2(c, get(x, "colorAttachments"), &s[i].pColorAttachments));
         if (get(x, "resolveAttachments")) {
             if (len(get(x, "resolveAttachments")) != s[i].colorAttachmentCount)
-                return fail(
+                return kiln__fb_fail(
                     c, KILN_EPARSE,
                     "render pass %016" PRIx64 ": resolve and color attachment counts differ", hash);
             KILN_TRY(refs2(c, get(x, "resolveAttachments"), &s[i].pResolveAttachments));
         }
         if (get(x, "depthStencilAttachment")) {
-            VkAttachmentReference2 *r = alloc(c, sizeof(*r));
+            VkAttachmentReference2 *r = kiln__fb_alloc(c, sizeof(*r));
             if (!r)
                 return KILN_ENOMEM;
             KILN_TRY(attachment_ref2(c, get(x, "depthStencilAttachment"), r));
             s[i].pDepthStencilAttachment = r;
         }
         s[i].preserveAttachmentCount = len(get(x, "preserveAttachments"));
-        s[i].pPreserveAttachments = uints(c, get(x, "preserveAttachments"));
-        KILN_TRY(chain(c, get(x, "pNext"), NULL, &s[i].pNext));
+        s[i].pPreserveAttachments = kiln__fb_uints(c, get(x, "preserveAttachments"));
+        KILN_TRY(kiln__fb_chain(c, get(x, "pNext"), NULL, &s[i].pNext));
     }
     ci.attachmentCount = len(as);
     ci.pAttachments = a;
@@ -1136,14 +964,14 @@ static int render_pass2(struct build *c, struct json_object *o, uint64_t hash, V
     ci.subpassCount = len(ss);
     ci.pSubpasses = s;
     ci.correlatedViewMaskCount = len(get(o, "correlatedViewMasks"));
-    ci.pCorrelatedViewMasks = uints(c, get(o, "correlatedViewMasks"));
-    KILN_TRY(chain(c, get(o, "pNext"), NULL, &ci.pNext));
+    ci.pCorrelatedViewMasks = kiln__fb_uints(c, get(o, "correlatedViewMasks"));
+    KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     if (c->oom)
         return KILN_ENOMEM;
     VkResult r = c->b->vk.CreateRenderPass2(c->b->device, &ci, NULL, out);
     if (r != VK_SUCCESS)
-        return fail(c, KILN_EVULKAN, "vkCreateRenderPass2 %016" PRIx64 ": VkResult %d", hash,
-                    (int)r);
+        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRenderPass2 %016" PRIx64 ": VkResult %d",
+                             hash, (int)r);
     return KILN_OK;
 }
 
@@ -1164,7 +992,7 @@ static int render_pass(struct build *c, uint64_t hash, VkRenderPass *out)
     else if ((o = get(get(c->doc, "renderPasses2"), name)) != NULL)
         KILN_TRY(render_pass2(c, o, hash, &rp));
     else
-        return fail(c, KILN_EPARSE, "the closure has no render pass %s", name);
+        return kiln__fb_fail(c, KILN_EPARSE, "the closure has no render pass %s", name);
     h.pass = rp;
     KILN_TRY(shared_put(b, KILN_FOZ_TAG_RENDER_PASS, hash, &h, VK_NULL_HANDLE));
     *out = h.pass;
@@ -1177,11 +1005,11 @@ static int render_pass(struct build *c, uint64_t hash, VkRenderPass *out)
 
 static int specialization(struct build *c, struct json_object *o, const VkSpecializationInfo **out)
 {
-    VkSpecializationInfo *si = alloc(c, sizeof(*si));
+    VkSpecializationInfo *si = kiln__fb_alloc(c, sizeof(*si));
     if (!si)
         return KILN_ENOMEM;
     si->dataSize = u32(o, "dataSize");
-    uint8_t *data = alloc(c, si->dataSize);
+    uint8_t *data = kiln__fb_alloc(c, si->dataSize);
     if (!data)
         return KILN_ENOMEM;
     struct json_object *text = get(o, "data");
@@ -1189,10 +1017,11 @@ static int specialization(struct build *c, struct json_object *o, const VkSpecia
         (!json_object_is_type(text, json_type_string) ||
          !kiln__foz_base64_decode(json_object_get_string(text),
                                   (size_t)json_object_get_string_len(text), data, si->dataSize)))
-        return fail(c, KILN_EPARSE, "specialization data is not %zu bytes of base64", si->dataSize);
+        return kiln__fb_fail(c, KILN_EPARSE, "specialization data is not %zu bytes of base64",
+                             si->dataSize);
     si->pData = data;
     struct json_object *m = get(o, "mapEntries");
-    VkSpecializationMapEntry *e = alloc(c, len(m) * sizeof(*e));
+    VkSpecializationMapEntry *e = kiln__fb_alloc(c, len(m) * sizeof(*e));
     if (!e)
         return KILN_ENOMEM;
     for (uint32_t i = 0; i < len(m); i++) {
@@ -1200,8 +1029,8 @@ static int specialization(struct build *c, struct json_object *o, const VkSpecia
         e[i].offset = u32(at(m, i), "offset");
         e[i].size = u32(at(m, i), "size");
         if ((uint64_t)e[i].offset + e[i].size > si->dataSize)
-            return fail(c, KILN_EPARSE, "specialization constant %u lies outside its data",
-                        e[i].constantID);
+            return kiln__fb_fail(c, KILN_EPARSE, "specialization constant %u lies outside its data",
+                                 e[i].constantID);
     }
     si->mapEntryCount = len(m);
     si->pMapEntries = e;
@@ -1216,24 +1045,26 @@ static int stage(struct build *c, struct json_object *rec,
 {
     uint32_t bit = u32(rec, "stage");
     if (in->stage != (VkShaderStageFlagBits)bit)
-        return fail(c, KILN_EINVAL, "stage %u is 0x%x in the closure but 0x%x was handed in", index,
-                    bit, (unsigned)in->stage);
+        return kiln__fb_fail(c, KILN_EINVAL,
+                             "stage %u is 0x%x in the closure but 0x%x was handed in", index, bit,
+                             (unsigned)in->stage);
     struct kiln_foz_builder *b = c->b;
     if (bit == VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT ||
         bit == VK_SHADER_STAGE_TESSELLATION_EVALUATION_BIT)
-        KILN_TRY(need_feature(c, b->feat.f.tessellationShader, "tessellationShader",
-                              "a tessellation stage"));
+        KILN_TRY(kiln__fb_need_feature(c, b->feat.f.tessellationShader, "tessellationShader",
+                                       "a tessellation stage"));
     if (bit == VK_SHADER_STAGE_GEOMETRY_BIT)
-        KILN_TRY(need_feature(c, b->feat.f.geometryShader, "geometryShader", "a geometry stage"));
+        KILN_TRY(kiln__fb_need_feature(c, b->feat.f.geometryShader, "geometryShader",
+                                       "a geometry stage"));
     if (bit == 0x40 || bit == 0x80) /* task, mesh */
-        KILN_TRY(need(c, 0, X_MESH_EXT, X_MESH_NV, "a task or mesh stage"));
+        KILN_TRY(kiln__fb_need(c, 0, X_MESH_EXT, X_MESH_NV, "a task or mesh stage"));
     *out = *in;
     out->flags = u32(rec, "flags");
     struct json_object *name = get(rec, "name");
     if (!json_object_is_type(name, json_type_string))
-        return fail(c, KILN_EPARSE, "stage %u has no entry point name", index);
+        return kiln__fb_fail(c, KILN_EPARSE, "stage %u has no entry point name", index);
     size_t n = (size_t)json_object_get_string_len(name);
-    char *s = alloc(c, n + 1);
+    char *s = kiln__fb_alloc(c, n + 1);
     if (!s)
         return KILN_ENOMEM;
     memcpy(s, json_object_get_string(name), n);
@@ -1243,20 +1074,20 @@ static int stage(struct build *c, struct json_object *rec,
         KILN_TRY(specialization(c, get(rec, "specializationInfo"), &out->pSpecializationInfo));
     /* The recorded structures go first, ending in the caller's chain (the
      * module's create info with maintenance5), which is not ours to edit. */
-    return chain(c, get(rec, "pNext"), in->pNext, &out->pNext);
+    return kiln__fb_chain(c, get(rec, "pNext"), in->pNext, &out->pNext);
 }
 
 /* Checks that each dynamic state is one the device offers. */
-static int dynamic_states(struct build *c, const uint32_t *v, uint32_t n)
+int kiln__fb_dynamic_states(struct build *c, const uint32_t *v, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         uint32_t d = v[i];
         if (d <= VK_DYNAMIC_STATE_STENCIL_REFERENCE)
             continue;
         if ((d >= 1000267000 && d <= 1000267011))
-            KILN_TRY(need(c, 3, X_EDS, -1, "an extended dynamic state"));
+            KILN_TRY(kiln__fb_need(c, 3, X_EDS, -1, "an extended dynamic state"));
         else if (d == 1000377001 || d == 1000377002 || d == 1000377004)
-            KILN_TRY(need(c, 3, X_EDS2, -1, "an extended dynamic state 2"));
+            KILN_TRY(kiln__fb_need(c, 3, X_EDS2, -1, "an extended dynamic state 2"));
         else {
             static const struct {
                 uint32_t number;
@@ -1280,10 +1111,10 @@ static int dynamic_states(struct build *c, const uint32_t *v, uint32_t n)
                 if (by_number[k].number == number)
                     ext = by_number[k].ext;
             if (ext < 0)
-                return fail(c, KILN_ENOTSUP, "dynamic state %u is not one kiln knows", d);
+                return kiln__fb_fail(c, KILN_ENOTSUP, "dynamic state %u is not one kiln knows", d);
             if (number == 260 && c->b->ext[X_LINE_KHR])
                 continue;
-            KILN_TRY(need(c, 0, ext, -1, "a dynamic state"));
+            KILN_TRY(kiln__fb_need(c, 0, ext, -1, "a dynamic state"));
         }
     }
     return KILN_OK;
@@ -1309,24 +1140,24 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
     struct json_object *o;
     VkPipelineDynamicStateCreateInfo *dyn = NULL;
     if ((o = get(p, "dynamicState")) != NULL) {
-        dyn = alloc(c, sizeof(*dyn));
+        dyn = kiln__fb_alloc(c, sizeof(*dyn));
         if (!dyn)
             return KILN_ENOMEM;
         dyn->sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO;
         dyn->flags = u32(o, "flags");
         dyn->dynamicStateCount = len(get(o, "dynamicState"));
-        uint32_t *v = uints(c, get(o, "dynamicState"));
+        uint32_t *v = kiln__fb_uints(c, get(o, "dynamicState"));
         if (!v)
             return KILN_ENOMEM;
-        KILN_TRY(dynamic_states(c, v, dyn->dynamicStateCount));
+        KILN_TRY(kiln__fb_dynamic_states(c, v, dyn->dynamicStateCount));
         dyn->pDynamicStates = (const VkDynamicState *)v;
         ci->pDynamicState = dyn;
     }
     if ((o = get(p, "vertexInputState")) != NULL) {
-        VkPipelineVertexInputStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineVertexInputStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         struct json_object *as = get(o, "attributes"), *bs = get(o, "bindings");
-        VkVertexInputAttributeDescription *a = alloc(c, len(as) * sizeof(*a));
-        VkVertexInputBindingDescription *bd = alloc(c, len(bs) * sizeof(*bd));
+        VkVertexInputAttributeDescription *a = kiln__fb_alloc(c, len(as) * sizeof(*a));
+        VkVertexInputBindingDescription *bd = kiln__fb_alloc(c, len(bs) * sizeof(*bd));
         if (!s || !a || !bd)
             return KILN_ENOMEM;
         for (uint32_t i = 0; i < len(as); i++) {
@@ -1346,32 +1177,32 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
         s->pVertexAttributeDescriptions = a;
         s->vertexBindingDescriptionCount = len(bs);
         s->pVertexBindingDescriptions = bd;
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pVertexInputState = s;
     }
     if ((o = get(p, "inputAssemblyState")) != NULL) {
-        VkPipelineInputAssemblyStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineInputAssemblyStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         if (!s)
             return KILN_ENOMEM;
         s->sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO;
         s->flags = u32(o, "flags");
         s->topology = (VkPrimitiveTopology)u32(o, "topology");
         s->primitiveRestartEnable = u32(o, "primitiveRestartEnable");
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pInputAssemblyState = s;
     }
     if ((o = get(p, "tessellationState")) != NULL) {
-        VkPipelineTessellationStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineTessellationStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         if (!s)
             return KILN_ENOMEM;
         s->sType = VK_STRUCTURE_TYPE_PIPELINE_TESSELLATION_STATE_CREATE_INFO;
         s->flags = u32(o, "flags");
         s->patchControlPoints = u32(o, "patchControlPoints");
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pTessellationState = s;
     }
     if ((o = get(p, "viewportState")) != NULL) {
-        VkPipelineViewportStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineViewportStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         if (!s)
             return KILN_ENOMEM;
         s->sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO;
@@ -1381,8 +1212,9 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
         struct json_object *vs = get(o, "viewports"), *ss = get(o, "scissors");
         if (vs) {
             if (len(vs) != s->viewportCount)
-                return fail(c, KILN_EPARSE, "viewports does not hold viewportCount values");
-            VkViewport *v = alloc(c, len(vs) * sizeof(*v));
+                return kiln__fb_fail(c, KILN_EPARSE,
+                                     "viewports does not hold viewportCount values");
+            VkViewport *v = kiln__fb_alloc(c, len(vs) * sizeof(*v));
             if (!v)
                 return KILN_ENOMEM;
             for (uint32_t i = 0; i < len(vs); i++) {
@@ -1397,8 +1229,8 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
         }
         if (ss) {
             if (len(ss) != s->scissorCount)
-                return fail(c, KILN_EPARSE, "scissors does not hold scissorCount values");
-            VkRect2D *r = alloc(c, len(ss) * sizeof(*r));
+                return kiln__fb_fail(c, KILN_EPARSE, "scissors does not hold scissorCount values");
+            VkRect2D *r = kiln__fb_alloc(c, len(ss) * sizeof(*r));
             if (!r)
                 return KILN_ENOMEM;
             for (uint32_t i = 0; i < len(ss); i++) {
@@ -1410,12 +1242,13 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
             s->pScissors = r;
         }
         if (s->viewportCount > 1 || s->scissorCount > 1)
-            KILN_TRY(need_feature(c, f->f.multiViewport, "multiViewport", "several viewports"));
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+            KILN_TRY(
+                kiln__fb_need_feature(c, f->f.multiViewport, "multiViewport", "several viewports"));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pViewportState = s;
     }
     if ((o = get(p, "rasterizationState")) != NULL) {
-        VkPipelineRasterizationStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineRasterizationStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         if (!s)
             return KILN_ENOMEM;
         s->sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO;
@@ -1431,20 +1264,22 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
         s->depthBiasSlopeFactor = f32(o, "depthBiasSlopeFactor");
         s->lineWidth = f32(o, "lineWidth");
         if (s->depthClampEnable)
-            KILN_TRY(need_feature(c, f->f.depthClamp, "depthClamp", "depth clamping"));
+            KILN_TRY(kiln__fb_need_feature(c, f->f.depthClamp, "depthClamp", "depth clamping"));
         if (s->polygonMode == VK_POLYGON_MODE_LINE || s->polygonMode == VK_POLYGON_MODE_POINT)
-            KILN_TRY(need_feature(c, f->f.fillModeNonSolid, "fillModeNonSolid",
-                                  "a non-solid polygon mode"));
+            KILN_TRY(kiln__fb_need_feature(c, f->f.fillModeNonSolid, "fillModeNonSolid",
+                                           "a non-solid polygon mode"));
         if (s->depthBiasEnable && s->depthBiasClamp != 0.0f &&
             !has_dynamic(dyn, VK_DYNAMIC_STATE_DEPTH_BIAS))
-            KILN_TRY(need_feature(c, f->f.depthBiasClamp, "depthBiasClamp", "a depth bias clamp"));
+            KILN_TRY(kiln__fb_need_feature(c, f->f.depthBiasClamp, "depthBiasClamp",
+                                           "a depth bias clamp"));
         if (s->lineWidth != 1.0f && !has_dynamic(dyn, VK_DYNAMIC_STATE_LINE_WIDTH))
-            KILN_TRY(need_feature(c, f->f.wideLines, "wideLines", "a line width other than 1"));
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+            KILN_TRY(
+                kiln__fb_need_feature(c, f->f.wideLines, "wideLines", "a line width other than 1"));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pRasterizationState = s;
     }
     if ((o = get(p, "multisampleState")) != NULL) {
-        VkPipelineMultisampleStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineMultisampleStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         if (!s)
             return KILN_ENOMEM;
         s->sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO;
@@ -1457,19 +1292,20 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
         struct json_object *mask = get(o, "sampleMask");
         if (mask) {
             if (len(mask) != (s->rasterizationSamples + 31) / 32)
-                return fail(c, KILN_EPARSE, "sampleMask does not have one word per 32 samples");
-            s->pSampleMask = uints(c, mask);
+                return kiln__fb_fail(c, KILN_EPARSE,
+                                     "sampleMask does not have one word per 32 samples");
+            s->pSampleMask = kiln__fb_uints(c, mask);
         }
         if (s->sampleShadingEnable)
-            KILN_TRY(
-                need_feature(c, f->f.sampleRateShading, "sampleRateShading", "sample shading"));
+            KILN_TRY(kiln__fb_need_feature(c, f->f.sampleRateShading, "sampleRateShading",
+                                           "sample shading"));
         if (s->alphaToOneEnable)
-            KILN_TRY(need_feature(c, f->f.alphaToOne, "alphaToOne", "alpha to one"));
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+            KILN_TRY(kiln__fb_need_feature(c, f->f.alphaToOne, "alphaToOne", "alpha to one"));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pMultisampleState = s;
     }
     if ((o = get(p, "depthStencilState")) != NULL) {
-        VkPipelineDepthStencilStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineDepthStencilStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         if (!s)
             return KILN_ENOMEM;
         s->sType = VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO;
@@ -1494,14 +1330,15 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
             faces[k]->reference = u32(x, "reference");
         }
         if (s->depthBoundsTestEnable)
-            KILN_TRY(need_feature(c, f->f.depthBounds, "depthBounds", "a depth bounds test"));
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+            KILN_TRY(
+                kiln__fb_need_feature(c, f->f.depthBounds, "depthBounds", "a depth bounds test"));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pDepthStencilState = s;
     }
     if ((o = get(p, "colorBlendState")) != NULL) {
-        VkPipelineColorBlendStateCreateInfo *s = alloc(c, sizeof(*s));
+        VkPipelineColorBlendStateCreateInfo *s = kiln__fb_alloc(c, sizeof(*s));
         struct json_object *as = get(o, "attachments");
-        VkPipelineColorBlendAttachmentState *a = alloc(c, len(as) * sizeof(*a));
+        VkPipelineColorBlendAttachmentState *a = kiln__fb_alloc(c, len(as) * sizeof(*a));
         if (!s || !a)
             return KILN_ENOMEM;
         s->sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO;
@@ -1524,17 +1361,17 @@ static int graphics_states(struct build *c, struct json_object *p, VkGraphicsPip
             if (a[i].blendEnable &&
                 (dual_source(a[i].srcColorBlendFactor) || dual_source(a[i].dstColorBlendFactor) ||
                  dual_source(a[i].srcAlphaBlendFactor) || dual_source(a[i].dstAlphaBlendFactor)))
-                KILN_TRY(
-                    need_feature(c, f->f.dualSrcBlend, "dualSrcBlend", "dual-source blending"));
+                KILN_TRY(kiln__fb_need_feature(c, f->f.dualSrcBlend, "dualSrcBlend",
+                                               "dual-source blending"));
             if (i > 0 && memcmp(&a[i], &a[0], sizeof(a[0])) != 0)
-                KILN_TRY(need_feature(c, f->f.independentBlend, "independentBlend",
-                                      "attachments that blend differently"));
+                KILN_TRY(kiln__fb_need_feature(c, f->f.independentBlend, "independentBlend",
+                                               "attachments that blend differently"));
         }
         if (s->logicOpEnable)
-            KILN_TRY(need_feature(c, f->f.logicOp, "logicOp", "a logic op"));
+            KILN_TRY(kiln__fb_need_feature(c, f->f.logicOp, "logicOp", "a logic op"));
         s->attachmentCount = len(as);
         s->pAttachments = a;
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &s->pNext));
+        KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &s->pNext));
         ci->pColorBlendState = s;
     }
     return c->oom ? KILN_ENOMEM : KILN_OK;
@@ -1551,15 +1388,15 @@ static bool chain_has(const void *pnext, uint32_t stype)
 /* The flags a pipeline is built with: derivatives on their own, the
  * flags that change nothing dropped, a library only where the device has
  * VK_KHR_pipeline_library. */
-static int pipeline_flags(struct build *c, struct json_object *p, VkPipelineCreateFlags *flags,
-                          VkPipeline *base, int32_t *base_index)
+int kiln__fb_pipeline_flags(struct build *c, struct json_object *p, VkPipelineCreateFlags *flags,
+                            VkPipeline *base, int32_t *base_index)
 {
     uint32_t f = u32(p, "flags");
     if (f & FLAG_LIBRARY)
-        KILN_TRY(need(c, 0, X_PIPELINE_LIBRARY, -1, "a pipeline library"));
+        KILN_TRY(kiln__fb_need(c, 0, X_PIPELINE_LIBRARY, -1, "a pipeline library"));
     uint64_t bh;
-    if (!hash_of(get(p, "basePipelineHandle"), &bh))
-        return fail(c, KILN_EPARSE, "basePipelineHandle is not a hash");
+    if (!kiln__fb_hash_of(get(p, "basePipelineHandle"), &bh))
+        return kiln__fb_fail(c, KILN_EPARSE, "basePipelineHandle is not a hash");
     if ((f & FLAG_DERIVATIVE) || bh)
         atomic_fetch_add(&c->b->standalone, 1);
     *flags = f & ~(uint32_t)(FLAGS_IGNORED | FLAG_DERIVATIVE);
@@ -1574,10 +1411,10 @@ static int pipeline_flags(struct build *c, struct json_object *p, VkPipelineCrea
  * records by identity (kiln__foz_closure_stages hands out the closure's
  * own JSON objects) and filled from the handed-in stage at that index.
  */
-static int own_stages(struct build *c, struct json_object *rs, uint32_t n,
-                      VkPipelineShaderStageCreateInfo **out)
+int kiln__fb_own_stages(struct build *c, struct json_object *rs, uint32_t n,
+                        VkPipelineShaderStageCreateInfo **out)
 {
-    VkPipelineShaderStageCreateInfo *st = alloc(c, (n ? n : 1) * sizeof(*st));
+    VkPipelineShaderStageCreateInfo *st = kiln__fb_alloc(c, (n ? n : 1) * sizeof(*st));
     if (!st)
         return KILN_ENOMEM;
     for (uint32_t i = 0; i < n; i++) {
@@ -1586,75 +1423,10 @@ static int own_stages(struct build *c, struct json_object *rs, uint32_t n,
         while (k < c->nstages && c->recs[k] != rec)
             k++;
         if (k == c->nstages)
-            return fail(c, KILN_EINVAL, "a recorded stage has no handed-in stage");
+            return kiln__fb_fail(c, KILN_EINVAL, "a recorded stage has no handed-in stage");
         KILN_TRY(stage(c, rec, &c->stages[k], k, &st[i]));
     }
     *out = st;
-    return KILN_OK;
-}
-
-static int build_pipeline(struct build *c, struct json_object *p, int depth, VkPipelineCache cache,
-                          VkPipeline *out);
-
-/* Makes every library `p` links that this build has not made yet, each
- * with its own flags and state, before `p` itself. */
-static int build_libraries(struct build *c, struct json_object *p, int depth, VkPipelineCache cache)
-{
-    uint64_t hashes[KILN__FOZ_MAX_LIBRARIES];
-    uint32_t n;
-    if (kiln__foz_pipeline_libraries(p, hashes, KILN__FOZ_MAX_LIBRARIES, &n) < 0)
-        return fail(c, KILN_EPARSE, "a pipeline library is not named by a hash");
-    if (n > KILN__FOZ_MAX_LIBRARIES)
-        return fail(c, KILN_ERANGE, "a pipeline links %u libraries, more than kiln builds (%u)", n,
-                    KILN__FOZ_MAX_LIBRARIES);
-    if (n && depth >= LIBRARY_MAX_DEPTH)
-        return fail(c, KILN_EPARSE, "pipeline libraries nest deeper than %d", LIBRARY_MAX_DEPTH);
-    for (uint32_t i = 0; i < n; i++) {
-        bool made = false;
-        for (uint32_t k = 0; k < c->nlibs && !made; k++)
-            made = c->libs[k].hash == hashes[i];
-        if (made)
-            continue;
-        struct json_object *lib;
-        KILN_TRY(recorded(c, kiln__foz_tag_member(c->tag), hashes[i], "pipeline library", &lib));
-        if (!(u32(lib, "flags") & FLAG_LIBRARY))
-            return fail(c, KILN_EPARSE,
-                        "the pipeline library %016" PRIx64 " lacks the library flag", hashes[i]);
-        VkPipeline h = VK_NULL_HANDLE;
-        KILN_TRY(build_pipeline(c, lib, depth + 1, cache, &h));
-        /* Nested libraries are made once, so there is room for this one. */
-        assert(c->nlibs < KILN__FOZ_MAX_LIBRARIES);
-        c->libs[c->nlibs++] = (struct made_library){hashes[i], h};
-    }
-    return KILN_OK;
-}
-
-/* A VkPipelineLibraryCreateInfoKHR over the libraries `o` names, which
- * build_libraries made. */
-static int library_info(struct build *c, struct json_object *o,
-                        VkPipelineLibraryCreateInfoKHR **out)
-{
-    KILN_TRY(need(c, 0, X_PIPELINE_LIBRARY, -1, "linking pipeline libraries"));
-    struct json_object *libs = get(o, "libraries");
-    VkPipelineLibraryCreateInfoKHR *i = alloc(c, sizeof(*i));
-    VkPipeline *h = alloc(c, (len(libs) ? len(libs) : 1) * sizeof(*h));
-    if (!i || !h)
-        return KILN_ENOMEM;
-    for (uint32_t k = 0; k < len(libs); k++) {
-        uint64_t hash;
-        if (!hash_of(at(libs, k), &hash))
-            return fail(c, KILN_EPARSE, "a pipeline library is not named by a hash");
-        uint32_t m = 0;
-        while (m < c->nlibs && c->libs[m].hash != hash)
-            m++;
-        if (m == c->nlibs)
-            return fail(c, KILN_EPARSE, "the pipeline library %016" PRIx64 " was not made", hash);
-        h[k] = c->libs[m].pipeline;
-    }
-    i->sType = VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR;
-    i->libraryCount = len(libs);
-    i->pLibraries = h;
-    *out = i;
     return KILN_OK;
 }
 
@@ -1675,27 +1447,28 @@ static int build_graphics(struct build *c, struct json_object *p, VkPipelineCach
                           VkPipeline *out)
 {
     VkGraphicsPipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
-    KILN_TRY(pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
+    KILN_TRY(
+        kiln__fb_pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
     uint32_t parts = gpl_parts(p);
     if ((ci.flags & FLAG_LIBRARY) && !parts) {
         /* A graphics library with no part named is all four parts. */
-        KILN_TRY(need(c, 0, X_GPL, -1, "a graphics pipeline library"));
+        KILN_TRY(kiln__fb_need(c, 0, X_GPL, -1, "a graphics pipeline library"));
         parts = 0xf;
     }
-    KILN_TRY(chain(c, get(p, "pNext"), NULL, &ci.pNext));
+    KILN_TRY(kiln__fb_chain(c, get(p, "pNext"), NULL, &ci.pNext));
     bool links = chain_has(ci.pNext, STYPE_PIPELINE_LIBRARY);
     if (links)
-        KILN_TRY(need(c, 0, X_GPL, -1, "linking graphics pipeline libraries"));
+        KILN_TRY(kiln__fb_need(c, 0, X_GPL, -1, "linking graphics pipeline libraries"));
     struct json_object *rs = get(p, "stages");
     VkPipelineShaderStageCreateInfo *st;
-    KILN_TRY(own_stages(c, rs, len(rs), &st));
+    KILN_TRY(kiln__fb_own_stages(c, rs, len(rs), &st));
     ci.stageCount = len(rs);
     ci.pStages = st;
     KILN_TRY(graphics_states(c, p, &ci));
 
     uint64_t lh, rh;
-    if (!hash_of(get(p, "layout"), &lh) || !hash_of(get(p, "renderPass"), &rh))
-        return fail(c, KILN_EPARSE, "layout or renderPass is not a hash");
+    if (!kiln__fb_hash_of(get(p, "layout"), &lh) || !kiln__fb_hash_of(get(p, "renderPass"), &rh))
+        return kiln__fb_fail(c, KILN_EPARSE, "layout or renderPass is not a hash");
     /* A render pass matters only to the parts that rasterize or shade; a
      * linked pipeline takes it from its libraries. */
     bool uses_pass = (ci.flags & FLAG_LIBRARY) ? (parts & GPL_PARTS_WITH_PASS) != 0 : !links;
@@ -1704,16 +1477,16 @@ static int build_graphics(struct build *c, struct json_object *p, VkPipelineCach
     } else if (uses_pass &&
                !chain_has(ci.pNext, VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO)) {
         /* No render pass and no formats: dynamic rendering with none. */
-        KILN_TRY(need(c, 3, X_DYNAMIC_RENDERING, -1, "a pipeline without a render pass"));
-        KILN_TRY(need_feature(c, c->b->feat.dynamic_rendering, "dynamicRendering",
-                              "a pipeline without a render pass"));
+        KILN_TRY(kiln__fb_need(c, 3, X_DYNAMIC_RENDERING, -1, "a pipeline without a render pass"));
+        KILN_TRY(kiln__fb_need_feature(c, c->b->feat.dynamic_rendering, "dynamicRendering",
+                                       "a pipeline without a render pass"));
     }
     ci.subpass = u32(p, "subpass");
     if (lh)
-        KILN_TRY(pipeline_layout(c, lh, &ci.layout));
+        KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
     VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, NULL, out);
     if (r != VK_SUCCESS)
-        return fail(c, KILN_EVULKAN, "vkCreateGraphicsPipelines: VkResult %d", (int)r);
+        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateGraphicsPipelines: VkResult %d", (int)r);
     return KILN_OK;
 }
 
@@ -1721,130 +1494,35 @@ static int build_compute(struct build *c, struct json_object *p, VkPipelineCache
                          VkPipeline *out)
 {
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    KILN_TRY(pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
-    KILN_TRY(chain(c, get(p, "pNext"), NULL, &ci.pNext));
+    KILN_TRY(
+        kiln__fb_pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
+    KILN_TRY(kiln__fb_chain(c, get(p, "pNext"), NULL, &ci.pNext));
     if (!get(p, "stage"))
-        return fail(c, KILN_EPARSE, "a compute pipeline has no stage");
+        return kiln__fb_fail(c, KILN_EPARSE, "a compute pipeline has no stage");
     VkPipelineShaderStageCreateInfo *st;
-    KILN_TRY(own_stages(c, get(p, "stage"), 1, &st));
+    KILN_TRY(kiln__fb_own_stages(c, get(p, "stage"), 1, &st));
     ci.stage = st[0];
     uint64_t lh;
-    if (!hash_of(get(p, "layout"), &lh))
-        return fail(c, KILN_EPARSE, "layout is not a hash");
+    if (!kiln__fb_hash_of(get(p, "layout"), &lh))
+        return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
-        KILN_TRY(pipeline_layout(c, lh, &ci.layout));
+        KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
     VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, NULL, out);
     if (r != VK_SUCCESS)
-        return fail(c, KILN_EVULKAN, "vkCreateComputePipelines: VkResult %d", (int)r);
-    return KILN_OK;
-}
-
-/* Checks that a group's shader index is unused or one of the pipeline's
- * own `n` stages (a library's groups index the library's stages). */
-static int group_index(struct build *c, struct json_object *g, const char *key, uint32_t group,
-                       uint32_t n, uint32_t *out)
-{
-    *out = get(g, key) ? u32(g, key) : VK_SHADER_UNUSED_KHR;
-    if (*out != VK_SHADER_UNUSED_KHR && *out >= n)
-        return fail(c, KILN_EPARSE, "ray-tracing group %u: %s %u is not one of the %u stages",
-                    group, key, *out, n);
-    return KILN_OK;
-}
-
-static int build_raytracing(struct build *c, struct json_object *p, VkPipelineCache cache,
-                            VkPipeline *out)
-{
-    struct kiln_foz_builder *b = c->b;
-    KILN_TRY(need(c, 0, X_RT_PIPELINE, -1, "a ray-tracing pipeline"));
-    KILN_TRY(need_feature(c, b->feat.rt, "rayTracingPipeline", "a ray-tracing pipeline"));
-    if (!b->vk.CreateRayTracingPipelinesKHR)
-        return fail(c, KILN_ENOTSUP, "the device has no vkCreateRayTracingPipelinesKHR");
-    VkRayTracingPipelineCreateInfoKHR ci = {
-        .sType = VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR};
-    KILN_TRY(pipeline_flags(c, p, &ci.flags, &ci.basePipelineHandle, &ci.basePipelineIndex));
-    ci.maxPipelineRayRecursionDepth = u32(p, "maxPipelineRayRecursionDepth");
-    if (b->max_recursion && ci.maxPipelineRayRecursionDepth > b->max_recursion)
-        return fail(c, KILN_ENOTSUP,
-                    "a ray recursion depth of %u needs more than the device's maxRayRecursionDepth "
-                    "(%u)",
-                    ci.maxPipelineRayRecursionDepth, b->max_recursion);
-    KILN_TRY(chain(c, get(p, "pNext"), NULL, &ci.pNext));
-    struct json_object *rs = get(p, "stages");
-    VkPipelineShaderStageCreateInfo *st;
-    KILN_TRY(own_stages(c, rs, len(rs), &st));
-    ci.stageCount = len(rs);
-    ci.pStages = st;
-
-    struct json_object *gs = get(p, "groups");
-    VkRayTracingShaderGroupCreateInfoKHR *g = alloc(c, (len(gs) ? len(gs) : 1) * sizeof(*g));
-    if (!g)
-        return KILN_ENOMEM;
-    for (uint32_t i = 0; i < len(gs); i++) {
-        struct json_object *o = at(gs, i);
-        g[i].sType = VK_STRUCTURE_TYPE_RAY_TRACING_SHADER_GROUP_CREATE_INFO_KHR;
-        g[i].type = (VkRayTracingShaderGroupTypeKHR)u32(o, "type");
-        if (g[i].type > VK_RAY_TRACING_SHADER_GROUP_TYPE_PROCEDURAL_HIT_GROUP_KHR)
-            return fail(c, KILN_EPARSE, "ray-tracing group %u has type %u", i, (unsigned)g[i].type);
-        KILN_TRY(group_index(c, o, "generalShader", i, ci.stageCount, &g[i].generalShader));
-        KILN_TRY(group_index(c, o, "closestHitShader", i, ci.stageCount, &g[i].closestHitShader));
-        KILN_TRY(group_index(c, o, "anyHitShader", i, ci.stageCount, &g[i].anyHitShader));
-        KILN_TRY(
-            group_index(c, o, "intersectionShader", i, ci.stageCount, &g[i].intersectionShader));
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &g[i].pNext));
-    }
-    ci.groupCount = len(gs);
-    ci.pGroups = g;
-
-    struct json_object *o;
-    if ((o = get(p, "libraryInterface")) != NULL) {
-        VkRayTracingPipelineInterfaceCreateInfoKHR *i = alloc(c, sizeof(*i));
-        if (!i)
-            return KILN_ENOMEM;
-        i->sType = VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_INTERFACE_CREATE_INFO_KHR;
-        i->maxPipelineRayPayloadSize = u32(o, "maxPipelineRayPayloadSize");
-        i->maxPipelineRayHitAttributeSize = u32(o, "maxPipelineRayHitAttributeSize");
-        KILN_TRY(chain(c, get(o, "pNext"), NULL, &i->pNext));
-        ci.pLibraryInterface = i;
-    }
-    if ((o = get(p, "libraryInfo")) != NULL) {
-        VkPipelineLibraryCreateInfoKHR *i;
-        KILN_TRY(library_info(c, o, &i));
-        ci.pLibraryInfo = i;
-    }
-    if ((o = get(p, "dynamicState")) != NULL) {
-        VkPipelineDynamicStateCreateInfo *dyn = alloc(c, sizeof(*dyn));
-        uint32_t *v = uints(c, get(o, "dynamicState"));
-        if (!dyn || !v)
-            return KILN_ENOMEM;
-        dyn->sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO;
-        dyn->flags = u32(o, "flags");
-        dyn->dynamicStateCount = len(get(o, "dynamicState"));
-        KILN_TRY(dynamic_states(c, v, dyn->dynamicStateCount));
-        dyn->pDynamicStates = (const VkDynamicState *)v;
-        ci.pDynamicState = dyn;
-    }
-    uint64_t lh;
-    if (!hash_of(get(p, "layout"), &lh))
-        return fail(c, KILN_EPARSE, "layout is not a hash");
-    if (lh)
-        KILN_TRY(pipeline_layout(c, lh, &ci.layout));
-    VkResult r =
-        b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, NULL, out);
-    if (r != VK_SUCCESS)
-        return fail(c, KILN_EVULKAN, "vkCreateRayTracingPipelinesKHR: VkResult %d", (int)r);
+        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateComputePipelines: VkResult %d", (int)r);
     return KILN_OK;
 }
 
 /* Builds one pipeline of the closure: its libraries first, then itself. */
-static int build_pipeline(struct build *c, struct json_object *p, int depth, VkPipelineCache cache,
-                          VkPipeline *out)
+int kiln__fb_build_pipeline(struct build *c, struct json_object *p, int depth,
+                            VkPipelineCache cache, VkPipeline *out)
 {
-    KILN_TRY(build_libraries(c, p, depth, cache));
+    KILN_TRY(kiln__fb_build_libraries(c, p, depth, cache));
     if (c->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE)
         return build_graphics(c, p, cache, out);
     if (c->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE)
         return build_compute(c, p, cache, out);
-    return build_raytracing(c, p, cache, out);
+    return kiln__fb_build_raytracing(c, p, cache, out);
 }
 
 int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
@@ -1867,8 +1545,9 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
     int rc = kiln__foz_closure_parse(closure, size, &c->doc, &c->tag, &hash, &p);
     if (rc < 0) {
         atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
-        fail(c, rc, "%s",
-             rc == KILN_EFORMAT ? "not a kiln Fossilize closure" : "the closure has no pipeline");
+        kiln__fb_fail(c, rc, "%s",
+                      rc == KILN_EFORMAT ? "not a kiln Fossilize closure"
+                                         : "the closure has no pipeline");
         free(c);
         return rc;
     }
@@ -1877,21 +1556,22 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                                                                         : KILN_FOZ_KIND_RAYTRACING;
     rc = kiln__foz_closure_stages(c->doc, c->tag, p, c->recs, KILN_FOZ_MAX_STAGES, &c->nstages);
     if (rc < 0)
-        fail(c, rc, "the closure's stages or pipeline libraries do not read");
+        kiln__fb_fail(c, rc, "the closure's stages or pipeline libraries do not read");
     else if (c->nstages != stage_count)
-        rc = fail(c, KILN_EINVAL, "the closure has %u stages but %u were handed in", c->nstages,
-                  stage_count);
+        rc = kiln__fb_fail(c, KILN_EINVAL, "the closure has %u stages but %u were handed in",
+                           c->nstages, stage_count);
     for (uint32_t i = 0; rc == 0 && i < stage_count; i++)
         if ((uint32_t)stages[i].stage != u32(c->recs[i], "stage"))
-            rc = fail(c, KILN_EINVAL, "stage %u is 0x%x in the closure but 0x%x was handed in", i,
-                      u32(c->recs[i], "stage"), (unsigned)stages[i].stage);
+            rc = kiln__fb_fail(c, KILN_EINVAL,
+                               "stage %u is 0x%x in the closure but 0x%x was handed in", i,
+                               u32(c->recs[i], "stage"), (unsigned)stages[i].stage);
     if (rc == 0)
-        rc = build_pipeline(c, p, 0, cache, pipeline);
+        rc = kiln__fb_build_pipeline(c, p, 0, cache, pipeline);
     /* The linked pipeline does not need its libraries once it exists. */
     for (uint32_t i = 0; i < c->nlibs; i++)
         b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, NULL);
     if (rc == KILN_ENOMEM)
-        fail(c, rc, "out of memory");
+        kiln__fb_fail(c, rc, "out of memory");
     if (rc == 0)
         atomic_fetch_add(&b->built[kind], 1);
     else if (rc == KILN_ENOTSUP)
