@@ -21,8 +21,6 @@
  */
 #include "foz_builder_private.h"
 
-#include <assert.h>
-
 /* Makes every library `p` links that this build has not made yet, each
  * with its own flags and state, before `p` itself. */
 int kiln__fb_build_libraries(struct build *c, struct json_object *p, int depth,
@@ -54,8 +52,13 @@ int kiln__fb_build_libraries(struct build *c, struct json_object *p, int depth,
                                  hashes[i]);
         VkPipeline h = VK_NULL_HANDLE;
         KILN_TRY(kiln__fb_build_pipeline(c, lib, depth + 1, cache, &h));
-        /* Nested libraries are made once, so there is room for this one. */
-        assert(c->nlibs < KILN__FOZ_MAX_LIBRARIES);
+        /* The closure's stage walk bounds the distinct libraries, so this
+         * holds for every closure that got this far; kept as a check. */
+        if (c->nlibs == KILN__FOZ_MAX_LIBRARIES) {
+            c->b->vk.DestroyPipeline(c->b->device, h, NULL);
+            return kiln__fb_fail(c, KILN_ERANGE, "more than %u pipeline libraries",
+                                 KILN__FOZ_MAX_LIBRARIES);
+        }
         c->libs[c->nlibs++] = (struct made_library){hashes[i], h};
     }
     return KILN_OK;

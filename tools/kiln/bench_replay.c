@@ -110,10 +110,11 @@ struct replay_set {
     struct kiln_foz_pipelines *fp; /* the archives' distinct pipelines */
     size_t n;                      /* how many */
     size_t archives;
-    uint64_t met;        /* pipelines met in the archives */
-    uint64_t duplicates; /* met again (same key): replayed once */
-    uint64_t unreadable; /* left out: an object or module missing, or a bad record */
-    uint64_t damaged;    /* damaged entries of any kind the reader skipped */
+    uint64_t met;           /* pipelines met in the archives */
+    uint64_t duplicates;    /* met again (same key): replayed once */
+    uint64_t unreadable;    /* left out: an object or module missing, or a bad record */
+    uint64_t library_parts; /* stage-less library parts: built inside the pipelines linking them */
+    uint64_t damaged;       /* damaged entries of any kind the reader skipped */
     uint64_t per_kind[NKINDS];
 };
 
@@ -171,6 +172,7 @@ static int set_open(const char *const *paths, size_t n, struct replay_set *s)
         s->met += st.found[k];
         s->duplicates += st.duplicates[k];
         s->unreadable += st.unreadable[k];
+        s->library_parts += st.library_parts[k];
     }
     s->damaged = st.entries_skipped;
     for (size_t i = 0; i < s->n; i++) {
@@ -528,6 +530,7 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
     cli_json_u64(&j, "pipelines_met", s->met);
     cli_json_u64(&j, "duplicates", s->duplicates);
     cli_json_u64(&j, "unreadable", s->unreadable);
+    cli_json_u64(&j, "library_parts", s->library_parts);
     cli_json_u64(&j, "pipelines", s->n);
     cli_json_object_begin(&j, "kinds");
     for (int k = 0; k < NKINDS; k++)
@@ -628,8 +631,9 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
     if (archive)
         printf("  the generated archive: %s\n", archive);
     printf("  %" PRIu64 " met, %" PRIu64 " duplicates replayed once, %" PRIu64
-           " left out (unreadable); read in %.2f s\n",
-           s->met, s->duplicates, s->unreadable, read_secs);
+           " left out (unreadable), %" PRIu64
+           " library parts without a stage (built inside their links); read in %.2f s\n",
+           s->met, s->duplicates, s->unreadable, s->library_parts, read_secs);
     printf("  a fresh process and empty pipeline cache per run; peak memory per run (%s)\n",
            runs[0].hwm_reset ? "VmHWM reset by clear_refs" : "getrusage");
     if (nseries > 1) {
