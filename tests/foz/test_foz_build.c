@@ -197,6 +197,92 @@ KT_CASE(closure_errors)
     free_archives(&a);
 }
 
+/* Closures of pipelines that link libraries: their stages in builder order
+ * (the pipeline's own, then each library's, depth-first, each library
+ * once), for graphics pipeline libraries and ray tracing alike; a missing
+ * library is refused, a cycle ends. */
+#define CLOSURE_HEAD    "{\"format\":\"kiln-foz-closure\",\"version\":1,"
+#define STAGE(bit, mod) "{\"flags\":0,\"stage\":" #bit ",\"module\":\"" mod "\",\"name\":\"main\"}"
+#define LINKS(...)      "\"pNext\":[{\"sType\":1000290000,\"libraries\":[" __VA_ARGS__ "]}]"
+
+KT_CASE(library_closures)
+{
+    struct kiln_foz_closure_info info;
+    /* A link of two parts, the second linking the first again. */
+    const char *gpl = CLOSURE_HEAD
+        "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
+        "\"graphicsPipelines\":{"
+        "\"0000000000000010\":{\"flags\":0,\"stages\":[]," LINKS(
+            "\"0000000000000011\",\"0000000000000012\"") "},"
+                                                         "\"0000000000000011\":{\"flags\":2048,"
+                                                         "\"stages\":[" STAGE(
+                                                             1,
+                                                             "00000000000000a1") "]},"
+                                                                                 "\"000000000000001"
+                                                                                 "2\":{\"flags\":"
+                                                                                 "2048,\"stages\":"
+                                                                                 "[" STAGE(16, "000"
+                                                                                               "000"
+                                                                                               "000"
+                                                                                               "000"
+                                                                                               "00a"
+                                                                                               "2") "]," LINKS(
+                                                                                     "\"00000000000"
+                                                                                     "00011\"") "}}"
+                                                                                                "}";
+    KT_REQUIRE_OK(kiln_foz_closure_inspect(gpl, strlen(gpl), &info));
+    KT_CHECK_EQ(info.tag, KILN_FOZ_TAG_GRAPHICS_PIPELINE);
+    KT_CHECK_EQ(info.hash, 0x10);
+    KT_CHECK_EQ(info.stage_count, 2);
+    KT_CHECK_EQ(info.stages[0], 1);
+    KT_CHECK_EQ(info.stages[1], 16);
+    KT_CHECK_EQ(info.modules[0], 0xa1);
+    KT_CHECK_EQ(info.modules[1], 0xa2);
+
+    /* Ray tracing: the raygen, then the library's miss and closest hit. */
+    const char *rt = CLOSURE_HEAD
+        "\"kind\":\"raytracing\",\"pipeline\":\"0000000000000020\","
+        "\"raytracingPipelines\":{"
+        "\"0000000000000020\":{\"flags\":0,\"stages\":[" STAGE(
+            256, "00000000000000b1") "],\"libraryInfo\":{\"libraries\":"
+                                     "[\"0000000000000021\"]}},"
+                                     "\"0000000000000021\":{\"flags\":2048,\"stages\":[" STAGE(
+                                         2048,
+                                         "00000000000000b2") "," STAGE(1024,
+                                                                       "00000000000000b3") "]}}}";
+    KT_REQUIRE_OK(kiln_foz_closure_inspect(rt, strlen(rt), &info));
+    KT_CHECK_EQ(info.tag, KILN_FOZ_TAG_RAYTRACING_PIPELINE);
+    KT_CHECK_EQ(info.stage_count, 3);
+    KT_CHECK_EQ(info.stages[0], 256);
+    KT_CHECK_EQ(info.stages[1], 2048);
+    KT_CHECK_EQ(info.stages[2], 1024);
+    KT_CHECK_EQ(info.modules[2], 0xb3);
+
+    /* A library the closure does not hold, and one not named by a hash. */
+    const char *missing =
+        CLOSURE_HEAD "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
+                     "\"graphicsPipelines\":{\"0000000000000010\":{\"flags\":0,\"stages\":[" STAGE(
+                         1, "00000000000000a1") "]," LINKS("\"0000000000000099\"") "}}}";
+    KT_CHECK_EQ(kiln_foz_closure_inspect(missing, strlen(missing), &info), KILN_EPARSE);
+    const char *bad = CLOSURE_HEAD
+        "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
+        "\"graphicsPipelines\":{\"0000000000000010\":{\"flags\":0,\"stages\":[]," LINKS(
+            "\"not a hash\"") "}}}";
+    KT_CHECK_EQ(kiln_foz_closure_inspect(bad, strlen(bad), &info), KILN_EPARSE);
+
+    /* Libraries that link each other in a cycle: each is walked once. */
+    const char *cycle =
+        CLOSURE_HEAD "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
+                     "\"graphicsPipelines\":{"
+                     "\"0000000000000010\":{\"flags\":2048,\"stages\":[]," LINKS(
+                         "\"0000000000000011\"") "},"
+                                                 "\"0000000000000011\":{\"flags\":2048,\"stages\":"
+                                                 "[" STAGE(1, "00000000000000a1") "]," LINKS(
+                                                     "\"0000000000000010\"") "}}}";
+    KT_CHECK_OK(kiln_foz_closure_inspect(cycle, strlen(cycle), &info));
+    KT_CHECK_EQ(info.stage_count, 1);
+}
+
 /* ---------------------------------------------------------------------------
  * A Vulkan device of the test's own
  * ------------------------------------------------------------------------ */
@@ -1055,5 +1141,6 @@ KT_CASE(unrecorded_states)
         printf("(the validation layer is not installed: built without it)\n");
 }
 
-KT_MAIN(KT_ENTRY(corpus_closures), KT_ENTRY(closure_errors), KT_ENTRY(corpus_build),
-        KT_ENTRY(corpus_validation), KT_ENTRY(refusals), KT_ENTRY(unrecorded_states))
+KT_MAIN(KT_ENTRY(corpus_closures), KT_ENTRY(closure_errors), KT_ENTRY(library_closures),
+        KT_ENTRY(corpus_build), KT_ENTRY(corpus_validation), KT_ENTRY(refusals),
+        KT_ENTRY(unrecorded_states))

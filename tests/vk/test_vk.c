@@ -643,9 +643,50 @@ KT_CASE(validation_refuses_before_the_driver)
     kiln_vk_destroy(vk);
 }
 
+/* Extra device extensions: each enabled only where offered, with what it
+ * depends on; one the device lacks never fails the context. */
+KT_CASE(extra_extensions)
+{
+    static const char *const extra[] = {
+        "VK_KHR_pipeline_library",         "VK_EXT_graphics_pipeline_library",
+        "VK_KHR_deferred_host_operations", "VK_KHR_acceleration_structure",
+        "VK_KHR_ray_tracing_pipeline",     "VK_KILN_no_such_extension"};
+    struct kiln_vk_options opt = {.extra_extensions = extra,
+                                  .extra_extension_count = sizeof(extra) / sizeof(extra[0])};
+    struct kiln_vk *vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    const struct kiln_vk_info *in = kiln_vk_info(vk);
+    bool lib = kiln_vk_extension_enabled(vk, "VK_KHR_pipeline_library");
+    bool gpl = kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library");
+    bool dho = kiln_vk_extension_enabled(vk, "VK_KHR_deferred_host_operations");
+    bool as = kiln_vk_extension_enabled(vk, "VK_KHR_acceleration_structure");
+    bool rt = kiln_vk_extension_enabled(vk, "VK_KHR_ray_tracing_pipeline");
+    fprintf(stderr, "%s: pipeline library %d, GPL %d, deferred ops %d, AS %d, ray tracing %d\n",
+            in->device_name, lib, gpl, dho, as, rt);
+    KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_KILN_no_such_extension"));
+    KT_CHECK(!kiln_vk_extension_enabled(vk, NULL));
+    KT_CHECK_EQ(kiln_vk_extension_enabled(vk, "VK_KHR_maintenance5"), in->maintenance5);
+    KT_CHECK(!gpl || lib);
+    KT_CHECK(!as || dho);
+    KT_CHECK(!rt || as);
+    /* lavapipe, the CI's device, offers the graphics pipeline library. */
+    if (strstr(in->device_name, "llvmpipe"))
+        KT_CHECK(lib && gpl);
+    kiln_vk_destroy(vk);
+
+    /* Asked without the extension it depends on, it is left out. */
+    opt.extra_extensions = extra + 1;
+    opt.extra_extension_count = 1;
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library"));
+    KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_KHR_pipeline_library"));
+    kiln_vk_destroy(vk);
+}
+
 KT_MAIN(KT_ENTRY(spirv_reflect), KT_ENTRY(builtin_layout_checked),
         KT_ENTRY(not_available_without_loader), KT_ENTRY(compute_and_graphics),
         KT_ENTRY(forced_modules), KT_ENTRY(graphics_with_render_pass),
         KT_ENTRY(broken_program_fails_alone), KT_ENTRY(validation_refuses_before_the_driver),
         KT_ENTRY(keep_modules_mode), KT_ENTRY(pipeline_cache_round_trip), KT_ENTRY(device_index),
-        KT_ENTRY(cache_header_check), KT_ENTRY(spirv_check))
+        KT_ENTRY(cache_header_check), KT_ENTRY(spirv_check), KT_ENTRY(extra_extensions))
