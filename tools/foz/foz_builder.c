@@ -1567,9 +1567,15 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                                u32(c->recs[i], "stage"), (unsigned)stages[i].stage);
     if (rc == 0)
         rc = kiln__fb_build_pipeline(c, p, 0, cache, pipeline);
-    /* The linked pipeline does not need its libraries once it exists. */
+    /* The linked pipeline does not need its libraries once it exists. One
+     * thread at a time: lavapipe (Mesa 22.3) defers destroying a library
+     * that was linked by appending it to a device-wide list, and
+     * ThreadSanitizer sees concurrent appends there race; a destroy is
+     * cheap beside the builds around it. */
+    pthread_mutex_lock(&b->lock);
     for (uint32_t i = 0; i < c->nlibs; i++)
         b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, NULL);
+    pthread_mutex_unlock(&b->lock);
     if (rc == KILN_ENOMEM)
         kiln__fb_fail(c, rc, "out of memory");
     if (rc == 0)
