@@ -200,37 +200,47 @@ KT_CASE(closure_errors)
 /* Closures of pipelines that link libraries: their stages in builder order
  * (the pipeline's own, then each library's, depth-first, each library
  * once), for graphics pipeline libraries and ray tracing alike; a missing
- * library is refused, a cycle ends. */
-#define CLOSURE_HEAD    "{\"format\":\"kiln-foz-closure\",\"version\":1,"
-#define STAGE(bit, mod) "{\"flags\":0,\"stage\":" #bit ",\"module\":\"" mod "\",\"name\":\"main\"}"
-#define LINKS(...)      "\"pNext\":[{\"sType\":1000290000,\"libraries\":[" __VA_ARGS__ "]}]"
+ * library is refused, a cycle ends. Stages are {stage, module} pairs, the
+ * module hashes 00..0a1 and so on. */
+static const char gpl_closure[] =
+    "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"graphics\","
+    "\"pipeline\":\"0000000000000010\",\"graphicsPipelines\":{"
+    "\"0000000000000010\":{\"flags\":0,\"stages\":[],\"pNext\":[{\"sType\":1000290000,"
+    "\"libraries\":[\"0000000000000011\",\"0000000000000012\"]}]},"
+    "\"0000000000000011\":{\"flags\":2048,\"stages\":[{\"stage\":1,"
+    "\"module\":\"00000000000000a1\",\"name\":\"main\"}]},"
+    "\"0000000000000012\":{\"flags\":2048,\"stages\":[{\"stage\":16,"
+    "\"module\":\"00000000000000a2\",\"name\":\"main\"}],\"pNext\":[{\"sType\":1000290000,"
+    "\"libraries\":[\"0000000000000011\"]}]}}}";
+
+static const char rt_closure[] =
+    "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"raytracing\","
+    "\"pipeline\":\"0000000000000020\",\"raytracingPipelines\":{"
+    "\"0000000000000020\":{\"flags\":0,\"stages\":[{\"stage\":256,"
+    "\"module\":\"00000000000000b1\",\"name\":\"main\"}],"
+    "\"libraryInfo\":{\"libraries\":[\"0000000000000021\"]}},"
+    "\"0000000000000021\":{\"flags\":2048,\"stages\":[{\"stage\":2048,"
+    "\"module\":\"00000000000000b2\",\"name\":\"main\"},{\"stage\":1024,"
+    "\"module\":\"00000000000000b3\",\"name\":\"main\"}]}}}";
+
+/* A closure whose pipeline links `lib`, with `rest` after it. */
+static char *closure_linking(const char *lib, const char *rest)
+{
+    static char text[1024];
+    snprintf(text, sizeof(text),
+             "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"graphics\","
+             "\"pipeline\":\"0000000000000010\",\"graphicsPipelines\":{"
+             "\"0000000000000010\":{\"flags\":2048,\"stages\":[],\"pNext\":[{\"sType\":1000290000,"
+             "\"libraries\":[\"%s\"]}]}%s}}",
+             lib, rest);
+    return text;
+}
 
 KT_CASE(library_closures)
 {
     struct kiln_foz_closure_info info;
     /* A link of two parts, the second linking the first again. */
-    const char *gpl = CLOSURE_HEAD
-        "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
-        "\"graphicsPipelines\":{"
-        "\"0000000000000010\":{\"flags\":0,\"stages\":[]," LINKS(
-            "\"0000000000000011\",\"0000000000000012\"") "},"
-                                                         "\"0000000000000011\":{\"flags\":2048,"
-                                                         "\"stages\":[" STAGE(
-                                                             1,
-                                                             "00000000000000a1") "]},"
-                                                                                 "\"000000000000001"
-                                                                                 "2\":{\"flags\":"
-                                                                                 "2048,\"stages\":"
-                                                                                 "[" STAGE(16, "000"
-                                                                                               "000"
-                                                                                               "000"
-                                                                                               "000"
-                                                                                               "00a"
-                                                                                               "2") "]," LINKS(
-                                                                                     "\"00000000000"
-                                                                                     "00011\"") "}}"
-                                                                                                "}";
-    KT_REQUIRE_OK(kiln_foz_closure_inspect(gpl, strlen(gpl), &info));
+    KT_REQUIRE_OK(kiln_foz_closure_inspect(gpl_closure, strlen(gpl_closure), &info));
     KT_CHECK_EQ(info.tag, KILN_FOZ_TAG_GRAPHICS_PIPELINE);
     KT_CHECK_EQ(info.hash, 0x10);
     KT_CHECK_EQ(info.stage_count, 2);
@@ -240,17 +250,7 @@ KT_CASE(library_closures)
     KT_CHECK_EQ(info.modules[1], 0xa2);
 
     /* Ray tracing: the raygen, then the library's miss and closest hit. */
-    const char *rt = CLOSURE_HEAD
-        "\"kind\":\"raytracing\",\"pipeline\":\"0000000000000020\","
-        "\"raytracingPipelines\":{"
-        "\"0000000000000020\":{\"flags\":0,\"stages\":[" STAGE(
-            256, "00000000000000b1") "],\"libraryInfo\":{\"libraries\":"
-                                     "[\"0000000000000021\"]}},"
-                                     "\"0000000000000021\":{\"flags\":2048,\"stages\":[" STAGE(
-                                         2048,
-                                         "00000000000000b2") "," STAGE(1024,
-                                                                       "00000000000000b3") "]}}}";
-    KT_REQUIRE_OK(kiln_foz_closure_inspect(rt, strlen(rt), &info));
+    KT_REQUIRE_OK(kiln_foz_closure_inspect(rt_closure, strlen(rt_closure), &info));
     KT_CHECK_EQ(info.tag, KILN_FOZ_TAG_RAYTRACING_PIPELINE);
     KT_CHECK_EQ(info.stage_count, 3);
     KT_CHECK_EQ(info.stages[0], 256);
@@ -259,27 +259,17 @@ KT_CASE(library_closures)
     KT_CHECK_EQ(info.modules[2], 0xb3);
 
     /* A library the closure does not hold, and one not named by a hash. */
-    const char *missing =
-        CLOSURE_HEAD "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
-                     "\"graphicsPipelines\":{\"0000000000000010\":{\"flags\":0,\"stages\":[" STAGE(
-                         1, "00000000000000a1") "]," LINKS("\"0000000000000099\"") "}}}";
-    KT_CHECK_EQ(kiln_foz_closure_inspect(missing, strlen(missing), &info), KILN_EPARSE);
-    const char *bad = CLOSURE_HEAD
-        "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
-        "\"graphicsPipelines\":{\"0000000000000010\":{\"flags\":0,\"stages\":[]," LINKS(
-            "\"not a hash\"") "}}}";
-    KT_CHECK_EQ(kiln_foz_closure_inspect(bad, strlen(bad), &info), KILN_EPARSE);
+    const char *c = closure_linking("0000000000000099", "");
+    KT_CHECK_EQ(kiln_foz_closure_inspect(c, strlen(c), &info), KILN_EPARSE);
+    c = closure_linking("not a hash", "");
+    KT_CHECK_EQ(kiln_foz_closure_inspect(c, strlen(c), &info), KILN_EPARSE);
 
     /* Libraries that link each other in a cycle: each is walked once. */
-    const char *cycle =
-        CLOSURE_HEAD "\"kind\":\"graphics\",\"pipeline\":\"0000000000000010\","
-                     "\"graphicsPipelines\":{"
-                     "\"0000000000000010\":{\"flags\":2048,\"stages\":[]," LINKS(
-                         "\"0000000000000011\"") "},"
-                                                 "\"0000000000000011\":{\"flags\":2048,\"stages\":"
-                                                 "[" STAGE(1, "00000000000000a1") "]," LINKS(
-                                                     "\"0000000000000010\"") "}}}";
-    KT_CHECK_OK(kiln_foz_closure_inspect(cycle, strlen(cycle), &info));
+    c = closure_linking("0000000000000011",
+                        ",\"0000000000000011\":{\"flags\":2048,\"stages\":[{\"stage\":1,"
+                        "\"module\":\"00000000000000a1\",\"name\":\"main\"}],"
+                        "\"pNext\":[{\"sType\":1000290000,\"libraries\":[\"0000000000000010\"]}]}");
+    KT_CHECK_OK(kiln_foz_closure_inspect(c, strlen(c), &info));
     KT_CHECK_EQ(info.stage_count, 1);
 }
 
