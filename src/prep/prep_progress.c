@@ -80,11 +80,13 @@ int kiln__prep_run_pipelines(struct kiln_pool *pool, kiln_pool_job_fn fn, void *
 
 int64_t kiln__prep_pipelines_done(const struct kiln__prep_build *b)
 {
+    /* The state kinds (enum kiln_state_kind) as a warning names them. */
+    static const char *const kinds[KILN_STATE_KINDS] = {"built-in", "Fossilize", "application"};
     for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++) {
         uint64_t skipped = atomic_load(&b->skipped[kind]);
         if (skipped)
-            KILN_WARN("prep", "%" PRIu64 " program%s of state kind %u skipped; the first: %s",
-                      skipped, skipped == 1 ? "" : "s", kind, b->skip_reason[kind]);
+            KILN_WARN("prep", "%" PRIu64 " %s program%s skipped; the first: %s", skipped,
+                      kinds[kind], skipped == 1 ? "" : "s", b->skip_reason[kind]);
     }
     uint64_t built = 0;
     for (unsigned kind = 0; kind < KILN_STATE_KINDS; kind++)
