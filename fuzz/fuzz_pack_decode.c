@@ -4,8 +4,12 @@
  * dictionary) and a program payload (kiln_program_payload_parse, then each
  * stage's blob).
  *
- * Blobs of both formats are decoded (format 1, which kiln made before, and
- * format 2, what kiln_pack makes now); the seed corpus has both. The
+ * Blobs of every format are decoded (formats 1 and 2, which kiln made
+ * before, and format 3, what kiln_pack makes now); the seed corpus has all
+ * three. Format 3 checks its seal (a hash of the packed bytes) before it
+ * decodes anything, so a mutated blob would never get past it: each
+ * format-3 input is also unpacked with its seal rewritten to match, which
+ * hands the mutated bytes to zstd and the transform's decoder. The
  * property beyond "no crash": whatever unpacks without an error is exactly
  * as long as its header says, and packs and unpacks again to the same
  * words (so the encoder is fuzzed with whatever the decoder makes).
@@ -16,12 +20,14 @@
  * file is instead a program that writes the seed corpus into the folder
  * named on its command line:
  *
- *   cc -DFUZZ_PACK_WRITE_SEEDS -Iinclude -Isrc/common fuzz/fuzz_pack_decode.c \
+ *   cc -DFUZZ_PACK_WRITE_SEEDS -Iinclude -Ibuild/include -Isrc/common -Isrc/pack \
+ *      fuzz/fuzz_pack_decode.c \
  *      build/src/pack/libkiln_pack.a build/src/common/libkiln_common.a \
  *      -lzstd -lxxhash -lpthread -o /tmp/seeds && /tmp/seeds fuzz/corpus/pack_decode
  */
 #include "kiln.h"
 #include "kiln_internal.h"
+#include "pack_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,10 +172,28 @@ static void check_blob(const uint8_t *data, size_t size)
     }
 }
 
+/* A format-3 blob with its seal rewritten for each dictionary choice. */
+static void check_resealed(const uint8_t *data, size_t size)
+{
+    if (size == 0 || size > (1u << 20) || kiln__blob_format(data, size) != 3)
+        return;
+    uint8_t *copy = malloc(size);
+    if (!copy)
+        abort();
+    for (int with_dict = 0; with_dict < 2; with_dict++) {
+        memcpy(copy, data, size);
+        if (kiln__blob_reseal(copy, size, with_dict ? kiln_pack_dict_id(fuzz_dict) : 0) != 0)
+            abort(); /* the header parsed a moment ago */
+        check_blob(copy, size);
+    }
+    free(copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_init();
     check_blob(data, size);
+    check_resealed(data, size);
     struct kiln_stage_blob st[8];
     int n = kiln_program_payload_parse(data, size, 8, st);
     for (int i = 0; i < n; i++) {
@@ -177,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (const uint8_t *)st[i].blob + st[i].blob_size > data + size)
             abort();
         check_blob(st[i].blob, st[i].blob_size);
+        check_resealed(st[i].blob, st[i].blob_size);
     }
     return 0;
 }

@@ -2,27 +2,39 @@
  * pack.c - packed SPIR-V blobs: the header, the codecs and the per-thread
  * contexts.
  *
- * Design. A blob is a short header and the codec's payload. Format 2,
+ * Design. A blob is a short header and the codec's payload. Format 3,
  * what kiln_pack makes:
  *
- *   u8      kind: 0xA0 | codec (bits 0-1) | 0x04 when a dictionary was used
+ *   u8      kind: 0xC0 | codec (bits 0-1) | 0x04 when a dictionary was used
+ *           | 0x08 (and 0x10 if compressed) when the payload is one block
  *   varint  SPIR-V size in words (at most KILN_PACK_MAX_SPIRV_BYTES / 4)
- *   u32     the low 32 bits of XXH3-64 (kiln_hash64) of the SPIR-V bytes
+ *   u32     the seal: the low 32 bits of XXH3-64 of the payload, seeded
+ *           with the kind, the word count and the dictionary's whole id
  *   u16     the low 16 bits of the dictionary's id, only with a dictionary
  *   payload (raw: the SPIR-V; zstd: one magicless zstd frame of the SPIR-V;
  *            kiln: one magicless zstd frame of transform 2's streams)
+ *
+ * Format 2 (kind 0xA0 | ...), which kiln_pack made before format 3 and
+ * kiln_unpack still reads, is the same but for the u32: the low 32 bits of
+ * XXH3-64 (kiln_hash64) of the SPIR-V bytes, checked after decoding.
  *
  * Format 1, which kiln_pack made before and kiln_unpack still reads, is a
  * fixed header: 'K', 1, codec, flags (bit 0: dictionary), u32 SPIR-V
  * bytes, u64 XXH3-64, then the u64 dictionary id when flag bit 0 is set;
  * then the payload with zstd's magic, the kiln codec's made by transform 1.
- * The first byte tells the formats apart ('K' is never a format-2 kind).
+ * The first byte tells the formats apart ('K' is never a format-2 or -3
+ * kind).
  *
  * Invariants, and why they hold:
- * - A blob never unpacks to wrong SPIR-V without an error: the header
- *   carries the checksum of the SPIR-V it stands for, and every codec's
- *   output is checked against it (and against the size) before success is
- *   returned. Damage that the decoders do not notice is caught there.
+ * - A damaged blob never unpacks to wrong SPIR-V without an error. Format
+ *   3: the seal covers every byte of the blob (the header through the
+ *   seed, the payload hashed) and the dictionary's whole id, and is checked
+ *   before anything is decoded; the decoders are deterministic and
+ *   lossless (tested on the corpus and fuzzed), so bytes that pass the
+ *   seal decode to the module that was packed. Formats 1 and 2: the header
+ *   carries the checksum of the SPIR-V, and the output is checked against
+ *   it (and the size) before success is returned. Hashing the packed bytes
+ *   instead of the output costs a fifth to a ninth of the bytes.
  * - Decoding never reads or writes out of bounds: the header is read only
  *   after its length is checked, zstd is given exact capacities, and the
  *   transform's decoder checks every read (pack_spirv.c).
@@ -39,6 +51,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "kiln's packed blobs assume a little-endian host"
@@ -51,8 +64,9 @@
 #define BLOB_HEAD      16u
 #define BLOB_HEAD_DICT 24u
 
-/* Format 2. */
-#define KIND_TAG      0xA0u
+/* Formats 2 and 3: the same layout, told apart by the kind's top bits. */
+#define KIND_TAG2     0xA0u
+#define KIND_TAG3     0xC0u
 #define KIND_TAG_MASK 0xE0u
 #define KIND_BLOCK_Z  0x10u /* the one block is compressed (else stored) */
 #define KIND_BLOCK    0x08u /* the payload is one block's content, not a frame */
@@ -133,15 +147,31 @@ int kiln__pack_tls_xbuf(struct kiln__pack_tls *tls, size_t n)
 /* ---- header ------------------------------------------------------------- */
 
 struct blob_head {
-    unsigned format; /* 1 or 2 */
+    unsigned format; /* 1, 2 or 3 */
     enum kiln_codec codec;
     bool dict;
     uint32_t spirv_bytes;
-    uint64_t checksum; /* format 1: XXH3-64; format 2: its low 32 bits */
-    uint64_t dict_id;  /* format 1: the id; format 2: its low 16 bits */
+    uint64_t checksum; /* format 1: XXH3-64 of the SPIR-V; 2: its low 32 bits; 3: the seal */
+    uint64_t dict_id;  /* format 1: the id; formats 2 and 3: its low 16 bits */
     size_t head_size;
-    unsigned block; /* format 2: 0 (a frame), or KIND_BLOCK with KIND_BLOCK_Z if compressed */
+    unsigned kind; /* formats 2 and 3: the kind byte */
+    unsigned
+        block; /* formats 2 and 3: 0 (a frame), or KIND_BLOCK with KIND_BLOCK_Z if compressed */
 };
+
+/*
+ * Format 3's checksum, the seal: the low 32 bits of XXH3-64 of the payload,
+ * seeded with the kind byte, the word count and the whole 64-bit id of the
+ * dictionary (0 without one). So damage anywhere in the blob, or a
+ * dictionary that shares the id's low 16 bits with the right one, fails
+ * the seal before anything is decoded.
+ */
+static uint32_t blob_seal(unsigned kind, uint32_t words, uint64_t dict_id, const void *payload,
+                          size_t n)
+{
+    uint64_t seed = dict_id ^ (((uint64_t)words << 8 | kind) * 0x9E3779B97F4A7C15ull);
+    return (uint32_t)XXH3_64bits_withSeed(payload, n, seed);
+}
 
 /* Writes a header of `format` into `p` (room for BLOB_HEAD_DICT bytes).
  * @return its size. */
@@ -162,7 +192,8 @@ static size_t write_head(uint8_t *p, unsigned format, enum kiln_codec codec,
         return BLOB_HEAD_DICT;
     }
     uint8_t *q = p;
-    *q++ = (uint8_t)(KIND_TAG | block | (unsigned)codec | (dict ? KIND_DICT : 0));
+    *q++ = (uint8_t)((format == 2 ? KIND_TAG2 : KIND_TAG3) | block | (unsigned)codec |
+                     (dict ? KIND_DICT : 0));
     for (uint32_t v = spirv_bytes / 4;; v >>= 7) {
         *q++ = (uint8_t)(v < 0x80 ? v : (v & 0x7F) | 0x80);
         if (v < 0x80)
@@ -183,6 +214,7 @@ static int read_head1(const uint8_t *p, size_t blob_size, struct blob_head *h)
         (p[3] & ~BLOB_FLAG_DICT) != 0)
         return KILN_ECORRUPT_BLOB;
     h->format = 1;
+    h->kind = 0;
     h->block = 0;
     h->codec = (enum kiln_codec)p[2];
     h->dict = (p[3] & BLOB_FLAG_DICT) != 0;
@@ -203,9 +235,11 @@ static int read_head1(const uint8_t *p, size_t blob_size, struct blob_head *h)
 
 static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
 {
-    if ((p[0] & KIND_TAG_MASK) != KIND_TAG || (p[0] & KIND_CODEC) > KILN_CODEC_KILN)
+    unsigned tag = p[0] & KIND_TAG_MASK;
+    if ((tag != KIND_TAG2 && tag != KIND_TAG3) || (p[0] & KIND_CODEC) > KILN_CODEC_KILN)
         return KILN_ECORRUPT_BLOB;
-    h->format = 2;
+    h->format = tag == KIND_TAG2 ? 2 : 3;
+    h->kind = p[0];
     h->codec = (enum kiln_codec)(p[0] & KIND_CODEC);
     h->dict = (p[0] & KIND_DICT) != 0;
     h->block = p[0] & (KIND_BLOCK | KIND_BLOCK_Z);
@@ -271,6 +305,16 @@ static bool is_spirv(const uint32_t *words, size_t nwords)
     return words && nwords >= 5 && words[0] == KILN__SPIRV_MAGIC;
 }
 
+/* Format 3: writes the seal of the blob `b` (header of `hs` bytes, made
+ * with checksum 0) into its header. */
+static void seal_blob(uint8_t *b, size_t hs, size_t size, size_t nwords,
+                      const struct kiln_pack_dict *dict)
+{
+    size_t at = hs - 4 - (dict ? 2 : 0);
+    kiln__store_le32(b + at,
+                     blob_seal(b[0], (uint32_t)nwords, dict ? dict->id : 0, b + hs, size - hs));
+}
+
 static int pack_raw(unsigned format, const uint32_t *words, size_t nwords, uint64_t checksum,
                     void **blob, size_t *blob_size)
 {
@@ -283,13 +327,16 @@ static int pack_raw(unsigned format, const uint32_t *words, size_t nwords, uint6
     memcpy(b, head, hs);
     if (bytes)
         memcpy(b + hs, words, bytes);
+    if (format == 3)
+        seal_blob(b, hs, hs + bytes, nwords, NULL);
     *blob = b;
     *blob_size = hs + bytes;
     return 0;
 }
 
 /* Allocates the blob at its exact size: it is kept for a long time. */
-static int finish_blob(const uint8_t *head, size_t head_size, const void *payload,
+static int finish_blob(unsigned format, size_t nwords, const struct kiln_pack_dict *dict,
+                       const uint8_t *head, size_t head_size, const void *payload,
                        size_t payload_size, void **blob, size_t *blob_size)
 {
     uint8_t *b = malloc(head_size + payload_size);
@@ -297,6 +344,8 @@ static int finish_blob(const uint8_t *head, size_t head_size, const void *payloa
         return KILN_ENOMEM;
     memcpy(b, head, head_size);
     memcpy(b + head_size, payload, payload_size);
+    if (format == 3)
+        seal_blob(b, head_size, head_size + payload_size, nwords, dict);
     *blob = b;
     *blob_size = head_size + payload_size;
     return 0;
@@ -318,10 +367,10 @@ static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
     if (!ZSTD_isError(rc))
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
-    if (!ZSTD_isError(rc) && format == 2)
+    if (!ZSTD_isError(rc) && format >= 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
     /* No content size either: the decoder has room for the bound. */
-    if (!ZSTD_isError(rc) && format == 2)
+    if (!ZSTD_isError(rc) && format >= 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
     if (!ZSTD_isError(rc) && dict)
         rc = ZSTD_CCtx_refCDict(c, large ? dict->cdict_large : dict->cdict);
@@ -380,10 +429,10 @@ static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t
         return KILN_ENOMEM;
     }
     unsigned block = 0;
-    size_t skip = format == 2 ? strip_frame(tls->xbuf, n, &block) : 0;
+    size_t skip = format >= 2 ? strip_frame(tls->xbuf, n, &block) : 0;
     uint8_t head[BLOB_HEAD_DICT];
     size_t hs = write_head(head, format, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum, block);
-    return finish_blob(head, hs, tls->xbuf + skip, n - skip, blob, blob_size);
+    return finish_blob(format, nwords, NULL, head, hs, tls->xbuf + skip, n - skip, blob, blob_size);
 }
 
 /*
@@ -414,11 +463,11 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
         return KILN_ENOMEM;
     }
     unsigned block = 0;
-    size_t skip = format == 2 ? strip_frame(z, n, &block) : 0;
+    size_t skip = format >= 2 ? strip_frame(z, n, &block) : 0;
     uint8_t head[BLOB_HEAD_DICT];
     size_t hs =
         write_head(head, format, KILN_CODEC_KILN, dict, (uint32_t)(nwords * 4), checksum, block);
-    return finish_blob(head, hs, z + skip, n - skip, blob, blob_size);
+    return finish_blob(format, nwords, dict, head, hs, z + skip, n - skip, blob, blob_size);
 }
 
 static int pack_format(unsigned format, const uint32_t *words, size_t nwords, enum kiln_codec codec,
@@ -433,7 +482,8 @@ static int pack_format(unsigned format, const uint32_t *words, size_t nwords, en
                    KILN_PACK_MAX_SPIRV_BYTES >> 20);
         return KILN_ERANGE;
     }
-    uint64_t checksum = kiln_hash64(words, nwords * 4);
+    /* Format 3 seals the blob once it is made instead. */
+    uint64_t checksum = format < 3 ? kiln_hash64(words, nwords * 4) : 0;
     if (codec == KILN_CODEC_RAW || !is_spirv(words, nwords))
         return pack_raw(format, words, nwords, checksum, blob, blob_size);
     struct kiln__pack_tls *tls = kiln__pack_tls();
@@ -453,6 +503,12 @@ static int pack_format(unsigned format, const uint32_t *words, size_t nwords, en
 int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
               const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
+    return pack_format(3, words, nwords, codec, dict, blob, blob_size);
+}
+
+int kiln__pack_format2(const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+{
     return pack_format(2, words, nwords, codec, dict, blob, blob_size);
 }
 
@@ -467,6 +523,27 @@ int kiln__blob_format(const void *blob, size_t blob_size)
     struct blob_head h;
     KILN_TRY(read_head(blob, blob_size, &h));
     return (int)h.format;
+}
+
+int64_t kiln__blob_seal(const void *blob, size_t blob_size, uint64_t dict_id)
+{
+    struct blob_head h;
+    KILN_TRY(read_head(blob, blob_size, &h));
+    if (h.format != 3)
+        return KILN_EINVAL;
+    return blob_seal(h.kind, h.spirv_bytes / 4, h.dict ? dict_id : 0,
+                     (const uint8_t *)blob + h.head_size, blob_size - h.head_size);
+}
+
+int kiln__blob_reseal(void *blob, size_t blob_size, uint64_t dict_id)
+{
+    struct blob_head h;
+    int64_t seal = kiln__blob_seal(blob, blob_size, dict_id);
+    if (seal < 0)
+        return (int)seal;
+    KILN_TRY(read_head(blob, blob_size, &h));
+    kiln__store_le32((uint8_t *)blob + h.head_size - 4 - (h.dict ? 2 : 0), (uint32_t)seal);
+    return 0;
 }
 
 void kiln_pack_free(void *blob)
@@ -510,6 +587,12 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
     }
     const uint8_t *payload = (const uint8_t *)blob + h.head_size;
     size_t psize = blob_size - h.head_size;
+    /* Format 3 checks the packed bytes before it decodes them (and the
+     * output not at all): the seal covers every byte of the blob and the
+     * whole dictionary id. */
+    if (h.format == 3 &&
+        blob_seal(h.kind, (uint32_t)nwords, h.dict ? dict->id : 0, payload, psize) != h.checksum)
+        return corrupt(blob_size, "checksum mismatch");
 
     if (h.codec == KILN_CODEC_RAW) {
         if (nwords)
@@ -524,7 +607,7 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
                         : h.format == 1            ? kiln__spirv1_xform_bound(nwords)
                                                    : kiln__spirv2_xform_bound(nwords);
         size_t scratch =
-            h.codec == KILN_CODEC_KILN && h.format == 2 ? kiln__spirv2_decode_scratch(nwords) : 0;
+            h.codec == KILN_CODEC_KILN && h.format >= 2 ? kiln__spirv2_decode_scratch(nwords) : 0;
         size_t need = xbound + scratch + (h.block ? psize + 5 : 0);
         if (need && kiln__pack_tls_xbuf(tls, need) < 0)
             return KILN_ENOMEM;
@@ -554,9 +637,11 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
                 return corrupt(blob_size, "transformed streams are damaged");
         }
     }
-    uint64_t sum = kiln_hash64(out, h.spirv_bytes);
-    if ((h.format == 1 ? sum : (uint32_t)sum) != h.checksum)
-        return corrupt(blob_size, "SPIR-V checksum mismatch");
+    if (h.format < 3) {
+        uint64_t sum = kiln_hash64(out, h.spirv_bytes);
+        if ((h.format == 1 ? sum : (uint32_t)sum) != h.checksum)
+            return corrupt(blob_size, "SPIR-V checksum mismatch");
+    }
     return (int64_t)nwords;
 }
 

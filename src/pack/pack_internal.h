@@ -93,8 +93,26 @@ int kiln__spirv2_decode(const uint8_t *src, size_t n, uint32_t *out, size_t nwor
 int kiln__pack_format1(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
 
-/* @return a blob's format (1 or 2), or KILN_ECORRUPT_BLOB. */
+/*
+ * kiln_pack, making blob format 2 (transform 2, the checksum over the
+ * SPIR-V) as kiln did before format 3: for tests of the format-2 reader.
+ */
+int kiln__pack_format2(const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
+
+/* @return a blob's format (1, 2 or 3), or KILN_ECORRUPT_BLOB. */
 int kiln__blob_format(const void *blob, size_t blob_size);
+
+/*
+ * The seal a format-3 blob with these bytes carries when packed with the
+ * dictionary whose id is `dict_id` (ignored without one).
+ * @return the seal, KILN_EINVAL for another format, or KILN_ECORRUPT_BLOB.
+ */
+int64_t kiln__blob_seal(const void *blob, size_t blob_size, uint64_t dict_id);
+
+/* Rewrites a format-3 blob's seal to match its bytes, so that the fuzzer
+ * reaches the decoders behind it. @return 0 or kiln__blob_seal's error. */
+int kiln__blob_reseal(void *blob, size_t blob_size, uint64_t dict_id);
 
 /* The opcode class of an opcode (enum kiln_pack_class). */
 unsigned kiln__spirv_op_class(uint32_t op);

@@ -1,8 +1,10 @@
 /*
- * test_pack_format.c - blob format 2 against format 1: format-1 blobs (the
- * fixtures made before format 2 existed, and the format-1 encoder kept for
- * tests) still unpack; format 2 round-trips the corpus and generated
- * emulator-like programs, is smaller, and refuses damaged blobs cleanly.
+ * test_pack_format.c - blob formats 3 and 2 against format 1: format-1 and
+ * format-2 blobs (fixtures made before the next format existed, and the
+ * older encoders kept for tests) still unpack; format 3 (transform 2, the
+ * seal over the packed bytes) round-trips the corpus and generated
+ * emulator-like programs, is smaller than format 1, and refuses damaged
+ * blobs cleanly, as format 2 does.
  */
 #include "pack_corpus.h"
 #include "../support/gen_modules.h"
@@ -11,13 +13,27 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#define FIXTURES KILN_SOURCE_DIR "/tests/pack/fixtures/v1"
+#define FIXTURES  KILN_SOURCE_DIR "/tests/pack/fixtures/v1"
+#define FIXTURES2 KILN_SOURCE_DIR "/tests/pack/fixtures/v2"
+
+static int read_fixture_in(const char *dir, const char *name, void **data, size_t *n)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return kiln_io_read_file(kiln_io_default(), path, 1u << 20, data, n);
+}
 
 static int read_fixture(const char *name, void **data, size_t *n)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", FIXTURES, name);
-    return kiln_io_read_file(kiln_io_default(), path, 1u << 20, data, n);
+    return read_fixture_in(FIXTURES, name, data, n);
+}
+
+/* kiln_pack in blob format `f` (2 or 3). */
+static int pack_in(int f, const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                   const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+{
+    return f == 2 ? kiln__pack_format2(words, nwords, codec, dict, blob, blob_size)
+                  : kiln_pack(words, nwords, codec, dict, blob, blob_size);
 }
 
 /* @return whether unpacking gave a clean error or exactly `words`. */
@@ -210,10 +226,12 @@ static void gen_free(struct gen *g)
 
 /* ---- cases ---------------------------------------------------------------- */
 
-KT_CASE(format2_header)
+KT_CASE(format_header)
 {
-    /* kiln_pack makes format 2; the kind byte names the codec and the
-     * dictionary, and a one-block payload drops zstd's frame header. */
+    /* kiln_pack makes format 3 (format 2 is made for this test); the kind
+     * byte names the format, the codec and the dictionary, and a one-block
+     * payload drops zstd's frame header. Format 2 checks the SPIR-V, format
+     * 3 seals the packed bytes and the dictionary's whole id. */
     struct gen g;
     KT_REQUIRE(gen_init(&g, 400));
     size_t n = gen_module(&g, 7, 400);
@@ -233,20 +251,31 @@ KT_CASE(format2_header)
     KT_REQUIRE_OK(kiln_pack_dict_train(mods, words, 16, 4096, &dict));
     uint32_t *out = malloc(n * 4);
     KT_REQUIRE(out != NULL);
-    for (int v = 0; v < 4; v++) {
+    for (int fv = 0; fv < 8; fv++) {
+        int f = fv < 4 ? 3 : 2, v = fv % 4;
         enum kiln_codec codec = v < 3 ? (enum kiln_codec)v : KILN_CODEC_KILN;
         const struct kiln_pack_dict *d = v == 3 ? dict : NULL;
         void *blob;
         size_t bs;
-        KT_REQUIRE_OK(kiln_pack(g.head, n, codec, d, &blob, &bs));
+        KT_REQUIRE_OK(pack_in(f, g.head, n, codec, d, &blob, &bs));
         uint8_t *b = blob;
-        KT_CHECK_EQ(kiln__blob_format(blob, bs), 2);
-        KT_CHECK_EQ(b[0] & 0xE3, 0xA0 | (unsigned)codec);
+        KT_CHECK_EQ(kiln__blob_format(blob, bs), f);
+        KT_CHECK_EQ(b[0] & 0xE3, (f == 3 ? 0xC0 : 0xA0) | (unsigned)codec);
         KT_CHECK_EQ((b[0] & 0x04) != 0, v == 3);
         KT_CHECK_EQ((b[0] & 0x08) != 0, codec != KILN_CODEC_RAW); /* one block */
         /* kind, the word count, the checksum, the dictionary's low 16 bits */
         size_t hl = n < 128 ? 2 : n < 16384 ? 3 : 4;
-        KT_CHECK_EQ(kiln__load_le32(b + hl), (uint32_t)kiln_hash64(g.head, n * 4));
+        uint64_t id = kiln_pack_dict_id(dict);
+        if (f == 2) {
+            KT_CHECK_EQ(kiln__load_le32(b + hl), (uint32_t)kiln_hash64(g.head, n * 4));
+            KT_CHECK_EQ(kiln__blob_seal(blob, bs, id), KILN_EINVAL);
+        } else {
+            KT_CHECK_EQ(kiln__blob_seal(blob, bs, id), (int64_t)kiln__load_le32(b + hl));
+            /* Another dictionary sharing the id's low 16 bits fails the seal. */
+            if (v == 3)
+                KT_CHECK(kiln__blob_seal(blob, bs, id ^ 0x10000u) !=
+                         (int64_t)kiln__load_le32(b + hl));
+        }
         if (v == 3)
             KT_CHECK_EQ(kiln__load_le16(b + hl + 4), (uint16_t)kiln_pack_dict_id(dict));
         KT_CHECK_EQ(kiln_unpack(blob, bs, d, out, n), (int64_t)n);
@@ -325,7 +354,7 @@ KT_CASE(v1_fixtures_unpack)
             KT_CHECK_EQ((size_t)nw, first_n);
             KT_CHECK(memcmp(w, first, first_n * 4) == 0);
         }
-        /* Packed again, it is format 2 and the same words. */
+        /* Packed again, it is format 3 and the same words. */
         if (nw > 0) {
             uint32_t *copy = malloc((size_t)nw * 4);
             KT_REQUIRE(copy != NULL);
@@ -333,7 +362,7 @@ KT_CASE(v1_fixtures_unpack)
             void *b2;
             size_t s2;
             KT_REQUIRE_OK(kiln_pack(copy, (size_t)nw, codec, fx[i].dict ? dict : NULL, &b2, &s2));
-            KT_CHECK_EQ(kiln__blob_format(b2, s2), 2);
+            KT_CHECK_EQ(kiln__blob_format(b2, s2), 3);
             KT_CHECK_EQ(kiln_unpack_scratch(b2, s2, fx[i].dict ? dict : NULL, &w), nw);
             KT_CHECK(memcmp(w, copy, (size_t)nw * 4) == 0);
             kiln_pack_free(b2);
@@ -372,6 +401,64 @@ KT_CASE(v1_fixtures_unpack)
     free(out);
     free(ref);
     free((void *)first);
+    free(kpd);
+    kiln_pack_dict_destroy(dict);
+    kiln_pack_thread_cleanup();
+}
+
+KT_CASE(v2_fixtures_unpack)
+{
+    /* Format-2 blobs that the pack module made before format 3 (fixtures/v2)
+     * unpack with today's decoder to the words of the format-1 fixture of
+     * the same name; packed again they are format 3; damage is refused. */
+    void *kpd;
+    size_t kn;
+    KT_REQUIRE_OK(read_fixture("dict.kpd", &kpd, &kn));
+    struct kiln_pack_dict *dict;
+    KT_REQUIRE_OK(kiln_pack_dict_load(kpd, kn, &dict));
+    static const char *const names[] = {
+        "gen00-raw.blob",       "gen00-zstd.blob", "gen00-kiln.blob",
+        "gen00-kiln-dict.blob", "gen02-kiln.blob", "gen02-kiln-dict.blob",
+        "gen05-kiln.blob",      "cut-kiln.blob",   "notspirv-kiln.blob",
+    };
+    uint32_t *ref = malloc(8192 * 4), *out = malloc(8192 * 4);
+    KT_REQUIRE(ref && out);
+    uint64_t rng = 23;
+    for (size_t i = 0; i < KILN_ARRAY_LEN(names); i++) {
+        const struct kiln_pack_dict *d = strstr(names[i], "-dict") ? dict : NULL;
+        void *v1, *v2;
+        size_t s1, s2;
+        KT_REQUIRE_OK(read_fixture(names[i], &v1, &s1));
+        KT_REQUIRE_OK(read_fixture_in(FIXTURES2, names[i], &v2, &s2));
+        KT_CHECK_EQ(kiln__blob_format(v2, s2), 2);
+        int64_t n1 = kiln_unpack(v1, s1, d, ref, 8192);
+        int64_t n2 = kiln_unpack(v2, s2, d, out, 8192);
+        KT_REQUIRE(n1 > 0);
+        KT_CHECK_EQ(n2, n1);
+        KT_CHECK(memcmp(out, ref, (size_t)n1 * 4) == 0);
+        enum kiln_codec codec;
+        KT_CHECK_OK(kiln_blob_info(v2, s2, &codec, NULL));
+        void *b3;
+        size_t s3;
+        KT_REQUIRE_OK(kiln_pack(ref, (size_t)n1, codec, d, &b3, &s3));
+        KT_CHECK_EQ(kiln__blob_format(b3, s3), 3);
+        KT_CHECK_EQ(s3, s2); /* the same layout, but for what the checksum covers */
+        KT_CHECK_EQ(kiln_unpack(b3, s3, d, out, 8192), n1);
+        KT_CHECK(memcmp(out, ref, (size_t)n1 * 4) == 0);
+        kiln_pack_free(b3);
+        kiln_log_set_level(KILN_LOG_ERROR);
+        for (int k = 0; k < 500; k++) {
+            size_t bit = kt_rand(&rng) % (s2 * 8);
+            ((uint8_t *)v2)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+            KT_CHECK(error_or_exact(v2, s2, d, ref, (size_t)n1, out, 8192));
+            ((uint8_t *)v2)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        }
+        kiln_log_set_level(KILN_LOG_WARN);
+        free(v1);
+        free(v2);
+    }
+    free(ref);
+    free(out);
     free(kpd);
     kiln_pack_dict_destroy(dict);
     kiln_pack_thread_cleanup();
@@ -512,11 +599,13 @@ KT_CASE(generated_round_trip)
     kiln_pack_thread_cleanup();
 }
 
-KT_CASE(format2_damage_refused)
+KT_CASE(damage_refused)
 {
-    /* Every truncation of a format-2 blob is refused, and random bit flips
-     * give a clean error or the exact module, for every codec, with and
-     * without a dictionary, for a generated and a corpus module. */
+    /* Every truncation of a format-3 or format-2 blob is refused, and random
+     * bit flips give a clean error or the exact module, for every codec,
+     * with and without a dictionary, for a generated and a corpus module.
+     * Format 3's flipped blobs are also resealed, so that the decoders
+     * behind the seal get damaged bytes: a clean error or the stated size. */
     struct gen g;
     KT_REQUIRE(gen_init(&g, 800));
     size_t gn = gen_module(&g, 99, 800);
@@ -540,21 +629,33 @@ KT_CASE(format2_damage_refused)
     for (int src = 0; src < 2; src++) {
         const uint32_t *m = src ? cm->words : g.head;
         size_t mn = src ? cm->nwords : gn;
-        for (int v = 0; v < 4; v++) {
+        for (int fv = 0; fv < 8; fv++) {
+            int f = fv < 4 ? 3 : 2, v = fv % 4;
             enum kiln_codec codec = v < 3 ? (enum kiln_codec)v : KILN_CODEC_KILN;
             const struct kiln_pack_dict *d = v == 3 ? dict : NULL;
             void *blob;
             size_t bs;
-            KT_REQUIRE_OK(kiln_pack(m, mn, codec, d, &blob, &bs));
+            KT_REQUIRE_OK(pack_in(f, m, mn, codec, d, &blob, &bs));
             for (size_t cut = 0; cut < bs; cut++)
                 KT_CHECK(kiln_unpack(blob, cut, d, out, cap) < 0);
             uint8_t *b = blob;
+            uint8_t *copy = malloc(bs);
+            KT_REQUIRE(copy != NULL);
             for (int k = 0; k < 3000; k++) {
                 size_t bit = kt_rand(&rng) % (bs * 8);
                 b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
                 KT_CHECK(error_or_exact(blob, bs, d, m, mn, out, cap));
+                memcpy(copy, b, bs);
+                if (f == 3 && kiln__blob_reseal(copy, bs, kiln_pack_dict_id(dict)) == 0) {
+                    size_t want = 0;
+                    int64_t r = kiln_unpack(copy, bs, d, out, cap);
+                    KT_CHECK_OK(kiln_blob_info(copy, bs, NULL, &want));
+                    KT_CHECK(r == KILN_ECORRUPT_BLOB || r == KILN_EINVAL || r == KILN_ERANGE ||
+                             (size_t)r * 4 == want);
+                }
                 b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
             }
+            free(copy);
             KT_CHECK_EQ(kiln_unpack(blob, bs, d, out, cap), (int64_t)mn);
             kiln_pack_free(blob);
         }
@@ -620,6 +721,6 @@ KT_CASE(strings_every_length)
     kiln_pack_thread_cleanup();
 }
 
-KT_MAIN(KT_ENTRY(format2_header), KT_ENTRY(v1_fixtures_unpack), KT_ENTRY(format1_corpus_round_trip),
-        KT_ENTRY(format2_smaller_than_format1), KT_ENTRY(generated_round_trip),
-        KT_ENTRY(format2_damage_refused), KT_ENTRY(strings_every_length))
+KT_MAIN(KT_ENTRY(format_header), KT_ENTRY(v1_fixtures_unpack), KT_ENTRY(v2_fixtures_unpack),
+        KT_ENTRY(format1_corpus_round_trip), KT_ENTRY(format2_smaller_than_format1),
+        KT_ENTRY(generated_round_trip), KT_ENTRY(damage_refused), KT_ENTRY(strings_every_length))
