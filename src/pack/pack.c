@@ -90,6 +90,8 @@ static void tls_free(void *p)
         return;
     ZSTD_freeCCtx(tls->cctx);
     ZSTD_freeDCtx(tls->dctx);
+    for (int i = 0; i < KILN__DICT_DCTX; i++)
+        ZSTD_freeDCtx(tls->ddctx[i]);
     free(tls->xbuf);
     free(tls->scratch);
     free(tls);
@@ -559,6 +561,30 @@ static int64_t corrupt(size_t blob_size, const char *why)
     return KILN_ECORRUPT_BLOB;
 }
 
+/*
+ * The thread's decompression context for blobs packed with `ddict`. zstd
+ * treats a dictionary as cold when the context last used another one: it
+ * prefetches the dictionary's whole content and decodes with its slower
+ * long-offset loop. A context per dictionary keeps a thread that unpacks
+ * for two caches (or two dictionaries in turn) on the fast path.
+ * @return NULL when out of memory.
+ */
+static ZSTD_DCtx *dict_dctx(struct kiln__pack_tls *tls, const ZSTD_DDict *ddict)
+{
+    for (unsigned i = 0; i < KILN__DICT_DCTX; i++) {
+        if (tls->ddctx_key[i] == ddict && tls->ddctx[i]) {
+            tls->ddctx_last = i;
+            return tls->ddctx[i];
+        }
+    }
+    unsigned i = (tls->ddctx_last + 1) % KILN__DICT_DCTX;
+    if (!tls->ddctx[i] && !(tls->ddctx[i] = ZSTD_createDCtx()))
+        return NULL;
+    tls->ddctx_key[i] = ddict;
+    tls->ddctx_last = i;
+    return tls->ddctx[i];
+}
+
 /* Points the thread's decompression context at one format of frame. */
 static bool dctx_format(ZSTD_DCtx *d, unsigned format)
 {
@@ -601,7 +627,8 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
         struct kiln__pack_tls *tls = kiln__pack_tls();
         if (!tls)
             return KILN_ENOMEM;
-        if (!dctx_format(tls->dctx, h.format))
+        ZSTD_DCtx *dctx = h.dict ? dict_dctx(tls, dict->ddict) : tls->dctx;
+        if (!dctx || !dctx_format(dctx, h.format))
             return KILN_ENOMEM;
         size_t xbound = h.codec == KILN_CODEC_ZSTD ? 0
                         : h.format == 1            ? kiln__spirv1_xform_bound(nwords)
@@ -619,15 +646,15 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
             psize += 5;
         }
         if (h.codec == KILN_CODEC_ZSTD) {
-            size_t n = ZSTD_decompressDCtx(tls->dctx, out, h.spirv_bytes, payload, psize);
+            size_t n = ZSTD_decompressDCtx(dctx, out, h.spirv_bytes, payload, psize);
             if (ZSTD_isError(n) || n != h.spirv_bytes)
                 return corrupt(blob_size, "zstd frame does not decode to the stated size");
         } else {
             /* A frame that makes more than the transform can make for this
              * many words fails here. */
-            size_t n = h.dict ? ZSTD_decompress_usingDDict(tls->dctx, tls->xbuf, xbound, payload,
-                                                           psize, dict->ddict)
-                              : ZSTD_decompressDCtx(tls->dctx, tls->xbuf, xbound, payload, psize);
+            size_t n = h.dict ? ZSTD_decompress_usingDDict(dctx, tls->xbuf, xbound, payload, psize,
+                                                           dict->ddict)
+                              : ZSTD_decompressDCtx(dctx, tls->xbuf, xbound, payload, psize);
             if (ZSTD_isError(n))
                 return corrupt(blob_size, "zstd frame does not decode");
             int rc = h.format == 1

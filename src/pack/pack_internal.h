@@ -38,9 +38,17 @@ struct kiln_pack_dict {
 #define KILN__DICT_TABLE_LOG 15
 
 /* Per-thread state: contexts and buffers reused by every call. */
+/* Decompression contexts a thread keeps bound to one dictionary each. */
+#define KILN__DICT_DCTX 2
+
 struct kiln__pack_tls {
     ZSTD_CCtx *cctx;
-    ZSTD_DCtx *dctx;
+    ZSTD_DCtx *dctx; /* blobs without a dictionary */
+    /* Blobs with one: a context per dictionary recently used (the least
+     * recently used one is rebound), keyed by the ZSTD_DDict. */
+    ZSTD_DCtx *ddctx[KILN__DICT_DCTX];
+    const void *ddctx_key[KILN__DICT_DCTX];
+    unsigned ddctx_last;
     uint8_t *xbuf; /* transformed streams */
     size_t xcap;
     uint32_t *scratch;  /* kiln_unpack_scratch's buffer */
