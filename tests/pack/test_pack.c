@@ -415,6 +415,69 @@ KT_CASE(dictionary)
     pc_free(&c);
 }
 
+KT_CASE(dictionaries_in_turn)
+{
+    /* A thread keeps a decompression context per recently used dictionary
+     * (two): blobs of four dictionaries unpacked in turn, and a dictionary
+     * destroyed and another made (possibly at the same address) in between,
+     * all come back exact; without a dictionary in between as well. */
+    struct pc_corpus c;
+    KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
+    enum { NDICT = 4, NMOD = 8 };
+    struct kiln_pack_dict *dict[NDICT];
+    const uint32_t *few[16];
+    size_t few_words[16];
+    for (int k = 0; k < NDICT; k++) {
+        for (int i = 0; i < 16; i++) {
+            size_t j = ((size_t)i * NDICT + (size_t)k) % c.n;
+            few[i] = c.m[j].words;
+            few_words[i] = c.m[j].nwords;
+        }
+        KT_REQUIRE_OK(kiln_pack_dict_train(few, few_words, 16, 4096, &dict[k]));
+    }
+    void *blob[NDICT + 1][NMOD];
+    size_t bs[NDICT + 1][NMOD], cap = 0;
+    for (int i = 0; i < NMOD; i++)
+        cap = KILN_MAX(cap, c.m[i].nwords);
+    uint32_t *out = malloc(cap * 4);
+    KT_REQUIRE(out != NULL);
+    for (int round = 0; round < 2; round++) {
+        for (int k = 0; k <= NDICT; k++) {
+            for (int i = 0; i < NMOD; i++)
+                KT_REQUIRE_OK(kiln_pack(c.m[i].words, c.m[i].nwords, KILN_CODEC_KILN,
+                                        k < NDICT ? dict[k] : NULL, &blob[k][i], &bs[k][i]));
+        }
+        /* In turn: 0, 1, 2, 3, none, 0, 1, ... and the other way round. */
+        for (int pass = 0; pass < 3; pass++) {
+            for (int i = 0; i < NMOD; i++) {
+                for (int kk = 0; kk <= NDICT; kk++) {
+                    int k = pass == 1 ? NDICT - kk : kk;
+                    int64_t n =
+                        kiln_unpack(blob[k][i], bs[k][i], k < NDICT ? dict[k] : NULL, out, cap);
+                    KT_CHECK_EQ(n, (int64_t)c.m[i].nwords);
+                    KT_CHECK(n < 0 || memcmp(out, c.m[i].words, (size_t)n * 4) == 0);
+                }
+            }
+        }
+        for (int k = 0; k <= NDICT; k++) {
+            for (int i = 0; i < NMOD; i++)
+                kiln_pack_free(blob[k][i]);
+        }
+        /* The next round packs with a dictionary made after one was freed. */
+        kiln_pack_dict_destroy(dict[1]);
+        for (int i = 0; i < 16; i++) {
+            few[i] = c.m[(size_t)(i * 5 + 3) % c.n].words;
+            few_words[i] = c.m[(size_t)(i * 5 + 3) % c.n].nwords;
+        }
+        KT_REQUIRE_OK(kiln_pack_dict_train(few, few_words, 16, 4096, &dict[1]));
+    }
+    free(out);
+    for (int k = 0; k < NDICT; k++)
+        kiln_pack_dict_destroy(dict[k]);
+    pc_free(&c);
+    kiln_pack_thread_cleanup();
+}
+
 KT_CASE(dictionary_makes_smaller)
 {
     /* Measured on modules the dictionary did not see (odd indices). */
@@ -495,5 +558,5 @@ KT_CASE(program_payload)
 KT_MAIN(KT_ENTRY(header_and_info), KT_ENTRY(codec_names), KT_ENTRY(not_spirv_packs_raw),
         KT_ENTRY(odd_modules_round_trip), KT_ENTRY(corpus_round_trip),
         KT_ENTRY(truncation_and_bit_flips), KT_ENTRY(checksum_is_checked),
-        KT_ENTRY(unpack_arguments), KT_ENTRY(dictionary), KT_ENTRY(dictionary_makes_smaller),
-        KT_ENTRY(program_payload))
+        KT_ENTRY(unpack_arguments), KT_ENTRY(dictionary), KT_ENTRY(dictionaries_in_turn),
+        KT_ENTRY(dictionary_makes_smaller), KT_ENTRY(program_payload))
