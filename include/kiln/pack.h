@@ -2,11 +2,12 @@
  * kiln/pack.h - SPIR-V kept packed in memory and on disk.
  *
  * A packed blob is self-describing: a small header names its codec, the
- * SPIR-V size it unpacks to, a checksum of that SPIR-V (XXH3-64's low 32
- * bits) and (for the kiln codec with a dictionary) the low 16 bits of the
- * dictionary's id. Unpacking checks the result against the checksum, so a
- * damaged blob gives an error, never wrong SPIR-V. kiln_pack makes blob
- * format 2; kiln_unpack also reads format 1, which kiln made before. The bytes a cache stores are
+ * SPIR-V size it unpacks to, a checksum (a seal of the packed bytes and the
+ * dictionary's whole id, XXH3-64's low 32 bits) and (for the kiln codec with
+ * a dictionary) the low 16 bits of the dictionary's id. Unpacking checks the
+ * seal before it decodes, so a damaged blob gives an error, never wrong
+ * SPIR-V. kiln_pack makes blob format 3; kiln_unpack also reads formats 2
+ * and 1 (which checked the output), made before. The bytes a cache stores are
  * the bytes kept in memory: a blob is never unpacked and repacked on load, only unpacked for the
  * moment a shader module is made from it. docs/pack-format.md has the layout.
  *
@@ -69,9 +70,9 @@ KILN_API int kiln_blob_info(const void *blob, size_t blob_size, enum kiln_codec 
  * Unpacks a blob into `out` (room for `out_words` words).
  * @return the number of SPIR-V words written, or KILN_ECORRUPT_BLOB for a
  * truncated or damaged blob (never an overrun, never wrong SPIR-V without
- * an error: the result is checked against the blob's checksum), KILN_ERANGE
+ * an error: the blob is checked against its checksum), KILN_ERANGE
  * when `out` is too small, KILN_EINVAL when the blob needs a dictionary that
- * `dict` is not (NULL, or another id; format 2 stores the id's low 16 bits,
+ * `dict` is not (NULL, or another id; formats 2 and 3 store the id's low 16 bits,
  * so another dictionary that shares them gives KILN_ECORRUPT_BLOB instead). On an error `out` may
  * hold partial output. Thread-safe.
  */
