@@ -5,10 +5,11 @@
  * Design. A dictionary is trained (zstd's COVER trainer) on the same bytes
  * it later primes: transform 2's streams of sample modules, not their raw
  * SPIR-V. Its id is kiln_hash64 of the zstd dictionary bytes; every blob
- * packed with it stores the id (format 2: its low 16 bits), and unpacking
- * checks it, so a blob is never decoded with another dictionary without an
- * error (one sharing the low bits fails the blob's checksum instead). The
- * serialized form repeats the id so that a damaged file is refused on load:
+ * packed with it stores the id (formats 2 and 3: its low 16 bits), and
+ * unpacking checks it, so a blob is never decoded with another dictionary
+ * without an error (one sharing the low bits fails the blob's checksum
+ * instead; format 3's seal covers the whole id). The serialized form
+ * repeats the id so that a damaged file is refused on load:
  *
  *   0  "KPD" and version 1 (4 bytes)
  *   4  u32  size of the zstd dictionary

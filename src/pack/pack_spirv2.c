@@ -1,5 +1,5 @@
 /*
- * pack_spirv2.c - kiln's SPIR-V transform, version 2 (blob format 2): a
+ * pack_spirv2.c - kiln's SPIR-V transform, version 2 (blob formats 2 and 3): a
  * module split into streams of like values, each small and regular, for
  * zstd to compress.
  *
