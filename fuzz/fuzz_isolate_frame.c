@@ -19,8 +19,10 @@ static void parse_all(const uint8_t *body, size_t n)
 {
     struct kiln__iso_hello h;
     if (kiln__iso_hello_parse(body, n, &h) == KILN_OK) {
-        if (strlen(h.cache_dir) + 17 + h.dict_size != n)
+        if (strlen(h.cache_dir) + 21 + (size_t)h.nmasks * 8 + h.dict_size != n)
             abort();
+        for (uint32_t b = 0; b <= h.nmasks; b++)
+            (void)kiln__iso_hello_mask(&h, b); /* every mask inside the body */
     }
     struct kiln__iso_job j;
     if (kiln__iso_job_parse(body, n, &j) == KILN_OK) {

@@ -355,10 +355,33 @@ struct kiln_builder {
      * pipelines may use: a Vulkan context kiln makes for the run enables
      * each the device offers (kiln_vk_options.extra_extensions says how);
      * a context the caller gives is used as it is. The names must outlive
-     * the call. */
+     * the call. At most 64 (KILN_BUILDER_MAX_EXTENSIONS): extensions_needed
+     * answers with one bit each. */
     const char *const *device_extensions;
     uint32_t ndevice_extensions;
+    /*
+     * Optional (NULL: every program of this builder may need every one of
+     * device_extensions, and a context kiln makes enables them all). Says
+     * which of device_extensions the program with these state bytes needs:
+     * a context kiln makes then enables only those some program of the run
+     * needs, since an extension that no pipeline uses can still cost much
+     * (the ray-tracing set made the driver of an NVIDIA H200 hold ~140 MiB
+     * more for a run without one ray-tracing pipeline). Called only when
+     * kiln makes the context (none given, or isolated workers), on the
+     * thread that called kiln_prepare or kiln_warm_start, once for each
+     * program of this builder's kind that will be built, before the
+     * context is made (and before any build); it must be cheap (read the
+     * few bytes that tell, never parse all of them) and cannot fail: for
+     * bytes it cannot read it answers every bit (the build then says why).
+     * @return bit i set when device_extensions[i] is needed; bits at or
+     * past ndevice_extensions are ignored.
+     */
+    uint64_t (*extensions_needed)(void *user, const void *state, size_t size);
 };
+
+/* The most device extensions one builder may ask for (one bit each in
+ * kiln_builder.extensions_needed's answer). */
+#define KILN_BUILDER_MAX_EXTENSIONS 64u
 
 /*
  * A builder flag: its programs' modules were recorded from a working

@@ -109,9 +109,22 @@ int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *ou
         return KILN_EFORMAT;
     out->cache_dir = (const char *)p + 16;
     size_t at = 16 + (size_t)dlen + 1;
+    if (n - at < 4)
+        return KILN_EFORMAT;
+    out->nmasks = kiln__load_le32(p + at);
+    at += 4;
+    if (out->nmasks > (n - at) / 8)
+        return KILN_EFORMAT;
+    out->masks = p + at;
+    at += (size_t)out->nmasks * 8;
     out->dict_size = n - at;
     out->dict = out->dict_size ? p + at : NULL;
     return KILN_OK;
+}
+
+uint64_t kiln__iso_hello_mask(const struct kiln__iso_hello *h, size_t b)
+{
+    return b < h->nmasks ? kiln__load_le64(h->masks + b * 8) : UINT64_MAX;
 }
 
 int kiln__iso_job_parse(const void *body, size_t n, struct kiln__iso_job *out)
@@ -528,30 +541,52 @@ static void merge_caches(struct iso *iso, unsigned workers)
     KILN_INFO("prep", "merged %u worker pipeline caches (%zu bytes)", merged, bytes);
 }
 
-/* The greeting's body: version, flags, device, cache folder, dictionary. */
-static int make_hello(struct iso *iso)
+int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
+                         const uint64_t *masks, size_t nmasks, const void *dict, size_t dict_size,
+                         uint8_t **body, uint32_t *size)
 {
-    const char *dir = iso->run->cache_dir ? iso->run->cache_dir : "";
-    size_t dlen = strlen(dir), dict_size = 0;
-    const void *dict = iso->b->dict ? kiln_pack_dict_bytes(iso->b->dict, &dict_size) : NULL;
+    *body = NULL;
+    const char *dir = cache_dir ? cache_dir : "";
+    size_t dlen = strlen(dir);
+    if (!masks)
+        nmasks = 0;
     if (!dict)
         dict_size = 0;
-    size_t n = 16 + dlen + 1 + dict_size;
+    if (dlen > KILN__ISO_BODY_MAX || nmasks > KILN__ISO_BODY_MAX / 8 ||
+        dict_size > KILN__ISO_BODY_MAX)
+        return KILN_ERANGE;
+    size_t n = 16 + dlen + 1 + 4 + nmasks * 8 + dict_size;
     if (n > KILN__ISO_BODY_MAX)
         return KILN_ERANGE;
     uint8_t *p = malloc(n);
     if (!p)
         return KILN_ENOMEM;
     kiln__store_le32(p, KILN__ISO_VERSION);
-    kiln__store_le32(p + 4, iso->run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u);
-    kiln__store_le32(p + 8, iso->run->device);
+    kiln__store_le32(p + 4, flags);
+    kiln__store_le32(p + 8, device);
     kiln__store_le32(p + 12, (uint32_t)dlen);
     memcpy(p + 16, dir, dlen + 1);
+    size_t at = 16 + dlen + 1;
+    kiln__store_le32(p + at, (uint32_t)nmasks);
+    at += 4;
+    for (size_t b = 0; b < nmasks; b++, at += 8)
+        kiln__store_le64(p + at, masks[b]);
     if (dict_size)
-        memcpy(p + 16 + dlen + 1, dict, dict_size);
-    iso->hello = p;
-    iso->hello_size = (uint32_t)n;
+        memcpy(p + at, dict, dict_size);
+    *body = p;
+    *size = (uint32_t)n;
     return KILN_OK;
+}
+
+/* The greeting, the same for every worker. */
+static int make_hello(struct iso *iso)
+{
+    size_t dict_size = 0;
+    const void *dict = iso->b->dict ? kiln_pack_dict_bytes(iso->b->dict, &dict_size) : NULL;
+    /* No masks: the workers enable every extension (today's behaviour). */
+    return kiln__iso_hello_make(iso->run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u,
+                                iso->run->device, iso->run->cache_dir, iso->run->ext_masks,
+                                iso->b->nbuilders, dict, dict_size, &iso->hello, &iso->hello_size);
 }
 
 /* Larger payloads first, as in-process (start.c). */

@@ -19,10 +19,10 @@
 #define KILN__ISO_MAGIC      0x3157494bu /* "KIW1" */
 #define KILN__ISO_HEAD_BYTES 16u
 #define KILN__ISO_BODY_MAX   ((uint32_t)1 << 30) /* a pipeline cache's data may be large */
-#define KILN__ISO_VERSION    1u
+#define KILN__ISO_VERSION    2u                  /* 2: HELLO carries the extension masks */
 
 enum kiln__iso_type {
-    KILN__ISO_HELLO = 1,  /* parent: version, device, cache folder, dictionary */
+    KILN__ISO_HELLO = 1,  /* parent: version, device, cache folder, extensions, dictionary */
     KILN__ISO_READY = 2,  /* worker: its Vulkan context's status */
     KILN__ISO_JOB = 3,    /* parent: one program (key, flags, name, payload) */
     KILN__ISO_RESULT = 4, /* worker: status, outcome, state kind, why */
@@ -65,7 +65,11 @@ struct kiln__iso_hello {
     uint32_t flags;
     uint32_t device;
     const char *cache_dir; /* NUL-terminated in the body; "" for none */
-    const void *dict;      /* the packing dictionary's bytes, or NULL */
+    /* Per builder, the device extensions to enable (kiln__prep_needed_extensions):
+     * `nmasks` little-endian u64 at `masks` (read with kiln__iso_hello_mask). */
+    uint32_t nmasks;
+    const uint8_t *masks;
+    const void *dict; /* the packing dictionary's bytes, or NULL */
     size_t dict_size;
 };
 struct kiln__iso_job {
@@ -81,6 +85,20 @@ struct kiln__iso_result {
     uint32_t kind;
     const char *why; /* NUL-terminated in the body */
 };
+
+/* Makes a greeting's body: version, flags, device, cache folder (NULL:
+ * none), `nmasks` extension masks (masks NULL: none, so the worker enables
+ * every builder extension), dictionary (NULL: none). @return 0 with a
+ * malloc'd *body of *size bytes, KILN_ERANGE past KILN__ISO_BODY_MAX, or
+ * KILN_ENOMEM. */
+int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
+                         const uint64_t *masks, size_t nmasks, const void *dict, size_t dict_size,
+                         uint8_t **body, uint32_t *size);
+
+/* Builder b's extension mask from a parsed greeting: every bit for a
+ * builder the parent sent none for (the worker's list is the parent's, so
+ * only a damaged greeting gets there; all is today's behaviour). */
+uint64_t kiln__iso_hello_mask(const struct kiln__iso_hello *h, size_t b);
 
 /* Each parses a body of its type. @return 0 or KILN_EFORMAT. */
 int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *out);
@@ -100,6 +118,9 @@ struct kiln__isolate_run {
     bool use_device_index;
     unsigned device;
     const char *cache_dir;
+    /* Per builder, the device extensions its programs need
+     * (kiln__prep_needed_extensions), sent to every worker; NULL: all. */
+    const uint64_t *ext_masks;
 };
 
 /*

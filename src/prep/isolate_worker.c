@@ -8,9 +8,10 @@
  *
  * - A program is built exactly as in one process: the worker calls the
  *   pipeline phase's own kiln__prep_build_one (start.c), with the same
- *   dictionary (sent in the greeting), the same device selection and the
- *   same builders (the application passes them here), so isolation changes
- *   where a build runs, not what it does.
+ *   dictionary and device extensions (the parent's per-builder masks, sent
+ *   in the greeting), the same device selection and the same builders (the
+ *   application passes them here), so isolation changes where a build
+ *   runs, not what it does.
  *
  * - The answer is read off the phase's counters: the worker builds one
  *   program at a time on one thread, so the one counter that moved during
@@ -212,19 +213,28 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
         if (rc < 0)
             snprintf(why, sizeof(why), "the packing dictionary could not be loaded");
     }
+    /* The extensions the parent found the run's programs need. */
+    uint64_t *masks = nbuilders ? calloc(nbuilders, sizeof(*masks)) : NULL;
+    if (rc == KILN_OK && nbuilders && !masks) {
+        rc = KILN_ENOMEM;
+        snprintf(why, sizeof(why), "out of memory");
+    }
+    for (size_t i = 0; masks && i < nbuilders; i++)
+        masks[i] = kiln__iso_hello_mask(&hello, i);
     if (rc == KILN_OK) {
-        const char *extra[32];
+        const char *extra[64];
         struct kiln_vk_options vopt = {
             .use_device_index = (hello.flags & KILN__ISO_HELLO_DEVICE) != 0,
             .device = hello.device,
             .cache_dir = hello.cache_dir[0] ? hello.cache_dir : NULL,
             .extra_extensions = extra,
-            .extra_extension_count =
-                kiln__prep_builder_extensions(builders, nbuilders, extra, KILN_ARRAY_LEN(extra))};
+            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, masks,
+                                                                   extra, KILN_ARRAY_LEN(extra))};
         rc = kiln_vk_create(&vopt, &vk);
         if (rc < 0)
             snprintf(why, sizeof(why), "no Vulkan context");
     }
+    free(masks);
     free(body);
     int wrc = send_ready(out, rc, why);
     if (rc == KILN_OK && wrc == KILN_OK) {

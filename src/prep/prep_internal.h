@@ -137,22 +137,38 @@ uint64_t kiln__prep_kind_counts(struct kiln__prep_build *b,
  * for the caller to destroy. On success *vk is the context to build on and
  * the summary's device name, pipelines.vkc state and loaded bytes are
  * filled from it. A new one enables the device extensions the `nbuilders`
- * builders ask for (kiln_builder.device_extensions) where offered.
+ * builders ask for (kiln_builder.device_extensions) where offered: those
+ * of masks[b] for builder b (kiln__prep_needed_extensions), or all of them
+ * with `masks` NULL.
  * @return 0, or kiln_vk_create's error (*vk and *own NULL then).
  */
 int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
                        const char *cache_dir, const struct kiln_io *io,
-                       const struct kiln_builder *builders, size_t nbuilders, struct kiln_vk **own,
-                       struct kiln_vk **vk, char (*device_name)[256],
+                       const struct kiln_builder *builders, size_t nbuilders, const uint64_t *masks,
+                       struct kiln_vk **own, struct kiln_vk **vk, char (*device_name)[256],
                        enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes);
 
 /*
+ * Which of each builder's device extensions the `n` items to build need:
+ * (*masks)[b] has bit i set when some item of builder b's state kind needs
+ * builders[b].device_extensions[i] (kiln_builder.extensions_needed; every
+ * bit for a builder without it). Reads each payload's table and state
+ * only, on the calling thread; items without a payload, or whose payload
+ * does not read, are left out (their build refuses them).
+ * @return 0 with a malloc'd array of `nbuilders` (NULL with none; free
+ * it), or KILN_ENOMEM.
+ */
+int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbuilders,
+                                 const struct kiln__prep_item *items, size_t n, uint64_t **masks);
+
+/*
  * Collects the device extensions the builders ask for
- * (kiln_builder.device_extensions) into names[0..cap), each once.
- * @return how many were put there.
+ * (kiln_builder.device_extensions) into names[0..cap), each once: for
+ * builder b only those whose bit is set in masks[b], or all with `masks`
+ * NULL. @return how many were put there.
  */
 uint32_t kiln__prep_builder_extensions(const struct kiln_builder *builders, size_t nbuilders,
-                                       const char **names, uint32_t cap);
+                                       const uint64_t *masks, const char **names, uint32_t cap);
 
 /*
  * Builds the pipeline of every item whose payload is set, on a pool of

@@ -755,6 +755,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     struct prog *progs = NULL;
     struct kiln__prep_item *items = NULL;
     struct kiln_vk *own_vk = NULL;
+    uint64_t *ext_masks = NULL;
     size_t n = 0;
     bool lock_made = false;
     int rc;
@@ -867,22 +868,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         }
     }
 
-    /* Vulkan. */
-    uint64_t t3 = kiln_now_ns();
-    struct kiln_vk *vk;
-    rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io, o->builders,
-                            o->nbuilders, &own_vk, &vk, &s->device, &s->vk_cache_state,
-                            &s->vk_cache_loaded_bytes);
-    s->vulkan_ns = kiln_now_ns() - t3;
-    if (rc < 0) {
-        fail_at(s, KILN_PREP_STEP_VULKAN, rc);
-        goto out;
-    }
-    s->vulkan = true;
-    /* Every stage is validated before its build (start.c, validate_stages). */
-
-    /* Every pipeline, from the packed payloads. */
-    uint64_t t4 = kiln_now_ns();
+    /* The items to build, from the packed payloads. */
     for (size_t i = 0; i < n; i++) {
         items[i].key = progs[i].key;
         items[i].name = progs[i].name;
@@ -891,6 +877,27 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         items[i].validated = progs[i].payload != NULL;
         items[i].size = progs[i].size;
     }
+
+    /* Vulkan, with the builders' extensions these items need. */
+    uint64_t t3 = kiln_now_ns();
+    struct kiln_vk *vk;
+    rc = KILN_OK;
+    if (!o->vk || o->isolate)
+        rc = kiln__prep_needed_extensions(o->builders, o->nbuilders, items, n, &ext_masks);
+    if (rc == KILN_OK)
+        rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io,
+                                o->builders, o->nbuilders, ext_masks, &own_vk, &vk, &s->device,
+                                &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    s->vulkan_ns = kiln_now_ns() - t3;
+    if (rc < 0) {
+        fail_at(s, KILN_PREP_STEP_VULKAN, rc);
+        goto out;
+    }
+    s->vulkan = true;
+    /* Every stage is validated before its build (start.c, validate_stages). */
+
+    /* Every pipeline. */
+    uint64_t t4 = kiln_now_ns();
     struct kiln__prep_build b = {.vk = vk,
                                  .dict = r.dict,
                                  .on_pipeline = o->vk ? o->on_pipeline : NULL,
@@ -915,7 +922,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         struct kiln__isolate_run iso = {.iso = o->isolate,
                                         .use_device_index = o->use_device_index,
                                         .device = o->device,
-                                        .cache_dir = o->cache_dir};
+                                        .cache_dir = o->cache_dir,
+                                        .ext_masks = ext_masks};
         built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
@@ -956,6 +964,7 @@ out:
             s->dict_bytes = dsize;
     }
     kiln_vk_destroy(own_vk);
+    free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {
         free(progs[i].name);
         kiln_pack_free(progs[i].payload);

@@ -67,6 +67,15 @@
  *   atomics, and the first skip's reason is written by the one worker that
  *   claims it; both are read only after the pool has joined.
  *
+ * - A context kiln makes enables only the builders' device extensions that
+ *   some program of the run needs (kiln__prep_needed_extensions asks each
+ *   builder's extensions_needed over the items to build, reading only the
+ *   payload's table and state, before the context is made), and isolated
+ *   workers get the same per-builder masks in their greeting: an extension
+ *   the run never uses can still cost the driver much memory (ray tracing:
+ *   ~140 MiB on an NVIDIA H200). A builder without the callback gets all of
+ *   its extensions, and a context the caller gives is used as it is.
+ *
  * - Progress is reported from the caller's thread only: workers never call
  *   the progress callback, the caller polls the pool's counters, so the
  *   callback needs no lock.
@@ -148,6 +157,15 @@ int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, con
             KILN_ERROR("prep", "%s: builder %zu (%s): %s", what, i,
                        builders[i].name ? builders[i].name : "builder",
                        builders[i].build ? "unknown state kind" : "no build function");
+            return KILN_EINVAL;
+        }
+        /* extensions_needed answers one bit per extension. */
+        if (builders[i].ndevice_extensions > KILN_BUILDER_MAX_EXTENSIONS ||
+            (builders[i].ndevice_extensions && !builders[i].device_extensions)) {
+            KILN_ERROR("prep",
+                       "%s: builder %zu (%s): %u device extensions (at most %u, in an array)", what,
+                       i, builders[i].name ? builders[i].name : "builder",
+                       builders[i].ndevice_extensions, KILN_BUILDER_MAX_EXTENSIONS);
             return KILN_EINVAL;
         }
     }
@@ -462,14 +480,61 @@ static int larger_payload_first(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
+/* Every bit of builder `bld`'s extensions. */
+static uint64_t all_extensions(const struct kiln_builder *bld)
+{
+    uint32_t n = bld->ndevice_extensions;
+    return n >= 64 ? UINT64_MAX : ((uint64_t)1 << n) - 1;
+}
+
+int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbuilders,
+                                 const struct kiln__prep_item *items, size_t n, uint64_t **masks)
+{
+    *masks = NULL;
+    if (!nbuilders)
+        return KILN_OK;
+    uint64_t *m = calloc(nbuilders, sizeof(*m));
+    if (!m)
+        return KILN_ENOMEM;
+    struct kiln__prep_build b = {.builders = builders, .nbuilders = nbuilders};
+    bool asking = false;
+    for (size_t i = 0; i < nbuilders; i++) {
+        if (!builders[i].extensions_needed)
+            m[i] = all_extensions(&builders[i]);
+        else if (builders[i].ndevice_extensions)
+            asking = true;
+    }
+    /* The payload's table and state only: its stages stay packed. */
+    struct kiln_stage_blob *st = asking ? malloc(KILN_PROGRAM_MAX_STAGES * sizeof(*st)) : NULL;
+    if (asking && !st) {
+        free(m);
+        return KILN_ENOMEM;
+    }
+    for (size_t i = 0; asking && i < n; i++) {
+        struct kiln_payload_state state;
+        if (!items[i].payload ||
+            kiln_program_payload_parse_full(items[i].payload, items[i].size,
+                                            KILN_PROGRAM_MAX_STAGES, st, &state) < 0)
+            continue; /* not built: the build says why */
+        const struct kiln_builder *bld = builder_for(&b, state.kind);
+        if (!bld || !bld->extensions_needed)
+            continue;
+        size_t k = (size_t)(bld - builders);
+        m[k] |= bld->extensions_needed(bld->user, state.bytes, state.size) & all_extensions(bld);
+    }
+    free(st);
+    *masks = m;
+    return KILN_OK;
+}
+
 uint32_t kiln__prep_builder_extensions(const struct kiln_builder *builders, size_t nbuilders,
-                                       const char **names, uint32_t cap)
+                                       const uint64_t *masks, const char **names, uint32_t cap)
 {
     uint32_t n = 0;
     for (size_t b = 0; b < nbuilders; b++) {
         for (uint32_t i = 0; i < builders[b].ndevice_extensions; i++) {
             const char *name = builders[b].device_extensions[i];
-            bool seen = !name;
+            bool seen = !name || (masks && !(masks[b] >> i & 1u));
             for (uint32_t k = 0; k < n && !seen; k++)
                 seen = strcmp(names[k], name) == 0;
             if (!seen && n < cap)
@@ -481,21 +546,22 @@ uint32_t kiln__prep_builder_extensions(const struct kiln_builder *builders, size
 
 int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
                        const char *cache_dir, const struct kiln_io *io,
-                       const struct kiln_builder *builders, size_t nbuilders, struct kiln_vk **own,
-                       struct kiln_vk **vk, char (*device_name)[256],
+                       const struct kiln_builder *builders, size_t nbuilders, const uint64_t *masks,
+                       struct kiln_vk **own, struct kiln_vk **vk, char (*device_name)[256],
                        enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes)
 {
     *own = NULL;
     *vk = given;
     if (!given) {
-        const char *extra[32];
-        struct kiln_vk_options vopt = {.use_device_index = use_device_index,
-                                       .device = device,
-                                       .cache_dir = cache_dir,
-                                       .io = io,
-                                       .extra_extensions = extra,
-                                       .extra_extension_count = kiln__prep_builder_extensions(
-                                           builders, nbuilders, extra, KILN_ARRAY_LEN(extra))};
+        const char *extra[64];
+        struct kiln_vk_options vopt = {
+            .use_device_index = use_device_index,
+            .device = device,
+            .cache_dir = cache_dir,
+            .io = io,
+            .extra_extensions = extra,
+            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, masks,
+                                                                   extra, KILN_ARRAY_LEN(extra))};
         KILN_TRY(kiln_vk_create(&vopt, own));
         *vk = *own;
     }
@@ -654,6 +720,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     struct kiln_cache_result *res = NULL;
     struct kiln__prep_item *items = NULL;
     struct kiln_vk *own_vk = NULL;
+    uint64_t *ext_masks = NULL;
     struct kiln_pack_dict *dict = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
     if (rc == KILN_OK && n) {
@@ -730,9 +797,13 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     /* Vulkan, with the pipeline cache kiln prepare saved. */
     uint64_t t2 = kiln_now_ns();
     struct kiln_vk *vk;
-    rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io, o->builders,
-                            o->nbuilders, &own_vk, &vk, &s->device, &s->vk_cache_state,
-                            &s->vk_cache_loaded_bytes);
+    rc = KILN_OK;
+    if (!o->vk || o->isolate)
+        rc = kiln__prep_needed_extensions(o->builders, o->nbuilders, items, n, &ext_masks);
+    if (rc == KILN_OK)
+        rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io,
+                                o->builders, o->nbuilders, ext_masks, &own_vk, &vk, &s->device,
+                                &s->vk_cache_state, &s->vk_cache_loaded_bytes);
     s->vulkan_ns = kiln_now_ns() - t2;
     if (rc < 0) {
         start_fail(s, KILN_PREP_STEP_VULKAN, rc);
@@ -755,7 +826,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         struct kiln__isolate_run iso = {.iso = o->isolate,
                                         .use_device_index = o->use_device_index,
                                         .device = o->device,
-                                        .cache_dir = o->cache_dir};
+                                        .cache_dir = o->cache_dir,
+                                        .ext_masks = ext_masks};
         built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
@@ -788,6 +860,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
 
 out:
     kiln_vk_destroy(own_vk);
+    free(ext_masks);
     kiln_cache_results_free(res, n);
     free(items);
     free(keys);

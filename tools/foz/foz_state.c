@@ -23,6 +23,10 @@
 /* The closure format's name and version (the first members of its JSON). */
 #define CLOSURE_FORMAT  "kiln-foz-closure"
 #define CLOSURE_VERSION 1
+/* CLOSURE_VERSION as text (kiln__foz_closure_peek_tag). */
+#define CLOSURE_TEXT_(v)     #v
+#define CLOSURE_TEXT(v)      CLOSURE_TEXT_(v)
+#define CLOSURE_VERSION_TEXT CLOSURE_TEXT(CLOSURE_VERSION)
 
 /* How deep the walk may follow base pipelines and libraries. */
 #define CLOSURE_MAX_DEPTH 16
@@ -542,6 +546,29 @@ out:
 void kiln_foz_closure_free(uint8_t *bytes)
 {
     free(bytes);
+}
+
+uint64_t kiln__foz_closure_peek_tag(const void *bytes, size_t size)
+{
+    /* json-c's plain printer, members in the order closure_make adds them. */
+    static const char head[] =
+        "{\"format\":\"" CLOSURE_FORMAT "\",\"version\":" CLOSURE_VERSION_TEXT ",\"kind\":\"";
+    static const struct {
+        const char *word;
+        uint64_t tag;
+    } kinds[] = {{"graphics\"", KILN_FOZ_TAG_GRAPHICS_PIPELINE},
+                 {"compute\"", KILN_FOZ_TAG_COMPUTE_PIPELINE},
+                 {"raytracing\"", KILN_FOZ_TAG_RAYTRACING_PIPELINE}};
+    size_t hn = sizeof(head) - 1;
+    if (!bytes || size < hn || memcmp(bytes, head, hn) != 0)
+        return 0;
+    const char *rest = (const char *)bytes + hn;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        size_t wn = strlen(kinds[i].word);
+        if (size - hn >= wn && memcmp(rest, kinds[i].word, wn) == 0)
+            return kinds[i].tag;
+    }
+    return 0;
 }
 
 /* Parses a closure and finds its pipeline; used by the builder too. */

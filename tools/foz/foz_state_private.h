@@ -19,6 +19,17 @@
 int kiln__foz_closure_parse(const void *bytes, size_t size, struct json_object **doc, uint64_t *tag,
                             uint64_t *hash, struct json_object **pipeline);
 
+/*
+ * A closure's pipeline tag read from its first bytes alone, as
+ * kiln_foz_closure_make writes them ({"format":"kiln-foz-closure",
+ * "version":1,"kind":"..."), without parsing the JSON: for a cheap look
+ * at many closures. @return KILN_FOZ_TAG_GRAPHICS_PIPELINE, _COMPUTE_ or
+ * _RAYTRACING_, or 0 when the bytes do not start that way (another
+ * writer's spacing, another version, not a closure: parse them to know).
+ * Thread-safe.
+ */
+uint64_t kiln__foz_closure_peek_tag(const void *bytes, size_t size);
+
 /* The most pipelines one closure's stage list walks (the pipeline and its
  * libraries, each once). */
 #define KILN__FOZ_MAX_LIBRARIES 32
