@@ -19,10 +19,15 @@ static void parse_all(const uint8_t *body, size_t n)
 {
     struct kiln__iso_hello h;
     if (kiln__iso_hello_parse(body, n, &h) == KILN_OK) {
-        if (strlen(h.cache_dir) + 21 + (size_t)h.nmasks * 8 + h.dict_size != n)
+        /* Every name lies inside the body, before the dictionary. */
+        size_t names = 0;
+        const char *q = h.names;
+        for (uint32_t i = 0; i < h.nnames; i++, q += strlen(q) + 1)
+            names += strlen(q) + 1;
+        if (strlen(h.cache_dir) + 25 + names + h.dict_size != n)
             abort();
-        for (uint32_t b = 0; b <= h.nmasks; b++)
-            (void)kiln__iso_hello_mask(&h, b); /* every mask inside the body */
+        for (uint32_t k = 0; k <= KILN_STATE_KINDS; k++)
+            (void)kiln__iso_hello_wants(&h, k, "VK_KHR_ray_tracing_pipeline");
     }
     struct kiln__iso_job j;
     if (kiln__iso_job_parse(body, n, &j) == KILN_OK) {

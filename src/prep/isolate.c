@@ -109,22 +109,37 @@ int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *ou
         return KILN_EFORMAT;
     out->cache_dir = (const char *)p + 16;
     size_t at = 16 + (size_t)dlen + 1;
-    if (n - at < 4)
+    if (n - at < 8)
         return KILN_EFORMAT;
-    out->nmasks = kiln__load_le32(p + at);
-    at += 4;
-    if (out->nmasks > (n - at) / 8)
+    out->known_kinds = kiln__load_le32(p + at);
+    out->nnames = kiln__load_le32(p + at + 4);
+    at += 8;
+    if (out->nnames > KILN__ISO_MAX_NAMES)
         return KILN_EFORMAT;
-    out->masks = p + at;
-    at += (size_t)out->nmasks * 8;
+    out->names = (const char *)p + at;
+    for (uint32_t i = 0; i < out->nnames; i++) {
+        const uint8_t *end = at < n ? memchr(p + at, '\0', n - at) : NULL;
+        if (!end)
+            return KILN_EFORMAT;
+        at = (size_t)(end - p) + 1;
+    }
     out->dict_size = n - at;
     out->dict = out->dict_size ? p + at : NULL;
     return KILN_OK;
 }
 
-uint64_t kiln__iso_hello_mask(const struct kiln__iso_hello *h, size_t b)
+/* known_kinds has one bit per state kind. */
+_Static_assert(KILN_STATE_KINDS <= 32, "a state kind beyond known_kinds' bits");
+
+bool kiln__iso_hello_wants(const struct kiln__iso_hello *h, uint32_t kind, const char *name)
 {
-    return b < h->nmasks ? kiln__load_le64(h->masks + b * 8) : UINT64_MAX;
+    if (kind >= 32 || !(h->known_kinds >> kind & 1u))
+        return true;
+    const char *q = h->names;
+    for (uint32_t i = 0; i < h->nnames; i++, q += strlen(q) + 1)
+        if (strcmp(q, name) == 0)
+            return true;
+    return false;
 }
 
 int kiln__iso_job_parse(const void *body, size_t n, struct kiln__iso_job *out)
@@ -542,20 +557,22 @@ static void merge_caches(struct iso *iso, unsigned workers)
 }
 
 int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
-                         const uint64_t *masks, size_t nmasks, const void *dict, size_t dict_size,
-                         uint8_t **body, uint32_t *size)
+                         uint32_t known_kinds, const char *const *names, uint32_t nnames,
+                         const void *dict, size_t dict_size, uint8_t **body, uint32_t *size)
 {
     *body = NULL;
     const char *dir = cache_dir ? cache_dir : "";
-    size_t dlen = strlen(dir);
-    if (!masks)
-        nmasks = 0;
+    size_t dlen = strlen(dir), names_len = 0;
     if (!dict)
         dict_size = 0;
-    if (dlen > KILN__ISO_BODY_MAX || nmasks > KILN__ISO_BODY_MAX / 8 ||
+    if (nnames > KILN__ISO_MAX_NAMES)
+        return KILN_ERANGE;
+    for (uint32_t i = 0; i < nnames; i++)
+        names_len += strlen(names[i]) + 1;
+    if (dlen > KILN__ISO_BODY_MAX || names_len > KILN__ISO_BODY_MAX ||
         dict_size > KILN__ISO_BODY_MAX)
         return KILN_ERANGE;
-    size_t n = 16 + dlen + 1 + 4 + nmasks * 8 + dict_size;
+    size_t n = 16 + dlen + 1 + 8 + names_len + dict_size;
     if (n > KILN__ISO_BODY_MAX)
         return KILN_ERANGE;
     uint8_t *p = malloc(n);
@@ -567,10 +584,14 @@ int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
     kiln__store_le32(p + 12, (uint32_t)dlen);
     memcpy(p + 16, dir, dlen + 1);
     size_t at = 16 + dlen + 1;
-    kiln__store_le32(p + at, (uint32_t)nmasks);
-    at += 4;
-    for (size_t b = 0; b < nmasks; b++, at += 8)
-        kiln__store_le64(p + at, masks[b]);
+    kiln__store_le32(p + at, known_kinds);
+    kiln__store_le32(p + at + 4, nnames);
+    at += 8;
+    for (uint32_t i = 0; i < nnames; i++) {
+        size_t len = strlen(names[i]) + 1;
+        memcpy(p + at, names[i], len);
+        at += len;
+    }
     if (dict_size)
         memcpy(p + at, dict, dict_size);
     *body = p;
@@ -578,15 +599,24 @@ int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
     return KILN_OK;
 }
 
-/* The greeting, the same for every worker. */
+/* The greeting, the same for every worker: the extensions are the names
+ * this process's builders found the programs need, for the kinds it has a
+ * builder of (the workers' builders are their own, kiln_isolate_worker_options). */
 static int make_hello(struct iso *iso)
 {
     size_t dict_size = 0;
     const void *dict = iso->b->dict ? kiln_pack_dict_bytes(iso->b->dict, &dict_size) : NULL;
-    /* No masks: the workers enable every extension (today's behaviour). */
+    const char *names[KILN__ISO_MAX_NAMES];
+    uint32_t known = 0, nnames = 0;
+    if (iso->run->ext_masks) {
+        for (size_t i = 0; i < iso->b->nbuilders; i++)
+            known |= 1u << iso->b->builders[i].kind;
+        nnames = kiln__prep_builder_extensions(iso->b->builders, iso->b->nbuilders,
+                                               iso->run->ext_masks, names, KILN__ISO_MAX_NAMES);
+    }
     return kiln__iso_hello_make(iso->run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u,
-                                iso->run->device, iso->run->cache_dir, iso->run->ext_masks,
-                                iso->b->nbuilders, dict, dict_size, &iso->hello, &iso->hello_size);
+                                iso->run->device, iso->run->cache_dir, known, names, nnames, dict,
+                                dict_size, &iso->hello, &iso->hello_size);
 }
 
 /* Larger payloads first, as in-process (start.c). */

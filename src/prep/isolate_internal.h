@@ -19,7 +19,7 @@
 #define KILN__ISO_MAGIC      0x3157494bu /* "KIW1" */
 #define KILN__ISO_HEAD_BYTES 16u
 #define KILN__ISO_BODY_MAX   ((uint32_t)1 << 30) /* a pipeline cache's data may be large */
-#define KILN__ISO_VERSION    2u                  /* 2: HELLO carries the extension masks */
+#define KILN__ISO_VERSION    2u                  /* 2: HELLO carries the device extensions */
 
 enum kiln__iso_type {
     KILN__ISO_HELLO = 1,  /* parent: version, device, cache folder, extensions, dictionary */
@@ -65,10 +65,15 @@ struct kiln__iso_hello {
     uint32_t flags;
     uint32_t device;
     const char *cache_dir; /* NUL-terminated in the body; "" for none */
-    /* Per builder, the device extensions to enable (kiln__prep_needed_extensions):
-     * `nmasks` little-endian u64 at `masks` (read with kiln__iso_hello_mask). */
-    uint32_t nmasks;
-    const uint8_t *masks;
+    /* The device extensions the parent's builders found the programs need
+     * (kiln__prep_needed_extensions): bit k of known_kinds set when the
+     * parent had a builder for state kind k, and then those of the worker's
+     * builder of kind k that are among the `nnames` NUL-terminated names
+     * at `names` are enabled (kiln__iso_hello_wants); a kind the parent had
+     * no builder for gets every extension its worker builder lists. */
+    uint32_t known_kinds;
+    uint32_t nnames;
+    const char *names;
     const void *dict; /* the packing dictionary's bytes, or NULL */
     size_t dict_size;
 };
@@ -86,19 +91,21 @@ struct kiln__iso_result {
     const char *why; /* NUL-terminated in the body */
 };
 
-/* Makes a greeting's body: version, flags, device, cache folder (NULL:
- * none), `nmasks` extension masks (masks NULL: none, so the worker enables
- * every builder extension), dictionary (NULL: none). @return 0 with a
- * malloc'd *body of *size bytes, KILN_ERANGE past KILN__ISO_BODY_MAX, or
- * KILN_ENOMEM. */
-int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
-                         const uint64_t *masks, size_t nmasks, const void *dict, size_t dict_size,
-                         uint8_t **body, uint32_t *size);
+/* The most extension names one greeting carries. */
+#define KILN__ISO_MAX_NAMES 256u
 
-/* Builder b's extension mask from a parsed greeting: every bit for a
- * builder the parent sent none for (the worker's list is the parent's, so
- * only a damaged greeting gets there; all is today's behaviour). */
-uint64_t kiln__iso_hello_mask(const struct kiln__iso_hello *h, size_t b);
+/* Makes a greeting's body: version, flags, device, cache folder (NULL:
+ * none), the extensions (known_kinds and `nnames` names, as in struct
+ * kiln__iso_hello), dictionary (NULL: none). @return 0 with a malloc'd
+ * *body of *size bytes, KILN_ERANGE past KILN__ISO_BODY_MAX or
+ * KILN__ISO_MAX_NAMES, or KILN_ENOMEM. */
+int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
+                         uint32_t known_kinds, const char *const *names, uint32_t nnames,
+                         const void *dict, size_t dict_size, uint8_t **body, uint32_t *size);
+
+/* Whether a worker builder of state kind `kind` enables extension `name`
+ * (struct kiln__iso_hello's known_kinds and names). */
+bool kiln__iso_hello_wants(const struct kiln__iso_hello *h, uint32_t kind, const char *name);
 
 /* Each parses a body of its type. @return 0 or KILN_EFORMAT. */
 int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *out);
@@ -118,8 +125,9 @@ struct kiln__isolate_run {
     bool use_device_index;
     unsigned device;
     const char *cache_dir;
-    /* Per builder, the device extensions its programs need
-     * (kiln__prep_needed_extensions), sent to every worker; NULL: all. */
+    /* Per builder of the phase, the device extensions its programs need
+     * (kiln__prep_needed_extensions), sent to every worker by name; NULL:
+     * the workers enable all of theirs. */
     const uint64_t *ext_masks;
 };
 

@@ -8,10 +8,11 @@
  *
  * - A program is built exactly as in one process: the worker calls the
  *   pipeline phase's own kiln__prep_build_one (start.c), with the same
- *   dictionary and device extensions (the parent's per-builder masks, sent
- *   in the greeting), the same device selection and the same builders (the
- *   application passes them here), so isolation changes where a build
- *   runs, not what it does.
+ *   dictionary and device extensions (the names the parent's builders
+ *   found the programs need, sent in the greeting; every one of a kind the
+ *   parent had no builder for), the same device selection and the same
+ *   builders (the application passes them here), so isolation changes
+ *   where a build runs, not what it does.
  *
  * - The answer is read off the phase's counters: the worker builds one
  *   program at a time on one thread, so the one counter that moved during
@@ -220,7 +221,10 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
         snprintf(why, sizeof(why), "out of memory");
     }
     for (size_t i = 0; masks && i < nbuilders; i++)
-        masks[i] = kiln__iso_hello_mask(&hello, i);
+        for (uint32_t k = 0; k < builders[i].ndevice_extensions; k++)
+            if (builders[i].device_extensions[k] &&
+                kiln__iso_hello_wants(&hello, builders[i].kind, builders[i].device_extensions[k]))
+                masks[i] |= (uint64_t)1 << k;
     if (rc == KILN_OK) {
         const char *extra[64];
         struct kiln_vk_options vopt = {

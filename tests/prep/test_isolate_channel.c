@@ -334,11 +334,12 @@ KT_CASE(kiln_worker_greets)
 #endif
     struct kiln__iso_proc *p = NULL;
     KT_REQUIRE_OK(kiln__iso_spawn(argv, false, &p));
-    /* No flags, device 0, no folder, no masks (every extension), no dictionary. */
+    /* No flags, device 0, no folder, no extensions known (every one), no
+     * dictionary. */
     uint8_t *hello = NULL;
     uint32_t hello_size = 0;
-    KT_REQUIRE_OK(kiln__iso_hello_make(0, 0, NULL, NULL, 0, NULL, 0, &hello, &hello_size));
-    KT_CHECK_EQ(hello_size, 21u);
+    KT_REQUIRE_OK(kiln__iso_hello_make(0, 0, NULL, 0, NULL, 0, NULL, 0, &hello, &hello_size));
+    KT_CHECK_EQ(hello_size, 25u);
     KT_CHECK_OK(send_frame(p, KILN__ISO_HELLO, hello, hello_size));
     free(hello);
     void *body = NULL;
@@ -367,48 +368,56 @@ KT_CASE(kiln_worker_greets)
 }
 
 /* The greeting made by the parent reads back field for field in the
- * worker, its extension masks included; a body cut anywhere, or whose mask
- * count runs past it, is refused. */
+ * worker, its extensions included; a body cut anywhere before the
+ * dictionary, or naming more extensions than it holds, is refused. */
 KT_CASE(hello_round_trip)
 {
-    const uint64_t masks[3] = {0x3, 0, UINT64_MAX};
+    const char *names[2] = {"VK_KHR_pipeline_library", "VK_EXT_graphics_pipeline_library"};
+    const uint32_t known = 1u << KILN_STATE_FOZ;
     const char dict[] = "DICTIONARY";
     uint8_t *body = NULL;
     uint32_t size = 0;
-    KT_REQUIRE_OK(kiln__iso_hello_make(KILN__ISO_HELLO_DEVICE, 7, "/some/cache", masks, 3, dict,
-                                       sizeof(dict), &body, &size));
+    KT_REQUIRE_OK(kiln__iso_hello_make(KILN__ISO_HELLO_DEVICE, 7, "/some/cache", known, names, 2,
+                                       dict, sizeof(dict), &body, &size));
     struct kiln__iso_hello h;
     KT_REQUIRE_OK(kiln__iso_hello_parse(body, size, &h));
     KT_CHECK_EQ(h.version, KILN__ISO_VERSION);
     KT_CHECK_EQ(h.flags, KILN__ISO_HELLO_DEVICE);
     KT_CHECK_EQ(h.device, 7u);
     KT_CHECK(strcmp(h.cache_dir, "/some/cache") == 0);
-    KT_CHECK_EQ(h.nmasks, 3u);
-    for (size_t b = 0; b < 3; b++)
-        KT_CHECK_EQ(kiln__iso_hello_mask(&h, b), masks[b]);
-    /* A builder the parent sent no mask for gets every extension. */
-    KT_CHECK_EQ(kiln__iso_hello_mask(&h, 3), UINT64_MAX);
+    KT_CHECK_EQ(h.known_kinds, known);
+    KT_CHECK_EQ(h.nnames, 2u);
+    KT_CHECK(strcmp(h.names, names[0]) == 0);
+    KT_CHECK(strcmp(h.names + strlen(names[0]) + 1, names[1]) == 0);
     KT_CHECK_EQ(h.dict_size, sizeof(dict));
     KT_CHECK(h.dict && memcmp(h.dict, dict, sizeof(dict)) == 0);
-    /* Cut short of the dictionary: parses, with less dictionary. Cut inside
-     * the masks or their count: refused. */
-    size_t fixed = 16 + strlen("/some/cache") + 1 + 4 + 3 * 8;
+    /* The kind the parent knew gets the names sent and no other; a kind it
+     * had no builder for gets every extension. */
+    KT_CHECK(kiln__iso_hello_wants(&h, KILN_STATE_FOZ, "VK_EXT_graphics_pipeline_library"));
+    KT_CHECK(kiln__iso_hello_wants(&h, KILN_STATE_FOZ, "VK_KHR_pipeline_library"));
+    KT_CHECK(!kiln__iso_hello_wants(&h, KILN_STATE_FOZ, "VK_KHR_ray_tracing_pipeline"));
+    KT_CHECK(kiln__iso_hello_wants(&h, KILN_STATE_APP, "VK_KHR_ray_tracing_pipeline"));
+    /* Cut before the dictionary: refused; at it: no dictionary. */
+    size_t fixed = 16 + strlen("/some/cache") + 1 + 8 + strlen(names[0]) + 1 + strlen(names[1]) + 1;
     for (size_t n = 0; n < fixed; n++)
         KT_CHECK_EQ(kiln__iso_hello_parse(body, n, &h), KILN_EFORMAT);
     KT_CHECK_OK(kiln__iso_hello_parse(body, fixed, &h));
     KT_CHECK_EQ(h.dict_size, 0u);
     KT_CHECK(h.dict == NULL);
-    /* A count past the body. */
-    kiln__store_le32(body + 16 + strlen("/some/cache") + 1, 1u << 28);
+    /* More names than the body holds, or than any greeting may carry. */
+    uint8_t *count = body + 16 + strlen("/some/cache") + 1 + 4;
+    kiln__store_le32(count, 3);
+    KT_CHECK_EQ(kiln__iso_hello_parse(body, fixed, &h), KILN_EFORMAT);
+    kiln__store_le32(count, KILN__ISO_MAX_NAMES + 1);
     KT_CHECK_EQ(kiln__iso_hello_parse(body, size, &h), KILN_EFORMAT);
     free(body);
 
-    /* No masks, no folder, no dictionary: the smallest greeting. */
-    KT_REQUIRE_OK(kiln__iso_hello_make(0, 0, NULL, NULL, 5, NULL, 9, &body, &size));
-    KT_CHECK_EQ(size, 21u);
+    /* Nothing known, no folder, no dictionary: the smallest greeting. */
+    KT_REQUIRE_OK(kiln__iso_hello_make(0, 0, NULL, 0, NULL, 0, NULL, 9, &body, &size));
+    KT_CHECK_EQ(size, 25u);
     KT_REQUIRE_OK(kiln__iso_hello_parse(body, size, &h));
-    KT_CHECK_EQ(h.nmasks, 0u);
-    KT_CHECK_EQ(kiln__iso_hello_mask(&h, 0), UINT64_MAX);
+    KT_CHECK_EQ(h.nnames, 0u);
+    KT_CHECK(kiln__iso_hello_wants(&h, KILN_STATE_FOZ, "VK_KHR_ray_tracing_pipeline"));
     KT_CHECK(h.cache_dir[0] == '\0' && h.dict == NULL);
     free(body);
 }
