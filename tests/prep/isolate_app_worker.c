@@ -7,7 +7,11 @@
  * The builder reads the state's first four bytes: 0 builds a compute pipeline in
  * kiln's shared layout, 1 answers KILN_ENOTSUP ("mode 1 not offered
  * here"), 2 answers KILN_EFORMAT, 3 crashes the process (SIGSEGV at its
- * default action, as a driver's crash would).
+ * default action, as a driver's crash would), 4 and 5 answer KILN_ENOTSUP
+ * saying whether the context has VK_EXT_graphics_pipeline_library ("GPL
+ * on" or "GPL off"). Its device extensions are APP_WORKER_EXTENSIONS,
+ * which the parent's builder lists too (test_isolate.c's
+ * extensions_in_workers).
  */
 #ifndef VK_NO_PROTOTYPES
 #define VK_NO_PROTOTYPES
@@ -17,6 +21,7 @@
 #include "kiln.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +41,11 @@ static int app_build(void *user, struct kiln_build_request *req)
     if (mode == 2) {
         snprintf(req->why, sizeof(req->why), "mode 2 unreadable");
         return KILN_EFORMAT;
+    }
+    if (mode == 4 || mode == 5) {
+        bool on = kiln_vk_extension_enabled(req->vk, "VK_EXT_graphics_pipeline_library");
+        snprintf(req->why, sizeof(req->why), "GPL %s", on ? "on" : "off");
+        return KILN_ENOTSUP;
     }
     if (mode == 3) {
         signal(SIGSEGV, SIG_DFL);
@@ -58,7 +68,13 @@ static int app_build(void *user, struct kiln_build_request *req)
 
 int main(void)
 {
-    struct kiln_builder b = {.kind = KILN_STATE_APP, .build = app_build, .name = "app"};
+    static const char *const exts[] = {"VK_KHR_pipeline_library",
+                                       "VK_EXT_graphics_pipeline_library"};
+    struct kiln_builder b = {.kind = KILN_STATE_APP,
+                             .build = app_build,
+                             .name = "app",
+                             .device_extensions = exts,
+                             .ndevice_extensions = 2};
     struct kiln_isolate_worker_options o = {.builders = &b, .nbuilders = 1};
     return kiln_isolate_worker_main(-1, -1, &o) == KILN_OK ? 0 : 1;
 }

@@ -452,8 +452,103 @@ KT_CASE(app_builder_in_workers)
     kiln_glsl_destroy(g);
 }
 
+/* The parent's builder for the application's kind: never builds (the
+ * workers do), it only says which extensions a program needs: mode 5 both
+ * (VK_KHR_pipeline_library and GPL, as isolate_app_worker.c lists them),
+ * any other none. */
+static uint64_t app_needed(void *user, const void *state, size_t size)
+{
+    (void)user;
+    uint32_t mode = 0;
+    if (size >= 4)
+        memcpy(&mode, state, 4);
+    return mode == 5 ? 3u : 0u;
+}
+
+static int app_not_here(void *user, struct kiln_build_request *req)
+{
+    (void)user;
+    (void)req; /* no Vulkan headers here: the request stays opaque */
+    return KILN_EINVAL;
+}
+
+/* One isolated kiln_prepare of `prog` into a new cache folder `leaf`, the
+ * parent holding `builders`. @return the skip reason of the application's
+ * kind (static). */
+static const char *isolated_skip(const char *leaf, struct kiln_program *prog,
+                                 const struct kiln_builder *builders, size_t nbuilders)
+{
+    struct kiln_program_array arr = {.programs = prog, .count = 1, .stamp = 11};
+    struct kiln_program_source ps = kiln_program_source_array(&arr);
+    const char *argv[] = {KILN_APP_WORKER, NULL};
+    struct kiln_isolate_options iso = {.argv = argv, .workers = 1};
+    char cache[4200];
+    snprintf(cache, sizeof(cache), "%s/%s", case_dir(), leaf);
+    struct kiln_prepare_options o;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = cache;
+    o.source = &ps;
+    o.jobs = 1;
+    o.isolate = &iso;
+    o.builders = builders;
+    o.nbuilders = nbuilders;
+    static struct kiln_prepare_summary s;
+    kiln_log_set_level(KILN_LOG_ERROR);
+    KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
+    kiln_log_set_level(KILN_LOG_WARN);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_APP].skipped, 1);
+    fprintf(stderr, "%s: %s\n", leaf, s.kinds[KILN_STATE_APP].skip_reason);
+    return s.kinds[KILN_STATE_APP].skip_reason;
+}
+
+/*
+ * Isolated workers enable the extensions the parent's builders found the
+ * programs need, sent in the greeting: a program needing none sees
+ * VK_EXT_graphics_pipeline_library off in its worker, one needing it sees
+ * it on, and with no builder in the parent (the worker's own are code the
+ * parent lacks) the worker enables every extension its builder lists.
+ */
+KT_CASE(extensions_in_workers)
+{
+    pf_need_vulkan();
+    struct kiln_vk *probe = NULL;
+    static const char *const exts[] = {"VK_KHR_pipeline_library",
+                                       "VK_EXT_graphics_pipeline_library"};
+    struct kiln_vk_options vo = {.extra_extensions = exts, .extra_extension_count = 2};
+    KT_REQUIRE_OK(kiln_vk_create(&vo, &probe));
+    bool offered = kiln_vk_extension_enabled(probe, exts[1]);
+    kiln_vk_destroy(probe);
+    if (!offered) {
+        fprintf(stderr, "the device does not offer %s: nothing to tell\n", exts[1]);
+        return;
+    }
+    struct kiln_glsl *g = NULL;
+    KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
+    struct kiln_source src = {
+        .stage = KILN_VK_STAGE_COMPUTE_BIT, .text = COMP, .size = strlen(COMP), .name = "comp"};
+    uint32_t *w = NULL;
+    size_t n = 0;
+    KT_REQUIRE_OK(kiln_translate(kiln_glsl_translator(g), &src, &w, &n));
+    struct kiln_program none, needs;
+    app_program(&none, "app-needs-none", w, n, 4, 4);
+    app_program(&needs, "app-needs-gpl", w, n, 5, 4);
+    struct kiln_builder parent = {.kind = KILN_STATE_APP,
+                                  .build = app_not_here,
+                                  .name = "app",
+                                  .device_extensions = exts,
+                                  .ndevice_extensions = 2,
+                                  .extensions_needed = app_needed};
+    KT_CHECK(strcmp(isolated_skip("none", &none, &parent, 1), "app: GPL off") == 0);
+    KT_CHECK(strcmp(isolated_skip("needs", &needs, &parent, 1), "app: GPL on") == 0);
+    KT_CHECK(strcmp(isolated_skip("unknown", &none, NULL, 0), "app: GPL on") == 0);
+    free(none.state);
+    free(needs.state);
+    kiln_words_free(w);
+    kiln_glsl_destroy(g);
+}
+
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(crasher_skipped_then_retried), KT_ENTRY(worker_abort), KT_ENTRY(worker_hang),
         KT_ENTRY(warm_start_worker_crash), KT_ENTRY(crash_without_isolation),
         KT_ENTRY(worker_bad_input), KT_ENTRY(isolate_options_checked),
-        KT_ENTRY(app_builder_in_workers))
+        KT_ENTRY(app_builder_in_workers), KT_ENTRY(extensions_in_workers))

@@ -615,6 +615,160 @@ KT_CASE(builders_routing)
     kiln_vk_destroy(vk);
 }
 
+/* ---- device extensions only where needed -------------------------------- */
+
+#define GPL "VK_EXT_graphics_pipeline_library"
+
+/* A builder that builds nothing: it notes whether its request's context
+ * has the graphics pipeline library extension (its list: VK_KHR_pipeline_library
+ * and GPL, bits 0 and 1), and skips. Its
+ * extensions_needed answers `answer` and counts its calls. */
+struct probe_builder {
+    _Atomic unsigned builds, gpl_on, asked;
+    uint64_t answer;
+};
+
+static int probe_build(void *user, struct kiln_build_request *req)
+{
+    struct probe_builder *b = user;
+    atomic_fetch_add(&b->builds, 1);
+    if (kiln_vk_extension_enabled(req->vk, GPL))
+        atomic_fetch_add(&b->gpl_on, 1);
+    snprintf(req->why, sizeof(req->why), "a probe builds nothing");
+    return KILN_ENOTSUP;
+}
+
+static uint64_t probe_needed(void *user, const void *state, size_t size)
+{
+    struct probe_builder *b = user;
+    struct app_state as;
+    MUST(size == sizeof(as));
+    memcpy(&as, state, sizeof(as));
+    MUST(as.magic == APP_MAGIC); /* the program's own state bytes */
+    atomic_fetch_add(&b->asked, 1);
+    return b->answer;
+}
+
+/* Runs a warm start of `dir` with the probe, on a context kiln makes
+ * (`vk` NULL) or on `vk`; resets the probe's counts first. */
+static void probe_start(const char *dir, struct kiln_builder *bld, struct probe_builder *pb,
+                        struct kiln_vk *vk)
+{
+    atomic_store(&pb->builds, 0);
+    atomic_store(&pb->gpl_on, 0);
+    atomic_store(&pb->asked, 0);
+    struct kiln_start_options so = {
+        .cache_dir = dir, .stamp = 5, .jobs = 2, .vk = vk, .builders = bld, .nbuilders = 1};
+    struct kiln_start_summary ss;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.kinds[KILN_STATE_APP].skipped, 2);
+}
+
+/*
+ * A context kiln makes enables a builder's extension only when some
+ * program needs it (kiln_builder.extensions_needed): a probe answering 0
+ * for both programs sees VK_EXT_graphics_pipeline_library off in its
+ * builds, answering its bit sees it on, and without the callback it is on
+ * (every extension, as before the callback). Bits past the builder's list
+ * are ignored; a context the caller gives is used as it is, without
+ * asking; more than 64 extensions is refused. Needs lavapipe's GPL.
+ */
+KT_CASE(extensions_needed)
+{
+    pf_need_vulkan();
+    /* GPL is enabled only with the extension it depends on. */
+    const char *exts[2] = {"VK_KHR_pipeline_library", GPL};
+    struct kiln_vk_options vo = {.extra_extensions = exts, .extra_extension_count = 2};
+    struct kiln_vk *vk = NULL;
+    KT_REQUIRE_OK(kiln_vk_create(&vo, &vk));
+    if (!kiln_vk_extension_enabled(vk, GPL)) {
+        fprintf(stderr, "the device does not offer " GPL ": nothing to tell\n");
+        kiln_vk_destroy(vk);
+        return;
+    }
+    size_t n = 0;
+    uint32_t *w = glsl(KILN_VK_STAGE_COMPUTE_BIT, COMP_OK, &n);
+    struct kiln_program *p[2];
+    struct app_state as[2] = {{APP_MAGIC, 1}, {APP_MAGIC, 2}};
+    struct kiln_program arr_progs[2];
+    for (int i = 0; i < 2; i++) {
+        p[i] = compute_program(i ? "probe-b" : "probe-a", w, n);
+        set_state(p[i], KILN_STATE_APP, &as[i], sizeof(as[i]));
+        arr_progs[i] = *p[i];
+    }
+    struct kiln_program_array arr = {.programs = arr_progs, .count = 2, .stamp = 5};
+    struct kiln_program_source src = kiln_program_source_array(&arr);
+
+    struct probe_builder pb = {.answer = 0};
+    struct kiln_builder bld = {.kind = KILN_STATE_APP,
+                               .user = &pb,
+                               .build = probe_build,
+                               .name = "probe",
+                               .device_extensions = exts,
+                               .ndevice_extensions = 2,
+                               .extensions_needed = probe_needed};
+    char dir[4200];
+    struct kiln_prepare_options o;
+    source_options(&o, dir, sizeof(dir), &src, 2);
+    o.builders = &bld;
+    o.nbuilders = 1;
+    struct kiln_prepare_summary s;
+    kiln_log_set_level(KILN_LOG_ERROR); /* the probe's skips are not news */
+    KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
+    KT_CHECK_EQ(s.kinds[KILN_STATE_APP].skipped, 2);
+    KT_CHECK_EQ(atomic_load(&pb.asked), 2); /* once per program */
+    KT_CHECK_EQ(atomic_load(&pb.builds), 2);
+    KT_CHECK_EQ(atomic_load(&pb.gpl_on), 0);
+
+    /* The warm start: off with 0, and with only a bit past the list. */
+    probe_start(dir, &bld, &pb, NULL);
+    KT_CHECK_EQ(atomic_load(&pb.asked), 2);
+    KT_CHECK_EQ(atomic_load(&pb.gpl_on), 0);
+    pb.answer = 4;
+    probe_start(dir, &bld, &pb, NULL);
+    KT_CHECK_EQ(atomic_load(&pb.builds), 2);
+    KT_CHECK_EQ(atomic_load(&pb.gpl_on), 0);
+    /* Its bits: on. */
+    pb.answer = 3;
+    probe_start(dir, &bld, &pb, NULL);
+    KT_CHECK_EQ(atomic_load(&pb.builds), 2);
+    KT_CHECK_EQ(atomic_load(&pb.gpl_on), 2);
+    /* No callback: every extension, as before. */
+    bld.extensions_needed = NULL;
+    probe_start(dir, &bld, &pb, NULL);
+    KT_CHECK_EQ(atomic_load(&pb.asked), 0);
+    KT_CHECK_EQ(atomic_load(&pb.gpl_on), 2);
+    /* The caller's context: as it is (GPL on), the callback not asked. */
+    bld.extensions_needed = probe_needed;
+    pb.answer = 0;
+    probe_start(dir, &bld, &pb, vk);
+    KT_CHECK_EQ(atomic_load(&pb.asked), 0);
+    KT_CHECK_EQ(atomic_load(&pb.gpl_on), 2);
+
+    /* One bit each: at most 64 extensions. */
+    const char *many[65];
+    for (int i = 0; i < 65; i++)
+        many[i] = i ? GPL : "VK_KHR_pipeline_library";
+    bld.device_extensions = many;
+    bld.ndevice_extensions = 65;
+    struct kiln_start_options so = {.cache_dir = dir, .stamp = 5, .builders = &bld, .nbuilders = 1};
+    struct kiln_start_summary ss;
+    kiln_log_set_level(KILN_LOG_ERROR + 1);
+    KT_CHECK_EQ(kiln_warm_start(&so, NULL, NULL, &ss), KILN_EINVAL);
+    KT_CHECK_EQ(ss.step, KILN_PREP_STEP_INPUT);
+    kiln_log_set_level(KILN_LOG_ERROR);
+    bld.ndevice_extensions = 64; /* the most: accepted */
+    pb.answer = UINT64_MAX;
+    probe_start(dir, &bld, &pb, NULL);
+    KT_CHECK_EQ(atomic_load(&pb.gpl_on), 2);
+    kiln_log_set_level(KILN_LOG_WARN);
+
+    for (int i = 0; i < 2; i++)
+        kiln_program_destroy(p[i]);
+    kiln_words_free(w);
+    kiln_vk_destroy(vk);
+}
+
 /* ---- kiln's own layout checked first ----------------------------------------- */
 
 /*
@@ -935,4 +1089,4 @@ KT_CASE(foz_state_builder)
 
 KT_MAIN(KT_ENTRY(payload_v3), KT_ENTRY(key_stable), KT_ENTRY(array_source_round_trip),
         KT_ENTRY(builders_routing), KT_ENTRY(layout_mismatch_refused), KT_ENTRY(external_context),
-        KT_ENTRY(foz_state_builder))
+        KT_ENTRY(foz_state_builder), KT_ENTRY(extensions_needed))
