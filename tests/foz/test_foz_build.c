@@ -101,6 +101,10 @@ KT_CASE(corpus_closures)
     KT_CHECK_EQ(a.n, CORPUS_ARCHIVES);
     struct seen_set seen = {0};
     size_t graphics = 0, compute = 0, same = 0;
+    /* The builder tells a closure's extensions from its first bytes. */
+    struct kiln_builder fb;
+    KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
+    KT_REQUIRE(fb.extensions_needed != NULL);
     for (size_t i = 0; i < a.n; i++) {
         struct kiln_foz *foz;
         struct kiln_foz_index *idx;
@@ -117,6 +121,8 @@ KT_CASE(corpus_closures)
             KT_CHECK_EQ(info.tag, p[k].tag);
             KT_CHECK(info.hash == p[k].hash);
             KT_CHECK(info.stage_count >= 1);
+            KT_CHECK_EQ(fb.extensions_needed(fb.user, bytes, size),
+                        p[k].tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE ? 0x3u : 0u);
             /* Each stage's module is in the archive, and named in the closure. */
             struct kiln_foz_module mods[KILN_FOZ_MAX_STAGES];
             memset(mods, 0, sizeof(mods));
@@ -164,6 +170,7 @@ KT_CASE(corpus_closures)
            graphics, compute, same);
     KT_CHECK_EQ(graphics, CORPUS_GRAPHICS);
     KT_CHECK_EQ(compute, CORPUS_COMPUTE);
+    kiln_foz_kiln_builder_destroy(&fb);
     seen_free(&seen);
     free_archives(&a);
 }
@@ -234,6 +241,44 @@ static char *closure_linking(const char *lib, const char *rest)
              "\"libraries\":[\"%s\"]}]}%s}}",
              lib, rest);
     return text;
+}
+
+/*
+ * The Fossilize builder's extensions_needed, by closure kind, in
+ * KILN_FOZ_DEVICE_EXTENSIONS's order (pipeline library, GPL, deferred
+ * host operations, acceleration structure, ray-tracing pipeline): graphics
+ * the two library ones, compute none, ray tracing the ray-tracing set and
+ * pipeline libraries; bytes not starting as kiln writes closures, all.
+ */
+KT_CASE(extensions_by_kind)
+{
+    struct kiln_builder fb;
+    KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
+    KT_REQUIRE(fb.extensions_needed != NULL);
+    static const char *const names[] = {KILN_FOZ_DEVICE_EXTENSIONS};
+    KT_CHECK_EQ(fb.ndevice_extensions, 5u);
+    for (uint32_t i = 0; i < 5; i++)
+        KT_CHECK(strcmp(fb.device_extensions[i], names[i]) == 0);
+    KT_CHECK(strcmp(names[1], "VK_EXT_graphics_pipeline_library") == 0);
+    KT_CHECK(strcmp(names[4], "VK_KHR_ray_tracing_pipeline") == 0);
+    const char *comp = "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"compute\","
+                       "\"pipeline\":\"0000000000000001\"}";
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, gpl_closure, strlen(gpl_closure)), 0x03u);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, rt_closure, strlen(rt_closure)), 0x1du);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, comp, strlen(comp)), 0u);
+    /* Not the writer's own bytes: every extension (the build parses them). */
+    const char *spaced = "{ \"format\": \"kiln-foz-closure\", \"version\": 1, \"kind\": "
+                         "\"compute\" }";
+    const char *v2 = "{\"format\":\"kiln-foz-closure\",\"version\":2,\"kind\":\"compute\"}";
+    const char *other = "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"mesh\"}";
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, spaced, strlen(spaced)), 0x1fu);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, v2, strlen(v2)), 0x1fu);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, other, strlen(other)), 0x1fu);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, NULL, 0), 0x1fu);
+    /* Cut inside the kind's word: not read past the size. */
+    size_t cut = strlen(comp) - strlen("ute\",\"pipeline\":\"0000000000000001\"}");
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, comp, cut), 0x1fu);
+    kiln_foz_kiln_builder_destroy(&fb);
 }
 
 KT_CASE(library_closures)
@@ -1132,5 +1177,5 @@ KT_CASE(unrecorded_states)
 }
 
 KT_MAIN(KT_ENTRY(corpus_closures), KT_ENTRY(closure_errors), KT_ENTRY(library_closures),
-        KT_ENTRY(corpus_build), KT_ENTRY(corpus_validation), KT_ENTRY(refusals),
-        KT_ENTRY(unrecorded_states))
+        KT_ENTRY(extensions_by_kind), KT_ENTRY(corpus_build), KT_ENTRY(corpus_validation),
+        KT_ENTRY(refusals), KT_ENTRY(unrecorded_states))
