@@ -889,7 +889,9 @@ KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
 /* The device extensions recorded pipelines may need beyond kiln's own
  * (pipeline libraries, graphics pipeline libraries, ray tracing and what it
  * depends on), for kiln_vk_options.extra_extensions or a device of the
- * caller's. */
+ * caller's. The two library extensions come first, then the ray-tracing
+ * set, which only ray-tracing pipelines need (the kiln builder's
+ * extensions_needed and kiln bench replay rely on this order). */
 #define KILN_FOZ_DEVICE_EXTENSIONS                                          \
     "VK_KHR_pipeline_library", "VK_EXT_graphics_pipeline_library",          \
         "VK_KHR_deferred_host_operations", "VK_KHR_acceleration_structure", \
