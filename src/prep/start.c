@@ -71,7 +71,7 @@
  *   some program of the run needs (kiln__prep_needed_extensions asks each
  *   builder's extensions_needed over the items to build, reading only the
  *   payload's table and state, before the context is made), and isolated
- *   workers get the same per-builder masks in their greeting: an extension
+ *   workers get the same names in their greeting (isolate.c): an extension
  *   the run never uses can still cost the driver much memory (ray tracing:
  *   ~140 MiB on an NVIDIA H200). A builder without the callback gets all of
  *   its extensions, and a context the caller gives is used as it is.
