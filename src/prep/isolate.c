@@ -40,6 +40,15 @@
  *   inherited, the child gets the idle priority class and enters
  *   background mode itself). A cancelled run hands no more programs to the workers.
  *
+ * - Workers enable the device extensions this process would: the greeting
+ *   carries the names this process's builders found the programs need
+ *   (kiln__prep_needed_extensions) and the state kinds it has builders
+ *   for, and a worker enables, for its own builder of a listed kind, only
+ *   those of its extensions named; for another kind, all of them (the
+ *   parent cannot ask a builder it lacks). Names rather than bits, so a
+ *   worker whose builder array is ordered otherwise still enables the right
+ *   ones.
+ *
  * - What workers compiled reaches pipelines.vkc: at the end each worker
  *   sends its pipeline cache's data, merged into the parent's
  *   (vkMergePipelineCaches) on the caller's thread after the pool has
