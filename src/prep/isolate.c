@@ -615,17 +615,10 @@ static int make_hello(struct iso *iso)
 {
     size_t dict_size = 0;
     const void *dict = iso->b->dict ? kiln_pack_dict_bytes(iso->b->dict, &dict_size) : NULL;
-    const char *names[KILN__ISO_MAX_NAMES];
-    uint32_t known = 0, nnames = 0;
-    if (iso->run->ext_masks) {
-        for (size_t i = 0; i < iso->b->nbuilders; i++)
-            known |= 1u << iso->b->builders[i].kind;
-        nnames = kiln__prep_builder_extensions(iso->b->builders, iso->b->nbuilders,
-                                               iso->run->ext_masks, names, KILN__ISO_MAX_NAMES);
-    }
     return kiln__iso_hello_make(iso->run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u,
-                                iso->run->device, iso->run->cache_dir, known, names, nnames, dict,
-                                dict_size, &iso->hello, &iso->hello_size);
+                                iso->run->device, iso->run->cache_dir, iso->run->ext_known_kinds,
+                                iso->run->ext_names, iso->run->next_names, dict, dict_size,
+                                &iso->hello, &iso->hello_size);
 }
 
 /* Larger payloads first, as in-process (start.c). */

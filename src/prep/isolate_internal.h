@@ -125,11 +125,19 @@ struct kiln__isolate_run {
     bool use_device_index;
     unsigned device;
     const char *cache_dir;
-    /* Per builder of the phase, the device extensions its programs need
-     * (kiln__prep_needed_extensions), sent to every worker by name; NULL:
-     * the workers enable all of theirs. */
-    const uint64_t *ext_masks;
+    /* The device extensions sent to every worker (kiln__prep_isolate_extensions):
+     * the state kinds this process has builders for (0: none, and the
+     * workers enable every extension of theirs) and the names they need. */
+    uint32_t ext_known_kinds;
+    uint32_t next_names;
+    const char *ext_names[KILN__ISO_MAX_NAMES];
 };
+
+/* Fills run's ext_* fields from the phase's builders and their masks
+ * (kiln__prep_needed_extensions; NULL: nothing known). In start.c, beside
+ * the rest of the extension code. */
+void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t nbuilders,
+                                   const uint64_t *masks, struct kiln__isolate_run *run);
 
 /*
  * kiln__prep_build_all in worker processes: builds every item whose payload

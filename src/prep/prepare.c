@@ -880,7 +880,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
 
     /* Vulkan, with the builders' extensions these items need. */
     uint64_t t3 = kiln_now_ns();
-    struct kiln_vk *vk;
+    struct kiln_vk *vk = NULL;
     rc = KILN_OK;
     if (!o->vk || o->isolate)
         rc = kiln__prep_needed_extensions(o->builders, o->nbuilders, items, n, &ext_masks);
@@ -922,8 +922,8 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         struct kiln__isolate_run iso = {.iso = o->isolate,
                                         .use_device_index = o->use_device_index,
                                         .device = o->device,
-                                        .cache_dir = o->cache_dir,
-                                        .ext_masks = ext_masks};
+                                        .cache_dir = o->cache_dir};
+        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
         built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);

@@ -544,6 +544,19 @@ uint32_t kiln__prep_builder_extensions(const struct kiln_builder *builders, size
     return n;
 }
 
+void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t nbuilders,
+                                   const uint64_t *masks, struct kiln__isolate_run *run)
+{
+    run->ext_known_kinds = 0;
+    run->next_names = 0;
+    if (!masks)
+        return;
+    for (size_t i = 0; i < nbuilders; i++)
+        run->ext_known_kinds |= 1u << builders[i].kind;
+    run->next_names = kiln__prep_builder_extensions(builders, nbuilders, masks, run->ext_names,
+                                                    KILN_ARRAY_LEN(run->ext_names));
+}
+
 int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
                        const char *cache_dir, const struct kiln_io *io,
                        const struct kiln_builder *builders, size_t nbuilders, const uint64_t *masks,
@@ -796,7 +809,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
 
     /* Vulkan, with the pipeline cache kiln prepare saved. */
     uint64_t t2 = kiln_now_ns();
-    struct kiln_vk *vk;
+    struct kiln_vk *vk = NULL;
     rc = KILN_OK;
     if (!o->vk || o->isolate)
         rc = kiln__prep_needed_extensions(o->builders, o->nbuilders, items, n, &ext_masks);
@@ -826,8 +839,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         struct kiln__isolate_run iso = {.iso = o->isolate,
                                         .use_device_index = o->use_device_index,
                                         .device = o->device,
-                                        .cache_dir = o->cache_dir,
-                                        .ext_masks = ext_masks};
+                                        .cache_dir = o->cache_dir};
+        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
         built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
