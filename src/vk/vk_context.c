@@ -23,6 +23,7 @@
 #include "vk_internal.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,12 +238,175 @@ static void read_properties(struct kiln_vk *vk)
     }
 }
 
-/* The feature structures of the extra extensions kiln knows (make_device). */
+/*
+ * The extra extensions kiln knows a feature structure for, one row each.
+ * `feat` is the structure queried and enabled with it; `also`, a second
+ * one (a promoted feature it needs: acceleration structures need
+ * bufferDeviceAddress). With `required`, the extension is left out unless
+ * that feature is reported. A `minimal` row enables only the required
+ * feature (the ray-tracing and library rows: their optional features,
+ * capture/replay and the like, cost driver memory); any other row enables
+ * every feature the device reports for it but the `clear` ones (those
+ * whose valid use needs a feature of an extension kiln may not enable).
+ * `core`: the API version its own dependencies need (core there); `deps`:
+ * extensions that must be enabled with it, earlier rows. kiln chains no
+ * VkPhysicalDeviceVulkan11/12/13Features, only per-feature structures,
+ * so a promoted structure here (descriptor indexing, subgroup size
+ * control, multiview) is valid in VkDeviceCreateInfo's chain; each
+ * structure type is chained at most once (pick_extras).
+ */
+struct feature {
+    VkStructureType stype;
+    size_t size;
+    size_t required; /* offset of the VkBool32 that must be on; 0: none */
+};
+
+#define FEAT(T, S, F) \
+    (&(const struct feature){.stype = S, .size = sizeof(T), .required = offsetof(T, F)})
+#define FEAT_ANY(T, S) (&(const struct feature){.stype = S, .size = sizeof(T)})
+
+struct extra_row {
+    const char *name;
+    const struct feature *feat;
+    const struct feature *also;
+    bool minimal;
+    uint32_t core;
+    const char *deps[2];
+    size_t clear[2];
+};
+
+/* Features structures kiln's Vulkan headers may predate (same layout as
+ * the EXT ones they were promoted from). */
+#define STYPE_DIVISOR_FEATURES_KHR ((VkStructureType)1000525000)
+
+static const struct extra_row extra_rows[] = {
+    {.name = "VK_KHR_pipeline_library"},
+    {.name = "VK_EXT_graphics_pipeline_library",
+     .feat = FEAT(VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+                  graphicsPipelineLibrary),
+     .minimal = true,
+     .deps = {"VK_KHR_pipeline_library"}},
+    {.name = "VK_KHR_deferred_host_operations"},
+    {.name = "VK_KHR_acceleration_structure",
+     .feat = FEAT(VkPhysicalDeviceAccelerationStructureFeaturesKHR,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR,
+                  accelerationStructure),
+     .also = FEAT(VkPhysicalDeviceBufferDeviceAddressFeatures,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES,
+                  bufferDeviceAddress),
+     .minimal = true,
+     .core = VK_API_VERSION_1_2,
+     .deps = {"VK_KHR_deferred_host_operations"}},
+    {.name = "VK_KHR_ray_tracing_pipeline",
+     .feat = FEAT(VkPhysicalDeviceRayTracingPipelineFeaturesKHR,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR,
+                  rayTracingPipeline),
+     .minimal = true,
+     .deps = {"VK_KHR_acceleration_structure"}},
+    {.name = "VK_KHR_multiview",
+     .feat = FEAT(VkPhysicalDeviceMultiviewFeatures,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MULTIVIEW_FEATURES, multiview)},
+    {.name = "VK_KHR_sampler_ycbcr_conversion",
+     .feat = FEAT(VkPhysicalDeviceSamplerYcbcrConversionFeatures,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SAMPLER_YCBCR_CONVERSION_FEATURES,
+                  samplerYcbcrConversion)},
+    {.name = "VK_KHR_separate_depth_stencil_layouts",
+     .feat = FEAT(VkPhysicalDeviceSeparateDepthStencilLayoutsFeatures,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SEPARATE_DEPTH_STENCIL_LAYOUTS_FEATURES,
+                  separateDepthStencilLayouts)},
+    {.name = "VK_EXT_descriptor_indexing",
+     .feat = FEAT_ANY(VkPhysicalDeviceDescriptorIndexingFeatures,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_INDEXING_FEATURES)},
+    {.name = "VK_EXT_subgroup_size_control",
+     .feat = FEAT_ANY(VkPhysicalDeviceSubgroupSizeControlFeatures,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES)},
+    {.name = "VK_EXT_vertex_attribute_divisor",
+     .feat = FEAT_ANY(VkPhysicalDeviceVertexAttributeDivisorFeaturesEXT,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VERTEX_ATTRIBUTE_DIVISOR_FEATURES_EXT)},
+    {.name = "VK_KHR_vertex_attribute_divisor",
+     .feat =
+         FEAT_ANY(VkPhysicalDeviceVertexAttributeDivisorFeaturesEXT, STYPE_DIVISOR_FEATURES_KHR)},
+    {.name = "VK_EXT_depth_clip_enable",
+     .feat =
+         FEAT(VkPhysicalDeviceDepthClipEnableFeaturesEXT,
+              VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DEPTH_CLIP_ENABLE_FEATURES_EXT, depthClipEnable)},
+    {.name = "VK_EXT_transform_feedback",
+     .feat = FEAT(VkPhysicalDeviceTransformFeedbackFeaturesEXT,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TRANSFORM_FEEDBACK_FEATURES_EXT,
+                  transformFeedback)},
+    {.name = "VK_EXT_blend_operation_advanced",
+     .feat = FEAT_ANY(VkPhysicalDeviceBlendOperationAdvancedFeaturesEXT,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BLEND_OPERATION_ADVANCED_FEATURES_EXT)},
+    /* The KHR promotion shares the EXT structure's type. */
+    {.name = "VK_EXT_line_rasterization",
+     .feat = FEAT_ANY(VkPhysicalDeviceLineRasterizationFeaturesEXT,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_LINE_RASTERIZATION_FEATURES_EXT)},
+    {.name = "VK_KHR_line_rasterization",
+     .feat = FEAT_ANY(VkPhysicalDeviceLineRasterizationFeaturesEXT,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_LINE_RASTERIZATION_FEATURES_EXT)},
+    {.name = "VK_EXT_color_write_enable",
+     .feat =
+         FEAT(VkPhysicalDeviceColorWriteEnableFeaturesEXT,
+              VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COLOR_WRITE_ENABLE_FEATURES_EXT, colorWriteEnable)},
+    {.name = "VK_EXT_provoking_vertex",
+     .feat = FEAT_ANY(VkPhysicalDeviceProvokingVertexFeaturesEXT,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROVOKING_VERTEX_FEATURES_EXT)},
+    {.name = "VK_EXT_custom_border_color",
+     .feat = FEAT(VkPhysicalDeviceCustomBorderColorFeaturesEXT,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CUSTOM_BORDER_COLOR_FEATURES_EXT,
+                  customBorderColors)},
+    {.name = "VK_EXT_depth_clip_control",
+     .feat =
+         FEAT(VkPhysicalDeviceDepthClipControlFeaturesEXT,
+              VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DEPTH_CLIP_CONTROL_FEATURES_EXT, depthClipControl)},
+    {.name = "VK_EXT_extended_dynamic_state",
+     .feat = FEAT(VkPhysicalDeviceExtendedDynamicStateFeaturesEXT,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_FEATURES_EXT,
+                  extendedDynamicState)},
+    {.name = "VK_EXT_extended_dynamic_state2",
+     .feat = FEAT(VkPhysicalDeviceExtendedDynamicState2FeaturesEXT,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_2_FEATURES_EXT,
+                  extendedDynamicState2)},
+    {.name = "VK_EXT_extended_dynamic_state3",
+     .feat = FEAT_ANY(VkPhysicalDeviceExtendedDynamicState3FeaturesEXT,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_3_FEATURES_EXT)},
+    {.name = "VK_EXT_vertex_input_dynamic_state",
+     .feat = FEAT(VkPhysicalDeviceVertexInputDynamicStateFeaturesEXT,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VERTEX_INPUT_DYNAMIC_STATE_FEATURES_EXT,
+                  vertexInputDynamicState)},
+    {.name = "VK_KHR_fragment_shading_rate",
+     .feat = FEAT_ANY(VkPhysicalDeviceFragmentShadingRateFeaturesKHR,
+                      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAGMENT_SHADING_RATE_FEATURES_KHR),
+     .core = VK_API_VERSION_1_2},
+    /* Mesh shading with multiview or a per-primitive shading rate needs
+     * those features as well, which may be off: cleared. */
+    {.name = "VK_EXT_mesh_shader",
+     .feat = FEAT(VkPhysicalDeviceMeshShaderFeaturesEXT,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT, meshShader),
+     .core = VK_API_VERSION_1_2,
+     .clear = {offsetof(VkPhysicalDeviceMeshShaderFeaturesEXT, multiviewMeshShader),
+               offsetof(VkPhysicalDeviceMeshShaderFeaturesEXT,
+                        primitiveFragmentShadingRateMeshShader)}},
+    {.name = "VK_NV_mesh_shader",
+     .feat = FEAT(VkPhysicalDeviceMeshShaderFeaturesNV,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_NV, meshShader)},
+};
+
+#define EXTRA_ROWS KILN_ARRAY_LEN(extra_rows)
+
+/* Room for one feature structure (the largest, extended dynamic state 3's, fits). */
+#define FEATURE_BYTES 256
+_Static_assert(sizeof(VkPhysicalDeviceExtendedDynamicState3FeaturesEXT) <= FEATURE_BYTES,
+               "the largest feature structure fits");
+
+/* The queried, then enabled, feature structures of the rows (make_device). */
 struct extra_features {
-    VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl;
-    VkPhysicalDeviceAccelerationStructureFeaturesKHR as;
-    VkPhysicalDeviceRayTracingPipelineFeaturesKHR rt;
-    VkPhysicalDeviceBufferDeviceAddressFeatures bda;
+    union {
+        max_align_t align;
+        unsigned char bytes[FEATURE_BYTES];
+    } buf[EXTRA_ROWS][2];
+    bool on[EXTRA_ROWS];
 };
 
 /* Whether the caller asked for extension `name` in its extra list. */
@@ -265,109 +429,124 @@ static int enable(struct kiln_vk *vk, const char *name)
     return KILN_OK;
 }
 
+static const struct feature *row_feature(const struct extra_row *r, int k)
+{
+    return k == 0 ? r->feat : r->also;
+}
+
+static VkBaseOutStructure *feature_buf(struct extra_features *x, uint32_t row, int k)
+{
+    return (VkBaseOutStructure *)x->buf[row][k].bytes;
+}
+
+static VkBool32 *feature_bool(struct extra_features *x, uint32_t row, int k, size_t offset)
+{
+    return (VkBool32 *)(x->buf[row][k].bytes + offset);
+}
+
+/* Whether a structure of type `t` is already in `chain`. */
+static bool chained(const void *chain, VkStructureType t)
+{
+    for (const VkBaseInStructure *s = chain; s; s = s->pNext)
+        if (s->sType == t)
+            return true;
+    return false;
+}
+
+/* The row of extension `name`, or EXTRA_ROWS. */
+static uint32_t row_of(const char *name)
+{
+    for (uint32_t i = 0; i < EXTRA_ROWS; i++)
+        if (strcmp(extra_rows[i].name, name) == 0)
+            return i;
+    return EXTRA_ROWS;
+}
+
 /*
  * Picks the extra extensions to enable (kiln_vk_options.extra_extensions):
- * each one asked for and offered, and for those kiln knows, only with the
- * feature each needs and the extensions it depends on; the features go
- * into `x` and are chained onto *chain. Never an error for an extension
- * the device lacks: it is logged at info and left out.
+ * each one asked for and offered; for a row of extra_rows, only when its
+ * dependencies are on, the API version is enough and its required feature
+ * is reported, with its feature structures queried into `x` and chained
+ * onto *chain. Never an error for an extension the device lacks: it is
+ * logged at info and left out. The names enabled are logged at info.
  */
 static int pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
                        const VkExtensionProperties *exts, uint32_t n, struct extra_features *x,
                        void **chain)
 {
-    bool core12 = vk->info.api_version >= VK_API_VERSION_1_2;
-    bool want_lib =
-        asked(opt, "VK_KHR_pipeline_library") && has_ext(exts, n, "VK_KHR_pipeline_library");
-    bool want_gpl = asked(opt, "VK_EXT_graphics_pipeline_library") &&
-                    has_ext(exts, n, "VK_EXT_graphics_pipeline_library") && want_lib;
-    bool want_dho = asked(opt, "VK_KHR_deferred_host_operations") &&
-                    has_ext(exts, n, "VK_KHR_deferred_host_operations");
-    bool want_as = asked(opt, "VK_KHR_acceleration_structure") &&
-                   has_ext(exts, n, "VK_KHR_acceleration_structure") && want_dho && core12;
-    bool want_rt = asked(opt, "VK_KHR_ray_tracing_pipeline") &&
-                   has_ext(exts, n, "VK_KHR_ray_tracing_pipeline") && want_as;
-
-    /* Ask which of their features are there. */
-    *x = (struct extra_features){
-        .gpl = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT},
-        .as = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR},
-        .rt = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR},
-        .bda = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES},
-    };
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    void **tail = &f2.pNext;
-    if (want_gpl) {
-        *tail = &x->gpl;
-        tail = &x->gpl.pNext;
-    }
-    if (want_as) {
-        *tail = &x->as;
-        tail = &x->as.pNext;
-        *tail = &x->bda;
-        tail = &x->bda.pNext;
-    }
-    if (want_rt) {
-        *tail = &x->rt;
-        tail = &x->rt.pNext;
-    }
-    *tail = NULL;
-    if (f2.pNext)
-        vk->fn.vkGetPhysicalDeviceFeatures2(vk->phys, &f2);
-    want_gpl = want_gpl && x->gpl.graphicsPipelineLibrary;
-    want_as = want_as && x->as.accelerationStructure && x->bda.bufferDeviceAddress;
-    want_rt = want_rt && want_as && x->rt.rayTracingPipeline;
-
-    /* Enable exactly the feature each needs, nothing optional beside it. */
-    if (want_gpl) {
-        x->gpl = (VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT){
-            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
-            .pNext = *chain,
-            .graphicsPipelineLibrary = VK_TRUE};
-        *chain = &x->gpl;
-    }
-    if (want_as) {
-        x->as = (VkPhysicalDeviceAccelerationStructureFeaturesKHR){
-            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR,
-            .pNext = *chain,
-            .accelerationStructure = VK_TRUE};
-        x->bda = (VkPhysicalDeviceBufferDeviceAddressFeatures){
-            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES,
-            .pNext = &x->as,
-            .bufferDeviceAddress = VK_TRUE};
-        *chain = &x->bda;
-    }
-    if (want_rt) {
-        x->rt = (VkPhysicalDeviceRayTracingPipelineFeaturesKHR){
-            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR,
-            .pNext = *chain,
-            .rayTracingPipeline = VK_TRUE};
-        *chain = &x->rt;
+    /* In table order, so a dependency is decided before the rows that need
+     * it. Each row is queried on its own: two rows may share a structure
+     * type (EXT and KHR line rasterization), which one query cannot hold. */
+    for (uint32_t i = 0; i < EXTRA_ROWS; i++) {
+        const struct extra_row *r = &extra_rows[i];
+        bool on =
+            asked(opt, r->name) && has_ext(exts, n, r->name) && vk->info.api_version >= r->core;
+        for (size_t d = 0; d < KILN_ARRAY_LEN(r->deps) && r->deps[d] && on; d++) {
+            uint32_t j = row_of(r->deps[d]);
+            on = j < EXTRA_ROWS && x->on[j];
+        }
+        VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+        for (int k = 0; k < 2 && on; k++) {
+            const struct feature *f = row_feature(r, k);
+            if (!f)
+                continue;
+            VkBaseOutStructure *s = feature_buf(x, i, k);
+            memset(s, 0, f->size);
+            s->sType = f->stype;
+            s->pNext = (VkBaseOutStructure *)f2.pNext;
+            f2.pNext = s;
+        }
+        if (on && f2.pNext)
+            vk->fn.vkGetPhysicalDeviceFeatures2(vk->phys, &f2);
+        for (int k = 0; k < 2 && on; k++) {
+            const struct feature *f = row_feature(r, k);
+            on = !f || !f->required || *feature_bool(x, i, k, f->required);
+        }
+        x->on[i] = on;
+        /* Enable: a minimal row's structure keeps only its required
+         * feature; every other keeps what the device reported, less
+         * `clear`. A structure type already chained (kiln's own, or an
+         * earlier row's with the same values) is not chained again. */
+        for (int k = 0; k < 2 && on; k++) {
+            const struct feature *f = row_feature(r, k);
+            if (!f || chained(*chain, f->stype))
+                continue;
+            VkBaseOutStructure *s = feature_buf(x, i, k);
+            if (r->minimal) {
+                memset(s, 0, f->size);
+                s->sType = f->stype;
+                *feature_bool(x, i, k, f->required) = VK_TRUE;
+            }
+            for (size_t c = 0; c < KILN_ARRAY_LEN(r->clear) && k == 0; c++)
+                if (r->clear[c])
+                    *feature_bool(x, i, k, r->clear[c]) = VK_FALSE;
+            s->pNext = *chain;
+            *chain = s;
+        }
     }
 
+    char list[1024] = "";
+    size_t used = 0;
     for (uint32_t i = 0; i < opt->extra_extension_count; i++) {
         const char *name = opt->extra_extensions[i];
         if (!name)
             continue;
-        bool on;
-        if (strcmp(name, "VK_KHR_pipeline_library") == 0)
-            on = want_lib;
-        else if (strcmp(name, "VK_EXT_graphics_pipeline_library") == 0)
-            on = want_gpl;
-        else if (strcmp(name, "VK_KHR_deferred_host_operations") == 0)
-            on = want_dho;
-        else if (strcmp(name, "VK_KHR_acceleration_structure") == 0)
-            on = want_as;
-        else if (strcmp(name, "VK_KHR_ray_tracing_pipeline") == 0)
-            on = want_rt;
-        else
-            on = has_ext(exts, n, name);
-        if (on)
-            KILN_TRY(enable(vk, name));
-        else
+        uint32_t row = row_of(name);
+        bool on = row < EXTRA_ROWS ? x->on[row] : has_ext(exts, n, name);
+        if (!on) {
             KILN_INFO(VK_MODULE, "%s: %s is left out (not offered, or without what it needs)",
                       vk->info.device_name, name);
+            continue;
+        }
+        if (kiln_vk_extension_enabled(vk, name))
+            continue;
+        KILN_TRY(enable(vk, name));
+        int w = snprintf(list + used, sizeof(list) - used, "%s%s", used ? " " : "", name);
+        if (w > 0 && (size_t)w < sizeof(list) - used)
+            used += (size_t)w;
     }
+    if (used)
+        KILN_INFO(VK_MODULE, "%s: extra extensions enabled: %s", vk->info.device_name, list);
     return KILN_OK;
 }
 
@@ -422,12 +601,17 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     }
     if (has_portability && rc == KILN_OK)
         rc = enable(vk, "VK_KHR_portability_subset"); /* required when offered */
-    struct extra_features extra;
+    /* On the heap: the rows' structures take some 15 KiB. */
+    struct extra_features *extra = calloc(1, sizeof(*extra));
+    if (!extra && rc == KILN_OK)
+        rc = KILN_ENOMEM;
     if (rc == KILN_OK)
-        rc = pick_extras(vk, opt, exts, n, &extra, &chain);
+        rc = pick_extras(vk, opt, exts, n, extra, &chain);
     free(exts);
-    if (rc < 0)
+    if (rc < 0) {
+        free(extra);
         return rc;
+    }
 
     const char *enabled[KILN_VK_MAX_EXTENSIONS];
     for (uint32_t i = 0; i < vk->nextensions; i++)
@@ -451,6 +635,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         .ppEnabledExtensionNames = enabled,
     };
     VkResult res = vk->fn.vkCreateDevice(vk->phys, &ci, NULL, &vk->device);
+    free(extra);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkCreateDevice (%s) failed: %s", vk->info.device_name,
                    kiln_vk_result_name(res));

@@ -90,7 +90,7 @@ struct kiln_vk_module {
 };
 
 /* The most device extensions kiln enables: its own three and the extras. */
-#define KILN_VK_MAX_EXTENSIONS 24u
+#define KILN_VK_MAX_EXTENSIONS 64u
 
 struct kiln_vk {
     struct kiln_vk_fns fn;

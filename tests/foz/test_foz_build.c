@@ -121,8 +121,11 @@ KT_CASE(corpus_closures)
             KT_CHECK_EQ(info.tag, p[k].tag);
             KT_CHECK(info.hash == p[k].hash);
             KT_CHECK(info.stage_count >= 1);
-            KT_CHECK_EQ(fb.extensions_needed(fb.user, bytes, size),
-                        p[k].tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE ? 0x3u : 0u);
+            /* Never the ray-tracing set (the last three) for these. */
+            uint64_t needed = fb.extensions_needed(fb.user, bytes, size);
+            uint64_t rt_set = UINT64_C(7) << (fb.ndevice_extensions - 3);
+            KT_CHECK_EQ(needed & rt_set, 0u);
+            KT_CHECK_EQ(needed & 3u, p[k].tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE ? 3u : 0u);
             /* Each stage's module is in the archive, and named in the closure. */
             struct kiln_foz_module mods[KILN_FOZ_MAX_STAGES];
             memset(mods, 0, sizeof(mods));
@@ -245,10 +248,11 @@ static char *closure_linking(const char *lib, const char *rest)
 
 /*
  * The Fossilize builder's extensions_needed, by closure kind, in
- * KILN_FOZ_DEVICE_EXTENSIONS's order (pipeline library, GPL, deferred
- * host operations, acceleration structure, ray-tracing pipeline): graphics
- * the two library ones, compute none, ray tracing the ray-tracing set and
- * pipeline libraries; bytes not starting as kiln writes closures, all.
+ * KILN_FOZ_DEVICE_EXTENSIONS's order (the two library extensions, the
+ * state ones with the shared ones first, the ray-tracing set last):
+ * graphics all but the ray-tracing set, compute the shared ones, ray
+ * tracing the ray-tracing set, the shared ones and pipeline libraries;
+ * bytes not starting as kiln writes closures, all.
  */
 KT_CASE(extensions_by_kind)
 {
@@ -256,28 +260,52 @@ KT_CASE(extensions_by_kind)
     KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
     KT_REQUIRE(fb.extensions_needed != NULL);
     static const char *const names[] = {KILN_FOZ_DEVICE_EXTENSIONS};
-    KT_CHECK_EQ(fb.ndevice_extensions, 5u);
-    for (uint32_t i = 0; i < 5; i++)
+    const uint32_t n = (uint32_t)(sizeof(names) / sizeof(names[0]));
+    KT_CHECK_EQ(fb.ndevice_extensions, n);
+    KT_REQUIRE(n >= 2 + KILN_FOZ_SHARED_EXTENSION_COUNT + KILN_FOZ_RAYTRACING_EXTENSION_COUNT);
+    for (uint32_t i = 0; i < n; i++)
         KT_CHECK(strcmp(fb.device_extensions[i], names[i]) == 0);
+    KT_CHECK(strcmp(names[0], "VK_KHR_pipeline_library") == 0);
     KT_CHECK(strcmp(names[1], "VK_EXT_graphics_pipeline_library") == 0);
-    KT_CHECK(strcmp(names[4], "VK_KHR_ray_tracing_pipeline") == 0);
+    KT_CHECK(strcmp(names[n - 3], "VK_KHR_deferred_host_operations") == 0);
+    KT_CHECK(strcmp(names[n - 1], "VK_KHR_ray_tracing_pipeline") == 0);
+    const uint64_t all = (UINT64_C(1) << n) - 1u;
+    const uint64_t rt_set = all & ~((UINT64_C(1) << (n - 3)) - 1u);
+    const uint64_t shared = ((UINT64_C(1) << KILN_FOZ_SHARED_EXTENSION_COUNT) - 1u) << 2;
+    /* The graphics closure's answer names every state extension the
+     * builder knows a pNext structure or dynamic state of. */
+    static const char *const graphics_needs[] = {
+        "VK_EXT_depth_clip_enable",       "VK_EXT_line_rasterization",
+        "VK_EXT_provoking_vertex",        "VK_EXT_color_write_enable",
+        "VK_EXT_extended_dynamic_state3", "VK_EXT_vertex_input_dynamic_state",
+        "VK_EXT_custom_border_color",     "VK_EXT_depth_clip_control",
+        "VK_EXT_transform_feedback",      "VK_EXT_mesh_shader"};
+    uint64_t g = fb.extensions_needed(fb.user, gpl_closure, strlen(gpl_closure));
+    KT_CHECK_EQ(g, all & ~rt_set);
+    for (size_t k = 0; k < sizeof(graphics_needs) / sizeof(graphics_needs[0]); k++) {
+        uint32_t i = 0;
+        while (i < n && strcmp(names[i], graphics_needs[k]) != 0)
+            i++;
+        KT_CHECK(i < n && (g >> i & 1u));
+    }
     const char *comp = "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"compute\","
                        "\"pipeline\":\"0000000000000001\"}";
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, gpl_closure, strlen(gpl_closure)), 0x03u);
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, rt_closure, strlen(rt_closure)), 0x1du);
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, comp, strlen(comp)), 0u);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, rt_closure, strlen(rt_closure)),
+                rt_set | shared | 1u);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, comp, strlen(comp)), shared);
+    KT_CHECK(strcmp(names[6], "VK_EXT_subgroup_size_control") == 0);
     /* Not the writer's own bytes: every extension (the build parses them). */
     const char *spaced = "{ \"format\": \"kiln-foz-closure\", \"version\": 1, \"kind\": "
                          "\"compute\" }";
     const char *v2 = "{\"format\":\"kiln-foz-closure\",\"version\":2,\"kind\":\"compute\"}";
     const char *other = "{\"format\":\"kiln-foz-closure\",\"version\":1,\"kind\":\"mesh\"}";
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, spaced, strlen(spaced)), 0x1fu);
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, v2, strlen(v2)), 0x1fu);
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, other, strlen(other)), 0x1fu);
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, NULL, 0), 0x1fu);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, spaced, strlen(spaced)), all);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, v2, strlen(v2)), all);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, other, strlen(other)), all);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, NULL, 0), all);
     /* Cut inside the kind's word: not read past the size. */
     size_t cut = strlen(comp) - strlen("ute\",\"pipeline\":\"0000000000000001\"}");
-    KT_CHECK_EQ(fb.extensions_needed(fb.user, comp, cut), 0x1fu);
+    KT_CHECK_EQ(fb.extensions_needed(fb.user, comp, cut), all);
     kiln_foz_kiln_builder_destroy(&fb);
 }
 

@@ -37,41 +37,50 @@ struct adapter {
     VkPhysicalDeviceVulkan13Features f13;
     VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl;
     VkPhysicalDeviceRayTracingPipelineFeaturesKHR rt;
+    VkPhysicalDeviceSamplerYcbcrConversionFeatures ycbcr;
 };
 
 /* The extensions the builder asks kiln's context for (kiln_builder.device_extensions). */
 static const char *const foz_extensions[] = {KILN_FOZ_DEVICE_EXTENSIONS};
 
 /* Their bits in extensions_needed's answer, in KILN_FOZ_DEVICE_EXTENSIONS's
- * order: the two library extensions, then the ray-tracing set. */
-#define EXT_PIPELINE_LIBRARY (1u << 0)
-#define EXT_GRAPHICS_LIBRARY (1u << 1)
-#define EXT_RAY_TRACING      ((1u << 2) | (1u << 3) | (1u << 4))
-#define EXT_ALL              ((1u << KILN_ARRAY_LEN(foz_extensions)) - 1u)
-_Static_assert(KILN_ARRAY_LEN(foz_extensions) == 5, "the bits above name these five");
+ * order: the two library extensions, the state ones (the shared ones
+ * first), then the ray-tracing set. */
+#define EXT_COUNT            ((uint32_t)KILN_ARRAY_LEN(foz_extensions))
+#define EXT_ALL              ((UINT64_C(1) << EXT_COUNT) - 1u)
+#define EXT_PIPELINE_LIBRARY UINT64_C(1)
+#define EXT_GRAPHICS_LIBRARY (UINT64_C(1) << 1)
+#define EXT_RAY_TRACING \
+    (EXT_ALL & ~((UINT64_C(1) << (EXT_COUNT - KILN_FOZ_RAYTRACING_EXTENSION_COUNT)) - 1u))
+#define EXT_SHARED   (((UINT64_C(1) << KILN_FOZ_SHARED_EXTENSION_COUNT) - 1u) << 2)
+#define EXT_GRAPHICS (EXT_ALL & ~EXT_RAY_TRACING & ~EXT_PIPELINE_LIBRARY & ~EXT_GRAPHICS_LIBRARY)
+_Static_assert(KILN_ARRAY_LEN(foz_extensions) <= 64, "one bit each in extensions_needed");
 
 /*
  * kiln_builder.extensions_needed: which extensions a closure's pipeline
  * may need, told by its kind alone, read from the closure's first bytes
- * (no JSON parse). A ray-tracing pipeline needs the ray-tracing set and
- * VK_KHR_pipeline_library (for its libraries, which its kind does not
- * tell without a parse). A graphics pipeline gets the two library
- * extensions whether or not it uses libraries: they cost nothing
+ * (no JSON parse). A graphics pipeline gets the two library extensions
+ * and every state one, whether or not it uses them: they cost nothing
  * measurable (an NVIDIA H200's replay of the corpus peaked at 130 MiB with
- * and without them), and telling would mean parsing every closure. A
- * compute pipeline needs none of them. Bytes that do not start as kiln
- * writes closures get every one (the build parses them and says why).
+ * and without the library ones), and telling would mean parsing every
+ * closure. A compute pipeline gets the shared ones (samplers, descriptor
+ * indexing, subgroup sizes). A ray-tracing pipeline gets the ray-tracing
+ * set, the shared ones and VK_KHR_pipeline_library (for its libraries,
+ * which its kind does not tell without a parse); nothing else gets the
+ * ray-tracing set, which costs the driver much memory. Bytes that do not
+ * start as kiln writes closures get every one (the build parses them and
+ * says why).
  */
 static uint64_t extensions_needed(void *user, const void *state, size_t size)
 {
     (void)user;
     switch (kiln__foz_closure_peek_tag(state, size)) {
     case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
-        return EXT_PIPELINE_LIBRARY | EXT_GRAPHICS_LIBRARY;
+        return EXT_PIPELINE_LIBRARY | EXT_GRAPHICS_LIBRARY | EXT_GRAPHICS;
     case KILN_FOZ_TAG_COMPUTE_PIPELINE:
-        return 0;
+        return EXT_SHARED;
     case KILN_FOZ_TAG_RAYTRACING_PIPELINE:
-        return EXT_PIPELINE_LIBRARY | EXT_RAY_TRACING;
+        return EXT_PIPELINE_LIBRARY | EXT_SHARED | EXT_RAY_TRACING;
     default:
         return EXT_ALL;
     }
@@ -80,10 +89,13 @@ static uint64_t extensions_needed(void *user, const void *state, size_t size)
 /*
  * The features kiln's context enables: every core feature of the physical
  * device but robustBufferAccess (vk_context.c), dynamic rendering as
- * kiln_vk_info says, and the one feature of each extra extension it
- * enabled (graphicsPipelineLibrary, rayTracingPipeline: vk_context.c
- * enables an extension only with it). @return them, in the adapter, or
- * NULL (nothing checked) when the function cannot be reached.
+ * kiln_vk_info says, the one feature of the library and ray-tracing
+ * extensions it enabled (graphicsPipelineLibrary, rayTracingPipeline:
+ * vk_context.c enables those only with it), and samplerYcbcrConversion
+ * where VK_KHR_sampler_ycbcr_conversion is enabled and the device reports
+ * it (vk_context.c enables every reported feature of that extension). The
+ * other state extensions' pNext structures are checked by extension. @return them, in the adapter,
+ * or NULL (nothing checked) when the function cannot be reached.
  */
 static const VkPhysicalDeviceFeatures2 *
 kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct kiln_vk_info *info)
@@ -111,7 +123,22 @@ kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct k
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR,
         .pNext = &a->gpl,
         .rayTracingPipeline = kiln_vk_extension_enabled(vk, "VK_KHR_ray_tracing_pipeline")};
-    a->f2.pNext = &a->rt;
+    /* The rows of vk_context.c that enable every feature the device
+     * reports with the extension: a feature is on when both are. */
+    bool ycbcr = kiln_vk_extension_enabled(vk, "VK_KHR_sampler_ycbcr_conversion");
+    a->ycbcr = (VkPhysicalDeviceSamplerYcbcrConversionFeatures){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SAMPLER_YCBCR_CONVERSION_FEATURES};
+    PFN_vkGetPhysicalDeviceFeatures2 get2 =
+        (PFN_vkGetPhysicalDeviceFeatures2)h.get_instance_proc_addr(h.instance,
+                                                                   "vkGetPhysicalDeviceFeatures2");
+    if (ycbcr && get2) {
+        VkPhysicalDeviceFeatures2 q = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                       .pNext = &a->ycbcr};
+        get2(h.physical_device, &q);
+    }
+    a->ycbcr.samplerYcbcrConversion = ycbcr && get2 && a->ycbcr.samplerYcbcrConversion;
+    a->ycbcr.pNext = &a->rt;
+    a->f2.pNext = &a->ycbcr;
     return &a->f2;
 }
 
@@ -241,7 +268,8 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     /* An archive's modules were recorded from a running application: only
      * what does not parse is refused (docs/foz.md). */
     out->flags = KILN_BUILDER_RECORDED_SPIRV;
-    /* Pipeline libraries and ray tracing, where the device has them. */
+    /* Pipeline libraries, state structures and ray tracing, where the
+     * device has them. */
     out->device_extensions = foz_extensions;
     out->ndevice_extensions = KILN_ARRAY_LEN(foz_extensions);
     /* Only those the run's closures need: ray tracing costs the driver

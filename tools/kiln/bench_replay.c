@@ -256,15 +256,17 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     /* A pipeline cache in memory only, empty: nothing compiled before. The
      * ray-tracing extensions only for a set with ray-tracing pipelines: the
      * driver can hold much memory for them (~140 MiB on an NVIDIA H200),
-     * which would count in every peak; the two library extensions (first
-     * in the list) cost nothing measurable, as kiln's own context has them
-     * for graphics closures (kiln_builder.extensions_needed). */
+     * which would count in every peak; the others (the ray-tracing set
+     * is last in the list) are those kiln's own context has for graphics
+     * closures (kiln_builder.extensions_needed). */
     static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
     bool rt = b->set->per_kind[KILN_FOZ_KIND_RAYTRACING] != 0;
     struct kiln_vk_options vo = {.use_device_index = b->use_device,
                                  .device = b->device,
                                  .extra_extensions = extra,
-                                 .extra_extension_count = rt ? CLI_ARRAY_LEN(extra) : 2};
+                                 .extra_extension_count =
+                                     CLI_ARRAY_LEN(extra) -
+                                     (rt ? 0 : KILN_FOZ_RAYTRACING_EXTENSION_COUNT)};
     struct kiln_vk *vk = NULL;
     r->rc = kiln_vk_create(&vo, &vk);
     if (r->rc < 0) {

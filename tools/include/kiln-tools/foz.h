@@ -887,15 +887,38 @@ KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
  * ------------------------------------------------------------------------ */
 
 /* The device extensions recorded pipelines may need beyond kiln's own
- * (pipeline libraries, graphics pipeline libraries, ray tracing and what it
- * depends on), for kiln_vk_options.extra_extensions or a device of the
- * caller's. The two library extensions come first, then the ray-tracing
- * set, which only ray-tracing pipelines need (the kiln builder's
- * extensions_needed and kiln bench replay rely on this order). */
-#define KILN_FOZ_DEVICE_EXTENSIONS                                          \
-    "VK_KHR_pipeline_library", "VK_EXT_graphics_pipeline_library",          \
-        "VK_KHR_deferred_host_operations", "VK_KHR_acceleration_structure", \
-        "VK_KHR_ray_tracing_pipeline"
+ * (pipeline libraries, the pNext structures and dynamic states the builder
+ * knows, ray tracing and what it depends on), for
+ * kiln_vk_options.extra_extensions or a device of the caller's. In three
+ * parts, in this order, which the kiln builder's extensions_needed and
+ * kiln bench replay rely on: the two library extensions, then those of the
+ * pipeline state (the first KILN_FOZ_SHARED_EXTENSION_COUNT of them serve
+ * compute pipelines too: samplers, descriptor indexing, subgroup sizes),
+ * then the ray-tracing set, last, which only ray-tracing pipelines need
+ * (KILN_FOZ_RAYTRACING_EXTENSION_COUNT of them). */
+#define KILN_FOZ_DEVICE_EXTENSIONS                                                               \
+    "VK_KHR_pipeline_library", "VK_EXT_graphics_pipeline_library",                               \
+        "VK_KHR_sampler_ycbcr_conversion", "VK_EXT_sampler_filter_minmax",                       \
+        "VK_EXT_custom_border_color", "VK_EXT_descriptor_indexing",                              \
+        "VK_EXT_subgroup_size_control", "VK_KHR_multiview", "VK_KHR_create_renderpass2",         \
+        "VK_KHR_depth_stencil_resolve", "VK_KHR_separate_depth_stencil_layouts",                 \
+        "VK_EXT_vertex_attribute_divisor", "VK_KHR_vertex_attribute_divisor",                    \
+        "VK_EXT_depth_clip_enable", "VK_EXT_transform_feedback",                                 \
+        "VK_EXT_blend_operation_advanced", "VK_EXT_conservative_rasterization",                  \
+        "VK_EXT_line_rasterization", "VK_KHR_line_rasterization", "VK_EXT_color_write_enable",   \
+        "VK_EXT_provoking_vertex", "VK_EXT_depth_clip_control", "VK_EXT_extended_dynamic_state", \
+        "VK_EXT_extended_dynamic_state2", "VK_EXT_extended_dynamic_state3",                      \
+        "VK_EXT_vertex_input_dynamic_state", "VK_EXT_discard_rectangles",                        \
+        "VK_EXT_sample_locations", "VK_KHR_fragment_shading_rate", "VK_NV_clip_space_w_scaling", \
+        "VK_EXT_mesh_shader", "VK_NV_mesh_shader", "VK_KHR_deferred_host_operations",            \
+        "VK_KHR_acceleration_structure", "VK_KHR_ray_tracing_pipeline"
+
+/* How many of KILN_FOZ_DEVICE_EXTENSIONS, after the two library ones,
+ * compute pipelines may need as well. */
+#define KILN_FOZ_SHARED_EXTENSION_COUNT 5
+
+/* How many of KILN_FOZ_DEVICE_EXTENSIONS, at its end, are the ray-tracing set. */
+#define KILN_FOZ_RAYTRACING_EXTENSION_COUNT 3
 
 /* A builder of closures' pipelines on one device. Opaque. */
 struct kiln_foz_builder;
