@@ -203,6 +203,95 @@ int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, ui
     return finish(w, rc, "fw_write_pipelines", path);
 }
 
+/* What each pipeline of fw_write_state_extensions changes in
+ * graphics_state's blocks: NULL keeps the block as it is. */
+struct state_variant {
+    const char *dynamic;      /* the dynamicState array */
+    const char *raster_pnext; /* rasterizationState's pNext array */
+    const char *viewport;     /* viewportState's pNext array */
+    const char *blend;        /* colorBlendState's pNext array */
+    unsigned topology;
+    const char *vertex_input; /* the whole vertexInputState block */
+};
+
+static const struct state_variant state_variants[FW_STATE_EXTENSION_PIPELINES] = {
+    {.raster_pnext = "[{\"sType\":1000102001,\"flags\":0,\"depthClipEnable\":1},"
+                     "{\"sType\":1000254001,\"provokingVertexMode\":1},"
+                     "{\"sType\":1000028002,\"flags\":0,\"rasterizationStream\":0}]",
+     .topology = 3},
+    {.viewport = "[{\"sType\":1000355001,\"negativeOneToOne\":1}]",
+     .blend = "[{\"sType\":1000381001,\"attachmentCount\":1,\"colorWriteEnables\":[1]}]",
+     .topology = 3},
+    {.raster_pnext = "[{\"sType\":1000259001,\"lineRasterizationMode\":1,"
+                     "\"stippledLineEnable\":0,\"lineStippleFactor\":1,\"lineStipplePattern\":0}]",
+     .topology = 1},
+    {.dynamic = "[0,1,1000267000,1000267001,1000377001,1000377002,1000377003,1000381000,"
+                "1000455004,1000455016,1000455019,1000352000]",
+     .topology = 3},
+    {.vertex_input = "{\"flags\":0,\"attributes\":[],\"bindings\":[{\"binding\":0,\"stride\":16,"
+                     "\"inputRate\":1}],\"pNext\":[{\"sType\":1000190001,"
+                     "\"vertexBindingDivisors\":[{\"binding\":0,\"divisor\":2}]}]}",
+     .topology = 3},
+};
+
+int fw_write_state_extensions(const char *path, uint64_t first_hash)
+{
+    struct kiln_glsl *g = NULL;
+    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
+    if (rc < 0)
+        return rc;
+    struct kiln_foz_writer *w = NULL;
+    rc = kiln_foz_writer_create(NULL, path, &w);
+    if (rc < 0) {
+        fprintf(stderr, "fw_write_state_extensions: cannot write %s\n", path);
+        kiln_glsl_destroy(g);
+        return rc;
+    }
+    pipeline_objects(w, &rc);
+    struct kiln_program *p = NULL;
+    if (rc == 0)
+        rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, 1, &p);
+    uint64_t h[2] = {0, 0};
+    for (unsigned s = 0; rc == 0 && s < p->nstages && s < 2; s++)
+        h[s] = module(w, p->stages[s].words, p->stages[s].nwords, &rc);
+    for (unsigned k = 0; k < FW_STATE_EXTENSION_PIPELINES && rc == 0; k++) {
+        const struct state_variant *v = &state_variants[k];
+        char json[8192];
+        snprintf(
+            json, sizeof(json),
+            "{\"version\":6,\"graphicsPipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
+            "\"basePipelineHandle\":\"0000000000000000\",\"basePipelineIndex\":-1,"
+            "\"layout\":\"%016" PRIx64 "\",\"renderPass\":\"%016" PRIx64 "\",\"subpass\":0,"
+            "\"dynamicState\":{\"flags\":0,\"dynamicState\":%s},"
+            "\"multisampleState\":{\"flags\":0,\"rasterizationSamples\":1,"
+            "\"sampleShadingEnable\":0,\"minSampleShading\":0.0,\"alphaToOneEnable\":0,"
+            "\"alphaToCoverageEnable\":0},"
+            "\"vertexInputState\":%s,"
+            "\"rasterizationState\":{\"flags\":0,\"depthBiasConstantFactor\":0.0,"
+            "\"depthBiasSlopeFactor\":0.0,\"depthBiasClamp\":0.0,\"depthBiasEnable\":0,"
+            "\"depthClampEnable\":0,\"polygonMode\":0,\"rasterizerDiscardEnable\":0,"
+            "\"frontFace\":0,\"lineWidth\":1.0,\"cullMode\":0,\"pNext\":%s},"
+            "\"inputAssemblyState\":{\"flags\":0,\"topology\":%u,\"primitiveRestartEnable\":0},"
+            "\"colorBlendState\":{\"flags\":0,\"logicOp\":0,\"logicOpEnable\":0,"
+            "\"blendConstants\":[0.0,0.0,0.0,0.0],\"attachments\":[{\"dstAlphaBlendFactor\":0,"
+            "\"srcAlphaBlendFactor\":0,\"dstColorBlendFactor\":0,\"srcColorBlendFactor\":0,"
+            "\"colorWriteMask\":15,\"alphaBlendOp\":0,\"colorBlendOp\":0,\"blendEnable\":0}],"
+            "\"pNext\":%s},"
+            "\"viewportState\":{\"flags\":0,\"viewportCount\":1,\"scissorCount\":1,\"pNext\":%s},"
+            "\"stages\":[{\"flags\":0,\"stage\":1,\"module\":\"%016" PRIx64
+            "\",\"name\":\"main\"},{\"flags\":0,\"stage\":16,\"module\":\"%016" PRIx64
+            "\",\"name\":\"main\"}]}}}",
+            first_hash + k, FW_PIPE_LAYOUT, FW_RENDER_PASS, v->dynamic ? v->dynamic : "[0,1]",
+            v->vertex_input ? v->vertex_input : "{\"flags\":0,\"attributes\":[],\"bindings\":[]}",
+            v->raster_pnext ? v->raster_pnext : "[]", v->topology, v->blend ? v->blend : "[]",
+            v->viewport ? v->viewport : "[]", h[0], h[1]);
+        object(w, KILN_FOZ_TAG_GRAPHICS_PIPELINE, first_hash + k, json, 0, &rc);
+    }
+    kiln_program_destroy(p);
+    kiln_glsl_destroy(g);
+    return finish(w, rc, "fw_write_state_extensions", path);
+}
+
 /* The ray-tracing shaders fw_write_raytracing records: a raygen that traces
  * one ray per pixel into an acceleration structure and stores the payload
  * in an image, a miss and a closest-hit shader that fill the payload. */

@@ -64,6 +64,27 @@ int fw_write_raytracing(const char *path, uint64_t hash);
  */
 int fw_write_gpl(const char *path, uint64_t first_hash, bool drop_part);
 
+/* How many graphics pipelines fw_write_state_extensions writes. */
+#define FW_STATE_EXTENSION_PIPELINES 5
+
+/*
+ * Writes an archive (format version 6) to `path` of graphics pipelines
+ * over fw_write_pipelines' objects and one generated vertex + fragment
+ * pair, each using pNext structures or dynamic states of device
+ * extensions (hashes first_hash + 0..4): 0, a depth clip state
+ * (VK_EXT_depth_clip_enable), a last-vertex provoking mode
+ * (VK_EXT_provoking_vertex) and rasterization stream 0
+ * (VK_EXT_transform_feedback); 1, a [-1, 1] depth clip control
+ * (VK_EXT_depth_clip_control) and color write enables
+ * (VK_EXT_color_write_enable); 2, rectangular lines on a line list
+ * (VK_EXT_line_rasterization); 3, dynamic states of extended dynamic state
+ * 1, 2 (logic op too) and 3 (polygon mode, depth clip enable, provoking
+ * vertex mode), color write enable and vertex input; 4, an instance-rate
+ * binding with divisor 2 (VK_EXT_vertex_attribute_divisor). Needs shaderc.
+ * @return as fw_write_pipelines.
+ */
+int fw_write_state_extensions(const char *path, uint64_t first_hash);
+
 /*
  * The archive a case uses: `name` in the shared corpus's foz/sascha-willems
  * when it is there (path filled with it), else one fw_write makes once per

@@ -684,9 +684,72 @@ KT_CASE(extra_extensions)
     kiln_vk_destroy(vk);
 }
 
+/* Extra extensions with a feature structure: each asked for and offered
+ * is enabled (with the features it reports: cli_foz.state_extensions_build
+ * builds pipelines needing them under the validation layer); one the
+ * device lacks, or asked twice, is harmless. */
+KT_CASE(extra_extension_features)
+{
+    static const char *const extra[] = {"VK_EXT_depth_clip_enable",
+                                        "VK_EXT_line_rasterization",
+                                        "VK_KHR_line_rasterization",
+                                        "VK_EXT_provoking_vertex",
+                                        "VK_EXT_color_write_enable",
+                                        "VK_EXT_extended_dynamic_state3",
+                                        "VK_EXT_custom_border_color",
+                                        "VK_EXT_vertex_input_dynamic_state",
+                                        "VK_EXT_transform_feedback",
+                                        "VK_EXT_depth_clip_control",
+                                        "VK_EXT_subgroup_size_control",
+                                        "VK_KHR_separate_depth_stencil_layouts",
+                                        "VK_EXT_vertex_attribute_divisor",
+                                        "VK_NV_mesh_shader",
+                                        "VK_EXT_mesh_shader",
+                                        "VK_KILN_no_such_extension",
+                                        "VK_EXT_depth_clip_enable"};
+    struct kiln_vk_options opt = {.extra_extensions = extra,
+                                  .extra_extension_count = sizeof(extra) / sizeof(extra[0])};
+    enum kiln_log_level level = kiln_log_get_level();
+    kiln_log_set_level(KILN_LOG_INFO);
+    vkt_capture_log(true);
+    struct kiln_vk *vk = vkt_context(&opt);
+    static char log[8192];
+    snprintf(log, sizeof(log), "%s", vkt_log());
+    vkt_capture_log(false);
+    kiln_log_set_level(level);
+    KT_REQUIRE(vk);
+    const struct kiln_vk_info *in = kiln_vk_info(vk);
+    KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_KILN_no_such_extension"));
+    /* Nothing else kiln enables went missing. */
+    KT_CHECK_EQ(kiln_vk_extension_enabled(vk, "VK_KHR_maintenance5"), in->maintenance5);
+    /* A pipeline still builds on the context. */
+    struct vkt_blob b;
+    KT_REQUIRE(vkt_make(VKT_COMPUTE, 4, &b) == 0);
+    struct kiln_vk_pipeline *p = NULL;
+    struct kiln_vk_stage st = {.blob = b.blob, .blob_size = b.size};
+    KT_CHECK_OK(kiln_vk_compute_pipeline(vk, "with-extras", &st, &p));
+    kiln_vk_pipeline_destroy(vk, p);
+    vkt_free(&b);
+    if (strstr(in->device_name, "llvmpipe")) {
+        /* lavapipe (Mesa 22.3) offers all of these but mesh shading and
+         * the KHR line rasterization. */
+        for (size_t i = 0; i < 13; i++)
+            if (kiln_vk_extension_enabled(vk, extra[i]) !=
+                (strcmp(extra[i], "VK_KHR_line_rasterization") != 0))
+                kt_fail(__FILE__, __LINE__, "%s: not as expected", extra[i]);
+        KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_NV_mesh_shader"));
+        KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_EXT_mesh_shader"));
+        /* One info line lists what was enabled. */
+        KT_CHECK(strstr(log, "extra extensions enabled: VK_EXT_depth_clip_enable "
+                             "VK_EXT_line_rasterization VK_EXT_provoking_vertex") != NULL);
+    }
+    kiln_vk_destroy(vk);
+}
+
 KT_MAIN(KT_ENTRY(spirv_reflect), KT_ENTRY(builtin_layout_checked),
         KT_ENTRY(not_available_without_loader), KT_ENTRY(compute_and_graphics),
         KT_ENTRY(forced_modules), KT_ENTRY(graphics_with_render_pass),
         KT_ENTRY(broken_program_fails_alone), KT_ENTRY(validation_refuses_before_the_driver),
         KT_ENTRY(keep_modules_mode), KT_ENTRY(pipeline_cache_round_trip), KT_ENTRY(device_index),
-        KT_ENTRY(cache_header_check), KT_ENTRY(spirv_check), KT_ENTRY(extra_extensions))
+        KT_ENTRY(cache_header_check), KT_ENTRY(spirv_check), KT_ENTRY(extra_extensions),
+        KT_ENTRY(extra_extension_features))
