@@ -134,8 +134,11 @@ struct kiln_vk_options {
      * (Vulkan 1.2, with VK_KHR_deferred_host_operations;
      * accelerationStructure and bufferDeviceAddress);
      * VK_KHR_ray_tracing_pipeline (with VK_KHR_acceleration_structure;
-     * rayTracingPipeline). Any other name is enabled when offered, with no
-     * feature. One left out is logged at info, never an error; ask
+     * rayTracingPipeline). Those of pipeline state with a feature
+     * structure (docs/vk.md has the table: depth clip enable, line
+     * rasterization, extended dynamic state 1-3, ...) are enabled with
+     * every feature the device reports for them. Any other name is
+     * enabled when offered, with no feature. One left out is logged at info, never an error; ask
      * kiln_vk_extension_enabled which were enabled. Ignored with
      * `external`. The names are read during kiln_vk_create only. */
     const char *const *extra_extensions;

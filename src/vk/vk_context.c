@@ -14,9 +14,13 @@
  * pipelines (tessellation, geometry, wide lines, ...) are valid on it; the
  * Fossilize builder (tools/foz) assumes exactly this set. A caller's extra
  * extensions (kiln_vk_options.extra_extensions) follow the same rule: each
- * is enabled only when offered, with the one feature it needs and the
- * extensions it depends on, so asking for one a device lacks never fails
- * the context; the names enabled are kept for kiln_vk_extension_enabled.
+ * is enabled only when offered, with the extensions it depends on; one
+ * with a feature structure (extra_rows, one row each) gets every feature
+ * the device reports for it (the library and ray-tracing rows only their
+ * one), so asking for one a device lacks never fails the context. The
+ * chain holds each structure type once and no VkPhysicalDeviceVulkanXY
+ * Features, so promoted structures are valid in it. The names enabled are
+ * kept for kiln_vk_extension_enabled.
  * Any failure part-way goes through
  * kiln_vk_destroy, which copes with a half-made context because every handle starts null.
  */
