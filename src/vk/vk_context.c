@@ -471,12 +471,13 @@ static uint32_t row_of(const char *name)
  * each one asked for and offered; for a row of extra_rows, only when its
  * dependencies are on, the API version is enough and its required feature
  * is reported, with its feature structures queried into `x` and chained
- * onto *chain. Never an error for an extension the device lacks: it is
- * logged at info and left out. The names enabled are logged at info.
+ * onto *chain. Never an error: an extension the device lacks (or one past
+ * KILN_VK_MAX_EXTENSIONS) is logged at info and left out. The names
+ * enabled are logged at info.
  */
-static int pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
-                       const VkExtensionProperties *exts, uint32_t n, struct extra_features *x,
-                       void **chain)
+static void pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
+                        const VkExtensionProperties *exts, uint32_t n, struct extra_features *x,
+                        void **chain)
 {
     /* In table order, so a dependency is decided before the rows that need
      * it. Each row is queried on its own: two rows may share a structure
@@ -506,6 +507,8 @@ static int pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
             const struct feature *f = row_feature(r, k);
             on = !f || !f->required || *feature_bool(x, i, k, f->required);
         }
+        if (on && enable(vk, r->name) < 0)
+            on = false; /* no room left: logged below as left out */
         x->on[i] = on;
         /* Enable: a minimal row's structure keeps only its required
          * feature; every other keeps what the device reported, less
@@ -533,25 +536,25 @@ static int pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
     size_t used = 0;
     for (uint32_t i = 0; i < opt->extra_extension_count; i++) {
         const char *name = opt->extra_extensions[i];
-        if (!name)
+        bool again = false;
+        for (uint32_t j = 0; name && j < i && !again; j++)
+            again = opt->extra_extensions[j] && strcmp(opt->extra_extensions[j], name) == 0;
+        if (!name || again)
             continue;
         uint32_t row = row_of(name);
-        bool on = row < EXTRA_ROWS ? x->on[row] : has_ext(exts, n, name);
+        bool on =
+            row < EXTRA_ROWS ? x->on[row] : has_ext(exts, n, name) && enable(vk, name) == KILN_OK;
         if (!on) {
             KILN_INFO(VK_MODULE, "%s: %s is left out (not offered, or without what it needs)",
                       vk->info.device_name, name);
             continue;
         }
-        if (kiln_vk_extension_enabled(vk, name))
-            continue;
-        KILN_TRY(enable(vk, name));
         int w = snprintf(list + used, sizeof(list) - used, "%s%s", used ? " " : "", name);
         if (w > 0 && (size_t)w < sizeof(list) - used)
             used += (size_t)w;
     }
     if (used)
         KILN_INFO(VK_MODULE, "%s: extra extensions enabled: %s", vk->info.device_name, list);
-    return KILN_OK;
 }
 
 static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
@@ -610,7 +613,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     if (!extra && rc == KILN_OK)
         rc = KILN_ENOMEM;
     if (rc == KILN_OK)
-        rc = pick_extras(vk, opt, exts, n, extra, &chain);
+        pick_extras(vk, opt, exts, n, extra, &chain);
     free(exts);
     if (rc < 0) {
         free(extra);
