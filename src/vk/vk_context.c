@@ -266,8 +266,8 @@ struct feature {
 };
 
 #define FEAT(T, S, F) \
-    (&(const struct feature){.stype = S, .size = sizeof(T), .required = offsetof(T, F)})
-#define FEAT_ANY(T, S) (&(const struct feature){.stype = S, .size = sizeof(T)})
+    (&(const struct feature){.stype = (S), .size = sizeof(T), .required = offsetof(T, F)})
+#define FEAT_ANY(T, S) (&(const struct feature){.stype = (S), .size = sizeof(T)})
 
 struct extra_row {
     const char *name;
