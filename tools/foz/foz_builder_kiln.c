@@ -60,16 +60,15 @@ _Static_assert(KILN_ARRAY_LEN(foz_extensions) <= 64, "one bit each in extensions
  * kiln_builder.extensions_needed: which extensions a closure's pipeline
  * may need, told by its kind alone, read from the closure's first bytes
  * (no JSON parse). A graphics pipeline gets the two library extensions
- * and every state one, whether or not it uses them: they cost nothing
- * measurable (an NVIDIA H200's replay of the corpus peaked at 130 MiB with
- * and without the library ones), and telling would mean parsing every
- * closure. A compute pipeline gets the shared ones (samplers, descriptor
- * indexing, subgroup sizes). A ray-tracing pipeline gets the ray-tracing
- * set, the shared ones and VK_KHR_pipeline_library (for its libraries,
- * which its kind does not tell without a parse); nothing else gets the
- * ray-tracing set, which costs the driver much memory. Bytes that do not
- * start as kiln writes closures get every one (the build parses them and
- * says why).
+ * and every state one, whether or not it uses them: telling would mean
+ * parsing every closure, and the library ones cost nothing measurable (an
+ * NVIDIA H200's replay of the corpus peaked at 130 MiB with and without
+ * them; the state ones are not measured there yet). A compute pipeline gets the shared ones
+ * (samplers, descriptor indexing, subgroup sizes). A ray-tracing pipeline gets the ray-tracing set,
+ * the shared ones and VK_KHR_pipeline_library (for its libraries, which its kind does not tell
+ * without a parse); nothing else gets the ray-tracing set, which costs the driver much memory.
+ * Bytes that do not start as kiln writes closures get every one (the build parses them and says
+ * why).
  */
 static uint64_t extensions_needed(void *user, const void *state, size_t size)
 {
@@ -94,8 +93,9 @@ static uint64_t extensions_needed(void *user, const void *state, size_t size)
  * vk_context.c enables those only with it), and samplerYcbcrConversion
  * where VK_KHR_sampler_ycbcr_conversion is enabled and the device reports
  * it (vk_context.c enables every reported feature of that extension). The
- * other state extensions' pNext structures are checked by extension. @return them, in the adapter,
- * or NULL (nothing checked) when the function cannot be reached.
+ * other state extensions' pNext structures are checked by extension.
+ * @return them, in the adapter, or NULL (nothing checked) when the
+ * function cannot be reached.
  */
 static const VkPhysicalDeviceFeatures2 *
 kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct kiln_vk_info *info)
