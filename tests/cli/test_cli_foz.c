@@ -498,6 +498,51 @@ static int occurrences(const char *path, const char *text)
     return count;
 }
 
+/*
+ * Sends the Khronos validation layer's errors in the kiln runs that follow
+ * to dir/validation.log (its path into log[0..cap)), through a settings file
+ * in `dir`, until validation_end.
+ * @return false, with nothing set, when the layer is not installed.
+ */
+static bool validation_begin(const char *dir, char *log, size_t cap)
+{
+    if (!have_validation_layer())
+        return false;
+    char settings[4200];
+    snprintf(settings, sizeof(settings), "%s/vk_layer_settings.txt", dir);
+    snprintf(log, cap, "%s/validation.log", dir);
+    FILE *f = fopen(settings, "w");
+    NEED(f);
+    fprintf(f,
+            "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
+            "khronos_validation.log_filename = %s\n"
+            "khronos_validation.report_flags = error\n",
+            log);
+    fclose(f);
+    setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
+    setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
+    return true;
+}
+
+static void validation_end(void)
+{
+    unsetenv("VK_INSTANCE_LAYERS");
+    unsetenv("VK_LAYER_SETTINGS_PATH");
+}
+
+/* @return the errors the layer wrote to `log`; the log's start is shown when there are some. */
+static int validation_errors(const char *log)
+{
+    int errors = occurrences(log, "Validation Error:");
+    if (errors) {
+        char cmd[4400];
+        snprintf(cmd, sizeof(cmd), "head -c 3000 '%s'", log);
+        if (system(cmd) != 0)
+            printf("(could not show %s)\n", log);
+    }
+    return errors;
+}
+
 /* kiln prepare --corpus of every archive, under the validation layer:
  * every graphics and compute pipeline built with the archives' layouts and
  * constants, and the layer reports only what the archives recorded. */
@@ -511,26 +556,14 @@ KT_CASE(prepare_validated)
     const char *dir = kt_tmpdir();
     struct input in;
     input_open(&in, dir);
-    char settings[4200], log[4200], cache[4200], out[4200];
-    snprintf(settings, sizeof(settings), "%s/vk_layer_settings.txt", dir);
-    snprintf(log, sizeof(log), "%s/validation.log", dir);
-    FILE *f = fopen(settings, "w");
-    KT_REQUIRE(f);
-    fprintf(f,
-            "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
-            "khronos_validation.log_filename = %s\n"
-            "khronos_validation.report_flags = error\n",
-            log);
-    fclose(f);
-    setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
-    setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
+    char log[4200], cache[4200], out[4200];
+    KT_REQUIRE(validation_begin(dir, log, sizeof(log)));
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     snprintf(out, sizeof(out), "%s/out.json", dir);
     size_t cap;
     char *args = archives_command(&in, "prepare --json --jobs 2 --cache", cache, "--corpus ", &cap);
     int rc = run_kiln(out, args);
-    unsetenv("VK_INSTANCE_LAYERS");
-    unsetenv("VK_LAYER_SETTINGS_PATH");
+    validation_end();
     struct json_object *o = read_json(out);
     require_vulkan(o, out);
     /* Every pipeline is built; the two the validator refuses are counted. */
@@ -836,28 +869,14 @@ static void write_rt(const char *path)
 KT_CASE(gpl_build)
 {
     const char *dir = kt_tmpdir();
-    char arc[4200], cache[4200], out[4200], args[20000], settings[4200], log[4200];
+    char arc[4200], cache[4200], out[4200], args[20000], log[4200];
     snprintf(arc, sizeof(arc), "%s/gpl.foz", dir);
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     snprintf(out, sizeof(out), "%s/out.json", dir);
-    snprintf(log, sizeof(log), "%s/validation.log", dir);
     write_gpl(arc, false);
-    bool validated = have_validation_layer();
-    if (validated) {
-        snprintf(settings, sizeof(settings), "%s/vk_layer_settings.txt", dir);
-        FILE *f = fopen(settings, "w");
-        KT_REQUIRE(f);
-        fprintf(f,
-                "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
-                "khronos_validation.log_filename = %s\n"
-                "khronos_validation.report_flags = error\n",
-                log);
-        fclose(f);
-        setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
-        setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
-    } else {
+    bool validated = validation_begin(dir, log, sizeof(log));
+    if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
-    }
     snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", cache, arc);
     int rc = run_kiln(out, args);
     struct json_object *o = read_json(out);
@@ -884,16 +903,8 @@ KT_CASE(gpl_build)
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed") + num(o, "kinds.foz.graphics.skipped"), 0);
     json_object_put(o);
     if (validated) {
-        unsetenv("VK_INSTANCE_LAYERS");
-        unsetenv("VK_LAYER_SETTINGS_PATH");
-        int errors = occurrences(log, "Validation Error:");
-        if (errors) {
-            char cmd[4400];
-            snprintf(cmd, sizeof(cmd), "head -c 3000 '%s'", log);
-            if (system(cmd) != 0)
-                printf("(could not show %s)\n", log);
-        }
-        KT_CHECK_EQ(errors, 0);
+        validation_end();
+        KT_CHECK_EQ(validation_errors(log), 0);
     }
 }
 
@@ -908,41 +919,25 @@ KT_CASE(gpl_build)
 KT_CASE(state_extensions_build)
 {
     const char *dir = kt_tmpdir();
-    char arc[4200], cache[4200], out[4200], args[20000], settings[4200], log[4200];
+    char arc[4200], cache[4200], out[4200], args[20000], log[4200];
     snprintf(arc, sizeof(arc), "%s/state.foz", dir);
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     snprintf(out, sizeof(out), "%s/out.json", dir);
-    snprintf(log, sizeof(log), "%s/validation.log", dir);
     int wrc = fw_write_state_extensions(arc, 0xe000);
     if (wrc == KILN_ENOTSUP) {
         printf("skipped: this build has no shaderc to make SPIR-V with\n");
         exit(77);
     }
     NEED(wrc == KILN_OK);
-    bool validated = have_validation_layer();
-    if (validated) {
-        snprintf(settings, sizeof(settings), "%s/vk_layer_settings.txt", dir);
-        FILE *f = fopen(settings, "w");
-        KT_REQUIRE(f);
-        fprintf(f,
-                "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
-                "khronos_validation.log_filename = %s\n"
-                "khronos_validation.report_flags = error\n",
-                log);
-        fclose(f);
-        setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
-        setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
-    } else {
+    bool validated = validation_begin(dir, log, sizeof(log));
+    if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
-    }
     snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", cache, arc);
     int rc = run_kiln(out, args);
     struct json_object *o = read_json(out);
     require_vulkan(o, out);
-    if (validated) {
-        unsetenv("VK_INSTANCE_LAYERS");
-        unsetenv("VK_LAYER_SETTINGS_PATH");
-    }
+    if (validated)
+        validation_end();
     struct json_object *dev = NULL;
     bool lavapipe = json_object_object_get_ex(o, "device", &dev) &&
                     strstr(json_object_get_string(dev), "llvmpipe") != NULL;
@@ -958,16 +953,8 @@ KT_CASE(state_extensions_build)
         printf("skipped: building all (the device lacks an extension: %s.err)\n", out);
     }
     json_object_put(o);
-    if (validated) {
-        int errors = occurrences(log, "Validation Error:");
-        if (errors) {
-            char cmd[4400];
-            snprintf(cmd, sizeof(cmd), "head -c 3000 '%s'", log);
-            if (system(cmd) != 0)
-                printf("(could not show %s)\n", log);
-        }
-        KT_CHECK_EQ(errors, 0);
-    }
+    if (validated)
+        KT_CHECK_EQ(validation_errors(log), 0);
 }
 
 /* A link naming a library the archive lacks: that pipeline is left out
