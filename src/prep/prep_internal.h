@@ -136,15 +136,17 @@ uint64_t kiln__prep_kind_counts(struct kiln__prep_build *b,
  * cache_dir's pipelines.vkc, through `io`; a new one is also put in *own,
  * for the caller to destroy. On success *vk is the context to build on and
  * the summary's device name, pipelines.vkc state and loaded bytes are
- * filled from it. A new one enables the device extensions the `nbuilders`
- * builders ask for (kiln_builder.device_extensions) where offered: those
- * of masks[b] for builder b (kiln__prep_needed_extensions), or all of them
- * with `masks` NULL.
- * @return 0, or kiln_vk_create's error (*vk and *own NULL then).
+ * filled from it. When kiln makes the context, or the run is `isolate`d
+ * (its workers make their own), *masks is first set to what the `n` items
+ * need of the `nbuilders` builders' extensions (kiln__prep_needed_extensions;
+ * the caller frees it, also on failure), else NULL; a new context enables
+ * those the device offers.
+ * @return 0, KILN_ENOMEM, or kiln_vk_create's error (*vk and *own NULL then).
  */
-int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
+int kiln__prep_vk_open(struct kiln_vk *given, bool isolate, bool use_device_index, unsigned device,
                        const char *cache_dir, const struct kiln_io *io,
-                       const struct kiln_builder *builders, size_t nbuilders, const uint64_t *masks,
+                       const struct kiln_builder *builders, size_t nbuilders,
+                       const struct kiln__prep_item *items, size_t n, uint64_t **masks,
                        struct kiln_vk **own, struct kiln_vk **vk, char (*device_name)[256],
                        enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes);
 

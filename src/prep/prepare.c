@@ -881,13 +881,9 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     /* Vulkan, with the builders' extensions these items need. */
     uint64_t t3 = kiln_now_ns();
     struct kiln_vk *vk = NULL;
-    rc = KILN_OK;
-    if (!o->vk || o->isolate)
-        rc = kiln__prep_needed_extensions(o->builders, o->nbuilders, items, n, &ext_masks);
-    if (rc == KILN_OK)
-        rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io,
-                                o->builders, o->nbuilders, ext_masks, &own_vk, &vk, &s->device,
-                                &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    rc = kiln__prep_vk_open(o->vk, o->isolate, o->use_device_index, o->device, o->cache_dir, o->io,
+                            o->builders, o->nbuilders, items, n, &ext_masks, &own_vk, &vk,
+                            &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
     s->vulkan_ns = kiln_now_ns() - t3;
     if (rc < 0) {
         fail_at(s, KILN_PREP_STEP_VULKAN, rc);

@@ -557,14 +557,18 @@ void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t n
                                                     KILN_ARRAY_LEN(run->ext_names));
 }
 
-int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned device,
+int kiln__prep_vk_open(struct kiln_vk *given, bool isolate, bool use_device_index, unsigned device,
                        const char *cache_dir, const struct kiln_io *io,
-                       const struct kiln_builder *builders, size_t nbuilders, const uint64_t *masks,
+                       const struct kiln_builder *builders, size_t nbuilders,
+                       const struct kiln__prep_item *items, size_t n, uint64_t **masks,
                        struct kiln_vk **own, struct kiln_vk **vk, char (*device_name)[256],
                        enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes)
 {
     *own = NULL;
     *vk = given;
+    *masks = NULL;
+    if (!given || isolate)
+        KILN_TRY(kiln__prep_needed_extensions(builders, nbuilders, items, n, masks));
     if (!given) {
         const char *extra[64];
         struct kiln_vk_options vopt = {
@@ -573,7 +577,7 @@ int kiln__prep_vk_open(struct kiln_vk *given, bool use_device_index, unsigned de
             .cache_dir = cache_dir,
             .io = io,
             .extra_extensions = extra,
-            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, masks,
+            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, *masks,
                                                                    extra, KILN_ARRAY_LEN(extra))};
         KILN_TRY(kiln_vk_create(&vopt, own));
         *vk = *own;
@@ -810,13 +814,9 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     /* Vulkan, with the pipeline cache kiln prepare saved. */
     uint64_t t2 = kiln_now_ns();
     struct kiln_vk *vk = NULL;
-    rc = KILN_OK;
-    if (!o->vk || o->isolate)
-        rc = kiln__prep_needed_extensions(o->builders, o->nbuilders, items, n, &ext_masks);
-    if (rc == KILN_OK)
-        rc = kiln__prep_vk_open(o->vk, o->use_device_index, o->device, o->cache_dir, o->io,
-                                o->builders, o->nbuilders, ext_masks, &own_vk, &vk, &s->device,
-                                &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    rc = kiln__prep_vk_open(o->vk, o->isolate, o->use_device_index, o->device, o->cache_dir, o->io,
+                            o->builders, o->nbuilders, items, n, &ext_masks, &own_vk, &vk,
+                            &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
     s->vulkan_ns = kiln_now_ns() - t2;
     if (rc < 0) {
         start_fail(s, KILN_PREP_STEP_VULKAN, rc);
