@@ -43,6 +43,15 @@ static void pipeline(struct kiln_foz_writer *w, unsigned tag, uint64_t hash, con
     object(w, tag, hash, json, KILN_FOZ_ENTRY_PLAIN, rc);
 }
 
+/* Begins the archive at `path`, saying on stderr (as `who`) when it cannot. */
+static int start(const char *who, const char *path, struct kiln_foz_writer **w)
+{
+    int rc = kiln_foz_writer_create(NULL, path, w);
+    if (rc < 0)
+        fprintf(stderr, "%s: cannot write %s\n", who, path);
+    return rc;
+}
+
 /* Ends an archive: finished when nothing failed, else dropped. */
 static int finish(struct kiln_foz_writer *w, int rc, const char *who, const char *path)
 {
@@ -61,9 +70,8 @@ int fw_write(const char *path, unsigned compute, unsigned graphics)
     if (rc < 0)
         return rc;
     struct kiln_foz_writer *w = NULL;
-    rc = kiln_foz_writer_create(NULL, path, &w);
+    rc = start("fw_write", path, &w);
     if (rc < 0) {
-        fprintf(stderr, "fw_write: cannot write %s\n", path);
         kiln_glsl_destroy(g);
         return rc;
     }
@@ -157,9 +165,8 @@ int fw_write_pipelines(const char *path, unsigned compute, unsigned graphics, ui
     if (rc < 0)
         return rc;
     struct kiln_foz_writer *w = NULL;
-    rc = kiln_foz_writer_create(NULL, path, &w);
+    rc = start("fw_write_pipelines", path, &w);
     if (rc < 0) {
-        fprintf(stderr, "fw_write_pipelines: cannot write %s\n", path);
         kiln_glsl_destroy(g);
         return rc;
     }
@@ -234,23 +241,31 @@ static const struct state_variant state_variants[FW_STATE_EXTENSION_PIPELINES] =
      .topology = 3},
 };
 
-int fw_write_state_extensions(const char *path, uint64_t first_hash)
+/* Generated program 1 of the default seed: a vertex and fragment pair. */
+static int graphics_pair(struct kiln_program **p)
 {
     struct kiln_glsl *g = NULL;
     int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
     if (rc < 0)
         return rc;
+    rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, 1, p);
+    kiln_glsl_destroy(g);
+    return rc;
+}
+
+int fw_write_state_extensions(const char *path, uint64_t first_hash)
+{
+    struct kiln_program *p = NULL;
+    int rc = graphics_pair(&p);
+    if (rc < 0)
+        return rc;
     struct kiln_foz_writer *w = NULL;
-    rc = kiln_foz_writer_create(NULL, path, &w);
+    rc = start("fw_write_state_extensions", path, &w);
     if (rc < 0) {
-        fprintf(stderr, "fw_write_state_extensions: cannot write %s\n", path);
-        kiln_glsl_destroy(g);
+        kiln_program_destroy(p);
         return rc;
     }
     pipeline_objects(w, &rc);
-    struct kiln_program *p = NULL;
-    if (rc == 0)
-        rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, 1, &p);
     uint64_t h[2] = {0, 0};
     for (unsigned s = 0; rc == 0 && s < p->nstages && s < 2; s++)
         h[s] = module(w, p->stages[s].words, p->stages[s].nwords, &rc);
@@ -288,7 +303,6 @@ int fw_write_state_extensions(const char *path, uint64_t first_hash)
         object(w, KILN_FOZ_TAG_GRAPHICS_PIPELINE, first_hash + k, json, 0, &rc);
     }
     kiln_program_destroy(p);
-    kiln_glsl_destroy(g);
     return finish(w, rc, "fw_write_state_extensions", path);
 }
 
@@ -347,11 +361,9 @@ int fw_write_raytracing(const char *path, uint64_t hash)
     } src[3] = {{rt_raygen, 0x100}, {rt_miss, 0x800}, {rt_chit, 0x400}};
     uint64_t mod[3] = {0, 0, 0};
     struct kiln_foz_writer *w = NULL;
-    int rc = kiln_foz_writer_create(NULL, path, &w);
-    if (rc < 0) {
-        fprintf(stderr, "fw_write_raytracing: cannot write %s\n", path);
+    int rc = start("fw_write_raytracing", path, &w);
+    if (rc < 0)
         return rc;
-    }
     for (int i = 0; i < 3 && rc == 0; i++) {
         uint32_t *words = NULL;
         size_t n = 0;
@@ -418,19 +430,13 @@ static void gpl_part(struct kiln_foz_writer *w, uint64_t hash, uint32_t flags, u
 
 int fw_write_gpl(const char *path, uint64_t first_hash, bool drop_part)
 {
-    struct kiln_glsl *g = NULL;
-    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
-    if (rc < 0)
-        return rc;
     struct kiln_program *p = NULL;
-    rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, 1, &p);
-    kiln_glsl_destroy(g);
+    int rc = graphics_pair(&p);
     if (rc < 0)
         return rc;
     struct kiln_foz_writer *w = NULL;
-    rc = kiln_foz_writer_create(NULL, path, &w);
+    rc = start("fw_write_gpl", path, &w);
     if (rc < 0) {
-        fprintf(stderr, "fw_write_gpl: cannot write %s\n", path);
         kiln_program_destroy(p);
         return rc;
     }
@@ -508,11 +514,9 @@ static void compute_pipeline(struct kiln_foz_writer *w, uint64_t pipe, uint64_t 
 int fw_write_modules(const char *path, const struct fw_module *mods, size_t n, uint64_t *hashes)
 {
     struct kiln_foz_writer *w = NULL;
-    int rc = kiln_foz_writer_create(NULL, path, &w);
-    if (rc < 0) {
-        fprintf(stderr, "fw_write_modules: cannot write %s\n", path);
+    int rc = start("fw_write_modules", path, &w);
+    if (rc < 0)
         return rc;
-    }
     for (size_t i = 0; i < n && !rc; i++) {
         uint64_t h = module(w, mods[i].words, mods[i].nwords, &rc);
         if (hashes)
@@ -558,11 +562,9 @@ int fw_write_module_pipelines(const char *path, const struct fw_module *mods, si
                               uint64_t first_hash)
 {
     struct kiln_foz_writer *w = NULL;
-    int rc = kiln_foz_writer_create(NULL, path, &w);
-    if (rc < 0) {
-        fprintf(stderr, "fw_write_module_pipelines: cannot write %s\n", path);
+    int rc = start("fw_write_module_pipelines", path, &w);
+    if (rc < 0)
         return rc;
-    }
     pipeline_objects(w, &rc);
     for (size_t i = 0; i < n && !rc; i++) {
         uint64_t h = module(w, mods[i].words, mods[i].nwords, &rc);
