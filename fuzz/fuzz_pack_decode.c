@@ -4,12 +4,13 @@
  * dictionary) and a program payload (kiln_program_payload_parse, then each
  * stage's blob).
  *
- * Blobs of every format are decoded (formats 1 and 2, which kiln made
- * before, and format 3, what kiln_pack makes now); the seed corpus has all
- * three. Format 3 checks its seal (a hash of the packed bytes) before it
- * decodes anything, so a mutated blob would never get past it: each
- * format-3 input is also unpacked with its seal rewritten to match, which
- * hands the mutated bytes to zstd and the transform's decoder. The
+ * Blobs of every format are decoded (formats 1 to 3, which kiln made
+ * before, and format 4, what kiln_pack makes now, with its built-in
+ * dictionary); the seed corpus has all four. Formats 3 and 4 check their
+ * seal (a hash of the packed bytes) before they decode anything, so a
+ * mutated blob would never get past it: each such input is also unpacked
+ * with its seal rewritten to match, which hands the mutated bytes to zstd
+ * and the transform's decoder. The
  * property beyond "no crash": whatever unpacks without an error is exactly
  * as long as its header says, and packs and unpacks again to the same
  * words (so the encoder is fuzzed with whatever the decoder makes).
@@ -153,7 +154,7 @@ static void check_blob(const uint8_t *data, size_t size)
         /* Success implies a good header and the stated size. */
         if (info < 0 || (size_t)n * 4 != bytes)
             abort();
-        /* What decoded packs again (format 2) and comes back the same. */
+        /* What decoded packs again (format 4) and comes back the same. */
         static uint32_t again[OUT_WORDS];
         void *blob;
         size_t bs;
@@ -172,10 +173,10 @@ static void check_blob(const uint8_t *data, size_t size)
     }
 }
 
-/* A format-3 blob with its seal rewritten for each dictionary choice. */
+/* A format-3 or -4 blob with its seal rewritten for each dictionary choice. */
 static void check_resealed(const uint8_t *data, size_t size)
 {
-    if (size == 0 || size > (1u << 20) || kiln__blob_format(data, size) != 3)
+    if (size == 0 || size > (1u << 20) || kiln__blob_format(data, size) < 3)
         return;
     uint8_t *copy = malloc(size);
     if (!copy)

@@ -6,8 +6,8 @@
  * dictionary's whole id, XXH3-64's low 32 bits) and (for the kiln codec with
  * a dictionary) the low 16 bits of the dictionary's id. Unpacking checks the
  * seal before it decodes, so a damaged blob gives an error, never wrong
- * SPIR-V. kiln_pack makes blob format 3; kiln_unpack also reads formats 2
- * and 1 (which checked the output), made before. The bytes a cache stores are
+ * SPIR-V. kiln_pack makes blob format 4; kiln_unpack also reads formats 3,
+ * 2 and 1 (the last two checked the output), made before. The bytes a cache stores are
  * the bytes kept in memory: a blob is never unpacked and repacked on load, only unpacked for the
  * moment a shader module is made from it. docs/pack-format.md has the layout.
  *
@@ -28,7 +28,7 @@ extern "C" {
 enum kiln_codec {
     KILN_CODEC_RAW = 0,  /* the SPIR-V as it is */
     KILN_CODEC_ZSTD = 1, /* plain zstd level 1 (the baseline) */
-    KILN_CODEC_KILN = 2, /* kiln's SPIR-V-aware transform, then zstd (with a dictionary if given) */
+    KILN_CODEC_KILN = 2, /* kiln's SPIR-V-aware transform, then zstd with a dictionary */
 };
 
 /* The largest SPIR-V module a blob holds, in bytes (256 MiB). */
@@ -44,7 +44,10 @@ struct kiln_pack_dict;
  * (a word count of 0 or past the end) is packed with KILN_CODEC_ZSTD when
  * KILN_CODEC_KILN was asked. kiln_blob_info tells which codec was used.
  * `dict` may be NULL; it is used by KILN_CODEC_KILN only, and a blob made
- * with it unpacks only with a dictionary of the same id.
+ * with it unpacks only with a dictionary of the same id. Without one,
+ * KILN_CODEC_KILN packs modules of up to 64 KiB with kiln's built-in
+ * dictionary (part of the library: such blobs unpack with no dictionary),
+ * made on first use and kept until the process exits (about 300 KiB).
  * @return 0, and a new blob in *blob (free it with kiln_pack_free) of
  * *blob_size bytes; KILN_EINVAL for bad arguments, KILN_ERANGE for a module
  * over KILN_PACK_MAX_SPIRV_BYTES, KILN_ENOMEM. Thread-safe; `dict` may be

@@ -2,32 +2,36 @@
  * pack.c - packed SPIR-V blobs: the header, the codecs and the per-thread
  * contexts.
  *
- * Design. A blob is a short header and the codec's payload. Format 3,
+ * Design. A blob is a short header and the codec's payload. Format 4,
  * what kiln_pack makes:
  *
- *   u8      kind: 0xC0 | codec (bits 0-1) | 0x04 when a dictionary was used
- *           | 0x08 (and 0x10 if compressed) when the payload is one block
+ *   u8      kind: 0xE0 | codec (bits 0-1) | 0x04 when the caller's
+ *           dictionary was used | 0x08 (and 0x10 if compressed) when the
+ *           payload is one block
  *   varint  SPIR-V size in words (at most KILN_PACK_MAX_SPIRV_BYTES / 4)
  *   u32     the seal: the low 32 bits of XXH3-64 of the payload, seeded
  *           with the kind, the word count and the dictionary's whole id
- *   u16     the low 16 bits of the dictionary's id, only with a dictionary
+ *   u16     the low 16 bits of the dictionary's id, only with 0x04
  *   payload (raw: the SPIR-V; zstd: one magicless zstd frame of the SPIR-V;
- *            kiln: one magicless zstd frame of transform 2's streams)
+ *            kiln: one magicless zstd frame of transform 2's streams, made
+ *            with the caller's dictionary or else the built-in one)
  *
- * Format 2 (kind 0xA0 | ...), which kiln_pack made before format 3 and
- * kiln_unpack still reads, is the same but for the u32: the low 32 bits of
- * XXH3-64 (kiln_hash64) of the SPIR-V bytes, checked after decoding.
+ * Format 3 (kind 0xC0 | ...), which kiln_pack made before format 4 and
+ * kiln_unpack still reads, is the same but for the built-in dictionary: a
+ * kiln-codec blob without 0x04 was packed with no dictionary. Format 2
+ * (0xA0 | ...) is format 3 but for the u32: the low 32 bits of XXH3-64
+ * (kiln_hash64) of the SPIR-V bytes, checked after decoding.
  *
  * Format 1, which kiln_pack made before and kiln_unpack still reads, is a
  * fixed header: 'K', 1, codec, flags (bit 0: dictionary), u32 SPIR-V
  * bytes, u64 XXH3-64, then the u64 dictionary id when flag bit 0 is set;
  * then the payload with zstd's magic, the kiln codec's made by transform 1.
- * The first byte tells the formats apart ('K' is never a format-2 or -3
- * kind).
+ * The first byte tells the formats apart ('K' is never a format-2, -3 or
+ * -4 kind).
  *
  * Invariants, and why they hold:
- * - A damaged blob never unpacks to wrong SPIR-V without an error. Format
- *   3: the seal covers every byte of the blob (the header through the
+ * - A damaged blob never unpacks to wrong SPIR-V without an error. Formats
+ *   3 and 4: the seal covers every byte of the blob (the header through the
  *   seed, the payload hashed) and the dictionary's whole id, and is checked
  *   before anything is decoded; the decoders are deterministic and
  *   lossless (tested on the corpus and fuzzed), so bytes that pass the
@@ -38,9 +42,14 @@
  * - Decoding never reads or writes out of bounds: the header is read only
  *   after its length is checked, zstd is given exact capacities, and the
  *   transform's decoder checks every read (pack_spirv.c).
- * - Contexts are never made per call: each thread has one ZSTD_CCtx, one
- *   ZSTD_DCtx and its buffers, made on first use and freed by a pthread key
- *   destructor when the thread exits (or by kiln_pack_thread_cleanup).
+ * - Contexts are never made per call: each thread has one ZSTD_CCtx, a
+ *   ZSTD_DCtx for blobs without a dictionary, one for each of the
+ *   dictionaries it used last (dict_dctx) and its buffers, each made on
+ *   first use and freed by a pthread key destructor when the thread exits
+ *   (or by kiln_pack_thread_cleanup).
+ * - A format-4 blob of the kiln codec always unpacks without the caller's
+ *   dictionary when it was packed without one: the built-in dictionary is
+ *   in the library, and its bytes are pinned (pack_dict.c).
  *
  * Blobs hold SPIR-V words in little-endian byte order; kiln builds on
  * little-endian hosts only, so a word array is its own byte form.
@@ -64,9 +73,10 @@
 #define BLOB_HEAD      16u
 #define BLOB_HEAD_DICT 24u
 
-/* Formats 2 and 3: the same layout, told apart by the kind's top bits. */
+/* Formats 2 to 4: the same layout, told apart by the kind's top bits. */
 #define KIND_TAG2     0xA0u
 #define KIND_TAG3     0xC0u
+#define KIND_TAG4     0xE0u
 #define KIND_TAG_MASK 0xE0u
 #define KIND_BLOCK_Z  0x10u /* the one block is compressed (else stored) */
 #define KIND_BLOCK    0x08u /* the payload is one block's content, not a frame */
@@ -114,8 +124,7 @@ struct kiln__pack_tls *kiln__pack_tls(void)
     if (!tls)
         return NULL;
     tls->cctx = ZSTD_createCCtx();
-    tls->dctx = ZSTD_createDCtx();
-    if (!tls->cctx || !tls->dctx || pthread_setspecific(tls_key, tls) != 0) {
+    if (!tls->cctx || pthread_setspecific(tls_key, tls) != 0) {
         tls_free(tls);
         return NULL;
     }
@@ -149,24 +158,24 @@ int kiln__pack_tls_xbuf(struct kiln__pack_tls *tls, size_t n)
 /* ---- header ------------------------------------------------------------- */
 
 struct blob_head {
-    unsigned format; /* 1, 2 or 3 */
+    unsigned format; /* 1 to 4 */
     enum kiln_codec codec;
-    bool dict;
+    bool dict;    /* packed with a caller's dictionary, named in the header */
+    bool builtin; /* format 4's kiln codec without one: the built-in dictionary */
     uint32_t spirv_bytes;
-    uint64_t checksum; /* format 1: XXH3-64 of the SPIR-V; 2: its low 32 bits; 3: the seal */
-    uint64_t dict_id;  /* format 1: the id; formats 2 and 3: its low 16 bits */
+    uint64_t checksum; /* format 1: XXH3-64 of the SPIR-V; 2: its low 32 bits; 3, 4: the seal */
+    uint64_t dict_id;  /* format 1: the id; formats 2 to 4: its low 16 bits */
     size_t head_size;
-    unsigned kind; /* formats 2 and 3: the kind byte */
-    unsigned
-        block; /* formats 2 and 3: 0 (a frame), or KIND_BLOCK with KIND_BLOCK_Z if compressed */
+    unsigned kind;  /* formats 2 to 4: the kind byte */
+    unsigned block; /* formats 2 to 4: 0 (a frame), or KIND_BLOCK with KIND_BLOCK_Z if compressed */
 };
 
 /*
- * Format 3's checksum, the seal: the low 32 bits of XXH3-64 of the payload,
- * seeded with the kind byte, the word count and the whole 64-bit id of the
- * dictionary (0 without one). So damage anywhere in the blob, or a
- * dictionary that shares the id's low 16 bits with the right one, fails
- * the seal before anything is decoded.
+ * The checksum of formats 3 and 4, the seal: the low 32 bits of XXH3-64 of
+ * the payload, seeded with the kind byte, the word count and the whole
+ * 64-bit id of the dictionary (the built-in one's too; 0 without one). So damage anywhere in the
+ * blob, or a dictionary that shares the id's low 16 bits with the right one, fails the seal before
+ * anything is decoded.
  */
 static uint32_t blob_seal(unsigned kind, uint32_t words, uint64_t dict_id, const void *payload,
                           size_t n)
@@ -175,7 +184,8 @@ static uint32_t blob_seal(unsigned kind, uint32_t words, uint64_t dict_id, const
     return (uint32_t)XXH3_64bits_withSeed(payload, n, seed);
 }
 
-/* Writes a header of `format` into `p` (room for BLOB_HEAD_DICT bytes).
+/* Writes a header of `format` into `p` (room for BLOB_HEAD_DICT bytes);
+ * `dict` is the caller's dictionary, NULL for none or the built-in one.
  * @return its size. */
 static size_t write_head(uint8_t *p, unsigned format, enum kiln_codec codec,
                          const struct kiln_pack_dict *dict, uint32_t spirv_bytes, uint64_t checksum,
@@ -194,8 +204,8 @@ static size_t write_head(uint8_t *p, unsigned format, enum kiln_codec codec,
         return BLOB_HEAD_DICT;
     }
     uint8_t *q = p;
-    *q++ = (uint8_t)((format == 2 ? KIND_TAG2 : KIND_TAG3) | block | (unsigned)codec |
-                     (dict ? KIND_DICT : 0));
+    static const uint8_t tags[] = {0, 0, KIND_TAG2, KIND_TAG3, KIND_TAG4};
+    *q++ = (uint8_t)(tags[format] | block | (unsigned)codec | (dict ? KIND_DICT : 0));
     for (uint32_t v = spirv_bytes / 4;; v >>= 7) {
         *q++ = (uint8_t)(v < 0x80 ? v : (v & 0x7F) | 0x80);
         if (v < 0x80)
@@ -238,12 +248,14 @@ static int read_head1(const uint8_t *p, size_t blob_size, struct blob_head *h)
 static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
 {
     unsigned tag = p[0] & KIND_TAG_MASK;
-    if ((tag != KIND_TAG2 && tag != KIND_TAG3) || (p[0] & KIND_CODEC) > KILN_CODEC_KILN)
+    if ((tag != KIND_TAG2 && tag != KIND_TAG3 && tag != KIND_TAG4) ||
+        (p[0] & KIND_CODEC) > KILN_CODEC_KILN)
         return KILN_ECORRUPT_BLOB;
-    h->format = tag == KIND_TAG2 ? 2 : 3;
+    h->format = tag == KIND_TAG2 ? 2 : tag == KIND_TAG3 ? 3 : 4;
     h->kind = p[0];
     h->codec = (enum kiln_codec)(p[0] & KIND_CODEC);
     h->dict = (p[0] & KIND_DICT) != 0;
+
     h->block = p[0] & (KIND_BLOCK | KIND_BLOCK_Z);
     /* A stored block is KIND_BLOCK alone; the raw codec has no frame. */
     if (h->block == KIND_BLOCK_Z || (h->block && h->codec == KILN_CODEC_RAW))
@@ -262,6 +274,8 @@ static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
     if (words > KILN_PACK_MAX_SPIRV_BYTES / 4 || blob_size - i < 4)
         return KILN_ECORRUPT_BLOB;
     h->spirv_bytes = words * 4;
+    h->builtin = h->format == 4 && h->codec == KILN_CODEC_KILN && !h->dict &&
+                 h->spirv_bytes <= KILN__LARGE_BYTES;
     h->checksum = kiln__load_le32(p + i);
     i += 4;
     h->dict_id = 0;
@@ -280,6 +294,7 @@ static int read_head(const void *blob, size_t blob_size, struct blob_head *h)
     const uint8_t *p = blob;
     if (!blob || blob_size < 1)
         return KILN_ECORRUPT_BLOB;
+    h->builtin = false;
     KILN_TRY(p[0] == BLOB_MAGIC ? read_head1(p, blob_size, h) : read_head2(p, blob_size, h));
     /* Only the kiln codec uses a dictionary. */
     if (h->dict && h->codec != KILN_CODEC_KILN)
@@ -307,14 +322,13 @@ static bool is_spirv(const uint32_t *words, size_t nwords)
     return words && nwords >= 5 && words[0] == KILN__SPIRV_MAGIC;
 }
 
-/* Format 3: writes the seal of the blob `b` (header of `hs` bytes, made
- * with checksum 0) into its header. */
-static void seal_blob(uint8_t *b, size_t hs, size_t size, size_t nwords,
-                      const struct kiln_pack_dict *dict)
+/* Formats 3 and 4: writes the seal of the blob `b` (header of `hs` bytes,
+ * made with checksum 0), packed with the dictionary `dict_id` (0: none),
+ * into its header. */
+static void seal_blob(uint8_t *b, size_t hs, size_t size, size_t nwords, uint64_t dict_id)
 {
-    size_t at = hs - 4 - (dict ? 2 : 0);
-    kiln__store_le32(b + at,
-                     blob_seal(b[0], (uint32_t)nwords, dict ? dict->id : 0, b + hs, size - hs));
+    size_t at = hs - 4 - (b[0] & KIND_DICT ? 2 : 0);
+    kiln__store_le32(b + at, blob_seal(b[0], (uint32_t)nwords, dict_id, b + hs, size - hs));
 }
 
 static int pack_raw(unsigned format, const uint32_t *words, size_t nwords, uint64_t checksum,
@@ -329,25 +343,26 @@ static int pack_raw(unsigned format, const uint32_t *words, size_t nwords, uint6
     memcpy(b, head, hs);
     if (bytes)
         memcpy(b + hs, words, bytes);
-    if (format == 3)
-        seal_blob(b, hs, hs + bytes, nwords, NULL);
+    if (format >= 3)
+        seal_blob(b, hs, hs + bytes, nwords, 0);
     *blob = b;
     *blob_size = hs + bytes;
     return 0;
 }
 
-/* Allocates the blob at its exact size: it is kept for a long time. */
-static int finish_blob(unsigned format, size_t nwords, const struct kiln_pack_dict *dict,
-                       const uint8_t *head, size_t head_size, const void *payload,
-                       size_t payload_size, void **blob, size_t *blob_size)
+/* Allocates the blob at its exact size (it is kept for a long time), and
+ * seals it with the id of the dictionary it was packed with (0: none). */
+static int finish_blob(unsigned format, size_t nwords, uint64_t dict_id, const uint8_t *head,
+                       size_t head_size, const void *payload, size_t payload_size, void **blob,
+                       size_t *blob_size)
 {
     uint8_t *b = malloc(head_size + payload_size);
     if (!b)
         return KILN_ENOMEM;
     memcpy(b, head, head_size);
     memcpy(b + head_size, payload, payload_size);
-    if (format == 3)
-        seal_blob(b, head_size, head_size + payload_size, nwords, dict);
+    if (format >= 3)
+        seal_blob(b, head_size, head_size + payload_size, nwords, dict_id);
     *blob = b;
     *blob_size = head_size + payload_size;
     return 0;
@@ -434,11 +449,12 @@ static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     size_t skip = format >= 2 ? strip_frame(tls->xbuf, n, &block) : 0;
     uint8_t head[BLOB_HEAD_DICT];
     size_t hs = write_head(head, format, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum, block);
-    return finish_blob(format, nwords, NULL, head, hs, tls->xbuf + skip, n - skip, blob, blob_size);
+    return finish_blob(format, nwords, 0, head, hs, tls->xbuf + skip, n - skip, blob, blob_size);
 }
 
 /*
- * The kiln codec: transform into the front of xbuf, compress into its back.
+ * The kiln codec: transform into the front of xbuf, compress into its back,
+ * with the caller's dictionary or, from format 4, the built-in one.
  * @return 0, KILN_EFORMAT when the module does not parse (the caller falls
  * back), or an error.
  */
@@ -455,10 +471,13 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
                              : kiln__spirv2_encode(words, nwords, tls->xbuf, work, -1);
     if (xn < 0)
         return (int)xn;
-    uint8_t *z = tls->xbuf + work;
     bool large = nwords * 4 > KILN__LARGE_BYTES;
+    const struct kiln_pack_dict *use = dict;
+    if (!use && format >= 4 && !large && !(use = kiln__pack_builtin()))
+        return KILN_ENOMEM;
+    uint8_t *z = tls->xbuf + work;
     int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
-    size_t n = zstd_frame(tls->cctx, format, level, dict, large, z, zbound, tls->xbuf, (size_t)xn);
+    size_t n = zstd_frame(tls->cctx, format, level, use, large, z, zbound, tls->xbuf, (size_t)xn);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %" PRId64 " transformed bytes failed: %s", xn,
                    ZSTD_getErrorName(n));
@@ -469,7 +488,8 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     uint8_t head[BLOB_HEAD_DICT];
     size_t hs =
         write_head(head, format, KILN_CODEC_KILN, dict, (uint32_t)(nwords * 4), checksum, block);
-    return finish_blob(format, nwords, dict, head, hs, z + skip, n - skip, blob, blob_size);
+    return finish_blob(format, nwords, use ? use->id : 0, head, hs, z + skip, n - skip, blob,
+                       blob_size);
 }
 
 static int pack_format(unsigned format, const uint32_t *words, size_t nwords, enum kiln_codec codec,
@@ -484,7 +504,7 @@ static int pack_format(unsigned format, const uint32_t *words, size_t nwords, en
                    KILN_PACK_MAX_SPIRV_BYTES >> 20);
         return KILN_ERANGE;
     }
-    /* Format 3 seals the blob once it is made instead. */
+    /* Formats 3 and 4 seal the blob once it is made instead. */
     uint64_t checksum = format < 3 ? kiln_hash64(words, nwords * 4) : 0;
     if (codec == KILN_CODEC_RAW || !is_spirv(words, nwords))
         return pack_raw(format, words, nwords, checksum, blob, blob_size);
@@ -504,6 +524,12 @@ static int pack_format(unsigned format, const uint32_t *words, size_t nwords, en
 
 int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
               const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+{
+    return pack_format(4, words, nwords, codec, dict, blob, blob_size);
+}
+
+int kiln__pack_format3(const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
     return pack_format(3, words, nwords, codec, dict, blob, blob_size);
 }
@@ -531,9 +557,11 @@ int64_t kiln__blob_seal(const void *blob, size_t blob_size, uint64_t dict_id)
 {
     struct blob_head h;
     KILN_TRY(read_head(blob, blob_size, &h));
-    if (h.format != 3)
+    if (h.format < 3)
         return KILN_EINVAL;
-    return blob_seal(h.kind, h.spirv_bytes / 4, h.dict ? dict_id : 0,
+    if (h.builtin)
+        dict_id = KILN__BUILTIN_DICT_ID;
+    return blob_seal(h.kind, h.spirv_bytes / 4, h.dict || h.builtin ? dict_id : 0,
                      (const uint8_t *)blob + h.head_size, blob_size - h.head_size);
 }
 
@@ -603,6 +631,9 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
         return KILN_ERANGE;
     if (nwords && !out)
         return KILN_EINVAL;
+    /* The dictionary the blob was packed with: the caller's, the built-in
+     * one (format 4), or none. */
+    const struct kiln_pack_dict *use = NULL;
     if (h.dict) {
         uint64_t want = h.format == 1 ? dict ? dict->id : 0 : dict ? (uint16_t)dict->id : 0;
         if (!dict || want != h.dict_id) {
@@ -610,14 +641,17 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
                       h.format == 1 ? 16 : 4, h.dict_id, dict ? "another was" : "none was");
             return KILN_EINVAL;
         }
+        use = dict;
+    } else if (h.builtin && !(use = kiln__pack_builtin())) {
+        return KILN_ENOMEM;
     }
     const uint8_t *payload = (const uint8_t *)blob + h.head_size;
     size_t psize = blob_size - h.head_size;
-    /* Format 3 checks the packed bytes before it decodes them (and the
-     * output not at all): the seal covers every byte of the blob and the
-     * whole dictionary id. */
-    if (h.format == 3 &&
-        blob_seal(h.kind, (uint32_t)nwords, h.dict ? dict->id : 0, payload, psize) != h.checksum)
+    /* Formats 3 and 4 check the packed bytes before they decode them (and
+     * the output not at all): the seal covers every byte of the blob and
+     * the whole dictionary id. */
+    if (h.format >= 3 &&
+        blob_seal(h.kind, (uint32_t)nwords, use ? use->id : 0, payload, psize) != h.checksum)
         return corrupt(blob_size, "checksum mismatch");
 
     if (h.codec == KILN_CODEC_RAW) {
@@ -627,7 +661,9 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
         struct kiln__pack_tls *tls = kiln__pack_tls();
         if (!tls)
             return KILN_ENOMEM;
-        ZSTD_DCtx *dctx = h.dict ? dict_dctx(tls, dict->ddict) : tls->dctx;
+        if (!use && !tls->dctx)
+            tls->dctx = ZSTD_createDCtx();
+        ZSTD_DCtx *dctx = use ? dict_dctx(tls, use->ddict) : tls->dctx;
         if (!dctx || !dctx_format(dctx, h.format))
             return KILN_ENOMEM;
         size_t xbound = h.codec == KILN_CODEC_ZSTD ? 0
@@ -652,9 +688,9 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
         } else {
             /* A frame that makes more than the transform can make for this
              * many words fails here. */
-            size_t n = h.dict ? ZSTD_decompress_usingDDict(dctx, tls->xbuf, xbound, payload, psize,
-                                                           dict->ddict)
-                              : ZSTD_decompressDCtx(dctx, tls->xbuf, xbound, payload, psize);
+            size_t n = use ? ZSTD_decompress_usingDDict(dctx, tls->xbuf, xbound, payload, psize,
+                                                        use->ddict)
+                           : ZSTD_decompressDCtx(dctx, tls->xbuf, xbound, payload, psize);
             if (ZSTD_isError(n))
                 return corrupt(blob_size, "zstd frame does not decode");
             int rc = h.format == 1

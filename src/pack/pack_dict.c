@@ -20,9 +20,19 @@
  * ZSTD_DDict, all referring to the bytes kept here) are made once, so a
  * pack or unpack never re-digests the dictionary. A dictionary is
  * immutable once made: any number of threads may use it.
+ *
+ * The built-in dictionary (blob format 4's, for the kiln codec's modules of
+ * up to KILN__LARGE_BYTES when the caller gives no dictionary) is one more
+ * such dictionary, without the large modules' CDict, made from the bytes in
+ * pack_builtin_dict.inc on first use and kept until the process exits. Its
+ * bytes may never change: blobs name it by their format alone. Its id is
+ * pinned (KILN__BUILTIN_DICT_ID), and a build whose bytes do not match
+ * refuses to use it. tools/gen/builtin_dict.c made the bytes and says how.
  */
 #include "pack_internal.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #define ZDICT_STATIC_LINKING_ONLY /* the COVER trainer */
@@ -35,7 +45,9 @@
 /* The least sample bytes aimed for (when 100 x the dictionary is less). */
 #define KPD_MIN_BUDGET (8u << 20)
 
-static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **out)
+/* Makes a dictionary of the zstd dictionary `zdict`; `large` says whether
+ * it packs modules over KILN__LARGE_BYTES too (the built-in one does not). */
+static int dict_make(const void *zdict, size_t zsize, bool large, struct kiln_pack_dict **out)
 {
     struct kiln_pack_dict *d = calloc(1, sizeof(*d));
     if (!d)
@@ -61,10 +73,11 @@ static int dict_make(const void *zdict, size_t zsize, struct kiln_pack_dict **ou
     d->cdict = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto, cp,
                                          ZSTD_defaultCMem);
     ZSTD_compressionParameters lp = ZSTD_getCParams(KILN__LARGE_LEVEL, 64 << 10, zsize);
-    d->cdict_large = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto,
-                                               lp, ZSTD_defaultCMem);
+    if (large)
+        d->cdict_large = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef,
+                                                   ZSTD_dct_auto, lp, ZSTD_defaultCMem);
     d->ddict = ZSTD_createDDict_byReference(b + KPD_HEAD, zsize);
-    if (!d->cdict || !d->cdict_large || !d->ddict) {
+    if (!d->cdict || (large && !d->cdict_large) || !d->ddict) {
         kiln_pack_dict_destroy(d);
         return KILN_ENOMEM;
     }
@@ -101,11 +114,14 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
     if (usable / stride < KPD_MIN_SAMPLES)
         stride = KILN_MAX((size_t)1, usable / KPD_MIN_SAMPLES);
     size_t cap = budget + budget / 2;
-    struct kiln__pack_tls *tls = kiln__pack_tls();
     uint8_t *samples = malloc(cap);
     size_t *sizes = malloc((usable / stride + 1) * sizeof(*sizes));
     uint8_t *zdict = malloc(max_bytes);
-    int rc = tls && samples && sizes && zdict ? 0 : KILN_ENOMEM;
+    /* The transform's work buffer, its own (training is rare), so that this
+     * file needs nothing of pack.c, which needs the built-in dictionary. */
+    uint8_t *work_buf = NULL;
+    size_t work_cap = 0;
+    int rc = samples && sizes && zdict ? 0 : KILN_ENOMEM;
     size_t used = 0, nsamples = 0, seen = 0;
     for (size_t i = 0; rc == 0 && i < count && nsamples <= usable / stride; i++) {
         if (!modules[i] || module_words[i] < 5 || modules[i][0] != KILN__SPIRV_MAGIC)
@@ -113,10 +129,16 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
         if (seen++ % stride != 0)
             continue;
         size_t work = kiln__spirv2_work_bound(module_words[i]);
-        rc = kiln__pack_tls_xbuf(tls, work);
-        if (rc < 0)
-            break;
-        int64_t n = kiln__spirv2_encode(modules[i], module_words[i], tls->xbuf, work, -1);
+        if (work > work_cap) {
+            uint8_t *p = realloc(work_buf, work);
+            if (!p) {
+                rc = KILN_ENOMEM;
+                break;
+            }
+            work_buf = p;
+            work_cap = work;
+        }
+        int64_t n = kiln__spirv2_encode(modules[i], module_words[i], work_buf, work, -1);
         if (n < 0)
             continue; /* a module that does not parse is packed with zstd: no sample */
         if ((size_t)n > cap - used) {
@@ -124,7 +146,7 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
                 break;
             continue; /* a module larger than the budget left */
         }
-        memcpy(samples + used, tls->xbuf, (size_t)n);
+        memcpy(samples + used, work_buf, (size_t)n);
         sizes[nsamples++] = (size_t)n;
         used += (size_t)n;
     }
@@ -150,11 +172,12 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
                        nsamples, used, ZDICT_getErrorName(zn));
             rc = KILN_EINVAL;
         } else {
-            rc = dict_make(zdict, zn, dict);
+            rc = dict_make(zdict, zn, true, dict);
             KILN_INFO("pack", "trained a %zu-byte dictionary on %zu modules (%zu bytes)", zn,
                       nsamples, used);
         }
     }
+    free(work_buf);
     free(samples);
     free(sizes);
     free(zdict);
@@ -176,7 +199,7 @@ int kiln_pack_dict_load(const void *data, size_t size, struct kiln_pack_dict **d
         KILN_WARN("pack", "dictionary of %zu bytes: id does not match its content", size);
         return KILN_ECORRUPT;
     }
-    return dict_make(b + KPD_HEAD, size - KPD_HEAD, dict);
+    return dict_make(b + KPD_HEAD, size - KPD_HEAD, true, dict);
 }
 
 const void *kiln_pack_dict_bytes(const struct kiln_pack_dict *dict, size_t *size)
@@ -200,4 +223,32 @@ void kiln_pack_dict_destroy(struct kiln_pack_dict *dict)
     ZSTD_freeDDict(dict->ddict);
     free(dict->bytes);
     free(dict);
+}
+
+/* ---- the built-in dictionary ------------------------------------------- */
+
+static const uint8_t builtin_bytes[] = {
+#include "pack_builtin_dict.inc"
+};
+
+static pthread_mutex_t builtin_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(struct kiln_pack_dict *) builtin;
+
+const struct kiln_pack_dict *kiln__pack_builtin(void)
+{
+    struct kiln_pack_dict *d = atomic_load_explicit(&builtin, memory_order_acquire);
+    if (KILN_LIKELY(d != NULL))
+        return d;
+    /* A lock rather than a once: a first call that runs out of memory
+     * leaves the next one free to try again. */
+    pthread_mutex_lock(&builtin_lock);
+    d = atomic_load_explicit(&builtin, memory_order_relaxed);
+    if (!d) {
+        if (kiln_hash64(builtin_bytes, sizeof(builtin_bytes)) != KILN__BUILTIN_DICT_ID)
+            KILN_ERROR("pack", "the built-in dictionary's bytes are not the pinned ones");
+        else if (dict_make(builtin_bytes, sizeof(builtin_bytes), false, &d) == 0)
+            atomic_store_explicit(&builtin, d, memory_order_release);
+    }
+    pthread_mutex_unlock(&builtin_lock);
+    return d;
 }

@@ -20,7 +20,7 @@ struct kiln_pack_dict {
     void *bytes;             /* serialized form: the .kpd header, then the zstd dictionary */
     size_t size;             /* of `bytes` */
     ZSTD_CDict *cdict;       /* digested for compression of small modules */
-    ZSTD_CDict *cdict_large; /* and of large ones (KILN__LARGE_BYTES) */
+    ZSTD_CDict *cdict_large; /* and of large ones (KILN__LARGE_BYTES); NULL in the built-in one */
     ZSTD_DDict *ddict;       /* digested for decompression */
 };
 
@@ -37,13 +37,27 @@ struct kiln_pack_dict {
 #define KILN__DICT_LEVEL     6
 #define KILN__DICT_TABLE_LOG 15
 
+/*
+ * The id of the built-in dictionary (kiln_hash64 of its zstd bytes,
+ * pack_builtin_dict.inc): blob format 4 packs modules of up to
+ * KILN__LARGE_BYTES with it when the caller gives no dictionary (larger
+ * ones gain little from it and unpack slower). Pinned, because those blobs
+ * name it by their format and size alone.
+ */
+#define KILN__BUILTIN_DICT_ID UINT64_C(0x52555c98183cc978)
+
+/* @return the built-in dictionary, made on first use (thread-safe), or
+ * NULL when out of memory. */
+const struct kiln_pack_dict *kiln__pack_builtin(void);
+
 /* Per-thread state: contexts and buffers reused by every call. */
-/* Decompression contexts a thread keeps bound to one dictionary each. */
-#define KILN__DICT_DCTX 2
+/* Decompression contexts a thread keeps bound to one dictionary each: the
+ * built-in one and two of the caller's. */
+#define KILN__DICT_DCTX 3
 
 struct kiln__pack_tls {
     ZSTD_CCtx *cctx;
-    ZSTD_DCtx *dctx; /* blobs without a dictionary */
+    ZSTD_DCtx *dctx; /* blobs without a dictionary (made on first use) */
     /* Blobs with one: a context per dictionary recently used (the least
      * recently used one is rebound), keyed by the ZSTD_DDict. */
     ZSTD_DCtx *ddctx[KILN__DICT_DCTX];
@@ -108,17 +122,26 @@ int kiln__pack_format1(const uint32_t *words, size_t nwords, enum kiln_codec cod
 int kiln__pack_format2(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
 
-/* @return a blob's format (1, 2 or 3), or KILN_ECORRUPT_BLOB. */
+/*
+ * kiln_pack, making blob format 3 (no built-in dictionary: the kiln codec
+ * without a caller's dictionary uses none) as kiln did before format 4: for
+ * tests of the format-3 reader.
+ */
+int kiln__pack_format3(const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
+
+/* @return a blob's format (1 to 4), or KILN_ECORRUPT_BLOB. */
 int kiln__blob_format(const void *blob, size_t blob_size);
 
 /*
- * The seal a format-3 blob with these bytes carries when packed with the
- * dictionary whose id is `dict_id` (ignored without one).
+ * The seal a format-3 or -4 blob with these bytes carries when packed with
+ * the caller's dictionary whose id is `dict_id` (ignored without one, and
+ * for a blob packed with the built-in dictionary).
  * @return the seal, KILN_EINVAL for another format, or KILN_ECORRUPT_BLOB.
  */
 int64_t kiln__blob_seal(const void *blob, size_t blob_size, uint64_t dict_id);
 
-/* Rewrites a format-3 blob's seal to match its bytes, so that the fuzzer
+/* Rewrites a format-3 or -4 blob's seal to match its bytes, so that the fuzzer
  * reaches the decoders behind it. @return 0 or kiln__blob_seal's error. */
 int kiln__blob_reseal(void *blob, size_t blob_size, uint64_t dict_id);
 

@@ -51,11 +51,11 @@ KT_CASE(header_and_info)
         KT_CHECK_EQ(codec, variant_codec[v]);
         KT_CHECK_EQ(bytes, sizeof(tiny_module));
         KT_CHECK_OK(kiln_blob_info(blob, n, NULL, NULL));
-        /* Format 2: the kind byte, the word count (one byte here) and the
-         * 32-bit checksum. */
+        /* Format 4: the kind byte, the word count (one byte here) and the
+         * 32-bit seal. */
         for (size_t cut = 0; cut < 6 && cut < n; cut++)
             KT_CHECK_EQ(kiln_blob_info(blob, cut, NULL, NULL), KILN_ECORRUPT_BLOB);
-        ((uint8_t *)blob)[0] ^= 0x40; /* the kind's tag */
+        ((uint8_t *)blob)[0] ^= 0x80; /* the kind's tag: 0xE0 (format 4) to 0x60, no format */
         KT_CHECK_EQ(kiln_blob_info(blob, n, NULL, NULL), KILN_ECORRUPT_BLOB);
         kiln_pack_free(blob);
     }

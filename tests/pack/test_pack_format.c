@@ -1,10 +1,10 @@
 /*
- * test_pack_format.c - blob formats 3 and 2 against format 1: format-1 and
- * format-2 blobs (fixtures made before the next format existed, and the
- * older encoders kept for tests) still unpack; format 3 (transform 2, the
- * seal over the packed bytes) round-trips the corpus and generated
- * emulator-like programs, is smaller than format 1, and refuses damaged
- * blobs cleanly, as format 2 does.
+ * test_pack_format.c - blob formats 4, 3 and 2 against format 1: blobs of
+ * formats 1 to 3 (fixtures made before the next format existed, and the
+ * older encoders kept for tests) still unpack; format 4 (transform 2, the
+ * seal over the packed bytes, the built-in dictionary) round-trips the
+ * corpus and generated emulator-like programs, is smaller than format 1,
+ * and refuses damaged blobs cleanly, as formats 3 and 2 do.
  */
 #include "pack_corpus.h"
 #include "../support/gen_modules.h"
@@ -15,6 +15,7 @@
 
 #define FIXTURES  KILN_SOURCE_DIR "/tests/pack/fixtures/v1"
 #define FIXTURES2 KILN_SOURCE_DIR "/tests/pack/fixtures/v2"
+#define FIXTURES3 KILN_SOURCE_DIR "/tests/pack/fixtures/v3"
 
 static int read_fixture_in(const char *dir, const char *name, void **data, size_t *n)
 {
@@ -28,12 +29,19 @@ static int read_fixture(const char *name, void **data, size_t *n)
     return read_fixture_in(FIXTURES, name, data, n);
 }
 
-/* kiln_pack in blob format `f` (2 or 3). */
+/* kiln_pack in blob format `f` (2, 3 or 4). */
 static int pack_in(int f, const uint32_t *words, size_t nwords, enum kiln_codec codec,
                    const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
-    return f == 2 ? kiln__pack_format2(words, nwords, codec, dict, blob, blob_size)
-                  : kiln_pack(words, nwords, codec, dict, blob, blob_size);
+    return f == 2   ? kiln__pack_format2(words, nwords, codec, dict, blob, blob_size)
+           : f == 3 ? kiln__pack_format3(words, nwords, codec, dict, blob, blob_size)
+                    : kiln_pack(words, nwords, codec, dict, blob, blob_size);
+}
+
+/* The kind byte's top bits per format. */
+static unsigned format_tag(int f)
+{
+    return f == 2 ? 0xA0u : f == 3 ? 0xC0u : 0xE0u;
 }
 
 /* @return whether unpacking gave a clean error or exactly `words`. */
@@ -228,10 +236,12 @@ static void gen_free(struct gen *g)
 
 KT_CASE(format_header)
 {
-    /* kiln_pack makes format 3 (format 2 is made for this test); the kind
-     * byte names the format, the codec and the dictionary, and a one-block
-     * payload drops zstd's frame header. Format 2 checks the SPIR-V, format
-     * 3 seals the packed bytes and the dictionary's whole id. */
+    /* kiln_pack makes format 4 (formats 3 and 2 are made for this test);
+     * the kind byte names the format, the codec and the caller's
+     * dictionary, and a one-block payload drops zstd's frame header. Format
+     * 2 checks the SPIR-V; formats 3 and 4 seal the packed bytes and the
+     * dictionary's whole id, the built-in one's in format 4 when the caller
+     * gives none. */
     struct gen g;
     KT_REQUIRE(gen_init(&g, 400));
     size_t n = gen_module(&g, 7, 400);
@@ -251,8 +261,8 @@ KT_CASE(format_header)
     KT_REQUIRE_OK(kiln_pack_dict_train(mods, words, 16, 4096, &dict));
     uint32_t *out = malloc(n * 4);
     KT_REQUIRE(out != NULL);
-    for (int fv = 0; fv < 8; fv++) {
-        int f = fv < 4 ? 3 : 2, v = fv % 4;
+    for (int fv = 0; fv < 12; fv++) {
+        int f = 4 - fv / 4, v = fv % 4;
         enum kiln_codec codec = v < 3 ? (enum kiln_codec)v : KILN_CODEC_KILN;
         const struct kiln_pack_dict *d = v == 3 ? dict : NULL;
         void *blob;
@@ -260,7 +270,7 @@ KT_CASE(format_header)
         KT_REQUIRE_OK(pack_in(f, g.head, n, codec, d, &blob, &bs));
         uint8_t *b = blob;
         KT_CHECK_EQ(kiln__blob_format(blob, bs), f);
-        KT_CHECK_EQ(b[0] & 0xE3, (f == 3 ? 0xC0 : 0xA0) | (unsigned)codec);
+        KT_CHECK_EQ(b[0] & 0xE3, format_tag(f) | (unsigned)codec);
         KT_CHECK_EQ((b[0] & 0x04) != 0, v == 3);
         KT_CHECK_EQ((b[0] & 0x08) != 0, codec != KILN_CODEC_RAW); /* one block */
         /* kind, the word count, the checksum, the dictionary's low 16 bits */
@@ -275,6 +285,10 @@ KT_CASE(format_header)
             if (v == 3)
                 KT_CHECK(kiln__blob_seal(blob, bs, id ^ 0x10000u) !=
                          (int64_t)kiln__load_le32(b + hl));
+            /* Format 4's kiln codec without a caller's dictionary is sealed
+             * with the built-in one's id, whatever id the caller passes. */
+            if (f == 4 && v == 2)
+                KT_CHECK_EQ(kiln__blob_seal(blob, bs, 0), (int64_t)kiln__load_le32(b + hl));
         }
         if (v == 3)
             KT_CHECK_EQ(kiln__load_le16(b + hl + 4), (uint16_t)kiln_pack_dict_id(dict));
@@ -354,7 +368,7 @@ KT_CASE(v1_fixtures_unpack)
             KT_CHECK_EQ((size_t)nw, first_n);
             KT_CHECK(memcmp(w, first, first_n * 4) == 0);
         }
-        /* Packed again, it is format 3 and the same words. */
+        /* Packed again, it is format 4 and the same words. */
         if (nw > 0) {
             uint32_t *copy = malloc((size_t)nw * 4);
             KT_REQUIRE(copy != NULL);
@@ -362,7 +376,7 @@ KT_CASE(v1_fixtures_unpack)
             void *b2;
             size_t s2;
             KT_REQUIRE_OK(kiln_pack(copy, (size_t)nw, codec, fx[i].dict ? dict : NULL, &b2, &s2));
-            KT_CHECK_EQ(kiln__blob_format(b2, s2), 3);
+            KT_CHECK_EQ(kiln__blob_format(b2, s2), 4);
             KT_CHECK_EQ(kiln_unpack_scratch(b2, s2, fx[i].dict ? dict : NULL, &w), nw);
             KT_CHECK(memcmp(w, copy, (size_t)nw * 4) == 0);
             kiln_pack_free(b2);
@@ -406,11 +420,14 @@ KT_CASE(v1_fixtures_unpack)
     kiln_pack_thread_cleanup();
 }
 
-KT_CASE(v2_fixtures_unpack)
+/*
+ * Blobs of format `f` that the pack module made before format f + 1
+ * (fixtures/v2, v3) unpack with today's decoder to the words of the
+ * format-1 fixture of the same name; packed again in format f they are as
+ * long, and kiln_pack makes format 4 of them; damage is refused.
+ */
+static void check_old_fixtures(const char *dir, int f)
 {
-    /* Format-2 blobs that the pack module made before format 3 (fixtures/v2)
-     * unpack with today's decoder to the words of the format-1 fixture of
-     * the same name; packed again they are format 3; damage is refused. */
     void *kpd;
     size_t kn;
     KT_REQUIRE_OK(read_fixture("dict.kpd", &kpd, &kn));
@@ -426,41 +443,128 @@ KT_CASE(v2_fixtures_unpack)
     uint64_t rng = 23;
     for (size_t i = 0; i < KILN_ARRAY_LEN(names); i++) {
         const struct kiln_pack_dict *d = strstr(names[i], "-dict") ? dict : NULL;
-        void *v1, *v2;
-        size_t s1, s2;
+        void *v1, *old;
+        size_t s1, so;
         KT_REQUIRE_OK(read_fixture(names[i], &v1, &s1));
-        KT_REQUIRE_OK(read_fixture_in(FIXTURES2, names[i], &v2, &s2));
-        KT_CHECK_EQ(kiln__blob_format(v2, s2), 2);
+        KT_REQUIRE_OK(read_fixture_in(dir, names[i], &old, &so));
+        KT_CHECK_EQ(kiln__blob_format(old, so), f);
         int64_t n1 = kiln_unpack(v1, s1, d, ref, 8192);
-        int64_t n2 = kiln_unpack(v2, s2, d, out, 8192);
+        int64_t n2 = kiln_unpack(old, so, d, out, 8192);
         KT_REQUIRE(n1 > 0);
         KT_CHECK_EQ(n2, n1);
         KT_CHECK(memcmp(out, ref, (size_t)n1 * 4) == 0);
         enum kiln_codec codec;
-        KT_CHECK_OK(kiln_blob_info(v2, s2, &codec, NULL));
-        void *b3;
-        size_t s3;
-        KT_REQUIRE_OK(kiln_pack(ref, (size_t)n1, codec, d, &b3, &s3));
-        KT_CHECK_EQ(kiln__blob_format(b3, s3), 3);
-        KT_CHECK_EQ(s3, s2); /* the same layout, but for what the checksum covers */
-        KT_CHECK_EQ(kiln_unpack(b3, s3, d, out, 8192), n1);
+        KT_CHECK_OK(kiln_blob_info(old, so, &codec, NULL));
+        void *again, *b4;
+        size_t sa, s4;
+        KT_REQUIRE_OK(pack_in(f, ref, (size_t)n1, codec, d, &again, &sa));
+        KT_CHECK_EQ(sa, so);
+        KT_REQUIRE_OK(kiln_pack(ref, (size_t)n1, codec, d, &b4, &s4));
+        KT_CHECK_EQ(kiln__blob_format(b4, s4), 4);
+        KT_CHECK_EQ(kiln_unpack(b4, s4, d, out, 8192), n1);
         KT_CHECK(memcmp(out, ref, (size_t)n1 * 4) == 0);
-        kiln_pack_free(b3);
+        kiln_pack_free(again);
+        kiln_pack_free(b4);
         kiln_log_set_level(KILN_LOG_ERROR);
         for (int k = 0; k < 500; k++) {
-            size_t bit = kt_rand(&rng) % (s2 * 8);
-            ((uint8_t *)v2)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-            KT_CHECK(error_or_exact(v2, s2, d, ref, (size_t)n1, out, 8192));
-            ((uint8_t *)v2)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+            size_t bit = kt_rand(&rng) % (so * 8);
+            ((uint8_t *)old)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+            KT_CHECK(error_or_exact(old, so, d, ref, (size_t)n1, out, 8192));
+            ((uint8_t *)old)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
         }
         kiln_log_set_level(KILN_LOG_WARN);
         free(v1);
-        free(v2);
+        free(old);
     }
     free(ref);
     free(out);
     free(kpd);
     kiln_pack_dict_destroy(dict);
+    kiln_pack_thread_cleanup();
+}
+
+KT_CASE(v2_fixtures_unpack)
+{
+    check_old_fixtures(FIXTURES2, 2);
+}
+
+KT_CASE(v3_fixtures_unpack)
+{
+    check_old_fixtures(FIXTURES3, 3);
+}
+
+KT_CASE(builtin_dictionary)
+{
+    /* Format 4 packs the kiln codec's modules of up to 64 KiB with the
+     * built-in dictionary when the caller gives none: no dictionary id in
+     * the header, smaller than format 3, and unpacked with no dictionary or
+     * with any caller's. Larger modules are packed without one, as in
+     * format 3. The built-in bytes are the pinned ones. */
+    const struct kiln_pack_dict *bi = kiln__pack_builtin();
+    KT_REQUIRE(bi != NULL);
+    KT_CHECK_EQ(kiln_pack_dict_id(bi), KILN__BUILTIN_DICT_ID);
+    KT_CHECK(kiln__pack_builtin() == bi); /* made once */
+    struct pc_corpus c;
+    KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
+    const uint32_t *mods[8];
+    size_t words[8];
+    for (int i = 0; i < 8; i++) {
+        mods[i] = c.m[i * c.n / 8].words;
+        words[i] = c.m[i * c.n / 8].nwords;
+    }
+    struct kiln_pack_dict *other;
+    KT_REQUIRE_OK(kiln_pack_dict_train(mods, words, 8, 4096, &other));
+    size_t bytes3 = 0, bytes4 = 0, small = 0, large = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        const struct pc_module *m = &c.m[i];
+        void *b3, *b4;
+        size_t s3, s4;
+        KT_REQUIRE_OK(kiln__pack_format3(m->words, m->nwords, KILN_CODEC_KILN, NULL, &b3, &s3));
+        KT_REQUIRE_OK(kiln_pack(m->words, m->nwords, KILN_CODEC_KILN, NULL, &b4, &s4));
+        enum kiln_codec codec;
+        KT_CHECK_OK(kiln_blob_info(b4, s4, &codec, NULL));
+        const uint8_t *k = b4;
+        KT_CHECK_EQ(k[0] & 0xE4, 0xE0); /* format 4, no caller's dictionary */
+        if (codec == KILN_CODEC_KILN && m->nwords * 4 > 64 * 1024) {
+            KT_CHECK_EQ(s4, s3); /* packed without a dictionary, as format 3 */
+            large++;
+        } else if (codec == KILN_CODEC_KILN) {
+            small++;
+        }
+        bytes3 += s3;
+        bytes4 += s4;
+        const uint32_t *w;
+        KT_CHECK_EQ(kiln_unpack_scratch(b4, s4, NULL, &w), (int64_t)m->nwords);
+        KT_CHECK(memcmp(w, m->words, m->nwords * 4) == 0);
+        KT_CHECK_EQ(kiln_unpack_scratch(b4, s4, other, &w), (int64_t)m->nwords);
+        KT_CHECK(memcmp(w, m->words, m->nwords * 4) == 0);
+        kiln_pack_free(b3);
+        kiln_pack_free(b4);
+    }
+    KT_CHECK(small > 0);
+    KT_CHECK(bytes4 < bytes3);
+    /* A module over 64 KiB (the corpus may have none). */
+    struct gen g;
+    KT_REQUIRE(gen_init(&g, 20000));
+    size_t gn = gen_module(&g, 3, 20000);
+    KT_REQUIRE(gn * 4 > 64 * 1024);
+    void *b3, *b4;
+    size_t s3, s4;
+    KT_REQUIRE_OK(kiln__pack_format3(g.head, gn, KILN_CODEC_KILN, NULL, &b3, &s3));
+    KT_REQUIRE_OK(kiln_pack(g.head, gn, KILN_CODEC_KILN, NULL, &b4, &s4));
+    KT_CHECK_EQ(((const uint8_t *)b4)[0] & 0xE7, 0xE2); /* format 4, kiln, no dictionary */
+    KT_CHECK_EQ(s4, s3);
+    const uint32_t *w;
+    KT_CHECK_EQ(kiln_unpack_scratch(b4, s4, NULL, &w), (int64_t)gn);
+    KT_CHECK(memcmp(w, g.head, gn * 4) == 0);
+    kiln_pack_free(b3);
+    kiln_pack_free(b4);
+    gen_free(&g);
+    printf("built-in dictionary: %zu modules (%zu with it, %zu over 64 KiB): %zu bytes, "
+           "format 3 %zu\n",
+           c.n, small, large, bytes4, bytes3);
+    kiln_pack_dict_destroy(other);
+    pc_free(&c);
     kiln_pack_thread_cleanup();
 }
 
@@ -601,10 +705,10 @@ KT_CASE(generated_round_trip)
 
 KT_CASE(damage_refused)
 {
-    /* Every truncation of a format-3 or format-2 blob is refused, and random
+    /* Every truncation of a format-4, -3 or -2 blob is refused, and random
      * bit flips give a clean error or the exact module, for every codec,
      * with and without a dictionary, for a generated and a corpus module.
-     * Format 3's flipped blobs are also resealed, so that the decoders
+     * Format 4's and 3's flipped blobs are also resealed, so that the decoders
      * behind the seal get damaged bytes: a clean error or the stated size. */
     struct gen g;
     KT_REQUIRE(gen_init(&g, 800));
@@ -629,8 +733,8 @@ KT_CASE(damage_refused)
     for (int src = 0; src < 2; src++) {
         const uint32_t *m = src ? cm->words : g.head;
         size_t mn = src ? cm->nwords : gn;
-        for (int fv = 0; fv < 8; fv++) {
-            int f = fv < 4 ? 3 : 2, v = fv % 4;
+        for (int fv = 0; fv < 12; fv++) {
+            int f = 4 - fv / 4, v = fv % 4;
             enum kiln_codec codec = v < 3 ? (enum kiln_codec)v : KILN_CODEC_KILN;
             const struct kiln_pack_dict *d = v == 3 ? dict : NULL;
             void *blob;
@@ -646,7 +750,7 @@ KT_CASE(damage_refused)
                 b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
                 KT_CHECK(error_or_exact(blob, bs, d, m, mn, out, cap));
                 memcpy(copy, b, bs);
-                if (f == 3 && kiln__blob_reseal(copy, bs, kiln_pack_dict_id(dict)) == 0) {
+                if (f >= 3 && kiln__blob_reseal(copy, bs, kiln_pack_dict_id(dict)) == 0) {
                     size_t want = 0;
                     int64_t r = kiln_unpack(copy, bs, d, out, cap);
                     KT_CHECK_OK(kiln_blob_info(copy, bs, NULL, &want));
@@ -722,5 +826,6 @@ KT_CASE(strings_every_length)
 }
 
 KT_MAIN(KT_ENTRY(format_header), KT_ENTRY(v1_fixtures_unpack), KT_ENTRY(v2_fixtures_unpack),
+        KT_ENTRY(v3_fixtures_unpack), KT_ENTRY(builtin_dictionary),
         KT_ENTRY(format1_corpus_round_trip), KT_ENTRY(format2_smaller_than_format1),
         KT_ENTRY(generated_round_trip), KT_ENTRY(damage_refused), KT_ENTRY(strings_every_length))

@@ -289,7 +289,7 @@ KT_CASE(no_vulkan_and_damage)
     KT_REQUIRE_OK(kiln_cache_entries(c, &e, &ne));
     KT_REQUIRE(ne == PF_GOOD_PROGRAMS);
     long at = (long)(e[0].offset + 64 + e[0].size / 2);
-    KT_REQUIRE(e[0].size > 256);
+    KT_REQUIRE(e[0].size > 128); /* its middle is in a stage's blob */
     kiln_cache_entries_free(e);
     kiln_cache_close(c);
     snprintf(rec, sizeof(rec), "%s/%s", cache, KILN_CACHE_RECORDS_FILE);
