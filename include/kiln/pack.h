@@ -47,7 +47,7 @@ struct kiln_pack_dict;
  * with it unpacks only with a dictionary of the same id. Without one,
  * KILN_CODEC_KILN packs modules of up to 64 KiB with kiln's built-in
  * dictionary (part of the library: such blobs unpack with no dictionary),
- * made on first use and kept until the process exits (about 300 KiB).
+ * made on first use and kept until the process exits (about 250 KiB).
  * @return 0, and a new blob in *blob (free it with kiln_pack_free) of
  * *blob_size bytes; KILN_EINVAL for bad arguments, KILN_ERANGE for a module
  * over KILN_PACK_MAX_SPIRV_BYTES, KILN_ENOMEM. Thread-safe; `dict` may be
