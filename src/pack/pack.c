@@ -371,11 +371,12 @@ static int finish_blob(unsigned format, size_t nwords, uint64_t dict_id, const u
 /*
  * One zstd frame of `src` into `dst`: no dictionary id and no checksum in
  * the frame (the blob header has both); format 2's frames without zstd's
- * magic number either. @return its size, or a zstd error code.
+ * magic number either; with `raw_literals`, literals stored as they are
+ * instead of Huffman-coded. @return its size, or a zstd error code.
  */
 static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
-                         const struct kiln_pack_dict *dict, bool large, void *dst, size_t cap,
-                         const void *src, size_t n)
+                         const struct kiln_pack_dict *dict, bool large, bool raw_literals,
+                         void *dst, size_t cap, const void *src, size_t n)
 {
     size_t rc = ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
     if (!ZSTD_isError(rc))
@@ -391,6 +392,8 @@ static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
     if (!ZSTD_isError(rc) && dict)
         rc = ZSTD_CCtx_refCDict(c, large ? dict->cdict_large : dict->cdict);
+    if (!ZSTD_isError(rc) && raw_literals)
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
     size_t out = ZSTD_isError(rc) ? rc : ZSTD_compress2(c, dst, cap, src, n);
     if (dict)
         ZSTD_CCtx_refCDict(c, NULL);
@@ -438,9 +441,9 @@ static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     size_t bytes = nwords * 4;
     size_t bound = ZSTD_compressBound(bytes);
     KILN_TRY(kiln__pack_tls_xbuf(tls, bound));
-    size_t n = format == 1
-                   ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
-                   : zstd_frame(tls->cctx, format, 1, NULL, false, tls->xbuf, bound, words, bytes);
+    size_t n = format == 1 ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
+                           : zstd_frame(tls->cctx, format, 1, NULL, false, false, tls->xbuf, bound,
+                                        words, bytes);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %zu bytes failed: %s", bytes, ZSTD_getErrorName(n));
         return KILN_ENOMEM;
@@ -475,9 +478,15 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     const struct kiln_pack_dict *use = dict;
     if (!use && format >= 4 && !large && !(use = kiln__pack_builtin()))
         return KILN_ENOMEM;
+    /* With the built-in dictionary, literals are stored raw: a small
+     * module's literals would otherwise bring a Huffman table that zstd
+     * builds again at every unpack (about a quarter of the instructions of
+     * unpacking a typical shader), for 5% of the bytes (pack-format.md). */
+    bool raw_literals = use && !dict;
     uint8_t *z = tls->xbuf + work;
     int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
-    size_t n = zstd_frame(tls->cctx, format, level, use, large, z, zbound, tls->xbuf, (size_t)xn);
+    size_t n = zstd_frame(tls->cctx, format, level, use, large, raw_literals, z, zbound, tls->xbuf,
+                          (size_t)xn);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %" PRId64 " transformed bytes failed: %s", xn,
                    ZSTD_getErrorName(n));

@@ -493,12 +493,22 @@ KT_CASE(v3_fixtures_unpack)
     check_old_fixtures(FIXTURES3, 3);
 }
 
+/* @return the payload's size of a format-4 blob (the header is 6 to 11 bytes). */
+static size_t payload_size(const void *blob, size_t size)
+{
+    const uint8_t *b = blob;
+    size_t i = 1;
+    while (b[i] & 0x80)
+        i++;
+    return size - (i + 1 + 4 + (b[0] & 0x04 ? 2 : 0));
+}
+
 KT_CASE(builtin_dictionary)
 {
     /* Format 4 packs the kiln codec's modules of up to 64 KiB with the
-     * built-in dictionary when the caller gives none: no dictionary id in
-     * the header, smaller than format 3, and unpacked with no dictionary or
-     * with any caller's. Larger modules are packed without one, as in
+     * built-in dictionary and raw literals when the caller gives none: no
+     * dictionary id in the header, smaller than format 3, and unpacked with
+     * no dictionary or with any caller's. Larger modules are packed without one, as in
      * format 3. The built-in bytes are the pinned ones. */
     const struct kiln_pack_dict *bi = kiln__pack_builtin();
     KT_REQUIRE(bi != NULL);
@@ -530,6 +540,10 @@ KT_CASE(builtin_dictionary)
             large++;
         } else if (codec == KILN_CODEC_KILN) {
             small++;
+            /* Its literals are stored raw: in a payload of one compressed
+             * block (kind bits 3 and 4), the literals section's type. */
+            if ((k[0] & 0x18) == 0x18)
+                KT_CHECK_EQ(k[s4 - payload_size(b4, s4)] & 3, 0);
         }
         bytes3 += s3;
         bytes4 += s4;
