@@ -8,7 +8,7 @@
  * packed with it stores the id (formats 2 and 3: its low 16 bits), and
  * unpacking checks it, so a blob is never decoded with another dictionary
  * without an error (one sharing the low bits fails the blob's checksum
- * instead; format 3's seal covers the whole id). The serialized form
+ * instead; the seal of formats 3 and 4 covers the whole id). The serialized form
  * repeats the id so that a damaged file is refused on load:
  *
  *   0  "KPD" and version 1 (4 bytes)
