@@ -5,7 +5,7 @@
  * Design. A dictionary is trained (zstd's COVER trainer) on the same bytes
  * it later primes: transform 2's streams of sample modules, not their raw
  * SPIR-V. Its id is kiln_hash64 of the zstd dictionary bytes; every blob
- * packed with it stores the id (formats 2 and 3: its low 16 bits), and
+ * packed with it stores the id (formats 2 to 4: its low 16 bits), and
  * unpacking checks it, so a blob is never decoded with another dictionary
  * without an error (one sharing the low bits fails the blob's checksum
  * instead; the seal of formats 3 and 4 covers the whole id). The serialized form
