@@ -493,6 +493,18 @@ KT_CASE(v3_fixtures_unpack)
     check_old_fixtures(FIXTURES3, 3);
 }
 
+/* Trains a 4 KiB dictionary on eight modules spread over `c`. */
+static int train_on_eighths(const struct pc_corpus *c, struct kiln_pack_dict **dict)
+{
+    const uint32_t *mods[8];
+    size_t words[8];
+    for (int i = 0; i < 8; i++) {
+        mods[i] = c->m[i * c->n / 8].words;
+        words[i] = c->m[i * c->n / 8].nwords;
+    }
+    return kiln_pack_dict_train(mods, words, 8, 4096, dict);
+}
+
 /* @return the payload's size of a format-4 blob (the header is 6 to 11 bytes). */
 static size_t payload_size(const void *blob, size_t size)
 {
@@ -516,14 +528,8 @@ KT_CASE(builtin_dictionary)
     KT_CHECK(kiln__pack_builtin() == bi); /* made once */
     struct pc_corpus c;
     KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
-    const uint32_t *mods[8];
-    size_t words[8];
-    for (int i = 0; i < 8; i++) {
-        mods[i] = c.m[i * c.n / 8].words;
-        words[i] = c.m[i * c.n / 8].nwords;
-    }
     struct kiln_pack_dict *other;
-    KT_REQUIRE_OK(kiln_pack_dict_train(mods, words, 8, 4096, &other));
+    KT_REQUIRE_OK(train_on_eighths(&c, &other));
     size_t bytes3 = 0, bytes4 = 0, small = 0, large = 0;
     for (size_t i = 0; i < c.n; i++) {
         const struct pc_module *m = &c.m[i];
@@ -731,14 +737,8 @@ KT_CASE(damage_refused)
     /* The shared corpus, or on a bare clone modules of kiln's generator. */
     KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
     const struct pc_module *cm = &c.m[c.n / 3];
-    const uint32_t *mods[8];
-    size_t words[8];
-    for (int i = 0; i < 8; i++) {
-        mods[i] = c.m[i * c.n / 8].words;
-        words[i] = c.m[i * c.n / 8].nwords;
-    }
     struct kiln_pack_dict *dict;
-    KT_REQUIRE_OK(kiln_pack_dict_train(mods, words, 8, 4096, &dict));
+    KT_REQUIRE_OK(train_on_eighths(&c, &dict));
     size_t cap = KILN_MAX(gn, cm->nwords);
     uint32_t *out = malloc(cap * 4);
     KT_REQUIRE(out != NULL);
