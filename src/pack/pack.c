@@ -14,7 +14,8 @@
  *   u16     the low 16 bits of the dictionary's id, only with 0x04
  *   payload (raw: the SPIR-V; zstd: one magicless zstd frame of the SPIR-V;
  *            kiln: one magicless zstd frame of transform 2's streams, made
- *            with the caller's dictionary or else the built-in one)
+ *            with the caller's dictionary, or else the built-in one for
+ *            modules of up to KILN__LARGE_BYTES, its literals stored raw)
  *
  * Format 3 (kind 0xC0 | ...), which kiln_pack made before format 4 and
  * kiln_unpack still reads, is the same but for the built-in dictionary: a
@@ -173,9 +174,9 @@ struct blob_head {
 /*
  * The checksum of formats 3 and 4, the seal: the low 32 bits of XXH3-64 of
  * the payload, seeded with the kind byte, the word count and the whole
- * 64-bit id of the dictionary (the built-in one's too; 0 without one). So damage anywhere in the
- * blob, or a dictionary that shares the id's low 16 bits with the right one, fails the seal before
- * anything is decoded.
+ * 64-bit id of the dictionary (the built-in one's too; 0 without one). So
+ * damage anywhere in the blob, or a dictionary that shares the id's low 16
+ * bits with the right one, fails the seal before anything is decoded.
  */
 static uint32_t blob_seal(unsigned kind, uint32_t words, uint64_t dict_id, const void *payload,
                           size_t n)
@@ -255,7 +256,6 @@ static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
     h->kind = p[0];
     h->codec = (enum kiln_codec)(p[0] & KIND_CODEC);
     h->dict = (p[0] & KIND_DICT) != 0;
-
     h->block = p[0] & (KIND_BLOCK | KIND_BLOCK_Z);
     /* A stored block is KIND_BLOCK alone; the raw codec has no frame. */
     if (h->block == KIND_BLOCK_Z || (h->block && h->codec == KILN_CODEC_RAW))
@@ -481,7 +481,7 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     /* With the built-in dictionary, literals are stored raw: a small
      * module's literals would otherwise bring a Huffman table that zstd
      * builds again at every unpack (about a quarter of the instructions of
-     * unpacking a typical shader), for 5% of the bytes (pack-format.md). */
+     * unpacking a typical shader), for about 6% more bytes (pack-format.md). */
     bool raw_literals = use && !dict;
     uint8_t *z = tls->xbuf + work;
     int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
