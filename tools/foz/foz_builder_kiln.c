@@ -85,6 +85,18 @@ static uint64_t extensions_needed(void *user, const void *state, size_t size)
     }
 }
 
+/* An instance-level function for vk's physical device, with its handles in
+ * *h. @return NULL when it cannot be reached (no loader entry point, no
+ * physical device, or the loader does not know the name). */
+static PFN_vkVoidFunction instance_fn(const struct kiln_vk *vk, const char *name,
+                                      struct kiln_vk_handles *h)
+{
+    kiln_vk_get_handles(vk, h);
+    if (!h->get_instance_proc_addr || !h->physical_device)
+        return NULL;
+    return h->get_instance_proc_addr(h->instance, name);
+}
+
 /*
  * The features kiln's context enables: every core feature of the physical
  * device but robustBufferAccess (vk_context.c), dynamic rendering as
@@ -101,12 +113,9 @@ static const VkPhysicalDeviceFeatures2 *
 kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct kiln_vk_info *info)
 {
     struct kiln_vk_handles h;
-    kiln_vk_get_handles(vk, &h);
     PFN_vkGetPhysicalDeviceFeatures get =
-        h.get_instance_proc_addr ? (PFN_vkGetPhysicalDeviceFeatures)h.get_instance_proc_addr(
-                                       h.instance, "vkGetPhysicalDeviceFeatures")
-                                 : NULL;
-    if (!get || !h.physical_device)
+        (PFN_vkGetPhysicalDeviceFeatures)instance_fn(vk, "vkGetPhysicalDeviceFeatures", &h);
+    if (!get)
         return NULL;
     a->f2 = (VkPhysicalDeviceFeatures2){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     get(h.physical_device, &a->f2.features);
@@ -146,12 +155,9 @@ kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct k
 static uint32_t max_recursion(const struct kiln_vk *vk)
 {
     struct kiln_vk_handles h;
-    kiln_vk_get_handles(vk, &h);
     PFN_vkGetPhysicalDeviceProperties2 get =
-        h.get_instance_proc_addr ? (PFN_vkGetPhysicalDeviceProperties2)h.get_instance_proc_addr(
-                                       h.instance, "vkGetPhysicalDeviceProperties2")
-                                 : NULL;
-    if (!get || !h.physical_device)
+        (PFN_vkGetPhysicalDeviceProperties2)instance_fn(vk, "vkGetPhysicalDeviceProperties2", &h);
+    if (!get)
         return 0;
     VkPhysicalDeviceRayTracingPipelinePropertiesKHR rt = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_PROPERTIES_KHR};
