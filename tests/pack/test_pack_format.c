@@ -54,6 +54,21 @@ static bool error_or_exact(const void *blob, size_t n, const struct kiln_pack_di
     return (size_t)r == nwords && memcmp(out, words, nwords * 4) == 0;
 }
 
+/* `rounds` random bit flips of `blob`, one at a time and each undone: every
+ * one unpacks to a clean error or exactly `words`. */
+static void flips_refused(void *blob, size_t size, const struct kiln_pack_dict *dict,
+                          const uint32_t *words, size_t nwords, uint32_t *out, size_t out_words,
+                          int rounds, uint64_t *rng)
+{
+    uint8_t *b = blob;
+    for (int k = 0; k < rounds; k++) {
+        size_t bit = kt_rand(rng) % (size * 8);
+        b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        KT_CHECK(error_or_exact(blob, size, dict, words, nwords, out, out_words));
+        b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    }
+}
+
 /* ---- generated emulator-like modules -------------------------------------- */
 
 struct gen {
@@ -404,12 +419,7 @@ KT_CASE(v1_fixtures_unpack)
     for (size_t cut = 0; cut < bs; cut++)
         KT_CHECK(kiln_unpack(blob, cut, NULL, out, 4096) < 0);
     uint64_t rng = 16;
-    for (int k = 0; k < 2000; k++) {
-        size_t bit = kt_rand(&rng) % (bs * 8);
-        ((uint8_t *)blob)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-        KT_CHECK(error_or_exact(blob, bs, NULL, ref, (size_t)good, out, 4096));
-        ((uint8_t *)blob)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-    }
+    flips_refused(blob, bs, NULL, ref, (size_t)good, out, 4096, 2000, &rng);
     kiln_log_set_level(KILN_LOG_WARN);
     free(blob);
     free(out);
@@ -466,12 +476,7 @@ static void check_old_fixtures(const char *dir, int f)
         kiln_pack_free(again);
         kiln_pack_free(b4);
         kiln_log_set_level(KILN_LOG_ERROR);
-        for (int k = 0; k < 500; k++) {
-            size_t bit = kt_rand(&rng) % (so * 8);
-            ((uint8_t *)old)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-            KT_CHECK(error_or_exact(old, so, d, ref, (size_t)n1, out, 8192));
-            ((uint8_t *)old)[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-        }
+        flips_refused(old, so, d, ref, (size_t)n1, out, 8192, 500, &rng);
         kiln_log_set_level(KILN_LOG_WARN);
         free(v1);
         free(old);

@@ -378,6 +378,18 @@ static const char COMP[] = "#version 450\n"
                            "layout(push_constant) uniform P { uvec4 args; };\n"
                            "void main() { data[0] = args.x; }\n";
 
+/* COMP translated to SPIR-V, in *w (kiln_words_free); *w stays NULL on a
+ * failure, which the case's check reports. */
+static void comp_spirv(uint32_t **w, size_t *n)
+{
+    struct kiln_glsl *g = NULL;
+    KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
+    struct kiln_source src = {
+        .stage = KILN_VK_STAGE_COMPUTE_BIT, .text = COMP, .size = strlen(COMP), .name = "comp"};
+    KT_CHECK_OK(kiln_translate(kiln_glsl_translator(g), &src, w, n));
+    kiln_glsl_destroy(g);
+}
+
 /* A compute program of the application's kind with `mode` as its state. */
 static void app_program(struct kiln_program *p, const char *name, const uint32_t *w, size_t n,
                         uint32_t mode, size_t state_size)
@@ -409,13 +421,10 @@ static void app_program(struct kiln_program *p, const char *name, const uint32_t
 KT_CASE(app_builder_in_workers)
 {
     pf_need_vulkan();
-    struct kiln_glsl *g = NULL;
-    KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
-    struct kiln_source src = {
-        .stage = KILN_VK_STAGE_COMPUTE_BIT, .text = COMP, .size = strlen(COMP), .name = "comp"};
     uint32_t *w = NULL;
     size_t n = 0;
-    KT_REQUIRE_OK(kiln_translate(kiln_glsl_translator(g), &src, &w, &n));
+    comp_spirv(&w, &n);
+    KT_REQUIRE(w != NULL);
     /* The crashing one has the largest payload, so it is built first (the
      * largest go first) and the others run on the worker that replaced it. */
     struct kiln_program progs[4];
@@ -449,7 +458,6 @@ KT_CASE(app_builder_in_workers)
     for (int i = 0; i < 4; i++)
         free(progs[i].state);
     kiln_words_free(w);
-    kiln_glsl_destroy(g);
 }
 
 /* The parent's builder for the application's kind: never builds (the
@@ -522,13 +530,10 @@ KT_CASE(extensions_in_workers)
         fprintf(stderr, "the device does not offer %s: nothing to tell\n", exts[1]);
         return;
     }
-    struct kiln_glsl *g = NULL;
-    KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
-    struct kiln_source src = {
-        .stage = KILN_VK_STAGE_COMPUTE_BIT, .text = COMP, .size = strlen(COMP), .name = "comp"};
     uint32_t *w = NULL;
     size_t n = 0;
-    KT_REQUIRE_OK(kiln_translate(kiln_glsl_translator(g), &src, &w, &n));
+    comp_spirv(&w, &n);
+    KT_REQUIRE(w != NULL);
     struct kiln_program none, needs;
     app_program(&none, "app-needs-none", w, n, 4, 4);
     app_program(&needs, "app-needs-gpl", w, n, 5, 4);
@@ -544,7 +549,6 @@ KT_CASE(extensions_in_workers)
     free(none.state);
     free(needs.state);
     kiln_words_free(w);
-    kiln_glsl_destroy(g);
 }
 
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
