@@ -854,6 +854,18 @@ static void write_rt(const char *path)
     NEED(rc == KILN_OK);
 }
 
+/* A case's files in its folder: an archive, the cache and the JSON output. */
+struct case_files {
+    char arc[4200], cache[4200], out[4200];
+};
+
+static void case_files(const char *dir, const char *archive, struct case_files *f)
+{
+    snprintf(f->arc, sizeof(f->arc), "%s/%s", dir, archive);
+    snprintf(f->cache, sizeof(f->cache), "%s/cache", dir);
+    snprintf(f->out, sizeof(f->out), "%s/out.json", dir);
+}
+
 /* The graphics pipelines fw_write_gpl writes: two sets of four parts and a
  * link each; of them the vertex-input and fragment-output parts have no
  * stage, so they are no programs of their own (built inside each link). */
@@ -869,18 +881,18 @@ static void write_rt(const char *path)
 KT_CASE(gpl_build)
 {
     const char *dir = kt_tmpdir();
-    char arc[4200], cache[4200], out[4200], args[20000], log[4200];
-    snprintf(arc, sizeof(arc), "%s/gpl.foz", dir);
-    snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(out, sizeof(out), "%s/out.json", dir);
-    write_gpl(arc, false);
+    char args[20000], log[4200];
+    struct case_files f;
+    case_files(dir, "gpl.foz", &f);
+    write_gpl(f.arc, false);
     bool validated = validation_begin(dir, log, sizeof(log));
     if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
-    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", cache, arc);
-    int rc = run_kiln(out, args);
-    struct json_object *o = read_json(out);
-    require_vulkan(o, out);
+    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", f.cache,
+             f.arc);
+    int rc = run_kiln(f.out, args);
+    struct json_object *o = read_json(f.out);
+    require_vulkan(o, f.out);
     if (num(o, "kinds.foz.graphics.skipped") == GPL_PROGRAMS) {
         printf("skipped: the device lacks VK_EXT_graphics_pipeline_library\n");
         json_object_put(o);
@@ -896,9 +908,9 @@ KT_CASE(gpl_build)
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
     KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
     json_object_put(o);
-    snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
+    snprintf(args, sizeof(args), "start --json --cache '%s'", f.cache);
+    KT_CHECK_EQ(run_kiln(f.out, args), 0);
+    o = read_json(f.out);
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed") + num(o, "kinds.foz.graphics.skipped"), 0);
     json_object_put(o);
@@ -919,11 +931,10 @@ KT_CASE(gpl_build)
 KT_CASE(state_extensions_build)
 {
     const char *dir = kt_tmpdir();
-    char arc[4200], cache[4200], out[4200], args[20000], log[4200];
-    snprintf(arc, sizeof(arc), "%s/state.foz", dir);
-    snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(out, sizeof(out), "%s/out.json", dir);
-    int wrc = fw_write_state_extensions(arc, 0xe000);
+    char args[20000], log[4200];
+    struct case_files f;
+    case_files(dir, "state.foz", &f);
+    int wrc = fw_write_state_extensions(f.arc, 0xe000);
     if (wrc == KILN_ENOTSUP) {
         printf("skipped: this build has no shaderc to make SPIR-V with\n");
         exit(77);
@@ -932,10 +943,11 @@ KT_CASE(state_extensions_build)
     bool validated = validation_begin(dir, log, sizeof(log));
     if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
-    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", cache, arc);
-    int rc = run_kiln(out, args);
-    struct json_object *o = read_json(out);
-    require_vulkan(o, out);
+    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", f.cache,
+             f.arc);
+    int rc = run_kiln(f.out, args);
+    struct json_object *o = read_json(f.out);
+    require_vulkan(o, f.out);
     if (validated)
         validation_end();
     struct json_object *dev = NULL;
@@ -950,7 +962,7 @@ KT_CASE(state_extensions_build)
         KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), FW_STATE_EXTENSION_PIPELINES);
         KT_CHECK_EQ(num(o, "kinds.foz.graphics.skipped"), 0);
     } else {
-        printf("skipped: building all (the device lacks an extension: %s.err)\n", out);
+        printf("skipped: building all (the device lacks an extension: %s.err)\n", f.out);
     }
     json_object_put(o);
     if (validated)
@@ -962,15 +974,14 @@ KT_CASE(state_extensions_build)
 KT_CASE(gpl_missing_library)
 {
     const char *dir = kt_tmpdir();
-    char arc[4200], cache[4200], out[4200], args[20000];
-    snprintf(arc, sizeof(arc), "%s/gpl.foz", dir);
-    snprintf(cache, sizeof(cache), "%s/cache", dir);
-    snprintf(out, sizeof(out), "%s/out.json", dir);
-    write_gpl(arc, true);
-    snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache, arc);
-    int rc = run_kiln(out, args);
-    struct json_object *o = read_json(out);
-    require_vulkan(o, out);
+    char args[20000];
+    struct case_files f;
+    case_files(dir, "gpl.foz", &f);
+    write_gpl(f.arc, true);
+    snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", f.cache, f.arc);
+    int rc = run_kiln(f.out, args);
+    struct json_object *o = read_json(f.out);
+    require_vulkan(o, f.out);
     KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES - 1);
     KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unreadable"), 1);
     KT_CHECK_EQ(num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS - 1);
@@ -982,7 +993,7 @@ KT_CASE(gpl_missing_library)
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
     json_object_put(o);
     char err[4300];
-    snprintf(err, sizeof(err), "%s.err", out);
+    snprintf(err, sizeof(err), "%s.err", f.out);
     KT_CHECK_EQ(occurrences(err, "graphics pipeline 000000000000c004"), 1);
 }
 
