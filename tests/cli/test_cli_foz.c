@@ -866,6 +866,22 @@ static void case_files(const char *dir, const char *archive, struct case_files *
     snprintf(f->out, sizeof(f->out), "%s/out.json", dir);
 }
 
+/* kiln prepare --json of the case's archive into its cache, with `jobs`
+ * workers (0: kiln's choice); exits 77 where kiln has no Vulkan device.
+ * @return the output read, and kiln's exit code in *rc. */
+static struct json_object *prepare_archive(const struct case_files *f, unsigned jobs, int *rc)
+{
+    char args[9000], opt[32] = "";
+    if (jobs)
+        snprintf(opt, sizeof(opt), " --jobs %u", jobs);
+    snprintf(args, sizeof(args), "prepare --json%s --cache '%s' --corpus '%s'", opt, f->cache,
+             f->arc);
+    *rc = run_kiln(f->out, args);
+    struct json_object *o = read_json(f->out);
+    require_vulkan(o, f->out);
+    return o;
+}
+
 /* The graphics pipelines fw_write_gpl writes: two sets of four parts and a
  * link each; of them the vertex-input and fragment-output parts have no
  * stage, so they are no programs of their own (built inside each link). */
@@ -888,11 +904,8 @@ KT_CASE(gpl_build)
     bool validated = validation_begin(dir, log, sizeof(log));
     if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
-    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", f.cache,
-             f.arc);
-    int rc = run_kiln(f.out, args);
-    struct json_object *o = read_json(f.out);
-    require_vulkan(o, f.out);
+    int rc;
+    struct json_object *o = prepare_archive(&f, 2, &rc);
     if (num(o, "kinds.foz.graphics.skipped") == GPL_PROGRAMS) {
         printf("skipped: the device lacks VK_EXT_graphics_pipeline_library\n");
         json_object_put(o);
@@ -931,7 +944,7 @@ KT_CASE(gpl_build)
 KT_CASE(state_extensions_build)
 {
     const char *dir = kt_tmpdir();
-    char args[20000], log[4200];
+    char log[4200];
     struct case_files f;
     case_files(dir, "state.foz", &f);
     int wrc = fw_write_state_extensions(f.arc, 0xe000);
@@ -943,11 +956,8 @@ KT_CASE(state_extensions_build)
     bool validated = validation_begin(dir, log, sizeof(log));
     if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
-    snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", f.cache,
-             f.arc);
-    int rc = run_kiln(f.out, args);
-    struct json_object *o = read_json(f.out);
-    require_vulkan(o, f.out);
+    int rc;
+    struct json_object *o = prepare_archive(&f, 2, &rc);
     if (validated)
         validation_end();
     struct json_object *dev = NULL;
@@ -974,14 +984,11 @@ KT_CASE(state_extensions_build)
 KT_CASE(gpl_missing_library)
 {
     const char *dir = kt_tmpdir();
-    char args[20000];
     struct case_files f;
     case_files(dir, "gpl.foz", &f);
     write_gpl(f.arc, true);
-    snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", f.cache, f.arc);
-    int rc = run_kiln(f.out, args);
-    struct json_object *o = read_json(f.out);
-    require_vulkan(o, f.out);
+    int rc;
+    struct json_object *o = prepare_archive(&f, 0, &rc);
     KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES - 1);
     KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unreadable"), 1);
     KT_CHECK_EQ(num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS - 1);
