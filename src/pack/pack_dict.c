@@ -236,6 +236,15 @@ static _Atomic(struct kiln_pack_dict *) builtin;
 
 const struct kiln_pack_dict *kiln__pack_builtin(void)
 {
+#ifdef KILN_PACK_BROKEN_BUILTIN
+    /* The negative control of pack_threads.builtin_first_use (a build of
+     * the tests only): made without the lock, the pointer read and written
+     * plainly by every thread that comes first. */
+    static struct kiln_pack_dict *racy;
+    if (!racy && dict_make(builtin_bytes, sizeof(builtin_bytes), false, &racy) < 0)
+        racy = NULL;
+    return racy;
+#endif
     struct kiln_pack_dict *d = atomic_load_explicit(&builtin, memory_order_acquire);
     if (KILN_LIKELY(d != NULL))
         return d;

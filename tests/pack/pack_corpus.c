@@ -6,6 +6,10 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+const uint32_t pc_tiny_module[PC_TINY_WORDS] = {
+    0x07230203u, 0x00010300u, 0, 4, 0, (2u << 16) | 17u, 1, (3u << 16) | 14u, 0, 1,
+};
+
 static int add(struct pc_corpus *c, size_t *cap, const char *path, void *data, size_t n)
 {
     if (c->n == *cap) {

@@ -19,6 +19,11 @@ struct pc_corpus {
     size_t n;
 };
 
+/* The smallest module the kiln codec transforms (OpCapability Shader,
+ * OpMemoryModel): PC_TINY_WORDS words. */
+#define PC_TINY_WORDS 10
+extern const uint32_t pc_tiny_module[PC_TINY_WORDS];
+
 /* Loads the corpus. @return 0, or a negative error (with a line on stderr). */
 int pc_load(struct pc_corpus *c);
 

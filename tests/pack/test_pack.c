@@ -8,12 +8,6 @@
 
 #include "kiln_internal.h"
 
-/* A tiny valid module: header, OpCapability Shader, OpMemoryModel. */
-static const uint32_t tiny_module[] = {
-    0x07230203u, 0x00010300u, 0, 4, 0, (2u << 16) | 17u, 1, (3u << 16) | 14u, 0, 1,
-};
-#define TINY_WORDS (sizeof(tiny_module) / 4)
-
 /* The codec variants every test walks: the three codecs, and kiln with a dictionary. */
 enum { V_RAW, V_ZSTD, V_KILN, V_KILN_DICT, V_COUNT };
 static const enum kiln_codec variant_codec[V_COUNT] = {KILN_CODEC_RAW, KILN_CODEC_ZSTD,
@@ -46,10 +40,10 @@ KT_CASE(header_and_info)
         void *blob;
         size_t n, bytes;
         enum kiln_codec codec;
-        KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, variant_codec[v], NULL, &blob, &n));
+        KT_REQUIRE_OK(kiln_pack(pc_tiny_module, PC_TINY_WORDS, variant_codec[v], NULL, &blob, &n));
         KT_CHECK_OK(kiln_blob_info(blob, n, &codec, &bytes));
         KT_CHECK_EQ(codec, variant_codec[v]);
-        KT_CHECK_EQ(bytes, sizeof(tiny_module));
+        KT_CHECK_EQ(bytes, sizeof(pc_tiny_module));
         KT_CHECK_OK(kiln_blob_info(blob, n, NULL, NULL));
         /* Format 4: the kind byte, the word count (one byte here) and the
          * 32-bit seal. */
@@ -62,7 +56,7 @@ KT_CASE(header_and_info)
     KT_CHECK_EQ(kiln_blob_info(NULL, 100, NULL, NULL), KILN_ECORRUPT_BLOB);
     void *blob;
     size_t n;
-    KT_CHECK_EQ(kiln_pack(tiny_module, TINY_WORDS, (enum kiln_codec)7, NULL, &blob, &n),
+    KT_CHECK_EQ(kiln_pack(pc_tiny_module, PC_TINY_WORDS, (enum kiln_codec)7, NULL, &blob, &n),
                 KILN_EINVAL);
     KT_CHECK_EQ(kiln_pack(NULL, 5, KILN_CODEC_RAW, NULL, &blob, &n), KILN_EINVAL);
     kiln_pack_free(NULL);
@@ -111,22 +105,22 @@ static void round_trip(const uint32_t *words, size_t nwords, enum kiln_codec cod
 
 KT_CASE(not_spirv_packs_raw)
 {
-    uint32_t wrong_magic[TINY_WORDS];
-    memcpy(wrong_magic, tiny_module, sizeof(wrong_magic));
+    uint32_t wrong_magic[PC_TINY_WORDS];
+    memcpy(wrong_magic, pc_tiny_module, sizeof(wrong_magic));
     wrong_magic[0] = 0x03022307u; /* byte-swapped */
     for (int c = 0; c < 3; c++) {
-        round_trip(wrong_magic, TINY_WORDS, (enum kiln_codec)c, NULL, KILN_CODEC_RAW, "magic");
-        round_trip(tiny_module, 4, (enum kiln_codec)c, NULL, KILN_CODEC_RAW, "short");
+        round_trip(wrong_magic, PC_TINY_WORDS, (enum kiln_codec)c, NULL, KILN_CODEC_RAW, "magic");
+        round_trip(pc_tiny_module, 4, (enum kiln_codec)c, NULL, KILN_CODEC_RAW, "short");
         round_trip(NULL, 0, (enum kiln_codec)c, NULL, KILN_CODEC_RAW, "empty");
     }
     /* SPIR-V magic, but an instruction that claims to run past the end:
      * the transform cannot take it, so the kiln codec falls back to zstd. */
-    uint32_t broken[TINY_WORDS];
-    memcpy(broken, tiny_module, sizeof(broken));
+    uint32_t broken[PC_TINY_WORDS];
+    memcpy(broken, pc_tiny_module, sizeof(broken));
     broken[7] = (9u << 16) | 14u;
-    round_trip(broken, TINY_WORDS, KILN_CODEC_KILN, NULL, KILN_CODEC_ZSTD, "overlong");
+    round_trip(broken, PC_TINY_WORDS, KILN_CODEC_KILN, NULL, KILN_CODEC_ZSTD, "overlong");
     broken[7] = 14u; /* word count 0 */
-    round_trip(broken, TINY_WORDS, KILN_CODEC_KILN, NULL, KILN_CODEC_ZSTD, "zero count");
+    round_trip(broken, PC_TINY_WORDS, KILN_CODEC_KILN, NULL, KILN_CODEC_ZSTD, "zero count");
 }
 
 KT_CASE(odd_modules_round_trip)
@@ -138,7 +132,7 @@ KT_CASE(odd_modules_round_trip)
     for (int iter = 0; iter < 300; iter++) {
         uint32_t words[400];
         size_t n = 5;
-        memcpy(words, tiny_module, 5 * 4);
+        memcpy(words, pc_tiny_module, 5 * 4);
         size_t target = 6 + kt_rand(&rng) % 390;
         while (n < target) {
             uint32_t wc = 1 + (uint32_t)(kt_rand(&rng) % 12);
@@ -308,21 +302,22 @@ KT_CASE(checksum_is_checked)
      * is a flipped payload bit for every codec, even where the payload would
      * still decode (a raw blob has no other check). */
     kiln_log_set_level(KILN_LOG_ERROR);
-    uint32_t out[TINY_WORDS];
+    uint32_t out[PC_TINY_WORDS];
     for (int c = 0; c < 3; c++) {
         void *blob;
         size_t n;
-        KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, (enum kiln_codec)c, NULL, &blob, &n));
+        KT_REQUIRE_OK(
+            kiln_pack(pc_tiny_module, PC_TINY_WORDS, (enum kiln_codec)c, NULL, &blob, &n));
         uint8_t *b = blob;
         /* The checksum's bytes follow the kind and the word count (one byte
          * for 10 words). */
         b[2] ^= 0x10;
-        KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, TINY_WORDS), KILN_ECORRUPT_BLOB);
+        KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, PC_TINY_WORDS), KILN_ECORRUPT_BLOB);
         b[2] ^= 0x10;
-        KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, TINY_WORDS), (int64_t)TINY_WORDS);
+        KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, PC_TINY_WORDS), (int64_t)PC_TINY_WORDS);
         for (size_t i = 6; i < n; i++) {
             b[i] ^= 0x01;
-            KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, TINY_WORDS), KILN_ECORRUPT_BLOB);
+            KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, PC_TINY_WORDS), KILN_ECORRUPT_BLOB);
             b[i] ^= 0x01;
         }
         kiln_pack_free(blob);
@@ -334,10 +329,10 @@ KT_CASE(unpack_arguments)
 {
     void *blob;
     size_t n;
-    KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, KILN_CODEC_KILN, NULL, &blob, &n));
-    uint32_t out[TINY_WORDS];
-    KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, TINY_WORDS - 1), KILN_ERANGE);
-    KT_CHECK_EQ(kiln_unpack(blob, n, NULL, NULL, TINY_WORDS), KILN_EINVAL);
+    KT_REQUIRE_OK(kiln_pack(pc_tiny_module, PC_TINY_WORDS, KILN_CODEC_KILN, NULL, &blob, &n));
+    uint32_t out[PC_TINY_WORDS];
+    KT_CHECK_EQ(kiln_unpack(blob, n, NULL, out, PC_TINY_WORDS - 1), KILN_ERANGE);
+    KT_CHECK_EQ(kiln_unpack(blob, n, NULL, NULL, PC_TINY_WORDS), KILN_EINVAL);
     KT_CHECK_EQ(kiln_unpack_scratch(blob, n, NULL, NULL), KILN_EINVAL);
     const uint32_t *w = out;
     KT_CHECK_EQ(kiln_unpack_scratch(blob, 5, NULL, &w), KILN_ECORRUPT_BLOB);
@@ -345,12 +340,12 @@ KT_CASE(unpack_arguments)
     kiln_pack_free(blob);
     /* The scratch buffer lives until the next call; cleanup frees it and a
      * later call makes it again. */
-    KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, KILN_CODEC_ZSTD, NULL, &blob, &n));
-    KT_CHECK_EQ(kiln_unpack_scratch(blob, n, NULL, &w), (int64_t)TINY_WORDS);
+    KT_REQUIRE_OK(kiln_pack(pc_tiny_module, PC_TINY_WORDS, KILN_CODEC_ZSTD, NULL, &blob, &n));
+    KT_CHECK_EQ(kiln_unpack_scratch(blob, n, NULL, &w), (int64_t)PC_TINY_WORDS);
     kiln_pack_thread_cleanup();
     kiln_pack_thread_cleanup();
-    KT_CHECK_EQ(kiln_unpack_scratch(blob, n, NULL, &w), (int64_t)TINY_WORDS);
-    KT_CHECK(memcmp(w, tiny_module, sizeof(tiny_module)) == 0);
+    KT_CHECK_EQ(kiln_unpack_scratch(blob, n, NULL, &w), (int64_t)PC_TINY_WORDS);
+    KT_CHECK(memcmp(w, pc_tiny_module, sizeof(pc_tiny_module)) == 0);
     kiln_pack_free(blob);
     kiln_pack_thread_cleanup();
 }
@@ -509,8 +504,8 @@ KT_CASE(program_payload)
 {
     void *b[2];
     size_t n[2];
-    KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, KILN_CODEC_KILN, NULL, &b[0], &n[0]));
-    KT_REQUIRE_OK(kiln_pack(tiny_module, TINY_WORDS, KILN_CODEC_ZSTD, NULL, &b[1], &n[1]));
+    KT_REQUIRE_OK(kiln_pack(pc_tiny_module, PC_TINY_WORDS, KILN_CODEC_KILN, NULL, &b[0], &n[0]));
+    KT_REQUIRE_OK(kiln_pack(pc_tiny_module, PC_TINY_WORDS, KILN_CODEC_ZSTD, NULL, &b[1], &n[1]));
     struct kiln_stage_blob st[2] = {{.stage = 1, .blob = b[0], .blob_size = n[0]},
                                     {.stage = 2, .blob = b[1], .blob_size = n[1]}};
     void *payload;
@@ -525,7 +520,7 @@ KT_CASE(program_payload)
         KT_CHECK(memcmp(out[i].blob, b[i], n[i]) == 0);
         const uint32_t *w;
         KT_CHECK_EQ(kiln_unpack_scratch(out[i].blob, out[i].blob_size, NULL, &w),
-                    (int64_t)TINY_WORDS);
+                    (int64_t)PC_TINY_WORDS);
     }
     kiln_log_set_level(KILN_LOG_ERROR);
     KT_CHECK_EQ(kiln_program_payload_parse(payload, size, 1, out), KILN_ERANGE);
