@@ -478,11 +478,15 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     const struct kiln_pack_dict *use = dict;
     if (!use && format >= 4 && !large && !(use = kiln__pack_builtin()))
         return KILN_ENOMEM;
-    /* With the built-in dictionary, literals are stored raw: a small
+    /* Format 4 stores literals raw with the built-in dictionary: a small
      * module's literals would otherwise bring a Huffman table that zstd
      * builds again at every unpack (about a quarter of the instructions of
-     * unpacking a typical shader), for about 6% more bytes (pack-format.md). */
-    bool raw_literals = use && !dict;
+     * unpacking a typical shader), for about 6% more bytes. So it does for
+     * every module from KILN__RAW_LITERALS_BYTES, where each blob brings a
+     * table of its own too. Small modules packed with the caller's
+     * dictionary keep Huffman-coded literals: mostly the dictionary's
+     * table, which costs nothing to unpack (pack-format.md). */
+    bool raw_literals = format >= 4 && ((use && !dict) || nwords * 4 >= KILN__RAW_LITERALS_BYTES);
     uint8_t *z = tls->xbuf + work;
     int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
     size_t n = zstd_frame(tls->cctx, format, level, use, large, raw_literals, z, zbound, tls->xbuf,

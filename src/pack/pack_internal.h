@@ -32,6 +32,11 @@ struct kiln_pack_dict {
  * they compress well at any level, and time is what they cost. */
 #define KILN__LARGE_BYTES (64u << 10)
 #define KILN__LARGE_LEVEL 3
+/* Format 4 stores literals raw in modules of at least this many SPIR-V
+ * bytes, whatever the dictionary: from here on zstd writes a Huffman table
+ * of its own for nearly every blob, and decoding the literals with it costs
+ * more at unpack than the 2-5% of bytes it saves (docs/pack-format.md). */
+#define KILN__RAW_LITERALS_BYTES (16u << 10)
 /* With a dictionary: small modules at level 6's lazy matching with tables
  * of 2^15 entries, large ones at KILN__LARGE_LEVEL. */
 #define KILN__DICT_LEVEL     6

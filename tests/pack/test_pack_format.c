@@ -520,13 +520,53 @@ static size_t payload_size(const void *blob, size_t size)
     return size - (i + 1 + 4 + (b[0] & 0x04 ? 2 : 0));
 }
 
+/* The literals section's type of a block's content: 0 raw, 1 one byte
+ * repeated, 2 Huffman-coded with a table of its own, 3 with the
+ * dictionary's (or the previous block's). */
+static int block_literals(const uint8_t *block)
+{
+    return block[0] & 3;
+}
+
+/*
+ * The literals of a format-4 blob of the kiln codec: 0 when every
+ * compressed block stores them raw, else the first other type
+ * (block_literals); -1 when no block is compressed. The payload is one
+ * block's content (kind bits 3 and 4) or a frame without zstd's magic.
+ */
+static int literals_type(const void *blob, size_t size)
+{
+    const uint8_t *k = blob;
+    size_t n = payload_size(blob, size);
+    const uint8_t *p = k + size - n;
+    if (k[0] & 0x08)
+        return k[0] & 0x10 ? block_literals(p) : -1;
+    ZSTD_frameHeader fh;
+    if (ZSTD_getFrameHeader_advanced(&fh, p, n, ZSTD_f_zstd1_magicless) != 0)
+        return -1;
+    int type = -1;
+    for (size_t at = fh.headerSize; at + 3 <= n;) {
+        uint32_t bh = (uint32_t)p[at] | (uint32_t)p[at + 1] << 8 | (uint32_t)p[at + 2] << 16;
+        uint32_t btype = bh >> 1 & 3, bsize = bh >> 3;
+        if (btype == 2 && at + 3 < n) {
+            int t = block_literals(p + at + 3);
+            type = type <= 0 ? t : type;
+        }
+        if (bh & 1)
+            break;
+        at += 3 + (btype == 1 ? 1 : bsize);
+    }
+    return type;
+}
+
 KT_CASE(builtin_dictionary)
 {
     /* Format 4 packs the kiln codec's modules of up to 64 KiB with the
      * built-in dictionary and raw literals when the caller gives none: no
      * dictionary id in the header, smaller than format 3, and unpacked with
-     * no dictionary or with any caller's. Larger modules are packed without one, as in
-     * format 3. The built-in bytes are the pinned ones. */
+     * no dictionary or with any caller's. Larger modules are packed without
+     * one, their literals raw as well. The built-in bytes are the pinned
+     * ones. */
     const struct kiln_pack_dict *bi = kiln__pack_builtin();
     KT_REQUIRE(bi != NULL);
     KT_CHECK_EQ(kiln_pack_dict_id(bi), KILN__BUILTIN_DICT_ID);
@@ -547,15 +587,14 @@ KT_CASE(builtin_dictionary)
         const uint8_t *k = b4;
         KT_CHECK_EQ(k[0] & 0xE4, 0xE0); /* format 4, no caller's dictionary */
         if (codec == KILN_CODEC_KILN && m->nwords * 4 > 64 * 1024) {
-            KT_CHECK_EQ(s4, s3); /* packed without a dictionary, as format 3 */
+            KT_CHECK_EQ(k[0] & 0xE7, 0xE2); /* packed without a dictionary */
             large++;
         } else if (codec == KILN_CODEC_KILN) {
             small++;
-            /* Its literals are stored raw: in a payload of one compressed
-             * block (kind bits 3 and 4), the literals section's type. */
-            if ((k[0] & 0x18) == 0x18)
-                KT_CHECK_EQ(k[s4 - payload_size(b4, s4)] & 3, 0);
         }
+        /* Its literals are stored raw. */
+        if (codec == KILN_CODEC_KILN && literals_type(b4, s4) >= 0)
+            KT_CHECK_EQ(literals_type(b4, s4), 0);
         bytes3 += s3;
         bytes4 += s4;
         const uint32_t *w;
@@ -578,7 +617,8 @@ KT_CASE(builtin_dictionary)
     KT_REQUIRE_OK(kiln__pack_format3(g.head, gn, KILN_CODEC_KILN, NULL, &b3, &s3));
     KT_REQUIRE_OK(kiln_pack(g.head, gn, KILN_CODEC_KILN, NULL, &b4, &s4));
     KT_CHECK_EQ(((const uint8_t *)b4)[0] & 0xE7, 0xE2); /* format 4, kiln, no dictionary */
-    KT_CHECK_EQ(s4, s3);
+    KT_CHECK_EQ(literals_type(b4, s4), 0);
+    KT_CHECK_EQ(literals_type(b3, s3), 2); /* format 3 kept zstd's choice */
     const uint32_t *w;
     KT_CHECK_EQ(kiln_unpack_scratch(b4, s4, NULL, &w), (int64_t)gn);
     KT_CHECK(memcmp(w, g.head, gn * 4) == 0);
@@ -589,6 +629,51 @@ KT_CASE(builtin_dictionary)
            "format 3 %zu\n",
            c.n, small, large, bytes4, bytes3);
     kiln_pack_dict_destroy(other);
+    pc_free(&c);
+    kiln_pack_thread_cleanup();
+}
+
+KT_CASE(raw_literals_from_16k)
+{
+    /* With the caller's dictionary, format 4 stores the literals of modules
+     * of 16 KiB and more raw, and keeps zstd's Huffman coding below that
+     * (mostly the dictionary's own table); format 3 kept it everywhere. */
+    struct pc_corpus c;
+    KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
+    struct kiln_pack_dict *dict;
+    KT_REQUIRE_OK(train_on_eighths(&c, &dict));
+    struct gen g;
+    KT_REQUIRE(gen_init(&g, 8000));
+    static const unsigned ops[] = {400, 1000, 3000, 8000};
+    size_t raw = 0, coded = 0;
+    for (size_t i = 0; i < KILN_ARRAY_LEN(ops); i++) {
+        size_t n = gen_module(&g, 7 + i, ops[i]);
+        void *b4, *b3;
+        size_t s4, s3;
+        KT_REQUIRE_OK(kiln_pack(g.head, n, KILN_CODEC_KILN, dict, &b4, &s4));
+        KT_REQUIRE_OK(kiln__pack_format3(g.head, n, KILN_CODEC_KILN, dict, &b3, &s3));
+        KT_CHECK_EQ(((const uint8_t *)b4)[0] & 0xE7, 0xE6); /* format 4, kiln, a dictionary */
+        int t4 = literals_type(b4, s4), t3 = literals_type(b3, s3);
+        KT_CHECK(t4 >= 0 && t3 >= 0);
+        if (n * 4 >= 16 * 1024) {
+            KT_CHECK_EQ(t4, 0);
+            raw++;
+        } else {
+            KT_CHECK(t4 >= 2);
+            coded++;
+        }
+        KT_CHECK(t3 >= 2);
+        const uint32_t *w;
+        KT_CHECK_EQ(kiln_unpack_scratch(b4, s4, dict, &w), (int64_t)n);
+        KT_CHECK(memcmp(w, g.head, n * 4) == 0);
+        printf("%zu words: format 4 %zu bytes (literals %d), format 3 %zu (literals %d)\n", n, s4,
+               t4, s3, t3);
+        kiln_pack_free(b4);
+        kiln_pack_free(b3);
+    }
+    KT_CHECK(raw > 0 && coded > 0);
+    gen_free(&g);
+    kiln_pack_dict_destroy(dict);
     pc_free(&c);
     kiln_pack_thread_cleanup();
 }
@@ -845,6 +930,6 @@ KT_CASE(strings_every_length)
 }
 
 KT_MAIN(KT_ENTRY(format_header), KT_ENTRY(v1_fixtures_unpack), KT_ENTRY(v2_fixtures_unpack),
-        KT_ENTRY(v3_fixtures_unpack), KT_ENTRY(builtin_dictionary),
+        KT_ENTRY(v3_fixtures_unpack), KT_ENTRY(builtin_dictionary), KT_ENTRY(raw_literals_from_16k),
         KT_ENTRY(format1_corpus_round_trip), KT_ENTRY(format2_smaller_than_format1),
         KT_ENTRY(generated_round_trip), KT_ENTRY(damage_refused), KT_ENTRY(strings_every_length))
