@@ -15,7 +15,8 @@
  *   payload (raw: the SPIR-V; zstd: one magicless zstd frame of the SPIR-V;
  *            kiln: one magicless zstd frame of transform 2's streams, made
  *            with the caller's dictionary, or else the built-in one for
- *            modules of up to KILN__LARGE_BYTES, its literals stored raw)
+ *            modules of up to KILN__LARGE_BYTES, its literals stored raw;
+ *            raw too in modules from KILN__RAW_LITERALS_BYTES on)
  *
  * Format 3 (kind 0xC0 | ...), which kiln_pack made before format 4 and
  * kiln_unpack still reads, is the same but for the built-in dictionary: a
