@@ -10,10 +10,10 @@
  * seal (a hash of the packed bytes) before they decode anything, so a
  * mutated blob would never get past it: each such input is also unpacked
  * with its seal rewritten to match, which hands the mutated bytes to zstd
- * and the transform's decoder. The
- * property beyond "no crash": whatever unpacks without an error is exactly
- * as long as its header says, and packs and unpacks again to the same
- * words (so the encoder is fuzzed with whatever the decoder makes).
+ * and the transform's decoder. The property beyond "no crash": whatever
+ * unpacks without an error is exactly as long as its header says, and packs
+ * and unpacks again to the same words (so the encoder is fuzzed with
+ * whatever the decoder makes).
  *
  * The dictionary is trained at start-up on synthetic modules made here from
  * a fixed seed, so it is the same in every run and blobs in the seed corpus

@@ -7,9 +7,10 @@
  * a dictionary) the low 16 bits of the dictionary's id. Unpacking checks the
  * seal before it decodes, so a damaged blob gives an error, never wrong
  * SPIR-V. kiln_pack makes blob format 4; kiln_unpack also reads formats 3,
- * 2 and 1 (the last two checked the output), made before. The bytes a cache stores are
- * the bytes kept in memory: a blob is never unpacked and repacked on load, only unpacked for the
- * moment a shader module is made from it. docs/pack-format.md has the layout.
+ * 2 and 1 (the last two checked the output), made before. The bytes a cache
+ * stores are the bytes kept in memory: a blob is never unpacked and repacked
+ * on load, only unpacked for the moment a shader module is made from it.
+ * docs/pack-format.md has the layout.
  *
  * Compression contexts are per thread and reused: kiln_pack and kiln_unpack
  * may be called from any number of threads at once. Each thread's contexts
@@ -28,7 +29,7 @@ extern "C" {
 enum kiln_codec {
     KILN_CODEC_RAW = 0,  /* the SPIR-V as it is */
     KILN_CODEC_ZSTD = 1, /* plain zstd level 1 (the baseline) */
-    KILN_CODEC_KILN = 2, /* kiln's SPIR-V-aware transform, then zstd with a dictionary */
+    KILN_CODEC_KILN = 2, /* kiln's SPIR-V-aware transform, then zstd (with a dictionary if given) */
 };
 
 /* The largest SPIR-V module a blob holds, in bytes (256 MiB). */

@@ -247,6 +247,17 @@ static int read_head1(const uint8_t *p, size_t blob_size, struct blob_head *h)
     return 0;
 }
 
+/*
+ * Whether a kiln-codec blob of `format` packed without the caller's
+ * dictionary was packed with the built-in one. The writer chooses by it and
+ * the reader reads a blob by it: format 4's blobs do not name the built-in
+ * dictionary, so the two must agree forever.
+ */
+static bool packs_with_builtin(unsigned format, bool caller_dict, uint32_t spirv_bytes)
+{
+    return format >= 4 && !caller_dict && spirv_bytes <= KILN__LARGE_BYTES;
+}
+
 static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
 {
     unsigned tag = p[0] & KIND_TAG_MASK;
@@ -275,8 +286,8 @@ static int read_head2(const uint8_t *p, size_t blob_size, struct blob_head *h)
     if (words > KILN_PACK_MAX_SPIRV_BYTES / 4 || blob_size - i < 4)
         return KILN_ECORRUPT_BLOB;
     h->spirv_bytes = words * 4;
-    h->builtin = h->format == 4 && h->codec == KILN_CODEC_KILN && !h->dict &&
-                 h->spirv_bytes <= KILN__LARGE_BYTES;
+    h->builtin =
+        h->codec == KILN_CODEC_KILN && packs_with_builtin(h->format, h->dict, h->spirv_bytes);
     h->checksum = kiln__load_le32(p + i);
     i += 4;
     h->dict_id = 0;
@@ -476,8 +487,9 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
     if (xn < 0)
         return (int)xn;
     bool large = nwords * 4 > KILN__LARGE_BYTES;
-    const struct kiln_pack_dict *use = dict;
-    if (!use && format >= 4 && !large && !(use = kiln__pack_builtin()))
+    bool builtin = packs_with_builtin(format, dict != NULL, (uint32_t)(nwords * 4));
+    const struct kiln_pack_dict *use = builtin ? kiln__pack_builtin() : dict;
+    if (builtin && !use)
         return KILN_ENOMEM;
     /* Format 4 stores literals raw with the built-in dictionary: a small
      * module's literals would otherwise bring a Huffman table that zstd
@@ -487,7 +499,7 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
      * table of its own too. Small modules packed with the caller's
      * dictionary keep Huffman-coded literals: mostly the dictionary's
      * table, which costs nothing to unpack (pack-format.md). */
-    bool raw_literals = format >= 4 && ((use && !dict) || nwords * 4 >= KILN__RAW_LITERALS_BYTES);
+    bool raw_literals = format >= 4 && (builtin || nwords * 4 >= KILN__RAW_LITERALS_BYTES);
     uint8_t *z = tls->xbuf + work;
     int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
     size_t n = zstd_frame(tls->cctx, format, level, use, large, raw_literals, z, zbound, tls->xbuf,
