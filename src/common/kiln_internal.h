@@ -34,14 +34,19 @@
 #define KILN__PRINTF_KIND printf
 #endif
 
+/* KILN_INLINE: a small helper of a hot loop, inlined at every call whatever
+ * the compiler estimates; that estimate flips with unrelated edits to the
+ * caller (pack_spirv2.c says what a flip cost). */
 #if defined(__GNUC__)
 #define KILN_PRINTF(fmt, args) __attribute__((format(KILN__PRINTF_KIND, fmt, args)))
 #define KILN_LIKELY(x)         __builtin_expect(!!(x), 1)
 #define KILN_UNLIKELY(x)       __builtin_expect(!!(x), 0)
+#define KILN_INLINE            static inline __attribute__((always_inline))
 #else
 #define KILN_PRINTF(fmt, args)
 #define KILN_LIKELY(x)   (x)
 #define KILN_UNLIKELY(x) (x)
+#define KILN_INLINE      static inline
 #endif
 
 /* @return whether events of `level` are logged now (a relaxed atomic load). */

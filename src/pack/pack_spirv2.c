@@ -115,6 +115,11 @@ static inline unsigned slot_of(uint32_t op)
 
 /* ---- varints and bitmaps -------------------------------------------------- */
 
+/* The decoder's helpers are KILN_INLINE. Left to itself, GCC called
+ * get_varint, get_id or predict out of line at some of their call sites,
+ * which ones changing with edits elsewhere in the decoder, and a call in the
+ * id loop made unpacking 10-25% slower (docs/bench-pack.md, round six). */
+
 static inline uint32_t rotr8(uint32_t v)
 {
     return v >> 8 | v << 24;
@@ -126,7 +131,7 @@ static inline uint32_t rotl8(uint32_t v)
 }
 
 /* Reads a varint of at most 5 bytes whose value fits 32 bits. */
-static inline bool get_varint(struct rs *s, uint32_t *v)
+KILN_INLINE bool get_varint(struct rs *s, uint32_t *v)
 {
     const uint8_t *p = s->p;
     if (KILN_LIKELY(p < s->end && p[0] < 0x80)) {
@@ -157,7 +162,7 @@ static inline bool get_varint(struct rs *s, uint32_t *v)
     return false;
 }
 
-static inline bool get_word(struct rs *s, uint32_t *w)
+KILN_INLINE bool get_word(struct rs *s, uint32_t *w)
 {
     if ((size_t)(s->end - s->p) < 4)
         return false;
@@ -193,12 +198,12 @@ static uint64_t *idset_at(uint8_t *p, size_t nwords)
     return b;
 }
 
-static inline bool id_in(const struct idset *s, uint32_t id)
+KILN_INLINE bool id_in(const struct idset *s, uint32_t id)
 {
     return id < s->lim && (s->bits[id >> 6] >> (id & 63) & 1);
 }
 
-static inline void id_add(struct idset *s, uint32_t id)
+KILN_INLINE void id_add(struct idset *s, uint32_t id)
 {
     if (id < s->lim)
         s->bits[id >> 6] |= (uint64_t)1 << (id & 63);
@@ -216,7 +221,7 @@ static inline void id_add(struct idset *s, uint32_t id)
  */
 _Static_assert(PREDICT_SCAN == 64, "predict takes one 64-bit word of the bitmap");
 
-static inline uint32_t predict(const struct idset *def, uint32_t last, bool in_func)
+KILN_INLINE uint32_t predict(const struct idset *def, uint32_t last, bool in_func)
 {
     uint32_t p = last + 1;
     if (!in_func)
@@ -306,7 +311,7 @@ static inline uint8_t *put_id(uint8_t *p, uint8_t **gp, bool global, uint32_t ba
     return put_varint(p, z + 1);
 }
 
-static inline bool get_id(struct rs *s, struct rs *g, uint32_t base, uint32_t *id)
+KILN_INLINE bool get_id(struct rs *s, struct rs *g, uint32_t base, uint32_t *id)
 {
     uint32_t v;
     if (!get_varint(s, &v))
