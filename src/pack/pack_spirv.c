@@ -488,43 +488,6 @@ static inline unsigned slot_of(uint32_t op)
     return DEFAULT_SLOT;
 }
 
-/* ---- varints ------------------------------------------------------------ */
-
-/* Reads a varint of at most 5 bytes whose value fits 32 bits. */
-static inline bool get_varint(struct rs *s, uint32_t *v)
-{
-    const uint8_t *p = s->p;
-    if (KILN_LIKELY(p < s->end && p[0] < 0x80)) {
-        *v = p[0];
-        s->p = p + 1;
-        return true;
-    }
-    uint32_t r = 0;
-    for (unsigned shift = 0; shift < 35; shift += 7) {
-        if (p >= s->end)
-            return false;
-        uint8_t b = *p++;
-        if (shift == 28 && b > 0x0F)
-            return false;
-        r |= (uint32_t)(b & 0x7F) << shift;
-        if (b < 0x80) {
-            *v = r;
-            s->p = p;
-            return true;
-        }
-    }
-    return false;
-}
-
-static inline bool get_word(struct rs *s, uint32_t *w)
-{
-    if ((size_t)(s->end - s->p) < 4)
-        return false;
-    *w = kiln__load_le32(s->p);
-    s->p += 4;
-    return true;
-}
-
 /* ---- encode ------------------------------------------------------------- */
 
 /*

@@ -115,10 +115,11 @@ static inline unsigned slot_of(uint32_t op)
 
 /* ---- varints and bitmaps -------------------------------------------------- */
 
-/* The decoder's helpers are KILN_INLINE. Left to itself, GCC called
- * get_varint, get_id or predict out of line at some of their call sites,
- * which ones changing with edits elsewhere in the decoder, and a call in the
- * id loop made unpacking 10-25% slower (docs/bench-pack.md, round six). */
+/* The decoder's helpers are KILN_INLINE, here and the stream readers in
+ * pack_varint.h. Left to itself, GCC called get_varint, get_id or predict
+ * out of line at some of their call sites, which ones changing with edits
+ * elsewhere in the decoder, and a call in the id loop made unpacking 10-25%
+ * slower (docs/bench-pack.md, round six). */
 
 static inline uint32_t rotr8(uint32_t v)
 {
@@ -128,47 +129,6 @@ static inline uint32_t rotr8(uint32_t v)
 static inline uint32_t rotl8(uint32_t v)
 {
     return v << 8 | v >> 24;
-}
-
-/* Reads a varint of at most 5 bytes whose value fits 32 bits. */
-KILN_INLINE bool get_varint(struct rs *s, uint32_t *v)
-{
-    const uint8_t *p = s->p;
-    if (KILN_LIKELY(p < s->end && p[0] < 0x80)) {
-        *v = p[0];
-        s->p = p + 1;
-        return true;
-    }
-    /* Two bytes: module-level ids of larger modules. */
-    if (KILN_LIKELY(s->end - p >= 2 && p[1] < 0x80)) {
-        *v = (uint32_t)(p[0] & 0x7F) | (uint32_t)p[1] << 7;
-        s->p = p + 2;
-        return true;
-    }
-    uint32_t r = 0;
-    for (unsigned shift = 0; shift < 35; shift += 7) {
-        if (p >= s->end)
-            return false;
-        uint8_t b = *p++;
-        if (shift == 28 && b > 0x0F)
-            return false;
-        r |= (uint32_t)(b & 0x7F) << shift;
-        if (b < 0x80) {
-            *v = r;
-            s->p = p;
-            return true;
-        }
-    }
-    return false;
-}
-
-KILN_INLINE bool get_word(struct rs *s, uint32_t *w)
-{
-    if ((size_t)(s->end - s->p) < 4)
-        return false;
-    *w = kiln__load_le32(s->p);
-    s->p += 4;
-    return true;
 }
 
 /* A set of ids below `lim`; ids at or above it are never members. The
