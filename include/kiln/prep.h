@@ -697,7 +697,8 @@ struct kiln_prepare_summary {
     uint64_t failed;          /* programs that could not be loaded, translated, packed or stored */
     uint64_t pipelines_built; /* pipelines made */
     uint64_t pipelines_failed;
-    uint64_t pipelines_skipped; /* no builder for their kind, or the builder skipped them */
+    uint64_t pipelines_skipped; /* no builder for their kind, a shape or layout kiln's own
+                                 * builder lacks, or the builder skipped them */
     struct kiln_kind_counts kinds[KILN_STATE_KINDS]; /* the three above per state kind */
     uint64_t remade;       /* cached programs whose record could not be read back:
                               translated and stored again (counted in translated) */
@@ -809,7 +810,8 @@ struct kiln_start_summary {
     uint64_t bytes;   /* payload bytes read */
     uint64_t pipelines_built;
     uint64_t pipelines_failed;
-    uint64_t pipelines_skipped; /* no builder for their kind, or the builder skipped them */
+    uint64_t pipelines_skipped; /* no builder for their kind, a shape or layout kiln's own
+                                 * builder lacks, or the builder skipped them */
     struct kiln_kind_counts kinds[KILN_STATE_KINDS]; /* the three above per state kind */
     uint64_t open_ns;                                /* opening the cache (index) and listing it */
     uint64_t read_ns;                                /* kiln_cache_load_many */

@@ -309,7 +309,11 @@ struct kiln_vk_graphics {
  * @return 0 and the pipeline in *pipeline (destroy it with
  * kiln_vk_pipeline_destroy); on failure, after one warning naming `name`,
  * the stage and the VkResult: the unpack error (KILN_ECORRUPT_BLOB, ...),
- * KILN_EFORMAT for words that are not SPIR-V, or KILN_EVULKAN. Thread-safe.
+ * KILN_EFORMAT for words that are not SPIR-V, KILN_ENOTSUP for a stage
+ * whose resources kiln's layout does not hold (a binding other than one
+ * storage buffer at set 0 binding 0, push constants over
+ * KILN_VK_PUSH_CONSTANT_BYTES: checked before the driver, which would
+ * crash on it), or KILN_EVULKAN. Thread-safe.
  */
 KILN_API int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
                                       const struct kiln_vk_stage *stage,

@@ -59,8 +59,9 @@
  *   before returning, whatever the driver answered.
  *
  * - Every program goes to exactly one outcome of its state kind: built,
- *   skipped (no builder for its kind, a shape kiln's own builder lacks, or
- *   the builder said KILN_ENOTSUP) or failed; a damaged or invalid payload is `bad`
+ *   skipped (no builder for its kind, a shape kiln's own builder lacks, a
+ *   stage whose interface kiln's layout does not hold, or the builder said
+ *   KILN_ENOTSUP) or failed; a damaged or invalid payload is `bad`
  *   and no kind's. A builder gets its stages staged by kiln_vk_stage_module
  *   and they are released right after it returns, whatever it answered, so
  *   the transient-module rule holds for builders too. Per-kind counters are
@@ -261,7 +262,10 @@ static void deliver(struct build_job *j, struct kiln_vk_pipeline *pipe)
 }
 
 /* kiln's own shapes: one compute stage, or a vertex and a fragment stage,
- * in kiln's layout (checked against the stages by kiln_vk first). */
+ * in kiln's layout. kiln_vk checks the stages against that layout first and
+ * answers KILN_ENOTSUP for one it does not hold (a binding other than set 0
+ * binding 0's storage buffer, more push constants): the program is then
+ * skipped, as a shape kiln lacks is; only a build that went wrong fails. */
 static int build_builtin(struct build_job *j, const char *name, const struct kiln_stage_blob *st,
                          int n)
 {
@@ -317,6 +321,10 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
     free(sp[0].map);
     free(sp[1].map);
     it->status = rc;
+    if (rc == KILN_ENOTSUP) {
+        count_skip(j->b, KILN_STATE_BUILTIN, name, "its stages do not fit kiln's layout");
+        return KILN_OK;
+    }
     if (rc < 0) {
         atomic_fetch_add_explicit(&j->b->failed[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
         return rc; /* kiln_vk logged it, naming the program */

@@ -87,6 +87,8 @@ struct kiln_vk_pipeline {
 struct kiln_vk_module {
     struct kiln_vk_object link;
     VkShaderModule module;
+    char *unfit;  /* why kiln's own shapes refuse it (after "stage: "), or NULL */
+    int unfit_rc; /* and what they return then: KILN_ENOTSUP or KILN_EFORMAT */
 };
 
 /* The most device extensions kiln enables: its own three and the extras. */
@@ -168,7 +170,9 @@ int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap)
 /* One descriptor binding a module declares. */
 struct kiln__spirv_binding {
     uint32_t set, binding;
-    int type; /* a VkDescriptorType, or -1 when kiln cannot tell */
+    int type;       /* a VkDescriptorType, or -1 when kiln cannot tell */
+    uint32_t count; /* descriptors: 1, an array's length, 0 for a runtime
+                     * array, UINT32_MAX when kiln cannot tell */
 };
 
 /* A module's resource interface, as kiln__spirv_reflect reads it. */

@@ -92,57 +92,75 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
 }
 
 /*
- * Checks a stage of kiln's own shapes against kiln's layout. A binding at
- * set 0 binding 0 must be the storage buffer the layout has there, and
- * push constants must fit in KILN_VK_PUSH_CONSTANT_BYTES: a mismatch is
- * refused with one line naming the program, the binding and both types
- * (drivers crash inside vkCreate*Pipelines on such a module). A binding
- * the layout does not have at all is left to the driver, as before: it is
- * invalid usage only when the pipeline is used with it, drivers build it,
- * and caches made by earlier releases hold such programs (one info line).
- * @return 0, or KILN_EFORMAT.
+ * Checks a stage of kiln's own shapes against kiln's layout: one storage
+ * buffer at set 0 binding 0 and KILN_VK_PUSH_CONSTANT_BYTES of push
+ * constants. Every binding the shader declares must be that buffer, a
+ * single one; push constants must fit. Anything else makes the create info
+ * invalid (VUID-VkComputePipelineCreateInfo-layout-07988 and its graphics
+ * twin), and drivers do not fail such a call, they crash in it: lavapipe
+ * reads past its layout's bindings. So a mismatch is refused before the
+ * driver; `why` gets the rest of the one line the caller logs, after
+ * "<program>: <stage> stage: ", naming the binding and both sides.
+ * @return 0; KILN_ENOTSUP for a mismatch, KILN_EFORMAT for an interface
+ * that cannot be read, or KILN_ENOMEM, with `why`.
  */
-static int check_builtin_layout(const char *name, const char *stage, const uint32_t *words,
-                                size_t n)
+static int fit_builtin_layout(const uint32_t *words, size_t n, char *why, size_t cap)
 {
     struct kiln__spirv_iface f;
-    char why[256];
-    int rc = kiln__spirv_reflect(words, n, &f, why, sizeof(why));
+    char what[200];
+    int rc = kiln__spirv_reflect(words, n, &f, what, sizeof(what));
     if (rc < 0) {
-        KILN_WARN("vk", "%s: %s stage: cannot read its resource interface: %s", prog(name), stage,
-                  why);
+        snprintf(why, cap, "cannot read its resource interface: %s", what);
         return rc == KILN_ENOMEM ? rc : KILN_EFORMAT;
     }
     for (uint32_t i = 0; i < f.nbindings; i++) {
         const struct kiln__spirv_binding *b = &f.bindings[i];
+        const char *type = kiln__descriptor_type_name(b->type);
         if (b->set != 0 || b->binding != 0) {
-            KILN_INFO("vk", "%s: %s stage: set %u binding %u (a %s) is not in kiln's layout",
-                      prog(name), stage, b->set, b->binding, kiln__descriptor_type_name(b->type));
-            continue;
+            snprintf(why, cap,
+                     "refused: set %u binding %u (a %s) is in the shader and not in "
+                     "kiln's layout",
+                     b->set, b->binding, type);
+            return KILN_ENOTSUP;
         }
-        if (b->type == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
-            continue;
-        KILN_WARN("vk",
-                  "%s: %s stage: refused: set 0 binding 0 is a %s in the shader and a storage "
-                  "buffer in kiln's layout",
-                  prog(name), stage, kiln__descriptor_type_name(b->type));
-        return KILN_EFORMAT;
+        if (b->type != VK_DESCRIPTOR_TYPE_STORAGE_BUFFER) {
+            snprintf(why, cap,
+                     "refused: set 0 binding 0 is a %s in the shader and a storage "
+                     "buffer in kiln's layout",
+                     type);
+            return KILN_ENOTSUP;
+        }
+        if (b->count != 1) {
+            char many[64] = "an array of storage buffers of unknown length";
+            if (b->count == 0)
+                snprintf(many, sizeof(many), "a runtime array of storage buffers");
+            else if (b->count != UINT32_MAX)
+                snprintf(many, sizeof(many), "an array of %u storage buffers", b->count);
+            snprintf(why, cap,
+                     "refused: set 0 binding 0 is %s in the shader and one storage buffer in "
+                     "kiln's layout",
+                     many);
+            return KILN_ENOTSUP;
+        }
+    }
+    if (f.truncated) {
+        snprintf(why, cap, "refused: more than %d bindings in the shader and one in kiln's layout",
+                 KILN__SPIRV_MAX_BINDINGS);
+        return KILN_ENOTSUP;
     }
     if (f.has_push && (!f.push_known || f.push_bytes > KILN_VK_PUSH_CONSTANT_BYTES)) {
         char size[32] = "an unknown size of";
         if (f.push_known)
             snprintf(size, sizeof(size), "%u bytes of", f.push_bytes);
-        KILN_WARN("vk",
-                  "%s: %s stage: refused: %s push constants in the shader and %u bytes in "
-                  "kiln's layout",
-                  prog(name), stage, size, KILN_VK_PUSH_CONSTANT_BYTES);
-        return KILN_EFORMAT;
+        snprintf(why, cap, "refused: %s push constants in the shader and %u bytes in kiln's layout",
+                 size, KILN_VK_PUSH_CONSTANT_BYTES);
+        return KILN_ENOTSUP;
     }
     return KILN_OK;
 }
 
 /* kiln_vk_stage_module, checking the stage against kiln's own layout when
- * `builtin` is set (a kept module is not checked: its words are gone). */
+ * `builtin` is set (a kept module was checked when it was made). */
 static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
                         VkShaderStageFlagBits stage, bool builtin, struct kiln_vk_staged *out)
 {
@@ -154,6 +172,11 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
         .pSpecializationInfo = src->specialization,
     };
     if (src->module) {
+        if (builtin && src->module->unfit) {
+            KILN_WARN("vk", "%s: %s stage: %s", prog(name), kiln_vk_stage_name(stage),
+                      src->module->unfit);
+            return src->module->unfit_rc;
+        }
         out->info.module = src->module->module;
         return KILN_OK;
     }
@@ -163,8 +186,10 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
     if (n < 0)
         return (int)n;
     if (builtin) {
-        int rc = check_builtin_layout(name, kiln_vk_stage_name(stage), words, (size_t)n);
+        char why[256];
+        int rc = fit_builtin_layout(words, (size_t)n, why, sizeof(why));
         if (rc < 0) {
+            KILN_WARN("vk", "%s: %s stage: %s", prog(name), kiln_vk_stage_name(stage), why);
             free(out->words);
             out->words = NULL;
             return rc;
@@ -496,6 +521,21 @@ int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kil
     struct kiln_vk_module *m = calloc(1, sizeof(*m));
     if (!m)
         return KILN_ENOMEM;
+    /* Whether kiln's own shapes may use it: its words are gone after this. */
+    char why[256];
+    int fit = fit_builtin_layout(words, (size_t)n, why, sizeof(why));
+    if (fit == KILN_ENOTSUP || fit == KILN_EFORMAT) {
+        size_t len = strlen(why) + 1;
+        m->unfit_rc = fit;
+        if ((m->unfit = malloc(len)) != NULL)
+            memcpy(m->unfit, why, len);
+        else
+            fit = KILN_ENOMEM;
+    }
+    if (fit == KILN_ENOMEM) {
+        free(m);
+        return KILN_ENOMEM;
+    }
     VkShaderModuleCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = (size_t)n * 4,
@@ -505,6 +545,7 @@ int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kil
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: kept module: vkCreateShaderModule failed: %s", prog(name),
                   kiln_vk_result_name(res));
+        free(m->unfit);
         free(m);
         return KILN_EVULKAN;
     }
@@ -521,5 +562,6 @@ void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)
     unlink_object(vk, &m->link);
     vk->fn.vkDestroyShaderModule(vk->device, m->module, NULL);
     atomic_fetch_sub(&vk->live_modules, 1);
+    free(m->unfit);
     free(m);
 }

@@ -5,8 +5,9 @@
  *
  * Design. kiln builds the programs of its own shapes in a layout it made
  * (one storage buffer at set 0 binding 0, 16 bytes of push constants);
- * a module that declares something else there makes some drivers crash
- * inside vkCreate*Pipelines instead of failing. Reading the interface
+ * a module that declares anything else makes the create info invalid,
+ * and drivers then crash inside vkCreate*Pipelines instead of failing
+ * (lavapipe reads past its layout's bindings). Reading the interface
  * first lets kiln refuse such a program with one line.
  *
  * The words come from a cache or a translator, so nothing in them is
@@ -160,6 +161,27 @@ static uint64_t type_size(const struct reader *r, uint32_t type, int depth)
     }
 }
 
+/* The descriptors a variable of `type` binds: 1, an array's length (the
+ * product for arrays of arrays), 0 for a runtime array, NONE: unknown. */
+static uint32_t descriptor_count(const struct reader *r, uint32_t type)
+{
+    uint64_t count = 1;
+    const uint32_t *in = def_of(r, type, 2);
+    for (int d = 0; in && d < MAX_DEPTH; d++) {
+        uint32_t op = op_of(in);
+        if (op == OP_TYPE_RUNTIME_ARRAY)
+            return 0;
+        if (op != OP_TYPE_ARRAY)
+            return count >= NONE ? NONE : (uint32_t)count;
+        const uint32_t *k = (in[0] >> 16) >= 4 ? def_of(r, in[3], 4) : NULL;
+        if (!k || op_of(k) != OP_CONSTANT)
+            return NONE; /* a length from a specialization constant */
+        count = sat_mul(count, k[3]);
+        in = def_of(r, in[2], 2);
+    }
+    return NONE;
+}
+
 /* The descriptor type a variable of `type` in `sc` binds, or -1. */
 static int descriptor_type(const struct reader *r, uint32_t sc, uint32_t type)
 {
@@ -287,6 +309,7 @@ static void collect(const struct reader *r, struct kiln__spirv_iface *out)
             .set = r->set[var] == NONE ? 0 : r->set[var],
             .binding = r->binding[var],
             .type = descriptor_type(r, sc, pointee),
+            .count = descriptor_count(r, pointee),
         };
         if (out->nbindings == KILN__SPIRV_MAX_BINDINGS) {
             /* Set 0 binding 0 is what kiln's own layout has: it is never

@@ -226,11 +226,16 @@ static void count_pipeline(void *user, struct kiln_key key, struct kiln_vk_pipel
     kiln_vk_pipeline_destroy(vk, p);
 }
 
-/* Both caches warm-start on the device: every program is built. */
+/* Both caches warm-start on the device. Every generated program is built;
+ * the imported compute module declares a uniform buffer at binding 2 and
+ * a storage buffer at binding 1, which kiln's layout does not have, so it
+ * is skipped rather than handed to the driver (such a create call is
+ * invalid, and lavapipe crashed in it one run in forty). */
 KT_CASE(warm_start)
 {
     const char *names[] = {"gen", "foz"};
-    const uint64_t built[] = {6, 1};
+    const uint64_t built[] = {6, 0};
+    const uint64_t skipped[] = {0, 1};
     const uint64_t lone[] = {0, 11};
     for (size_t i = 0; i < 2; i++) {
         char dir[4096];
@@ -248,6 +253,7 @@ KT_CASE(warm_start)
         KT_CHECK_EQ(ss.bad, 0);
         KT_CHECK_EQ(ss.pipelines_failed, 0);
         KT_CHECK_EQ(ss.pipelines_built, built[i]);
+        KT_CHECK_EQ(ss.pipelines_skipped, skipped[i]);
         KT_CHECK_EQ(ss.lone_modules, lone[i]);
         kiln_vk_destroy(vk);
         check_clean(dir);
