@@ -14,6 +14,7 @@
  */
 #include "kiln_test.h"
 #include "foz_writer.h"
+#include "kt_vklayer.h"
 #include "kiln-tools/foz.h"
 #include "kiln/vk.h"
 
@@ -467,88 +468,12 @@ static const char *const recorded_spirv[] = {
     "SPIR-V module not valid: [VUID-StandaloneSpirv-OriginLowerLeft-04653]",
 };
 
-static bool have_validation_layer(void)
-{
-    static const char *const dirs[] = {"/usr/share/vulkan/explicit_layer.d",
-                                       "/usr/local/share/vulkan/explicit_layer.d",
-                                       "/etc/vulkan/explicit_layer.d"};
-    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        char p[512];
-        struct stat st;
-        snprintf(p, sizeof(p), "%s/VkLayer_khronos_validation.json", dirs[i]);
-        if (stat(p, &st) == 0)
-            return true;
-    }
-    return false;
-}
-
-/* @return how often `text` occurs in the file at `path`. */
-static int occurrences(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    static char buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    int count = 0;
-    for (const char *p = buf; (p = strstr(p, text)) != NULL; p += strlen(text))
-        count++;
-    return count;
-}
-
-/*
- * Sends the Khronos validation layer's errors in the kiln runs that follow
- * to dir/validation.log (its path into log[0..cap)), through a settings file
- * in `dir`, until validation_end.
- * @return false, with nothing set, when the layer is not installed.
- */
-static bool validation_begin(const char *dir, char *log, size_t cap)
-{
-    if (!have_validation_layer())
-        return false;
-    char settings[4200];
-    snprintf(settings, sizeof(settings), "%s/vk_layer_settings.txt", dir);
-    snprintf(log, cap, "%s/validation.log", dir);
-    FILE *f = fopen(settings, "w");
-    NEED(f);
-    fprintf(f,
-            "khronos_validation.debug_action = VK_DBG_LAYER_ACTION_LOG_MSG\n"
-            "khronos_validation.log_filename = %s\n"
-            "khronos_validation.report_flags = error\n",
-            log);
-    fclose(f);
-    setenv("VK_INSTANCE_LAYERS", "VK_LAYER_KHRONOS_validation", 1);
-    setenv("VK_LAYER_SETTINGS_PATH", settings, 1);
-    return true;
-}
-
-static void validation_end(void)
-{
-    unsetenv("VK_INSTANCE_LAYERS");
-    unsetenv("VK_LAYER_SETTINGS_PATH");
-}
-
-/* @return the errors the layer wrote to `log`; the log's start is shown when there are some. */
-static int validation_errors(const char *log)
-{
-    int errors = occurrences(log, "Validation Error:");
-    if (errors) {
-        char cmd[4400];
-        snprintf(cmd, sizeof(cmd), "head -c 3000 '%s'", log);
-        if (system(cmd) != 0)
-            printf("(could not show %s)\n", log);
-    }
-    return errors;
-}
-
 /* kiln prepare --corpus of every archive, under the validation layer:
  * every graphics and compute pipeline built with the archives' layouts and
  * constants, and the layer reports only what the archives recorded. */
 KT_CASE(prepare_validated)
 {
-    if (!have_validation_layer()) {
+    if (!kt_have_validation_layer()) {
         printf("skipped: the Khronos validation layer is not installed "
                "(Debian: vulkan-validationlayers)\n");
         exit(77);
@@ -557,13 +482,13 @@ KT_CASE(prepare_validated)
     struct input in;
     input_open(&in, dir);
     char log[4200], cache[4200], out[4200];
-    KT_REQUIRE(validation_begin(dir, log, sizeof(log)));
+    KT_REQUIRE(kt_validation_begin(dir, log, sizeof(log)));
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     snprintf(out, sizeof(out), "%s/out.json", dir);
     size_t cap;
     char *args = archives_command(&in, "prepare --json --jobs 2 --cache", cache, "--corpus ", &cap);
     int rc = run_kiln(out, args);
-    validation_end();
+    kt_validation_end();
     struct json_object *o = read_json(out);
     require_vulkan(o, out);
     /* Every pipeline is built; the two the validator refuses are counted. */
@@ -584,18 +509,18 @@ KT_CASE(prepare_validated)
     json_object_put(o);
 
     /* The layer: only what the archives recorded (nothing for the written ones). */
-    int errors = occurrences(log, "Validation Error:");
+    int errors = kt_occurrences(log, "Validation Error:");
     int known = 0;
     for (size_t k = 0; in.corpus && k < sizeof(recorded) / sizeof(recorded[0]); k++) {
         char pat[160];
         snprintf(pat, sizeof(pat), "Validation Error: [ %s ]", recorded[k].vuid);
-        int seen = occurrences(log, pat);
+        int seen = kt_occurrences(log, pat);
         printf("recorded in the archives: %s: %d\n", recorded[k].vuid, seen);
         KT_CHECK_EQ(seen, recorded[k].count);
         known += seen;
     }
     for (size_t k = 0; in.corpus && k < sizeof(recorded_spirv) / sizeof(recorded_spirv[0]); k++)
-        KT_CHECK_EQ(occurrences(log, recorded_spirv[k]), 1);
+        KT_CHECK_EQ(kt_occurrences(log, recorded_spirv[k]), 1);
     if (errors != known) {
         char cmd[4300];
         snprintf(cmd, sizeof(cmd), "grep 'Validation Error' '%s' | head -20", log);
@@ -901,7 +826,7 @@ KT_CASE(gpl_build)
     struct case_files f;
     case_files(dir, "gpl.foz", &f);
     write_gpl(f.arc, false);
-    bool validated = validation_begin(dir, log, sizeof(log));
+    bool validated = kt_validation_begin(dir, log, sizeof(log));
     if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
     int rc;
@@ -928,8 +853,8 @@ KT_CASE(gpl_build)
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed") + num(o, "kinds.foz.graphics.skipped"), 0);
     json_object_put(o);
     if (validated) {
-        validation_end();
-        KT_CHECK_EQ(validation_errors(log), 0);
+        kt_validation_end();
+        KT_CHECK_EQ(kt_validation_errors(log), 0);
     }
 }
 
@@ -953,13 +878,13 @@ KT_CASE(state_extensions_build)
         exit(77);
     }
     NEED(wrc == KILN_OK);
-    bool validated = validation_begin(dir, log, sizeof(log));
+    bool validated = kt_validation_begin(dir, log, sizeof(log));
     if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
     int rc;
     struct json_object *o = prepare_archive(&f, 2, &rc);
     if (validated)
-        validation_end();
+        kt_validation_end();
     struct json_object *dev = NULL;
     bool lavapipe = json_object_object_get_ex(o, "device", &dev) &&
                     strstr(json_object_get_string(dev), "llvmpipe") != NULL;
@@ -976,7 +901,7 @@ KT_CASE(state_extensions_build)
     }
     json_object_put(o);
     if (validated)
-        KT_CHECK_EQ(validation_errors(log), 0);
+        KT_CHECK_EQ(kt_validation_errors(log), 0);
 }
 
 /* A link naming a library the archive lacks: that pipeline is left out
@@ -1001,7 +926,7 @@ KT_CASE(gpl_missing_library)
     json_object_put(o);
     char err[4300];
     snprintf(err, sizeof(err), "%s.err", f.out);
-    KT_CHECK_EQ(occurrences(err, "graphics pipeline 000000000000c004"), 1);
+    KT_CHECK_EQ(kt_occurrences(err, "graphics pipeline 000000000000c004"), 1);
 }
 
 /* Export keeps what an import of libraries and ray-tracing pipelines
