@@ -54,7 +54,8 @@ set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
 
 # Tests run through scripts/wine-test.sh, which tries once more a program
-# that wine failed to start (and only that).
+# that wine failed to start or killed on its way out after every case passed
+# (and only those).
 find_program(KILN_WINE NAMES wine wine64)
 if(KILN_WINE)
   set(CMAKE_CROSSCOMPILING_EMULATOR /bin/sh ${CMAKE_CURRENT_LIST_DIR}/../scripts/wine-test.sh
