@@ -46,9 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kiln__journal_scan scan;
     int rc = kiln__journal_parse(copy, size, &head, check_one, &s, &scan);
     if (rc == KILN_OK) {
-        size_t whole = size >= KILN__JOURNAL_HEADER
-                           ? (size - KILN__JOURNAL_HEADER) / KILN__JOURNAL_SLOT
-                           : 0;
+        size_t whole =
+            size >= KILN__JOURNAL_HEADER ? (size - KILN__JOURNAL_HEADER) / KILN__JOURNAL_SLOT : 0;
         if (head.nslots > KILN__JOURNAL_MAX_SLOTS || s.n != scan.in_flight ||
             (uint64_t)scan.in_flight + scan.damaged > whole ||
             (uint64_t)scan.in_flight + scan.damaged > head.nslots)
