@@ -884,6 +884,15 @@ struct kiln_start_summary {
  * holds the cache (KILN_EBUSY), the folder is not writable, or `read_only`
  * is set, it opens read-only instead, writes nothing, and says in one info
  * line (and use_text) that last use was not recorded.
+ *
+ * A crash costs one start at most: each build is noted in a crash journal
+ * of the folder (inflight-N.kpj) while it runs, so the next start (or
+ * kiln_prepare) skips what a dead run had in flight (crash_skipped) and
+ * records it in the build ledger as crashed; a start skips what the ledger
+ * records as having crashed a process or worker on this driver
+ * (ledger_failed) unless retry_failed. The ledger is written only under the
+ * writer lock (taken again at the end when there is something to record).
+ * See docs/prep.md, "A crash costs one run".
  * @return 0 when the start went through (check `missing` and
  * `pipelines_failed`), or the error that stopped it with summary->step set:
  * KILN_ENOENT (no cache in the folder), KILN_ESTAMP (another stamp), a

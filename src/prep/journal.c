@@ -271,8 +271,13 @@ int kiln__journal_scan(const char *dir, const struct kiln_io *io, struct kiln__j
         char path[4096];
         rc = journal_path(j, i, path, sizeof(path));
         int fd = -1;
-        if (rc < 0 || j->io->open(j->io, path, KILN_IO_RDWR | KILN_IO_NOFOLLOW, &fd) < 0)
-            continue; /* none there, a link, or not ours to write: nothing to read */
+        if (rc < 0)
+            continue;
+        /* Read-only where the folder is (a start on a read-only mount still
+         * skips what a dead run had in flight; it cannot empty the file). */
+        if (j->io->open(j->io, path, KILN_IO_RDWR | KILN_IO_NOFOLLOW, &fd) < 0 &&
+            j->io->open(j->io, path, KILN_IO_READ | KILN_IO_NOFOLLOW, &fd) < 0)
+            continue; /* none there, or a link: nothing to read */
         if (j->io->lock(j->io, fd, KILN_IO_LOCK_EXCLUSIVE) < 0) {
             j->io->close(j->io, fd); /* a running process's */
             continue;
