@@ -730,7 +730,9 @@ struct kiln_prepare_summary {
     uint64_t dict_bytes;          /* the size of programs.kpd (0: none) */
     uint64_t dict_ns;             /* training and repacking */
     /* The build ledger. */
-    uint64_t driver_compiles; /* pipelines this run handed to the driver (built + failed) */
+    uint64_t driver_compiles; /* pipelines this run handed to a driver or builder (built, or
+                                 failed there: not a refusal before, nor a worker that never
+                                 got the program) */
     uint64_t ledger_skipped;  /* programs the ledger answered: built before on this driver
                                  with pipelines.vkc loaded, or failed before (not retried) */
     uint64_t ledger_failed;   /* of ledger_skipped, those recorded as failed */
@@ -740,6 +742,12 @@ struct kiln_prepare_summary {
      * the validator refuses but that parses: stored or built anyway, one
      * warning line each. */
     uint64_t recorded_invalid;
+    /* Programs that were being built when an earlier run died (its crash
+     * journal says so): not built this run, even with retry_failed, one
+     * warning line each, and recorded in the build ledger as crashed
+     * (failed with KILN_ECRASH), so later runs skip them until
+     * retry_failed. Counted as failed in the exit code of kiln prepare. */
+    uint64_t crash_skipped;
 };
 
 /*
@@ -798,6 +806,10 @@ struct kiln_start_options {
     const struct kiln_builder *builders;
     size_t nbuilders;
     const struct kiln_isolate_options *isolate;
+    /* Build again the programs the build ledger records as having crashed
+     * a process or worker on this driver (failed with KILN_ECRASH or
+     * KILN_ETIMEDOUT); by default the start skips them (ledger_failed). */
+    bool retry_failed;
 };
 
 /* What kiln_warm_start did. Times are in nanoseconds. */
@@ -844,6 +856,13 @@ struct kiln_start_summary {
      * the validator refuses but that parses: built anyway, one warning
      * line each. */
     uint64_t recorded_invalid;
+    /* As in kiln_prepare_summary: programs in flight when an earlier run
+     * died, not built this run. */
+    uint64_t crash_skipped;
+    /* Programs the build ledger records as having crashed a process or
+     * worker on this driver: not built (one warning line counts them)
+     * unless retry_failed. */
+    uint64_t ledger_failed;
 };
 
 /*
@@ -865,6 +884,15 @@ struct kiln_start_summary {
  * holds the cache (KILN_EBUSY), the folder is not writable, or `read_only`
  * is set, it opens read-only instead, writes nothing, and says in one info
  * line (and use_text) that last use was not recorded.
+ *
+ * A crash costs one start at most: each build is noted in a crash journal
+ * of the folder (inflight-N.kpj) while it runs, so the next start (or
+ * kiln_prepare) skips what a dead run had in flight (crash_skipped) and
+ * records it in the build ledger as crashed; a start skips what the ledger
+ * records as having crashed a process or worker on this driver
+ * (ledger_failed) unless retry_failed. The ledger is written only under the
+ * writer lock (taken again at the end when there is something to record).
+ * See docs/prep.md, "A crash costs one run".
  * @return 0 when the start went through (check `missing` and
  * `pipelines_failed`), or the error that stopped it with summary->step set:
  * KILN_ENOENT (no cache in the folder), KILN_ESTAMP (another stamp), a

@@ -155,6 +155,10 @@ static inline void kiln__store_le64(void *p, uint64_t v)
  */
 int kiln__io_create_new(const struct kiln_io *io, const char *path, int *fd);
 
+/* @return this process's id, for log lines and files that name their
+ * writer. Thread-safe. */
+long kiln__process_id(void);
+
 /* kiln_io_read_file with more open flags (KILN_IO_NOFOLLOW). */
 int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, size_t max,
                        void **data, size_t *n);

@@ -63,6 +63,11 @@ unsigned kiln__affinity_cpus(void)
 #endif
 }
 
+long kiln__process_id(void)
+{
+    return (long)getpid();
+}
+
 uint64_t kiln_peak_rss_bytes(void)
 {
     struct rusage ru;

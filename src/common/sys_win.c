@@ -59,6 +59,11 @@ unsigned kiln__affinity_cpus(void)
     return n > 0 ? (unsigned)n : 0;
 }
 
+long kiln__process_id(void)
+{
+    return (long)GetCurrentProcessId();
+}
+
 static bool memory_counters(PROCESS_MEMORY_COUNTERS *pmc)
 {
     memset(pmc, 0, sizeof(*pmc));

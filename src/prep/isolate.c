@@ -23,7 +23,11 @@
  *   in-process phase would; a worker that dies, passes the limit or
  *   answers garbage fails the program it held (KILN_ECRASH, KILN_ETIMEDOUT,
  *   KILN_EFORMAT) with one warning line naming it and how the worker
- *   ended, and the next program on that thread gets a new worker.
+ *   ended, and the next program on that thread gets a new worker. A
+ *   program no worker received (its worker could not start or missed its
+ *   greeting, the send failed) fails as `unreached`: kiln's failure, not
+ *   the driver's word, so the ledger does not record it and the next run
+ *   tries it again.
  *
  * - Bytes from a worker are checked before use: a frame head's magic, type
  *   and size bound, the body's checksum, and each body's fields against its
@@ -463,17 +467,24 @@ static int iso_build_one(void *arg, unsigned worker)
         body = job_body(it, name, &size);
         rc = body ? KILN_OK : KILN_ENOMEM;
     }
+    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
+    if (rc == KILN_OK) {
+        rc = send_frame(s->proc, KILN__ISO_JOB, body, size, deadline);
+        free(body);
+        body = NULL;
+        if (rc < 0)
+            drop_worker(iso, s, name, rc);
+    }
     if (rc < 0) {
+        /* No worker got the program: kiln's failure, not the driver's word
+         * on it (not recorded in the ledger; the next run tries again). */
+        it->unreached = true;
+        atomic_fetch_add_explicit(&iso->b->unreached, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&iso->b->failed[payload_kind(it)], 1, memory_order_relaxed);
         it->status = rc;
         return rc;
     }
-    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
-    rc = send_frame(s->proc, KILN__ISO_JOB, body, size, deadline);
-    free(body);
-    body = NULL;
-    if (rc == KILN_OK)
-        rc = recv_frame(s->proc, KILN__ISO_RESULT, &body, &size, deadline);
+    rc = recv_frame(s->proc, KILN__ISO_RESULT, &body, &size, deadline);
     struct kiln__iso_result r;
     if (rc == KILN_OK)
         rc = kiln__iso_result_parse(body, size, &r);

@@ -155,6 +155,10 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
  * "abort:NAME", "hang:NAME"). A no-op in other builds. */
 void kiln__prep_test_fault(const char *name);
 
+/* The name the fault gives a worker's greeting: "hang:(greeting)" makes a
+ * worker hang before it answers, "crash:(greeting)" die. */
+#define KILN__PREP_FAULT_GREETING "(greeting)"
+
 /* ---- the platform's calls (isolate_unix.c, isolate_win.c) ----------------- */
 
 struct kiln__iso_proc;

@@ -27,8 +27,14 @@ struct kiln__prep_item {
     const void *payload;
     size_t size;
     bool validated; /* its stages were validated by this process (not again) */
+    /* Its failure never reached a driver (an isolated worker that could not
+     * start or greet, a channel or memory failure before the program was
+     * sent): not the driver's word, so not recorded in the ledger. */
+    bool unreached;
     int status;
 };
+
+struct kiln__journal;
 
 /* What a pipeline phase builds with. */
 struct kiln__prep_build {
@@ -63,6 +69,11 @@ struct kiln__prep_build {
     void *cancel_user;
     _Atomic uint64_t started; /* builds started (the test hook counts them) */
     atomic_bool stopped;      /* out: a build was not started because of a cancel */
+    /* The run's crash journal (journal.c): each in-process build is noted
+     * in flight in its worker's slot before it starts. NULL: none. */
+    struct kiln__journal *journal;
+    /* out: failures that never reached a driver (kiln__prep_item.unreached) */
+    _Atomic uint64_t unreached;
 };
 
 /* ---- the run's controls (prep_run.c) --------------------------------------- */
@@ -92,16 +103,54 @@ struct kiln__prep_ledger;
  * driver, when pipelines.vkc was loaded and no on_pipeline wants the
  * pipelines, and programs that failed before unless retry_failed. Counts
  * them in s->ledger_skipped / ledger_failed. A ledger that cannot be read
- * answers nothing (logged). @return 0 or KILN_ENOMEM; *out may be NULL.
+ * answers nothing (logged). First the crash journals: what a dead run had
+ * in flight is recorded as crashed and taken from `items` this once
+ * (s->crash_skipped); then, unless isolated, this run's journal is
+ * claimed with s->workers slots (kiln__prep_ledger_journal).
+ * @return 0 or KILN_ENOMEM; *out may be NULL.
  */
 int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk *vk,
                             struct kiln__prep_item *items, size_t n, struct kiln_prepare_summary *s,
                             struct kiln__prep_ledger **out);
 
+/* The run's crash journal (NULL: none), for kiln__prep_build.journal. */
+struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *pl);
+
+struct kiln__ledger;
+struct kiln__ledger_driver;
+struct kiln__journal_suspect;
+
+/* The ledger's name for vk's driver (with kiln__ledger_test_version_xor). */
+void kiln__prep_driver(struct kiln_vk *vk, struct kiln__ledger_driver *d);
+
+/*
+ * Records the `n` suspects of dead runs (kiln__journal_suspects) in the
+ * ledger as failed with KILN_ECRASH and a reason saying whether each was
+ * in flight alone: in `own` (unsynced notes of it are synced too) for
+ * those of own_driver, else in a ledger opened for their driver. The
+ * caller holds the cache's writer lock. @return 0 when every record was
+ * synced, else the error (logged as a warning).
+ */
+int kiln__prep_record_suspects(const char *dir, const struct kiln_io *io, struct kiln__ledger *own,
+                               const struct kiln__ledger_driver *own_driver,
+                               const struct kiln__journal_suspect *sus, size_t n);
+
+/*
+ * Takes from `items` (payload set to NULL, status KILN_ECRASH) every
+ * program that was in flight on driver `d` when a run died, with one
+ * warning line each naming it (`command` in the hint to retry).
+ * @return how many.
+ */
+uint64_t kiln__prep_skip_suspects(const struct kiln__journal_suspect *sus, size_t n,
+                                  const struct kiln__ledger_driver *d,
+                                  struct kiln__prep_item *items, size_t nitems,
+                                  const char *command);
+
 /*
  * Records what the pipeline phase did with the items it was handed: each
  * failure as FAILED (a skip for missing device features is not recorded,
- * nor an item never run), each pipeline built as BUILT when `vkc_saved`;
+ * nor an item never run, nor a failure that never reached a driver), each
+ * pipeline built as BUILT when `vkc_saved`;
  * then syncs the ledger (a failure is logged as a warning: only builds are
  * lost) and frees it. NULL is a no-op.
  */

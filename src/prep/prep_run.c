@@ -29,6 +29,7 @@
  *   thread-safe.
  */
 #include "kiln_internal.h"
+#include "journal.h"
 #include "ledger.h"
 #include "prep_internal.h"
 
@@ -57,10 +58,110 @@ int kiln__prep_pool(unsigned workers, uint64_t memory_budget, bool background,
 
 struct kiln__prep_ledger {
     struct kiln__ledger *ledger;
+    struct kiln__journal *journal; /* the run's crash journal (journal.c) */
     const char *dir;
     unsigned char *handed; /* per item: given to the pipeline phase */
     size_t n;
 };
+
+void kiln__prep_driver(struct kiln_vk *vk, struct kiln__ledger_driver *d)
+{
+    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    memset(d, 0, sizeof(*d));
+    d->vendor_id = vi->vendor_id;
+    d->device_id = vi->device_id;
+    d->driver_version = vi->driver_version ^ kiln__ledger_test_version_xor;
+    memcpy(d->cache_uuid, vi->pipeline_cache_uuid, 16);
+}
+
+static bool same_driver(const struct kiln__ledger_driver *a, const struct kiln__ledger_driver *b)
+{
+    return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+/* The reason a suspect is recorded with (it fits the ledger's 64 bytes). */
+static void suspect_reason(const struct kiln__journal_suspect *s, char *out, size_t cap)
+{
+    if (s->in_flight <= 1)
+        snprintf(out, cap, "in flight alone when a run died (pid %" PRIu32 ")", s->pid);
+    else
+        snprintf(out, cap, "in flight with %" PRIu32 " others when a run died", s->in_flight - 1);
+}
+
+int kiln__prep_record_suspects(const char *dir, const struct kiln_io *io, struct kiln__ledger *own,
+                               const struct kiln__ledger_driver *own_driver,
+                               const struct kiln__journal_suspect *sus, size_t n)
+{
+    int rc = KILN_OK;
+    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        bool first = true; /* the first suspect of its driver handles them all */
+        for (size_t k = 0; k < i && first; k++)
+            first = !same_driver(&sus[k].driver, &sus[i].driver);
+        if (!first)
+            continue;
+        struct kiln__ledger *l = NULL;
+        bool mine = own && own_driver && same_driver(own_driver, &sus[i].driver);
+        if (mine)
+            l = own;
+        else
+            rc = kiln__ledger_open(dir, io, &sus[i].driver, &l);
+        for (size_t k = i; k < n && rc == KILN_OK; k++) {
+            if (!same_driver(&sus[k].driver, &sus[i].driver))
+                continue;
+            char why[KILN__LEDGER_REASON];
+            suspect_reason(&sus[k], why, sizeof(why));
+            rc = kiln__ledger_note(l, sus[k].key, KILN__LEDGER_FAILED, KILN_ECRASH, why);
+        }
+        if (rc == KILN_OK)
+            rc = kiln__ledger_sync(l);
+        if (!mine)
+            kiln__ledger_close(l);
+    }
+    if (rc < 0)
+        KILN_WARN("prep",
+                  "%s: cannot record the programs a dead run had in flight in the build ledger "
+                  "(%s): the next run skips them again",
+                  dir, kiln_strerror(rc));
+    return rc;
+}
+
+uint64_t kiln__prep_skip_suspects(const struct kiln__journal_suspect *sus, size_t n,
+                                  const struct kiln__ledger_driver *d,
+                                  struct kiln__prep_item *items, size_t nitems, const char *command)
+{
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < nitems; i++) {
+        if (!items[i].payload)
+            continue;
+        for (size_t k = 0; k < n; k++) {
+            if (!same_driver(&sus[k].driver, d) || !kiln_key_equal(sus[k].key, items[i].key))
+                continue;
+            char hex[48];
+            const char *name = items[i].name;
+            if (!name) {
+                snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, items[i].key.hi,
+                         items[i].key.lo);
+                name = hex;
+            }
+            KILN_WARN("prep",
+                      "%s: not built: it was being built when an earlier run (pid %" PRIu32
+                      ") died%s: recorded as crashed (%s --retry-failed builds it again)",
+                      name, sus[k].pid,
+                      sus[k].in_flight > 1 ? ", with others in flight (each is suspected)" : "",
+                      command);
+            items[i].payload = NULL;
+            items[i].status = KILN_ECRASH;
+            skipped++;
+            break;
+        }
+    }
+    return skipped;
+}
+
+struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *pl)
+{
+    return pl ? pl->journal : NULL;
+}
 
 int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk *vk,
                             struct kiln__prep_item *items, size_t n, struct kiln_prepare_summary *s,
@@ -78,15 +179,28 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
     pl->n = n;
     pl->dir = o->cache_dir;
     const struct kiln_vk_info *vi = kiln_vk_info(vk);
-    struct kiln__ledger_driver d = {.vendor_id = vi->vendor_id,
-                                    .device_id = vi->device_id,
-                                    .driver_version =
-                                        vi->driver_version ^ kiln__ledger_test_version_xor};
-    memcpy(d.cache_uuid, vi->pipeline_cache_uuid, 16);
+    struct kiln__ledger_driver d;
+    kiln__prep_driver(vk, &d);
     int rc = kiln__ledger_open(o->cache_dir, o->io, &d, &pl->ledger);
     if (rc < 0)
         KILN_WARN("prep", "%s: cannot open the build ledger (%s): every pipeline is built",
                   o->cache_dir, kiln_strerror(rc));
+    /* What a dead run had in flight: recorded (the writer lock is held for
+     * the whole run), then skipped this once even with retry_failed. */
+    rc = kiln__journal_scan(o->cache_dir, o->io, &pl->journal);
+    if (rc < 0) {
+        kiln__prep_ledger_end(pl, items, 0, false);
+        return rc;
+    }
+    const struct kiln__journal_suspect *sus = NULL;
+    size_t nsus = kiln__journal_suspects(pl->journal, &sus);
+    if (nsus)
+        kiln__journal_settle(
+            pl->journal,
+            kiln__prep_record_suspects(o->cache_dir, o->io, pl->ledger, &d, sus, nsus) == KILN_OK);
+    s->crash_skipped = kiln__prep_skip_suspects(sus, nsus, &d, items, n, "kiln prepare");
+    if (!o->isolate) /* an isolated worker's crash costs no run */
+        kiln__journal_claim(pl->journal, &d, s->workers);
     bool built_answers = vi->cache_state == KILN_VK_CACHE_LOADED && !(o->vk && o->on_pipeline);
     for (size_t i = 0; i < n; i++) {
         if (!items[i].payload)
@@ -120,10 +234,11 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
 {
     if (!pl)
         return;
+    kiln__journal_close(pl->journal); /* the phase is over: nothing in flight */
     int rc = KILN_OK;
     for (size_t i = 0; pl->ledger && i < n && i < pl->n && rc == KILN_OK; i++) {
         int st = items[i].status;
-        if (!pl->handed[i] || st == KILN_ECANCELED || st == KILN_ENOTSUP)
+        if (!pl->handed[i] || st == KILN_ECANCELED || st == KILN_ENOTSUP || items[i].unreached)
             continue;
         if (st < 0)
             rc = kiln__ledger_note(pl->ledger, items[i].key, KILN__LEDGER_FAILED, st,

@@ -912,6 +912,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         fail_at(s, KILN_PREP_STEP_OTHER, rc);
         goto out;
     }
+    b.journal = kiln__prep_ledger_journal(ledger);
     int64_t built;
     if (o->isolate) {
         /* In worker processes; their pipeline caches are merged into vk's. */
@@ -934,7 +935,11 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         goto out;
     }
     s->pipelines_built = (uint64_t)built;
-    s->driver_compiles = s->pipelines_built + s->pipelines_failed;
+    /* Only what reached a driver or builder: not a stage refused before
+     * its build, nor a program no worker received. */
+    uint64_t not_compiled = atomic_load(&b.bad) + atomic_load(&b.unreached);
+    s->driver_compiles = s->pipelines_built + s->pipelines_failed -
+                         (not_compiled < s->pipelines_failed ? not_compiled : s->pipelines_failed);
 
     /* The driver's compiled pipelines, for the warm start. */
     uint64_t t5 = kiln_now_ns();

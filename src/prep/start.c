@@ -83,6 +83,8 @@
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
+#include "journal.h"
+#include "ledger.h"
 #include "prep_internal.h"
 
 #include "kiln/pool.h"
@@ -480,6 +482,17 @@ int kiln__prep_build_one(struct kiln__prep_build *b, struct kiln__prep_item *ite
     return build_one(&j, worker);
 }
 
+/* build_one, noted in flight in the worker's journal slot for its whole
+ * length (journal.c): a crash in the driver leaves it noted. */
+static int journaled_build_one(void *arg, unsigned worker)
+{
+    struct build_job *j = arg;
+    kiln__journal_note(j->b->journal, worker, j->item->key, j->item->name);
+    int rc = build_one(arg, worker);
+    kiln__journal_done(j->b->journal, worker);
+    return rc;
+}
+
 /* Larger payloads first (qsort order for build jobs). */
 static int larger_payload_first(const void *x, const void *y)
 {
@@ -625,7 +638,7 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     /* The largest programs first: the builds that start last are then short
      * ones, and no worker idles at the end while one long build finishes. */
     qsort(jobs, todo, sizeof(*jobs), larger_payload_first);
-    rc = kiln__prep_run_pipelines(pool, build_one, jobs, sizeof(*jobs), todo, b->progress,
+    rc = kiln__prep_run_pipelines(pool, journaled_build_one, jobs, sizeof(*jobs), todo, b->progress,
                                   b->progress_user);
     struct kiln_pool_progress pp;
     kiln_pool_progress(pool, &pp);
@@ -699,6 +712,95 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
     return kiln_cache_open(o->cache_dir, &ropt, out);
 }
 
+/* A ledger failure that a crash or hang gave: what the start skips. */
+static bool crash_error(int err)
+{
+    return err == KILN_ECRASH || err == KILN_ETIMEDOUT;
+}
+
+/*
+ * The ledger's part of the start, after the Vulkan context: takes from
+ * `items` what a dead run had in flight on this driver (the journal's
+ * suspects) and, unless retry_failed, what the ledger records as having
+ * crashed on it; marks in retried[] those it builds again. A ledger that
+ * cannot be read answers nothing.
+ */
+static void start_ledger_begin(const struct kiln_start_options *o, struct kiln__journal *journal,
+                               const struct kiln__ledger_driver *d, struct kiln__prep_item *items,
+                               size_t n, unsigned char *retried, struct kiln_start_summary *s)
+{
+    const struct kiln__journal_suspect *sus = NULL;
+    size_t nsus = kiln__journal_suspects(journal, &sus);
+    s->crash_skipped = kiln__prep_skip_suspects(sus, nsus, d, items, n, "kiln start");
+    struct kiln__ledger *l = NULL;
+    if (kiln__ledger_open(o->cache_dir, o->io, d, &l) < 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        int err = 0;
+        if (!items[i].payload ||
+            kiln__ledger_lookup(l, items[i].key, &err) != KILN__LEDGER_FAILED || !crash_error(err))
+            continue;
+        if (o->retry_failed) {
+            retried[i] = 1;
+            continue;
+        }
+        items[i].payload = NULL;
+        s->ledger_failed++;
+    }
+    kiln__ledger_close(l);
+    if (s->ledger_failed)
+        KILN_WARN("prep",
+                  "%s: %" PRIu64 " program%s crashed a process or worker on this driver before: "
+                  "skipped (kiln start --retry-failed builds them again)",
+                  o->cache_dir, s->ledger_failed, s->ledger_failed == 1 ? "" : "s");
+}
+
+/*
+ * Records in the ledger, under the cache's writer lock taken again for
+ * it, what the start learnt: programs that crashed or hung an isolated
+ * worker (the driver's word), and the retried ones that were built (only
+ * once pipelines.vkc was saved, as kiln_prepare does). Nothing to record:
+ * nothing opened. Another writer holding the cache: not recorded (info).
+ */
+static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk *own_vk,
+                             const struct kiln__ledger_driver *d,
+                             const struct kiln__prep_item *items, size_t n,
+                             const unsigned char *retried)
+{
+    bool crashed = false, rebuilt = false;
+    for (size_t i = 0; i < n; i++) {
+        crashed |= crash_error(items[i].status) && !items[i].unreached && items[i].payload;
+        rebuilt |= retried[i] && items[i].status == KILN_OK;
+    }
+    if (!crashed && !rebuilt)
+        return;
+    struct kiln_cache *c = NULL;
+    struct kiln_cache_options wopt = {.flags = KILN_CACHE_KEEP_STAMP, .io = o->io};
+    int rc = o->read_only ? KILN_EBUSY : kiln_cache_open(o->cache_dir, &wopt, &c);
+    if (rc < 0) {
+        KILN_INFO("prep", "%s: the build ledger not written (%s)", o->cache_dir,
+                  o->read_only ? "opened read-only as asked" : kiln_strerror(rc));
+        return;
+    }
+    bool saved = rebuilt && own_vk && kiln_vk_cache_save(own_vk) == KILN_OK;
+    struct kiln__ledger *l = NULL;
+    rc = kiln__ledger_open(o->cache_dir, o->io, d, &l);
+    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        if (crash_error(items[i].status) && !items[i].unreached && items[i].payload)
+            rc = kiln__ledger_note(l, items[i].key, KILN__LEDGER_FAILED, items[i].status,
+                                   kiln_errname(items[i].status));
+        else if (retried[i] && items[i].status == KILN_OK && saved)
+            rc = kiln__ledger_note(l, items[i].key, KILN__LEDGER_BUILT, 0, NULL);
+    }
+    if (rc == KILN_OK)
+        rc = kiln__ledger_sync(l);
+    if (rc < 0)
+        KILN_WARN("prep", "%s: cannot write the build ledger (%s)", o->cache_dir,
+                  kiln_strerror(rc));
+    kiln__ledger_close(l);
+    kiln_cache_close(c);
+}
+
 int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                     void *progress_user, struct kiln_start_summary *s)
 {
@@ -732,6 +834,16 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                               : KILN_PREP_STEP_CACHE,
                           rc);
     }
+    /* What a dead run had in flight: recorded now, while the writer lock is
+     * held; a start that is not a writer leaves it for one that is. */
+    struct kiln__journal *journal = NULL;
+    if (!o->no_vulkan && kiln__journal_scan(o->cache_dir, o->io, &journal) == KILN_OK) {
+        const struct kiln__journal_suspect *sus = NULL;
+        size_t nsus = kiln__journal_suspects(journal, &sus);
+        kiln__journal_settle(journal, nsus && writer &&
+                                          kiln__prep_record_suspects(o->cache_dir, o->io, NULL,
+                                                                     NULL, sus, nsus) == KILN_OK);
+    }
     struct kiln_cache_stats cs;
     kiln_cache_stats(cache, &cs);
     s->open_kind = cs.open_kind;
@@ -747,11 +859,13 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
     struct kiln_vk *own_vk = NULL;
     uint64_t *ext_masks = NULL;
     struct kiln_pack_dict *dict = NULL;
+    unsigned char *retried = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
     if (rc == KILN_OK && n) {
         keys = malloc(n * sizeof(*keys));
         items = calloc(n, sizeof(*items));
-        if (!keys || !items)
+        retried = calloc(n, 1);
+        if (!keys || !items || !retried)
             rc = KILN_ENOMEM;
     }
     /* The dictionary, copied: the handle is closed before the pipelines. */
@@ -831,6 +945,11 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         goto out;
     }
     s->vulkan = true;
+    struct kiln__ledger_driver drv;
+    kiln__prep_driver(vk, &drv);
+    start_ledger_begin(o, journal, &drv, items, n, retried, s);
+    if (!o->isolate) /* an isolated worker's crash costs no run */
+        kiln__journal_claim(journal, &drv, s->workers);
 
     uint64_t t3 = kiln_now_ns();
     struct kiln__prep_build b = {.vk = vk,
@@ -840,7 +959,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                                  .progress = progress,
                                  .progress_user = progress_user,
                                  .builders = o->builders,
-                                 .nbuilders = o->nbuilders};
+                                 .nbuilders = o->nbuilders,
+                                 .journal = journal};
     int64_t built;
     if (o->isolate) {
         /* In worker processes; their pipeline caches are merged into vk's. */
@@ -854,6 +974,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }
     s->pipelines_ns = kiln_now_ns() - t3;
+    kiln__journal_close(journal); /* the phase is over: nothing in flight */
+    journal = NULL;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     s->bad = atomic_load(&b.bad);
     s->lone_modules = atomic_load(&b.lone);
@@ -878,8 +1000,11 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
             KILN_WARN("prep", "%s: cannot save %s: %s", o->cache_dir, KILN_VK_CACHE_FILE,
                       kiln_strerror(rc));
     }
+    start_ledger_end(o, own_vk, &drv, items, n, retried);
 
 out:
+    kiln__journal_close(journal);
+    free(retried);
     kiln_vk_destroy(own_vk);
     free(ext_masks);
     kiln_cache_results_free(res, n);

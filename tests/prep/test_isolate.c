@@ -551,8 +551,208 @@ KT_CASE(extensions_in_workers)
     kiln_words_free(w);
 }
 
+/* ---- a crash costs one run: the crash journal ------------------------------ */
+
+/* The victim's key as the warm start names it ("program <hex>"), in out. */
+static void victim_key_name(char *out, size_t cap)
+{
+    struct kiln_program *p = NULL;
+    out[0] = '\0';
+    KT_REQUIRE_OK(kiln_generate_program(KILN_GENERATOR_DEFAULT_SEED, 5, &p));
+    struct kiln_key k;
+    KT_CHECK_OK(kiln_prep_program_key(p, &k));
+    kiln_program_destroy(p);
+    snprintf(out, cap, "program %016" PRIx64 "%016" PRIx64, k.hi, k.lo);
+}
+
+/* kiln `args` (NULL-terminated, at most 12) with " --json" and then
+ * `extra` (NULL: none) appended. */
+static int run_json(const char *fault, const char *const *args, const char *extra, struct run *r)
+{
+    const char *all[16];
+    size_t n = 0;
+    while (args[n] && n < 12) {
+        all[n] = args[n];
+        n++;
+    }
+    all[n++] = "--json";
+    if (extra)
+        all[n++] = extra;
+    all[n] = NULL;
+    return run_kiln(fault, NULL, all, r);
+}
+
+/*
+ * One command (prepare or start, not isolated) through a crash, the fault
+ * staying as a driver's bug would: the first run dies of it; the next
+ * skips what was in flight (the victim, and maybe the program the other
+ * worker was building) with one line each, builds the rest and exits 1;
+ * the one after skips them by the ledger ("crashed before") and exits 0;
+ * once the fault is gone --retry-failed builds them; and a clean run after
+ * is not mistaken for a crash.
+ * `victim` is the name the command logs the victim by.
+ */
+static void crash_costs_one_run(const char *const *cmd, const char *victim, bool start)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    char fault[160], line[256];
+    snprintf(fault, sizeof(fault), "crash:%s", victim);
+    snprintf(line, sizeof(line), "%s: not built: it was being built when an earlier run", victim);
+    KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
+    KT_REQUIRE(WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGSEGV);
+
+    KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    int64_t suspects = json_int(r->out, "crash_skipped");
+    KT_CHECK(suspects >= 1 && suspects <= 2); /* two workers: one or two in flight */
+    KT_CHECK(strstr(r->err, line) != NULL);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - suspects);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+
+    KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "crash_skipped"), 0);
+    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), suspects);
+    KT_CHECK_EQ(json_int(r->out, start ? "pipelines_built" : "driver_compiles"),
+                start ? NPROGRAMS - suspects : 0);
+    KT_CHECK(strstr(r->err, line) == NULL);
+
+    KT_REQUIRE(run_json(NULL, cmd, "--retry-failed", r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), start ? NPROGRAMS : suspects);
+    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+
+    KT_REQUIRE(run_json(NULL, cmd, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "crash_skipped"), 0);
+    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    case_end(&c);
+}
+
+KT_CASE(crash_costs_one_prepare)
+{
+    char cache[4200];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    const char *cmd[] = {"prepare", "--generate", PROGRAMS, "--cache", cache, "--jobs", "2", NULL};
+    crash_costs_one_run(cmd, VICTIM, false);
+}
+
+KT_CASE(crash_costs_one_start)
+{
+    need_faults();
+    pf_need_vulkan();
+    char cache[4200], victim[64];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    victim_key_name(victim, sizeof(victim));
+    struct run *r = calloc(1, sizeof(*r));
+    KT_REQUIRE(r != NULL);
+    KT_REQUIRE(run_kiln(NULL, NULL,
+                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", cache,
+                                         "--no-vulkan", NULL},
+                        r) == 0);
+    KT_REQUIRE(exit_code(r) == 0);
+    free(r);
+    const char *cmd[] = {"start", "--cache", cache, "--jobs", "2", NULL};
+    crash_costs_one_run(cmd, victim, true);
+}
+
+/* An isolated start: the worker's crash fails the program (exit 1) and is
+ * recorded in the ledger, so the next start skips it ("crashed before",
+ * exit 0) and --retry-failed builds it. */
+KT_CASE(isolated_start_records_crash)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    char victim[64], fault[96];
+    victim_key_name(victim, sizeof(victim));
+    snprintf(fault, sizeof(fault), "crash:%s", victim);
+    KT_REQUIRE(run_kiln(NULL, NULL,
+                        (const char *[]){"prepare", "--generate", PROGRAMS, "--cache", c.cache,
+                                         "--no-vulkan", NULL},
+                        r) == 0);
+    KT_REQUIRE(exit_code(r) == 0);
+    const char *cmd[] = {"start", "--cache", c.cache, "--jobs", "2", "--isolate", NULL};
+    KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0); /* not handed to a worker again */
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 1);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK(strstr(r->err, "1 program crashed a process or worker on this driver before") != NULL);
+    KT_REQUIRE(run_json(NULL, cmd, "--retry-failed", r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    case_end(&c);
+}
+
+/* ---- the ledger holds only the driver's word ------------------------------- */
+
+/*
+ * An isolated kiln_prepare of four programs whose worker never reaches the
+ * driver (`argv` cannot start, or `fault` stops it before its greeting):
+ * all four fail this run with no driver compile and nothing in the ledger;
+ * the next run, with a worker that works, builds all four.
+ */
+static void unreached_case(const char *const *argv, const char *fault)
+{
+    if (fault)
+        need_faults();
+    pf_need_vulkan();
+    char cache[4200], ledger[4300];
+    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(ledger, sizeof(ledger), "%s/ledger.kpl", cache);
+    struct kiln_isolate_options iso = {.argv = argv, .workers = 1, .time_limit_ms = 2000};
+    struct kiln_prepare_options o;
+    pf_options(&o, cache, 1);
+    o.isolate = &iso;
+    struct pf_input in = PF_INPUT_INIT;
+    in.generate = 4;
+    struct kiln_prepare_summary s;
+    if (fault)
+        setenv("KILN_TEST_FAULT", fault, 1);
+    kiln_log_set_level(KILN_LOG_ERROR); /* the expected failures are not news */
+    KT_CHECK_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    unsetenv("KILN_TEST_FAULT");
+    KT_CHECK_EQ(s.pipelines_built, 0);
+    KT_CHECK_EQ(s.pipelines_failed, 4);
+    KT_CHECK_EQ(s.driver_compiles, 0);
+    KT_CHECK(file_size(ledger) <= 32); /* a header at most: no record */
+    const char *good[] = {KILN_CLI, "__worker", NULL};
+    iso.argv = good;
+    iso.time_limit_ms = 0;
+    KT_CHECK_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    kiln_log_set_level(KILN_LOG_WARN);
+    KT_CHECK_EQ(s.ledger_failed, 0);
+    KT_CHECK_EQ(s.pipelines_built, 4);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK_EQ(s.driver_compiles, 4);
+}
+
+KT_CASE(worker_cannot_start)
+{
+    char missing[4200];
+    snprintf(missing, sizeof(missing), "%s/no-such-worker", case_dir());
+    const char *argv[] = {missing, NULL};
+    unreached_case(argv, NULL);
+}
+
+KT_CASE(worker_misses_greeting)
+{
+    const char *argv[] = {KILN_CLI, "__worker", NULL};
+    unreached_case(argv, "hang:(greeting)");
+}
+
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(crasher_skipped_then_retried), KT_ENTRY(worker_abort), KT_ENTRY(worker_hang),
         KT_ENTRY(warm_start_worker_crash), KT_ENTRY(crash_without_isolation),
         KT_ENTRY(worker_bad_input), KT_ENTRY(isolate_options_checked),
-        KT_ENTRY(app_builder_in_workers), KT_ENTRY(extensions_in_workers))
+        KT_ENTRY(app_builder_in_workers), KT_ENTRY(extensions_in_workers),
+        KT_ENTRY(crash_costs_one_prepare), KT_ENTRY(crash_costs_one_start),
+        KT_ENTRY(isolated_start_records_crash), KT_ENTRY(worker_cannot_start),
+        KT_ENTRY(worker_misses_greeting))

@@ -2,7 +2,8 @@
  * test_ledger.c - compile once (the build ledger), the memory budget and
  * cancel/resume of kiln_prepare.
  *
- * The file's own cases (ledger_file, ledger_parse) need no Vulkan. The
+ * The file's own cases (ledger_file, ledger_parse, journal_file) need no
+ * Vulkan. The
  * others build on lavapipe and skip (exit 77) without Vulkan; most build
  * through a test builder of the application's kind, which counts its
  * calls per program (the "driver compiles" a test can see), fails the
@@ -11,6 +12,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include "journal.h"
 #include "kiln_test.h"
 #include "ledger.h"
 #include "prep_fixture.h"
@@ -562,6 +564,105 @@ KT_CASE(memory_budget_kept)
     free(a);
 }
 
-KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(second_prepare_compiles_nothing),
-        KT_ENTRY(failure_skipped_then_retried), KT_ENTRY(damaged_ledger_rebuilds),
-        KT_ENTRY(cancel_then_resume), KT_ENTRY(memory_budget_kept))
+/* The suspects a fresh scan of `dir` finds (the scan is let go of). */
+static size_t suspects_now(const char *dir, struct kiln__journal_suspect *first)
+{
+    struct kiln__journal *j = NULL;
+    KT_CHECK_OK(kiln__journal_scan(dir, NULL, &j));
+    const struct kiln__journal_suspect *s = NULL;
+    size_t n = kiln__journal_suspects(j, &s);
+    if (n && first)
+        *first = s[0];
+    kiln__journal_close(j);
+    return n;
+}
+
+/*
+ * The crash journal's files: a run that dies (a child that _exits with a
+ * build noted) leaves its program in flight for the next scan, with its
+ * driver and pid; one that is let go of unsettled stays, a settled one is
+ * emptied; a live run's journal (its lock held) is never a dead one's, and
+ * a clean end leaves nothing; a link planted at a journal's name is never
+ * written through.
+ */
+KT_CASE(journal_file)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln__ledger_driver d1 = test_driver(1);
+    pid_t child = fork();
+    KT_REQUIRE(child >= 0);
+    if (child == 0) {
+        struct kiln__journal *j = NULL;
+        if (kiln__journal_scan(dir, NULL, &j) != KILN_OK)
+            _exit(3);
+        kiln__journal_claim(j, &d1, 2);
+        kiln__journal_note(j, 0, key_of(7), "the-crasher");
+        kiln__journal_note(j, 1, key_of(8), "done-before");
+        kiln__journal_done(j, 1);
+        _exit(0); /* as a crash: nothing closed */
+    }
+    int st = 0;
+    KT_REQUIRE(waitpid(child, &st, 0) == child);
+    KT_REQUIRE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    struct kiln__journal_suspect s;
+    KT_CHECK_EQ(suspects_now(dir, &s), 1); /* closed unsettled: still there */
+    KT_CHECK(kiln_key_equal(s.key, key_of(7)));
+    KT_CHECK(strcmp(s.name, "the-crasher") == 0);
+    KT_CHECK(memcmp(&s.driver, &d1, sizeof(d1)) == 0);
+    KT_CHECK_EQ(s.pid, (uint32_t)child);
+    KT_CHECK_EQ(s.in_flight, 1);
+
+    /* A live run's file is not read as a dead one's, and a dead one's is
+     * not taken for a new run. */
+    struct kiln__journal *live = NULL;
+    KT_REQUIRE_OK(kiln__journal_scan(dir, NULL, &live));
+    kiln__journal_settle(live, false);
+    kiln__journal_claim(live, &d1, 1);
+    kiln__journal_note(live, 0, key_of(9), "running");
+    KT_CHECK_EQ(suspects_now(dir, &s), 1);
+    KT_CHECK(kiln_key_equal(s.key, key_of(7)));
+    char p0[4200], p1[4200];
+    path_in(p0, sizeof(p0), dir, "inflight-0.kpj");
+    path_in(p1, sizeof(p1), dir, "inflight-1.kpj");
+    size_t n0 = 0, n1 = 0;
+    free(read_all(p1, &n1));
+    KT_CHECK_EQ(n1, KILN__JOURNAL_HEADER + KILN__JOURNAL_SLOT); /* the live run's */
+    kiln__journal_close(live);                                  /* a clean end: emptied */
+    free(read_all(p1, &n1));
+    KT_CHECK_EQ(n1, 0);
+    KT_CHECK_EQ(suspects_now(dir, NULL), 1);
+
+    /* Settled after its suspects were recorded: emptied. */
+    struct kiln__journal *j = NULL;
+    KT_REQUIRE_OK(kiln__journal_scan(dir, NULL, &j));
+    kiln__journal_settle(j, true);
+    kiln__journal_close(j);
+    free(read_all(p0, &n0));
+    KT_CHECK_EQ(n0, 0);
+    KT_CHECK_EQ(suspects_now(dir, NULL), 0);
+
+    /* A link at a journal's name: skipped, its target untouched. */
+    char target[4200];
+    path_in(target, sizeof(target), dir, "target");
+    FILE *f = fopen(target, "wb");
+    KT_REQUIRE(f != NULL);
+    fputs("not kiln's", f);
+    fclose(f);
+    KT_REQUIRE(unlink(p0) == 0);
+    KT_REQUIRE(symlink(target, p0) == 0);
+    KT_REQUIRE_OK(kiln__journal_scan(dir, NULL, &j));
+    kiln__journal_claim(j, &d1, 4);
+    kiln__journal_note(j, 3, key_of(1), "x");
+    KT_CHECK_EQ(suspects_now(dir, NULL), 0);
+    kiln__journal_close(j);
+    size_t nt = 0;
+    char *t = read_all(target, &nt);
+    KT_CHECK(t && nt == 10 && memcmp(t, "not kiln's", 10) == 0);
+    free(t);
+}
+
+KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(journal_file),
+        KT_ENTRY(second_prepare_compiles_nothing), KT_ENTRY(failure_skipped_then_retried),
+        KT_ENTRY(damaged_ledger_rebuilds), KT_ENTRY(cancel_then_resume),
+        KT_ENTRY(memory_budget_kept))

@@ -266,6 +266,7 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "driver_compiles", s->driver_compiles);
     cli_json_u64(&j, "ledger_skipped", s->ledger_skipped);
     cli_json_u64(&j, "ledger_failed", s->ledger_failed);
+    cli_json_u64(&j, "crash_skipped", s->crash_skipped);
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
     cli_json_bool(&j, "background", o->background);
     cli_json_bool(&j, "canceled", s->canceled);
@@ -336,6 +337,9 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
         printf("  ledger     %" PRIu64 " driver compiles, %" PRIu64
                " answered by the build ledger (%" PRIu64 " failed before)\n",
                s->driver_compiles, s->ledger_skipped, s->ledger_failed);
+        if (s->crash_skipped)
+            printf("  crashes    %" PRIu64 " in flight when a run died: not built, recorded\n",
+                   s->crash_skipped);
     } else
         printf("  pipelines  none built (%s)\n", o->no_vulkan ? "--no-vulkan" : "no Vulkan");
     if (s->recorded_invalid)
@@ -474,7 +478,7 @@ int cmd_prepare(int argc, char **argv)
     }
     struct kiln_foz_builder_stats fst;
     cli_builders_foz_stats(&builders, &fst);
-    bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
+    bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0 && s.crash_skipped == 0;
     if (f.json)
         print_json(&o, &in, &s, f.isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))
@@ -506,9 +510,9 @@ int cmd_prepare(int argc, char **argv)
     }
     if (!ok) {
         cli_error(name,
-                  "%" PRIu64 " program(s) failed, %" PRIu64
-                  " pipeline(s) failed (each is logged above)",
-                  s.failed, s.pipelines_failed);
+                  "%" PRIu64 " program(s) failed, %" PRIu64 " pipeline(s) failed, %" PRIu64
+                  " in flight when a run died (each is logged above)",
+                  s.failed, s.pipelines_failed, s.crash_skipped);
         return KILN_EXIT_FAILED;
     }
     return KILN_EXIT_OK;

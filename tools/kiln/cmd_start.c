@@ -23,7 +23,7 @@
 
 static const char help[] =
     "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
-    "       [--isolate] [--timeout-ms MS] [--json]\n"
+    "       [--retry-failed] [--isolate] [--timeout-ms MS] [--json]\n"
     "\n"
     "The warm start: opens the program cache kiln prepare filled (by its index),\n"
     "loads every program in parallel, records their last use (for `kiln cache\n"
@@ -43,6 +43,8 @@ static const char help[] =
     "  --read-only     write nothing to the program cache (last use is not\n"
     "                  recorded; also what happens while another writer holds it)\n"
     "  --device N      the Vulkan device by index\n"
+    "  --retry-failed  build again the programs the build ledger records as having\n"
+    "                  crashed a process or worker on this device (skipped otherwise)\n"
     "  --isolate       build the pipelines in worker processes (one per job): a\n"
     "                  driver that crashes or hangs fails that pipeline only\n"
     "  --timeout-ms MS with --isolate: the most one pipeline may take (default\n"
@@ -50,8 +52,12 @@ static const char help[] =
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
+    "A pipeline being built when an earlier run died is skipped once, with one\n"
+    "line, and recorded as crashed in the build ledger (ledger.kpl).\n"
+    "\n"
     "Exit codes: 0 done, 1 something failed (missing or damaged records, failed\n"
-    "pipelines, no Vulkan), 2 bad usage or no cache in the folder (or something\n"
+    "pipelines, one in flight when a run died, no Vulkan), 2 bad usage or no cache in the folder "
+    "(or something\n"
     "else in its place).\n";
 
 #define START_PHASES 5
@@ -94,6 +100,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "pipelines_failed", s->pipelines_failed);
     cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
     cli_json_u64(&j, "recorded_invalid", s->recorded_invalid);
+    cli_json_u64(&j, "crash_skipped", s->crash_skipped);
+    cli_json_u64(&j, "ledger_failed", s->ledger_failed);
     cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
@@ -130,6 +138,10 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
                s->pipelines_built, s->pipelines_skipped, s->pipelines_failed, s->device,
                cli_vk_cache_state_name(s->vk_cache_state), s->vk_cache_loaded_bytes);
         cli_print_kinds(s->kinds, fst);
+        if (s->crash_skipped || s->ledger_failed)
+            printf("  crashes    %" PRIu64 " in flight when a run died, %" PRIu64
+                   " crashed before: not built\n",
+                   s->crash_skipped, s->ledger_failed);
     } else
         printf("  pipelines  none built\n");
     if (s->recorded_invalid)
@@ -145,11 +157,17 @@ int cmd_start(int argc, char **argv)
 {
     const char *name = argv[0];
     static const struct option longopts[] = {
-        {"cache", required_argument, NULL, 'C'},  {"jobs", required_argument, NULL, 'j'},
-        {"no-vulkan", no_argument, NULL, 'V'},    {"read-only", no_argument, NULL, 'R'},
-        {"device", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'J'},
-        {"isolate", no_argument, NULL, 'I'},      {"timeout-ms", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"cache", required_argument, NULL, 'C'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"no-vulkan", no_argument, NULL, 'V'},
+        {"read-only", no_argument, NULL, 'R'},
+        {"device", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'J'},
+        {"isolate", no_argument, NULL, 'I'},
+        {"timeout-ms", required_argument, NULL, 'T'},
+        {"retry-failed", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
     struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
@@ -163,6 +181,8 @@ int cmd_start(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
         if (c == 'R') {
             o.read_only = true;
+        } else if (c == 'F') {
+            o.retry_failed = true;
         } else {
             ex = cli_prep_option(name, c, argv, &f, help, name);
             if (ex != CLI_NEXT_OPTION)
@@ -184,7 +204,8 @@ int cmd_start(int argc, char **argv)
     struct kiln_foz_builder_stats fst;
     cli_builders_foz_stats(&builders, &fst);
     cli_builders_free(&builders);
-    bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0;
+    bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0 &&
+              s.crash_skipped == 0;
     if (f.json)
         print_json(&o, &s, f.isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))
@@ -215,8 +236,9 @@ int cmd_start(int argc, char **argv)
     if (!ok) {
         cli_error(name,
                   "%" PRIu64 " record(s) missing or damaged, %" PRIu64
-                  " pipeline(s) failed (each is logged above)",
-                  s.missing + s.bad, s.pipelines_failed);
+                  " pipeline(s) failed, %" PRIu64
+                  " in flight when a run died (each is logged above)",
+                  s.missing + s.bad, s.pipelines_failed, s.crash_skipped);
         return KILN_EXIT_FAILED;
     }
     return KILN_EXIT_OK;
