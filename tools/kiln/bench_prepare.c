@@ -430,7 +430,7 @@ int cmd_bench_prepare(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         switch (c) {
         case 'n':
             if (cli_parse_u64(name, "--programs", optarg, 1, 1000000, false, &v))

@@ -708,7 +708,7 @@ int cmd_bench_replay(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         switch (c) {
         case 't':
             if (bench_parse_threads(name, optarg, list, &nlist))

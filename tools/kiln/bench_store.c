@@ -349,7 +349,7 @@ int cmd_bench_store(int argc, char **argv)
     int ch;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         switch (ch) {
         case 'n':
             if (cli_parse_u64(argv[0], "--records", optarg, 1, 10000000, true, &b.records))

@@ -280,6 +280,10 @@ int cli_option_error(const char *name, int ch, char **argv)
 {
     if (ch == ':')
         return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
+    const char *meant = cli_suggest_option(argv[optind - 1]);
+    if (meant)
+        return cli_usage_error(name, "unknown option '%s'; did you mean '--%s'?", argv[optind - 1],
+                               meant);
     return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
 }
 
@@ -315,7 +319,7 @@ int cli_parse_report_options(int argc, char **argv, bool *json, const char *help
     int ch, ex = CLI_NEXT_OPTION;
     opterr = 0;
     optind = 1;
-    while (ex == CLI_NEXT_OPTION && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while (ex == CLI_NEXT_OPTION && (ch = cli_getopt(argc, argv, "", opts)) != -1) {
         va_list ap;
         va_start(ap, help);
         ex = report_option(ch, argv, json, help, ap);
@@ -335,7 +339,7 @@ int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json,
     *dir = NULL;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'c') {
             CLI_TRY(cli_parse_cache_dir(argv[0], optarg, dir));
         } else {

@@ -147,6 +147,34 @@ int cli_parse_cache_dir(const char *name, const char *text, const char **dir);
  */
 int cli_option_error(const char *name, int ch, char **argv);
 
+struct option;
+
+/*
+ * getopt_long() for a command's option loop, remembering `longs` so that
+ * cli_option_error() can suggest the option meant ("did you mean
+ * '--cache'?"). Same arguments and result as getopt_long(), no index.
+ */
+int cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs);
+
+/* "Did you mean": offer each known word, then take the closest, or NULL. */
+struct cli_suggest {
+    const char *typed;
+    const char *best;
+    size_t best_distance;
+    const char *prefix_of; /* the last word `typed` is a prefix of */
+    unsigned prefix_count;
+};
+void cli_suggest_begin(struct cli_suggest *s, const char *typed);
+void cli_suggest_offer(struct cli_suggest *s, const char *word);
+const char *cli_suggest_result(const struct cli_suggest *s);
+
+/* Edit distance with swaps of neighbours; (size_t)-1 past 64 characters. */
+size_t cli_edit_distance(const char *a, const char *b);
+
+/* The long option of the last cli_getopt() table closest to `arg`
+ * ("--cahce"), or NULL. */
+const char *cli_suggest_option(const char *arg);
+
 /* A cli_report_option() result: the option was --json; parsing goes on. */
 #define CLI_NEXT_OPTION (-1)
 

@@ -116,7 +116,7 @@ int cmd_cache_check(int argc, char **argv)
     int ch, ex;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'r') {
             repair = true;
         } else {

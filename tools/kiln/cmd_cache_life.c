@@ -100,7 +100,7 @@ int cmd_cache_prune(int argc, char **argv)
     int ch, ex;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'o') {
             if (cli_parse_u64(argv[0], "--older-than", optarg, 0, UINT32_MAX - 1, false, &v))
                 return KILN_EXIT_USAGE;

@@ -55,7 +55,7 @@ int cmd_cache_repack(int argc, char **argv)
     int ch, ex;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'c') {
             if (kiln_codec_parse(optarg, &codec) < 0)
                 return cli_usage_error(argv[0], "--codec: expected raw, zstd or kiln, got '%s'",

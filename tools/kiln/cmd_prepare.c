@@ -389,7 +389,7 @@ int cmd_prepare(int argc, char **argv)
     int c, ex;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         switch (c) {
         case 'c':
             if (cli_check_path(name, "--corpus", optarg))

@@ -160,7 +160,7 @@ int cmd_start(int argc, char **argv)
     int c, ex;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         if (c == 'R') {
             o.read_only = true;
         } else {

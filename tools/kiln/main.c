@@ -111,6 +111,8 @@ static void group_usage(FILE *out, const char *group)
     fprintf(out, "\n'kiln %s COMMAND --help' describes a command.\n", group);
 }
 
+static int unknown_command(const char *typed);
+
 /* Runs the command argv names; its full name goes to `name`. @return its exit code. */
 static int dispatch(int argc, char **argv, char *name, size_t cap)
 {
@@ -146,7 +148,47 @@ static int dispatch(int argc, char **argv, char *name, size_t cap)
             snprintf(line + n, sizeof(line) - n, ", got %s", argv[2]);
         return cli_usage_error(name, "%s", line);
     }
-    return cli_usage_error("kiln", "unknown command '%s'", argv[1]);
+    return unknown_command(argv[1]);
+}
+
+/* "unknown command", with the command meant when one is close. */
+static int unknown_command(const char *typed)
+{
+    struct cli_suggest s;
+    cli_suggest_begin(&s, typed);
+    char full[CLI_ARRAY_LEN(commands)][64];
+    for (size_t i = 0; i < CLI_ARRAY_LEN(commands); i++) {
+        snprintf(full[i], sizeof(full[i]), "%s",
+                 commands[i].group ? commands[i].group : commands[i].name);
+        cli_suggest_offer(&s, full[i]);
+    }
+    cli_suggest_offer(&s, "help");
+    cli_suggest_offer(&s, "version");
+    const char *meant = cli_suggest_result(&s);
+    if (meant)
+        return cli_usage_error("kiln", "unknown command '%s'; did you mean '%s'?", typed, meant);
+    return cli_usage_error("kiln", "unknown command '%s'", typed);
+}
+
+/* `kiln help CMD [SUB]`: that command's --help. */
+static int help_for(int argc, char **argv)
+{
+    static char help_flag[] = "--help";
+    char *line[5] = {argv[0], argv[2], argc >= 4 ? argv[3] : help_flag, help_flag};
+    int n = argc >= 4 ? 4 : 3;
+    line[n] = NULL;
+    char name[64];
+    return dispatch(n, line, name, sizeof(name));
+}
+
+/* -h means --help for every command, as at the top level (no command has
+ * a short -h of another meaning). */
+static void short_help_is_long(int argc, char **argv)
+{
+    static char help_flag[] = "--help";
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "-h") == 0)
+            argv[i] = help_flag;
 }
 
 int main(int argc, char **argv)
@@ -157,14 +199,18 @@ int main(int argc, char **argv)
         return KILN_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
+        (strcmp(argv[1], "help") == 0 && argc == 2)) {
         usage(stdout);
         return KILN_EXIT_OK;
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 ||
+        strcmp(argv[1], "version") == 0) {
         printf("kiln %s\n", KILN_VERSION_STRING);
         return KILN_EXIT_OK;
     }
+    if (strcmp(argv[1], "help") == 0)
+        return help_for(argc, argv);
+    short_help_is_long(argc, argv);
 
     /* The isolated preparation's worker: private, not in the help. */
     if (strcmp(argv[1], "__worker") == 0) {
