@@ -97,6 +97,70 @@ if "$kiln" prepar 2>&1 >/dev/null | awk 'END { exit NR == 1 ? 0 : 1 }'; then ok;
     fail "kiln prepar printed more than one line"
 fi
 
+# The default cache folder: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln
+# (absolute only), else $HOME/.cache/kiln; the cache commands take the
+# folder as DIR or --cache DIR alike. Each run names the folder it would
+# open (none exists: exit 2).
+d=$(mktemp -d "${TMPDIR:-/tmp}/kiln-conv-dir-XXXXXX")
+default_is() {
+    want=$1
+    shift
+    env "$@" "$kiln" cache stats >"$out" 2>"$err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "^kiln cache stats: $want: cannot open the cache" "$err"; then
+        ok
+    else
+        fail "default folder with $*: exit $rc, $(cat "$err"), expected $want"
+    fi
+}
+default_is "$d/own" KILN_CACHE_DIR="$d/own" XDG_CACHE_HOME="$d/xdg" HOME="$d/home"
+default_is "$d/xdg/kiln" -u KILN_CACHE_DIR XDG_CACHE_HOME="$d/xdg" HOME="$d/home"
+default_is "$d/home/.cache/kiln" -u KILN_CACHE_DIR -u XDG_CACHE_HOME HOME="$d/home"
+default_is "$d/home/.cache/kiln" -u KILN_CACHE_DIR XDG_CACHE_HOME=relative HOME="$d/home"
+env -u KILN_CACHE_DIR -u XDG_CACHE_HOME -u HOME -u LOCALAPPDATA "$kiln" cache stats >"$out" 2>"$err"
+rc=$?
+if [ $rc -eq 2 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "give --cache DIR" "$err"; then ok; else
+    fail "no default folder at all: exit $rc, $(cat "$err")"
+fi
+for c in "cache stats" "cache check" "cache compact" "cache prune --max-size 1M" \
+    "cache repack --codec zstd"; do
+    # shellcheck disable=SC2086
+    KILN_CACHE_DIR="$d/own" "$kiln" $c --cache "$d/given" >"$out" 2>"$err"
+    if grep -q "$d/given" "$err"; then ok; else fail "kiln $c --cache DIR: $(cat "$err")"; fi
+    # shellcheck disable=SC2086
+    KILN_CACHE_DIR="$d/own" "$kiln" $c --cache "$d/given" "$d/given" >"$out" 2>"$err"
+    if [ $? -eq 2 ] && grep -q "expected one cache folder" "$err"; then ok; else
+        fail "kiln $c with DIR and --cache DIR: $(cat "$err")"
+    fi
+done
+for c in "import foz $d/none.foz" "export foz $d/out.foz"; do
+    # shellcheck disable=SC2086
+    KILN_CACHE_DIR="$d/own" "$kiln" $c >"$out" 2>"$err"
+    if [ $? -eq 2 ] && ! grep -q "required" "$err"; then ok; else
+        fail "kiln $c without --cache: $(cat "$err")"
+    fi
+done
+rm -rf "$d"
+
+# Old spellings still work, with one line naming the new one.
+d=$(mktemp -d "${TMPDIR:-/tmp}/kiln-conv-old-XXXXXX")
+"$kiln" bench store --records 20 --mean-kb 1 --dir "$d/c" >"$out" 2>"$err"
+rc=$?
+if [ $rc -eq 0 ] && [ -s "$d/c/programs.kpc" ] && [ "$(grep -c "old spelling" "$err")" -eq 1 ] &&
+    grep -q -- "--dir is an old spelling: use --cache" "$err"; then ok; else
+    fail "bench store --dir: exit $rc, $(cat "$err")"
+fi
+"$kiln" bench prepare --programs 0 >"$out" 2>"$err"
+if [ $? -eq 2 ] && grep -q -- "--programs is an old spelling: use --generate" "$err" &&
+    grep -q -- "--generate: expected" "$err"; then ok; else
+    fail "bench prepare --programs: $(cat "$err")"
+fi
+"$kiln" -q bench pack --generated 5 >"$out" 2>"$err"
+if [ $? -eq 2 ] && ! grep -q "old spelling" "$err"; then ok; else
+    fail "bench pack -q --generated: $(cat "$err")"
+fi
+rm -rf "$d"
+
 # The bash completion, run as bash would.
 if command -v bash >/dev/null 2>&1; then
     kdir=$(dirname "$kiln")

@@ -290,8 +290,15 @@ int cli_option_error(const char *name, int ch, char **argv)
 static int report_option(int ch, char **argv, bool *json, const char *help, va_list ap)
     __attribute__((format(CLI_PRINTF_KIND, 4, 0)));
 
+/* --cache DIR as an option of a cache command; NULL when not given. */
+static const char *given_cache_dir;
+
 static int report_option(int ch, char **argv, bool *json, const char *help, va_list ap)
 {
+    if (ch == CLI_OPT_CACHE) {
+        CLI_TRY(cli_parse_cache_dir(argv[0], optarg, &given_cache_dir));
+        return CLI_NEXT_OPTION;
+    }
     if (ch == 'j') {
         *json = true;
         return CLI_NEXT_OPTION;
@@ -314,8 +321,10 @@ int cli_report_option(int ch, char **argv, bool *json, const char *help, ...)
 
 int cli_parse_report_options(int argc, char **argv, bool *json, const char *help, ...)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {CLI_CACHE_OPTION,
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int ch, ex = CLI_NEXT_OPTION;
     opterr = 0;
     optind = 1;
@@ -351,18 +360,67 @@ int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json,
                 return ex;
         }
     }
-    if (!*dir)
-        return cli_usage_error(argv[0], "--cache DIR is required");
+    if (!*dir && !(*dir = cli_default_cache_dir(argv[0])))
+        return KILN_EXIT_USAGE;
     return CLI_NEXT_OPTION;
 }
 
 int cli_one_cache_dir(int argc, char **argv, const char **dir)
 {
-    if (optind != argc - 1)
-        return cli_usage_error(argv[0], "expected one cache folder");
-    CLI_TRY(cli_check_path(argv[0], "the cache folder", argv[optind]));
-    *dir = argv[optind];
+    if (optind < argc - 1 || (optind == argc - 1 && given_cache_dir))
+        return cli_usage_error(argv[0], "expected one cache folder (DIR or --cache DIR)");
+    if (optind == argc - 1) {
+        CLI_TRY(cli_check_path(argv[0], "the cache folder", argv[optind]));
+        *dir = argv[optind];
+    } else if (given_cache_dir) {
+        *dir = given_cache_dir;
+    } else if (!(*dir = cli_default_cache_dir(argv[0]))) {
+        return KILN_EXIT_USAGE;
+    }
     return KILN_EXIT_OK;
+}
+
+/* "/x", "C:\\x", "C:/x" or "\\\\server\\x": a path that names the same place
+ * wherever kiln stands. */
+static bool cli_path_is_absolute(const char *p)
+{
+    if (p[0] == '/' || (p[0] == '\\' && p[1] == '\\'))
+        return true;
+    bool letter = (p[0] >= 'a' && p[0] <= 'z') || (p[0] >= 'A' && p[0] <= 'Z');
+    return letter && p[1] == ':' && (p[2] == '\\' || p[2] == '/');
+}
+
+/* `base` + `tail` into `out` when `base` is an absolute path; else false. */
+static bool under(char *out, size_t cap, const char *base, const char *tail)
+{
+    if (!base || !*base || !cli_path_is_absolute(base))
+        return false;
+    size_t n = strlen(base);
+    const char *sep = base[n - 1] == '/' || base[n - 1] == '\\' ? "" : "/";
+    return (size_t)snprintf(out, cap, "%s%s%s", base, sep, tail) < cap;
+}
+
+const char *cli_cache_option(void)
+{
+    return given_cache_dir;
+}
+
+const char *cli_default_cache_dir(const char *name)
+{
+    static char dir[CLI_PATH_MAX];
+    const char *own = getenv("KILN_CACHE_DIR");
+    if (own && *own) {
+        if (cli_check_path(name, "$KILN_CACHE_DIR", own) != KILN_EXIT_OK)
+            return NULL;
+        return own;
+    }
+    if (under(dir, sizeof(dir), getenv("XDG_CACHE_HOME"), "kiln") ||
+        under(dir, sizeof(dir), getenv("LOCALAPPDATA"), "kiln") ||
+        under(dir, sizeof(dir), getenv("HOME"), ".cache/kiln"))
+        return dir;
+    cli_usage_error(name, "no cache folder: give --cache DIR, or set KILN_CACHE_DIR "
+                          "(or HOME, for ~/.cache/kiln)");
+    return NULL;
 }
 
 /* ---- JSON output ------------------------------------------------------- */

@@ -171,9 +171,34 @@ const char *cli_suggest_result(const struct cli_suggest *s);
 /* Edit distance with swaps of neighbours; (size_t)-1 past 64 characters. */
 size_t cli_edit_distance(const char *a, const char *b);
 
+/* One warning line: option `old` is spelled `now` today. */
+void cli_deprecated(const char *name, const char *old, const char *now);
+
 /* The long option of the last cli_getopt() table closest to `arg`
  * ("--cahce"), or NULL. */
 const char *cli_suggest_option(const char *arg);
+
+/*
+ * --cache DIR in a cache command's option table (beside the folder as an
+ * operand): cli_report_option() takes it, cli_one_cache_dir() uses it.
+ */
+#define CLI_OPT_CACHE 0x1001
+#define CLI_CACHE_OPTION                                \
+    {                                                   \
+        "cache", required_argument, NULL, CLI_OPT_CACHE \
+    }
+
+/*
+ * The cache folder a command uses when none is given: $KILN_CACHE_DIR,
+ * else $XDG_CACHE_HOME/kiln, else %LOCALAPPDATA%/kiln (set on Windows),
+ * else $HOME/.cache/kiln. A relative variable is ignored, as the XDG rules
+ * say. @return the folder (static storage, for the life of the process),
+ * or NULL after one usage line saying none of them is set.
+ */
+const char *cli_default_cache_dir(const char *name);
+
+/* The folder --cache DIR gave to cli_report_option(), or NULL. */
+const char *cli_cache_option(void);
 
 /* A cli_report_option() result: the option was --json; parsing goes on. */
 #define CLI_NEXT_OPTION (-1)

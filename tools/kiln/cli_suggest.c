@@ -12,6 +12,9 @@
  *   which remembers the command's table for cli_option_error(). The table
  *   is the command's own static array, so the pointer stays valid; the
  *   command line is parsed on the main thread only.
+ * - Old spellings of options (docs/cli.md, "Old spellings") stay accepted:
+ *   each one's table entry has a value of its own, and its case calls
+ *   cli_deprecated() before doing what the new spelling does.
  */
 #include "cli.h"
 
@@ -118,4 +121,10 @@ const char *cli_suggest_option(const char *arg)
     for (const struct option *o = current_options; o->name; o++)
         cli_suggest_offer(&s, o->name);
     return cli_suggest_result(&s);
+}
+
+void cli_deprecated(const char *name, const char *old, const char *now)
+{
+    kiln_log(KILN_LOG_WARN, "cli", "%s: %s is an old spelling: use %s (the old one still works)",
+             name, old, now);
 }

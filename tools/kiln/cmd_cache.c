@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char stats_help[] =
-    "usage: %s DIR [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--json]\n"
     "\n"
     "Opens the cache in DIR read-only (whatever its stamp) and reports its live\n"
     "records (a superseded record does not count), their payload bytes, the\n"
@@ -23,6 +23,8 @@ static const char stats_help[] =
     "('index'), from the index plus records past its end ('index+tail'), by a\n"
     "full scan ('rebuilt'), or 'new' for an empty cache. Nothing is written.\n"
     "\n"
+    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --json    one JSON object on stdout\n"
     "  --help    this text\n";
 
@@ -78,7 +80,7 @@ int cmd_cache_stats(int argc, char **argv)
 }
 
 static const char check_help[] =
-    "usage: %s DIR [--repair] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--repair] [--json]\n"
     "\n"
     "Reads every record of the cache in DIR, checks its head and checksum, and\n"
     "checks the index against the records. Exit 0 only when the cache is whole\n"
@@ -88,6 +90,8 @@ static const char check_help[] =
     "  --repair  cut a torn tail and rewrite the index from the whole records\n"
     "            (takes the writer lock; damaged records are left out of the\n"
     "            index so they read as missing and can be written again)\n"
+    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --json    one JSON object on stdout\n"
     "  --help    this text\n";
 
@@ -109,6 +113,7 @@ static const char *index_state_name(enum kiln_cache_index_state s)
 int cmd_cache_check(int argc, char **argv)
 {
     static const struct option opts[] = {{"repair", no_argument, NULL, 'r'},
+                                         CLI_CACHE_OPTION,
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};

@@ -23,8 +23,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define DEFAULT_CACHE_DIR "./kiln-cache"
-
 /* The most archives one command line names (--corpus A.foz B.foz ...). */
 #define MAX_ARCHIVES 4096
 
@@ -52,7 +50,8 @@ static const char help[] =
     "  --generate N    N programs of kiln's generator of emulator-like programs\n"
     "                  (the default, with N = %u)\n"
     "  --seed S        the generator's seed (default 0x%" PRIx64 ")\n"
-    "  --cache DIR     the cache folder, made when missing (default " DEFAULT_CACHE_DIR ")\n"
+    "  --cache DIR     the cache folder, made when missing (default: $KILN_CACHE_DIR,\n"
+    "                  else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
     "  --jobs N|auto   workers (default auto: the pool policy, from usable CPUs\n"
     "                  and free memory)\n"
     "  --dict          give the cache a packing dictionary: when it has none, one\n"
@@ -376,7 +375,7 @@ int cmd_prepare(int argc, char **argv)
     kiln_prepare_options_init(&o);
     static const char *archives[MAX_ARCHIVES];
     size_t nnamed = 0;
-    o.cache_dir = DEFAULT_CACHE_DIR;
+    o.cache_dir = NULL; /* the default folder, from cli_prep_setup */
     struct prep_input in = {.generate = KILN_PREPARE_DEFAULT_PROGRAMS,
                             .seed = KILN_GENERATOR_DEFAULT_SEED};
     struct cli_prep_flags f = {.cache_dir = &o.cache_dir,

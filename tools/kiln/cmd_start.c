@@ -19,8 +19,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 
-#define DEFAULT_CACHE_DIR "./kiln-cache"
-
 static const char help[] =
     "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
     "       [--isolate] [--timeout-ms MS] [--json]\n"
@@ -37,7 +35,8 @@ static const char help[] =
     "device lacks what one needs, such as VK_KHR_ray_tracing_pipeline for a\n"
     "ray-tracing pipeline) and failed.\n"
     "\n"
-    "  --cache DIR     the cache folder (default " DEFAULT_CACHE_DIR ")\n"
+    "  --cache DIR     the cache folder (default: $KILN_CACHE_DIR, else\n"
+    "                  $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
     "  --jobs N|auto   workers and read threads (default auto: the pool policy)\n"
     "  --no-vulkan     open and load only; build no pipeline\n"
     "  --read-only     write nothing to the program cache (last use is not\n"
@@ -151,7 +150,7 @@ int cmd_start(int argc, char **argv)
         {"isolate", no_argument, NULL, 'I'},      {"timeout-ms", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
+    struct kiln_start_options o = {.cache_dir = NULL, .any_stamp = true};
     struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
                                .jobs = &o.jobs,
                                .no_vulkan = &o.no_vulkan,
