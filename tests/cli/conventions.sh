@@ -150,6 +150,12 @@ if [ $rc -eq 0 ] && [ -s "$d/c/programs.kpc" ] && [ "$(grep -c "old spelling" "$
     grep -q -- "--dir is an old spelling: use --cache" "$err"; then ok; else
     fail "bench store --dir: exit $rc, $(cat "$err")"
 fi
+# The same warning twice: shown once, and counted at the end.
+"$kiln" bench store --records 20 --mean-kb 1 --dir "$d/c2" --dir "$d/c2" >"$out" 2>"$err"
+if [ "$(grep -c "old spelling" "$err")" -eq 1 ] &&
+    grep -q "^kiln: 1 repeated warning not shown" "$err"; then ok; else
+    fail "a warning given twice: $(cat "$err")"
+fi
 "$kiln" bench prepare --programs 0 >"$out" 2>"$err"
 if [ $? -eq 2 ] && grep -q -- "--programs is an old spelling: use --generate" "$err" &&
     grep -q -- "--generate: expected" "$err"; then ok; else
@@ -159,6 +165,24 @@ fi
 if [ $? -eq 2 ] && ! grep -q "old spelling" "$err"; then ok; else
     fail "bench pack -q --generated: $(cat "$err")"
 fi
+rm -rf "$d"
+
+# -q: nothing on stdout or stderr on success, for work commands; a report
+# command (cache stats) still prints what was asked for.
+d=$(mktemp -d "${TMPDIR:-/tmp}/kiln-conv-q-XXXXXX")
+if "$kiln" -q prepare --cache "$d/c" --generate 2 --no-vulkan >"$out" 2>"$err" &&
+    [ ! -s "$out" ] && [ ! -s "$err" ]; then ok; else
+    fail "-q prepare printed: $(cat "$out" "$err" | head -c 300)"
+fi
+if "$kiln" -q start --cache "$d/c" --no-vulkan >"$out" 2>"$err" && [ ! -s "$out" ] &&
+    [ ! -s "$err" ]; then ok; else
+    fail "-q start printed: $(cat "$out" "$err" | head -c 300)"
+fi
+if "$kiln" -q cache stats "$d/c" >"$out" 2>"$err" && grep -q "^records" "$out"; then ok; else
+    fail "-q cache stats printed no report"
+fi
+"$kiln" -q start --cache "$d/none" >"$out" 2>"$err"
+if [ $? -eq 2 ] && [ "$(wc -l <"$err")" -eq 1 ]; then ok; else fail "-q start on no cache: $(cat "$err")"; fi
 rm -rf "$d"
 
 # The bash completion, run as bash would.

@@ -400,6 +400,18 @@ static bool under(char *out, size_t cap, const char *base, const char *tail)
     return (size_t)snprintf(out, cap, "%s%s%s", base, sep, tail) < cap;
 }
 
+void cli_silence_stdout(void)
+{
+#ifdef _WIN32
+    static const char null_device[] = "NUL";
+#else
+    static const char null_device[] = "/dev/null";
+#endif
+    fflush(stdout);
+    if (!freopen(null_device, "w", stdout))
+        return; /* stdout is closed then: nothing is printed either way */
+}
+
 const char *cli_cache_option(void)
 {
     return given_cache_dir;
@@ -447,6 +459,9 @@ static void log_sink(void *user, enum kiln_log_level level, const char *module, 
 {
     (void)user;
     static const char *const names[] = {"error", "warning", "info", "debug"};
+    if (level == KILN_LOG_WARN && !cli_term_first_warning(module, line))
+        return;
+    cli_term_before_line();
     fprintf(stderr, "kiln: %s: %s: %s\n", module,
             (unsigned)level < CLI_ARRAY_LEN(names) ? names[level] : "log", line);
     if (level == KILN_LOG_ERROR)
@@ -720,7 +735,8 @@ void cli_progress_start(struct cli_progress *p, const char *label, uint64_t tota
     p->total = total;
     p->start_ns = p->last_ns = kiln_now_ns();
     p->tty = isatty(STDERR_FILENO) != 0;
-    p->quiet = quiet;
+    p->quiet = quiet || kiln_log_get_level() <= KILN_LOG_ERROR; /* -q */
+    p->lines = 0;
 }
 
 static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, bool final)
@@ -739,9 +755,15 @@ static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, b
                 done, p->total, rate, left);
         if (final)
             fputc('\n', stderr);
+        cli_term_bar_drawn(!final);
     } else {
+        /* Without a terminal: a line every 5 s, and the last one only after
+         * such lines (work under 5 s leaves no trace but its report). */
+        if (final && p->lines == 0)
+            return;
         fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " done, %.1f/s, %.0f s left\n", p->label, done,
                 p->total, rate, left);
+        p->lines++;
     }
     fflush(stderr);
 }

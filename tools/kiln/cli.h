@@ -197,6 +197,18 @@ const char *cli_suggest_option(const char *arg);
  */
 const char *cli_default_cache_dir(const char *name);
 
+/* The terminal's stderr (cli_term.c): the bar says whether it is drawn on
+ * the current line; a log line clears it first; a warning already shown
+ * this run is counted, not printed; cli_term_finish() says how many. */
+void cli_term_bar_drawn(bool on_line);
+void cli_term_before_line(void);
+bool cli_term_first_warning(const char *module, const char *line);
+void cli_term_finish(void);
+
+/* Sends stdout to the null device from now on (-q on a command that is not
+ * a report). */
+void cli_silence_stdout(void);
+
 /* The folder --cache DIR gave to cli_report_option(), or NULL. */
 const char *cli_cache_option(void);
 
@@ -334,6 +346,7 @@ struct cli_progress {
     uint64_t last_ns;
     bool tty;
     bool quiet;
+    unsigned lines; /* plain lines printed (no terminal) */
 };
 
 void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total, bool quiet);
