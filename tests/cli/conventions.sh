@@ -8,8 +8,11 @@
 #
 # usage: tests/cli/conventions.sh PATH/TO/kiln SOURCE_DIR
 set -u
-kiln=$1
-src=$2
+case "$1" in
+/*) kiln=$1 ;;
+*) kiln=$(pwd)/$1 ;;
+esac
+src=$(cd "$2" && pwd)
 failed=0
 passed=0
 out=$(mktemp "${TMPDIR:-/tmp}/kiln-conv-XXXXXX")
@@ -183,6 +186,22 @@ if "$kiln" -q cache stats "$d/c" >"$out" 2>"$err" && grep -q "^records" "$out"; 
 fi
 "$kiln" -q start --cache "$d/none" >"$out" 2>"$err"
 if [ $? -eq 2 ] && [ "$(wc -l <"$err")" -eq 1 ]; then ok; else fail "-q start on no cache: $(cat "$err")"; fi
+rm -rf "$d"
+
+# Errors that name the next step.
+d=$(mktemp -d "${TMPDIR:-/tmp}/kiln-conv-hint-XXXXXX")
+mkdir -p "$d/foz" "$d/empty" "$d/cwd"
+cp "$src/fuzz/corpus/foz/triangle.foz" "$d/foz/"
+"$kiln" prepare --corpus "$d/foz" --cache "$d/c" --no-vulkan >"$out" 2>"$err"
+if [ $? -eq 2 ] && grep -q "1 Fossilize archive: name them (--corpus $d/foz/\*.foz)" "$err"; then ok
+else fail "prepare on a folder of archives: $(cat "$err")"; fi
+(cd "$d/cwd" && env -u KILN_CORPUS "$kiln" bench pack >"$out" 2>"$err")
+if [ $? -eq 2 ] && grep -q -- "--generate N" "$err"; then ok; else
+    fail "bench pack without a corpus: $(cat "$err")"
+fi
+"$kiln" prepare --generate 2 --no-vulkan --memory-budget 1M --cache "$d/c" --json >"$out" 2>"$err"
+if grep -q "memory budget of 1.0 MiB was not held" "$err" && grep -q '"within_budget":false' "$out"
+then ok; else fail "a budget not held: $(cat "$err")"; fi
 rm -rf "$d"
 
 # The bash completion, run as bash would.

@@ -612,6 +612,7 @@ int cmd_bench_pack(int argc, char **argv)
         return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
     bool use_corpus = ncorpora > 0 || generated == 0;
     char env_corpus[4096];
+    bool implicit_corpus = ncorpora == 0;
     if (ncorpora == 0) {
         const char *env = getenv("KILN_CORPUS");
         if (env && *env) {
@@ -629,7 +630,13 @@ int cmd_bench_pack(int argc, char **argv)
         for (size_t i = 0; i < ncorpora; i++) {
             int rc = walk(&corpus, corpora[i]);
             if (rc < 0) {
-                cli_error(name, "%s: %s", corpora[i], kiln_strerror(rc));
+                /* The default corpus is beside a checkout, not in it: say
+                 * what measures without it. */
+                cli_error(name, "%s: %s%s", corpora[i], kiln_strerror(rc),
+                          implicit_corpus
+                              ? " (no corpus of .spv modules here: give --corpus DIR, or "
+                                "--generate N to measure N generated programs)"
+                              : "");
                 set_free(&corpus);
                 return cli_exit_for(rc);
             }

@@ -17,6 +17,7 @@
 #include "cli_kinds.h"
 #include "commands.h"
 
+#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -125,6 +126,28 @@ static bool is_foz(const char *path)
     return n >= 4 && strcmp(path + n - 4, ".foz") == 0;
 }
 
+/* "no programs in the corpus folder", with what to do when it holds
+ * Fossilize archives instead (they are named one by one). */
+static void no_programs(const char *dir)
+{
+    unsigned foz = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        foz += is_foz(e->d_name);
+    if (d)
+        closedir(d);
+    if (foz)
+        kiln_log(KILN_LOG_ERROR, "prep",
+                 "%s: no programs in the corpus folder, but %u Fossilize archive%s: name them "
+                 "(--corpus %s/*.foz), or import them first (kiln import foz %s/*.foz)",
+                 dir, foz, foz == 1 ? "" : "s", dir, dir);
+    else
+        kiln_log(KILN_LOG_ERROR, "prep",
+                 "%s: no programs in the corpus folder (NAME.comp, NAME.vert + NAME.frag, or the "
+                 "same with .spv)",
+                 dir);
+}
+
 /*
  * Opens the program source the options name (tools/gen, tools/foz) and
  * the GLSL translator (tools/glsl) its programs need, and points `o` at
@@ -152,7 +175,7 @@ static int open_input(struct prep_input *in, struct kiln_prepare_options *o,
             kiln_log(KILN_LOG_ERROR, "prep", "%s%s: no pipelines in the archive%s", in->corpus,
                      in->narchives > 1 ? " ..." : "", in->narchives > 1 ? "s" : "");
         else
-            kiln_log(KILN_LOG_ERROR, "prep", "%s: no programs in the corpus folder", in->corpus);
+            no_programs(in->corpus);
         return KILN_EINVAL;
     }
     if (!in->foz) { /* an archive's programs are SPIR-V already */
@@ -266,6 +289,10 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "ledger_skipped", s->ledger_skipped);
     cli_json_u64(&j, "ledger_failed", s->ledger_failed);
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
+    if (s->memory_budget)
+        cli_json_bool(&j, "within_budget", s->peak_rss <= s->memory_budget);
+    else
+        cli_json_null(&j, "within_budget");
     cli_json_bool(&j, "background", o->background);
     cli_json_bool(&j, "canceled", s->canceled);
     cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
@@ -342,8 +369,15 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
                " stage (recorded from an application; they parse)\n",
                s->recorded_invalid);
     printf("  workers    %s\n", s->workers_reason);
-    if (s->memory_budget)
+    if (s->memory_budget && s->peak_rss > s->memory_budget) {
+        /* Said, not hidden: the pools never hold fewer than one build. */
+        char b2[32];
+        printf("  memory     budget %s NOT held: peak %s (one build at a time needed more)\n",
+               cli_format_bytes(b1, sizeof(b1), s->memory_budget),
+               cli_format_bytes(b2, sizeof(b2), s->peak_rss));
+    } else if (s->memory_budget) {
         printf("  memory     budget %s\n", cli_format_bytes(b1, sizeof(b1), s->memory_budget));
+    }
     printf("  cache      %s (opened: %s), stamp %016" PRIx64 "\n", o->cache_dir,
            kiln_cache_open_kind_name(s->open_kind), s->stamp);
     struct cli_phase_time rows[PREPARE_PHASES];
@@ -474,6 +508,14 @@ int cmd_prepare(int argc, char **argv)
     struct kiln_foz_builder_stats fst;
     cli_builders_foz_stats(&builders, &fst);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0;
+    if (s.memory_budget && s.peak_rss > s.memory_budget) {
+        char b1[32], b2[32];
+        kiln_log(KILN_LOG_WARN, "prep",
+                 "the memory budget of %s was not held: the peak was %s, since at least one "
+                 "build always runs (give a larger --memory-budget, or fewer programs at once)",
+                 cli_format_bytes(b1, sizeof(b1), s.memory_budget),
+                 cli_format_bytes(b2, sizeof(b2), s.peak_rss));
+    }
     if (f.json)
         print_json(&o, &in, &s, f.isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))
