@@ -205,6 +205,9 @@ void cli_term_before_line(void);
 bool cli_term_first_warning(const char *module, const char *line);
 void cli_term_finish(void);
 
+/* "s" for a count other than one: "%" PRIu64 " record%s", n, CLI_S(n). */
+#define CLI_S(n) ((n) == 1 ? "" : "s")
+
 /* Sends stdout to the null device from now on (-q on a command that is not
  * a report). */
 void cli_silence_stdout(void);

@@ -58,7 +58,8 @@ int cmd_cache_stats(int argc, char **argv)
         cli_json_u64(&j, "file_bytes", st.file_bytes);
         cli_json_str(&j, "stamp", stamp);
         cli_json_str(&j, "dict_id", dict);
-        cli_json_str(&j, "open", kiln_cache_open_kind_name(st.open_kind));
+        cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(st.open_kind));
+        cli_json_str(&j, "open", kiln_cache_open_kind_name(st.open_kind)); /* kiln/1's name */
         cli_json_str(&j, "open_text", st.open_text);
         cli_json_u64(&j, "tail_records", st.tail_records);
         cli_json_u64(&j, "torn_tail_bytes", st.cut_bytes);
@@ -73,7 +74,7 @@ int cmd_cache_stats(int argc, char **argv)
     printf("bytes       %s of payload, records file %s\n",
            cli_format_bytes(b1, sizeof(b1), st.bytes),
            cli_format_bytes(b2, sizeof(b2), st.file_bytes));
-    printf("stamp       %s (dictionary %s)\n", stamp, dict);
+    printf("stamp       %s (dictionary %s)\n", stamp, st.dict_id ? dict : "none");
     printf("open        %s in %.1f ms: %s\n", kiln_cache_open_kind_name(st.open_kind),
            (double)st.open_ns / 1e6, st.open_text);
     return KILN_EXIT_OK;
@@ -152,7 +153,8 @@ int cmd_cache_check(int argc, char **argv)
         cli_json_str(&j, "stamp", stamp);
         cli_json_u64(&j, "file_bytes", rep.file_bytes);
         cli_json_u64(&j, "records", rep.records);
-        cli_json_u64(&j, "bad_records", rep.bad_records);
+        cli_json_u64(&j, "damaged", rep.bad_records);
+        cli_json_u64(&j, "bad_records", rep.bad_records); /* kiln/1's name */
         cli_json_u64(&j, "damaged_bytes", rep.damaged_bytes);
         cli_json_u64(&j, "torn_tail_bytes", rep.torn_tail_bytes);
         cli_json_u64(&j, "index_entries", rep.index_entries);

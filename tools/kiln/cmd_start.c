@@ -82,7 +82,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "records", s->records);
     cli_json_u64(&j, "loaded", s->loaded);
     cli_json_u64(&j, "missing", s->missing);
-    cli_json_u64(&j, "bad", s->bad);
+    cli_json_u64(&j, "damaged", s->bad);
+    cli_json_u64(&j, "bad", s->bad); /* kiln/1's name */
     cli_json_u64(&j, "lone_modules", s->lone_modules);
     cli_json_hex_or_null(&j, "dict_id", s->dict_id);
     cli_json_bool(&j, "use_recorded", s->use_recorded);
@@ -111,9 +112,10 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
     printf("warm start from %s\n", o->cache_dir);
     printf("  cache      opened by %s (%s), stamp %016" PRIx64 "\n",
            kiln_cache_open_kind_name(s->open_kind), s->open_text, s->stamp);
-    printf("  programs   %" PRIu64 " records, %" PRIu64 " loaded (%s), %" PRIu64
+    printf("  programs   %" PRIu64 " record%s, %" PRIu64 " loaded (%s), %" PRIu64
            " missing or damaged\n",
-           s->records, s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes), s->missing + s->bad);
+           s->records, CLI_S(s->records), s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes),
+           s->missing + s->bad);
     if (s->lone_modules)
         printf("  modules    %" PRIu64 " single graphics modules stored, not built\n",
                s->lone_modules);
