@@ -82,6 +82,16 @@ install(TARGETS ${KILN_LIBRARIES} EXPORT kilnTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(KILN_BUILD_TOOLS AND TARGET kiln_cli)
   install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+  # The man page and the shell completions, where each shell looks for them.
+  set(_kiln_completions ${PROJECT_SOURCE_DIR}/tools/kiln/completions)
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/man/kiln.1
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
+  install(FILES ${_kiln_completions}/kiln.bash RENAME kiln
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT tools)
+  install(FILES ${_kiln_completions}/_kiln
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions COMPONENT tools)
+  install(FILES ${_kiln_completions}/kiln.fish
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d COMPONENT tools)
 endif()
 install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
         COMPONENT dev)

@@ -314,10 +314,10 @@ int kiln_pool_policy(const struct kiln_pool_machine *m, const struct kiln_pool_l
     else if (m->heap == KILN_HEAP_SEGMENT)
         add(&r, ", segment heap");
     if (mem_rule && mem_known) {
-        add(&r, ", %.1f GB free", gb(m->mem_available));
+        add(&r, ", %.1f GiB free", gb(m->mem_available));
         if (lim->mem_reserve > 0)
-            add(&r, " less %.1f GB reserve", gb(lim->mem_reserve));
-        add(&r, " at %.1f GB per worker", gb(lim->mem_per_worker));
+            add(&r, " less %.1f GiB reserve", gb(lim->mem_reserve));
+        add(&r, " at %.1f GiB per worker", gb(lim->mem_per_worker));
     } else if (mem_rule) {
         add(&r, ", free memory unknown (not limiting)");
     }

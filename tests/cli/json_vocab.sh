@@ -78,7 +78,7 @@ run ok topo --sysfs "$fx/x3d"
 run ok topo --sysfs "$fx/x3d" --all-levels
 run ok bench store --records 20 --mean-kb 1
 run ok bench pages --rounds 1 --ranges 16
-run any bench pack --generated 20 --rounds 1
+run any bench pack --generate 20 --rounds 1
 # Both of kiln's speeds against zstd -1's: with the dictionary and without.
 if grep -q '"ok":true' "$W/out"; then
     for key in unpack_speed_vs_zstd1 nodict_unpack_speed_vs_zstd1 nodict_pack_speed_vs_zstd1; do

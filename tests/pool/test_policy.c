@@ -33,7 +33,7 @@ KT_CASE(every_cpu_when_memory_allows)
     KT_CHECK_EQ(p.workers, 12);
     KT_CHECK_EQ(p.cpus, 12);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_CPUS);
-    CHECK_REASON(p, "12 workers: 12 CPUs usable, 9.1 GB free at 0.5 GB per worker");
+    CHECK_REASON(p, "12 workers: 12 CPUs usable, 9.1 GiB free at 0.5 GiB per worker");
 }
 
 KT_CASE(never_more_than_cpus)
@@ -72,13 +72,13 @@ KT_CASE(quota_caps_cpus_rounding_up)
 KT_CASE(memory_rule)
 {
     /* The first worker is always allowed, one more per 768 MB past a 4 GB
-     * reserve: 8 GB free gives 1 + 4096/768 = 6. */
+     * reserve: 8 GiB free gives 1 + 4096/768 = 6. */
     struct kiln_pool_machine m = {.cpus_usable = 12, .mem_available = 8 * GB};
     struct kiln_pool_limits lim = {.mem_reserve = 4 * GB, .mem_per_worker = 768 * MB};
     struct kiln_pool_plan p = plan_for(m, lim);
     KT_CHECK_EQ(p.workers, 6);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_MEMORY);
-    CHECK_REASON(p, "6 workers: 12 CPUs usable, 8.0 GB free less 4.0 GB reserve at 0.8 GB per "
+    CHECK_REASON(p, "6 workers: 12 CPUs usable, 8.0 GiB free less 4.0 GiB reserve at 0.8 GiB per "
                     "worker; limited by memory");
     m.mem_available = 3 * GB; /* below the reserve: one worker */
     KT_CHECK_EQ(plan_for(m, lim).workers, 1);

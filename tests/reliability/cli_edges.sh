@@ -22,6 +22,9 @@ out=$(mktemp "${TMPDIR:-/tmp}/kiln-edges-out-XXXXXX")
 err=$(mktemp "${TMPDIR:-/tmp}/kiln-edges-err-XXXXXX")
 trap 'rm -rf "$work" "$out" "$err"' EXIT
 W=$work
+# The default cache folder, for the commands given none: never the user's.
+KILN_CACHE_DIR=$W/missing
+export KILN_CACHE_DIR
 # A whole Fossilize archive from the fuzz seeds, for the cases where only
 # the other argument is bad.
 foz=$(cd "$(dirname "$0")/../../fuzz/corpus/foz" && pwd)/triangle.foz
@@ -40,7 +43,7 @@ printf 'not a cache\n' >"$W/text/programs.kpc"
 printf 'a plain file\n' >"$W/afile"
 printf 'not a fossilize archive\n' >"$W/text.foz"
 printf 'not spir-v\n' >"$W/spv/bad.spv"
-if ! "$kiln" -q bench store --records 20 --mean-kb 1 --dir "$W/cache" >/dev/null 2>"$err"; then
+if ! "$kiln" -q bench store --records 20 --mean-kb 1 --cache "$W/cache" >/dev/null 2>"$err"; then
     fail "bench store could not make the small fixture cache: $(cat "$err")"
 elif ! "$kiln" cache check "$W/cache" >/dev/null 2>"$err"; then
     fail "the fixture cache is not whole: $(cat "$err")"
@@ -113,13 +116,13 @@ folder_cases() {
 
 section cache stats
 folder_cases cache stats
-expect "cache folder" cache stats
+expect "$W/missing" cache stats
 expect "cache folder" cache stats "$W/cache" "$W/cache"
 
 section cache check
 folder_cases cache check
 folder_cases cache check --repair
-expect "cache folder" cache check
+expect "$W/missing" cache check
 # A writer holds the cache: repair is refused (a failure, not bad usage).
 if [ "$have" -eq 1 ] && command -v flock >/dev/null 2>&1; then
     before=$(snapshot)
@@ -152,15 +155,15 @@ expect "--mean-kb" bench store --mean-kb 0
 expect "--mean-kb" bench store --mean-kb 70000
 expect "--threads" bench store --threads 0
 expect "--threads" bench store --threads 17
-expect "$W/afile" bench store --records 5 --dir "$W/afile"
-expect "$W/text" bench store --records 5 --dir "$W/text"
-expect "$W/dirkpc" bench store --records 5 --dir "$W/dirkpc"
+expect "$W/afile" bench store --records 5 --cache "$W/afile"
+expect "$W/text" bench store --records 5 --cache "$W/text"
+expect "$W/dirkpc" bench store --records 5 --cache "$W/dirkpc"
 expect "--bogus" bench store --bogus
 expect "extra" bench store extra
 
 section bench pack
 expect "--rounds" bench pack --rounds 0
-expect "--generated" bench pack --generated 5
+expect "--generate" bench pack --generate 5
 expect "$W/missing" bench pack --corpus "$W/missing"
 expect "$W/afile" bench pack --corpus "$W/afile"
 expect "--bogus" bench pack --bogus
@@ -255,7 +258,7 @@ expect "--allowed" topo --allowed ''
 expect "longer than" topo --sysfs "$W/$long"
 expect "$W/loop1" topo --sysfs "$W/loop1"
 section bench store
-expect "'--json'" bench store --records 5 --dir --json
+expect "'--json'" bench store --records 5 --cache --json
 
 # --json with a path that is not UTF-8: valid UTF-8 out (U+FFFD), exit 2.
 bad=$(printf 'bad\377name')

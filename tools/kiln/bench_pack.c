@@ -541,7 +541,7 @@ static int load_generated(struct set *s, unsigned n, bool quiet)
 
 static void help(void)
 {
-    printf("usage: kiln bench pack [--corpus DIR ...] [--generated N] [--rounds R] [--json]\n\n"
+    printf("usage: kiln bench pack [--corpus DIR ...] [--generate N] [--rounds R] [--json]\n\n"
            "Packs every module side by side with raw, zstd level 1 (the baseline), and\n"
            "kiln's codec without and with a dictionary; reports sizes, single-thread pack\n"
            "and unpack speed (SPIR-V MB/s: per 64 KiB chunk of modules the best of R\n"
@@ -554,7 +554,7 @@ static void help(void)
            "                   default: $KILN_CORPUS/spirv (KILN_CORPUS names the shared\n"
            "                   corpus folder, as for the tests), else " DEFAULT_CORPUS "\n"
            "                   relative to the current folder\n"
-           "  --generated N    measure N (>= 10) generated emulator-like programs\n"
+           "  --generate N     measure N (>= 10) generated emulator-like programs\n"
            "                   (kiln_generate_spirv, default seed, GLSL through shaderc\n"
            "                   without optimization); with --corpus, both are measured\n"
            "  --rounds R       timed passes per chunk and codec (default 5)\n"
@@ -565,9 +565,13 @@ int cmd_bench_pack(int argc, char **argv)
 {
     const char *name = argv[0];
     static const struct option opts[] = {
-        {"corpus", required_argument, NULL, 'c'}, {"generated", required_argument, NULL, 'g'},
-        {"rounds", required_argument, NULL, 'r'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"corpus", required_argument, NULL, 'c'},
+        {"generate", required_argument, NULL, 'g'},
+        {"generated", required_argument, NULL, 'G'}, /* the old spelling */
+        {"rounds", required_argument, NULL, 'r'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *corpora[MAX_CORPORA];
     size_t ncorpora = 0;
@@ -576,15 +580,18 @@ int cmd_bench_pack(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0; /* one line per error: ours, naming the option */
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":h", opts)) != -1) {
         switch (c) {
         case 'c':
             if (ncorpora == MAX_CORPORA)
                 return cli_usage_error(name, "at most %d --corpus folders", MAX_CORPORA);
             corpora[ncorpora++] = optarg;
             break;
+        case 'G':
+            cli_deprecated(name, "--generated", "--generate");
+            /* fall through */
         case 'g':
-            if (cli_parse_u64(name, "--generated", optarg, 10, 1000000, false, &generated))
+            if (cli_parse_u64(name, "--generate", optarg, 10, 1000000, false, &generated))
                 return KILN_EXIT_USAGE;
             break;
         case 'r':
@@ -605,6 +612,7 @@ int cmd_bench_pack(int argc, char **argv)
         return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
     bool use_corpus = ncorpora > 0 || generated == 0;
     char env_corpus[4096];
+    bool implicit_corpus = ncorpora == 0;
     if (ncorpora == 0) {
         const char *env = getenv("KILN_CORPUS");
         if (env && *env) {
@@ -622,7 +630,13 @@ int cmd_bench_pack(int argc, char **argv)
         for (size_t i = 0; i < ncorpora; i++) {
             int rc = walk(&corpus, corpora[i]);
             if (rc < 0) {
-                cli_error(name, "%s: %s", corpora[i], kiln_strerror(rc));
+                /* The default corpus is beside a checkout, not in it: say
+                 * what measures without it. */
+                cli_error(name, "%s: %s%s", corpora[i], kiln_strerror(rc),
+                          implicit_corpus
+                              ? " (no corpus of .spv modules here: give --corpus DIR, or "
+                                "--generate N to measure N generated programs)"
+                              : "");
                 set_free(&corpus);
                 return cli_exit_for(rc);
             }
@@ -643,7 +657,7 @@ int cmd_bench_pack(int argc, char **argv)
     if (status == KILN_EXIT_OK && generated) {
         int rc = load_generated(&gen, (unsigned)generated, json);
         if (rc == KILN_ENOTSUP) {
-            cli_error(name, "--generated: this build has no GLSL translator (shaderc), so "
+            cli_error(name, "--generate: this build has no GLSL translator (shaderc), so "
                             "no generated programs");
             status = KILN_EXIT_FAILED;
         } else if (rc < 0 || (rc = run_bench(&gen, (unsigned)rounds, json, &rc_gen)) < 0) {

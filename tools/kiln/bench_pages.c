@@ -291,7 +291,7 @@ int cmd_bench_pages(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0; /* one line per error: ours, naming the option */
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":h", opts)) != -1) {
         int rc = KILN_EXIT_OK;
         switch (c) {
         case 'r':

@@ -61,14 +61,14 @@
 #define DEFAULT_TWICE_PROGRAMS  16u
 
 static const char help[] =
-    "usage: %s [--programs N] [--threads LIST] [--seed S] [--json]\n"
+    "usage: %s [--generate N] [--threads LIST] [--seed S] [--json]\n"
     "\n"
     "Translates and packs N generated programs once, then builds all their\n"
     "pipelines (no VkPipelineCache: every build compiles) at each thread count,\n"
     "each run in its own process, and compares resident memory with every\n"
     "shader module kept alive against modules made only for each create call.\n"
     "\n"
-    "  --programs N    programs to build (default %u; half compute, half\n"
+    "  --generate N    programs to build (default %u; half compute, half\n"
     "                  vertex+fragment)\n"
     "  --threads LIST  thread counts, comma-separated (default 1,2,4,... up to\n"
     "                  the usable CPUs, then twice that)\n"
@@ -412,7 +412,8 @@ int cmd_bench_prepare(int argc, char **argv)
 {
     const char *name = argv[0];
     static const struct option longopts[] = {
-        {"programs", required_argument, NULL, 'n'},
+        {"generate", required_argument, NULL, 'n'},
+        {"programs", required_argument, NULL, 'P'}, /* the old spelling */
         {"threads", required_argument, NULL, 't'},
         {"memory-programs", required_argument, NULL, 'm'},
         {"twice-programs", required_argument, NULL, 'T'},
@@ -430,10 +431,13 @@ int cmd_bench_prepare(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         switch (c) {
+        case 'P':
+            cli_deprecated(name, "--programs", "--generate");
+            /* fall through */
         case 'n':
-            if (cli_parse_u64(name, "--programs", optarg, 1, 1000000, false, &v))
+            if (cli_parse_u64(name, "--generate", optarg, 1, 1000000, false, &v))
                 return KILN_EXIT_USAGE;
             b.n = (unsigned)v;
             break;

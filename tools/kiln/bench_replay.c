@@ -129,6 +129,17 @@ struct bench {
     char tmp[CLI_PATH_MAX]; /* the private temporary folder */
 };
 
+/* The sampler's interval and timeline (see the sampler below). */
+#define SAMPLE_MS       5
+#define TIMELINE_POINTS 256
+
+struct timeline {
+    uint32_t n;      /* points kept */
+    uint32_t stride; /* samples per kept point */
+    uint32_t ms[TIMELINE_POINTS];
+    uint64_t bytes[TIMELINE_POINTS];
+};
+
 /* What a child reports through its pipe. */
 struct run_result {
     int rc;
@@ -147,6 +158,7 @@ struct run_result {
     char device[256];
     char driver[256];
     char skip_reason[160];
+    struct timeline timeline; /* resident memory over the run */
 };
 
 #ifndef _WIN32
@@ -218,26 +230,49 @@ static uint64_t status_bytes(const char *key)
 /* ---- the memory of kiln and its worker processes -------------------------- */
 
 /*
- * An isolated run builds in worker processes, whose memory this process's
- * VmHWM does not hold. A sampler thread reads, every SAMPLE_MS, the resident
- * memory the pool's budget counts (kiln_pool_resident_bytes: this process
- * and every worker registered with it, from /proc) and keeps the largest
- * sum. A peak shorter than the interval can be missed.
+ * A sampler thread reads, every SAMPLE_MS, the resident memory the pool's
+ * budget counts (kiln_pool_resident_bytes: this process and every worker
+ * registered with it, from /proc). It keeps the largest sum, which is the
+ * peak of an isolated run (whose workers this process's VmHWM does not
+ * hold; a peak shorter than the interval can be missed), and a timeline of
+ * at most TIMELINE_POINTS samples for plots of memory against the budget:
+ * when full, every other point is dropped and the stride doubles, so the
+ * timeline always spans the whole run.
  */
-#define SAMPLE_MS 5
-
 struct sampler {
     pthread_t thread;
     atomic_bool stop;
-    uint64_t peak; /* written by the thread only, read after the join */
+    uint64_t peak;       /* written by the thread only, read after the join */
+    struct timeline *tl; /* the same */
 };
+
+static void timeline_add(struct timeline *tl, uint64_t sample, uint32_t ms, uint64_t bytes)
+{
+    if (sample % tl->stride != 0)
+        return;
+    if (tl->n == TIMELINE_POINTS) {
+        for (uint32_t i = 0; i < TIMELINE_POINTS / 2; i++) {
+            tl->ms[i] = tl->ms[2 * i];
+            tl->bytes[i] = tl->bytes[2 * i];
+        }
+        tl->n = TIMELINE_POINTS / 2;
+        tl->stride *= 2;
+        if (sample % tl->stride != 0)
+            return;
+    }
+    tl->ms[tl->n] = ms;
+    tl->bytes[tl->n] = bytes;
+    tl->n++;
+}
 
 static void *sample_loop(void *arg)
 {
     struct sampler *sm = arg;
-    while (!atomic_load(&sm->stop)) {
+    uint64_t t0 = kiln_now_ns();
+    for (uint64_t i = 0; !atomic_load(&sm->stop); i++) {
         uint64_t v = kiln_pool_resident_bytes();
         sm->peak = v > sm->peak ? v : sm->peak;
+        timeline_add(sm->tl, i, (uint32_t)((kiln_now_ns() - t0) / 1000000u), v);
         struct timespec ts = {0, SAMPLE_MS * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -300,9 +335,10 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     bool isolated = variant && b->isolate;
     if (isolated)
         o.isolate = &b->iso;
-    struct sampler sm = {.peak = 0};
+    r->timeline.stride = 1;
+    struct sampler sm = {.peak = 0, .tl = &r->timeline};
     atomic_init(&sm.stop, false);
-    bool sampling = isolated && pthread_create(&sm.thread, NULL, sample_loop, &sm) == 0;
+    bool sampling = pthread_create(&sm.thread, NULL, sample_loop, &sm) == 0;
     struct kiln_prepare_summary s;
     r->rc = kiln_prepare(&o, NULL, NULL, &s);
     if (sampling) {
@@ -333,7 +369,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     r->own_peak_rss = r->hwm_reset ? status_bytes("VmHWM:") : kiln_peak_rss_bytes();
     if (r->own_peak_rss == 0)
         r->own_peak_rss = kiln_peak_rss_bytes();
-    r->peak_rss = sampling && sm.peak > r->own_peak_rss ? sm.peak : r->own_peak_rss;
+    r->peak_rss = isolated && sampling && sm.peak > r->own_peak_rss ? sm.peak : r->own_peak_rss;
     /* Nothing else to free: the process ends here. */
 }
 
@@ -483,6 +519,22 @@ static double rate_at_one(const unsigned *list, unsigned nlist, const struct run
     return 0;
 }
 
+/* "rss_timeline": {"ms": [...], "bytes": [...]}, the sampler's points. */
+static void json_timeline(struct cli_json *j, const struct timeline *tl)
+{
+    cli_json_object_begin(j, "rss_timeline");
+    cli_json_u64(j, "interval_ms", (uint64_t)SAMPLE_MS * tl->stride);
+    cli_json_array_begin(j, "ms");
+    for (uint32_t i = 0; i < tl->n; i++)
+        cli_json_u64(j, NULL, tl->ms[i]);
+    cli_json_array_end(j);
+    cli_json_array_begin(j, "bytes");
+    for (uint32_t i = 0; i < tl->n; i++)
+        cli_json_u64(j, NULL, tl->bytes[i]);
+    cli_json_array_end(j);
+    cli_json_object_end(j);
+}
+
 static void json_run(struct cli_json *j, const struct replay_set *s, unsigned threads,
                      const struct run_result *r, uint64_t budget)
 {
@@ -517,6 +569,7 @@ static void json_run(struct cli_json *j, const struct replay_set *s, unsigned th
         cli_json_null(j, "memory_budget_bytes");
     if (budget)
         cli_json_bool(j, "within_budget", r->peak_rss <= budget);
+    json_timeline(j, &r->timeline);
     cli_json_object_end(j);
 }
 
@@ -708,7 +761,7 @@ int cmd_bench_replay(int argc, char **argv)
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         switch (c) {
         case 't':
             if (bench_parse_threads(name, optarg, list, &nlist))

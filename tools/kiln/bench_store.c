@@ -45,7 +45,7 @@ int cmd_bench_store(int argc, char **argv)
 #define BENCH_STAMP 0x6b696c6e62656e63ull /* "kilnbenc" */
 
 static const char help[] =
-    "usage: %s [--records N] [--mean-kb K] [--threads T] [--dir DIR] [--json]\n"
+    "usage: %s [--records N] [--mean-kb K] [--threads T] [--cache DIR] [--json]\n"
     "\n"
     "Makes a cache of N records averaging K KiB, then measures opening it by\n"
     "scanning every record head (the baseline) against opening it by its index,\n"
@@ -56,7 +56,7 @@ static const char help[] =
     "  --mean-kb K   mean record size in KiB (default 16; 150 makes about 6 GB)\n"
     "  --threads T   threads for the parallel load (default: the pool's choice\n"
     "                for reading; at most 16)\n"
-    "  --dir DIR     make the cache in DIR and keep it (default: a temporary\n"
+    "  --cache DIR   make the cache in DIR and keep it (default: a temporary\n"
     "                folder under $TMPDIR or /var/tmp, removed afterwards)\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
@@ -336,7 +336,8 @@ int cmd_bench_store(int argc, char **argv)
     static const struct option opts[] = {{"records", required_argument, NULL, 'n'},
                                          {"mean-kb", required_argument, NULL, 'k'},
                                          {"threads", required_argument, NULL, 't'},
-                                         {"dir", required_argument, NULL, 'd'},
+                                         {"cache", required_argument, NULL, 'd'},
+                                         {"dir", required_argument, NULL, 'D'}, /* old */
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -349,7 +350,7 @@ int cmd_bench_store(int argc, char **argv)
     int ch;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         switch (ch) {
         case 'n':
             if (cli_parse_u64(argv[0], "--records", optarg, 1, 10000000, true, &b.records))
@@ -364,8 +365,11 @@ int cmd_bench_store(int argc, char **argv)
                 return KILN_EXIT_USAGE;
             b.threads = (unsigned)v;
             break;
+        case 'D':
+            cli_deprecated(argv[0], "--dir", "--cache");
+            /* fall through */
         case 'd':
-            CLI_TRY(cli_check_path(argv[0], "--dir", optarg));
+            CLI_TRY(cli_check_path(argv[0], "--cache", optarg));
             dir = optarg;
             break;
         case 'j':

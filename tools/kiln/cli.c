@@ -280,14 +280,25 @@ int cli_option_error(const char *name, int ch, char **argv)
 {
     if (ch == ':')
         return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
+    const char *meant = cli_suggest_option(argv[optind - 1]);
+    if (meant)
+        return cli_usage_error(name, "unknown option '%s'; did you mean '--%s'?", argv[optind - 1],
+                               meant);
     return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
 }
 
 static int report_option(int ch, char **argv, bool *json, const char *help, va_list ap)
     __attribute__((format(CLI_PRINTF_KIND, 4, 0)));
 
+/* --cache DIR as an option of a cache command; NULL when not given. */
+static const char *given_cache_dir;
+
 static int report_option(int ch, char **argv, bool *json, const char *help, va_list ap)
 {
+    if (ch == CLI_OPT_CACHE) {
+        CLI_TRY(cli_parse_cache_dir(argv[0], optarg, &given_cache_dir));
+        return CLI_NEXT_OPTION;
+    }
     if (ch == 'j') {
         *json = true;
         return CLI_NEXT_OPTION;
@@ -310,12 +321,14 @@ int cli_report_option(int ch, char **argv, bool *json, const char *help, ...)
 
 int cli_parse_report_options(int argc, char **argv, bool *json, const char *help, ...)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {CLI_CACHE_OPTION,
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int ch, ex = CLI_NEXT_OPTION;
     opterr = 0;
     optind = 1;
-    while (ex == CLI_NEXT_OPTION && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while (ex == CLI_NEXT_OPTION && (ch = cli_getopt(argc, argv, "", opts)) != -1) {
         va_list ap;
         va_start(ap, help);
         ex = report_option(ch, argv, json, help, ap);
@@ -335,7 +348,7 @@ int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json,
     *dir = NULL;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'c') {
             CLI_TRY(cli_parse_cache_dir(argv[0], optarg, dir));
         } else {
@@ -347,18 +360,79 @@ int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json,
                 return ex;
         }
     }
-    if (!*dir)
-        return cli_usage_error(argv[0], "--cache DIR is required");
+    if (!*dir && !(*dir = cli_default_cache_dir(argv[0])))
+        return KILN_EXIT_USAGE;
     return CLI_NEXT_OPTION;
 }
 
 int cli_one_cache_dir(int argc, char **argv, const char **dir)
 {
-    if (optind != argc - 1)
-        return cli_usage_error(argv[0], "expected one cache folder");
-    CLI_TRY(cli_check_path(argv[0], "the cache folder", argv[optind]));
-    *dir = argv[optind];
+    if (optind < argc - 1 || (optind == argc - 1 && given_cache_dir))
+        return cli_usage_error(argv[0], "expected one cache folder (DIR or --cache DIR)");
+    if (optind == argc - 1) {
+        CLI_TRY(cli_check_path(argv[0], "the cache folder", argv[optind]));
+        *dir = argv[optind];
+    } else if (given_cache_dir) {
+        *dir = given_cache_dir;
+    } else if (!(*dir = cli_default_cache_dir(argv[0]))) {
+        return KILN_EXIT_USAGE;
+    }
     return KILN_EXIT_OK;
+}
+
+/* "/x", "C:\\x", "C:/x" or "\\\\server\\x": a path that names the same place
+ * wherever kiln stands. */
+static bool cli_path_is_absolute(const char *p)
+{
+    if (p[0] == '/' || (p[0] == '\\' && p[1] == '\\'))
+        return true;
+    bool letter = (p[0] >= 'a' && p[0] <= 'z') || (p[0] >= 'A' && p[0] <= 'Z');
+    return letter && p[1] == ':' && (p[2] == '\\' || p[2] == '/');
+}
+
+/* `base` + `tail` into `out` when `base` is an absolute path; else false. */
+static bool under(char *out, size_t cap, const char *base, const char *tail)
+{
+    if (!base || !*base || !cli_path_is_absolute(base))
+        return false;
+    size_t n = strlen(base);
+    const char *sep = base[n - 1] == '/' || base[n - 1] == '\\' ? "" : "/";
+    return (size_t)snprintf(out, cap, "%s%s%s", base, sep, tail) < cap;
+}
+
+void cli_silence_stdout(void)
+{
+#ifdef _WIN32
+    static const char null_device[] = "NUL";
+#else
+    static const char null_device[] = "/dev/null";
+#endif
+    fflush(stdout);
+    if (!freopen(null_device, "w", stdout))
+        return; /* stdout is closed then: nothing is printed either way */
+}
+
+const char *cli_cache_option(void)
+{
+    return given_cache_dir;
+}
+
+const char *cli_default_cache_dir(const char *name)
+{
+    static char dir[CLI_PATH_MAX];
+    const char *own = getenv("KILN_CACHE_DIR");
+    if (own && *own) {
+        if (cli_check_path(name, "$KILN_CACHE_DIR", own) != KILN_EXIT_OK)
+            return NULL;
+        return own;
+    }
+    if (under(dir, sizeof(dir), getenv("XDG_CACHE_HOME"), "kiln") ||
+        under(dir, sizeof(dir), getenv("LOCALAPPDATA"), "kiln") ||
+        under(dir, sizeof(dir), getenv("HOME"), ".cache/kiln"))
+        return dir;
+    cli_usage_error(name, "no cache folder: give --cache DIR, or set KILN_CACHE_DIR "
+                          "(or HOME, for ~/.cache/kiln)");
+    return NULL;
 }
 
 /* ---- JSON output ------------------------------------------------------- */
@@ -385,6 +459,9 @@ static void log_sink(void *user, enum kiln_log_level level, const char *module, 
 {
     (void)user;
     static const char *const names[] = {"error", "warning", "info", "debug"};
+    if (level == KILN_LOG_WARN && !cli_term_first_warning(module, line))
+        return;
+    cli_term_before_line();
     fprintf(stderr, "kiln: %s: %s: %s\n", module,
             (unsigned)level < CLI_ARRAY_LEN(names) ? names[level] : "log", line);
     if (level == KILN_LOG_ERROR)
@@ -658,7 +735,8 @@ void cli_progress_start(struct cli_progress *p, const char *label, uint64_t tota
     p->total = total;
     p->start_ns = p->last_ns = kiln_now_ns();
     p->tty = isatty(STDERR_FILENO) != 0;
-    p->quiet = quiet;
+    p->quiet = quiet || kiln_log_get_level() <= KILN_LOG_ERROR; /* -q */
+    p->lines = 0;
 }
 
 static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, bool final)
@@ -677,9 +755,15 @@ static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, b
                 done, p->total, rate, left);
         if (final)
             fputc('\n', stderr);
+        cli_term_bar_drawn(!final);
     } else {
+        /* Without a terminal: a line every 5 s, and the last one only after
+         * such lines (work under 5 s leaves no trace but its report). */
+        if (final && p->lines == 0)
+            return;
         fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " done, %.1f/s, %.0f s left\n", p->label, done,
                 p->total, rate, left);
+        p->lines++;
     }
     fflush(stderr);
 }

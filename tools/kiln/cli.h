@@ -147,6 +147,74 @@ int cli_parse_cache_dir(const char *name, const char *text, const char **dir);
  */
 int cli_option_error(const char *name, int ch, char **argv);
 
+struct option;
+
+/*
+ * getopt_long() for a command's option loop, remembering `longs` so that
+ * cli_option_error() can suggest the option meant ("did you mean
+ * '--cache'?"). Same arguments and result as getopt_long(), no index.
+ */
+int cli_getopt(int argc, char **argv, const char *shorts, const struct option *longs);
+
+/* "Did you mean": offer each known word, then take the closest, or NULL. */
+struct cli_suggest {
+    const char *typed;
+    const char *best;
+    size_t best_distance;
+    const char *prefix_of; /* the last word `typed` is a prefix of */
+    unsigned prefix_count;
+};
+void cli_suggest_begin(struct cli_suggest *s, const char *typed);
+void cli_suggest_offer(struct cli_suggest *s, const char *word);
+const char *cli_suggest_result(const struct cli_suggest *s);
+
+/* Edit distance with swaps of neighbours; (size_t)-1 past 64 characters. */
+size_t cli_edit_distance(const char *a, const char *b);
+
+/* One warning line: option `old` is spelled `now` today. */
+void cli_deprecated(const char *name, const char *old, const char *now);
+
+/* The long option of the last cli_getopt() table closest to `arg`
+ * ("--cahce"), or NULL. */
+const char *cli_suggest_option(const char *arg);
+
+/*
+ * --cache DIR in a cache command's option table (beside the folder as an
+ * operand): cli_report_option() takes it, cli_one_cache_dir() uses it.
+ */
+#define CLI_OPT_CACHE 0x1001
+#define CLI_CACHE_OPTION                                \
+    {                                                   \
+        "cache", required_argument, NULL, CLI_OPT_CACHE \
+    }
+
+/*
+ * The cache folder a command uses when none is given: $KILN_CACHE_DIR,
+ * else $XDG_CACHE_HOME/kiln, else %LOCALAPPDATA%/kiln (set on Windows),
+ * else $HOME/.cache/kiln. A relative variable is ignored, as the XDG rules
+ * say. @return the folder (static storage, for the life of the process),
+ * or NULL after one usage line saying none of them is set.
+ */
+const char *cli_default_cache_dir(const char *name);
+
+/* The terminal's stderr (cli_term.c): the bar says whether it is drawn on
+ * the current line; a log line clears it first; a warning already shown
+ * this run is counted, not printed; cli_term_finish() says how many. */
+void cli_term_bar_drawn(bool on_line);
+void cli_term_before_line(void);
+bool cli_term_first_warning(const char *module, const char *line);
+void cli_term_finish(void);
+
+/* "s" for a count other than one: "%" PRIu64 " record%s", n, CLI_S(n). */
+#define CLI_S(n) ((n) == 1 ? "" : "s")
+
+/* Sends stdout to the null device from now on (-q on a command that is not
+ * a report). */
+void cli_silence_stdout(void);
+
+/* The folder --cache DIR gave to cli_report_option(), or NULL. */
+const char *cli_cache_option(void);
+
 /* A cli_report_option() result: the option was --json; parsing goes on. */
 #define CLI_NEXT_OPTION (-1)
 
@@ -281,6 +349,7 @@ struct cli_progress {
     uint64_t last_ns;
     bool tty;
     bool quiet;
+    unsigned lines; /* plain lines printed (no terminal) */
 };
 
 void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total, bool quiet);

@@ -155,6 +155,8 @@ int cli_prep_setup(const char *name, struct cli_prep_flags *f, struct cli_builde
 {
     if (f->iso.time_limit_ms && !f->isolate)
         return cli_usage_error(name, "--timeout-ms goes with --isolate");
+    if (!*f->cache_dir && !(*f->cache_dir = cli_default_cache_dir(name)))
+        return KILN_EXIT_USAGE;
     if (f->isolate && cli_isolate_worker(name, &f->iso))
         return KILN_EXIT_FAILED;
     CLI_TRY(cli_apply_cache_affinity(name));

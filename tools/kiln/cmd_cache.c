@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char stats_help[] =
-    "usage: %s DIR [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--json]\n"
     "\n"
     "Opens the cache in DIR read-only (whatever its stamp) and reports its live\n"
     "records (a superseded record does not count), their payload bytes, the\n"
@@ -23,6 +23,8 @@ static const char stats_help[] =
     "('index'), from the index plus records past its end ('index+tail'), by a\n"
     "full scan ('rebuilt'), or 'new' for an empty cache. Nothing is written.\n"
     "\n"
+    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --json    one JSON object on stdout\n"
     "  --help    this text\n";
 
@@ -56,7 +58,8 @@ int cmd_cache_stats(int argc, char **argv)
         cli_json_u64(&j, "file_bytes", st.file_bytes);
         cli_json_str(&j, "stamp", stamp);
         cli_json_str(&j, "dict_id", dict);
-        cli_json_str(&j, "open", kiln_cache_open_kind_name(st.open_kind));
+        cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(st.open_kind));
+        cli_json_str(&j, "open", kiln_cache_open_kind_name(st.open_kind)); /* kiln/1's name */
         cli_json_str(&j, "open_text", st.open_text);
         cli_json_u64(&j, "tail_records", st.tail_records);
         cli_json_u64(&j, "torn_tail_bytes", st.cut_bytes);
@@ -71,14 +74,14 @@ int cmd_cache_stats(int argc, char **argv)
     printf("bytes       %s of payload, records file %s\n",
            cli_format_bytes(b1, sizeof(b1), st.bytes),
            cli_format_bytes(b2, sizeof(b2), st.file_bytes));
-    printf("stamp       %s (dictionary %s)\n", stamp, dict);
+    printf("stamp       %s (dictionary %s)\n", stamp, st.dict_id ? dict : "none");
     printf("open        %s in %.1f ms: %s\n", kiln_cache_open_kind_name(st.open_kind),
            (double)st.open_ns / 1e6, st.open_text);
     return KILN_EXIT_OK;
 }
 
 static const char check_help[] =
-    "usage: %s DIR [--repair] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--repair] [--json]\n"
     "\n"
     "Reads every record of the cache in DIR, checks its head and checksum, and\n"
     "checks the index against the records. Exit 0 only when the cache is whole\n"
@@ -88,6 +91,8 @@ static const char check_help[] =
     "  --repair  cut a torn tail and rewrite the index from the whole records\n"
     "            (takes the writer lock; damaged records are left out of the\n"
     "            index so they read as missing and can be written again)\n"
+    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --json    one JSON object on stdout\n"
     "  --help    this text\n";
 
@@ -109,6 +114,7 @@ static const char *index_state_name(enum kiln_cache_index_state s)
 int cmd_cache_check(int argc, char **argv)
 {
     static const struct option opts[] = {{"repair", no_argument, NULL, 'r'},
+                                         CLI_CACHE_OPTION,
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -116,7 +122,7 @@ int cmd_cache_check(int argc, char **argv)
     int ch, ex;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'r') {
             repair = true;
         } else {
@@ -147,7 +153,8 @@ int cmd_cache_check(int argc, char **argv)
         cli_json_str(&j, "stamp", stamp);
         cli_json_u64(&j, "file_bytes", rep.file_bytes);
         cli_json_u64(&j, "records", rep.records);
-        cli_json_u64(&j, "bad_records", rep.bad_records);
+        cli_json_u64(&j, "damaged", rep.bad_records);
+        cli_json_u64(&j, "bad_records", rep.bad_records); /* kiln/1's name */
         cli_json_u64(&j, "damaged_bytes", rep.damaged_bytes);
         cli_json_u64(&j, "torn_tail_bytes", rep.torn_tail_bytes);
         cli_json_u64(&j, "index_entries", rep.index_entries);

@@ -73,7 +73,7 @@ static int compact(struct kiln_cache *c, const void *arg, struct kiln_cache_rewr
 }
 
 static const char prune_help[] =
-    "usage: %s DIR [--older-than DAYS] [--max-size SIZE] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--older-than DAYS] [--max-size SIZE] [--json]\n"
     "\n"
     "Drops the records of the cache in DIR that were not used (loaded or\n"
     "stored) in the last DAYS days, then the least recently used ones until\n"
@@ -84,6 +84,8 @@ static const char prune_help[] =
     "\n"
     "  --older-than DAYS  drop records unused for more than DAYS days\n"
     "  --max-size SIZE    keep the records file at most SIZE bytes\n"
+    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --json             one JSON object on stdout\n"
     "  --help             this text\n";
 
@@ -91,6 +93,7 @@ int cmd_cache_prune(int argc, char **argv)
 {
     static const struct option opts[] = {{"older-than", required_argument, NULL, 'o'},
                                          {"max-size", required_argument, NULL, 's'},
+                                         CLI_CACHE_OPTION,
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -100,7 +103,7 @@ int cmd_cache_prune(int argc, char **argv)
     int ch, ex;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'o') {
             if (cli_parse_u64(argv[0], "--older-than", optarg, 0, UINT32_MAX - 1, false, &v))
                 return KILN_EXIT_USAGE;
@@ -131,13 +134,15 @@ int cmd_cache_prune(int argc, char **argv)
 }
 
 static const char compact_help[] =
-    "usage: %s DIR [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--json]\n"
     "\n"
     "Rewrites the records file of the cache in DIR without superseded or\n"
     "damaged records and dead bytes, and its index and last-use marks with it\n"
     "(new file, sync, rename: the old cache stays whole until the rename).\n"
     "Nothing is written when the file is already compact.\n"
     "\n"
+    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --json    one JSON object on stdout\n"
     "  --help    this text\n";
 
@@ -161,6 +166,7 @@ int cmd_cache_compact(int argc, char **argv)
 
 static const char merge_help[] =
     "usage: %s OUT IN... [--json]\n"
+    "       %s --cache OUT IN... [--json]\n"
     "\n"
     "Joins the caches IN... into the cache OUT (made when missing). Every cache\n"
     "must have the same stamp and dictionary, else nothing is merged. Packed\n"
@@ -171,23 +177,28 @@ static const char merge_help[] =
     "folder is checked before OUT is made or written: a missing input, or one\n"
     "that is not a cache, changes nothing (exit 2).\n"
     "\n"
-    "  --json    one JSON object on stdout\n"
-    "  --help    this text\n";
+    "  --cache OUT   the output folder, as an option (then every operand is\n"
+    "                an input)\n"
+    "  --json        one JSON object on stdout\n"
+    "  --help        this text\n";
 
 int cmd_cache_merge(int argc, char **argv)
 {
     bool json = false;
-    int ex = cli_parse_report_options(argc, argv, &json, merge_help, argv[0]);
+    int ex = cli_parse_report_options(argc, argv, &json, merge_help, argv[0], argv[0]);
     if (ex != CLI_NEXT_OPTION)
         return ex;
-    if (argc - optind < 2)
+    const char *out_dir = cli_cache_option();
+    int first_in = out_dir ? optind : optind + 1;
+    if (argc - first_in < 1 || first_in > argc)
         return cli_usage_error(argv[0], "expected an output cache folder and at least one input");
     for (int i = optind; i < argc; i++)
-        CLI_TRY(cli_check_path(argv[0], i == optind ? "the output folder" : "an input folder",
+        CLI_TRY(cli_check_path(argv[0], i < first_in ? "the output folder" : "an input folder",
                                argv[i]));
-    const char *out_dir = argv[optind];
-    const char *const *in = (const char *const *)&argv[optind + 1];
-    size_t nin = (size_t)(argc - optind - 1);
+    if (!out_dir)
+        out_dir = argv[optind];
+    const char *const *in = (const char *const *)&argv[first_in];
+    size_t nin = (size_t)(argc - first_in);
 
     /* Everything is checked before OUT is made or written: OUT must be
      * missing, a folder without a cache, or a cache; every input must open

@@ -16,7 +16,7 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: %s DIR --codec raw|zstd|kiln [--dict|--no-dict] [--json]\n"
+    "usage: %s [DIR | --cache DIR] --codec raw|zstd|kiln [--dict|--no-dict] [--json]\n"
     "\n"
     "Rewrites every program of the cache in DIR with another codec: each stage\n"
     "is unpacked and packed again. With the kiln codec, --dict trains a\n"
@@ -29,6 +29,8 @@ static const char help[] =
     "  --codec NAME  raw, zstd (level 1) or kiln\n"
     "  --dict        train a dictionary (kiln codec only)\n"
     "  --no-dict     no dictionary\n"
+    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
@@ -45,17 +47,20 @@ static int repack(struct kiln_cache *c, const void *arg, struct kiln_cache_rewri
 
 int cmd_cache_repack(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"codec", required_argument, NULL, 'c'}, {"dict", no_argument, NULL, 'd'},
-        {"no-dict", no_argument, NULL, 'n'},     {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"codec", required_argument, NULL, 'c'},
+                                         {"dict", no_argument, NULL, 'd'},
+                                         {"no-dict", no_argument, NULL, 'n'},
+                                         CLI_CACHE_OPTION,
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     bool json = false, have_codec = false, dict = false, no_dict = false;
     enum kiln_codec codec = KILN_CODEC_KILN;
     enum kiln_cache_dict_mode mode = KILN_CACHE_DICT_KEEP;
     int ch, ex;
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
         if (ch == 'c') {
             if (kiln_codec_parse(optarg, &codec) < 0)
                 return cli_usage_error(argv[0], "--codec: expected raw, zstd or kiln, got '%s'",

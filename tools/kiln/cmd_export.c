@@ -15,7 +15,7 @@
 #include <inttypes.h>
 
 static const char help[] =
-    "usage: %s --cache DIR OUT.foz [--json]\n"
+    "usage: %s [--cache DIR] OUT.foz [--json]\n"
     "\n"
     "Writes the pipelines of the kiln cache in DIR as a Fossilize stream\n"
     "archive (format version 6) at OUT.foz, which Fossilize's replayer\n"
@@ -36,7 +36,8 @@ static const char help[] =
     "out, or when writing failed; 2 for a missing cache, or a cache with no\n"
     "program that makes a pipeline (then nothing is written).\n"
     "\n"
-    "  --cache DIR   the cache folder (required)\n"
+    "  --cache DIR   the cache folder (default: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 

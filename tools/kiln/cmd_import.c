@@ -29,7 +29,7 @@
 #endif
 
 static const char help[] =
-    "usage: %s FILE.foz... --cache DIR [--json]\n"
+    "usage: %s FILE.foz... [--cache DIR] [--json]\n"
     "\n"
     "Reads Fossilize stream archives (versions 5 and 6) and stores each recorded\n"
     "pipeline (graphics, compute, ray-tracing) in the kiln cache in DIR (made when\n"
@@ -51,7 +51,8 @@ static const char help[] =
     "that is not an archive, or a DIR that is not such a cache folder (then\n"
     "nothing is imported and no file or folder is made).\n"
     "\n"
-    "  --cache DIR   the cache folder (required)\n"
+    "  --cache DIR   the cache folder (default: $KILN_CACHE_DIR, else\n"
+    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 

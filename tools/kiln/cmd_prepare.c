@@ -17,13 +17,12 @@
 #include "cli_kinds.h"
 #include "commands.h"
 
+#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-
-#define DEFAULT_CACHE_DIR "./kiln-cache"
 
 /* The most archives one command line names (--corpus A.foz B.foz ...). */
 #define MAX_ARCHIVES 4096
@@ -52,7 +51,8 @@ static const char help[] =
     "  --generate N    N programs of kiln's generator of emulator-like programs\n"
     "                  (the default, with N = %u)\n"
     "  --seed S        the generator's seed (default 0x%" PRIx64 ")\n"
-    "  --cache DIR     the cache folder, made when missing (default " DEFAULT_CACHE_DIR ")\n"
+    "  --cache DIR     the cache folder, made when missing (default: $KILN_CACHE_DIR,\n"
+    "                  else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
     "  --jobs N|auto   workers (default auto: the pool policy, from usable CPUs\n"
     "                  and free memory)\n"
     "  --dict          give the cache a packing dictionary: when it has none, one\n"
@@ -126,6 +126,28 @@ static bool is_foz(const char *path)
     return n >= 4 && strcmp(path + n - 4, ".foz") == 0;
 }
 
+/* "no programs in the corpus folder", with what to do when it holds
+ * Fossilize archives instead (they are named one by one). */
+static void no_programs(const char *dir)
+{
+    unsigned foz = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        foz += is_foz(e->d_name);
+    if (d)
+        closedir(d);
+    if (foz)
+        kiln_log(KILN_LOG_ERROR, "prep",
+                 "%s: no programs in the corpus folder, but %u Fossilize archive%s: name them "
+                 "(--corpus %s/*.foz), or import them first (kiln import foz %s/*.foz)",
+                 dir, foz, foz == 1 ? "" : "s", dir, dir);
+    else
+        kiln_log(KILN_LOG_ERROR, "prep",
+                 "%s: no programs in the corpus folder (NAME.comp, NAME.vert + NAME.frag, or the "
+                 "same with .spv)",
+                 dir);
+}
+
 /*
  * Opens the program source the options name (tools/gen, tools/foz) and
  * the GLSL translator (tools/glsl) its programs need, and points `o` at
@@ -153,7 +175,7 @@ static int open_input(struct prep_input *in, struct kiln_prepare_options *o,
             kiln_log(KILN_LOG_ERROR, "prep", "%s%s: no pipelines in the archive%s", in->corpus,
                      in->narchives > 1 ? " ..." : "", in->narchives > 1 ? "s" : "");
         else
-            kiln_log(KILN_LOG_ERROR, "prep", "%s: no programs in the corpus folder", in->corpus);
+            no_programs(in->corpus);
         return KILN_EINVAL;
     }
     if (!in->foz) { /* an archive's programs are SPIR-V already */
@@ -268,6 +290,10 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "ledger_failed", s->ledger_failed);
     cli_json_u64(&j, "crash_skipped", s->crash_skipped);
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
+    if (s->memory_budget)
+        cli_json_bool(&j, "within_budget", s->peak_rss <= s->memory_budget);
+    else
+        cli_json_null(&j, "within_budget");
     cli_json_bool(&j, "background", o->background);
     cli_json_bool(&j, "canceled", s->canceled);
     cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
@@ -347,8 +373,15 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
                " stage (recorded from an application; they parse)\n",
                s->recorded_invalid);
     printf("  workers    %s\n", s->workers_reason);
-    if (s->memory_budget)
+    if (s->memory_budget && s->peak_rss > s->memory_budget) {
+        /* Said, not hidden: the pools never hold fewer than one build. */
+        char b2[32];
+        printf("  memory     budget %s NOT held: peak %s (one build at a time needed more)\n",
+               cli_format_bytes(b1, sizeof(b1), s->memory_budget),
+               cli_format_bytes(b2, sizeof(b2), s->peak_rss));
+    } else if (s->memory_budget) {
         printf("  memory     budget %s\n", cli_format_bytes(b1, sizeof(b1), s->memory_budget));
+    }
     printf("  cache      %s (opened: %s), stamp %016" PRIx64 "\n", o->cache_dir,
            kiln_cache_open_kind_name(s->open_kind), s->stamp);
     struct cli_phase_time rows[PREPARE_PHASES];
@@ -380,7 +413,7 @@ int cmd_prepare(int argc, char **argv)
     kiln_prepare_options_init(&o);
     static const char *archives[MAX_ARCHIVES];
     size_t nnamed = 0;
-    o.cache_dir = DEFAULT_CACHE_DIR;
+    o.cache_dir = NULL; /* the default folder, from cli_prep_setup */
     struct prep_input in = {.generate = KILN_PREPARE_DEFAULT_PROGRAMS,
                             .seed = KILN_GENERATOR_DEFAULT_SEED};
     struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
@@ -393,7 +426,7 @@ int cmd_prepare(int argc, char **argv)
     int c, ex;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         switch (c) {
         case 'c':
             if (cli_check_path(name, "--corpus", optarg))
@@ -479,6 +512,14 @@ int cmd_prepare(int argc, char **argv)
     struct kiln_foz_builder_stats fst;
     cli_builders_foz_stats(&builders, &fst);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0 && s.crash_skipped == 0;
+    if (s.memory_budget && s.peak_rss > s.memory_budget) {
+        char b1[32], b2[32];
+        kiln_log(KILN_LOG_WARN, "prep",
+                 "the memory budget of %s was not held: the peak was %s, since at least one "
+                 "build always runs (give a larger --memory-budget, or fewer programs at once)",
+                 cli_format_bytes(b1, sizeof(b1), s.memory_budget),
+                 cli_format_bytes(b2, sizeof(b2), s.peak_rss));
+    }
     if (f.json)
         print_json(&o, &in, &s, f.isolate ? NULL : &fst);
     else if (cli_prep_shows_table(rc, s.step))

@@ -19,8 +19,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 
-#define DEFAULT_CACHE_DIR "./kiln-cache"
-
 static const char help[] =
     "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
     "       [--retry-failed] [--isolate] [--timeout-ms MS] [--json]\n"
@@ -37,7 +35,8 @@ static const char help[] =
     "device lacks what one needs, such as VK_KHR_ray_tracing_pipeline for a\n"
     "ray-tracing pipeline) and failed.\n"
     "\n"
-    "  --cache DIR     the cache folder (default " DEFAULT_CACHE_DIR ")\n"
+    "  --cache DIR     the cache folder (default: $KILN_CACHE_DIR, else\n"
+    "                  $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
     "  --jobs N|auto   workers and read threads (default auto: the pool policy)\n"
     "  --no-vulkan     open and load only; build no pipeline\n"
     "  --read-only     write nothing to the program cache (last use is not\n"
@@ -89,7 +88,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "records", s->records);
     cli_json_u64(&j, "loaded", s->loaded);
     cli_json_u64(&j, "missing", s->missing);
-    cli_json_u64(&j, "bad", s->bad);
+    cli_json_u64(&j, "damaged", s->bad);
+    cli_json_u64(&j, "bad", s->bad); /* kiln/1's name */
     cli_json_u64(&j, "lone_modules", s->lone_modules);
     cli_json_hex_or_null(&j, "dict_id", s->dict_id);
     cli_json_bool(&j, "use_recorded", s->use_recorded);
@@ -120,9 +120,10 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
     printf("warm start from %s\n", o->cache_dir);
     printf("  cache      opened by %s (%s), stamp %016" PRIx64 "\n",
            kiln_cache_open_kind_name(s->open_kind), s->open_text, s->stamp);
-    printf("  programs   %" PRIu64 " records, %" PRIu64 " loaded (%s), %" PRIu64
+    printf("  programs   %" PRIu64 " record%s, %" PRIu64 " loaded (%s), %" PRIu64
            " missing or damaged\n",
-           s->records, s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes), s->missing + s->bad);
+           s->records, CLI_S(s->records), s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes),
+           s->missing + s->bad);
     if (s->lone_modules)
         printf("  modules    %" PRIu64 " single graphics modules stored, not built\n",
                s->lone_modules);
@@ -169,7 +170,7 @@ int cmd_start(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct kiln_start_options o = {.cache_dir = DEFAULT_CACHE_DIR, .any_stamp = true};
+    struct kiln_start_options o = {.cache_dir = NULL, .any_stamp = true};
     struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
                                .jobs = &o.jobs,
                                .no_vulkan = &o.no_vulkan,
@@ -178,7 +179,7 @@ int cmd_start(int argc, char **argv)
     int c, ex;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":", longopts)) != -1) {
         if (c == 'R') {
             o.read_only = true;
         } else if (c == 'F') {

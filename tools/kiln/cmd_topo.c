@@ -152,7 +152,7 @@ int cmd_topo(int argc, char **argv)
     optind = 1;
     opterr = 0; /* one line per error: ours, naming the option */
     int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, ":h", opts)) != -1) {
         switch (c) {
         case 's':
             CLI_TRY(cli_check_path(name, "--sysfs", optarg));
