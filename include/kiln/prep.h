@@ -311,7 +311,8 @@ KILN_API struct kiln_program_source kiln_program_source_array(const struct kiln_
  * builder answered.
  * ------------------------------------------------------------------------ */
 
-/* Declared below when the Vulkan headers were included before this one. */
+/* Declared below whenever the Vulkan headers are there (KILN_VK_TYPES,
+ * kiln/vk.h). */
 struct kiln_build_request;
 
 /*
@@ -394,7 +395,7 @@ struct kiln_builder {
  */
 #define KILN_BUILDER_RECORDED_SPIRV 0x1u
 
-#if defined(VK_VERSION_1_0)
+#if KILN_VK_TYPES
 /*
  * What a builder receives for one program. Every pointer is borrowed for
  * the call only.
@@ -428,7 +429,7 @@ struct kiln_build_request {
     VkPipeline pipeline;
     char why[256];
 };
-#endif /* VK_VERSION_1_0 */
+#endif /* KILN_VK_TYPES */
 
 /* What one state kind's programs came to in a pipeline phase. */
 struct kiln_kind_counts {

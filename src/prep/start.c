@@ -461,7 +461,7 @@ static int build_one(void *arg, unsigned worker)
     /* Its writer validated every stage before storing it (see the top). */
     if (state.flags & KILN_PAYLOAD_VALIDATED)
         it->validated = true;
-    kiln__prep_test_fault(name); /* a no-op outside test builds */
+    kiln__prep_before_build(name); /* the test faults' hook: empty in libkiln */
     const struct kiln_builder *bld = builder_for(j->b, state.kind);
     if (bld)
         return build_with(j, worker, bld, name, st, n, &state);
