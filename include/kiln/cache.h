@@ -327,11 +327,20 @@ KILN_API int kiln_cache_get(struct kiln_cache *c, struct kiln_key key,
 KILN_API void kiln_cache_payload_free(void *data);
 
 /*
- * Fills *stats.
+ * Fills *stats. (Named kiln_cache_stats before 0.2, a name C++ took for
+ * the struct's.)
  * @return 0.
  * Thread safety: as kiln_cache_find.
  */
-KILN_API int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats);
+KILN_API int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats);
+
+#ifndef __cplusplus
+/* Deprecated: kiln_cache_get_stats's name before 0.2, still exported for
+ * programs built against 0.1; C only (in C++ it hid the struct).
+ * Thread safety: as kiln_cache_get_stats. */
+KILN_API int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+    KILN_DEPRECATED("use kiln_cache_get_stats");
+#endif
 
 /* @return a short name for an open kind: "new", "index", "index+tail",
  * "rebuilt", "restarted" (a static string). Thread safety: any thread. */

@@ -38,6 +38,19 @@ extern "C" {
 #define KILN_API
 #endif
 
+/*
+ * KILN_DEPRECATED(msg), after a declaration's parameters, marks a function
+ * kept only for programs built against an older kiln: its symbol is still
+ * exported, a new call warns (GCC and clang). Deprecated names that clash
+ * with a struct's in C++ (docs/api.md, "Renamed functions") are declared
+ * for C only.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define KILN_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define KILN_DEPRECATED(msg)
+#endif
+
 /* KILN_VERSION_MAJOR, _MINOR, _PATCH, _STRING and _NUMBER: the version of
  * these headers. */
 #include "kiln/version.h"

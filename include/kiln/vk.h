@@ -297,8 +297,17 @@ KILN_API int kiln_vk_check_spirv_structure(const uint32_t *words, size_t n, char
 KILN_API void kiln_vk_destroy(struct kiln_vk *vk);
 
 /* @return the context's description, valid for the context's life.
+ * (Named kiln_vk_info before 0.2, a name C++ took for the struct's.)
  * Thread-safe. */
-KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk);
+KILN_API const struct kiln_vk_info *kiln_vk_get_info(const struct kiln_vk *vk);
+
+#ifndef __cplusplus
+/* Deprecated: kiln_vk_get_info's name before 0.2, still exported for
+ * programs built against 0.1; C only (in C++ it hid the struct).
+ * Thread-safe. */
+KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk)
+    KILN_DEPRECATED("use kiln_vk_get_info");
+#endif
 
 /*
  * Whether kiln enabled device extension `name` on the device it made (its
@@ -309,8 +318,17 @@ KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk);
  */
 KILN_API bool kiln_vk_extension_enabled(const struct kiln_vk *vk, const char *name);
 
-/* Reads the counters. Thread-safe. */
-KILN_API void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats);
+/* Reads the counters. (Named kiln_vk_stats before 0.2, a name C++ took
+ * for the struct's.) Thread-safe. */
+KILN_API void kiln_vk_get_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats);
+
+#ifndef __cplusplus
+/* Deprecated: kiln_vk_get_stats's name before 0.2, still exported for
+ * programs built against 0.1; C only (in C++ it hid the struct).
+ * Thread-safe. */
+KILN_API void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats)
+    KILN_DEPRECATED("use kiln_vk_get_stats");
+#endif
 
 /* Starts a new peak: peak_modules becomes live_modules. Thread-safe. */
 KILN_API void kiln_vk_reset_peak(struct kiln_vk *vk);

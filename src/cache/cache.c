@@ -588,8 +588,10 @@ void kiln_cache_entries_free(struct kiln_cache_entry *entries)
     free(entries);
 }
 
-int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
 {
+    if (!c || !stats)
+        return KILN_EINVAL;
     pthread_rwlock_rdlock(&c->lock);
     *stats = c->st;
     stats->records = c->live;
@@ -597,4 +599,10 @@ int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
     stats->file_bytes = c->rec_end;
     pthread_rwlock_unlock(&c->lock);
     return KILN_OK;
+}
+
+/* The name before 0.2, kept exported (include/kiln/cache.h). */
+int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+{
+    return kiln_cache_get_stats(c, stats);
 }

@@ -45,7 +45,7 @@ const char *kiln_cache_open_kind_name(enum kiln_cache_open_kind kind)
     return (unsigned)kind < KILN_ARRAY_LEN(kind_names) ? kind_names[kind] : "?";
 }
 
-/* The open's one-line account, logged and kept for kiln_cache_stats. */
+/* The open's one-line account, logged and kept for kiln_cache_get_stats. */
 struct account {
     char text[sizeof(((struct kiln_cache_stats *)0)->open_text)];
     bool warn;

@@ -77,7 +77,7 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
     pl->handed = handed;
     pl->n = n;
     pl->dir = o->cache_dir;
-    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(vk);
     struct kiln__ledger_driver d = {.vendor_id = vi->vendor_id,
                                     .device_id = vi->device_id,
                                     .driver_version =

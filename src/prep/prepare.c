@@ -788,7 +788,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         goto out;
     }
     struct kiln_cache_stats cs;
-    kiln_cache_stats(r.cache, &cs);
+    kiln_cache_get_stats(r.cache, &cs);
     s->open_kind = cs.open_kind;
     r.dict = kiln_cache_dict(r.cache);
 
