@@ -40,6 +40,11 @@
  * repack, merge into it). Each declaration below says which it is.
  *
  * The format and the crash-safety argument are in docs/cache-format.md.
+ *
+ * NULL arguments (0.2): every function refuses a NULL cache, folder or
+ * output it needs with KILN_EINVAL (kiln_cache_open(dir, opt, NULL) crashed
+ * before); for a NULL cache kiln_cache_count and kiln_cache_today answer 0
+ * and kiln_cache_dict NULL; kiln_cache_close and the frees do nothing.
  */
 #ifndef KILN_CACHE_H
 #define KILN_CACHE_H
@@ -329,7 +334,7 @@ KILN_API void kiln_cache_payload_free(void *data);
 /*
  * Fills *stats. (Named kiln_cache_stats before 0.2, a name C++ took for
  * the struct's.)
- * @return 0.
+ * @return 0, or KILN_EINVAL for a NULL argument.
  * Thread safety: as kiln_cache_find.
  */
 KILN_API int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats);

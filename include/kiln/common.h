@@ -5,6 +5,11 @@
  * fixed values (they are part of the ABI: never renumber one), 0 is success.
  * Functions that return a count return it as a non-negative value and an
  * error as a negative one.
+ *
+ * NULL arguments (0.2): the I/O helpers refuse a NULL table, path, output,
+ * or buffer of n > 0 bytes with KILN_EINVAL, as kiln_random_bytes does a
+ * NULL buffer; kiln_hash64 and kiln_hash128 hash a NULL `data` as no bytes;
+ * kiln_log does nothing for a NULL format.
  */
 #ifndef KILN_COMMON_H
 #define KILN_COMMON_H

@@ -29,6 +29,10 @@
  *     for (...) kiln_pool_submit(pool, build_one, item);
  *     int rc = kiln_pool_wait(pool);                 // 0 or KILN_ECANCELED
  *     kiln_pool_destroy(pool);
+ *
+ * NULL arguments: a NULL pool, options, callback or output is KILN_EINVAL;
+ * kiln_pool_workers answers 0; kiln_pool_cancel, _destroy, _get_progress
+ * and (0.2) kiln_pool_work_limits do nothing.
  */
 #ifndef KILN_POOL_H
 #define KILN_POOL_H

@@ -19,6 +19,12 @@
  * kiln_program_destroy or kiln_words_free. A translator's own buffer is given
  * back to it through its `release` callback as soon as kiln has taken the
  * words over.
+ *
+ * NULL arguments (0.2): a NULL options, summary (kiln_prepare and
+ * kiln_warm_start crashed on one before), program, translator, source or
+ * output is KILN_EINVAL; kiln_prepare_options_init and
+ * kiln_translate_set_error do nothing for NULL; kiln_program_spirv_bytes
+ * and kiln_prepare_stamp answer 0.
  */
 #ifndef KILN_PREP_H
 #define KILN_PREP_H

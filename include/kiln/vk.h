@@ -56,6 +56,12 @@
  * naming the program, the stage and the VkResult, counted in
  * kiln_vk_stats.pipelines_failed, and its function returns an error; the
  * caller goes on with the next pipeline.
+ *
+ * NULL arguments (0.2): a NULL context, stage, description or output is
+ * KILN_EINVAL; kiln_vk_get_info answers NULL, kiln_vk_pipeline_handle 0 and
+ * kiln_vk_extension_enabled false; the functions that return nothing (the
+ * destroys, kiln_vk_get_stats, kiln_vk_reset_peak, kiln_vk_get_handles,
+ * kiln_vk_stage_release) do nothing.
  */
 #ifndef KILN_VK_H
 #define KILN_VK_H

@@ -781,6 +781,8 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
 
 int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struct kiln_cache **out)
 {
+    if (!out)
+        return KILN_EINVAL;
     *out = NULL;
     struct kiln_cache_options eff;
     if (!dir || effective_options(opt, &eff) < 0)

@@ -702,6 +702,8 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
 int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                     void *progress_user, struct kiln_start_summary *s)
 {
+    if (!s)
+        return KILN_EINVAL;
     uint64_t t0 = kiln_now_ns();
     memset(s, 0, sizeof(*s));
     if (!o || !o->cache_dir) {

@@ -885,11 +885,15 @@ void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
 
 void kiln_vk_reset_peak(struct kiln_vk *vk)
 {
+    if (!vk)
+        return;
     atomic_store(&vk->peak_modules, atomic_load(&vk->live_modules));
 }
 
 void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
 {
+    if (!vk || !out)
+        return;
     *out = (struct kiln_vk_handles){
         .get_instance_proc_addr = vk->fn.vkGetInstanceProcAddr,
         .instance = vk->instance,
