@@ -220,7 +220,7 @@ static void start(const char *dir)
             made++;
         }
         printf("start: %" PRId64 " programs loaded, %zu shader modules made on %s\n", loaded, made,
-               kiln_vk_info(vk)->device_name);
+               kiln_vk_get_info(vk)->device_name);
         kiln_vk_destroy(vk);
     }
 out:

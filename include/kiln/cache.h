@@ -40,6 +40,11 @@
  * repack, merge into it). Each declaration below says which it is.
  *
  * The format and the crash-safety argument are in docs/cache-format.md.
+ *
+ * NULL arguments (0.2): every function refuses a NULL cache, folder or
+ * output it needs with KILN_EINVAL (kiln_cache_open(dir, opt, NULL) crashed
+ * before); for a NULL cache kiln_cache_count and kiln_cache_today answer 0
+ * and kiln_cache_dict NULL; kiln_cache_close and the frees do nothing.
  */
 #ifndef KILN_CACHE_H
 #define KILN_CACHE_H
@@ -327,11 +332,20 @@ KILN_API int kiln_cache_get(struct kiln_cache *c, struct kiln_key key,
 KILN_API void kiln_cache_payload_free(void *data);
 
 /*
- * Fills *stats.
- * @return 0.
+ * Fills *stats. (Named kiln_cache_stats before 0.2, a name C++ took for
+ * the struct's.)
+ * @return 0, or KILN_EINVAL for a NULL argument.
  * Thread safety: as kiln_cache_find.
  */
-KILN_API int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats);
+KILN_API int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats);
+
+#ifndef __cplusplus
+/* Deprecated: kiln_cache_get_stats's name before 0.2, still exported for
+ * programs built against 0.1; C only (in C++ it hid the struct).
+ * Thread safety: as kiln_cache_get_stats. */
+KILN_API int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+    KILN_DEPRECATED("use kiln_cache_get_stats");
+#endif
 
 /* @return a short name for an open kind: "new", "index", "index+tail",
  * "rebuilt", "restarted" (a static string). Thread safety: any thread. */

@@ -5,6 +5,11 @@
  * fixed values (they are part of the ABI: never renumber one), 0 is success.
  * Functions that return a count return it as a non-negative value and an
  * error as a negative one.
+ *
+ * NULL arguments (0.2): the I/O helpers refuse a NULL table, path, output,
+ * or buffer of n > 0 bytes with KILN_EINVAL, as kiln_random_bytes does a
+ * NULL buffer; kiln_hash64 and kiln_hash128 hash a NULL `data` as no bytes;
+ * kiln_log does nothing for a NULL format.
  */
 #ifndef KILN_COMMON_H
 #define KILN_COMMON_H
@@ -36,6 +41,19 @@ extern "C" {
 #define KILN_API __attribute__((visibility("default")))
 #else
 #define KILN_API
+#endif
+
+/*
+ * KILN_DEPRECATED(msg), after a declaration's parameters, marks a function
+ * kept only for programs built against an older kiln: its symbol is still
+ * exported, a new call warns (GCC and clang). Deprecated names that clash
+ * with a struct's in C++ (docs/api.md, "Renamed functions") are declared
+ * for C only.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define KILN_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define KILN_DEPRECATED(msg)
 #endif
 
 /* KILN_VERSION_MAJOR, _MINOR, _PATCH, _STRING and _NUMBER: the version of

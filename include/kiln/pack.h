@@ -15,6 +15,11 @@
  * Compression contexts are per thread and reused: kiln_pack and kiln_unpack
  * may be called from any number of threads at once. Each thread's contexts
  * and buffers are freed when it exits (or by kiln_pack_thread_cleanup).
+ *
+ * NULL arguments (0.2): a NULL blob, payload, words (of nwords > 0), output
+ * or `out` array is KILN_EINVAL (a NULL blob was KILN_ECORRUPT_BLOB before,
+ * and kiln_pack_dict_load's NULL data KILN_EFORMAT); kiln_spec_entry_get
+ * does nothing for a NULL stage or `out`.
  */
 #ifndef KILN_PACK_H
 #define KILN_PACK_H

@@ -24,6 +24,12 @@
  * new value; once a store has returned (and no other store touching the same
  * 64-page blocks is in flight), every query that starts afterwards sees its
  * pages exactly, summaries included. docs/pages.md gives the argument.
+ *
+ * NULL arguments (0.2): a NULL table reads as one of no pages:
+ * kiln_pages_count, _load, the run ends, _summary, _generation and
+ * _chunk_count answer 0 and kiln_pages_all false; kiln_pages_create (NULL
+ * out), _store, _verify and the describe calls (also for a NULL callback)
+ * answer KILN_EINVAL.
  */
 #ifndef KILN_PAGES_H
 #define KILN_PAGES_H

@@ -29,6 +29,10 @@
  *     for (...) kiln_pool_submit(pool, build_one, item);
  *     int rc = kiln_pool_wait(pool);                 // 0 or KILN_ECANCELED
  *     kiln_pool_destroy(pool);
+ *
+ * NULL arguments: a NULL pool, options, callback or output is KILN_EINVAL;
+ * kiln_pool_workers answers 0; kiln_pool_cancel, _destroy, _get_progress
+ * and (0.2) kiln_pool_work_limits do nothing.
  */
 #ifndef KILN_POOL_H
 #define KILN_POOL_H
@@ -159,8 +163,17 @@ KILN_API uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap);
  */
 KILN_API uint64_t kiln_pool_resident_bytes(void);
 
-/* Reads the counters. Thread-safe, cheap (one lock). */
-KILN_API void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out);
+/* Reads the counters. (Named kiln_pool_progress before 0.2, a name C++
+ * took for the struct's.) Thread-safe, cheap (one lock). */
+KILN_API void kiln_pool_get_progress(struct kiln_pool *pool, struct kiln_pool_progress *out);
+
+#ifndef __cplusplus
+/* Deprecated: kiln_pool_get_progress's name before 0.2, still exported for
+ * programs built against 0.1; C only (in C++ it hid the struct).
+ * Thread-safe. */
+KILN_API void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out)
+    KILN_DEPRECATED("use kiln_pool_get_progress");
+#endif
 
 /* @return the number of worker threads (fixed at create). Thread-safe. */
 KILN_API unsigned kiln_pool_workers(const struct kiln_pool *pool);

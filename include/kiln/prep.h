@@ -19,6 +19,12 @@
  * kiln_program_destroy or kiln_words_free. A translator's own buffer is given
  * back to it through its `release` callback as soon as kiln has taken the
  * words over.
+ *
+ * NULL arguments (0.2): a NULL options, summary (kiln_prepare and
+ * kiln_warm_start crashed on one before), program, translator, source or
+ * output is KILN_EINVAL; kiln_prepare_options_init and
+ * kiln_translate_set_error do nothing for NULL; kiln_program_spirv_bytes
+ * and kiln_prepare_stamp answer 0.
  */
 #ifndef KILN_PREP_H
 #define KILN_PREP_H
@@ -311,7 +317,8 @@ KILN_API struct kiln_program_source kiln_program_source_array(const struct kiln_
  * builder answered.
  * ------------------------------------------------------------------------ */
 
-/* Declared below when the Vulkan headers were included before this one. */
+/* Declared below whenever the Vulkan headers are there (KILN_VK_TYPES,
+ * kiln/vk.h). */
 struct kiln_build_request;
 
 /*
@@ -394,7 +401,7 @@ struct kiln_builder {
  */
 #define KILN_BUILDER_RECORDED_SPIRV 0x1u
 
-#if defined(VK_VERSION_1_0)
+#if KILN_VK_TYPES
 /*
  * What a builder receives for one program. Every pointer is borrowed for
  * the call only.
@@ -428,7 +435,7 @@ struct kiln_build_request {
     VkPipeline pipeline;
     char why[256];
 };
-#endif /* VK_VERSION_1_0 */
+#endif /* KILN_VK_TYPES */
 
 /* What one state kind's programs came to in a pipeline phase. */
 struct kiln_kind_counts {

@@ -14,6 +14,11 @@
  * kiln_topo_choose() turns both into a kiln_pin_plan, and
  * kiln_process_set_affinity() applies it to every thread.
  * kiln_pin_largest_cache() does all four.
+ *
+ * NULL arguments (0.2): a NULL set, text of len > 0, output, topology or
+ * decision is KILN_EINVAL (assertions before); the queries read a NULL set
+ * as empty (kiln_cpuset_has false, _count 0, _next -1, _format ""), and
+ * kiln_cpuset_format with a NULL buffer only returns the length it needs.
  */
 #ifndef KILN_TOPO_H
 #define KILN_TOPO_H

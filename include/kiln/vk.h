@@ -56,12 +56,53 @@
  * naming the program, the stage and the VkResult, counted in
  * kiln_vk_stats.pipelines_failed, and its function returns an error; the
  * caller goes on with the next pipeline.
+ *
+ * NULL arguments (0.2): a NULL context, stage, description or output is
+ * KILN_EINVAL; kiln_vk_get_info answers NULL, kiln_vk_pipeline_handle 0 and
+ * kiln_vk_extension_enabled false; the functions that return nothing (the
+ * destroys, kiln_vk_get_stats, kiln_vk_reset_peak, kiln_vk_get_handles,
+ * kiln_vk_stage_release) do nothing.
  */
 #ifndef KILN_VK_H
 #define KILN_VK_H
 
 #include "kiln/common.h"
 #include "kiln/pack.h"
+
+/*
+ * The Vulkan types. The structs and functions of "Direct Vulkan access"
+ * below (and kiln_build_request in kiln/prep.h) use Vulkan's own types, so
+ * this header includes <vulkan/vulkan_core.h> itself, and they are there
+ * whether kiln.h comes before or after <vulkan/vulkan.h>. Declaring the
+ * handle types here instead would be fragile: a non-dispatchable handle
+ * is a pointer on 64-bit targets but a uint64_t on 32-bit ones (and
+ * VK_USE_64_BIT_PTR_DEFINES may change that), the PFN types carry the
+ * platform's calling convention, and kiln_vk_staged holds Vulkan structs
+ * by value. Only vulkan_core.h, never vulkan.h: the platform parts
+ * (VK_USE_PLATFORM_*_KHR) are still the application's to choose with a
+ * later #include <vulkan/vulkan.h>. Vulkan's header declares its
+ * prototypes unless VK_NO_PROTOTYPES is defined: with a loader of your own
+ * (volk and the like), define VK_NO_PROTOTYPES before including kiln.h,
+ * as you would before vulkan.h.
+ *
+ * Where the Vulkan headers cannot be found (__has_include says so), or
+ * KILN_NO_VULKAN_HEADERS is defined, that part is left out and
+ * KILN_VK_TYPES is 0; it is 1 when it is declared.
+ */
+#if !defined(VK_VERSION_1_0) && !defined(KILN_NO_VULKAN_HEADERS)
+#if defined(__has_include)
+#if __has_include(<vulkan/vulkan_core.h>)
+#include <vulkan/vulkan_core.h>
+#endif
+#else
+#include <vulkan/vulkan_core.h>
+#endif
+#endif
+#if defined(VK_VERSION_1_0)
+#define KILN_VK_TYPES 1
+#else
+#define KILN_VK_TYPES 0
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,9 +160,9 @@ struct kiln_vk_options {
      * before a driver sees it, as kiln_vk_set_validation(vk, true) does. */
     bool validate;
     /* The application's own Vulkan objects to build in, instead of making
-     * an instance and a device (struct kiln_vk_external, declared when the
-     * Vulkan headers were included before this header); NULL: kiln makes
-     * its own. Copied by kiln_vk_create. */
+     * an instance and a device (struct kiln_vk_external, declared whenever
+     * the Vulkan headers are there: KILN_VK_TYPES); NULL: kiln makes its
+     * own. Copied by kiln_vk_create. */
     const struct kiln_vk_external *external;
     /* Device extensions to enable beside kiln's own, for pipelines a
      * builder makes (kiln_builder.device_extensions asks for them through
@@ -262,8 +303,17 @@ KILN_API int kiln_vk_check_spirv_structure(const uint32_t *words, size_t n, char
 KILN_API void kiln_vk_destroy(struct kiln_vk *vk);
 
 /* @return the context's description, valid for the context's life.
+ * (Named kiln_vk_info before 0.2, a name C++ took for the struct's.)
  * Thread-safe. */
-KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk);
+KILN_API const struct kiln_vk_info *kiln_vk_get_info(const struct kiln_vk *vk);
+
+#ifndef __cplusplus
+/* Deprecated: kiln_vk_get_info's name before 0.2, still exported for
+ * programs built against 0.1; C only (in C++ it hid the struct).
+ * Thread-safe. */
+KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk)
+    KILN_DEPRECATED("use kiln_vk_get_info");
+#endif
 
 /*
  * Whether kiln enabled device extension `name` on the device it made (its
@@ -274,8 +324,17 @@ KILN_API const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk);
  */
 KILN_API bool kiln_vk_extension_enabled(const struct kiln_vk *vk, const char *name);
 
-/* Reads the counters. Thread-safe. */
-KILN_API void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats);
+/* Reads the counters. (Named kiln_vk_stats before 0.2, a name C++ took
+ * for the struct's.) Thread-safe. */
+KILN_API void kiln_vk_get_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats);
+
+#ifndef __cplusplus
+/* Deprecated: kiln_vk_get_stats's name before 0.2, still exported for
+ * programs built against 0.1; C only (in C++ it hid the struct).
+ * Thread-safe. */
+KILN_API void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stats)
+    KILN_DEPRECATED("use kiln_vk_get_stats");
+#endif
 
 /* Starts a new peak: peak_modules becomes live_modules. Thread-safe. */
 KILN_API void kiln_vk_reset_peak(struct kiln_vk *vk);
@@ -379,9 +438,9 @@ KILN_API const char *kiln_vk_stage_name(uint32_t stage);
 
 /* ---------------------------------------------------------------------------
  * Direct Vulkan access, for renderers with their own pipeline layouts.
- * Declared when the Vulkan headers were included before this one.
+ * Declared whenever the Vulkan headers are there (KILN_VK_TYPES, above).
  * ------------------------------------------------------------------------ */
-#if defined(VK_VERSION_1_0)
+#if KILN_VK_TYPES
 
 /*
  * An application's own Vulkan objects, for kiln_vk_options.external. kiln
@@ -468,7 +527,7 @@ KILN_API int kiln_vk_stage_module(struct kiln_vk *vk, const char *name,
 /* Destroys the stage's transient module and frees its words. Thread-safe. */
 KILN_API void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *staged);
 
-#endif /* VK_VERSION_1_0 */
+#endif /* KILN_VK_TYPES */
 
 #ifdef __cplusplus
 }

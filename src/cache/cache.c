@@ -368,6 +368,8 @@ static int publish(struct kiln_cache *c, const struct kiln_cache_entry *e, uint6
 int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
                    uint32_t raw_size, uint8_t codec, uint16_t stages)
 {
+    if (!c)
+        return KILN_EINVAL;
     if (c->flags & KILN_CACHE_READ_ONLY)
         return KILN_EINVAL;
     if (size > KILN_CACHE_MAX_PAYLOAD)
@@ -511,6 +513,8 @@ static int sync_locked(struct kiln_cache *c)
 
 int kiln_cache_sync(struct kiln_cache *c)
 {
+    if (!c)
+        return KILN_EINVAL;
     if (c->flags & KILN_CACHE_READ_ONLY)
         return KILN_OK;
     pthread_mutex_lock(&c->sync_lock);
@@ -523,6 +527,8 @@ int kiln_cache_sync(struct kiln_cache *c)
 
 int kiln_cache_find(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_entry *entry)
 {
+    if (!c)
+        return KILN_EINVAL;
     pthread_rwlock_rdlock(&c->lock);
     int64_t i = kiln__cache_lookup(c, key);
     if (i >= 0 && entry)
@@ -533,6 +539,8 @@ int kiln_cache_find(struct kiln_cache *c, struct kiln_key key, struct kiln_cache
 
 size_t kiln_cache_count(struct kiln_cache *c)
 {
+    if (!c)
+        return 0;
     pthread_rwlock_rdlock(&c->lock);
     size_t n = c->live;
     pthread_rwlock_unlock(&c->lock);
@@ -541,6 +549,8 @@ size_t kiln_cache_count(struct kiln_cache *c)
 
 int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n)
 {
+    if (!c || !entries || !n)
+        return KILN_EINVAL;
     *entries = NULL;
     *n = 0;
     pthread_rwlock_rdlock(&c->lock);
@@ -564,6 +574,8 @@ int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, 
 
 int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
 {
+    if (!c)
+        return KILN_EINVAL;
     pthread_rwlock_rdlock(&c->lock);
     int64_t i = kiln__cache_lookup(c, key);
     if (i >= 0 && day)
@@ -588,8 +600,10 @@ void kiln_cache_entries_free(struct kiln_cache_entry *entries)
     free(entries);
 }
 
-int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
 {
+    if (!c || !stats)
+        return KILN_EINVAL;
     pthread_rwlock_rdlock(&c->lock);
     *stats = c->st;
     stats->records = c->live;
@@ -597,4 +611,10 @@ int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
     stats->file_bytes = c->rec_end;
     pthread_rwlock_unlock(&c->lock);
     return KILN_OK;
+}
+
+/* The name before 0.2, kept exported (include/kiln/cache.h). */
+int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+{
+    return kiln_cache_get_stats(c, stats);
 }

@@ -161,6 +161,8 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
 int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
                      struct kiln_cache_check_report *rep)
 {
+    if (!dir || !rep)
+        return KILN_EINVAL;
     memset(rep, 0, sizeof(*rep));
     if (!io)
         io = kiln_io_default();

@@ -34,6 +34,8 @@ static int side_path(const struct kiln_cache *c, const char *name, char *out, si
 
 const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c)
 {
+    if (!c)
+        return NULL;
     return c->dict;
 }
 

@@ -298,6 +298,8 @@ static int writable(struct kiln_cache *c)
 
 int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
 {
+    if (!c)
+        return KILN_EINVAL;
     struct kiln_cache_rewrite_report tmp;
     struct kiln_cache_rewrite_report *r = report ? report : &tmp;
     report_before(c, r);
@@ -333,6 +335,8 @@ static int by_lru(const void *a, const void *b)
 int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                      struct kiln_cache_rewrite_report *report)
 {
+    if (!c)
+        return KILN_EINVAL;
     struct kiln_cache_rewrite_report tmp;
     struct kiln_cache_rewrite_report *r = report ? report : &tmp;
     report_before(c, r);
@@ -512,6 +516,8 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
 int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
                       struct kiln_cache_rewrite_report *report)
 {
+    if (!c)
+        return KILN_EINVAL;
     struct kiln_cache_rewrite_report tmp;
     struct kiln_cache_rewrite_report *r = report ? report : &tmp;
     report_before(c, r);
@@ -577,6 +583,8 @@ static int by_input_offset(const void *a, const void *b)
 int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
                      struct kiln_cache_merge_report *report)
 {
+    if (!out)
+        return KILN_EINVAL;
     struct kiln_cache_merge_report tmp;
     struct kiln_cache_merge_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));

@@ -268,7 +268,11 @@ static void *worker(void *arg)
 int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
                              unsigned threads, struct kiln_cache_result **results)
 {
+    if (!results)
+        return KILN_EINVAL;
     *results = NULL;
+    if (!c || (n && !keys))
+        return KILN_EINVAL;
     struct kiln_cache_result *res = calloc(n ? n : 1, sizeof(*res));
     struct item *items = malloc((n ? n : 1) * sizeof(*items));
     struct run *runs = malloc((n ? n : 1) * sizeof(*runs));
@@ -340,6 +344,8 @@ int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, 
 
 int kiln_cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
 {
+    if (!c || !result)
+        return KILN_EINVAL;
     memset(result, 0, sizeof(*result));
     result->key = key;
     struct item it = {.slot = 0};

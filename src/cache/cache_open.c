@@ -45,7 +45,7 @@ const char *kiln_cache_open_kind_name(enum kiln_cache_open_kind kind)
     return (unsigned)kind < KILN_ARRAY_LEN(kind_names) ? kind_names[kind] : "?";
 }
 
-/* The open's one-line account, logged and kept for kiln_cache_stats. */
+/* The open's one-line account, logged and kept for kiln_cache_get_stats. */
 struct account {
     char text[sizeof(((struct kiln_cache_stats *)0)->open_text)];
     bool warn;
@@ -781,6 +781,8 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
 
 int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struct kiln_cache **out)
 {
+    if (!out)
+        return KILN_EINVAL;
     *out = NULL;
     struct kiln_cache_options eff;
     if (!dir || effective_options(opt, &eff) < 0)

@@ -105,6 +105,8 @@ void kiln__cache_use_load(struct kiln_cache *c)
 
 int kiln_cache_save_use(struct kiln_cache *c)
 {
+    if (!c)
+        return KILN_EINVAL;
     if (!__atomic_load_n(&c->use_dirty, __ATOMIC_RELAXED) || c->rec_fd < 0)
         return KILN_OK;
     char path[KILN__CACHE_PATH_MAX];
@@ -142,5 +144,7 @@ int kiln_cache_save_use(struct kiln_cache *c)
 
 uint32_t kiln_cache_today(struct kiln_cache *c)
 {
+    if (!c)
+        return 0;
     return c->today;
 }

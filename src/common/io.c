@@ -21,6 +21,8 @@ int kiln__path_join(char *out, size_t cap, const char *dir, const char *name)
 
 int kiln_io_read_full(const struct kiln_io *io, int fd, void *buf, size_t n, uint64_t off)
 {
+    if (!io || (n && !buf))
+        return KILN_EINVAL;
     unsigned char *p = buf;
     while (n > 0) {
         int64_t got = io->pread(io, fd, p, n, off);
@@ -37,6 +39,8 @@ int kiln_io_read_full(const struct kiln_io *io, int fd, void *buf, size_t n, uin
 
 int kiln_io_write_full(const struct kiln_io *io, int fd, const void *buf, size_t n, uint64_t off)
 {
+    if (!io || (n && !buf))
+        return KILN_EINVAL;
     const unsigned char *p = buf;
     while (n > 0) {
         int64_t put = io->pwrite(io, fd, p, n, off);
@@ -88,6 +92,8 @@ static int dir_of(char *out, size_t cap, const char *path)
 
 int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void *data, size_t n)
 {
+    if (!io || !path || (n && !data))
+        return KILN_EINVAL;
     char tmp[4096], dir[4096];
     int len = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     if (len < 0 || (size_t)len >= sizeof(tmp))
@@ -116,6 +122,8 @@ int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void 
 int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max, void **data,
                       size_t *n)
 {
+    if (!io || !path || !data || !n)
+        return KILN_EINVAL;
     return kiln__io_read_file(io, path, 0, max, data, n);
 }
 

@@ -44,6 +44,8 @@ static const char *level_name(enum kiln_log_level level)
 
 void kiln_log(enum kiln_log_level level, const char *module, const char *fmt, ...)
 {
+    if (!fmt)
+        return;
     if (!kiln__log_enabled(level))
         return;
     char line[1024];

@@ -22,6 +22,8 @@ uint64_t kiln_now_ns(void)
 
 int kiln_random_bytes(void *buf, size_t n)
 {
+    if (!buf && n)
+        return KILN_EINVAL;
     unsigned char *p = buf;
     while (n > 0) {
         ssize_t got = getrandom(p, n, 0);

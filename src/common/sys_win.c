@@ -29,6 +29,8 @@ uint64_t kiln_now_ns(void)
 
 int kiln_random_bytes(void *buf, size_t n)
 {
+    if (!buf && n)
+        return KILN_EINVAL;
     unsigned char *p = buf;
     while (n > 0) {
         ULONG len = (ULONG)KILN_MIN(n, (size_t)(1u << 30));

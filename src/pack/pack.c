@@ -318,6 +318,8 @@ static int read_head(const void *blob, size_t blob_size, struct blob_head *h)
 
 int kiln_blob_info(const void *blob, size_t blob_size, enum kiln_codec *codec, size_t *spirv_bytes)
 {
+    if (!blob)
+        return KILN_EINVAL;
     struct blob_head h;
     KILN_TRY(read_head(blob, blob_size, &h));
     if (codec)
@@ -649,6 +651,8 @@ static bool dctx_format(ZSTD_DCtx *d, unsigned format)
 int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_dict *dict,
                     uint32_t *out, size_t out_words)
 {
+    if (!blob)
+        return KILN_EINVAL;
     struct blob_head h;
     if (read_head(blob, blob_size, &h) < 0)
         return corrupt(blob_size, "bad header");
@@ -737,6 +741,8 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
 int64_t kiln_unpack_scratch(const void *blob, size_t blob_size, const struct kiln_pack_dict *dict,
                             const uint32_t **words)
 {
+    if (!blob || !words)
+        return KILN_EINVAL;
     if (!words)
         return KILN_EINVAL;
     *words = NULL;

@@ -189,6 +189,8 @@ int kiln_pack_dict_load(const void *data, size_t size, struct kiln_pack_dict **d
     if (!dict)
         return KILN_EINVAL;
     *dict = NULL;
+    if (!data)
+        return KILN_EINVAL;
     const uint8_t *b = data;
     if (!data || size < KPD_HEAD || memcmp(b, "KPD\x01", 4) != 0 ||
         kiln__load_le32(b + 4) != size - KPD_HEAD) {

@@ -76,6 +76,8 @@ static uint32_t stage_from_v1(uint32_t kind)
 void kiln_spec_entry_get(const struct kiln_stage_blob *stage, uint32_t i,
                          struct kiln_spec_entry *out)
 {
+    if (!stage || !out || !stage->spec_map)
+        return;
     const uint8_t *m = (const uint8_t *)stage->spec_map + (size_t)i * KILN_SPEC_ENTRY_BYTES;
     out->constant_id = kiln__load_le32(m);
     out->offset = kiln__load_le32(m + 4);
@@ -264,6 +266,8 @@ static int parse_v3_extras(const uint8_t *p, size_t size, uint32_t n, uint64_t *
 int kiln_program_payload_parse_full(const void *payload, size_t size, uint32_t n_expected,
                                     struct kiln_stage_blob *out, struct kiln_payload_state *state)
 {
+    if (!payload || !out)
+        return KILN_EINVAL;
     const uint8_t *p = payload;
     /* Version 1 never carried the validated bit. */
     uint8_t version = p && size >= PAYLOAD_HEAD ? p[2] & (uint8_t)~PAYLOAD_VALIDATED : 0;
@@ -279,8 +283,6 @@ int kiln_program_payload_parse_full(const void *payload, size_t size, uint32_t n
         KILN_WARN("pack", "program payload holds %u stages, room for %u", n, n_expected);
         return KILN_ERANGE;
     }
-    if (!out)
-        return KILN_EINVAL;
     bool v3 = version == PAYLOAD_VERSION;
     uint64_t table_end = v3 ? PAYLOAD_HEAD + PAYLOAD_STATE_HEAD + (uint64_t)n * PAYLOAD_ENTRY3
                             : PAYLOAD_HEAD + (uint64_t)n * PAYLOAD_ENTRY;

@@ -281,6 +281,8 @@ static void settle_level(_Atomic uint64_t *sum, const _Atomic uint64_t *below, u
 
 int kiln_pages_create(uint64_t page_count, struct kiln_pages **out)
 {
+    if (!out)
+        return KILN_EINVAL;
     *out = NULL;
     if (page_count == 0 || page_count > KILN_PAGES_MAX_PAGES) {
         KILN_ERROR("pages", "creating a table of %llu pages: the count must be 1..%llu",
@@ -320,11 +322,15 @@ void kiln_pages_destroy(struct kiln_pages *t)
 
 uint64_t kiln_pages_count(const struct kiln_pages *t)
 {
+    if (!t)
+        return 0;
     return t->page_count;
 }
 
 int kiln_pages_store(struct kiln_pages *t, uint64_t first, uint64_t last, uint8_t value)
 {
+    if (!t)
+        return KILN_EINVAL;
     if (first > last || last >= t->page_count) {
         KILN_ERROR("pages", "store of pages %llu..%llu: outside the table of %llu pages",
                    (unsigned long long)first, (unsigned long long)last,
@@ -356,6 +362,8 @@ int kiln_pages_store(struct kiln_pages *t, uint64_t first, uint64_t last, uint8_
 
 uint8_t kiln_pages_load(const struct kiln_pages *t, uint64_t page)
 {
+    if (!t)
+        return 0;
     if (page >= t->page_count)
         return 0;
     const struct chunk *ch = chunk_at(t, page >> CHUNK_SHIFT);
@@ -474,6 +482,8 @@ static uint64_t scan_from(const struct kiln_pages *t, uint64_t page, uint64_t li
 static uint64_t run_end(const struct kiln_pages *t, uint64_t page, uint64_t limit, uint8_t mask,
                         unsigned levels)
 {
+    if (!t)
+        return 0; /* NULL reads as a table of no pages (include/kiln/pages.h) */
     if (limit > t->page_count)
         limit = t->page_count;
     if (page >= limit)
@@ -505,6 +515,8 @@ uint64_t kiln_pages_mask_run_end(const struct kiln_pages *t, uint64_t page, uint
 static int walk(const struct kiln_pages *t, const char *what, uint64_t first, uint64_t last,
                 uint8_t mask, bool only, kiln_pages_run_fn fn, void *user)
 {
+    if (!t || !fn)
+        return KILN_EINVAL;
     if (first > last || last >= t->page_count) {
         KILN_ERROR("pages", "%s of pages %llu..%llu: outside the table of %llu pages", what,
                    (unsigned long long)first, (unsigned long long)last,
@@ -546,6 +558,8 @@ int kiln_pages_ranges(const struct kiln_pages *t, uint64_t first, uint64_t last,
 
 bool kiln_pages_all(const struct kiln_pages *t, uint64_t first, uint64_t last, uint8_t mask)
 {
+    if (!t)
+        return false;
     if (first > last || last >= t->page_count)
         return false;
     uint8_t next;
@@ -555,16 +569,22 @@ bool kiln_pages_all(const struct kiln_pages *t, uint64_t first, uint64_t last, u
 
 uint64_t kiln_pages_generation(const struct kiln_pages *t)
 {
+    if (!t)
+        return 0;
     return atomic_load_explicit((_Atomic uint64_t *)&t->generation, memory_order_acquire);
 }
 
 uint64_t kiln_pages_chunk_count(const struct kiln_pages *t)
 {
+    if (!t)
+        return 0;
     return atomic_load_explicit((_Atomic uint64_t *)&t->chunks, memory_order_relaxed);
 }
 
 uint8_t kiln_pages_summary(const struct kiln_pages *t, unsigned level, uint64_t page)
 {
+    if (!t)
+        return 0;
     if (page >= t->page_count || level < 1 || level > 2)
         return 0;
     const struct chunk *ch = chunk_at(t, page >> CHUNK_SHIFT);
@@ -577,6 +597,8 @@ uint8_t kiln_pages_summary(const struct kiln_pages *t, unsigned level, uint64_t 
 
 int kiln_pages_verify(const struct kiln_pages *t)
 {
+    if (!t)
+        return KILN_EINVAL;
     for (size_t c = 0; c < t->slots; c++) {
         const struct chunk *ch = chunk_at(t, c);
         if (!ch)

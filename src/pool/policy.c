@@ -332,6 +332,8 @@ int kiln_pool_policy(const struct kiln_pool_machine *m, const struct kiln_pool_l
 
 void kiln_pool_work_limits(enum kiln_pool_work work, struct kiln_pool_limits *limits)
 {
+    if (!limits)
+        return;
     assert(limits);
     if (work == KILN_POOL_WORK_READ)
         *limits = (struct kiln_pool_limits){.mem_per_worker = READ_MEM_PER_WORKER,

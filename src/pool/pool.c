@@ -302,7 +302,7 @@ int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns)
     return left;
 }
 
-void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out)
+void kiln_pool_get_progress(struct kiln_pool *pool, struct kiln_pool_progress *out)
 {
     if (!pool || !out)
         return;
@@ -317,6 +317,12 @@ void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out)
         .canceled = atomic_load(&pool->canceled),
     };
     pthread_mutex_unlock(&pool->lock);
+}
+
+/* The name before 0.2, kept exported (include/kiln/pool.h). */
+void kiln_pool_progress(struct kiln_pool *pool, struct kiln_pool_progress *out)
+{
+    kiln_pool_get_progress(pool, out);
 }
 
 unsigned kiln_pool_workers(const struct kiln_pool *pool)

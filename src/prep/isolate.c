@@ -544,7 +544,7 @@ static void merge_caches(struct iso *iso, unsigned workers)
         gdpa ? (PFN_vkDestroyPipelineCache)gdpa(h.device, "vkDestroyPipelineCache") : NULL;
     if (!create || !merge || !destroy)
         return;
-    const struct kiln_vk_info *vi = kiln_vk_info(iso->b->vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(iso->b->vk);
     unsigned merged = 0;
     size_t bytes = 0;
     for (unsigned w = 0; w < workers; w++) {
@@ -685,7 +685,7 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     rc = kiln__prep_run_pipelines(pool, iso_build_one, jobs, sizeof(*jobs), todo, b->progress,
                                   b->progress_user);
     struct kiln_pool_progress pp;
-    kiln_pool_progress(pool, &pp);
+    kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
 
     /* The pool has joined: the slots are this thread's now. */

@@ -150,10 +150,12 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
                                 struct kiln__prep_item *items, size_t n, unsigned workers,
                                 uint64_t *failed);
 
-/* The test-only fault (builds with KILN_TEST_FAULTS): crashes or hangs the
- * process when $KILN_TEST_FAULT names this program ("crash:NAME",
- * "abort:NAME", "hang:NAME"). A no-op in other builds. */
-void kiln__prep_test_fault(const char *name);
+/* Called right before each pipeline build, with the program's name. An
+ * empty function in libkiln (prep_build_hook.c); the test build's
+ * kiln-faults command links prep_fault.c's instead, which crashes or hangs
+ * the process when $KILN_TEST_FAULT names this program ("crash:NAME",
+ * "abort:NAME", "hang:NAME"). */
+void kiln__prep_before_build(const char *name);
 
 /* The name the fault gives a worker's greeting: "hang:(greeting)" makes a
  * worker hang before it answers, "crash:(greeting)" die. */

@@ -1,13 +1,17 @@
 /*
  * prep_fault.c - the test-only fault of the pipeline phase: a build that
- * crashes, aborts or hangs at one named program ($KILN_TEST_FAULT), in
- * builds with KILN_TEST_FAULTS only. It stands in for a driver that dies
- * or hangs in vkCreate*Pipelines, in one process or in an isolated worker
- * alike (start.c calls it right before each build), so the isolation
- * tests and their negative control exercise the same fault.
+ * crashes, aborts or hangs at one named program ($KILN_TEST_FAULT). It
+ * stands in for a driver that dies or hangs in vkCreate*Pipelines, in one
+ * process or in an isolated worker alike (start.c calls
+ * kiln__prep_before_build right before each build), so the isolation tests
+ * and their negative control exercise the same fault.
  *
- * Invariant: without KILN_TEST_FAULTS it is an empty function: no release
- * build reads the variable.
+ * Invariant: this file is never part of libkiln or of the installed kiln.
+ * It is compiled only into kiln_prep_faults (src/prep/CMakeLists.txt), an
+ * object library that the test build's kiln-faults command alone links;
+ * its definition of kiln__prep_before_build then stands in for libkiln's
+ * empty one (prep_build_hook.c), which the linker no longer pulls from the
+ * archive. package.no_test_faults checks an install has none of it.
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
@@ -19,9 +23,8 @@
 #include <windows.h>
 #endif
 
-void kiln__prep_test_fault(const char *name)
+void kiln__prep_before_build(const char *name)
 {
-#ifdef KILN_TEST_FAULTS
     const char *f = getenv("KILN_TEST_FAULT");
     if (!f || !name)
         return;
@@ -47,7 +50,4 @@ void kiln__prep_test_fault(const char *name)
     } else if (len == 4 && memcmp(f, "hang", 4) == 0) {
         kiln__iso_sleep_forever();
     }
-#else
-    (void)name;
-#endif
 }

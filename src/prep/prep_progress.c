@@ -41,7 +41,7 @@ void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
         return;
     *last_ns = now;
     struct kiln_pool_progress pp;
-    kiln_pool_progress(pool, &pp);
+    kiln_pool_get_progress(pool, &pp);
     uint64_t done = pp.done + pp.dropped - base;
     progress(user, phase, done < total ? done : total, total);
 }
@@ -56,7 +56,7 @@ int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
         if (left <= 0)
             break;
         struct kiln_pool_progress pp;
-        kiln_pool_progress(pool, &pp);
+        kiln_pool_get_progress(pool, &pp);
         uint64_t done = pp.done + pp.dropped - base;
         progress(user, phase, done < total ? done : total, total);
     }

@@ -66,7 +66,7 @@ struct kiln__prep_ledger {
 
 void kiln__prep_driver(struct kiln_vk *vk, struct kiln__ledger_driver *d)
 {
-    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(vk);
     memset(d, 0, sizeof(*d));
     d->vendor_id = vi->vendor_id;
     d->device_id = vi->device_id;
@@ -178,7 +178,7 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
     pl->handed = handed;
     pl->n = n;
     pl->dir = o->cache_dir;
-    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(vk);
     struct kiln__ledger_driver d;
     kiln__prep_driver(vk, &d);
     int rc = kiln__ledger_open(o->cache_dir, o->io, &d, &pl->ledger);

@@ -72,6 +72,8 @@
 
 void kiln_prepare_options_init(struct kiln_prepare_options *o)
 {
+    if (!o)
+        return;
     memset(o, 0, sizeof(*o));
     o->codec = KILN_CODEC_KILN;
 }
@@ -723,6 +725,8 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
 int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                  void *progress_user, struct kiln_prepare_summary *s)
 {
+    if (!s)
+        return KILN_EINVAL;
     uint64_t t0 = kiln_now_ns();
     memset(s, 0, sizeof(*s));
     if (!o || !o->cache_dir || !o->cache_dir[0]) {
@@ -788,7 +792,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
         goto out;
     }
     struct kiln_cache_stats cs;
-    kiln_cache_stats(r.cache, &cs);
+    kiln_cache_get_stats(r.cache, &cs);
     s->open_kind = cs.open_kind;
     r.dict = kiln_cache_dict(r.cache);
 

@@ -463,7 +463,7 @@ static int build_one(void *arg, unsigned worker)
     /* Its writer validated every stage before storing it (see the top). */
     if (state.flags & KILN_PAYLOAD_VALIDATED)
         it->validated = true;
-    kiln__prep_test_fault(name); /* a no-op outside test builds */
+    kiln__prep_before_build(name); /* the test faults' hook: empty in libkiln */
     const struct kiln_builder *bld = builder_for(j->b, state.kind);
     if (bld)
         return build_with(j, worker, bld, name, st, n, &state);
@@ -603,7 +603,7 @@ int kiln__prep_vk_open(struct kiln_vk *given, bool isolate, bool use_device_inde
         KILN_TRY(kiln_vk_create(&vopt, own));
         *vk = *own;
     }
-    const struct kiln_vk_info *vi = kiln_vk_info(*vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(*vk);
     snprintf(*device_name, sizeof(*device_name), "%s", vi->device_name);
     *cache_state = vi->cache_state;
     *cache_loaded_bytes = vi->cache_loaded_bytes;
@@ -641,7 +641,7 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     rc = kiln__prep_run_pipelines(pool, journaled_build_one, jobs, sizeof(*jobs), todo, b->progress,
                                   b->progress_user);
     struct kiln_pool_progress pp;
-    kiln_pool_progress(pool, &pp);
+    kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
     free(jobs);
     if (rc < 0)
@@ -688,7 +688,7 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
         rc = kiln_cache_open(o->cache_dir, &wopt, out);
         if (rc == KILN_OK) {
             struct kiln_cache_stats cs;
-            kiln_cache_stats(*out, &cs);
+            kiln_cache_get_stats(*out, &cs);
             if (o->any_stamp || cs.stamp == o->stamp) {
                 *writer = true;
                 return KILN_OK;
@@ -804,6 +804,8 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
 int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                     void *progress_user, struct kiln_start_summary *s)
 {
+    if (!s)
+        return KILN_EINVAL;
     uint64_t t0 = kiln_now_ns();
     memset(s, 0, sizeof(*s));
     if (!o || !o->cache_dir) {
@@ -845,7 +847,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                                                                      NULL, sus, nsus) == KILN_OK);
     }
     struct kiln_cache_stats cs;
-    kiln_cache_stats(cache, &cs);
+    kiln_cache_get_stats(cache, &cs);
     s->open_kind = cs.open_kind;
     s->stamp = cs.stamp;
     s->dict_id = cs.dict_id;

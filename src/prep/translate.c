@@ -24,6 +24,8 @@ static _Thread_local char translate_error[1024];
 
 void kiln_translate_set_error(const char *fmt, ...)
 {
+    if (!fmt)
+        return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(translate_error, sizeof(translate_error), fmt, ap);
@@ -38,6 +40,10 @@ int kiln_spirv_check(const void *data, size_t n, const char **why)
     const char *unused;
     if (!why)
         why = &unused;
+    if (!data && n) {
+        *why = "no data";
+        return KILN_EINVAL;
+    }
     if (n == 0) {
         *why = "empty";
         return KILN_EFORMAT;

@@ -60,6 +60,8 @@ static int cpuset_add_range(struct kiln_cpuset *set, uint32_t a, uint32_t b)
 
 int kiln_cpuset_copy(struct kiln_cpuset *dst, const struct kiln_cpuset *src)
 {
+    if (!dst || !src)
+        return KILN_EINVAL;
     *dst = (struct kiln_cpuset){0};
     if (src->nwords == 0)
         return KILN_OK;
@@ -127,11 +129,15 @@ void kiln_cpuset_free(struct kiln_cpuset *set)
 
 bool kiln_cpuset_has(const struct kiln_cpuset *set, uint32_t cpu)
 {
+    if (!set)
+        return false;
     return cpu / 64 < set->nwords && (set->words[cpu / 64] >> (cpu % 64) & 1);
 }
 
 uint32_t kiln_cpuset_count(const struct kiln_cpuset *set)
 {
+    if (!set)
+        return 0;
     uint32_t n = 0;
     for (uint32_t i = 0; i < set->nwords; i++)
         n += (uint32_t)__builtin_popcountll(set->words[i]);
@@ -140,6 +146,8 @@ uint32_t kiln_cpuset_count(const struct kiln_cpuset *set)
 
 int64_t kiln_cpuset_next(const struct kiln_cpuset *set, uint32_t from)
 {
+    if (!set)
+        return -1;
     uint32_t i = from / 64;
     if (i >= set->nwords)
         return -1;
@@ -156,7 +164,8 @@ int64_t kiln_cpuset_next(const struct kiln_cpuset *set, uint32_t from)
 size_t kiln_cpuset_format(const struct kiln_cpuset *set, char *buf, size_t cap)
 {
     size_t need = 0;
-    if (cap > 0)
+    /* A NULL buf only counts the length needed. */
+    if (buf && cap > 0)
         buf[0] = '\0';
     int64_t c = kiln_cpuset_next(set, 0);
     while (c >= 0) {
@@ -167,9 +176,9 @@ size_t kiln_cpuset_format(const struct kiln_cpuset *set, char *buf, size_t cap)
         int n = end > c ? snprintf(item, sizeof(item), "%s%lld-%lld", need ? "," : "", (long long)c,
                                    (long long)end)
                         : snprintf(item, sizeof(item), "%s%lld", need ? "," : "", (long long)c);
-        if (need + (size_t)n < cap)
+        if (buf && need + (size_t)n < cap)
             memcpy(buf + need, item, (size_t)n + 1);
-        else if (need < cap)
+        else if (buf && need < cap)
             buf[need] = '\0';
         need += (size_t)n;
         c = kiln_cpuset_next(set, (uint32_t)end + 1);
@@ -214,6 +223,10 @@ static int parse_cpu(const char *text, size_t len, size_t *i, uint32_t *out)
 
 int kiln_cpuset_parse_list(struct kiln_cpuset *set, const char *text, size_t len)
 {
+    if (!set || (!text && len))
+        return KILN_EINVAL;
+    if (!text)
+        text = ""; /* NULL of length 0: empty text */
     assert(set && (text || len == 0));
     *set = (struct kiln_cpuset){0};
     len = trim_end(text, len);
@@ -256,6 +269,10 @@ int kiln_cpuset_parse_list(struct kiln_cpuset *set, const char *text, size_t len
 
 int kiln_cpuset_parse_mask(struct kiln_cpuset *set, const char *text, size_t len)
 {
+    if (!set || (!text && len))
+        return KILN_EINVAL;
+    if (!text)
+        text = ""; /* NULL of length 0: empty text */
     assert(set && (text || len == 0));
     *set = (struct kiln_cpuset){0};
     len = trim_end(text, len);
@@ -303,6 +320,8 @@ int kiln_cpuset_parse_mask(struct kiln_cpuset *set, const char *text, size_t len
 
 int kiln_topo_parse_size(const char *text, size_t len, uint64_t *bytes)
 {
+    if (!bytes || (!text && len))
+        return KILN_EINVAL;
     assert(bytes && (text || len == 0));
     *bytes = 0;
     len = trim_end(text, len);
@@ -505,6 +524,8 @@ static void plan_reset(struct kiln_pin_plan *plan, enum kiln_pin_verdict verdict
 int kiln_topo_choose(const struct kiln_topo *topo, const struct kiln_cpuset *allowed,
                      struct kiln_pin_plan *plan)
 {
+    if (!topo || !plan)
+        return KILN_EINVAL;
     assert(topo && plan);
     *plan = (struct kiln_pin_plan){.domain = -1};
     if (topo->last_level == 0) {
@@ -622,6 +643,8 @@ int kiln__pin_text(const struct kiln_cpuset *cpus, char *text, size_t cap)
 
 int kiln_affinity_decide(int flag, const char *env_value, struct kiln_affinity_decision *out)
 {
+    if (!out)
+        return KILN_EINVAL;
     assert(out);
     *out = (struct kiln_affinity_decision){0};
     if (flag < -1 || flag > 1) {

@@ -54,6 +54,8 @@ int kiln_pin_largest_cache(const struct kiln_topo_env *env, struct kiln_pin_plan
 int kiln_affinity_apply(const struct kiln_affinity_decision *decision,
                         const struct kiln_topo_env *env, struct kiln_pin_plan *plan)
 {
+    if (!decision)
+        return KILN_EINVAL;
     assert(decision);
     KILN_INFO("topo", "cache affinity %s: %s", decision->on ? "on" : "off", decision->reason);
     if (decision->on)

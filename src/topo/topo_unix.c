@@ -543,6 +543,8 @@ static void keep_last_level(struct kiln_topo *t)
 
 int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **out)
 {
+    if (!out)
+        return KILN_EINVAL;
     assert(out);
     *out = NULL;
     struct reader r = {.root = sysfs_root ? sysfs_root : DEFAULT_SYSFS};
@@ -743,6 +745,8 @@ static int apply_cgroup(const struct kiln_topo_env *env, struct kiln_cpuset *set
 
 int kiln_topo_allowed(const struct kiln_topo_env *env, struct kiln_cpuset *out)
 {
+    if (!out)
+        return KILN_EINVAL;
     assert(out);
     *out = (struct kiln_cpuset){0};
     int rc = env && env->affinity ? kiln_cpuset_copy(out, env->affinity) : get_affinity(0, out);
@@ -768,6 +772,8 @@ static int set_one(pid_t tid, size_t size, const cpu_set_t *mask, const char *cp
 
 int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *cpus)
 {
+    if (!cpus)
+        return KILN_EINVAL;
     assert(cpus);
     char text[128];
     KILN_TRY(kiln__pin_text(cpus, text, sizeof(text)));

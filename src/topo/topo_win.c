@@ -89,6 +89,8 @@ static DWORD query(LOGICAL_PROCESSOR_RELATIONSHIP rel, unsigned char **buf, DWOR
 
 int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **out)
 {
+    if (!out)
+        return KILN_EINVAL;
     assert(out);
     *out = NULL;
     if (sysfs_root) {
@@ -162,6 +164,8 @@ static int live_affinity(struct kiln_cpuset *out)
 
 int kiln_topo_allowed(const struct kiln_topo_env *env, struct kiln_cpuset *out)
 {
+    if (!out)
+        return KILN_EINVAL;
     assert(out);
     *out = (struct kiln_cpuset){0};
     int rc = env && env->affinity ? kiln_cpuset_copy(out, env->affinity) : live_affinity(out);
@@ -252,6 +256,8 @@ static int set_threads(const struct group_mask *gms, size_t ng, const char *text
 
 int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *cpus)
 {
+    if (!cpus)
+        return KILN_EINVAL;
     assert(cpus);
     if (proc_root) {
         KILN_ERROR("topo", "%s: Windows has no proc folder; only this process can be pinned",

@@ -844,9 +844,15 @@ void kiln_vk_destroy(struct kiln_vk *vk)
     free(vk);
 }
 
+const struct kiln_vk_info *kiln_vk_get_info(const struct kiln_vk *vk)
+{
+    return vk ? &vk->info : NULL;
+}
+
+/* The name before 0.2, kept exported (include/kiln/vk.h). */
 const struct kiln_vk_info *kiln_vk_info(const struct kiln_vk *vk)
 {
-    return &vk->info;
+    return kiln_vk_get_info(vk);
 }
 
 bool kiln_vk_extension_enabled(const struct kiln_vk *vk, const char *name)
@@ -857,8 +863,10 @@ bool kiln_vk_extension_enabled(const struct kiln_vk *vk, const char *name)
     return false;
 }
 
-void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
+void kiln_vk_get_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
 {
+    if (!vk || !s)
+        return;
     struct kiln_vk *v = (struct kiln_vk *)vk; /* atomic loads need a non-const object */
     s->live_modules = atomic_load(&v->live_modules);
     s->peak_modules = atomic_load(&v->peak_modules);
@@ -869,13 +877,23 @@ void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
     s->live_pipelines = atomic_load(&v->live_pipelines);
 }
 
+/* The name before 0.2, kept exported (include/kiln/vk.h). */
+void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
+{
+    kiln_vk_get_stats(vk, s);
+}
+
 void kiln_vk_reset_peak(struct kiln_vk *vk)
 {
+    if (!vk)
+        return;
     atomic_store(&vk->peak_modules, atomic_load(&vk->live_modules));
 }
 
 void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
 {
+    if (!vk || !out)
+        return;
     *out = (struct kiln_vk_handles){
         .get_instance_proc_addr = vk->fn.vkGetInstanceProcAddr,
         .instance = vk->instance,

@@ -164,7 +164,11 @@ static int fit_builtin_layout(const uint32_t *words, size_t n, char *why, size_t
 static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
                         VkShaderStageFlagBits stage, bool builtin, struct kiln_vk_staged *out)
 {
+    if (!out)
+        return KILN_EINVAL;
     memset(out, 0, sizeof(*out));
+    if (!vk || !src)
+        return KILN_EINVAL;
     out->info = (VkPipelineShaderStageCreateInfo){
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
         .stage = stage,
@@ -226,6 +230,8 @@ int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln
 
 void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
 {
+    if (!vk || !st)
+        return;
     if (st->module) {
         vk->fn.vkDestroyShaderModule(vk->device, st->module, NULL);
         atomic_fetch_sub(&vk->live_modules, 1);
@@ -475,6 +481,8 @@ int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
 
 void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
 {
+    if (!vk || !p)
+        return;
     if (!p)
         return;
     unlink_object(vk, &p->link);
@@ -557,6 +565,8 @@ int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kil
 
 void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)
 {
+    if (!vk || !m)
+        return;
     if (!m)
         return;
     unlink_object(vk, &m->link);

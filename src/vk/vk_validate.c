@@ -37,7 +37,15 @@
 #include <string.h>
 
 #ifdef KILN_HAVE_SPIRV_TOOLS
+/* libspirv.h defines `const uint32_t kDefaultMaxIdBound = ...;` at file
+ * scope: internal in C++, but in C an external definition, which would put
+ * SPIRV-Tools' name into libkiln.a and clash with any C client that
+ * includes the header too. Renamed here to a kiln__ name (hidden, never
+ * exported; tests/layout/check_core_symbols.sh checks every defined
+ * global of libkiln starts with kiln_). */
+#define kDefaultMaxIdBound kiln__spirv_default_max_id_bound
 #include <spirv-tools/libspirv.h>
+#undef kDefaultMaxIdBound
 
 /* The oldest Vulkan environment whose rules take the module's SPIR-V
  * version: 1.1 up to SPIR-V 1.3, 1.2 for 1.4 and 1.5 (ray-tracing stages

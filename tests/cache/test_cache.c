@@ -203,7 +203,7 @@ static void make_cache(const char *dir, size_t n, const size_t *sizes, size_t ns
 static enum kiln_cache_open_kind kind_of(struct kiln_cache *c)
 {
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     return st.open_kind;
 }
 
@@ -337,7 +337,7 @@ KT_CASE(round_trip)
 
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(st.records, N);
     KT_CHECK_EQ(st.bytes, bytes);
@@ -404,7 +404,7 @@ KT_CASE(later_record_wins)
         KT_CHECK_OK(kiln_cache_find(c, k, &e));
         KT_CHECK_EQ(e.size, 300);
         struct kiln_cache_stats st;
-        kiln_cache_stats(c, &st);
+        kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.records, 2);
         KT_CHECK_EQ(st.superseded, 1);
         KT_CHECK_EQ(st.bytes, 310);
@@ -434,7 +434,7 @@ KT_CASE(index_cut_short)
         struct kiln_cache *c;
         KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
         struct kiln_cache_stats st;
-        kiln_cache_stats(c, &st);
+        kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
         KT_CHECK_EQ(st.tail_records, cut <= KILN__CACHE_ENTRY_SIZE ? 1 : 2);
         KT_CHECK_EQ(load_check(c, keys, SMALL_N, 1, NULL), SMALL_N);
@@ -477,7 +477,7 @@ KT_CASE(last_entry_changed)
         struct kiln_cache *c;
         KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
         struct kiln_cache_stats st;
-        kiln_cache_stats(c, &st);
+        kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
         KT_CHECK(strstr(st.open_text, variant ? "last entry does not match" : "damaged") != NULL);
         KT_CHECK_EQ(st.records, SMALL_N);
@@ -496,7 +496,7 @@ static void expect_rebuilt(const char *dir, const struct kiln_key *keys, size_t 
     struct kiln_cache *c;
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
     if (!strstr(st.open_text, why))
         kt_fail(__FILE__, __LINE__, "'%s' does not say '%s'", st.open_text, why);
@@ -581,7 +581,7 @@ KT_CASE(records_truncated_everywhere)
         while (whole < N && off[whole] + kiln__cache_rec_len((uint32_t)sizes[whole % 6]) <= cut)
             whole++;
         struct kiln_cache_stats st;
-        kiln_cache_stats(c, &st);
+        kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.records, whole);
         KT_CHECK_EQ(
             st.cut_bytes,
@@ -716,7 +716,7 @@ KT_CASE(unindexed_tail)
     copy_file(saved, idx);
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
     KT_CHECK_EQ(st.tail_records, N / 2);
     KT_CHECK_EQ(load_check(c, keys, N, 2, NULL), N);
@@ -812,7 +812,7 @@ KT_CASE(offsets_past_4gib)
     kiln_cache_close(c);
     KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK(st.file_bytes > (1ull << 32));
     struct kiln_key k4 = key_of(4);
@@ -897,7 +897,7 @@ KT_CASE(reset)
     /* Removing the old files. */
     KT_REQUIRE_OK(open_cache(dir, STAMP + 1, KILN_CACHE_RESET, &c));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
     KT_CHECK_EQ(st.records, 0);
     KT_CHECK_EQ(st.stamp, STAMP + 1);
@@ -917,7 +917,7 @@ KT_CASE(reset)
     struct kiln_cache_options opt = {
         .stamp = STAMP + 1, .dict_id = 99, .flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE};
     KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
     KT_CHECK_EQ(st.dict_id, 99);
     KT_CHECK_EQ(st.records, 0);
@@ -1018,7 +1018,7 @@ KT_CASE(read_only_never_writes)
     struct kiln_cache *c;
     KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
     KT_CHECK_EQ(st.records, SMALL_N - 1);
     KT_CHECK(st.cut_bytes > 0);
@@ -1462,7 +1462,7 @@ KT_CASE(sibling_index)
     for (int writer = 0; writer < 2; writer++) {
         KT_REQUIRE_OK(open_cache(a, STAMP, writer ? 0 : KILN_CACHE_READ_ONLY, &c));
         struct kiln_cache_stats st;
-        kiln_cache_stats(c, &st);
+        kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
         KT_CHECK(strstr(st.open_text, "another copy") != NULL);
         KT_CHECK_EQ(kiln_cache_count(c), SMALL_N + 7);
@@ -1576,7 +1576,7 @@ KT_CASE(v1_sibling_sampled)
     KT_REQUIRE(sibling_writes(a, b, 40));
     KT_REQUIRE_OK(open_cache(a, STAMP, KILN_CACHE_READ_ONLY, &c));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
     KT_CHECK(strstr(st.open_text, "do not match the records") != NULL);
     KT_CHECK_EQ(kiln_cache_count(c), V1_RECORDS + 41);

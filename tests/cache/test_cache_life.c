@@ -364,7 +364,7 @@ KT_CASE(repack_chain)
         c = open_cache(dir, KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT, 100, NULL);
         KT_REQUIRE(c);
         struct kiln_cache_stats st;
-        kiln_cache_stats(c, &st);
+        kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
         KT_CHECK_EQ(st.dict_id != 0, steps[i].mode == KILN_CACHE_DICT_TRAIN);
         KT_CHECK_EQ(check_progs(c, all, NPROG, (int)steps[i].codec), NPROG);
@@ -395,7 +395,7 @@ KT_CASE(compact_round_trip)
         KT_REQUIRE_OK(put_prog(c, p, KILN_CODEC_KILN));
     KT_REQUIRE_OK(kiln_cache_sync(c));
     struct kiln_cache_stats before;
-    kiln_cache_stats(c, &before);
+    kiln_cache_get_stats(c, &before);
     struct kiln_cache_rewrite_report r;
     KT_REQUIRE_OK(kiln_cache_compact(c, &r));
     KT_CHECK(r.rewritten);
@@ -424,7 +424,7 @@ KT_CASE(compact_round_trip)
     c = open_cache(dir, KILN_CACHE_READ_ONLY, 100, NULL);
     KT_REQUIRE(c);
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(st.superseded, 0);
     KT_CHECK_EQ(check_progs(c, all, NPROG, -1), NPROG);
@@ -591,7 +591,7 @@ static bool old_cache_whole(const char *dir, int codec)
     if (!c)
         return false;
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     bool ok = kiln_cache_count(c) == NPROG && check_progs(c, all, NPROG, codec) == NPROG &&
               st.dict_id == 0;
     kiln_cache_close(c);

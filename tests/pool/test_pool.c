@@ -87,7 +87,7 @@ KT_CASE(runs_every_job)
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_OK);
     KT_CHECK_EQ(atomic_load(&counter), 2000);
     struct kiln_pool_progress p;
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.submitted, 2000);
     KT_CHECK_EQ(p.done, 2000);
     KT_CHECK_EQ(p.failed, 0);
@@ -114,7 +114,7 @@ KT_CASE(failed_jobs_are_counted)
             kiln_pool_submit(pool, count_job, (void *)(intptr_t)(i % 3 == 0 ? KILN_EVULKAN : 0)));
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_OK);
     struct kiln_pool_progress p;
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.done, 300);
     KT_CHECK_EQ(p.failed, 100);
     kiln_pool_destroy(pool);
@@ -180,7 +180,7 @@ KT_CASE(submit_blocks_when_full)
     KT_CHECK_OK(kiln_pool_submit(pool, gated_job, &gate));
     KT_CHECK_OK(kiln_pool_submit(pool, gated_job, &gate));
     struct kiln_pool_progress p;
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.running, 1);
     KT_CHECK_EQ(p.queued, 2);
 
@@ -192,14 +192,14 @@ KT_CASE(submit_blocks_when_full)
      * it cannot return while nothing leaves the queue. */
     usleep(20000);
     KT_CHECK_EQ(atomic_load(&s.returned), 0);
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.submitted, 3);
 
     gate_open(&gate);
     pthread_join(t, NULL);
     KT_CHECK_EQ(s.rc, KILN_OK);
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_OK);
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.done, 4);
     kiln_pool_destroy(pool);
     gate_destroy(&gate);
@@ -219,7 +219,7 @@ KT_CASE(cancel_drops_pending)
 
     kiln_pool_cancel(pool);
     struct kiln_pool_progress p;
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK(p.canceled);
     KT_CHECK_EQ(p.dropped, 10);
     KT_CHECK_EQ(p.running, 2);
@@ -231,7 +231,7 @@ KT_CASE(cancel_drops_pending)
     gate_open(&gate);
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_ECANCELED);
     KT_CHECK_EQ(kiln_pool_wait_for(pool, 0), KILN_ECANCELED);
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.done, 2);
     KT_CHECK_EQ(p.submitted, 12);
     KT_CHECK_EQ(p.done + p.dropped, p.submitted);
@@ -261,7 +261,7 @@ KT_CASE(cancel_wakes_blocked_submitter)
     gate_open(&gate);
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_ECANCELED);
     struct kiln_pool_progress p;
-    kiln_pool_progress(pool, &p);
+    kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.done, 1);
     KT_CHECK_EQ(p.dropped, 1);
     kiln_pool_destroy(pool);
@@ -297,7 +297,7 @@ KT_CASE(cancel_from_a_job)
     }
     KT_CHECK_EQ(kiln_pool_wait(sc.pool), KILN_ECANCELED);
     struct kiln_pool_progress p;
-    kiln_pool_progress(sc.pool, &p);
+    kiln_pool_get_progress(sc.pool, &p);
     KT_CHECK_EQ(p.submitted, (uint64_t)submitted);
     KT_CHECK_EQ(p.done + p.dropped, p.submitted);
     KT_CHECK(p.done >= 5);

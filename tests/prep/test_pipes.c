@@ -929,7 +929,7 @@ KT_CASE(external_context)
     struct kiln_vk_handles h;
     kiln_vk_get_handles(vk, &h);
     KT_CHECK(h.device == v.device && h.instance == v.instance && h.pipeline_cache == cache);
-    KT_CHECK(!kiln_vk_info(vk)->chained_stages); /* maintenance5 not said to be on */
+    KT_CHECK(!kiln_vk_get_info(vk)->chained_stages); /* maintenance5 not said to be on */
 
     /* A preparation in it, through the builtin builder. */
     size_t n = 0;

@@ -166,7 +166,7 @@ KT_CASE(generated_then_start)
     KT_CHECK_EQ(pl.last_done[KILN_PREP_PHASE_PIPELINES], 2);
 
     struct kiln_vk_stats vs;
-    kiln_vk_stats(vk, &vs);
+    kiln_vk_get_stats(vk, &vs);
     KT_CHECK_EQ(vs.live_modules, 0);
     KT_CHECK(vs.peak_modules <= 2); /* one worker: one pipeline's stages at most */
     KT_CHECK_EQ(vs.live_pipelines, 0);
@@ -185,7 +185,7 @@ KT_CASE(generated_then_start)
     kiln_vk_destroy(vk);
     vk = pf_vk(cache);
     KT_REQUIRE(vk != NULL);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
     got.vk = vk;
     got.count = 0;
     struct kiln_start_options so = {.cache_dir = cache,
@@ -205,7 +205,7 @@ KT_CASE(generated_then_start)
     KT_CHECK_EQ(got.count, 2);
     KT_CHECK_EQ(ss.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK(ss.bytes > 0);
-    kiln_vk_stats(vk, &vs);
+    kiln_vk_get_stats(vk, &vs);
     KT_CHECK_EQ(vs.live_modules, 0);
     KT_CHECK(vs.peak_modules <= 2);
 
@@ -396,7 +396,7 @@ KT_CASE(threads)
     KT_CHECK_EQ(s.pipelines_built, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(got.count, PF_GOOD_PROGRAMS);
     struct kiln_vk_stats vs;
-    kiln_vk_stats(vk, &vs);
+    kiln_vk_get_stats(vk, &vs);
     KT_CHECK_EQ(vs.live_modules, 0);
     KT_CHECK(vs.peak_modules <= 4); /* two workers, two stages each at most */
 
@@ -413,7 +413,7 @@ KT_CASE(threads)
     KT_CHECK_EQ(ss.read_threads, 2);
     KT_CHECK_EQ(ss.pipelines_built, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(got.count, PF_GOOD_PROGRAMS);
-    kiln_vk_stats(vk, &vs);
+    kiln_vk_get_stats(vk, &vs);
     KT_CHECK_EQ(vs.live_modules, 0);
     kiln_vk_destroy(vk);
 }
@@ -649,7 +649,7 @@ KT_CASE(foz_import_then_prepare)
                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
     struct kiln_cache_stats cs;
-    kiln_cache_stats(c, &cs);
+    kiln_cache_get_stats(c, &cs);
     KT_CHECK_EQ(cs.records, ir.imported);
     KT_CHECK_EQ(cs.superseded, 0);
     kiln_cache_close(c);

@@ -63,7 +63,7 @@ KT_CASE(compute_and_graphics)
 {
     struct kiln_vk *vk = vkt_context(NULL);
     KT_REQUIRE(vk);
-    const struct kiln_vk_info *in = kiln_vk_info(vk);
+    const struct kiln_vk_info *in = kiln_vk_get_info(vk);
     fprintf(stderr, "device %u/%u: %s [%s], maintenance5 %d, chained %d, dynamic rendering %d\n",
             in->device_index, in->device_count, in->device_name, in->driver_info, in->maintenance5,
             in->chained_stages, in->dynamic_rendering);
@@ -75,20 +75,20 @@ KT_CASE(compute_and_graphics)
     struct kiln_vk_pipeline *c = NULL, *g = NULL, *g16 = NULL;
     KT_CHECK_OK(build_compute(vk, 1, &c));
     KT_CHECK(c && kiln_vk_pipeline_handle(c) != 0);
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK(s.peak_modules <= 1);
 
     kiln_vk_reset_peak(vk);
     KT_CHECK_OK(build_graphics(vk, 1, 0, &g));
     KT_CHECK(g && kiln_vk_pipeline_handle(g) != 0);
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK(s.peak_modules <= 2);
 
     /* Another color format: a second render pass without dynamic rendering. */
     KT_CHECK_OK(build_graphics(vk, 2, 97 /* VK_FORMAT_R16G16B16A16_SFLOAT */, &g16));
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.pipelines_built, 3);
     KT_CHECK_EQ(s.pipelines_failed, 0);
     KT_CHECK_EQ(s.live_pipelines, 3);
@@ -99,7 +99,7 @@ KT_CASE(compute_and_graphics)
 
     kiln_vk_pipeline_destroy(vk, c);
     kiln_vk_pipeline_destroy(vk, NULL);
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_pipelines, 2);
     kiln_vk_destroy(vk); /* g and g16 are destroyed with the context */
 }
@@ -109,12 +109,12 @@ KT_CASE(forced_modules)
     struct kiln_vk_options opt = {.force_modules = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK(!kiln_vk_info(vk)->chained_stages);
+    KT_CHECK(!kiln_vk_get_info(vk)->chained_stages);
     struct kiln_vk_pipeline *c = NULL, *g = NULL;
     KT_CHECK_OK(build_compute(vk, 3, &c));
     KT_CHECK_OK(build_graphics(vk, 3, 0, &g));
     struct kiln_vk_stats s;
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.modules_created, 3);
     KT_CHECK_EQ(s.stages_chained, 0);
     KT_CHECK_EQ(s.live_modules, 0);
@@ -127,14 +127,14 @@ KT_CASE(graphics_with_render_pass)
     struct kiln_vk_options opt = {.no_dynamic_rendering = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK(!kiln_vk_info(vk)->dynamic_rendering);
+    KT_CHECK(!kiln_vk_get_info(vk)->dynamic_rendering);
     struct kiln_vk_pipeline *a = NULL, *b = NULL, *c = NULL;
     KT_CHECK_OK(build_graphics(vk, 5, 0, &a));
     KT_CHECK_OK(build_graphics(vk, 6, 0, &b)); /* reuses the render pass */
     KT_CHECK_OK(build_graphics(vk, 7, 44 /* VK_FORMAT_B8G8R8A8_UNORM */, &c));
     KT_CHECK(a && b && c);
     struct kiln_vk_stats s;
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.pipelines_built, 3);
     KT_CHECK_EQ(s.live_modules, 0);
     kiln_vk_destroy(vk);
@@ -145,7 +145,7 @@ KT_CASE(broken_program_fails_alone)
     struct kiln_vk_options opt = {.no_pipeline_cache = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_OFF);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_OFF);
     struct vkt_blob good;
     KT_REQUIRE(vkt_make(VKT_COMPUTE, 4, &good) == 0);
     uint64_t seed = 7;
@@ -198,7 +198,7 @@ KT_CASE(broken_program_fails_alone)
     vkt_capture_log(false);
 
     struct kiln_vk_stats s;
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK_EQ(s.pipelines_failed, 3 + (rc_ops == KILN_EVULKAN));
     KT_CHECK_EQ(s.pipelines_built, rc_ops == KILN_OK);
@@ -207,7 +207,7 @@ KT_CASE(broken_program_fails_alone)
     st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size};
     KT_CHECK_OK(kiln_vk_compute_pipeline(vk, "good-after", &st, &p));
     KT_CHECK(p != NULL);
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK(s.peak_modules <= 2);
 
@@ -238,7 +238,7 @@ KT_CASE(keep_modules_mode)
         vkt_free(&f);
     }
     struct kiln_vk_stats s;
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 2 * N);
     KT_CHECK_EQ(s.peak_modules, 2 * N);
 
@@ -249,7 +249,7 @@ KT_CASE(keep_modules_mode)
         KT_CHECK_OK(kiln_vk_graphics_pipeline(vk, "from-kept", &g, &p));
         kiln_vk_pipeline_destroy(vk, p);
     }
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 2 * N); /* kept: still alive */
     KT_CHECK_EQ(s.modules_created, 2 * N);
     KT_CHECK_EQ(s.pipelines_built, N);
@@ -257,7 +257,7 @@ KT_CASE(keep_modules_mode)
         kiln_vk_module_destroy(vk, mods[i][0]);
         kiln_vk_module_destroy(vk, mods[i][1]);
     }
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 2);
     kiln_vk_destroy(vk); /* the last pair goes with the context */
 }
@@ -314,7 +314,7 @@ KT_CASE(pipeline_cache_round_trip)
 
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_NEW);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_NEW);
     struct kiln_vk_pipeline *p;
     KT_CHECK_OK(build_compute(vk, 20, &p));
     KT_CHECK_OK(build_graphics(vk, 20, 0, &p));
@@ -331,9 +331,9 @@ KT_CASE(pipeline_cache_round_trip)
     /* A second context loads it and builds the same pipelines from it. */
     vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_loaded_bytes, (size_t)size);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_note[0], '\0');
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_loaded_bytes, (size_t)size);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_note[0], '\0');
     KT_CHECK_OK(build_compute(vk, 20, &p));
     KT_CHECK_OK(build_graphics(vk, 20, 0, &p));
     KT_CHECK_OK(kiln_vk_cache_save(vk));
@@ -344,9 +344,9 @@ KT_CASE(pipeline_cache_round_trip)
     vkt_capture_log(true);
     vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_loaded_bytes, 0);
-    KT_CHECK(strstr(kiln_vk_info(vk)->cache_note, "pipelineCacheUUID differs") != NULL);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_loaded_bytes, 0);
+    KT_CHECK(strstr(kiln_vk_get_info(vk)->cache_note, "pipelineCacheUUID differs") != NULL);
     KT_CHECK(strstr(vkt_log(), "pipelines.vkc: not used: pipelineCacheUUID differs") != NULL);
     KT_CHECK_OK(build_compute(vk, 21, &p)); /* the context works on */
     kiln_vk_destroy(vk);
@@ -355,17 +355,17 @@ KT_CASE(pipeline_cache_round_trip)
     edit_cache_file(dir, bad_header_length);
     vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
-    KT_CHECK(strstr(kiln_vk_info(vk)->cache_note, "header length") != NULL);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
+    KT_CHECK(strstr(kiln_vk_get_info(vk)->cache_note, "header length") != NULL);
     kiln_vk_destroy(vk);
 
     /* A torn file. */
     edit_cache_file(dir, cut_short);
     vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
-    KT_CHECK(strstr(kiln_vk_info(vk)->cache_note, "10 bytes, shorter than a pipeline cache "
-                                                  "header") != NULL);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_REJECTED);
+    KT_CHECK(strstr(kiln_vk_get_info(vk)->cache_note, "10 bytes, shorter than a pipeline cache "
+                                                      "header") != NULL);
     /* Saving replaces the bad file with a good one. */
     KT_CHECK_OK(build_compute(vk, 22, &p));
     KT_CHECK_OK(kiln_vk_cache_save(vk));
@@ -373,7 +373,7 @@ KT_CASE(pipeline_cache_round_trip)
     vkt_capture_log(false);
     vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
     kiln_vk_destroy(vk);
 
     /* No cache folder: nothing to save to. */
@@ -387,7 +387,7 @@ KT_CASE(device_index)
 {
     struct kiln_vk *vk = vkt_context(NULL);
     KT_REQUIRE(vk);
-    uint32_t count = kiln_vk_info(vk)->device_count;
+    uint32_t count = kiln_vk_get_info(vk)->device_count;
     kiln_vk_destroy(vk);
 
     struct kiln_vk_options opt = {.use_device_index = true, .device = count};
@@ -398,7 +398,7 @@ KT_CASE(device_index)
     opt.device = 0;
     vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    KT_CHECK_EQ(kiln_vk_info(vk)->device_index, 0);
+    KT_CHECK_EQ(kiln_vk_get_info(vk)->device_index, 0);
     struct kiln_vk_handles h;
     kiln_vk_get_handles(vk, &h);
     KT_CHECK(h.device != VK_NULL_HANDLE && h.pipeline_layout != VK_NULL_HANDLE);
@@ -619,7 +619,7 @@ KT_CASE(builtin_layout_checked)
     struct kiln_vk_stage s = {.blob = good.blob, .blob_size = good.size};
     KT_REQUIRE_OK(kiln_vk_compute_pipeline(vk, "good", &s, &p));
     struct kiln_vk_stats st;
-    kiln_vk_stats(vk, &st);
+    kiln_vk_get_stats(vk, &st);
     KT_CHECK_EQ(st.pipelines_failed, 5);
     KT_CHECK_EQ(st.pipelines_built, 1);
     KT_CHECK_EQ(st.live_modules, 0);
@@ -688,7 +688,7 @@ KT_CASE(validation_refuses_before_the_driver)
     /* Off again: the check is the cheap structural one only. */
     KT_CHECK_OK(kiln_vk_set_validation(vk, false));
     struct kiln_vk_stats s;
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK_EQ(s.pipelines_built, 1);
     free(w);
@@ -709,7 +709,7 @@ KT_CASE(extra_extensions)
                                   .extra_extension_count = sizeof(extra) / sizeof(extra[0])};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
-    const struct kiln_vk_info *in = kiln_vk_info(vk);
+    const struct kiln_vk_info *in = kiln_vk_get_info(vk);
     bool lib = kiln_vk_extension_enabled(vk, "VK_KHR_pipeline_library");
     bool gpl = kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library");
     bool dho = kiln_vk_extension_enabled(vk, "VK_KHR_deferred_host_operations");
@@ -772,7 +772,7 @@ KT_CASE(extra_extension_features)
     vkt_capture_log(false);
     kiln_log_set_level(level);
     KT_REQUIRE(vk);
-    const struct kiln_vk_info *in = kiln_vk_info(vk);
+    const struct kiln_vk_info *in = kiln_vk_get_info(vk);
     KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_KILN_no_such_extension"));
     /* Nothing else kiln enables went missing. */
     KT_CHECK_EQ(kiln_vk_extension_enabled(vk, "VK_KHR_maintenance5"), in->maintenance5);

@@ -88,7 +88,7 @@ KT_CASE(default_loader)
     int rc = kiln_vk_create(NULL, &vk);
     capture(false);
     if (rc == KILN_OK) {
-        const struct kiln_vk_info *in = kiln_vk_info(vk);
+        const struct kiln_vk_info *in = kiln_vk_get_info(vk);
         KT_REQUIRE(in);
         printf("default loader: a context on device %u of %u: %s\n", in->device_index,
                in->device_count, in->device_name);

@@ -84,7 +84,7 @@ KT_CASE(concurrent_builds)
         }
     }
     struct kiln_vk_stats s;
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.pipelines_built, ok);
     KT_CHECK_EQ(s.pipelines_failed, failed);
     KT_CHECK_EQ(s.live_pipelines, ok);
@@ -100,7 +100,7 @@ KT_CASE(concurrent_builds)
             vkt_free(&ws[t].frag[i]);
         }
     }
-    kiln_vk_stats(vk, &s);
+    kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_pipelines, 0);
     kiln_vk_destroy(vk);
     /* The pack module's per-thread scratch of this (main) thread. */

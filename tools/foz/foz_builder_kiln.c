@@ -100,7 +100,7 @@ static PFN_vkVoidFunction instance_fn(const struct kiln_vk *vk, const char *name
 /*
  * The features kiln's context enables: every core feature of the physical
  * device but robustBufferAccess (vk_context.c), dynamic rendering as
- * kiln_vk_info says, the one feature of the library and ray-tracing
+ * kiln_vk_get_info says, the one feature of the library and ray-tracing
  * extensions it enabled (graphicsPipelineLibrary, rayTracingPipeline:
  * vk_context.c enables those only with it), and samplerYcbcrConversion
  * where VK_KHR_sampler_ycbcr_conversion is enabled and the device reports
@@ -174,7 +174,7 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
     const char *exts[2 + KILN_ARRAY_LEN(foz_extensions)];
     if (!a->have_options_device) {
         /* Without kiln's context the device is taken as plain Vulkan 1.0. */
-        const struct kiln_vk_info *info = req->vk ? kiln_vk_info(req->vk) : NULL;
+        const struct kiln_vk_info *info = req->vk ? kiln_vk_get_info(req->vk) : NULL;
         uint32_t n = 0;
         if (info && info->maintenance5)
             exts[n++] = "VK_KHR_maintenance5";

@@ -110,7 +110,7 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
     struct kiln_foz_import_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));
     struct kiln_cache_stats cs;
-    if (!c || !path || kiln_cache_stats(c, &cs) < 0 || cs.read_only)
+    if (!c || !path || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     struct kiln_foz *foz;
     KILN_TRY(kiln_foz_open(NULL, path, &foz));
@@ -293,7 +293,7 @@ int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipeli
                               struct kiln_foz_pipelines_report *reports)
 {
     struct kiln_cache_stats cs;
-    if (!c || !fp || !reports || kiln_cache_stats(c, &cs) < 0 || cs.read_only)
+    if (!c || !fp || !reports || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     size_t na = kiln_foz_pipelines_archives(fp);
     for (size_t a = 0; a < na; a++) {

@@ -188,11 +188,11 @@ static int make_programs(struct bench *b, unsigned workers)
     if (pool) {
         while (kiln_pool_wait_for(pool, 200000000ull) > 0) {
             struct kiln_pool_progress pp;
-            kiln_pool_progress(pool, &pp);
+            kiln_pool_get_progress(pool, &pp);
             cli_progress_update(&prog, pp.done);
         }
         struct kiln_pool_progress pp;
-        kiln_pool_progress(pool, &pp);
+        kiln_pool_get_progress(pool, &pp);
         cli_progress_finish(&prog, pp.done);
         if (rc == KILN_OK && pp.failed)
             rc = KILN_ETRANSLATE;
@@ -307,7 +307,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     r->rc = kiln_vk_create(&vo, &vk);
     if (r->rc < 0)
         return;
-    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(vk);
     snprintf(r->device, sizeof(r->device), "%s", vi->device_name);
     snprintf(r->driver, sizeof(r->driver), "%s", vi->driver_info);
     r->chained = vi->chained_stages;
@@ -356,7 +356,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     r->seconds = cli_seconds(t0, kiln_now_ns());
     r->cpu_seconds = process_cpu_seconds() - cpu0;
     struct kiln_pool_progress pp;
-    kiln_pool_progress(pool, &pp);
+    kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
     r->built = pp.done - pp.failed;
     r->failed = pp.failed;
@@ -365,7 +365,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     r->after_rss = kiln_rss_bytes();
     r->peak_rss = kiln_peak_rss_bytes();
     struct kiln_vk_stats vs;
-    kiln_vk_stats(vk, &vs);
+    kiln_vk_get_stats(vk, &vs);
     r->peak_modules = vs.peak_modules;
 
 out:

@@ -308,7 +308,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
         r->step = KILN_PREP_STEP_VULKAN;
         return;
     }
-    const struct kiln_vk_info *vi = kiln_vk_info(vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(vk);
     snprintf(r->device, sizeof(r->device), "%s", vi->device_name);
     snprintf(r->driver, sizeof(r->driver), "%s", vi->driver_info);
 

@@ -99,7 +99,7 @@ int cli_check_cache_folder(const char *name, const char *dir, bool *has_cache,
         cli_error(name, "%s: cannot open the cache: %s", dir, kiln_strerror(rc));
         return cli_exit_for(rc);
     }
-    kiln_cache_stats(c, st);
+    kiln_cache_get_stats(c, st);
     kiln_cache_close(c);
     *has_cache = true;
     return KILN_EXIT_OK;

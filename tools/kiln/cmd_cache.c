@@ -43,7 +43,7 @@ int cmd_cache_stats(int argc, char **argv)
     if (ex != KILN_EXIT_OK)
         return ex;
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     kiln_cache_close(c);
     char stamp[20], dict[20];
     snprintf(stamp, sizeof(stamp), "%016" PRIx64, st.stamp);

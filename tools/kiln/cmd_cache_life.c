@@ -222,7 +222,7 @@ int cmd_cache_merge(int argc, char **argv)
             return ex;
         }
         struct kiln_cache_stats cs;
-        kiln_cache_stats(c, &cs);
+        kiln_cache_get_stats(c, &cs);
         if (!first) {
             first = c;
             st = cs;

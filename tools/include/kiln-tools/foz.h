@@ -954,11 +954,11 @@ KILN_API void kiln_foz_builder_stats(const struct kiln_foz_builder *b,
  * order. The Fossilize builder behind it is made on the first request, on
  * that request's device: from `options` where it names a device (its
  * extensions and features are then used as given), else from the request
- * (device, vkGetDeviceProcAddr) and kiln_vk_info of its context (API
+ * (device, vkGetDeviceProcAddr) and kiln_vk_get_info of its context (API
  * version, maintenance5, dynamic rendering) with the core
  * features the physical device has, robustBufferAccess aside (what kiln's
  * context enables), and those of the 1.3 structure it needs
- * (dynamicRendering as kiln_vk_info says); `features` in `options`, when
+ * (dynamicRendering as kiln_vk_get_info says); `features` in `options`, when
  * given, replace them. Every later request must be on
  * the same device until the phase ends (kiln_builder.finish, set here,
  * releases it; the next phase may use another device). `options` is copied; what it points to
