@@ -208,7 +208,7 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     }
     /* The test fault "hang:" KILN__PREP_FAULT_GREETING: a worker that misses
      * its greeting's deadline (a no-op outside test builds). */
-    kiln__prep_test_fault(KILN__PREP_FAULT_GREETING);
+    kiln__prep_before_build(KILN__PREP_FAULT_GREETING);
     struct kiln_pack_dict *dict = NULL;
     struct kiln_vk *vk = NULL;
     char why[160] = "";

@@ -14,7 +14,8 @@ workers, not isolated, in a fresh cache folder:
          flight); --retry-failed then exits 0; a last run compiles nothing
          and skips nothing as crashed.
 
-usage: tests/reliability/crash_journal.py PATH/TO/kiln [TRIALS]
+usage: tests/reliability/crash_journal.py PATH/TO/kiln-faults [TRIALS]
+(kiln-faults: the test build's kiln with the test faults, beside build/kiln)
 Prints one line per trial and a summary; exits 1 when a trial failed.
 """
 import json
