@@ -49,6 +49,57 @@ static bool same_entry(const struct kiln_cache_entry *a, const struct kiln_cache
     return a->offset == b->offset && kiln__cache_head_matches(a, b);
 }
 
+/*
+ * Walks the index entries beside the records found, both in file order. A
+ * damaged record may be named by the index (an open that scanned without
+ * reading payloads indexed it; a load reports it missing) or left out of it
+ * (a repair did that): either is a usable index. So is an entry naming
+ * bytes where no whole head was found. A whole record the index skips, or
+ * an entry that differs from the record at its offset, is not.
+ */
+static void match_entries(const struct kiln_cache_entry *es, size_t n, size_t partial,
+                          const struct found *f, struct kiln_cache_check_report *rep)
+{
+    size_t i = 0, j = 0;
+    while (i < n) {
+        const struct kiln_cache_entry *x = &es[i];
+        const struct kiln_cache_entry *r = j < f->n ? &f->e[j] : NULL;
+        if (r && same_entry(x, r)) {
+            rep->damaged_indexed += !f->ok[j];
+            i++, j++;
+        } else if (!r || (x->offset < r->offset &&
+                          x->offset + kiln__cache_rec_len(x->size) <= r->offset)) {
+            rep->damaged_indexed++; /* no whole head where it points */
+            i++;
+        } else if (x->offset > r->offset && !f->ok[j]) {
+            rep->damaged_left_out++;
+            j++;
+        } else {
+            snprintf(rep->index_text, sizeof(rep->index_text),
+                     x->offset > r->offset && f->ok[j]
+                         ? "entry %zu skips the whole record at offset %" PRIu64
+                         : "entry %zu does not match the record at offset %" PRIu64,
+                     i, r->offset);
+            rep->damaged_indexed = rep->damaged_left_out = 0;
+            return;
+        }
+    }
+    size_t behind = 0;
+    for (; j < f->n; j++) {
+        behind += f->ok[j];
+        rep->damaged_left_out += !f->ok[j];
+    }
+    if (behind || partial) {
+        rep->index_state = KILN_CACHE_INDEX_BEHIND;
+        snprintf(rep->index_text, sizeof(rep->index_text),
+                 "behind: %zu whole record%s past its end%s", behind, behind == 1 ? "" : "s",
+                 partial ? ", last entry cut short" : "");
+    } else {
+        rep->index_state = KILN_CACHE_INDEX_OK;
+        snprintf(rep->index_text, sizeof(rep->index_text), "ok");
+    }
+}
+
 /* Compares the index file with the records found. */
 static void check_index(const struct kiln_io *io, const char *idx_path,
                         const struct kiln__cache_header *rh, uint64_t rec_size,
@@ -91,25 +142,8 @@ static void check_index(const struct kiln_io *io, const char *idx_path,
     } else if (!kiln__cache_identity_fits(&p.header, rh)) {
         snprintf(rep->index_text, sizeof(rep->index_text),
                  "belongs to another copy of the records (identity)");
-    } else if (p.whole > f->n) {
-        snprintf(rep->index_text, sizeof(rep->index_text), "%zu entries for %zu records", p.whole,
-                 f->n);
     } else {
-        size_t i = 0;
-        while (i < p.whole && same_entry(&es[i], &f->e[i]))
-            i++;
-        if (i < p.whole) {
-            snprintf(rep->index_text, sizeof(rep->index_text),
-                     "entry %zu does not match the record at offset %" PRIu64, i, es[i].offset);
-        } else if (p.whole < f->n || p.partial) {
-            rep->index_state = KILN_CACHE_INDEX_BEHIND;
-            snprintf(rep->index_text, sizeof(rep->index_text),
-                     "behind: %zu of %zu records indexed%s", p.whole, f->n,
-                     p.partial ? ", last entry cut short" : "");
-        } else {
-            rep->index_state = KILN_CACHE_INDEX_OK;
-            snprintf(rep->index_text, sizeof(rep->index_text), "ok");
-        }
+        match_entries(es, p.whole, p.partial, f, rep);
     }
     free(es);
 }
@@ -153,8 +187,8 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
     if (rc < 0)
         KILN_WARN("cache", "%s: rewriting the index failed: %s", idx_path, kiln_strerror(rc));
     else
-        KILN_WARN("cache", "%s: repaired: %zu records indexed%s", idx_path, good,
-                  rep->torn_tail_bytes ? ", torn tail cut" : "");
+        KILN_WARN("cache", "%s: repaired: %zu record%s indexed%s", idx_path, good,
+                  good == 1 ? "" : "s", rep->torn_tail_bytes ? ", torn tail cut" : "");
     return rc;
 }
 
@@ -229,8 +263,9 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
     if (dict_damaged)
         KILN_WARN("cache", "%s: dictionary: %s", dir, rep->dict_text);
     if (rep->bad_records)
-        KILN_WARN("cache", "%s: %" PRIu64 " records fail their checksum", rec_path,
-                  rep->bad_records);
+        KILN_WARN("cache", "%s: %" PRIu64 " record%s fail%s its checksum", rec_path,
+                  rep->bad_records, rep->bad_records == 1 ? "" : "s",
+                  rep->bad_records == 1 ? "s" : "");
     if (repair && (copies < 2 || dict_damaged)) {
         rc = kiln__cache_dict_check(io, dir, rh.dict_id, true, &copies, &dict_damaged,
                                     rep->dict_text, sizeof(rep->dict_text));
@@ -239,14 +274,30 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
         rep->dict_copies = copies;
         rep->repaired = rep->repaired || !dict_damaged;
     }
-    if (repair && !rep->whole) {
+    for (size_t i = 0; i < f.n; i++)
+        if (!f.ok[i])
+            rep->bad_record_bytes += kiln__cache_rec_len(f.e[i].size);
+    /* The index a repair writes names every whole record and no damaged
+     * one; the bytes of damaged records stay until a compaction. */
+    bool index_fix =
+        rep->index_state != KILN_CACHE_INDEX_OK || rep->damaged_indexed || rep->torn_tail_bytes;
+    if (repair && index_fix) {
         rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, s.end);
         if (rc < 0)
             goto out;
         rep->repaired = true;
+        index_fix = false;
     }
-    bool damage = rep->bad_records || rep->damaged_bytes || dict_damaged;
-    rc = rep->whole || (rep->repaired && !damage) ? KILN_OK : KILN_ECORRUPT;
+    bool dead = rep->bad_records || rep->damaged_bytes;
+    if (dict_damaged && copies == 0)
+        rep->next = KILN_CACHE_NEXT_NONE; /* no open works: nothing kiln can do */
+    else if (dead)
+        rep->next = KILN_CACHE_NEXT_COMPACT; /* its writer's open also does a repair's work */
+    else if (index_fix || dict_damaged)
+        rep->next = KILN_CACHE_NEXT_REPAIR;
+    else
+        rep->next = KILN_CACHE_NEXT_NONE;
+    rc = !index_fix && !dead && !dict_damaged ? KILN_OK : KILN_ECORRUPT;
 out:
     free(f.e);
     free(f.ok);
