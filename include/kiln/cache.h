@@ -397,10 +397,12 @@ struct kiln_cache_check_report {
  * the writer lock (KILN_EBUSY while a writer holds the cache). `io` may be
  * NULL (kiln_io_default()).
  * @return 0 when the cache is whole (or repair left it whole: only the index
- * or a torn tail were wrong), KILN_ECORRUPT when damage remains (damaged
- * records cannot be repaired, only written again), or another negative
- * error when the check could not run. *report is filled in both of the
- * first two cases.
+ * or a torn tail were wrong), KILN_ECORRUPT when it is not (a repair leaves
+ * damaged records out of the index, where they read as missing, but their
+ * bytes stay until kiln_cache_compact; report->next names the step), or
+ * another negative error when the check could not run. After a repair, the
+ * return and report->next are what a check without repair would now give.
+ * *report is filled in both of the first two cases.
  * Thread safety: any thread; it opens the files itself (a repair waits for
  * no writer: it fails with KILN_EBUSY while one holds the cache).
  */
@@ -485,8 +487,10 @@ struct kiln_cache_rewrite_report {
 
 /*
  * Rewrites the records file without superseded records, damaged records
- * and dead bytes, and its index and last-use file with it (see the top of
- * this section). Nothing is done when the file holds only live records.
+ * (those the index names and those a repair left out of it) and dead
+ * bytes, and its index and last-use file with it (see the top of this
+ * section). Nothing is done when the file holds only live records and each
+ * passes its checksum (all are read to know).
  * @return 0 with *report filled; KILN_EINVAL for a read-only cache; or
  * the error of the step that failed: before the rename the old cache is
  * untouched and the handle usable; after it (only the index, dictionary or

@@ -9,6 +9,13 @@
  * says they are missing and the caller writes them again. Bytes of damaged
  * records stay in the file (an append-only file is never rewritten in
  * place); compaction drops them.
+ *
+ * Check and repair agree: an index that names a damaged record, or leaves
+ * it out, is usable either way (neither returns it), so only an entry that
+ * contradicts a whole record makes the index invalid. The cache is whole
+ * only with no damaged byte left; the report's `next` names the one step
+ * that gets there (a repair for the index and tail, else a compaction), and
+ * a repair's verdict is the one the next check gives.
  */
 #include "cache_internal.h"
 
@@ -263,9 +270,9 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
     if (dict_damaged)
         KILN_WARN("cache", "%s: dictionary: %s", dir, rep->dict_text);
     if (rep->bad_records)
-        KILN_WARN("cache", "%s: %" PRIu64 " record%s fail%s its checksum", rec_path,
-                  rep->bad_records, rep->bad_records == 1 ? "" : "s",
-                  rep->bad_records == 1 ? "s" : "");
+        KILN_WARN("cache", "%s: %" PRIu64 " %s", rec_path, rep->bad_records,
+                  rep->bad_records == 1 ? "record fails its checksum"
+                                        : "records fail their checksums");
     if (repair && (copies < 2 || dict_damaged)) {
         rc = kiln__cache_dict_check(io, dir, rh.dict_id, true, &copies, &dict_damaged,
                                     rep->dict_text, sizeof(rep->dict_text));

@@ -140,10 +140,15 @@ static int count_gaps(struct kiln_cache *c, struct kiln_cache_rewrite_report *r)
         if (next > at) {
             uint64_t recs;
             KILN_TRY(kiln__cache_scan_gap(c->io, c->rec_fd, at, next, &recs));
-            KILN_WARN("cache",
-                      "%s: %" PRIu64 " bytes at offset %" PRIu64 " that the index does not name "
-                      "(%" PRIu64 " damaged record%s); left out",
-                      c->rec_path, next - at, at, recs, recs == 1 ? "" : "s");
+            if (recs)
+                KILN_WARN("cache",
+                          "%s: %" PRIu64 " bytes at offset %" PRIu64 " that the index does not "
+                          "name hold %" PRIu64 " damaged record%s; left out",
+                          c->rec_path, next - at, at, recs, recs == 1 ? "" : "s");
+            else
+                KILN_WARN("cache",
+                          "%s: %" PRIu64 " bytes at offset %" PRIu64 " hold no record; left out",
+                          c->rec_path, next - at, at);
             r->damaged += recs;
             r->records_read += recs;
             r->damaged_bytes += next - at;

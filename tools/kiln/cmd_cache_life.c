@@ -263,9 +263,15 @@ static const char compact_help[] =
     "Rewrites the records file of the cache in DIR without superseded or\n"
     "damaged records and dead bytes, and its index and last-use marks with it\n"
     "(new file, sync, rename: the old cache stays whole until the rename).\n"
-    "Nothing is written when the file is already compact.\n"
+    "Damaged records count whether the index names them or a repair left them\n"
+    "out of it. Nothing is written when the file is already compact and every\n"
+    "record checks out (each is read to know). Every record read is counted\n"
+    "once: kept, superseded or damaged (records_read is their sum).\n"
     "\n"
-    "  --json    one JSON object on stdout\n"
+    "  --json    one JSON object on stdout: rewritten, records_read,\n"
+    "            records_before and records_after (live), dropped, superseded,\n"
+    "            damaged, damaged_bytes, file_bytes_before, file_bytes_after,\n"
+    "            payload_bytes_before, payload_bytes_after\n"
     "  --help    this text\n";
 
 int cmd_cache_compact(int argc, char **argv)
@@ -296,9 +302,14 @@ static const char merge_help[] =
     "Records are appended to OUT and synced, so OUT is whole at every moment;\n"
     "run 'kiln cache compact OUT' afterwards to drop what was superseded. Every\n"
     "folder is checked before OUT is made or written: a missing input, or one\n"
-    "that is not a cache, changes nothing (exit 2).\n"
+    "that is not a cache, changes nothing (exit 2). Every live record read\n"
+    "from IN... is counted once: added (of those, replaced: OUT had the key\n"
+    "with another record), superseded (a later input has its key), same (OUT\n"
+    "holds it byte for byte) or damaged (left out); records_read is their sum.\n"
     "\n"
-    "  --json    one JSON object on stdout\n"
+    "  --json    one JSON object on stdout: inputs, records_read, added,\n"
+    "            replaced, superseded, same, damaged, records_after,\n"
+    "            file_bytes_after\n"
     "  --help    this text\n";
 
 int cmd_cache_merge(int argc, char **argv)
