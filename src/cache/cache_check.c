@@ -296,14 +296,12 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
         index_fix = false;
     }
     bool dead = rep->bad_records || rep->damaged_bytes;
-    if (dict_damaged && copies == 0)
-        rep->next = KILN_CACHE_NEXT_NONE; /* no open works: nothing kiln can do */
-    else if (dead)
+    bool lost_dict = dict_damaged && copies == 0; /* no open works: nothing kiln can do */
+    rep->next = KILN_CACHE_NEXT_NONE;
+    if (!lost_dict && dead)
         rep->next = KILN_CACHE_NEXT_COMPACT; /* its writer's open also does a repair's work */
-    else if (index_fix || dict_damaged)
+    else if (!lost_dict && (index_fix || dict_damaged))
         rep->next = KILN_CACHE_NEXT_REPAIR;
-    else
-        rep->next = KILN_CACHE_NEXT_NONE;
     rc = !index_fix && !dead && !dict_damaged ? KILN_OK : KILN_ECORRUPT;
 out:
     free(f.e);

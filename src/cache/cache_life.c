@@ -415,7 +415,7 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
     size_t n = s->n;
     struct lru_item *lru = malloc((n ? n : 1) * sizeof(*lru));
     s->why = calloc(n ? n : 1, sizeof(*s->why));
-    s->order = malloc((n ? n : 1) * sizeof(*s->order));
+    s->order = calloc(n ? n : 1, sizeof(*s->order));
     if (!lru || !s->why || !s->order) {
         free(lru);
         prune_sel_free(s);
