@@ -320,8 +320,8 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
     r->records_after = m;
     r->file_bytes_after = c->rec_end;
     r->dict_id_after = h.dict_id;
-    KILN_INFO("cache", "%s: rewritten: %zu records, %" PRIu64 " -> %" PRIu64 " bytes", c->dir, m,
-              r->file_bytes_before, r->file_bytes_after);
+    KILN_INFO("cache", "%s: rewritten: %zu record%s, %" PRIu64 " -> %" PRIu64 " bytes", c->dir, m,
+              m == 1 ? "" : "s", r->file_bytes_before, r->file_bytes_after);
     return after < 0 ? after : ix < 0 ? ix : KILN_OK;
 }
 

@@ -109,8 +109,6 @@ read_=$(json records_read "$W/m2.json")
 sum=$(($(json added "$W/m2.json") + $(json superseded "$W/m2.json") + $(json same "$W/m2.json") + \
     $(json damaged "$W/m2.json")))
 [ "$read_" = 116 ] && [ "$read_" = "$sum" ] || fail "merge read $read_, categories sum to $sum"
-"$kiln" cache merge "$W/m3" "$W/in1" >"$W/m3.txt" 2>/dev/null || fail "merge of one cache failed"
-grep -q "(from 1 cache)" "$W/m3.txt" || fail "merge of one: $(head -1 "$W/m3.txt")"
 
 # prune --dry-run: nothing written (bytes and times), and what it lists is
 # what the prune drops.
@@ -142,6 +140,19 @@ keys "$W/left" >"$W/k.left"
 keys "$W/all" >"$W/k.all"
 [ -z "$(comm -12 "$W/k.gone" "$W/k.left")" ] || fail "a listed record was kept"
 sort "$W/k.gone" "$W/k.left" | cmp -s - "$W/k.all" || fail "listed + kept is not every record"
+
+# One record, one cache: singular words.
+if "$kiln" -q bench store --records 1 --mean-kb 1 --dir "$W/one" >/dev/null 2>&1; then
+    "$kiln" cache compact "$W/one" >"$W/o1" 2>&1
+    grep -q "nothing to compact: 1 record," "$W/o1" || fail "compact of one: $(cat "$W/o1")"
+    "$kiln" cache merge "$W/om" "$W/one" >"$W/o2" 2>&1
+    grep -q "(from 1 cache)" "$W/o2" && grep -q "^result *1 record," "$W/o2" ||
+        fail "merge of one: $(cat "$W/o2")"
+    "$kiln" cache prune --dry-run --max-size 64 "$W/one" >"$W/o3" 2>&1
+    grep -q "would drop 1 record " "$W/o3" || fail "dry run of one: $(tail -1 "$W/o3")"
+else
+    fail "bench store --records 1 failed"
+fi
 
 if [ "$failed" -ne 0 ]; then
     echo "$failed failed"

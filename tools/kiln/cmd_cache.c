@@ -135,7 +135,8 @@ static const char *next_name(enum kiln_cache_next_step s)
 }
 
 /* Appends to out[cap] (kept NUL-terminated, cut at cap). */
-static void add(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 3, 4)));
 
 static void add(char *out, size_t cap, const char *fmt, ...)
 {
