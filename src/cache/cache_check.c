@@ -155,6 +155,38 @@ static void check_index(const struct kiln_io *io, const char *idx_path,
     free(es);
 }
 
+/*
+ * Where a repair cuts a torn tail: after the last record that checks out.
+ * A damaged record (or damaged bytes) right before the tail would be the
+ * last record once the tail is gone, and so the next scan's torn tail: it
+ * goes with the tail, so that one repair is enough. *left gets the counts
+ * of what stays. @return the cut offset (the file's size when no tail).
+ */
+static uint64_t after_cut(const struct found *f, const struct kiln_cache_check_report *rep,
+                          struct kiln_cache_check_report *left)
+{
+    memset(left, 0, sizeof(*left));
+    uint64_t size = rep->file_bytes;
+    uint64_t cut = size;
+    if (rep->torn_tail_bytes) {
+        cut = KILN__CACHE_HEADER_SIZE;
+        for (size_t i = 0; i < f->n; i++)
+            if (f->ok[i])
+                cut = f->e[i].offset + kiln__cache_rec_len(f->e[i].size);
+    }
+    uint64_t covered = 0;
+    for (size_t i = 0; i < f->n && f->e[i].offset < cut; i++) {
+        uint64_t len = kiln__cache_rec_len(f->e[i].size);
+        covered += len;
+        left->records += f->ok[i];
+        left->bad_records += !f->ok[i];
+        left->bad_record_bytes += f->ok[i] ? 0 : len;
+    }
+    left->damaged_bytes = cut - KILN_MIN(cut, (uint64_t)KILN__CACHE_HEADER_SIZE) - covered;
+    left->torn_tail_bytes = size - cut;
+    return cut;
+}
+
 static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
                         const char *idx_path, const struct kiln__cache_header *rh,
                         const struct found *f, const struct kiln_cache_check_report *rep,
@@ -288,14 +320,22 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
      * one; the bytes of damaged records stay until a compaction. */
     bool index_fix =
         rep->index_state != KILN_CACHE_INDEX_OK || rep->damaged_indexed || rep->torn_tail_bytes;
+    struct kiln_cache_check_report left;
+    uint64_t cut = after_cut(&f, rep, &left);
     if (repair && index_fix) {
-        rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, s.end);
+        rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, cut);
         if (rc < 0)
             goto out;
         rep->repaired = true;
         index_fix = false;
+        /* The counts say what the repair left, as the next check sees it. */
+        rep->records = left.records;
+        rep->bad_records = left.bad_records;
+        rep->bad_record_bytes = left.bad_record_bytes;
+        rep->damaged_bytes = left.damaged_bytes;
+        rep->torn_tail_bytes = left.torn_tail_bytes;
     }
-    bool dead = rep->bad_records || rep->damaged_bytes;
+    bool dead = left.bad_records || left.damaged_bytes;
     bool lost_dict = dict_damaged && copies == 0; /* no open works: nothing kiln can do */
     rep->next = KILN_CACHE_NEXT_NONE;
     if (!lost_dict && dead)
