@@ -353,10 +353,18 @@ KILN_API const char *kiln_cache_open_kind_name(enum kiln_cache_open_kind kind);
 
 /* The index's state as kiln_cache_check finds it. */
 enum kiln_cache_index_state {
-    KILN_CACHE_INDEX_OK = 0,      /* one entry per record, all matching */
+    KILN_CACHE_INDEX_OK = 0,      /* one entry per whole record, all matching (a damaged
+                                   * record may be named or left out: see the report) */
     KILN_CACHE_INDEX_BEHIND = 1,  /* matching, but records past its end are missing from it */
     KILN_CACHE_INDEX_INVALID = 2, /* not usable (see index_text) */
     KILN_CACHE_INDEX_MISSING = 3, /* no index file */
+};
+
+/* The one step that makes a checked cache whole (kiln_cache_check). */
+enum kiln_cache_next_step {
+    KILN_CACHE_NEXT_NONE = 0,    /* whole; or nothing kiln can do (no whole dictionary copy) */
+    KILN_CACHE_NEXT_REPAIR = 1,  /* the index, a torn tail or a dictionary copy: a repair */
+    KILN_CACHE_NEXT_COMPACT = 2, /* damaged records or bytes in the file: a compaction */
 };
 
 /* What kiln_cache_check found (and did). */
@@ -379,6 +387,17 @@ struct kiln_cache_check_report {
      * before the second copy have one); a damaged copy does not. */
     unsigned dict_copies;
     char dict_text[160];
+    /* Of bad_records, those the index names (a load reports them missing
+     * and a repair leaves them out), and those it leaves out already (they
+     * read as missing; only their bytes remain, until a compaction). Index
+     * entries that name damaged bytes with no whole head count as named. */
+    uint64_t damaged_indexed;
+    uint64_t damaged_left_out;
+    uint64_t bad_record_bytes; /* bytes of the bad records (heads, payloads, padding) */
+    /* What makes the cache whole now, after the repair when one ran: a
+     * cache whose index names only whole records but whose file still
+     * holds damaged ones is safe to use but not whole (compaction). */
+    enum kiln_cache_next_step next;
 };
 
 /*
@@ -392,10 +411,12 @@ struct kiln_cache_check_report {
  * the writer lock (KILN_EBUSY while a writer holds the cache). `io` may be
  * NULL (kiln_io_default()).
  * @return 0 when the cache is whole (or repair left it whole: only the index
- * or a torn tail were wrong), KILN_ECORRUPT when damage remains (damaged
- * records cannot be repaired, only written again), or another negative
- * error when the check could not run. *report is filled in both of the
- * first two cases.
+ * or a torn tail were wrong), KILN_ECORRUPT when it is not (a repair leaves
+ * damaged records out of the index, where they read as missing, but their
+ * bytes stay until kiln_cache_compact; report->next names the step), or
+ * another negative error when the check could not run. After a repair, the
+ * return and report->next are what a check without repair would now give.
+ * *report is filled in both of the first two cases.
  * Thread safety: any thread; it opens the files itself (a repair waits for
  * no writer: it fails with KILN_EBUSY while one holds the cache).
  */
@@ -470,12 +491,20 @@ struct kiln_cache_rewrite_report {
     uint64_t spirv_bytes;          /* repack: SPIR-V the repacked records unpack to */
     uint64_t dict_id_before;
     uint64_t dict_id_after;
+    /* Every record the rewrite met: the table's (live and superseded) and
+     * the record heads in the bytes no entry names (records a repair left
+     * out of the index). records_read = records_after + dropped +
+     * superseded + damaged. */
+    uint64_t records_read;
+    uint64_t damaged_bytes; /* bytes left out that no whole record held, or a damaged one */
 };
 
 /*
  * Rewrites the records file without superseded records, damaged records
- * and dead bytes, and its index and last-use file with it (see the top of
- * this section). Nothing is done when the file holds only live records.
+ * (those the index names and those a repair left out of it) and dead
+ * bytes, and its index and last-use file with it (see the top of this
+ * section). Nothing is done when the file holds only live records and each
+ * passes its checksum (all are read to know).
  * @return 0 with *report filled; KILN_EINVAL for a read-only cache; or
  * the error of the step that failed: before the rename the old cache is
  * untouched and the handle usable; after it (only the index, dictionary or
@@ -504,6 +533,49 @@ struct kiln_cache_prune_options {
  */
 KILN_API int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                               struct kiln_cache_rewrite_report *report);
+
+/* Why a prune drops a record. */
+enum kiln_cache_prune_reason {
+    KILN_CACHE_PRUNE_OLD = 1,  /* last used before today - older_than_days */
+    KILN_CACHE_PRUNE_SIZE = 2, /* least recently used while the file is over max_file_bytes */
+};
+
+/* One record a prune drops. */
+struct kiln_cache_prune_item {
+    struct kiln_key key;
+    uint64_t offset;       /* of its head in programs.kpc */
+    uint64_t record_bytes; /* head, payload and padding */
+    uint32_t size;         /* payload bytes */
+    uint32_t last_use;     /* day of last use (kiln_cache_last_use) */
+    enum kiln_cache_prune_reason reason;
+};
+
+/* What kiln_cache_prune would drop (kiln_cache_prune_plan). */
+struct kiln_cache_prune_plan {
+    struct kiln_cache_prune_item *items; /* in the order a prune picks them: oldest use first */
+    size_t count;
+    uint64_t records_before;    /* live records */
+    uint64_t records_after;     /* live records a prune keeps */
+    uint64_t dropped_bytes;     /* record_bytes of the items */
+    uint64_t file_bytes_before; /* programs.kpc now */
+    uint64_t file_bytes_after;  /* programs.kpc after the prune's rewrite */
+    uint32_t today;             /* the day the ages are counted from */
+    uint32_t cutoff;            /* records last used before this day are old (0: no age limit) */
+};
+
+/*
+ * Says what kiln_cache_prune(c, o) would drop, from the same selection,
+ * and writes nothing: no file is touched and no use is marked, so a
+ * read-only handle will do. Free it with kiln_cache_prune_plan_free.
+ * @return 0 with *plan filled, KILN_EINVAL without `o`, or KILN_ENOMEM.
+ * Thread safety: as kiln_cache_find (the handle's read lock is taken).
+ */
+KILN_API int kiln_cache_prune_plan(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                                   struct kiln_cache_prune_plan *plan);
+
+/* Frees what kiln_cache_prune_plan allocated (NULL, or a zeroed plan: a
+ * no-op). Thread safety: any thread, on a plan no other thread uses. */
+KILN_API void kiln_cache_prune_plan_free(struct kiln_cache_prune_plan *plan);
 
 /* The dictionary a repack packs with. */
 enum kiln_cache_dict_mode {
@@ -539,6 +611,9 @@ struct kiln_cache_merge_report {
     uint64_t damaged;       /* input records that did not load (left out) */
     uint64_t records_after; /* live records in the output */
     uint64_t file_bytes_after;
+    /* Input records whose key a later input also holds (its record wins).
+     * records_read = added + superseded + same + damaged. */
+    uint64_t superseded;
 };
 
 /*

@@ -9,6 +9,13 @@
  * says they are missing and the caller writes them again. Bytes of damaged
  * records stay in the file (an append-only file is never rewritten in
  * place); compaction drops them.
+ *
+ * Check and repair agree: an index that names a damaged record, or leaves
+ * it out, is usable either way (neither returns it), so only an entry that
+ * contradicts a whole record makes the index invalid. The cache is whole
+ * only with no damaged byte left; the report's `next` names the one step
+ * that gets there (a repair for the index and tail, else a compaction), and
+ * a repair's verdict is the one the next check gives.
  */
 #include "cache_internal.h"
 
@@ -47,6 +54,57 @@ static int collect(void *user, const struct kiln_cache_entry *e, bool ok)
 static bool same_entry(const struct kiln_cache_entry *a, const struct kiln_cache_entry *b)
 {
     return a->offset == b->offset && kiln__cache_head_matches(a, b);
+}
+
+/*
+ * Walks the index entries beside the records found, both in file order. A
+ * damaged record may be named by the index (an open that scanned without
+ * reading payloads indexed it; a load reports it missing) or left out of it
+ * (a repair did that): either is a usable index. So is an entry naming
+ * bytes where no whole head was found. A whole record the index skips, or
+ * an entry that differs from the record at its offset, is not.
+ */
+static void match_entries(const struct kiln_cache_entry *es, size_t n, size_t partial,
+                          const struct found *f, struct kiln_cache_check_report *rep)
+{
+    size_t i = 0, j = 0;
+    while (i < n) {
+        const struct kiln_cache_entry *x = &es[i];
+        const struct kiln_cache_entry *r = j < f->n ? &f->e[j] : NULL;
+        if (r && same_entry(x, r)) {
+            rep->damaged_indexed += !f->ok[j];
+            i++, j++;
+        } else if (!r || (x->offset < r->offset &&
+                          x->offset + kiln__cache_rec_len(x->size) <= r->offset)) {
+            rep->damaged_indexed++; /* no whole head where it points */
+            i++;
+        } else if (x->offset > r->offset && !f->ok[j]) {
+            rep->damaged_left_out++;
+            j++;
+        } else {
+            snprintf(rep->index_text, sizeof(rep->index_text),
+                     x->offset > r->offset && f->ok[j]
+                         ? "entry %zu skips the whole record at offset %" PRIu64
+                         : "entry %zu does not match the record at offset %" PRIu64,
+                     i, r->offset);
+            rep->damaged_indexed = rep->damaged_left_out = 0;
+            return;
+        }
+    }
+    size_t behind = 0;
+    for (; j < f->n; j++) {
+        behind += f->ok[j];
+        rep->damaged_left_out += !f->ok[j];
+    }
+    if (behind || partial) {
+        rep->index_state = KILN_CACHE_INDEX_BEHIND;
+        snprintf(rep->index_text, sizeof(rep->index_text),
+                 "behind: %zu whole record%s past its end%s", behind, behind == 1 ? "" : "s",
+                 partial ? ", last entry cut short" : "");
+    } else {
+        rep->index_state = KILN_CACHE_INDEX_OK;
+        snprintf(rep->index_text, sizeof(rep->index_text), "ok");
+    }
 }
 
 /* Compares the index file with the records found. */
@@ -91,27 +149,42 @@ static void check_index(const struct kiln_io *io, const char *idx_path,
     } else if (!kiln__cache_identity_fits(&p.header, rh)) {
         snprintf(rep->index_text, sizeof(rep->index_text),
                  "belongs to another copy of the records (identity)");
-    } else if (p.whole > f->n) {
-        snprintf(rep->index_text, sizeof(rep->index_text), "%zu entries for %zu records", p.whole,
-                 f->n);
     } else {
-        size_t i = 0;
-        while (i < p.whole && same_entry(&es[i], &f->e[i]))
-            i++;
-        if (i < p.whole) {
-            snprintf(rep->index_text, sizeof(rep->index_text),
-                     "entry %zu does not match the record at offset %" PRIu64, i, es[i].offset);
-        } else if (p.whole < f->n || p.partial) {
-            rep->index_state = KILN_CACHE_INDEX_BEHIND;
-            snprintf(rep->index_text, sizeof(rep->index_text),
-                     "behind: %zu of %zu records indexed%s", p.whole, f->n,
-                     p.partial ? ", last entry cut short" : "");
-        } else {
-            rep->index_state = KILN_CACHE_INDEX_OK;
-            snprintf(rep->index_text, sizeof(rep->index_text), "ok");
-        }
+        match_entries(es, p.whole, p.partial, f, rep);
     }
     free(es);
+}
+
+/*
+ * Where a repair cuts a torn tail: after the last record that checks out.
+ * A damaged record (or damaged bytes) right before the tail would be the
+ * last record once the tail is gone, and so the next scan's torn tail: it
+ * goes with the tail, so that one repair is enough. *left gets the counts
+ * of what stays. @return the cut offset (the file's size when no tail).
+ */
+static uint64_t after_cut(const struct found *f, const struct kiln_cache_check_report *rep,
+                          struct kiln_cache_check_report *left)
+{
+    memset(left, 0, sizeof(*left));
+    uint64_t size = rep->file_bytes;
+    uint64_t cut = size;
+    if (rep->torn_tail_bytes) {
+        cut = KILN__CACHE_HEADER_SIZE;
+        for (size_t i = 0; i < f->n; i++)
+            if (f->ok[i])
+                cut = f->e[i].offset + kiln__cache_rec_len(f->e[i].size);
+    }
+    uint64_t covered = 0;
+    for (size_t i = 0; i < f->n && f->e[i].offset < cut; i++) {
+        uint64_t len = kiln__cache_rec_len(f->e[i].size);
+        covered += len;
+        left->records += f->ok[i];
+        left->bad_records += !f->ok[i];
+        left->bad_record_bytes += f->ok[i] ? 0 : len;
+    }
+    left->damaged_bytes = cut - KILN_MIN(cut, (uint64_t)KILN__CACHE_HEADER_SIZE) - covered;
+    left->torn_tail_bytes = size - cut;
+    return cut;
 }
 
 static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
@@ -153,8 +226,8 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
     if (rc < 0)
         KILN_WARN("cache", "%s: rewriting the index failed: %s", idx_path, kiln_strerror(rc));
     else
-        KILN_WARN("cache", "%s: repaired: %zu records indexed%s", idx_path, good,
-                  rep->torn_tail_bytes ? ", torn tail cut" : "");
+        KILN_WARN("cache", "%s: repaired: %zu record%s indexed%s", idx_path, good,
+                  good == 1 ? "" : "s", rep->torn_tail_bytes ? ", torn tail cut" : "");
     return rc;
 }
 
@@ -231,8 +304,9 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
     if (dict_damaged)
         KILN_WARN("cache", "%s: dictionary: %s", dir, rep->dict_text);
     if (rep->bad_records)
-        KILN_WARN("cache", "%s: %" PRIu64 " records fail their checksum", rec_path,
-                  rep->bad_records);
+        KILN_WARN("cache", "%s: %" PRIu64 " %s", rec_path, rep->bad_records,
+                  rep->bad_records == 1 ? "record fails its checksum"
+                                        : "records fail their checksums");
     if (repair && (copies < 2 || dict_damaged)) {
         rc = kiln__cache_dict_check(io, dir, rh.dict_id, true, &copies, &dict_damaged,
                                     rep->dict_text, sizeof(rep->dict_text));
@@ -241,14 +315,36 @@ int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
         rep->dict_copies = copies;
         rep->repaired = rep->repaired || !dict_damaged;
     }
-    if (repair && !rep->whole) {
-        rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, s.end);
+    for (size_t i = 0; i < f.n; i++)
+        if (!f.ok[i])
+            rep->bad_record_bytes += kiln__cache_rec_len(f.e[i].size);
+    /* The index a repair writes names every whole record and no damaged
+     * one; the bytes of damaged records stay until a compaction. */
+    bool index_fix =
+        rep->index_state != KILN_CACHE_INDEX_OK || rep->damaged_indexed || rep->torn_tail_bytes;
+    struct kiln_cache_check_report left;
+    uint64_t cut = after_cut(&f, rep, &left);
+    if (repair && index_fix) {
+        rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, cut);
         if (rc < 0)
             goto out;
         rep->repaired = true;
+        index_fix = false;
+        /* The counts say what the repair left, as the next check sees it. */
+        rep->records = left.records;
+        rep->bad_records = left.bad_records;
+        rep->bad_record_bytes = left.bad_record_bytes;
+        rep->damaged_bytes = left.damaged_bytes;
+        rep->torn_tail_bytes = left.torn_tail_bytes;
     }
-    bool damage = rep->bad_records || rep->damaged_bytes || dict_damaged;
-    rc = rep->whole || (rep->repaired && !damage) ? KILN_OK : KILN_ECORRUPT;
+    bool dead = left.bad_records || left.damaged_bytes;
+    bool lost_dict = dict_damaged && copies == 0; /* no open works: nothing kiln can do */
+    rep->next = KILN_CACHE_NEXT_NONE;
+    if (!lost_dict && dead)
+        rep->next = KILN_CACHE_NEXT_COMPACT; /* its writer's open also does a repair's work */
+    else if (!lost_dict && (index_fix || dict_damaged))
+        rep->next = KILN_CACHE_NEXT_REPAIR;
+    rc = !index_fix && !dead && !dict_damaged ? KILN_OK : KILN_ECORRUPT;
 out:
     free(f.e);
     free(f.ok);

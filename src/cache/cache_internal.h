@@ -119,6 +119,15 @@ int kiln__cache_scan(const struct kiln_io *io, int fd, const char *path, uint64_
                      struct kiln__cache_scan *out);
 
 /*
+ * Counts the record heads in [from, to) of the records file, bytes no
+ * table entry names: records a repair left out of the index (damaged), or
+ * none (holes, damaged bytes). A head counts when it is whole and its
+ * record ends by `to`. @return 0 or the I/O error.
+ */
+int kiln__cache_scan_gap(const struct kiln_io *io, int fd, uint64_t from, uint64_t to,
+                         uint64_t *records);
+
+/*
  * Checks the record an index's last entry names when no whole record head
  * follows it: a crash may have kept its head but not its payload.
  * @return 1 when a whole head follows or its payload checks out, 0 when it

@@ -126,6 +126,37 @@ static void report_before(struct kiln_cache *c, struct kiln_cache_rewrite_report
     r->payload_bytes_after = c->live_bytes;
     r->dict_id_before = c->header.dict_id;
     r->dict_id_after = c->header.dict_id;
+    r->records_read = c->count;
+}
+
+/* Counts what lies between the table's records and after the last one:
+ * records a repair left out of the index (damaged), holes of failed puts
+ * and damaged bytes. A rewrite leaves all of it out. */
+static int count_gaps(struct kiln_cache *c, struct kiln_cache_rewrite_report *r)
+{
+    uint64_t at = KILN__CACHE_HEADER_SIZE;
+    for (size_t i = 0; i <= c->count; i++) {
+        uint64_t next = i < c->count ? c->entries[i].offset : c->rec_end;
+        if (next > at) {
+            uint64_t recs;
+            KILN_TRY(kiln__cache_scan_gap(c->io, c->rec_fd, at, next, &recs));
+            if (recs)
+                KILN_WARN("cache",
+                          "%s: %" PRIu64 " bytes at offset %" PRIu64 " that the index does not "
+                          "name hold %" PRIu64 " damaged record%s; left out",
+                          c->rec_path, next - at, at, recs, recs == 1 ? "" : "s");
+            else
+                KILN_WARN("cache",
+                          "%s: %" PRIu64 " bytes at offset %" PRIu64 " hold no record; left out",
+                          c->rec_path, next - at, at);
+            r->damaged += recs;
+            r->records_read += recs;
+            r->damaged_bytes += next - at;
+        }
+        if (i < c->count)
+            at = c->entries[i].offset + kiln__cache_rec_len(c->entries[i].size);
+    }
+    return KILN_OK;
 }
 
 /*
@@ -152,6 +183,10 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
     bool wrote_kpd = false, made_tmp = false;
     const char *step = "allocating";
     int rc = ne && nu && o.buf ? KILN_OK : KILN_ENOMEM;
+    if (rc == KILN_OK) {
+        step = "reading the bytes between records";
+        rc = count_gaps(c, r);
+    }
 
     struct kiln__cache_header h = c->header;
     if (dict_change)
@@ -197,6 +232,7 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
             KILN_WARN("cache", "%s: record at offset %" PRIu64 " is damaged; left out", c->rec_path,
                       e->offset);
             r->damaged++;
+            r->damaged_bytes += kiln__cache_rec_len(e->size);
             rc = KILN_OK;
             continue;
         }
@@ -284,8 +320,8 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
     r->records_after = m;
     r->file_bytes_after = c->rec_end;
     r->dict_id_after = h.dict_id;
-    KILN_INFO("cache", "%s: rewritten: %zu records, %" PRIu64 " -> %" PRIu64 " bytes", c->dir, m,
-              r->file_bytes_before, r->file_bytes_after);
+    KILN_INFO("cache", "%s: rewritten: %zu record%s, %" PRIu64 " -> %" PRIu64 " bytes", c->dir, m,
+              m == 1 ? "" : "s", r->file_bytes_before, r->file_bytes_after);
     return after < 0 ? after : ix < 0 ? ix : KILN_OK;
 }
 
@@ -294,6 +330,23 @@ static int writable(struct kiln_cache *c)
     if (c->flags & KILN_CACHE_READ_ONLY)
         return KILN_EINVAL;
     return __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+}
+
+/* Reads every kept record of a file that is otherwise compact: a record
+ * that fails its checksum (an index or a scan may name one) makes the
+ * compaction rewrite the file without it. */
+static int find_damaged(struct kiln_cache *c, const size_t *keep, size_t n, bool *damaged)
+{
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    int rc = KILN_OK;
+    *damaged = false;
+    for (size_t i = 0; i < n && rc == KILN_OK && !*damaged; i++) {
+        rc = read_record(c, &c->entries[keep[i]], &buf, &cap);
+        *damaged = rc == KILN_ECORRUPT_RECORD;
+    }
+    free(buf);
+    return *damaged ? KILN_OK : rc;
 }
 
 int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
@@ -310,7 +363,10 @@ int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *r
     for (size_t i = 0; i < n; i++)
         ideal += kiln__cache_rec_len(c->entries[keep[i]].size);
     int rc = KILN_OK;
-    if (ideal != c->rec_end || n != c->count)
+    bool damaged = false;
+    if (ideal == c->rec_end && n == c->count)
+        rc = find_damaged(c, keep, n, &damaged);
+    if (rc == KILN_OK && (ideal != c->rec_end || n != c->count || damaged))
         rc = rewrite(c, keep, n, false, NULL, NULL, NULL, r);
     free(keep);
     return rc;
@@ -332,6 +388,66 @@ static int by_lru(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* What a prune drops: the live entries in file order, and for each the
+ * reason it goes (0: kept); the picks in the order they were made. */
+struct prune_sel {
+    size_t *live, n;
+    uint8_t *why;          /* per live entry: 0 or enum kiln_cache_prune_reason */
+    size_t *order, picked; /* live positions, in pick order */
+    uint64_t total;        /* the records file after the drops */
+    uint32_t cutoff;
+};
+
+static void prune_sel_free(struct prune_sel *s)
+{
+    free(s->live);
+    free(s->why);
+    free(s->order);
+    memset(s, 0, sizeof(*s));
+}
+
+/* The one selection of prune and its plan: records last used before the
+ * cutoff, then the least recently used (ties: earliest in the file) while
+ * the file would be over max_file_bytes. */
+static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                        struct prune_sel *s)
+{
+    memset(s, 0, sizeof(*s));
+    KILN_TRY(live_entries(c, &s->live, &s->n));
+    size_t n = s->n;
+    struct lru_item *lru = malloc((n ? n : 1) * sizeof(*lru));
+    s->why = calloc(n ? n : 1, sizeof(*s->why));
+    s->order = calloc(n ? n : 1, sizeof(*s->order));
+    if (!lru || !s->why || !s->order) {
+        free(lru);
+        prune_sel_free(s);
+        return KILN_ENOMEM;
+    }
+    s->total = KILN__CACHE_HEADER_SIZE;
+    for (size_t i = 0; i < n; i++) {
+        const struct kiln_cache_entry *e = &c->entries[s->live[i]];
+        /* Loads mark uses beside a plan (under the read lock): atomic reads. */
+        uint32_t day = __atomic_load_n(&c->last_use[s->live[i]], __ATOMIC_RELAXED);
+        lru[i] = (struct lru_item){day, e->offset, i};
+        s->total += kiln__cache_rec_len(e->size);
+    }
+    qsort(lru, n, sizeof(*lru), by_lru);
+    if (o->older_than_days != UINT32_MAX && c->today > o->older_than_days)
+        s->cutoff = c->today - o->older_than_days;
+    for (size_t i = 0; i < n; i++) {
+        const struct kiln_cache_entry *e = &c->entries[s->live[lru[i].live]];
+        bool old = lru[i].day < s->cutoff;
+        bool big = o->max_file_bytes && s->total > o->max_file_bytes;
+        if (!old && !big)
+            continue;
+        s->why[lru[i].live] = old ? KILN_CACHE_PRUNE_OLD : KILN_CACHE_PRUNE_SIZE;
+        s->order[s->picked++] = lru[i].live;
+        s->total -= kiln__cache_rec_len(e->size);
+    }
+    free(lru);
+    return KILN_OK;
+}
+
 int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                      struct kiln_cache_rewrite_report *report)
 {
@@ -343,49 +459,66 @@ int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options
     if (!o)
         return KILN_EINVAL;
     KILN_TRY(writable(c));
-    size_t *live, n;
-    KILN_TRY(live_entries(c, &live, &n));
-    struct lru_item *lru = malloc((n ? n : 1) * sizeof(*lru));
-    bool *drop = calloc(n ? n : 1, sizeof(*drop));
-    if (!lru || !drop) {
-        free(live);
-        free(lru);
-        free(drop);
-        return KILN_ENOMEM;
-    }
-    uint64_t total = KILN__CACHE_HEADER_SIZE;
-    for (size_t i = 0; i < n; i++) {
-        const struct kiln_cache_entry *e = &c->entries[live[i]];
-        lru[i] = (struct lru_item){c->last_use[live[i]], e->offset, i};
-        total += kiln__cache_rec_len(e->size);
-    }
-    qsort(lru, n, sizeof(*lru), by_lru);
-    uint64_t dropped = 0;
-    uint32_t cutoff = 0;
-    if (o->older_than_days != UINT32_MAX && c->today > o->older_than_days)
-        cutoff = c->today - o->older_than_days;
-    for (size_t i = 0; i < n; i++) {
-        const struct kiln_cache_entry *e = &c->entries[live[lru[i].live]];
-        bool old = lru[i].day < cutoff;
-        bool big = o->max_file_bytes && total > o->max_file_bytes;
-        if (!old && !big)
-            continue;
-        drop[lru[i].live] = true;
-        total -= kiln__cache_rec_len(e->size);
-        dropped++;
-    }
+    struct prune_sel s;
+    KILN_TRY(prune_select(c, o, &s));
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!drop[i])
-            live[k++] = live[i];
+    for (size_t i = 0; i < s.n; i++)
+        if (!s.why[i])
+            s.live[k++] = s.live[i];
     int rc = KILN_OK;
-    r->dropped = dropped;
-    if (dropped || total != c->rec_end || n != c->count)
-        rc = rewrite(c, live, k, false, NULL, NULL, NULL, r);
-    free(live);
-    free(lru);
-    free(drop);
+    r->dropped = s.picked;
+    if (s.picked || s.total != c->rec_end || s.n != c->count)
+        rc = rewrite(c, s.live, k, false, NULL, NULL, NULL, r);
+    prune_sel_free(&s);
     return rc;
+}
+
+int kiln_cache_prune_plan(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                          struct kiln_cache_prune_plan *plan)
+{
+    memset(plan, 0, sizeof(*plan));
+    if (!o)
+        return KILN_EINVAL;
+    pthread_rwlock_rdlock(&c->lock);
+    struct prune_sel s = {0};
+    int rc = prune_select(c, o, &s);
+    if (rc == KILN_OK) {
+        plan->items = calloc(s.picked ? s.picked : 1, sizeof(*plan->items));
+        rc = plan->items ? KILN_OK : KILN_ENOMEM;
+    }
+    if (rc == KILN_OK) {
+        for (size_t i = 0; i < s.picked; i++) {
+            size_t at = s.live[s.order[i]];
+            const struct kiln_cache_entry *e = &c->entries[at];
+            plan->items[i] = (struct kiln_cache_prune_item){
+                .key = e->key,
+                .offset = e->offset,
+                .record_bytes = kiln__cache_rec_len(e->size),
+                .size = e->size,
+                .last_use = __atomic_load_n(&c->last_use[at], __ATOMIC_RELAXED),
+                .reason = (enum kiln_cache_prune_reason)s.why[s.order[i]],
+            };
+            plan->dropped_bytes += plan->items[i].record_bytes;
+        }
+        plan->count = s.picked;
+        plan->records_before = s.n;
+        plan->records_after = s.n - s.picked;
+        plan->file_bytes_before = c->rec_end;
+        plan->file_bytes_after = s.total;
+        plan->today = c->today;
+        plan->cutoff = s.cutoff;
+    }
+    prune_sel_free(&s);
+    pthread_rwlock_unlock(&c->lock);
+    return rc;
+}
+
+void kiln_cache_prune_plan_free(struct kiln_cache_prune_plan *plan)
+{
+    if (!plan)
+        return;
+    free(plan->items);
+    memset(plan, 0, sizeof(*plan));
 }
 
 /* ---- repack ------------------------------------------------------------------ */
@@ -646,6 +779,7 @@ int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t 
                 items[w++] = items[i];
         qsort(items, w, sizeof(*items), by_input_offset);
     }
+    r->superseded = m - w; /* each key's older records: a later input's wins */
     unsigned char *buf = NULL;
     size_t bufcap = 0;
     for (size_t k = 0; k < w && rc == KILN_OK; k++) {

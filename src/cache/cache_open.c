@@ -606,17 +606,18 @@ static void tell_records(struct kiln_cache *c, const struct found *f, struct acc
     bool ro = c->flags & KILN_CACHE_READ_ONLY;
     if (!f->used) {
         c->st.open_kind = KILN_CACHE_OPENED_REBUILT;
-        say(a, "%s: index not used (%s): %zu records scanned%s", c->dir, f->why, c->count,
+        say(a, "%s: index not used (%s): %zu record%s scanned%s", c->dir, f->why, c->count,
+            c->count == 1 ? "" : "s",
             ro ? " (read-only: index left as it is)" : ", index rewritten");
         a->warn = true;
     } else if (f->added || f->partial) {
         c->st.open_kind = KILN_CACHE_OPENED_INDEX_TAIL;
-        say(a, "%s: index used for %zu records%s; %" PRIu64 " more read past its end%s", c->dir,
-            f->indexed, f->partial ? " (cut short)" : "", f->added,
+        say(a, "%s: index used for %zu record%s%s; %" PRIu64 " more read past its end%s", c->dir,
+            f->indexed, f->indexed == 1 ? "" : "s", f->partial ? " (cut short)" : "", f->added,
             ro ? " (read-only: index left behind)" : " and indexed");
     } else {
         c->st.open_kind = KILN_CACHE_OPENED_INDEX;
-        say(a, "%s: index used, %zu records", c->dir, f->indexed);
+        say(a, "%s: index used, %zu record%s", c->dir, f->indexed, f->indexed == 1 ? "" : "s");
     }
     if (f->tail_cut) {
         say(a, "; torn tail of %" PRIu64 " bytes at offset %" PRIu64 " %s", f->tail_cut, f->end,

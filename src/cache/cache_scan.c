@@ -239,3 +239,28 @@ int kiln__cache_last_ok(const struct kiln_io *io, int fd, const struct kiln_cach
     free(payload);
     return rc == KILN_EIO_SHORTREAD ? 0 : rc;
 }
+
+int kiln__cache_scan_gap(const struct kiln_io *io, int fd, uint64_t from, uint64_t to,
+                         uint64_t *records)
+{
+    *records = 0;
+    struct window w = {.io = io, .fd = fd, .buf = malloc(SCAN_WINDOW)};
+    if (!w.buf)
+        return KILN_ENOMEM;
+    int rc = KILN_OK;
+    uint64_t off = from;
+    while (off < to && rc == KILN_OK) {
+        struct kiln_cache_entry e;
+        uint64_t at = head_at(&w, off, to, &rc) ? off : find_next_head(&w, off + 1, to, &e, &rc);
+        if (rc < 0 || at >= to)
+            break;
+        size_t got;
+        const unsigned char *h = window_get(&w, at, KILN__CACHE_HEAD_SIZE, &got, &rc);
+        if (!h || kiln__cache_head_decode(h, got, &e) < 0)
+            break;
+        (*records)++;
+        off = at + kiln__cache_rec_len(e.size);
+    }
+    free(w.buf);
+    return rc < 0 ? rc : KILN_OK;
+}

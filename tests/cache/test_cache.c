@@ -17,6 +17,11 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <sys/utime.h>
+#else
+#include <utime.h>
+#endif
 
 #ifdef _WIN32
 #include <io.h>
@@ -1084,6 +1089,403 @@ KT_CASE(check_and_repair)
     kiln_cache_close(c);
 }
 
+/* ---- repair, compact, merge and prune account for everything (issue 30) -- */
+
+enum { RL_N = 40 };
+static const size_t rl_sizes[] = {300, 1200, 77, 2048, 513};
+
+enum rl_damage { RL_TAIL, RL_MIDDLE, RL_BOTH, RL_LAST, RL_FIRST, RL_HEAD, RL_KINDS };
+static const char *const rl_names[RL_KINDS] = {
+    "a torn tail",           "a flipped payload byte", "both",
+    "a damaged last record", "a damaged first record", "a flipped head byte"};
+
+/* Checks every record of keys[0..n) not marked lost loads byte for byte,
+ * and every lost one is missing. */
+static void expect_kept(const char *dir, const struct kiln_key *keys, size_t n, const bool *lost,
+                        const char *what)
+{
+    struct kiln_cache *c;
+    if (open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c) < 0) {
+        kt_fail(__FILE__, __LINE__, "%s: the cache does not open", what);
+        return;
+    }
+    bool ok[RL_N];
+    size_t want = 0;
+    for (size_t i = 0; i < n; i++)
+        want += !lost[i];
+    size_t good = load_check(c, keys, n, 2, ok);
+    if (good != want)
+        kt_fail(__FILE__, __LINE__, "%s: %zu of the %zu records whole before load back", what, good,
+                want);
+    for (size_t i = 0; i < n; i++)
+        if (ok[i] == lost[i])
+            kt_fail(__FILE__, __LINE__, "%s: record %zu %s", what, i,
+                    lost[i] ? "was returned though damaged" : "was lost");
+    kiln_cache_close(c);
+}
+
+static void repair_loop_verify(const char *dir, const struct kiln_key *keys, const bool *lost,
+                               const char *what, int want_rc);
+
+/* Damages a fresh cache one way; then check --repair, check, and (when it
+ * names it) compact must agree and end whole with every other record. */
+static void repair_loop_one(enum rl_damage kind)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/k%d", kt_tmpdir(), (int)kind);
+    KT_REQUIRE(kt_mkdir(dir) == 0);
+    struct kiln_key keys[RL_N];
+    uint64_t off[RL_N];
+    bool lost[RL_N] = {false};
+    make_cache(dir, RL_N, rl_sizes, KILN_ARRAY_LEN(rl_sizes), keys, off);
+    char rec[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    const size_t mid = RL_N / 2, last = RL_N - 1, headed = 7;
+    if (kind == RL_MIDDLE || kind == RL_BOTH)
+        flip_bit(rec, off[mid] + KILN__CACHE_HEAD_SIZE + 5, 3), lost[mid] = true;
+    if (kind == RL_TAIL || kind == RL_BOTH)
+        cut_file(rec, off[last] + KILN__CACHE_HEAD_SIZE + 10), lost[last] = true;
+    if (kind == RL_LAST)
+        flip_bit(rec, off[last] + KILN__CACHE_HEAD_SIZE + 1, 0), lost[last] = true;
+    if (kind == RL_FIRST)
+        flip_bit(rec, off[0] + KILN__CACHE_HEAD_SIZE + 2, 6), lost[0] = true;
+    if (kind == RL_HEAD)
+        flip_bit(rec, off[headed] + 10, 0), lost[headed] = true; /* in the key */
+    /* A torn tail (whatever tore it) is cut; a damaged record elsewhere
+     * stays as dead bytes until a compaction. */
+    bool dead = kind == RL_MIDDLE || kind == RL_BOTH || kind == RL_FIRST || kind == RL_HEAD;
+    repair_loop_verify(dir, keys, lost, rl_names[kind], dead ? KILN_ECORRUPT : KILN_OK);
+}
+
+/* check --repair, check, a second repair and (when named) compact, then
+ * every record not lost loads byte for byte. want_rc: the repair's verdict
+ * (1: either). */
+static void repair_loop_verify(const char *dir, const struct kiln_key *keys, const bool *lost,
+                               const char *what, int want_rc)
+{
+    char idx[4096];
+    path_of(idx, dir, KILN_CACHE_INDEX_FILE);
+    struct kiln_cache_check_report fix, again, after;
+    int rf = kiln_cache_check(dir, NULL, true, &fix);
+    KT_REQUIRE(rf == KILN_OK || rf == KILN_ECORRUPT);
+    KT_CHECK(fix.whole || fix.repaired);
+    int rc = kiln_cache_check(dir, NULL, false, &after);
+    /* The repair's verdict is the next check's, and names the same step. */
+    KT_CHECK_EQ(rc, rf);
+    KT_CHECK_EQ(after.next, fix.next);
+    KT_CHECK_EQ(after.index_state, KILN_CACHE_INDEX_OK);
+    KT_CHECK_EQ(after.damaged_indexed, 0);
+    KT_CHECK_EQ(after.damaged_left_out, after.bad_records);
+    KT_CHECK_EQ(after.torn_tail_bytes, 0);
+    /* The repair's counts are what it left: what the check now finds. */
+    KT_CHECK_EQ(after.records, fix.records);
+    KT_CHECK_EQ(after.bad_records, fix.bad_records);
+    KT_CHECK_EQ(after.damaged_bytes, fix.damaged_bytes);
+    if (want_rc != 1 && rc != want_rc)
+        kt_fail(__FILE__, __LINE__, "%s: the repair's verdict is %s", what, kiln_errname(rc));
+    if (rc == KILN_OK) {
+        KT_CHECK(after.whole);
+        KT_CHECK_EQ(after.next, KILN_CACHE_NEXT_NONE);
+    } else {
+        /* Only the damaged bytes remain, which a compaction drops. */
+        KT_CHECK(!after.whole);
+        KT_CHECK_EQ(after.next, KILN_CACHE_NEXT_COMPACT);
+        KT_CHECK(after.bad_records + after.damaged_bytes > 0);
+        /* A second repair changes nothing and says the same. */
+        size_t n0, n1;
+        void *i0 = read_all(idx, &n0);
+        KT_CHECK_EQ(kiln_cache_check(dir, NULL, true, &again), rc);
+        KT_CHECK(!again.repaired);
+        KT_CHECK_EQ(again.next, KILN_CACHE_NEXT_COMPACT);
+        void *i1 = read_all(idx, &n1);
+        KT_CHECK(i0 && i1 && n0 == n1 && memcmp(i0, i1, n0) == 0);
+        free(i0);
+        free(i1);
+        struct kiln_cache *c;
+        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+        struct kiln_cache_rewrite_report r;
+        KT_CHECK_OK(kiln_cache_compact(c, &r));
+        kiln_cache_close(c);
+        KT_CHECK(r.rewritten);
+        /* Every damaged byte the check saw is left out and counted. A
+         * damaged record whose next head is damaged too is damaged bytes to
+         * the check's scan (it may be a torn write) but a record head to
+         * the compaction, so records may count more, never fewer. */
+        KT_CHECK(r.damaged >= after.bad_records);
+        KT_CHECK_EQ(r.damaged_bytes, after.bad_record_bytes + after.damaged_bytes);
+        KT_CHECK_EQ(r.records_read, r.records_after + r.dropped + r.superseded + r.damaged);
+        KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &after));
+        KT_CHECK(after.whole);
+        KT_CHECK_EQ(after.next, KILN_CACHE_NEXT_NONE);
+    }
+    expect_kept(dir, keys, RL_N, lost, what);
+}
+
+KT_CASE(repair_check_loop)
+{
+    for (int k = 0; k < RL_KINDS; k++)
+        repair_loop_one((enum rl_damage)k);
+}
+
+/* Random damage, 1 to 3 events a trial: a flipped bit in a random record's
+ * head or payload, or the file cut inside one of its last two records. */
+KT_CASE(repair_check_random)
+{
+    const char *e = getenv("KILN_RELIABILITY_LONG");
+    unsigned trials = e && *e && *e != '0' ? 2000 : 40;
+    uint64_t rng = 0x7265706169720001ull;
+    for (unsigned t = 0; t < trials; t++) {
+        char dir[4096], what[64];
+        snprintf(dir, sizeof(dir), "%s/t%u", kt_tmpdir(), t);
+        KT_REQUIRE(kt_mkdir(dir) == 0);
+        struct kiln_key keys[RL_N];
+        uint64_t off[RL_N];
+        bool lost[RL_N] = {false};
+        make_cache(dir, RL_N, rl_sizes, KILN_ARRAY_LEN(rl_sizes), keys, off);
+        char rec[4096];
+        path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+        unsigned events = 1 + (unsigned)(kt_rand(&rng) % 3);
+        uint64_t end = file_size(rec);
+        for (unsigned k = 0; k < events; k++) {
+            size_t i = (size_t)(kt_rand(&rng) % RL_N);
+            uint64_t len = KILN__CACHE_HEAD_SIZE + rl_sizes[i % KILN_ARRAY_LEN(rl_sizes)];
+            if (kt_rand(&rng) % 4 == 0) {
+                i = RL_N - 1 - (size_t)(kt_rand(&rng) % 2);
+                len = KILN__CACHE_HEAD_SIZE + rl_sizes[i % KILN_ARRAY_LEN(rl_sizes)];
+                uint64_t at = off[i] + 1 + kt_rand(&rng) % (len - 1);
+                if (at < end) {
+                    cut_file(rec, at);
+                    end = at;
+                    for (size_t j = i; j < RL_N; j++)
+                        lost[j] = true;
+                }
+            } else {
+                uint64_t at = off[i] + kt_rand(&rng) % len;
+                unsigned bit = (unsigned)(kt_rand(&rng) % 8);
+                if (at < end) {
+                    flip_bit(rec, at, bit);
+                    lost[i] = true;
+                }
+            }
+        }
+        snprintf(what, sizeof(what), "trial %u", t);
+        repair_loop_verify(dir, keys, lost, what, 1);
+    }
+}
+
+KT_CASE(compact_accounts)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_key keys[RL_N];
+    uint64_t off[RL_N];
+    bool lost[RL_N] = {false};
+    make_cache(dir, RL_N, rl_sizes, KILN_ARRAY_LEN(rl_sizes), keys, off);
+    char rec[4096];
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    /* A damaged record the index names, in a file with no dead bytes: the
+     * compaction must still drop it (the check names compaction for it). */
+    flip_bit(rec, off[5] + KILN__CACHE_HEAD_SIZE + 3, 1), lost[5] = true;
+    struct kiln_cache_check_report rep;
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
+    KT_CHECK_EQ(rep.damaged_indexed, 1);
+    KT_CHECK_EQ(rep.next, KILN_CACHE_NEXT_COMPACT);
+    struct kiln_cache *c;
+    struct kiln_cache_rewrite_report r;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_OK(kiln_cache_compact(c, &r));
+    kiln_cache_close(c);
+    KT_CHECK(r.rewritten);
+    KT_CHECK_EQ(r.damaged, 1);
+    KT_CHECK_EQ(r.damaged_bytes, kiln__cache_rec_len((uint32_t)rl_sizes[5 % 5]));
+    KT_CHECK_EQ(r.records_read, RL_N);
+    KT_CHECK_EQ(r.records_after, RL_N - 1);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+
+    /* Now a superseded record, one damaged record a repair left out of the
+     * index and one the index names: all counted, and they sum to read. */
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_REQUIRE_OK(put_rec(c, keys[3], 91));
+    KT_REQUIRE_OK(kiln_cache_sync(c));
+    struct kiln_cache_entry e10, e20;
+    KT_REQUIRE_OK(kiln_cache_find(c, keys[10], &e10));
+    KT_REQUIRE_OK(kiln_cache_find(c, keys[20], &e20));
+    kiln_cache_close(c);
+    flip_bit(rec, e10.offset + KILN__CACHE_HEAD_SIZE + 7, 2), lost[10] = true;
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, true, &rep), KILN_ECORRUPT);
+    flip_bit(rec, e20.offset + KILN__CACHE_HEAD_SIZE + 7, 2), lost[20] = true;
+    KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
+    KT_CHECK_EQ(rep.damaged_left_out, 1);
+    KT_CHECK_EQ(rep.damaged_indexed, 1);
+    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
+    KT_CHECK_OK(kiln_cache_compact(c, &r));
+    kiln_cache_close(c);
+    KT_CHECK_EQ(r.superseded, 1);
+    KT_CHECK_EQ(r.damaged, 2);
+    KT_CHECK_EQ(r.damaged_bytes, kiln__cache_rec_len(e10.size) + kiln__cache_rec_len(e20.size));
+    /* The RL_N - 1 records the first compaction kept and keys[3]'s second
+     * record: 38 live, one superseded, one out of the index. */
+    KT_CHECK_EQ(r.records_read, RL_N);
+    KT_CHECK_EQ(r.records_after, RL_N - 3);
+    KT_CHECK_EQ(r.records_read, r.records_after + r.dropped + r.superseded + r.damaged);
+    KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
+    KT_CHECK(rep.whole);
+    /* keys[3] now holds its second record (91 bytes): load_check checks it. */
+    expect_kept(dir, keys, RL_N, lost, "compact");
+}
+
+KT_CASE(merge_accounts)
+{
+    const char *tmp = kt_tmpdir();
+    char a[4096], b[4096], out[4096], rec[4096];
+    path_of(a, tmp, "a");
+    path_of(b, tmp, "b");
+    path_of(out, tmp, "out");
+    KT_REQUIRE(kt_mkdir(a) == 0 && kt_mkdir(b) == 0 && kt_mkdir(out) == 0);
+    /* a: keys 0..19, key 5 damaged; b: keys 10..29 (newer than a's);
+     * out: keys 25..27 as b has them, 28 and 29 of another size. */
+    struct kiln_cache *c;
+    struct kiln_cache_entry e5;
+    KT_REQUIRE_OK(open_cache(a, STAMP, KILN_CACHE_CREATE, &c));
+    for (uint64_t i = 0; i < 20; i++)
+        KT_REQUIRE_OK(put_rec(c, key_of(i), 100 + i));
+    KT_REQUIRE_OK(kiln_cache_find(c, key_of(5), &e5));
+    KT_REQUIRE_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    path_of(rec, a, KILN_CACHE_RECORDS_FILE);
+    flip_bit(rec, e5.offset + KILN__CACHE_HEAD_SIZE + 9, 4);
+    KT_REQUIRE_OK(open_cache(b, STAMP, KILN_CACHE_CREATE, &c));
+    for (uint64_t i = 10; i < 30; i++)
+        KT_REQUIRE_OK(put_rec(c, key_of(i), 100 + i));
+    KT_REQUIRE_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(open_cache(out, STAMP, KILN_CACHE_CREATE, &c));
+    for (uint64_t i = 25; i < 30; i++)
+        KT_REQUIRE_OK(put_rec(c, key_of(i), i < 28 ? 100 + i : 7));
+    KT_REQUIRE_OK(kiln_cache_sync(c));
+    const char *ins[] = {a, b};
+    struct kiln_cache_merge_report r;
+    KT_REQUIRE_OK(kiln_cache_merge(c, ins, 2, &r));
+    kiln_cache_close(c);
+    KT_CHECK_EQ(r.records_read, 40);
+    KT_CHECK_EQ(r.superseded, 10); /* a's 10..19: b's win */
+    KT_CHECK_EQ(r.same, 3);        /* 25..27 */
+    KT_CHECK_EQ(r.damaged, 1);     /* a's 5 */
+    KT_CHECK_EQ(r.added, 26);      /* 0..9 but 5, 10..24, 28, 29 */
+    KT_CHECK_EQ(r.replaced, 2);    /* 28, 29 */
+    KT_CHECK_EQ(r.records_read, r.added + r.superseded + r.same + r.damaged);
+    KT_CHECK_EQ(r.records_after, 29);
+    struct kiln_key keys[30];
+    bool lost[30] = {false};
+    for (uint64_t i = 0; i < 30; i++)
+        keys[i] = key_of(i);
+    lost[5] = true;
+    expect_kept(out, keys, 30, lost, "merge");
+}
+
+struct file_snap {
+    void *data;
+    size_t n;
+    bool there;
+};
+
+/* Reads the cache's files, after setting their times to a fixed past
+ * moment, so that a write of the same bytes would show too. */
+static void snap_files(const char *dir, struct file_snap *s, bool set_times)
+{
+    static const char *const names[] = {KILN_CACHE_RECORDS_FILE, KILN_CACHE_INDEX_FILE,
+                                        KILN_CACHE_USE_FILE};
+    for (size_t i = 0; i < 3; i++) {
+        char p[4096];
+        path_of(p, dir, names[i]);
+        if (set_times) {
+            struct utimbuf t = {.actime = 1000000000, .modtime = 1000000000};
+            KT_CHECK(utime(p, &t) == 0);
+        }
+        struct stat st;
+        s[i].there = stat(p, &st) == 0 && st.st_mtime == 1000000000;
+        s[i].data = read_all(p, &s[i].n);
+    }
+}
+
+KT_CASE(prune_plan)
+{
+    const char *dir = kt_tmpdir();
+    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .today = 1000};
+    struct kiln_cache *c;
+    enum { N = 30 };
+    struct kiln_key keys[N];
+    /* 0..9 last used on day 1000, 10..29 on day 1010. */
+    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    for (uint64_t i = 0; i < 10; i++)
+        KT_REQUIRE_OK(put_rec(c, keys[i] = key_of(i), 200 + 10 * i));
+    kiln_cache_close(c);
+    o.today = 1010;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    for (uint64_t i = 10; i < N; i++)
+        KT_REQUIRE_OK(put_rec(c, keys[i] = key_of(i), 200 + 10 * i));
+    struct kiln_cache_stats st;
+    kiln_cache_stats(c, &st);
+    uint64_t file = st.file_bytes;
+    kiln_cache_close(c);
+
+    /* Older than 15 days on day 1020: 0..9; then the least recently used
+     * of the rest until the file is a quarter smaller. */
+    struct kiln_cache_prune_options po = {.older_than_days = 15, .max_file_bytes = file * 3 / 4};
+    struct file_snap before[3], after[3];
+    snap_files(dir, before, true);
+    o.today = 1020;
+    o.flags = KILN_CACHE_READ_ONLY;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    struct kiln_cache_prune_plan plan;
+    KT_REQUIRE_OK(kiln_cache_prune_plan(c, &po, &plan));
+    kiln_cache_close(c);
+    snap_files(dir, after, false);
+    for (size_t i = 0; i < 3; i++) {
+        KT_CHECK(before[i].there && after[i].there); /* same bytes and time */
+        KT_CHECK(before[i].data && after[i].data && before[i].n == after[i].n &&
+                 memcmp(before[i].data, after[i].data, before[i].n) == 0);
+        free(before[i].data);
+        free(after[i].data);
+    }
+    KT_CHECK_EQ(plan.today, 1020);
+    KT_CHECK_EQ(plan.cutoff, 1005);
+    KT_REQUIRE(plan.count > 10);
+    uint64_t bytes = 0;
+    bool planned[N] = {false};
+    for (size_t i = 0; i < plan.count; i++) {
+        const struct kiln_cache_prune_item *it = &plan.items[i];
+        size_t k = 0;
+        while (k < N && !kiln_key_equal(keys[k], it->key))
+            k++;
+        KT_REQUIRE(k < N);
+        planned[k] = true;
+        KT_CHECK_EQ(it->reason, k < 10 ? KILN_CACHE_PRUNE_OLD : KILN_CACHE_PRUNE_SIZE);
+        KT_CHECK_EQ(it->last_use, k < 10 ? 1000u : 1010u);
+        KT_CHECK_EQ(it->size, 200 + 10 * k);
+        bytes += it->record_bytes;
+    }
+    for (size_t k = 0; k < 10; k++)
+        KT_CHECK(planned[k]);
+    KT_CHECK_EQ(plan.dropped_bytes, bytes);
+    KT_CHECK(plan.file_bytes_after <= po.max_file_bytes);
+    KT_CHECK_EQ(plan.file_bytes_after, plan.file_bytes_before - bytes);
+
+    /* The real prune drops exactly those. */
+    o.flags = 0;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    struct kiln_cache_rewrite_report r;
+    KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
+    KT_CHECK_EQ(r.dropped, plan.count);
+    KT_CHECK_EQ(r.file_bytes_after, plan.file_bytes_after);
+    KT_CHECK_EQ(r.records_after, plan.records_after);
+    KT_CHECK_EQ(r.records_read, r.records_after + r.dropped + r.superseded + r.damaged);
+    for (size_t k = 0; k < N; k++)
+        KT_CHECK_EQ(kiln_cache_find(c, keys[k], NULL), planned[k] ? KILN_ENOTFOUND : KILN_OK);
+    kiln_cache_close(c);
+    kiln_cache_prune_plan_free(&plan);
+    kiln_cache_prune_plan_free(NULL);
+}
+
 KT_CASE(write_faults)
 {
     const char *dir = kt_tmpdir();
@@ -1729,7 +2131,9 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(get_one), KT_ENTRY(unindexed_tail), KT_ENTRY(second_writer_refused),
         KT_ENTRY(offsets_past_4gib), KT_ENTRY(stamp_mismatch), KT_ENTRY(reset),
         KT_ENTRY(create_makes_folders), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
-        KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
-        KT_ENTRY(planted_links), KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite),
-        KT_ENTRY(sibling_index), KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled),
-        KT_ENTRY(threads), KT_ENTRY(put_threads))
+        KT_ENTRY(check_and_repair), KT_ENTRY(repair_check_loop), KT_ENTRY(repair_check_random),
+        KT_ENTRY(compact_accounts), KT_ENTRY(merge_accounts), KT_ENTRY(prune_plan),
+        KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced), KT_ENTRY(planted_links),
+        KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index),
+        KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads),
+        KT_ENTRY(put_threads))

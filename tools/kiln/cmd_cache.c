@@ -12,6 +12,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 static const char stats_help[] =
@@ -84,16 +85,30 @@ static const char check_help[] =
     "usage: %s [DIR | --cache DIR] [--repair] [--json]\n"
     "\n"
     "Reads every record of the cache in DIR, checks its head and checksum, and\n"
-    "checks the index against the records. Exit 0 only when the cache is whole\n"
-    "(or --repair made it whole), 1 when damage remains, 2 when DIR holds no\n"
-    "cache.\n"
+    "checks the index against the records. The cache is whole when every byte\n"
+    "of the records file is a whole record, the index names each of them, and\n"
+    "the dictionary is whole. A damaged record is never returned: the index\n"
+    "may name it (a load reports it missing) or leave it out (it reads as\n"
+    "missing); either way its bytes stay in the file, and the cache is not\n"
+    "whole, until 'kiln cache compact DIR' drops them. When the cache is not\n"
+    "whole, the result line names the one command that makes it whole.\n"
+    "Exit 0 only when the cache is whole (after --repair: when a check would\n"
+    "now say so), 1 when it is not, 2 when DIR holds no cache.\n"
     "\n"
     "  --repair  cut a torn tail and rewrite the index from the whole records\n"
     "            (takes the writer lock; damaged records are left out of the\n"
-    "            index so they read as missing and can be written again)\n"
+    "            index so they read as missing and can be written again);\n"
+    "            the file is not rewritten: a compaction drops the damaged\n"
+    "            bytes\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
-    "  --json    one JSON object on stdout\n"
+    "  --json    one JSON object on stdout: records, bad_records (damaged\n"
+    "            records), damaged_indexed and damaged_left_out (of those, the\n"
+    "            ones the index names and leaves out, as found),\n"
+    "            bad_record_bytes, damaged_bytes (between records),\n"
+    "            torn_tail_bytes, index, index_text, index_entries, whole (as\n"
+    "            found), repaired, whole_now, next (\"none\", \"repair\" or\n"
+    "            \"compact\") and next_command (the command, or null)\n"
     "  --help    this text\n";
 
 static const char *index_state_name(enum kiln_cache_index_state s)
@@ -109,6 +124,88 @@ static const char *index_state_name(enum kiln_cache_index_state s)
         return "missing";
     }
     return "?";
+}
+
+static const char *next_name(enum kiln_cache_next_step s)
+{
+    switch (s) {
+    case KILN_CACHE_NEXT_NONE:
+        return "none";
+    case KILN_CACHE_NEXT_REPAIR:
+        return "repair";
+    case KILN_CACHE_NEXT_COMPACT:
+        return "compact";
+    }
+    return "?";
+}
+
+/* Appends to out[cap] (kept NUL-terminated, cut at cap). */
+static void add(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(CLI_PRINTF_KIND, 3, 4)));
+
+static void add(char *out, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(out);
+    if (n + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * The result line: "whole", or "not whole: " what remains now (after the
+ * repair, when one ran) and the one command that makes the cache whole,
+ * in the words a following check uses.
+ */
+static void check_result(const struct kiln_cache_check_report *r, bool repair, const char *next,
+                         char *out, size_t cap)
+{
+    out[0] = 0;
+    if (r->whole) {
+        snprintf(out, cap, "whole");
+        return;
+    }
+    bool fixed = repair && r->next != KILN_CACHE_NEXT_REPAIR; /* index and tail as they should be */
+    bool rewrote =
+        repair && r->repaired &&
+        (r->index_state != KILN_CACHE_INDEX_OK || r->damaged_indexed || r->torn_tail_bytes);
+    if (rewrote)
+        add(out, cap, "repaired (%sindex rewritten); ",
+            r->torn_tail_bytes ? "torn tail cut, " : "");
+    else if (r->repaired)
+        add(out, cap, "repaired; ");
+    if (!r->bad_records && !r->damaged_bytes && r->next == KILN_CACHE_NEXT_NONE && fixed) {
+        add(out, cap, "whole now");
+        return;
+    }
+    add(out, cap, "not whole: ");
+    size_t start = strlen(out);
+    uint64_t n = r->bad_records;
+    bool out_of_index = fixed || (r->index_state == KILN_CACHE_INDEX_OK && !r->damaged_indexed);
+    if (n)
+        add(out, cap, "%" PRIu64 " damaged record%s, %s", n, n == 1 ? "" : "s",
+            out_of_index ? "left out of the index (reads as missing)"
+                         : "a load reports it missing");
+    if (r->damaged_bytes)
+        add(out, cap, "%s%" PRIu64 " damaged byte%s between records",
+            strlen(out) > start ? "; " : "", r->damaged_bytes, r->damaged_bytes == 1 ? "" : "s");
+    if (!fixed && r->torn_tail_bytes)
+        add(out, cap, "%sa torn tail of %" PRIu64 " byte%s", strlen(out) > start ? "; " : "",
+            r->torn_tail_bytes, r->torn_tail_bytes == 1 ? "" : "s");
+    if (!fixed && r->index_state != KILN_CACHE_INDEX_OK)
+        add(out, cap, "%sindex %s", strlen(out) > start ? "; " : "",
+            index_state_name(r->index_state));
+    if (strlen(out) == start)
+        add(out, cap, "dictionary: %s", r->dict_text);
+    if (r->next == KILN_CACHE_NEXT_COMPACT)
+        add(out, cap, ": run '%s' to drop %s", next,
+            n + (r->damaged_bytes != 0) == 1 ? "it" : "them");
+    else if (r->next == KILN_CACHE_NEXT_REPAIR)
+        add(out, cap, ": run '%s'", next);
+    else
+        add(out, cap, ": no kiln command can make it whole");
 }
 
 int cmd_cache_check(int argc, char **argv)
@@ -144,6 +241,13 @@ int cmd_cache_check(int argc, char **argv)
         return cli_exit_for(rc);
     }
     bool whole_now = rc == KILN_OK;
+    char next[CLI_PATH_MAX + 64] = "";
+    if (rep.next == KILN_CACHE_NEXT_COMPACT)
+        snprintf(next, sizeof(next), "kiln cache compact %s", dir);
+    else if (rep.next == KILN_CACHE_NEXT_REPAIR)
+        snprintf(next, sizeof(next), "kiln cache check --repair %s", dir);
+    char what[CLI_PATH_MAX + 512];
+    check_result(&rep, repair, next, what, sizeof(what));
     if (json) {
         char stamp[20];
         snprintf(stamp, sizeof(stamp), "%016" PRIx64, rep.stamp);
@@ -155,6 +259,9 @@ int cmd_cache_check(int argc, char **argv)
         cli_json_u64(&j, "records", rep.records);
         cli_json_u64(&j, "damaged", rep.bad_records);
         cli_json_u64(&j, "bad_records", rep.bad_records); /* kiln/1's name */
+        cli_json_u64(&j, "damaged_indexed", rep.damaged_indexed);
+        cli_json_u64(&j, "damaged_left_out", rep.damaged_left_out);
+        cli_json_u64(&j, "bad_record_bytes", rep.bad_record_bytes);
         cli_json_u64(&j, "damaged_bytes", rep.damaged_bytes);
         cli_json_u64(&j, "torn_tail_bytes", rep.torn_tail_bytes);
         cli_json_u64(&j, "index_entries", rep.index_entries);
@@ -165,26 +272,31 @@ int cmd_cache_check(int argc, char **argv)
         cli_json_bool(&j, "whole", rep.whole);
         cli_json_bool(&j, "repaired", rep.repaired);
         cli_json_bool(&j, "whole_now", whole_now);
+        cli_json_str(&j, "next", next_name(rep.next));
+        if (next[0])
+            cli_json_str(&j, "next_command", next);
+        else
+            cli_json_null(&j, "next_command");
         cli_json_seconds(&j, "check", secs);
         cli_json_end(&j);
     } else {
-        char b[32];
+        char b[32], b2[32];
         printf("cache       %s (%s)\n", dir, cli_format_bytes(b, sizeof(b), rep.file_bytes));
-        printf("records     %" PRIu64 " whole, %" PRIu64 " with a wrong checksum\n", rep.records,
-               rep.bad_records);
-        printf("damage      %" PRIu64 " bytes between records, torn tail of %" PRIu64 " bytes\n",
-               rep.damaged_bytes, rep.torn_tail_bytes);
-        printf("index       %s, %" PRIu64 " entries (%s)\n", index_state_name(rep.index_state),
-               rep.index_entries, rep.index_text);
+        printf("records     %" PRIu64 " whole, %" PRIu64 " damaged (%s)", rep.records,
+               rep.bad_records, cli_format_bytes(b, sizeof(b), rep.bad_record_bytes));
+        if (rep.bad_records && rep.index_state == KILN_CACHE_INDEX_OK)
+            printf(": %" PRIu64 " named by the index, %" PRIu64 " left out of it",
+                   rep.damaged_indexed, rep.damaged_left_out);
+        printf("\n");
+        printf("damage      %s between records, torn tail of %s\n",
+               cli_format_bytes(b, sizeof(b), rep.damaged_bytes),
+               cli_format_bytes(b2, sizeof(b2), rep.torn_tail_bytes));
+        printf("index       %s, %" PRIu64 " entr%s (%s)\n", index_state_name(rep.index_state),
+               rep.index_entries, rep.index_entries == 1 ? "y" : "ies", rep.index_text);
         printf("dictionary  %s\n", rep.dict_text);
-        printf("result      %s%s (%.2f s)\n", rep.whole ? "whole" : "not whole",
-               rep.repaired
-                   ? (whole_now ? ", repaired" : ", repaired what could be, damage remains")
-                   : "",
-               secs);
+        printf("result      %s (%.2f s)\n", what, secs);
     }
     if (!whole_now)
-        cli_note_error(rc, "%s: the cache is not whole%s", dir,
-                       rep.repaired ? " (repaired what could be, damage remains)" : "");
+        cli_note_error(rc, "%s: %s", dir, what);
     return whole_now ? KILN_EXIT_OK : KILN_EXIT_FAILED;
 }

@@ -38,6 +38,8 @@ static void print_rewrite(const char *what, const char *dir, bool json,
         cli_json_u64(&j, "dropped", r->dropped);
         cli_json_u64(&j, "superseded", r->superseded);
         cli_json_u64(&j, "damaged", r->damaged);
+        cli_json_u64(&j, "damaged_bytes", r->damaged_bytes);
+        cli_json_u64(&j, "records_read", r->records_read);
         cli_json_u64(&j, "file_bytes_before", r->file_bytes_before);
         cli_json_u64(&j, "file_bytes_after", r->file_bytes_after);
         cli_json_u64(&j, "payload_bytes_before", r->payload_bytes_before);
@@ -49,13 +51,19 @@ static void print_rewrite(const char *what, const char *dir, bool json,
     char b1[32], b2[32];
     printf("cache       %s\n", dir);
     if (!r->rewritten) {
-        printf("result      nothing to %s: %" PRIu64 " records, %s, unchanged\n", what,
-               r->records_before, cli_format_bytes(b1, sizeof(b1), r->file_bytes_before));
+        printf("result      nothing to %s: %" PRIu64 " record%s, %s, unchanged\n", what,
+               r->records_before, r->records_before == 1 ? "" : "s",
+               cli_format_bytes(b1, sizeof(b1), r->file_bytes_before));
         return;
     }
-    printf("records     %" PRIu64 " -> %" PRIu64 " (%" PRIu64 " dropped, %" PRIu64
-           " superseded and %" PRIu64 " damaged left out)\n",
-           r->records_before, r->records_after, r->dropped, r->superseded, r->damaged);
+    /* Every record read lands in one of these (their sum is records_read). */
+    printf("records     %" PRIu64 " -> %" PRIu64 " live; of %" PRIu64 " read: %" PRIu64
+           " kept, %" PRIu64 " dropped, %" PRIu64 " superseded, %" PRIu64 " damaged left out\n",
+           r->records_before, r->records_after, r->records_read, r->records_after, r->dropped,
+           r->superseded, r->damaged);
+    if (r->damaged_bytes)
+        printf("damage      %s left out (damaged records and bytes no record held)\n",
+               cli_format_bytes(b1, sizeof(b1), r->damaged_bytes));
     printf("file        %s -> %s (%.2f s)\n",
            cli_format_bytes(b1, sizeof(b1), r->file_bytes_before),
            cli_format_bytes(b2, sizeof(b2), r->file_bytes_after), secs);
@@ -73,7 +81,7 @@ static int compact(struct kiln_cache *c, const void *arg, struct kiln_cache_rewr
 }
 
 static const char prune_help[] =
-    "usage: %s [DIR | --cache DIR] [--older-than DAYS] [--max-size SIZE] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--older-than DAYS] [--max-size SIZE] [--dry-run] [--json]\n"
     "\n"
     "Drops the records of the cache in DIR that were not used (loaded or\n"
     "stored) in the last DAYS days, then the least recently used ones until\n"
@@ -84,21 +92,136 @@ static const char prune_help[] =
     "\n"
     "  --older-than DAYS  drop records unused for more than DAYS days\n"
     "  --max-size SIZE    keep the records file at most SIZE bytes\n"
-    "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
-    "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
-    "  --json             one JSON object on stdout\n"
+    "  --cache DIR        the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
+    "                     $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
+    "  --dry-run          list what would go (one line per record: key, size,\n"
+    "                     last use, reason) and the totals; nothing is written\n"
+    "                     (the cache is opened read-only)\n"
+    "  --json             one JSON object on stdout; with --dry-run: dry_run,\n"
+    "                     records_before, records_after, dropped,\n"
+    "                     dropped_bytes, file_bytes_before, file_bytes_after,\n"
+    "                     today and drop[] {key, payload_bytes, record_bytes,\n"
+    "                     last_use (YYYY-MM-DD), days_unused, reason\n"
+    "                     (\"older_than\" or \"max_size\")}\n"
     "  --help             this text\n";
+
+/* Day number (days since 1970-01-01) as YYYY-MM-DD, the civil calendar. */
+static void day_text(uint32_t day, char out[32])
+{
+    int64_t z = (int64_t)day + 719468;
+    int64_t era = z / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    int64_t y = yoe + era * 400 + (m <= 2);
+    snprintf(out, 32, "%04u-%02u-%02u", (unsigned)y % 10000u, (unsigned)m % 100u,
+             (unsigned)d % 100u);
+}
+
+static void print_plan_json(const char *dir, const struct kiln_cache_prune_plan *p,
+                            uint64_t max_size, uint32_t days)
+{
+    char key[40], date[32];
+    struct cli_json j;
+    cli_json_begin(&j);
+    cli_json_str(&j, "cache_dir", dir);
+    cli_json_bool(&j, "dry_run", true);
+    cli_json_u64(&j, "records_before", p->records_before);
+    cli_json_u64(&j, "records_after", p->records_after);
+    cli_json_u64(&j, "dropped", p->count);
+    cli_json_u64(&j, "dropped_bytes", p->dropped_bytes);
+    cli_json_u64(&j, "file_bytes_before", p->file_bytes_before);
+    cli_json_u64(&j, "file_bytes_after", p->file_bytes_after);
+    day_text(p->today, date);
+    cli_json_str(&j, "today", date);
+    if (days != UINT32_MAX)
+        cli_json_u64(&j, "older_than_days", days);
+    else
+        cli_json_null(&j, "older_than_days");
+    cli_json_u64(&j, "max_size_bytes", max_size);
+    cli_json_array_begin(&j, "drop");
+    for (size_t i = 0; i < p->count; i++) {
+        const struct kiln_cache_prune_item *it = &p->items[i];
+        snprintf(key, sizeof(key), "%016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+        day_text(it->last_use, date);
+        cli_json_object_begin(&j, NULL);
+        cli_json_str(&j, "key", key);
+        cli_json_u64(&j, "payload_bytes", it->size);
+        cli_json_u64(&j, "record_bytes", it->record_bytes);
+        cli_json_str(&j, "last_use", date);
+        cli_json_u64(&j, "days_unused", p->today > it->last_use ? p->today - it->last_use : 0);
+        cli_json_str(&j, "reason", it->reason == KILN_CACHE_PRUNE_OLD ? "older_than" : "max_size");
+        cli_json_object_end(&j);
+    }
+    cli_json_array_end(&j);
+    cli_json_end(&j);
+}
+
+static void print_plan_text(const char *dir, const struct kiln_cache_prune_plan *p,
+                            uint64_t max_size, uint32_t days)
+{
+    char b1[32], b2[32], b3[32], key[40], date[32];
+    printf("cache       %s (dry run: nothing is written)\n", dir);
+    for (size_t i = 0; i < p->count; i++) {
+        const struct kiln_cache_prune_item *it = &p->items[i];
+        snprintf(key, sizeof(key), "%016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+        day_text(it->last_use, date);
+        uint32_t ago = p->today > it->last_use ? p->today - it->last_use : 0;
+        char why[64];
+        if (it->reason == KILN_CACHE_PRUNE_OLD)
+            snprintf(why, sizeof(why), "older than %" PRIu32 " day%s", days, days == 1 ? "" : "s");
+        else
+            snprintf(why, sizeof(why), "over the size (%s)",
+                     cli_format_bytes(b1, sizeof(b1), max_size));
+        printf("would drop  %s  %10s  last used %s (%" PRIu32 " day%s ago)  %s\n", key,
+               cli_format_bytes(b2, sizeof(b2), it->record_bytes), date, ago, ago == 1 ? "" : "s",
+               why);
+    }
+    printf("result      would drop %zu record%s (%s): %" PRIu64 " -> %" PRIu64
+           " live, records file %s -> %s\n",
+           p->count, p->count == 1 ? "" : "s", cli_format_bytes(b1, sizeof(b1), p->dropped_bytes),
+           p->records_before, p->records_after,
+           cli_format_bytes(b2, sizeof(b2), p->file_bytes_before),
+           cli_format_bytes(b3, sizeof(b3), p->file_bytes_after));
+}
+
+/* --dry-run: the prune's own selection (kiln_cache_prune_plan) on a
+ * read-only open, which writes nothing, printed. */
+static int prune_dry_run(const char *name, const char *dir,
+                         const struct kiln_cache_prune_options *po, bool json)
+{
+    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache *c;
+    CLI_TRY(cli_open_cache(name, dir, &ro, &c));
+    struct kiln_cache_prune_plan p;
+    int rc = kiln_cache_prune_plan(c, po, &p);
+    kiln_cache_close(c);
+    if (rc < 0) {
+        cli_error(name, "%s: prune --dry-run failed: %s", dir, kiln_strerror(rc));
+        return cli_exit_for(rc);
+    }
+    if (json)
+        print_plan_json(dir, &p, po->max_file_bytes, po->older_than_days);
+    else
+        print_plan_text(dir, &p, po->max_file_bytes, po->older_than_days);
+    kiln_cache_prune_plan_free(&p);
+    return KILN_EXIT_OK;
+}
 
 int cmd_cache_prune(int argc, char **argv)
 {
     static const struct option opts[] = {{"older-than", required_argument, NULL, 'o'},
                                          {"max-size", required_argument, NULL, 's'},
                                          CLI_CACHE_OPTION,
+                                         {"dry-run", no_argument, NULL, 'n'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX, .max_file_bytes = 0};
-    bool json = false, any = false;
+    bool json = false, any = false, dry = false;
     uint64_t v;
     int ch, ex;
     opterr = 0;
@@ -109,6 +232,8 @@ int cmd_cache_prune(int argc, char **argv)
                 return KILN_EXIT_USAGE;
             po.older_than_days = (uint32_t)v;
             any = true;
+        } else if (ch == 'n') {
+            dry = true;
         } else if (ch == 's') {
             if (cli_parse_u64(argv[0], "--max-size", optarg, 64, UINT64_MAX / 2, true, &v))
                 return KILN_EXIT_USAGE;
@@ -126,6 +251,8 @@ int cmd_cache_prune(int argc, char **argv)
         return ex;
     if (!any)
         return cli_usage_error(argv[0], "give --older-than DAYS and/or --max-size SIZE");
+    if (dry)
+        return prune_dry_run(argv[0], dir, &po, json);
     struct kiln_cache_rewrite_report r;
     double secs;
     CLI_TRY(cli_cache_rewrite(argv[0], dir, "prune", prune, &po, &r, &secs));
@@ -139,11 +266,17 @@ static const char compact_help[] =
     "Rewrites the records file of the cache in DIR without superseded or\n"
     "damaged records and dead bytes, and its index and last-use marks with it\n"
     "(new file, sync, rename: the old cache stays whole until the rename).\n"
-    "Nothing is written when the file is already compact.\n"
+    "Damaged records count whether the index names them or a repair left them\n"
+    "out of it. Nothing is written when the file is already compact and every\n"
+    "record checks out (each is read to know). Every record read is counted\n"
+    "once: kept, superseded or damaged (records_read is their sum).\n"
     "\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
-    "  --json    one JSON object on stdout\n"
+    "  --json    one JSON object on stdout: rewritten, records_read,\n"
+    "            records_before and records_after (live), dropped, superseded,\n"
+    "            damaged, damaged_bytes, file_bytes_before, file_bytes_after,\n"
+    "            payload_bytes_before, payload_bytes_after\n"
     "  --help    this text\n";
 
 int cmd_cache_compact(int argc, char **argv)
@@ -175,12 +308,17 @@ static const char merge_help[] =
     "Records are appended to OUT and synced, so OUT is whole at every moment;\n"
     "run 'kiln cache compact OUT' afterwards to drop what was superseded. Every\n"
     "folder is checked before OUT is made or written: a missing input, or one\n"
-    "that is not a cache, changes nothing (exit 2).\n"
+    "that is not a cache, changes nothing (exit 2). Every live record read\n"
+    "from IN... is counted once: added (of those, replaced: OUT had the key\n"
+    "with another record), superseded (a later input has its key), same (OUT\n"
+    "holds it byte for byte) or damaged (left out); records_read is their sum.\n"
     "\n"
     "  --cache OUT   the output folder, as an option (then every operand is\n"
     "                an input)\n"
-    "  --json        one JSON object on stdout\n"
-    "  --help        this text\n";
+    "  --json    one JSON object on stdout: inputs, records_read, added,\n"
+    "            replaced, superseded, same, damaged, records_after,\n"
+    "            file_bytes_after\n"
+    "  --help    this text\n";
 
 int cmd_cache_merge(int argc, char **argv)
 {
@@ -289,6 +427,7 @@ int cmd_cache_merge(int argc, char **argv)
         cli_json_u64(&j, "added", r.added);
         cli_json_u64(&j, "replaced", r.replaced);
         cli_json_u64(&j, "same", r.same);
+        cli_json_u64(&j, "superseded", r.superseded);
         cli_json_u64(&j, "damaged", r.damaged);
         cli_json_u64(&j, "records_after", r.records_after);
         cli_json_u64(&j, "file_bytes_after", r.file_bytes_after);
@@ -297,11 +436,15 @@ int cmd_cache_merge(int argc, char **argv)
         return KILN_EXIT_OK;
     }
     char b[32];
-    printf("cache       %s (from %" PRIu64 " caches)\n", out_dir, r.inputs);
-    printf("records     %" PRIu64 " read, %" PRIu64 " added (%" PRIu64
-           " replacing another), %" PRIu64 " already there, %" PRIu64 " damaged left out\n",
-           r.records_read, r.added, r.replaced, r.same, r.damaged);
-    printf("result      %" PRIu64 " records, %s (%.2f s)\n", r.records_after,
-           cli_format_bytes(b, sizeof(b), r.file_bytes_after), secs);
+    printf("cache       %s (from %" PRIu64 " cache%s)\n", out_dir, r.inputs,
+           r.inputs == 1 ? "" : "s");
+    /* Every record read lands in one of these (their sum is records_read). */
+    printf("records     %" PRIu64 " read: %" PRIu64 " added (%" PRIu64
+           " replacing one in %s), %" PRIu64 " superseded by a later input, %" PRIu64
+           " already there, %" PRIu64 " damaged left out\n",
+           r.records_read, r.added, r.replaced, out_dir, r.superseded, r.same, r.damaged);
+    printf("result      %" PRIu64 " record%s, %s (%.2f s)\n", r.records_after,
+           r.records_after == 1 ? "" : "s", cli_format_bytes(b, sizeof(b), r.file_bytes_after),
+           secs);
     return KILN_EXIT_OK;
 }
