@@ -550,7 +550,7 @@ struct kiln_cache_prune_item {
     enum kiln_cache_prune_reason reason;
 };
 
-/* What kiln_cache_prune would drop (kiln_cache_prune_plan). */
+/* What kiln_cache_prune would drop (kiln_cache_plan_prune). */
 struct kiln_cache_prune_plan {
     struct kiln_cache_prune_item *items; /* in the order a prune picks them: oldest use first */
     size_t count;
@@ -567,13 +567,13 @@ struct kiln_cache_prune_plan {
  * Says what kiln_cache_prune(c, o) would drop, from the same selection,
  * and writes nothing: no file is touched and no use is marked, so a
  * read-only handle will do. Free it with kiln_cache_prune_plan_free.
- * @return 0 with *plan filled, KILN_EINVAL without `o`, or KILN_ENOMEM.
+ * @return 0 with *plan filled, KILN_EINVAL without `c`, `o` or `plan`, or KILN_ENOMEM.
  * Thread safety: as kiln_cache_find (the handle's read lock is taken).
  */
-KILN_API int kiln_cache_prune_plan(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+KILN_API int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                                    struct kiln_cache_prune_plan *plan);
 
-/* Frees what kiln_cache_prune_plan allocated (NULL, or a zeroed plan: a
+/* Frees what kiln_cache_plan_prune allocated (NULL, or a zeroed plan: a
  * no-op). Thread safety: any thread, on a plan no other thread uses. */
 KILN_API void kiln_cache_prune_plan_free(struct kiln_cache_prune_plan *plan);
 

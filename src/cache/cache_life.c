@@ -473,11 +473,13 @@ int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options
     return rc;
 }
 
-int kiln_cache_prune_plan(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                           struct kiln_cache_prune_plan *plan)
 {
+    if (!plan)
+        return KILN_EINVAL;
     memset(plan, 0, sizeof(*plan));
-    if (!o)
+    if (!c || !o)
         return KILN_EINVAL;
     pthread_rwlock_rdlock(&c->lock);
     struct prune_sel s = {0};

@@ -346,6 +346,11 @@ static int job(void *arg, unsigned worker)
     E(cache_compact, kiln_cache_compact, KILN_EINVAL, kiln_cache_compact(NULL, NULL))              \
     E(cache_prune_c, kiln_cache_prune, KILN_EINVAL, kiln_cache_prune(NULL, &F.prune, NULL))        \
     E(cache_prune_o, kiln_cache_prune, KILN_EINVAL, kiln_cache_prune(F.cache, NULL, NULL))         \
+    E(cache_plan_c, kiln_cache_plan_prune, KILN_EINVAL,                                            \
+      kiln_cache_plan_prune(NULL, &F.prune, NULL))                                                 \
+    E(cache_plan_o, kiln_cache_plan_prune, KILN_EINVAL,                                            \
+      kiln_cache_plan_prune(F.cache, NULL, NULL))                                                  \
+    V(cache_plan_free, kiln_cache_prune_plan_free, kiln_cache_prune_plan_free(NULL))               \
     E(cache_repack, kiln_cache_repack, KILN_EINVAL,                                                \
       kiln_cache_repack(NULL, KILN_CODEC_ZSTD, KILN_CACHE_DICT_KEEP, NULL))                        \
     E(cache_merge_out, kiln_cache_merge, KILN_EINVAL, kiln_cache_merge(NULL, NULL, 0, NULL))       \

@@ -1424,7 +1424,7 @@ KT_CASE(prune_plan)
     for (uint64_t i = 10; i < N; i++)
         KT_REQUIRE_OK(put_rec(c, keys[i] = key_of(i), 200 + 10 * i));
     struct kiln_cache_stats st;
-    kiln_cache_stats(c, &st);
+    kiln_cache_get_stats(c, &st);
     uint64_t file = st.file_bytes;
     kiln_cache_close(c);
 
@@ -1437,7 +1437,7 @@ KT_CASE(prune_plan)
     o.flags = KILN_CACHE_READ_ONLY;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
     struct kiln_cache_prune_plan plan;
-    KT_REQUIRE_OK(kiln_cache_prune_plan(c, &po, &plan));
+    KT_REQUIRE_OK(kiln_cache_plan_prune(c, &po, &plan));
     kiln_cache_close(c);
     snap_files(dir, after, false);
     for (size_t i = 0; i < 3; i++) {

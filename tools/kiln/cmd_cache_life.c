@@ -188,7 +188,7 @@ static void print_plan_text(const char *dir, const struct kiln_cache_prune_plan 
            cli_format_bytes(b3, sizeof(b3), p->file_bytes_after));
 }
 
-/* --dry-run: the prune's own selection (kiln_cache_prune_plan) on a
+/* --dry-run: the prune's own selection (kiln_cache_plan_prune) on a
  * read-only open, which writes nothing, printed. */
 static int prune_dry_run(const char *name, const char *dir,
                          const struct kiln_cache_prune_options *po, bool json)
@@ -197,7 +197,7 @@ static int prune_dry_run(const char *name, const char *dir,
     struct kiln_cache *c;
     CLI_TRY(cli_open_cache(name, dir, &ro, &c));
     struct kiln_cache_prune_plan p;
-    int rc = kiln_cache_prune_plan(c, po, &p);
+    int rc = kiln_cache_plan_prune(c, po, &p);
     kiln_cache_close(c);
     if (rc < 0) {
         cli_error(name, "%s: prune --dry-run failed: %s", dir, kiln_strerror(rc));
