@@ -444,7 +444,11 @@ static int sampler(struct chk *k, uint64_t hash)
         double a = json_object_get_double(get(o, "maxAnisotropy"));
         if (!(a >= 1.0))
             return refuse(k, "%s: maxAnisotropy %g is less than 1", where, a);
-        KILN_TRY(over(k, (uint64_t)a, KILN_FOZ_LIMIT_SAMPLER_ANISOTROPY, "times anisotropy"));
+        /* Rounded up, so that 16.5 is more than a limit of 16. */
+        uint64_t n = a < 1.8e19 ? (uint64_t)a : UINT64_MAX;
+        if ((double)n < a && n < UINT64_MAX)
+            n++;
+        KILN_TRY(over(k, n, KILN_FOZ_LIMIT_SAMPLER_ANISOTROPY, "times anisotropy"));
     }
     double lo = json_object_get_double(get(o, "minLod")),
            hi = json_object_get_double(get(o, "maxLod"));
