@@ -447,6 +447,7 @@ static void check_prepare(const struct variant *v, const char *dir, const char *
     require_vulkan(o, out);
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 1);
     KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.refused"), 1);
     json_object_put(o);
     char err[4300];
     snprintf(err, sizeof(err), "%s.err", out);

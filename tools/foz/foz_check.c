@@ -876,7 +876,7 @@ static int color_blend(struct chk *k, struct json_object *p, const struct gfx *g
     }
     struct json_object *as = get(cb, "attachments");
     KILN_TRY(over(k, len(as), KILN_FOZ_LIMIT_COLOR_ATTACHMENTS, "colour-blend attachments"));
-    if (g->use_known && len(as) != g->use.colors && len(as))
+    if (g->use_known && len(as) != g->use.colors)
         return refuse(k, "%zu colour-blend attachments for a subpass of %zu colour attachments",
                       len(as), g->use.colors);
     if (num(cb, "logicOpEnable"))
@@ -960,7 +960,8 @@ static int graphics(struct chk *k, struct json_object *p)
         return refuse(k, "a null pipeline layout");
     if (lh)
         KILN_TRY(pipeline_layout(k, lh, library || links));
-    if (g.parts & (PART_FRAGMENT | PART_OUTPUT))
+    /* The parts that render to a subpass (foz_builder.c's GPL_PARTS_WITH_PASS). */
+    if (g.parts & (PART_PRE_RASTER | PART_FRAGMENT | PART_OUTPUT))
         KILN_TRY(target(k, p, &g));
     bool mesh = (g.stages & VK_SHADER_STAGE_MESH_BIT_EXT) != 0;
     if ((g.parts & PART_VERTEX_INPUT) && !mesh) {
