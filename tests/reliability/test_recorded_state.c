@@ -14,7 +14,9 @@
  *     rule named (counted as skipped), the good one built, no crash;
  *   - `kiln prepare --corpus` of the archive refuses it the same way.
  * Before the checks (c4628d3) the import stored them (or stopped at the
- * first, exit 2) and the builds crashed in lavapipe. Needs shaderc and a
+ * first, exit 2) and the builds crashed in lavapipe. `mutations` plants
+ * the good pipeline with one random edge value or missing member each
+ * time and starts it: whatever is built or skipped, nothing may crash. Needs shaderc and a
  * Vulkan device: without either a case prints "skipped:" and exits 77.
  */
 #include "kiln_test.h"
@@ -356,7 +358,8 @@ static void plant(const char *foz, const char *dir)
     size_t n = kiln_foz_index_pipelines(idx, &refs);
     for (size_t i = 0; i < n; i++) {
         struct kiln_program *p;
-        NEED(kiln_foz_pipeline_program(idx, &refs[i], &p) == 0);
+        if (kiln_foz_pipeline_program(idx, &refs[i], &p) != 0)
+            continue; /* no closure or stages: nothing an older kiln stored either */
         struct kiln_stage_blob st[KILN_FOZ_MAX_STAGES];
         memset(st, 0, sizeof(st));
         size_t spirv = 0;
@@ -512,7 +515,147 @@ KT_CASE(empty_entry_point)
     run_case("empty_entry_point");
 }
 
+/* ---------------------------------------------------------------------------
+ * Mutations: random values in the good pipeline, planted and started
+ * ------------------------------------------------------------------------ */
+
+/* The values a mutation writes: edges of every field's range. */
+static const int64_t edge_values[] = {
+    0,          1,         2, 3, 7, 16, 255, 1000, 65535, -1, 10000, 0x7fffffff, 4294967295ll,
+    1000000000, 1000267003};
+
+static uint64_t next(uint64_t *s)
+{
+    *s = *s * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return *s >> 33;
+}
+
+/* Collects every integer leaf and every object of `o` (depth-first). */
+struct leaves {
+    struct json_object *ints[512];
+    struct json_object *objs[128];
+    size_t ni, no;
+};
+
+static void collect(struct json_object *o, struct leaves *l)
+{
+    if (json_object_is_type(o, json_type_object)) {
+        if (l->no < 128)
+            l->objs[l->no++] = o;
+        json_object_object_foreach(o, key, v)
+        {
+            (void)key;
+            if (json_object_is_type(v, json_type_int) && l->ni < 512)
+                l->ints[l->ni++] = o; /* the parent, found again by key below */
+            collect(v, l);
+        }
+    } else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            collect(json_object_array_get_idx(o, i), l);
+    }
+}
+
+/* Mutates one thing of pipeline object `p`: an integer member set to an
+ * edge value, or a member removed. @return what, for the log. */
+static void mutate(struct json_object *p, uint64_t *seed, char *what, size_t cap)
+{
+    struct leaves l = {.ni = 0};
+    collect(p, &l);
+    NEED(l.ni && l.no);
+    if (next(seed) % 4 == 0) {
+        struct json_object *o = l.objs[next(seed) % l.no];
+        size_t n = (size_t)json_object_object_length(o), k = n ? next(seed) % n : 0;
+        json_object_object_foreach(o, key, v)
+        {
+            (void)v;
+            if (k-- == 0) {
+                snprintf(what, cap, "removed %s", key);
+                json_object_object_del(o, key);
+                return;
+            }
+        }
+        snprintf(what, cap, "nothing");
+        return;
+    }
+    struct json_object *o = l.ints[next(seed) % l.ni];
+    size_t n = 0;
+    json_object_object_foreach(o, k0, v0)
+    {
+        (void)k0;
+        n += json_object_is_type(v0, json_type_int);
+    }
+    size_t pick = next(seed) % n;
+    int64_t val = edge_values[next(seed) % (sizeof(edge_values) / sizeof(edge_values[0]))];
+    json_object_object_foreach(o, key, v)
+    {
+        if (!json_object_is_type(v, json_type_int) || pick-- != 0)
+            continue;
+        snprintf(what, cap, "%s = %" PRId64, key, val);
+        json_object_set_int64(v, val);
+        return;
+    }
+}
+
+/* Trials of the good pipeline with one mutation each, planted (no import,
+ * no check) and started: the start must never die, whatever it built,
+ * skipped or saw fail. KILN_RELIABILITY_LONG=1 runs 10 times as many. */
+KT_CASE(mutations)
+{
+    const char *dir = kt_tmpdir();
+    unsigned trials = getenv("KILN_RELIABILITY_LONG") ? 400 : 40;
+    uint64_t built = 0, refused = 0, failed = 0, crashed = 0, seed = 29;
+    for (unsigned t = 0; t < trials; t++) {
+        char crafted[4200], cache[4200], out[4200], args[9000], what[160];
+        snprintf(crafted, sizeof(crafted), "%s/m%u.foz", dir, t);
+        snprintf(cache, sizeof(cache), "%s/m%u", dir, t);
+        struct fw_crafted a;
+        int rc = fw_crafted_begin(crafted, &a);
+        if (rc == KILN_ENOTSUP) {
+            printf("skipped: this build has no shaderc to make SPIR-V with\n");
+            exit(77);
+        }
+        NEED(rc == 0);
+        char *good = graphics_json(&a, BAD_HASH, NULL);
+        struct json_object *doc = json_tokener_parse(good);
+        NEED(doc);
+        struct json_object *pipes = NULL, *p = NULL;
+        NEED(json_object_object_get_ex(doc, "graphicsPipelines", &pipes));
+        json_object_object_foreach(pipes, k, v)
+        {
+            (void)k;
+            p = v;
+        }
+        mutate(p, &seed, what, sizeof(what));
+        fw_crafted_add(&a, KILN_FOZ_TAG_GRAPHICS_PIPELINE, BAD_HASH,
+                       json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
+        json_object_put(doc);
+        free(good);
+        NEED(fw_crafted_finish(&a, crafted) == 0);
+        plant(crafted, cache);
+        snprintf(out, sizeof(out), "%s/m%u.json", dir, t);
+        snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
+        rc = run_kiln(out, args);
+        if (rc >= 128) {
+            printf("trial %u (%s): kiln start died (signal %d)\n", t, what, rc - 128);
+            crashed++;
+            continue;
+        }
+        struct json_object *o = json_of(out);
+        require_vulkan(o, out);
+        uint64_t b = num(o, "kinds.foz.graphics.built"), s = num(o, "kinds.foz.graphics.skipped"),
+                 f = num(o, "kinds.foz.graphics.failed");
+        built += b == 1;
+        refused += s == 1;
+        failed += f == 1;
+        json_object_put(o);
+    }
+    printf("%u mutations planted and started: %" PRIu64 " built, %" PRIu64 " skipped, %" PRIu64
+           " failed in the driver, %" PRIu64 " crashed\n",
+           trials, built, refused, failed, crashed);
+    KT_CHECK_EQ(crashed, 0);
+}
+
 KT_MAIN(KT_ENTRY(stage_out_of_range), KT_ENTRY(null_layout), KT_ENTRY(blend_attachments),
         KT_ENTRY(vertex_attributes), KT_ENTRY(no_rasterization), KT_ENTRY(static_viewport_missing),
         KT_ENTRY(set_layouts), KT_ENTRY(no_subpass), KT_ENTRY(spec_past_data),
-        KT_ENTRY(empty_entry_point))
+        KT_ENTRY(empty_entry_point), KT_ENTRY(mutations))
