@@ -29,10 +29,8 @@
  *   their limits before they are walked, so a recording of a million
  *   attributes costs one comparison.
  */
-#define VK_NO_PROTOTYPES
-#include <vulkan/vulkan.h>
-
-#include "foz_state_private.h"
+/* The builder's JSON access (get, len, at, kiln__fb_hash_of) and flags. */
+#include "foz_builder_private.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,39 +147,16 @@ static int over(struct chk *k, uint64_t n, enum kiln_foz_limit limit, const char
                   limit_info[limit].name, v);
 }
 
-static struct json_object *get(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-    if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-        return NULL;
-    return v;
-}
-
+/* A member as a signed 64-bit number (missing: 0), so that no recorded
+ * value is cut to 32 bits before it is judged. */
 static int64_t num(struct json_object *o, const char *key)
 {
     return json_object_get_int64(get(o, key));
 }
 
-static size_t len(struct json_object *a)
-{
-    return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
-}
-
-static struct json_object *at(struct json_object *a, size_t i)
-{
-    return json_object_array_get_idx(a, i);
-}
-
-/* A recorded hash (absent: 0). @return whether it is one. */
-static bool hash_of(struct json_object *v, uint64_t *out)
-{
-    *out = 0;
-    if (!v)
-        return true;
-    return json_object_is_type(v, json_type_string) &&
-           kiln__foz_parse_hex(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-                               out);
-}
+#define hash_of kiln__fb_hash_of
+/* An array's length as size_t, for the sentences' %zu. */
+#define alen(a) ((size_t)len(a))
 
 static struct json_object *recorded(struct chk *k, const char *member, uint64_t hash)
 {
@@ -327,9 +302,9 @@ static int dynamic_states(struct chk *k, struct json_object *p, struct dyn *d)
 {
     struct json_object *a = get(get(p, "dynamicState"), "dynamicState");
     d->n = 0;
-    if (len(a) > MAX_DYNAMIC)
-        return refuse(k, "%zu dynamic states, more than there are", len(a));
-    for (size_t i = 0; i < len(a); i++) {
+    if (alen(a) > MAX_DYNAMIC)
+        return refuse(k, "%zu dynamic states, more than there are", alen(a));
+    for (size_t i = 0; i < alen(a); i++) {
         int64_t v = json_object_get_int64(at(a, i));
         if (has(d, v))
             return refuse(k, "dynamic state %" PRId64 " is named twice", v);
@@ -342,8 +317,6 @@ static int dynamic_states(struct chk *k, struct json_object *p, struct dyn *d)
  * Stages: bit, entry point, specialization
  * ------------------------------------------------------------------------ */
 
-#define ENTRY_MAX 1024u
-
 static int specialization(struct chk *k, struct json_object *si, uint32_t index)
 {
     int64_t size = num(si, "dataSize");
@@ -351,9 +324,9 @@ static int specialization(struct chk *k, struct json_object *si, uint32_t index)
         return refuse(k, "stage %u: specialization dataSize %" PRId64 " is out of range", index,
                       size);
     struct json_object *m = get(si, "mapEntries");
-    if (len(m) > 4096)
-        return refuse(k, "stage %u: %zu specialization map entries", index, len(m));
-    for (size_t i = 0; i < len(m); i++) {
+    if (alen(m) > 4096)
+        return refuse(k, "stage %u: %zu specialization map entries", index, alen(m));
+    for (size_t i = 0; i < alen(m); i++) {
         struct json_object *e = at(m, i);
         int64_t id = num(e, "constantID"), off = num(e, "offset"), n = num(e, "size");
         if (off < 0 || n < 0 || off > size || n > size - off)
@@ -398,7 +371,7 @@ static int stage(struct chk *k, struct json_object *s, uint32_t index, uint32_t 
     size_t n = (size_t)json_object_get_string_len(name);
     if (n == 0)
         return refuse(k, "stage %u has an empty entry point name", index);
-    if (n > ENTRY_MAX || strlen(json_object_get_string(name)) != n)
+    if (n > KILN_PAYLOAD_MAX_ENTRY || strlen(json_object_get_string(name)) != n)
         return refuse(k, "stage %u: the entry point name is not a name", index);
     struct json_object *si = get(s, "specializationInfo");
     return si ? specialization(k, si, index) : KILN_OK;
@@ -414,9 +387,9 @@ static int stages(struct chk *k, struct json_object *p, uint32_t *bits)
         return stage(k, get(p, "stage"), 0, bits);
     }
     struct json_object *a = get(p, "stages");
-    if (len(a) > KILN_FOZ_MAX_STAGES)
-        return refuse(k, "%zu stages, more than kiln builds (%u)", len(a), KILN_FOZ_MAX_STAGES);
-    for (size_t i = 0; i < len(a); i++) {
+    if (alen(a) > KILN_FOZ_MAX_STAGES)
+        return refuse(k, "%zu stages, more than kiln builds (%u)", alen(a), KILN_FOZ_MAX_STAGES);
+    for (size_t i = 0; i < alen(a); i++) {
         uint32_t bit;
         KILN_TRY(stage(k, at(a, i), (uint32_t)i, &bit));
         if (k->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE && (*bits & bit))
@@ -466,10 +439,10 @@ static int set_binding(struct chk *k, struct json_object *b, const char *where)
     if (!imm ||
         (type != VK_DESCRIPTOR_TYPE_SAMPLER && type != VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER))
         return KILN_OK; /* the specification ignores them for other types */
-    if ((int64_t)len(imm) != num(b, "descriptorCount"))
-        return refuse(k, "%s: %zu immutable samplers for descriptorCount %" PRId64, where, len(imm),
-                      num(b, "descriptorCount"));
-    for (size_t i = 0; i < len(imm); i++) {
+    if ((int64_t)alen(imm) != num(b, "descriptorCount"))
+        return refuse(k, "%s: %zu immutable samplers for descriptorCount %" PRId64, where,
+                      alen(imm), num(b, "descriptorCount"));
+    for (size_t i = 0; i < alen(imm); i++) {
         uint64_t h;
         if (!hash_of(at(imm, i), &h) || h == 0)
             return refuse(k, "%s: immutable sampler %zu is a null handle", where, i);
@@ -484,9 +457,9 @@ static int set_layout(struct chk *k, uint64_t hash)
     if (!o)
         return refuse(k, "the closure has no descriptor set layout %016" PRIx64, hash);
     struct json_object *bs = get(o, "bindings");
-    if (len(bs) > 65536)
-        return refuse(k, "set layout %016" PRIx64 ": %zu bindings", hash, len(bs));
-    for (size_t i = 0; i < len(bs); i++) {
+    if (alen(bs) > 65536)
+        return refuse(k, "set layout %016" PRIx64 ": %zu bindings", hash, alen(bs));
+    for (size_t i = 0; i < alen(bs); i++) {
         char where[96];
         snprintf(where, sizeof(where), "set layout %016" PRIx64 " binding %zu", hash, i);
         KILN_TRY(set_binding(k, at(bs, i), where));
@@ -496,13 +469,13 @@ static int set_layout(struct chk *k, uint64_t hash)
                               hash, num(at(bs, i), "binding"));
     }
     struct json_object *pn = get(o, "pNext");
-    for (size_t i = 0; i < len(pn); i++) {
+    for (size_t i = 0; i < alen(pn); i++) {
         struct json_object *f = get(at(pn, i), "bindingFlags");
         if (num(at(pn, i), "sType") ==
                 VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO &&
-            len(f) && len(f) != len(bs))
+            alen(f) && alen(f) != alen(bs))
             return refuse(k, "set layout %016" PRIx64 ": %zu binding flags for %zu bindings", hash,
-                          len(f), len(bs));
+                          alen(f), alen(bs));
     }
     return KILN_OK;
 }
@@ -514,8 +487,8 @@ static int pipeline_layout(struct chk *k, uint64_t hash, bool null_sets)
     if (!o)
         return refuse(k, "the closure has no pipeline layout %016" PRIx64, hash);
     struct json_object *sets = get(o, "setLayouts"), *pcs = get(o, "pushConstantRanges");
-    KILN_TRY(over(k, len(sets), KILN_FOZ_LIMIT_BOUND_DESCRIPTOR_SETS, "descriptor set layouts"));
-    for (size_t i = 0; i < len(sets); i++) {
+    KILN_TRY(over(k, alen(sets), KILN_FOZ_LIMIT_BOUND_DESCRIPTOR_SETS, "descriptor set layouts"));
+    for (size_t i = 0; i < alen(sets); i++) {
         uint64_t h;
         if (!hash_of(at(sets, i), &h))
             return refuse(k, "pipeline layout %016" PRIx64 ": set layout %zu is not a hash", hash,
@@ -527,10 +500,10 @@ static int pipeline_layout(struct chk *k, uint64_t hash, bool null_sets)
             KILN_TRY(set_layout(k, h));
     }
     uint64_t used = 0;
-    if (len(pcs) > 32)
+    if (alen(pcs) > 32)
         return refuse(k, "pipeline layout %016" PRIx64 ": %zu push constant ranges", hash,
-                      len(pcs));
-    for (size_t i = 0; i < len(pcs); i++) {
+                      alen(pcs));
+    for (size_t i = 0; i < alen(pcs); i++) {
         int64_t st = num(at(pcs, i), "stageFlags"), off = num(at(pcs, i), "offset"),
                 n = num(at(pcs, i), "size");
         if (st <= 0 || st > UINT32_MAX || n <= 0 || off < 0 || off % 4 || n % 4)
@@ -564,7 +537,7 @@ struct subpass_use {
 static int refs(struct chk *k, struct json_object *a, int64_t natt, const char *what,
                 const char *where)
 {
-    for (size_t i = 0; i < len(a); i++) {
+    for (size_t i = 0; i < alen(a); i++) {
         int64_t v = json_object_is_type(at(a, i), json_type_object)
                         ? num(at(a, i), "attachment")
                         : json_object_get_int64(at(a, i));
@@ -579,10 +552,10 @@ static int subpass(struct chk *k, struct json_object *s, int64_t natt, const cha
 {
     KILN_TRY(FIELDS(k, s, where, subpass_fields));
     struct json_object *c = get(s, "colorAttachments"), *r = get(s, "resolveAttachments");
-    KILN_TRY(over(k, len(c), KILN_FOZ_LIMIT_COLOR_ATTACHMENTS, "colour attachments in a subpass"));
-    if (r && len(r) != len(c))
-        return refuse(k, "%s: %zu resolve attachments for %zu colour attachments", where, len(r),
-                      len(c));
+    KILN_TRY(over(k, alen(c), KILN_FOZ_LIMIT_COLOR_ATTACHMENTS, "colour attachments in a subpass"));
+    if (r && alen(r) != alen(c))
+        return refuse(k, "%s: %zu resolve attachments for %zu colour attachments", where, alen(r),
+                      alen(c));
     KILN_TRY(refs(k, get(s, "inputAttachments"), natt, "input attachment", where));
     KILN_TRY(refs(k, c, natt, "colour attachment", where));
     KILN_TRY(refs(k, r, natt, "resolve attachment", where));
@@ -594,7 +567,7 @@ static int subpass(struct chk *k, struct json_object *s, int64_t natt, const cha
                           v, natt);
     }
     struct json_object *pres = get(s, "preserveAttachments");
-    for (size_t i = 0; i < len(pres); i++) {
+    for (size_t i = 0; i < alen(pres); i++) {
         int64_t v = json_object_get_int64(at(pres, i));
         if (v < 0 || v >= natt)
             return refuse(k, "%s: preserve attachment %zu is %" PRId64 " of %" PRId64, where, i, v,
@@ -606,21 +579,21 @@ static int subpass(struct chk *k, struct json_object *s, int64_t natt, const cha
 static int render_pass_pnext(struct chk *k, struct json_object *o, size_t nsub, const char *where)
 {
     struct json_object *pn = get(o, "pNext");
-    for (size_t i = 0; i < len(pn); i++) {
+    for (size_t i = 0; i < alen(pn); i++) {
         struct json_object *s = at(pn, i);
         int64_t t = num(s, "sType");
-        if (t == VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO && len(get(s, "viewMasks")) &&
-            len(get(s, "viewMasks")) != nsub)
+        if (t == VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO && alen(get(s, "viewMasks")) &&
+            alen(get(s, "viewMasks")) != nsub)
             return refuse(k, "%s: %zu multiview masks for %zu subpasses", where,
-                          len(get(s, "viewMasks")), nsub);
+                          alen(get(s, "viewMasks")), nsub);
         if (t != VK_STRUCTURE_TYPE_RENDER_PASS_INPUT_ATTACHMENT_ASPECT_CREATE_INFO)
             continue;
         struct json_object *a = get(s, "aspectReferences");
-        for (size_t j = 0; j < len(a); j++) {
+        for (size_t j = 0; j < alen(a); j++) {
             int64_t sp = num(at(a, j), "subpass"), ix = num(at(a, j), "inputAttachmentIndex");
             struct json_object *sub =
                 sp >= 0 && (size_t)sp < nsub ? at(get(o, "subpasses"), (size_t)sp) : NULL;
-            if (!sub || ix < 0 || (size_t)ix >= len(get(sub, "inputAttachments")))
+            if (!sub || ix < 0 || (size_t)ix >= alen(get(sub, "inputAttachments")))
                 return refuse(k, "%s: input aspect reference %zu names no input attachment", where,
                               j);
         }
@@ -640,35 +613,35 @@ static int render_pass(struct chk *k, uint64_t hash, int64_t index, struct subpa
     snprintf(where, sizeof(where), "render pass %016" PRIx64, hash);
     struct json_object *as = get(o, "attachments"), *ss = get(o, "subpasses"),
                        *ds = get(o, "dependencies");
-    if (len(ss) == 0)
+    if (alen(ss) == 0)
         return refuse(k, "%s has no subpass", where);
-    if (len(as) > 65536 || len(ss) > 1024 || len(ds) > 65536)
-        return refuse(k, "%s: %zu attachments, %zu subpasses, %zu dependencies", where, len(as),
-                      len(ss), len(ds));
-    for (size_t i = 0; i < len(as); i++) {
+    if (alen(as) > 65536 || alen(ss) > 1024 || alen(ds) > 65536)
+        return refuse(k, "%s: %zu attachments, %zu subpasses, %zu dependencies", where, alen(as),
+                      alen(ss), alen(ds));
+    for (size_t i = 0; i < alen(as); i++) {
         char w[96];
         snprintf(w, sizeof(w), "%s attachment %zu", where, i);
         KILN_TRY(FIELDS(k, at(as, i), w, attachment_fields));
     }
-    for (size_t i = 0; i < len(ss); i++) {
+    for (size_t i = 0; i < alen(ss); i++) {
         char w[96];
         snprintf(w, sizeof(w), "%s subpass %zu", where, i);
-        KILN_TRY(subpass(k, at(ss, i), (int64_t)len(as), w));
+        KILN_TRY(subpass(k, at(ss, i), (int64_t)alen(as), w));
     }
-    for (size_t i = 0; i < len(ds); i++) {
+    for (size_t i = 0; i < alen(ds); i++) {
         int64_t s = num(at(ds, i), "srcSubpass"), d = num(at(ds, i), "dstSubpass");
-        bool sok = s == UNUSED_INDEX || (s >= 0 && (size_t)s < len(ss));
-        bool dok = d == UNUSED_INDEX || (d >= 0 && (size_t)d < len(ss));
+        bool sok = s == UNUSED_INDEX || (s >= 0 && (size_t)s < alen(ss));
+        bool dok = d == UNUSED_INDEX || (d >= 0 && (size_t)d < alen(ss));
         if (!sok || !dok || (s == UNUSED_INDEX && d == UNUSED_INDEX))
             return refuse(k,
                           "%s: dependency %zu joins subpasses %" PRId64 " and %" PRId64 " of %zu",
-                          where, i, s, d, len(ss));
+                          where, i, s, d, alen(ss));
     }
-    KILN_TRY(render_pass_pnext(k, o, len(ss), where));
-    if (index < 0 || (size_t)index >= len(ss))
-        return refuse(k, "subpass %" PRId64 " of a render pass of %zu", index, len(ss));
+    KILN_TRY(render_pass_pnext(k, o, alen(ss), where));
+    if (index < 0 || (size_t)index >= alen(ss))
+        return refuse(k, "subpass %" PRId64 " of a render pass of %zu", index, alen(ss));
     struct json_object *sp = at(ss, (size_t)index);
-    use->colors = len(get(sp, "colorAttachments"));
+    use->colors = alen(get(sp, "colorAttachments"));
     struct json_object *dsa = get(sp, "depthStencilAttachment");
     use->depth = dsa && num(dsa, "attachment") != UNUSED_INDEX;
     return KILN_OK;
@@ -683,15 +656,11 @@ static int render_pass(struct chk *k, uint64_t hash, int64_t index, struct subpa
 #define PART_PRE_RASTER   0x2u
 #define PART_FRAGMENT     0x4u
 #define PART_OUTPUT       0x8u
-#define FLAG_LIBRARY      0x800u
-
-#define STYPE_PIPELINE_LIBRARY      1000290000
-#define STYPE_GRAPHICS_PIPELINE_LIB 1000320002
 
 static struct json_object *pnext_of(struct json_object *o, int64_t stype)
 {
     struct json_object *pn = get(o, "pNext");
-    for (size_t i = 0; i < len(pn); i++)
+    for (size_t i = 0; i < alen(pn); i++)
         if (num(at(pn, i), "sType") == stype)
             return at(pn, i);
     return NULL;
@@ -716,9 +685,9 @@ static int vertex_input(struct chk *k, struct json_object *p, const struct gfx *
         return refuse(k, "no vertex input state");
     }
     struct json_object *as = get(vi, "attributes"), *bs = get(vi, "bindings");
-    KILN_TRY(over(k, len(bs), KILN_FOZ_LIMIT_VERTEX_INPUT_BINDINGS, "vertex bindings"));
-    KILN_TRY(over(k, len(as), KILN_FOZ_LIMIT_VERTEX_INPUT_ATTRIBUTES, "vertex attributes"));
-    for (size_t i = 0; i < len(bs); i++) {
+    KILN_TRY(over(k, alen(bs), KILN_FOZ_LIMIT_VERTEX_INPUT_BINDINGS, "vertex bindings"));
+    KILN_TRY(over(k, alen(as), KILN_FOZ_LIMIT_VERTEX_INPUT_ATTRIBUTES, "vertex attributes"));
+    for (size_t i = 0; i < alen(bs); i++) {
         int64_t b = num(at(bs, i), "binding"), s = num(at(bs, i), "stride");
         KILN_TRY(FIELDS(k, at(bs, i), "a vertex binding", binding_fields));
         if (b < 0 || s < 0)
@@ -732,7 +701,7 @@ static int vertex_input(struct chk *k, struct json_object *p, const struct gfx *
             if (num(at(bs, j), "binding") == b)
                 return refuse(k, "vertex binding %" PRId64 " is described twice", b);
     }
-    for (size_t i = 0; i < len(as); i++) {
+    for (size_t i = 0; i < alen(as); i++) {
         struct json_object *a = at(as, i);
         int64_t loc = num(a, "location"), b = num(a, "binding"), off = num(a, "offset");
         KILN_TRY(FIELDS(k, a, "a vertex attribute", attribute_fields));
@@ -744,7 +713,7 @@ static int vertex_input(struct chk *k, struct json_object *p, const struct gfx *
         KILN_TRY(over(k, (uint64_t)off, KILN_FOZ_LIMIT_VERTEX_INPUT_ATTRIBUTE_OFFSET,
                       "bytes of vertex attribute offset"));
         bool described = false;
-        for (size_t j = 0; j < len(bs) && !described; j++)
+        for (size_t j = 0; j < alen(bs) && !described; j++)
             described = num(at(bs, j), "binding") == b;
         if (!described && !has(&g->dyn, DYN_VERTEX_INPUT))
             return refuse(
@@ -756,9 +725,9 @@ static int vertex_input(struct chk *k, struct json_object *p, const struct gfx *
     }
     struct json_object *div = pnext_of(vi, 1000190001);
     struct json_object *dv = get(div, "vertexBindingDivisors");
-    for (size_t i = 0; i < len(dv); i++) {
+    for (size_t i = 0; i < alen(dv); i++) {
         bool described = false;
-        for (size_t j = 0; j < len(bs) && !described; j++)
+        for (size_t j = 0; j < alen(bs) && !described; j++)
             described = num(at(bs, j), "binding") == num(at(dv, i), "binding");
         if (!described)
             return refuse(k, "a vertex divisor names binding %" PRId64 ", which is not described",
@@ -804,12 +773,12 @@ static int viewports(struct chk *k, struct json_object *p, const struct gfx *g)
     KILN_TRY(over(k, (uint64_t)ns, KILN_FOZ_LIMIT_VIEWPORTS, "scissors"));
     if (!vwc && !swc && nv != ns)
         return refuse(k, "%" PRId64 " viewports but %" PRId64 " scissors", nv, ns);
-    if (!vwc && !has(&g->dyn, DYN_VIEWPORT) && (int64_t)len(get(vs, "viewports")) != nv)
+    if (!vwc && !has(&g->dyn, DYN_VIEWPORT) && (int64_t)alen(get(vs, "viewports")) != nv)
         return refuse(k, "a static viewport count of %" PRId64 " with %zu viewports", nv,
-                      len(get(vs, "viewports")));
-    if (!swc && !has(&g->dyn, DYN_SCISSOR) && (int64_t)len(get(vs, "scissors")) != ns)
+                      alen(get(vs, "viewports")));
+    if (!swc && !has(&g->dyn, DYN_SCISSOR) && (int64_t)alen(get(vs, "scissors")) != ns)
         return refuse(k, "a static scissor count of %" PRId64 " with %zu scissors", ns,
-                      len(get(vs, "scissors")));
+                      alen(get(vs, "scissors")));
     return KILN_OK;
 }
 
@@ -875,18 +844,18 @@ static int color_blend(struct chk *k, struct json_object *p, const struct gfx *g
         return KILN_OK;
     }
     struct json_object *as = get(cb, "attachments");
-    KILN_TRY(over(k, len(as), KILN_FOZ_LIMIT_COLOR_ATTACHMENTS, "colour-blend attachments"));
-    if (g->use_known && len(as) != g->use.colors)
+    KILN_TRY(over(k, alen(as), KILN_FOZ_LIMIT_COLOR_ATTACHMENTS, "colour-blend attachments"));
+    if (g->use_known && alen(as) != g->use.colors)
         return refuse(k, "%zu colour-blend attachments for a subpass of %zu colour attachments",
-                      len(as), g->use.colors);
+                      alen(as), g->use.colors);
     if (num(cb, "logicOpEnable"))
         KILN_TRY(fields(k, cb, "colour blend", &(struct field){"logicOp", &LOGIC_OP}, 1));
-    for (size_t i = 0; i < len(as); i++)
+    for (size_t i = 0; i < alen(as); i++)
         KILN_TRY(FIELDS(k, at(as, i), "a colour-blend attachment", blend_attachment_fields));
     struct json_object *cw = pnext_of(cb, VK_STRUCTURE_TYPE_PIPELINE_COLOR_WRITE_CREATE_INFO_EXT);
-    if (cw && num(cw, "attachmentCount") != (int64_t)len(as))
+    if (cw && num(cw, "attachmentCount") != (int64_t)alen(as))
         return refuse(k, "%" PRId64 " colour write enables for %zu colour-blend attachments",
-                      num(cw, "attachmentCount"), len(as));
+                      num(cw, "attachmentCount"), alen(as));
     return KILN_OK;
 }
 
@@ -902,8 +871,8 @@ static int fragment_output(struct chk *k, struct json_object *p, const struct gf
         if (num(ms, "sampleShadingEnable") && !(s >= 0.0 && s <= 1.0))
             return refuse(k, "minSampleShading %g is not in [0, 1]", s);
         struct json_object *mask = get(ms, "sampleMask");
-        if (mask && (int64_t)len(mask) != (num(ms, "rasterizationSamples") + 31) / 32)
-            return refuse(k, "sampleMask has %zu words for %" PRId64 " samples", len(mask),
+        if (mask && (int64_t)alen(mask) != (num(ms, "rasterizationSamples") + 31) / 32)
+            return refuse(k, "sampleMask has %zu words for %" PRId64 " samples", alen(mask),
                           num(ms, "rasterizationSamples"));
     }
     KILN_TRY(depth_stencil(k, p, g));
@@ -924,8 +893,8 @@ static int target(struct chk *k, struct json_object *p, struct gfx *g)
     if (!ri)
         return KILN_OK;
     struct json_object *f = get(ri, "colorAttachmentFormats");
-    KILN_TRY(over(k, len(f), KILN_FOZ_LIMIT_COLOR_ATTACHMENTS, "colour attachment formats"));
-    for (size_t i = 0; i < len(f); i++) {
+    KILN_TRY(over(k, alen(f), KILN_FOZ_LIMIT_COLOR_ATTACHMENTS, "colour attachment formats"));
+    for (size_t i = 0; i < alen(f); i++) {
         int64_t v = json_object_get_int64(at(f, i));
         bool in = false;
         for (size_t r = 0; r < FORMAT.n && !in; r++)
@@ -934,7 +903,7 @@ static int target(struct chk *k, struct json_object *p, struct gfx *g)
             return refuse(k, "colour attachment format %zu, %" PRId64 ", is not a VkFormat", i, v);
     }
     g->use_known = true;
-    g->use.colors = len(f);
+    g->use.colors = alen(f);
     g->use.depth = num(ri, "depthAttachmentFormat") || num(ri, "stencilAttachmentFormat");
     return KILN_OK;
 }
@@ -1001,9 +970,9 @@ static int group_shader(struct chk *k, struct json_object *g, const char *key, s
     }
     if (!bits)
         return refuse(k, "ray-tracing group %zu: its type takes no %s", i, key);
-    if (v < 0 || (size_t)v >= len(st))
+    if (v < 0 || (size_t)v >= alen(st))
         return refuse(k, "ray-tracing group %zu: %s %" PRId64 " is not one of the %zu stages", i,
-                      key, v, len(st));
+                      key, v, alen(st));
     if (!((uint32_t)num(at(st, (size_t)v), "stage") & bits))
         return refuse(k, "ray-tracing group %zu: %s %" PRId64 " is a stage of another kind", i, key,
                       v);
@@ -1014,13 +983,13 @@ static int raytracing(struct chk *k, struct json_object *p)
 {
     uint32_t bits;
     KILN_TRY(stages(k, p, &bits));
-    bool libs = len(get(get(p, "libraryInfo"), "libraries")) > 0;
+    bool libs = alen(get(get(p, "libraryInfo"), "libraries")) > 0;
     struct json_object *st = get(p, "stages"), *gs = get(p, "groups");
-    if (!libs && (len(st) == 0 || len(gs) == 0))
+    if (!libs && (alen(st) == 0 || alen(gs) == 0))
         return refuse(k, "a ray-tracing pipeline with no stages or groups and no libraries");
-    if (len(gs) > 65536)
-        return refuse(k, "%zu ray-tracing groups", len(gs));
-    for (size_t i = 0; i < len(gs); i++) {
+    if (alen(gs) > 65536)
+        return refuse(k, "%zu ray-tracing groups", alen(gs));
+    for (size_t i = 0; i < alen(gs); i++) {
         struct json_object *g = at(gs, i);
         KILN_TRY(FIELDS(k, g, "a ray-tracing group", group_fields));
         int64_t t = num(g, "type");
