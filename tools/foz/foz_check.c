@@ -346,6 +346,7 @@ static int specialization(struct chk *k, struct json_object *si, uint32_t index)
 #define GRAPHICS_STAGES 0xdfu   /* vertex, tessellation, geometry, fragment, task, mesh */
 #define RT_STAGES       0x3f00u /* raygen, any hit, closest hit, miss, intersection, callable */
 #define STAGE_COMPUTE   0x20u
+#define STAGE_MESH      0x80u /* VK_SHADER_STAGE_MESH_BIT_EXT, newer than the oldest headers */
 
 static uint32_t stage_bits(uint64_t tag)
 {
@@ -787,7 +788,7 @@ static int pre_raster(struct chk *k, struct json_object *p, struct gfx *g)
 {
     const uint32_t tc = VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT,
                    te = VK_SHADER_STAGE_TESSELLATION_EVALUATION_BIT;
-    bool mesh = (g->stages & VK_SHADER_STAGE_MESH_BIT_EXT) != 0;
+    bool mesh = (g->stages & STAGE_MESH) != 0;
     if (!mesh && !(g->stages & VK_SHADER_STAGE_VERTEX_BIT))
         return refuse(k, "no vertex or mesh stage");
     if (mesh && (g->stages & (VK_SHADER_STAGE_VERTEX_BIT | tc | te | VK_SHADER_STAGE_GEOMETRY_BIT)))
@@ -932,7 +933,7 @@ static int graphics(struct chk *k, struct json_object *p)
     /* The parts that render to a subpass (foz_builder.c's GPL_PARTS_WITH_PASS). */
     if (g.parts & (PART_PRE_RASTER | PART_FRAGMENT | PART_OUTPUT))
         KILN_TRY(target(k, p, &g));
-    bool mesh = (g.stages & VK_SHADER_STAGE_MESH_BIT_EXT) != 0;
+    bool mesh = (g.stages & STAGE_MESH) != 0;
     if ((g.parts & PART_VERTEX_INPUT) && !mesh) {
         KILN_TRY(vertex_input(k, p, &g));
         KILN_TRY(input_assembly(k, p, &g));
