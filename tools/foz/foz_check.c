@@ -926,7 +926,8 @@ static int graphics(struct chk *k, struct json_object *p)
     uint64_t lh;
     if (!hash_of(get(p, "layout"), &lh))
         return refuse(k, "layout is not a hash");
-    if (lh == 0 && (g.parts & (PART_PRE_RASTER | PART_FRAGMENT)))
+    /* A link's layout must be compatible with its libraries': a handle too. */
+    if (lh == 0 && ((g.parts & (PART_PRE_RASTER | PART_FRAGMENT)) || (links && !library)))
         return refuse(k, "a null pipeline layout");
     if (lh)
         KILN_TRY(pipeline_layout(k, lh, library || links));
