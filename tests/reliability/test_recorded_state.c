@@ -434,7 +434,7 @@ static void check_start(const struct variant *v, const char *dir, const char *cr
     json_object_put(o);
     char err[4300];
     snprintf(err, sizeof(err), "%s.err", out);
-    KT_CHECK_EQ(lines_with(err, "refused: ", v->rule_build), 1);
+    KT_CHECK_EQ(lines_with(err, "graphics pipeline bad0000000000001: refused: ", v->rule_build), 1);
 }
 
 static void check_prepare(const struct variant *v, const char *dir, const char *crafted)

@@ -1574,7 +1574,8 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
          * records of an older kiln or another writer were not at import. */
         char rule[256];
         if (kiln__foz_check(c->doc, c->tag, p, &b->limits, rule, sizeof(rule)) < 0)
-            rc = kiln__fb_fail(c, KILN_ENOTSUP, "refused: %s", rule);
+            rc = kiln__fb_fail(c, KILN_ENOTSUP, "%s pipeline %016" PRIx64 ": refused: %s",
+                               kiln_foz_kind_name(kind), hash, rule);
     }
     if (rc == 0)
         rc = kiln__fb_build_pipeline(c, p, 0, cache, pipeline);

@@ -930,8 +930,8 @@ KILN_API int kiln_foz_builder_create(const struct kiln_foz_builder_options *opti
  * pipeline needs (an extension such as VK_EXT_graphics_pipeline_library or
  * VK_KHR_ray_tracing_pipeline, a feature, a ray recursion depth), or when
  * its recorded state breaks a rule (kiln_foz_closure_check against the
- * device's limits, before anything is made: `why` is "refused: " and the
- * rule), with the reason in `why`;
+ * device's limits, before anything is made: `why` is "KIND pipeline HASH:
+ * refused: " and the rule), with the reason in `why`;
  * KILN_EVULKAN when a create call failed, KILN_EPARSE or KILN_EFORMAT for
  * a malformed closure, KILN_EINVAL for stages that do not match it, each
  * with one line in `why` (`cap` bytes, may be 0). Counted in
