@@ -261,6 +261,9 @@ enum kiln_state_kind {
 /* The state bytes one program may carry at most (a payload field is u32). */
 #define KILN_STATE_MAX_BYTES (64u << 20)
 
+/* The longest entry point name a payload stores (bytes, without the NUL). */
+#define KILN_PAYLOAD_MAX_ENTRY 1024u
+
 /* The bytes of one specialization map entry in a payload (three u32). */
 #define KILN_SPEC_ENTRY_BYTES 12u
 

@@ -49,7 +49,7 @@
 #define PAYLOAD_ENTRY      8u  /* v1, v2: kind, blob size */
 #define PAYLOAD_STATE_HEAD 8u  /* v3: state kind, state size */
 #define PAYLOAD_ENTRY3     20u /* v3: kind, blob size, entry length, spec entries, spec size */
-#define ENTRY_MAX          1024u
+#define ENTRY_MAX          KILN_PAYLOAD_MAX_ENTRY
 
 /* Version 1's stage kinds, and its bit for "the Vulkan stages follow". */
 #define V1_COMPUTE  0u

@@ -109,11 +109,6 @@ int fw_write(const char *path, unsigned compute, unsigned graphics)
     return finish(w, rc, "fw_write", path);
 }
 
-/* The objects every pipeline fw_write_pipelines writes names. */
-#define FW_SET_LAYOUT  UINT64_C(0x5e7100000000001)
-#define FW_PIPE_LAYOUT UINT64_C(0x1a7000000000001)
-#define FW_RENDER_PASS UINT64_C(0x9a5500000000001)
-
 static void pipeline_objects(struct kiln_foz_writer *w, int *rc)
 {
     char json[1024];
@@ -578,4 +573,33 @@ int fw_write_module_pipelines(const char *path, const struct fw_module *mods, si
         pipeline(w, KILN_FOZ_TAG_COMPUTE_PIPELINE, first_hash + i, json, &rc);
     }
     return finish(w, rc, "fw_write_module_pipelines", path);
+}
+
+int fw_crafted_begin(const char *path, struct fw_crafted *a)
+{
+    memset(a, 0, sizeof(*a));
+    struct kiln_program *p = NULL;
+    int rc = graphics_pair(&p);
+    if (rc < 0)
+        return rc;
+    rc = start("fw_crafted_begin", path, &a->w);
+    if (rc < 0) {
+        kiln_program_destroy(p);
+        return rc;
+    }
+    pipeline_objects(a->w, &a->rc);
+    a->vert = module(a->w, p->stages[0].words, p->stages[0].nwords, &a->rc);
+    a->frag = module(a->w, p->stages[1].words, p->stages[1].nwords, &a->rc);
+    kiln_program_destroy(p);
+    return a->rc;
+}
+
+void fw_crafted_add(struct fw_crafted *a, unsigned tag, uint64_t hash, const char *json)
+{
+    object(a->w, tag, hash, json, 0, &a->rc);
+}
+
+int fw_crafted_finish(struct fw_crafted *a, const char *path)
+{
+    return finish(a->w, a->rc, "fw_crafted_finish", path);
 }

@@ -121,4 +121,32 @@ int fw_write_modules(const char *path, const struct fw_module *mods, size_t n, u
 int fw_write_module_pipelines(const char *path, const struct fw_module *mods, size_t n,
                               uint64_t first_hash);
 
+/* The objects fw_write_pipelines' pipelines name: a set layout (one
+ * storage buffer), a pipeline layout with it and 16 bytes of push
+ * constants, a render pass of one RGBA8 colour attachment in one subpass. */
+#define FW_SET_LAYOUT  UINT64_C(0x5e7100000000001)
+#define FW_PIPE_LAYOUT UINT64_C(0x1a7000000000001)
+#define FW_RENDER_PASS UINT64_C(0x9a5500000000001)
+
+/* An archive a case crafts entry by entry (fw_crafted_begin). */
+struct fw_crafted {
+    struct kiln_foz_writer *w;
+    uint64_t vert, frag; /* the hashes of its vertex and fragment modules */
+    int rc;              /* the first failure */
+};
+
+/*
+ * Begins an archive at `path` with fw_write_pipelines' objects (FW_*) and
+ * the vertex and fragment modules of generated program 1; the case adds
+ * what it wants with fw_crafted_add and ends with fw_crafted_finish.
+ * Needs shaderc. @return 0, KILN_ENOTSUP without shaderc, or the error.
+ */
+int fw_crafted_begin(const char *path, struct fw_crafted *a);
+
+/* Adds an entry (deflated) of `tag` and `hash` whose payload is `json`. */
+void fw_crafted_add(struct fw_crafted *a, unsigned tag, uint64_t hash, const char *json);
+
+/* Writes the archive out. @return 0 or the first error (a line on stderr). */
+int fw_crafted_finish(struct fw_crafted *a, const char *path);
+
 #endif /* KILN_FOZ_WRITER_H */

@@ -23,6 +23,10 @@
  *   device's API version, extensions and features. A miss is a skip
  *   (KILN_ENOTSUP) with the reason, never a call the driver or the
  *   validation layer would reject.
+ * - Before that, the whole closure passes kiln_foz_closure_check against
+ *   the device's limits (foz_check.c): what breaks a rule of the
+ *   specification is a skip naming the rule, never a create-info a driver
+ *   may crash on, whoever wrote the record.
  * - Derivatives are built on their own: the DERIVATIVE bit is cleared and
  *   no base is given. The base is only a hint to the driver, the pipeline
  *   made is the same, and a base handle kept by the builder could be
@@ -1565,6 +1569,14 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
             rc = kiln__fb_fail(c, KILN_EINVAL,
                                "stage %u is 0x%x in the closure but 0x%x was handed in", i,
                                u32(c->recs[i], "stage"), (unsigned)stages[i].stage);
+    if (rc == 0) {
+        /* Recorded state is checked before any of it reaches the driver:
+         * records of an older kiln or another writer were not at import. */
+        char rule[256];
+        if (kiln__foz_check(c->doc, c->tag, p, &b->limits, rule, sizeof(rule)) < 0)
+            rc = kiln__fb_fail(c, KILN_ENOTSUP, "%s pipeline %016" PRIx64 ": refused: %s",
+                               kiln_foz_kind_name(kind), hash, rule);
+    }
     if (rc == 0)
         rc = kiln__fb_build_pipeline(c, p, 0, cache, pipeline);
     /* The linked pipeline does not need its libraries once it exists. One
@@ -1638,6 +1650,10 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
                 b->ext[x] = true;
     copy_features(b, o->features);
     b->max_recursion = o->max_ray_recursion_depth;
+    if (o->limits)
+        kiln_foz_limits_from_vk(o->limits, &b->limits);
+    else
+        kiln_foz_limits_bound(&b->limits);
 
 #define LOAD(name, text) b->vk.name = (PFN_vk##name)o->get_device_proc_addr(o->device, text)
     LOAD(CreateSampler, "vkCreateSampler");

@@ -38,6 +38,8 @@ struct adapter {
     VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl;
     VkPhysicalDeviceRayTracingPipelineFeaturesKHR rt;
     VkPhysicalDeviceSamplerYcbcrConversionFeatures ycbcr;
+    /* kiln's device's limits, when `options` gives none (make_builder). */
+    VkPhysicalDeviceProperties props;
 };
 
 /* The extensions the builder asks kiln's context for (kiln_builder.device_extensions). */
@@ -167,6 +169,19 @@ static uint32_t max_recursion(const struct kiln_vk *vk)
     return rt.maxRayRecursionDepth;
 }
 
+/* kiln's device's limits, in the adapter, or NULL when they cannot be asked
+ * (then the builder checks against kiln's bounds). */
+static const VkPhysicalDeviceLimits *kiln_device_limits(struct adapter *a, const struct kiln_vk *vk)
+{
+    struct kiln_vk_handles h;
+    PFN_vkGetPhysicalDeviceProperties get =
+        (PFN_vkGetPhysicalDeviceProperties)instance_fn(vk, "vkGetPhysicalDeviceProperties", &h);
+    if (!get)
+        return NULL;
+    get(h.physical_device, &a->props);
+    return &a->props.limits;
+}
+
 /* Makes the Fossilize builder for the request's device. Called under the lock. */
 static int make_builder(struct adapter *a, const struct kiln_build_request *req)
 {
@@ -196,6 +211,8 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
         o.extension_count = n;
         if (!o.features && req->vk)
             o.features = kiln_device_features(a, req->vk, info);
+        if (!o.limits && req->vk)
+            o.limits = kiln_device_limits(a, req->vk);
     }
     return kiln_foz_builder_create(&o, &a->b);
 }

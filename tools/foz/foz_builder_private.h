@@ -128,7 +128,8 @@ struct kiln_foz_builder {
     uint32_t api;
     bool ext[X_COUNT];
     struct features feat;
-    uint32_t max_recursion; /* maxRayRecursionDepth; 0: not checked */
+    uint32_t max_recursion;        /* maxRayRecursionDepth; 0: not checked */
+    struct kiln_foz_limits limits; /* every closure is checked against them first */
     pthread_mutex_t lock;
     struct shared *table[SHARED_BUCKETS];
     _Atomic uint64_t built[KILN_FOZ_KIND_COUNT];

@@ -289,6 +289,19 @@ static int check_pipeline(const struct kiln_program *p, bool *validated, char *w
     return KILN_OK;
 }
 
+/* One pipeline not imported: its warning line, counted in `invalid`. */
+static void note_invalid(const char *path, const struct kiln_foz_pipelines_entry *x,
+                         const char *why, struct kiln_foz_pipelines_report *r)
+{
+    enum kiln_foz_kind kind = kiln_foz_kind_of(x->tag);
+    KILN_WARN("foz", "%s: %s pipeline %016" PRIx64 " not imported: %s", path,
+              kiln_foz_kind_name(kind), x->hash, why);
+    if (!r->invalid[0] && !r->invalid[1] && !r->invalid[2])
+        snprintf(r->first_invalid, sizeof(r->first_invalid), "%s pipeline %016" PRIx64 ": %.280s",
+                 kiln_foz_kind_name(kind), x->hash, why);
+    r->invalid[kind]++;
+}
+
 int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
                               struct kiln_foz_pipelines_report *reports)
 {
@@ -318,14 +331,7 @@ int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipeli
         bool validated;
         char why[512], recorded[1024];
         if (check_pipeline(p, &validated, why, sizeof(why), recorded, sizeof(recorded)) < 0) {
-            KILN_WARN("foz", "%s: %s pipeline %016" PRIx64 " not imported: %s",
-                      kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
-                      why);
-            if (!r->invalid[0] && !r->invalid[1] && !r->invalid[2])
-                snprintf(r->first_invalid, sizeof(r->first_invalid),
-                         "%s pipeline %016" PRIx64 ": %.280s", kiln_foz_kind_name(kind), x->hash,
-                         why);
-            r->invalid[kind]++;
+            note_invalid(kiln_foz_pipelines_path(fp, x->archive), x, why, r);
             kiln_program_destroy(p);
             continue;
         }
@@ -333,6 +339,17 @@ int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipeli
         size_t ps = 0;
         size_t spirv = kiln_program_spirv_bytes(p);
         rc = pack_pipeline(c, p, validated, &payload, &ps);
+        if (rc < 0 && rc != KILN_ENOMEM) {
+            /* The payload refuses what the record holds (kiln_foz_closure_check
+             * refuses it first at open): that pipeline only, never the rest. */
+            snprintf(why, sizeof(why), "its stages do not make a program payload: %s",
+                     kiln_strerror(rc));
+            note_invalid(kiln_foz_pipelines_path(fp, x->archive), x, why, r);
+            rc = KILN_OK;
+            kiln_pack_free(payload);
+            kiln_program_destroy(p);
+            continue;
+        }
         if (rc == KILN_OK)
             rc = kiln_cache_put(c, x->key, payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
                                 (uint16_t)p->nstages);

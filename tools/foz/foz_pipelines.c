@@ -13,8 +13,12 @@
  * key met before, in this archive or an earlier one, is a duplicate and is
  * left out; the first archive that has a pipeline is the one it is loaded
  * from, so the list, and program i, are the same on every run for the same
- * paths. A pipeline whose program cannot be made is unreadable: counted
- * and logged, never fatal, since the others of its archive are whole.
+ * paths. A pipeline whose program cannot be made is unreadable, and one
+ * whose recorded state breaks a rule (kiln_foz_closure_check, with kiln's
+ * bounds: no device is known here) is refused: each counted and logged,
+ * never fatal, since the others of its archive are whole. A refused one is
+ * never stored, so neither the import nor kiln prepare --corpus hands it
+ * to a driver.
  */
 #include "foz_state_private.h"
 
@@ -192,6 +196,19 @@ static int read_archive(struct kiln_foz_pipelines *fp, size_t a)
             KILN_WARN("foz", "%s: %s; left out", ar->path, line);
             continue;
         }
+        char rule[224];
+        if (kiln_foz_closure_check(p->state, p->state_size, NULL, rule, sizeof(rule)) < 0) {
+            /* Never stored, never built: a driver may crash on it. */
+            ar->stats.refused[kind]++;
+            char line[256];
+            snprintf(line, sizeof(line), "%s pipeline %016" PRIx64 ": refused: %.190s",
+                     kiln_foz_kind_name(kind), refs[i].hash, rule);
+            if (!ar->stats.first_refused[0])
+                memcpy(ar->stats.first_refused, line, sizeof(line));
+            KILN_WARN("foz", "%s: %s; left out", ar->path, line);
+            kiln_program_destroy(p);
+            continue;
+        }
         if (p->nstages == 0) {
             /* A kiln program needs a stage: a stage-less library part is
              * built only inside the pipelines that link it. */
@@ -298,11 +315,14 @@ void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archiv
             stats->duplicates[k] += s->duplicates[k];
             stats->unreadable[k] += s->unreadable[k];
             stats->library_parts[k] += s->library_parts[k];
+            stats->refused[k] += s->refused[k];
         }
         stats->entries_skipped += s->entries_skipped;
         stats->resyncs += s->resyncs;
         stats->skipped_bytes += s->skipped_bytes;
         stats->truncated |= s->truncated;
+        if (!stats->first_refused[0] && s->first_refused[0])
+            snprintf(stats->first_refused, sizeof(stats->first_refused), "%s", s->first_refused);
         if (!stats->first_unreadable[0] && s->first_unreadable[0])
             snprintf(stats->first_unreadable, sizeof(stats->first_unreadable), "%s",
                      s->first_unreadable);

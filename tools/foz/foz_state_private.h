@@ -73,6 +73,14 @@ const char *kiln__foz_tag_member(uint64_t tag);
  */
 bool kiln__foz_base64_decode(const char *s, size_t n, uint8_t *out, size_t want);
 
+/*
+ * kiln_foz_closure_check over a parsed closure (kiln__foz_closure_parse's
+ * doc, tag and pipeline): @return 0, or KILN_EFORMAT with the rule in why.
+ * Thread-safe (reads `doc` only).
+ */
+int kiln__foz_check(struct json_object *doc, uint64_t tag, struct json_object *pipe,
+                    const struct kiln_foz_limits *lim, char *why, size_t cap);
+
 /* Copies what the archive's reader met while the index was made (damaged
  * entries, resynchronisations, a cut-off last entry) into *stats. */
 void kiln__foz_index_reader_stats(const struct kiln_foz_index *idx, struct kiln_foz_stats *stats);

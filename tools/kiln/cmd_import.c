@@ -40,8 +40,10 @@ static const char help[] =
     "nothing. `kiln start` (and `kiln prepare --corpus FILE.foz...`) build them\n"
     "with the archives' own layouts. Damaged entries (a bad CRC, size or name;\n"
     "reading goes on at the next whole entry), pipelines whose objects or modules\n"
-    "are missing, and pipelines with a module SPIR-V's validator refuses are\n"
-    "skipped and counted, one line each; a cut-off last entry is ignored, as the\n"
+    "are missing, pipelines with a module SPIR-V's validator refuses, and\n"
+    "pipelines whose recorded state breaks a rule of the Vulkan specification\n"
+    "(refused) are skipped and counted, one line each; the rest of every archive\n"
+    "is imported. A cut-off last entry is ignored, as the\n"
     "format says. Counts are per pipeline kind and per archive (a pipeline is\n"
     "counted in the first archive that has it).\n"
     "DIR must hold no cache yet or one that this command filled (a cache of\n"
@@ -69,6 +71,7 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
         t[4] += r->found.unreadable[k];
         t[5] += r->invalid[k];
         t[6] += r->recorded_invalid[k];
+        t[7] += r->found.refused[k];
     }
     cli_json_u64(j, "found", t[0]);
     cli_json_u64(j, "imported", t[1]);
@@ -77,6 +80,7 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
     cli_json_u64(j, "unreadable", t[4]);
     cli_json_u64(j, "invalid", t[5]);
     cli_json_u64(j, "recorded_invalid", t[6]);
+    cli_json_u64(j, "refused", t[7]);
     cli_json_u64(j, "entries_skipped", r->found.entries_skipped);
     cli_json_object_begin(j, "kinds");
     for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
@@ -89,6 +93,7 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
         cli_json_u64(j, "library_parts", r->found.library_parts[k]);
         cli_json_u64(j, "invalid", r->invalid[k]);
         cli_json_u64(j, "recorded_invalid", r->recorded_invalid[k]);
+        cli_json_u64(j, "refused", r->found.refused[k]);
         cli_json_object_end(j);
     }
     cli_json_object_end(j);
@@ -105,9 +110,10 @@ static void print_text_counts(const char *what, const struct kiln_foz_pipelines_
         if (!r->found.found[k])
             continue;
         printf("%s %s %" PRIu64 ": %" PRIu64 " imported, %" PRIu64 " already present, %" PRIu64
-               " duplicates, %" PRIu64 " unreadable, %" PRIu64 " invalid",
+               " duplicates, %" PRIu64 " unreadable, %" PRIu64 " invalid, %" PRIu64 " refused",
                sep, kiln_foz_kind_name((enum kiln_foz_kind)k), r->found.found[k], r->imported[k],
-               r->present[k], r->found.duplicates[k], r->found.unreadable[k], r->invalid[k]);
+               r->present[k], r->found.duplicates[k], r->found.unreadable[k], r->invalid[k],
+               r->found.refused[k]);
         if (r->recorded_invalid[k])
             printf(" (%" PRIu64 " imported though the validator refuses a stage)",
                    r->recorded_invalid[k]);
@@ -221,6 +227,7 @@ int cmd_import_foz(int argc, char **argv)
             sum.found.unique[k] += r->found.unique[k];
             sum.found.duplicates[k] += r->found.duplicates[k];
             sum.found.unreadable[k] += r->found.unreadable[k];
+            sum.found.refused[k] += r->found.refused[k];
             sum.imported[k] += r->imported[k];
             sum.present[k] += r->present[k];
             sum.invalid[k] += r->invalid[k];
@@ -232,12 +239,12 @@ int cmd_import_foz(int argc, char **argv)
         sum.packed_bytes += r->packed_bytes;
         uint64_t skipped = r->found.entries_skipped + r->found.resyncs;
         for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++)
-            skipped += r->found.unreadable[k] + r->invalid[k];
+            skipped += r->found.unreadable[k] + r->invalid[k] + r->found.refused[k];
         if (rc == KILN_OK && skipped && exit_code == KILN_EXIT_OK) {
             /* All that was good is stored; what was skipped is logged. */
             cli_note_error(KILN_ECORRUPT_RECORD,
                            "%s: %" PRIu64 " damaged entries and %" PRIu64
-                           " pipelines (unreadable or invalid) skipped",
+                           " pipelines (unreadable, invalid or refused) skipped",
                            argv[optind + (int)i], r->found.entries_skipped,
                            skipped - r->found.entries_skipped - r->found.resyncs);
             exit_code = KILN_EXIT_FAILED;
@@ -268,6 +275,8 @@ int cmd_import_foz(int argc, char **argv)
                 cli_json_str(&j, "first_unreadable", r->found.first_unreadable);
             if (r->first_invalid[0])
                 cli_json_str(&j, "first_invalid", r->first_invalid);
+            if (r->found.first_refused[0])
+                cli_json_str(&j, "first_refused", r->found.first_refused);
             cli_json_object_end(&j);
         }
         cli_json_array_end(&j);

@@ -217,6 +217,7 @@ static void print_json_archives(struct cli_json *j, const struct prep_input *in)
         cli_json_u64(j, "duplicates", st.duplicates[k]);
         cli_json_u64(j, "unreadable", st.unreadable[k]);
         cli_json_u64(j, "library_parts", st.library_parts[k]);
+        cli_json_u64(j, "refused", st.refused[k]);
         cli_json_object_end(j);
     }
     cli_json_object_end(j);

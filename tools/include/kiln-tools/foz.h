@@ -428,6 +428,62 @@ KILN_API int kiln_foz_pipeline_key(const void *closure, size_t size,
                                    const struct kiln_foz_module *modules, uint32_t n,
                                    struct kiln_key *key);
 
+/* ---------------------------------------------------------------------------
+ * Recorded state checked before it reaches a driver (docs/foz.md,
+ * "Recorded state is checked")
+ * Thread safety for this section: thread-safe (pure functions).
+ * ------------------------------------------------------------------------ */
+
+/* The device limits the recorded-state check compares counts with
+ * (VkPhysicalDeviceLimits' names in kiln_foz_limit_name). */
+enum kiln_foz_limit {
+    KILN_FOZ_LIMIT_VERTEX_INPUT_ATTRIBUTES,
+    KILN_FOZ_LIMIT_VERTEX_INPUT_BINDINGS,
+    KILN_FOZ_LIMIT_VERTEX_INPUT_ATTRIBUTE_OFFSET,
+    KILN_FOZ_LIMIT_VERTEX_INPUT_BINDING_STRIDE,
+    KILN_FOZ_LIMIT_COLOR_ATTACHMENTS,
+    KILN_FOZ_LIMIT_BOUND_DESCRIPTOR_SETS,
+    KILN_FOZ_LIMIT_VIEWPORTS,
+    KILN_FOZ_LIMIT_PUSH_CONSTANTS_SIZE,
+    KILN_FOZ_LIMIT_TESSELLATION_PATCH_SIZE,
+    KILN_FOZ_LIMIT_SAMPLER_ANISOTROPY, /* the float's whole part */
+    KILN_FOZ_LIMIT_COUNT
+};
+
+/* Limits to check recorded counts against. `device`: they are a device's
+ * (the refusal says "the device's"), else kiln's bounds. */
+struct kiln_foz_limits {
+    uint32_t value[KILN_FOZ_LIMIT_COUNT];
+    bool device;
+};
+
+/* Fills *l with kiln's bounds: for use where no device is known (the
+ * import), each far above what any device reports, so that nothing a
+ * device could build is refused (docs/foz.md has the table). */
+KILN_API void kiln_foz_limits_bound(struct kiln_foz_limits *l);
+
+/* Fills *l with the least the Vulkan specification lets a device report
+ * (marked as a device's): the strictest limits a check can meet. */
+KILN_API void kiln_foz_limits_minimum(struct kiln_foz_limits *l);
+
+/* @return the VkPhysicalDeviceLimits name of a limit ("maxColorAttachments"). */
+KILN_API const char *kiln_foz_limit_name(enum kiln_foz_limit limit);
+
+/*
+ * Checks a closure's recorded state, as the builders would hand it to a
+ * driver, against the structure rules of the Vulkan specification and
+ * the counts in `lim` (NULL: kiln_foz_limits_bound): enum values, handles
+ * a pipeline needs, state blocks it needs, array lengths against their
+ * counts, indices inside their arrays, entry points and specialization
+ * maps; for the pipeline, every library it links, and the objects they
+ * reference. Needs no device.
+ * @return 0 when it passes; KILN_EFORMAT with one sentence naming the
+ * broken rule in `why` (`cap` bytes, may be NULL) when it does not, or
+ * when the bytes are not a closure. Thread-safe.
+ */
+KILN_API int kiln_foz_closure_check(const void *closure, size_t size,
+                                    const struct kiln_foz_limits *lim, char *why, size_t cap);
+
 #if defined(KILN_STATE_KINDS)
 /*
  * Makes the program of pipeline `ref` of an index, as `kiln import foz`
@@ -484,6 +540,11 @@ struct kiln_foz_pipelines_stats {
      * every pipeline that links it. */
     uint64_t library_parts[KILN_FOZ_KIND_COUNT];
     char first_unreadable[192]; /* the first unreadable one and why ("" none) */
+    /* Recorded state that breaks a rule of the Vulkan specification or
+     * kiln's bounds (kiln_foz_closure_check): left out, one warning line
+     * each naming the rule. */
+    uint64_t refused[KILN_FOZ_KIND_COUNT];
+    char first_refused[256]; /* the first refused one and the rule ("" none) */
     /* What the archives' reader met (kiln_foz_stats): */
     uint64_t entries_skipped; /* damaged entries of any kind, skipped (one warning line each) */
     uint64_t resyncs;         /* times the reader searched forward for the next entry */
@@ -824,7 +885,15 @@ struct kiln_foz_builder_options {
      * (VkPhysicalDeviceRayTracingPipelinePropertiesKHR): a ray-tracing
      * pipeline asking more is skipped. 0: not checked. */
     uint32_t max_ray_recursion_depth;
+    /* The device's limits: every closure is checked against them before
+     * anything is made for it (kiln_foz_closure_check). NULL: kiln's bounds
+     * (kiln_foz_limits_bound) and the structure rules only. Read during
+     * create only. */
+    const VkPhysicalDeviceLimits *limits;
 };
+
+/* Fills *l from a device's VkPhysicalDeviceLimits. Thread-safe. */
+KILN_API void kiln_foz_limits_from_vk(const VkPhysicalDeviceLimits *vk, struct kiln_foz_limits *l);
 
 struct kiln_foz_builder;
 
@@ -859,8 +928,10 @@ KILN_API int kiln_foz_builder_create(const struct kiln_foz_builder_options *opti
  * pipeline that is itself a library is returned like any other.
  * @return 0 with the pipeline; KILN_ENOTSUP when the device lacks what the
  * pipeline needs (an extension such as VK_EXT_graphics_pipeline_library or
- * VK_KHR_ray_tracing_pipeline, a feature, a ray recursion depth), with
- * the reason in `why`;
+ * VK_KHR_ray_tracing_pipeline, a feature, a ray recursion depth), or when
+ * its recorded state breaks a rule (kiln_foz_closure_check against the
+ * device's limits, before anything is made: `why` is "KIND pipeline HASH:
+ * refused: " and the rule), with the reason in `why`;
  * KILN_EVULKAN when a create call failed, KILN_EPARSE or KILN_EFORMAT for
  * a malformed closure, KILN_EINVAL for stages that do not match it, each
  * with one line in `why` (`cap` bytes, may be 0). Counted in
