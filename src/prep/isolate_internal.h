@@ -155,6 +155,10 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
  * "abort:NAME", "hang:NAME"). A no-op in other builds. */
 void kiln__prep_test_fault(const char *name);
 
+/* The same for a translation (kiln_translate): hangs, heeding no stop,
+ * when $KILN_TEST_FAULT is "hang-translate:SOURCE" for this source's name. */
+void kiln__prep_test_translate_fault(const char *name);
+
 /* ---- the platform's calls (isolate_unix.c, isolate_win.c) ----------------- */
 
 struct kiln__iso_proc;

@@ -6,17 +6,24 @@
  * alike (start.c calls it right before each build), so the isolation
  * tests and their negative control exercise the same fault.
  *
- * Invariant: without KILN_TEST_FAULTS it is an empty function: no release
+ * The translation's fault ("hang-translate:SOURCE", kiln_translate calls
+ * it before each translation) stands in for a translator that never
+ * returns and heeds no stop flag, as shaderc waiting on glslang's lock.
+ *
+ * Invariant: without KILN_TEST_FAULTS they are empty functions: no release
  * build reads the variable.
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _WIN32
 #include <windows.h>
+#else
+#include <unistd.h>
 #endif
 
 void kiln__prep_test_fault(const char *name)
@@ -45,8 +52,34 @@ void kiln__prep_test_fault(const char *name)
         signal(SIGABRT, SIG_DFL);
         abort();
     } else if (len == 4 && memcmp(f, "hang", 4) == 0) {
+        /* The process that hangs, for a test that kills its parent. */
+#ifdef _WIN32
+        fprintf(stderr, "kiln: test fault: %s: hanging in process %lu\n", name,
+                (unsigned long)GetCurrentProcessId());
+#else
+        fprintf(stderr, "kiln: test fault: %s: hanging in process %ld\n", name, (long)getpid());
+#endif
+        fflush(stderr);
         kiln__iso_sleep_forever();
     }
+#else
+    (void)name;
+#endif
+}
+
+void kiln__prep_test_translate_fault(const char *name)
+{
+#ifdef KILN_TEST_FAULTS
+    static const char kind[] = "hang-translate:";
+    const char *f = getenv("KILN_TEST_FAULT");
+    if (!f || !name || strncmp(f, kind, sizeof(kind) - 1) != 0 ||
+        strcmp(f + sizeof(kind) - 1, name) != 0)
+        return;
+    /* A translator stuck for good (shaderc on a lock it never gets): no
+     * stop flag reaches it. */
+    fprintf(stderr, "kiln: test fault: %s: hanging in translation\n", name);
+    fflush(stderr);
+    kiln__iso_sleep_forever();
 #else
     (void)name;
 #endif
