@@ -182,6 +182,14 @@ int kiln__path_join(char *out, size_t cap, const char *dir, const char *name);
 int kiln__budget_add_pid(long pid);
 void kiln__budget_remove_pid(long pid);
 
+/*
+ * Puts the calling thread at idle CPU and I/O priority (defined in
+ * src/pool's platform files; the pool's threads in background mode, and
+ * the thread that starts an isolated run's workers, call it). @return 0 or
+ * the first error (the thread keeps what could be set).
+ */
+int kiln__pool_thread_background(void);
+
 #ifdef _WIN32
 #include <wchar.h>
 

@@ -63,10 +63,6 @@ int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64
  * the next phase's budget. Platform file. */
 void kiln__pool_trim_heap(void);
 
-/* Puts the calling thread at idle CPU and I/O priority. @return 0 or the
- * first error (the thread keeps what could be set). Platform file. */
-int kiln__pool_thread_background(void);
-
 /*
  * Tells the Windows heap kind from the first `n` bytes of a heap's header
  * (the 32-bit signature at offset 0x10: 0xFFEEFFEE NT heap, 0xDDEEDDEE

@@ -38,11 +38,21 @@
  * - The run's memory budget and priority reach the workers: each worker's
  *   pid is registered with the budget (kiln__budget_add_pid) for its whole
  *   life, so the pool holds jobs back by kiln's and its workers' resident
- *   memory together; and a worker is started from a pool thread, whose
- *   background priority (nice, SCHED_IDLE, the idle I/O class) a child
- *   inherits (on Windows, where a thread's background mode is not
- *   inherited, the child gets the idle priority class and enters
- *   background mode itself). A cancelled run hands no more programs to the workers.
+ *   memory together; and the thread that starts the workers is in
+ *   background mode when the run is, so a child inherits that priority
+ *   (nice, SCHED_IDLE, the idle I/O class; on Windows, where a thread's
+ *   background mode is not inherited, the child gets the idle priority
+ *   class and enters background mode itself). A cancelled run hands no
+ *   more programs to the workers.
+ *
+ * - No worker outlives its parent (isolate_unix.c, isolate_win.c): on
+ *   Linux a worker asks for SIGKILL when its parent goes
+ *   (PR_SET_PDEATHSIG). The kernel sends it when the *thread* that started
+ *   the child ends, not the process, and the pool's threads end before
+ *   the workers are sent END (finish_worker runs after the pool joined).
+ *   So every worker is started by one spawner thread of the phase's own,
+ *   which a pool thread asks and waits for, and which is joined only
+ *   after every worker was ended and reaped: it outlives them all.
  *
  * - Workers enable the device extensions this process would: the greeting
  *   carries the names this process's builders found the programs need
@@ -63,6 +73,7 @@
 #include "isolate_internal.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,8 +242,24 @@ struct slot {
     size_t cache_size;
 };
 
+/* The thread that starts the phase's workers (the design comment says
+ * why one thread): one request at a time, under `mu`. */
+struct spawner {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool running; /* the thread was started */
+    bool quit;
+    bool asked, answered;
+    const char *const *argv;
+    bool background;
+    struct kiln__iso_proc *proc; /* the answer */
+    int rc;
+};
+
 struct iso {
     struct kiln__prep_build *b;
+    struct spawner spawner;
     const struct kiln__isolate_run *run;
     uint64_t limit_ns;
     unsigned limit_ms;
@@ -342,10 +369,97 @@ static void drop_worker(struct iso *iso, struct slot *s, const char *name, int r
                   kiln_strerror(rc));
 }
 
+static void *spawner_main(void *arg)
+{
+    struct spawner *sp = arg;
+    pthread_mutex_lock(&sp->mu);
+    /* Its children inherit this thread's priority (the design comment). */
+    if (sp->background) {
+        int brc = kiln__pool_thread_background();
+        if (brc < 0)
+            KILN_INFO("prep", "workers' background priority only in part: %s", kiln_strerror(brc));
+    }
+    for (;;) {
+        while (!sp->quit && !(sp->asked && !sp->answered))
+            pthread_cond_wait(&sp->cv, &sp->mu);
+        if (sp->quit)
+            break;
+        const char *const *argv = sp->argv;
+        pthread_mutex_unlock(&sp->mu);
+        struct kiln__iso_proc *proc = NULL;
+        int rc = kiln__iso_spawn(argv, sp->background, &proc);
+        pthread_mutex_lock(&sp->mu);
+        sp->proc = proc;
+        sp->rc = rc;
+        sp->answered = true;
+        pthread_cond_broadcast(&sp->cv);
+    }
+    pthread_mutex_unlock(&sp->mu);
+    return NULL;
+}
+
+/* Starts the spawner thread. @return 0 or KILN_ENOMEM. */
+static int spawner_begin(struct spawner *sp, bool background)
+{
+    memset(sp, 0, sizeof(*sp));
+    sp->background = background;
+    if (pthread_mutex_init(&sp->mu, NULL) != 0)
+        return KILN_ENOMEM;
+    if (pthread_cond_init(&sp->cv, NULL) != 0) {
+        pthread_mutex_destroy(&sp->mu);
+        return KILN_ENOMEM;
+    }
+    if (pthread_create(&sp->thread, NULL, spawner_main, sp) != 0) {
+        KILN_ERROR("prep", "cannot start the thread that starts the workers");
+        pthread_cond_destroy(&sp->cv);
+        pthread_mutex_destroy(&sp->mu);
+        return KILN_ENOMEM;
+    }
+    sp->running = true;
+    return KILN_OK;
+}
+
+/* Ends the spawner thread: only once every worker it started was reaped. */
+static void spawner_end(struct spawner *sp)
+{
+    if (!sp->running)
+        return;
+    pthread_mutex_lock(&sp->mu);
+    sp->quit = true;
+    pthread_cond_broadcast(&sp->cv);
+    pthread_mutex_unlock(&sp->mu);
+    pthread_join(sp->thread, NULL);
+    pthread_cond_destroy(&sp->cv);
+    pthread_mutex_destroy(&sp->mu);
+    sp->running = false;
+}
+
+/* kiln__iso_spawn on the spawner thread; the calling pool thread waits. */
+static int spawn_worker(struct spawner *sp, const char *const *argv, struct kiln__iso_proc **out)
+{
+    pthread_mutex_lock(&sp->mu);
+    while (sp->asked) /* another pool thread's request in hand */
+        pthread_cond_wait(&sp->cv, &sp->mu);
+    sp->argv = argv;
+    sp->asked = true;
+    sp->answered = false;
+    pthread_cond_broadcast(&sp->cv);
+    while (!sp->answered)
+        pthread_cond_wait(&sp->cv, &sp->mu);
+    *out = sp->proc;
+    int rc = sp->rc;
+    sp->proc = NULL;
+    sp->asked = false;
+    sp->answered = false;
+    pthread_cond_broadcast(&sp->cv);
+    pthread_mutex_unlock(&sp->mu);
+    return rc;
+}
+
 /* Starts a slot's worker and waits for its greeting's answer. */
 static int start_worker(struct iso *iso, struct slot *s, const char *name)
 {
-    int rc = kiln__iso_spawn(iso->run->iso->argv, iso->b->background, &s->proc);
+    int rc = spawn_worker(&iso->spawner, iso->run->iso->argv, &s->proc);
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot start the worker %s: %s", name, iso->run->iso->argv[0],
                    kiln_strerror(rc));
@@ -666,10 +780,13 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
                       .slots = calloc(workers, sizeof(struct slot))};
     struct iso_job *jobs = calloc(todo, sizeof(*jobs));
     int rc = iso.slots && jobs ? make_hello(&iso) : KILN_ENOMEM;
+    if (rc == KILN_OK)
+        rc = spawner_begin(&iso.spawner, b->background);
     struct kiln_pool *pool = NULL;
     if (rc == KILN_OK)
         rc = kiln__prep_pool(workers, b->memory_budget, b->background, &pool);
     if (rc < 0) {
+        spawner_end(&iso.spawner);
         free(iso.slots);
         free(jobs);
         free(iso.hello);
@@ -691,6 +808,8 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     /* The pool has joined: the slots are this thread's now. */
     for (unsigned w = 0; w < workers; w++)
         finish_worker(&iso, &iso.slots[w]);
+    /* Every worker was reaped: the thread that started them may end. */
+    spawner_end(&iso.spawner);
     merge_caches(&iso, workers);
     for (unsigned w = 0; w < workers; w++)
         free(iso.slots[w].cache);

@@ -161,6 +161,11 @@ void kiln__prep_before_build(const char *name);
  * worker hang before it answers, "crash:(greeting)" die. */
 #define KILN__PREP_FAULT_GREETING "(greeting)"
 
+/* The same for a translation (kiln_translate), empty in libkiln too: in
+ * kiln-faults it hangs, heeding no stop, when $KILN_TEST_FAULT is
+ * "hang-translate:SOURCE" for this source's name. */
+void kiln__prep_before_translate(const char *name);
+
 /* ---- the platform's calls (isolate_unix.c, isolate_win.c) ----------------- */
 
 struct kiln__iso_proc;

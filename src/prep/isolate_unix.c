@@ -14,6 +14,16 @@
  *   send(MSG_NOSIGNAL), so a closed channel is EPIPE (KILN_ECRASH), not
  *   SIGPIPE.
  *
+ * - A worker dies with its parent (Linux): it asks for SIGKILL when its
+ *   parent goes (PR_SET_PDEATHSIG, kept across exec) first thing, then
+ *   compares getppid() with the pid the parent put in its environment
+ *   (KILN_WORKER_PARENT) and exits when they differ: a parent that died
+ *   before the prctl left an orphan the signal would never reach. The
+ *   signal comes when the thread that started the child ends, so the
+ *   parent starts every worker from a thread that outlives them
+ *   (isolate.c, the spawner). A hung driver cannot block it: SIGKILL is
+ *   the kernel's.
+ *
  * - No wait is unbounded: the parent's end is non-blocking and every send
  *   and receive polls with the time left to its deadline; a child is reaped
  *   after it exited or after SIGKILL, never with a blocking wait on a live
@@ -32,6 +42,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +55,36 @@ struct kiln__iso_proc {
     int fd; /* the parent's end of the channel */
 };
 
+/* The variable that tells a worker its parent's pid (kiln__iso_worker_init). */
+#define PARENT_VAR "KILN_WORKER_PARENT="
+
+/* environ with PARENT_VAR set to this process's pid, in one malloc'd block
+ * (free it): the child gets it, and the parent's own environment is never
+ * changed (setenv is not thread-safe). */
+static char **child_env(void)
+{
+    size_t n = 0, bytes = 0;
+    for (char **e = environ; *e; e++, n++)
+        bytes += strlen(*e) + 1;
+    char **env = malloc((n + 2) * sizeof(char *) + bytes + sizeof(PARENT_VAR) + 24);
+    if (!env)
+        return NULL;
+    char *text = (char *)(env + n + 2);
+    size_t k = 0;
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, PARENT_VAR, sizeof(PARENT_VAR) - 1) == 0)
+            continue; /* a worker's own worker gets its own parent */
+        size_t len = strlen(*e) + 1;
+        memcpy(text, *e, len);
+        env[k++] = text;
+        text += len;
+    }
+    snprintf(text, sizeof(PARENT_VAR) + 24, PARENT_VAR "%ld", (long)getpid());
+    env[k++] = text;
+    env[k] = NULL;
+    return env;
+}
+
 int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_proc **out)
 {
     (void)background; /* the child inherits the pool thread's nice, policy and I/O class */
@@ -50,8 +93,9 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return kiln_error_from_errno(errno, KILN_EIO);
     struct kiln__iso_proc *p = malloc(sizeof(*p));
+    char **env = p ? child_env() : NULL;
     posix_spawn_file_actions_t fa;
-    int rc = p ? posix_spawn_file_actions_init(&fa) : ENOMEM;
+    int rc = env ? posix_spawn_file_actions_init(&fa) : ENOMEM;
     if (rc == 0) {
         posix_spawn_file_actions_adddup2(&fa, sv[1], STDIN_FILENO);
         posix_spawn_file_actions_adddup2(&fa, sv[1], STDOUT_FILENO);
@@ -62,11 +106,12 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
         char *const *av;
         memcpy(&av, &argv, sizeof(av));
         pid_t pid;
-        rc = posix_spawn(&pid, argv[0], &fa, NULL, av, environ);
+        rc = posix_spawn(&pid, argv[0], &fa, NULL, av, env);
         posix_spawn_file_actions_destroy(&fa);
         if (rc == 0)
             p->pid = pid;
     }
+    free(env);
     close(sv[1]);
     if (rc != 0) {
         close(sv[0]);
@@ -256,6 +301,17 @@ int kiln__iso_fd_write(int fd, const void *buf, size_t n)
 
 void kiln__iso_worker_init(void)
 {
+#ifdef __linux__
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        KILN_WARN("prep", "worker: cannot ask to die with the parent: %s",
+                  kiln_strerror(kiln_error_from_errno(errno, KILN_EIO)));
+    /* After the prctl: a parent gone before it left this process an orphan
+     * that no signal will end. A worker started otherwise (no variable)
+     * keeps the signal alone. */
+    const char *want = getenv("KILN_WORKER_PARENT");
+    if (want && *want && strtol(want, NULL, 10) != (long)getppid())
+        _exit(1);
+#endif
 }
 
 void kiln__iso_sleep_forever(void)

@@ -14,6 +14,15 @@
  *   closes its copies right after CreateProcessW: the child's is then the
  *   only client end, and its exit breaks the pipe.
  *
+ * - A worker dies with its parent: every worker is put, before it runs a
+ *   single instruction (made suspended, resumed after), into one job
+ *   object of the process's own with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE.
+ *   Only this process holds a handle to the job (never inherited), so when
+ *   it ends, however it ends, the system closes the handle and ends every
+ *   worker still running, whatever its driver is doing. A job that cannot
+ *   be made or joined (an old system that does not nest jobs) leaves the
+ *   worker running untied, with one info line.
+ *
  * - No wait is unbounded: the parent's end is overlapped, and every read
  *   and write waits on its event and on the process with the time left to
  *   its deadline; a call still pending at the deadline is cancelled and
@@ -202,8 +211,43 @@ static int make_channel(struct kiln__iso_proc *p, HANDLE *child)
     return KILN_OK;
 }
 
+/* The process's job for its workers (the design comment), made once;
+ * NULL when it could not be. */
+static HANDLE the_job;
+static INIT_ONCE job_once = INIT_ONCE_STATIC_INIT;
+
+static BOOL CALLBACK make_job(PINIT_ONCE once, PVOID param, PVOID *ctx)
+{
+    (void)once;
+    (void)param;
+    (void)ctx;
+    HANDLE job = CreateJobObjectW(NULL, NULL);
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION lim;
+    memset(&lim, 0, sizeof(lim));
+    lim.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+    if (job &&
+        !SetInformationJobObject(job, JobObjectExtendedLimitInformation, &lim, sizeof(lim))) {
+        CloseHandle(job);
+        job = NULL;
+    }
+    if (!job)
+        KILN_INFO("prep", "no job object for the workers (error %lu): a worker may outlive kiln",
+                  (unsigned long)GetLastError());
+    the_job = job;
+    return TRUE;
+}
+
+/* Puts a suspended child into the job. */
+static void join_job(HANDLE process)
+{
+    InitOnceExecuteOnce(&job_once, make_job, NULL, NULL);
+    if (the_job && !AssignProcessToJobObject(the_job, process))
+        KILN_INFO("prep", "a worker is not in kiln's job (error %lu): it may outlive kiln",
+                  (unsigned long)GetLastError());
+}
+
 /* CreateProcessW with `child` as stdin and stdout and `err` (may be NULL)
- * as stderr, inheriting those alone. */
+ * as stderr, inheriting those alone; in the job before it runs. */
 static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HANDLE child,
                   HANDLE err, bool background)
 {
@@ -231,13 +275,23 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
     si.lpAttributeList = attrs;
     PROCESS_INFORMATION pi;
     /* A thread's background mode is not inherited: the idle class is. */
-    DWORD flags = EXTENDED_STARTUPINFO_PRESENT | (background ? IDLE_PRIORITY_CLASS : 0);
+    DWORD flags =
+        EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED | (background ? IDLE_PRIORITY_CLASS : 0);
     if (rc == KILN_OK &&
         !CreateProcessW(app, cmd, NULL, NULL, TRUE, flags, NULL, NULL, &si.StartupInfo, &pi))
         rc = from_win(GetLastError(), KILN_EIO);
     DeleteProcThreadAttributeList(attrs);
     free(attrs);
     if (rc == KILN_OK) {
+        join_job(pi.hProcess);
+        if (ResumeThread(pi.hThread) == (DWORD)-1) {
+            rc = from_win(GetLastError(), KILN_EIO);
+            TerminateProcess(pi.hProcess, KILLED_CODE);
+            WaitForSingleObject(pi.hProcess, 5000);
+            CloseHandle(pi.hThread);
+            CloseHandle(pi.hProcess);
+            return rc;
+        }
         CloseHandle(pi.hThread);
         p->process = pi.hProcess;
         p->pid = pi.dwProcessId;

@@ -1,15 +1,22 @@
 /*
- * prep_build_hook.c - libkiln's kiln__prep_before_build: nothing.
+ * prep_build_hook.c - libkiln's test hooks: kiln__prep_before_build and
+ * kiln__prep_before_translate, which do nothing.
  *
- * Invariant: this file defines that one function and nothing else, so that
- * a program linking its own definition first (the test build's kiln-faults
- * command, with prep_fault.c) never pulls this object from the archive and
- * gets no duplicate. An installed libkiln has only this one.
+ * Invariant: this file defines those two functions and nothing else, so
+ * that a program linking its own definitions of both first (the test
+ * build's kiln-faults command, with prep_fault.c) never pulls this object
+ * from the archive and gets no duplicate. An installed libkiln has only
+ * these.
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
 
 void kiln__prep_before_build(const char *name)
+{
+    (void)name;
+}
+
+void kiln__prep_before_translate(const char *name)
 {
     (void)name;
 }

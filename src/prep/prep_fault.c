@@ -1,26 +1,33 @@
 /*
- * prep_fault.c - the test-only fault of the pipeline phase: a build that
- * crashes, aborts or hangs at one named program ($KILN_TEST_FAULT). It
- * stands in for a driver that dies or hangs in vkCreate*Pipelines, in one
- * process or in an isolated worker alike (start.c calls
- * kiln__prep_before_build right before each build), so the isolation tests
- * and their negative control exercise the same fault.
+ * prep_fault.c - the test-only faults: a pipeline build that crashes,
+ * aborts or hangs at one named program, and a translation that hangs
+ * ($KILN_TEST_FAULT). The build's fault stands in for a driver that dies
+ * or hangs in vkCreate*Pipelines, in one process or in an isolated worker
+ * alike (start.c calls kiln__prep_before_build right before each build),
+ * so the isolation tests and their negative control exercise the same
+ * fault. The translation's ("hang-translate:SOURCE", kiln_translate calls
+ * kiln__prep_before_translate before each translation) stands in for a
+ * translator that never returns and heeds no stop flag, as shaderc waiting
+ * on glslang's lock.
  *
  * Invariant: this file is never part of libkiln or of the installed kiln.
  * It is compiled only into kiln_prep_faults (src/prep/CMakeLists.txt), an
  * object library that the test build's kiln-faults command alone links;
- * its definition of kiln__prep_before_build then stands in for libkiln's
- * empty one (prep_build_hook.c), which the linker no longer pulls from the
- * archive. package.no_test_faults checks an install has none of it.
+ * its definitions of both hooks then stand in for libkiln's empty ones
+ * (prep_build_hook.c), which the linker no longer pulls from the archive.
+ * package.no_test_faults checks an install has none of it.
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _WIN32
 #include <windows.h>
+#else
+#include <unistd.h>
 #endif
 
 void kiln__prep_before_build(const char *name)
@@ -48,6 +55,28 @@ void kiln__prep_before_build(const char *name)
         signal(SIGABRT, SIG_DFL);
         abort();
     } else if (len == 4 && memcmp(f, "hang", 4) == 0) {
+        /* The process that hangs, for a test that kills its parent. */
+#ifdef _WIN32
+        fprintf(stderr, "kiln: test fault: %s: hanging in process %lu\n", name,
+                (unsigned long)GetCurrentProcessId());
+#else
+        fprintf(stderr, "kiln: test fault: %s: hanging in process %ld\n", name, (long)getpid());
+#endif
+        fflush(stderr);
         kiln__iso_sleep_forever();
     }
+}
+
+void kiln__prep_before_translate(const char *name)
+{
+    static const char kind[] = "hang-translate:";
+    const char *f = getenv("KILN_TEST_FAULT");
+    if (!f || !name || strncmp(f, kind, sizeof(kind) - 1) != 0 ||
+        strcmp(f + sizeof(kind) - 1, name) != 0)
+        return;
+    /* A translator stuck for good (shaderc on a lock it never gets): no
+     * stop flag reaches it. */
+    fprintf(stderr, "kiln: test fault: %s: hanging in translation\n", name);
+    fflush(stderr);
+    kiln__iso_sleep_forever();
 }

@@ -51,6 +51,12 @@
  *   pools get the run's budget and priority, and a cancelled run stops
  *   handing out jobs, syncs, saves pipelines.vkc and the ledger, and
  *   returns KILN_ECANCELED.
+ *
+ * - A stop makes what was stored durable at once, not at the pass's end: the
+ *   translate pass's wait syncs when it first sees the stop, and every put
+ *   after it syncs (store_locked). So a run whose caller ends the process
+ *   while a translation never returns (the kiln command's stop deadline)
+ *   leaves a whole cache, index included.
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
@@ -449,7 +455,23 @@ static int validate_program(struct run *r, const struct kiln_program *p, const c
     return KILN_OK;
 }
 
-/* Stores one payload; syncs every sync_every puts. Under put_lock. */
+/* Syncs what was stored since the last sync. Under put_lock (or with the
+ * pool joined). */
+static void sync_locked(struct run *r)
+{
+    if (r->cache_error || !r->since_sync)
+        return;
+    r->since_sync = 0;
+    int rc = kiln_cache_sync(r->cache);
+    if (rc < 0) {
+        KILN_ERROR("prep", "%s: cannot sync the program cache: %s", r->o->cache_dir,
+                   kiln_strerror(rc));
+        r->cache_error = rc;
+    }
+}
+
+/* Stores one payload; syncs every sync_every puts, and every put once the
+ * run was asked to stop. Under put_lock. */
 static int store_locked(struct run *r, struct prog *it, size_t spirv, unsigned nstages)
 {
     if (r->cache_error)
@@ -462,7 +484,7 @@ static int store_locked(struct run *r, struct prog *it, size_t spirv, unsigned n
         r->stored++;
         r->spirv_bytes += spirv;
         r->packed_bytes += it->size;
-        if (++r->since_sync >= r->sync_every) {
+        if (++r->since_sync >= r->sync_every || atomic_load(&r->canceled)) {
             r->since_sync = 0;
             rc = kiln_cache_sync(r->cache);
             if (rc < 0)
@@ -636,19 +658,23 @@ static int translate_pass(struct run *r, struct prog *progs, size_t n, bool rema
             break; /* cancelled by a cache error */
         kiln__prep_tick(r->pool, 0, total, KILN_PREP_PHASE_TRANSLATE, progress, user, &last);
     }
+    /* Stopped while jobs still run (one may never return: a translator
+     * stuck): what was stored is made durable now. */
+    bool synced = false;
+    while (kiln_pool_wait_for(r->pool, 100000000ull) > 0) {
+        kiln__prep_tick(r->pool, 0, total, KILN_PREP_PHASE_TRANSLATE, progress, user, &last);
+        if (!synced && stopping(r)) {
+            synced = true;
+            pthread_mutex_lock(&r->put_lock);
+            sync_locked(r);
+            pthread_mutex_unlock(&r->put_lock);
+        }
+    }
     kiln__prep_wait(r->pool, 0, total, KILN_PREP_PHASE_TRANSLATE, progress, user);
     kiln_pool_destroy(r->pool);
     r->pool = NULL;
     /* Durable before any pipeline is built. */
-    if (!r->cache_error && r->since_sync) {
-        r->since_sync = 0;
-        rc = kiln_cache_sync(r->cache);
-        if (rc < 0) {
-            KILN_ERROR("prep", "%s: cannot sync the program cache: %s", r->o->cache_dir,
-                       kiln_strerror(rc));
-            r->cache_error = rc;
-        }
-    }
+    sync_locked(r);
     return KILN_OK;
 }
 

@@ -11,7 +11,7 @@
  * per-thread buffer (translators run on many workers at once).
  */
 #include "kiln_internal.h"
-#include "prep_internal.h"
+#include "isolate_internal.h" /* the test-only fault */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,6 +78,7 @@ int kiln_translate(const struct kiln_translator *t, const struct kiln_source *sr
 
     uint32_t *got = NULL;
     size_t n = 0;
+    kiln__prep_before_translate(src->name);
     int rc = t->translate(t->user, src, &got, &n);
     if (rc != 0) {
         if (rc > 0)

@@ -20,6 +20,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -169,6 +172,9 @@ KT_CASE(isolated_builds_all)
     KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
     KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
     KT_CHECK(file_size(c.vkc) > 0);
+    /* Every worker lived to send its pipeline cache: none was killed as
+     * the pool's threads ended (the spawner thread, isolate.c). */
+    KT_CHECK(strstr(r->err, "was not received") == NULL);
     /* A second run: every program from the cache, every pipeline answered
      * by the build ledger (the workers' results were recorded), no worker
      * started. */
@@ -252,6 +258,82 @@ KT_CASE(worker_hang)
     KT_CHECK(strstr(r->err, VICTIM ": not built: the worker passed its time limit") != NULL);
     KT_CHECK(file_size(c.vkc) > 0);
     case_end(&c);
+}
+
+/* What orphan_worker_dies watches: kiln's stderr, and the hung worker. */
+struct orphan_watch {
+    const char *err_path;
+    long worker; /* 0 until the fault said which process hangs */
+};
+
+/* Once the fault says which worker hangs, kills kiln (not the worker). */
+static void kill_parent_when_hung(void *user, int pid)
+{
+    struct orphan_watch *w = user;
+    if (w->worker)
+        return;
+    char text[65536];
+    slurp(w->err_path, text, sizeof(text));
+    const char *at = strstr(text, "hanging in process ");
+    if (!at)
+        return;
+    w->worker = strtol(at + strlen("hanging in process "), NULL, 10);
+    kill(pid, SIGKILL);
+}
+
+/* A worker hung in the driver dies with its parent: kiln is killed with
+ * SIGKILL while the worker hangs (the fault prints its pid), and the
+ * worker, handed to this process (a child subreaper) when kiln died, must
+ * be gone, killed, within 2 s. Linux only (PR_SET_PDEATHSIG; Windows ties
+ * workers to a job object instead). */
+KT_CASE(orphan_worker_dies)
+{
+#ifndef __linux__
+    printf("skipped: Linux only\n");
+    exit(77);
+#else
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    KT_REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+    char err_path[4200];
+    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    struct orphan_watch w = {.err_path = err_path};
+    const char *args[] = {"prepare", "--generate", PROGRAMS,    "--cache", c.cache,
+                          "--jobs",  "1",          "--isolate", NULL};
+    struct kt_spawn k = {.stdin_path = "/dev/null",
+                         .stderr_path = err_path,
+                         .fault = "hang:" VICTIM,
+                         .limit_s = RUN_LIMIT_S,
+                         .out = c.r->out,
+                         .out_cap = sizeof(c.r->out),
+                         .during = kill_parent_when_hung,
+                         .during_user = &w};
+    KT_REQUIRE(kt_spawn(KILN_CLI, args, &k) == 0);
+    slurp(err_path, c.r->err, sizeof(c.r->err));
+    KT_REQUIRE(w.worker > 0);
+    KT_CHECK(WIFSIGNALED(k.status) && WTERMSIG(k.status) == SIGKILL);
+    /* The worker is this process's child now: reaped here once it died. */
+    int status = 0;
+    pid_t got = 0;
+    for (int i = 0; i < 200 && got == 0; i++) {
+        got = waitpid((pid_t)w.worker, &status, WNOHANG);
+        if (got == 0) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    KT_CHECK_EQ(got, (pid_t)w.worker);
+    if (got == (pid_t)w.worker)
+        KT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    else if (got == 0) {
+        kt_fail(__FILE__, __LINE__, "worker %ld outlived its parent by 2 s: killed", w.worker);
+        kill((pid_t)w.worker, SIGKILL);
+        waitpid((pid_t)w.worker, &status, 0);
+    }
+    while (waitpid(-1, &status, WNOHANG) > 0) /* any other worker, on its way out */
+        ;
+    case_end(&c);
+#endif
 }
 
 /* The warm start, isolated: records have no names there, so the fault
@@ -750,9 +832,9 @@ KT_CASE(worker_misses_greeting)
 
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(crasher_skipped_then_retried), KT_ENTRY(worker_abort), KT_ENTRY(worker_hang),
-        KT_ENTRY(warm_start_worker_crash), KT_ENTRY(crash_without_isolation),
-        KT_ENTRY(worker_bad_input), KT_ENTRY(isolate_options_checked),
-        KT_ENTRY(app_builder_in_workers), KT_ENTRY(extensions_in_workers),
-        KT_ENTRY(crash_costs_one_prepare), KT_ENTRY(crash_costs_one_start),
-        KT_ENTRY(isolated_start_records_crash), KT_ENTRY(worker_cannot_start),
-        KT_ENTRY(worker_misses_greeting))
+        KT_ENTRY(orphan_worker_dies), KT_ENTRY(warm_start_worker_crash),
+        KT_ENTRY(crash_without_isolation), KT_ENTRY(worker_bad_input),
+        KT_ENTRY(isolate_options_checked), KT_ENTRY(app_builder_in_workers),
+        KT_ENTRY(extensions_in_workers), KT_ENTRY(crash_costs_one_prepare),
+        KT_ENTRY(crash_costs_one_start), KT_ENTRY(isolated_start_records_crash),
+        KT_ENTRY(worker_cannot_start), KT_ENTRY(worker_misses_greeting))

@@ -279,6 +279,32 @@ KT_CASE(background_priority)
     kiln__iso_end(p, 30000, NULL, 0);
 }
 
+#ifdef _WIN32
+/* A worker is in kiln's job object, made kill-on-close (isolate_win.c),
+ * so it dies with the parent. The job is the parent's only: a child made
+ * outside it (a process kiln did not start as a worker) is not in it. */
+KT_CASE(worker_in_job)
+{
+    const char *args[] = {"hang", NULL};
+    struct kiln__iso_proc *p = NULL;
+    KT_REQUIRE_OK(spawn_child(args, &p));
+    HANDLE h = OpenProcess(PROCESS_QUERY_INFORMATION, FALSE, (DWORD)kiln__iso_pid(p));
+    KT_REQUIRE(h != NULL);
+    BOOL in = FALSE, self = FALSE;
+    BOOL ok = IsProcessInJob(h, NULL, &in);
+    if (!ok || !in)
+        fprintf(stderr, "IsProcessInJob: %d, in %d, error %lu\n", (int)ok, (int)in,
+                (unsigned long)GetLastError());
+    KT_CHECK(ok && in);
+    /* Not merely inherited from a job this test runs in. */
+    KT_CHECK(IsProcessInJob(GetCurrentProcess(), NULL, &self));
+    if (self)
+        fprintf(stderr, "this test runs inside a job: the check above proves less\n");
+    CloseHandle(h);
+    kiln__iso_end(p, 0, NULL, 0);
+}
+#endif
+
 /* A worker that cannot be started is an error, not a child. */
 KT_CASE(missing_program)
 {
@@ -425,9 +451,14 @@ KT_CASE(hello_round_trip)
 /* KT_MAIN's main, renamed: the child modes run first. */
 int kt_main(int argc, char **argv);
 #define main kt_main
+#ifdef _WIN32
+#define WINDOWS_CASES , KT_ENTRY(worker_in_job)
+#else
+#define WINDOWS_CASES
+#endif
 KT_MAIN(KT_ENTRY(args_reach_child), KT_ENTRY(large_messages_both_ways), KT_ENTRY(crash_is_named),
         KT_ENTRY(hang_times_out), KT_ENTRY(missing_program), KT_ENTRY(kiln_worker_greets),
-        KT_ENTRY(background_priority), KT_ENTRY(hello_round_trip))
+        KT_ENTRY(background_priority), KT_ENTRY(hello_round_trip) WINDOWS_CASES)
 #undef main
 
 int main(int argc, char **argv)

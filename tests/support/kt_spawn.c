@@ -37,7 +37,7 @@ static char **child_env(const struct kt_spawn *r, char *fault_env, size_t cap)
     size_t ne = 0;
     while (environ[ne])
         ne++;
-    char **env = calloc(ne + 3, sizeof(*env));
+    char **env = calloc(ne + 4, sizeof(*env));
     if (!env)
         return NULL;
     size_t k = 0;
@@ -52,6 +52,8 @@ static char **child_env(const struct kt_spawn *r, char *fault_env, size_t cap)
         snprintf(fault_env, cap, "KILN_TEST_FAULT=%s", r->fault);
         env[k++] = fault_env;
     }
+    if (r->env)
+        env[k++] = (char *)(uintptr_t)r->env; /* posix_spawn does not write it */
     env[k] = NULL;
     return env;
 }
@@ -137,6 +139,8 @@ int kt_spawn(const char *exe, const char *const *args, struct kt_spawn *r)
             nanosleep(&ts, NULL);
         }
         pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == 0 && r->during)
+            r->during(r->during_user, (int)pid);
         if (w == pid || (w < 0 && errno != EINTR)) {
             /* All it wrote is in the pipe now; what comes later is not its. */
             while (open && poll(&p, 1, 0) > 0)

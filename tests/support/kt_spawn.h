@@ -17,10 +17,15 @@ struct kt_spawn {
                               * this process's, for runs that load a Vulkan driver */
     const char *fault;       /* $KILN_TEST_FAULT of the run; NULL: none */
     unsigned limit_s;        /* past it the program is killed and the case fails; 0: no bound */
-    char *out;               /* the caller's buffer for stdout, NUL-terminated (cut short at */
-    size_t out_cap;          /* out_cap - 1 bytes) */
-    size_t out_len;          /* set by kt_spawn */
-    int status;              /* set by kt_spawn: waitpid's status */
+    const char *env;         /* one more NAME=value for the run; NULL: none */
+    /* Called about every 10 ms while the program runs, with its pid (NULL:
+     * never): a case may signal it there. */
+    void (*during)(void *user, int pid);
+    void *during_user;
+    char *out;      /* the caller's buffer for stdout, NUL-terminated (cut short at */
+    size_t out_cap; /* out_cap - 1 bytes) */
+    size_t out_len; /* set by kt_spawn */
+    int status;     /* set by kt_spawn: waitpid's status */
 };
 
 /*

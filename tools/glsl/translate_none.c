@@ -36,3 +36,8 @@ int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage, ui
     *nwords = 0;
     return KILN_ENOTSUP;
 }
+
+bool kiln_glsl_unusable(void)
+{
+    return false;
+}

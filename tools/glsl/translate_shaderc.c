@@ -11,12 +11,26 @@
  * The target is Vulkan 1.1 (SPIR-V 1.3): the newest version both lavapipe
  * and NVIDIA's driver take without extra features, and old enough for
  * drivers an emulator still meets.
+ *
+ * One failure poisons shaderc for the rest of the process: glslang holds a
+ * process-wide lock (its gMutex) across allocations, and an allocation
+ * that fails there throws; shaderc catches it and reports an internal
+ * error, but the lock stays held, so the next compile, or the
+ * ShFinalize of a compiler's release, waits for it forever. So after an
+ * internal error (or no result at all) `poisoned` is set, once for the
+ * process as the lock is: every later call fails at once with
+ * KILN_ENOMEM and a message saying to run again, no compiler is released
+ * (its release would wait on the lock: the memory goes back at exit), and
+ * kiln_glsl_unusable() lets a caller stop its run. A compile already
+ * waiting on the lock when it happened stays stuck: only the caller can
+ * end that (the kiln command's stop deadline, tools/kiln/cli_stop.c).
  */
 #include "kiln-tools/glsl.h"
 #include "tool_internal.h"
 
 #include <shaderc/shaderc.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +41,38 @@ struct kiln_glsl {
     struct kiln_translator translator;
 };
 
+/* Set once shaderc failed in a way that leaves glslang's lock held. */
+static atomic_bool poisoned;
+
+#define POISONED_WHY                                                                   \
+    "not tried: shaderc ran out of memory earlier in this process and cannot be used " \
+    "again in it: run again"
+
+bool kiln_glsl_unusable(void)
+{
+    return atomic_load(&poisoned);
+}
+
+/* A compile's result that may have left glslang's lock held: an internal
+ * error (the exception shaderc caught, std::bad_alloc) or no result.
+ * Poisons shaderc then (the design comment). @return whether it did. */
+static bool poisons(shaderc_compilation_result_t res)
+{
+    if (res &&
+        shaderc_result_get_compilation_status(res) != shaderc_compilation_status_internal_error)
+        return false;
+    atomic_store(&poisoned, true);
+    return true;
+}
+
 static int glsl_translate(void *user, const struct kiln_source *src, uint32_t **words,
                           size_t *nwords)
 {
     const struct kiln_glsl *g = user;
+    if (atomic_load(&poisoned)) {
+        kiln_translate_set_error(POISONED_WHY);
+        return KILN_ENOMEM;
+    }
     shaderc_shader_kind kind;
     switch (src->stage) {
     case KILN_VK_STAGE_COMPUTE_BIT:
@@ -59,8 +101,13 @@ static int glsl_translate(void *user, const struct kiln_source *src, uint32_t **
     shaderc_compilation_result_t res =
         shaderc_compile_into_spv(g->compiler, src->text, src->size, kind,
                                  src->name ? src->name : "source", "main", g->options);
-    if (!res)
+    if (poisons(res)) {
+        kiln_translate_set_error("shaderc failed inside (out of memory): it cannot be used "
+                                 "again in this process: run again");
+        if (res)
+            shaderc_result_release(res);
         return KILN_ENOMEM;
+    }
     shaderc_compilation_status status = shaderc_result_get_compilation_status(res);
     if (status != shaderc_compilation_status_success) {
         const char *msg = shaderc_result_get_error_message(res);
@@ -110,6 +157,10 @@ int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage, ui
         k++;
     if (k == KILN_ARRAY_LEN(kinds))
         return KILN_EINVAL;
+    if (atomic_load(&poisoned)) {
+        fprintf(stderr, "shaderc: %s\n", POISONED_WHY);
+        return KILN_ENOMEM;
+    }
     shaderc_compiler_t compiler = shaderc_compiler_initialize();
     shaderc_compile_options_t options = shaderc_compile_options_initialize();
     int rc = compiler && options ? KILN_OK : KILN_ENOMEM;
@@ -121,7 +172,7 @@ int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage, ui
         shaderc_compile_options_set_target_spirv(options, shaderc_spirv_version_1_4);
         res = shaderc_compile_into_spv(compiler, text, size, kinds[k].kind, "source", "main",
                                        options);
-        rc = res ? KILN_OK : KILN_ENOMEM;
+        rc = poisons(res) ? KILN_ENOMEM : KILN_OK;
     }
     if (rc == KILN_OK &&
         shaderc_result_get_compilation_status(res) != shaderc_compilation_status_success) {
@@ -144,7 +195,7 @@ int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage, ui
         shaderc_result_release(res);
     if (options)
         shaderc_compile_options_release(options);
-    if (compiler)
+    if (compiler && !atomic_load(&poisoned)) /* its release would wait on the lock */
         shaderc_compiler_release(compiler);
     return rc;
 }
@@ -167,6 +218,10 @@ int kiln_glsl_create(enum kiln_glsl_opt opt, struct kiln_glsl **out)
         break;
     default:
         return KILN_EINVAL;
+    }
+    if (atomic_load(&poisoned)) {
+        KILN_ERROR("prep", "shaderc: %s", POISONED_WHY);
+        return KILN_ENOMEM;
     }
     struct kiln_glsl *g = calloc(1, sizeof(*g));
     if (!g)
@@ -206,7 +261,8 @@ void kiln_glsl_destroy(struct kiln_glsl *g)
         return;
     if (g->options)
         shaderc_compile_options_release(g->options);
-    if (g->compiler)
+    /* Released, it would wait forever on glslang's lock (ShFinalize). */
+    if (g->compiler && !atomic_load(&poisoned))
         shaderc_compiler_release(g->compiler);
     free(g);
 }

@@ -415,6 +415,33 @@ void cli_json_phase_seconds(struct cli_json *j, const struct cli_phase_time *row
 /* Prints a run's phase table (seconds a phase) and its peak memory. */
 void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss);
 
+/* ---- stopping on a signal (cli_stop.c, cli_stop_unix.c, cli_stop_win.c) ---
+ *
+ * SIGINT or SIGTERM (Ctrl-C or Ctrl-Break on Windows) asks a long command
+ * to stop at its next safe point: cli_stop_asked is its cancel callback.
+ * A repeat within CLI_STOP_ECHO_MS of the first is the same request (one
+ * signal sent to the whole process group reaches kiln twice: a terminal's
+ * Ctrl-C, `timeout -s INT`); a later one ends the process at once. And
+ * whatever a library call is stuck in, the process ends within the stop
+ * deadline of the first request ($KILN_STOP_DEADLINE_MS, default
+ * CLI_STOP_DEADLINE_MS): a watchdog thread writes one line and ends it
+ * (_exit, exit code 1). That is safe because kiln's cache is crash-safe by
+ * design: what was synced is kept, the rest is redone by the next run.
+ */
+#define CLI_STOP_ECHO_MS     500u
+#define CLI_STOP_DEADLINE_MS 10000u
+
+/* Installs the handlers and starts the watchdog; `name` (the command's,
+ * must outlive the process) starts its line. Call once. */
+void cli_stop_install(const char *name);
+
+/* Whether a stop was asked (a kiln_prepare_options.cancel). Thread-safe. */
+bool cli_stop_asked(void *user);
+
+/* Asks the stop from inside the process, as a first signal would (the
+ * deadline starts now unless a signal started it already). Thread-safe. */
+void cli_stop_request(void);
+
 /* ---- small helpers ------------------------------------------------------ */
 
 #define CLI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -20,8 +20,6 @@
 #include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* The most archives one command line names (--corpus A.foz B.foz ...). */
@@ -85,25 +83,23 @@ static const char help[] =
     "\n"
     "A second run over the same programs on the same driver builds nothing: the\n"
     "build ledger (ledger.kpl) and pipelines.vkc answer. SIGINT or SIGTERM stops any\n"
-    "run cleanly (what was done is kept; a second signal ends it at once).\n"
+    "run cleanly (what was done is kept). A second signal ends it at once (one within\n"
+    "0.5 s of the first counts as the same), and a run that has not ended 10 s after\n"
+    "the first (a driver or shaderc stuck) is ended then: the cache is crash-safe.\n"
     "\n"
     "Exit codes: 0 done, 1 something failed (each failure is logged) or the run was\n"
     "stopped by a signal, 2 bad usage, an unreadable corpus, or a cache folder that\n"
     "holds something else.\n";
 
-/* Set by SIGINT or SIGTERM; read by the library's workers (lock-free). */
-static atomic_int stop_asked;
-
-static void on_stop_signal(int sig)
-{
-    atomic_store(&stop_asked, 1);
-    signal(sig, SIG_DFL); /* a second signal ends the process */
-}
-
+/* The run's cancel callback: a signal (cli_stop_asked), or shaderc made
+ * unusable in this process (kiln_glsl_unusable: every later translation
+ * would fail, and one waiting on glslang's lock never returns), which asks
+ * the same stop with the same deadline. Thread-safe. */
 static bool stop_requested(void *user)
 {
-    (void)user;
-    return atomic_load_explicit(&stop_asked, memory_order_relaxed) != 0;
+    if (kiln_glsl_unusable() && !cli_stop_asked(user))
+        cli_stop_request();
+    return cli_stop_asked(user);
 }
 
 /* What the command line names as the programs, and what is opened for it. */
@@ -499,12 +495,11 @@ int cmd_prepare(int argc, char **argv)
     o.nbuilders = builders.n;
     int rc = open_input(&in, &o, &step);
     if (rc == KILN_OK) {
+        /* Kept to the end: a close that hangs (a driver's, shaderc's) is
+         * bounded by the deadline too. */
         o.cancel = stop_requested;
-        signal(SIGINT, on_stop_signal);
-        signal(SIGTERM, on_stop_signal);
+        cli_stop_install(name);
         rc = kiln_prepare(&o, cli_phase_progress, &ps, &s);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
     } else {
         memset(&s, 0, sizeof(s));
         s.error = rc;
@@ -540,7 +535,11 @@ int cmd_prepare(int argc, char **argv)
                       rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc));
             return cli_exit_for(rc);
         }
-        if (rc == KILN_ECANCELED)
+        if (rc == KILN_ECANCELED && kiln_glsl_unusable())
+            cli_error(name, "stopped: shaderc ran out of memory and cannot be used again in this "
+                            "process: what was done is kept; run it again (with more memory) "
+                            "to resume");
+        else if (rc == KILN_ECANCELED)
             cli_error(name, "stopped: what was done is kept; run it again to resume");
         else if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
             cli_error(name, "Vulkan is not available: programs stored, no pipeline built "
@@ -548,6 +547,13 @@ int cmd_prepare(int argc, char **argv)
         else
             cli_error(name, "%s failed: %s", s.step == KILN_PREP_STEP_VULKAN ? "Vulkan" : "prepare",
                       kiln_strerror(rc));
+        return KILN_EXIT_FAILED;
+    }
+    if (!ok && kiln_glsl_unusable()) {
+        cli_error(name,
+                  "%" PRIu64 " program(s) failed: shaderc ran out of memory and cannot be used "
+                  "again in this process: run it again (with more memory)",
+                  s.failed);
         return KILN_EXIT_FAILED;
     }
     if (!ok) {

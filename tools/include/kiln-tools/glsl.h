@@ -61,6 +61,20 @@ KILN_API const struct kiln_translator *kiln_glsl_translator(const struct kiln_gl
 KILN_API int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage,
                                         uint32_t **words, size_t *nwords);
 
+/*
+ * Whether shaderc can no longer be used in this process: a compile failed
+ * inside shaderc (an internal error: an allocation that failed, under a
+ * low address-space limit say), which leaves glslang's process-wide lock
+ * held. From then on every translation and kiln_glsl_compile_vulkan12
+ * fails at once with KILN_ENOMEM and a message saying to run again,
+ * kiln_glsl_create fails alike, and kiln_glsl_destroy leaves shaderc's
+ * compiler unreleased (its release would wait on the lock). A compile that
+ * was already waiting on the lock never returns: a caller that sees this
+ * should stop its run and end the process within a bound (the kiln command
+ * does). Always false in a build without shaderc. Thread-safe.
+ */
+KILN_API bool kiln_glsl_unusable(void);
+
 #ifdef __cplusplus
 }
 #endif
