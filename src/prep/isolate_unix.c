@@ -10,6 +10,11 @@
  *   2, so a cache file or lock the parent holds never outlives it in a
  *   worker.
  *
+ * - A signal to kiln's process group (a terminal's Ctrl-C, `timeout`)
+ *   reaches the parent only: each worker leads a group of its own, so the
+ *   parent stops the run as it decides, and no worker dies of the user's
+ *   signal mid-build, which would read as the driver's crash.
+ *
  * - A dead worker never kills the parent: the parent's writes use
  *   send(MSG_NOSIGNAL), so a closed channel is EPIPE (KILN_ECRASH), not
  *   SIGPIPE.
@@ -105,8 +110,16 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
         /* posix_spawn takes argv without const; it does not write it. */
         char *const *av;
         memcpy(&av, &argv, sizeof(av));
+        /* A process group of its own: a terminal's Ctrl-C (or `timeout`'s
+         * signal to the group) is the parent's to act on; a worker it
+         * killed mid-build would be recorded as the driver's crash. */
+        posix_spawnattr_t at;
+        posix_spawnattr_init(&at);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&at, 0);
         pid_t pid;
-        rc = posix_spawn(&pid, argv[0], &fa, NULL, av, env);
+        rc = posix_spawn(&pid, argv[0], &fa, &at, av, env);
+        posix_spawnattr_destroy(&at);
         posix_spawn_file_actions_destroy(&fa);
         if (rc == 0)
             p->pid = pid;

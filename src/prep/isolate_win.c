@@ -274,9 +274,11 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
     si.StartupInfo.hStdError = err;
     si.lpAttributeList = attrs;
     PROCESS_INFORMATION pi;
-    /* A thread's background mode is not inherited: the idle class is. */
-    DWORD flags =
-        EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED | (background ? IDLE_PRIORITY_CLASS : 0);
+    /* A thread's background mode is not inherited: the idle class is. A
+     * process group of its own: the console's Ctrl-C is the parent's to act
+     * on (a worker it ended mid-build would read as the driver's crash). */
+    DWORD flags = EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP |
+                  (background ? IDLE_PRIORITY_CLASS : 0);
     if (rc == KILN_OK &&
         !CreateProcessW(app, cmd, NULL, NULL, TRUE, flags, NULL, NULL, &si.StartupInfo, &pi))
         rc = from_win(GetLastError(), KILN_EIO);

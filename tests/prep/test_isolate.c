@@ -336,6 +336,61 @@ KT_CASE(orphan_worker_dies)
 #endif
 }
 
+/* Sends SIGINT to kiln's process group, as a terminal's Ctrl-C does, once
+ * the fault says a worker hangs in its build. */
+static void interrupt_group_when_hung(void *user, int pid)
+{
+    struct orphan_watch *w = user;
+    if (w->worker)
+        return;
+    char text[65536];
+    slurp(w->err_path, text, sizeof(text));
+    const char *at = strstr(text, "hanging in process ");
+    if (!at)
+        return;
+    w->worker = strtol(at + strlen("hanging in process "), NULL, 10);
+    kill(-pid, SIGINT);
+}
+
+/* A Ctrl-C at the terminal stops the run, and is not the driver's word: a
+ * SIGINT to kiln's whole process group while a worker is in a build (it
+ * hangs there, by the fault) must not kill that worker as the build's
+ * crash, so the build ledger records nothing against the driver and the
+ * next run builds all twelve. Fails when workers share kiln's group: the
+ * worker dies of SIGINT and the next run skips the victim as crashed. */
+KT_CASE(group_interrupt_spares_workers)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    char err_path[4200];
+    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    struct orphan_watch w = {.err_path = err_path};
+    const char *args[] = {"prepare", "--generate", PROGRAMS,    "--cache", c.cache,
+                          "--jobs",  "1",          "--isolate", NULL};
+    struct kt_spawn k = {.stdin_path = "/dev/null",
+                         .stderr_path = err_path,
+                         .fault = "hang:" VICTIM,
+                         .env = "KILN_STOP_DEADLINE_MS=3000",
+                         .own_group = true,
+                         .limit_s = RUN_LIMIT_S,
+                         .out = c.r->out,
+                         .out_cap = sizeof(c.r->out),
+                         .during = interrupt_group_when_hung,
+                         .during_user = &w};
+    KT_REQUIRE(kt_spawn(KILN_CLI, args, &k) == 0);
+    slurp(err_path, c.r->err, sizeof(c.r->err));
+    KT_REQUIRE(w.worker > 0);
+    KT_CHECK(WIFEXITED(k.status) && WEXITSTATUS(k.status) != 0);
+    KT_CHECK(strstr(c.r->err, VICTIM ": not built: the worker process died") == NULL);
+    /* The next run, the fault gone: nothing recorded against the driver. */
+    KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, c.r) == 0);
+    KT_CHECK_EQ(json_int(c.r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(json_int(c.r->out, "pipelines_built") + json_int(c.r->out, "ledger_skipped"),
+                NPROGRAMS);
+    KT_CHECK_EQ(exit_code(c.r), 0);
+    case_end(&c);
+}
+
 /* The warm start, isolated: records have no names there, so the fault
  * names the victim as the start logs it, by its key. */
 KT_CASE(warm_start_worker_crash)
@@ -832,9 +887,10 @@ KT_CASE(worker_misses_greeting)
 
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(crasher_skipped_then_retried), KT_ENTRY(worker_abort), KT_ENTRY(worker_hang),
-        KT_ENTRY(orphan_worker_dies), KT_ENTRY(warm_start_worker_crash),
-        KT_ENTRY(crash_without_isolation), KT_ENTRY(worker_bad_input),
-        KT_ENTRY(isolate_options_checked), KT_ENTRY(app_builder_in_workers),
-        KT_ENTRY(extensions_in_workers), KT_ENTRY(crash_costs_one_prepare),
-        KT_ENTRY(crash_costs_one_start), KT_ENTRY(isolated_start_records_crash),
-        KT_ENTRY(worker_cannot_start), KT_ENTRY(worker_misses_greeting))
+        KT_ENTRY(orphan_worker_dies), KT_ENTRY(group_interrupt_spares_workers),
+        KT_ENTRY(warm_start_worker_crash), KT_ENTRY(crash_without_isolation),
+        KT_ENTRY(worker_bad_input), KT_ENTRY(isolate_options_checked),
+        KT_ENTRY(app_builder_in_workers), KT_ENTRY(extensions_in_workers),
+        KT_ENTRY(crash_costs_one_prepare), KT_ENTRY(crash_costs_one_start),
+        KT_ENTRY(isolated_start_records_crash), KT_ENTRY(worker_cannot_start),
+        KT_ENTRY(worker_misses_greeting))

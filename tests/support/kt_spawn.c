@@ -112,8 +112,16 @@ int kt_spawn(const char *exe, const char *const *args, struct kt_spawn *r)
                                          O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
     posix_spawn_file_actions_addclose(&fa, fds[1]);
+    /* A group of its own, which a case signals as a terminal would. */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    if (r->own_group) {
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&at, 0);
+    }
     pid_t pid;
-    int rc = posix_spawn(&pid, exe, &fa, NULL, (char *const *)(uintptr_t)argv, env);
+    int rc = posix_spawn(&pid, exe, &fa, &at, (char *const *)(uintptr_t)argv, env);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     free(env);
     close(fds[1]);

@@ -18,6 +18,8 @@ struct kt_spawn {
     const char *fault;       /* $KILN_TEST_FAULT of the run; NULL: none */
     unsigned limit_s;        /* past it the program is killed and the case fails; 0: no bound */
     const char *env;         /* one more NAME=value for the run; NULL: none */
+    bool own_group;          /* the program leads a process group of its own, which a case
+                              * may signal as a terminal's Ctrl-C does: kill(-pid, SIGINT) */
     /* Called about every 10 ms while the program runs, with its pid (NULL:
      * never): a case may signal it there. */
     void (*during)(void *user, int pid);
