@@ -817,6 +817,13 @@ struct kiln_start_options {
      * a process or worker on this driver (failed with KILN_ECRASH or
      * KILN_ETIMEDOUT); by default the start skips them (ledger_failed). */
     bool retry_failed;
+    /* As in kiln_prepare_options: asked (from any pool thread) before each
+     * build; once it returns true no further build starts, the builds
+     * running finish, what was built is kept (pipelines.vkc, the ledger),
+     * and kiln_warm_start returns KILN_ECANCELED with `canceled` set.
+     * NULL: never. */
+    bool (*cancel)(void *user);
+    void *cancel_user;
 };
 
 /* What kiln_warm_start did. Times are in nanoseconds. */
@@ -870,6 +877,9 @@ struct kiln_start_summary {
      * worker on this driver: not built (one warning line counts them)
      * unless retry_failed. */
     uint64_t ledger_failed;
+    /* options.cancel stopped the run (error KILN_ECANCELED): the counts
+     * say how far it got. */
+    bool canceled;
 };
 
 /*

@@ -30,6 +30,17 @@ const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
     return "?";
 }
 
+/* Reports the jobs done: finished ones only, so a stopped phase (its
+ * pending jobs dropped) ends at what was done, never at `total`. */
+static void report(struct kiln_pool *pool, uint64_t base, uint64_t total,
+                   enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user)
+{
+    struct kiln_pool_progress pp;
+    kiln_pool_get_progress(pool, &pp);
+    uint64_t done = pp.done > base ? pp.done - base : 0;
+    progress(user, phase, done < total ? done : total, total);
+}
+
 void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
                      enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,
                      uint64_t *last_ns)
@@ -40,10 +51,7 @@ void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
     if (now - *last_ns < TICK_NS)
         return;
     *last_ns = now;
-    struct kiln_pool_progress pp;
-    kiln_pool_get_progress(pool, &pp);
-    uint64_t done = pp.done + pp.dropped - base;
-    progress(user, phase, done < total ? done : total, total);
+    report(pool, base, total, phase, progress, user);
 }
 
 int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
@@ -55,13 +63,10 @@ int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
         int64_t left = kiln_pool_wait_for(pool, TICK_NS);
         if (left <= 0)
             break;
-        struct kiln_pool_progress pp;
-        kiln_pool_get_progress(pool, &pp);
-        uint64_t done = pp.done + pp.dropped - base;
-        progress(user, phase, done < total ? done : total, total);
+        report(pool, base, total, phase, progress, user);
     }
     int rc = kiln_pool_wait(pool);
-    progress(user, phase, total, total);
+    report(pool, base, total, phase, progress, user);
     return rc;
 }
 

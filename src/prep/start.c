@@ -962,6 +962,8 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                                  .progress_user = progress_user,
                                  .builders = o->builders,
                                  .nbuilders = o->nbuilders,
+                                 .cancel = o->cancel,
+                                 .cancel_user = o->cancel_user,
                                  .journal = journal};
     int64_t built;
     if (o->isolate) {
@@ -1003,6 +1005,12 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                       kiln_strerror(rc));
     }
     start_ledger_end(o, own_vk, &drv, items, n, retried);
+    /* Stopped: what was built is kept (pipelines.vkc, the ledger), and
+     * the run says it did not finish. */
+    if (atomic_load(&b.stopped)) {
+        s->canceled = true;
+        start_fail(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
+    }
 
 out:
     kiln__journal_close(journal);

@@ -737,6 +737,7 @@ void cli_progress_start(struct cli_progress *p, const char *label, uint64_t tota
     p->tty = isatty(STDERR_FILENO) != 0;
     p->quiet = quiet || kiln_log_get_level() <= KILN_LOG_ERROR; /* -q */
     p->lines = 0;
+    p->done = 0;
 }
 
 static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, bool final)
@@ -770,6 +771,7 @@ static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, b
 
 void cli_progress_update(struct cli_progress *p, uint64_t done)
 {
+    p->done = done;
     if (p->quiet)
         return;
     uint64_t now = kiln_now_ns();
@@ -815,6 +817,13 @@ void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, u
     } else {
         cli_progress_update(&ps->bar, done);
     }
+}
+
+void cli_phase_progress_close(struct cli_phase_progress *ps)
+{
+    if (ps->phase >= 0)
+        cli_progress_finish(&ps->bar, ps->bar.done);
+    ps->phase = -2;
 }
 
 const char *cli_vk_cache_state_name(enum kiln_vk_cache_state st)

@@ -19,9 +19,10 @@
 #include <stdio.h>
 
 enum {
-    KILN_EXIT_OK = 0,     /* done */
-    KILN_EXIT_FAILED = 1, /* the work failed */
-    KILN_EXIT_USAGE = 2,  /* bad usage or input */
+    KILN_EXIT_OK = 0,       /* done */
+    KILN_EXIT_FAILED = 1,   /* the work failed */
+    KILN_EXIT_USAGE = 2,    /* bad usage or input */
+    KILN_EXIT_SIGNAL = 130, /* a signal stopped the work (SIGINT or SIGTERM): 128 + SIGINT */
 };
 
 /*
@@ -350,6 +351,7 @@ struct cli_progress {
     bool tty;
     bool quiet;
     unsigned lines; /* plain lines printed (no terminal) */
+    uint64_t done;  /* the last count drawn or given */
 };
 
 void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total, bool quiet);
@@ -370,6 +372,10 @@ struct cli_phase_progress {
 
 /* A kiln_prep_progress_fn; `user` is a struct cli_phase_progress. */
 void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total);
+
+/* Ends a bar a stopped phase left open, at the count it reached (never
+ * more than was done). */
+void cli_phase_progress_close(struct cli_phase_progress *ps);
 
 /* "off", "memory", "new", "loaded", "rejected". */
 const char *cli_vk_cache_state_name(enum kiln_vk_cache_state st);
@@ -441,6 +447,10 @@ bool cli_stop_asked(void *user);
 /* Asks the stop from inside the process, as a first signal would (the
  * deadline starts now unless a signal started it already). Thread-safe. */
 void cli_stop_request(void);
+
+/* Whether a signal (not cli_stop_request) asked the stop: the command then
+ * exits KILN_EXIT_SIGNAL. Thread-safe. */
+bool cli_stop_by_signal(void);
 
 /* ---- small helpers ------------------------------------------------------ */
 

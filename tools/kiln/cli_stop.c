@@ -26,6 +26,7 @@
 #include <string.h>
 
 static atomic_int stop_flag;
+static atomic_int by_signal;      /* the first request was a signal */
 static _Atomic uint64_t first_ns; /* 0: no request yet */
 static uint64_t deadline_ms = CLI_STOP_DEADLINE_MS;
 static char line[256];
@@ -37,6 +38,7 @@ enum cli__stop_kind cli__stop_signal(void)
     uint64_t now = kiln_now_ns() | 1u; /* never 0, which means "none yet" */
     uint64_t first = 0;
     if (atomic_compare_exchange_strong(&first_ns, &first, now)) {
+        atomic_store(&by_signal, 1);
         atomic_store(&stop_flag, 1);
         return CLI__STOP_FIRST;
     }
@@ -80,4 +82,9 @@ void cli_stop_request(void)
     atomic_store(&stop_flag, 1);
     if (atomic_compare_exchange_strong(&first_ns, &first, kiln_now_ns() | 1u))
         cli__stop_arm();
+}
+
+bool cli_stop_by_signal(void)
+{
+    return atomic_load(&by_signal) != 0;
 }

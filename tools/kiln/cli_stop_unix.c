@@ -72,7 +72,7 @@ static void *watchdog(void *arg)
         line += w;
         n -= (size_t)w;
     }
-    _exit(KILN_EXIT_FAILED);
+    _exit(cli_stop_by_signal() ? KILN_EXIT_SIGNAL : KILN_EXIT_FAILED);
 }
 
 void cli__stop_platform_install(void)

@@ -48,7 +48,8 @@ static DWORD WINAPI watchdog(LPVOID arg)
     DWORD done = 0;
     if (err && err != INVALID_HANDLE_VALUE)
         WriteFile(err, line, (DWORD)strlen(line), &done, NULL);
-    TerminateProcess(GetCurrentProcess(), KILN_EXIT_FAILED);
+    TerminateProcess(GetCurrentProcess(),
+                     cli_stop_by_signal() ? KILN_EXIT_SIGNAL : KILN_EXIT_FAILED);
     return 0;
 }
 

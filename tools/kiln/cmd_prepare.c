@@ -87,9 +87,9 @@ static const char help[] =
     "0.5 s of the first counts as the same), and a run that has not ended 10 s after\n"
     "the first (a driver or shaderc stuck) is ended then: the cache is crash-safe.\n"
     "\n"
-    "Exit codes: 0 done, 1 something failed (each failure is logged) or the run was\n"
-    "stopped by a signal, 2 bad usage, an unreadable corpus, or a cache folder that\n"
-    "holds something else.\n";
+    "Exit codes: 0 done, 1 something failed (each failure is logged), 2 bad usage, an\n"
+    "unreadable corpus, or a cache folder that holds something else, 130 stopped by\n"
+    "a signal (the report's first line says how far it got).\n";
 
 /* The run's cancel callback: a signal (cli_stop_asked), or shaderc made
  * unusable in this process (kiln_glsl_unusable: every later translation
@@ -315,12 +315,27 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_end(&j);
 }
 
+/* A stopped run's first line: what was done and what was not. */
+static void print_stopped(const struct kiln_prepare_summary *s)
+{
+    uint64_t stored = s->translated + s->cached;
+    if (stored + s->failed < s->programs)
+        printf("stopped after %" PRIu64 " of %" PRIu64 " program%s; run it again to resume\n",
+               stored, s->programs, CLI_S(s->programs));
+    else
+        printf("stopped after %" PRIu64 " of %" PRIu64 " pipeline%s (every program stored); run "
+               "it again to resume\n",
+               s->pipelines_built + s->ledger_skipped, s->programs, CLI_S(s->programs));
+}
+
 static void print_text(const struct kiln_prepare_options *o, const struct prep_input *in,
                        const struct kiln_prepare_summary *s,
                        const struct kiln_foz_builder_stats *fst)
 {
     char b1[32];
-    if (in->foz)
+    if (s->canceled)
+        print_stopped(s);
+    else if (in->foz)
         printf("prepared %" PRIu64 " pipelines of %zu Fossilize archive%s (%s%s) into %s\n",
                s->programs, in->narchives, in->narchives == 1 ? "" : "s", in->corpus,
                in->narchives > 1 ? " ..." : "", o->cache_dir);
@@ -364,7 +379,9 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
             printf("  crashes    %" PRIu64 " in flight when a run died: not built, recorded\n",
                    s->crash_skipped);
     } else
-        printf("  pipelines  none built (%s)\n", o->no_vulkan ? "--no-vulkan" : "no Vulkan");
+        printf("  pipelines  none built (%s)\n", o->no_vulkan  ? "--no-vulkan"
+                                                 : s->canceled ? "stopped before them"
+                                                               : "no Vulkan");
     if (s->recorded_invalid)
         printf("  recorded   %" PRIu64 " pipelines kept though the SPIR-V validator refuses a"
                " stage (recorded from an application; they parse)\n",
@@ -500,6 +517,7 @@ int cmd_prepare(int argc, char **argv)
         o.cancel = stop_requested;
         cli_stop_install(name);
         rc = kiln_prepare(&o, cli_phase_progress, &ps, &s);
+        cli_phase_progress_close(&ps);
     } else {
         memset(&s, 0, sizeof(s));
         s.error = rc;
@@ -539,9 +557,11 @@ int cmd_prepare(int argc, char **argv)
             cli_error(name, "stopped: shaderc ran out of memory and cannot be used again in this "
                             "process: what was done is kept; run it again (with more memory) "
                             "to resume");
-        else if (rc == KILN_ECANCELED)
+        else if (rc == KILN_ECANCELED) {
             cli_error(name, "stopped: what was done is kept; run it again to resume");
-        else if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
+            if (cli_stop_by_signal())
+                return KILN_EXIT_SIGNAL;
+        } else if (s.step == KILN_PREP_STEP_VULKAN && rc == KILN_ENOTSUP)
             cli_error(name, "Vulkan is not available: programs stored, no pipeline built "
                             "(--no-vulkan translates and stores only)");
         else

@@ -54,10 +54,11 @@ static const char help[] =
     "A pipeline being built when an earlier run died is skipped once, with one\n"
     "line, and recorded as crashed in the build ledger (ledger.kpl).\n"
     "\n"
+    "SIGINT or SIGTERM stops it after the builds running (what was built is kept).\n"
+    "\n"
     "Exit codes: 0 done, 1 something failed (missing or damaged records, failed\n"
-    "pipelines, one in flight when a run died, no Vulkan), 2 bad usage or no cache in the folder "
-    "(or something\n"
-    "else in its place).\n";
+    "pipelines, one in flight when a run died, no Vulkan), 2 bad usage or no cache in\n"
+    "the folder (or something else in its place), 130 stopped by a signal.\n";
 
 #define START_PHASES 5
 
@@ -101,6 +102,7 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "pipelines_skipped", s->pipelines_skipped);
     cli_json_u64(&j, "recorded_invalid", s->recorded_invalid);
     cli_json_u64(&j, "crash_skipped", s->crash_skipped);
+    cli_json_bool(&j, "canceled", s->canceled);
     cli_json_u64(&j, "ledger_failed", s->ledger_failed);
     cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "workers", s->workers);
@@ -117,6 +119,9 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
                        const struct kiln_foz_builder_stats *fst)
 {
     char b1[32];
+    if (s->canceled)
+        printf("stopped after %" PRIu64 " of %" PRIu64 " pipeline%s; run it again for the rest\n",
+               s->pipelines_built, s->loaded, CLI_S(s->loaded));
     printf("warm start from %s\n", o->cache_dir);
     printf("  cache      opened by %s (%s), stamp %016" PRIx64 "\n",
            kiln_cache_open_kind_name(s->open_kind), s->open_text, s->stamp);
@@ -201,7 +206,10 @@ int cmd_start(int argc, char **argv)
     struct kiln_start_summary s;
     o.builders = builders.list;
     o.nbuilders = builders.n;
+    o.cancel = cli_stop_asked;
+    cli_stop_install(name);
     int rc = kiln_warm_start(&o, cli_phase_progress, &ps, &s);
+    cli_phase_progress_close(&ps);
     struct kiln_foz_builder_stats fst;
     cli_builders_foz_stats(&builders, &fst);
     cli_builders_free(&builders);
@@ -230,6 +238,10 @@ int cmd_start(int argc, char **argv)
             else
                 cli_error(name, "Vulkan: %s", kiln_strerror(rc));
             return KILN_EXIT_FAILED;
+        }
+        if (rc == KILN_ECANCELED) {
+            cli_error(name, "stopped: what was built is kept; run it again for the rest");
+            return cli_stop_by_signal() ? KILN_EXIT_SIGNAL : KILN_EXIT_FAILED;
         }
         cli_error(name, "%s: %s", o.cache_dir, kiln_strerror(rc));
         return cli_exit_for(rc);
