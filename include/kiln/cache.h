@@ -388,6 +388,22 @@ struct kiln_cache_check_report {
 KILN_API int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
                               struct kiln_cache_check_report *report);
 
+/*
+ * Checks, before a file of the caller's own (an exported archive) is made
+ * or renamed over `path`, that no kiln cache is written over: refused when
+ * `path`, links followed, is the same file (device and file id, whatever
+ * the spelling: "..", a symbolic or a hard link) as any entry of the
+ * folder of cache `c`, or when its folder is c's folder or one that holds
+ * any kiln cache (programs.kpc, programs.kpx, either dictionary copy or
+ * programs.kpu is there), whoever holds it. Every entry of c's folder
+ * counts, not a list of names: the ledger, pipelines.vkc, temporary files
+ * too. `c` may be NULL (only the folder test). Only reads; logs nothing.
+ * @return 0 when the path is clear, KILN_ECACHE_FILE when it is refused,
+ * KILN_ERANGE for a path too long, or the error listing c's folder.
+ * Thread-safe (c is only read).
+ */
+KILN_API int kiln_cache_check_output(const struct kiln_cache *c, const char *path);
+
 /* ---------------------------------------------------------------------------
  * Dictionary, last use and the cache's life cycle (src/cache/cache_life.c;
  * docs/cache-format.md, "Life cycle").

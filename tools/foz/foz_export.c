@@ -817,6 +817,8 @@ int kiln_foz_export(struct kiln_cache *c, const char *out_path,
                     struct kiln_foz_export_report *report)
 {
     memset(report, 0, sizeof(*report));
+    /* Never over a file of this cache or into any cache's folder. */
+    KILN_TRY(kiln_cache_check_output(c, out_path));
     struct kiln_cache_entry *ents;
     size_t n;
     KILN_TRY(kiln_cache_entries(c, &ents, &n));

@@ -68,6 +68,8 @@ int cli_exit_for(int kiln_error)
     case KILN_ERANGE:
     case KILN_ESTAMP:
     case KILN_ECORRUPT_HEADER:
+    case KILN_EROFS:
+    case KILN_ECACHE_FILE:
         return KILN_EXIT_USAGE;
     default:
         return KILN_EXIT_FAILED;
