@@ -243,6 +243,7 @@ KT_CASE(faultio_faults_and_power_cut)
     faultio_destroy(&f);
 }
 
-KT_MAIN(KT_ENTRY(error_names), KT_ENTRY(error_erofs), KT_ENTRY(log_levels_and_sink), KT_ENTRY(replace_and_read_file),
-        KT_ENTRY(lock_is_exclusive), KT_ENTRY(utf8_folder), KT_ENTRY(replace_while_open),
-        KT_ENTRY(hash_and_path), KT_ENTRY(faultio_faults_and_power_cut))
+KT_MAIN(KT_ENTRY(error_names), KT_ENTRY(error_erofs), KT_ENTRY(log_levels_and_sink),
+        KT_ENTRY(replace_and_read_file), KT_ENTRY(lock_is_exclusive), KT_ENTRY(utf8_folder),
+        KT_ENTRY(replace_while_open), KT_ENTRY(hash_and_path),
+        KT_ENTRY(faultio_faults_and_power_cut))

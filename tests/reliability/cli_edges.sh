@@ -279,6 +279,47 @@ else
     passed=$((passed + 1))
 fi
 
+# No command writes over a file of a cache (issue 29, point 6): export foz
+# aimed at every file of the cache it reads, by four spellings (the path,
+# one through "..", a symbolic and a hard link from outside the folder), at
+# a new name in that folder, and into the folder of another cache while a
+# writer holds it. Each is refused (exit 2, one line) with every file left
+# as it was; the cache is whole after all of it and exports elsewhere.
+section export foz
+if ! "$kiln" -q import foz --cache "$W/live" "$foz" >/dev/null 2>"$err"; then
+    fail "import foz could not make the export fixture: $(cat "$err")"
+else
+    mkdir -p "$W/links"
+    printf 'a ledger\n' >"$W/live/ledger.kpl" # prep's file: every file of the folder counts
+    for f in $(ls "$W/live"); do
+        ln -s "$W/live/$f" "$W/links/sym-$f"
+        ln "$W/live/$f" "$W/links/hard-$f"
+        expect "kiln cache" export foz --cache "$W/live" "$W/live/$f"
+        expect "kiln cache" export foz --cache "$W/live" "./../live/../live/$f"
+        expect "kiln cache" export foz --cache "$W/live" "$W/links/sym-$f"
+        expect "kiln cache" export foz --cache "$W/live" "$W/links/hard-$f"
+    done
+    expect "kiln cache" export foz --cache "$W/live" "$W/live/new.foz"
+    holder=
+    if command -v flock >/dev/null 2>&1; then
+        flock "$W/cache/programs.kpc" sleep 60 &
+        holder=$!
+        sleep 0.2
+    fi
+    expect "kiln cache" export foz --cache "$W/live" "$W/cache/programs.kpc"
+    expect "kiln cache" export foz --cache "$W/live" "$W/cache/programs.kpx"
+    expect "kiln cache" export foz --cache "$W/live" "$W/cache/new.foz"
+    [ -n "$holder" ] && kill "$holder" && wait "$holder" 2>/dev/null
+    if ! "$kiln" cache check "$W/live" >"$out" 2>"$err" || ! grep -q "records *1 whole" "$out"; then
+        fail "the exported cache is not whole after the refused exports: $(cat "$out" "$err")"
+    elif ! "$kiln" export foz --cache "$W/live" "$W/links/out.foz" >"$out" 2>"$err" ||
+        ! grep -q ": 1 pipelines" "$out"; then
+        fail "export foz to a plain path after the refused ones: $(cat "$out" "$err")"
+    else
+        passed=$((passed + 1))
+    fi
+fi
+
 # The fixture cache is still whole after all of the above.
 if ! "$kiln" cache check "$W/cache" >/dev/null 2>"$err"; then
     fail "the fixture cache is no longer whole: $(cat "$err")"
