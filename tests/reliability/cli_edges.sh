@@ -191,6 +191,14 @@ expect "--bogus" prepare --bogus
 expect "--memory-budget" prepare --no-vulkan --memory-budget 12Q --cache "$W/c1"
 expect "--memory-budget" prepare --no-vulkan --memory-budget -5 --cache "$W/c1"
 expect "--bogus" prepare --retry-failed --background --bogus
+# A number with a blank first is refused, not read past its blank (" -1"
+# wrapped to the largest budget); --device has no device to pick without
+# Vulkan (issue 29, point 7).
+expect "--jobs" prepare --no-vulkan --jobs " 2" --cache "$W/c1"
+expect "--memory-budget" prepare --no-vulkan --memory-budget " -1" --cache "$W/c1"
+expect "--memory-budget" prepare --no-vulkan --memory-budget " 5M" --cache "$W/c1"
+expect "--seed" prepare --no-vulkan --seed " 5" --cache "$W/c1"
+expect "--no-vulkan" prepare --no-vulkan --device 1023 --cache "$W/c1"
 
 section start
 expect "$W/missing" start --no-vulkan --cache "$W/missing"
@@ -198,6 +206,8 @@ expect "$W/afile" start --no-vulkan --cache "$W/afile"
 expect "$W/text" start --no-vulkan --cache "$W/text"
 expect "$W/dirkpc" start --no-vulkan --cache "$W/dirkpc"
 expect "--bogus" start --bogus
+expect "--no-vulkan" start --no-vulkan --device 1023 --cache "$W/cache"
+expect "--jobs" start --no-vulkan --jobs " 2" --cache "$W/cache"
 
 section import foz
 expect "$W/missing.foz" import foz --cache "$W/c1" "$W/missing.foz"
@@ -318,6 +328,25 @@ else
     else
         passed=$((passed + 1))
     fi
+fi
+
+# A report that cannot be written is a failure (issue 29, point 7): every
+# command checks that stdout took it, --json or text, and says so in one
+# line with exit 1.
+if [ -w /dev/full ]; then
+    for args in "cache stats --json $W/cache" "cache stats $W/cache" "cache check --json $W/cache" \
+        "export foz --json --cache $W/live $W/links/full.foz" "topo --json"; do
+        # shellcheck disable=SC2086 # the words are the arguments
+        (cd "$W/cwd" && "$kiln" $args) >/dev/full 2>"$err" </dev/null
+        rc=$?
+        if [ "$rc" -ne 1 ] || [ "$(wc -l <"$err")" -ne 1 ] || ! grep -q "cannot write the report" "$err"; then
+            fail "kiln $args >/dev/full: exit $rc, stderr: $(cat "$err")"
+        else
+            passed=$((passed + 1))
+        fi
+    done
+else
+    echo "skipped: no /dev/full to write the report to"
 fi
 
 # The fixture cache is still whole after all of the above.

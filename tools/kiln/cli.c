@@ -190,8 +190,11 @@ int cli_parse_u64(const char *name, const char *flag, const char *text, uint64_t
 {
     char *end = NULL;
     errno = 0;
-    unsigned long long v = (text && *text && *text != '-') ? strtoull(text, &end, 10) : 0;
-    bool ok = text && *text && *text != '-' && end != text && errno == 0;
+    /* A digit first: strtoull would skip leading blanks and take a sign,
+     * so " -1" would wrap to the largest value and " 2" pass for 2. */
+    bool digit = text && *text >= '0' && *text <= '9';
+    unsigned long long v = digit ? strtoull(text, &end, 10) : 0;
+    bool ok = digit && end != text && errno == 0;
     if (ok && sizes && *end) {
         static const char units[] = "KMGT";
         const char *u = strchr(units, *end == 'k' ? 'K' : *end);
@@ -241,7 +244,7 @@ int cli_parse_device(const char *name, const char *text, bool *use_index, unsign
 int cli_parse_seed(const char *name, const char *text, uint64_t *seed)
 {
     char *end = NULL;
-    if (!text[0] || text[0] == '-' || text[0] == '+' || text[0] == ' ')
+    if (text[0] < '0' || text[0] > '9') /* as in cli_parse_u64: no blank, no sign */
         return cli_usage_error(name, "--seed: '%s' is not a number", text);
     errno = 0;
     *seed = strtoull(text, &end, 0);
@@ -553,13 +556,26 @@ void cli_json_emit(const char *command, int exit_code)
         json_put(&j, json_report + 1, strlen(json_report) - 2);
     }
     json_put(&j, "}\n", 2);
-    if (!j.failed) {
-        fputs(j.buf, stdout);
-        fflush(stdout);
-    }
+    if (!j.failed)
+        fputs(j.buf, stdout); /* main() flushes and checks it (cli_finish_stdout) */
     free(j.buf);
     free(json_report);
     json_report = NULL;
+}
+
+int cli_finish_stdout(const char *name, int exit_code)
+{
+    /* Buffered output fails only when it is flushed: a full disk shows
+     * here, or at the close, not at the printf. */
+    errno = 0;
+    bool failed = fflush(stdout) != 0 || ferror(stdout);
+    failed = fclose(stdout) != 0 || failed;
+    if (!failed)
+        return exit_code;
+    int err = errno;
+    fprintf(stderr, "%s: cannot write the report to stdout: %s\n", name,
+            err ? strerror(err) : "write error");
+    return exit_code == KILN_EXIT_OK ? KILN_EXIT_FAILED : exit_code;
 }
 
 void cli_json_u64(struct cli_json *j, const char *key, uint64_t v)

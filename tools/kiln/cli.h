@@ -252,6 +252,14 @@ bool cli_json_wanted(int argc, char **argv);
  */
 void cli_json_emit(const char *command, int exit_code);
 
+/*
+ * The end of every command: flushes and closes stdout, where its report
+ * went, and checks that it was written (a full disk shows only here).
+ * @return `exit_code`, or KILN_EXIT_FAILED (when it was 0) after one line
+ * on stderr saying the report was lost.
+ */
+int cli_finish_stdout(const char *name, int exit_code);
+
 /* Records why the command failed without printing it (the first message
  * wins); `kiln_code` is a kiln error code, or 0. */
 void cli_note_error(int kiln_code, const char *fmt, ...)

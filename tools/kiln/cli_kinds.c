@@ -155,6 +155,9 @@ int cli_prep_setup(const char *name, struct cli_prep_flags *f, struct cli_builde
 {
     if (f->iso.time_limit_ms && !f->isolate)
         return cli_usage_error(name, "--timeout-ms goes with --isolate");
+    if (*f->no_vulkan && *f->use_device_index)
+        return cli_usage_error(name, "--device %u picks a Vulkan device: not with --no-vulkan",
+                               *f->device);
     if (f->isolate && cli_isolate_worker(name, &f->iso))
         return KILN_EXIT_FAILED;
     CLI_TRY(cli_apply_cache_affinity(name));

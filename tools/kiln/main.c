@@ -180,5 +180,5 @@ int main(int argc, char **argv)
     int ex = dispatch(argc, argv, name, sizeof(name));
     if (json)
         cli_json_emit(name, ex);
-    return ex;
+    return cli_finish_stdout(name, ex);
 }
