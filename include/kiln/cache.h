@@ -361,8 +361,10 @@ struct kiln_cache_check_report {
     bool repaired; /* --repair cut the tail, rewrote the index, or restored a dictionary copy */
     /* The dictionary the records name: whole copies of it (programs.kpd and
      * programs.kpd2; 2 when the records name none), and what is wrong. A
-     * missing copy beside a whole one keeps the cache whole (caches made
-     * before the second copy have one); a damaged copy does not. */
+     * missing or empty copy beside a whole one keeps the cache whole
+     * (caches made before the second copy have one; nothing in it
+     * disagrees, and a repair or a writer's open writes it again); a copy
+     * of other bytes does not. */
     unsigned dict_copies;
     char dict_text[160];
 };
