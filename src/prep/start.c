@@ -683,8 +683,11 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             kiln_cache_close(*out); /* the read-only open below refuses it */
             *out = NULL;
             snprintf(s->use_text, sizeof(s->use_text), "another stamp");
-        } else if (rc == KILN_ENOENT) {
-            return rc; /* no cache: a read-only open finds none either */
+        } else if (rc == KILN_ENOENT || rc == KILN_ECORRUPT) {
+            /* No cache, or no copy of the dictionary its records name (the
+             * open said which in its one line): a read-only open meets the
+             * same, and would only say it again. */
+            return rc;
         } else {
             snprintf(s->use_text, sizeof(s->use_text), "opened read-only: %s",
                      rc == KILN_EBUSY ? "another writer holds the cache" : kiln_strerror(rc));
@@ -696,7 +699,17 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
         .io = o->io,
     };
-    return kiln_cache_open(o->cache_dir, &ropt, out);
+    rc = kiln_cache_open(o->cache_dir, &ropt, out);
+    struct kiln_cache_stats cs;
+    if (rc == KILN_OK && kiln_cache_stats(*out, &cs) == KILN_OK && cs.dict_id &&
+        !kiln_cache_dict(*out)) {
+        /* Opened without the dictionary its records name (the open logged
+         * why): no program could be unpacked. */
+        kiln_cache_close(*out);
+        *out = NULL;
+        rc = KILN_ECORRUPT;
+    }
+    return rc;
 }
 
 int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,

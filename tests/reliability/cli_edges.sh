@@ -349,6 +349,28 @@ else
     echo "skipped: no /dev/full to write the report to"
 fi
 
+# Both dictionary copies gone (issue 29, point 7): kiln start says so once
+# and fails, as a writer or --read-only; it does not go on to load records
+# nothing can unpack and report ok.
+if "$kiln" -q prepare --no-vulkan --generate 30 --dict --cache "$W/dict" >/dev/null 2>"$err"; then
+    rm -f "$W/dict/programs.kpd" "$W/dict/programs.kpd2"
+    for ro in "" --read-only; do
+        # shellcheck disable=SC2086 # $ro is no word or one
+        "$kiln" start --no-vulkan $ro --json --cache "$W/dict" >"$out" 2>"$err"
+        rc=$?
+        said=$(grep -c "cannot be unpacked" "$err")
+        if [ "$rc" -ne 1 ] || [ "$said" -ne 1 ] || ! grep -q '"code":"KILN_ECORRUPT"' "$out"; then
+            fail "start $ro without either dictionary copy: exit $rc, said $said times: $(cat "$err")"
+        else
+            passed=$((passed + 1))
+        fi
+    done
+elif grep -q "translator" "$err"; then
+    echo "skipped: no GLSL translator in this build for the dictionary fixture"
+else
+    fail "prepare --dict could not make the dictionary fixture: $(cat "$err")"
+fi
+
 # The fixture cache is still whole after all of the above.
 if ! "$kiln" cache check "$W/cache" >/dev/null 2>"$err"; then
     fail "the fixture cache is no longer whole: $(cat "$err")"
