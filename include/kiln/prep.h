@@ -844,6 +844,11 @@ struct kiln_start_summary {
      * the validator refuses but that parses: built anyway, one warning
      * line each. */
     uint64_t recorded_invalid;
+    /* 0, or why new driver data could not be saved as pipelines.vkc (a
+     * read-only cache folder, a full disk; the vk module logged it): the
+     * pipelines were built, but the next start compiles them again. Not an
+     * error of the start. */
+    int vk_cache_save_error;
 };
 
 /*

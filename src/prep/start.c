@@ -888,8 +888,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         (s->vk_cache_state == KILN_VK_CACHE_NEW || s->vk_cache_state == KILN_VK_CACHE_REJECTED)) {
         rc = kiln_vk_cache_save(own_vk);
         if (rc < 0)
-            KILN_WARN("prep", "%s: cannot save %s: %s", o->cache_dir, KILN_VK_CACHE_FILE,
-                      kiln_strerror(rc));
+            s->vk_cache_save_error = rc; /* its one line is the vk module's */
     }
 
 out:
