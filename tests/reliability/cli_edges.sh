@@ -407,6 +407,25 @@ else
     rm -f "$err".*
 fi
 
+# error.code and error.message come from one value (issue 29, point 7):
+# the message is the command's own error line, the one its code goes
+# with, not whichever library line came first (a worker's shaderc failure
+# beside the code "failed", or beside another worker's KILN_ENOMEM under
+# an address-space limit).
+mkdir -p "$W/glsl"
+printf '#version 450\nlayout(local_size_x = 1) in;\nvoid main() { not glsl; }\n' >"$W/glsl/bad.comp"
+"$kiln" prepare --no-vulkan --corpus "$W/glsl" --cache "$W/glslc" --json >"$out" 2>"$err"
+rc=$?
+own=$(grep '^kiln prepare: ' "$err" | tail -1 | sed 's/^kiln prepare: //')
+if grep -q "no GLSL translator\|translator" "$err" && ! grep -q "shaderc failed" "$err"; then
+    echo "skipped: no GLSL translator for a program that fails to translate"
+elif [ "$rc" -ne 1 ] || [ -z "$own" ] ||
+    ! grep -qF "\"error\":{\"code\":\"failed\",\"message\":\"$own\"}" "$out"; then
+    fail "prepare with a program that fails: exit $rc, line '$own', error $(grep -o '"error":{[^}]*}' "$out")"
+else
+    passed=$((passed + 1))
+fi
+
 # The fixture cache is still whole after all of the above.
 if ! "$kiln" cache check "$W/cache" >/dev/null 2>"$err"; then
     fail "the fixture cache is no longer whole: $(cat "$err")"

@@ -26,21 +26,42 @@ int cli_cache_affinity_flag = -1;
  */
 static char *json_report;
 
-/* Why the command failed, for `error`: the first reason recorded wins. */
+/* A message slot: the first writer wins (log lines come from any thread). */
+struct note {
+    atomic_int claimed;
+    char text[1024];
+};
+
+/*
+ * Why the command failed, for `error`. The code is the first kiln code the
+ * command stopped on. The message is the command's own error line when it
+ * printed one, since that line says what stopped it, so the two agree; the
+ * library's first error line is only the fallback. Taking the first line of
+ * either kind instead paired, say, a shaderc failure logged by one worker
+ * with the KILN_ENOMEM another met (issue 29).
+ */
 static struct {
-    int code;           /* a kiln error code, 0 when none was recorded */
-    bool usage;         /* the command line was wrong */
-    atomic_int claimed; /* the message slot is taken (log lines come from any thread) */
-    char message[1024];
+    int code;         /* a kiln error code, 0 when none was recorded */
+    bool usage;       /* the command line was wrong */
+    struct note own;  /* cli_error, cli_usage_error, cli_note_error */
+    struct note logs; /* the library's first error line */
 } json_error;
+
+static void note_into(struct note *n, const char *fmt, va_list ap)
+    __attribute__((format(CLI_PRINTF_KIND, 2, 0)));
+
+static void note_into(struct note *n, const char *fmt, va_list ap)
+{
+    if (atomic_exchange(&n->claimed, 1) == 0)
+        vsnprintf(n->text, sizeof(n->text), fmt, ap);
+}
 
 static void note_message(const char *fmt, va_list ap)
     __attribute__((format(CLI_PRINTF_KIND, 1, 0)));
 
 static void note_message(const char *fmt, va_list ap)
 {
-    if (atomic_exchange(&json_error.claimed, 1) == 0)
-        vsnprintf(json_error.message, sizeof(json_error.message), fmt, ap);
+    note_into(&json_error.own, fmt, ap);
 }
 
 static void note_message_f(const char *fmt, ...) __attribute__((format(CLI_PRINTF_KIND, 1, 2)));
@@ -384,6 +405,16 @@ void cli_note_error(int kiln_code, const char *fmt, ...)
     va_end(ap);
 }
 
+static void note_log_f(const char *fmt, ...) __attribute__((format(CLI_PRINTF_KIND, 1, 2)));
+
+static void note_log_f(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    note_into(&json_error.logs, fmt, ap);
+    va_end(ap);
+}
+
 /* The log sink of the command: the default line on stderr, and the first
  * error line kept for `error`, since some failures are told only there. */
 static void log_sink(void *user, enum kiln_log_level level, const char *module, const char *line)
@@ -393,7 +424,7 @@ static void log_sink(void *user, enum kiln_log_level level, const char *module, 
     fprintf(stderr, "kiln: %s: %s: %s\n", module,
             (unsigned)level < CLI_ARRAY_LEN(names) ? names[level] : "log", line);
     if (level == KILN_LOG_ERROR)
-        note_message_f("%s: %s", module, line);
+        note_log_f("%s: %s", module, line);
 }
 
 void cli_json_install_log_sink(void)
@@ -543,8 +574,10 @@ void cli_json_emit(const char *command, int exit_code)
                            : json_error.usage || exit_code == KILN_EXIT_USAGE ? "usage"
                                                                               : "failed";
         cli_json_str(&j, "code", code);
-        if (json_error.message[0])
-            cli_json_str(&j, "message", json_error.message);
+        if (json_error.own.text[0])
+            cli_json_str(&j, "message", json_error.own.text);
+        else if (json_error.logs.text[0])
+            cli_json_str(&j, "message", json_error.logs.text);
         else
             cli_json_str(&j, "message",
                          exit_code == KILN_EXIT_USAGE ? "bad usage or input" : "the work failed");

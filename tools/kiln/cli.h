@@ -246,9 +246,10 @@ bool cli_json_wanted(int argc, char **argv);
  * Prints the one --json object of `command`, which returned `exit_code`:
  * the shared fields, then the report the command ended with
  * cli_json_end() (if it got that far). `error` comes from what was noted:
- * the first of cli_error()/cli_usage_error()/cli_note_error() messages or
- * logged error lines, and the first kiln error code given to
- * cli_exit_for() or cli_note_error().
+ * the first kiln error code given to cli_exit_for(), cli_note_code() or
+ * cli_note_error(), and the first message of cli_error()/cli_usage_error()/
+ * cli_note_error() (the command's own word, which goes with that code), or
+ * without one the first logged error line.
  */
 void cli_json_emit(const char *command, int exit_code);
 
