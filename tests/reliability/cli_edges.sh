@@ -134,6 +134,22 @@ if [ "$have" -eq 1 ] && command -v flock >/dev/null 2>&1; then
     fi
 fi
 
+# bench store --dir replaces only a cache no kiln holds (issue 29, point
+# 6): beside a writer it is refused, and the held cache's files stay.
+if [ "$have" -eq 1 ] && command -v flock >/dev/null 2>&1; then
+    before=$(snapshot)
+    flock "$W/cache/programs.kpc" "$kiln" -q bench store --records 5 --mean-kb 1 --dir "$W/cache" \
+        >"$out" 2>"$err"
+    rc=$?
+    after=$(snapshot)
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "another kiln holds" "$err" &&
+        [ "$before" = "$after" ]; then
+        passed=$((passed + 1))
+    else
+        fail "bench store --dir over a held cache: exit $rc, stderr: $(cat "$err")"
+    fi
+fi
+
 section topo
 expect "$W/missing" topo --sysfs "$W/missing"
 expect "$W/afile" topo --sysfs "$W/afile"
