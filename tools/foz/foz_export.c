@@ -843,6 +843,10 @@ int kiln_foz_export(struct kiln_cache *c, const char *out_path,
         rc = KILN_ENOTFOUND;
     }
     if (rc == 0) {
+        /* Again before the rename: a cache may have been made there since. */
+        rc = kiln_cache_check_output(c, out_path);
+    }
+    if (rc == 0) {
         report->entries = kiln_foz_writer_entries(x->w);
         rc = kiln_foz_writer_finish(x->w, &report->bytes);
     }
