@@ -17,6 +17,10 @@
  *   adds links from outside it.
  * - The check only reads. A missing folder or target is no conflict: the
  *   write that follows fails, or makes a new file, on its own.
+ * - It is a check before a write, not a lock: a cache first made in an
+ *   empty folder after it ran (a prepare started that very moment) is not
+ *   seen. kiln_foz_export checks again before its rename to keep that
+ *   window short (the archive's sync).
  */
 #include "cache_internal.h"
 
