@@ -477,6 +477,20 @@ static int sync_locked(struct kiln_cache *c)
                    c->rec_path, kiln_strerror(rc));
         return rc;
     }
+    /* Synced, but into the file this handle holds: one renamed over its
+     * path since (an archive exported over programs.kpc, say) would keep
+     * these records out of the folder while every call succeeds. A failed
+     * check proves nothing and is let pass. */
+    bool same = true;
+    if (kiln__cache_still_at_path(c, &same) == KILN_OK && !same) {
+        rc = KILN_EIO_SYNC;
+        __atomic_store_n(&c->failed, rc, __ATOMIC_RELEASE);
+        KILN_ERROR("cache",
+                   "%s: the records file was replaced under this writer: records written "
+                   "since it was are not in the folder; reopen the cache",
+                   c->rec_path);
+        return rc;
+    }
     if (!c->idx_behind && c->idx_fd >= 0) {
         rc = index_append(c, n);
         if (rc < 0) {

@@ -221,7 +221,7 @@ static int create_records(struct kiln_cache *c, const struct kiln_cache_options 
  * never share their header bytes (each has its own random file id), so
  * equal headers and sizes mean the same file.
  */
-static int still_at_path(struct kiln_cache *c, bool *same)
+int kiln__cache_still_at_path(struct kiln_cache *c, bool *same)
 {
     const struct kiln_io *io = c->io;
     unsigned char a[KILN__CACHE_HEADER_SIZE], b[KILN__CACHE_HEADER_SIZE];
@@ -273,7 +273,7 @@ static int open_and_lock(struct kiln_cache *c)
         rc = io->lock(io, c->rec_fd, KILN_IO_LOCK_EXCLUSIVE);
         bool same = true;
         if (rc == KILN_OK && attempt < 8)
-            rc = still_at_path(c, &same);
+            rc = kiln__cache_still_at_path(c, &same);
         if (rc == KILN_EBUSY)
             KILN_INFO("cache", "%s: another writer holds this cache; open it read-only or later",
                       c->rec_path);

@@ -1367,6 +1367,33 @@ KT_CASE(output_guard)
     KT_CHECK_EQ(kiln_cache_check_output(NULL, ""), KILN_EINVAL);
 }
 
+/* A records file renamed over under a writer (an archive exported over
+ * programs.kpc by a kiln that did not check, issue 29 point 6): the next
+ * sync fails, and every later one, instead of succeeding into a file no
+ * longer in the folder. */
+KT_CASE(replaced_under_writer)
+{
+#ifdef _WIN32
+    puts("skipped: Windows does not rename over a file a writer holds open");
+#else
+    const char *top = kt_tmpdir();
+    char dir[4096], rec[4096], other[4096];
+    path_of(dir, top, "cache");
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(other, top, "archive.foz");
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_OK(put_rec(c, key_of(1), 100));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    write_all(other, "not the records", 15);
+    KT_REQUIRE(rename(other, rec) == 0);
+    KT_CHECK_OK(put_rec(c, key_of(2), 100));
+    KT_CHECK_EQ(kiln_cache_sync(c), KILN_EIO_SYNC);
+    KT_CHECK_EQ(kiln_cache_sync(c), KILN_EIO_SYNC);
+    kiln_cache_close(c);
+#endif
+}
+
 KT_CASE(special_files)
 {
 #ifdef _WIN32
@@ -1795,6 +1822,7 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(offsets_past_4gib), KT_ENTRY(stamp_mismatch), KT_ENTRY(reset),
         KT_ENTRY(create_makes_folders), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
         KT_ENTRY(check_and_repair), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
-        KT_ENTRY(planted_links), KT_ENTRY(output_guard), KT_ENTRY(special_files),
-        KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index), KT_ENTRY(v1_fixture_opens),
-        KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads), KT_ENTRY(put_threads))
+        KT_ENTRY(planted_links), KT_ENTRY(output_guard), KT_ENTRY(replaced_under_writer),
+        KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index),
+        KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads),
+        KT_ENTRY(put_threads))
