@@ -229,7 +229,10 @@ KILN_API int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const voi
  * to it failed). So the index never names a record that was not synced.
  * @return 0 or the error. A failed records sync may have lost writes
  * without telling which: the cache then refuses further puts and syncs with
- * that error (reopen it; every record synced before is kept).
+ * that error (reopen it; every record synced before is kept). So does a
+ * records file that another program renamed over the path since the open
+ * (KILN_EIO_SYNC, one error line): what was written into the old file is
+ * no longer in the folder.
  * Thread safety: safe with puts on other threads (a put that returns while
  * a sync runs is made durable by the next sync) and with every lookup;
  * syncs on several threads run one after another. Not with close or a
