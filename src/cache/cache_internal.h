@@ -103,9 +103,12 @@ int kiln__file_id_of(const char *path, struct kiln__file_id *id);
 int kiln__dir_holds(const char *dir, struct kiln__file_id id);
 
 /* Whether the file open as c->rec_fd is still the one at c->rec_path (equal
- * header bytes and sizes: each records file has its own random file id).
+ * header bytes, and sizes with `sizes`: each records file has its own random
+ * file id). Without `sizes` only the header's bytes count (for a handle
+ * whose puts may be growing the file). The caller keeps the
+ * header still (it holds the lock or the sync lock).
  * @return 0 with *same (false also when the path is gone), or the error. */
-int kiln__cache_still_at_path(struct kiln_cache *c, bool *same);
+int kiln__cache_still_at_path(struct kiln_cache *c, bool sizes, bool *same);
 
 /* Makes folder `dir` and its parents (cache_sys_*.c).
  * @return 0 when it is a folder now, or the error. */
