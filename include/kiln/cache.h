@@ -234,7 +234,10 @@ KILN_API int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const voi
  * to it failed). So the index never names a record that was not synced.
  * @return 0 or the error. A failed records sync may have lost writes
  * without telling which: the cache then refuses further puts and syncs with
- * that error (reopen it; every record synced before is kept).
+ * that error (reopen it; every record synced before is kept). So does a
+ * records file that another program renamed over the path since the open
+ * (KILN_EIO_SYNC, one error line): what was written into the old file is
+ * no longer in the folder.
  * Thread safety: safe with puts on other threads (a put that returns while
  * a sync runs is made durable by the next sync) and with every lookup;
  * syncs on several threads run one after another. Not with close or a
@@ -383,8 +386,10 @@ struct kiln_cache_check_report {
     bool repaired; /* --repair cut the tail, rewrote the index, or restored a dictionary copy */
     /* The dictionary the records name: whole copies of it (programs.kpd and
      * programs.kpd2; 2 when the records name none), and what is wrong. A
-     * missing copy beside a whole one keeps the cache whole (caches made
-     * before the second copy have one); a damaged copy does not. */
+     * missing or empty copy beside a whole one keeps the cache whole
+     * (caches made before the second copy have one; nothing in it
+     * disagrees, and a repair or a writer's open writes it again); a copy
+     * of other bytes does not. */
     unsigned dict_copies;
     char dict_text[160];
     /* Of bad_records, those the index names (a load reports them missing
@@ -422,6 +427,22 @@ struct kiln_cache_check_report {
  */
 KILN_API int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
                               struct kiln_cache_check_report *report);
+
+/*
+ * Checks, before a file of the caller's own (an exported archive) is made
+ * or renamed over `path`, that no kiln cache is written over: refused when
+ * `path`, links followed, is the same file (device and file id, whatever
+ * the spelling: "..", a symbolic or a hard link) as any entry of the
+ * folder of cache `c`, or when its folder is c's folder or one that holds
+ * any kiln cache (programs.kpc, programs.kpx, either dictionary copy or
+ * programs.kpu is there), whoever holds it. Every entry of c's folder
+ * counts, not a list of names: the ledger, pipelines.vkc, temporary files
+ * too. `c` may be NULL (only the folder test). Only reads; logs nothing.
+ * @return 0 when the path is clear, KILN_ECACHE_FILE when it is refused,
+ * KILN_ERANGE for a path too long, or the error listing c's folder.
+ * Thread-safe (c is only read).
+ */
+KILN_API int kiln_cache_check_output(const struct kiln_cache *c, const char *path);
 
 /* ---------------------------------------------------------------------------
  * Dictionary, last use and the cache's life cycle (src/cache/cache_life.c;

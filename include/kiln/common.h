@@ -104,6 +104,9 @@ enum kiln_error {
     KILN_EPARSE = -17,     /* text from a file or the OS could not be parsed */
     KILN_ECRASH = -18,     /* a worker process died (a signal, or an exit before answering) */
     KILN_ETIMEDOUT = -19,  /* a worker passed its time limit (and was killed) */
+    KILN_EROFS = -20,      /* the file system is mounted read-only */
+    /* A file to write is a kiln cache's, or lies in a cache's folder. */
+    KILN_ECACHE_FILE = -21,
 
     /* Extended I/O codes: which step of an I/O sequence failed. */
     KILN_EIO_OPEN = -32,       /* open() failed */

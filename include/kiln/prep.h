@@ -880,6 +880,11 @@ struct kiln_start_summary {
     /* options.cancel stopped the run (error KILN_ECANCELED): the counts
      * say how far it got. */
     bool canceled;
+    /* 0, or why new driver data could not be saved as pipelines.vkc (a
+     * read-only cache folder, a full disk; the vk module logged it): the
+     * pipelines were built, but the next start compiles them again. Not an
+     * error of the start. */
+    int vk_cache_save_error;
 };
 
 /*

@@ -455,6 +455,45 @@ static int index_append(struct kiln_cache *c, size_t n)
 }
 
 /* The sync itself, under sync_lock. */
+/*
+ * Whether the file locked as c->rec_fd is still the one at c->rec_path. A
+ * writer that rewrote the cache (compact, prune, repack) renames a new
+ * records file over the path and then drops its lock on the old one; a
+ * writer that opened the old file just before and locks it just after would
+ * otherwise append to a file no longer in the folder. Two records files
+ * never share their header bytes (each has its own random file id), so
+ * equal headers and sizes mean the same file.
+ */
+int kiln__cache_still_at_path(struct kiln_cache *c, bool sizes, bool *same)
+{
+    const struct kiln_io *io = c->io;
+    unsigned char a[KILN__CACHE_HEADER_SIZE], b[KILN__CACHE_HEADER_SIZE];
+    uint64_t size_a, size_b;
+    int fd;
+    *same = false;
+    int rc = io->open(io, c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &fd);
+    if (rc == KILN_ENOENT)
+        return KILN_OK; /* moved aside: not the same */
+    KILN_TRY(rc);
+    rc = io->size(io, c->rec_fd, &size_a);
+    if (rc == KILN_OK)
+        rc = io->size(io, fd, &size_b);
+    if (rc == KILN_OK && !sizes) {
+        /* Puts may grow the file meanwhile: only the headers' part counts. */
+        size_a = KILN_MIN(size_a, (uint64_t)sizeof(a));
+        size_b = KILN_MIN(size_b, (uint64_t)sizeof(b));
+    }
+    if (rc == KILN_OK && size_a == size_b) {
+        size_t n = (size_t)KILN_MIN(size_a, (uint64_t)sizeof(a));
+        rc = n ? kiln_io_read_full(io, c->rec_fd, a, n, 0) : KILN_OK;
+        if (rc == KILN_OK && n)
+            rc = kiln_io_read_full(io, fd, b, n, 0);
+        *same = rc == KILN_OK && (n == 0 || memcmp(a, b, n) == 0);
+    }
+    io->close(io, fd);
+    return rc;
+}
+
 static int sync_locked(struct kiln_cache *c)
 {
     int rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
@@ -477,6 +516,21 @@ static int sync_locked(struct kiln_cache *c)
                    "%s: sync failed (%s): records written since the last sync may be "
                    "lost; reopen the cache",
                    c->rec_path, kiln_strerror(rc));
+        return rc;
+    }
+    /* Synced, but into the file this handle holds: one renamed over its
+     * path since (an archive exported over programs.kpc, say) would keep
+     * these records out of the folder while every call succeeds. A failed
+     * check proves nothing and is let pass. Headers only: puts on other
+     * threads may grow the file between the two sizes. */
+    bool same = true;
+    if (kiln__cache_still_at_path(c, false, &same) == KILN_OK && !same) {
+        rc = KILN_EIO_SYNC;
+        __atomic_store_n(&c->failed, rc, __ATOMIC_RELEASE);
+        KILN_ERROR("cache",
+                   "%s: the records file was replaced under this writer: records written "
+                   "since it was are not in the folder; reopen the cache",
+                   c->rec_path);
         return rc;
     }
     if (!c->idx_behind && c->idx_fd >= 0) {

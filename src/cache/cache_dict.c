@@ -47,15 +47,22 @@ static int dict_copy(const struct kiln_pack_dict *d, struct kiln_pack_dict **out
 }
 
 /* Reads a dictionary file. @return 0 with the dictionary when its id is
- * `want`; KILN_ESTAMP (another id, in *found), KILN_ECORRUPT, KILN_ENOENT,
- * or another read error. */
+ * `want`; KILN_ESTAMP (another id, in *found), KILN_ECORRUPT, KILN_ENOENT
+ * (also for an empty file: *found is then 1), or another read error. */
 static int dict_read(const struct kiln_io *io, const char *path, uint64_t want,
                      struct kiln_pack_dict **out, uint64_t *found)
 {
     *out = NULL;
     void *data = NULL;
     size_t n = 0;
+    *found = 0;
     KILN_TRY(kiln__io_read_file(io, path, KILN_IO_NOFOLLOW, (size_t)64 << 20, &data, &n));
+    if (n == 0) {
+        /* No bytes disagree with the other copy: lost like a missing one. */
+        free(data);
+        *found = 1;
+        return KILN_ENOENT;
+    }
     struct kiln_pack_dict *d = NULL;
     int rc = kiln_pack_dict_load(data, n, &d);
     free(data);
@@ -107,7 +114,7 @@ int kiln__cache_dict_write(struct kiln_cache *c, const struct kiln_pack_dict *di
 struct copies {
     struct kiln_pack_dict *d; /* the dictionary, from the first whole copy */
     int rc[2];                /* each copy's dict_read result */
-    uint64_t found[2];        /* each copy's id when it was another */
+    uint64_t found[2];        /* each copy's id when it was another; 1 for an empty file */
     bool from_pending;        /* read from programs.kpd.new */
 };
 
@@ -157,7 +164,10 @@ static void copy_problem(const struct copies *k, unsigned i, char *out, size_t c
     if (k->rc[i] == KILN_ESTAMP)
         snprintf(out, cap, "holds dictionary %016" PRIx64, k->found[i]);
     else
-        snprintf(out, cap, "%s", k->rc[i] == KILN_ENOENT ? "is missing" : "is damaged");
+        snprintf(out, cap, "%s",
+                 k->rc[i] != KILN_ENOENT ? "is damaged"
+                 : k->found[i]           ? "is empty"
+                                         : "is missing");
 }
 
 /* Writes the copies that are not whole from `k->d` (the pending file is
@@ -254,8 +264,9 @@ int kiln__cache_dict_check(const struct kiln_io *io, const char *dir, uint64_t w
     struct copies k;
     KILN_TRY(read_copies(io, dir, want, &k));
     *whole = (k.rc[0] == KILN_OK) + (k.rc[1] == KILN_OK);
-    /* A missing copy beside a whole one is an older cache or a cut-short
-     * write, not damage; a copy of other bytes is damage. */
+    /* A missing or empty copy beside a whole one is an older cache or a
+     * cut-short write, not damage (nothing in it disagrees, and a repair or
+     * a writer's open writes it again); a copy of other bytes is damage. */
     *damaged = !k.d || (k.rc[0] != KILN_OK && k.rc[0] != KILN_ENOENT) ||
                (k.rc[1] != KILN_OK && k.rc[1] != KILN_ENOENT);
     char p0[64], p1[64];

@@ -81,6 +81,35 @@ void kiln__cache_set_use(struct kiln_cache *c, struct kiln_key key, uint32_t day
 /* Empties the table (the handle is held alone). */
 void kiln__cache_table_clear(struct kiln_cache *c);
 
+/* What names one file or folder whatever the path that reaches it: the
+ * device and inode on Unix, the volume serial number and file index on
+ * Windows. */
+struct kiln__file_id {
+    uint64_t volume;
+    uint64_t file;
+};
+
+static inline bool kiln__file_id_equal(struct kiln__file_id a, struct kiln__file_id b)
+{
+    return a.volume == b.volume && a.file == b.file;
+}
+
+/* The id of the file or folder at `path`, links followed (cache_sys_*.c).
+ * @return 0 with *id, KILN_ENOENT when nothing is there, or the error. */
+int kiln__file_id_of(const char *path, struct kiln__file_id *id);
+
+/* Whether an entry of folder `dir` (links followed) is the file `id`
+ * (cache_sys_*.c). @return 1, 0, or the error listing the folder. */
+int kiln__dir_holds(const char *dir, struct kiln__file_id id);
+
+/* Whether the file open as c->rec_fd is still the one at c->rec_path (equal
+ * header bytes, and sizes with `sizes`: each records file has its own random
+ * file id). Without `sizes` only the header's bytes count (for a handle
+ * whose puts may be growing the file). The caller keeps the
+ * header still (it holds the lock or the sync lock).
+ * @return 0 with *same (false also when the path is gone), or the error. */
+int kiln__cache_still_at_path(struct kiln_cache *c, bool sizes, bool *same);
+
 /* Makes folder `dir` and its parents (cache_sys_*.c).
  * @return 0 when it is a folder now, or the error. */
 int kiln__cache_make_dirs(const char *dir);

@@ -1,9 +1,11 @@
 /*
  * cache_sys_unix.c - what the cache asks of the operating system beyond
- * file I/O: memory for large blocks, and making a cache's folder.
+ * file I/O: memory for large blocks, making a cache's folder, and the ids
+ * of files (kiln_cache_check_output).
  */
 #include "cache_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,4 +70,33 @@ int kiln__cache_make_dirs(const char *dir)
         rc = kiln_error_from_errno(ENOTDIR, KILN_EIO); /* as opening a file in it says */
     free(p);
     return rc;
+}
+
+int kiln__file_id_of(const char *path, struct kiln__file_id *id)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return kiln_error_from_errno(errno, KILN_EIO_STAT);
+    id->volume = (uint64_t)st.st_dev;
+    id->file = (uint64_t)st.st_ino;
+    return KILN_OK;
+}
+
+int kiln__dir_holds(const char *dir, struct kiln__file_id id)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return kiln_error_from_errno(errno, KILN_EIO_OPEN);
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        char path[KILN__CACHE_PATH_MAX];
+        struct kiln__file_id f = {0, 0};
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            kiln__path_join(path, sizeof(path), dir, e->d_name) < 0)
+            continue;
+        found = kiln__file_id_of(path, &f) == KILN_OK && kiln__file_id_equal(f, id);
+    }
+    closedir(d);
+    return found;
 }

@@ -1,6 +1,8 @@
 /*
  * cache_sys_win.c - what the cache asks of Windows beyond file I/O: memory
- * for large blocks, and making a cache's folder.
+ * for large blocks, making a cache's folder, and the ids of files
+ * (kiln_cache_check_output: the volume serial number and file index of
+ * GetFileInformationByHandle).
  *
  * Large blocks come straight from VirtualAlloc: committed pages read as zero
  * without being written, cost memory only once touched, and go back to the
@@ -78,4 +80,59 @@ int kiln__cache_make_dirs(const char *dir)
     int rc = make_one(p, true);
     free(p);
     return rc;
+}
+
+/* The kiln code for a failed CreateFileW or FindFirstFileExW. */
+static int open_error(DWORD err)
+{
+    return err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND ? KILN_ENOENT
+           : err == ERROR_ACCESS_DENIED                               ? KILN_EACCES
+                                                                      : KILN_EIO_OPEN;
+}
+
+int kiln__file_id_of(const char *path, struct kiln__file_id *id)
+{
+    wchar_t *w = NULL;
+    KILN_TRY(kiln__win_path(path, &w));
+    /* No access asked: only the file's information is read. Backup
+     * semantics open folders too. */
+    HANDLE h = CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+    free(w);
+    if (h == INVALID_HANDLE_VALUE)
+        return open_error(GetLastError());
+    BY_HANDLE_FILE_INFORMATION info;
+    BOOL ok = GetFileInformationByHandle(h, &info);
+    CloseHandle(h);
+    if (!ok)
+        return KILN_EIO_STAT;
+    id->volume = info.dwVolumeSerialNumber;
+    id->file = ((uint64_t)info.nFileIndexHigh << 32) | info.nFileIndexLow;
+    return KILN_OK;
+}
+
+int kiln__dir_holds(const char *dir, struct kiln__file_id id)
+{
+    char pattern[KILN__CACHE_PATH_MAX];
+    KILN_TRY(kiln__path_join(pattern, sizeof(pattern), dir, "*"));
+    wchar_t *w = NULL;
+    KILN_TRY(kiln__win_path(pattern, &w));
+    WIN32_FIND_DATAW fd;
+    HANDLE find = FindFirstFileExW(w, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
+    free(w);
+    if (find == INVALID_HANDLE_VALUE)
+        return open_error(GetLastError());
+    int found = 0;
+    do {
+        char *name = NULL, path[KILN__CACHE_PATH_MAX];
+        struct kiln__file_id f = {0, 0};
+        if (wcscmp(fd.cFileName, L".") == 0 || wcscmp(fd.cFileName, L"..") == 0 ||
+            kiln__win_utf8(fd.cFileName, &name) < 0)
+            continue;
+        found = kiln__path_join(path, sizeof(path), dir, name) == KILN_OK &&
+                kiln__file_id_of(path, &f) == KILN_OK && kiln__file_id_equal(f, id);
+        free(name);
+    } while (!found && FindNextFileW(find, &fd));
+    FindClose(find);
+    return found;
 }

@@ -35,6 +35,8 @@ static const struct error_row error_rows[] = {
     {KILN_EPARSE, "KILN_EPARSE", "could not parse"},
     {KILN_ECRASH, "KILN_ECRASH", "the worker process died"},
     {KILN_ETIMEDOUT, "KILN_ETIMEDOUT", "the worker passed its time limit"},
+    {KILN_EROFS, "KILN_EROFS", "read-only file system"},
+    {KILN_ECACHE_FILE, "KILN_ECACHE_FILE", "a kiln cache's file or folder (never written over)"},
     {KILN_EIO_OPEN, "KILN_EIO_OPEN", "open failed"},
     {KILN_EIO_READ, "KILN_EIO_READ", "read failed"},
     {KILN_EIO_SHORTREAD, "KILN_EIO_SHORTREAD", "file ended early (short read)"},
@@ -85,8 +87,9 @@ int kiln_error_from_errno(int err, int fallback)
         return KILN_EEXIST;
     case EACCES:
     case EPERM:
-    case EROFS:
         return KILN_EACCES;
+    case EROFS:
+        return KILN_EROFS;
     case ENOSPC:
 #ifdef EDQUOT
     case EDQUOT:

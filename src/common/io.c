@@ -69,8 +69,7 @@ int kiln__io_create_new(const struct kiln_io *io, const char *path, int *fd)
     return io->open(io, path, flags, fd);
 }
 
-/* The folder part of `path` ("." when it has none). */
-static int dir_of(char *out, size_t cap, const char *path)
+int kiln__path_dir(char *out, size_t cap, const char *path)
 {
     const char *slash = strrchr(path, '/');
 #ifdef _WIN32
@@ -98,7 +97,7 @@ int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void 
     int len = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     if (len < 0 || (size_t)len >= sizeof(tmp))
         return KILN_ERANGE;
-    KILN_TRY(dir_of(dir, sizeof(dir), path));
+    KILN_TRY(kiln__path_dir(dir, sizeof(dir), path));
 
     int fd;
     KILN_TRY(kiln__io_create_new(io, tmp, &fd));

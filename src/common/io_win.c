@@ -83,8 +83,9 @@ static int win_error(DWORD err, int fallback)
     case ERROR_ALREADY_EXISTS:
         return KILN_EEXIST;
     case ERROR_ACCESS_DENIED:
-    case ERROR_WRITE_PROTECT:
         return KILN_EACCES;
+    case ERROR_WRITE_PROTECT:
+        return KILN_EROFS;
     case ERROR_SHARING_VIOLATION:
     case ERROR_LOCK_VIOLATION:
         return KILN_EBUSY;

@@ -170,6 +170,13 @@ int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, si
 int kiln__path_join(char *out, size_t cap, const char *dir, const char *name);
 
 /*
+ * The folder part of `path` into `out` (size `cap`): "." when it has none,
+ * the root for a file in it.
+ * @return 0 or KILN_ERANGE when it does not fit.
+ */
+int kiln__path_dir(char *out, size_t cap, const char *path);
+
+/*
  * The memory budget's worker processes (defined in src/pool/budget.c):
  * the resident memory of a registered process counts toward every pool's
  * budget (kiln_pool_resident_bytes) until it is removed. Register a child

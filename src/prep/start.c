@@ -696,8 +696,11 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             kiln_cache_close(*out); /* the read-only open below refuses it */
             *out = NULL;
             snprintf(s->use_text, sizeof(s->use_text), "another stamp");
-        } else if (rc == KILN_ENOENT) {
-            return rc; /* no cache: a read-only open finds none either */
+        } else if (rc == KILN_ENOENT || rc == KILN_ECORRUPT) {
+            /* No cache, or no copy of the dictionary its records name (the
+             * open said which in its one line): a read-only open meets the
+             * same, and would only say it again. */
+            return rc;
         } else {
             snprintf(s->use_text, sizeof(s->use_text), "opened read-only: %s",
                      rc == KILN_EBUSY ? "another writer holds the cache" : kiln_strerror(rc));
@@ -709,7 +712,17 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
         .io = o->io,
     };
-    return kiln_cache_open(o->cache_dir, &ropt, out);
+    rc = kiln_cache_open(o->cache_dir, &ropt, out);
+    struct kiln_cache_stats cs;
+    if (rc == KILN_OK && kiln_cache_get_stats(*out, &cs) == KILN_OK && cs.dict_id &&
+        !kiln_cache_dict(*out)) {
+        /* Opened without the dictionary its records name (the open logged
+         * why): no program could be unpacked. */
+        kiln_cache_close(*out);
+        *out = NULL;
+        rc = KILN_ECORRUPT;
+    }
+    return rc;
 }
 
 /* A ledger failure that a crash or hang gave: what the start skips. */
@@ -1001,8 +1014,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
         (s->vk_cache_state == KILN_VK_CACHE_NEW || s->vk_cache_state == KILN_VK_CACHE_REJECTED)) {
         rc = kiln_vk_cache_save(own_vk);
         if (rc < 0)
-            KILN_WARN("prep", "%s: cannot save %s: %s", o->cache_dir, KILN_VK_CACHE_FILE,
-                      kiln_strerror(rc));
+            s->vk_cache_save_error = rc; /* its one line is the vk module's */
     }
     start_ledger_end(o, own_vk, &drv, items, n, retried);
     /* Stopped: what was built is kept (pipelines.vkc, the ledger), and

@@ -1704,6 +1704,98 @@ KT_CASE(planted_links)
 #endif
 }
 
+/* kiln_cache_check_output (issue 29, point 6): a path to write that is a
+ * file of the cache by any spelling, or any name in its folder or in
+ * another cache's folder, is refused; a path elsewhere is clear. */
+KT_CASE(output_guard)
+{
+    const char *top = kt_tmpdir();
+    char dir[4096], other[4096], p[4096], q[4096];
+    path_of(dir, top, "cache");
+    path_of(other, top, "other");
+    struct kiln_cache *c, *o;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_OK(put_rec(c, key_of(1), 100));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    KT_CHECK_OK(kiln_cache_save_use(c));
+    KT_REQUIRE_OK(open_cache(other, STAMP, KILN_CACHE_CREATE, &o));
+    static const char *const files[] = {KILN_CACHE_RECORDS_FILE, KILN_CACHE_INDEX_FILE,
+                                        KILN_CACHE_USE_FILE, "ledger.kpl", "not-yet-there"};
+    path_of(p, dir, "ledger.kpl");
+    write_all(p, "x", 1); /* any file of the folder counts */
+    for (size_t i = 0; i < KILN_ARRAY_LEN(files); i++) {
+        path_of(p, dir, files[i]);
+        KT_CHECK_EQ(kiln_cache_check_output(c, p), KILN_ECACHE_FILE);
+        KT_CHECK_EQ(kiln_cache_check_output(NULL, p), KILN_ECACHE_FILE);
+        char up[4096];
+        path_of(up, top, "cache/../cache/.");
+        path_of(q, up, files[i]);
+        KT_CHECK_EQ(kiln_cache_check_output(c, q), KILN_ECACHE_FILE);
+        /* Into the other cache's folder: another process may hold it. */
+        path_of(q, other, files[i]);
+        KT_CHECK_EQ(kiln_cache_check_output(c, q), KILN_ECACHE_FILE);
+    }
+    path_of(p, top, "out.foz");
+    KT_CHECK_OK(kiln_cache_check_output(c, p));
+    KT_CHECK_OK(kiln_cache_check_output(NULL, p));
+    write_all(p, "old archive", 11);
+    KT_CHECK_OK(kiln_cache_check_output(c, p)); /* a file of no cache may be replaced */
+    path_of(p, top, "missing/out.foz");
+    KT_CHECK_OK(kiln_cache_check_output(c, p));
+#ifndef _WIN32
+    /* Links from outside the folder to each of its files. */
+    static const char *const linked[] = {KILN_CACHE_RECORDS_FILE, KILN_CACHE_INDEX_FILE,
+                                         KILN_CACHE_USE_FILE, "ledger.kpl"};
+    for (size_t i = 0; i < KILN_ARRAY_LEN(linked); i++) {
+        char sym[4096], hard[4096], name[64];
+        path_of(p, dir, linked[i]);
+        snprintf(name, sizeof(name), "sym-%zu.foz", i);
+        path_of(sym, top, name);
+        snprintf(name, sizeof(name), "hard-%zu.foz", i);
+        path_of(hard, top, name);
+        KT_REQUIRE(symlink(p, sym) == 0);
+        KT_REQUIRE(link(p, hard) == 0);
+        KT_CHECK_EQ(kiln_cache_check_output(c, sym), KILN_ECACHE_FILE);
+        KT_CHECK_EQ(kiln_cache_check_output(c, hard), KILN_ECACHE_FILE);
+    }
+    /* A folder reached through a link. */
+    path_of(q, top, "via");
+    KT_REQUIRE(symlink(dir, q) == 0);
+    path_of(p, q, "new.foz");
+    KT_CHECK_EQ(kiln_cache_check_output(c, p), KILN_ECACHE_FILE);
+#endif
+    kiln_cache_close(o);
+    kiln_cache_close(c);
+    KT_CHECK_EQ(kiln_cache_check_output(NULL, ""), KILN_EINVAL);
+}
+
+/* A records file renamed over under a writer (an archive exported over
+ * programs.kpc by a kiln that did not check, issue 29 point 6): the next
+ * sync fails, and every later one, instead of succeeding into a file no
+ * longer in the folder. */
+KT_CASE(replaced_under_writer)
+{
+#ifdef _WIN32
+    puts("skipped: Windows does not rename over a file a writer holds open");
+#else
+    const char *top = kt_tmpdir();
+    char dir[4096], rec[4096], other[4096];
+    path_of(dir, top, "cache");
+    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    path_of(other, top, "archive.foz");
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    KT_CHECK_OK(put_rec(c, key_of(1), 100));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    write_all(other, "not the records", 15);
+    KT_REQUIRE(rename(other, rec) == 0);
+    KT_CHECK_OK(put_rec(c, key_of(2), 100));
+    KT_CHECK_EQ(kiln_cache_sync(c), KILN_EIO_SYNC);
+    KT_CHECK_EQ(kiln_cache_sync(c), KILN_EIO_SYNC);
+    kiln_cache_close(c);
+#endif
+}
+
 KT_CASE(special_files)
 {
 #ifdef _WIN32
@@ -2134,6 +2226,6 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(check_and_repair), KT_ENTRY(repair_check_loop), KT_ENTRY(repair_check_random),
         KT_ENTRY(compact_accounts), KT_ENTRY(merge_accounts), KT_ENTRY(prune_plan),
         KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced), KT_ENTRY(planted_links),
-        KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index),
-        KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads),
-        KT_ENTRY(put_threads))
+        KT_ENTRY(output_guard), KT_ENTRY(replaced_under_writer), KT_ENTRY(special_files),
+        KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index), KT_ENTRY(v1_fixture_opens),
+        KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads), KT_ENTRY(put_threads))

@@ -5,6 +5,7 @@
 #include "kiln_internal.h"
 #include "faultio.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 
 KT_CASE(error_names)
@@ -16,6 +17,17 @@ KT_CASE(error_names)
     const int codes[] = {KILN_EINVAL, KILN_ENOSPC, KILN_EIO_SHORTREAD, KILN_ECORRUPT_BLOB};
     for (size_t i = 0; i < KILN_ARRAY_LEN(codes); i++)
         KT_CHECK(strcmp(kiln_errname(codes[i]), "KILN_E?") != 0);
+}
+
+/* A read-only file system is not "permission denied" (issue 29): a user
+ * told that chmods a folder that no chmod can open for writing. */
+KT_CASE(error_erofs)
+{
+    KT_CHECK(kiln_error_from_errno(EROFS, KILN_EIO) == KILN_EROFS);
+    KT_CHECK(strcmp(kiln_strerror(KILN_EROFS), "read-only file system") == 0);
+    KT_CHECK(strcmp(kiln_errname(KILN_EROFS), "KILN_EROFS") == 0);
+    KT_CHECK(kiln_error_from_errno(EACCES, KILN_EIO) == KILN_EACCES);
+    KT_CHECK(strcmp(kiln_errname(KILN_ECACHE_FILE), "KILN_ECACHE_FILE") == 0);
 }
 
 struct captured {
@@ -231,6 +243,7 @@ KT_CASE(faultio_faults_and_power_cut)
     faultio_destroy(&f);
 }
 
-KT_MAIN(KT_ENTRY(error_names), KT_ENTRY(log_levels_and_sink), KT_ENTRY(replace_and_read_file),
-        KT_ENTRY(lock_is_exclusive), KT_ENTRY(utf8_folder), KT_ENTRY(replace_while_open),
-        KT_ENTRY(hash_and_path), KT_ENTRY(faultio_faults_and_power_cut))
+KT_MAIN(KT_ENTRY(error_names), KT_ENTRY(error_erofs), KT_ENTRY(log_levels_and_sink),
+        KT_ENTRY(replace_and_read_file), KT_ENTRY(lock_is_exclusive), KT_ENTRY(utf8_folder),
+        KT_ENTRY(replace_while_open), KT_ENTRY(hash_and_path),
+        KT_ENTRY(faultio_faults_and_power_cut))

@@ -137,6 +137,22 @@ if [ "$have" -eq 1 ] && command -v flock >/dev/null 2>&1; then
     fi
 fi
 
+# bench store --dir replaces only a cache no kiln holds (issue 29, point
+# 6): beside a writer it is refused, and the held cache's files stay.
+if [ "$have" -eq 1 ] && command -v flock >/dev/null 2>&1; then
+    before=$(snapshot)
+    flock "$W/cache/programs.kpc" "$kiln" -q bench store --records 5 --mean-kb 1 --dir "$W/cache" \
+        >"$out" 2>"$err"
+    rc=$?
+    after=$(snapshot)
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "another kiln holds" "$err" &&
+        [ "$before" = "$after" ]; then
+        passed=$((passed + 1))
+    else
+        fail "bench store --dir over a held cache: exit $rc, stderr: $(cat "$err")"
+    fi
+fi
+
 section topo
 expect "$W/missing" topo --sysfs "$W/missing"
 expect "$W/afile" topo --sysfs "$W/afile"
@@ -194,6 +210,14 @@ expect "--bogus" prepare --bogus
 expect "--memory-budget" prepare --no-vulkan --memory-budget 12Q --cache "$W/c1"
 expect "--memory-budget" prepare --no-vulkan --memory-budget -5 --cache "$W/c1"
 expect "--bogus" prepare --retry-failed --background --bogus
+# A number with a blank first is refused, not read past its blank (" -1"
+# wrapped to the largest budget); --device has no device to pick without
+# Vulkan (issue 29, point 7).
+expect "--jobs" prepare --no-vulkan --jobs " 2" --cache "$W/c1"
+expect "--memory-budget" prepare --no-vulkan --memory-budget " -1" --cache "$W/c1"
+expect "--memory-budget" prepare --no-vulkan --memory-budget " 5M" --cache "$W/c1"
+expect "--seed" prepare --no-vulkan --seed " 5" --cache "$W/c1"
+expect "--no-vulkan" prepare --no-vulkan --device 1023 --cache "$W/c1"
 
 section start
 expect "$W/missing" start --no-vulkan --cache "$W/missing"
@@ -201,6 +225,8 @@ expect "$W/afile" start --no-vulkan --cache "$W/afile"
 expect "$W/text" start --no-vulkan --cache "$W/text"
 expect "$W/dirkpc" start --no-vulkan --cache "$W/dirkpc"
 expect "--bogus" start --bogus
+expect "--no-vulkan" start --no-vulkan --device 1023 --cache "$W/cache"
+expect "--jobs" start --no-vulkan --jobs " 2" --cache "$W/cache"
 
 section import foz
 expect "$W/missing.foz" import foz --cache "$W/c1" "$W/missing.foz"
@@ -278,6 +304,143 @@ if ! TMPDIR="$W/tmp" "$kiln" -q bench store --records 20 --mean-kb 1 >"$out" 2>"
     fail "bench store in a temporary folder: $(cat "$err")"
 elif [ -n "$(ls -A "$W/tmp")" ]; then
     fail "bench store left behind: $(ls -A "$W/tmp")"
+else
+    passed=$((passed + 1))
+fi
+
+# No command writes over a file of a cache (issue 29, point 6): export foz
+# aimed at every file of the cache it reads, by four spellings (the path,
+# one through "..", a symbolic and a hard link from outside the folder), at
+# a new name in that folder, and into the folder of another cache while a
+# writer holds it. Each is refused (exit 2, one line) with every file left
+# as it was; the cache is whole after all of it and exports elsewhere.
+section export foz
+if ! "$kiln" -q import foz --cache "$W/live" "$foz" >/dev/null 2>"$err"; then
+    fail "import foz could not make the export fixture: $(cat "$err")"
+else
+    mkdir -p "$W/links"
+    printf 'a ledger\n' >"$W/live/ledger.kpl" # prep's file: every file of the folder counts
+    for f in $(ls "$W/live"); do
+        ln -s "$W/live/$f" "$W/links/sym-$f"
+        ln "$W/live/$f" "$W/links/hard-$f"
+        expect "kiln cache" export foz --cache "$W/live" "$W/live/$f"
+        expect "kiln cache" export foz --cache "$W/live" "./../live/../live/$f"
+        expect "kiln cache" export foz --cache "$W/live" "$W/links/sym-$f"
+        expect "kiln cache" export foz --cache "$W/live" "$W/links/hard-$f"
+    done
+    expect "kiln cache" export foz --cache "$W/live" "$W/live/new.foz"
+    holder=
+    if command -v flock >/dev/null 2>&1; then
+        flock "$W/cache/programs.kpc" sleep 60 &
+        holder=$!
+        sleep 0.2
+    fi
+    expect "kiln cache" export foz --cache "$W/live" "$W/cache/programs.kpc"
+    expect "kiln cache" export foz --cache "$W/live" "$W/cache/programs.kpx"
+    expect "kiln cache" export foz --cache "$W/live" "$W/cache/new.foz"
+    [ -n "$holder" ] && kill "$holder" && wait "$holder" 2>/dev/null
+    if ! "$kiln" cache check "$W/live" >"$out" 2>"$err" || ! grep -q "records *1 whole" "$out"; then
+        fail "the exported cache is not whole after the refused exports: $(cat "$out" "$err")"
+    elif ! "$kiln" export foz --cache "$W/live" "$W/links/out.foz" >"$out" 2>"$err" ||
+        ! grep -q ": 1 pipelines" "$out"; then
+        fail "export foz to a plain path after the refused ones: $(cat "$out" "$err")"
+    else
+        passed=$((passed + 1))
+    fi
+fi
+
+# A report that cannot be written is a failure (issue 29, point 7): every
+# command checks that stdout took it, --json or text, and says so in one
+# line with exit 1.
+if [ -w /dev/full ]; then
+    for args in "cache stats --json $W/cache" "cache stats $W/cache" "cache check --json $W/cache" \
+        "export foz --json --cache $W/live $W/links/full.foz" "topo --json"; do
+        # shellcheck disable=SC2086 # the words are the arguments
+        (cd "$W/cwd" && "$kiln" $args) >/dev/full 2>"$err" </dev/null
+        rc=$?
+        if [ "$rc" -ne 1 ] || [ "$(wc -l <"$err")" -ne 1 ] || ! grep -q "cannot write the report" "$err"; then
+            fail "kiln $args >/dev/full: exit $rc, stderr: $(cat "$err")"
+        else
+            passed=$((passed + 1))
+        fi
+    done
+else
+    echo "skipped: no /dev/full to write the report to"
+fi
+
+# Both dictionary copies gone (issue 29, point 7): kiln start says so once
+# and fails, as a writer or --read-only; it does not go on to load records
+# nothing can unpack and report ok.
+if "$kiln" -q prepare --no-vulkan --generate 30 --dict --cache "$W/dict" >/dev/null 2>"$err"; then
+    rm -f "$W/dict/programs.kpd" "$W/dict/programs.kpd2"
+    for ro in "" --read-only; do
+        # shellcheck disable=SC2086 # $ro is no word or one
+        "$kiln" start --no-vulkan $ro --json --cache "$W/dict" >"$out" 2>"$err"
+        rc=$?
+        said=$(grep -c "cannot be unpacked" "$err")
+        if [ "$rc" -ne 1 ] || [ "$said" -ne 1 ] || ! grep -q '"code":"KILN_ECORRUPT"' "$out"; then
+            fail "start $ro without either dictionary copy: exit $rc, said $said times: $(cat "$err")"
+        else
+            passed=$((passed + 1))
+        fi
+    done
+elif grep -q "translator" "$err"; then
+    echo "skipped: no GLSL translator in this build for the dictionary fixture"
+else
+    fail "prepare --dict could not make the dictionary fixture: $(cat "$err")"
+fi
+
+# A cache on a read-only mount (issue 29, point 7): a writer is told
+# "read-only file system", not "permission denied"; kiln start builds its
+# pipelines but cannot save pipelines.vkc, and its report says so
+# (pipeline_cache_saved false, a reason) instead of a bare ok. The mount is
+# a read-only bind mount in a private mount namespace (unshare -m as root,
+# -rm otherwise); where that cannot be made, the case is skipped.
+ns="unshare -m"
+[ "$(id -u)" -eq 0 ] || ns="unshare -rm"
+if ! "$kiln" -q import foz --cache "$W/ro" "$foz" >/dev/null 2>"$err"; then
+    fail "import foz could not make the read-only fixture: $(cat "$err")"
+elif ! $ns sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1"' sh "$W/ro" \
+    >/dev/null 2>&1; then
+    echo "skipped: no read-only bind mount here ($ns)"
+else
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    $ns sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" &&
+        "$2" -q prepare --no-vulkan --generate 2 --cache "$1" 2>"$3.prep";
+        echo $? >"$3.prep.rc"; "$2" start --json --cache "$1" >"$3.start" 2>"$3.start.err";
+        echo $? >"$3.start.rc"' sh "$W/ro" "$kiln" "$err"
+    if [ "$(cat "$err.prep.rc")" -ne 2 ] || ! grep -q "read-only file system" "$err.prep" ||
+        grep -q "permission denied" "$err.prep"; then
+        fail "prepare on a read-only mount: exit $(cat "$err.prep.rc"): $(cat "$err.prep")"
+    else
+        passed=$((passed + 1))
+    fi
+    if grep -q '"vulkan":false' "$err.start" || grep -qi "vulkan is not available" "$err.start.err"; then
+        echo "skipped: no Vulkan device for kiln start on a read-only mount"
+    elif [ "$(cat "$err.start.rc")" -ne 0 ] || ! grep -q '"pipelines_built":1' "$err.start" ||
+        ! grep -q '"pipeline_cache_saved":false,"pipeline_cache_save_error":"read-only file system"' "$err.start"; then
+        fail "start on a read-only mount: exit $(cat "$err.start.rc"): $(cat "$err.start" "$err.start.err")"
+    else
+        passed=$((passed + 1))
+    fi
+    rm -f "$err".*
+fi
+
+# error.code and error.message come from one value (issue 29, point 7):
+# the message is the command's own error line, the one its code goes
+# with, not whichever library line came first (a worker's shaderc failure
+# beside the code "failed", or beside another worker's KILN_ENOMEM under
+# an address-space limit).
+mkdir -p "$W/glsl"
+printf '#version 450\nlayout(local_size_x = 1) in;\nvoid main() { not glsl; }\n' >"$W/glsl/bad.comp"
+"$kiln" prepare --no-vulkan --corpus "$W/glsl" --cache "$W/glslc" --json >"$out" 2>"$err"
+rc=$?
+own=$(grep '^kiln prepare: ' "$err" | tail -1 | sed 's/^kiln prepare: //')
+if grep -q "no GLSL translator\|translator" "$err" && ! grep -q "shaderc failed" "$err"; then
+    echo "skipped: no GLSL translator for a program that fails to translate"
+elif [ "$rc" -ne 1 ] || [ -z "$own" ] ||
+    ! grep -qF "\"error\":{\"code\":\"failed\",\"message\":\"$own\"}" "$out"; then
+    fail "prepare with a program that fails: exit $rc, line '$own', error $(grep -o '"error":{[^}]*}' "$out")"
 else
     passed=$((passed + 1))
 fi

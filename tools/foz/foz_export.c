@@ -817,6 +817,8 @@ int kiln_foz_export(struct kiln_cache *c, const char *out_path,
                     struct kiln_foz_export_report *report)
 {
     memset(report, 0, sizeof(*report));
+    /* Never over a file of this cache or into any cache's folder. */
+    KILN_TRY(kiln_cache_check_output(c, out_path));
     struct kiln_cache_entry *ents;
     size_t n;
     KILN_TRY(kiln_cache_entries(c, &ents, &n));
@@ -839,6 +841,10 @@ int kiln_foz_export(struct kiln_cache *c, const char *out_path,
     if (rc == 0 && report->pipelines == 0 && report->duplicates == 0) {
         KILN_ERROR("foz", "export: %s: the cache has no program that makes a pipeline", out_path);
         rc = KILN_ENOTFOUND;
+    }
+    if (rc == 0) {
+        /* Again before the rename: a cache may have been made there since. */
+        rc = kiln_cache_check_output(c, out_path);
     }
     if (rc == 0) {
         report->entries = kiln_foz_writer_entries(x->w);

@@ -809,6 +809,10 @@ int cmd_bench_replay(int argc, char **argv)
         return cli_usage_error(name, "expected archives (ARCHIVE.foz...) or --generate N");
     if (!generate && (keep || seed_given))
         return cli_usage_error(name, "%s needs --generate", keep ? "--keep-archive" : "--seed");
+    if (keep && kiln_cache_check_output(NULL, keep) == KILN_ECACHE_FILE) {
+        cli_error(name, "--keep-archive: %s: in a kiln cache's folder: not written over", keep);
+        return KILN_EXIT_USAGE;
+    }
 #ifdef _WIN32
     (void)json;
     (void)list;

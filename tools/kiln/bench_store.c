@@ -57,7 +57,9 @@ static const char help[] =
     "  --threads T   threads for the parallel load (default: the pool's choice\n"
     "                for reading; at most 16)\n"
     "  --cache DIR   make the cache in DIR and keep it (default: a temporary\n"
-    "                folder under $TMPDIR or /var/tmp, removed afterwards)\n"
+    "                folder under $TMPDIR or /var/tmp, removed afterwards); a\n"
+    "                kiln cache there is started over, unless another kiln\n"
+    "                holds it (then nothing is written, exit 1)\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
@@ -103,11 +105,15 @@ static uint64_t splitmix(uint64_t *s)
 
 static int make_cache(const struct bench *b)
 {
-    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_CREATE};
+    /* Always a fresh cache: an old one in DIR is started over under its
+     * writer lock, so a cache another kiln holds is refused, not unlinked
+     * under it (its writes would be lost while it reports success). */
+    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_RESET};
     struct kiln_cache *c;
     int rc = kiln_cache_open(b->dir, &opt, &c);
     if (rc < 0) {
-        cli_error(b->name, "%s: cannot create the cache: %s", b->dir, kiln_strerror(rc));
+        cli_error(b->name, "%s: cannot create the cache: %s%s", b->dir, kiln_strerror(rc),
+                  rc == KILN_EBUSY ? " (another kiln holds it; not replaced)" : "");
         return rc;
     }
     /* The largest record is 1.5 x the mean; multiply before dividing, so an
@@ -418,9 +424,6 @@ int cmd_bench_store(int argc, char **argv)
     }
     snprintf(b.rec, sizeof(b.rec), "%s/%s", b.dir, KILN_CACHE_RECORDS_FILE);
     snprintf(b.idx, sizeof(b.idx), "%s/%s", b.dir, KILN_CACHE_INDEX_FILE);
-    /* Always a fresh cache: an old one in DIR is replaced. */
-    unlink(b.rec);
-    unlink(b.idx);
 
     int rc = run(&b);
 

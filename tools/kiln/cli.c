@@ -26,21 +26,42 @@ int cli_cache_affinity_flag = -1;
  */
 static char *json_report;
 
-/* Why the command failed, for `error`: the first reason recorded wins. */
+/* A message slot: the first writer wins (log lines come from any thread). */
+struct note {
+    atomic_int claimed;
+    char text[1024];
+};
+
+/*
+ * Why the command failed, for `error`. The code is the first kiln code the
+ * command stopped on. The message is the command's own error line when it
+ * printed one, since that line says what stopped it, so the two agree; the
+ * library's first error line is only the fallback. Taking the first line of
+ * either kind instead paired, say, a shaderc failure logged by one worker
+ * with the KILN_ENOMEM another met (issue 29).
+ */
 static struct {
-    int code;           /* a kiln error code, 0 when none was recorded */
-    bool usage;         /* the command line was wrong */
-    atomic_int claimed; /* the message slot is taken (log lines come from any thread) */
-    char message[1024];
+    int code;         /* a kiln error code, 0 when none was recorded */
+    bool usage;       /* the command line was wrong */
+    struct note own;  /* cli_error, cli_usage_error, cli_note_error */
+    struct note logs; /* the library's first error line */
 } json_error;
+
+static void note_into(struct note *n, const char *fmt, va_list ap)
+    __attribute__((format(CLI_PRINTF_KIND, 2, 0)));
+
+static void note_into(struct note *n, const char *fmt, va_list ap)
+{
+    if (atomic_exchange(&n->claimed, 1) == 0)
+        vsnprintf(n->text, sizeof(n->text), fmt, ap);
+}
 
 static void note_message(const char *fmt, va_list ap)
     __attribute__((format(CLI_PRINTF_KIND, 1, 0)));
 
 static void note_message(const char *fmt, va_list ap)
 {
-    if (atomic_exchange(&json_error.claimed, 1) == 0)
-        vsnprintf(json_error.message, sizeof(json_error.message), fmt, ap);
+    note_into(&json_error.own, fmt, ap);
 }
 
 static void note_message_f(const char *fmt, ...) __attribute__((format(CLI_PRINTF_KIND, 1, 2)));
@@ -68,6 +89,8 @@ int cli_exit_for(int kiln_error)
     case KILN_ERANGE:
     case KILN_ESTAMP:
     case KILN_ECORRUPT_HEADER:
+    case KILN_EROFS:
+    case KILN_ECACHE_FILE:
         return KILN_EXIT_USAGE;
     default:
         return KILN_EXIT_FAILED;
@@ -188,8 +211,11 @@ int cli_parse_u64(const char *name, const char *flag, const char *text, uint64_t
 {
     char *end = NULL;
     errno = 0;
-    unsigned long long v = (text && *text && *text != '-') ? strtoull(text, &end, 10) : 0;
-    bool ok = text && *text && *text != '-' && end != text && errno == 0;
+    /* A digit first: strtoull would skip leading blanks and take a sign,
+     * so " -1" would wrap to the largest value and " 2" pass for 2. */
+    bool digit = text && *text >= '0' && *text <= '9';
+    unsigned long long v = digit ? strtoull(text, &end, 10) : 0;
+    bool ok = digit && end != text && errno == 0;
     if (ok && sizes && *end) {
         static const char units[] = "KMGT";
         const char *u = strchr(units, *end == 'k' ? 'K' : *end);
@@ -239,7 +265,7 @@ int cli_parse_device(const char *name, const char *text, bool *use_index, unsign
 int cli_parse_seed(const char *name, const char *text, uint64_t *seed)
 {
     char *end = NULL;
-    if (!text[0] || text[0] == '-' || text[0] == '+' || text[0] == ' ')
+    if (text[0] < '0' || text[0] > '9') /* as in cli_parse_u64: no blank, no sign */
         return cli_usage_error(name, "--seed: '%s' is not a number", text);
     errno = 0;
     *seed = strtoull(text, &end, 0);
@@ -453,6 +479,16 @@ void cli_note_error(int kiln_code, const char *fmt, ...)
     va_end(ap);
 }
 
+static void note_log_f(const char *fmt, ...) __attribute__((format(CLI_PRINTF_KIND, 1, 2)));
+
+static void note_log_f(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    note_into(&json_error.logs, fmt, ap);
+    va_end(ap);
+}
+
 /* The log sink of the command: the default line on stderr, and the first
  * error line kept for `error`, since some failures are told only there. */
 static void log_sink(void *user, enum kiln_log_level level, const char *module, const char *line)
@@ -465,7 +501,7 @@ static void log_sink(void *user, enum kiln_log_level level, const char *module, 
     fprintf(stderr, "kiln: %s: %s: %s\n", module,
             (unsigned)level < CLI_ARRAY_LEN(names) ? names[level] : "log", line);
     if (level == KILN_LOG_ERROR)
-        note_message_f("%s: %s", module, line);
+        note_log_f("%s: %s", module, line);
 }
 
 void cli_json_install_log_sink(void)
@@ -615,8 +651,10 @@ void cli_json_emit(const char *command, int exit_code)
                            : json_error.usage || exit_code == KILN_EXIT_USAGE ? "usage"
                                                                               : "failed";
         cli_json_str(&j, "code", code);
-        if (json_error.message[0])
-            cli_json_str(&j, "message", json_error.message);
+        if (json_error.own.text[0])
+            cli_json_str(&j, "message", json_error.own.text);
+        else if (json_error.logs.text[0])
+            cli_json_str(&j, "message", json_error.logs.text);
         else
             cli_json_str(&j, "message",
                          exit_code == KILN_EXIT_USAGE ? "bad usage or input" : "the work failed");
@@ -628,13 +666,26 @@ void cli_json_emit(const char *command, int exit_code)
         json_put(&j, json_report + 1, strlen(json_report) - 2);
     }
     json_put(&j, "}\n", 2);
-    if (!j.failed) {
-        fputs(j.buf, stdout);
-        fflush(stdout);
-    }
+    if (!j.failed)
+        fputs(j.buf, stdout); /* main() flushes and checks it (cli_finish_stdout) */
     free(j.buf);
     free(json_report);
     json_report = NULL;
+}
+
+int cli_finish_stdout(const char *name, int exit_code)
+{
+    /* Buffered output fails only when it is flushed: a full disk shows
+     * here, or at the close, not at the printf. */
+    errno = 0;
+    bool failed = fflush(stdout) != 0 || ferror(stdout);
+    failed = fclose(stdout) != 0 || failed;
+    if (!failed)
+        return exit_code;
+    int err = errno;
+    fprintf(stderr, "%s: cannot write the report to stdout: %s\n", name,
+            err ? strerror(err) : "write error");
+    return exit_code == KILN_EXIT_OK ? KILN_EXIT_FAILED : exit_code;
 }
 
 void cli_json_u64(struct cli_json *j, const char *key, uint64_t v)

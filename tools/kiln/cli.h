@@ -315,11 +315,20 @@ bool cli_json_wanted(int argc, char **argv);
  * Prints the one --json object of `command`, which returned `exit_code`:
  * the shared fields, then the report the command ended with
  * cli_json_end() (if it got that far). `error` comes from what was noted:
- * the first of cli_error()/cli_usage_error()/cli_note_error() messages or
- * logged error lines, and the first kiln error code given to
- * cli_exit_for() or cli_note_error().
+ * the first kiln error code given to cli_exit_for(), cli_note_code() or
+ * cli_note_error(), and the first message of cli_error()/cli_usage_error()/
+ * cli_note_error() (the command's own word, which goes with that code), or
+ * without one the first logged error line.
  */
 void cli_json_emit(const char *command, int exit_code);
+
+/*
+ * The end of every command: flushes and closes stdout, where its report
+ * went, and checks that it was written (a full disk shows only here).
+ * @return `exit_code`, or KILN_EXIT_FAILED (when it was 0) after one line
+ * on stderr saying the report was lost.
+ */
+int cli_finish_stdout(const char *name, int exit_code);
 
 /* Records why the command failed without printing it (the first message
  * wins); `kiln_code` is a kiln error code, or 0. */

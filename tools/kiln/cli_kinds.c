@@ -157,6 +157,9 @@ int cli_prep_setup(const char *name, struct cli_prep_flags *f, struct cli_builde
         return cli_usage_error(name, "--timeout-ms goes with --isolate");
     if (!*f->cache_dir && !(*f->cache_dir = cli_default_cache_dir(name)))
         return KILN_EXIT_USAGE;
+    if (*f->no_vulkan && *f->use_device_index)
+        return cli_usage_error(name, "--device %u picks a Vulkan device: not with --no-vulkan",
+                               *f->device);
     if (f->isolate && cli_isolate_worker(name, &f->iso))
         return KILN_EXIT_FAILED;
     CLI_TRY(cli_apply_cache_affinity(name));

@@ -30,7 +30,9 @@ static const char help[] =
     "program of a graphics stage gives its module and no pipeline. The cache\n"
     "is only read. OUT.foz is written under a temporary name beside it and\n"
     "renamed at the end: a failed export leaves no file, and an existing\n"
-    "OUT.foz is replaced only by a whole archive.\n"
+    "OUT.foz is replaced only by a whole archive. OUT.foz is never a file of\n"
+    "a cache, by any path or link, nor in the folder of any kiln cache: that\n"
+    "is refused (exit 2) before anything is written.\n"
     "Exit 0 when the archive was written, 1 when it was written but damaged\n"
     "records (or objects whose hash names another already written) were left\n"
     "out, or when writing failed; 2 for a missing cache, or a cache with no\n"
@@ -65,7 +67,11 @@ int cmd_export_foz(int argc, char **argv)
     kiln_cache_close(c);
 
     int exit_code = KILN_EXIT_OK;
-    if (rc == KILN_ENOTFOUND) {
+    if (rc == KILN_ECACHE_FILE) {
+        cli_error(argv[0], "%s: a file of a kiln cache, or in a cache's folder: not written over",
+                  out);
+        exit_code = cli_exit_for(rc);
+    } else if (rc == KILN_ENOTFOUND) {
         cli_error(argv[0],
                   "%s: no program of the cache makes a pipeline (%" PRIu64
                   " programs); nothing written",

@@ -109,6 +109,17 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "read_threads", s->read_threads);
     cli_json_str(&j, "workers_reason", s->workers_reason);
     cli_json_prep_vulkan(&j, s->vulkan, s->device, s->vk_cache_state, s->vk_cache_loaded_bytes);
+    /* Built but not kept is not a failed start, yet never silent. */
+    if (s->vulkan && s->error == 0) {
+        cli_json_bool(&j, "pipeline_cache_saved", s->vk_cache_save_error == 0);
+        if (s->vk_cache_save_error)
+            cli_json_str(&j, "pipeline_cache_save_error", kiln_strerror(s->vk_cache_save_error));
+        else
+            cli_json_null(&j, "pipeline_cache_save_error");
+    } else {
+        cli_json_null(&j, "pipeline_cache_saved");
+        cli_json_null(&j, "pipeline_cache_save_error");
+    }
     struct cli_phase_time rows[START_PHASES];
     cli_json_phase_seconds(&j, rows, start_phases(s, rows));
     cli_json_prep_end(&j, s->peak_rss, s->error, s->step);
@@ -148,6 +159,9 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
             printf("  crashes    %" PRIu64 " in flight when a run died, %" PRIu64
                    " crashed before: not built\n",
                    s->crash_skipped, s->ledger_failed);
+        if (s->vk_cache_save_error)
+            printf("  warning    pipelines.vkc not saved (%s): the next start compiles again\n",
+                   kiln_strerror(s->vk_cache_save_error));
     } else
         printf("  pipelines  none built\n");
     if (s->recorded_invalid)

@@ -246,5 +246,5 @@ int main(int argc, char **argv)
     cli_term_finish();
     if (json)
         cli_json_emit(name, ex);
-    return ex;
+    return cli_finish_stdout(name, ex);
 }

@@ -851,8 +851,11 @@ struct kiln_foz_export_report {
  * Records are written in key order, so one cache gives one archive.
  * @return 0 when the archive was written (also when programs were skipped
  * or damaged: see *report, filled in every case); KILN_ENOTFOUND when the
- * cache has no program that makes a pipeline (nothing is written); the I/O
- * error of the archive or the cache; KILN_ENOMEM.
+ * cache has no program that makes a pipeline (nothing is written);
+ * KILN_ECACHE_FILE, before anything is read or written, when `out_path` is
+ * a file of c's folder or lies in the folder of any kiln cache
+ * (kiln_cache_check_output); the I/O error of the archive or the cache;
+ * KILN_ENOMEM.
  * Thread safety: uses `c` like kiln_cache_get (any thread, not beside a
  * close or rewrite).
  */
