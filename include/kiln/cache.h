@@ -438,7 +438,8 @@ KILN_API int kiln_cache_check(const char *dir, const struct kiln_io *io, bool re
  * programs.kpu is there), whoever holds it. Every entry of c's folder
  * counts, not a list of names: the ledger, pipelines.vkc, temporary files
  * too. `c` may be NULL (only the folder test). Only reads; logs nothing.
- * @return 0 when the path is clear, KILN_ECACHE_FILE when it is refused,
+ * @return 0 when the path is clear, KILN_EINVAL without a path,
+ * KILN_ECACHE_FILE when it is refused,
  * KILN_ERANGE for a path too long, or the error listing c's folder.
  * Thread-safe (c is only read).
  */
