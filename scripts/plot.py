@@ -109,12 +109,16 @@ def plot_memory(plt, reports, save):
     budgets = set()
     for r, key, run, tl in runs:
         kind = key[:-len("runs")].rstrip("_") or "plain"
+        n = run["threads"]
+        # The plain runs are the reference: thin and dotted under the bounded ones.
+        style = {"linestyle": ":", "alpha": 0.7} if kind == "plain" else {}
         ax.plot([m / 1000.0 for m in tl["ms"]], [b / MIB for b in tl["bytes"]],
-                label=f"{run['threads']} threads, {kind}")
+                label=f"{n} thread{'' if n == 1 else 's'}, {kind}", **style)
         if run.get("memory_budget_bytes"):
             budgets.add(run["memory_budget_bytes"])
     for b in sorted(budgets):
-        ax.axhline(b / MIB, color="red", linestyle="--", label=f"budget {b / MIB:.0f} MiB")
+        ax.axhline(b / MIB, color="red", linestyle="--",
+                   label=f"budget {b / MIB:.0f} MiB (bounded runs)")
     ax.set_xlabel("seconds into the run")
     ax.set_ylabel("resident memory, kiln and workers (MiB)")
     ax.set_title("Memory over time against the budget")
