@@ -276,6 +276,20 @@ KILN_API int kiln_io_write_full(const struct kiln_io *io, int fd, const void *bu
                                 uint64_t off);
 
 /*
+ * Renames `from` to `to` only if no file is named `to`: never replaces one.
+ * With the default table (io NULL or kiln_io_default()) it is atomic:
+ * rename with RENAME_NOREPLACE, or a hard link then unlink where that is
+ * missing (Linux), MoveFileExW without MOVEFILE_REPLACE_EXISTING
+ * (Windows), so a file made at `to` meanwhile (a cache another kiln
+ * creates there) is never written over. With another table: a check that
+ * `to` is absent, then io->rename (not atomic; such a table is a test's).
+ * @return 0, KILN_EEXIST when `to` exists (nothing moved), KILN_EINVAL
+ * for a NULL path, or the rename's error.
+ * Thread-safe when `io` is.
+ */
+KILN_API int kiln_io_rename_new(const struct kiln_io *io, const char *from, const char *to);
+
+/*
  * Replaces the file at `path` with `n` bytes, crash-safely: they are written
  * to "<path>.tmp", synced, renamed over `path`, and the folder is synced.
  * At every moment the file at `path` is either the old one or the new one.

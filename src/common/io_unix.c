@@ -112,6 +112,21 @@ static int unix_rename(const struct kiln_io *self, const char *from, const char 
     return rename(from, to) == 0 ? KILN_OK : kiln_error_from_errno(errno, KILN_EIO_RENAME);
 }
 
+int kiln__io_rename_noreplace(const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return KILN_OK;
+    if (errno != EINVAL && errno != ENOSYS)
+        return kiln_error_from_errno(errno, KILN_EIO_RENAME);
+#endif
+    /* A link fails when `to` exists, whoever made it; then the old name goes. */
+    if (link(from, to) != 0)
+        return kiln_error_from_errno(errno, KILN_EIO_RENAME);
+    unlink(from);
+    return KILN_OK;
+}
+
 static int unix_truncate(const struct kiln_io *self, int fd, uint64_t size)
 {
     (void)self;

@@ -426,6 +426,28 @@ static DWORD posix_rename(const wchar_t *from, const wchar_t *to)
     return err;
 }
 
+int kiln__io_rename_noreplace(const char *from, const char *to)
+{
+    wchar_t *wf, *wt;
+    KILN_TRY(kiln__win_path(from, &wf));
+    int rc = kiln__win_path(to, &wt);
+    if (rc != KILN_OK) {
+        free(wf);
+        return rc;
+    }
+    /* Without MOVEFILE_REPLACE_EXISTING the move fails when `to` exists. */
+    rc = KILN_OK;
+    if (!MoveFileExW(wf, wt, MOVEFILE_WRITE_THROUGH)) {
+        DWORD err = GetLastError();
+        rc = err == ERROR_ALREADY_EXISTS || err == ERROR_FILE_EXISTS
+                 ? KILN_EEXIST
+                 : win_error(err, KILN_EIO_RENAME);
+    }
+    free(wf);
+    free(wt);
+    return rc;
+}
+
 static int win_rename(const struct kiln_io *self, const char *from, const char *to)
 {
     (void)self;

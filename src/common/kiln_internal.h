@@ -216,4 +216,8 @@ int kiln__win_path(const char *path, wchar_t **out);
 int kiln__win_utf8(const wchar_t *w, char **out);
 #endif
 
+/* The platform's atomic rename that never replaces (io_unix.c, io_win.c):
+ * KILN_EEXIST when `to` exists. */
+int kiln__io_rename_noreplace(const char *from, const char *to);
+
 #endif /* KILN_INTERNAL_H */

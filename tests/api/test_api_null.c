@@ -173,6 +173,8 @@ static int job(void *arg, unsigned worker)
     E(read_full_buf, kiln_io_read_full, KILN_EINVAL, kiln_io_read_full(F.io, F.fd, NULL, 4, 0))    \
     E(write_full_io, kiln_io_write_full, KILN_EINVAL, kiln_io_write_full(NULL, F.fd, F.buf, 4, 0)) \
     E(write_full_buf, kiln_io_write_full, KILN_EINVAL, kiln_io_write_full(F.io, F.fd, NULL, 4, 0)) \
+    E(rename_new_from, kiln_io_rename_new, KILN_EINVAL, kiln_io_rename_new(NULL, NULL, F.file))    \
+    E(rename_new_to, kiln_io_rename_new, KILN_EINVAL, kiln_io_rename_new(NULL, F.file, NULL))      \
     E(replace_io, kiln_io_replace_file, KILN_EINVAL, kiln_io_replace_file(NULL, F.file, "x", 1))   \
     E(replace_path, kiln_io_replace_file, KILN_EINVAL, kiln_io_replace_file(F.io, NULL, "x", 1))   \
     E(replace_data, kiln_io_replace_file, KILN_EINVAL,                                             \

@@ -383,6 +383,59 @@ static int by_digest(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/* A destination absent when the writer was made, and made by someone else
+ * before the archive is finished (a cache another kiln creates at that
+ * name): finish refuses (KILN_EEXIST) and leaves that file byte for byte,
+ * whatever the timing; a destination that was there is replaced as
+ * before. Fails where finish renames over whatever is there. */
+KT_CASE(writer_never_replaces_a_newcomer)
+{
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
+    snprintf(path, sizeof(path), "%s/programs.kpc", dir);
+    uint32_t words[3][64];
+    struct kiln_foz_writer *w = NULL;
+    KT_REQUIRE_OK(kiln_foz_writer_create(NULL, path, &w));
+    KT_CHECK_EQ(fill(w, words), 4);
+    write_text(path, "a cache's records");
+    KT_CHECK_EQ(kiln_foz_writer_finish(w, NULL), KILN_EEXIST);
+    kiln_foz_writer_destroy(w);
+    size_t n;
+    uint8_t *now = read_file(path, &n);
+    KT_CHECK(n == 17 && memcmp(now, "a cache's records", 17) == 0);
+    free(now);
+    KT_CHECK_EQ(files_with(dir, ".tmp-"), 0);
+    /* There from the start: replaced by the whole archive. */
+    KT_REQUIRE_OK(kiln_foz_writer_create(NULL, path, &w));
+    KT_CHECK_EQ(fill(w, words), 4);
+    KT_CHECK_OK(kiln_foz_writer_finish(w, NULL));
+    kiln_foz_writer_destroy(w);
+    now = read_file(path, &n);
+    KT_CHECK(n > 16 && memcmp(now,
+                              "\x81"
+                              "FOSSILIZEDB",
+                              12) == 0);
+    free(now);
+    /* kiln_io_rename_new itself, on the default table. */
+    char a[4300], b[4300];
+    snprintf(a, sizeof(a), "%s/a", dir);
+    snprintf(b, sizeof(b), "%s/b", dir);
+    write_text(a, "A");
+    write_text(b, "B");
+    KT_CHECK_EQ(kiln_io_rename_new(NULL, a, b), KILN_EEXIST);
+    now = read_file(b, &n);
+    KT_CHECK(n == 1 && now[0] == 'B');
+    free(now);
+    const struct kiln_io *io = kiln_io_default();
+    KT_CHECK_OK(io->unlink(io, b));
+    KT_CHECK_OK(kiln_io_rename_new(NULL, a, b));
+    now = read_file(b, &n);
+    KT_CHECK(n == 1 && now[0] == 'A');
+    free(now);
+    int fd;
+    KT_CHECK_EQ(io->open(io, a, KILN_IO_READ, &fd), KILN_ENOENT);
+}
+
 /* The generated corpus exported: one pipeline per program, in kiln's own
  * layout and render pass (three objects in all), and every pipeline read
  * back carries its program's stages. */
@@ -766,5 +819,5 @@ KT_CASE(export_prepared)
 #endif
 
 KT_MAIN(VULKAN_CASES KT_ENTRY(writer_reads_back), KT_ENTRY(writer_failure_leaves_nothing),
-        KT_ENTRY(export_generated), KT_ENTRY(export_foz_pipelines), KT_ENTRY(export_conflict),
-        KT_ENTRY(export_nothing))
+        KT_ENTRY(writer_never_replaces_a_newcomer), KT_ENTRY(export_generated),
+        KT_ENTRY(export_foz_pipelines), KT_ENTRY(export_conflict), KT_ENTRY(export_nothing))

@@ -8,7 +8,10 @@
  * temporary name in the destination's folder, made new (KILN_IO_EXCL |
  * KILN_IO_NOFOLLOW, so nothing already there is written through, and two
  * writers never share one), and only kiln_foz_writer_finish syncs it and
- * renames it over the destination; destroying an unfinished writer removes
+ * renames it over the destination (or, when none was there as the writer
+ * was made, to it without replacing what appeared there since: a cache
+ * another kiln made at that name is never written over); destroying an
+ * unfinished writer removes
  * it. So the destination is at every moment absent, the old file or the
  * whole new archive, never a partial one.
  *
@@ -52,6 +55,7 @@ struct kiln_foz_writer {
     uint64_t entries;
     int err; /* the first write error, returned from then on */
     bool finished;
+    bool dest_existed; /* a file was at `path` when the writer was made */
 };
 
 /* ---------------------------------------------------------------------------
@@ -182,6 +186,18 @@ int kiln_foz_writer_create(const struct kiln_io *io, const char *path, struct ki
     w->fd = -1;
     w->path = strdup(path);
     int rc = w->path ? create_tmp(w) : KILN_ENOMEM;
+    if (rc == 0) {
+        /* Whether a file is at the destination now (a folder or a FIFO
+         * there counts: the rename meets it); an open that fails otherwise
+         * is this writer's failure, as any other I/O error. */
+        int fd;
+        int probe = w->io->open(w->io, path, KILN_IO_READ, &fd);
+        if (probe == KILN_OK)
+            w->io->close(w->io, fd);
+        w->dest_existed = probe != KILN_ENOENT;
+        if (probe < 0 && probe != KILN_ENOENT && probe != KILN_EFORMAT && probe != KILN_EACCES)
+            rc = probe;
+    }
     if (rc == 0)
         rc = write_header(w);
     if (rc < 0) {
@@ -370,10 +386,20 @@ int kiln_foz_writer_finish(struct kiln_foz_writer *w, uint64_t *bytes)
         w->fd = -1;
         if (rc == 0)
             rc = rc_close;
+        /* A destination that was not there is published without replacing
+         * whatever appeared at its name since (a cache another kiln made). */
         if (rc == 0)
-            rc = w->io->rename(w->io, w->tmp, w->path);
-        if (rc < 0) {
+            rc = w->dest_existed ? w->io->rename(w->io, w->tmp, w->path)
+                                 : kiln_io_rename_new(w->io, w->tmp, w->path);
+        if (rc == KILN_EEXIST) {
+            KILN_ERROR("foz",
+                       "%s: a file appeared there while the archive was written: left as "
+                       "it is, nothing written",
+                       w->path);
+        } else if (rc < 0) {
             KILN_ERROR("foz", "%s: cannot finish the archive: %s", w->path, kiln_strerror(rc));
+        }
+        if (rc < 0) {
             w->io->unlink(w->io, w->tmp);
             free(w->tmp);
             w->tmp = NULL;
