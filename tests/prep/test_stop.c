@@ -35,26 +35,6 @@ struct watch {
     bool sent;
 };
 
-/* The case's folder (kt_tmpdir makes a new one at each call). */
-static const char *case_dir(void)
-{
-    static char dir[4096];
-    if (!dir[0])
-        snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    return dir;
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* Once the fault says the translation hangs, sends the SIGTERMs (two at
  * once: one request and its echo). */
 static void term_when_stuck(void *user, int pid)
@@ -63,7 +43,7 @@ static void term_when_stuck(void *user, int pid)
     if (w->sent)
         return;
     char text[65536];
-    slurp(w->err_path, text, sizeof(text));
+    kt_slurp(w->err_path, text, sizeof(text));
     if (!strstr(text, "hanging in translation"))
         return;
     w->sent = true;
@@ -116,8 +96,8 @@ static void stuck_translation(int signals, const char *deadline_env)
     exit(77);
 #else
     char cache[4200], err_path[4200], kpc[4300];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
-    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
+    snprintf(err_path, sizeof(err_path), "%s/stderr", kt_case_dir());
     snprintf(kpc, sizeof(kpc), "%s/programs.kpc", cache);
     static char out[65536], err[65536];
     struct watch w = {.err_path = err_path, .signals = signals};
@@ -133,7 +113,7 @@ static void stuck_translation(int signals, const char *deadline_env)
                          .during = term_when_stuck,
                          .during_user = &w};
     int rc = kt_spawn(KILN_CLI, args, &k);
-    slurp(err_path, err, sizeof(err));
+    kt_slurp(err_path, err, sizeof(err));
     if (rc < 0)
         fprintf(stderr, "kiln's stderr:\n%s\n", err);
     KT_REQUIRE(rc == 0);
@@ -209,17 +189,17 @@ KT_CASE(low_address_space_limit)
     static const unsigned limits_mib[] = {30, 40, 50, 60, 70, 80, 90, 100, 120, 160};
     static const char *const jobs[] = {"1", "2"};
     char err_path[4200];
-    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    snprintf(err_path, sizeof(err_path), "%s/stderr", kt_case_dir());
     static char err[65536];
     for (size_t j = 0; j < 2; j++) {
         unsigned poisoned = 0;
         for (size_t i = 0; i < sizeof(limits_mib) / sizeof(limits_mib[0]) && !poisoned; i++) {
             char cache[4200], kpc[4300], rm[8500];
-            snprintf(cache, sizeof(cache), "%s/cache-%s-%u", case_dir(), jobs[j], limits_mib[i]);
+            snprintf(cache, sizeof(cache), "%s/cache-%s-%u", kt_case_dir(), jobs[j], limits_mib[i]);
             snprintf(kpc, sizeof(kpc), "%s/programs.kpc", cache);
             int status = 0;
             int rc = run_limited(cache, limits_mib[i] * 1024u, jobs[j], err_path, &status);
-            slurp(err_path, err, sizeof(err));
+            kt_slurp(err_path, err, sizeof(err));
             if (rc < 0) {
                 fprintf(stderr, "%u MiB, --jobs %s: did not end; stderr:\n%s\n", limits_mib[i],
                         jobs[j], err);

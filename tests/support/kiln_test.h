@@ -99,6 +99,15 @@ int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv);
  */
 const char *kt_tmpdir(void);
 
+/* The case's one folder: kt_tmpdir's at the first call, the same path at
+ * every later one (for helpers that each need it, in a file whose cases
+ * each run in their own process). */
+const char *kt_case_dir(void);
+
+/* Reads file `path` into `buf` (at most cap - 1 bytes, NUL-terminated):
+ * empty when it cannot be opened, as a log not yet written. */
+void kt_slurp(const char *path, char *buf, size_t cap);
+
 /* Removes a folder tree. @return 0 or -1. */
 int kt_rmtree(const char *path);
 
