@@ -52,6 +52,16 @@ void kt_fail(const char *file, int line, const char *fmt, ...)
         }                                                       \
     } while (0)
 
+/* Like KT_REQUIRE, but ends the whole case (exit 1): for a helper's
+ * precondition, where KT_REQUIRE's return would not stop the case. */
+#define KT_NEED(cond)                                                 \
+    do {                                                              \
+        if (!(cond)) {                                                \
+            printf("%s:%d: needed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                  \
+        }                                                             \
+    } while (0)
+
 #define KT_CHECK_EQ(a, b)                                                                \
     do {                                                                                 \
         long long kt_a_ = (long long)(a), kt_b_ = (long long)(b);                        \
