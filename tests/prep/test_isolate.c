@@ -12,6 +12,7 @@
  * (the driver is unloaded before LeakSanitizer could name it).
  */
 #include "kiln_test.h"
+#include "kt_cli.h"
 #include "kt_spawn.h"
 #include "prep_fixture.h"
 
@@ -64,18 +65,6 @@ static int run_kiln(const char *fault, const char *in_path, const char *const *a
 static int exit_code(const struct run *r)
 {
     return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
-}
-
-static int64_t json_int(const char *text, const char *key)
-{
-    struct json_object *j = json_tokener_parse(text), *v;
-    int64_t x = -1;
-    if (j && json_object_object_get_ex(j, key, &v))
-        x = json_object_get_int64(v);
-    else
-        kt_fail(__FILE__, __LINE__, "no field '%s' in the JSON", key);
-    json_object_put(j);
-    return x;
 }
 
 static void need_faults(void)
@@ -149,8 +138,8 @@ KT_CASE(isolated_builds_all)
     struct run *r = c.r;
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
     KT_CHECK(file_size(c.vkc) > 0);
     /* Every worker lived to send its pipeline cache: none was killed as
      * the pool's threads ended (the spawner thread, isolate.c). */
@@ -160,9 +149,9 @@ KT_CASE(isolated_builds_all)
      * started. */
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "cached"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_skipped"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "cached"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "driver_compiles"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_skipped"), NPROGRAMS);
     case_end(&c);
 }
 
@@ -176,9 +165,9 @@ static void crash_case(const char *fault, const char *signame)
     struct run *r = c.r;
     KT_REQUIRE(prepare_isolated(c.cache, fault, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
-    KT_CHECK_EQ(json_int(r->out, "failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "failed"), 0);
     KT_CHECK(strstr(r->err, VICTIM ": not built: the worker process died") != NULL);
     KT_CHECK(strstr(r->err, signame) != NULL);
     KT_CHECK(file_size(c.vkc) > 0);
@@ -200,20 +189,20 @@ KT_CASE(crasher_skipped_then_retried)
     struct run *r = c.r;
     KT_REQUIRE(prepare_isolated(c.cache, "crash:" VICTIM, NULL, r) == 0);
     KT_REQUIRE(exit_code(r) == 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "driver_compiles"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
     KT_CHECK(strstr(r->err, "1 program failed to build on this driver before: skipped") != NULL);
     const char *retry[] = {"prepare", "--generate", PROGRAMS, "--cache",        c.cache, "--jobs",
                            "2",       "--isolate",  "--json", "--retry-failed", NULL};
     KT_REQUIRE(run_kiln(NULL, NULL, retry, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), 1);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "driver_compiles"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
     case_end(&c);
 }
 
@@ -233,17 +222,19 @@ KT_CASE(worker_hang)
      * loaded machine: only the hung one may pass it. */
     KT_REQUIRE(prepare_isolated(c.cache, "hang:" VICTIM, "20000", r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_CHECK(strstr(r->err, VICTIM ": not built: the worker passed its time limit") != NULL);
     KT_CHECK(file_size(c.vkc) > 0);
     case_end(&c);
 }
 
-/* What orphan_worker_dies watches: kiln's stderr, and the hung worker. */
-struct orphan_watch {
+/* What a run with a hung worker watches: kiln's stderr, the hung worker,
+ * and what it sends once the worker hangs. */
+struct hang_watch {
     char err_path[4200];
     long worker; /* 0 until the fault said which process hangs */
+    bool group;  /* SIGINT to kiln's process group; else SIGKILL to kiln */
 };
 
 /* @return the worker the fault says hangs ("hanging in process N" in
@@ -256,16 +247,32 @@ static long hung_worker(const char *err_path)
     return at ? strtol(at + strlen("hanging in process "), NULL, 10) : 0;
 }
 
+/* Once the fault says which worker hangs, kills kiln (not the worker), or
+ * for w->group sends SIGINT to kiln's process group, as a terminal's
+ * Ctrl-C does. */
+static void signal_when_hung(void *user, int pid)
+{
+    struct hang_watch *w = user;
+    if (w->worker)
+        return;
+    w->worker = hung_worker(w->err_path);
+    if (!w->worker)
+        return;
+    if (w->group)
+        kill(-pid, SIGINT);
+    else
+        kill(pid, SIGKILL);
+}
+
 /*
  * Runs `kiln prepare --isolate` of case `c` on one worker with the fault
- * hanging VICTIM's build, `during` watching it with `w`; when `group`, kiln
- * leads its own process group, with a 3 s stop deadline. @return
+ * hanging VICTIM's build, watched by `w` (signal_when_hung); when `group`,
+ * kiln leads its own process group, with a 3 s stop deadline. @return
  * kt_spawn's, with the wait status in *status and stderr in c->r->err.
  */
-static int run_hung(struct isolate_case *c, struct orphan_watch *w,
-                    void (*during)(void *user, int pid), bool group, int *status)
+static int run_hung(struct isolate_case *c, struct hang_watch *w, bool group, int *status)
 {
-    *w = (struct orphan_watch){.worker = 0};
+    *w = (struct hang_watch){.group = group};
     snprintf(w->err_path, sizeof(w->err_path), "%s/stderr", kt_case_dir());
     const char *args[] = {"prepare", "--generate", PROGRAMS,    "--cache", c->cache,
                           "--jobs",  "1",          "--isolate", NULL};
@@ -277,24 +284,12 @@ static int run_hung(struct isolate_case *c, struct orphan_watch *w,
                          .limit_s = RUN_LIMIT_S,
                          .out = c->r->out,
                          .out_cap = sizeof(c->r->out),
-                         .during = during,
+                         .during = signal_when_hung,
                          .during_user = w};
     int rc = kt_spawn(KILN_CLI, args, &k);
     *status = k.status;
     kt_slurp(w->err_path, c->r->err, sizeof(c->r->err));
     return rc;
-}
-
-/* Once the fault says which worker hangs, kills kiln (not the worker). */
-static void kill_parent_when_hung(void *user, int pid)
-{
-    struct orphan_watch *w = user;
-    if (w->worker)
-        return;
-    w->worker = hung_worker(w->err_path);
-    if (!w->worker)
-        return;
-    kill(pid, SIGKILL);
 }
 
 /* A worker hung in the driver dies with its parent: kiln is killed with
@@ -311,9 +306,9 @@ KT_CASE(orphan_worker_dies)
     struct isolate_case c;
     KT_REQUIRE(case_begin(&c, true));
     KT_REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
-    struct orphan_watch w;
+    struct hang_watch w;
     int st;
-    KT_REQUIRE(run_hung(&c, &w, kill_parent_when_hung, false, &st) == 0);
+    KT_REQUIRE(run_hung(&c, &w, false, &st) == 0);
     KT_REQUIRE(w.worker > 0);
     KT_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     /* The worker is this process's child now: reaped here once it died. */
@@ -340,19 +335,6 @@ KT_CASE(orphan_worker_dies)
 #endif
 }
 
-/* Sends SIGINT to kiln's process group, as a terminal's Ctrl-C does, once
- * the fault says a worker hangs in its build. */
-static void interrupt_group_when_hung(void *user, int pid)
-{
-    struct orphan_watch *w = user;
-    if (w->worker)
-        return;
-    w->worker = hung_worker(w->err_path);
-    if (!w->worker)
-        return;
-    kill(-pid, SIGINT);
-}
-
 /* A Ctrl-C at the terminal stops the run, and is not the driver's word: a
  * SIGINT to kiln's whole process group while a worker is in a build (it
  * hangs there, by the fault) must not kill that worker as the build's
@@ -363,16 +345,17 @@ KT_CASE(group_interrupt_spares_workers)
 {
     struct isolate_case c;
     KT_REQUIRE(case_begin(&c, true));
-    struct orphan_watch w;
+    struct hang_watch w;
     int st;
-    KT_REQUIRE(run_hung(&c, &w, interrupt_group_when_hung, true, &st) == 0);
+    KT_REQUIRE(run_hung(&c, &w, true, &st) == 0);
     KT_REQUIRE(w.worker > 0);
     KT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
     KT_CHECK(strstr(c.r->err, VICTIM ": not built: the worker process died") == NULL);
     /* The next run, the fault gone: nothing recorded against the driver. */
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, c.r) == 0);
-    KT_CHECK_EQ(json_int(c.r->out, "ledger_failed"), 0);
-    KT_CHECK_EQ(json_int(c.r->out, "pipelines_built") + json_int(c.r->out, "ledger_skipped"),
+    KT_CHECK_EQ(kt_json_text_int(c.r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(c.r->out, "pipelines_built") +
+                    kt_json_text_int(c.r->out, "ledger_skipped"),
                 NPROGRAMS);
     KT_CHECK_EQ(exit_code(c.r), 0);
     case_end(&c);
@@ -403,9 +386,9 @@ KT_CASE(warm_start_worker_crash)
                                          "--json", NULL},
                         r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "loaded"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "loaded"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_CHECK(strstr(r->err, fault + 6) != NULL && strstr(r->err, "SIGSEGV") != NULL);
     case_end(&c);
 }
@@ -729,29 +712,29 @@ static void crash_costs_one_run(const char *const *cmd, const char *victim, bool
 
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    int64_t suspects = json_int(r->out, "crash_skipped");
+    int64_t suspects = kt_json_text_int(r->out, "crash_skipped");
     KT_CHECK(suspects >= 1 && suspects <= 2); /* two workers: one or two in flight */
     KT_CHECK(strstr(r->err, line) != NULL);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - suspects);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - suspects);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
 
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "crash_skipped"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), suspects);
-    KT_CHECK_EQ(json_int(r->out, start ? "pipelines_built" : "driver_compiles"),
+    KT_CHECK_EQ(kt_json_text_int(r->out, "crash_skipped"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), suspects);
+    KT_CHECK_EQ(kt_json_text_int(r->out, start ? "pipelines_built" : "driver_compiles"),
                 start ? NPROGRAMS - suspects : 0);
     KT_CHECK(strstr(r->err, line) == NULL);
 
     KT_REQUIRE(run_json(NULL, cmd, "--retry-failed", r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), start ? NPROGRAMS : suspects);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), start ? NPROGRAMS : suspects);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
 
     KT_REQUIRE(run_json(NULL, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "crash_skipped"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "crash_skipped"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
     case_end(&c);
 }
 
@@ -801,17 +784,17 @@ KT_CASE(isolated_start_records_crash)
     const char *cmd[] = {"start", "--cache", c.cache, "--jobs", "2", "--isolate", NULL};
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0); /* not handed to a worker again */
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
     KT_CHECK(strstr(r->err, "1 program crashed a process or worker on this driver before") != NULL);
     KT_REQUIRE(run_json(NULL, cmd, "--retry-failed", r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
     case_end(&c);
 }
 

@@ -11,6 +11,7 @@
  * translations need shaderc; --no-vulkan, so no case needs a device.
  */
 #include "kiln_test.h"
+#include "kt_cli.h"
 #include "kt_spawn.h"
 
 #include <json-c/json.h>
@@ -70,18 +71,6 @@ static int cache_check(const char *dir)
     return ex;
 }
 
-static int64_t json_int(const char *text, const char *key)
-{
-    struct json_object *j = json_tokener_parse(text), *v;
-    int64_t x = -1;
-    if (j && json_object_object_get_ex(j, key, &v))
-        x = json_object_get_int64(v);
-    else
-        kt_fail(__FILE__, __LINE__, "no field '%s' in the JSON", key);
-    json_object_put(j);
-    return x;
-}
-
 /* A translation that never returns and heeds no stop flag (the test fault
  * hang-translate:, as shaderc on glslang's lock), SIGTERM sent `signals`
  * times at once: kiln ends by itself, exit code 130 (a signal stopped it) with the deadline's
@@ -133,7 +122,8 @@ static void stuck_translation(int signals, const char *deadline_env)
                           .out = out,
                           .out_cap = sizeof(out)};
     KT_CHECK_EQ(kt_spawn_exit(KILN_CLI, again, &k2), 0);
-    int64_t cached = json_int(out, "cached"), translated = json_int(out, "translated");
+    int64_t cached = kt_json_text_int(out, "cached"),
+            translated = kt_json_text_int(out, "translated");
     KT_CHECK(cached >= 1 && translated >= 1);
     KT_CHECK_EQ(cached + translated, 12);
     if (kt_failures) {

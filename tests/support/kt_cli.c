@@ -63,6 +63,18 @@ uint64_t kt_json_num(struct json_object *o, const char *dotted)
     return o ? (uint64_t)json_object_get_int64(o) : UINT64_MAX;
 }
 
+int64_t kt_json_text_int(const char *text, const char *key)
+{
+    struct json_object *j = json_tokener_parse(text), *v;
+    int64_t x = -1;
+    if (j && json_object_object_get_ex(j, key, &v))
+        x = json_object_get_int64(v);
+    else
+        kt_fail(__FILE__, __LINE__, "no field '%s' in the JSON", key);
+    json_object_put(j);
+    return x;
+}
+
 void kt_cli_require_vulkan(struct json_object *o, const char *out)
 {
     struct json_object *v = NULL, *step = NULL;

@@ -2,7 +2,8 @@
  * kt_cli.h - running the built kiln command (KILN_CLI) from a test through
  * the shell, and reading its --json output: one home for what the cases
  * that drive whole kiln runs (tests/cli/test_cli_foz.c,
- * tests/reliability/test_recorded_state.c) each need.
+ * tests/reliability/test_recorded_state.c, tests/prep/test_stop.c and
+ * test_isolate.c) each need.
  *
  * kt_cli.c is built into each test that uses it (a SOURCES entry, as
  * foz_writer.c), with that test's KILN_CLI and json-c. POSIX: system().
@@ -30,6 +31,10 @@ struct json_object *kt_cli_json(const char *path);
 /* @return the number at a dotted path of `o` ("kinds.foz.graphics.built"),
  * or UINT64_MAX when it is missing. */
 uint64_t kt_json_num(struct json_object *o, const char *dotted);
+
+/* @return the integer member `key` of the JSON object in `text` (a run's
+ * stdout), or -1 with a failure recorded when there is none. */
+int64_t kt_json_text_int(const char *text, const char *key);
 
 /* Ends the case as skipped (exit 77, `o` released) when the run whose
  * output is `o` found no Vulkan device ("error_step": "vulkan"; the
