@@ -244,9 +244,12 @@ static void write_archives(const struct variant *v, const char *crafted, const c
  * The command and its output
  * ------------------------------------------------------------------------ */
 
-/* @return how many lines of file `path` hold both `a` and `b`. */
-static int lines_with(const char *path, const char *a, const char *b)
+/* @return how many lines of the stderr of the run whose output is `out`
+ * (the file `out`.err) hold both `a` and `b`. */
+static int err_lines_with(const char *out, const char *a, const char *b)
 {
+    char path[4300];
+    snprintf(path, sizeof(path), "%s.err", out);
     FILE *f = fopen(path, "r");
     KT_NEED(f);
     char line[8192];
@@ -333,10 +336,8 @@ static void check_import(const struct variant *v, const char *dir, const char *c
     KT_CHECK_EQ(kt_json_num(o, "imported"), 7);
     KT_CHECK_EQ(kt_json_num(o, "records"), 7);
     json_object_put(o);
-    char err[4300];
-    snprintf(err, sizeof(err), "%s.err", out);
-    KT_CHECK_EQ(lines_with(err, "refused: ", v->rule_import), 1);
-    KT_CHECK_EQ(lines_with(err, "bad0000000000001", "refused"), 1);
+    KT_CHECK_EQ(err_lines_with(out, "refused: ", v->rule_import), 1);
+    KT_CHECK_EQ(err_lines_with(out, "bad0000000000001", "refused"), 1);
 }
 
 static void check_start(const struct variant *v, const char *dir, const char *crafted)
@@ -355,9 +356,8 @@ static void check_start(const struct variant *v, const char *dir, const char *cr
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.skipped"), 1);
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
     json_object_put(o);
-    char err[4300];
-    snprintf(err, sizeof(err), "%s.err", out);
-    KT_CHECK_EQ(lines_with(err, "graphics pipeline bad0000000000001: refused: ", v->rule_build), 1);
+    KT_CHECK_EQ(err_lines_with(out, "graphics pipeline bad0000000000001: refused: ", v->rule_build),
+                1);
 }
 
 static void check_prepare(const struct variant *v, const char *dir, const char *crafted)
@@ -375,9 +375,7 @@ static void check_prepare(const struct variant *v, const char *dir, const char *
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
     KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.refused"), 1);
     json_object_put(o);
-    char err[4300];
-    snprintf(err, sizeof(err), "%s.err", out);
-    KT_CHECK_EQ(lines_with(err, "refused: ", v->rule_import), 1);
+    KT_CHECK_EQ(err_lines_with(out, "refused: ", v->rule_import), 1);
 }
 
 static void run_case(const char *name)
