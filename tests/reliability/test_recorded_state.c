@@ -319,6 +319,18 @@ static void plant(const char *foz, const char *dir)
  * The cases
  * ------------------------------------------------------------------------ */
 
+/* Runs `kiln ARGS` with stdout in `out`, printing its exit code after
+ * `what`. @return its JSON output (*rc: the exit code); a run that found no
+ * Vulkan device ends the case as skipped. */
+static struct json_object *run_json(const char *out, const char *args, const char *what, int *rc)
+{
+    *rc = kt_cli_run(out, args);
+    printf("%s: exit %d\n", what, *rc);
+    struct json_object *o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
+    return o;
+}
+
 static void check_import(const struct variant *v, const char *dir, const char *crafted,
                          const char *other)
 {
@@ -326,10 +338,9 @@ static void check_import(const struct variant *v, const char *dir, const char *c
     snprintf(out, sizeof(out), "%s/import.json", dir);
     snprintf(args, sizeof(args), "import foz '%s' '%s' --cache '%s/imported' --json", crafted,
              other, dir);
-    int rc = kt_cli_run(out, args);
-    printf("import: exit %d\n", rc);
+    int rc;
+    struct json_object *o = run_json(out, args, "import", &rc);
     KT_CHECK_EQ(rc, 1); /* something skipped, everything good stored */
-    struct json_object *o = kt_cli_json(out);
     KT_CHECK_EQ(kt_json_num(o, "found"), 8);
     KT_CHECK_EQ(kt_json_num(o, "refused"), 1);
     KT_CHECK_EQ(kt_json_num(o, "kinds.graphics.refused"), 1);
@@ -347,11 +358,9 @@ static void check_start(const struct variant *v, const char *dir, const char *cr
     plant(crafted, cache);
     snprintf(out, sizeof(out), "%s/start.json", dir);
     snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
-    int rc = kt_cli_run(out, args);
-    printf("start of planted records: exit %d\n", rc);
+    int rc;
+    struct json_object *o = run_json(out, args, "start of planted records", &rc);
     KT_CHECK(rc < 128); /* no signal: nothing crashed */
-    struct json_object *o = kt_cli_json(out);
-    kt_cli_require_vulkan(o, out);
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 1);
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.skipped"), 1);
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
@@ -366,11 +375,9 @@ static void check_prepare(const struct variant *v, const char *dir, const char *
     snprintf(out, sizeof(out), "%s/prepare.json", dir);
     snprintf(args, sizeof(args), "prepare --json --cache '%s/prepared' --corpus '%s'", dir,
              crafted);
-    int rc = kt_cli_run(out, args);
-    printf("prepare --corpus: exit %d\n", rc);
+    int rc;
+    struct json_object *o = run_json(out, args, "prepare --corpus", &rc);
     KT_CHECK(rc < 128);
-    struct json_object *o = kt_cli_json(out);
-    kt_cli_require_vulkan(o, out);
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 1);
     KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
     KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.refused"), 1);
