@@ -10,6 +10,7 @@
  * monotonic (what passes stricter limits passes looser ones). The input is
  * also read as an archive, and every pipeline's closure checked the same.
  */
+#include "foz_each.h"
 #include "kiln-tools/foz.h"
 
 #include <stdlib.h>
@@ -62,6 +63,15 @@ static void check_all(const void *data, size_t size)
         abort(); /* passing stricter limits passes looser ones */
 }
 
+/* One pipeline's closure, of the input read as an archive. */
+static void check_closure(void *user, const struct kiln_foz_pipeline_ref *p, const uint8_t *closure,
+                          size_t len)
+{
+    (void)user;
+    (void)p;
+    check_all(closure, len);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -69,23 +79,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kiln_log_set_sink(quiet, NULL);
     check_all(data, size);
 
-    struct kiln_foz *foz;
-    if (kiln_foz_open_memory(data, size, "fuzz", &foz) != 0)
-        return 0;
-    struct kiln_foz_index *idx;
-    if (kiln_foz_index_create(foz, &idx) == 0) {
-        const struct kiln_foz_pipeline_ref *p;
-        size_t n = kiln_foz_index_pipelines(idx, &p);
-        for (size_t i = 0; i < n; i++) {
-            uint8_t *bytes;
-            size_t len;
-            if (kiln_foz_closure_make(idx, p[i].tag, p[i].hash, &bytes, &len) != 0)
-                continue;
-            check_all(bytes, len);
-            kiln_foz_closure_free(bytes);
-        }
-        kiln_foz_index_destroy(idx);
-    }
-    kiln_foz_close(foz);
+    foz_each_closure(data, size, check_closure, NULL);
     return 0;
 }

@@ -7,6 +7,7 @@
  * inspected again. Nothing may crash, leak or loop, and a closure made from
  * an archive must inspect as the pipeline it was made for.
  */
+#include "foz_each.h"
 #include "kiln-tools/foz.h"
 
 #include <stdlib.h>
@@ -20,6 +21,17 @@ static void quiet(void *user, enum kiln_log_level level, const char *module, con
     (void)line;
 }
 
+/* A closure made from an archive inspects as the pipeline it was made for. */
+static void inspect_closure(void *user, const struct kiln_foz_pipeline_ref *p,
+                            const uint8_t *closure, size_t len)
+{
+    (void)user;
+    struct kiln_foz_closure_info info;
+    int rc = kiln_foz_closure_inspect(closure, len, &info);
+    if (rc == 0 && (info.tag != p->tag || info.hash != p->hash))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -28,25 +40,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kiln_foz_closure_info info;
     (void)kiln_foz_closure_inspect(data, size, &info);
 
-    struct kiln_foz *foz;
-    if (kiln_foz_open_memory(data, size, "fuzz", &foz) != 0)
-        return 0;
-    struct kiln_foz_index *idx;
-    if (kiln_foz_index_create(foz, &idx) == 0) {
-        const struct kiln_foz_pipeline_ref *p;
-        size_t n = kiln_foz_index_pipelines(idx, &p);
-        for (size_t i = 0; i < n; i++) {
-            uint8_t *bytes;
-            size_t len;
-            if (kiln_foz_closure_make(idx, p[i].tag, p[i].hash, &bytes, &len) != 0)
-                continue;
-            int rc = kiln_foz_closure_inspect(bytes, len, &info);
-            if (rc == 0 && (info.tag != p[i].tag || info.hash != p[i].hash))
-                abort();
-            kiln_foz_closure_free(bytes);
-        }
-        kiln_foz_index_destroy(idx);
-    }
-    kiln_foz_close(foz);
+    foz_each_closure(data, size, inspect_closure, NULL);
     return 0;
 }

@@ -5,6 +5,7 @@
  * program it hands out is one the writer could have written (writing it
  * again gives a slot that parses to the same program).
  */
+#include "exact_copy.h"
 #include "kiln_internal.h"
 #include "journal.h"
 
@@ -36,11 +37,9 @@ static void check_one(void *user, const struct kiln__journal_entry *e)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* An exact-size copy, so ASan sees any read past `size`. */
-    unsigned char *copy = malloc(size ? size : 1);
+    unsigned char *copy = exact_copy(data, size);
     if (!copy)
         return 0;
-    memcpy(copy, data, size);
     struct seen s = {0};
     struct kiln__journal_head head;
     struct kiln__journal_scan scan;

@@ -5,6 +5,7 @@
  * record it hands out is one the writer could have written (writing it
  * again gives a slot that parses to the same record).
  */
+#include "exact_copy.h"
 #include "kiln_internal.h"
 #include "ledger.h"
 
@@ -37,11 +38,9 @@ static void check_one(void *user, const struct kiln__ledger_entry *e)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* An exact-size copy, so ASan sees any read past `size`. */
-    unsigned char *copy = malloc(size ? size : 1);
+    unsigned char *copy = exact_copy(data, size);
     if (!copy)
         return 0;
-    memcpy(copy, data, size);
     struct seen s = {0};
     struct kiln__ledger_scan scan;
     int rc = kiln__ledger_parse(copy, size, check_one, &s, &scan);

@@ -114,8 +114,13 @@ static int out_put(struct out_file *o, const void *p, size_t n)
     return KILN_OK;
 }
 
-static void report_before(struct kiln_cache *c, struct kiln_cache_rewrite_report *r)
+/* @return the report a rewrite fills in (the caller's `report`, or `tmp`
+ * where it passes none), set to the cache as it stands. */
+static struct kiln_cache_rewrite_report *report_before(struct kiln_cache *c,
+                                                       struct kiln_cache_rewrite_report *report,
+                                                       struct kiln_cache_rewrite_report *tmp)
 {
+    struct kiln_cache_rewrite_report *r = report ? report : tmp;
     memset(r, 0, sizeof(*r));
     r->records_before = c->live;
     r->records_after = c->live;
@@ -127,6 +132,7 @@ static void report_before(struct kiln_cache *c, struct kiln_cache_rewrite_report
     r->dict_id_before = c->header.dict_id;
     r->dict_id_after = c->header.dict_id;
     r->records_read = c->count;
+    return r;
 }
 
 /* Counts what lies between the table's records and after the last one:
@@ -353,9 +359,7 @@ int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *r
 {
     if (!c)
         return KILN_EINVAL;
-    struct kiln_cache_rewrite_report tmp;
-    struct kiln_cache_rewrite_report *r = report ? report : &tmp;
-    report_before(c, r);
+    struct kiln_cache_rewrite_report tmp, *r = report_before(c, report, &tmp);
     KILN_TRY(writable(c));
     size_t *keep, n;
     KILN_TRY(live_entries(c, &keep, &n));
@@ -453,9 +457,7 @@ int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options
 {
     if (!c)
         return KILN_EINVAL;
-    struct kiln_cache_rewrite_report tmp;
-    struct kiln_cache_rewrite_report *r = report ? report : &tmp;
-    report_before(c, r);
+    struct kiln_cache_rewrite_report tmp, *r = report_before(c, report, &tmp);
     if (!o)
         return KILN_EINVAL;
     KILN_TRY(writable(c));
@@ -653,9 +655,7 @@ int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cac
 {
     if (!c)
         return KILN_EINVAL;
-    struct kiln_cache_rewrite_report tmp;
-    struct kiln_cache_rewrite_report *r = report ? report : &tmp;
-    report_before(c, r);
+    struct kiln_cache_rewrite_report tmp, *r = report_before(c, report, &tmp);
     KILN_TRY(writable(c));
     if (!kiln_codec_name(codec) || (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN) ||
         (unsigned)mode > KILN_CACHE_DICT_TRAIN) {

@@ -1124,6 +1124,38 @@ static void expect_kept(const char *dir, const struct kiln_key *keys, size_t n, 
     kiln_cache_close(c);
 }
 
+/* A damage trial: a cache of RL_N records of rl_sizes made in `dir`, their
+ * keys and offsets, its records file, and which records the damage lost. */
+struct rl_trial {
+    char dir[4096], rec[4096];
+    struct kiln_key keys[RL_N];
+    uint64_t off[RL_N];
+    bool lost[RL_N];
+};
+
+/* Makes the trial's cache in folder `dir` (which must exist), nothing lost yet. */
+static void rl_begin(struct rl_trial *t, const char *dir)
+{
+    snprintf(t->dir, sizeof(t->dir), "%s", dir);
+    memset(t->lost, 0, sizeof(t->lost));
+    make_cache(t->dir, RL_N, rl_sizes, KILN_ARRAY_LEN(rl_sizes), t->keys, t->off);
+    path_of(t->rec, t->dir, KILN_CACHE_RECORDS_FILE);
+}
+
+/* Compacts the cache in `dir` (opened for writing, then closed).
+ * @return kiln_cache_compact's, or the open's error (*r zero). */
+static int compact_dir(const char *dir, struct kiln_cache_rewrite_report *r)
+{
+    memset(r, 0, sizeof(*r));
+    struct kiln_cache *c;
+    int rc = open_cache(dir, STAMP, 0, &c);
+    if (rc < 0)
+        return rc;
+    rc = kiln_cache_compact(c, r);
+    kiln_cache_close(c);
+    return rc;
+}
+
 static void repair_loop_verify(const char *dir, const struct kiln_key *keys, const bool *lost,
                                const char *what, int want_rc);
 
@@ -1134,12 +1166,11 @@ static void repair_loop_one(enum rl_damage kind)
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/k%d", kt_tmpdir(), (int)kind);
     KT_REQUIRE(kt_mkdir(dir) == 0);
-    struct kiln_key keys[RL_N];
-    uint64_t off[RL_N];
-    bool lost[RL_N] = {false};
-    make_cache(dir, RL_N, rl_sizes, KILN_ARRAY_LEN(rl_sizes), keys, off);
-    char rec[4096];
-    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    struct rl_trial t;
+    rl_begin(&t, dir);
+    const char *rec = t.rec;
+    uint64_t *off = t.off;
+    bool *lost = t.lost;
     const size_t mid = RL_N / 2, last = RL_N - 1, headed = 7;
     if (kind == RL_MIDDLE || kind == RL_BOTH)
         flip_bit(rec, off[mid] + KILN__CACHE_HEAD_SIZE + 5, 3), lost[mid] = true;
@@ -1154,7 +1185,7 @@ static void repair_loop_one(enum rl_damage kind)
     /* A torn tail (whatever tore it) is cut; a damaged record elsewhere
      * stays as dead bytes until a compaction. */
     bool dead = kind == RL_MIDDLE || kind == RL_BOTH || kind == RL_FIRST || kind == RL_HEAD;
-    repair_loop_verify(dir, keys, lost, rl_names[kind], dead ? KILN_ECORRUPT : KILN_OK);
+    repair_loop_verify(dir, t.keys, lost, rl_names[kind], dead ? KILN_ECORRUPT : KILN_OK);
 }
 
 /* check --repair, check, a second repair and (when named) compact, then
@@ -1201,11 +1232,8 @@ static void repair_loop_verify(const char *dir, const struct kiln_key *keys, con
         KT_CHECK(i0 && i1 && n0 == n1 && memcmp(i0, i1, n0) == 0);
         free(i0);
         free(i1);
-        struct kiln_cache *c;
-        KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
         struct kiln_cache_rewrite_report r;
-        KT_CHECK_OK(kiln_cache_compact(c, &r));
-        kiln_cache_close(c);
+        KT_REQUIRE_OK(compact_dir(dir, &r));
         KT_CHECK(r.rewritten);
         /* Every damaged byte the check saw is left out and counted. A
          * damaged record whose next head is damaged too is damaged bytes to
@@ -1238,12 +1266,11 @@ KT_CASE(repair_check_random)
         char dir[4096], what[64];
         snprintf(dir, sizeof(dir), "%s/t%u", kt_tmpdir(), t);
         KT_REQUIRE(kt_mkdir(dir) == 0);
-        struct kiln_key keys[RL_N];
-        uint64_t off[RL_N];
-        bool lost[RL_N] = {false};
-        make_cache(dir, RL_N, rl_sizes, KILN_ARRAY_LEN(rl_sizes), keys, off);
-        char rec[4096];
-        path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+        struct rl_trial tr;
+        rl_begin(&tr, dir);
+        const char *rec = tr.rec;
+        uint64_t *off = tr.off;
+        bool *lost = tr.lost;
         unsigned events = 1 + (unsigned)(kt_rand(&rng) % 3);
         uint64_t end = file_size(rec);
         for (unsigned k = 0; k < events; k++) {
@@ -1269,31 +1296,27 @@ KT_CASE(repair_check_random)
             }
         }
         snprintf(what, sizeof(what), "trial %u", t);
-        repair_loop_verify(dir, keys, lost, what, 1);
+        repair_loop_verify(dir, tr.keys, lost, what, 1);
     }
 }
 
 KT_CASE(compact_accounts)
 {
-    const char *dir = kt_tmpdir();
-    struct kiln_key keys[RL_N];
-    uint64_t off[RL_N];
-    bool lost[RL_N] = {false};
-    make_cache(dir, RL_N, rl_sizes, KILN_ARRAY_LEN(rl_sizes), keys, off);
-    char rec[4096];
-    path_of(rec, dir, KILN_CACHE_RECORDS_FILE);
+    struct rl_trial t;
+    rl_begin(&t, kt_tmpdir());
+    const char *dir = t.dir, *rec = t.rec;
+    struct kiln_key *keys = t.keys;
+    bool *lost = t.lost;
     /* A damaged record the index names, in a file with no dead bytes: the
      * compaction must still drop it (the check names compaction for it). */
-    flip_bit(rec, off[5] + KILN__CACHE_HEAD_SIZE + 3, 1), lost[5] = true;
+    flip_bit(rec, t.off[5] + KILN__CACHE_HEAD_SIZE + 3, 1), lost[5] = true;
     struct kiln_cache_check_report rep;
     KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
     KT_CHECK_EQ(rep.damaged_indexed, 1);
     KT_CHECK_EQ(rep.next, KILN_CACHE_NEXT_COMPACT);
-    struct kiln_cache *c;
     struct kiln_cache_rewrite_report r;
-    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
-    KT_CHECK_OK(kiln_cache_compact(c, &r));
-    kiln_cache_close(c);
+    KT_REQUIRE_OK(compact_dir(dir, &r));
+    struct kiln_cache *c;
     KT_CHECK(r.rewritten);
     KT_CHECK_EQ(r.damaged, 1);
     KT_CHECK_EQ(r.damaged_bytes, kiln__cache_rec_len((uint32_t)rl_sizes[5 % 5]));
@@ -1316,9 +1339,7 @@ KT_CASE(compact_accounts)
     KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
     KT_CHECK_EQ(rep.damaged_left_out, 1);
     KT_CHECK_EQ(rep.damaged_indexed, 1);
-    KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
-    KT_CHECK_OK(kiln_cache_compact(c, &r));
-    kiln_cache_close(c);
+    KT_REQUIRE_OK(compact_dir(dir, &r));
     KT_CHECK_EQ(r.superseded, 1);
     KT_CHECK_EQ(r.damaged, 2);
     KT_CHECK_EQ(r.damaged_bytes, kiln__cache_rec_len(e10.size) + kiln__cache_rec_len(e20.size));

@@ -182,15 +182,33 @@ static unsigned char *read_file_all(const char *path, size_t *n)
                                                                                              : NULL;
 }
 
+/* A cache of NPROG raw programs in `dir`, repacked with the kiln codec and
+ * a dictionary trained from them (*r: the repack's report). @return it,
+ * open for writing, or NULL with a failure recorded. */
+static struct kiln_cache *trained_cache(const char *dir, struct kiln_cache_rewrite_report *r)
+{
+    struct kiln_cache *c = NULL;
+    if (!make_cache(dir, KILN_CODEC_RAW, 100) ||
+        !(c = open_cache(dir, KILN_CACHE_KEEP_STAMP, 100, NULL))) {
+        kt_fail(__FILE__, __LINE__, "cannot make a cache in %s", dir);
+        return NULL;
+    }
+    int rc = kiln_cache_repack(c, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, r);
+    if (rc != KILN_OK) {
+        kt_fail(__FILE__, __LINE__, "repack with a trained dictionary: %s", kiln_errname(rc));
+        kiln_cache_close(c);
+        return NULL;
+    }
+    return c;
+}
+
 KT_CASE(dict_round_trip)
 {
     fill_all();
     const char *dir = kt_tmpdir();
-    KT_REQUIRE(make_cache(dir, KILN_CODEC_RAW, 100));
-    struct kiln_cache *c = open_cache(dir, KILN_CACHE_KEEP_STAMP, 100, NULL);
-    KT_REQUIRE(c);
     struct kiln_cache_rewrite_report r;
-    KT_REQUIRE_OK(kiln_cache_repack(c, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, &r));
+    struct kiln_cache *c = trained_cache(dir, &r);
+    KT_REQUIRE(c);
     KT_CHECK(r.rewritten);
     KT_CHECK_EQ(r.repacked, NPROG);
     KT_CHECK(r.dict_id_after != 0);
@@ -337,11 +355,9 @@ KT_CASE(dict_copy_lost)
 {
     fill_all();
     const char *dir = kt_tmpdir();
-    KT_REQUIRE(make_cache(dir, KILN_CODEC_RAW, 100));
-    struct kiln_cache *c = open_cache(dir, KILN_CACHE_KEEP_STAMP, 100, NULL);
-    KT_REQUIRE(c);
     struct kiln_cache_rewrite_report r;
-    KT_REQUIRE_OK(kiln_cache_repack(c, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, &r));
+    struct kiln_cache *c = trained_cache(dir, &r);
+    KT_REQUIRE(c);
     kiln_cache_close(c);
     static const char *const names[] = {KILN_CACHE_DICT_FILE, KILN_CACHE_DICT_COPY_FILE};
     for (size_t i = 0; i < 2; i++) {

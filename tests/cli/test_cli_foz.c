@@ -14,6 +14,7 @@
  */
 #include "kiln_test.h"
 #include "foz_writer.h"
+#include "kt_cli.h"
 #include "kt_vklayer.h"
 #include "kiln-tools/foz.h"
 #include "kiln/vk.h"
@@ -45,106 +46,13 @@
  * Helpers
  * ------------------------------------------------------------------------ */
 
-/* A helper's precondition (KT_REQUIRE returns from void cases only). */
-#define NEED(cond)                                                    \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            printf("%s:%d: needed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                  \
-        }                                                             \
-    } while (0)
-
 /* Writes an archive of whole pipelines, or ends the case as skipped
  * without shaderc. */
 static void check_raytracing(struct json_object *o, uint64_t n);
 
 static void write_archive(const char *path, unsigned compute, unsigned graphics, uint64_t first)
 {
-    int rc = fw_write_pipelines(path, compute, graphics, first);
-    if (rc == KILN_ENOTSUP) {
-        printf("skipped: this build has no shaderc to make SPIR-V with\n");
-        exit(77);
-    }
-    NEED(rc == KILN_OK);
-}
-
-/* Runs `kiln ARGS` (through the shell) with stdout in `out` and stderr in
- * `out`.err.
- * @return the exit code, or 128 + the signal that ended it. */
-static int run_kiln(const char *out, const char *args)
-{
-    size_t cap = strlen(args) + 2 * strlen(out) + 4096;
-    char *cmd = malloc(cap);
-    NEED(cmd);
-    /* Under AddressSanitizer a run that makes a Vulkan context checks no
-     * leaks: the loader unloads the driver with the context, and
-     * LeakSanitizer then cannot name the library its leaks come from for
-     * tests/support/lsan.supp (as in tests/prep/test_prepare_cli.c). The
-     * import makes none and keeps the check. */
-    bool vulkan = strncmp(args, "import", 6) != 0;
-    snprintf(cmd, cap, "%s'%s' %s > '%s' 2> '%s.err'",
-             vulkan ? "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 " : "", KILN_CLI, args, out,
-             out);
-    int st = system(cmd);
-    free(cmd);
-    NEED(st != -1);
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
-}
-
-/* @return the JSON object in file `path` (release with json_object_put). */
-static struct json_object *read_json(const char *path)
-{
-    struct json_object *o = json_object_from_file(path);
-    if (!o) {
-        printf("not one JSON object in %s\n", path);
-        char err[4300];
-        snprintf(err, sizeof(err), "cat '%s' '%s.err' | head -20", path, path);
-        if (system(err) != 0)
-            printf("(could not show it)\n");
-    }
-    NEED(o);
-    return o;
-}
-
-/* @return the number at a dotted path ("kinds.foz.graphics.built"), or
- * UINT64_MAX when it is missing. */
-static uint64_t num(struct json_object *o, const char *dotted)
-{
-    char key[128];
-    const char *p = dotted;
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        snprintf(key, sizeof(key), "%.*s", (int)n, p);
-        struct json_object *v = NULL;
-        if (!json_object_object_get_ex(o, key, &v))
-            return UINT64_MAX;
-        o = v;
-        p += n + (dot ? 1 : 0);
-    }
-    return o ? (uint64_t)json_object_get_int64(o) : UINT64_MAX;
-}
-
-static bool truth(struct json_object *o, const char *key)
-{
-    struct json_object *v = NULL;
-    return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
-}
-
-/* Ends the case as skipped when the run found no Vulkan device (the
- * command's own line says so in `out`.err). */
-static void require_vulkan(struct json_object *o, const char *out)
-{
-    struct json_object *step = NULL;
-    if (truth(o, "vulkan") || !json_object_object_get_ex(o, "error_step", &step) ||
-        !json_object_is_type(step, json_type_string) ||
-        strcmp(json_object_get_string(step), "vulkan") != 0)
-        return; /* built, or failed for another reason: the checks say */
-    printf("skipped: no Vulkan device for kiln (see %s.err)\n", out);
-    json_object_put(o);
-    exit(77);
+    FW_NEED(fw_write_pipelines(path, compute, graphics, first));
 }
 
 /* The archives a case runs: the shared corpus's 48, or without it three
@@ -161,7 +69,7 @@ static void input_open(struct input *in, const char *dir)
 {
     memset(in, 0, sizeof(*in));
     in->v = calloc(257, sizeof(*in->v));
-    NEED(in->v);
+    KT_NEED(in->v);
     char path[4300];
     snprintf(path, sizeof(path), "%s/foz/sascha-willems", kt_corpus_dir());
     struct stat st;
@@ -183,9 +91,9 @@ static void input_open(struct input *in, const char *dir)
     char cmd[9000], list[4300];
     snprintf(list, sizeof(list), "%s/archives.txt", dir);
     snprintf(cmd, sizeof(cmd), "ls '%s/'*.foz > '%s'", path, list);
-    NEED(system(cmd) == 0);
+    KT_NEED(system(cmd) == 0);
     FILE *f = fopen(list, "r");
-    NEED(f);
+    KT_NEED(f);
     char line[4300];
     while (in->n < 256 && fgets(line, sizeof(line), f)) {
         line[strcspn(line, "\n")] = 0;
@@ -214,7 +122,7 @@ static char *joined(char **v, size_t n)
     for (size_t i = 0; i < n; i++)
         cap += strlen(v[i]) + 3;
     char *s = calloc(1, cap);
-    NEED(s);
+    KT_NEED(s);
     for (size_t i = 0; i < n; i++) {
         strcat(s, "'");
         strcat(s, v[i]);
@@ -232,7 +140,7 @@ static char *archives_command(const struct input *in, const char *head, const ch
     char *list = joined(in->v, in->n);
     *cap = strlen(list) + 8192;
     char *cmd = malloc(*cap);
-    NEED(cmd);
+    KT_NEED(cmd);
     snprintf(cmd, *cap, "%s '%s' %s%s", head, cache, flag, list);
     free(list);
     return cmd;
@@ -246,7 +154,7 @@ static const char *archive_named(char **v, size_t n, const char *name)
         if (strncmp(base, name, strlen(name)) == 0 && base[strlen(name)] == '.')
             return v[i];
     }
-    NEED(!"archive missing from the corpus");
+    KT_NEED(!"archive missing from the corpus");
     return NULL;
 }
 
@@ -380,26 +288,26 @@ KT_CASE(prepare_written)
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s' '%s'", cache,
              a, b);
-    int rc = run_kiln(out, args);
-    struct json_object *o = read_json(out);
-    require_vulkan(o, out);
+    int rc = kt_cli_run(out, args);
+    struct json_object *o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
     KT_CHECK_EQ(rc, 0);
-    KT_CHECK_EQ(num(o, "programs"), 8);
-    KT_CHECK_EQ(num(o, "failed"), 0);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 5);
-    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), 3);
-    KT_CHECK_EQ(num(o, "kinds.foz.failed"), 0);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), 5);
+    KT_CHECK_EQ(kt_json_num(o, "programs"), 8);
+    KT_CHECK_EQ(kt_json_num(o, "failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 5);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.built"), 3);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.unique"), 5);
     json_object_put(o);
 
     /* A graphics-only archive is ordinary input. */
     snprintf(cache, sizeof(cache), "%s/cache-g", dir);
     snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache, g);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
-    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), 0);
-    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 2);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.built"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines_failed"), 0);
     json_object_put(o);
 
     /* Ray-tracing pipelines: stored, then built where the device has
@@ -407,34 +315,34 @@ KT_CASE(prepare_written)
      * prepare and by start alike; nothing fails. */
     char rt[4200];
     snprintf(rt, sizeof(rt), "%s/rt.foz", dir);
-    NEED(fw_write_raytracing(rt, 0xb000) == KILN_OK);
+    FW_NEED(fw_write_raytracing(rt, 0xb000));
     snprintf(cache, sizeof(cache), "%s/cache-rt", dir);
     snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s' '%s'", cache, rt, g);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "archive_pipelines.raytracing.unique"), 3);
-    KT_CHECK_EQ(num(o, "programs"), 5);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.raytracing.unique"), 3);
+    KT_CHECK_EQ(kt_json_num(o, "programs"), 5);
     check_raytracing(o, 3);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
-    KT_CHECK_EQ(num(o, "kinds.foz.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 2);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.failed"), 0);
     json_object_put(o);
     snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
     check_raytracing(o, 3);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 2);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 2);
     json_object_put(o);
     snprintf(cache, sizeof(cache), "%s/cache-rt-import", dir);
     snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s'", cache, rt);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "kinds.raytracing.imported"), 3);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.raytracing.imported"), 3);
     json_object_put(o);
 
     /* A folder and an archive together are refused. */
     snprintf(args, sizeof(args), "prepare --no-vulkan --cache '%s' --corpus '%s' '%s'", cache, g,
              dir);
-    KT_CHECK_EQ(run_kiln(out, args), 2);
+    KT_CHECK_EQ(kt_cli_run(out, args), 2);
 }
 
 /* ---------------------------------------------------------------------------
@@ -487,25 +395,25 @@ KT_CASE(prepare_validated)
     snprintf(out, sizeof(out), "%s/out.json", dir);
     size_t cap;
     char *args = archives_command(&in, "prepare --json --jobs 2 --cache", cache, "--corpus ", &cap);
-    int rc = run_kiln(out, args);
+    int rc = kt_cli_run(out, args);
     kt_validation_end();
-    struct json_object *o = read_json(out);
-    require_vulkan(o, out);
+    struct json_object *o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
     /* Every pipeline is built; the two the validator refuses are counted. */
     KT_CHECK_EQ(rc, 0);
-    KT_CHECK_EQ(num(o, "failed"), 0);
-    KT_CHECK_EQ(num(o, "recorded_invalid"), in.recorded_g + in.recorded_c);
-    KT_CHECK_EQ(num(o, "programs"), in.graphics + in.compute);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), in.graphics_found);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), in.graphics);
-    KT_CHECK_EQ(num(o, "archive_pipelines.compute.unique"), in.compute);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), in.graphics);
-    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), in.compute);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
-    KT_CHECK_EQ(num(o, "kinds.foz.compute.failed"), 0);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.skipped"), 0);
-    KT_CHECK_EQ(num(o, "kinds.foz.compute.skipped"), 0);
-    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "recorded_invalid"), in.recorded_g + in.recorded_c);
+    KT_CHECK_EQ(kt_json_num(o, "programs"), in.graphics + in.compute);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.found"), in.graphics_found);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.unique"), in.graphics);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.compute.unique"), in.compute);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), in.graphics);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.built"), in.compute);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.skipped"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.skipped"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines_failed"), 0);
     json_object_put(o);
 
     /* The layer: only what the archives recorded (nothing for the written ones). */
@@ -546,42 +454,42 @@ KT_CASE(import_start)
     char *args = archives_command(&in, "import foz --json --cache", cache, "", &cap);
     /* Every pipeline is stored, those the validator refuses (but that
      * parse) with a warning each. */
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    struct json_object *o = read_json(out);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    struct json_object *o = kt_cli_json(out);
     uint64_t stored = in.graphics + in.compute;
-    KT_CHECK_EQ(num(o, "imported"), stored);
-    KT_CHECK_EQ(num(o, "kinds.graphics.imported"), in.graphics);
-    KT_CHECK_EQ(num(o, "kinds.compute.imported"), in.compute);
-    KT_CHECK_EQ(num(o, "kinds.graphics.invalid"), 0);
-    KT_CHECK_EQ(num(o, "kinds.compute.invalid"), 0);
-    KT_CHECK_EQ(num(o, "kinds.graphics.recorded_invalid"), in.recorded_g);
-    KT_CHECK_EQ(num(o, "kinds.compute.recorded_invalid"), in.recorded_c);
-    KT_CHECK_EQ(num(o, "kinds.graphics.duplicates"), in.graphics_found - in.graphics);
-    KT_CHECK_EQ(num(o, "unreadable"), 0);
-    KT_CHECK_EQ(num(o, "records"), stored);
+    KT_CHECK_EQ(kt_json_num(o, "imported"), stored);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.graphics.imported"), in.graphics);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.compute.imported"), in.compute);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.graphics.invalid"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.compute.invalid"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.graphics.recorded_invalid"), in.recorded_g);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.compute.recorded_invalid"), in.recorded_c);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.graphics.duplicates"), in.graphics_found - in.graphics);
+    KT_CHECK_EQ(kt_json_num(o, "unreadable"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "records"), stored);
     json_object_put(o);
 
     /* Again: nothing added. */
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "imported"), 0);
-    KT_CHECK_EQ(num(o, "present"), stored);
-    KT_CHECK_EQ(num(o, "records"), stored);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "imported"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "present"), stored);
+    KT_CHECK_EQ(kt_json_num(o, "records"), stored);
     json_object_put(o);
 
     snprintf(args, cap, "start --json --cache '%s'", cache);
-    int rc = run_kiln(out, args);
-    o = read_json(out);
-    require_vulkan(o, out);
+    int rc = kt_cli_run(out, args);
+    o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
     KT_CHECK_EQ(rc, 0);
-    KT_CHECK_EQ(num(o, "loaded"), stored);
-    KT_CHECK_EQ(num(o, "pipelines_built"), stored);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), in.graphics);
-    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), in.compute);
-    KT_CHECK_EQ(num(o, "recorded_invalid"), in.recorded_g + in.recorded_c);
-    KT_CHECK_EQ(num(o, "kinds.foz.failed"), 0);
-    KT_CHECK_EQ(num(o, "kinds.builtin.built"), 0);
-    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "loaded"), stored);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines_built"), stored);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), in.graphics);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.built"), in.compute);
+    KT_CHECK_EQ(kt_json_num(o, "recorded_invalid"), in.recorded_g + in.recorded_c);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.builtin.built"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines_failed"), 0);
     json_object_put(o);
     free(args);
     free_list(in.v);
@@ -602,29 +510,29 @@ KT_CASE(single_archive)
     snprintf(cache, sizeof(cache), "%s/one", dir);
     snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache,
              in.corpus ? archive_named(in.v, in.n, "computeraytracing") : in.v[0]);
-    int rc = run_kiln(out, args);
+    int rc = kt_cli_run(out, args);
     KT_CHECK(rc == 0 || rc == 1); /* never a signal */
-    struct json_object *o = read_json(out);
-    require_vulkan(o, out);
+    struct json_object *o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
     KT_CHECK_EQ(rc, 0);
-    KT_CHECK_EQ(num(o, "failed"), 0);
-    KT_CHECK_EQ(num(o, "recorded_invalid"), in.corpus ? 1 : 0);
-    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "recorded_invalid"), in.corpus ? 1 : 0);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines_failed"), 0);
     /* computeraytracing records one compute pipeline; written archive "a" two. */
-    KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), in.corpus ? 1 : 2);
-    KT_CHECK(num(o, "kinds.foz.graphics.built") >= 1);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.built"), in.corpus ? 1 : 2);
+    KT_CHECK(kt_json_num(o, "kinds.foz.graphics.built") >= 1);
     json_object_put(o);
     snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
     if (in.corpus) {
         /* A graphics-only archive of the corpus. */
         snprintf(cache, sizeof(cache), "%s/triangle", dir);
         snprintf(args, sizeof(args), "prepare --json --cache '%s' --corpus '%s'", cache,
                  archive_named(in.v, in.n, "triangle"));
-        KT_CHECK_EQ(run_kiln(out, args), 0);
-        o = read_json(out);
-        KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 1);
-        KT_CHECK_EQ(num(o, "kinds.foz.compute.built"), 0);
+        KT_CHECK_EQ(kt_cli_run(out, args), 0);
+        o = kt_cli_json(out);
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 1);
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.compute.built"), 0);
         json_object_put(o);
     }
     free_list(in.v);
@@ -645,32 +553,32 @@ KT_CASE(export_round_trip)
     snprintf(imp, sizeof(imp), "%s/imported", dir);
     snprintf(out, sizeof(out), "%s/out.json", dir);
     snprintf(args, sizeof(args), "prepare --generate %d --jobs 2 --json --cache '%s'", N, gen);
-    int rc = run_kiln(out, args);
-    struct json_object *o = read_json(out);
-    require_vulkan(o, out);
+    int rc = kt_cli_run(out, args);
+    struct json_object *o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
     KT_CHECK_EQ(rc, 0);
-    uint64_t built = num(o, "kinds.builtin.built");
+    uint64_t built = kt_json_num(o, "kinds.builtin.built");
     KT_CHECK_EQ(built, N);
     json_object_put(o);
 
     snprintf(args, sizeof(args), "export foz --json --cache '%s' '%s'", gen, arc);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "pipelines"), N);
-    KT_CHECK_EQ(num(o, "builtin"), N);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines"), N);
+    KT_CHECK_EQ(kt_json_num(o, "builtin"), N);
     json_object_put(o);
     snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s'", imp, arc);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "imported"), N);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "imported"), N);
     json_object_put(o);
     snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", imp, arc);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "cached"), N);
-    KT_CHECK_EQ(num(o, "kinds.foz.built"), built);
-    KT_CHECK_EQ(num(o, "kinds.foz.skipped") + num(o, "kinds.foz.failed"), 0);
-    KT_CHECK_EQ(num(o, "kinds.builtin.built"), 0);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "cached"), N);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.built"), built);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.skipped") + kt_json_num(o, "kinds.foz.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.builtin.built"), 0);
     json_object_put(o);
 
     /* Recorded pipelines: imported, exported, imported again. */
@@ -681,23 +589,23 @@ KT_CASE(export_round_trip)
     snprintf(back, sizeof(back), "%s/recorded.foz", dir);
     size_t cap;
     char *cmd = archives_command(&in, "import foz --json --cache", cache, "", &cap);
-    KT_CHECK_EQ(run_kiln(out, cmd), 0);
-    o = read_json(out);
-    uint64_t stored = num(o, "records");
+    KT_CHECK_EQ(kt_cli_run(out, cmd), 0);
+    o = kt_cli_json(out);
+    uint64_t stored = kt_json_num(o, "records");
     KT_CHECK_EQ(stored, in.graphics + in.compute); /* the recorded-invalid ones too */
     json_object_put(o);
     snprintf(cmd, cap, "export foz --json --cache '%s' '%s'", cache, back);
-    KT_CHECK_EQ(run_kiln(out, cmd), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "pipelines"), stored);
-    KT_CHECK_EQ(num(o, "foz"), stored);
+    KT_CHECK_EQ(kt_cli_run(out, cmd), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines"), stored);
+    KT_CHECK_EQ(kt_json_num(o, "foz"), stored);
     json_object_put(o);
     snprintf(cmd, cap, "import foz --json --cache '%s' '%s'", cache, back);
-    KT_CHECK_EQ(run_kiln(out, cmd), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "imported"), 0);
-    KT_CHECK_EQ(num(o, "present"), stored);
-    KT_CHECK_EQ(num(o, "records"), stored);
+    KT_CHECK_EQ(kt_cli_run(out, cmd), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "imported"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "present"), stored);
+    KT_CHECK_EQ(kt_json_num(o, "records"), stored);
     json_object_put(o);
     free(cmd);
     free_list(in.v);
@@ -716,7 +624,7 @@ KT_CASE(export_round_trip)
 static bool device_has_raytracing(void)
 {
     pid_t pid = fork();
-    NEED(pid >= 0);
+    KT_NEED(pid >= 0);
     if (pid == 0) {
         static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
         struct kiln_vk_options vo = {.extra_extensions = extra,
@@ -729,7 +637,7 @@ static bool device_has_raytracing(void)
         _exit(code);
     }
     int st = 0;
-    NEED(waitpid(pid, &st, 0) == pid);
+    KT_NEED(waitpid(pid, &st, 0) == pid);
     return WIFEXITED(st) && WEXITSTATUS(st) == 1;
 }
 
@@ -740,16 +648,16 @@ static bool device_has_raytracing(void)
  */
 static void check_raytracing(struct json_object *o, uint64_t n)
 {
-    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.raytracing.failed"), 0);
     if (device_has_raytracing()) {
-        KT_CHECK_EQ(num(o, "kinds.foz.raytracing.built"), n);
-        KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), 0);
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.raytracing.built"), n);
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.raytracing.skipped"), 0);
         return;
     }
     printf("skipped: building ray-tracing pipelines (the device lacks "
            "VK_KHR_ray_tracing_pipeline); checked that they are skipped\n");
-    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.built"), 0);
-    KT_CHECK_EQ(num(o, "kinds.foz.raytracing.skipped"), n);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.raytracing.built"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.raytracing.skipped"), n);
     struct json_object *why = NULL, *foz = NULL, *kinds = NULL;
     KT_CHECK(json_object_object_get_ex(o, "kinds", &kinds) &&
              json_object_object_get_ex(kinds, "foz", &foz) &&
@@ -760,23 +668,13 @@ static void check_raytracing(struct json_object *o, uint64_t n)
 /* Writes fw_write_gpl's archive, or ends the case as skipped without shaderc. */
 static void write_gpl(const char *path, bool drop_part)
 {
-    int rc = fw_write_gpl(path, 0xc000, drop_part);
-    if (rc == KILN_ENOTSUP) {
-        printf("skipped: this build has no shaderc to make SPIR-V with\n");
-        exit(77);
-    }
-    NEED(rc == KILN_OK);
+    FW_NEED(fw_write_gpl(path, 0xc000, drop_part));
 }
 
 /* Writes fw_write_raytracing's archive, or ends the case as skipped without shaderc. */
 static void write_rt(const char *path)
 {
-    int rc = fw_write_raytracing(path, 0xb000);
-    if (rc == KILN_ENOTSUP) {
-        printf("skipped: this build has no shaderc to make SPIR-V with\n");
-        exit(77);
-    }
-    NEED(rc == KILN_OK);
+    FW_NEED(fw_write_raytracing(path, 0xb000));
 }
 
 /* A case's files in its folder: an archive, the cache and the JSON output. */
@@ -801,9 +699,9 @@ static struct json_object *prepare_archive(const struct case_files *f, unsigned 
         snprintf(opt, sizeof(opt), " --jobs %u", jobs);
     snprintf(args, sizeof(args), "prepare --json%s --cache '%s' --corpus '%s'", opt, f->cache,
              f->arc);
-    *rc = run_kiln(f->out, args);
-    struct json_object *o = read_json(f->out);
-    require_vulkan(o, f->out);
+    *rc = kt_cli_run(f->out, args);
+    struct json_object *o = kt_cli_json(f->out);
+    kt_cli_require_vulkan(o, f->out);
     return o;
 }
 
@@ -831,26 +729,28 @@ KT_CASE(gpl_build)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
     int rc;
     struct json_object *o = prepare_archive(&f, 2, &rc);
-    if (num(o, "kinds.foz.graphics.skipped") == GPL_PROGRAMS) {
+    if (kt_json_num(o, "kinds.foz.graphics.skipped") == GPL_PROGRAMS) {
         printf("skipped: the device lacks VK_EXT_graphics_pipeline_library\n");
         json_object_put(o);
         exit(77);
     }
     KT_CHECK_EQ(rc, 0);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), GPL_PROGRAMS);
-    KT_CHECK_EQ(num(o, "programs"), GPL_PROGRAMS);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.skipped"), 0);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
-    KT_CHECK_EQ(num(o, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.unique"), GPL_PROGRAMS);
+    KT_CHECK_EQ(kt_json_num(o, "programs"), GPL_PROGRAMS);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.skipped"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines_failed"), 0);
     json_object_put(o);
     snprintf(args, sizeof(args), "start --json --cache '%s'", f.cache);
-    KT_CHECK_EQ(run_kiln(f.out, args), 0);
-    o = read_json(f.out);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed") + num(o, "kinds.foz.graphics.skipped"), 0);
+    KT_CHECK_EQ(kt_cli_run(f.out, args), 0);
+    o = kt_cli_json(f.out);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed") +
+                    kt_json_num(o, "kinds.foz.graphics.skipped"),
+                0);
     json_object_put(o);
     if (validated) {
         kt_validation_end();
@@ -872,12 +772,7 @@ KT_CASE(state_extensions_build)
     char log[4200];
     struct case_files f;
     case_files(dir, "state.foz", &f);
-    int wrc = fw_write_state_extensions(f.arc, 0xe000);
-    if (wrc == KILN_ENOTSUP) {
-        printf("skipped: this build has no shaderc to make SPIR-V with\n");
-        exit(77);
-    }
-    NEED(wrc == KILN_OK);
+    FW_NEED(fw_write_state_extensions(f.arc, 0xe000));
     bool validated = kt_validation_begin(dir, log, sizeof(log));
     if (!validated)
         printf("skipped: the validation part (no Khronos validation layer installed)\n");
@@ -888,14 +783,15 @@ KT_CASE(state_extensions_build)
     struct json_object *dev = NULL;
     bool lavapipe = json_object_object_get_ex(o, "device", &dev) &&
                     strstr(json_object_get_string(dev), "llvmpipe") != NULL;
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), FW_STATE_EXTENSION_PIPELINES);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built") + num(o, "kinds.foz.graphics.skipped"),
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.unique"), FW_STATE_EXTENSION_PIPELINES);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built") +
+                    kt_json_num(o, "kinds.foz.graphics.skipped"),
                 FW_STATE_EXTENSION_PIPELINES);
-    if (lavapipe || num(o, "kinds.foz.graphics.skipped") == 0) {
+    if (lavapipe || kt_json_num(o, "kinds.foz.graphics.skipped") == 0) {
         KT_CHECK_EQ(rc, 0);
-        KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), FW_STATE_EXTENSION_PIPELINES);
-        KT_CHECK_EQ(num(o, "kinds.foz.graphics.skipped"), 0);
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), FW_STATE_EXTENSION_PIPELINES);
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.skipped"), 0);
     } else {
         printf("skipped: building all (the device lacks an extension: %s.err)\n", f.out);
     }
@@ -914,15 +810,15 @@ KT_CASE(gpl_missing_library)
     write_gpl(f.arc, true);
     int rc;
     struct json_object *o = prepare_archive(&f, 0, &rc);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES - 1);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unreadable"), 1);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS - 1);
-    KT_CHECK_EQ(num(o, "programs"), GPL_PROGRAMS - 1);
-    if (num(o, "kinds.foz.graphics.skipped") == 0) {
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES - 1);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.unreadable"), 1);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.library_parts"), GPL_STAGELESS - 1);
+    KT_CHECK_EQ(kt_json_num(o, "programs"), GPL_PROGRAMS - 1);
+    if (kt_json_num(o, "kinds.foz.graphics.skipped") == 0) {
         KT_CHECK_EQ(rc, 0);
-        KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS - 1);
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS - 1);
     }
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
     json_object_put(o);
     char err[4300];
     snprintf(err, sizeof(err), "%s.err", f.out);
@@ -945,28 +841,28 @@ KT_CASE(library_round_trip)
     write_gpl(gpl, false);
     write_rt(rt);
     snprintf(args, sizeof(args), "import foz --json --cache '%s' '%s' '%s'", c1, gpl, rt);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    struct json_object *o = read_json(out);
-    KT_CHECK_EQ(num(o, "imported"), GPL_PROGRAMS + 3);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    struct json_object *o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "imported"), GPL_PROGRAMS + 3);
     json_object_put(o);
     snprintf(args, sizeof(args), "export foz --json --cache '%s' '%s'", c1, back);
-    KT_CHECK_EQ(run_kiln(out, args), 0);
-    o = read_json(out);
-    KT_CHECK_EQ(num(o, "pipelines"), GPL_PROGRAMS + 3);
-    KT_CHECK_EQ(num(o, "raytracing"), 3);
-    KT_CHECK_EQ(num(o, "extra_dropped"), 0);
+    KT_CHECK_EQ(kt_cli_run(out, args), 0);
+    o = kt_cli_json(out);
+    KT_CHECK_EQ(kt_json_num(o, "pipelines"), GPL_PROGRAMS + 3);
+    KT_CHECK_EQ(kt_json_num(o, "raytracing"), 3);
+    KT_CHECK_EQ(kt_json_num(o, "extra_dropped"), 0);
     json_object_put(o);
     snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", c2, back);
-    int rc = run_kiln(out, args);
-    o = read_json(out);
-    require_vulkan(o, out);
+    int rc = kt_cli_run(out, args);
+    o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
     KT_CHECK_EQ(rc, 0);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.unique"), GPL_PROGRAMS);
-    KT_CHECK_EQ(num(o, "archive_pipelines.raytracing.unique"), 3);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
-    if (num(o, "kinds.foz.graphics.skipped") == 0)
-        KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.found"), GPL_PIPELINES);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.unique"), GPL_PROGRAMS);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.raytracing.unique"), 3);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
+    if (kt_json_num(o, "kinds.foz.graphics.skipped") == 0)
+        KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), GPL_PROGRAMS);
     check_raytracing(o, 3);
     json_object_put(o);
 }

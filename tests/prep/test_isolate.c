@@ -12,6 +12,7 @@
  * (the driver is unloaded before LeakSanitizer could name it).
  */
 #include "kiln_test.h"
+#include "kt_cli.h"
 #include "kt_spawn.h"
 #include "prep_fixture.h"
 
@@ -37,26 +38,6 @@ struct run {
     char err[65536];
 };
 
-/* The case's folder (one kt_tmpdir per case: each case is its own process). */
-static const char *case_dir(void)
-{
-    static char dir[4096];
-    if (!dir[0])
-        snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    return dir;
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /*
  * Runs kiln with `args`, `fault` as $KILN_TEST_FAULT (NULL: none) and
  * `in_path` as stdin (NULL: /dev/null). @return 0 with the wait status and
@@ -65,7 +46,7 @@ static void slurp(const char *path, char *buf, size_t cap)
 static int run_kiln(const char *fault, const char *in_path, const char *const *args, struct run *r)
 {
     char err_path[4200];
-    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    snprintf(err_path, sizeof(err_path), "%s/stderr", kt_case_dir());
     /* Bounded: a kiln that hangs is killed and the case fails. */
     struct kt_spawn k = {.stdin_path = in_path ? in_path : "/dev/null",
                          .stderr_path = err_path,
@@ -76,7 +57,7 @@ static int run_kiln(const char *fault, const char *in_path, const char *const *a
     if (kt_spawn(KILN_CLI, args, &k) < 0)
         return -1;
     r->status = k.status;
-    slurp(err_path, r->err, sizeof(r->err));
+    kt_slurp(err_path, r->err, sizeof(r->err));
     unlink(err_path);
     return 0;
 }
@@ -84,18 +65,6 @@ static int run_kiln(const char *fault, const char *in_path, const char *const *a
 static int exit_code(const struct run *r)
 {
     return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
-}
-
-static int64_t json_int(const char *text, const char *key)
-{
-    struct json_object *j = json_tokener_parse(text), *v;
-    int64_t x = -1;
-    if (j && json_object_object_get_ex(j, key, &v))
-        x = json_object_get_int64(v);
-    else
-        kt_fail(__FILE__, __LINE__, "no field '%s' in the JSON", key);
-    json_object_put(j);
-    return x;
 }
 
 static void need_faults(void)
@@ -127,7 +96,7 @@ static bool case_begin(struct isolate_case *c, bool faults)
     if (faults)
         need_faults();
     pf_need_vulkan();
-    snprintf(c->cache, sizeof(c->cache), "%s/cache", case_dir());
+    snprintf(c->cache, sizeof(c->cache), "%s/cache", kt_case_dir());
     snprintf(c->vkc, sizeof(c->vkc), "%s/pipelines.vkc", c->cache);
     c->r = calloc(1, sizeof(*c->r));
     if (!c->r)
@@ -169,8 +138,8 @@ KT_CASE(isolated_builds_all)
     struct run *r = c.r;
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
     KT_CHECK(file_size(c.vkc) > 0);
     /* Every worker lived to send its pipeline cache: none was killed as
      * the pool's threads ended (the spawner thread, isolate.c). */
@@ -180,9 +149,9 @@ KT_CASE(isolated_builds_all)
      * started. */
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "cached"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_skipped"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "cached"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "driver_compiles"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_skipped"), NPROGRAMS);
     case_end(&c);
 }
 
@@ -196,9 +165,9 @@ static void crash_case(const char *fault, const char *signame)
     struct run *r = c.r;
     KT_REQUIRE(prepare_isolated(c.cache, fault, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
-    KT_CHECK_EQ(json_int(r->out, "failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "failed"), 0);
     KT_CHECK(strstr(r->err, VICTIM ": not built: the worker process died") != NULL);
     KT_CHECK(strstr(r->err, signame) != NULL);
     KT_CHECK(file_size(c.vkc) > 0);
@@ -220,20 +189,20 @@ KT_CASE(crasher_skipped_then_retried)
     struct run *r = c.r;
     KT_REQUIRE(prepare_isolated(c.cache, "crash:" VICTIM, NULL, r) == 0);
     KT_REQUIRE(exit_code(r) == 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "driver_compiles"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
     KT_CHECK(strstr(r->err, "1 program failed to build on this driver before: skipped") != NULL);
     const char *retry[] = {"prepare", "--generate", PROGRAMS, "--cache",        c.cache, "--jobs",
                            "2",       "--isolate",  "--json", "--retry-failed", NULL};
     KT_REQUIRE(run_kiln(NULL, NULL, retry, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "driver_compiles"), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), 1);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "driver_compiles"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
     case_end(&c);
 }
 
@@ -253,32 +222,74 @@ KT_CASE(worker_hang)
      * loaded machine: only the hung one may pass it. */
     KT_REQUIRE(prepare_isolated(c.cache, "hang:" VICTIM, "20000", r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_CHECK(strstr(r->err, VICTIM ": not built: the worker passed its time limit") != NULL);
     KT_CHECK(file_size(c.vkc) > 0);
     case_end(&c);
 }
 
-/* What orphan_worker_dies watches: kiln's stderr, and the hung worker. */
-struct orphan_watch {
-    const char *err_path;
+/* What a run with a hung worker watches: kiln's stderr, the hung worker,
+ * and what it sends once the worker hangs. */
+struct hang_watch {
+    char err_path[4200];
     long worker; /* 0 until the fault said which process hangs */
+    bool group;  /* SIGINT to kiln's process group; else SIGKILL to kiln */
 };
 
-/* Once the fault says which worker hangs, kills kiln (not the worker). */
-static void kill_parent_when_hung(void *user, int pid)
+/* @return the worker the fault says hangs ("hanging in process N" in
+ * kiln's stderr, the file `err_path`), or 0 while it has not said. */
+static long hung_worker(const char *err_path)
 {
-    struct orphan_watch *w = user;
+    char text[65536];
+    kt_slurp(err_path, text, sizeof(text));
+    const char *at = strstr(text, "hanging in process ");
+    return at ? strtol(at + strlen("hanging in process "), NULL, 10) : 0;
+}
+
+/* Once the fault says which worker hangs, kills kiln (not the worker), or
+ * for w->group sends SIGINT to kiln's process group, as a terminal's
+ * Ctrl-C does. */
+static void signal_when_hung(void *user, int pid)
+{
+    struct hang_watch *w = user;
     if (w->worker)
         return;
-    char text[65536];
-    slurp(w->err_path, text, sizeof(text));
-    const char *at = strstr(text, "hanging in process ");
-    if (!at)
+    w->worker = hung_worker(w->err_path);
+    if (!w->worker)
         return;
-    w->worker = strtol(at + strlen("hanging in process "), NULL, 10);
-    kill(pid, SIGKILL);
+    if (w->group)
+        kill(-pid, SIGINT);
+    else
+        kill(pid, SIGKILL);
+}
+
+/*
+ * Runs `kiln prepare --isolate` of case `c` on one worker with the fault
+ * hanging VICTIM's build, watched by `w` (signal_when_hung); when `group`,
+ * kiln leads its own process group, with a 3 s stop deadline. @return
+ * kt_spawn's, with the wait status in *status and stderr in c->r->err.
+ */
+static int run_hung(struct isolate_case *c, struct hang_watch *w, bool group, int *status)
+{
+    *w = (struct hang_watch){.group = group};
+    snprintf(w->err_path, sizeof(w->err_path), "%s/stderr", kt_case_dir());
+    const char *args[] = {"prepare", "--generate", PROGRAMS,    "--cache", c->cache,
+                          "--jobs",  "1",          "--isolate", NULL};
+    struct kt_spawn k = {.stdin_path = "/dev/null",
+                         .stderr_path = w->err_path,
+                         .fault = "hang:" VICTIM,
+                         .env = group ? "KILN_STOP_DEADLINE_MS=3000" : NULL,
+                         .own_group = group,
+                         .limit_s = RUN_LIMIT_S,
+                         .out = c->r->out,
+                         .out_cap = sizeof(c->r->out),
+                         .during = signal_when_hung,
+                         .during_user = w};
+    int rc = kt_spawn(KILN_CLI, args, &k);
+    *status = k.status;
+    kt_slurp(w->err_path, c->r->err, sizeof(c->r->err));
+    return rc;
 }
 
 /* A worker hung in the driver dies with its parent: kiln is killed with
@@ -295,23 +306,11 @@ KT_CASE(orphan_worker_dies)
     struct isolate_case c;
     KT_REQUIRE(case_begin(&c, true));
     KT_REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
-    char err_path[4200];
-    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
-    struct orphan_watch w = {.err_path = err_path};
-    const char *args[] = {"prepare", "--generate", PROGRAMS,    "--cache", c.cache,
-                          "--jobs",  "1",          "--isolate", NULL};
-    struct kt_spawn k = {.stdin_path = "/dev/null",
-                         .stderr_path = err_path,
-                         .fault = "hang:" VICTIM,
-                         .limit_s = RUN_LIMIT_S,
-                         .out = c.r->out,
-                         .out_cap = sizeof(c.r->out),
-                         .during = kill_parent_when_hung,
-                         .during_user = &w};
-    KT_REQUIRE(kt_spawn(KILN_CLI, args, &k) == 0);
-    slurp(err_path, c.r->err, sizeof(c.r->err));
+    struct hang_watch w;
+    int st;
+    KT_REQUIRE(run_hung(&c, &w, false, &st) == 0);
     KT_REQUIRE(w.worker > 0);
-    KT_CHECK(WIFSIGNALED(k.status) && WTERMSIG(k.status) == SIGKILL);
+    KT_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     /* The worker is this process's child now: reaped here once it died. */
     int status = 0;
     pid_t got = 0;
@@ -336,22 +335,6 @@ KT_CASE(orphan_worker_dies)
 #endif
 }
 
-/* Sends SIGINT to kiln's process group, as a terminal's Ctrl-C does, once
- * the fault says a worker hangs in its build. */
-static void interrupt_group_when_hung(void *user, int pid)
-{
-    struct orphan_watch *w = user;
-    if (w->worker)
-        return;
-    char text[65536];
-    slurp(w->err_path, text, sizeof(text));
-    const char *at = strstr(text, "hanging in process ");
-    if (!at)
-        return;
-    w->worker = strtol(at + strlen("hanging in process "), NULL, 10);
-    kill(-pid, SIGINT);
-}
-
 /* A Ctrl-C at the terminal stops the run, and is not the driver's word: a
  * SIGINT to kiln's whole process group while a worker is in a build (it
  * hangs there, by the fault) must not kill that worker as the build's
@@ -362,30 +345,17 @@ KT_CASE(group_interrupt_spares_workers)
 {
     struct isolate_case c;
     KT_REQUIRE(case_begin(&c, true));
-    char err_path[4200];
-    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
-    struct orphan_watch w = {.err_path = err_path};
-    const char *args[] = {"prepare", "--generate", PROGRAMS,    "--cache", c.cache,
-                          "--jobs",  "1",          "--isolate", NULL};
-    struct kt_spawn k = {.stdin_path = "/dev/null",
-                         .stderr_path = err_path,
-                         .fault = "hang:" VICTIM,
-                         .env = "KILN_STOP_DEADLINE_MS=3000",
-                         .own_group = true,
-                         .limit_s = RUN_LIMIT_S,
-                         .out = c.r->out,
-                         .out_cap = sizeof(c.r->out),
-                         .during = interrupt_group_when_hung,
-                         .during_user = &w};
-    KT_REQUIRE(kt_spawn(KILN_CLI, args, &k) == 0);
-    slurp(err_path, c.r->err, sizeof(c.r->err));
+    struct hang_watch w;
+    int st;
+    KT_REQUIRE(run_hung(&c, &w, true, &st) == 0);
     KT_REQUIRE(w.worker > 0);
-    KT_CHECK(WIFEXITED(k.status) && WEXITSTATUS(k.status) != 0);
+    KT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
     KT_CHECK(strstr(c.r->err, VICTIM ": not built: the worker process died") == NULL);
     /* The next run, the fault gone: nothing recorded against the driver. */
     KT_REQUIRE(prepare_isolated(c.cache, NULL, NULL, c.r) == 0);
-    KT_CHECK_EQ(json_int(c.r->out, "ledger_failed"), 0);
-    KT_CHECK_EQ(json_int(c.r->out, "pipelines_built") + json_int(c.r->out, "ledger_skipped"),
+    KT_CHECK_EQ(kt_json_text_int(c.r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(c.r->out, "pipelines_built") +
+                    kt_json_text_int(c.r->out, "ledger_skipped"),
                 NPROGRAMS);
     KT_CHECK_EQ(exit_code(c.r), 0);
     case_end(&c);
@@ -416,9 +386,9 @@ KT_CASE(warm_start_worker_crash)
                                          "--json", NULL},
                         r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "loaded"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "loaded"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_CHECK(strstr(r->err, fault + 6) != NULL && strstr(r->err, "SIGSEGV") != NULL);
     case_end(&c);
 }
@@ -444,7 +414,7 @@ KT_CASE(crash_without_isolation)
  * parent is gone before greeting. */
 KT_CASE(worker_bad_input)
 {
-    const char *root = case_dir();
+    const char *root = kt_case_dir();
     char garbage[4200], cut[4200];
     snprintf(garbage, sizeof(garbage), "%s/garbage", root);
     snprintf(cut, sizeof(cut), "%s/cut", root);
@@ -489,7 +459,7 @@ KT_CASE(worker_bad_input)
 KT_CASE(isolate_options_checked)
 {
     char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
     struct kiln_program_array arr = {.programs = NULL, .count = 1};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     struct kiln_isolate_options iso = {.argv = NULL};
@@ -574,7 +544,7 @@ KT_CASE(app_builder_in_workers)
     const char *argv[] = {KILN_APP_WORKER, NULL};
     struct kiln_isolate_options iso = {.argv = argv, .workers = 1};
     char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
     o.cache_dir = cache;
@@ -628,7 +598,7 @@ static const char *isolated_skip(const char *leaf, struct kiln_program *prog,
     const char *argv[] = {KILN_APP_WORKER, NULL};
     struct kiln_isolate_options iso = {.argv = argv, .workers = 1};
     char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/%s", case_dir(), leaf);
+    snprintf(cache, sizeof(cache), "%s/%s", kt_case_dir(), leaf);
     struct kiln_prepare_options o;
     kiln_prepare_options_init(&o);
     o.cache_dir = cache;
@@ -742,36 +712,36 @@ static void crash_costs_one_run(const char *const *cmd, const char *victim, bool
 
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    int64_t suspects = json_int(r->out, "crash_skipped");
+    int64_t suspects = kt_json_text_int(r->out, "crash_skipped");
     KT_CHECK(suspects >= 1 && suspects <= 2); /* two workers: one or two in flight */
     KT_CHECK(strstr(r->err, line) != NULL);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - suspects);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - suspects);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
 
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "crash_skipped"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), suspects);
-    KT_CHECK_EQ(json_int(r->out, start ? "pipelines_built" : "driver_compiles"),
+    KT_CHECK_EQ(kt_json_text_int(r->out, "crash_skipped"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), suspects);
+    KT_CHECK_EQ(kt_json_text_int(r->out, start ? "pipelines_built" : "driver_compiles"),
                 start ? NPROGRAMS - suspects : 0);
     KT_CHECK(strstr(r->err, line) == NULL);
 
     KT_REQUIRE(run_json(NULL, cmd, "--retry-failed", r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), start ? NPROGRAMS : suspects);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), start ? NPROGRAMS : suspects);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
 
     KT_REQUIRE(run_json(NULL, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "crash_skipped"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "crash_skipped"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
     case_end(&c);
 }
 
 KT_CASE(crash_costs_one_prepare)
 {
     char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
     const char *cmd[] = {"prepare", "--generate", PROGRAMS, "--cache", cache, "--jobs", "2", NULL};
     crash_costs_one_run(cmd, VICTIM, false);
 }
@@ -781,7 +751,7 @@ KT_CASE(crash_costs_one_start)
     need_faults();
     pf_need_vulkan();
     char cache[4200], victim[64];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
     victim_key_name(victim, sizeof(victim));
     struct run *r = calloc(1, sizeof(*r));
     KT_REQUIRE(r != NULL);
@@ -814,17 +784,17 @@ KT_CASE(isolated_start_records_crash)
     const char *cmd[] = {"start", "--cache", c.cache, "--jobs", "2", "--isolate", NULL};
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
     KT_CHECK_EQ(exit_code(r), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 1);
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0); /* not handed to a worker again */
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_failed"), 0);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 1);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS - 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 1);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS - 1);
     KT_CHECK(strstr(r->err, "1 program crashed a process or worker on this driver before") != NULL);
     KT_REQUIRE(run_json(NULL, cmd, "--retry-failed", r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(json_int(r->out, "pipelines_built"), NPROGRAMS);
-    KT_CHECK_EQ(json_int(r->out, "ledger_failed"), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_failed"), 0);
     case_end(&c);
 }
 
@@ -842,7 +812,7 @@ static void unreached_case(const char *const *argv, const char *fault)
         need_faults();
     pf_need_vulkan();
     char cache[4200], ledger[4300];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
+    snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
     snprintf(ledger, sizeof(ledger), "%s/ledger.kpl", cache);
     struct kiln_isolate_options iso = {.argv = argv, .workers = 1, .time_limit_ms = 2000};
     struct kiln_prepare_options o;
@@ -874,7 +844,7 @@ static void unreached_case(const char *const *argv, const char *fault)
 KT_CASE(worker_cannot_start)
 {
     char missing[4200];
-    snprintf(missing, sizeof(missing), "%s/no-such-worker", case_dir());
+    snprintf(missing, sizeof(missing), "%s/no-such-worker", kt_case_dir());
     const char *argv[] = {missing, NULL};
     unreached_case(argv, NULL);
 }

@@ -11,6 +11,7 @@
  * translations need shaderc; --no-vulkan, so no case needs a device.
  */
 #include "kiln_test.h"
+#include "kt_cli.h"
 #include "kt_spawn.h"
 
 #include <json-c/json.h>
@@ -35,26 +36,6 @@ struct watch {
     bool sent;
 };
 
-/* The case's folder (kt_tmpdir makes a new one at each call). */
-static const char *case_dir(void)
-{
-    static char dir[4096];
-    if (!dir[0])
-        snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    return dir;
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* Once the fault says the translation hangs, sends the SIGTERMs (two at
  * once: one request and its echo). */
 static void term_when_stuck(void *user, int pid)
@@ -63,7 +44,7 @@ static void term_when_stuck(void *user, int pid)
     if (w->sent)
         return;
     char text[65536];
-    slurp(w->err_path, text, sizeof(text));
+    kt_slurp(w->err_path, text, sizeof(text));
     if (!strstr(text, "hanging in translation"))
         return;
     w->sent = true;
@@ -90,18 +71,6 @@ static int cache_check(const char *dir)
     return ex;
 }
 
-static int64_t json_int(const char *text, const char *key)
-{
-    struct json_object *j = json_tokener_parse(text), *v;
-    int64_t x = -1;
-    if (j && json_object_object_get_ex(j, key, &v))
-        x = json_object_get_int64(v);
-    else
-        kt_fail(__FILE__, __LINE__, "no field '%s' in the JSON", key);
-    json_object_put(j);
-    return x;
-}
-
 /* A translation that never returns and heeds no stop flag (the test fault
  * hang-translate:, as shaderc on glslang's lock), SIGTERM sent `signals`
  * times at once: kiln ends by itself, exit code 130 (a signal stopped it) with the deadline's
@@ -116,8 +85,8 @@ static void stuck_translation(int signals, const char *deadline_env)
     exit(77);
 #else
     char cache[4200], err_path[4200], kpc[4300];
-    snprintf(cache, sizeof(cache), "%s/cache", case_dir());
-    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
+    snprintf(err_path, sizeof(err_path), "%s/stderr", kt_case_dir());
     snprintf(kpc, sizeof(kpc), "%s/programs.kpc", cache);
     static char out[65536], err[65536];
     struct watch w = {.err_path = err_path, .signals = signals};
@@ -133,7 +102,7 @@ static void stuck_translation(int signals, const char *deadline_env)
                          .during = term_when_stuck,
                          .during_user = &w};
     int rc = kt_spawn(KILN_CLI, args, &k);
-    slurp(err_path, err, sizeof(err));
+    kt_slurp(err_path, err, sizeof(err));
     if (rc < 0)
         fprintf(stderr, "kiln's stderr:\n%s\n", err);
     KT_REQUIRE(rc == 0);
@@ -153,7 +122,8 @@ static void stuck_translation(int signals, const char *deadline_env)
                           .out = out,
                           .out_cap = sizeof(out)};
     KT_CHECK_EQ(kt_spawn_exit(KILN_CLI, again, &k2), 0);
-    int64_t cached = json_int(out, "cached"), translated = json_int(out, "translated");
+    int64_t cached = kt_json_text_int(out, "cached"),
+            translated = kt_json_text_int(out, "translated");
     KT_CHECK(cached >= 1 && translated >= 1);
     KT_CHECK_EQ(cached + translated, 12);
     if (kt_failures) {
@@ -209,17 +179,17 @@ KT_CASE(low_address_space_limit)
     static const unsigned limits_mib[] = {30, 40, 50, 60, 70, 80, 90, 100, 120, 160};
     static const char *const jobs[] = {"1", "2"};
     char err_path[4200];
-    snprintf(err_path, sizeof(err_path), "%s/stderr", case_dir());
+    snprintf(err_path, sizeof(err_path), "%s/stderr", kt_case_dir());
     static char err[65536];
     for (size_t j = 0; j < 2; j++) {
         unsigned poisoned = 0;
         for (size_t i = 0; i < sizeof(limits_mib) / sizeof(limits_mib[0]) && !poisoned; i++) {
             char cache[4200], kpc[4300], rm[8500];
-            snprintf(cache, sizeof(cache), "%s/cache-%s-%u", case_dir(), jobs[j], limits_mib[i]);
+            snprintf(cache, sizeof(cache), "%s/cache-%s-%u", kt_case_dir(), jobs[j], limits_mib[i]);
             snprintf(kpc, sizeof(kpc), "%s/programs.kpc", cache);
             int status = 0;
             int rc = run_limited(cache, limits_mib[i] * 1024u, jobs[j], err_path, &status);
-            slurp(err_path, err, sizeof(err));
+            kt_slurp(err_path, err, sizeof(err));
             if (rc < 0) {
                 fprintf(stderr, "%u MiB, --jobs %s: did not end; stderr:\n%s\n", limits_mib[i],
                         jobs[j], err);

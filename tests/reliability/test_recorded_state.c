@@ -21,21 +21,13 @@
  */
 #include "kiln_test.h"
 #include "foz_writer.h"
+#include "kt_cli.h"
 #include "kiln-tools/foz.h"
 
 #include <inttypes.h>
 #include <json.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-
-#define NEED(cond)                                                    \
-    do {                                                              \
-        if (!(cond)) {                                                \
-            printf("%s:%d: needed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                  \
-        }                                                             \
-    } while (0)
 
 #define GOOD_HASH  UINT64_C(0x600d000000000001)
 #define BAD_HASH   UINT64_C(0xbad0000000000001)
@@ -87,7 +79,7 @@ struct variant {
 static char *text(size_t cap)
 {
     char *s = malloc(cap);
-    NEED(s);
+    KT_NEED(s);
     s[0] = '\0';
     return s;
 }
@@ -196,7 +188,7 @@ static struct variant variant_of(const char *name)
                          "\"mapEntries\":[{\"offset\":2,\"size\":4,\"constantID\":0}]}";
         v.rule_import = v.rule_build = "lies past its 4 bytes of data";
     } else {
-        NEED(strcmp(name, "empty_entry_point") == 0);
+        KT_NEED(strcmp(name, "empty_entry_point") == 0);
         v.fragment_name = "";
         v.rule_import = v.rule_build = "stage 1 has an empty entry point name";
     }
@@ -236,12 +228,7 @@ static char *graphics_json(const struct fw_crafted *a, uint64_t hash, const stru
 static void write_archives(const struct variant *v, const char *crafted, const char *other)
 {
     struct fw_crafted a;
-    int rc = fw_crafted_begin(crafted, &a);
-    if (rc == KILN_ENOTSUP) {
-        printf("skipped: this build has no shaderc to make SPIR-V with\n");
-        exit(77);
-    }
-    NEED(rc == 0);
+    FW_NEED(fw_crafted_begin(crafted, &a));
     if (v->extra)
         fw_crafted_add(&a, v->extra_tag, OBJ_HASH, v->extra);
     char *good = graphics_json(&a, GOOD_HASH, NULL), *bad = graphics_json(&a, BAD_HASH, v);
@@ -249,89 +236,28 @@ static void write_archives(const struct variant *v, const char *crafted, const c
     fw_crafted_add(&a, KILN_FOZ_TAG_GRAPHICS_PIPELINE, BAD_HASH, bad);
     free(good);
     free(bad);
-    NEED(fw_crafted_finish(&a, crafted) == 0);
-    NEED(fw_write_pipelines(other, 2, 4, OTHER_HASH) == 0);
+    KT_NEED(fw_crafted_finish(&a, crafted) == 0);
+    KT_NEED(fw_write_pipelines(other, 2, 4, OTHER_HASH) == 0);
 }
 
 /* ---------------------------------------------------------------------------
  * The command and its output
  * ------------------------------------------------------------------------ */
 
-/* Runs `kiln ARGS` with stdout in `out`, stderr in `out`.err.
- * @return the exit code, or 128 + the signal that ended it. */
-static int run_kiln(const char *out, const char *args)
+/* @return how many lines of the stderr of the run whose output is `out`
+ * (the file `out`.err) hold both `a` and `b`. */
+static int err_lines_with(const char *out, const char *a, const char *b)
 {
-    size_t cap = strlen(args) + 2 * strlen(out) + 4096;
-    char *cmd = text(cap);
-    /* As in tests/cli/test_cli_foz.c: a run with a Vulkan context checks no
-     * leaks under AddressSanitizer (the loader's). */
-    bool vulkan = strncmp(args, "import", 6) != 0;
-    snprintf(cmd, cap, "%s'%s' %s > '%s' 2> '%s.err'",
-             vulkan ? "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 " : "", KILN_CLI, args, out,
-             out);
-    int st = system(cmd);
-    free(cmd);
-    NEED(st != -1);
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
-}
-
-static uint64_t num(struct json_object *o, const char *dotted)
-{
-    char key[128];
-    const char *p = dotted;
-    while (o && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        snprintf(key, sizeof(key), "%.*s", (int)n, p);
-        struct json_object *v = NULL;
-        if (!json_object_object_get_ex(o, key, &v))
-            return UINT64_MAX;
-        o = v;
-        p += n + (dot ? 1 : 0);
-    }
-    return o ? (uint64_t)json_object_get_int64(o) : UINT64_MAX;
-}
-
-/* @return how many lines of file `path` hold both `a` and `b`. */
-static int lines_with(const char *path, const char *a, const char *b)
-{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s.err", out);
     FILE *f = fopen(path, "r");
-    NEED(f);
+    KT_NEED(f);
     char line[8192];
     int n = 0;
     while (fgets(line, sizeof(line), f))
         n += strstr(line, a) != NULL && strstr(line, b) != NULL;
     fclose(f);
     return n;
-}
-
-static struct json_object *json_of(const char *path)
-{
-    struct json_object *o = json_object_from_file(path);
-    if (!o) {
-        char cmd[4300];
-        snprintf(cmd, sizeof(cmd), "cat '%s' '%s.err' | head -20", path, path);
-        if (system(cmd) != 0)
-            printf("(could not show %s)\n", path);
-    }
-    NEED(o);
-    return o;
-}
-
-/* Ends the case as skipped when a run found no Vulkan device. */
-static void require_vulkan(struct json_object *o, const char *out)
-{
-    struct json_object *v = NULL;
-    if (json_object_object_get_ex(o, "vulkan", &v) && json_object_get_boolean(v))
-        return;
-    struct json_object *step = NULL;
-    if (!json_object_object_get_ex(o, "error_step", &step) ||
-        strcmp(json_object_get_string(step), "vulkan") != 0)
-        return;
-    printf("skipped: no Vulkan device for kiln (see %s.err)\n", out);
-    exit(77);
 }
 
 /* ---------------------------------------------------------------------------
@@ -345,15 +271,15 @@ static void require_vulkan(struct json_object *o, const char *out)
 static void plant(const char *foz, const char *dir)
 {
     struct kiln_foz *f;
-    NEED(kiln_foz_open(NULL, foz, &f) == 0);
+    KT_NEED(kiln_foz_open(NULL, foz, &f) == 0);
     struct kiln_foz_index *idx;
-    NEED(kiln_foz_index_create(f, &idx) == 0);
+    KT_NEED(kiln_foz_index_create(f, &idx) == 0);
     kiln_foz_close(f);
     kt_mkdir(dir);
     struct kiln_cache_options o = {.stamp = KILN_FOZ_STAMP,
                                    .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
-    NEED(kiln_cache_open(dir, &o, &c) == 0);
+    KT_NEED(kiln_cache_open(dir, &o, &c) == 0);
     const struct kiln_foz_pipeline_ref *refs;
     size_t n = kiln_foz_index_pipelines(idx, &refs);
     for (size_t i = 0; i < n; i++) {
@@ -366,8 +292,8 @@ static void plant(const char *foz, const char *dir)
         for (unsigned s = 0; s < p->nstages; s++) {
             size_t bs;
             void *blob;
-            NEED(kiln_pack(p->stages[s].words, p->stages[s].nwords, KILN_CODEC_KILN,
-                           kiln_cache_dict(c), &blob, &bs) == 0);
+            KT_NEED(kiln_pack(p->stages[s].words, p->stages[s].nwords, KILN_CODEC_KILN,
+                              kiln_cache_dict(c), &blob, &bs) == 0);
             st[s] = (struct kiln_stage_blob){
                 .stage = (uint32_t)p->stages[s].src.stage, .blob = blob, .blob_size = bs};
             spirv += p->stages[s].nwords * 4;
@@ -376,15 +302,15 @@ static void plant(const char *foz, const char *dir)
             .kind = KILN_STATE_FOZ, .bytes = p->state, .size = p->state_size};
         void *payload;
         size_t ps;
-        NEED(kiln_program_payload_build_full(&state, st, p->nstages, &payload, &ps) == 0);
-        NEED(kiln_cache_put(c, p->key, payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
-                            (uint16_t)p->nstages) == 0);
+        KT_NEED(kiln_program_payload_build_full(&state, st, p->nstages, &payload, &ps) == 0);
+        KT_NEED(kiln_cache_put(c, p->key, payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
+                               (uint16_t)p->nstages) == 0);
         kiln_pack_free(payload);
         for (unsigned s = 0; s < p->nstages; s++)
             kiln_pack_free((void *)st[s].blob);
         kiln_program_destroy(p);
     }
-    NEED(kiln_cache_sync(c) == 0);
+    KT_NEED(kiln_cache_sync(c) == 0);
     kiln_cache_close(c);
     kiln_foz_index_destroy(idx);
 }
@@ -393,6 +319,18 @@ static void plant(const char *foz, const char *dir)
  * The cases
  * ------------------------------------------------------------------------ */
 
+/* Runs `kiln ARGS` with stdout in `out`, printing its exit code after
+ * `what`. @return its JSON output (*rc: the exit code); a run that found no
+ * Vulkan device ends the case as skipped. */
+static struct json_object *run_json(const char *out, const char *args, const char *what, int *rc)
+{
+    *rc = kt_cli_run(out, args);
+    printf("%s: exit %d\n", what, *rc);
+    struct json_object *o = kt_cli_json(out);
+    kt_cli_require_vulkan(o, out);
+    return o;
+}
+
 static void check_import(const struct variant *v, const char *dir, const char *crafted,
                          const char *other)
 {
@@ -400,20 +338,17 @@ static void check_import(const struct variant *v, const char *dir, const char *c
     snprintf(out, sizeof(out), "%s/import.json", dir);
     snprintf(args, sizeof(args), "import foz '%s' '%s' --cache '%s/imported' --json", crafted,
              other, dir);
-    int rc = run_kiln(out, args);
-    printf("import: exit %d\n", rc);
+    int rc;
+    struct json_object *o = run_json(out, args, "import", &rc);
     KT_CHECK_EQ(rc, 1); /* something skipped, everything good stored */
-    struct json_object *o = json_of(out);
-    KT_CHECK_EQ(num(o, "found"), 8);
-    KT_CHECK_EQ(num(o, "refused"), 1);
-    KT_CHECK_EQ(num(o, "kinds.graphics.refused"), 1);
-    KT_CHECK_EQ(num(o, "imported"), 7);
-    KT_CHECK_EQ(num(o, "records"), 7);
+    KT_CHECK_EQ(kt_json_num(o, "found"), 8);
+    KT_CHECK_EQ(kt_json_num(o, "refused"), 1);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.graphics.refused"), 1);
+    KT_CHECK_EQ(kt_json_num(o, "imported"), 7);
+    KT_CHECK_EQ(kt_json_num(o, "records"), 7);
     json_object_put(o);
-    char err[4300];
-    snprintf(err, sizeof(err), "%s.err", out);
-    KT_CHECK_EQ(lines_with(err, "refused: ", v->rule_import), 1);
-    KT_CHECK_EQ(lines_with(err, "bad0000000000001", "refused"), 1);
+    KT_CHECK_EQ(err_lines_with(out, "refused: ", v->rule_import), 1);
+    KT_CHECK_EQ(err_lines_with(out, "bad0000000000001", "refused"), 1);
 }
 
 static void check_start(const struct variant *v, const char *dir, const char *crafted)
@@ -423,18 +358,15 @@ static void check_start(const struct variant *v, const char *dir, const char *cr
     plant(crafted, cache);
     snprintf(out, sizeof(out), "%s/start.json", dir);
     snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
-    int rc = run_kiln(out, args);
-    printf("start of planted records: exit %d\n", rc);
+    int rc;
+    struct json_object *o = run_json(out, args, "start of planted records", &rc);
     KT_CHECK(rc < 128); /* no signal: nothing crashed */
-    struct json_object *o = json_of(out);
-    require_vulkan(o, out);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 1);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.skipped"), 1);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 1);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.skipped"), 1);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
     json_object_put(o);
-    char err[4300];
-    snprintf(err, sizeof(err), "%s.err", out);
-    KT_CHECK_EQ(lines_with(err, "graphics pipeline bad0000000000001: refused: ", v->rule_build), 1);
+    KT_CHECK_EQ(err_lines_with(out, "graphics pipeline bad0000000000001: refused: ", v->rule_build),
+                1);
 }
 
 static void check_prepare(const struct variant *v, const char *dir, const char *crafted)
@@ -443,18 +375,14 @@ static void check_prepare(const struct variant *v, const char *dir, const char *
     snprintf(out, sizeof(out), "%s/prepare.json", dir);
     snprintf(args, sizeof(args), "prepare --json --cache '%s/prepared' --corpus '%s'", dir,
              crafted);
-    int rc = run_kiln(out, args);
-    printf("prepare --corpus: exit %d\n", rc);
+    int rc;
+    struct json_object *o = run_json(out, args, "prepare --corpus", &rc);
     KT_CHECK(rc < 128);
-    struct json_object *o = json_of(out);
-    require_vulkan(o, out);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.built"), 1);
-    KT_CHECK_EQ(num(o, "kinds.foz.graphics.failed"), 0);
-    KT_CHECK_EQ(num(o, "archive_pipelines.graphics.refused"), 1);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.built"), 1);
+    KT_CHECK_EQ(kt_json_num(o, "kinds.foz.graphics.failed"), 0);
+    KT_CHECK_EQ(kt_json_num(o, "archive_pipelines.graphics.refused"), 1);
     json_object_put(o);
-    char err[4300];
-    snprintf(err, sizeof(err), "%s.err", out);
-    KT_CHECK_EQ(lines_with(err, "refused: ", v->rule_import), 1);
+    KT_CHECK_EQ(err_lines_with(out, "refused: ", v->rule_import), 1);
 }
 
 static void run_case(const char *name)
@@ -472,48 +400,25 @@ static void run_case(const char *name)
     free(v.extra);
 }
 
+/* A case per variant, named as its variant. */
+#define VARIANT_CASE(name) \
+    KT_CASE(name)          \
+    {                      \
+        run_case(#name);   \
+    }
+
 /* Finding 1: impossible recorded state. */
-KT_CASE(stage_out_of_range)
-{
-    run_case("stage_out_of_range");
-}
-KT_CASE(null_layout)
-{
-    run_case("null_layout");
-}
-KT_CASE(blend_attachments)
-{
-    run_case("blend_attachments");
-}
-KT_CASE(vertex_attributes)
-{
-    run_case("vertex_attributes");
-}
-KT_CASE(no_rasterization)
-{
-    run_case("no_rasterization");
-}
-KT_CASE(static_viewport_missing)
-{
-    run_case("static_viewport_missing");
-}
-KT_CASE(set_layouts)
-{
-    run_case("set_layouts");
-}
-KT_CASE(no_subpass)
-{
-    run_case("no_subpass");
-}
+VARIANT_CASE(stage_out_of_range)
+VARIANT_CASE(null_layout)
+VARIANT_CASE(blend_attachments)
+VARIANT_CASE(vertex_attributes)
+VARIANT_CASE(no_rasterization)
+VARIANT_CASE(static_viewport_missing)
+VARIANT_CASE(set_layouts)
+VARIANT_CASE(no_subpass)
 /* Finding 4: one malformed pipeline costs that pipeline only. */
-KT_CASE(spec_past_data)
-{
-    run_case("spec_past_data");
-}
-KT_CASE(empty_entry_point)
-{
-    run_case("empty_entry_point");
-}
+VARIANT_CASE(spec_past_data)
+VARIANT_CASE(empty_entry_point)
 
 /* ---------------------------------------------------------------------------
  * Mutations: random values in the good pipeline, planted and started
@@ -561,7 +466,7 @@ static void mutate(struct json_object *p, uint64_t *seed, char *what, size_t cap
 {
     struct leaves l = {.ni = 0};
     collect(p, &l);
-    NEED(l.ni && l.no);
+    KT_NEED(l.ni && l.no);
     if (next(seed) % 4 == 0) {
         struct json_object *o = l.objs[next(seed) % l.no];
         size_t n = (size_t)json_object_object_length(o), k = n ? next(seed) % n : 0;
@@ -609,17 +514,12 @@ KT_CASE(mutations)
         snprintf(crafted, sizeof(crafted), "%s/m%u.foz", dir, t);
         snprintf(cache, sizeof(cache), "%s/m%u", dir, t);
         struct fw_crafted a;
-        int rc = fw_crafted_begin(crafted, &a);
-        if (rc == KILN_ENOTSUP) {
-            printf("skipped: this build has no shaderc to make SPIR-V with\n");
-            exit(77);
-        }
-        NEED(rc == 0);
+        FW_NEED(fw_crafted_begin(crafted, &a));
         char *good = graphics_json(&a, BAD_HASH, NULL);
         struct json_object *doc = json_tokener_parse(good);
-        NEED(doc);
+        KT_NEED(doc);
         struct json_object *pipes = NULL, *p = NULL;
-        NEED(json_object_object_get_ex(doc, "graphicsPipelines", &pipes));
+        KT_NEED(json_object_object_get_ex(doc, "graphicsPipelines", &pipes));
         json_object_object_foreach(pipes, k, v)
         {
             (void)k;
@@ -630,20 +530,21 @@ KT_CASE(mutations)
                        json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
         json_object_put(doc);
         free(good);
-        NEED(fw_crafted_finish(&a, crafted) == 0);
+        KT_NEED(fw_crafted_finish(&a, crafted) == 0);
         plant(crafted, cache);
         snprintf(out, sizeof(out), "%s/m%u.json", dir, t);
         snprintf(args, sizeof(args), "start --json --cache '%s'", cache);
-        rc = run_kiln(out, args);
+        int rc = kt_cli_run(out, args);
         if (rc >= 128) {
             printf("trial %u (%s): kiln start died (signal %d)\n", t, what, rc - 128);
             crashed++;
             continue;
         }
-        struct json_object *o = json_of(out);
-        require_vulkan(o, out);
-        uint64_t b = num(o, "kinds.foz.graphics.built"), s = num(o, "kinds.foz.graphics.skipped"),
-                 f = num(o, "kinds.foz.graphics.failed");
+        struct json_object *o = kt_cli_json(out);
+        kt_cli_require_vulkan(o, out);
+        uint64_t b = kt_json_num(o, "kinds.foz.graphics.built"),
+                 s = kt_json_num(o, "kinds.foz.graphics.skipped"),
+                 f = kt_json_num(o, "kinds.foz.graphics.failed");
         built += b == 1;
         refused += s == 1;
         failed += f == 1;

@@ -16,6 +16,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+void fw_need(int rc, const char *file, int line, const char *what)
+{
+    if (rc == KILN_ENOTSUP) {
+        printf("skipped: this build has no shaderc to make SPIR-V with\n");
+        exit(77);
+    }
+    if (rc != KILN_OK) {
+        printf("%s:%d: needed: %s: %s\n", file, line, what, kiln_strerror(rc));
+        exit(1);
+    }
+}
+
 /* Appends a shader module entry of `words` (deflated); @return its hash.
  * A failure is kept in *rc (the first one). */
 static uint64_t module(struct kiln_foz_writer *w, const uint32_t *words, size_t nwords, int *rc)

@@ -8,6 +8,12 @@
 
 #include "kiln_test.h"
 
+/* Ends the case as skipped (one "skipped:" line, exit 77) when `expr`, a
+ * writer's return, is KILN_ENOTSUP (no shaderc to make SPIR-V with), as
+ * failed (exit 1, the call named) on any other error. */
+#define FW_NEED(expr) fw_need((expr), __FILE__, __LINE__, #expr)
+void fw_need(int rc, const char *file, int line, const char *what);
+
 /*
  * Writes an archive (format version 6) to `path`: `compute` compute
  * programs and `graphics` vertex + fragment pairs of kiln's generator, each

@@ -182,6 +182,25 @@ const char *kt_tmpdir(void)
     return kt_dir;
 }
 
+const char *kt_case_dir(void)
+{
+    static char dir[sizeof(kt_dir)];
+    if (!dir[0])
+        snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
+    return dir;
+}
+
+void kt_slurp(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
 const char *kt_corpus_dir(void)
 {
     const char *env = getenv("KILN_CORPUS");

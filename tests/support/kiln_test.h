@@ -52,6 +52,16 @@ void kt_fail(const char *file, int line, const char *fmt, ...)
         }                                                       \
     } while (0)
 
+/* Like KT_REQUIRE, but ends the whole case (exit 1): for a helper's
+ * precondition, where KT_REQUIRE's return would not stop the case. */
+#define KT_NEED(cond)                                                 \
+    do {                                                              \
+        if (!(cond)) {                                                \
+            printf("%s:%d: needed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                  \
+        }                                                             \
+    } while (0)
+
 #define KT_CHECK_EQ(a, b)                                                                \
     do {                                                                                 \
         long long kt_a_ = (long long)(a), kt_b_ = (long long)(b);                        \
@@ -98,6 +108,15 @@ int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv);
  * everything in it is removed when the case ends, unless KT_KEEP is set.
  */
 const char *kt_tmpdir(void);
+
+/* The case's one folder: kt_tmpdir's at the first call, the same path at
+ * every later one (for helpers that each need it, in a file whose cases
+ * each run in their own process). */
+const char *kt_case_dir(void);
+
+/* Reads file `path` into `buf` (at most cap - 1 bytes, NUL-terminated):
+ * empty when it cannot be opened, as a log not yet written. */
+void kt_slurp(const char *path, char *buf, size_t cap);
 
 /* Removes a folder tree. @return 0 or -1. */
 int kt_rmtree(const char *path);
