@@ -426,17 +426,24 @@ static DWORD posix_rename(const wchar_t *from, const wchar_t *to)
     return err;
 }
 
+/* Both names of a rename as wide paths; on failure neither is left. */
+static int win_path_pair(const char *from, const char *to, wchar_t **wf, wchar_t **wt)
+{
+    KILN_TRY(kiln__win_path(from, wf));
+    int rc = kiln__win_path(to, wt);
+    if (rc != KILN_OK) {
+        free(*wf);
+        *wf = NULL;
+    }
+    return rc;
+}
+
 int kiln__io_rename_noreplace(const char *from, const char *to)
 {
     wchar_t *wf, *wt;
-    KILN_TRY(kiln__win_path(from, &wf));
-    int rc = kiln__win_path(to, &wt);
-    if (rc != KILN_OK) {
-        free(wf);
-        return rc;
-    }
+    KILN_TRY(win_path_pair(from, to, &wf, &wt));
     /* Without MOVEFILE_REPLACE_EXISTING the move fails when `to` exists. */
-    rc = KILN_OK;
+    int rc = KILN_OK;
     if (!MoveFileExW(wf, wt, MOVEFILE_WRITE_THROUGH)) {
         DWORD err = GetLastError();
         rc = err == ERROR_ALREADY_EXISTS || err == ERROR_FILE_EXISTS
@@ -452,12 +459,7 @@ static int win_rename(const struct kiln_io *self, const char *from, const char *
 {
     (void)self;
     wchar_t *wf, *wt;
-    KILN_TRY(kiln__win_path(from, &wf));
-    int rc = kiln__win_path(to, &wt);
-    if (rc != KILN_OK) {
-        free(wf);
-        return rc;
-    }
+    KILN_TRY(win_path_pair(from, to, &wf, &wt));
     DWORD err = 0;
     for (int attempt = 0; attempt < 6; attempt++) {
         if (MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
@@ -477,7 +479,7 @@ static int win_rename(const struct kiln_io *self, const char *from, const char *
     free(wt);
     if (err == 0)
         return KILN_OK;
-    rc = win_error(err, KILN_EIO_RENAME);
+    int rc = win_error(err, KILN_EIO_RENAME);
     /* A rename that fails for a reason with no code of its own says which step failed. */
     return rc == KILN_EACCES || rc == KILN_EBUSY ? KILN_EIO_RENAME : rc;
 }
