@@ -522,6 +522,22 @@ struct kiln_cache_rewrite_report {
 };
 
 /*
+ * Progress of a handle's long operations: called with what runs
+ * ("compact", "prune", "repack", "merge"), the records done and their
+ * total, from the thread that called the operation, at most ten times a
+ * second and always once at the end (done == total); never while a lock
+ * of the handle is taken by another thread.
+ */
+typedef void (*kiln_cache_progress_fn)(void *user, const char *what, uint64_t done, uint64_t total);
+
+/*
+ * Sets (or with NULL clears) the progress callback of `c`'s compact,
+ * prune, repack and merge (as their output, for merge). NULL `c`: nothing.
+ * Thread safety: not while an operation of `c` runs.
+ */
+KILN_API void kiln_cache_set_progress(struct kiln_cache *c, kiln_cache_progress_fn fn, void *user);
+
+/*
  * Rewrites the records file without superseded records, damaged records
  * (those the index names and those a repair left out of it) and dead
  * bytes, and its index and last-use file with it (see the top of this

@@ -672,3 +672,23 @@ int kiln_cache_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
 {
     return kiln_cache_get_stats(c, stats);
 }
+
+void kiln_cache_set_progress(struct kiln_cache *c, kiln_cache_progress_fn fn, void *user)
+{
+    if (!c)
+        return;
+    c->progress = fn;
+    c->progress_user = user;
+    c->progress_ns = 0;
+}
+
+void kiln__cache_progress(struct kiln_cache *c, uint64_t done, uint64_t total)
+{
+    if (!c->progress || !c->progress_what)
+        return;
+    uint64_t now = kiln_now_ns();
+    if (done < total && now - c->progress_ns < 100000000u)
+        return;
+    c->progress_ns = now;
+    c->progress(c->progress_user, c->progress_what, done, total);
+}

@@ -12,8 +12,18 @@
 
 #define KILN__CACHE_PATH_MAX 4096
 
+/* Reports `done` of `total` of the operation c->progress_what names to the
+ * handle's progress callback, at most ten times a second, and always when
+ * done == total (cache.c). */
+struct kiln_cache;
+void kiln__cache_progress(struct kiln_cache *c, uint64_t done, uint64_t total);
+
 struct kiln_cache {
     const struct kiln_io *io;
+    kiln_cache_progress_fn progress; /* kiln_cache_set_progress; NULL: none */
+    void *progress_user;
+    uint64_t progress_ns;      /* the last report, for the 0.1 s throttle */
+    const char *progress_what; /* the operation running: "compact", ... */
     unsigned flags;
     unsigned threads; /* default for load_many, already resolved */
     char rec_path[KILN__CACHE_PATH_MAX];

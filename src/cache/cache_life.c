@@ -231,6 +231,7 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
     }
     r->payload_bytes_after = 0;
     for (size_t k = 0; rc == KILN_OK && k < nkeep; k++) {
+        kiln__cache_progress(c, k, nkeep);
         const struct kiln_cache_entry *e = &c->entries[keep[k]];
         step = "reading a record";
         rc = read_record(c, e, &in, &incap);
@@ -281,6 +282,8 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
         m++;
         r->payload_bytes_after += x.size;
     }
+    if (rc == KILN_OK)
+        kiln__cache_progress(c, nkeep, nkeep);
     if (rc == KILN_OK)
         rc = out_flush(&o);
     if (rc == KILN_OK) {
@@ -370,6 +373,7 @@ int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *r
     bool damaged = false;
     if (ideal == c->rec_end && n == c->count)
         rc = find_damaged(c, keep, n, &damaged);
+    c->progress_what = "compact";
     if (rc == KILN_OK && (ideal != c->rec_end || n != c->count || damaged))
         rc = rewrite(c, keep, n, false, NULL, NULL, NULL, r);
     free(keep);
@@ -469,6 +473,7 @@ int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options
             s.live[k++] = s.live[i];
     int rc = KILN_OK;
     r->dropped = s.picked;
+    c->progress_what = "prune";
     if (s.picked || s.total != c->rec_end || s.n != c->count)
         rc = rewrite(c, s.live, k, false, NULL, NULL, NULL, r);
     prune_sel_free(&s);
@@ -681,6 +686,7 @@ int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cac
                                                                     : NULL;
     struct repack rp = {.codec = codec, .old_dict = c->dict, .new_dict = nd, .r = r, .dir = c->dir};
     bool change = kiln_pack_dict_id(nd) != c->header.dict_id;
+    c->progress_what = "repack";
     if (rc == KILN_OK)
         rc = rewrite(c, live, n, change, nd, repack_fn, &rp, r);
     kiln_pack_thread_cleanup();
@@ -784,7 +790,9 @@ int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t 
     r->superseded = m - w; /* each key's older records: a later input's wins */
     unsigned char *buf = NULL;
     size_t bufcap = 0;
+    out->progress_what = "merge";
     for (size_t k = 0; k < w && rc == KILN_OK; k++) {
+        kiln__cache_progress(out, k, w);
         struct kiln_cache *c = in[items[k].input];
         const struct kiln_cache_entry *e = &c->entries[items[k].entry];
         uint32_t day = c->last_use[items[k].entry];
@@ -812,6 +820,8 @@ int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t 
             r->replaced += have;
         }
     }
+    if (rc == KILN_OK)
+        kiln__cache_progress(out, w, w);
     free(buf);
     free(items);
     for (size_t i = 0; i < n; i++)

@@ -348,6 +348,7 @@ static int job(void *arg, unsigned worker)
     E(cache_compact, kiln_cache_compact, KILN_EINVAL, kiln_cache_compact(NULL, NULL))              \
     E(cache_prune_c, kiln_cache_prune, KILN_EINVAL, kiln_cache_prune(NULL, &F.prune, NULL))        \
     E(cache_prune_o, kiln_cache_prune, KILN_EINVAL, kiln_cache_prune(F.cache, NULL, NULL))         \
+    V(cache_progress, kiln_cache_set_progress, kiln_cache_set_progress(NULL, NULL, NULL))          \
     E(cache_output_p, kiln_cache_check_output, KILN_EINVAL,                                        \
       kiln_cache_check_output(F.cache, NULL))                                                      \
     E(cache_plan_c, kiln_cache_plan_prune, KILN_EINVAL,                                            \

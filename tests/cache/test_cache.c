@@ -1300,6 +1300,72 @@ KT_CASE(repair_check_random)
     }
 }
 
+/* What a progress callback saw. */
+struct progress_seen {
+    char what[16];
+    uint64_t calls, last_done, last_total;
+    bool backwards, total_changed;
+};
+
+static void on_cache_progress(void *user, const char *what, uint64_t done, uint64_t total)
+{
+    struct progress_seen *p = user;
+    if (p->calls && (done < p->last_done))
+        p->backwards = true;
+    if (p->calls && total != p->last_total)
+        p->total_changed = true;
+    snprintf(p->what, sizeof(p->what), "%s", what);
+    p->calls++;
+    p->last_done = done;
+    p->last_total = total;
+}
+
+/* kiln_cache_set_progress: a compact of 300 live records (and 300
+ * superseded ones) reports "compact", never backwards, one total, and ends
+ * at done == total == 300; a merge into a new cache reports "merge" and
+ * ends at its 300 records; with the callback cleared nothing is called. */
+KT_CASE(progress_reported)
+{
+    char dir[4096], out[4200];
+    snprintf(dir, sizeof(dir), "%s/c", kt_tmpdir());
+    snprintf(out, sizeof(out), "%s/m", kt_tmpdir());
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    for (int round = 0; round < 2; round++)
+        for (uint64_t i = 0; i < 300; i++)
+            KT_REQUIRE_OK(put_rec(c, key_of(i), 64 + (size_t)i));
+    KT_REQUIRE_OK(kiln_cache_sync(c));
+    struct progress_seen p = {0};
+    kiln_cache_set_progress(c, on_cache_progress, &p);
+    struct kiln_cache_rewrite_report r;
+    KT_REQUIRE_OK(kiln_cache_compact(c, &r));
+    KT_CHECK(r.rewritten);
+    KT_CHECK(p.calls >= 1);
+    KT_CHECK(strcmp(p.what, "compact") == 0);
+    KT_CHECK(!p.backwards && !p.total_changed);
+    KT_CHECK_EQ(p.last_done, 300);
+    KT_CHECK_EQ(p.last_total, 300);
+    kiln_cache_set_progress(c, NULL, NULL);
+    p.calls = 0;
+    KT_REQUIRE_OK(put_rec(c, key_of(1), 99));
+    KT_REQUIRE_OK(kiln_cache_compact(c, &r));
+    KT_CHECK_EQ(p.calls, 0);
+    kiln_cache_close(c);
+
+    struct kiln_cache *m;
+    KT_REQUIRE_OK(open_cache(out, STAMP, KILN_CACHE_CREATE, &m));
+    struct progress_seen q = {0};
+    kiln_cache_set_progress(m, on_cache_progress, &q);
+    const char *in[] = {dir};
+    struct kiln_cache_merge_report mr;
+    KT_REQUIRE_OK(kiln_cache_merge(m, in, 1, &mr));
+    KT_CHECK(strcmp(q.what, "merge") == 0);
+    KT_CHECK(!q.backwards);
+    KT_CHECK_EQ(q.last_done, 300);
+    KT_CHECK_EQ(q.last_total, 300);
+    kiln_cache_close(m);
+}
+
 KT_CASE(compact_accounts)
 {
     struct rl_trial t;
@@ -2246,7 +2312,8 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(create_makes_folders), KT_ENTRY(open_flags), KT_ENTRY(read_only_never_writes),
         KT_ENTRY(check_and_repair), KT_ENTRY(repair_check_loop), KT_ENTRY(repair_check_random),
         KT_ENTRY(compact_accounts), KT_ENTRY(merge_accounts), KT_ENTRY(prune_plan),
-        KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced), KT_ENTRY(planted_links),
-        KT_ENTRY(output_guard), KT_ENTRY(replaced_under_writer), KT_ENTRY(special_files),
-        KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index), KT_ENTRY(v1_fixture_opens),
-        KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads), KT_ENTRY(put_threads))
+        KT_ENTRY(progress_reported), KT_ENTRY(write_faults), KT_ENTRY(crash_keeps_synced),
+        KT_ENTRY(planted_links), KT_ENTRY(output_guard), KT_ENTRY(replaced_under_writer),
+        KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index),
+        KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads),
+        KT_ENTRY(put_threads))

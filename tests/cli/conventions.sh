@@ -204,6 +204,22 @@ if grep -q "memory budget of 1.0 MiB was not held" "$err" && grep -q '"within_bu
 then ok; else fail "a budget not held: $(cat "$err")"; fi
 rm -rf "$d"
 
+# Progress on a pseudo-terminal (util-linux's script): a repack, a compact
+# that rewrites and a merge each draw their bar to the end.
+if command -v script >/dev/null 2>&1; then
+    d=$(mktemp -d "${TMPDIR:-/tmp}/kiln-conv-pty-XXXXXX")
+    "$kiln" -q bench store --records 2000 --mean-kb 2 --cache "$d/c" >/dev/null 2>&1
+    for c in "cache repack $d/c --codec zstd" "cache merge $d/m $d/c"; do
+        script -qec "$kiln $c" /dev/null >"$out" 2>&1
+        verb=${c#cache }
+        verb=${verb%% *}
+        if tr '\r' '\n' <"$out" | grep -q "^$verb *\[#*\] 2000/2000"; then ok; else
+            fail "kiln $c on a terminal drew no bar: $(tr '\r' '\n' <"$out" | head -c 300)"
+        fi
+    done
+    rm -rf "$d"
+fi
+
 # The bash completion, run as bash would.
 if command -v bash >/dev/null 2>&1; then
     kdir=$(dirname "$kiln")

@@ -154,9 +154,12 @@ int cli_cache_rewrite(const char *name, const char *dir, const char *what, cli_r
     int ex = cli_open_cache_writer(name, dir, &c);
     if (ex != KILN_EXIT_OK)
         return ex;
+    struct cli_cache_bar bar;
+    cli_cache_bar_attach(&bar, c);
     uint64_t t0 = kiln_now_ns();
     int rc = fn(c, arg, r);
     *secs = cli_seconds(t0, kiln_now_ns());
+    cli_cache_bar_close(&bar);
     kiln_cache_close(c);
     if (rc < 0) {
         cli_error(name, "%s: %s failed: %s", dir, what, kiln_strerror(rc));
@@ -868,6 +871,35 @@ void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, u
     } else {
         cli_progress_update(&ps->bar, done);
     }
+}
+
+/* A kiln_cache_progress_fn drawing a cli_progress bar, one per operation. */
+static void cache_bar(void *user, const char *what, uint64_t done, uint64_t total)
+{
+    struct cli_cache_bar *b = user;
+    if (!b->started) {
+        cli_progress_start(&b->bar, what, total, false);
+        b->started = true;
+    }
+    if (done >= total)
+        cli_progress_finish(&b->bar, done);
+    else
+        cli_progress_update(&b->bar, done);
+    b->done = done >= total;
+}
+
+void cli_cache_bar_attach(struct cli_cache_bar *b, struct kiln_cache *c)
+{
+    memset(b, 0, sizeof(*b));
+    b->cache = c;
+    kiln_cache_set_progress(c, cache_bar, b);
+}
+
+void cli_cache_bar_close(struct cli_cache_bar *b)
+{
+    if (b->started && !b->done)
+        cli_progress_finish(&b->bar, b->bar.done);
+    kiln_cache_set_progress(b->cache, NULL, NULL);
 }
 
 void cli_phase_progress_close(struct cli_phase_progress *ps)

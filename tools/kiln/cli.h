@@ -382,6 +382,17 @@ struct cli_phase_progress {
 /* A kiln_prep_progress_fn; `user` is a struct cli_phase_progress. */
 void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, uint64_t total);
 
+/* The progress bar of a cache's compact, prune, repack or merge
+ * (kiln_cache_set_progress): attached to the handle before the operation,
+ * closed (and detached) after it. */
+struct cli_cache_bar {
+    struct kiln_cache *cache;
+    struct cli_progress bar;
+    bool started, done;
+};
+void cli_cache_bar_attach(struct cli_cache_bar *b, struct kiln_cache *c);
+void cli_cache_bar_close(struct cli_cache_bar *b);
+
 /* Ends a bar a stopped phase left open, at the count it reached (never
  * more than was done). */
 void cli_phase_progress_close(struct cli_phase_progress *ps);

@@ -409,9 +409,12 @@ int cmd_cache_merge(int argc, char **argv)
         return cli_exit_for(rc);
     }
     struct kiln_cache_merge_report r;
+    struct cli_cache_bar bar;
+    cli_cache_bar_attach(&bar, out);
     uint64_t t0 = kiln_now_ns();
     rc = kiln_cache_merge(out, in, nin, &r);
     double secs = cli_seconds(t0, kiln_now_ns());
+    cli_cache_bar_close(&bar);
     kiln_cache_close(out);
     if (rc < 0) {
         cli_error(argv[0], "%s: merge failed: %s%s", out_dir, kiln_strerror(rc),
