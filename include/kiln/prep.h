@@ -919,8 +919,10 @@ struct kiln_start_summary {
  * `pipelines_failed`), or the error that stopped it with summary->step set:
  * KILN_ENOENT (no cache in the folder), KILN_ESTAMP (another stamp), a
  * cache error (KILN_ECORRUPT: the cache's dictionary file is missing or
- * damaged), KILN_ENOTSUP (no Vulkan). A failed open is logged at info
- * only: the caller reports it. *summary is always filled.
+ * damaged), KILN_ENOTSUP (no Vulkan), KILN_ECANCELED (options->cancel
+ * stopped the builds: `canceled` set, what was built kept). A failed open
+ * is logged at info only: the caller reports it. *summary is always
+ * filled.
  * Thread safety: any thread; beside a kiln_prepare or another writer on the
  * same folder it opens the cache read-only (see above).
  */
