@@ -75,52 +75,6 @@ static int finish(struct kiln_foz_writer *w, int rc, const char *who, const char
     return rc;
 }
 
-int fw_write(const char *path, unsigned compute, unsigned graphics)
-{
-    struct kiln_glsl *g = NULL;
-    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
-    if (rc < 0)
-        return rc;
-    struct kiln_foz_writer *w = NULL;
-    rc = start("fw_write", path, &w);
-    if (rc < 0) {
-        kiln_glsl_destroy(g);
-        return rc;
-    }
-    /* Generated program 2k is a compute program, 2k + 1 a graphics pair. */
-    for (unsigned k = 0; k < compute + graphics && !rc; k++) {
-        bool is_compute = k < compute;
-        uint32_t index = is_compute ? 2 * k : 2 * (k - compute) + 1;
-        struct kiln_program *p = NULL;
-        rc = kiln_generate_spirv(kiln_glsl_translator(g), KILN_GENERATOR_DEFAULT_SEED, index, &p);
-        if (rc)
-            break;
-        uint64_t h[2] = {0, 0};
-        for (unsigned s = 0; s < p->nstages; s++)
-            h[s] = module(w, p->stages[s].words, p->stages[s].nwords, &rc);
-        char json[512];
-        uint64_t pipe = 0x7000u + k;
-        if (is_compute)
-            snprintf(json, sizeof(json),
-                     "{\"version\":6,\"computePipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
-                     "\"stage\":{\"flags\":0,\"stage\":32,\"module\":\"%016" PRIx64
-                     "\",\"name\":\"main\"}}}}",
-                     pipe, h[0]);
-        else
-            snprintf(json, sizeof(json),
-                     "{\"version\":6,\"graphicsPipelines\":{\"%016" PRIx64 "\":{\"flags\":0,"
-                     "\"stages\":[{\"flags\":0,\"stage\":1,\"module\":\"%016" PRIx64
-                     "\",\"name\":\"main\"},{\"flags\":0,\"stage\":16,\"module\":\"%016" PRIx64
-                     "\",\"name\":\"main\"}]}}}",
-                     pipe, h[0], h[1]);
-        pipeline(w, is_compute ? KILN_FOZ_TAG_COMPUTE_PIPELINE : KILN_FOZ_TAG_GRAPHICS_PIPELINE,
-                 pipe, json, &rc);
-        kiln_program_destroy(p);
-    }
-    kiln_glsl_destroy(g);
-    return finish(w, rc, "fw_write", path);
-}
-
 static void pipeline_objects(struct kiln_foz_writer *w, int *rc)
 {
     char json[1024];
@@ -553,7 +507,7 @@ int fw_archive(const char *name, char *path, size_t cap)
         const char *tmp = getenv("TMPDIR");
         snprintf(written, sizeof(written), "%s/kiln-written-%ld.foz", tmp && *tmp ? tmp : "/tmp",
                  (long)getpid());
-        int rc = fw_write(written, 1, 2);
+        int rc = fw_write_pipelines(written, 1, 2, 0x7000);
         if (rc < 0) {
             remove(written);
             written[0] = 0;

@@ -15,17 +15,6 @@
 void fw_need(int rc, const char *file, int line, const char *what);
 
 /*
- * Writes an archive (format version 6) to `path`: `compute` compute
- * programs and `graphics` vertex + fragment pairs of kiln's generator, each
- * module an entry (its SPIR-V in Fossilize's varint coding, hashed with
- * kiln_hash64) followed by its pipeline's entry naming it with its stage.
- * Modules are deflated, pipelines stored plain; every entry has its CRC.
- * @return 0, KILN_ENOTSUP in a build without shaderc, or the error (a line
- * on stderr).
- */
-int fw_write(const char *path, unsigned compute, unsigned graphics);
-
-/*
  * Writes an archive (format version 6) to `path` of whole pipelines, as an
  * application records them: a descriptor set layout (one storage buffer at
  * set 0, binding 0), a pipeline layout with it and 16 bytes of push
@@ -93,9 +82,10 @@ int fw_write_state_extensions(const char *path, uint64_t first_hash);
 
 /*
  * The archive a case uses: `name` in the shared corpus's foz/sascha-willems
- * when it is there (path filled with it), else one fw_write makes once per
- * process under $TMPDIR (removed at exit), with one compute program and
- * two graphics pairs. Not thread-safe.
+ * when it is there (path filled with it), else one fw_write_pipelines makes
+ * once per process under $TMPDIR (removed at exit): whole pipelines (their
+ * layouts and render pass too), one compute program and two graphics
+ * pairs. Not thread-safe.
  * @return 0 or the error.
  */
 int fw_archive(const char *name, char *path, size_t cap);
@@ -111,7 +101,8 @@ struct fw_module {
  * whatever their words hold (malformed SPIR-V too), each followed by a
  * compute pipeline entry naming it, so that every one is a compute module.
  * A module's hash is kiln_hash64 of its words; each is stored in hashes[i]
- * when `hashes` is not NULL. Entries as fw_write's. Needs no shaderc.
+ * when `hashes` is not NULL. Modules deflated, pipelines plain, each entry
+ * with its CRC. Needs no shaderc.
  * @return 0 or the error (a line on stderr).
  */
 int fw_write_modules(const char *path, const struct fw_module *mods, size_t n, uint64_t *hashes);
