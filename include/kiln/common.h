@@ -75,6 +75,25 @@ KILN_API unsigned kiln_version(void);
 KILN_API const char *kiln_version_string(void);
 
 /* ---------------------------------------------------------------------------
+ * Growable structs (docs/abi.md)
+ *
+ * Every struct a caller allocates and hands to kiln (options, a report or
+ * summary to fill, a callback table) begins with `size_t size`: the struct's
+ * size as the caller's headers know it. Set it with the struct's INIT macro
+ * (`struct kiln_cache_options o = KILN_CACHE_OPTIONS_INIT;`) or by hand
+ * (`o.size = sizeof o;`). kiln reads only the bytes `size` covers (a field
+ * past it keeps its default, which is always its zero) and writes back only
+ * those. A `size` of 0 (a struct zeroed but not initialised) is refused with
+ * KILN_EINVAL, and so is a struct larger than this library knows whose extra
+ * bytes are not all zero: a field this library cannot honour. An array of
+ * such structs is read with its first element's `size` as the stride.
+ * ------------------------------------------------------------------------ */
+
+/* The initialiser of any growable struct: `size` set, every field at its
+ * default. Positional, so it works in C and in C++. */
+#define KILN_STRUCT_INIT(tag) {sizeof(struct tag)}
+
+/* ---------------------------------------------------------------------------
  * Errors
  * ------------------------------------------------------------------------ */
 

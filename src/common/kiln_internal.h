@@ -88,6 +88,50 @@ static inline void *kiln__grow(void *items, size_t n, size_t *cap, size_t size, 
     return grown;
 }
 
+/*
+ * Growable structs (kiln/common.h, docs/abi.md), defined in abi.c.
+ *
+ * kiln__struct_in copies the caller's struct `src` into the library's own
+ * `dst` of `dst_size` bytes: the bytes the caller's size covers, the rest
+ * zeroed, dst's size set to dst_size. A NULL `src` gives the defaults (all
+ * zero but size). `what` names the struct in the error line.
+ * @return 0, or KILN_EINVAL (logged) for a size of 0, a size smaller than
+ * the size field, or bytes past dst_size that are not zero.
+ *
+ * kiln__struct_out copies the library's full struct `src` back into the
+ * caller's `dst`, only the bytes dst's size covers, and leaves dst's size
+ * as the caller set it. A NULL `dst` does nothing.
+ *
+ * kiln__struct_elem returns element `i` of a caller's array of growable
+ * structs, whose stride is its first element's size (the caller checked
+ * that with kiln__struct_in on element 0).
+ */
+int kiln__struct_in(void *dst, size_t dst_size, const void *src, const char *what);
+void kiln__struct_out(void *dst, const void *src, size_t src_size);
+static inline const void *kiln__struct_elem(const void *array, size_t i)
+{
+    size_t stride = *(const size_t *)array;
+    return (const unsigned char *)array + i * stride;
+}
+
+/* Reads a caller's growable struct into a local of the library's own type:
+ * KILN_STRUCT_IN(&local, user_ptr, "kiln_cache_options"). */
+#define KILN_STRUCT_IN(dst, src, what) kiln__struct_in((dst), sizeof(*(dst)), (src), (what))
+#define KILN_STRUCT_OUT(dst, src)      kiln__struct_out((dst), (src), sizeof(*(src)))
+
+/*
+ * Every allocation of the library goes through these (alloc.c): the
+ * allocator the application set with kiln_set_allocator, else libc's.
+ * They behave as malloc, calloc, realloc, free and strdup (a size of 0
+ * gives NULL or a unique pointer, as the allocator does); kiln__free(NULL)
+ * does nothing. Never call libc's directly in src/ (layout.alloc checks).
+ */
+void *kiln__malloc(size_t n);
+void *kiln__calloc(size_t count, size_t n);
+void *kiln__realloc(void *p, size_t n);
+void kiln__free(void *p);
+char *kiln__strdup(const char *s);
+
 /* @return the value of a hexadecimal digit (either case), or -1. */
 static inline int kiln__hexval(unsigned char c)
 {
