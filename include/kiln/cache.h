@@ -131,6 +131,10 @@ struct kiln_cache_options {
     /* Today, in days since 1970-01-01 UTC, for last-use marks; 0: the
      * system clock's day. Tests set it to age records. */
     uint32_t today;
+    /* (0.2) Runs kiln_cache_load_many's readers on the application's job
+     * system instead of threads kiln starts (see struct kiln_executor);
+     * NULL: kiln's threads. Copied; its `user` must outlive the cache. */
+    const struct kiln_executor *executor;
 };
 
 /* How the last kiln_cache_open went. */
@@ -200,6 +204,23 @@ struct kiln_cache;
  */
 KILN_API int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt,
                              struct kiln_cache **out);
+
+/*
+ * (0.2) The text of the last failure of a call on this handle, "what and
+ * where" with the code's name, like SQLite's sqlite3_errmsg: for example
+ * "kiln_cache_put: cache/programs.kpc: writing a record at offset 4096
+ * failed: short write (KILN_EIO_SHORTWRITE)". The detail is the line that
+ * failure logged (also when the log level hides it). Every function of this
+ * header that returns an error sets it when it fails (a lookup's
+ * KILN_ENOTFOUND is an answer, not a failure); a call that succeeds leaves
+ * it as it was. "" before any failure. A failed kiln_cache_open has no
+ * handle: read kiln_last_errmsg() on the same thread.
+ * @return a string owned by the calling thread, valid until it calls this
+ * again ("kiln_cache_errmsg: no cache" for NULL).
+ * Thread-safe: calls failing on other threads at the same time replace the
+ * handle's text (the latest failure wins) but never the returned copy.
+ */
+KILN_API const char *kiln_cache_errmsg(const struct kiln_cache *c);
 
 /*
  * Closes the cache and releases its lock. It does not sync: call

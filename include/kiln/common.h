@@ -94,6 +94,37 @@ KILN_API const char *kiln_version_string(void);
 #define KILN_STRUCT_INIT(tag) {sizeof(struct tag)}
 
 /* ---------------------------------------------------------------------------
+ * The application's executor (docs/api.md, "Executor")
+ *
+ * Set one in kiln_pool_options, kiln_cache_options, kiln_prepare_options
+ * or kiln_start_options to run kiln's workers on the application's job
+ * system instead of threads kiln starts. kiln hands it N tasks, N the
+ * threads it would have started cut to `concurrency`, and waits for them on
+ * a condition variable; the calling thread works too. An executor may run
+ * a task inline, inside submit (a one-thread job system, or none). Thread
+ * priority (background) does not apply to the executor's threads.
+ * ------------------------------------------------------------------------ */
+
+struct kiln_executor {
+    size_t size; /* KILN_EXECUTOR_INIT */
+    /*
+     * Runs fn(arg) once, on any thread, now or later, or inline before it
+     * returns. @return 0 when it took the task: then it must run it (kiln
+     * waits for it, in kiln_pool_destroy too); non-zero when it did not:
+     * kiln runs that share of the work on the calling thread instead.
+     * Called from any thread kiln works on, also from inside a task: it
+     * must be thread-safe.
+     */
+    int (*submit)(void (*fn)(void *arg), void *arg, void *user);
+    void *user; /* given to submit */
+    /* Tasks it can run at once; kiln asks for at most this many. 0: no
+     * bound (kiln's own count). */
+    unsigned concurrency;
+};
+
+#define KILN_EXECUTOR_INIT KILN_STRUCT_INIT(kiln_executor)
+
+/* ---------------------------------------------------------------------------
  * Errors
  * ------------------------------------------------------------------------ */
 
@@ -160,6 +191,21 @@ KILN_API const char *kiln_errname(int code);
  * @return a static string, never NULL. Thread-safe.
  */
 KILN_API const char *kiln_strerror(int code);
+
+/*
+ * The text of the last failure of a kiln call on the calling thread, "what
+ * and where" with the code's name, for example
+ * "kiln_cache_open: cache/programs.kpc: not a kiln cache (KILN_EFORMAT)".
+ * This is how a failed kiln_cache_open or kiln_vk_create (which give no
+ * handle) or kiln_pool_create explain themselves; a handle's own text is
+ * kiln_cache_errmsg / kiln_vk_errmsg. A call that succeeds leaves the text
+ * as it was (as errno); "" before any failure on this thread. The same
+ * detail is in the log line the failure wrote (one formatting, two homes
+ * for its result).
+ * @return a string owned by the calling thread, valid until its next kiln
+ * call. Thread-safe: each thread has its own.
+ */
+KILN_API const char *kiln_last_errmsg(void);
 
 /*
  * Maps an errno value to the nearest kiln code; `fallback` is returned when

@@ -365,7 +365,7 @@ static int publish(struct kiln_cache *c, const struct kiln_cache_entry *e, uint6
     return rc;
 }
 
-int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
+static int put_body(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
                    uint32_t raw_size, uint8_t codec, uint16_t stages)
 {
     if (!c)
@@ -389,6 +389,12 @@ int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payloa
         KILN_WARN("cache", "%s: writing a record of %zu bytes at offset %" PRIu64 " failed: %s",
                   c->rec_path, size, e.offset, kiln_strerror(rc));
     return publish(c, &e, ticket, rc);
+}
+
+int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size, uint32_t raw_size, uint8_t codec, uint16_t stages)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_put", put_body(c, key, payload, size, raw_size, codec, stages));
 }
 
 /*
@@ -565,7 +571,7 @@ static int sync_locked(struct kiln_cache *c)
     return KILN_OK;
 }
 
-int kiln_cache_sync(struct kiln_cache *c)
+static int sync_body(struct kiln_cache *c)
 {
     if (!c)
         return KILN_EINVAL;
@@ -577,9 +583,15 @@ int kiln_cache_sync(struct kiln_cache *c)
     return rc;
 }
 
+int kiln_cache_sync(struct kiln_cache *c)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_sync", sync_body(c));
+}
+
 /* ---- lookups ------------------------------------------------------------ */
 
-int kiln_cache_find(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_entry *entry)
+static int find_body(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_entry *entry)
 {
     if (!c)
         return KILN_EINVAL;
@@ -589,6 +601,13 @@ int kiln_cache_find(struct kiln_cache *c, struct kiln_key key, struct kiln_cache
         *entry = c->entries[i];
     pthread_rwlock_unlock(&c->lock);
     return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
+}
+
+int kiln_cache_find(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_entry *entry)
+{
+    uint64_t m = kiln__err_mark();
+    int rc = find_body(c, key, entry);
+    return rc == KILN_ENOTFOUND ? rc : KILN__CACHE_END(c, m, "kiln_cache_find", rc);
 }
 
 size_t kiln_cache_count(struct kiln_cache *c)
@@ -601,7 +620,7 @@ size_t kiln_cache_count(struct kiln_cache *c)
     return n;
 }
 
-int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n)
+static int entries_body(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n)
 {
     if (!c || !entries || !n)
         return KILN_EINVAL;
@@ -626,7 +645,13 @@ int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, 
     return rc;
 }
 
-int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
+int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_entries", entries_body(c, entries, n));
+}
+
+static int last_use_body(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
 {
     if (!c)
         return KILN_EINVAL;
@@ -636,6 +661,13 @@ int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day
         *day = __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&c->lock);
     return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
+}
+
+int kiln_cache_last_use(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
+{
+    uint64_t m = kiln__err_mark();
+    int rc = last_use_body(c, key, day);
+    return rc == KILN_ENOTFOUND ? rc : KILN__CACHE_END(c, m, "kiln_cache_last_use", rc);
 }
 
 void kiln__cache_set_use(struct kiln_cache *c, struct kiln_key key, uint32_t day, bool only_raise)
@@ -654,7 +686,7 @@ void kiln_cache_entries_free(struct kiln_cache_entry *entries)
     free(entries);
 }
 
-int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+static int get_stats_body(struct kiln_cache *c, struct kiln_cache_stats *stats)
 {
     if (!c || !stats)
         return KILN_EINVAL;
@@ -665,6 +697,12 @@ int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
     stats->file_bytes = c->rec_end;
     pthread_rwlock_unlock(&c->lock);
     return KILN_OK;
+}
+
+int kiln_cache_get_stats(struct kiln_cache *c, struct kiln_cache_stats *stats)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_get_stats", get_stats_body(c, stats));
 }
 
 /* The name before 0.2, kept exported (include/kiln/cache.h). */

@@ -231,7 +231,7 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
     return rc;
 }
 
-int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
+static int check_body(const char *dir, const struct kiln_io *io, bool repair,
                      struct kiln_cache_check_report *rep)
 {
     if (!dir || !rep)
@@ -352,4 +352,11 @@ out:
         io->lock(io, fd, KILN_IO_UNLOCK);
     io->close(io, fd);
     return rc;
+}
+
+int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
+                     struct kiln_cache_check_report *rep)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(NULL, m, "kiln_cache_check", dir, check_body(dir, io, repair, rep));
 }

@@ -42,7 +42,7 @@ static int holds_a_cache(const char *dir)
     return 0;
 }
 
-int kiln_cache_check_output(const struct kiln_cache *c, const char *path)
+static int check_output_body(const struct kiln_cache *c, const char *path)
 {
     if (!path || !*path)
         return KILN_EINVAL;
@@ -63,4 +63,10 @@ int kiln_cache_check_output(const struct kiln_cache *c, const char *path)
             return rc < 0 ? rc : KILN_ECACHE_FILE;
     }
     return KILN_OK;
+}
+
+int kiln_cache_check_output(const struct kiln_cache *c, const char *path)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_check_output", check_output_body(c, path));
 }

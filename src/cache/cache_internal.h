@@ -66,7 +66,20 @@ struct kiln_cache {
     uint32_t today;              /* the day uses are marked with */
     uint32_t *last_use;          /* per entry (same positions and capacity as entries) */
     bool use_dirty;              /* a mark changed since programs.kpu was written (atomic) */
+
+    /* kiln_cache_options.executor, for load_many (has_executor: one was given). */
+    struct kiln_executor executor;
+    bool has_executor;
+    /* The last failure's text (kiln_cache_errmsg). */
+    struct kiln__errbuf err;
 };
+
+/* Ends a public call on handle `c` (may be NULL) through kiln__err_end:
+ * a failure's text goes to the handle's kiln_cache_errmsg and the thread's
+ * kiln_last_errmsg. */
+#define KILN__CACHE_END(c, mark, fn, rc)                                                        \
+    kiln__err_end((c) ? (struct kiln__errbuf *)&(c)->err : NULL, (mark), (fn),                 \
+                  (c) ? (c)->dir : NULL, (rc))
 
 /* Initialises the handle's locks (cache.c); kiln_cache_close destroys them.
  * @return 0 or KILN_ENOMEM (none left initialised). */

@@ -358,7 +358,7 @@ static int find_damaged(struct kiln_cache *c, const size_t *keep, size_t n, bool
     return *damaged ? KILN_OK : rc;
 }
 
-int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
+static int compact_body(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
 {
     if (!c)
         return KILN_EINVAL;
@@ -378,6 +378,12 @@ int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *r
         rc = rewrite(c, keep, n, false, NULL, NULL, NULL, r);
     free(keep);
     return rc;
+}
+
+int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_compact", compact_body(c, report));
 }
 
 /* ---- prune ----------------------------------------------------------------- */
@@ -456,7 +462,7 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
     return KILN_OK;
 }
 
-int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                      struct kiln_cache_rewrite_report *report)
 {
     if (!c)
@@ -480,7 +486,13 @@ int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options
     return rc;
 }
 
-int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o, struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_prune", prune_body(c, o, report));
+}
+
+static int plan_prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                           struct kiln_cache_prune_plan *plan)
 {
     if (!plan)
@@ -520,6 +532,12 @@ int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_op
     prune_sel_free(&s);
     pthread_rwlock_unlock(&c->lock);
     return rc;
+}
+
+int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o, struct kiln_cache_prune_plan *plan)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_plan_prune", plan_prune_body(c, o, plan));
 }
 
 void kiln_cache_prune_plan_free(struct kiln_cache_prune_plan *plan)
@@ -655,7 +673,7 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
     return rc;
 }
 
-int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
                       struct kiln_cache_rewrite_report *report)
 {
     if (!c)
@@ -695,6 +713,12 @@ int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cac
     return rc;
 }
 
+int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode, struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_repack", repack_body(c, codec, mode, report));
+}
+
 /* ---- merge ------------------------------------------------------------------- */
 
 struct merge_item {
@@ -721,7 +745,7 @@ static int by_input_offset(const void *a, const void *b)
     return x->entry < y->entry ? -1 : x->entry > y->entry;
 }
 
-int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
+static int merge_body(struct kiln_cache *out, const char *const *in_dirs, size_t n,
                      struct kiln_cache_merge_report *report)
 {
     if (!out)
@@ -833,4 +857,10 @@ int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t 
     r->records_after = out->live;
     r->file_bytes_after = out->rec_end;
     return rc;
+}
+
+int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n, struct kiln_cache_merge_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(out, m, "kiln_cache_merge", merge_body(out, in_dirs, n, report));
 }

@@ -30,7 +30,9 @@
  * offsets and report every record damaged).
  *
  * Results are written only by the thread that owns the record's run, to
- * distinct slots; the caller reads them after joining every thread.
+ * distinct slots; the caller reads them after every worker returned. The
+ * workers are threads started here, or the tasks of the executor the open
+ * was given (kiln__exec_run: the calling thread is always one of them).
  */
 #include "cache_internal.h"
 #include "kiln/pool.h"
@@ -236,7 +238,7 @@ static int loader_fd(struct job *j, int *fd, bool *own)
     return KILN_OK;
 }
 
-static void *worker(void *arg)
+static void worker(void *arg)
 {
     struct job *j = arg;
     const struct kiln_io *io = j->c->io;
@@ -262,10 +264,9 @@ static void *worker(void *arg)
     }
     if (own)
         io->close(io, fd);
-    return NULL;
 }
 
-int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
+static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
                              unsigned threads, struct kiln_cache_result **results)
 {
     if (!results)
@@ -317,16 +318,9 @@ int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, 
     want = KILN_MIN(want, KILN_POOL_MAX_READERS);
     if (want > nruns)
         want = nruns ? (unsigned)nruns : 1;
-    pthread_t tid[KILN_POOL_MAX_READERS];
-    unsigned started = 0;
-    for (unsigned t = 1; t < want; t++) {
-        if (pthread_create(&tid[started], NULL, worker, &j) != 0)
-            break; /* fewer threads: the others take the work */
-        started++;
-    }
-    worker(&j); /* the calling thread works too */
-    for (unsigned t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    /* The calling thread works too; on the application's executor when the
+     * open was given one. */
+    kiln__exec_run(c->has_executor ? &c->executor : NULL, want, worker, &j);
 
     free(items);
     free(runs);
@@ -342,7 +336,16 @@ int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, 
     return loaded;
 }
 
-int kiln_cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
+int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n, unsigned threads, struct kiln_cache_result **results)
+{
+    uint64_t m = kiln__err_mark();
+    int64_t got = load_many_body(c, keys, n, threads, results);
+    if (got < 0)
+        KILN__CACHE_END(c, m, "kiln_cache_load_many", (int)got);
+    return got;
+}
+
+static int get_body(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
 {
     if (!c || !result)
         return KILN_EINVAL;
@@ -365,6 +368,13 @@ int kiln_cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_
     atomic_init(&j.replaced, false);
     load_one(&j, c->rec_fd, &it);
     return result->status;
+}
+
+int kiln_cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
+{
+    uint64_t m = kiln__err_mark();
+    int rc = get_body(c, key, result);
+    return rc == KILN_ENOTFOUND ? rc : KILN__CACHE_END(c, m, "kiln_cache_get", rc);
 }
 
 void kiln_cache_payload_free(void *data)

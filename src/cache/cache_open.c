@@ -729,6 +729,10 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
     c->flags = opt->flags;
     c->today = opt->today ? opt->today : kiln__cache_clock_day();
     c->threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, opt->threads, NULL);
+    if (kiln__exec_in(&c->executor, &c->has_executor, opt->executor) < 0) {
+        free(c);
+        return KILN_EINVAL;
+    }
     c->rec_fd = -1;
     c->idx_fd = -1;
     c->st.read_only = opt->flags & KILN_CACHE_READ_ONLY;
@@ -746,7 +750,7 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
     return KILN_OK;
 }
 
-int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struct kiln_cache **out)
+static int open_body(const char *dir, const struct kiln_cache_options *opt, struct kiln_cache **out)
 {
     if (!out)
         return KILN_EINVAL;
@@ -796,4 +800,17 @@ int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struc
         KILN_INFO("cache", "%s (%.1f ms)", a.text, (double)c->st.open_ns / 1e6);
     *out = c;
     return KILN_OK;
+}
+
+/* No handle comes back from a failed open: its text is the thread's
+ * (kiln_last_errmsg). */
+int kiln_cache_open(const char *dir, const struct kiln_cache_options *opt, struct kiln_cache **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(NULL, m, "kiln_cache_open", dir, open_body(dir, opt, out));
+}
+
+const char *kiln_cache_errmsg(const struct kiln_cache *c)
+{
+    return c ? kiln__err_text((struct kiln__errbuf *)&c->err) : "kiln_cache_errmsg: no cache";
 }

@@ -103,7 +103,7 @@ void kiln__cache_use_load(struct kiln_cache *c)
     __atomic_store_n(&c->use_dirty, matched != c->count || count != c->count, __ATOMIC_RELAXED);
 }
 
-int kiln_cache_save_use(struct kiln_cache *c)
+static int save_use_body(struct kiln_cache *c)
 {
     if (!c)
         return KILN_EINVAL;
@@ -140,6 +140,12 @@ int kiln_cache_save_use(struct kiln_cache *c)
         KILN_WARN("cache", "%s: cannot write the last-use marks: %s", path, kiln_strerror(rc));
     }
     return rc;
+}
+
+int kiln_cache_save_use(struct kiln_cache *c)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_save_use", save_use_body(c));
 }
 
 uint32_t kiln_cache_today(struct kiln_cache *c)

@@ -11,6 +11,7 @@
 #include "kiln/common.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -57,10 +58,13 @@ bool kiln__log_enabled(enum kiln_log_level level);
 void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, ...)
     KILN_PRINTF(3, 4);
 
-#define KILN_LOG(level, module, ...)                   \
-    do {                                               \
-        if (kiln__log_enabled(level))                  \
-            kiln__log((level), (module), __VA_ARGS__); \
+/* Warnings and errors are always formatted, even when the log is quieter:
+ * their line is also the detail of the calling thread's error text
+ * (kiln__err_end, errmsg.c). */
+#define KILN_LOG(level, module, ...)                                   \
+    do {                                                               \
+        if ((level) <= KILN_LOG_WARN || kiln__log_enabled(level))      \
+            kiln__log((level), (module), __VA_ARGS__);                 \
     } while (0)
 
 #define KILN_ERROR(module, ...) KILN_LOG(KILN_LOG_ERROR, module, __VA_ARGS__)
@@ -131,6 +135,65 @@ void *kiln__calloc(size_t count, size_t n);
 void *kiln__realloc(void *p, size_t n);
 void kiln__free(void *p);
 char *kiln__strdup(const char *s);
+
+/*
+ * Error text (errmsg.c): what kiln_last_errmsg, kiln_cache_errmsg and
+ * kiln_vk_errmsg return. A handle embeds a struct kiln__errbuf (zeroed with
+ * the handle: no init or destroy); a public function that can fail takes a
+ * mark on entry and ends through kiln__err_end:
+ *
+ *     uint64_t m = kiln__err_mark();
+ *     return kiln__err_end(c ? &c->err : NULL, m, "kiln_cache_put", c ? c->dir : NULL,
+ *                          put_body(c, ...));
+ *
+ * For rc < 0 it writes "<fn>: <detail> (<KILN_E name>)" into `eb` (may be
+ * NULL) and into the calling thread's last text. The detail is the last
+ * warning or error line this thread logged since the mark (kiln__log keeps
+ * it: the log line and the text come from one formatting), else
+ * "<where>: <kiln_strerror(rc)>" (or just the description when `where` is
+ * NULL). Success leaves both texts. `ok` codes that are answers, not
+ * failures (KILN_ENOTFOUND of a lookup), go through kiln__err_end_ok.
+ * The buffer is guarded by a spin flag: a writer and a reader copy at most
+ * KILN__ERRMSG_MAX bytes under it.
+ */
+#define KILN__ERRMSG_MAX 512
+struct kiln__errbuf {
+    atomic_flag busy;
+    int code;
+    char text[KILN__ERRMSG_MAX];
+};
+uint64_t kiln__err_mark(void);
+int kiln__err_end(struct kiln__errbuf *eb, uint64_t mark, const char *fn, const char *where,
+                  int rc);
+static inline int kiln__err_end_ok(struct kiln__errbuf *eb, uint64_t mark, const char *fn,
+                                   const char *where, int rc, int ok)
+{
+    return rc == ok ? rc : kiln__err_end(eb, mark, fn, where, rc);
+}
+/* Copies a handle's text into the calling thread's buffer (for the public
+ * *_errmsg getters). @return that buffer; "" when the handle has none. */
+const char *kiln__err_text(struct kiln__errbuf *eb);
+/* Keeps `line` as the calling thread's detail (called by kiln__log). */
+void kiln__err_detail(const char *module, const char *line);
+
+/*
+ * Runs `n` workers fn(arg) at once (exec.c) and returns when all have
+ * returned: on the application's executor when `ex` is set (n cut to its
+ * concurrency; a task it refuses runs on the calling thread), else on n - 1
+ * threads started here; the calling thread always runs one. So fn must
+ * take its work from shared state (an atomic counter) and return when none
+ * is left: a worker that finds nothing does nothing. `ex` is a struct
+ * already read with KILN_STRUCT_IN (its submit is not NULL).
+ * @return how many workers ran on the executor (0 without one).
+ */
+unsigned kiln__exec_run(const struct kiln_executor *ex, unsigned n, void (*fn)(void *), void *arg);
+
+/*
+ * Reads a caller's optional executor: *out gets a copy and *set whether
+ * one is there. @return 0, or KILN_EINVAL (logged) for a struct whose size
+ * is wrong or whose submit is NULL.
+ */
+int kiln__exec_in(struct kiln_executor *out, bool *set, const struct kiln_executor *ex);
 
 /* @return the value of a hexadecimal digit (either case), or -1. */
 static inline int kiln__hexval(unsigned char c)
