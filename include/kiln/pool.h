@@ -30,6 +30,10 @@
  *     int rc = kiln_pool_wait(pool);                 // 0 or KILN_ECANCELED
  *     kiln_pool_destroy(pool);
  *
+ * The application's executor (kiln_pool_options.executor) replaces the
+ * threads: the same queue, counters and worker indexes, run by tasks handed
+ * to the executor and by the threads that wait.
+ *
  * NULL arguments: a NULL pool, options, callback or output is KILN_EINVAL;
  * kiln_pool_workers answers 0; kiln_pool_cancel, _destroy, _get_progress
  * and (0.2) kiln_pool_work_limits do nothing.
@@ -134,6 +138,23 @@ struct kiln_pool_options {
     /* Run the workers at idle priority: SCHED_IDLE (else nice 19) and the
      * idle I/O class on Linux, THREAD_MODE_BACKGROUND_BEGIN on Windows. */
     bool background;
+    /*
+     * (0.2) Run the jobs on the application's job system instead of
+     * threads the pool starts (see struct kiln_executor; NULL: threads).
+     * The pool then starts no thread: `workers` (cut to the executor's
+     * concurrency; kiln_pool_workers says the result) is how many tasks
+     * it hands the executor at most at once, each running jobs until the
+     * queue is empty and then returning, so an idle pool holds none of the
+     * executor's threads. The thread in kiln_pool_wait, kiln_pool_wait_for
+     * or a kiln_pool_submit blocked on a full queue runs jobs too, so jobs
+     * never wait for a task the executor has not started yet (an executor
+     * whose only thread is the one waiting works), and a task the executor
+     * refuses is run on the submitting thread. `background` is ignored
+     * (the threads are the application's). kiln_pool_destroy waits for
+     * every task the executor took. Copied; its `user` must outlive the
+     * pool.
+     */
+    const struct kiln_executor *executor;
 };
 
 /*

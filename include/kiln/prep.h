@@ -653,6 +653,17 @@ struct kiln_prepare_options {
     /* Build the pipelines in worker processes (see "Isolation"); NULL:
      * on this process's threads. Must outlive the call. */
     const struct kiln_isolate_options *isolate;
+    /*
+     * (0.2) Run the pools (translate, build) and the cache's loads on the
+     * application's job system instead of threads kiln starts (see struct
+     * kiln_executor and kiln_pool_options.executor): `jobs` (or the
+     * policy's count) cut to its concurrency; `background` priority does
+     * not apply to its threads. With `isolate`, the pool that talks to the
+     * worker processes runs on it too, but the one thread that starts the
+     * worker processes is still kiln's (a process must not be forked from
+     * a thread the application shares). NULL: kiln's threads.
+     */
+    const struct kiln_executor *executor;
 };
 
 /* Sets every field of *o to its default (see the fields). Thread-safe. */
@@ -824,6 +835,9 @@ struct kiln_start_options {
      * NULL: never. */
     bool (*cancel)(void *user);
     void *cancel_user;
+    /* (0.2) As in kiln_prepare_options: the load and the build pool run
+     * on the application's executor. NULL: kiln's threads. */
+    const struct kiln_executor *executor;
 };
 
 /* What kiln_warm_start did. Times are in nanoseconds. */

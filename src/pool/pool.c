@@ -25,13 +25,21 @@
  *   a few milliseconds later, but only while another job runs: the check
  *   of `running` and the take happen under one hold of the lock, so a job
  *   is always running or being taken, and the queue order is kept.
+ * - With an executor there are no threads: each job worked is run under a
+ *   worker index taken from the `free_index` stack (so indexes stay unique
+ *   among jobs running at once, as with threads), by a drain task the
+ *   executor runs or by a thread in wait or a blocked submit. A drain
+ *   task runs until the queue is empty and gives its index back under the
+ *   same hold of the lock that saw the queue empty, so a job queued then
+ *   is either seen by it or finds the index free and a new task spawned.
+ *   `pending` counts tasks taken but not started; destroy waits until it
+ *   is 0 and every index is back, since a task touches the pool.
  */
 #include "kiln_internal.h"
 #include "pool_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <time.h>
 
 struct pool_job {
@@ -69,10 +77,68 @@ struct kiln_pool {
 
     struct kiln__budget budget; /* limit 0: none */
     bool background;
+
+    /* With an executor (kiln_pool_options.executor): no threads; drain
+     * tasks run jobs until the queue is empty. */
+    bool use_executor;
+    struct kiln_executor executor;
+    unsigned pending; /* drain tasks the executor took that have not started */
+    unsigned *free_index; /* worker indexes no drain task holds (a stack) */
+    unsigned nfree;
+    pthread_cond_t drained; /* pending == 0 and every index free */
 };
 
 /* How long a worker held back by the budget waits before it looks again. */
 #define BUDGET_RECHECK_NS 5000000L
+
+/*
+ * Takes the next job and runs it as worker `index`, unlocking the pool
+ * meanwhile; the caller holds the lock. With a memory budget near its
+ * limit it may instead wait a little and take nothing.
+ * @return false when the queue was empty.
+ */
+static bool run_next(struct kiln_pool *pool, unsigned index)
+{
+    if (pool->count == 0)
+        return false;
+    if (pool->budget.limit) {
+        /* Read outside the lock: other workers go on meanwhile. */
+        pthread_mutex_unlock(&pool->lock);
+        uint64_t rss = kiln_pool_resident_bytes();
+        pthread_mutex_lock(&pool->lock);
+        kiln__budget_sample(&pool->budget, rss);
+        if (pool->count == 0)
+            return false;
+        if (pool->running > 0 && kiln__budget_hold(&pool->budget, pool->running, rss)) {
+            pthread_mutex_unlock(&pool->lock);
+            struct timespec ts = {0, BUDGET_RECHECK_NS};
+            nanosleep(&ts, NULL);
+            pthread_mutex_lock(&pool->lock);
+            return true; /* look again: a job may have ended meanwhile */
+        }
+        kiln__budget_start(&pool->budget, index, rss);
+    }
+    struct pool_job job = pool->ring[pool->head];
+    pool->head = (pool->head + 1) % pool->capacity;
+    pool->count--;
+    pool->running++;
+    pthread_cond_signal(&pool->has_room);
+    pthread_mutex_unlock(&pool->lock);
+
+    int rc = job.fn(job.arg, index);
+    uint64_t rss_end = pool->budget.limit ? kiln_pool_resident_bytes() : 0;
+
+    pthread_mutex_lock(&pool->lock);
+    if (pool->budget.limit)
+        kiln__budget_end(&pool->budget, index, rss_end);
+    pool->running--;
+    pool->done++;
+    if (rc < 0)
+        pool->failed++;
+    if (pool->count == 0 && pool->running == 0)
+        pthread_cond_broadcast(&pool->idle);
+    return true;
+}
 
 static void *worker_main(void *p)
 {
@@ -90,45 +156,64 @@ static void *worker_main(void *p)
             pthread_cond_wait(&pool->has_job, &pool->lock);
         if (pool->count == 0)
             break; /* stopping, nothing left */
-        if (pool->budget.limit) {
-            /* Read outside the lock: other workers go on meanwhile. */
-            pthread_mutex_unlock(&pool->lock);
-            uint64_t rss = kiln_pool_resident_bytes();
-            pthread_mutex_lock(&pool->lock);
-            kiln__budget_sample(&pool->budget, rss);
-            if (pool->count == 0)
-                continue;
-            if (pool->running > 0 && kiln__budget_hold(&pool->budget, pool->running, rss)) {
-                pthread_mutex_unlock(&pool->lock);
-                struct timespec ts = {0, BUDGET_RECHECK_NS};
-                nanosleep(&ts, NULL);
-                pthread_mutex_lock(&pool->lock);
-                continue; /* look again: a job may have ended meanwhile */
-            }
-            kiln__budget_start(&pool->budget, w->index, rss);
-        }
-        struct pool_job job = pool->ring[pool->head];
-        pool->head = (pool->head + 1) % pool->capacity;
-        pool->count--;
-        pool->running++;
-        pthread_cond_signal(&pool->has_room);
-        pthread_mutex_unlock(&pool->lock);
-
-        int rc = job.fn(job.arg, w->index);
-        uint64_t rss_end = pool->budget.limit ? kiln_pool_resident_bytes() : 0;
-
-        pthread_mutex_lock(&pool->lock);
-        if (pool->budget.limit)
-            kiln__budget_end(&pool->budget, w->index, rss_end);
-        pool->running--;
-        pool->done++;
-        if (rc < 0)
-            pool->failed++;
-        if (pool->count == 0 && pool->running == 0)
-            pthread_cond_broadcast(&pool->idle);
+        run_next(pool, w->index);
     }
     pthread_mutex_unlock(&pool->lock);
     return NULL;
+}
+
+/* ---- the executor's drain tasks ----------------------------------------- */
+
+/*
+ * Runs jobs on the calling thread under a free worker index until the
+ * queue is empty (or, with `one`, after one job); the caller holds the
+ * lock. @return whether an index was free.
+ */
+static bool drain_here(struct kiln_pool *pool, bool one)
+{
+    if (pool->nfree == 0)
+        return false;
+    unsigned index = pool->free_index[--pool->nfree];
+    while (run_next(pool, index) && !one)
+        ;
+    pool->free_index[pool->nfree++] = index;
+    if (pool->pending == 0 && pool->nfree == pool->nworkers)
+        pthread_cond_broadcast(&pool->drained);
+    return true;
+}
+
+static void drain_task(void *p)
+{
+    struct kiln_pool *pool = p;
+    pthread_mutex_lock(&pool->lock);
+    pool->pending--;
+    drain_here(pool, false); /* none free: the holders take the jobs */
+    if (pool->pending == 0 && pool->nfree == pool->nworkers)
+        pthread_cond_broadcast(&pool->drained);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/*
+ * After a job was queued: hands the executor one more drain task while
+ * fewer run or wait than there are workers and jobs. A task it refuses is
+ * run here, on the calling thread (never lost, never waited for). The
+ * caller holds the lock; it is released around submit, which may run the
+ * task inline.
+ */
+static void drain_spawn(struct kiln_pool *pool)
+{
+    unsigned busy = pool->nworkers - pool->nfree;
+    if (pool->pending + busy >= pool->nworkers || pool->pending >= pool->count)
+        return;
+    pool->pending++;
+    pthread_mutex_unlock(&pool->lock);
+    int rc = pool->executor.submit(drain_task, pool, pool->executor.user);
+    pthread_mutex_lock(&pool->lock);
+    if (rc == 0)
+        return;
+    pool->pending--;
+    KILN_DEBUG("pool", "the executor refused a task (%d); the calling thread runs the jobs", rc);
+    drain_here(pool, false);
 }
 
 /* Drops every pending job; the caller holds the lock. */
@@ -155,13 +240,15 @@ static void stop_workers(struct kiln_pool *pool, unsigned started)
 static void free_pool(struct kiln_pool *pool)
 {
     kiln__budget_free(&pool->budget);
+    pthread_cond_destroy(&pool->drained);
     pthread_cond_destroy(&pool->idle);
     pthread_cond_destroy(&pool->has_room);
     pthread_cond_destroy(&pool->has_job);
     pthread_mutex_destroy(&pool->lock);
-    free(pool->workers);
-    free(pool->ring);
-    free(pool);
+    kiln__free(pool->free_index);
+    kiln__free(pool->workers);
+    kiln__free(pool->ring);
+    kiln__free(pool);
 }
 
 int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool **out)
@@ -170,42 +257,32 @@ int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool *
     return kiln_pool_create_with(&o, out);
 }
 
-int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **out)
+/* Allocates the pool and its arrays and initialises its locks. */
+static int pool_new(const struct kiln_pool_options *o, unsigned workers, size_t capacity,
+                    struct kiln_pool **out)
 {
-    if (!out)
-        return KILN_EINVAL;
-    *out = NULL;
-    if (!o)
-        return KILN_EINVAL;
-    unsigned workers = o->workers;
-    size_t queue_capacity = o->queue_capacity;
-    if (workers == 0)
-        return KILN_EINVAL;
-    if (queue_capacity == 0)
-        queue_capacity = (size_t)workers * 4;
-
-    struct kiln_pool *pool = calloc(1, sizeof(*pool));
+    struct kiln_pool *pool = kiln__calloc(1, sizeof(*pool));
     if (!pool)
         return KILN_ENOMEM;
-    pool->ring = calloc(queue_capacity, sizeof(*pool->ring));
-    pool->workers = calloc(workers, sizeof(*pool->workers));
-    if (!pool->ring || !pool->workers) {
-        free(pool->ring);
-        free(pool->workers);
-        free(pool);
+    pool->ring = kiln__calloc(capacity, sizeof(*pool->ring));
+    pool->workers = kiln__calloc(workers, sizeof(*pool->workers));
+    pool->free_index = kiln__calloc(workers, sizeof(*pool->free_index));
+    if (!pool->ring || !pool->workers || !pool->free_index ||
+        kiln__budget_init(&pool->budget, o->memory_budget == UINT64_MAX ? 0 : o->memory_budget,
+                          workers) < 0) {
+        kiln__free(pool->free_index);
+        kiln__free(pool->ring);
+        kiln__free(pool->workers);
+        kiln__free(pool);
         return KILN_ENOMEM;
     }
-    pool->capacity = queue_capacity;
+    pool->capacity = capacity;
     pool->nworkers = workers;
+    for (unsigned i = 0; i < workers; i++)
+        pool->free_index[i] = workers - 1 - i; /* index 0 is taken first */
+    pool->nfree = workers;
     atomic_init(&pool->canceled, false);
     pool->background = o->background;
-    if (kiln__budget_init(&pool->budget, o->memory_budget == UINT64_MAX ? 0 : o->memory_budget,
-                          workers) < 0) {
-        free(pool->ring);
-        free(pool->workers);
-        free(pool);
-        return KILN_ENOMEM;
-    }
 
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -215,8 +292,38 @@ int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **
     pthread_cond_init(&pool->has_job, NULL);
     pthread_cond_init(&pool->has_room, NULL);
     pthread_cond_init(&pool->idle, &attr);
+    pthread_cond_init(&pool->drained, NULL);
     pthread_condattr_destroy(&attr);
+    *out = pool;
+    return KILN_OK;
+}
 
+int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **out)
+{
+    if (!out)
+        return KILN_EINVAL;
+    *out = NULL;
+    if (!o)
+        return KILN_EINVAL;
+    struct kiln_executor ex;
+    bool use_executor;
+    KILN_TRY(kiln__exec_in(&ex, &use_executor, o->executor));
+    unsigned workers = o->workers;
+    if (workers == 0)
+        return KILN_EINVAL;
+    if (use_executor && ex.concurrency && workers > ex.concurrency)
+        workers = ex.concurrency;
+    size_t queue_capacity = o->queue_capacity ? o->queue_capacity : (size_t)workers * 4;
+
+    struct kiln_pool *pool;
+    KILN_TRY(pool_new(o, workers, queue_capacity, &pool));
+    if (use_executor) {
+        /* No thread: drain tasks go to the executor as jobs come. */
+        pool->use_executor = true;
+        pool->executor = ex;
+        *out = pool;
+        return KILN_OK;
+    }
     for (unsigned i = 0; i < workers; i++) {
         pool->workers[i].pool = pool;
         pool->workers[i].index = i;
@@ -238,8 +345,12 @@ int kiln_pool_submit(struct kiln_pool *pool, kiln_pool_job_fn fn, void *arg)
     if (atomic_load_explicit(&pool->canceled, memory_order_relaxed))
         return KILN_ECANCELED;
     pthread_mutex_lock(&pool->lock);
-    while (pool->count == pool->capacity && !atomic_load(&pool->canceled))
-        pthread_cond_wait(&pool->has_room, &pool->lock);
+    while (pool->count == pool->capacity && !atomic_load(&pool->canceled)) {
+        /* With an executor, a full queue is worked down here while an index
+         * is free: the executor may be busy with this very thread. */
+        if (!(pool->use_executor && drain_here(pool, true)))
+            pthread_cond_wait(&pool->has_room, &pool->lock);
+    }
     if (atomic_load(&pool->canceled)) {
         pthread_mutex_unlock(&pool->lock);
         return KILN_ECANCELED;
@@ -248,7 +359,10 @@ int kiln_pool_submit(struct kiln_pool *pool, kiln_pool_job_fn fn, void *arg)
     pool->ring[tail] = (struct pool_job){fn, arg};
     pool->count++;
     pool->submitted++;
-    pthread_cond_signal(&pool->has_job);
+    if (pool->use_executor)
+        drain_spawn(pool);
+    else
+        pthread_cond_signal(&pool->has_job);
     pthread_mutex_unlock(&pool->lock);
     return KILN_OK;
 }
@@ -273,8 +387,12 @@ int kiln_pool_wait(struct kiln_pool *pool)
     if (!pool)
         return KILN_EINVAL;
     pthread_mutex_lock(&pool->lock);
-    while (pool->count > 0 || pool->running > 0)
-        pthread_cond_wait(&pool->idle, &pool->lock);
+    while (pool->count > 0 || pool->running > 0) {
+        /* With an executor the waiting thread works too (while an index is
+         * free), so jobs never wait for a task the executor has not run. */
+        if (!(pool->use_executor && pool->count > 0 && drain_here(pool, false)))
+            pthread_cond_wait(&pool->idle, &pool->lock);
+    }
     int rc = atomic_load(&pool->canceled) ? KILN_ECANCELED : KILN_OK;
     pthread_mutex_unlock(&pool->lock);
     return rc;
@@ -292,6 +410,14 @@ int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns)
 
     pthread_mutex_lock(&pool->lock);
     while (pool->count > 0 || pool->running > 0) {
+        if (pool->use_executor && pool->count > 0 && drain_here(pool, true)) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec > deadline.tv_sec ||
+                (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec))
+                break;
+            continue;
+        }
         if (pthread_cond_timedwait(&pool->idle, &pool->lock, &deadline) != 0)
             break; /* timed out (or an error we treat alike): report what is left */
     }
@@ -339,8 +465,11 @@ void kiln_pool_destroy(struct kiln_pool *pool)
         atomic_store(&pool->canceled, true);
         drop_pending(pool);
     }
+    /* The executor's tasks hold the pool: wait until each has ended. */
+    while (pool->use_executor && (pool->pending > 0 || pool->nfree < pool->nworkers))
+        pthread_cond_wait(&pool->drained, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
-    stop_workers(pool, pool->nworkers);
+    stop_workers(pool, pool->use_executor ? 0 : pool->nworkers);
     bool trim = pool->budget.limit != 0;
     free_pool(pool);
     if (trim)

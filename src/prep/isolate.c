@@ -784,7 +784,7 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
         rc = spawner_begin(&iso.spawner, b->background);
     struct kiln_pool *pool = NULL;
     if (rc == KILN_OK)
-        rc = kiln__prep_pool(workers, b->memory_budget, b->background, &pool);
+        rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor, &pool);
     if (rc < 0) {
         spawner_end(&iso.spawner);
         free(iso.slots);

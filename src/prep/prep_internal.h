@@ -65,6 +65,7 @@ struct kiln__prep_build {
      * priority, and the cancel check (NULL: none). */
     uint64_t memory_budget;
     bool background;
+    const struct kiln_executor *executor; /* the options' (NULL: threads) */
     bool (*cancel)(void *user);
     void *cancel_user;
     _Atomic uint64_t started; /* builds started (the test hook counts them) */
@@ -89,10 +90,11 @@ bool kiln__prep_stopping(bool (*cancel)(void *), void *user, _Atomic uint64_t *s
  * started (as if options.cancel said so). 0 outside tests. */
 extern uint64_t kiln__prep_test_cancel_after;
 
-/* A pool for a phase of a run: `workers`, with the run's budget and
- * priority. @return kiln_pool_create_with's result. */
+/* A pool for a phase of a run: `workers`, with the run's budget,
+ * priority and executor (NULL: threads). @return kiln_pool_create_with's
+ * result. */
 int kiln__prep_pool(unsigned workers, uint64_t memory_budget, bool background,
-                    struct kiln_pool **pool);
+                    const struct kiln_executor *executor, struct kiln_pool **pool);
 
 /* The ledger's part of kiln_prepare's pipeline phase. */
 struct kiln__prep_ledger;

@@ -645,7 +645,7 @@ static int translate_pass(struct run *r, struct prog *progs, size_t n, bool rema
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += !remakes || progs[i].remake;
-    int rc = kiln__prep_pool(workers, r->memory_budget, r->o->background, &r->pool);
+    int rc = kiln__prep_pool(workers, r->memory_budget, r->o->background, r->o->executor, &r->pool);
     if (rc < 0)
         return rc;
     if (progress)
@@ -808,7 +808,9 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
     }
     /* With its dictionary: a cache repacked with one is kept, not restarted. */
     struct kiln_cache_options copt = {
-        .stamp = s->stamp, .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT, .io = o->io};
+        .stamp = s->stamp, .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
+        .io = o->io,
+        .executor = o->executor};
     rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
     if (rc < 0) {
         /* Returned to the caller, who reports it (a folder holding another
@@ -934,6 +936,7 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
                                  .nbuilders = o->nbuilders,
                                  .memory_budget = r.memory_budget,
                                  .background = o->background,
+                                 .executor = o->executor,
                                  .cancel = o->cancel,
                                  .cancel_user = o->cancel_user};
     struct kiln__prep_ledger *ledger = NULL;

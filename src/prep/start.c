@@ -626,7 +626,7 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     if (!jobs)
         return KILN_ENOMEM;
     struct kiln_pool *pool;
-    int rc = kiln__prep_pool(workers, b->memory_budget, b->background, &pool);
+    int rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor, &pool);
     if (rc < 0) {
         free(jobs);
         return rc;
@@ -684,7 +684,8 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
     if (o->read_only) {
         snprintf(s->use_text, sizeof(s->use_text), "opened read-only as asked");
     } else {
-        struct kiln_cache_options wopt = {.flags = KILN_CACHE_KEEP_STAMP, .io = o->io};
+        struct kiln_cache_options wopt = {
+            .flags = KILN_CACHE_KEEP_STAMP, .io = o->io, .executor = o->executor};
         rc = kiln_cache_open(o->cache_dir, &wopt, out);
         if (rc == KILN_OK) {
             struct kiln_cache_stats cs;
@@ -711,6 +712,7 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
         .flags =
             KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
         .io = o->io,
+        .executor = o->executor,
     };
     rc = kiln_cache_open(o->cache_dir, &ropt, out);
     struct kiln_cache_stats cs;
@@ -975,6 +977,7 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
                                  .progress_user = progress_user,
                                  .builders = o->builders,
                                  .nbuilders = o->nbuilders,
+                                 .executor = o->executor,
                                  .cancel = o->cancel,
                                  .cancel_user = o->cancel_user,
                                  .journal = journal};
