@@ -1,0 +1,447 @@
+/*
+ * test_executor.c - the application's executor (struct kiln_executor): the
+ * pool and kiln_cache_load_many run on it and start no thread of their
+ * own; an executor that runs tasks inline inside submit works; one that
+ * refuses every task loses no work (the calling thread does it).
+ *
+ * How "no thread of kiln's" is shown: every job (pool) and every read of
+ * the records file (load_many, through a wrapping kiln_io) notes the thread
+ * it runs on, and each must be one of the executor's threads or the
+ * calling thread. The negative control is the same check on kiln's own
+ * threads, which must see a thread outside that set: so the check can fail.
+ * Each case also asserts the executor was handed tasks (a kiln that
+ * bypassed it would fail there), and on Linux counts /proc/self/task.
+ * Labelled threads: run under TSan too.
+ */
+#include "kiln/cache.h"
+#include "kiln/pool.h"
+#include "kiln_test.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- a test executor: its own threads, or inline, or refusing ----------- */
+
+enum texec_mode { TEXEC_THREADS, TEXEC_INLINE, TEXEC_REFUSE };
+
+#define TEXEC_THREADS_MAX 4
+#define TEXEC_QUEUE       256
+
+struct task {
+    void (*fn)(void *);
+    void *arg;
+};
+
+struct texec {
+    enum texec_mode mode;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct task q[TEXEC_QUEUE];
+    size_t head, count;
+    bool stop;
+    pthread_t threads[TEXEC_THREADS_MAX];
+    unsigned nthreads;
+    atomic_uint submitted; /* submit calls */
+    atomic_uint ran;       /* tasks run */
+};
+
+static void *texec_main(void *p)
+{
+    struct texec *e = p;
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (e->count == 0 && !e->stop)
+            pthread_cond_wait(&e->cond, &e->lock);
+        if (e->count == 0)
+            break;
+        struct task t = e->q[e->head];
+        e->head = (e->head + 1) % TEXEC_QUEUE;
+        e->count--;
+        pthread_mutex_unlock(&e->lock);
+        t.fn(t.arg);
+        atomic_fetch_add(&e->ran, 1);
+        pthread_mutex_lock(&e->lock);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+static int texec_submit(void (*fn)(void *), void *arg, void *user)
+{
+    struct texec *e = user;
+    atomic_fetch_add(&e->submitted, 1);
+    if (e->mode == TEXEC_REFUSE)
+        return -1;
+    if (e->mode == TEXEC_INLINE) {
+        fn(arg);
+        atomic_fetch_add(&e->ran, 1);
+        return 0;
+    }
+    pthread_mutex_lock(&e->lock);
+    if (e->count == TEXEC_QUEUE) {
+        pthread_mutex_unlock(&e->lock);
+        return -1;
+    }
+    e->q[(e->head + e->count) % TEXEC_QUEUE] = (struct task){fn, arg};
+    e->count++;
+    pthread_cond_signal(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
+static void texec_start(struct texec *e, enum texec_mode mode, unsigned nthreads)
+{
+    memset(e, 0, sizeof(*e));
+    e->mode = mode;
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    atomic_init(&e->submitted, 0);
+    atomic_init(&e->ran, 0);
+    e->nthreads = mode == TEXEC_THREADS ? nthreads : 0;
+    for (unsigned i = 0; i < e->nthreads; i++)
+        KT_REQUIRE(pthread_create(&e->threads[i], NULL, texec_main, e) == 0);
+}
+
+static void texec_stop(struct texec *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->stop = true;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    for (unsigned i = 0; i < e->nthreads; i++)
+        pthread_join(e->threads[i], NULL);
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->lock);
+}
+
+static struct kiln_executor texec_table(struct texec *e, unsigned concurrency)
+{
+    return (struct kiln_executor){
+        .size = sizeof(struct kiln_executor), .submit = texec_submit, .user = e,
+        .concurrency = concurrency};
+}
+
+/* ---- which threads did the work ------------------------------------------ */
+
+static pthread_t main_thread;
+static atomic_uint foreign; /* work seen on a thread that is neither main nor the executor's */
+
+static void note_thread(const struct texec *e)
+{
+    pthread_t self = pthread_self();
+    if (pthread_equal(self, main_thread))
+        return;
+    for (unsigned i = 0; e && i < e->nthreads; i++)
+        if (pthread_equal(self, e->threads[i]))
+            return;
+    atomic_fetch_add(&foreign, 1);
+}
+
+/* @return the threads of this process (Linux), or 0 where that cannot be
+ * read. */
+static unsigned thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    unsigned n = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the pool ------------------------------------------------------------ */
+
+#define NJOBS 200
+
+struct pool_run {
+    const struct texec *e;
+    atomic_uint threads_seen; /* the most /proc/self/task showed during a job */
+    unsigned workers;
+    atomic_uint bad_index;
+    uint64_t out[NJOBS];
+    unsigned idx[NJOBS];
+};
+
+static struct pool_run *run_ctx;
+
+static int square_job(void *arg, unsigned worker)
+{
+    unsigned i = (unsigned)(uintptr_t)arg;
+    note_thread(run_ctx->e);
+    if (worker >= run_ctx->workers)
+        atomic_fetch_add(&run_ctx->bad_index, 1);
+    unsigned n = thread_count();
+    unsigned seen = atomic_load(&run_ctx->threads_seen);
+    while (n > seen && !atomic_compare_exchange_weak(&run_ctx->threads_seen, &seen, n))
+        ;
+    if (i % 16 == 0)
+        nap_ms(1); /* let the other workers take jobs meanwhile */
+    run_ctx->out[i] = (uint64_t)i * i + 7;
+    return i % 10 == 3 ? KILN_EIO : 0;
+}
+
+/* Runs NJOBS jobs on a pool of `workers` with executor `x` (NULL: kiln's
+ * threads) and checks what every job computed. */
+static void run_pool(const struct kiln_executor *x, const struct texec *e, unsigned workers,
+                     struct pool_run *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->e = e;
+    run_ctx = r;
+    atomic_store(&foreign, 0);
+    struct kiln_pool_options o = {.workers = workers, .queue_capacity = 8, .executor = x};
+    struct kiln_pool *pool;
+    KT_REQUIRE_OK(kiln_pool_create_with(&o, &pool));
+    r->workers = kiln_pool_workers(pool);
+    for (unsigned i = 0; i < NJOBS; i++)
+        KT_REQUIRE_OK(kiln_pool_submit(pool, square_job, (void *)(uintptr_t)i));
+    KT_CHECK_OK(kiln_pool_wait(pool));
+    struct kiln_pool_progress pp;
+    kiln_pool_get_progress(pool, &pp);
+    KT_CHECK_EQ(pp.submitted, (uint64_t)NJOBS);
+    KT_CHECK_EQ(pp.done, (uint64_t)NJOBS);
+    KT_CHECK_EQ(pp.failed, (uint64_t)(NJOBS / 10));
+    kiln_pool_destroy(pool);
+    for (unsigned i = 0; i < NJOBS; i++)
+        KT_CHECK_EQ(r->out[i], (uint64_t)i * i + 7);
+    KT_CHECK_EQ(atomic_load(&r->bad_index), 0u);
+}
+
+KT_CASE(pool_on_executor)
+{
+    main_thread = pthread_self();
+    struct texec e;
+    texec_start(&e, TEXEC_THREADS, 3);
+    unsigned base = thread_count(); /* main + the executor's three */
+    struct kiln_executor x = texec_table(&e, 0);
+    static struct pool_run r;
+    run_pool(&x, &e, 4, &r);
+    KT_CHECK(atomic_load(&e.submitted) > 0);          /* kiln used the executor */
+    KT_CHECK_EQ(atomic_load(&e.ran), atomic_load(&e.submitted)); /* and waited for it */
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);           /* no job ran on a thread of kiln's */
+    if (base)
+        KT_CHECK_EQ(atomic_load(&r.threads_seen), base); /* kiln started none */
+    KT_CHECK_EQ(r.workers, 4u);
+
+    /* The negative control: kiln's own threads are seen by the same check. */
+    static struct pool_run t;
+    run_pool(NULL, &e, 4, &t);
+    KT_CHECK(atomic_load(&foreign) > 0);
+    if (base)
+        KT_CHECK(atomic_load(&t.threads_seen) > base);
+    KT_CHECK(memcmp(r.out, t.out, sizeof(r.out)) == 0); /* same results either way */
+    texec_stop(&e);
+}
+
+KT_CASE(pool_concurrency_bounds_workers)
+{
+    main_thread = pthread_self();
+    struct texec e;
+    texec_start(&e, TEXEC_THREADS, 2);
+    struct kiln_executor x = texec_table(&e, 2);
+    static struct pool_run r;
+    run_pool(&x, &e, 8, &r); /* 8 asked, the executor runs 2 at once */
+    KT_CHECK_EQ(r.workers, 2u);
+    KT_CHECK(atomic_load(&e.submitted) > 0);
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);
+    texec_stop(&e);
+}
+
+KT_CASE(pool_inline_executor)
+{
+    main_thread = pthread_self();
+    struct texec e;
+    texec_start(&e, TEXEC_INLINE, 0);
+    struct kiln_executor x = texec_table(&e, 0);
+    static struct pool_run r;
+    run_pool(&x, &e, 4, &r);
+    KT_CHECK(atomic_load(&e.submitted) > 0);
+    KT_CHECK_EQ(atomic_load(&foreign), 0u); /* everything on the calling thread */
+    texec_stop(&e);
+}
+
+KT_CASE(pool_refusing_executor)
+{
+    main_thread = pthread_self();
+    struct texec e;
+    texec_start(&e, TEXEC_REFUSE, 0);
+    struct kiln_executor x = texec_table(&e, 0);
+    static struct pool_run r;
+    run_pool(&x, &e, 4, &r); /* every job still runs, once */
+    KT_CHECK(atomic_load(&e.submitted) > 0);
+    KT_CHECK_EQ(atomic_load(&e.ran), 0u);
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);
+    texec_stop(&e);
+}
+
+/* Pending jobs of a destroyed pool are dropped, and destroy waits for the
+ * executor's tasks (TSan or ASan would see a task touch a freed pool). */
+KT_CASE(pool_destroy_waits_for_tasks)
+{
+    main_thread = pthread_self();
+    struct texec e;
+    texec_start(&e, TEXEC_THREADS, 3);
+    struct kiln_executor x = texec_table(&e, 0);
+    static struct pool_run r;
+    memset(&r, 0, sizeof(r));
+    r.e = &e;
+    r.workers = 3;
+    run_ctx = &r;
+    struct kiln_pool_options o = {.workers = 3, .queue_capacity = 64, .executor = &x};
+    struct kiln_pool *pool;
+    KT_REQUIRE_OK(kiln_pool_create_with(&o, &pool));
+    for (unsigned i = 0; i < 64; i++)
+        KT_REQUIRE_OK(kiln_pool_submit(pool, square_job, (void *)(uintptr_t)i));
+    kiln_pool_destroy(pool);
+    KT_CHECK(atomic_load(&e.submitted) > 0);
+    texec_stop(&e); /* joins the executor: every task has returned by now */
+    KT_CHECK_EQ(atomic_load(&e.ran), atomic_load(&e.submitted));
+}
+
+KT_CASE(bad_executor)
+{
+    struct kiln_executor x = {.size = sizeof x}; /* no submit */
+    struct kiln_pool_options o = {.workers = 2, .executor = &x};
+    struct kiln_pool *pool;
+    KT_CHECK_EQ(kiln_pool_create_with(&o, &pool), KILN_EINVAL);
+    KT_CHECK(pool == NULL);
+    struct kiln_executor zero = {0}; /* size 0 */
+    zero.submit = texec_submit;
+    o.executor = &zero;
+    KT_CHECK_EQ(kiln_pool_create_with(&o, &pool), KILN_EINVAL);
+    struct kiln_cache_options co = {.flags = KILN_CACHE_CREATE, .executor = &x};
+    struct kiln_cache *c;
+    KT_CHECK_EQ(kiln_cache_open(kt_tmpdir(), &co, &c), KILN_EINVAL);
+}
+
+/* ---- kiln_cache_load_many ------------------------------------------------ */
+
+/* Reads through the default table, noting the thread of each read. */
+struct readio {
+    struct kiln_io io; /* first member */
+    const struct texec *e;
+    atomic_uint reads;
+};
+
+static struct readio rio;
+
+static int64_t noting_pread(const struct kiln_io *self, int fd, void *buf, size_t n, uint64_t off)
+{
+    note_thread(rio.e);
+    atomic_fetch_add(&rio.reads, 1);
+    if (n > 4096)
+        nap_ms(5); /* a slow disk: the other readers take runs meanwhile */
+    return kiln_io_default()->pread(kiln_io_default(), fd, buf, n, off);
+}
+
+#define NRECS    24
+#define REC_SIZE (1u << 20) /* 24 MiB: three runs of 8 MiB */
+
+static struct kiln_key key_of(unsigned i)
+{
+    return (struct kiln_key){.lo = i * 0x9e3779b97f4a7c15ull + 1, .hi = i ^ 0x5eedull};
+}
+
+static void make_cache(const char *dir)
+{
+    struct kiln_cache_options o = {.stamp = 1, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    unsigned char *buf = malloc(REC_SIZE);
+    KT_REQUIRE(buf);
+    for (unsigned i = 0; i < NRECS; i++) {
+        for (unsigned k = 0; k < REC_SIZE; k++)
+            buf[k] = (unsigned char)(k * 31 + i);
+        KT_REQUIRE_OK(kiln_cache_put(c, key_of(i), buf, REC_SIZE - i, REC_SIZE, 0, 1));
+    }
+    free(buf);
+    KT_REQUIRE_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+}
+
+/* Loads every record with executor `x` (NULL: kiln's threads), 3 threads
+ * asked, and checks each payload. */
+static void load_all(const char *dir, const struct kiln_executor *x, const struct texec *e)
+{
+    rio.io = *kiln_io_default();
+    rio.io.pread = noting_pread;
+    rio.e = e;
+    atomic_store(&rio.reads, 0);
+    atomic_store(&foreign, 0);
+    struct kiln_cache_options o = {.stamp = 1, .io = &rio.io, .executor = x};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    struct kiln_key keys[NRECS];
+    for (unsigned i = 0; i < NRECS; i++)
+        keys[i] = key_of(i);
+    struct kiln_cache_result *res;
+    KT_CHECK_EQ(kiln_cache_load_many(c, keys, NRECS, 3, &res), (int64_t)NRECS);
+    for (unsigned i = 0; i < NRECS; i++) {
+        KT_CHECK_OK(res[i].status);
+        KT_CHECK_EQ(res[i].size, (size_t)(REC_SIZE - i));
+        const unsigned char *p = res[i].data;
+        bool same = p != NULL;
+        for (unsigned k = 0; same && k < res[i].size; k += 4093)
+            same = p[k] == (unsigned char)(k * 31 + i);
+        KT_CHECK(same);
+    }
+    kiln_cache_results_free(res, NRECS);
+    kiln_cache_close(c);
+    KT_CHECK(atomic_load(&rio.reads) > 0);
+}
+
+KT_CASE(load_many_on_executor)
+{
+    main_thread = pthread_self();
+    const char *dir = kt_tmpdir();
+    make_cache(dir);
+    struct texec e;
+    texec_start(&e, TEXEC_THREADS, 3);
+    struct kiln_executor x = texec_table(&e, 0);
+    load_all(dir, &x, &e);
+    KT_CHECK(atomic_load(&e.submitted) > 0); /* kiln handed the readers over */
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);  /* and read on no thread of its own */
+    /* The negative control: kiln's reader threads are seen. */
+    load_all(dir, NULL, &e);
+    KT_CHECK(atomic_load(&foreign) > 0);
+    texec_stop(&e);
+}
+
+KT_CASE(load_many_inline_and_refusing)
+{
+    main_thread = pthread_self();
+    const char *dir = kt_tmpdir();
+    make_cache(dir);
+    struct texec e;
+    texec_start(&e, TEXEC_INLINE, 0);
+    struct kiln_executor x = texec_table(&e, 0);
+    load_all(dir, &x, &e);
+    KT_CHECK(atomic_load(&e.submitted) > 0);
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);
+    texec_stop(&e);
+
+    texec_start(&e, TEXEC_REFUSE, 0);
+    x = texec_table(&e, 0);
+    load_all(dir, &x, &e); /* every record still loaded, on this thread */
+    KT_CHECK(atomic_load(&e.submitted) > 0);
+    KT_CHECK_EQ(atomic_load(&e.ran), 0u);
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);
+    texec_stop(&e);
+}
+
+KT_MAIN(KT_ENTRY(pool_on_executor), KT_ENTRY(pool_concurrency_bounds_workers),
+        KT_ENTRY(pool_inline_executor), KT_ENTRY(pool_refusing_executor),
+        KT_ENTRY(pool_destroy_waits_for_tasks), KT_ENTRY(bad_executor),
+        KT_ENTRY(load_many_on_executor), KT_ENTRY(load_many_inline_and_refusing))
