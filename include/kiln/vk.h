@@ -302,6 +302,19 @@ KILN_API int kiln_vk_check_spirv_structure(const uint32_t *words, size_t n, char
  */
 KILN_API void kiln_vk_destroy(struct kiln_vk *vk);
 
+/*
+ * (0.2) The text of the last failure of a call on this context, as
+ * kiln_cache_errmsg: for example "kiln_vk_graphics_pipeline: gen-3: ...
+ * (KILN_EVULKAN)". Set by kiln_vk_cache_save, kiln_vk_compute_pipeline,
+ * kiln_vk_graphics_pipeline, kiln_vk_module_create, kiln_vk_stage_module
+ * and kiln_vk_pipeline_adopt when they fail; left as it was by a call that
+ * succeeds; "" before any failure. A failed kiln_vk_create has no context:
+ * read kiln_last_errmsg() on the same thread.
+ * @return a string owned by the calling thread, valid until it calls this
+ * again ("kiln_vk_errmsg: no context" for NULL). Thread-safe.
+ */
+KILN_API const char *kiln_vk_errmsg(const struct kiln_vk *vk);
+
 /* @return the context's description, valid for the context's life.
  * (Named kiln_vk_info before 0.2, a name C++ took for the struct's.)
  * Thread-safe. */

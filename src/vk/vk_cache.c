@@ -123,7 +123,7 @@ int kiln__vk_cache_open(struct kiln_vk *vk, bool in_memory)
     return KILN_OK;
 }
 
-int kiln_vk_cache_save(struct kiln_vk *vk)
+static int cache_save_body(struct kiln_vk *vk)
 {
     if (!vk || !vk->cache || !vk->cache_path[0])
         return KILN_EINVAL;
@@ -165,4 +165,10 @@ int kiln_vk_cache_save(struct kiln_vk *vk)
     KILN_ERROR("vk", "%s: the pipeline cache kept growing while it was read; not saved",
                vk->cache_path);
     return KILN_EVULKAN;
+}
+
+int kiln_vk_cache_save(struct kiln_vk *vk)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_cache_save", vk ? vk->cache_path : NULL, cache_save_body(vk));
 }

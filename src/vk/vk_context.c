@@ -787,7 +787,7 @@ static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     return kiln__vk_cache_open(vk, opt->cache_dir == NULL);
 }
 
-int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **out)
+static int create_body(const struct kiln_vk_options *options, struct kiln_vk **out)
 {
     static const struct kiln_vk_options defaults = {0};
     if (!out)
@@ -818,6 +818,12 @@ int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **out)
               in->dynamic_rendering ? "on" : "off");
     *out = vk;
     return KILN_OK;
+}
+
+int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(NULL, m, "kiln_vk_create", NULL, create_body(options, out));
 }
 
 void kiln_vk_destroy(struct kiln_vk *vk)
@@ -905,4 +911,9 @@ void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
         .pipeline_layout = vk->layout,
         .set_layout = vk->set_layout,
     };
+}
+
+const char *kiln_vk_errmsg(const struct kiln_vk *vk)
+{
+    return vk ? kiln__err_text((struct kiln__errbuf *)&vk->err) : "kiln_vk_errmsg: no context";
 }

@@ -95,6 +95,7 @@ struct kiln_vk_module {
 #define KILN_VK_MAX_EXTENSIONS 64u
 
 struct kiln_vk {
+    struct kiln__errbuf err; /* the last failure's text (kiln_vk_errmsg) */
     struct kiln_vk_fns fn;
     VkInstance instance;
     VkPhysicalDevice phys;

@@ -222,10 +222,16 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
     return KILN_OK;
 }
 
-int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+static int stage_module_body(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
                          VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
 {
     return stage_module(vk, name, src, stage, false, out);
+}
+
+int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src, VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_stage_module", name, stage_module_body(vk, name, src, stage, out));
 }
 
 void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
@@ -307,7 +313,7 @@ static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *wha
     return KILN_OK;
 }
 
-int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
+static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
                              const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
 {
     if (!vk || !stage || !out)
@@ -328,6 +334,12 @@ int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
     VkResult res = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
     kiln_vk_stage_release(vk, &st);
     return finish_pipeline(vk, name, "compute", res, handle, out);
+}
+
+int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_compute_pipeline", name, compute_pipeline_body(vk, name, stage, out));
 }
 
 /* The render pass for one color format (devices without dynamic rendering). */
@@ -381,7 +393,7 @@ static VkResult render_pass_for(struct kiln_vk *vk, VkFormat format, VkRenderPas
     return res;
 }
 
-int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
+static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
                               const struct kiln_vk_graphics *desc, struct kiln_vk_pipeline **out)
 {
     if (!vk || !desc || !out)
@@ -479,6 +491,12 @@ int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
     return finish_pipeline(vk, name, "graphics", res, handle, out);
 }
 
+int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name, const struct kiln_vk_graphics *desc, struct kiln_vk_pipeline **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_graphics_pipeline", name, graphics_pipeline_body(vk, name, desc, out));
+}
+
 void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
 {
     if (!vk || !p)
@@ -491,7 +509,7 @@ void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
     free(p);
 }
 
-int kiln_vk_pipeline_adopt(struct kiln_vk *vk, VkPipeline pipeline, struct kiln_vk_pipeline **out)
+static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline, struct kiln_vk_pipeline **out)
 {
     if (!vk || !out || pipeline == VK_NULL_HANDLE)
         return KILN_EINVAL;
@@ -508,6 +526,12 @@ int kiln_vk_pipeline_adopt(struct kiln_vk *vk, VkPipeline pipeline, struct kiln_
     return KILN_OK;
 }
 
+int kiln_vk_pipeline_adopt(struct kiln_vk *vk, VkPipeline pipeline, struct kiln_vk_pipeline **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_pipeline_adopt", NULL, pipeline_adopt_body(vk, pipeline, out));
+}
+
 uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *p)
 {
     return p ? (uint64_t)(uintptr_t)p->pipeline : 0;
@@ -515,7 +539,7 @@ uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *p)
 
 /* ---- kept modules (the baseline) ------------------------------------------ */
 
-int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+static int module_create_body(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
                           struct kiln_vk_module **out)
 {
     if (!vk || !src || !out)
@@ -561,6 +585,12 @@ int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kil
     link_object(vk, &vk->modules, &m->link);
     *out = m;
     return KILN_OK;
+}
+
+int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src, struct kiln_vk_module **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_module_create", name, module_create_body(vk, name, src, out));
 }
 
 void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)
