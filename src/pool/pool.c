@@ -298,7 +298,7 @@ static int pool_new(const struct kiln_pool_options *o, unsigned workers, size_t 
     return KILN_OK;
 }
 
-int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **out)
+static int create_with_body(const struct kiln_pool_options *o, struct kiln_pool **out)
 {
     if (!out)
         return KILN_EINVAL;
@@ -336,6 +336,13 @@ int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **
     }
     *out = pool;
     return KILN_OK;
+}
+
+/* A failure's text is the thread's (kiln_last_errmsg): there is no pool. */
+int kiln_pool_create_with(const struct kiln_pool_options *o, struct kiln_pool **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(NULL, m, "kiln_pool_create_with", NULL, create_with_body(o, out));
 }
 
 int kiln_pool_submit(struct kiln_pool *pool, kiln_pool_job_fn fn, void *arg)

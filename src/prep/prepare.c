@@ -748,7 +748,7 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
     s->packed_bytes = r->packed_bytes;
 }
 
-int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                  void *progress_user, struct kiln_prepare_summary *s)
 {
     if (!s)
@@ -1013,4 +1013,12 @@ out:
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
     return s->error;
+}
+
+/* The run gives no handle: a failure's text is the thread's (kiln_last_errmsg). */
+int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress, void *progress_user, struct kiln_prepare_summary *s)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(NULL, m, "kiln_prepare", o ? o->cache_dir : NULL,
+                         prepare_body(o, progress, progress_user, s));
 }

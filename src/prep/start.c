@@ -816,7 +816,7 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
     kiln_cache_close(c);
 }
 
-int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                     void *progress_user, struct kiln_start_summary *s)
 {
     if (!s)
@@ -1041,4 +1041,12 @@ out:
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
     return s->error;
+}
+
+/* The run gives no handle: a failure's text is the thread's (kiln_last_errmsg). */
+int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress, void *progress_user, struct kiln_start_summary *s)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(NULL, m, "kiln_warm_start", o ? o->cache_dir : NULL,
+                         warm_start_body(o, progress, progress_user, s));
 }

@@ -315,6 +315,7 @@ static int job(void *arg, unsigned worker)
     E(cache_open_dir, kiln_cache_open, KILN_EINVAL, kiln_cache_open(NULL, NULL, &F.out_cache))     \
     E(cache_open_out, kiln_cache_open, KILN_EINVAL, kiln_cache_open(F.dir, NULL, NULL))            \
     V(cache_close, kiln_cache_close, kiln_cache_close(NULL))                                       \
+    E(cache_errmsg, kiln_cache_errmsg, 1, kiln_cache_errmsg(NULL) != NULL)                         \
     E(cache_put, kiln_cache_put, KILN_EINVAL, kiln_cache_put(NULL, F.key, F.buf, 4, 4, 0, 1))      \
     E(cache_sync, kiln_cache_sync, KILN_EINVAL, kiln_cache_sync(NULL))                             \
     E(cache_find, kiln_cache_find, KILN_EINVAL, kiln_cache_find(NULL, F.key, &F.entry))            \
@@ -372,6 +373,7 @@ static int job(void *arg, unsigned worker)
     E(vk_structure_why, kiln_vk_check_spirv_structure, KILN_EINVAL,                                \
       kiln_vk_check_spirv_structure(F.words, 5, NULL, 64))                                         \
     V(vk_destroy, kiln_vk_destroy, kiln_vk_destroy(NULL))                                          \
+    E(vk_errmsg, kiln_vk_errmsg, 1, kiln_vk_errmsg(NULL) != NULL)                                  \
     P(vk_get_info, kiln_vk_get_info, kiln_vk_get_info(NULL))                                       \
     E(vk_extension_enabled, kiln_vk_extension_enabled, 0, kiln_vk_extension_enabled(NULL, "x"))    \
     V(vk_get_stats, kiln_vk_get_stats, kiln_vk_get_stats(NULL, &F.vk_stats))                       \

@@ -880,7 +880,89 @@ KT_CASE(own_source)
         kiln_program_destroy(own.spirv[i]);
 }
 
+
+/* ---- the warm start's cancel, and the run on the application's executor -- */
+
+static atomic_uint cancel_asked;
+static unsigned cancel_after; /* say stop once asked more than this often */
+
+static bool stop_after(void *user)
+{
+    (void)user;
+    return atomic_fetch_add(&cancel_asked, 1) >= cancel_after;
+}
+
+static atomic_uint inline_submits;
+
+/* An executor that runs every task inline, inside submit. */
+static int run_inline(void (*fn)(void *), void *arg, void *user)
+{
+    (void)user;
+    atomic_fetch_add(&inline_submits, 1);
+    fn(arg);
+    return 0;
+}
+
+/* kiln_start_options.cancel stops the builds (KILN_ECANCELED, `canceled`,
+ * fewer built), a start afterwards builds them all; both runs also go on an
+ * executor that runs tasks inline, which kiln_prepare and kiln_warm_start
+ * hand every pool and load to. */
+KT_CASE(start_cancel_and_executor)
+{
+    const char *root = kt_tmpdir();
+    char corpus[4200], cache[4200];
+    cache_path(cache, sizeof(cache), root);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, true) == 0);
+    KT_REQUIRE(pf_mkdir(cache) == 0);
+    struct kiln_vk *vk = pf_vk(cache);
+    KT_REQUIRE(vk != NULL);
+    struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
+    struct kiln_executor ex = {.size = sizeof ex, .submit = run_inline};
+    struct kiln_prepare_options o;
+    pf_options(&o, cache, 2);
+    struct pf_input in = PF_INPUT_INIT;
+    in.corpus = corpus;
+    o.no_vulkan = true;
+    o.executor = &ex;
+    struct kiln_prepare_summary s;
+    atomic_store(&inline_submits, 0);
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
+    KT_CHECK(atomic_load(&inline_submits) > 0); /* the translate pool ran on it */
+
+    struct kiln_start_options so = {.cache_dir = cache,
+                                    .any_stamp = true,
+                                    .jobs = 1,
+                                    .vk = vk,
+                                    .on_pipeline = take_pipeline,
+                                    .pipeline_user = &got,
+                                    .cancel = stop_after,
+                                    .executor = &ex};
+    struct kiln_start_summary ss;
+    cancel_after = 1; /* the first build goes, then stop */
+    atomic_store(&cancel_asked, 0);
+    atomic_store(&inline_submits, 0);
+    KT_CHECK_EQ(kiln_warm_start(&so, NULL, NULL, &ss), KILN_ECANCELED);
+    KT_CHECK(ss.canceled);
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK(ss.pipelines_built >= 1 && ss.pipelines_built < PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(got.count, (unsigned)ss.pipelines_built);
+    KT_CHECK(atomic_load(&cancel_asked) > 1);
+    KT_CHECK(atomic_load(&inline_submits) > 0);
+    KT_CHECK(strstr(kiln_last_errmsg(), "kiln_warm_start") != NULL);
+
+    /* Not cancelled: every program is built. */
+    cancel_after = 1000;
+    got.count = 0;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK(!ss.canceled);
+    KT_CHECK_EQ(ss.pipelines_built, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(got.count, PF_GOOD_PROGRAMS);
+    kiln_vk_destroy(vk);
+}
+
 KT_MAIN(KT_ENTRY(program_key), KT_ENTRY(stamp), KT_ENTRY(generated_then_start),
         KT_ENTRY(broken_program_alone), KT_ENTRY(no_vulkan_and_damage), KT_ENTRY(bad_input),
         KT_ENTRY(threads), KT_ENTRY(dict_kept_after_repack), KT_ENTRY(prepare_dict),
-        KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use), KT_ENTRY(own_source))
+        KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use), KT_ENTRY(own_source),
+        KT_ENTRY(start_cancel_and_executor))
