@@ -91,7 +91,10 @@ KILN_API const char *kiln_version_string(void);
 
 /* The initialiser of any growable struct: `size` set, every field at its
  * default. Positional, so it works in C and in C++. */
-#define KILN_STRUCT_INIT(tag) {sizeof(struct tag)}
+#define KILN_STRUCT_INIT(tag) \
+    {                         \
+        sizeof(struct tag)    \
+    }
 
 /* ---------------------------------------------------------------------------
  * The application's executor (docs/api.md, "Executor")

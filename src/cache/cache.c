@@ -366,7 +366,7 @@ static int publish(struct kiln_cache *c, const struct kiln_cache_entry *e, uint6
 }
 
 static int put_body(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
-                   uint32_t raw_size, uint8_t codec, uint16_t stages)
+                    uint32_t raw_size, uint8_t codec, uint16_t stages)
 {
     if (!c)
         return KILN_EINVAL;
@@ -391,10 +391,12 @@ static int put_body(struct kiln_cache *c, struct kiln_key key, const void *paylo
     return publish(c, &e, ticket, rc);
 }
 
-int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size, uint32_t raw_size, uint8_t codec, uint16_t stages)
+int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
+                   uint32_t raw_size, uint8_t codec, uint16_t stages)
 {
     uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_put", put_body(c, key, payload, size, raw_size, codec, stages));
+    return KILN__CACHE_END(c, m, "kiln_cache_put",
+                           put_body(c, key, payload, size, raw_size, codec, stages));
 }
 
 /*

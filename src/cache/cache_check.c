@@ -232,7 +232,7 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
 }
 
 static int check_body(const char *dir, const struct kiln_io *io, bool repair,
-                     struct kiln_cache_check_report *rep)
+                      struct kiln_cache_check_report *rep)
 {
     if (!dir || !rep)
         return KILN_EINVAL;

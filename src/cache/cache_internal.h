@@ -77,8 +77,8 @@ struct kiln_cache {
 /* Ends a public call on handle `c` (may be NULL) through kiln__err_end:
  * a failure's text goes to the handle's kiln_cache_errmsg and the thread's
  * kiln_last_errmsg. */
-#define KILN__CACHE_END(c, mark, fn, rc)                                                        \
-    kiln__err_end((c) ? (struct kiln__errbuf *)&(c)->err : NULL, (mark), (fn),                 \
+#define KILN__CACHE_END(c, mark, fn, rc)                                       \
+    kiln__err_end((c) ? (struct kiln__errbuf *)&(c)->err : NULL, (mark), (fn), \
                   (c) ? (c)->dir : NULL, (rc))
 
 /* Initialises the handle's locks (cache.c); kiln_cache_close destroys them.

@@ -463,7 +463,7 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
 }
 
 static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                     struct kiln_cache_rewrite_report *report)
+                      struct kiln_cache_rewrite_report *report)
 {
     if (!c)
         return KILN_EINVAL;
@@ -486,14 +486,15 @@ static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_option
     return rc;
 }
 
-int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o, struct kiln_cache_rewrite_report *report)
+int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                     struct kiln_cache_rewrite_report *report)
 {
     uint64_t m = kiln__err_mark();
     return KILN__CACHE_END(c, m, "kiln_cache_prune", prune_body(c, o, report));
 }
 
 static int plan_prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                          struct kiln_cache_prune_plan *plan)
+                           struct kiln_cache_prune_plan *plan)
 {
     if (!plan)
         return KILN_EINVAL;
@@ -534,7 +535,8 @@ static int plan_prune_body(struct kiln_cache *c, const struct kiln_cache_prune_o
     return rc;
 }
 
-int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o, struct kiln_cache_prune_plan *plan)
+int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                          struct kiln_cache_prune_plan *plan)
 {
     uint64_t m = kiln__err_mark();
     return KILN__CACHE_END(c, m, "kiln_cache_plan_prune", plan_prune_body(c, o, plan));
@@ -674,7 +676,7 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
 }
 
 static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
-                      struct kiln_cache_rewrite_report *report)
+                       struct kiln_cache_rewrite_report *report)
 {
     if (!c)
         return KILN_EINVAL;
@@ -713,7 +715,8 @@ static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_ca
     return rc;
 }
 
-int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode, struct kiln_cache_rewrite_report *report)
+int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+                      struct kiln_cache_rewrite_report *report)
 {
     uint64_t m = kiln__err_mark();
     return KILN__CACHE_END(c, m, "kiln_cache_repack", repack_body(c, codec, mode, report));
@@ -746,7 +749,7 @@ static int by_input_offset(const void *a, const void *b)
 }
 
 static int merge_body(struct kiln_cache *out, const char *const *in_dirs, size_t n,
-                     struct kiln_cache_merge_report *report)
+                      struct kiln_cache_merge_report *report)
 {
     if (!out)
         return KILN_EINVAL;
@@ -859,7 +862,8 @@ static int merge_body(struct kiln_cache *out, const char *const *in_dirs, size_t
     return rc;
 }
 
-int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n, struct kiln_cache_merge_report *report)
+int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
+                     struct kiln_cache_merge_report *report)
 {
     uint64_t m = kiln__err_mark();
     return KILN__CACHE_END(out, m, "kiln_cache_merge", merge_body(out, in_dirs, n, report));

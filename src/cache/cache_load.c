@@ -267,7 +267,7 @@ static void worker(void *arg)
 }
 
 static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
-                             unsigned threads, struct kiln_cache_result **results)
+                              unsigned threads, struct kiln_cache_result **results)
 {
     if (!results)
         return KILN_EINVAL;
@@ -336,7 +336,8 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
     return loaded;
 }
 
-int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n, unsigned threads, struct kiln_cache_result **results)
+int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
+                             unsigned threads, struct kiln_cache_result **results)
 {
     uint64_t m = kiln__err_mark();
     int64_t got = load_many_body(c, keys, n, threads, results);

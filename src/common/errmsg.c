@@ -53,8 +53,7 @@ static void unlock(struct kiln__errbuf *eb)
     atomic_flag_clear_explicit(&eb->busy, memory_order_release);
 }
 
-int kiln__err_end(struct kiln__errbuf *eb, uint64_t mark, const char *fn, const char *where,
-                  int rc)
+int kiln__err_end(struct kiln__errbuf *eb, uint64_t mark, const char *fn, const char *where, int rc)
 {
     if (rc >= 0)
         return rc;

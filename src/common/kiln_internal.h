@@ -61,10 +61,10 @@ void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, .
 /* Warnings and errors are always formatted, even when the log is quieter:
  * their line is also the detail of the calling thread's error text
  * (kiln__err_end, errmsg.c). */
-#define KILN_LOG(level, module, ...)                                   \
-    do {                                                               \
-        if ((level) <= KILN_LOG_WARN || kiln__log_enabled(level))      \
-            kiln__log((level), (module), __VA_ARGS__);                 \
+#define KILN_LOG(level, module, ...)                              \
+    do {                                                          \
+        if ((level) <= KILN_LOG_WARN || kiln__log_enabled(level)) \
+            kiln__log((level), (module), __VA_ARGS__);            \
     } while (0)
 
 #define KILN_ERROR(module, ...) KILN_LOG(KILN_LOG_ERROR, module, __VA_ARGS__)

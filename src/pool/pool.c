@@ -82,7 +82,7 @@ struct kiln_pool {
      * tasks run jobs until the queue is empty. */
     bool use_executor;
     struct kiln_executor executor;
-    unsigned pending; /* drain tasks the executor took that have not started */
+    unsigned pending;     /* drain tasks the executor took that have not started */
     unsigned *free_index; /* worker indexes no drain task holds (a stack) */
     unsigned nfree;
     pthread_cond_t drained; /* pending == 0 and every index free */

@@ -749,7 +749,7 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
 }
 
 static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
-                 void *progress_user, struct kiln_prepare_summary *s)
+                        void *progress_user, struct kiln_prepare_summary *s)
 {
     if (!s)
         return KILN_EINVAL;
@@ -807,10 +807,10 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
         goto out;
     }
     /* With its dictionary: a cache repacked with one is kept, not restarted. */
-    struct kiln_cache_options copt = {
-        .stamp = s->stamp, .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
-        .io = o->io,
-        .executor = o->executor};
+    struct kiln_cache_options copt = {.stamp = s->stamp,
+                                      .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
+                                      .io = o->io,
+                                      .executor = o->executor};
     rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
     if (rc < 0) {
         /* Returned to the caller, who reports it (a folder holding another
@@ -1016,7 +1016,8 @@ out:
 }
 
 /* The run gives no handle: a failure's text is the thread's (kiln_last_errmsg). */
-int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress, void *progress_user, struct kiln_prepare_summary *s)
+int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                 void *progress_user, struct kiln_prepare_summary *s)
 {
     uint64_t m = kiln__err_mark();
     return kiln__err_end(NULL, m, "kiln_prepare", o ? o->cache_dir : NULL,

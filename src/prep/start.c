@@ -817,7 +817,7 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
 }
 
 static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
-                    void *progress_user, struct kiln_start_summary *s)
+                           void *progress_user, struct kiln_start_summary *s)
 {
     if (!s)
         return KILN_EINVAL;
@@ -1044,7 +1044,8 @@ out:
 }
 
 /* The run gives no handle: a failure's text is the thread's (kiln_last_errmsg). */
-int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress, void *progress_user, struct kiln_start_summary *s)
+int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                    void *progress_user, struct kiln_start_summary *s)
 {
     uint64_t m = kiln__err_mark();
     return kiln__err_end(NULL, m, "kiln_warm_start", o ? o->cache_dir : NULL,

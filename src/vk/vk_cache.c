@@ -170,5 +170,6 @@ static int cache_save_body(struct kiln_vk *vk)
 int kiln_vk_cache_save(struct kiln_vk *vk)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_cache_save", vk ? vk->cache_path : NULL, cache_save_body(vk));
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_cache_save", vk ? vk->cache_path : NULL,
+                         cache_save_body(vk));
 }

@@ -223,15 +223,17 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
 }
 
 static int stage_module_body(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
-                         VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
+                             VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
 {
     return stage_module(vk, name, src, stage, false, out);
 }
 
-int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src, VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
+int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+                         VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_stage_module", name, stage_module_body(vk, name, src, stage, out));
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_stage_module", name,
+                         stage_module_body(vk, name, src, stage, out));
 }
 
 void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
@@ -314,7 +316,7 @@ static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *wha
 }
 
 static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
-                             const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
+                                 const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
 {
     if (!vk || !stage || !out)
         return KILN_EINVAL;
@@ -336,10 +338,12 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
     return finish_pipeline(vk, name, "compute", res, handle, out);
 }
 
-int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
+int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
+                             const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_compute_pipeline", name, compute_pipeline_body(vk, name, stage, out));
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_compute_pipeline", name,
+                         compute_pipeline_body(vk, name, stage, out));
 }
 
 /* The render pass for one color format (devices without dynamic rendering). */
@@ -394,7 +398,8 @@ static VkResult render_pass_for(struct kiln_vk *vk, VkFormat format, VkRenderPas
 }
 
 static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
-                              const struct kiln_vk_graphics *desc, struct kiln_vk_pipeline **out)
+                                  const struct kiln_vk_graphics *desc,
+                                  struct kiln_vk_pipeline **out)
 {
     if (!vk || !desc || !out)
         return KILN_EINVAL;
@@ -491,10 +496,12 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
     return finish_pipeline(vk, name, "graphics", res, handle, out);
 }
 
-int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name, const struct kiln_vk_graphics *desc, struct kiln_vk_pipeline **out)
+int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
+                              const struct kiln_vk_graphics *desc, struct kiln_vk_pipeline **out)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_graphics_pipeline", name, graphics_pipeline_body(vk, name, desc, out));
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_graphics_pipeline", name,
+                         graphics_pipeline_body(vk, name, desc, out));
 }
 
 void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
@@ -509,7 +516,8 @@ void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
     free(p);
 }
 
-static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline, struct kiln_vk_pipeline **out)
+static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline,
+                               struct kiln_vk_pipeline **out)
 {
     if (!vk || !out || pipeline == VK_NULL_HANDLE)
         return KILN_EINVAL;
@@ -529,7 +537,8 @@ static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline, struct k
 int kiln_vk_pipeline_adopt(struct kiln_vk *vk, VkPipeline pipeline, struct kiln_vk_pipeline **out)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_pipeline_adopt", NULL, pipeline_adopt_body(vk, pipeline, out));
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_pipeline_adopt", NULL,
+                         pipeline_adopt_body(vk, pipeline, out));
 }
 
 uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *p)
@@ -540,7 +549,7 @@ uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *p)
 /* ---- kept modules (the baseline) ------------------------------------------ */
 
 static int module_create_body(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
-                          struct kiln_vk_module **out)
+                              struct kiln_vk_module **out)
 {
     if (!vk || !src || !out)
         return KILN_EINVAL;
@@ -587,10 +596,12 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
     return KILN_OK;
 }
 
-int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src, struct kiln_vk_module **out)
+int kiln_vk_module_create(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
+                          struct kiln_vk_module **out)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_module_create", name, module_create_body(vk, name, src, out));
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_module_create", name,
+                         module_create_body(vk, name, src, out));
 }
 
 void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)

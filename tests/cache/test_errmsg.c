@@ -28,7 +28,8 @@ static int put(struct kiln_cache *c, unsigned i, size_t size)
 {
     unsigned char buf[4096];
     memset(buf, (int)i, sizeof(buf));
-    return kiln_cache_put(c, key_of(i), buf, size < sizeof(buf) ? size : sizeof(buf), (uint32_t)size, 0, 1);
+    return kiln_cache_put(c, key_of(i), buf, size < sizeof(buf) ? size : sizeof(buf),
+                          (uint32_t)size, 0, 1);
 }
 
 /* Checks that `text` holds each of the NULL-ended strings. */
@@ -85,8 +86,8 @@ KT_CASE(full_disk_names_put_file_and_code)
     /* The sync on a full disk names itself. */
     faultio_arm(&f, 1, FAULTIO_SYNC, KILN_EIO_SYNC, true);
     KT_CHECK(kiln_cache_sync(c) < 0);
-    check_names(kiln_cache_errmsg(c), (const char *const[]){"kiln_cache_sync", "programs.kp",
-                                                           "(KILN_EIO_SYNC)", NULL});
+    check_names(kiln_cache_errmsg(c),
+                (const char *const[]){"kiln_cache_sync", "programs.kp", "(KILN_EIO_SYNC)", NULL});
     faultio_disarm(&f);
     kiln_cache_close(c);
     faultio_destroy(&f);
@@ -150,7 +151,8 @@ KT_CASE(damaged_record_names_get_and_file)
                                       "(KILN_ECORRUPT_RECORD)", NULL});
     /* Bad arguments: a put on a read-only cache. */
     KT_CHECK_EQ(put(c, 2, 10), KILN_EINVAL);
-    check_names(kiln_cache_errmsg(c), (const char *const[]){"kiln_cache_put", "(KILN_EINVAL)", NULL});
+    check_names(kiln_cache_errmsg(c),
+                (const char *const[]){"kiln_cache_put", "(KILN_EINVAL)", NULL});
     kiln_cache_close(c);
 }
 
@@ -168,13 +170,16 @@ KT_CASE(failed_open_names_open_and_file)
     int rc = kiln_cache_open(dir, &o, &c);
     KT_CHECK(rc < 0);
     KT_CHECK(c == NULL);
-    check_names(kiln_last_errmsg(), (const char *const[]){"kiln_cache_open", dir, kiln_errname(rc), NULL});
+    check_names(kiln_last_errmsg(),
+                (const char *const[]){"kiln_cache_open", dir, kiln_errname(rc), NULL});
 
     /* No cache at all, and a NULL handle: the thread's text says so too. */
     KT_CHECK_EQ(kiln_cache_open(kt_tmpdir(), &o, &c), KILN_ENOENT);
-    check_names(kiln_last_errmsg(), (const char *const[]){"kiln_cache_open", "(KILN_ENOENT)", NULL});
+    check_names(kiln_last_errmsg(),
+                (const char *const[]){"kiln_cache_open", "(KILN_ENOENT)", NULL});
     KT_CHECK_EQ(kiln_cache_sync(NULL), KILN_EINVAL);
-    check_names(kiln_last_errmsg(), (const char *const[]){"kiln_cache_sync", "(KILN_EINVAL)", NULL});
+    check_names(kiln_last_errmsg(),
+                (const char *const[]){"kiln_cache_sync", "(KILN_EINVAL)", NULL});
     KT_CHECK(kiln_cache_errmsg(NULL) != NULL);
 }
 
@@ -217,7 +222,8 @@ KT_CASE(threads_fail_and_read_at_once)
         KT_REQUIRE(pthread_create(&t[i], NULL, race, &rs[i]) == 0);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
-    check_names(kiln_cache_errmsg(c), (const char *const[]){"kiln_cache_put", "(KILN_EINVAL)", NULL});
+    check_names(kiln_cache_errmsg(c),
+                (const char *const[]){"kiln_cache_put", "(KILN_EINVAL)", NULL});
     kiln_cache_close(c);
 }
 

@@ -120,9 +120,10 @@ static void texec_stop(struct texec *e)
 
 static struct kiln_executor texec_table(struct texec *e, unsigned concurrency)
 {
-    return (struct kiln_executor){
-        .size = sizeof(struct kiln_executor), .submit = texec_submit, .user = e,
-        .concurrency = concurrency};
+    return (struct kiln_executor){.size = sizeof(struct kiln_executor),
+                                  .submit = texec_submit,
+                                  .user = e,
+                                  .concurrency = concurrency};
 }
 
 /* ---- which threads did the work ------------------------------------------ */
@@ -228,9 +229,9 @@ KT_CASE(pool_on_executor)
     struct kiln_executor x = texec_table(&e, 0);
     static struct pool_run r;
     run_pool(&x, &e, 4, &r);
-    KT_CHECK(atomic_load(&e.submitted) > 0);          /* kiln used the executor */
+    KT_CHECK(atomic_load(&e.submitted) > 0);                     /* kiln used the executor */
     KT_CHECK_EQ(atomic_load(&e.ran), atomic_load(&e.submitted)); /* and waited for it */
-    KT_CHECK_EQ(atomic_load(&foreign), 0u);           /* no job ran on a thread of kiln's */
+    KT_CHECK_EQ(atomic_load(&foreign), 0u); /* no job ran on a thread of kiln's */
     if (base)
         KT_CHECK_EQ(atomic_load(&r.threads_seen), base); /* kiln started none */
     KT_CHECK_EQ(r.workers, 4u);

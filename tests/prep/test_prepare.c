@@ -880,7 +880,6 @@ KT_CASE(own_source)
         kiln_program_destroy(own.spirv[i]);
 }
 
-
 /* ---- the warm start's cancel, and the run on the application's executor -- */
 
 static atomic_uint cancel_asked;
