@@ -52,14 +52,19 @@ static void keep_line(void *user, enum kiln_log_level level, const char *module,
     snprintf(logged, sizeof(logged), "%s", msg);
 }
 
+/* A new cache in the case's folder, on a faultio with no fault armed. */
+static void open_faulty(struct faultio *f, struct kiln_cache **c)
+{
+    faultio_init(f);
+    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f->io};
+    KT_REQUIRE_OK(kiln_cache_open(kt_tmpdir(), &o, c));
+}
+
 KT_CASE(full_disk_names_put_file_and_code)
 {
-    const char *dir = kt_tmpdir();
     struct faultio f;
-    faultio_init(&f);
-    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f.io};
     struct kiln_cache *c;
-    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    open_faulty(&f, &c);
     KT_CHECK_EQ(strcmp(kiln_cache_errmsg(c), ""), 0); /* no failure yet */
     KT_CHECK_OK(put(c, 0, 100));
 
@@ -96,12 +101,9 @@ KT_CASE(full_disk_names_put_file_and_code)
 /* The detail is kept even when the log level hides the line. */
 KT_CASE(detail_kept_when_log_is_quiet)
 {
-    const char *dir = kt_tmpdir();
     struct faultio f;
-    faultio_init(&f);
-    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f.io};
     struct kiln_cache *c;
-    KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
+    open_faulty(&f, &c);
     kiln_log_set_level(KILN_LOG_ERROR);
     logged[0] = '\0';
     kiln_log_set_sink(keep_line, NULL);

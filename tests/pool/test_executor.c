@@ -220,18 +220,29 @@ static void run_pool(const struct kiln_executor *x, const struct texec *e, unsig
     KT_CHECK_EQ(atomic_load(&r->bad_index), 0u);
 }
 
-KT_CASE(pool_on_executor)
+/* Starts an executor of `mode`, runs the pool case on it, and checks what
+ * every case on an executor must show: kiln handed it tasks, and no job ran
+ * on a thread of kiln's. The caller checks more, then texec_stop(e). */
+static void pool_case(struct texec *e, enum texec_mode mode, unsigned nthreads,
+                      unsigned concurrency, unsigned workers, struct pool_run *r)
 {
     main_thread = pthread_self();
+    texec_start(e, mode, nthreads);
+    struct kiln_executor x = texec_table(e, concurrency);
+    run_pool(&x, e, workers, r);
+    KT_CHECK(atomic_load(&e->submitted) > 0); /* kiln used the executor */
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);   /* no job ran on a thread of kiln's */
+}
+
+KT_CASE(pool_on_executor)
+{
     struct texec e;
-    texec_start(&e, TEXEC_THREADS, 3);
-    unsigned base = thread_count(); /* main + the executor's three */
-    struct kiln_executor x = texec_table(&e, 0);
+    main_thread = pthread_self();
+    unsigned before = thread_count();
     static struct pool_run r;
-    run_pool(&x, &e, 4, &r);
-    KT_CHECK(atomic_load(&e.submitted) > 0);                     /* kiln used the executor */
+    pool_case(&e, TEXEC_THREADS, 3, 0, 4, &r);
+    unsigned base = before ? before + 3 : 0;                     /* main and the executor's three */
     KT_CHECK_EQ(atomic_load(&e.ran), atomic_load(&e.submitted)); /* and waited for it */
-    KT_CHECK_EQ(atomic_load(&foreign), 0u); /* no job ran on a thread of kiln's */
     if (base)
         KT_CHECK_EQ(atomic_load(&r.threads_seen), base); /* kiln started none */
     KT_CHECK_EQ(r.workers, 4u);
@@ -248,42 +259,28 @@ KT_CASE(pool_on_executor)
 
 KT_CASE(pool_concurrency_bounds_workers)
 {
-    main_thread = pthread_self();
     struct texec e;
-    texec_start(&e, TEXEC_THREADS, 2);
-    struct kiln_executor x = texec_table(&e, 2);
     static struct pool_run r;
-    run_pool(&x, &e, 8, &r); /* 8 asked, the executor runs 2 at once */
+    pool_case(&e, TEXEC_THREADS, 2, 2, 8, &r); /* 8 asked, the executor runs 2 at once */
     KT_CHECK_EQ(r.workers, 2u);
-    KT_CHECK(atomic_load(&e.submitted) > 0);
-    KT_CHECK_EQ(atomic_load(&foreign), 0u);
     texec_stop(&e);
 }
 
 KT_CASE(pool_inline_executor)
 {
-    main_thread = pthread_self();
     struct texec e;
-    texec_start(&e, TEXEC_INLINE, 0);
-    struct kiln_executor x = texec_table(&e, 0);
     static struct pool_run r;
-    run_pool(&x, &e, 4, &r);
-    KT_CHECK(atomic_load(&e.submitted) > 0);
-    KT_CHECK_EQ(atomic_load(&foreign), 0u); /* everything on the calling thread */
+    pool_case(&e, TEXEC_INLINE, 0, 0, 4, &r); /* everything on the calling thread */
+    KT_CHECK_EQ(atomic_load(&e.ran), atomic_load(&e.submitted));
     texec_stop(&e);
 }
 
 KT_CASE(pool_refusing_executor)
 {
-    main_thread = pthread_self();
     struct texec e;
-    texec_start(&e, TEXEC_REFUSE, 0);
-    struct kiln_executor x = texec_table(&e, 0);
     static struct pool_run r;
-    run_pool(&x, &e, 4, &r); /* every job still runs, once */
-    KT_CHECK(atomic_load(&e.submitted) > 0);
+    pool_case(&e, TEXEC_REFUSE, 0, 0, 4, &r); /* every job still runs, once */
     KT_CHECK_EQ(atomic_load(&e.ran), 0u);
-    KT_CHECK_EQ(atomic_load(&foreign), 0u);
     texec_stop(&e);
 }
 
@@ -355,8 +352,10 @@ static struct kiln_key key_of(unsigned i)
     return (struct kiln_key){.lo = i * 0x9e3779b97f4a7c15ull + 1, .hi = i ^ 0x5eedull};
 }
 
+/* The records every load case reads (and the thread the case runs on). */
 static void make_cache(const char *dir)
 {
+    main_thread = pthread_self();
     struct kiln_cache_options o = {.stamp = 1, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
@@ -403,17 +402,23 @@ static void load_all(const char *dir, const struct kiln_executor *x, const struc
     KT_CHECK(atomic_load(&rio.reads) > 0);
 }
 
+/* Starts an executor of `mode` and loads every record on it: kiln handed
+ * it the readers and read on no thread of its own. Then texec_stop(e). */
+static void load_case(const char *dir, struct texec *e, enum texec_mode mode, unsigned nthreads)
+{
+    texec_start(e, mode, nthreads);
+    struct kiln_executor x = texec_table(e, 0);
+    load_all(dir, &x, e);
+    KT_CHECK(atomic_load(&e->submitted) > 0);
+    KT_CHECK_EQ(atomic_load(&foreign), 0u);
+}
+
 KT_CASE(load_many_on_executor)
 {
-    main_thread = pthread_self();
     const char *dir = kt_tmpdir();
     make_cache(dir);
     struct texec e;
-    texec_start(&e, TEXEC_THREADS, 3);
-    struct kiln_executor x = texec_table(&e, 0);
-    load_all(dir, &x, &e);
-    KT_CHECK(atomic_load(&e.submitted) > 0); /* kiln handed the readers over */
-    KT_CHECK_EQ(atomic_load(&foreign), 0u);  /* and read on no thread of its own */
+    load_case(dir, &e, TEXEC_THREADS, 3);
     /* The negative control: kiln's reader threads are seen. */
     load_all(dir, NULL, &e);
     KT_CHECK(atomic_load(&foreign) > 0);
@@ -422,23 +427,13 @@ KT_CASE(load_many_on_executor)
 
 KT_CASE(load_many_inline_and_refusing)
 {
-    main_thread = pthread_self();
     const char *dir = kt_tmpdir();
     make_cache(dir);
     struct texec e;
-    texec_start(&e, TEXEC_INLINE, 0);
-    struct kiln_executor x = texec_table(&e, 0);
-    load_all(dir, &x, &e);
-    KT_CHECK(atomic_load(&e.submitted) > 0);
-    KT_CHECK_EQ(atomic_load(&foreign), 0u);
+    load_case(dir, &e, TEXEC_INLINE, 0);
     texec_stop(&e);
-
-    texec_start(&e, TEXEC_REFUSE, 0);
-    x = texec_table(&e, 0);
-    load_all(dir, &x, &e); /* every record still loaded, on this thread */
-    KT_CHECK(atomic_load(&e.submitted) > 0);
+    load_case(dir, &e, TEXEC_REFUSE, 0); /* every record still loaded, on this thread */
     KT_CHECK_EQ(atomic_load(&e.ran), 0u);
-    KT_CHECK_EQ(atomic_load(&foreign), 0u);
     texec_stop(&e);
 }
 

@@ -370,16 +370,24 @@ KT_CASE(bad_input)
 
 /* Two workers at once, through prepare and start (also run under TSan:
  * kept tiny). */
-KT_CASE(threads)
+/* The fixture corpus and an empty cache folder in the case's folder, and a
+ * context over that cache (corpus and cache hold PATH_CAP bytes). */
+#define PATH_CAP 4200
+static void corpus_and_cache(char *corpus, char *cache, struct kiln_vk **vk)
 {
     const char *root = kt_tmpdir();
-    char corpus[4200], cache[4200];
-    cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, true) == 0);
+    cache_path(cache, PATH_CAP, root);
+    KT_REQUIRE(pf_corpus(corpus, PATH_CAP, root, true) == 0);
     KT_REQUIRE(pf_mkdir(cache) == 0);
+    *vk = pf_vk(cache);
+    KT_REQUIRE(*vk != NULL);
+}
 
-    struct kiln_vk *vk = pf_vk(cache);
-    KT_REQUIRE(vk != NULL);
+KT_CASE(threads)
+{
+    char corpus[PATH_CAP], cache[PATH_CAP];
+    struct kiln_vk *vk;
+    corpus_and_cache(corpus, cache, &vk);
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
     struct kiln_prepare_options o;
     pf_options(&o, cache, 2);
@@ -908,13 +916,9 @@ static int run_inline(void (*fn)(void *), void *arg, void *user)
  * hand every pool and load to. */
 KT_CASE(start_cancel_and_executor)
 {
-    const char *root = kt_tmpdir();
-    char corpus[4200], cache[4200];
-    cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, true) == 0);
-    KT_REQUIRE(pf_mkdir(cache) == 0);
-    struct kiln_vk *vk = pf_vk(cache);
-    KT_REQUIRE(vk != NULL);
+    char corpus[PATH_CAP], cache[PATH_CAP];
+    struct kiln_vk *vk;
+    corpus_and_cache(corpus, cache, &vk);
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
     struct kiln_executor ex = {.size = sizeof ex, .submit = run_inline};
     struct kiln_prepare_options o;
