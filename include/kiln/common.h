@@ -112,9 +112,11 @@ struct kiln_executor {
     size_t size; /* KILN_EXECUTOR_INIT */
     /*
      * Runs fn(arg) once, on any thread, now or later, or inline before it
-     * returns. @return 0 when it took the task: then it must run it (kiln
-     * waits for it, in kiln_pool_destroy too); non-zero when it did not:
-     * kiln runs that share of the work on the calling thread instead.
+     * returns. @return 0 when it took the task: then it must run it some
+     * time (a task that starts after the work is done returns at once;
+     * kiln never waits for a task that has not started, since the thread
+     * waiting does the work itself); non-zero when it did not: kiln runs
+     * that share of the work on the calling thread instead.
      * Called from any thread kiln works on, also from inside a task: it
      * must be thread-safe.
      */

@@ -151,8 +151,9 @@ struct kiln_pool_options {
      * whose only thread is the one waiting works), and a task the executor
      * refuses is run on the submitting thread. `background` is ignored
      * (the threads are the application's). kiln_pool_destroy waits for
-     * every task the executor took. Copied; its `user` must outlive the
-     * pool.
+     * the tasks running jobs, not for those the executor has not started
+     * (the last of them frees the pool when it runs, and calls nothing).
+     * Copied; its `user` must outlive every task it took.
      */
     const struct kiln_executor *executor;
 };

@@ -177,12 +177,14 @@ const char *kiln__err_text(struct kiln__errbuf *eb);
 void kiln__err_detail(const char *module, const char *line);
 
 /*
- * Runs `n` workers fn(arg) at once (exec.c) and returns when all have
- * returned: on the application's executor when `ex` is set (n cut to its
- * concurrency; a task it refuses runs on the calling thread), else on n - 1
- * threads started here; the calling thread always runs one. So fn must
- * take its work from shared state (an atomic counter) and return when none
- * is left: a worker that finds nothing does nothing. `ex` is a struct
+ * Runs `n` workers fn(arg) at once (exec.c) and returns when the work is
+ * done: on the application's executor when `ex` is set (n cut to its
+ * concurrency; a task it refuses runs on the calling thread; a task that
+ * has not started when the calling thread's run returns never calls fn),
+ * else on n - 1 threads started here; the calling thread always runs one.
+ * So fn must take its work from shared state (an atomic counter) and
+ * return when none is left: then every piece is taken when the calling
+ * thread's run returns, and only workers still in fn are waited for. `ex` is a struct
  * already read with KILN_STRUCT_IN (its submit is not NULL).
  * @return how many workers ran on the executor (0 without one).
  */

@@ -32,8 +32,11 @@
  *   task runs until the queue is empty and gives its index back under the
  *   same hold of the lock that saw the queue empty, so a job queued then
  *   is either seen by it or finds the index free and a new task spawned.
- *   `pending` counts tasks taken but not started; destroy waits until it
- *   is 0 and every index is back, since a task touches the pool.
+ *   `pending` counts tasks taken but not started. Destroy waits until
+ *   every index is back (the jobs are the caller's), but not for pending
+ *   tasks, which may be queued behind the destroying thread itself: it
+ *   marks the pool orphaned and the last of them frees it, touching
+ *   nothing else.
  */
 #include "kiln_internal.h"
 #include "pool_internal.h"
@@ -85,7 +88,8 @@ struct kiln_pool {
     unsigned pending;     /* drain tasks the executor took that have not started */
     unsigned *free_index; /* worker indexes no drain task holds (a stack) */
     unsigned nfree;
-    pthread_cond_t drained; /* pending == 0 and every index free */
+    pthread_cond_t drained; /* every index is free */
+    bool orphaned;          /* destroyed while tasks were pending: the last one frees it */
 };
 
 /* How long a worker held back by the budget waits before it looks again. */
@@ -177,19 +181,28 @@ static bool drain_here(struct kiln_pool *pool, bool one)
     while (run_next(pool, index) && !one)
         ;
     pool->free_index[pool->nfree++] = index;
-    if (pool->pending == 0 && pool->nfree == pool->nworkers)
+    if (pool->nfree == pool->nworkers)
         pthread_cond_broadcast(&pool->drained);
     return true;
 }
+
+static void free_pool(struct kiln_pool *pool);
 
 static void drain_task(void *p)
 {
     struct kiln_pool *pool = p;
     pthread_mutex_lock(&pool->lock);
     pool->pending--;
+    if (pool->orphaned) {
+        /* Started after kiln_pool_destroy: nothing to run, maybe the pool
+         * to free. */
+        bool last = pool->pending == 0;
+        pthread_mutex_unlock(&pool->lock);
+        if (last)
+            free_pool(pool);
+        return;
+    }
     drain_here(pool, false); /* none free: the holders take the jobs */
-    if (pool->pending == 0 && pool->nfree == pool->nworkers)
-        pthread_cond_broadcast(&pool->drained);
     pthread_mutex_unlock(&pool->lock);
 }
 
@@ -472,10 +485,16 @@ void kiln_pool_destroy(struct kiln_pool *pool)
         atomic_store(&pool->canceled, true);
         drop_pending(pool);
     }
-    /* The executor's tasks hold the pool: wait until each has ended. */
-    while (pool->use_executor && (pool->pending > 0 || pool->nfree < pool->nworkers))
+    /* Wait for the tasks that run jobs; never for one the executor has not
+     * started (it may be queued behind this very thread): the last of those
+     * frees the pool instead. */
+    while (pool->use_executor && pool->nfree < pool->nworkers)
         pthread_cond_wait(&pool->drained, &pool->lock);
+    bool leave = pool->use_executor && pool->pending > 0;
+    pool->orphaned = leave;
     pthread_mutex_unlock(&pool->lock);
+    if (leave)
+        return;
     stop_workers(pool, pool->use_executor ? 0 : pool->nworkers);
     bool trim = pool->budget.limit != 0;
     free_pool(pool);
