@@ -194,6 +194,7 @@ struct pool_run {
     atomic_uint threads_seen; /* the most /proc/self/task showed during a job */
     unsigned workers;
     atomic_uint bad_index;
+    unsigned base; /* threads before the pool, the executor's included (0: unknown) */
     uint64_t out[NJOBS];
     unsigned idx[NJOBS];
 };
@@ -252,7 +253,9 @@ static void pool_case(struct texec *e, enum texec_mode mode, unsigned nthreads,
     main_thread = pthread_self();
     texec_start(e, mode, nthreads);
     struct kiln_executor x = texec_table(e, concurrency);
+    unsigned base = thread_count();
     run_pool(&x, e, workers, r);
+    r->base = base;
     KT_CHECK(atomic_load(&e->submitted) > 0); /* kiln used the executor */
     KT_CHECK_EQ(atomic_load(&foreign), 0u);   /* no job ran on a thread of kiln's */
 }
@@ -260,11 +263,9 @@ static void pool_case(struct texec *e, enum texec_mode mode, unsigned nthreads,
 KT_CASE(pool_on_executor)
 {
     struct texec e;
-    main_thread = pthread_self();
-    unsigned before = thread_count();
     static struct pool_run r;
     pool_case(&e, TEXEC_THREADS, 3, 0, 4, &r);
-    unsigned base = before ? before + 3 : 0;                     /* main and the executor's three */
+    unsigned base = r.base;                                      /* main and the executor's three */
     KT_CHECK_EQ(atomic_load(&e.ran), atomic_load(&e.submitted)); /* and waited for it */
     if (base)
         KT_CHECK_EQ(atomic_load(&r.threads_seen), base); /* kiln started none */
