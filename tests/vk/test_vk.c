@@ -179,6 +179,11 @@ KT_CASE(broken_program_fails_alone)
     st = (struct kiln_vk_stage){.blob = garbage.blob, .blob_size = garbage.size};
     KT_CHECK_EQ(kiln_vk_compute_pipeline(vk, "broken-words", &st, &p), KILN_EFORMAT);
     KT_CHECK(strstr(vkt_log(), "broken-words: compute stage: not valid SPIR-V") != NULL);
+    /* The context's error text: the function, the pipeline, the code. */
+    const char *text = kiln_vk_errmsg(vk);
+    KT_CHECK(strstr(text, "kiln_vk_compute_pipeline: ") == text);
+    KT_CHECK(strstr(text, "broken-words: compute stage: not valid SPIR-V") != NULL);
+    KT_CHECK(strstr(text, "(KILN_EFORMAT)") != NULL);
 
     /* 3. A blob that does not unpack (cut short). */
     st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size / 2};
@@ -196,6 +201,8 @@ KT_CASE(broken_program_fails_alone)
     KT_CHECK_EQ(kiln_vk_graphics_pipeline(vk, "broken-frag", &g, &p), KILN_EFORMAT);
     KT_CHECK(strstr(vkt_log(), "broken-frag: fragment stage: not valid SPIR-V") != NULL);
     vkt_capture_log(false);
+    KT_CHECK(strstr(kiln_vk_errmsg(vk), "kiln_vk_graphics_pipeline: ") != NULL);
+    KT_CHECK(strstr(kiln_vk_errmsg(vk), "broken-frag") != NULL);
 
     struct kiln_vk_stats s;
     kiln_vk_get_stats(vk, &s);
@@ -207,6 +214,7 @@ KT_CASE(broken_program_fails_alone)
     st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size};
     KT_CHECK_OK(kiln_vk_compute_pipeline(vk, "good-after", &st, &p));
     KT_CHECK(p != NULL);
+    KT_CHECK(strstr(kiln_vk_errmsg(vk), "broken-frag") != NULL); /* a success leaves it */
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK(s.peak_modules <= 2);

@@ -67,6 +67,11 @@ static void expect_not_available(const char *loader, const char *want)
     KT_CHECK_EQ(seen.lines, 1);
     printf("%s: %s\n", loader, seen.first);
     KT_CHECK(strncmp(seen.first, want, strlen(want)) == 0);
+    /* No context: the thread's error text is the same line. */
+    printf("kiln_last_errmsg: %s\n", kiln_last_errmsg());
+    KT_CHECK(strncmp(kiln_last_errmsg(), "kiln_vk_create: ", 16) == 0);
+    KT_CHECK(strstr(kiln_last_errmsg(), want) != NULL);
+    KT_CHECK(strstr(kiln_last_errmsg(), "(KILN_ENOTSUP)") != NULL);
     kiln_vk_destroy(vk);
 }
 
