@@ -51,6 +51,19 @@ struct texec {
     atomic_uint ran;       /* tasks run */
 };
 
+/* Takes the next task and runs it, the lock released meanwhile; the
+ * caller holds the lock and has seen a task queued. */
+static void texec_run_next(struct texec *e)
+{
+    struct task t = e->q[e->head];
+    e->head = (e->head + 1) % TEXEC_QUEUE;
+    e->count--;
+    pthread_mutex_unlock(&e->lock);
+    t.fn(t.arg);
+    atomic_fetch_add(&e->ran, 1);
+    pthread_mutex_lock(&e->lock);
+}
+
 static void *texec_main(void *p)
 {
     struct texec *e = p;
@@ -60,13 +73,7 @@ static void *texec_main(void *p)
             pthread_cond_wait(&e->cond, &e->lock);
         if (e->count == 0)
             break;
-        struct task t = e->q[e->head];
-        e->head = (e->head + 1) % TEXEC_QUEUE;
-        e->count--;
-        pthread_mutex_unlock(&e->lock);
-        t.fn(t.arg);
-        atomic_fetch_add(&e->ran, 1);
-        pthread_mutex_lock(&e->lock);
+        texec_run_next(e);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -100,20 +107,11 @@ static int texec_submit(void (*fn)(void *), void *arg, void *user)
 static unsigned texec_run_deferred(struct texec *e)
 {
     unsigned n = 0;
-    for (;;) {
-        pthread_mutex_lock(&e->lock);
-        if (e->count == 0) {
-            pthread_mutex_unlock(&e->lock);
-            return n;
-        }
-        struct task t = e->q[e->head];
-        e->head = (e->head + 1) % TEXEC_QUEUE;
-        e->count--;
-        pthread_mutex_unlock(&e->lock);
-        t.fn(t.arg);
-        atomic_fetch_add(&e->ran, 1);
-        n++;
-    }
+    pthread_mutex_lock(&e->lock);
+    for (; e->count > 0; n++)
+        texec_run_next(e);
+    pthread_mutex_unlock(&e->lock);
+    return n;
 }
 
 static void texec_start(struct texec *e, enum texec_mode mode, unsigned nthreads)
