@@ -217,6 +217,24 @@ if command -v script >/dev/null 2>&1; then
             fail "kiln $c on a terminal drew no bar: $(tr '\r' '\n' <"$out" | head -c 300)"
         fi
     done
+    # check reads the whole records file: its bar (in bytes) ends full.
+    script -qec "$kiln cache check $d/c" /dev/null >"$out" 2>&1
+    if tr '\r' '\n' <"$out" | grep -aq "^check *\[#*\] \([0-9.]* [KMG]iB\)/\1 "; then ok; else
+        fail "kiln cache check on a terminal drew no whole bar: $(tr '\r' '\n' <"$out" | head -c 300)"
+    fi
+    # export foz draws the bytes it read, import foz the pipelines it stored.
+    "$kiln" -q prepare --generate 12 --no-vulkan --cache "$d/p" >/dev/null 2>&1
+    script -qec "$kiln export foz --cache $d/p $d/a.foz" /dev/null >"$out" 2>&1
+    if tr '\r' '\n' <"$out" | grep -aq "^export *\[[#.]*\] [0-9.]* [KMG]*i*B/"; then ok; else
+        fail "kiln export foz on a terminal drew no bar: $(tr '\r' '\n' <"$out" | head -c 300)"
+    fi
+    script -qec "$kiln import foz --cache $d/i $d/a.foz" /dev/null >"$out" 2>&1
+    if tr '\r' '\n' <"$out" | grep -aq "^import *\[#*\] 12/12"; then ok; else
+        fail "kiln import foz on a terminal drew no bar: $(tr '\r' '\n' <"$out" | head -c 300)"
+    fi
+    # -q draws no bar.
+    script -qec "$kiln -q cache check $d/c" /dev/null >"$out" 2>&1
+    if ! grep -aq "\[" "$out"; then ok; else fail "kiln -q cache check drew a bar"; fi
     rm -rf "$d"
 fi
 

@@ -305,6 +305,13 @@ static void note_invalid(const char *path, const struct kiln_foz_pipelines_entry
 int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
                               struct kiln_foz_pipelines_report *reports)
 {
+    return kiln_foz_pipelines_import_progress(c, fp, reports, NULL, NULL);
+}
+
+int kiln_foz_pipelines_import_progress(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
+                                       struct kiln_foz_pipelines_report *reports,
+                                       kiln_cache_progress_fn progress, void *user)
+{
     struct kiln_cache_stats cs;
     if (!c || !fp || !reports || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
@@ -316,7 +323,13 @@ int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipeli
     int rc = KILN_OK;
     uint64_t stored = 0;
     size_t n = kiln_foz_pipelines_count(fp);
+    uint64_t shown_ns = 0;
     for (size_t i = 0; i < n && rc == KILN_OK; i++) {
+        uint64_t now = progress ? kiln_now_ns() : 0;
+        if (progress && now - shown_ns >= 100000000u) {
+            shown_ns = now; /* at most ten reports a second */
+            progress(user, "import", i, n);
+        }
         const struct kiln_foz_pipelines_entry *x = kiln_foz_pipelines_get(fp, i);
         struct kiln_foz_pipelines_report *r = &reports[x->archive];
         enum kiln_foz_kind kind = kiln_foz_kind_of(x->tag);
@@ -380,5 +393,7 @@ int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipeli
         if (rc == KILN_OK)
             rc = s;
     }
+    if (progress && rc == KILN_OK)
+        progress(user, "import", n, n);
     return rc;
 }

@@ -792,6 +792,7 @@ void cli_progress_start(struct cli_progress *p, const char *label, uint64_t tota
     p->quiet = quiet || kiln_log_get_level() <= KILN_LOG_ERROR; /* -q */
     p->lines = 0;
     p->done = 0;
+    p->bytes = false;
 }
 
 static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, bool final)
@@ -806,8 +807,14 @@ static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, b
         for (int i = 0; i < WIDTH; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[WIDTH] = '\0';
-        fprintf(stderr, "\r%-10s [%s] %" PRIu64 "/%" PRIu64 "  %.1f/s  %4.0fs left ", p->label, bar,
-                done, p->total, rate, left);
+        char d[32], t[32], r[32];
+        if (p->bytes)
+            fprintf(stderr, "\r%-10s [%s] %s/%s  %s/s  %4.0fs left ", p->label, bar,
+                    cli_format_bytes(d, sizeof(d), done), cli_format_bytes(t, sizeof(t), p->total),
+                    cli_format_bytes(r, sizeof(r), (uint64_t)rate), left);
+        else
+            fprintf(stderr, "\r%-10s [%s] %" PRIu64 "/%" PRIu64 "  %.1f/s  %4.0fs left ", p->label,
+                    bar, done, p->total, rate, left);
         if (final)
             fputc('\n', stderr);
         cli_term_bar_drawn(!final);
@@ -816,8 +823,14 @@ static void progress_draw(struct cli_progress *p, uint64_t done, uint64_t now, b
          * such lines (work under 5 s leaves no trace but its report). */
         if (final && p->lines == 0)
             return;
-        fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " done, %.1f/s, %.0f s left\n", p->label, done,
-                p->total, rate, left);
+        char d[32], t[32], r[32];
+        if (p->bytes)
+            fprintf(stderr, "%s: %s of %s done, %s/s, %.0f s left\n", p->label,
+                    cli_format_bytes(d, sizeof(d), done), cli_format_bytes(t, sizeof(t), p->total),
+                    cli_format_bytes(r, sizeof(r), (uint64_t)rate), left);
+        else
+            fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " done, %.1f/s, %.0f s left\n", p->label,
+                    done, p->total, rate, left);
         p->lines++;
     }
     fflush(stderr);
@@ -873,12 +886,12 @@ void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, u
     }
 }
 
-/* A kiln_cache_progress_fn drawing a cli_progress bar, one per operation. */
-static void cache_bar(void *user, const char *what, uint64_t done, uint64_t total)
+void cli_cache_bar_report(void *user, const char *what, uint64_t done, uint64_t total)
 {
     struct cli_cache_bar *b = user;
     if (!b->started) {
         cli_progress_start(&b->bar, what, total, false);
+        b->bar.bytes = b->bytes;
         b->started = true;
     }
     if (done >= total)
@@ -892,14 +905,16 @@ void cli_cache_bar_attach(struct cli_cache_bar *b, struct kiln_cache *c)
 {
     memset(b, 0, sizeof(*b));
     b->cache = c;
-    kiln_cache_set_progress(c, cache_bar, b);
+    if (c)
+        kiln_cache_set_progress(c, cli_cache_bar_report, b);
 }
 
 void cli_cache_bar_close(struct cli_cache_bar *b)
 {
     if (b->started && !b->done)
         cli_progress_finish(&b->bar, b->bar.done);
-    kiln_cache_set_progress(b->cache, NULL, NULL);
+    if (b->cache)
+        kiln_cache_set_progress(b->cache, NULL, NULL);
 }
 
 void cli_phase_progress_close(struct cli_phase_progress *ps)

@@ -361,6 +361,7 @@ struct cli_progress {
     bool quiet;
     unsigned lines; /* plain lines printed (no terminal) */
     uint64_t done;  /* the last count drawn or given */
+    bool bytes;     /* the counts are bytes: drawn in IEC units (set after start) */
 };
 
 void cli_progress_start(struct cli_progress *p, const char *label, uint64_t total, bool quiet);
@@ -384,14 +385,38 @@ void cli_phase_progress(void *user, enum kiln_prep_phase phase, uint64_t done, u
 
 /* The progress bar of a cache's compact, prune, repack or merge
  * (kiln_cache_set_progress): attached to the handle before the operation,
- * closed (and detached) after it. */
+ * closed (and detached) after it. With a NULL cache it is attached to
+ * nothing: cli_cache_bar_report (a kiln_cache_progress_fn whose `user` is
+ * the bar) draws it for another operation (import foz, cli_io_meter). */
 struct cli_cache_bar {
     struct kiln_cache *cache;
     struct cli_progress bar;
     bool started, done;
+    bool bytes; /* the counts are bytes (set after attach) */
 };
 void cli_cache_bar_attach(struct cli_cache_bar *b, struct kiln_cache *c);
+void cli_cache_bar_report(void *user, const char *what, uint64_t done, uint64_t total);
 void cli_cache_bar_close(struct cli_cache_bar *b);
+
+/*
+ * A progress bar over the bytes a library call reads of one file
+ * (cli_meter.c): `io` is a struct kiln_io that forwards every call to the
+ * default table and counts what is read from the file named `file`
+ * ("programs.kpc") once `on`, against that file's size, drawn as the bar
+ * `what`. For calls that take an I/O table (kiln_cache_check, a cache's
+ * open for kiln_foz_export) and read that file from one thread.
+ */
+struct cli_io_meter {
+    struct kiln_io io; /* first: what the library is given */
+    const struct kiln_io *base;
+    const char *file, *what;
+    int fd; /* the metered file's descriptor while open, else -1 */
+    uint64_t size, read;
+    bool on;
+    struct cli_cache_bar bar;
+};
+void cli_io_meter_init(struct cli_io_meter *m, const char *file, const char *what);
+void cli_io_meter_close(struct cli_io_meter *m);
 
 /* Ends a bar a stopped phase left open, at the count it reached (never
  * more than was done). */

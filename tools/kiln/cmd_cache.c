@@ -234,7 +234,10 @@ int cmd_cache_check(int argc, char **argv)
         return ex;
     struct kiln_cache_check_report rep;
     uint64_t t0 = kiln_now_ns();
-    int rc = kiln_cache_check(dir, NULL, repair, &rep);
+    struct cli_io_meter meter;
+    cli_io_meter_init(&meter, "programs.kpc", "check");
+    int rc = kiln_cache_check(dir, &meter.io, repair, &rep);
+    cli_io_meter_close(&meter);
     double secs = cli_seconds(t0, kiln_now_ns());
     if (rc < 0 && rc != KILN_ECORRUPT) {
         cli_error(argv[0], "%s: cannot check the cache: %s", dir, kiln_strerror(rc));

@@ -57,13 +57,21 @@ int cmd_export_foz(int argc, char **argv)
     const char *out = argv[optind];
     CLI_TRY(cli_check_path(argv[0], "the archive", out));
 
-    struct kiln_cache_options opt = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    /* The bar: bytes of the records file read by the export (not by the
+     * open, which may scan it first). */
+    struct cli_io_meter meter;
+    cli_io_meter_init(&meter, "programs.kpc", "export");
+    meter.on = false;
+    struct kiln_cache_options opt = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP,
+                                     .io = &meter.io};
     struct kiln_cache *c;
     CLI_TRY(cli_open_cache(argv[0], dir, &opt, &c));
     struct kiln_foz_export_report r;
     uint64_t t0 = kiln_now_ns();
+    meter.on = true;
     int rc = kiln_foz_export(c, out, &r);
     double secs = cli_seconds(t0, kiln_now_ns());
+    cli_io_meter_close(&meter);
     kiln_cache_close(c);
 
     int exit_code = KILN_EXIT_OK;

@@ -203,7 +203,11 @@ int cmd_import_foz(int argc, char **argv)
         return cli_exit_for(rc);
     }
     struct kiln_foz_pipelines_report *reps = calloc(n, sizeof(*reps));
-    rc = reps ? kiln_foz_pipelines_import(c, fp, reps) : KILN_ENOMEM;
+    struct cli_cache_bar bar;
+    cli_cache_bar_attach(&bar, NULL);
+    rc = reps ? kiln_foz_pipelines_import_progress(c, fp, reps, cli_cache_bar_report, &bar)
+              : KILN_ENOMEM;
+    cli_cache_bar_close(&bar);
     double secs = cli_seconds(t0, kiln_now_ns());
     size_t records = kiln_cache_count(c);
     kiln_cache_close(c);

@@ -663,6 +663,18 @@ struct kiln_foz_pipelines_report {
  */
 KILN_API int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
                                        struct kiln_foz_pipelines_report *reports);
+
+/*
+ * kiln_foz_pipelines_import, reporting its progress to `progress` (may be
+ * NULL) as kiln_cache_set_progress does: "import", the pipelines looked at
+ * and kiln_foz_pipelines_count(fp), from the calling thread, at most ten
+ * times a second, and once at the end (done == total) when the import did
+ * not stop. Thread safety: as kiln_foz_pipelines_import.
+ */
+KILN_API int kiln_foz_pipelines_import_progress(struct kiln_cache *c,
+                                                const struct kiln_foz_pipelines *fp,
+                                                struct kiln_foz_pipelines_report *reports,
+                                                kiln_cache_progress_fn progress, void *user);
 #endif
 
 /* Frees the set and the archives it holds. NULL is a no-op. Not
