@@ -82,7 +82,11 @@ enum {
     KILN_CACHE_CREATE = 1 << 1,
     /* With KILN_CACHE_RESET, keep the old files under
      * "programs.kpc.<stamp>.old" / "programs.kpx.<stamp>.old" (and the
-     * dictionary under "programs.kpd.<stamp>.old") instead of removing them. */
+     * dictionary's copies under "programs.kpd.<stamp>.old",
+     * "programs.kpd2.<stamp>.old") instead of removing them; where a file of
+     * that set is there already (an earlier reset of a cache of the same
+     * stamp), the suffix is ".<stamp>.old.N", the first N free for all, so
+     * nothing set aside is ever written over. */
     KILN_CACHE_MOVE_ASIDE = 1 << 2,
     /* Accept whatever stamp and dictionary the records file carries
      * (inspection tools; only with KILN_CACHE_READ_ONLY). */

@@ -67,35 +67,67 @@ static void say(struct account *a, const char *fmt, ...)
 
 /* ---- making a new records file --------------------------------------------- */
 
-/* Moves (KILN_CACHE_MOVE_ASIDE) or removes a file of a cache being reset. */
-static int set_aside(struct kiln_cache *c, const char *path, uint64_t old_stamp, bool required)
+/* Moves (KILN_CACHE_MOVE_ASIDE: to `path` + `suffix`, never over a file
+ * there) or removes a file of a cache being reset. */
+static int set_aside(struct kiln_cache *c, const char *path, const char *suffix, bool required)
 {
     int rc;
     if (c->flags & KILN_CACHE_MOVE_ASIDE) {
-        char aside[KILN__CACHE_PATH_MAX + 32];
-        snprintf(aside, sizeof(aside), "%s.%016" PRIx64 ".old", path, old_stamp);
-        rc = c->io->rename(c->io, path, aside);
+        char aside[KILN__CACHE_PATH_MAX + 48];
+        snprintf(aside, sizeof(aside), "%s%s", path, suffix);
+        rc = kiln_io_rename_new(c->io, path, aside);
     } else {
         rc = c->io->unlink(c->io, path);
     }
     return rc == KILN_ENOENT && !required ? KILN_OK : rc;
 }
 
-/* Sets the old files aside before a reset's new records go in place. The
+/* Whether `path` + `suffix` may be taken: nothing is there (an error other
+ * than a missing file counts as taken). */
+static bool aside_free(struct kiln_cache *c, const char *path, const char *suffix)
+{
+    char aside[KILN__CACHE_PATH_MAX + 48];
+    snprintf(aside, sizeof(aside), "%s%s", path, suffix);
+    int fd;
+    int rc = c->io->open(c->io, aside, KILN_IO_READ | KILN_IO_NOFOLLOW, &fd);
+    if (rc == KILN_OK)
+        c->io->close(c->io, fd);
+    return rc == KILN_ENOENT;
+}
+
+/*
+ * Sets the old files aside before a reset's new records go in place. The
  * index goes first: a crash after it leaves old records with no index
- * (rebuilt at the next open), never a stale index beside new records. */
+ * (rebuilt at the next open), never a stale index beside new records.
+ * Moved aside, they all take one suffix, ".<stamp>.old", or ".<stamp>.old.N"
+ * (the first N from 1 that no file of the set holds yet), so a second reset
+ * of a cache of the same stamp never writes over what the first set aside.
+ */
 static int set_aside_old(struct kiln_cache *c, const struct kiln__cache_header *old)
 {
-    KILN_TRY(set_aside(c, c->idx_path, old->stamp, false));
+    char kpd[KILN__CACHE_PATH_MAX], kpd2[KILN__CACHE_PATH_MAX];
+    KILN_TRY(kiln__path_join(kpd, sizeof(kpd), c->dir, KILN_CACHE_DICT_FILE));
+    KILN_TRY(kiln__path_join(kpd2, sizeof(kpd2), c->dir, KILN_CACHE_DICT_COPY_FILE));
+    char suffix[48];
+    snprintf(suffix, sizeof(suffix), ".%016" PRIx64 ".old", old->stamp);
+    for (unsigned n = 1;
+         (c->flags & KILN_CACHE_MOVE_ASIDE) &&
+         !(aside_free(c, c->rec_path, suffix) && aside_free(c, c->idx_path, suffix) &&
+           aside_free(c, kpd, suffix) && aside_free(c, kpd2, suffix));
+         n++) {
+        if (n > 9999)
+            return KILN_EEXIST;
+        snprintf(suffix, sizeof(suffix), ".%016" PRIx64 ".old.%u", old->stamp, n);
+    }
+    KILN_TRY(set_aside(c, c->idx_path, suffix, false));
     if (!(c->flags & KILN_CACHE_MOVE_ASIDE))
         return KILN_OK;
     if (old->dict_id) {
         /* The old records cannot be unpacked without their dictionary. */
-        char kpd[KILN__CACHE_PATH_MAX];
-        KILN_TRY(kiln__path_join(kpd, sizeof(kpd), c->dir, KILN_CACHE_DICT_FILE));
-        KILN_TRY(set_aside(c, kpd, old->stamp, false));
+        KILN_TRY(set_aside(c, kpd, suffix, false));
+        KILN_TRY(set_aside(c, kpd2, suffix, false));
     }
-    return set_aside(c, c->rec_path, old->stamp, true);
+    return set_aside(c, c->rec_path, suffix, true);
 }
 
 /*

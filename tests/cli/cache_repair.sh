@@ -154,6 +154,45 @@ else
     fail "bench store --records 1 failed"
 fi
 
+# --reset (prepare, import foz): a stamp mismatch names it; it starts a new
+# cache and keeps every old file beside it, byte for byte, also when reset
+# twice from the same stamp (.old, then .old.1), and -q keeps it silent.
+R=$W/reset
+if "$kiln" -q prepare --generate 3 --no-vulkan --cache "$R" &&
+    "$kiln" -q export foz --cache "$R" "$W/r.foz"; then
+    cp "$R/programs.kpc" "$W/first.kpc"
+    "$kiln" import foz --cache "$R" "$W/r.foz" >/dev/null 2>"$W/e1"
+    [ $? -eq 2 ] && grep -q "; --reset starts a new cache there, the old files kept beside it" "$W/e1" ||
+        fail "import foz on a prepare cache: $(cat "$W/e1")"
+    cmp -s "$R/programs.kpc" "$W/first.kpc" || fail "the refused import changed the cache"
+    "$kiln" import foz --cache "$R" --reset "$W/r.foz" --json >"$W/j1" 2>"$W/e2" ||
+        fail "import foz --reset: $(cat "$W/e2")"
+    [ "$(json records "$W/j1")" = 3 ] || fail "import foz --reset stored: $(cat "$W/j1")"
+    old=$(ls "$R" | grep '^programs\.kpc\..*\.old$')
+    [ -n "$old" ] && cmp -s "$R/$old" "$W/first.kpc" ||
+        fail "the old records were not kept aside whole: $(ls "$R")"
+    cp "$R/programs.kpc" "$W/second.kpc"
+    "$kiln" prepare --generate 3 --no-vulkan --cache "$R" >/dev/null 2>"$W/e3"
+    [ $? -eq 2 ] && grep -q -- "--reset starts a new cache" "$W/e3" ||
+        fail "prepare on an import cache: $(cat "$W/e3")"
+    "$kiln" -q prepare --generate 3 --no-vulkan --cache "$R" --reset >"$W/o4" 2>&1 &&
+        [ ! -s "$W/o4" ] || fail "prepare -q --reset: $(cat "$W/o4")"
+    "$kiln" -q import foz --cache "$R" --reset "$W/r.foz" >/dev/null 2>&1 ||
+        fail "a second import foz --reset"
+    "$kiln" -q import foz --cache "$R" --reset "$W/r.foz" >/dev/null 2>&1 ||
+        fail "a third import foz --reset"
+    n=$(ls "$R" | grep -c '^programs\.kpc\..*\.old')
+    [ "$n" -eq 4 ] || fail "four resets, $n records files kept aside: $(ls "$R")"
+    kept=0
+    for f in "$R"/programs.kpc.*.old*; do
+        cmp -s "$f" "$W/first.kpc" && kept=$((kept + 1))
+        cmp -s "$f" "$W/second.kpc" && kept=$((kept + 1))
+    done
+    [ "$kept" -ge 2 ] || fail "the first two caches are not both kept aside"
+else
+    fail "prepare --generate 3 or its export failed"
+fi
+
 if [ "$failed" -ne 0 ]; then
     echo "$failed failed"
     exit 1

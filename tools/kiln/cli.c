@@ -141,6 +141,34 @@ int cli_open_cache(const char *name, const char *dir, const struct kiln_cache_op
     return KILN_EXIT_OK;
 }
 
+const char *cli_reset_hint(int rc)
+{
+    switch (rc) {
+    case KILN_ESTAMP:
+    case KILN_EFORMAT:
+    case KILN_ECORRUPT_HEADER:
+        return "; --reset starts a new cache there, the old files kept beside it "
+               "(programs.*.<stamp>.old)";
+    default:
+        return "";
+    }
+}
+
+int cli_reset_cache(const char *name, const char *dir, uint64_t stamp)
+{
+    struct kiln_cache_options opt = {.stamp = stamp,
+                                     .flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE};
+    struct kiln_cache *c;
+    int rc = kiln_cache_open(dir, &opt, &c);
+    if (rc < 0) {
+        cli_error(name, "%s: cannot start a new cache (--reset): %s%s", dir, kiln_strerror(rc),
+                  rc == KILN_EBUSY ? " (another writer holds it)" : "");
+        return cli_exit_for(rc);
+    }
+    kiln_cache_close(c);
+    return KILN_EXIT_OK;
+}
+
 int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache **c)
 {
     struct kiln_cache_options opt = {.flags = KILN_CACHE_KEEP_STAMP};

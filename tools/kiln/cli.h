@@ -57,6 +57,22 @@ int cli_check_cache_folder(const char *name, const char *dir, bool *has_cache,
 int cli_open_cache(const char *name, const char *dir, const struct kiln_cache_options *opt,
                    struct kiln_cache **c);
 
+/*
+ * --reset of the commands that write a cache of their own stamp (prepare,
+ * import foz): whatever cache `dir` holds (any stamp, format version, or a
+ * damaged header) is set aside, never removed - its files renamed to
+ * programs.*.<stamp>.old (.old.N when taken: KILN_CACHE_MOVE_ASIDE) - and
+ * a new, empty cache of `stamp` takes its place (the folder made when
+ * missing). The library logs one warning line naming what was moved.
+ * @return KILN_EXIT_OK, or prints one line and returns the exit code.
+ */
+int cli_reset_cache(const char *name, const char *dir, uint64_t stamp);
+
+/* The end of an error line about a cache that cannot be opened: for a
+ * stamp, format version or header that a reset would start over, the
+ * "--reset ..." hint, else "". */
+const char *cli_reset_hint(int kiln_error);
+
 /* Opens the cache in `dir` as a writer that keeps its stamp and dictionary
  * (KILN_CACHE_KEEP_STAMP), for maintenance: cli_open_cache. */
 int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache **c);

@@ -29,7 +29,7 @@
 #endif
 
 static const char help[] =
-    "usage: %s FILE.foz... [--cache DIR] [--json]\n"
+    "usage: %s FILE.foz... [--cache DIR] [--reset] [--json]\n"
     "\n"
     "Reads Fossilize stream archives (versions 5 and 6) and stores each recorded\n"
     "pipeline (graphics, compute, ray-tracing) in the kiln cache in DIR (made when\n"
@@ -48,13 +48,16 @@ static const char help[] =
     "counted in the first archive that has it).\n"
     "DIR must hold no cache yet or one that this command filled (a cache of\n"
     "another stamp, e.g. from kiln prepare on GLSL, is refused, never started\n"
-    "over). Exit 0 when everything was imported, 1 when anything was skipped\n"
+    "over, unless --reset). Exit 0 when everything was imported, 1 when anything was skipped\n"
     "(everything good is imported all the same), 2 for a missing file, one\n"
     "that is not an archive, or a DIR that is not such a cache folder (then\n"
     "nothing is imported and no file or folder is made).\n"
     "\n"
     "  --cache DIR   the cache folder (default: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln)\n"
+    "  --reset       start a new cache in DIR: the cache there (of any stamp,\n"
+    "                version, or with a damaged header) is set aside, its\n"
+    "                files renamed programs.*.<stamp>.old (never removed)\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
@@ -128,11 +131,40 @@ static void print_text_counts(const char *what, const struct kiln_foz_pipelines_
     printf("\n");
 }
 
+/* --cache DIR, --reset, --json, --help. @return CLI_NEXT_OPTION to go on,
+ * else the exit code. */
+static int parse_options(int argc, char **argv, const char **dir, bool *reset, bool *json)
+{
+    static const struct option opts[] = {{"cache", required_argument, NULL, 'c'},
+                                         {"reset", no_argument, NULL, 'r'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int ch;
+    *dir = NULL;
+    opterr = 0;
+    optind = 1;
+    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
+        if (ch == 'c') {
+            CLI_TRY(cli_parse_cache_dir(argv[0], optarg, dir));
+        } else if (ch == 'r') {
+            *reset = true;
+        } else {
+            int ex = cli_report_option(ch, argv, json, help, argv[0]);
+            if (ex != CLI_NEXT_OPTION)
+                return ex;
+        }
+    }
+    if (!*dir && !(*dir = cli_default_cache_dir(argv[0])))
+        return KILN_EXIT_USAGE;
+    return CLI_NEXT_OPTION;
+}
+
 int cmd_import_foz(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, reset = false;
     const char *dir;
-    int ex = cli_parse_cache_options(argc, argv, &dir, &json, help, argv[0]);
+    int ex = parse_options(argc, argv, &dir, &reset, &json);
     if (ex != CLI_NEXT_OPTION)
         return ex;
     if (optind >= argc)
@@ -143,15 +175,15 @@ int cmd_import_foz(int argc, char **argv)
      * reported before anything is made or written. */
     bool has_cache;
     struct kiln_cache_stats st;
-    int bad = cli_check_cache_folder(argv[0], dir, &has_cache, &st);
+    int bad = reset ? KILN_EXIT_OK : cli_check_cache_folder(argv[0], dir, &has_cache, &st);
     if (bad != KILN_EXIT_OK)
         return bad;
-    if (has_cache && st.stamp != KILN_FOZ_STAMP) {
+    if (!reset && has_cache && st.stamp != KILN_FOZ_STAMP) {
         /* A writer of the import's stamp would start that cache over. */
         cli_error(argv[0],
                   "%s: holds a cache of stamp %016" PRIx64 ", not one of imported Fossilize "
-                  "pipelines (%016" PRIx64 "); nothing imported, the cache left as it is",
-                  dir, st.stamp, (uint64_t)KILN_FOZ_STAMP);
+                  "pipelines (%016" PRIx64 "); nothing imported, the cache left as it is%s",
+                  dir, st.stamp, (uint64_t)KILN_FOZ_STAMP, cli_reset_hint(KILN_ESTAMP));
         return KILN_EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++) {
@@ -181,6 +213,14 @@ int cmd_import_foz(int argc, char **argv)
     if (rc < 0) {
         cli_note_code(rc); /* the archive's line is logged */
         return cli_exit_for(rc);
+    }
+    if (reset) {
+        /* The archives read: only now is the old cache set aside. */
+        int rex = cli_reset_cache(argv[0], dir, KILN_FOZ_STAMP);
+        if (rex != KILN_EXIT_OK) {
+            kiln_foz_pipelines_destroy(fp);
+            return rex;
+        }
     }
     bool made = make_dir(dir) == 0;
     if (!made && errno != EEXIST) {

@@ -29,7 +29,7 @@ static const char help[] =
     "usage: %s [--corpus DIR | --corpus FILE.foz [FILE.foz...] | --generate N]\n"
     "       [--seed S] [--cache DIR] [--jobs N|auto] [--dict] [--no-vulkan]\n"
     "       [--device N] [--retry-failed] [--memory-budget B] [--background]\n"
-    "       [--isolate] [--timeout-ms MS] [--json]\n"
+    "       [--isolate] [--timeout-ms MS] [--reset] [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -74,6 +74,9 @@ static const char help[] =
     "                  (KILN_ECRASH, KILN_ETIMEDOUT), and the run goes on\n"
     "  --timeout-ms MS with --isolate: the most one pipeline may take (default\n"
     "                  60000); a worker past it is killed\n"
+    "  --reset         start a new cache in DIR: the cache there (of any stamp,\n"
+    "                  version, or with a damaged header) is set aside, its files\n"
+    "                  renamed programs.*.<stamp>.old (never removed)\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -420,6 +423,7 @@ int cmd_prepare(int argc, char **argv)
         {"background", no_argument, NULL, 'B'},
         {"isolate", no_argument, NULL, 'I'},
         {"timeout-ms", required_argument, NULL, 'T'},
+        {"reset", no_argument, NULL, 'X'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -435,7 +439,7 @@ int cmd_prepare(int argc, char **argv)
                                .no_vulkan = &o.no_vulkan,
                                .use_device_index = &o.use_device_index,
                                .device = &o.device};
-    bool generate_given = false;
+    bool generate_given = false, reset = false;
     uint64_t v;
     int c, ex;
     optind = 1;
@@ -475,6 +479,9 @@ int cmd_prepare(int argc, char **argv)
         case 'B':
             o.background = true;
             break;
+        case 'X':
+            reset = true;
+            break;
         default:
             ex = cli_prep_option(name, c, argv, &f, help, name, KILN_PREPARE_DEFAULT_PROGRAMS,
                                  KILN_GENERATOR_DEFAULT_SEED);
@@ -511,6 +518,15 @@ int cmd_prepare(int argc, char **argv)
     o.builders = builders.list;
     o.nbuilders = builders.n;
     int rc = open_input(&in, &o, &step);
+    if (rc == KILN_OK && reset) {
+        /* After the input, whose translator gives the new cache's stamp. */
+        ex = cli_reset_cache(name, o.cache_dir, kiln_prepare_stamp(&o));
+        if (ex != KILN_EXIT_OK) {
+            close_input(&in);
+            cli_builders_free(&builders);
+            return ex;
+        }
+    }
     if (rc == KILN_OK) {
         /* Kept to the end: a close that hangs (a driver's, shaderc's) is
          * bounded by the deadline too. */
@@ -549,8 +565,8 @@ int cmd_prepare(int argc, char **argv)
         if (s.step == KILN_PREP_STEP_CACHE) {
             /* A cache folder that is not one is bad input (the library
              * logged it at info only); a failed write is a failure. */
-            cli_error(name, "%s: cannot use the program cache: %s", o.cache_dir,
-                      rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc));
+            cli_error(name, "%s: cannot use the program cache: %s%s", o.cache_dir,
+                      rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc), cli_reset_hint(rc));
             return cli_exit_for(rc);
         }
         if (rc == KILN_ECANCELED && kiln_glsl_unusable())
