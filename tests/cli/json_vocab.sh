@@ -48,7 +48,7 @@ run() {
         fail "kiln $* --json: exit 0, expected a failure"
         return
     fi
-    if ! "$check" "$want" <"$W/out" 2>"$W/why"; then
+    if ! "$check" "$want" "$src/docs/json.md" <"$W/out" 2>"$W/why"; then
         fail "kiln $* --json: $(cat "$W/why")"
         sed 's/^/    stdout: /' "$W/out" | head -c 600
         echo

@@ -3,7 +3,7 @@
  * vocabulary of docs/json.md. tests/cli/json_vocab.sh runs every command
  * and pipes each output here.
  *
- * usage: json_vocab_check ok|fail < output
+ * usage: json_vocab_check ok|fail [DOC] < output
  *
  * The output must be exactly one JSON object (a trailing newline allowed)
  * in valid UTF-8 with: `schema` "kiln/1"; `command` a string; `ok` a bool
@@ -12,8 +12,13 @@
  * vocabulary (`dir`, `cache`, `out`, `open_s`, `read_us`), no time outside
  * `seconds` (a key ending in `_s` that is not a rate `_per_s`, or in `_us`),
  * and every `seconds` an object of numbers (or null). `cache_dir`, where
- * present, is a string. Exit 0 when all hold, else 1 with one line a
- * problem on stderr.
+ * present, is a string. One value form a meaning: `stamp` is 16 hex
+ * digits, `dict_id` (and `dict_id_before`, `dict_id_after`) 16 hex digits or
+ * null (never zeros), a `*_bytes` a whole number. With DOC (docs/json.md):
+ * every key of the object, at any depth (but inside `seconds`, whose keys
+ * are the phase table's, and `error`), is named as `key` in the row of the
+ * table "Every key, by command" whose first cell is the object's `command`.
+ * Exit 0 when all hold, else 1 with one line a problem on stderr.
  */
 #include <json-c/json.h>
 
@@ -74,6 +79,69 @@ static bool ends_with(const char *s, const char *tail)
     return a >= b && strcmp(s + a - b, tail) == 0;
 }
 
+/* The row of the key table for the command being checked ("" none). */
+static char doc_row[8192];
+static bool doc_given;
+
+/* Finds the row "| `COMMAND` | ..." of DOC's key table (a command whose
+ * objects hold only the four shared fields needs none). */
+static void load_doc_row(const char *doc, const char *command)
+{
+    FILE *f = fopen(doc, "r");
+    if (!f) {
+        problem("cannot read the key table", doc);
+        return;
+    }
+    char want[256], line[sizeof(doc_row)];
+    snprintf(want, sizeof(want), "| `%s` |", command);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, want, strlen(want)) == 0) {
+            snprintf(doc_row, sizeof(doc_row), "%s", line);
+            break;
+        }
+    fclose(f);
+}
+
+static bool is_hex16(struct json_object *v)
+{
+    if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) != 16)
+        return false;
+    const char *t = json_object_get_string(v);
+    return strspn(t, "0123456789abcdef") == 16;
+}
+
+/* @return whether v is a whole number or an array of them. */
+static bool whole_numbers(struct json_object *v)
+{
+    if (!json_object_is_type(v, json_type_array))
+        return json_object_is_type(v, json_type_int);
+    for (size_t i = 0; i < json_object_array_length(v); i++)
+        if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_int))
+            return false;
+    return true;
+}
+
+/* The one value form of a shared key, and the key named in the doc row. */
+static void check_key(const char *key, struct json_object *child, const char *where)
+{
+    if (strcmp(key, "stamp") == 0 && !is_hex16(child))
+        problem("`stamp` is not 16 hex digits", where);
+    if (strncmp(key, "dict_id", 7) == 0 &&
+        (child ? !is_hex16(child) || strcmp(json_object_get_string(child), "0000000000000000") == 0
+               : false))
+        problem("a dictionary id is not 16 hex digits or null (none is null, not zeros)", where);
+    if (ends_with(key, "_bytes") && child && !whole_numbers(child))
+        problem("a `*_bytes` is not a whole number (or a list of them)", where);
+    if (doc_given && !doc_row[0]) {
+        problem("a key of a command docs/json.md's key table has no row for", where);
+    } else if (doc_given) {
+        char named[256];
+        snprintf(named, sizeof(named), "`%s`", key);
+        if (!strstr(doc_row, named))
+            problem("a key docs/json.md's key table does not list for the command", where);
+    }
+}
+
 /* Checks every key of `v` and below; `path` names where, for messages. */
 static void walk(struct json_object *v, const char *path)
 {
@@ -97,6 +165,13 @@ static void walk(struct json_object *v, const char *path)
             problem("a time outside `seconds`", where);
         if (strcmp(key, "cache_dir") == 0 && !json_object_is_type(child, json_type_string))
             problem("`cache_dir` is not a string", where);
+        bool shared =
+            strcmp(path, "$") == 0 && (!strcmp(key, "schema") || !strcmp(key, "command") ||
+                                       !strcmp(key, "ok") || !strcmp(key, "error"));
+        if (!shared)
+            check_key(key, child, where);
+        if (strcmp(key, "error") == 0 && strcmp(path, "$") == 0)
+            continue; /* {code, message}: checked in main */
         if (strcmp(key, "seconds") == 0) {
             if (!json_object_is_type(child, json_type_object)) {
                 problem("`seconds` is not an object", where);
@@ -109,6 +184,7 @@ static void walk(struct json_object *v, const char *path)
                         problem("a `seconds` value is not a number", where);
                 }
             }
+            continue; /* its keys are the phase table's */
         }
         walk(child, where);
     }
@@ -116,8 +192,8 @@ static void walk(struct json_object *v, const char *path)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "fail") != 0)) {
-        fprintf(stderr, "usage: json_vocab_check ok|fail < output\n");
+    if (argc < 2 || argc > 3 || (strcmp(argv[1], "ok") != 0 && strcmp(argv[1], "fail") != 0)) {
+        fprintf(stderr, "usage: json_vocab_check ok|fail [DOC] < output\n");
         return 2;
     }
     bool want_ok = strcmp(argv[1], "ok") == 0;
@@ -182,6 +258,10 @@ int main(int argc, char **argv)
     if (!json_object_object_get_ex(root, "command", &v) ||
         !json_object_is_type(v, json_type_string))
         problem("no `command` string", NULL);
+    else if (argc == 3) {
+        doc_given = true;
+        load_doc_row(argv[2], json_object_get_string(v));
+    }
     bool ok = false;
     if (!json_object_object_get_ex(root, "ok", &v) || !json_object_is_type(v, json_type_boolean))
         problem("no `ok` bool", NULL);

@@ -798,6 +798,15 @@ void cli_json_object_end(struct cli_json *j)
     json_close(j, '}');
 }
 
+const char *cli_format_dict(char *buf, size_t cap, uint64_t dict_id)
+{
+    if (!dict_id)
+        snprintf(buf, cap, "none");
+    else
+        snprintf(buf, cap, "%016" PRIx64, dict_id);
+    return buf;
+}
+
 void cli_json_hex_or_null(struct cli_json *j, const char *key, uint64_t v)
 {
     if (!v) {

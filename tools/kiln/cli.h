@@ -358,6 +358,9 @@ void cli_note_code(int kiln_code);
  * error line for cli_json_emit(). */
 void cli_json_install_log_sink(void);
 
+/* A dictionary id in text: 16 hex digits, or "none" for 0. @return buf. */
+const char *cli_format_dict(char *buf, size_t cap, uint64_t dict_id);
+
 /* Writes `v` as 16 hex digits, or null when it is 0 (no dictionary). */
 void cli_json_hex_or_null(struct cli_json *j, const char *key, uint64_t v);
 

@@ -48,7 +48,6 @@ int cmd_cache_stats(int argc, char **argv)
     kiln_cache_close(c);
     char stamp[20], dict[20];
     snprintf(stamp, sizeof(stamp), "%016" PRIx64, st.stamp);
-    snprintf(dict, sizeof(dict), "%016" PRIx64, st.dict_id);
     if (json) {
         struct cli_json j;
         cli_json_begin(&j);
@@ -58,7 +57,7 @@ int cmd_cache_stats(int argc, char **argv)
         cli_json_u64(&j, "superseded", st.superseded);
         cli_json_u64(&j, "file_bytes", st.file_bytes);
         cli_json_str(&j, "stamp", stamp);
-        cli_json_str(&j, "dict_id", dict);
+        cli_json_hex_or_null(&j, "dict_id", st.dict_id);
         cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(st.open_kind));
         cli_json_str(&j, "open", kiln_cache_open_kind_name(st.open_kind)); /* kiln/1's name */
         cli_json_str(&j, "open_text", st.open_text);
@@ -75,7 +74,8 @@ int cmd_cache_stats(int argc, char **argv)
     printf("bytes       %s of payload, records file %s\n",
            cli_format_bytes(b1, sizeof(b1), st.bytes),
            cli_format_bytes(b2, sizeof(b2), st.file_bytes));
-    printf("stamp       %s (dictionary %s)\n", stamp, st.dict_id ? dict : "none");
+    printf("stamp       %s (dictionary %s)\n", stamp,
+           cli_format_dict(dict, sizeof(dict), st.dict_id));
     printf("open        %s in %.1f ms: %s\n", kiln_cache_open_kind_name(st.open_kind),
            (double)st.open_ns / 1e6, st.open_text);
     return KILN_EXIT_OK;
@@ -258,6 +258,7 @@ int cmd_cache_check(int argc, char **argv)
         cli_json_begin(&j);
         cli_json_str(&j, "cache_dir", dir);
         cli_json_str(&j, "stamp", stamp);
+        cli_json_hex_or_null(&j, "dict_id", rep.dict_id);
         cli_json_u64(&j, "file_bytes", rep.file_bytes);
         cli_json_u64(&j, "records", rep.records);
         cli_json_u64(&j, "damaged", rep.bad_records);

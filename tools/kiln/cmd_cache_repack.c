@@ -97,8 +97,8 @@ int cmd_cache_repack(int argc, char **argv)
     double ratio_after =
         r.payload_bytes_after ? (double)r.spirv_bytes / (double)r.payload_bytes_after : 0.0;
     char d0[20], d1[20];
-    snprintf(d0, sizeof(d0), "%016" PRIx64, r.dict_id_before);
-    snprintf(d1, sizeof(d1), "%016" PRIx64, r.dict_id_after);
+    cli_format_dict(d0, sizeof(d0), r.dict_id_before);
+    cli_format_dict(d1, sizeof(d1), r.dict_id_after);
     if (json) {
         struct cli_json j;
         cli_json_begin(&j);
@@ -116,8 +116,8 @@ int cmd_cache_repack(int argc, char **argv)
         cli_json_u64(&j, "file_bytes_after", r.file_bytes_after);
         cli_json_double(&j, "ratio_before", ratio_before);
         cli_json_double(&j, "ratio_after", ratio_after);
-        cli_json_str(&j, "dict_id_before", d0);
-        cli_json_str(&j, "dict_id_after", d1);
+        cli_json_hex_or_null(&j, "dict_id_before", r.dict_id_before);
+        cli_json_hex_or_null(&j, "dict_id_after", r.dict_id_after);
         cli_json_seconds(&j, "repack", secs);
         cli_json_end(&j);
         return KILN_EXIT_OK;
