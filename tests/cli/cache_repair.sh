@@ -154,6 +154,24 @@ else
     fail "bench store --records 1 failed"
 fi
 
+# Plurals and units in the reports of one program: prepare, export, import.
+P=$W/plural
+if "$kiln" prepare --generate 1 --no-vulkan --cache "$P/c" >"$W/p1" 2>&1 &&
+    "$kiln" export foz --cache "$P/c" "$P/a.foz" >"$W/p2" 2>&1 &&
+    "$kiln" import foz --cache "$P/i" "$P/a.foz" >"$W/p3" 2>&1; then
+    grep -q "^prepared 1 generated program (" "$W/p1" || fail "prepare of one: $(head -1 "$W/p1")"
+    grep -q ": 1 pipeline (.* from 1 program; [0-9]* modules\{0,1\}, .* [KM]iB (" "$W/p2" ||
+        fail "export of one: $(cat "$W/p2")"
+    grep -q ": 1 record; imported .* KiB of SPIR-V as .*iB (" "$W/p3" ||
+        fail "import of one: $(tail -1 "$W/p3")"
+    if grep -E -q "(^|[^0-9.])1 (records|programs|pipelines|modules)|[0-9] (MB|KB|GB)\b" \
+        "$W/p1" "$W/p2" "$W/p3"; then
+        fail "a plural after 1, or an SI unit: $(cat "$W/p1" "$W/p2" "$W/p3")"
+    fi
+else
+    fail "prepare, export or import of one program failed: $(cat "$W/p1" "$W/p2" "$W/p3")"
+fi
+
 # --reset (prepare, import foz): a stamp mismatch names it; it starts a new
 # cache and keeps every old file beside it, byte for byte, also when reset
 # twice from the same stamp (.old, then .old.1), and -q keeps it silent.

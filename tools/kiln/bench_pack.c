@@ -467,13 +467,15 @@ static void json_result(struct cli_json *j, const struct result *r)
 static void text_result(const char *title, const struct result *r)
 {
     char a[32], b[32];
-    printf("%s: %zu modules, %s of SPIR-V\n", title, r->modules,
+    printf("%s: %zu module%s, %s of SPIR-V\n", title, r->modules, CLI_S(r->modules),
            cli_format_bytes(a, sizeof(a), r->spirv_bytes));
-    printf("  %-12s %12s %7s %12s %12s\n", "codec", "bytes", "ratio", "pack MB/s", "unpack MB/s");
+    /* Text in IEC units (JSON keeps its documented MB/s). */
+    printf("  %-12s %12s %7s %12s %12s\n", "codec", "size", "ratio", "pack MiB/s", "unpack MiB/s");
     for (int c = 0; c < C_COUNT; c++)
-        printf("  %-12s %12zu %6.2fx %12.1f %12.1f\n", codec_keys[c], r->bytes[c],
-               ratio(r->spirv_bytes, r->bytes[c]), mbps(r->spirv_bytes, r->pack_s[c]),
-               mbps(r->spirv_bytes, r->unpack_s[c]));
+        printf("  %-12s %12s %6.2fx %12.1f %12.1f\n", codec_keys[c],
+               cli_format_bytes(a, sizeof(a), r->bytes[c]), ratio(r->spirv_bytes, r->bytes[c]),
+               mbps(r->spirv_bytes, r->pack_s[c]) / 1.048576,
+               mbps(r->spirv_bytes, r->unpack_s[c]) / 1.048576);
     printf("  kiln vs zstd -1: %.2fx smaller; unpack %.2fx, pack %.2fx its speed\n",
            ratio(r->bytes[C_ZSTD1], r->bytes[C_KILN]), speed_vs_zstd1(r->unpack_s, C_KILN),
            speed_vs_zstd1(r->pack_s, C_KILN));
@@ -482,8 +484,8 @@ static void text_result(const char *title, const struct result *r)
            speed_vs_zstd1(r->unpack_s, C_KILN_NODICT), speed_vs_zstd1(r->pack_s, C_KILN_NODICT));
     printf("  round trip: %s\n", r->roundtrip_ok ? "every module byte-exact" : "FAILED");
     printf("  dictionary: %s\n", split_text);
-    printf("  memory, %zu programs: raw %s allocated (resident +%s), ", r->programs,
-           cli_format_bytes(a, sizeof(a), r->mem_raw_alloc),
+    printf("  memory, %zu program%s: raw %s allocated (resident +%s), ", r->programs,
+           CLI_S(r->programs), cli_format_bytes(a, sizeof(a), r->mem_raw_alloc),
            cli_format_bytes(b, sizeof(b), r->rss_raw));
     printf("packed %s allocated (resident +%s)\n",
            cli_format_bytes(a, sizeof(a), r->mem_packed_alloc),
@@ -541,24 +543,25 @@ static int load_generated(struct set *s, unsigned n, bool quiet)
 
 static void help(void)
 {
-    printf("usage: kiln bench pack [--corpus DIR ...] [--generate N] [--rounds R] [--json]\n\n"
-           "Packs every module side by side with raw, zstd level 1 (the baseline), and\n"
-           "kiln's codec without and with a dictionary; reports sizes, single-thread pack\n"
-           "and unpack speed (SPIR-V MB/s: per 64 KiB chunk of modules the best of R\n"
-           "passes, summed), the memory of the programs kept raw against kept packed,\n"
-           "and whether every module came back byte-exact, and, per opcode class, the\n"
-           "words and the bytes after zstd of blob format 1's transform and format 2's.\n"
-           "The dictionary is cross-validated: trained on the even-indexed modules (path\n"
-           "order) to pack the odd ones, and the other way round.\n\n"
-           "  --corpus DIR     a folder of .spv files, searched recursively (repeatable);\n"
-           "                   default: $KILN_CORPUS/spirv (KILN_CORPUS names the shared\n"
-           "                   corpus folder, as for the tests), else " DEFAULT_CORPUS "\n"
-           "                   relative to the current folder\n"
-           "  --generate N     measure N (>= 10) generated emulator-like programs\n"
-           "                   (kiln_generate_spirv, default seed, GLSL through shaderc\n"
-           "                   without optimization); with --corpus, both are measured\n"
-           "  --rounds R       timed passes per chunk and codec (default 5)\n"
-           "  --json           one JSON object on stdout\n");
+    printf(
+        "usage: kiln bench pack [--corpus DIR ...] [--generate N] [--rounds R] [--json]\n\n"
+        "Packs every module side by side with raw, zstd level 1 (the baseline), and\n"
+        "kiln's codec without and with a dictionary; reports sizes, single-thread pack\n"
+        "and unpack speed (SPIR-V MiB/s, MB/s in --json; per 64 KiB chunk of modules\n"
+        "the best of R passes, summed), the memory of the programs kept raw against kept packed,\n"
+        "and whether every module came back byte-exact, and, per opcode class, the\n"
+        "words and the bytes after zstd of blob format 1's transform and format 2's.\n"
+        "The dictionary is cross-validated: trained on the even-indexed modules (path\n"
+        "order) to pack the odd ones, and the other way round.\n\n"
+        "  --corpus DIR     a folder of .spv files, searched recursively (repeatable);\n"
+        "                   default: $KILN_CORPUS/spirv (KILN_CORPUS names the shared\n"
+        "                   corpus folder, as for the tests), else " DEFAULT_CORPUS "\n"
+        "                   relative to the current folder\n"
+        "  --generate N     measure N (>= 10) generated emulator-like programs\n"
+        "                   (kiln_generate_spirv, default seed, GLSL through shaderc\n"
+        "                   without optimization); with --corpus, both are measured\n"
+        "  --rounds R       timed passes per chunk and codec (default 5)\n"
+        "  --json           one JSON object on stdout\n");
 }
 
 int cmd_bench_pack(int argc, char **argv)

@@ -659,29 +659,30 @@ int cmd_bench_prepare(int argc, char **argv)
         }
         cli_json_end(&j);
     } else {
-        printf("kiln bench prepare: %u programs (%u modules, %.1f MB SPIR-V, seed 0x%" PRIx64
+        printf("kiln bench prepare: %u program%s (%u modules, %.1f MiB SPIR-V, seed 0x%" PRIx64
                ") on %s (%s)\n",
-               b.n, b.modules, spirv, b.seed, any->device, any->driver);
+               b.n, CLI_S(b.n), b.modules, spirv, b.seed, any->device, any->driver);
         printf("  no VkPipelineCache, a fresh process and device per run\n\n");
         printf("  %8s %12s %10s %10s\n", "threads", "builds/s", "seconds", "CPUs busy");
         for (unsigned i = 0; i < nlist; i++)
             printf("  %8u %12.2f %10.2f %10.2f%s\n", list[i], rates[i], runs[i].seconds,
                    runs[i].seconds > 0 ? runs[i].cpu_seconds / runs[i].seconds : 0.0,
                    list[i] == cpus ? "   (usable CPUs)" : "");
-        printf("\n  policy     %u threads, %.2f builds/s (%.0f%% of the best): %s\n", policy,
-               policy_rate, best > 0 ? 100.0 * policy_rate / best : 0.0, reason);
+        printf("\n  policy     %u thread%s, %.2f builds/s (%.0f%% of the best): %s\n", policy,
+               CLI_S(policy), policy_rate, best > 0 ? 100.0 * policy_rate / best : 0.0, reason);
         if (have_eff)
             printf("  efficiency %.2f at %u CPUs (rate / (CPUs x rate at 1 thread))\n", efficiency,
                    cpus);
         printf("\n  memory (resident after building the first %u programs' pipelines on one thread;"
                " peak)\n",
                b.mem_n);
-        printf("  %-30s %10.1f MB  peak %8.1f MB  (%" PRId64 " modules alive at most)\n",
+        printf("  %-30s %10.1f MiB  peak %8.1f MiB  (%" PRId64 " modules alive at most)\n",
                "every module kept", keep_rss, mb(keep.peak_rss), keep.peak_modules);
-        printf("  %-30s %10.1f MB  peak %8.1f MB  (%" PRId64 " modules alive at most%s)\n",
+        printf("  %-30s %10.1f MiB  peak %8.1f MiB  (%" PRId64 " modules alive at most%s)\n",
                "modules only for the call", trans_rss, mb(trans.peak_rss), trans.peak_modules,
                trans.chained ? ", create info chained" : "");
-        printf("  %-30s %10.1f MB  (their SPIR-V: %.1f MB; making the kept modules cost %.1f MB)\n",
+        printf("  %-30s %10.1f MiB  (their SPIR-V: %.1f MiB; making the kept modules cost %.1f "
+               "MiB)\n",
                "saved", saved, mem_spirv, modules_cost);
         if (twice_n) {
             printf("\n  compile once: %u programs prepared twice into one new cache folder\n",
@@ -697,7 +698,7 @@ int cmd_bench_prepare(int argc, char **argv)
                    100.0 * twice_ratio);
         }
         if (failed)
-            printf("\n  %" PRIu64 " builds failed (logged above)\n", failed);
+            printf("\n  %" PRIu64 " build%s failed (logged above)\n", failed, CLI_S(failed));
     }
     free_programs(&b);
     return failed ? KILN_EXIT_FAILED : KILN_EXIT_OK;

@@ -685,9 +685,9 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
 {
     const struct replay_set *s = b->set;
     const struct run_result *runs = series[0].runs;
-    printf("kiln bench replay: %zu pipelines (%" PRIu64 " graphics, %" PRIu64 " compute, %" PRIu64
+    printf("kiln bench replay: %zu pipeline%s (%" PRIu64 " graphics, %" PRIu64 " compute, %" PRIu64
            " ray tracing) from %zu archive%s on %s (%s)\n",
-           s->n, s->per_kind[0], s->per_kind[1], s->per_kind[2], s->archives,
+           s->n, CLI_S(s->n), s->per_kind[0], s->per_kind[1], s->per_kind[2], s->archives,
            s->archives == 1 ? "" : "s", runs[0].device, runs[0].driver);
     if (archive)
         printf("  the generated archive: %s\n", archive);
@@ -729,9 +729,9 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
             break;
         }
     if (runs[0].not_stored)
-        printf("  %" PRIu64 " programs not stored (a module refused by SPIR-V's validator; "
+        printf("  %" PRIu64 " program%s not stored (a module refused by SPIR-V's validator; "
                "logged above)\n",
-               runs[0].not_stored);
+               runs[0].not_stored, CLI_S(runs[0].not_stored));
 }
 
 #endif /* !_WIN32 */

@@ -324,15 +324,15 @@ static int run(struct bench *b)
         return KILN_EXIT_OK;
     }
     char fb[32], ib[32];
-    printf("cache: %" PRIu64 " records, mean %" PRIu64 " KiB, records file %s, index %s\n",
-           b->records, b->mean_kb, cli_format_bytes(fb, sizeof(fb), file_bytes),
+    printf("cache: %" PRIu64 " record%s, mean %" PRIu64 " KiB, records file %s, index %s\n",
+           b->records, CLI_S(b->records), b->mean_kb, cli_format_bytes(fb, sizeof(fb), file_bytes),
            cli_format_bytes(ib, sizeof(ib), index_bytes));
     printf("open, cold     scan %9.4f s   index %9.4f s   speedup %8.1fx\n", scan_cold, index_cold,
            scan_cold / index_cold);
     printf("open, warm     scan %9.4f s   index %9.4f s   speedup %8.1fx\n", scan_warm, index_warm,
            scan_warm / index_warm);
-    printf("load, cold     1 thread %8.3f s   %u threads %8.3f s   sequential read %8.3f s\n",
-           load_1t, b->threads, load_nt, seq);
+    printf("load, cold     1 thread %8.3f s   %u thread%s %8.3f s   sequential read %8.3f s\n",
+           load_1t, b->threads, CLI_S(b->threads), load_nt, seq);
     printf("load vs sequential read: %.2f (1 thread: %.2f)\n", seq / load_nt, seq / load_1t);
     return KILN_EXIT_OK;
 }

@@ -82,8 +82,8 @@ int cmd_export_foz(int argc, char **argv)
     } else if (rc == KILN_ENOTFOUND) {
         cli_error(argv[0],
                   "%s: no program of the cache makes a pipeline (%" PRIu64
-                  " programs); nothing written",
-                  dir, r.programs);
+                  " program%s); nothing written",
+                  dir, r.programs, CLI_S(r.programs));
         exit_code = KILN_EXIT_USAGE;
         cli_note_code(rc);
     } else if (rc < 0) {
@@ -91,9 +91,9 @@ int cmd_export_foz(int argc, char **argv)
         exit_code = cli_exit_for(rc);
     } else if (r.damaged || r.skipped_conflict) {
         cli_note_error(KILN_ECORRUPT_RECORD,
-                       "%s: %" PRIu64 " damaged programs and %" PRIu64
+                       "%s: %" PRIu64 " damaged program%s and %" PRIu64
                        " with a conflicting hash left out",
-                       out, r.damaged, r.skipped_conflict);
+                       out, r.damaged, CLI_S(r.damaged), r.skipped_conflict);
         exit_code = KILN_EXIT_FAILED;
     }
     if (json) {
@@ -130,16 +130,18 @@ int cmd_export_foz(int argc, char **argv)
         cli_json_end(&j);
     } else if (rc == 0) {
         char b[32];
-        printf("%s: %" PRIu64 " pipelines (%" PRIu64 " graphics, %" PRIu64 " compute, %" PRIu64
+        printf("%s: %" PRIu64 " pipeline%s (%" PRIu64 " graphics, %" PRIu64 " compute, %" PRIu64
                " ray tracing; %" PRIu64 " of kiln's shapes, %" PRIu64 " Fossilize) from %" PRIu64
-               " programs; %" PRIu64 " modules, %" PRIu64 " other objects; %s (%.2f s)\n",
-               out, r.pipelines, r.graphics, r.compute, r.raytracing, r.builtin, r.foz, r.programs,
-               r.modules, r.objects, cli_format_bytes(b, sizeof(b), r.bytes), secs);
+               " program%s; %" PRIu64 " module%s, %" PRIu64 " other object%s; %s (%.2f s)\n",
+               out, r.pipelines, CLI_S(r.pipelines), r.graphics, r.compute, r.raytracing, r.builtin,
+               r.foz, r.programs, CLI_S(r.programs), r.modules, CLI_S(r.modules), r.objects,
+               CLI_S(r.objects), cli_format_bytes(b, sizeof(b), r.bytes), secs);
         if (r.duplicates || r.lone || r.extra_pipelines || r.extra_dropped)
-            printf("also        %" PRIu64 " programs of a pipeline written already, %" PRIu64
-                   " lone modules; %" PRIu64 " base or library pipelines written, %" PRIu64
+            printf("also        %" PRIu64 " program%s of a pipeline written already, %" PRIu64
+                   " lone module%s; %" PRIu64 " base or library pipeline%s written, %" PRIu64
                    " left out (a module of theirs is in no program)\n",
-                   r.duplicates, r.lone, r.extra_pipelines, r.extra_dropped);
+                   r.duplicates, CLI_S(r.duplicates), r.lone, CLI_S(r.lone), r.extra_pipelines,
+                   CLI_S(r.extra_pipelines), r.extra_dropped);
         if (r.skipped || r.damaged)
             printf("left out    %" PRIu64 " of an application's state, %" PRIu64
                    " of other stage sets, %" PRIu64 " with a conflicting hash, %" PRIu64

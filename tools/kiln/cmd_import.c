@@ -330,8 +330,8 @@ int cmd_import_foz(int argc, char **argv)
             print_text_counts(argv[optind + (int)i], &reps[i]);
         print_text_counts("total", &sum);
         char b1[32], b2[32];
-        printf("cache       %s: %zu records; imported %s of SPIR-V as %s (%.2f s)\n", dir, records,
-               cli_format_bytes(b1, sizeof(b1), sum.spirv_bytes),
+        printf("cache       %s: %zu record%s; imported %s of SPIR-V as %s (%.2f s)\n", dir, records,
+               CLI_S(records), cli_format_bytes(b1, sizeof(b1), sum.spirv_bytes),
                cli_format_bytes(b2, sizeof(b2), sum.packed_bytes), secs);
     }
     kiln_foz_pipelines_destroy(fp);

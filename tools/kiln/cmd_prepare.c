@@ -339,20 +339,21 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
     if (s->canceled)
         print_stopped(s);
     else if (in->foz)
-        printf("prepared %" PRIu64 " pipelines of %zu Fossilize archive%s (%s%s) into %s\n",
-               s->programs, in->narchives, in->narchives == 1 ? "" : "s", in->corpus,
-               in->narchives > 1 ? " ..." : "", o->cache_dir);
+        printf("prepared %" PRIu64 " pipeline%s of %zu Fossilize archive%s (%s%s) into %s\n",
+               s->programs, CLI_S(s->programs), in->narchives, in->narchives == 1 ? "" : "s",
+               in->corpus, in->narchives > 1 ? " ..." : "", o->cache_dir);
     else if (in->corpus)
-        printf("prepared %" PRIu64 " programs of %s into %s\n", s->programs, in->corpus,
-               o->cache_dir);
+        printf("prepared %" PRIu64 " program%s of %s into %s\n", s->programs, CLI_S(s->programs),
+               in->corpus, o->cache_dir);
     else
-        printf("prepared %" PRIu64 " generated programs (seed 0x%" PRIx64 ") into %s\n",
-               s->programs, in->seed, o->cache_dir);
+        printf("prepared %" PRIu64 " generated program%s (seed 0x%" PRIx64 ") into %s\n",
+               s->programs, CLI_S(s->programs), in->seed, o->cache_dir);
     printf("  programs   %" PRIu64 " translated and stored, %" PRIu64 " already cached, %" PRIu64
            " failed\n",
            s->translated, s->cached, s->failed);
     if (s->remade)
-        printf("  damaged    %" PRIu64 " records could not be read back: made again\n", s->remade);
+        printf("  damaged    %" PRIu64 " record%s could not be read back: made again\n", s->remade,
+               CLI_S(s->remade));
     if (s->translated)
         printf("  spir-v     %s packed to %s (%s, %.2fx)\n",
                cli_format_bytes(b1, sizeof(b1), s->spirv_bytes),
@@ -375,9 +376,9 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
         printf("  pipelines  %" PRIu64 " built, %" PRIu64 " skipped, %" PRIu64 " failed on %s\n",
                s->pipelines_built, s->pipelines_skipped, s->pipelines_failed, s->device);
         cli_print_kinds(s->kinds, fst);
-        printf("  ledger     %" PRIu64 " driver compiles, %" PRIu64
+        printf("  ledger     %" PRIu64 " driver compile%s, %" PRIu64
                " answered by the build ledger (%" PRIu64 " failed before)\n",
-               s->driver_compiles, s->ledger_skipped, s->ledger_failed);
+               s->driver_compiles, CLI_S(s->driver_compiles), s->ledger_skipped, s->ledger_failed);
         if (s->crash_skipped)
             printf("  crashes    %" PRIu64 " in flight when a run died: not built, recorded\n",
                    s->crash_skipped);
@@ -386,9 +387,10 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
                                                  : s->canceled ? "stopped before them"
                                                                : "no Vulkan");
     if (s->recorded_invalid)
-        printf("  recorded   %" PRIu64 " pipelines kept though the SPIR-V validator refuses a"
-               " stage (recorded from an application; they parse)\n",
-               s->recorded_invalid);
+        printf("  recorded   %" PRIu64 " pipeline%s kept though the SPIR-V validator refuses a"
+               " stage (recorded from an application; %s)\n",
+               s->recorded_invalid, CLI_S(s->recorded_invalid),
+               s->recorded_invalid == 1 ? "it parses" : "they parse");
     printf("  workers    %s\n", s->workers_reason);
     if (s->memory_budget && s->peak_rss > s->memory_budget) {
         /* Said, not hidden: the pools never hold fewer than one build. */

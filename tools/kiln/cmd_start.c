@@ -141,8 +141,8 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
            s->records, CLI_S(s->records), s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes),
            s->missing + s->bad);
     if (s->lone_modules)
-        printf("  modules    %" PRIu64 " single graphics modules stored, not built\n",
-               s->lone_modules);
+        printf("  modules    %" PRIu64 " single graphics module%s stored, not built\n",
+               s->lone_modules, CLI_S(s->lone_modules));
     if (s->dict_id)
         printf("  dictionary %016" PRIx64 "\n", s->dict_id);
     if (s->use_recorded)
@@ -151,9 +151,10 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
         printf("  last use   not recorded (%s)\n", s->use_text);
     if (s->vulkan) {
         printf("  pipelines  %" PRIu64 " built, %" PRIu64 " skipped, %" PRIu64
-               " failed on %s (pipelines.vkc: %s, %zu bytes)\n",
+               " failed on %s (pipelines.vkc: %s, %s)\n",
                s->pipelines_built, s->pipelines_skipped, s->pipelines_failed, s->device,
-               cli_vk_cache_state_name(s->vk_cache_state), s->vk_cache_loaded_bytes);
+               cli_vk_cache_state_name(s->vk_cache_state),
+               cli_format_bytes(b1, sizeof(b1), s->vk_cache_loaded_bytes));
         cli_print_kinds(s->kinds, fst);
         if (s->crash_skipped || s->ledger_failed)
             printf("  crashes    %" PRIu64 " in flight when a run died, %" PRIu64
@@ -165,10 +166,12 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
     } else
         printf("  pipelines  none built\n");
     if (s->recorded_invalid)
-        printf("  recorded   %" PRIu64 " pipelines built though the SPIR-V validator refuses a"
-               " stage (recorded from an application; they parse)\n",
-               s->recorded_invalid);
-    printf("  workers    %s; %u read threads\n", s->workers_reason, s->read_threads);
+        printf("  recorded   %" PRIu64 " pipeline%s built though the SPIR-V validator refuses a"
+               " stage (recorded from an application; %s)\n",
+               s->recorded_invalid, CLI_S(s->recorded_invalid),
+               s->recorded_invalid == 1 ? "it parses" : "they parse");
+    printf("  workers    %s; %u read thread%s\n", s->workers_reason, s->read_threads,
+           CLI_S(s->read_threads));
     struct cli_phase_time rows[START_PHASES];
     cli_print_phase_table(rows, start_phases(s, rows), s->peak_rss);
 }
