@@ -34,6 +34,15 @@ struct kiln__prep_item {
     int status;
 };
 
+/*
+ * A built program's one name in log lines, the same in every run of every
+ * command: "program <key, 32 hex digits>", with the source's own name after
+ * it in parentheses where the run has one (kiln prepare: a file's name, a
+ * Fossilize pipeline's "<hash>.<kind>"). @return buf.
+ */
+#define KILN__PREP_LABEL_MAX 320
+const char *kiln__prep_item_label(const struct kiln__prep_item *it, char *buf, size_t cap);
+
 struct kiln__journal;
 
 /* What a pipeline phase builds with. */

@@ -138,13 +138,8 @@ uint64_t kiln__prep_skip_suspects(const struct kiln__journal_suspect *sus, size_
         for (size_t k = 0; k < n; k++) {
             if (!same_driver(&sus[k].driver, d) || !kiln_key_equal(sus[k].key, items[i].key))
                 continue;
-            char hex[48];
-            const char *name = items[i].name;
-            if (!name) {
-                snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, items[i].key.hi,
-                         items[i].key.lo);
-                name = hex;
-            }
+            char label[KILN__PREP_LABEL_MAX];
+            const char *name = kiln__prep_item_label(&items[i], label, sizeof(label));
             KILN_WARN("prep",
                       "%s: not built: it was being built when an earlier run (pid %" PRIu32
                       ") died%s: recorded as crashed (%s --retry-failed builds it again)",
@@ -256,4 +251,14 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
     kiln__ledger_close(pl->ledger);
     free(pl->handed);
     free(pl);
+}
+
+const char *kiln__prep_item_label(const struct kiln__prep_item *it, char *buf, size_t cap)
+{
+    if (it->name)
+        snprintf(buf, cap, "program %016" PRIx64 "%016" PRIx64 " (%s)", it->key.hi, it->key.lo,
+                 it->name);
+    else
+        snprintf(buf, cap, "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+    return buf;
 }

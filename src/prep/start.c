@@ -442,12 +442,12 @@ static int build_one(void *arg, unsigned worker)
         it->status = KILN_ECANCELED; /* not started: the next run builds it */
         return KILN_OK;
     }
-    char hex[48];
-    const char *name = it->name;
-    if (!name) {
-        snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
-        name = hex;
-    }
+    /* Log lines and builders name it by its key, as every run does; the
+     * test faults' hook keeps the source's own name. */
+    char label[KILN__PREP_LABEL_MAX], hex[48];
+    const char *name = kiln__prep_item_label(it, label, sizeof(label));
+    snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+    const char *hook_name = it->name ? it->name : hex;
 
     struct kiln_stage_blob st[KILN_PROGRAM_MAX_STAGES];
     struct kiln_payload_state state;
@@ -463,7 +463,7 @@ static int build_one(void *arg, unsigned worker)
     /* Its writer validated every stage before storing it (see the top). */
     if (state.flags & KILN_PAYLOAD_VALIDATED)
         it->validated = true;
-    kiln__prep_before_build(name); /* the test faults' hook: empty in libkiln */
+    kiln__prep_before_build(hook_name); /* the test faults' hook: empty in libkiln */
     const struct kiln_builder *bld = builder_for(j->b, state.kind);
     if (bld)
         return build_with(j, worker, bld, name, st, n, &state);

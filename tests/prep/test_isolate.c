@@ -706,7 +706,16 @@ static void crash_costs_one_run(const char *const *cmd, const char *victim, bool
     struct run *r = c.r;
     char fault[160], line[256];
     snprintf(fault, sizeof(fault), "crash:%s", victim);
-    snprintf(line, sizeof(line), "%s: not built: it was being built when an earlier run", victim);
+    /* Named by its key, as every run names a program, with the source's
+     * own name after it where the command has one (prepare). */
+    char key_name[64];
+    victim_key_name(key_name, sizeof(key_name));
+    if (start)
+        snprintf(line, sizeof(line), "%s: not built: it was being built when an earlier run",
+                 key_name);
+    else
+        snprintf(line, sizeof(line), "%s (%s): not built: it was being built when an earlier run",
+                 key_name, victim);
     KT_REQUIRE(run_json(fault, cmd, NULL, r) == 0);
     KT_REQUIRE(WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGSEGV);
 
