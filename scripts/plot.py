@@ -13,6 +13,9 @@ Each report is read by its "command" field:
 - `kiln bench store`, one report per cache size: open time by scan against
   open by index (cold and warm) against the records file's size
   -> open.*
+- `kiln bench store --prune-every P --max-size S` (its `size_timeline`): the
+  records file's size over time as the cache is written, each prune's
+  cut-off a drop, against the limit -> prune.*
 
 Reports of other commands are named and left out. Needs matplotlib
 (Debian: python3-matplotlib). Exit 0 when every chart the reports allow was
@@ -129,7 +132,9 @@ def plot_memory(plt, reports, save):
 
 
 def plot_open(plt, reports, save):
-    stores = sorted((r for r in reports if r["command"] == "kiln bench store"),
+    # A store that pruned as it wrote measured a pruned cache: its own chart.
+    stores = sorted((r for r in reports
+                     if r["command"] == "kiln bench store" and not r.get("size_timeline")),
                     key=lambda r: r.get("file_bytes", 0))
     if not stores:
         return False
@@ -148,6 +153,36 @@ def plot_open(plt, reports, save):
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=8)
     save(fig, "open")
+    return True
+
+
+def plot_prune(plt, reports, save):
+    runs = [r for r in reports if r["command"] == "kiln bench store" and r.get("size_timeline")]
+    if not runs:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    limits = set()
+    for r in runs:
+        tl = r["size_timeline"]
+        secs = [m / 1000.0 for m in tl["ms"]]
+        size = [b / MIB for b in tl["file_bytes"]]
+        every = tl["prune_every"]
+        # Growth between the points, a vertical drop at each prune.
+        line, = ax.plot(secs, size, "-", label=f"records file, a prune every {every} records")
+        cuts = [i for i, after in enumerate(tl["after_prune"]) if after and i > 0
+                and tl["file_bytes"][i] < tl["file_bytes"][i - 1]]
+        if cuts:
+            ax.plot([secs[i] for i in cuts], [size[i] for i in cuts], "v",
+                    color=line.get_color(), label=f"prune cut-offs ({len(cuts)})")
+        limits.add(tl["max_file_bytes"])
+    for b in sorted(limits):
+        ax.axhline(b / MIB, color="red", linestyle="--", label=f"limit {b / MIB:.0f} MiB")
+    ax.set_xlabel("seconds into writing")
+    ax.set_ylabel("records file (MiB)")
+    ax.set_title("Cache size over time with prune cut-offs")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, "prune")
     return True
 
 
@@ -186,6 +221,7 @@ def main():
     plot_scaling(plt, reports, save)
     plot_memory(plt, reports, save)
     plot_open(plt, reports, save)
+    plot_prune(plt, reports, save)
     for w in written:
         print(w)
     return 0

@@ -1,7 +1,8 @@
 #!/bin/sh
 # scripts/plot.py on the reports checked in under tests/fixtures/plot (a
 # bench replay with a memory budget and its timeline, three bench stores of
-# growing size): it writes the three charts in both formats, each a real
+# growing size, one that pruned as it wrote): it writes the four charts in
+# both formats, each a real
 # PNG or SVG; bad input is one line and exit 2. Skips (exit 77) without
 # Debian's python3 and matplotlib.
 #
@@ -22,7 +23,7 @@ fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 if ! $py "$src/scripts/plot.py" -o "$out" "$src"/tests/fixtures/plot/*.json >"$out/list" 2>"$out/err"; then
     fail "plot.py failed: $(cat "$out/err")"
 fi
-for chart in scaling memory open; do
+for chart in scaling memory open prune; do
     if head -c 8 "$out/$chart.png" 2>/dev/null | od -An -c | grep -q 'P   N   G'; then
         passed=$((passed + 1))
     else
@@ -37,6 +38,19 @@ done
 # The budget line is drawn: its label is text in the SVG.
 grep -q 'budget 200 MiB' "$out/memory.svg" && passed=$((passed + 1)) ||
     fail "memory.svg has no budget line"
+# The prune chart: its limit line and its cut-offs, as many as the fixture's
+# timeline has drops.
+cuts=$($py -c 'import json, sys
+t = json.load(open(sys.argv[1]))["size_timeline"]
+b = t["file_bytes"]
+print(sum(1 for i, a in enumerate(t["after_prune"]) if a and i and b[i] < b[i - 1]))' \
+    "$src/tests/fixtures/plot/bench-store-prune.json")
+if grep -q 'limit 12 MiB' "$out/prune.svg" && grep -q "prune cut-offs ($cuts)" "$out/prune.svg" &&
+    [ "$cuts" -ge 3 ]; then
+    passed=$((passed + 1))
+else
+    fail "prune.svg lacks its limit line or its $cuts cut-offs"
+fi
 printf 'not json\n' >"$out/bad.json"
 $py "$src/scripts/plot.py" -o "$out" "$out/bad.json" >/dev/null 2>"$out/err"
 rc=$?

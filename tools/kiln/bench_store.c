@@ -15,6 +15,12 @@
  *   threads, cold, against a plain sequential read() of the whole records
  *   file in 1 MiB chunks, cold: the storage's own limit.
  *
+ * With --prune-every P --max-size S it also records the cache's size over
+ * time as it is written: after every P records the cache is synced, its
+ * records file's size noted, and kiln_cache_prune cuts it to S bytes
+ * (least recently used first), the size after noted too. scripts/plot.py
+ * draws that sawtooth against the limit (size_timeline).
+ *
  * Absolute times depend on the machine and on whoever else uses it; the
  * ratios are the figures to compare.
  */
@@ -45,7 +51,8 @@ int cmd_bench_store(int argc, char **argv)
 #define BENCH_STAMP 0x6b696c6e62656e63ull /* "kilnbenc" */
 
 static const char help[] =
-    "usage: %s [--records N] [--mean-kb K] [--threads T] [--cache DIR] [--json]\n"
+    "usage: %s [--records N] [--mean-kb K] [--threads T] [--cache DIR]\n"
+    "       [--prune-every P --max-size S] [--json]\n"
     "\n"
     "Makes a cache of N records averaging K KiB, then measures opening it by\n"
     "scanning every record head (the baseline) against opening it by its index,\n"
@@ -60,6 +67,11 @@ static const char help[] =
     "                folder under $TMPDIR or /var/tmp, removed afterwards); a\n"
     "                kiln cache there is started over, unless another kiln\n"
     "                holds it (then nothing is written, exit 1)\n"
+    "  --prune-every P  while writing, after every P records: sync, note the\n"
+    "                records file's size, prune it to --max-size S bytes (K, M,\n"
+    "                G suffixes) and note the size again: the cache's size over\n"
+    "                time with its prune cut-offs (size_timeline in --json)\n"
+    "  --max-size S  the prunes' limit (with --prune-every)\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
@@ -72,7 +84,98 @@ struct bench {
     uint64_t mean_kb;
     unsigned threads;
     bool json;
+    uint64_t prune_every, max_size; /* --prune-every, --max-size (0: none) */
+    uint64_t kept;                  /* records in the cache once written (and pruned) */
+    struct size_timeline *tl;       /* with --prune-every */
 };
+
+/* The cache's size as it was written and pruned: a point after every
+ * --prune-every records, before and after its prune. */
+struct size_timeline {
+    uint64_t *ms, *written, *file_bytes, *records;
+    bool *after_prune;
+    size_t n, cap;
+    uint64_t prunes, dropped;
+};
+
+static void timeline_note(struct size_timeline *tl, uint64_t t0, uint64_t written,
+                          struct kiln_cache *c, bool after_prune)
+{
+    if (tl->n == tl->cap) {
+        size_t cap = tl->cap ? tl->cap * 2 : 64;
+        uint64_t **cols[] = {&tl->ms, &tl->written, &tl->file_bytes, &tl->records};
+        for (size_t i = 0; i < CLI_ARRAY_LEN(cols); i++) {
+            uint64_t *p = realloc(*cols[i], cap * sizeof(uint64_t));
+            if (!p)
+                return; /* the point is left out; the bench goes on */
+            *cols[i] = p;
+        }
+        bool *a = realloc(tl->after_prune, cap * sizeof(bool));
+        if (!a)
+            return;
+        tl->after_prune = a;
+        tl->cap = cap;
+    }
+    struct kiln_cache_stats st;
+    kiln_cache_get_stats(c, &st);
+    tl->ms[tl->n] = (kiln_now_ns() - t0) / 1000000u;
+    tl->written[tl->n] = written;
+    tl->file_bytes[tl->n] = st.file_bytes;
+    tl->records[tl->n] = st.records;
+    tl->after_prune[tl->n] = after_prune;
+    tl->n++;
+}
+
+/* After `written` records: sync, note, prune to the limit, note. */
+static int prune_point(const struct bench *b, struct kiln_cache *c, uint64_t t0, uint64_t written)
+{
+    int rc = kiln_cache_sync(c);
+    if (rc < 0)
+        return rc;
+    timeline_note(b->tl, t0, written, c, false);
+    struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX,
+                                          .max_file_bytes = b->max_size};
+    struct kiln_cache_rewrite_report r;
+    rc = kiln_cache_prune(c, &po, &r);
+    if (rc < 0)
+        return rc;
+    b->tl->prunes++;
+    b->tl->dropped += r.dropped;
+    timeline_note(b->tl, t0, written, c, true);
+    return KILN_OK;
+}
+
+static void timeline_json(struct cli_json *j, const struct bench *b)
+{
+    const struct size_timeline *tl = b->tl;
+    cli_json_object_begin(j, "size_timeline");
+    cli_json_u64(j, "prune_every", b->prune_every);
+    cli_json_u64(j, "max_file_bytes", b->max_size);
+    cli_json_u64(j, "prunes", tl->prunes);
+    cli_json_u64(j, "dropped", tl->dropped);
+    const char *names[] = {"ms", "written", "file_bytes", "records"};
+    const uint64_t *cols[] = {tl->ms, tl->written, tl->file_bytes, tl->records};
+    for (size_t c = 0; c < CLI_ARRAY_LEN(cols); c++) {
+        cli_json_array_begin(j, names[c]);
+        for (size_t i = 0; i < tl->n; i++)
+            cli_json_u64(j, NULL, cols[c][i]);
+        cli_json_array_end(j);
+    }
+    cli_json_array_begin(j, "after_prune");
+    for (size_t i = 0; i < tl->n; i++)
+        cli_json_bool(j, NULL, tl->after_prune[i]);
+    cli_json_array_end(j);
+    cli_json_object_end(j);
+}
+
+static void timeline_free(struct size_timeline *tl)
+{
+    free(tl->ms);
+    free(tl->written);
+    free(tl->file_bytes);
+    free(tl->records);
+    free(tl->after_prune);
+}
 
 /* Drops both files from the page cache, so the next read comes from the
  * storage. The files are synced, so every page is clean and can go. */
@@ -103,7 +206,7 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static int make_cache(const struct bench *b)
+static int make_cache(struct bench *b)
 {
     /* Always a fresh cache: an old one in DIR is started over under its
      * writer lock, so a cache another kiln holds is refused, not unlinked
@@ -126,8 +229,12 @@ static int make_cache(const struct bench *b)
     }
     struct cli_progress prog;
     cli_progress_start(&prog, "writing", b->records, false);
-    uint64_t rng = 12345;
+    uint64_t rng = 12345, t0 = kiln_now_ns();
     for (uint64_t i = 0; i < b->records && rc == KILN_OK; i++) {
+        if (b->tl && i && i % b->prune_every == 0)
+            rc = prune_point(b, c, t0, i);
+        if (rc < 0)
+            break;
         uint64_t lo = b->mean_kb * 1024 / 2, span = b->mean_kb * 1024 + 1;
         size_t size = (size_t)(lo + splitmix(&rng) % span);
         for (size_t w = 0; w < size / 8 + 1; w++)
@@ -136,10 +243,13 @@ static int make_cache(const struct bench *b)
         rc = kiln_cache_put(c, key, buf, size, (uint32_t)size, 0, 2);
         cli_progress_update(&prog, i + 1);
     }
+    if (rc == KILN_OK && b->tl)
+        rc = prune_point(b, c, t0, b->records);
     if (rc == KILN_OK)
         rc = kiln_cache_sync(c);
     cli_progress_finish(&prog, b->records);
     free(buf);
+    b->kept = kiln_cache_count(c);
     kiln_cache_close(c);
     if (rc < 0)
         cli_error(b->name, "%s: writing the cache failed: %s", b->dir, kiln_strerror(rc));
@@ -250,9 +360,9 @@ static double time_open(const struct bench *b, bool cold, bool scan)
     uint64_t t0 = kiln_now_ns();
     int rc = scan ? scan_open(b, &found) : index_open(b, &found);
     double secs = cli_seconds(t0, kiln_now_ns());
-    if (rc < 0 || found != b->records) {
+    if (rc < 0 || found != b->kept) {
         cli_error(b->name, "%s open found %" PRIu64 " of %" PRIu64 " records",
-                  scan ? "scanning" : "index", found, b->records);
+                  scan ? "scanning" : "index", found, b->kept);
         return -1;
     }
     return secs;
@@ -305,7 +415,7 @@ static int run(struct bench *b)
     if (b->json) {
         struct cli_json j;
         cli_json_begin(&j);
-        cli_json_u64(&j, "records", b->records);
+        cli_json_u64(&j, "records", b->kept);
         cli_json_u64(&j, "file_bytes", file_bytes);
         cli_json_object_begin(&j, "seconds");
         cli_json_double(&j, "scan_open_cold", scan_cold);
@@ -320,12 +430,14 @@ static int run(struct bench *b)
         cli_json_double(&j, "open_speedup_warm", scan_warm / index_warm);
         cli_json_u64(&j, "threads", b->threads);
         cli_json_double(&j, "load_vs_seqread", seq / load_nt);
+        if (b->tl)
+            timeline_json(&j, b);
         cli_json_end(&j);
         return KILN_EXIT_OK;
     }
     char fb[32], ib[32];
     printf("cache: %" PRIu64 " record%s, mean %" PRIu64 " KiB, records file %s, index %s\n",
-           b->records, CLI_S(b->records), b->mean_kb, cli_format_bytes(fb, sizeof(fb), file_bytes),
+           b->kept, CLI_S(b->kept), b->mean_kb, cli_format_bytes(fb, sizeof(fb), file_bytes),
            cli_format_bytes(ib, sizeof(ib), index_bytes));
     printf("open, cold     scan %9.4f s   index %9.4f s   speedup %8.1fx\n", scan_cold, index_cold,
            scan_cold / index_cold);
@@ -334,6 +446,13 @@ static int run(struct bench *b)
     printf("load, cold     1 thread %8.3f s   %u thread%s %8.3f s   sequential read %8.3f s\n",
            load_1t, b->threads, CLI_S(b->threads), load_nt, seq);
     printf("load vs sequential read: %.2f (1 thread: %.2f)\n", seq / load_nt, seq / load_1t);
+    if (b->tl) {
+        char mb[32];
+        printf("prunes: %" PRIu64 " to %s (every %" PRIu64 " record%s written): %" PRIu64
+               " record%s dropped\n",
+               b->tl->prunes, cli_format_bytes(mb, sizeof(mb), b->max_size), b->prune_every,
+               CLI_S(b->prune_every), b->tl->dropped, CLI_S(b->tl->dropped));
+    }
     return KILN_EXIT_OK;
 }
 
@@ -344,6 +463,8 @@ int cmd_bench_store(int argc, char **argv)
                                          {"threads", required_argument, NULL, 't'},
                                          {"cache", required_argument, NULL, 'd'},
                                          {"dir", required_argument, NULL, 'D'}, /* old */
+                                         {"prune-every", required_argument, NULL, 'p'},
+                                         {"max-size", required_argument, NULL, 'm'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -378,6 +499,14 @@ int cmd_bench_store(int argc, char **argv)
             CLI_TRY(cli_check_path(argv[0], "--cache", optarg));
             dir = optarg;
             break;
+        case 'p':
+            if (cli_parse_u64(argv[0], "--prune-every", optarg, 1, 10000000, false, &b.prune_every))
+                return KILN_EXIT_USAGE;
+            break;
+        case 'm':
+            if (cli_parse_u64(argv[0], "--max-size", optarg, 1, UINT64_MAX, true, &b.max_size))
+                return KILN_EXIT_USAGE;
+            break;
         case 'j':
             b.json = true;
             break;
@@ -390,6 +519,11 @@ int cmd_bench_store(int argc, char **argv)
     }
     if (optind != argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
+    if (!b.prune_every != !b.max_size)
+        return cli_usage_error(argv[0], "--prune-every and --max-size go together");
+    struct size_timeline tl = {0};
+    if (b.prune_every)
+        b.tl = &tl;
 
     if (dir) {
         struct stat st;
@@ -426,6 +560,7 @@ int cmd_bench_store(int argc, char **argv)
     snprintf(b.idx, sizeof(b.idx), "%s/%s", b.dir, KILN_CACHE_INDEX_FILE);
 
     int rc = run(&b);
+    timeline_free(&tl);
 
     if (!dir && remove_folder(b.dir) != 0) {
         cli_error(argv[0], "%s: could not remove the temporary folder: %s", b.dir, strerror(errno));
