@@ -102,9 +102,19 @@ static void print_json_counts(struct cli_json *j, const struct kiln_foz_pipeline
     cli_json_object_end(j);
 }
 
-/* One line per archive (and the total): per kind found, imported, already
- * present, met in an earlier archive, and skipped (the reasons are logged,
- * one line each). */
+/* Whether archive report `r` has anything skipped or damaged to tell. */
+static bool has_skips(const struct kiln_foz_pipelines_report *r)
+{
+    uint64_t n = r->found.entries_skipped + r->found.truncated;
+    for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++)
+        n += r->found.unreadable[k] + r->invalid[k] + r->found.refused[k];
+    return n != 0;
+}
+
+/* One line for an archive (one with skips: the others are only in the
+ * total) or the total: per kind found and imported, then only the counts
+ * that are not zero (already present, met in an earlier archive, skipped;
+ * the reasons are logged, one line each). */
 static void print_text_counts(const char *what, const struct kiln_foz_pipelines_report *r)
 {
     printf("%s:", what);
@@ -112,11 +122,20 @@ static void print_text_counts(const char *what, const struct kiln_foz_pipelines_
     for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
         if (!r->found.found[k])
             continue;
-        printf("%s %s %" PRIu64 ": %" PRIu64 " imported, %" PRIu64 " already present, %" PRIu64
-               " duplicates, %" PRIu64 " unreadable, %" PRIu64 " invalid, %" PRIu64 " refused",
-               sep, kiln_foz_kind_name((enum kiln_foz_kind)k), r->found.found[k], r->imported[k],
-               r->present[k], r->found.duplicates[k], r->found.unreadable[k], r->invalid[k],
-               r->found.refused[k]);
+        printf("%s %s %" PRIu64 ": %" PRIu64 " imported", sep,
+               kiln_foz_kind_name((enum kiln_foz_kind)k), r->found.found[k], r->imported[k]);
+        const struct {
+            uint64_t n;
+            const char *what;
+        } more[] = {{r->present[k], "already present"},
+                    {r->found.duplicates[k], "duplicate"},
+                    {r->found.unreadable[k], "unreadable"},
+                    {r->invalid[k], "invalid"},
+                    {r->found.refused[k], "refused"}};
+        for (size_t m = 0; m < CLI_ARRAY_LEN(more); m++)
+            if (more[m].n)
+                printf(", %" PRIu64 " %s%s", more[m].n, more[m].what,
+                       m == 1 ? CLI_S(more[m].n) : "");
         if (r->recorded_invalid[k])
             printf(" (%" PRIu64 " imported though the validator refuses a stage)",
                    r->recorded_invalid[k]);
@@ -125,7 +144,8 @@ static void print_text_counts(const char *what, const struct kiln_foz_pipelines_
     if (!*sep)
         printf(" no pipelines");
     if (r->found.entries_skipped)
-        printf("; %" PRIu64 " damaged entries skipped", r->found.entries_skipped);
+        printf("; %" PRIu64 " damaged entr%s skipped", r->found.entries_skipped,
+               r->found.entries_skipped == 1 ? "y" : "ies");
     if (r->found.truncated)
         printf("; cut-off last entry ignored");
     printf("\n");
@@ -327,12 +347,17 @@ int cmd_import_foz(int argc, char **argv)
         cli_json_end(&j);
     } else {
         for (size_t i = 0; i < n; i++)
-            print_text_counts(argv[optind + (int)i], &reps[i]);
-        print_text_counts("total", &sum);
+            if (has_skips(&reps[i]))
+                print_text_counts(argv[optind + (int)i], &reps[i]);
+        print_text_counts(n == 1 ? argv[optind] : "total", &sum);
         char b1[32], b2[32];
-        printf("cache       %s: %zu record%s; imported %s of SPIR-V as %s (%.2f s)\n", dir, records,
-               CLI_S(records), cli_format_bytes(b1, sizeof(b1), sum.spirv_bytes),
-               cli_format_bytes(b2, sizeof(b2), sum.packed_bytes), secs);
+        if (sum.spirv_bytes)
+            printf("cache       %s: %zu record%s; imported %s of SPIR-V as %s (%.2f s)\n", dir,
+                   records, CLI_S(records), cli_format_bytes(b1, sizeof(b1), sum.spirv_bytes),
+                   cli_format_bytes(b2, sizeof(b2), sum.packed_bytes), secs);
+        else
+            printf("cache       %s: %zu record%s; nothing new imported (%.2f s)\n", dir, records,
+                   CLI_S(records), secs);
     }
     kiln_foz_pipelines_destroy(fp);
     free(reps);
