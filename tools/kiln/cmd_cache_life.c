@@ -163,11 +163,11 @@ static void print_plan_json(const char *dir, const struct kiln_cache_prune_plan 
 static void print_plan_text(const char *dir, const struct kiln_cache_prune_plan *p,
                             uint64_t max_size, uint32_t days)
 {
-    char b1[32], b2[32], b3[32], key[40], date[32];
+    char b1[32], b2[32], b3[32], key[48], date[32];
     printf("cache       %s (dry run: nothing is written)\n", dir);
     for (size_t i = 0; i < p->count; i++) {
         const struct kiln_cache_prune_item *it = &p->items[i];
-        snprintf(key, sizeof(key), "%016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+        snprintf(key, sizeof(key), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
         day_text(it->last_use, date);
         uint32_t ago = p->today > it->last_use ? p->today - it->last_use : 0;
         char why[64];
