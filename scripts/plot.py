@@ -35,6 +35,17 @@ def fail(msg):
     sys.exit(2)
 
 
+def finish(ax, fig, save, stem, xlabel, ylabel, title, fontsize=8, which="major"):
+    """The labels, grid and legend every chart has, then the files."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3, which=which)
+    ax.legend(fontsize=fontsize)
+    save(fig, stem)
+    return True
+
+
 def load(paths):
     reports = []
     for p in paths:
@@ -87,13 +98,8 @@ def plot_scaling(plt, reports, save):
     ticks = sorted({t for r in benches for t in (r.get("threads") or [])})
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(t) for t in ticks])
-    ax.set_xlabel("threads")
-    ax.set_ylabel("pipelines built per second")
-    ax.set_title("Scaling against threads")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    save(fig, "scaling")
-    return True
+    return finish(ax, fig, save, "scaling", "threads", "pipelines built per second",
+                  "Scaling against threads", fontsize=7)
 
 
 def plot_memory(plt, reports, save):
@@ -122,13 +128,9 @@ def plot_memory(plt, reports, save):
     for b in sorted(budgets):
         ax.axhline(b / MIB, color="red", linestyle="--",
                    label=f"budget {b / MIB:.0f} MiB (bounded runs)")
-    ax.set_xlabel("seconds into the run")
-    ax.set_ylabel("resident memory, kiln and workers (MiB)")
-    ax.set_title("Memory over time against the budget")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    save(fig, "memory")
-    return True
+    return finish(ax, fig, save, "memory", "seconds into the run",
+                  "resident memory, kiln and workers (MiB)", "Memory over time against the budget",
+                  fontsize=7)
 
 
 def plot_open(plt, reports, save):
@@ -147,13 +149,8 @@ def plot_open(plt, reports, save):
         ax.plot(size, [r["seconds"][key] * 1000.0 for r in stores], style, label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("records file (MiB)")
-    ax.set_ylabel("open (ms)")
-    ax.set_title("Opening a cache: by scan against by index")
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    save(fig, "open")
-    return True
+    return finish(ax, fig, save, "open", "records file (MiB)", "open (ms)",
+                  "Opening a cache: by scan against by index", which="both")
 
 
 def plot_prune(plt, reports, save):
@@ -177,13 +174,8 @@ def plot_prune(plt, reports, save):
         limits.add(tl["max_file_bytes"])
     for b in sorted(limits):
         ax.axhline(b / MIB, color="red", linestyle="--", label=f"limit {b / MIB:.0f} MiB")
-    ax.set_xlabel("seconds into writing")
-    ax.set_ylabel("records file (MiB)")
-    ax.set_title("Cache size over time with prune cut-offs")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    save(fig, "prune")
-    return True
+    return finish(ax, fig, save, "prune", "seconds into writing", "records file (MiB)",
+                  "Cache size over time with prune cut-offs")
 
 
 def main():

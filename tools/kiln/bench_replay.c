@@ -528,10 +528,7 @@ static void json_timeline(struct cli_json *j, const struct timeline *tl)
     for (uint32_t i = 0; i < tl->n; i++)
         cli_json_u64(j, NULL, tl->ms[i]);
     cli_json_array_end(j);
-    cli_json_array_begin(j, "bytes");
-    for (uint32_t i = 0; i < tl->n; i++)
-        cli_json_u64(j, NULL, tl->bytes[i]);
-    cli_json_array_end(j);
+    cli_json_u64_array(j, "bytes", tl->bytes, tl->n);
     cli_json_object_end(j);
 }
 

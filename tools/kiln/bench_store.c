@@ -155,12 +155,8 @@ static void timeline_json(struct cli_json *j, const struct bench *b)
     cli_json_u64(j, "dropped", tl->dropped);
     const char *names[] = {"ms", "written", "file_bytes", "records"};
     const uint64_t *cols[] = {tl->ms, tl->written, tl->file_bytes, tl->records};
-    for (size_t c = 0; c < CLI_ARRAY_LEN(cols); c++) {
-        cli_json_array_begin(j, names[c]);
-        for (size_t i = 0; i < tl->n; i++)
-            cli_json_u64(j, NULL, cols[c][i]);
-        cli_json_array_end(j);
-    }
+    for (size_t c = 0; c < CLI_ARRAY_LEN(cols); c++)
+        cli_json_u64_array(j, names[c], cols[c], tl->n);
     cli_json_array_begin(j, "after_prune");
     for (size_t i = 0; i < tl->n; i++)
         cli_json_bool(j, NULL, tl->after_prune[i]);

@@ -394,20 +394,27 @@ int cli_parse_report_options(int argc, char **argv, bool *json, const char *help
     return ex;
 }
 
-int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json, const char *help,
-                            ...)
+int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *reset, bool *json,
+                            const char *help, ...)
 {
     static const struct option opts[] = {{"cache", required_argument, NULL, 'c'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
+    static const struct option with_reset[] = {{"cache", required_argument, NULL, 'c'},
+                                               {"reset", no_argument, NULL, 'r'},
+                                               {"json", no_argument, NULL, 'j'},
+                                               {"help", no_argument, NULL, 'h'},
+                                               {NULL, 0, NULL, 0}};
     int ch;
     *dir = NULL;
     opterr = 0;
     optind = 1;
-    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
+    while ((ch = cli_getopt(argc, argv, "", reset ? with_reset : opts)) != -1) {
         if (ch == 'c') {
             CLI_TRY(cli_parse_cache_dir(argv[0], optarg, dir));
+        } else if (ch == 'r' && reset) {
+            *reset = true;
         } else {
             va_list ap;
             va_start(ap, help);
@@ -796,6 +803,14 @@ void cli_json_object_begin(struct cli_json *j, const char *key)
 void cli_json_object_end(struct cli_json *j)
 {
     json_close(j, '}');
+}
+
+void cli_json_u64_array(struct cli_json *j, const char *key, const uint64_t *v, size_t n)
+{
+    cli_json_array_begin(j, key);
+    for (size_t i = 0; i < n; i++)
+        cli_json_u64(j, NULL, v[i]);
+    cli_json_array_end(j);
 }
 
 const char *cli_format_dict(char *buf, size_t cap, uint64_t dict_id)

@@ -254,13 +254,14 @@ int cli_parse_report_options(int argc, char **argv, bool *json, const char *help
 
 /*
  * The whole option parsing of a command whose options are --cache DIR
- * (required; cli_parse_cache_dir), --json and --help (cli_report_option);
- * its operands start at optind after it. `help` is a format, printed with
- * the arguments after it.
+ * (cli_parse_cache_dir; else the default folder), --reset when `reset` is
+ * not NULL (it sets *reset), --json and --help (cli_report_option); its
+ * operands start at optind after it. `help` is a format, printed with the
+ * arguments after it.
  * @return CLI_NEXT_OPTION to go on, else the exit code to return.
  */
-int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *json, const char *help,
-                            ...) __attribute__((format(CLI_PRINTF_KIND, 5, 6)));
+int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *reset, bool *json,
+                            const char *help, ...) __attribute__((format(CLI_PRINTF_KIND, 6, 7)));
 
 /*
  * After the options of a command that takes one cache folder: *dir is it.
@@ -319,6 +320,8 @@ void cli_json_array_begin(struct cli_json *j, const char *key);
 void cli_json_array_end(struct cli_json *j);
 void cli_json_object_begin(struct cli_json *j, const char *key);
 void cli_json_object_end(struct cli_json *j);
+/* An array of `n` whole numbers under `key`. */
+void cli_json_u64_array(struct cli_json *j, const char *key, const uint64_t *v, size_t n);
 
 /* @return the length of the valid UTF-8 sequence of 2 to 4 bytes at p, or 0
  * (ASCII, or not valid: overlong, a surrogate, past U+10FFFF, cut short). */

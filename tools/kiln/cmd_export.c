@@ -47,7 +47,7 @@ int cmd_export_foz(int argc, char **argv)
 {
     bool json = false;
     const char *dir;
-    int ex = cli_parse_cache_options(argc, argv, &dir, &json, help, argv[0]);
+    int ex = cli_parse_cache_options(argc, argv, &dir, NULL, &json, help, argv[0]);
     if (ex != CLI_NEXT_OPTION)
         return ex;
     if (optind >= argc)

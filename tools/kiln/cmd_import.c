@@ -151,40 +151,11 @@ static void print_text_counts(const char *what, const struct kiln_foz_pipelines_
     printf("\n");
 }
 
-/* --cache DIR, --reset, --json, --help. @return CLI_NEXT_OPTION to go on,
- * else the exit code. */
-static int parse_options(int argc, char **argv, const char **dir, bool *reset, bool *json)
-{
-    static const struct option opts[] = {{"cache", required_argument, NULL, 'c'},
-                                         {"reset", no_argument, NULL, 'r'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int ch;
-    *dir = NULL;
-    opterr = 0;
-    optind = 1;
-    while ((ch = cli_getopt(argc, argv, "", opts)) != -1) {
-        if (ch == 'c') {
-            CLI_TRY(cli_parse_cache_dir(argv[0], optarg, dir));
-        } else if (ch == 'r') {
-            *reset = true;
-        } else {
-            int ex = cli_report_option(ch, argv, json, help, argv[0]);
-            if (ex != CLI_NEXT_OPTION)
-                return ex;
-        }
-    }
-    if (!*dir && !(*dir = cli_default_cache_dir(argv[0])))
-        return KILN_EXIT_USAGE;
-    return CLI_NEXT_OPTION;
-}
-
 int cmd_import_foz(int argc, char **argv)
 {
     bool json = false, reset = false;
     const char *dir;
-    int ex = parse_options(argc, argv, &dir, &reset, &json);
+    int ex = cli_parse_cache_options(argc, argv, &dir, &reset, &json, help, argv[0]);
     if (ex != CLI_NEXT_OPTION)
         return ex;
     if (optind >= argc)
