@@ -936,7 +936,29 @@ KT_CASE(reset)
     opt.flags = 0;
     KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
     KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
+    KT_CHECK_OK(put_rec(c, key_of(2), 10));
+    KT_CHECK_OK(put_rec(c, key_of(3), 10));
+    KT_CHECK_OK(kiln_cache_sync(c));
     kiln_cache_close(c);
+    /* A second reset of a cache of the same stamp keeps what the first set
+     * aside: its files take ".old.1", the first ".old" is untouched. */
+    KT_REQUIRE(snprintf(aside, sizeof(aside), "%s.%016llx.old", rec,
+                        (unsigned long long)(STAMP + 1)) < (int)sizeof(aside));
+    uint64_t first_aside = file_size(aside);
+    uint64_t second = file_size(rec);
+    opt.flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
+    kiln_cache_close(c);
+    KT_CHECK_EQ(file_size(aside), first_aside);
+    char aside1[4200];
+    KT_REQUIRE(snprintf(aside1, sizeof(aside1), "%s.%016llx.old.1", rec,
+                        (unsigned long long)(STAMP + 1)) < (int)sizeof(aside1));
+    KT_CHECK_EQ(file_size(aside1), second);
+    KT_CHECK(second > first_aside); /* it held the two records put above, the first one */
+    KT_REQUIRE(snprintf(aside1, sizeof(aside1), "%s.%016llx.old.1", idx,
+                        (unsigned long long)(STAMP + 1)) < (int)sizeof(aside1));
+    KT_CHECK(access(aside1, F_OK) == 0);
+    opt.flags = 0;
 
     /* A damaged header is refused, and reset when asked. */
     flip_bit(rec, 20, 3);
