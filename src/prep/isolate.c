@@ -566,19 +566,19 @@ static int iso_build_one(void *arg, unsigned worker)
         it->status = KILN_ECANCELED;
         return KILN_OK;
     }
-    char hex[48];
-    const char *name = it->name;
-    if (!name) {
-        snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
-        name = hex;
-    }
+    /* The log lines name it as every run does (kiln__prep_item_label); the
+     * worker gets the source's own name, for the test faults' hook. */
+    char label[KILN__PREP_LABEL_MAX], hex[48];
+    const char *name = kiln__prep_item_label(it, label, sizeof(label));
+    snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
+    const char *hook_name = it->name ? it->name : hex;
     int rc = s->broken;
     if (rc == KILN_OK && !s->proc)
         rc = start_worker(iso, s, name);
     uint32_t size = 0;
     void *body = NULL;
     if (rc == KILN_OK) {
-        body = job_body(it, name, &size);
+        body = job_body(it, hook_name, &size);
         rc = body ? KILN_OK : KILN_ENOMEM;
     }
     uint64_t deadline = kiln_now_ns() + iso->limit_ns;
