@@ -204,8 +204,9 @@ if grep -q "memory budget of 1.0 MiB was not held" "$err" && grep -q '"within_bu
 then ok; else fail "a budget not held: $(cat "$err")"; fi
 rm -rf "$d"
 
-# Progress on a pseudo-terminal (util-linux's script): a repack, a compact
-# that rewrites and a merge each draw their bar to the end.
+# Progress on a pseudo-terminal (util-linux's script): a repack and a merge
+# draw their bar to the end; cache check, export foz and import foz too (by
+# bytes read, by bytes read, by pipelines); -q draws none.
 if command -v script >/dev/null 2>&1; then
     d=$(mktemp -d "${TMPDIR:-/tmp}/kiln-conv-pty-XXXXXX")
     "$kiln" -q bench store --records 2000 --mean-kb 2 --cache "$d/c" >/dev/null 2>&1
