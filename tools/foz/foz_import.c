@@ -109,7 +109,7 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
     struct kiln_foz_import_report tmp;
     struct kiln_foz_import_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     if (!c || !path || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     struct kiln_foz *foz;
@@ -305,7 +305,7 @@ static void note_invalid(const char *path, const struct kiln_foz_pipelines_entry
 int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
                               struct kiln_foz_pipelines_report *reports)
 {
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     if (!c || !fp || !reports || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     size_t na = kiln_foz_pipelines_archives(fp);

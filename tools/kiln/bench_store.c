@@ -108,7 +108,8 @@ static int make_cache(const struct bench *b)
     /* Always a fresh cache: an old one in DIR is started over under its
      * writer lock, so a cache another kiln holds is refused, not unlinked
      * under it (its writes would be lost while it reports success). */
-    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_RESET};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = BENCH_STAMP, .flags = KILN_CACHE_RESET};
     struct kiln_cache *c;
     int rc = kiln_cache_open(b->dir, &opt, &c);
     if (rc < 0) {
@@ -183,7 +184,7 @@ static int scan_open(const struct bench *b, uint64_t *found)
 
 static int index_open(const struct bench *b, uint64_t *found)
 {
-    struct kiln_cache_options opt = {.stamp = BENCH_STAMP};
+    struct kiln_cache_options opt = {.size = sizeof(opt), .stamp = BENCH_STAMP};
     struct kiln_cache *c;
     int rc = kiln_cache_open(b->dir, &opt, &c);
     if (rc < 0)
@@ -196,7 +197,8 @@ static int index_open(const struct bench *b, uint64_t *found)
 /* Loads every record on `threads` threads. @return seconds, or < 0. */
 static double load_all(const struct bench *b, unsigned threads)
 {
-    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = BENCH_STAMP, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c;
     if (kiln_cache_open(b->dir, &opt, &c) < 0)
         return -1;
@@ -404,7 +406,8 @@ int cmd_bench_store(int argc, char **argv)
         snprintf(b.dir, sizeof(b.dir), "%s", dir);
         /* Only a kiln cache is replaced: a file of another kind under the
          * cache's names is the user's, and left alone. */
-        struct kiln_cache_options any = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+        struct kiln_cache_options any = {.size = sizeof(any),
+                                         .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
         struct kiln_cache *old;
         int orc = kiln_cache_open(b.dir, &any, &old);
         kiln_cache_close(orc == KILN_OK ? old : NULL);

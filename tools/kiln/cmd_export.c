@@ -57,7 +57,8 @@ int cmd_export_foz(int argc, char **argv)
     const char *out = argv[optind];
     CLI_TRY(cli_check_path(argv[0], "the archive", out));
 
-    struct kiln_cache_options opt = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c;
     CLI_TRY(cli_open_cache(argv[0], dir, &opt, &c));
     struct kiln_foz_export_report r;
