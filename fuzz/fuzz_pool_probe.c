@@ -55,13 +55,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
 
     /* The policy over whatever was parsed keeps its bounds. */
-    struct kiln_pool_machine m = {.cpus_usable = size % 300,
+    struct kiln_pool_machine m = {.size = sizeof(m),
+                                  .cpus_usable = size % 300,
                                   .quota_us = quota,
                                   .period_us = period,
                                   .mem_available = mem_rc == KILN_OK ? bytes : 0};
-    struct kiln_pool_plan plan;
-    kiln_pool_policy(
-        &m, &(struct kiln_pool_limits){.mem_per_worker = 1u << 20, .background = size & 1}, &plan);
+    struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
+    kiln_pool_policy(&m,
+                     &(struct kiln_pool_limits){.size = sizeof(struct kiln_pool_limits),
+                                                .mem_per_worker = 1u << 20,
+                                                .background = size & 1},
+                     &plan);
     if (plan.workers < 1 || plan.workers > plan.cpus)
         abort();
     free(text);

@@ -13,7 +13,7 @@ set -eu
 build_pkgs="cmake ninja-build gcc pkg-config libzstd-dev libxxhash-dev libshaderc-dev
   libvulkan-dev mesa-vulkan-drivers libjson-c-dev zlib1g-dev spirv-tools glslang-dev"
 test_pkgs="$build_pkgs hwloc clang libclang-rt-dev vulkan-validationlayers clang-format clang-tidy
-  g++ python3-matplotlib"
+  g++ python3-matplotlib abigail-tools"
 fuzz_pkgs="$test_pkgs clang"
 windows_pkgs="cmake ninja-build pkg-config dpkg-dev xz-utils gcc-mingw-w64-x86-64
   libz-mingw-w64-dev wine wine64 libvulkan-dev"

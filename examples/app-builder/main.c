@@ -380,14 +380,15 @@ int main(int argc, char **argv)
     }
 
     /* kiln over the application's own Vulkan objects. */
-    struct kiln_vk_external ext = {.get_instance_proc_addr = vkGetInstanceProcAddr,
+    struct kiln_vk_external ext = {.size = sizeof(ext),
+                                   .get_instance_proc_addr = vkGetInstanceProcAddr,
                                    .instance = a.instance,
                                    .physical_device = a.phys,
                                    .device = a.device,
                                    .queue_family = a.family,
                                    .pipeline_cache = a.cache,
                                    .api_version = VK_API_VERSION_1_1};
-    struct kiln_vk_options vo = {.external = &ext};
+    struct kiln_vk_options vo = {.size = sizeof(vo), .external = &ext};
     struct kiln_vk *vk = NULL;
     if (kiln_vk_create(&vo, &vk) < 0) {
         app_vulkan_destroy(&a);
@@ -424,18 +425,21 @@ int main(int argc, char **argv)
     struct kiln_program_array arr = {
         .programs = programs, .count = APP_PIPELINES, .stamp = 0x617070u << 8 | APP_STATE_VERSION};
     struct kiln_program_source src = kiln_program_source_array(&arr);
-    struct kiln_builder builder = {
-        .kind = KILN_STATE_APP, .user = &a, .build = app_build, .name = "app-builder"};
+    struct kiln_builder builder = {.size = sizeof(builder),
+                                   .kind = KILN_STATE_APP,
+                                   .user = &a,
+                                   .build = app_build,
+                                   .name = "app-builder"};
 
     /* First run: store and build. */
-    struct kiln_prepare_options po;
+    struct kiln_prepare_options po = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&po);
     po.cache_dir = dir;
     po.source = &src;
     po.vk = vk;
     po.builders = &builder;
     po.nbuilders = 1;
-    struct kiln_prepare_summary ps;
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
     rc = kiln_prepare(&po, NULL, NULL, &ps);
     if (rc == KILN_OK) {
         const struct kiln_kind_counts *k = &ps.kinds[KILN_STATE_APP];
@@ -445,9 +449,13 @@ int main(int argc, char **argv)
     /* The next start: everything from the cache, through the same builder. */
     if (rc == KILN_OK) {
         app_destroy_pipelines(&a);
-        struct kiln_start_options so = {
-            .cache_dir = dir, .stamp = arr.stamp, .vk = vk, .builders = &builder, .nbuilders = 1};
-        struct kiln_start_summary ss;
+        struct kiln_start_options so = {.size = sizeof(so),
+                                        .cache_dir = dir,
+                                        .stamp = arr.stamp,
+                                        .vk = vk,
+                                        .builders = &builder,
+                                        .nbuilders = 1};
+        struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
         rc = kiln_warm_start(&so, NULL, NULL, &ss);
         if (rc == KILN_OK) {
             const struct kiln_kind_counts *k = &ss.kinds[KILN_STATE_APP];

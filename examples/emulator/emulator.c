@@ -117,7 +117,7 @@ static void *shader_thread_main(void *arg)
 
 static int open_cache(const char *dir, struct kiln_cache **c)
 {
-    struct kiln_cache_options o = {0};
+    struct kiln_cache_options o = KILN_CACHE_OPTIONS_INIT;
     o.stamp = EMU_TRANSLATOR_STAMP;
     o.flags = KILN_CACHE_CREATE; /* makes the folder too */
     return kiln_cache_open(dir, &o, c);
@@ -210,7 +210,8 @@ static void start(const char *dir)
     } else {
         size_t made = 0;
         for (size_t i = 0; i < n; i++) {
-            struct kiln_vk_stage stage = {.blob = res[i].data, .blob_size = res[i].size};
+            struct kiln_vk_stage stage = {
+                .size = sizeof(stage), .blob = res[i].data, .blob_size = res[i].size};
             struct kiln_vk_module *m;
             if ((rc = kiln_vk_module_create(vk, "guest program", &stage, &m)) < 0) {
                 fail("make a shader module", rc);

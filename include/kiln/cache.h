@@ -109,6 +109,7 @@ enum {
 
 /* How kiln_cache_open opens a cache. */
 struct kiln_cache_options {
+    size_t size; /* sizeof, as KILN_CACHE_OPTIONS_INIT sets it (docs/abi.md) */
     /* The caller's translator stamp: a cache written with another stamp is
      * refused with KILN_ESTAMP and left as it is (KILN_CACHE_RESET starts
      * it over). */
@@ -140,6 +141,7 @@ struct kiln_cache_options {
      * NULL: kiln's threads. Copied; its `user` must outlive the cache. */
     const struct kiln_executor *executor;
 };
+#define KILN_CACHE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_cache_options)
 
 /* How the last kiln_cache_open went. */
 enum kiln_cache_open_kind {
@@ -163,6 +165,7 @@ struct kiln_cache_entry {
 
 /* What kiln_cache_stats reports. */
 struct kiln_cache_stats {
+    size_t size;         /* sizeof, as KILN_CACHE_STATS_INIT sets it (docs/abi.md) */
     uint64_t records;    /* live records (a superseded record does not count) */
     uint64_t bytes;      /* payload bytes of the live records */
     uint64_t superseded; /* records replaced by a later record of the same key */
@@ -179,6 +182,7 @@ struct kiln_cache_stats {
      * a cut tail, a restart). */
     char open_text[256];
 };
+#define KILN_CACHE_STATS_INIT KILN_STRUCT_INIT(kiln_cache_stats)
 
 /* A cache. Opaque. */
 struct kiln_cache;
@@ -275,19 +279,37 @@ KILN_API int kiln_cache_sync(struct kiln_cache *c);
  * @return 0 with the entry in *entry (may be NULL), or KILN_ENOTFOUND.
  * Thread safety: safe from any thread, also beside put and sync.
  */
-KILN_API int kiln_cache_find(struct kiln_cache *c, struct kiln_key key,
-                             struct kiln_cache_entry *entry);
+KILN_API int kiln_cache_find_sized(struct kiln_cache *c, struct kiln_key key, size_t entry_size,
+                                   struct kiln_cache_entry *entry);
+/* kiln_cache_find_sized with the caller's sizeof(struct kiln_cache_entry):
+ * only that many bytes of *entry are written (docs/abi.md, "Arrays"). */
+static inline int kiln_cache_find(struct kiln_cache *c, struct kiln_key key,
+                                  struct kiln_cache_entry *entry)
+{
+    return kiln_cache_find_sized(c, key, sizeof(struct kiln_cache_entry), entry);
+}
 
 /* @return the number of live records. Thread safety: as kiln_cache_find. */
 KILN_API size_t kiln_cache_count(struct kiln_cache *c);
 
 /*
  * Lists every live record, in file order (no file access).
+ * `entry_size` is sizeof(struct kiln_cache_entry) as the caller's headers
+ * know it: the array has that stride, each element's `size` says it, and
+ * each holds the fields that size covers (docs/abi.md, "Arrays"). Call it
+ * through kiln_cache_entries, which passes it.
  * @return 0 with a new array in *entries of *n entries (free it with
- * kiln_cache_entries_free; NULL when *n is 0), or KILN_ENOMEM.
+ * kiln_cache_entries_free; NULL when *n is 0), KILN_ENOMEM, or KILN_EINVAL
+ * (also for an entry_size smaller than a size_t).
  * Thread safety: as kiln_cache_find.
  */
-KILN_API int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n);
+KILN_API int kiln_cache_entries_sized(struct kiln_cache *c, size_t entry_size,
+                                      struct kiln_cache_entry **entries, size_t *n);
+static inline int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries,
+                                     size_t *n)
+{
+    return kiln_cache_entries_sized(c, sizeof(struct kiln_cache_entry), entries, n);
+}
 
 /* Frees an array from kiln_cache_entries. NULL is a no-op. Thread safety:
  * any thread; the array is the caller's, not the cache's. */
@@ -332,13 +354,29 @@ struct kiln_cache_result {
  * Thread safety: safe from any thread, also beside put and sync; not with
  * close or a rewrite.
  */
-KILN_API int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
-                                      unsigned threads, struct kiln_cache_result **results);
+KILN_API int64_t kiln_cache_load_many_sized(struct kiln_cache *c, const struct kiln_key *keys,
+                                            size_t n, unsigned threads, size_t result_size,
+                                            struct kiln_cache_result **results);
+/* kiln_cache_load_many_sized with the caller's sizeof(struct
+ * kiln_cache_result) as the results' stride (docs/abi.md, "Arrays"). */
+static inline int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys,
+                                           size_t n, unsigned threads,
+                                           struct kiln_cache_result **results)
+{
+    return kiln_cache_load_many_sized(c, keys, n, threads, sizeof(struct kiln_cache_result),
+                                      results);
+}
 
 /* Frees results from kiln_cache_load_many and every payload they still
  * own. NULL is a no-op. Thread safety: any thread, also after the cache
  * was closed (results do not refer to the cache). */
-KILN_API void kiln_cache_results_free(struct kiln_cache_result *results, size_t n);
+KILN_API void kiln_cache_results_free_sized(struct kiln_cache_result *results, size_t n,
+                                            size_t result_size);
+/* kiln_cache_results_free_sized with the caller's stride, as the load got. */
+static inline void kiln_cache_results_free(struct kiln_cache_result *results, size_t n)
+{
+    kiln_cache_results_free_sized(results, n, sizeof(struct kiln_cache_result));
+}
 
 /*
  * Reads the record of one key on the calling thread (one pread on the
@@ -351,8 +389,15 @@ KILN_API void kiln_cache_results_free(struct kiln_cache_result *results, size_t 
  * case result->status holds the same value and result->key the key.
  * Thread safety: as kiln_cache_load_many.
  */
-KILN_API int kiln_cache_get(struct kiln_cache *c, struct kiln_key key,
-                            struct kiln_cache_result *result);
+KILN_API int kiln_cache_get_sized(struct kiln_cache *c, struct kiln_key key, size_t result_size,
+                                  struct kiln_cache_result *result);
+/* kiln_cache_get_sized with the caller's sizeof(struct kiln_cache_result):
+ * only that many bytes of *result are written (docs/abi.md, "Arrays"). */
+static inline int kiln_cache_get(struct kiln_cache *c, struct kiln_key key,
+                                 struct kiln_cache_result *result)
+{
+    return kiln_cache_get_sized(c, key, sizeof(struct kiln_cache_result), result);
+}
 
 /* Frees a payload taken out of a kiln_cache_result (from load_many or
  * get). NULL is a no-op. Thread safety: any thread (payloads of one load
@@ -397,6 +442,7 @@ enum kiln_cache_next_step {
 
 /* What kiln_cache_check found (and did). */
 struct kiln_cache_check_report {
+    size_t size; /* sizeof, as KILN_CACHE_CHECK_REPORT_INIT sets it (docs/abi.md) */
     uint64_t stamp;
     uint64_t dict_id;
     uint64_t file_bytes;      /* size of programs.kpc before any repair */
@@ -429,6 +475,7 @@ struct kiln_cache_check_report {
      * holds damaged ones is safe to use but not whole (compaction). */
     enum kiln_cache_next_step next;
 };
+#define KILN_CACHE_CHECK_REPORT_INIT KILN_STRUCT_INIT(kiln_cache_check_report)
 
 /*
  * Reads every record of the cache in `dir` and checks its head and its
@@ -523,14 +570,15 @@ KILN_API int kiln_cache_save_use(struct kiln_cache *c);
 
 /* What a rewrite (compact, prune, repack) did. */
 struct kiln_cache_rewrite_report {
-    bool rewritten;                /* false: there was nothing to do, the files are unchanged */
-    uint64_t records_before;       /* live records before */
-    uint64_t records_after;        /* live records after */
-    uint64_t superseded;           /* superseded records left out */
-    uint64_t dropped;              /* live records dropped (prune) */
-    uint64_t damaged;              /* records whose head or checksum failed: left out */
-    uint64_t repacked;             /* records unpacked and packed again (repack) */
-    uint64_t kept_as_is;           /* records copied as they were (not a program payload) */
+    size_t size;             /* sizeof, as KILN_CACHE_REWRITE_REPORT_INIT sets it (docs/abi.md) */
+    bool rewritten;          /* false: there was nothing to do, the files are unchanged */
+    uint64_t records_before; /* live records before */
+    uint64_t records_after;  /* live records after */
+    uint64_t superseded;     /* superseded records left out */
+    uint64_t dropped;        /* live records dropped (prune) */
+    uint64_t damaged;        /* records whose head or checksum failed: left out */
+    uint64_t repacked;       /* records unpacked and packed again (repack) */
+    uint64_t kept_as_is;     /* records copied as they were (not a program payload) */
     uint64_t file_bytes_before;    /* programs.kpc before */
     uint64_t file_bytes_after;     /* programs.kpc after */
     uint64_t payload_bytes_before; /* payloads of the live records before */
@@ -545,6 +593,7 @@ struct kiln_cache_rewrite_report {
     uint64_t records_read;
     uint64_t damaged_bytes; /* bytes left out that no whole record held, or a damaged one */
 };
+#define KILN_CACHE_REWRITE_REPORT_INIT KILN_STRUCT_INIT(kiln_cache_rewrite_report)
 
 /*
  * Progress of a handle's long operations: called with what runs
@@ -579,6 +628,7 @@ KILN_API int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_
 
 /* What kiln_cache_prune keeps. */
 struct kiln_cache_prune_options {
+    size_t size; /* sizeof, as KILN_CACHE_PRUNE_OPTIONS_INIT sets it (docs/abi.md) */
     /* Drop records not used in the last `older_than_days` days (last use
      * before today - older_than_days); UINT32_MAX: no age limit. */
     uint32_t older_than_days;
@@ -587,6 +637,7 @@ struct kiln_cache_prune_options {
      * limit. */
     uint64_t max_file_bytes;
 };
+#define KILN_CACHE_PRUNE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_cache_prune_options)
 
 /*
  * Drops records by age and size (least recently used first), then rewrites
@@ -615,6 +666,7 @@ struct kiln_cache_prune_item {
 
 /* What kiln_cache_prune would drop (kiln_cache_plan_prune). */
 struct kiln_cache_prune_plan {
+    size_t size; /* sizeof, as KILN_CACHE_PRUNE_PLAN_INIT sets it (docs/abi.md) */
     struct kiln_cache_prune_item *items; /* in the order a prune picks them: oldest use first */
     size_t count;
     uint64_t records_before;    /* live records */
@@ -625,6 +677,7 @@ struct kiln_cache_prune_plan {
     uint32_t today;             /* the day the ages are counted from */
     uint32_t cutoff;            /* records last used before this day are old (0: no age limit) */
 };
+#define KILN_CACHE_PRUNE_PLAN_INIT KILN_STRUCT_INIT(kiln_cache_prune_plan)
 
 /*
  * Says what kiln_cache_prune(c, o) would drop, from the same selection,
@@ -633,8 +686,17 @@ struct kiln_cache_prune_plan {
  * @return 0 with *plan filled, KILN_EINVAL without `c`, `o` or `plan`, or KILN_ENOMEM.
  * Thread safety: as kiln_cache_find (the handle's read lock is taken).
  */
-KILN_API int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                                   struct kiln_cache_prune_plan *plan);
+KILN_API int kiln_cache_plan_prune_sized(struct kiln_cache *c,
+                                         const struct kiln_cache_prune_options *o, size_t item_size,
+                                         struct kiln_cache_prune_plan *plan);
+/* kiln_cache_plan_prune_sized with the caller's sizeof(struct
+ * kiln_cache_prune_item) as the items' stride (docs/abi.md, "Arrays"). */
+static inline int kiln_cache_plan_prune(struct kiln_cache *c,
+                                        const struct kiln_cache_prune_options *o,
+                                        struct kiln_cache_prune_plan *plan)
+{
+    return kiln_cache_plan_prune_sized(c, o, sizeof(struct kiln_cache_prune_item), plan);
+}
 
 /* Frees what kiln_cache_plan_prune allocated (NULL, or a zeroed plan: a
  * no-op). Thread safety: any thread, on a plan no other thread uses. */
@@ -666,6 +728,7 @@ KILN_API int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec,
 
 /* What kiln_cache_merge did. */
 struct kiln_cache_merge_report {
+    size_t size;            /* sizeof, as KILN_CACHE_MERGE_REPORT_INIT sets it (docs/abi.md) */
     uint64_t inputs;        /* caches read */
     uint64_t records_read;  /* live records in the inputs */
     uint64_t added;         /* records appended to the output */
@@ -678,6 +741,7 @@ struct kiln_cache_merge_report {
      * records_read = added + superseded + same + damaged. */
     uint64_t superseded;
 };
+#define KILN_CACHE_MERGE_REPORT_INIT KILN_STRUCT_INIT(kiln_cache_merge_report)
 
 /*
  * Joins the caches in `in_dirs` into `out`: each input is opened read-only

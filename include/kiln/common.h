@@ -86,15 +86,27 @@ KILN_API const char *kiln_version_string(void);
  * those. A `size` of 0 (a struct zeroed but not initialised) is refused with
  * KILN_EINVAL, and so is a struct larger than this library knows whose extra
  * bytes are not all zero: a field this library cannot honour. An array of
- * such structs is read with its first element's `size` as the stride.
+ * such structs is read with its first element's `size` as the stride. An
+ * array kiln allocates for the caller (kiln_cache_entries, ...) is laid out
+ * at the element size the caller's headers know, which the header's inline
+ * wrapper passes. Fixed-size values (kiln_key, kiln_cpuset) never change
+ * within a SONAME. docs/abi.md gives every struct's rule.
  * ------------------------------------------------------------------------ */
 
 /* The initialiser of any growable struct: `size` set, every field at its
- * default. Positional, so it works in C and in C++. */
+ * default. Designated in C (so -Wextra's missing-field-initializers stays
+ * quiet), positional in C++ (designators need C++20). */
+#if defined(__cplusplus)
 #define KILN_STRUCT_INIT(tag) \
     {                         \
         sizeof(struct tag)    \
     }
+#else
+#define KILN_STRUCT_INIT(tag)      \
+    {                              \
+        .size = sizeof(struct tag) \
+    }
+#endif
 
 /* ---------------------------------------------------------------------------
  * The application's executor (docs/api.md, "Executor")
@@ -301,6 +313,7 @@ enum kiln_io_lock_mode {
  * threads at once.
  */
 struct kiln_io {
+    size_t size; /* sizeof, as KILN_IO_INIT sets it (docs/abi.md) */
     /* Opens `path`; on success stores a descriptor in *fd. The default
      * table opens only regular files (anything else, a folder, a FIFO or a
      * device, is KILN_EFORMAT) and never blocks doing so. */
@@ -318,9 +331,11 @@ struct kiln_io {
     int (*truncate)(const struct kiln_io *self, int fd, uint64_t size);
     /* Takes or drops an advisory lock without waiting: KILN_EBUSY when held. */
     int (*lock)(const struct kiln_io *self, int fd, enum kiln_io_lock_mode mode);
-    int (*size)(const struct kiln_io *self, int fd, uint64_t *size);
+    /* The file's size in bytes (named size before libkiln.so.2). */
+    int (*file_size)(const struct kiln_io *self, int fd, uint64_t *size);
     int (*unlink)(const struct kiln_io *self, const char *path);
 };
+#define KILN_IO_INIT KILN_STRUCT_INIT(kiln_io)
 
 /*
  * The platform's own I/O table (POSIX calls on Unix).

@@ -165,11 +165,13 @@ enum kiln_pack_class {
 /* Per-class figures, summed over modules. Index [t] is transform t + 1:
  * [0] the transform of blob format 1, [1] the current one. */
 struct kiln_pack_class_stats {
-    uint64_t modules;                               /* modules counted */
+    size_t size;      /* sizeof, as KILN_PACK_CLASS_STATS_INIT sets it (docs/abi.md) */
+    uint64_t modules; /* modules counted */
     uint64_t words[KILN_PACK_CLASS_COUNT];          /* SPIR-V words of the class's instructions */
     uint64_t xform_bytes[2][KILN_PACK_CLASS_COUNT]; /* the transform's stream bytes */
     uint64_t zstd_bytes[2][KILN_PACK_CLASS_COUNT];  /* those bytes after zstd, alone */
 };
+#define KILN_PACK_CLASS_STATS_INIT KILN_STRUCT_INIT(kiln_pack_class_stats)
 
 /* The class's name ("decoration", "member_decoration", ...), or NULL.
  * Thread-safe. */

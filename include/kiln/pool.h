@@ -66,6 +66,7 @@ typedef int (*kiln_pool_job_fn)(void *arg, unsigned worker);
 
 /* Progress counters, read together under the pool's lock. */
 struct kiln_pool_progress {
+    size_t size;        /* sizeof, as KILN_POOL_PROGRESS_INIT sets it (docs/abi.md) */
     uint64_t submitted; /* jobs accepted by kiln_pool_submit */
     uint64_t done;      /* jobs that ran to the end, failed ones included */
     uint64_t failed;    /* of `done`, the jobs that returned a negative value */
@@ -74,6 +75,7 @@ struct kiln_pool_progress {
     unsigned queued;    /* jobs waiting in the queue now */
     bool canceled;      /* kiln_pool_cancel was called */
 };
+#define KILN_POOL_PROGRESS_INIT KILN_STRUCT_INIT(kiln_pool_progress)
 
 /*
  * Starts `workers` threads (at least 1) and a queue of `queue_capacity`
@@ -124,6 +126,7 @@ KILN_API int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns)
 
 /* What kiln_pool_create_with makes. Zeroed fields are defaults. */
 struct kiln_pool_options {
+    size_t size;           /* sizeof, as KILN_POOL_OPTIONS_INIT sets it (docs/abi.md) */
     unsigned workers;      /* at least 1 */
     size_t queue_capacity; /* 0: four per worker */
     /*
@@ -157,6 +160,7 @@ struct kiln_pool_options {
      */
     const struct kiln_executor *executor;
 };
+#define KILN_POOL_OPTIONS_INIT KILN_STRUCT_INIT(kiln_pool_options)
 
 /*
  * kiln_pool_create with a memory budget and background priority.
@@ -229,6 +233,7 @@ enum {
 
 /* What the machine offers this process. */
 struct kiln_pool_machine {
+    size_t size; /* sizeof, as KILN_POOL_MACHINE_INIT sets it (docs/abi.md) */
     /* CPUs in this process's affinity mask (sched_getaffinity); 0: unknown. */
     unsigned cpus_usable;
     /* The tightest cgroup v2 cpu.max on the way to the root: `quota_us`
@@ -240,9 +245,11 @@ struct kiln_pool_machine {
     enum kiln_heap_kind heap;
     unsigned flags; /* KILN_POOL_*_UNKNOWN / _UNREADABLE */
 };
+#define KILN_POOL_MACHINE_INIT KILN_STRUCT_INIT(kiln_pool_machine)
 
 /* What the caller allows. Zeroed fields mean "no such limit". */
 struct kiln_pool_limits {
+    size_t size; /* sizeof, as KILN_POOL_LIMITS_INIT sets it (docs/abi.md) */
     /* Bytes kept free for everything but the workers (the rest of the
      * process, the system). Used with mem_per_worker. */
     uint64_t mem_reserve;
@@ -254,6 +261,7 @@ struct kiln_pool_limits {
     /* Background work: at most a quarter of the CPUs (at least 1). */
     bool background;
 };
+#define KILN_POOL_LIMITS_INIT KILN_STRUCT_INIT(kiln_pool_limits)
 
 /* What limited the worker count. */
 enum kiln_pool_bound {
@@ -268,6 +276,7 @@ enum kiln_pool_bound {
 
 /* The policy's answer. */
 struct kiln_pool_plan {
+    size_t size;                /* sizeof, as KILN_POOL_PLAN_INIT sets it (docs/abi.md) */
     unsigned workers;           /* >= 1, <= cpus */
     unsigned cpus;              /* usable CPUs after the quota (>= 1) */
     enum kiln_pool_bound bound; /* what limited `workers` */
@@ -275,6 +284,7 @@ struct kiln_pool_plan {
      * "12 workers: 12 CPUs usable, 9.1 GB free at 0.5 GB per worker". */
     char reason[256];
 };
+#define KILN_POOL_PLAN_INIT KILN_STRUCT_INIT(kiln_pool_plan)
 
 /*
  * The policy, a pure function of its inputs:

@@ -79,6 +79,7 @@ typedef void (*kiln_release_fn)(void *user, uint32_t *words);
  * points to must outlive every call kiln makes through the copy.
  */
 struct kiln_translator {
+    size_t size; /* sizeof, as KILN_TRANSLATOR_INIT sets it (docs/abi.md) */
     kiln_translate_fn translate;
     /* NULL when the words come from malloc(): kiln then takes the array over
      * as it is. Otherwise kiln copies the words and releases the array. */
@@ -90,6 +91,7 @@ struct kiln_translator {
     /* A short name for log lines ("shaderc"); may be NULL. */
     const char *name;
 };
+#define KILN_TRANSLATOR_INIT KILN_STRUCT_INIT(kiln_translator)
 
 /*
  * Runs `t` on one source and checks its output: at least a SPIR-V header
@@ -326,6 +328,7 @@ struct kiln_build_request;
  * outlive the kiln_prepare or kiln_warm_start call.
  */
 struct kiln_builder {
+    size_t size; /* sizeof, as KILN_BUILDER_INIT sets it (docs/abi.md) */
     /* The state kind it builds (enum kiln_state_kind, below
      * KILN_STATE_KINDS). The first builder of a kind in the options' array
      * is used. */
@@ -385,6 +388,7 @@ struct kiln_builder {
      */
     uint64_t (*extensions_needed)(void *user, const void *state, size_t size);
 };
+#define KILN_BUILDER_INIT KILN_STRUCT_INIT(kiln_builder)
 
 /* The most device extensions one builder may ask for (one bit each in
  * kiln_builder.extensions_needed's answer). */
@@ -407,6 +411,7 @@ struct kiln_builder {
  * the call only.
  */
 struct kiln_build_request {
+    size_t size; /* sizeof, as KILN_BUILD_REQUEST_INIT sets it (docs/abi.md) */
     /* The program: its key, a name for log lines (never NULL) and its
      * state. */
     struct kiln_key key;
@@ -435,6 +440,7 @@ struct kiln_build_request {
     VkPipeline pipeline;
     char why[256];
 };
+#define KILN_BUILD_REQUEST_INIT KILN_STRUCT_INIT(kiln_build_request)
 #endif /* KILN_VK_TYPES */
 
 /* What one state kind's programs came to in a pipeline phase. */
@@ -469,6 +475,7 @@ struct kiln_kind_counts {
 
 /* How kiln_prepare runs its workers. Zero-initialise, then set argv. */
 struct kiln_isolate_options {
+    size_t size; /* sizeof, as KILN_ISOLATE_OPTIONS_INIT sets it (docs/abi.md) */
     /* The worker command: the executable's path and its arguments,
      * NULL-terminated. Run as it is (no shell, no PATH search); it must
      * call kiln_isolate_worker_main on its standard input and output.
@@ -481,15 +488,18 @@ struct kiln_isolate_options {
     /* Worker processes; 0: the preparation's workers (its `jobs`). */
     unsigned workers;
 };
+#define KILN_ISOLATE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_isolate_options)
 
 /* What kiln_isolate_worker_main builds with. Zero-initialise. */
 struct kiln_isolate_worker_options {
+    size_t size; /* sizeof, as KILN_ISOLATE_WORKER_OPTIONS_INIT sets it (docs/abi.md) */
     /* The builders for the programs' state kinds, as in
      * kiln_prepare_options (the parent's are not used when isolated: a
      * builder is code, it does not cross a process). May be NULL and 0. */
     const struct kiln_builder *builders;
     size_t nbuilders;
 };
+#define KILN_ISOLATE_WORKER_OPTIONS_INIT KILN_STRUCT_INIT(kiln_isolate_worker_options)
 
 /*
  * The worker's side of isolation: an application calls it from its own
@@ -577,6 +587,7 @@ typedef void (*kiln_prep_pipeline_fn)(void *user, struct kiln_key key,
 
 /* What kiln_prepare does. Fill it with kiln_prepare_options_init first. */
 struct kiln_prepare_options {
+    size_t size; /* sizeof, as KILN_PREPARE_OPTIONS_INIT sets it (docs/abi.md) */
     /* The cache folder; made when missing (with its parents). Required. */
     const char *cache_dir;
     /* The programs. Required; see struct kiln_program_source. */
@@ -665,6 +676,18 @@ struct kiln_prepare_options {
      */
     const struct kiln_executor *executor;
 };
+/* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
+#if defined(__cplusplus)
+#define KILN_PREPARE_OPTIONS_INIT                                              \
+    {                                                                          \
+        sizeof(struct kiln_prepare_options), NULL, NULL, NULL, KILN_CODEC_KILN \
+    }
+#else
+#define KILN_PREPARE_OPTIONS_INIT                                             \
+    {                                                                         \
+        .size = sizeof(struct kiln_prepare_options), .codec = KILN_CODEC_KILN \
+    }
+#endif
 
 /* Sets every field of *o to its default (see the fields). Thread-safe. */
 KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
@@ -709,6 +732,7 @@ enum kiln_prep_step {
 
 /* What kiln_prepare did. Times are in nanoseconds. */
 struct kiln_prepare_summary {
+    size_t size;              /* sizeof, as KILN_PREPARE_SUMMARY_INIT sets it (docs/abi.md) */
     uint64_t programs;        /* programs the source has */
     uint64_t translated;      /* translated, packed and stored by this run */
     uint64_t cached;          /* found in the cache already: not translated */
@@ -767,6 +791,7 @@ struct kiln_prepare_summary {
      * retry_failed. Counted as failed in the exit code of kiln prepare. */
     uint64_t crash_skipped;
 };
+#define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 
 /*
  * Runs the preparation described by `o` (see the top of this section).
@@ -799,6 +824,7 @@ KILN_API int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progre
 
 /* What kiln_warm_start does. Zero-initialise, then set what you need. */
 struct kiln_start_options {
+    size_t size; /* sizeof, as KILN_START_OPTIONS_INIT sets it (docs/abi.md) */
     /* The cache folder kiln_prepare filled. Required. */
     const char *cache_dir;
     /* The stamp the cache must carry (kiln_prepare_stamp); with any_stamp,
@@ -839,9 +865,11 @@ struct kiln_start_options {
      * on the application's executor. NULL: kiln's threads. */
     const struct kiln_executor *executor;
 };
+#define KILN_START_OPTIONS_INIT KILN_STRUCT_INIT(kiln_start_options)
 
 /* What kiln_warm_start did. Times are in nanoseconds. */
 struct kiln_start_summary {
+    size_t size;      /* sizeof, as KILN_START_SUMMARY_INIT sets it (docs/abi.md) */
     uint64_t records; /* live records the index lists */
     uint64_t loaded;  /* records read and checked */
     uint64_t missing; /* records missing or damaged: reported, not built */
@@ -900,6 +928,7 @@ struct kiln_start_summary {
      * error of the start. */
     int vk_cache_save_error;
 };
+#define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 
 /*
  * The warm start: opens the cache (by its index when it matches), lists

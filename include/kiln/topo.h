@@ -181,12 +181,14 @@ KILN_API void kiln_topo_free(struct kiln_topo *topo);
  * tests point them at fixture trees.
  */
 struct kiln_topo_env {
+    size_t size;             /* sizeof, as KILN_TOPO_ENV_INIT sets it (docs/abi.md) */
     const char *sysfs_root;  /* as for kiln_topo_read() */
     const char *proc_root;   /* "/proc": self/cgroup, self/mountinfo, self/task */
     const char *cgroup_root; /* the cgroup v2 mount; NULL: found in mountinfo */
     /* The process's affinity; NULL: sched_getaffinity() of this process. */
     const struct kiln_cpuset *affinity;
 };
+#define KILN_TOPO_ENV_INIT KILN_STRUCT_INIT(kiln_topo_env)
 
 /*
  * The CPUs this process may use: its affinity mask (sched_getaffinity,
@@ -217,11 +219,13 @@ KILN_API const char *kiln_pin_verdict_name(enum kiln_pin_verdict verdict);
 
 /* A pinning decision. Free with kiln_pin_plan_free(). */
 struct kiln_pin_plan {
+    size_t size; /* sizeof, as KILN_PIN_PLAN_INIT sets it (docs/abi.md) */
     enum kiln_pin_verdict verdict;
     int64_t domain;          /* the largest usable last-level domain, -1: none */
     struct kiln_cpuset cpus; /* KILN_PIN_APPLY: that domain's allowed CPUs; else empty */
     char reason[256];        /* why, in one sentence */
 };
+#define KILN_PIN_PLAN_INIT KILN_STRUCT_INIT(kiln_pin_plan)
 
 /* Frees the CPU set of a plan. NULL is a no-op. Thread safety: no other
  * thread may use the plan during or after the call. */
@@ -283,11 +287,13 @@ enum kiln_affinity_source {
 };
 
 struct kiln_affinity_decision {
+    size_t size; /* sizeof, as KILN_AFFINITY_DECISION_INIT sets it (docs/abi.md) */
     bool on;
     enum kiln_affinity_source source;
     bool env_malformed; /* the variable held something other than "1" or "0" */
     char reason[160];   /* one sentence for the log */
 };
+#define KILN_AFFINITY_DECISION_INIT KILN_STRUCT_INIT(kiln_affinity_decision)
 
 /*
  * The opt-in rule every command shares. `flag` is -1 when no flag was

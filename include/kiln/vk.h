@@ -132,6 +132,7 @@ struct kiln_vk_module;
 
 /* How kiln_vk_create sets up. Zero-initialise, then set what you need. */
 struct kiln_vk_options {
+    size_t size; /* sizeof, as KILN_VK_OPTIONS_INIT sets it (docs/abi.md) */
     /* When true, use the physical device at index `device` in
      * vkEnumeratePhysicalDevices order (`kiln prepare --device N`). When
      * false (the zeroed default), kiln picks the first discrete GPU, else
@@ -185,6 +186,7 @@ struct kiln_vk_options {
     const char *const *extra_extensions;
     uint32_t extra_extension_count;
 };
+#define KILN_VK_OPTIONS_INIT KILN_STRUCT_INIT(kiln_vk_options)
 
 /* What became of pipelines.vkc when the context was made. */
 enum kiln_vk_cache_state {
@@ -217,6 +219,7 @@ struct kiln_vk_info {
 
 /* Counters, all updated atomically as work happens. */
 struct kiln_vk_stats {
+    size_t size;              /* sizeof, as KILN_VK_STATS_INIT sets it (docs/abi.md) */
     int64_t live_modules;     /* VkShaderModule objects that exist now (kept ones included) */
     int64_t peak_modules;     /* the most that existed at once (see kiln_vk_reset_peak) */
     uint64_t modules_created; /* every VkShaderModule made so far */
@@ -225,6 +228,7 @@ struct kiln_vk_stats {
     uint64_t pipelines_failed; /* a stage or the pipeline itself failed */
     int64_t live_pipelines;
 };
+#define KILN_VK_STATS_INIT KILN_STRUCT_INIT(kiln_vk_stats)
 
 /*
  * Loads the Vulkan loader, makes an instance (API 1.1 or later, with
@@ -357,6 +361,7 @@ KILN_API void kiln_vk_reset_peak(struct kiln_vk *vk);
  * Everything is borrowed for the call.
  */
 struct kiln_vk_stage {
+    size_t size;      /* sizeof, as KILN_VK_STAGE_INIT sets it (docs/abi.md) */
     const void *blob; /* packed SPIR-V (kiln_pack) */
     size_t blob_size;
     const struct kiln_pack_dict *dict;   /* the dictionary the blob needs, or NULL */
@@ -366,13 +371,18 @@ struct kiln_vk_stage {
      * pipeline call (kiln_vk_stage_release). */
     const void *specialization;
 };
+#define KILN_VK_STAGE_INIT KILN_STRUCT_INIT(kiln_vk_stage)
 
 /* The stages and state of a graphics pipeline. */
 struct kiln_vk_graphics {
-    struct kiln_vk_stage vertex;
-    struct kiln_vk_stage fragment;
+    size_t size; /* sizeof, as KILN_VK_GRAPHICS_INIT sets it (docs/abi.md) */
+    /* Each stage is its own growable struct (KILN_VK_STAGE_INIT), borrowed
+     * for the call; both required. */
+    const struct kiln_vk_stage *vertex;
+    const struct kiln_vk_stage *fragment;
     uint32_t color_format; /* a VkFormat; 0: KILN_VK_DEFAULT_COLOR_FORMAT */
 };
+#define KILN_VK_GRAPHICS_INIT KILN_STRUCT_INIT(kiln_vk_graphics)
 
 /*
  * Builds a compute pipeline from one stage. `name` names the program in
@@ -462,6 +472,7 @@ KILN_API const char *kiln_vk_stage_name(uint32_t stage);
  * cache when it made that too). They must outlive the context.
  */
 struct kiln_vk_external {
+    size_t size; /* sizeof, as KILN_VK_EXTERNAL_INIT sets it (docs/abi.md) */
     /* The loader's (or the application's) vkGetInstanceProcAddr; required.
      * kiln then opens no loader of its own. */
     PFN_vkGetInstanceProcAddr get_instance_proc_addr;
@@ -481,10 +492,12 @@ struct kiln_vk_external {
     bool maintenance5;
     bool dynamic_rendering;
 };
+#define KILN_VK_EXTERNAL_INIT KILN_STRUCT_INIT(kiln_vk_external)
 
 /* The context's Vulkan objects. They belong to the context, or, with
  * kiln_vk_options.external, to the application. */
 struct kiln_vk_handles {
+    size_t size; /* sizeof, as KILN_VK_HANDLES_INIT sets it (docs/abi.md) */
     PFN_vkGetInstanceProcAddr get_instance_proc_addr;
     VkInstance instance;
     VkPhysicalDevice physical_device;
@@ -495,6 +508,7 @@ struct kiln_vk_handles {
     VkPipelineLayout pipeline_layout; /* the shared layout described above */
     VkDescriptorSetLayout set_layout; /* set 0 of it */
 };
+#define KILN_VK_HANDLES_INIT KILN_STRUCT_INIT(kiln_vk_handles)
 
 /*
  * Takes over a pipeline made on the context's device (by a builder): it is
@@ -516,11 +530,13 @@ KILN_API void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handl
  * itself in place (info.pNext may point into it) until kiln_vk_stage_release.
  */
 struct kiln_vk_staged {
+    size_t size; /* sizeof, as KILN_VK_STAGED_INIT sets it (docs/abi.md) */
     VkPipelineShaderStageCreateInfo info;
     VkShaderModuleCreateInfo module_info; /* chained into info.pNext with maintenance5 */
     VkShaderModule module;                /* made here and destroyed by release, or null */
     uint32_t *words;                      /* unpacked SPIR-V owned by this stage, or NULL */
 };
+#define KILN_VK_STAGED_INIT KILN_STRUCT_INIT(kiln_vk_staged)
 
 /*
  * Unpacks `src` and fills `out` for one stage of a pipeline: either a new

@@ -483,9 +483,9 @@ int kiln__cache_still_at_path(struct kiln_cache *c, bool sizes, bool *same)
     if (rc == KILN_ENOENT)
         return KILN_OK; /* moved aside: not the same */
     KILN_TRY(rc);
-    rc = io->size(io, c->rec_fd, &size_a);
+    rc = io->file_size(io, c->rec_fd, &size_a);
     if (rc == KILN_OK)
-        rc = io->size(io, fd, &size_b);
+        rc = io->file_size(io, fd, &size_b);
     if (rc == KILN_OK && !sizes) {
         /* Puts may grow the file meanwhile: only the headers' part counts. */
         size_a = KILN_MIN(size_a, (uint64_t)sizeof(a));
@@ -593,22 +593,24 @@ int kiln_cache_sync(struct kiln_cache *c)
 
 /* ---- lookups ------------------------------------------------------------ */
 
-static int find_body(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_entry *entry)
+static int find_body(struct kiln_cache *c, struct kiln_key key, size_t entry_size,
+                     struct kiln_cache_entry *entry)
 {
-    if (!c)
+    if (!c || (entry && entry_size == 0))
         return KILN_EINVAL;
     pthread_rwlock_rdlock(&c->lock);
     int64_t i = kiln__cache_lookup(c, key);
     if (i >= 0 && entry)
-        *entry = c->entries[i];
+        kiln__elem_out(entry, entry_size, 0, &c->entries[i], sizeof(c->entries[i]));
     pthread_rwlock_unlock(&c->lock);
     return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
 }
 
-int kiln_cache_find(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_entry *entry)
+int kiln_cache_find_sized(struct kiln_cache *c, struct kiln_key key, size_t entry_size,
+                          struct kiln_cache_entry *entry)
 {
     uint64_t m = kiln__err_mark();
-    int rc = find_body(c, key, entry);
+    int rc = find_body(c, key, entry_size, entry);
     return rc == KILN_ENOTFOUND ? rc : KILN__CACHE_END(c, m, "kiln_cache_find", rc);
 }
 
@@ -622,23 +624,28 @@ size_t kiln_cache_count(struct kiln_cache *c)
     return n;
 }
 
-static int entries_body(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n)
+static int entries_body(struct kiln_cache *c, size_t entry_size, struct kiln_cache_entry **entries,
+                        size_t *n)
 {
     if (!c || !entries || !n)
         return KILN_EINVAL;
     *entries = NULL;
     *n = 0;
+    if (entry_size == 0) {
+        KILN_ERROR("abi", "kiln_cache_entry: element size %zu is too small", entry_size);
+        return KILN_EINVAL;
+    }
     pthread_rwlock_rdlock(&c->lock);
     int rc = KILN_OK;
     if (c->live) {
-        struct kiln_cache_entry *out = malloc(c->live * sizeof(*out));
+        struct kiln_cache_entry *out = kiln__calloc(c->live, entry_size);
         if (!out) {
             rc = KILN_ENOMEM;
         } else {
             size_t k = 0;
             for (size_t i = 0; i < c->count; i++)
                 if (kiln__cache_lookup(c, c->entries[i].key) == (int64_t)i)
-                    out[k++] = c->entries[i];
+                    kiln__elem_out(out, entry_size, k++, &c->entries[i], sizeof(c->entries[i]));
             *entries = out;
             *n = k;
         }
@@ -647,10 +654,11 @@ static int entries_body(struct kiln_cache *c, struct kiln_cache_entry **entries,
     return rc;
 }
 
-int kiln_cache_entries(struct kiln_cache *c, struct kiln_cache_entry **entries, size_t *n)
+int kiln_cache_entries_sized(struct kiln_cache *c, size_t entry_size,
+                             struct kiln_cache_entry **entries, size_t *n)
 {
     uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_entries", entries_body(c, entries, n));
+    return KILN__CACHE_END(c, m, "kiln_cache_entries", entries_body(c, entry_size, entries, n));
 }
 
 static int last_use_body(struct kiln_cache *c, struct kiln_key key, uint32_t *day)
@@ -685,19 +693,22 @@ void kiln__cache_set_use(struct kiln_cache *c, struct kiln_key key, uint32_t day
 
 void kiln_cache_entries_free(struct kiln_cache_entry *entries)
 {
-    free(entries);
+    kiln__free(entries);
 }
 
 static int get_stats_body(struct kiln_cache *c, struct kiln_cache_stats *stats)
 {
     if (!c || !stats)
         return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(stats, "kiln_cache_stats"));
     pthread_rwlock_rdlock(&c->lock);
-    *stats = c->st;
-    stats->records = c->live;
-    stats->bytes = c->live_bytes;
-    stats->file_bytes = c->rec_end;
+    struct kiln_cache_stats st = c->st;
+    st.size = sizeof(st);
+    st.records = c->live;
+    st.bytes = c->live_bytes;
+    st.file_bytes = c->rec_end;
     pthread_rwlock_unlock(&c->lock);
+    KILN_STRUCT_OUT(stats, &st);
     return KILN_OK;
 }
 

@@ -231,14 +231,9 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
     return rc;
 }
 
-static int check_body(const char *dir, const struct kiln_io *io, bool repair,
-                      struct kiln_cache_check_report *rep)
+static int check(const char *dir, const struct kiln_io *io, bool repair,
+                 struct kiln_cache_check_report *rep)
 {
-    if (!dir || !rep)
-        return KILN_EINVAL;
-    memset(rep, 0, sizeof(*rep));
-    if (!io)
-        io = kiln_io_default();
     char rec_path[KILN__CACHE_PATH_MAX], idx_path[KILN__CACHE_PATH_MAX];
     KILN_TRY(kiln__path_join(rec_path, sizeof(rec_path), dir, KILN_CACHE_RECORDS_FILE));
     KILN_TRY(kiln__path_join(idx_path, sizeof(idx_path), dir, KILN_CACHE_INDEX_FILE));
@@ -258,7 +253,7 @@ static int check_body(const char *dir, const struct kiln_io *io, bool repair,
             goto out;
     }
     uint64_t size;
-    rc = io->size(io, fd, &size);
+    rc = io->file_size(io, fd, &size);
     if (rc < 0)
         goto out;
     rep->file_bytes = size;
@@ -322,7 +317,7 @@ static int check_body(const char *dir, const struct kiln_io *io, bool repair,
      * one; the bytes of damaged records stay until a compaction. */
     bool index_fix =
         rep->index_state != KILN_CACHE_INDEX_OK || rep->damaged_indexed || rep->torn_tail_bytes;
-    struct kiln_cache_check_report left;
+    struct kiln_cache_check_report left = KILN_CACHE_CHECK_REPORT_INIT;
     uint64_t cut = after_cut(&f, rep, &left);
     if (repair && index_fix) {
         rc = repair_files(io, fd, rec_path, idx_path, &rh, &f, rep, cut);
@@ -354,9 +349,25 @@ out:
     return rc;
 }
 
+/* The caller's report and I/O table, read and written by the growable
+ * rule (docs/abi.md), around check(). */
+static int check_body(const char *dir, const struct kiln_io *io, bool repair,
+                      struct kiln_cache_check_report *report)
+{
+    if (!dir || !report)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(report, "kiln_cache_check_report"));
+    if (io)
+        KILN_TRY(kiln__io_check(io));
+    struct kiln_cache_check_report rep = {.size = sizeof(rep)};
+    int rc = check(dir, io ? io : kiln_io_default(), repair, &rep);
+    KILN_STRUCT_OUT(report, &rep);
+    return rc;
+}
+
 int kiln_cache_check(const char *dir, const struct kiln_io *io, bool repair,
-                     struct kiln_cache_check_report *rep)
+                     struct kiln_cache_check_report *report)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(NULL, m, "kiln_cache_check", dir, check_body(dir, io, repair, rep));
+    return kiln__err_end(NULL, m, "kiln_cache_check", dir, check_body(dir, io, repair, report));
 }

@@ -122,6 +122,7 @@ static struct kiln_cache_rewrite_report *report_before(struct kiln_cache *c,
 {
     struct kiln_cache_rewrite_report *r = report ? report : tmp;
     memset(r, 0, sizeof(*r));
+    r->size = sizeof(*r);
     r->records_before = c->live;
     r->records_after = c->live;
     r->superseded = c->count - c->live;
@@ -358,7 +359,7 @@ static int find_damaged(struct kiln_cache *c, const size_t *keep, size_t n, bool
     return *damaged ? KILN_OK : rc;
 }
 
-static int compact_body(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
+static int compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
 {
     if (!c)
         return KILN_EINVAL;
@@ -378,12 +379,6 @@ static int compact_body(struct kiln_cache *c, struct kiln_cache_rewrite_report *
         rc = rewrite(c, keep, n, false, NULL, NULL, NULL, r);
     free(keep);
     return rc;
-}
-
-int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
-{
-    uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_compact", compact_body(c, report));
 }
 
 /* ---- prune ----------------------------------------------------------------- */
@@ -462,8 +457,8 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
     return KILN_OK;
 }
 
-static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                      struct kiln_cache_rewrite_report *report)
+static int prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                 struct kiln_cache_rewrite_report *report)
 {
     if (!c)
         return KILN_EINVAL;
@@ -486,33 +481,22 @@ static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_option
     return rc;
 }
 
-int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                     struct kiln_cache_rewrite_report *report)
+/* Fills the library's own plan (items at the caller's stride). */
+static int plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o, size_t stride,
+                      struct kiln_cache_prune_plan *plan)
 {
-    uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_prune", prune_body(c, o, report));
-}
-
-static int plan_prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                           struct kiln_cache_prune_plan *plan)
-{
-    if (!plan)
-        return KILN_EINVAL;
-    memset(plan, 0, sizeof(*plan));
-    if (!c || !o)
-        return KILN_EINVAL;
     pthread_rwlock_rdlock(&c->lock);
     struct prune_sel s = {0};
     int rc = prune_select(c, o, &s);
     if (rc == KILN_OK) {
-        plan->items = calloc(s.picked ? s.picked : 1, sizeof(*plan->items));
+        plan->items = kiln__calloc(s.picked ? s.picked : 1, stride);
         rc = plan->items ? KILN_OK : KILN_ENOMEM;
     }
     if (rc == KILN_OK) {
         for (size_t i = 0; i < s.picked; i++) {
             size_t at = s.live[s.order[i]];
             const struct kiln_cache_entry *e = &c->entries[at];
-            plan->items[i] = (struct kiln_cache_prune_item){
+            struct kiln_cache_prune_item item = {
                 .key = e->key,
                 .offset = e->offset,
                 .record_bytes = kiln__cache_rec_len(e->size),
@@ -520,7 +504,8 @@ static int plan_prune_body(struct kiln_cache *c, const struct kiln_cache_prune_o
                 .last_use = __atomic_load_n(&c->last_use[at], __ATOMIC_RELAXED),
                 .reason = (enum kiln_cache_prune_reason)s.why[s.order[i]],
             };
-            plan->dropped_bytes += plan->items[i].record_bytes;
+            kiln__elem_out(plan->items, stride, i, &item, sizeof(item));
+            plan->dropped_bytes += item.record_bytes;
         }
         plan->count = s.picked;
         plan->records_before = s.n;
@@ -535,19 +520,35 @@ static int plan_prune_body(struct kiln_cache *c, const struct kiln_cache_prune_o
     return rc;
 }
 
-int kiln_cache_plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                          struct kiln_cache_prune_plan *plan)
+static int plan_prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                           size_t item_size, struct kiln_cache_prune_plan *plan)
 {
-    uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_plan_prune", plan_prune_body(c, o, plan));
+    if (!plan)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(plan, "kiln_cache_prune_plan"));
+    struct kiln_cache_prune_plan p = {.size = sizeof(p)};
+    KILN_STRUCT_OUT(plan, &p);
+    if (!c || !o)
+        return KILN_EINVAL;
+    if (item_size == 0) {
+        KILN_ERROR("abi", "kiln_cache_prune_item: element size %zu is too small", item_size);
+        return KILN_EINVAL;
+    }
+    struct kiln_cache_prune_options opt = KILN_CACHE_PRUNE_OPTIONS_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&opt, o, "kiln_cache_prune_options"));
+    int rc = plan_prune(c, &opt, item_size, &p);
+    KILN_STRUCT_OUT(plan, &p);
+    return rc;
 }
 
 void kiln_cache_prune_plan_free(struct kiln_cache_prune_plan *plan)
 {
-    if (!plan)
+    if (!plan || plan->size < offsetof(struct kiln_cache_prune_plan, items) + sizeof(void *))
         return;
-    free(plan->items);
-    memset(plan, 0, sizeof(*plan));
+    kiln__free(plan->items);
+    plan->items = NULL;
+    struct kiln_cache_prune_plan p = {.size = sizeof(p)};
+    KILN_STRUCT_OUT(plan, &p);
 }
 
 /* ---- repack ------------------------------------------------------------------ */
@@ -675,8 +676,8 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
     return rc;
 }
 
-static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
-                       struct kiln_cache_rewrite_report *report)
+static int repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+                  struct kiln_cache_rewrite_report *report)
 {
     if (!c)
         return KILN_EINVAL;
@@ -715,13 +716,6 @@ static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_ca
     return rc;
 }
 
-int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
-                      struct kiln_cache_rewrite_report *report)
-{
-    uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_repack", repack_body(c, codec, mode, report));
-}
-
 /* ---- merge ------------------------------------------------------------------- */
 
 struct merge_item {
@@ -748,14 +742,11 @@ static int by_input_offset(const void *a, const void *b)
     return x->entry < y->entry ? -1 : x->entry > y->entry;
 }
 
-static int merge_body(struct kiln_cache *out, const char *const *in_dirs, size_t n,
-                      struct kiln_cache_merge_report *report)
+static int merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
+                 struct kiln_cache_merge_report *r)
 {
-    if (!out)
-        return KILN_EINVAL;
-    struct kiln_cache_merge_report tmp;
-    struct kiln_cache_merge_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));
+    r->size = sizeof(*r);
     r->records_after = out->live;
     r->file_bytes_after = out->rec_end;
     KILN_TRY(writable(out));
@@ -765,7 +756,8 @@ static int merge_body(struct kiln_cache *out, const char *const *in_dirs, size_t
     if (!in)
         return KILN_ENOMEM;
     int rc = KILN_OK;
-    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
                                              KILN_CACHE_USE_DICT,
                                     .io = out->io,
                                     .today = out->today};
@@ -860,6 +852,87 @@ static int merge_body(struct kiln_cache *out, const char *const *in_dirs, size_t
     r->records_after = out->live;
     r->file_bytes_after = out->rec_end;
     return rc;
+}
+
+/* ---- the public doors: the caller's growable reports (docs/abi.md) ---------- */
+
+/* Refuses a report of size 0; NULL is fine (no report asked). */
+static int report_ok(const void *report, const char *what)
+{
+    return report ? kiln__struct_out_check(report, what) : KILN_OK;
+}
+
+static int compact_body(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
+{
+    KILN_TRY(report_ok(report, "kiln_cache_rewrite_report"));
+    struct kiln_cache_rewrite_report r = {.size = sizeof(r)};
+    int rc = c ? compact(c, &r) : KILN_EINVAL;
+    KILN_STRUCT_OUT(report, &r);
+    return rc;
+}
+
+static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                      struct kiln_cache_rewrite_report *report)
+{
+    KILN_TRY(report_ok(report, "kiln_cache_rewrite_report"));
+    struct kiln_cache_rewrite_report r = {.size = sizeof(r)};
+    struct kiln_cache_prune_options opt = KILN_CACHE_PRUNE_OPTIONS_INIT;
+    int rc = !c || !o ? KILN_EINVAL : KILN_STRUCT_IN(&opt, o, "kiln_cache_prune_options");
+    if (rc == KILN_OK)
+        rc = prune(c, &opt, &r);
+    KILN_STRUCT_OUT(report, &r);
+    return rc;
+}
+
+static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+                       struct kiln_cache_rewrite_report *report)
+{
+    KILN_TRY(report_ok(report, "kiln_cache_rewrite_report"));
+    struct kiln_cache_rewrite_report r = {.size = sizeof(r)};
+    int rc = c ? repack(c, codec, mode, &r) : KILN_EINVAL;
+    KILN_STRUCT_OUT(report, &r);
+    return rc;
+}
+
+static int merge_body(struct kiln_cache *out, const char *const *in_dirs, size_t n,
+                      struct kiln_cache_merge_report *report)
+{
+    KILN_TRY(report_ok(report, "kiln_cache_merge_report"));
+    if (!out)
+        return KILN_EINVAL;
+    struct kiln_cache_merge_report r = KILN_CACHE_MERGE_REPORT_INIT;
+    int rc = merge(out, in_dirs, n, &r);
+    KILN_STRUCT_OUT(report, &r);
+    return rc;
+}
+
+/* ---- the public functions: the body, then the handle's error text -------- */
+
+int kiln_cache_compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_compact", compact_body(c, report));
+}
+
+int kiln_cache_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                     struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_prune", prune_body(c, o, report));
+}
+
+int kiln_cache_plan_prune_sized(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
+                                size_t item_size, struct kiln_cache_prune_plan *plan)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_plan_prune", plan_prune_body(c, o, item_size, plan));
+}
+
+int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+                      struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_repack", repack_body(c, codec, mode, report));
 }
 
 int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,

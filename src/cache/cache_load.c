@@ -266,19 +266,50 @@ static void worker(void *arg)
         io->close(io, fd);
 }
 
+/* The caller's results need room for the payload pointer, which
+ * kiln_cache_results_free and kiln_cache_payload_free give back. */
+static int result_size_ok(size_t size)
+{
+    if (size >= offsetof(struct kiln_cache_result, data) + sizeof(void *))
+        return KILN_OK;
+    KILN_ERROR("abi", "kiln_cache_result: element size %zu is too small", size);
+    return KILN_EINVAL;
+}
+
+/* Lays the library's results out at the caller's stride (docs/abi.md,
+ * "Arrays"); `res` is freed either way (its payloads move over).
+ * @return the caller's array, or NULL (ENOMEM: res's payloads freed). */
+static struct kiln_cache_result *results_at_stride(struct kiln_cache_result *res, size_t n,
+                                                   size_t stride)
+{
+    if (stride == sizeof(*res))
+        return res;
+    struct kiln_cache_result *out = kiln__calloc(n ? n : 1, stride);
+    if (!out) {
+        kiln_cache_results_free_sized(res, n, sizeof(*res));
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        kiln__elem_out(out, stride, i, &res[i], sizeof(res[i]));
+    kiln__free(res);
+    return out;
+}
+
 static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
-                              unsigned threads, struct kiln_cache_result **results)
+                              unsigned threads, size_t result_size,
+                              struct kiln_cache_result **results)
 {
     if (!results)
         return KILN_EINVAL;
     *results = NULL;
     if (!c || (n && !keys))
         return KILN_EINVAL;
-    struct kiln_cache_result *res = calloc(n ? n : 1, sizeof(*res));
+    KILN_TRY(result_size_ok(result_size));
+    struct kiln_cache_result *res = kiln__calloc(n ? n : 1, sizeof(*res));
     struct item *items = malloc((n ? n : 1) * sizeof(*items));
     struct run *runs = malloc((n ? n : 1) * sizeof(*runs));
     if (!res || !items || !runs) {
-        free(res);
+        kiln__free(res);
         free(items);
         free(runs);
         return KILN_ENOMEM;
@@ -329,27 +360,26 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
     for (size_t i = 0; i < n; i++)
         loaded += res[i].status == KILN_OK;
     if (fatal < 0 && loaded == 0 && found > 0) {
-        kiln_cache_results_free(res, n);
+        kiln_cache_results_free_sized(res, n, sizeof(*res));
         return fatal;
     }
-    *results = res;
-    return loaded;
+    *results = results_at_stride(res, n, result_size);
+    return *results ? loaded : KILN_ENOMEM;
 }
 
-int64_t kiln_cache_load_many(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
-                             unsigned threads, struct kiln_cache_result **results)
+int64_t kiln_cache_load_many_sized(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
+                                   unsigned threads, size_t result_size,
+                                   struct kiln_cache_result **results)
 {
     uint64_t m = kiln__err_mark();
-    int64_t got = load_many_body(c, keys, n, threads, results);
+    int64_t got = load_many_body(c, keys, n, threads, result_size, results);
     if (got < 0)
         KILN__CACHE_END(c, m, "kiln_cache_load_many", (int)got);
     return got;
 }
 
-static int get_body(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
+static int cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
 {
-    if (!c || !result)
-        return KILN_EINVAL;
     memset(result, 0, sizeof(*result));
     result->key = key;
     struct item it = {.slot = 0};
@@ -371,10 +401,24 @@ static int get_body(struct kiln_cache *c, struct kiln_key key, struct kiln_cache
     return result->status;
 }
 
-int kiln_cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_result *result)
+static int get_body(struct kiln_cache *c, struct kiln_key key, size_t result_size,
+                    struct kiln_cache_result *result)
+{
+    if (!c || !result)
+        return KILN_EINVAL;
+    KILN_TRY(result_size_ok(result_size));
+    struct kiln_cache_result r;
+    int rc = cache_get(c, key, &r);
+    memset(result, 0, result_size);
+    kiln__elem_out(result, result_size, 0, &r, sizeof(r));
+    return rc;
+}
+
+int kiln_cache_get_sized(struct kiln_cache *c, struct kiln_key key, size_t result_size,
+                         struct kiln_cache_result *result)
 {
     uint64_t m = kiln__err_mark();
-    int rc = get_body(c, key, result);
+    int rc = get_body(c, key, result_size, result);
     return rc == KILN_ENOTFOUND ? rc : KILN__CACHE_END(c, m, "kiln_cache_get", rc);
 }
 
@@ -392,11 +436,12 @@ void kiln_cache_payload_free(void *data)
         block_free(b);
 }
 
-void kiln_cache_results_free(struct kiln_cache_result *results, size_t n)
+void kiln_cache_results_free_sized(struct kiln_cache_result *results, size_t n, size_t result_size)
 {
-    if (!results)
+    if (!results || result_size_ok(result_size) < 0)
         return;
     for (size_t i = 0; i < n; i++)
-        kiln_cache_payload_free(results[i].data);
-    free(results);
+        kiln_cache_payload_free(
+            ((const struct kiln_cache_result *)((unsigned char *)results + i * result_size))->data);
+    kiln__free(results);
 }

@@ -292,7 +292,7 @@ static int open_and_lock(struct kiln_cache *c)
 static int read_header(struct kiln_cache *c, uint64_t *size)
 {
     const struct kiln_io *io = c->io;
-    KILN_TRY(io->size(io, c->rec_fd, size));
+    KILN_TRY(io->file_size(io, c->rec_fd, size));
     unsigned char hb[KILN__CACHE_HEADER_SIZE] = {0};
     size_t hn = (size_t)KILN_MIN(*size, (uint64_t)sizeof(hb));
     if (hn)
@@ -733,8 +733,9 @@ static int open_files(struct kiln_cache *c, const struct kiln_cache_options *opt
 /* Folds the options into one effective set. @return 0 or KILN_EINVAL. */
 static int effective_options(const struct kiln_cache_options *opt, struct kiln_cache_options *eff)
 {
-    static const struct kiln_cache_options none = {0};
-    *eff = opt ? *opt : none;
+    KILN_TRY(KILN_STRUCT_IN(eff, opt, "kiln_cache_options"));
+    if (eff->io)
+        KILN_TRY(kiln__io_check(eff->io));
     /* A dictionary given names the dictionary id. */
     if (eff->dict) {
         uint64_t id = kiln_pack_dict_id(eff->dict);
@@ -787,7 +788,7 @@ static int open_body(const char *dir, const struct kiln_cache_options *opt, stru
     if (!out)
         return KILN_EINVAL;
     *out = NULL;
-    struct kiln_cache_options eff;
+    struct kiln_cache_options eff = KILN_CACHE_OPTIONS_INIT;
     if (!dir || effective_options(opt, &eff) < 0)
         return KILN_EINVAL;
     uint64_t t0 = kiln_now_ns();

@@ -19,10 +19,21 @@ int kiln__path_join(char *out, size_t cap, const char *dir, const char *name)
     return (n < 0 || (size_t)n >= cap) ? KILN_ERANGE : KILN_OK;
 }
 
+int kiln__io_check(const struct kiln_io *io)
+{
+    KILN_TRY(KILN_STRUCT_CHECK(io, struct kiln_io, "kiln_io"));
+    if (io->size >= KILN__IO_SLOTS_SIZE)
+        return KILN_OK;
+    KILN_ERROR("abi", "kiln_io: size %zu does not hold every slot (%zu bytes)", io->size,
+               (size_t)KILN__IO_SLOTS_SIZE);
+    return KILN_EINVAL;
+}
+
 int kiln_io_read_full(const struct kiln_io *io, int fd, void *buf, size_t n, uint64_t off)
 {
     if (!io || (n && !buf))
         return KILN_EINVAL;
+    KILN_TRY(kiln__io_check(io));
     unsigned char *p = buf;
     while (n > 0) {
         int64_t got = io->pread(io, fd, p, n, off);
@@ -41,6 +52,7 @@ int kiln_io_write_full(const struct kiln_io *io, int fd, const void *buf, size_t
 {
     if (!io || (n && !buf))
         return KILN_EINVAL;
+    KILN_TRY(kiln__io_check(io));
     const unsigned char *p = buf;
     while (n > 0) {
         int64_t put = io->pwrite(io, fd, p, n, off);
@@ -93,6 +105,7 @@ int kiln_io_replace_file(const struct kiln_io *io, const char *path, const void 
 {
     if (!io || !path || (n && !data))
         return KILN_EINVAL;
+    KILN_TRY(kiln__io_check(io));
     char tmp[4096], dir[4096];
     int len = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     if (len < 0 || (size_t)len >= sizeof(tmp))
@@ -123,6 +136,7 @@ int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max, vo
 {
     if (!io || !path || !data || !n)
         return KILN_EINVAL;
+    KILN_TRY(kiln__io_check(io));
     return kiln__io_read_file(io, path, 0, max, data, n);
 }
 
@@ -134,7 +148,7 @@ int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, si
     *data = NULL;
     *n = 0;
     KILN_TRY(io->open(io, path, KILN_IO_READ | flags, &fd));
-    int rc = io->size(io, fd, &size);
+    int rc = io->file_size(io, fd, &size);
     if (rc == KILN_OK && size > max)
         rc = KILN_ERANGE;
     void *buf = NULL;
@@ -161,6 +175,7 @@ int kiln_io_rename_new(const struct kiln_io *io, const char *from, const char *t
         return KILN_EINVAL;
     if (!io || io == kiln_io_default())
         return kiln__io_rename_noreplace(from, to);
+    KILN_TRY(kiln__io_check(io));
     /* A table of the caller's (a test's faults): the best it allows. */
     int fd;
     int rc = io->open(io, to, KILN_IO_READ, &fd);

@@ -172,6 +172,7 @@ static int unix_unlink(const struct kiln_io *self, const char *path)
 }
 
 static const struct kiln_io unix_io = {
+    .size = sizeof(struct kiln_io),
     .open = unix_open,
     .close = unix_close,
     .pread = unix_pread,
@@ -181,7 +182,7 @@ static const struct kiln_io unix_io = {
     .rename = unix_rename,
     .truncate = unix_truncate,
     .lock = unix_lock,
-    .size = unix_size,
+    .file_size = unix_size,
     .unlink = unix_unlink,
 };
 

@@ -570,6 +570,7 @@ static int win_unlink(const struct kiln_io *self, const char *path)
 }
 
 static const struct kiln_io win_io = {
+    .size = sizeof(struct kiln_io),
     .open = win_open,
     .close = win_close,
     .pread = win_pread,
@@ -579,7 +580,7 @@ static const struct kiln_io win_io = {
     .rename = win_rename,
     .truncate = win_truncate,
     .lock = win_lock,
-    .size = win_size,
+    .file_size = win_size,
     .unlink = win_unlink,
 };
 

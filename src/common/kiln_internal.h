@@ -102,16 +102,33 @@ static inline void *kiln__grow(void *items, size_t n, size_t *cap, size_t size, 
  * @return 0, or KILN_EINVAL (logged) for a size of 0, a size smaller than
  * the size field, or bytes past dst_size that are not zero.
  *
+ * kiln__struct_check says whether the caller's struct `p` may be read by a
+ * library whose own type is `own_size` bytes (the rules of kiln__struct_in),
+ * for a struct the library keeps a pointer to instead of copying (a
+ * callback table such as kiln_io): slots past p's size are then absent.
+ *
+ * kiln__struct_out_check refuses (KILN_EINVAL, logged) a struct to fill
+ * whose size is 0 or smaller than its size field.
+ *
  * kiln__struct_out copies the library's full struct `src` back into the
- * caller's `dst`, only the bytes dst's size covers, and leaves dst's size
- * as the caller set it. A NULL `dst` does nothing.
+ * caller's `dst`, only the bytes dst's size covers (zeroing the bytes past
+ * src_size that a newer caller has), and leaves dst's size as the caller
+ * set it. A NULL `dst`, or one of size 0, gets nothing.
+ *
+ * kiln__elem_out writes element `i` of an array the library allocated (and
+ * zeroed) for a caller whose elements are `stride` bytes (its sizeof, which
+ * the header's inline wrapper passed): the first min(stride, src_size)
+ * bytes of the library's element `src` (docs/abi.md, "Arrays").
  *
  * kiln__struct_elem returns element `i` of a caller's array of growable
  * structs, whose stride is its first element's size (the caller checked
  * that with kiln__struct_in on element 0).
  */
+int kiln__struct_check(const void *p, size_t own_size, const char *what);
 int kiln__struct_in(void *dst, size_t dst_size, const void *src, const char *what);
+int kiln__struct_out_check(const void *dst, const char *what);
 void kiln__struct_out(void *dst, const void *src, size_t src_size);
+void kiln__elem_out(void *array, size_t stride, size_t i, const void *src, size_t src_size);
 static inline const void *kiln__struct_elem(const void *array, size_t i)
 {
     size_t stride = *(const size_t *)array;
@@ -120,8 +137,9 @@ static inline const void *kiln__struct_elem(const void *array, size_t i)
 
 /* Reads a caller's growable struct into a local of the library's own type:
  * KILN_STRUCT_IN(&local, user_ptr, "kiln_cache_options"). */
-#define KILN_STRUCT_IN(dst, src, what) kiln__struct_in((dst), sizeof(*(dst)), (src), (what))
-#define KILN_STRUCT_OUT(dst, src)      kiln__struct_out((dst), (src), sizeof(*(src)))
+#define KILN_STRUCT_IN(dst, src, what)   kiln__struct_in((dst), sizeof(*(dst)), (src), (what))
+#define KILN_STRUCT_OUT(dst, src)        kiln__struct_out((dst), (src), sizeof(*(src)))
+#define KILN_STRUCT_CHECK(p, type, what) kiln__struct_check((p), sizeof(type), (what))
 
 /*
  * Every allocation of the library goes through these (alloc.c): the
@@ -262,6 +280,15 @@ static inline void kiln__store_le64(void *p, uint64_t v)
  * else writes that name at the same time.
  * @return 0 with the descriptor in *fd, or the error.
  */
+/*
+ * Checks a caller's I/O table before kiln keeps a pointer to it (io.c,
+ * docs/abi.md): its size must hold every slot of libkiln.so.2's table
+ * (KILN__IO_SLOTS_SIZE; all are required), and bytes past this library's
+ * table must be zero. A slot added later is used only when io->size holds
+ * it, with a fallback otherwise. @return 0 or KILN_EINVAL (logged).
+ */
+#define KILN__IO_SLOTS_SIZE (offsetof(struct kiln_io, unlink) + sizeof(void (*)(void)))
+int kiln__io_check(const struct kiln_io *io);
 int kiln__io_create_new(const struct kiln_io *io, const char *path, int *fd);
 
 /* @return this process's id, for log lines and files that name their

@@ -22,11 +22,9 @@ const char *kiln_pack_class_name(enum kiln_pack_class c)
     return (unsigned)c < KILN_PACK_CLASS_COUNT ? class_names[c] : NULL;
 }
 
-int kiln_pack_class_stats_add(const uint32_t *words, size_t nwords,
-                              struct kiln_pack_class_stats *stats)
+static int class_stats_add(const uint32_t *words, size_t nwords,
+                           struct kiln_pack_class_stats *stats)
 {
-    if (!stats || (nwords && !words))
-        return KILN_EINVAL;
     if (nwords < 5 || words[0] != KILN__SPIRV_MAGIC)
         return 0;
     struct kiln__pack_tls *tls = kiln__pack_tls();
@@ -70,4 +68,18 @@ int kiln_pack_class_stats_add(const uint32_t *words, size_t nwords,
         stats->words[c] += cw[c];
     stats->modules++;
     return 0;
+}
+
+/* The caller's figures are read into the library's own struct, added to,
+ * and written back to the caller's size (docs/abi.md). */
+int kiln_pack_class_stats_add(const uint32_t *words, size_t nwords,
+                              struct kiln_pack_class_stats *stats)
+{
+    if (!stats || (nwords && !words))
+        return KILN_EINVAL;
+    struct kiln_pack_class_stats acc;
+    KILN_TRY(KILN_STRUCT_IN(&acc, stats, "kiln_pack_class_stats"));
+    int rc = class_stats_add(words, nwords, &acc);
+    KILN_STRUCT_OUT(stats, &acc);
+    return rc;
 }

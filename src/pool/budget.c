@@ -95,7 +95,7 @@ static double mib(uint64_t bytes)
 
 uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap)
 {
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     kiln_pool_probe(NULL, NULL, &m);
     uint64_t rss = kiln_pool_resident_bytes();
     uint64_t by_free = 0, by_cgroup = 0, cg = 0;

@@ -238,15 +238,13 @@ static const char *bound_text(enum kiln_pool_bound b)
     return "CPUs";
 }
 
-int kiln_pool_policy(const struct kiln_pool_machine *m, const struct kiln_pool_limits *lim,
-                     struct kiln_pool_plan *plan)
+/* The policy over the library's own structs (kiln_pool_policy reads the
+ * caller's into them). */
+static void policy(const struct kiln_pool_machine *m, const struct kiln_pool_limits *lim,
+                   struct kiln_pool_plan *plan)
 {
-    if (!m || !plan)
-        return KILN_EINVAL;
-    static const struct kiln_pool_limits no_limits = {0};
-    if (!lim)
-        lim = &no_limits;
     memset(plan, 0, sizeof(*plan));
+    plan->size = sizeof(*plan);
 
     bool cpus_known = m->cpus_usable > 0 && !(m->flags & KILN_POOL_CPUS_UNKNOWN);
     unsigned cpus = cpus_known ? m->cpus_usable : 1;
@@ -327,19 +325,37 @@ int kiln_pool_policy(const struct kiln_pool_machine *m, const struct kiln_pool_l
         add(&r, ", at most %u", lim->max_workers);
     if (bound != KILN_POOL_BY_CPUS)
         add(&r, "; limited by %s", bound_text(bound));
+}
+
+int kiln_pool_policy(const struct kiln_pool_machine *machine, const struct kiln_pool_limits *limits,
+                     struct kiln_pool_plan *plan)
+{
+    if (!machine || !plan)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(plan, "kiln_pool_plan"));
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
+    struct kiln_pool_limits lim = KILN_POOL_LIMITS_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&m, machine, "kiln_pool_machine"));
+    KILN_TRY(KILN_STRUCT_IN(&lim, limits, "kiln_pool_limits"));
+    struct kiln_pool_plan p = KILN_POOL_PLAN_INIT;
+    policy(&m, &lim, &p);
+    KILN_STRUCT_OUT(plan, &p);
     return KILN_OK;
 }
 
 void kiln_pool_work_limits(enum kiln_pool_work work, struct kiln_pool_limits *limits)
 {
-    if (!limits)
+    if (!limits || kiln__struct_out_check(limits, "kiln_pool_limits") < 0)
         return;
-    assert(limits);
+    struct kiln_pool_limits l = KILN_POOL_LIMITS_INIT;
     if (work == KILN_POOL_WORK_READ)
-        *limits = (struct kiln_pool_limits){.mem_per_worker = READ_MEM_PER_WORKER,
-                                            .max_workers = KILN_POOL_MAX_READERS};
+        l = (struct kiln_pool_limits){.size = sizeof(l),
+                                      .mem_per_worker = READ_MEM_PER_WORKER,
+                                      .max_workers = KILN_POOL_MAX_READERS};
     else
-        *limits = (struct kiln_pool_limits){.mem_reserve = BUILD_MEM_RESERVE,
-                                            .mem_per_worker = BUILD_MEM_PER_WORKER,
-                                            .background = work == KILN_POOL_WORK_BACKGROUND};
+        l = (struct kiln_pool_limits){.size = sizeof(l),
+                                      .mem_reserve = BUILD_MEM_RESERVE,
+                                      .mem_per_worker = BUILD_MEM_PER_WORKER,
+                                      .background = work == KILN_POOL_WORK_BACKGROUND};
+    KILN_STRUCT_OUT(limits, &l);
 }

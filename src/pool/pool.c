@@ -266,7 +266,8 @@ static void free_pool(struct kiln_pool *pool)
 
 int kiln_pool_create(unsigned workers, size_t queue_capacity, struct kiln_pool **out)
 {
-    struct kiln_pool_options o = {.workers = workers, .queue_capacity = queue_capacity};
+    struct kiln_pool_options o = {
+        .size = sizeof(o), .workers = workers, .queue_capacity = queue_capacity};
     return kiln_pool_create_with(&o, out);
 }
 
@@ -318,6 +319,9 @@ static int create_with_body(const struct kiln_pool_options *o, struct kiln_pool 
     *out = NULL;
     if (!o)
         return KILN_EINVAL;
+    struct kiln_pool_options opt = KILN_POOL_OPTIONS_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&opt, o, "kiln_pool_options"));
+    o = &opt;
     struct kiln_executor ex;
     bool use_executor;
     KILN_TRY(kiln__exec_in(&ex, &use_executor, o->executor));
@@ -450,10 +454,11 @@ int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns)
 
 void kiln_pool_get_progress(struct kiln_pool *pool, struct kiln_pool_progress *out)
 {
-    if (!pool || !out)
+    if (!pool || !out || kiln__struct_out_check(out, "kiln_pool_progress") < 0)
         return;
     pthread_mutex_lock(&pool->lock);
-    *out = (struct kiln_pool_progress){
+    struct kiln_pool_progress p = {
+        .size = sizeof(p),
         .submitted = pool->submitted,
         .done = pool->done,
         .failed = pool->failed,
@@ -463,6 +468,7 @@ void kiln_pool_get_progress(struct kiln_pool *pool, struct kiln_pool_progress *o
         .canceled = atomic_load(&pool->canceled),
     };
     pthread_mutex_unlock(&pool->lock);
+    KILN_STRUCT_OUT(out, &p);
 }
 
 /* The name before 0.2, kept exported (include/kiln/pool.h). */

@@ -63,6 +63,10 @@ int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64
  * the next phase's budget. Platform file. */
 void kiln__pool_trim_heap(void);
 
+/* The platform's probe (pool_unix.c / pool_win.c) into a zeroed machine of
+ * the library's own; kiln_pool_probe (pool_size.c) hands it to the caller. */
+int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m);
+
 /*
  * Tells the Windows heap kind from the first `n` bytes of a heap's header
  * (the 32-bit signature at offset 0x10: 0xFFEEFFEE NT heap, 0xDDEEDDEE

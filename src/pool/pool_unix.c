@@ -159,11 +159,8 @@ static void probe_memory(const char *proc_root, struct kiln_pool_machine *m)
     m->flags &= ~(unsigned)KILN_POOL_MEM_UNKNOWN;
 }
 
-int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m)
+int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m)
 {
-    if (!m)
-        return KILN_EINVAL;
-    memset(m, 0, sizeof(*m));
     m->heap = KILN_HEAP_DEFAULT;
     m->cpus_usable = kiln__affinity_cpus();
     if (m->cpus_usable == 0) {

@@ -41,11 +41,8 @@ int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature)
     return kiln__pool_heap_kind(header, sizeof(header), kind, signature);
 }
 
-int kiln_pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m)
+int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln_pool_machine *m)
 {
-    if (!m)
-        return KILN_EINVAL;
-    memset(m, 0, sizeof(*m));
     if (proc_root || cgroup_root) {
         KILN_ERROR("pool",
                    "%s: Windows has no proc or cgroup folders; only the live machine "

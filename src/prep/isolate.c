@@ -644,7 +644,7 @@ static void finish_worker(struct iso *iso, struct slot *s)
 /* Merges every worker's pipeline cache into the parent's. */
 static void merge_caches(struct iso *iso, unsigned workers)
 {
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(iso->b->vk, &h);
     if (h.pipeline_cache == VK_NULL_HANDLE)
         return;
@@ -801,7 +801,7 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     qsort(jobs, todo, sizeof(*jobs), larger_first);
     rc = kiln__prep_run_pipelines(pool, iso_build_one, jobs, sizeof(*jobs), todo, b->progress,
                                   b->progress_user);
-    struct kiln_pool_progress pp;
+    struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
 

@@ -143,7 +143,7 @@ static int do_job(int fd, struct kiln__prep_build *b, const struct kiln__iso_job
 /* CACHE: the context's pipeline cache data (empty without one). */
 static int send_cache(int fd, struct kiln_vk *vk)
 {
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(vk, &h);
     void *data = NULL;
     size_t size = 0;
@@ -192,10 +192,16 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
 {
     int in = in_fd < 0 ? 0 : in_fd, out = out_fd < 0 ? 1 : out_fd;
     kiln__iso_worker_init();
-    const struct kiln_builder *builders = o ? o->builders : NULL;
-    size_t nbuilders = o ? o->nbuilders : 0;
-    if (kiln__prep_check_builders(builders, nbuilders, "worker") < 0)
+    struct kiln_isolate_worker_options opt = KILN_ISOLATE_WORKER_OPTIONS_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&opt, o, "kiln_isolate_worker_options"));
+    struct kiln_builder *own = NULL;
+    KILN_TRY(kiln__prep_builders_in(opt.builders, opt.nbuilders, &own));
+    const struct kiln_builder *builders = own;
+    size_t nbuilders = own ? opt.nbuilders : 0;
+    if (kiln__prep_check_builders(builders, nbuilders, "worker") < 0) {
+        kiln__free(own);
         return KILN_EINVAL;
+    }
     struct kiln__iso_head h;
     void *body = NULL;
     int rc = read_frame(in, &h, &body);
@@ -204,6 +210,7 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
         rc = h.type == KILN__ISO_HELLO ? kiln__iso_hello_parse(body, h.size, &hello) : KILN_EFORMAT;
     if (rc < 0) {
         free(body);
+        kiln__free(own);
         return worker_end(rc);
     }
     /* The test fault "hang:" KILN__PREP_FAULT_GREETING: a worker that misses
@@ -231,6 +238,7 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     if (rc == KILN_OK) {
         const char *extra[64];
         struct kiln_vk_options vopt = {
+            .size = sizeof(vopt),
             .use_device_index = (hello.flags & KILN__ISO_HELLO_DEVICE) != 0,
             .device = hello.device,
             .cache_dir = hello.cache_dir[0] ? hello.cache_dir : NULL,
@@ -253,5 +261,6 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     }
     kiln_vk_destroy(vk);
     kiln_pack_dict_destroy(dict);
+    kiln__free(own);
     return worker_end(rc);
 }

@@ -200,7 +200,7 @@ static int read_locked(const struct kiln_io *io, int fd, unsigned char **data, s
     uint64_t size = 0;
     *data = NULL;
     *n = 0;
-    KILN_TRY(io->size(io, fd, &size));
+    KILN_TRY(io->file_size(io, fd, &size));
     if (size > JOURNAL_MAX_BYTES)
         size = JOURNAL_MAX_BYTES; /* what lies past the largest journal is not read */
     unsigned char *buf = malloc(size ? (size_t)size : 1);

@@ -169,6 +169,30 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
                            size_t n, bool vkc_saved);
 
 /*
+ * The caller's structs an options struct points at, read into the
+ * library's own (prep_abi.c, docs/abi.md).
+ *
+ * kiln__prep_builders_in reads an array of n builders whose stride is the
+ * first one's size (every one must have it) into a new array of the
+ * library's layout in *out (NULL for none; free with kiln__free).
+ *
+ * kiln__prep_abi_in reads *translator and *isolate (each may be NULL) into
+ * `abi` and points them there, checks `io`, and reads the builders,
+ * pointing *builders at the copy. @return 0, KILN_EINVAL (logged) or
+ * KILN_ENOMEM; kiln__prep_abi_free after it either way.
+ */
+struct kiln__prep_abi {
+    struct kiln_translator translator;
+    struct kiln_isolate_options isolate;
+    struct kiln_builder *builders;
+};
+int kiln__prep_builders_in(const struct kiln_builder *in, size_t n, struct kiln_builder **out);
+int kiln__prep_abi_in(struct kiln__prep_abi *abi, const struct kiln_translator **translator,
+                      const struct kiln_isolate_options **isolate, const struct kiln_io *io,
+                      const struct kiln_builder **builders, size_t nbuilders);
+void kiln__prep_abi_free(struct kiln__prep_abi *abi);
+
+/*
  * Checks the builders of options (each kind below KILN_STATE_KINDS, a
  * build function set); `what` names the call in the error line.
  * @return 0 or KILN_EINVAL (logged).

@@ -35,7 +35,7 @@ const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
 static void report(struct kiln_pool *pool, uint64_t base, uint64_t total,
                    enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user)
 {
-    struct kiln_pool_progress pp;
+    struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &pp);
     uint64_t done = pp.done > base ? pp.done - base : 0;
     progress(user, phase, done < total ? done : total, total);

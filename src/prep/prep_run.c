@@ -51,7 +51,8 @@ bool kiln__prep_stopping(bool (*cancel)(void *), void *user, _Atomic uint64_t *s
 int kiln__prep_pool(unsigned workers, uint64_t memory_budget, bool background,
                     const struct kiln_executor *executor, struct kiln_pool **pool)
 {
-    struct kiln_pool_options po = {.workers = workers,
+    struct kiln_pool_options po = {.size = sizeof(po),
+                                   .workers = workers,
                                    .memory_budget = memory_budget,
                                    .background = background,
                                    .executor = executor};

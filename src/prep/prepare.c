@@ -81,13 +81,21 @@ void kiln_prepare_options_init(struct kiln_prepare_options *o)
     if (!o)
         return;
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->codec = KILN_CODEC_KILN;
 }
 
 uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o)
 {
-    if (!o || !o->source)
+    struct kiln_prepare_options opt = KILN_PREPARE_OPTIONS_INIT;
+    if (!o || KILN_STRUCT_IN(&opt, o, "kiln_prepare_options") < 0)
         return 0;
+    struct kiln__prep_abi abi;
+    int rc = kiln__prep_abi_in(&abi, &opt.translator, &opt.isolate, NULL, &opt.builders, 0);
+    kiln__prep_abi_free(&abi);
+    if (rc < 0 || !opt.source)
+        return 0;
+    o = &opt;
     uint64_t t = o->translator ? o->translator->stamp : 0;
     return o->source->stamp ? o->source->stamp(o->source->user, t) : t;
 }
@@ -703,7 +711,7 @@ static int give_dict(struct run *r, struct prog *progs, size_t n, struct kiln_pr
                   r->o->cache_dir, stages);
         return KILN_OK;
     }
-    struct kiln_cache_rewrite_report rep;
+    struct kiln_cache_rewrite_report rep = KILN_CACHE_REWRITE_REPORT_INIT;
     int rc = kiln_cache_repack(r->cache, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, &rep);
     if (rc == KILN_EINVAL) {
         /* Training refused the samples (logged); the cache is unchanged. */
@@ -748,13 +756,9 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
     s->packed_bytes = r->packed_bytes;
 }
 
-static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
-                        void *progress_user, struct kiln_prepare_summary *s)
+static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                   void *progress_user, struct kiln_prepare_summary *s, uint64_t t0)
 {
-    if (!s)
-        return KILN_EINVAL;
-    uint64_t t0 = kiln_now_ns();
-    memset(s, 0, sizeof(*s));
     if (!o || !o->cache_dir || !o->cache_dir[0]) {
         KILN_ERROR("prep", "prepare: no cache folder given");
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
@@ -807,7 +811,8 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
         goto out;
     }
     /* With its dictionary: a cache repacked with one is kept, not restarted. */
-    struct kiln_cache_options copt = {.stamp = s->stamp,
+    struct kiln_cache_options copt = {.size = sizeof(copt),
+                                      .stamp = s->stamp,
                                       .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
                                       .io = o->io,
                                       .executor = o->executor};
@@ -819,7 +824,7 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
         fail_at(s, KILN_PREP_STEP_CACHE, rc);
         goto out;
     }
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(r.cache, &cs);
     s->open_kind = cs.open_kind;
     r.dict = kiln_cache_dict(r.cache);
@@ -833,7 +838,7 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
     lock_made = true;
     for (size_t i = 0; i < n; i++)
         progs[i] = (struct prog){.run = &r, .index = (uint32_t)i};
-    struct kiln_pool_plan plan;
+    struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
     s->workers = kiln_pool_auto_workers(
         o->background ? KILN_POOL_WORK_BACKGROUND : KILN_POOL_WORK_BUILD, o->jobs, &plan);
     snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
@@ -1013,6 +1018,33 @@ out:
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
     return s->error;
+}
+
+/* The caller's options and summary, read and written by the growable rule
+ * (docs/abi.md), around prepare(). */
+static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                        void *progress_user, struct kiln_prepare_summary *summary)
+{
+    if (!summary)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(summary, "kiln_prepare_summary"));
+    uint64_t t0 = kiln_now_ns();
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
+    memset(&s, 0, sizeof(s));
+    s.size = sizeof(s);
+    struct kiln_prepare_options opt = KILN_PREPARE_OPTIONS_INIT;
+    struct kiln__prep_abi abi = {.builders = NULL};
+    int rc = o ? KILN_STRUCT_IN(&opt, o, "kiln_prepare_options") : KILN_OK;
+    if (o && rc == KILN_OK)
+        rc = kiln__prep_abi_in(&abi, &opt.translator, &opt.isolate, opt.io, &opt.builders,
+                               opt.nbuilders);
+    if (rc == KILN_OK)
+        rc = prepare(o ? &opt : NULL, progress, progress_user, &s, t0);
+    else
+        fail_at(&s, KILN_PREP_STEP_INPUT, rc);
+    kiln__prep_abi_free(&abi);
+    KILN_STRUCT_OUT(summary, &s);
+    return rc;
 }
 
 /* The run gives no handle: a failure's text is the thread's (kiln_last_errmsg). */

@@ -307,6 +307,7 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         struct kiln_vk_stage vs[2];
         for (int i = 0; i < ns; i++)
             vs[i] = (struct kiln_vk_stage){
+                .size = sizeof(vs[i]),
                 .blob = st[i].blob,
                 .blob_size = st[i].blob_size,
                 .dict = j->b->dict,
@@ -316,7 +317,7 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         if (compute) {
             rc = kiln_vk_compute_pipeline(j->b->vk, name, &vs[0], &pipe);
         } else {
-            struct kiln_vk_graphics g = {.vertex = vs[0], .fragment = vs[1]};
+            struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &vs[0], .fragment = &vs[1]};
             rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
         }
     }
@@ -358,22 +359,25 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         if (rc < 0)
             break;
         struct kiln_vk_stage vs = {
+            .size = sizeof(vs),
             .blob = st[i].blob,
             .blob_size = st[i].blob_size,
             .dict = b->dict,
             .entry = st[i].entry,
             .specialization = sp[i].map || sp[i].info.dataSize ? &sp[i].info : NULL,
         };
+        staged[i].size = sizeof(staged[i]);
         rc = kiln_vk_stage_module(b->vk, name, &vs, (VkShaderStageFlagBits)st[i].stage, &staged[i]);
         if (rc < 0)
             break; /* logged by kiln_vk_stage_module */
         infos[i] = staged[i].info;
         made++;
     }
-    struct kiln_build_request req;
+    struct kiln_build_request req = KILN_BUILD_REQUEST_INIT;
     memset(&req, 0, sizeof(req));
+    req.size = sizeof(req);
     if (rc == KILN_OK) {
-        struct kiln_vk_handles h;
+        struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
         kiln_vk_get_handles(b->vk, &h);
         req.key = it->key;
         req.name = name;
@@ -593,6 +597,7 @@ int kiln__prep_vk_open(struct kiln_vk *given, bool isolate, bool use_device_inde
     if (!given) {
         const char *extra[64];
         struct kiln_vk_options vopt = {
+            .size = sizeof(vopt),
             .use_device_index = use_device_index,
             .device = device,
             .cache_dir = cache_dir,
@@ -640,7 +645,7 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     qsort(jobs, todo, sizeof(*jobs), larger_payload_first);
     rc = kiln__prep_run_pipelines(pool, journaled_build_one, jobs, sizeof(*jobs), todo, b->progress,
                                   b->progress_user);
-    struct kiln_pool_progress pp;
+    struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
     free(jobs);
@@ -684,11 +689,13 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
     if (o->read_only) {
         snprintf(s->use_text, sizeof(s->use_text), "opened read-only as asked");
     } else {
-        struct kiln_cache_options wopt = {
-            .flags = KILN_CACHE_KEEP_STAMP, .io = o->io, .executor = o->executor};
+        struct kiln_cache_options wopt = {.size = sizeof(wopt),
+                                          .flags = KILN_CACHE_KEEP_STAMP,
+                                          .io = o->io,
+                                          .executor = o->executor};
         rc = kiln_cache_open(o->cache_dir, &wopt, out);
         if (rc == KILN_OK) {
-            struct kiln_cache_stats cs;
+            struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
             kiln_cache_get_stats(*out, &cs);
             if (o->any_stamp || cs.stamp == o->stamp) {
                 *writer = true;
@@ -708,6 +715,7 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
         }
     }
     struct kiln_cache_options ropt = {
+        .size = sizeof(ropt),
         .stamp = o->stamp,
         .flags =
             KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
@@ -715,7 +723,7 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
         .executor = o->executor,
     };
     rc = kiln_cache_open(o->cache_dir, &ropt, out);
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     if (rc == KILN_OK && kiln_cache_get_stats(*out, &cs) == KILN_OK && cs.dict_id &&
         !kiln_cache_dict(*out)) {
         /* Opened without the dictionary its records name (the open logged
@@ -790,7 +798,8 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
     if (!crashed && !rebuilt)
         return;
     struct kiln_cache *c = NULL;
-    struct kiln_cache_options wopt = {.flags = KILN_CACHE_KEEP_STAMP, .io = o->io};
+    struct kiln_cache_options wopt = {
+        .size = sizeof(wopt), .flags = KILN_CACHE_KEEP_STAMP, .io = o->io};
     int rc = o->read_only ? KILN_EBUSY : kiln_cache_open(o->cache_dir, &wopt, &c);
     if (rc < 0) {
         KILN_INFO("prep", "%s: the build ledger not written (%s)", o->cache_dir,
@@ -816,13 +825,9 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
     kiln_cache_close(c);
 }
 
-static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
-                           void *progress_user, struct kiln_start_summary *s)
+static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                      void *progress_user, struct kiln_start_summary *s, uint64_t t0)
 {
-    if (!s)
-        return KILN_EINVAL;
-    uint64_t t0 = kiln_now_ns();
-    memset(s, 0, sizeof(*s));
     if (!o || !o->cache_dir) {
         KILN_ERROR("prep", "warm start: no cache folder given");
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
@@ -861,7 +866,7 @@ static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progres
                                           kiln__prep_record_suspects(o->cache_dir, o->io, NULL,
                                                                      NULL, sus, nsus) == KILN_OK);
     }
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(cache, &cs);
     s->open_kind = cs.open_kind;
     s->stamp = cs.stamp;
@@ -900,7 +905,7 @@ static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progres
     for (size_t i = 0; i < n; i++)
         keys[i] = entries[i].key;
 
-    struct kiln_pool_plan plan;
+    struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
     s->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o->jobs, &plan);
     snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
     s->read_threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, s->workers, NULL);
@@ -1041,6 +1046,32 @@ out:
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
     return s->error;
+}
+
+/* The caller's options and summary, read and written by the growable rule
+ * (docs/abi.md), around warm_start(). */
+static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                           void *progress_user, struct kiln_start_summary *summary)
+{
+    if (!summary)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(summary, "kiln_start_summary"));
+    uint64_t t0 = kiln_now_ns();
+    struct kiln_start_summary s = KILN_START_SUMMARY_INIT;
+    memset(&s, 0, sizeof(s));
+    s.size = sizeof(s);
+    struct kiln_start_options opt = KILN_START_OPTIONS_INIT;
+    struct kiln__prep_abi abi = {.builders = NULL};
+    int rc = o ? KILN_STRUCT_IN(&opt, o, "kiln_start_options") : KILN_OK;
+    if (o && rc == KILN_OK)
+        rc = kiln__prep_abi_in(&abi, NULL, &opt.isolate, opt.io, &opt.builders, opt.nbuilders);
+    if (rc == KILN_OK)
+        rc = warm_start(o ? &opt : NULL, progress, progress_user, &s, t0);
+    else
+        start_fail(&s, KILN_PREP_STEP_INPUT, rc);
+    kiln__prep_abi_free(&abi);
+    KILN_STRUCT_OUT(summary, &s);
+    return rc;
 }
 
 /* The run gives no handle: a failure's text is the thread's (kiln_last_errmsg). */

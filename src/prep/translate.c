@@ -68,10 +68,15 @@ int kiln_spirv_check(const void *data, size_t n, const char **why)
 int kiln_translate(const struct kiln_translator *t, const struct kiln_source *src, uint32_t **words,
                    size_t *nwords)
 {
-    if (!t || !t->translate || !src || !words || !nwords)
+    if (!t || !src || !words || !nwords)
         return KILN_EINVAL;
     *words = NULL;
     *nwords = 0;
+    struct kiln_translator own;
+    KILN_TRY(KILN_STRUCT_IN(&own, t, "kiln_translator"));
+    t = &own;
+    if (!t->translate)
+        return KILN_EINVAL;
     const char *tname = t->name ? t->name : "translator";
     const char *sname = src->name ? src->name : "(unnamed)";
     translate_error[0] = '\0';

@@ -507,10 +507,26 @@ void kiln_topo_free(struct kiln_topo *topo)
 
 /* ---- the choice ---------------------------------------------------------------- */
 
+/* A caller's plan holds its CPU set only when its size covers it. */
+static bool plan_has_cpus(const struct kiln_pin_plan *plan)
+{
+    return plan->size >= offsetof(struct kiln_pin_plan, cpus) + sizeof(plan->cpus);
+}
+
 void kiln_pin_plan_free(struct kiln_pin_plan *plan)
 {
-    if (plan)
+    if (plan && plan_has_cpus(plan))
         kiln_cpuset_free(&plan->cpus);
+}
+
+void kiln__pin_plan_out(struct kiln_pin_plan *out, struct kiln_pin_plan *plan)
+{
+    if (!out || kiln__struct_out_check(out, "kiln_pin_plan") < 0 || !plan_has_cpus(out)) {
+        kiln_cpuset_free(&plan->cpus); /* nowhere to give it */
+        if (!out || out->size < sizeof(size_t))
+            return;
+    }
+    KILN_STRUCT_OUT(out, plan);
 }
 
 static void plan_reset(struct kiln_pin_plan *plan, enum kiln_pin_verdict verdict)
@@ -521,13 +537,10 @@ static void plan_reset(struct kiln_pin_plan *plan, enum kiln_pin_verdict verdict
     plan->reason[0] = '\0';
 }
 
-int kiln_topo_choose(const struct kiln_topo *topo, const struct kiln_cpuset *allowed,
-                     struct kiln_pin_plan *plan)
+static int topo_choose(const struct kiln_topo *topo, const struct kiln_cpuset *allowed,
+                       struct kiln_pin_plan *plan)
 {
-    if (!topo || !plan)
-        return KILN_EINVAL;
-    assert(topo && plan);
-    *plan = (struct kiln_pin_plan){.domain = -1};
+    *plan = (struct kiln_pin_plan){.size = sizeof(struct kiln_pin_plan), .domain = -1};
     if (topo->last_level == 0) {
         plan->verdict = KILN_PIN_NO_CACHES;
         say(plan->reason, sizeof(plan->reason), "nothing to pin to: %s",
@@ -641,12 +654,9 @@ int kiln__pin_text(const struct kiln_cpuset *cpus, char *text, size_t cap)
 
 /* ---- the opt-in rule --------------------------------------------------------- */
 
-int kiln_affinity_decide(int flag, const char *env_value, struct kiln_affinity_decision *out)
+static int affinity_decide(int flag, const char *env_value, struct kiln_affinity_decision *out)
 {
-    if (!out)
-        return KILN_EINVAL;
-    assert(out);
-    *out = (struct kiln_affinity_decision){0};
+    *out = (struct kiln_affinity_decision)KILN_AFFINITY_DECISION_INIT;
     if (flag < -1 || flag > 1) {
         say(out->reason, sizeof(out->reason), "invalid flag value %d", flag);
         return KILN_EINVAL;
@@ -691,4 +701,27 @@ int kiln_affinity_decide(int flag, const char *env_value, struct kiln_affinity_d
     say(out->reason, sizeof(out->reason), "off by default (--cache-affinity or %s=1 turns it on)",
         KILN_CPU_CACHE_AFFINITY_ENV);
     return KILN_OK;
+}
+
+int kiln_topo_choose(const struct kiln_topo *topo, const struct kiln_cpuset *allowed,
+                     struct kiln_pin_plan *plan)
+{
+    if (!topo || !plan)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(plan, "kiln_pin_plan"));
+    struct kiln_pin_plan p;
+    int rc = topo_choose(topo, allowed, &p);
+    kiln__pin_plan_out(plan, &p);
+    return rc;
+}
+
+int kiln_affinity_decide(int flag, const char *env_value, struct kiln_affinity_decision *out)
+{
+    if (!out)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(out, "kiln_affinity_decision"));
+    struct kiln_affinity_decision d;
+    int rc = affinity_decide(flag, env_value, &d);
+    KILN_STRUCT_OUT(out, &d);
+    return rc;
 }

@@ -15,10 +15,12 @@
 
 int kiln_pin_largest_cache(const struct kiln_topo_env *env, struct kiln_pin_plan *out)
 {
-    static const struct kiln_topo_env real_system;
-    if (!env)
-        env = &real_system;
-    struct kiln_pin_plan plan = {.domain = -1};
+    if (out)
+        KILN_TRY(kiln__struct_out_check(out, "kiln_pin_plan"));
+    struct kiln_topo_env own;
+    KILN_TRY(KILN_STRUCT_IN(&own, env, "kiln_topo_env"));
+    env = &own;
+    struct kiln_pin_plan plan = {.size = sizeof(plan), .domain = -1};
     struct kiln_topo *topo = NULL;
     struct kiln_cpuset allowed = {0};
     const char *step = "reading the cache topology";
@@ -37,17 +39,15 @@ int kiln_pin_largest_cache(const struct kiln_topo_env *env, struct kiln_pin_plan
     }
     if (rc < 0) {
         kiln_pin_plan_free(&plan);
-        plan = (struct kiln_pin_plan){.verdict = KILN_PIN_FAILED, .domain = -1};
+        plan = (struct kiln_pin_plan){
+            .size = sizeof(struct kiln_pin_plan), .verdict = KILN_PIN_FAILED, .domain = -1};
         snprintf(plan.reason, sizeof(plan.reason), "not pinned: %s failed: %s", step,
                  kiln_strerror(rc));
     }
     KILN_INFO("topo", "cache affinity: %s: %s", kiln_pin_verdict_name(plan.verdict), plan.reason);
     kiln_cpuset_free(&allowed);
     kiln_topo_free(topo);
-    if (out)
-        *out = plan;
-    else
-        kiln_pin_plan_free(&plan);
+    kiln__pin_plan_out(out, &plan);
     return rc;
 }
 
@@ -56,13 +56,16 @@ int kiln_affinity_apply(const struct kiln_affinity_decision *decision,
 {
     if (!decision)
         return KILN_EINVAL;
-    assert(decision);
+    struct kiln_affinity_decision d;
+    KILN_TRY(KILN_STRUCT_IN(&d, decision, "kiln_affinity_decision"));
+    decision = &d;
+    if (plan)
+        KILN_TRY(kiln__struct_out_check(plan, "kiln_pin_plan"));
     KILN_INFO("topo", "cache affinity %s: %s", decision->on ? "on" : "off", decision->reason);
     if (decision->on)
         return kiln_pin_largest_cache(env, plan);
-    if (plan) {
-        *plan = (struct kiln_pin_plan){.verdict = KILN_PIN_OFF, .domain = -1};
-        snprintf(plan->reason, sizeof(plan->reason), "not asked for: %s", decision->reason);
-    }
+    struct kiln_pin_plan p = {.size = sizeof(p), .verdict = KILN_PIN_OFF, .domain = -1};
+    snprintf(p.reason, sizeof(p.reason), "not asked for: %s", decision->reason);
+    kiln__pin_plan_out(plan, &p);
     return KILN_OK;
 }

@@ -97,4 +97,9 @@ int kiln__pin_text(const struct kiln_cpuset *cpus, char *text, size_t cap);
  */
 int kiln__topo_parse_slpi(const void *buf, size_t len, unsigned flags, struct kiln_topo **out);
 
+/* Gives the library's full plan to the caller's `out` (NULL: none), only
+ * the bytes its size covers (docs/abi.md); plan's CPU set moves over, or
+ * is freed when out's size does not hold it. (topo.c) */
+void kiln__pin_plan_out(struct kiln_pin_plan *out, struct kiln_pin_plan *plan);
+
 #endif /* KILN_TOPO_INTERNAL_H */

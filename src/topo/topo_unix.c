@@ -747,8 +747,12 @@ int kiln_topo_allowed(const struct kiln_topo_env *env, struct kiln_cpuset *out)
 {
     if (!out)
         return KILN_EINVAL;
-    assert(out);
     *out = (struct kiln_cpuset){0};
+    struct kiln_topo_env own;
+    if (env) {
+        KILN_TRY(KILN_STRUCT_IN(&own, env, "kiln_topo_env"));
+        env = &own;
+    }
     int rc = env && env->affinity ? kiln_cpuset_copy(out, env->affinity) : get_affinity(0, out);
     if (rc == KILN_OK)
         rc = apply_cgroup(env, out);

@@ -166,8 +166,12 @@ int kiln_topo_allowed(const struct kiln_topo_env *env, struct kiln_cpuset *out)
 {
     if (!out)
         return KILN_EINVAL;
-    assert(out);
     *out = (struct kiln_cpuset){0};
+    struct kiln_topo_env own;
+    if (env) {
+        KILN_TRY(KILN_STRUCT_IN(&own, env, "kiln_topo_env"));
+        env = &own;
+    }
     int rc = env && env->affinity ? kiln_cpuset_copy(out, env->affinity) : live_affinity(out);
     if (rc < 0)
         kiln_cpuset_free(out);

@@ -789,11 +789,21 @@ static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
 
 static int create_body(const struct kiln_vk_options *options, struct kiln_vk **out)
 {
-    static const struct kiln_vk_options defaults = {0};
     if (!out)
         return KILN_EINVAL;
     *out = NULL;
-    const struct kiln_vk_options *opt = options ? options : &defaults;
+    /* The caller's growable structs, read into the library's own
+     * (docs/abi.md); the external one is used during this call only. */
+    struct kiln_vk_options o = KILN_VK_OPTIONS_INIT;
+    struct kiln_vk_external ext = KILN_VK_EXTERNAL_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&o, options, "kiln_vk_options"));
+    if (o.external) {
+        KILN_TRY(KILN_STRUCT_IN(&ext, o.external, "kiln_vk_external"));
+        o.external = &ext;
+    }
+    if (o.io)
+        KILN_TRY(kiln__io_check(o.io));
+    const struct kiln_vk_options *opt = &o;
     struct kiln_vk *vk = calloc(1, sizeof(*vk));
     if (!vk)
         return KILN_ENOMEM;
@@ -871,16 +881,20 @@ bool kiln_vk_extension_enabled(const struct kiln_vk *vk, const char *name)
 
 void kiln_vk_get_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
 {
-    if (!vk || !s)
+    if (!vk || !s || kiln__struct_out_check(s, "kiln_vk_stats") < 0)
         return;
     struct kiln_vk *v = (struct kiln_vk *)vk; /* atomic loads need a non-const object */
-    s->live_modules = atomic_load(&v->live_modules);
-    s->peak_modules = atomic_load(&v->peak_modules);
-    s->modules_created = atomic_load(&v->modules_created);
-    s->stages_chained = atomic_load(&v->stages_chained);
-    s->pipelines_built = atomic_load(&v->pipelines_built);
-    s->pipelines_failed = atomic_load(&v->pipelines_failed);
-    s->live_pipelines = atomic_load(&v->live_pipelines);
+    struct kiln_vk_stats st = {
+        .size = sizeof(st),
+        .live_modules = atomic_load(&v->live_modules),
+        .peak_modules = atomic_load(&v->peak_modules),
+        .modules_created = atomic_load(&v->modules_created),
+        .stages_chained = atomic_load(&v->stages_chained),
+        .pipelines_built = atomic_load(&v->pipelines_built),
+        .pipelines_failed = atomic_load(&v->pipelines_failed),
+        .live_pipelines = atomic_load(&v->live_pipelines),
+    };
+    KILN_STRUCT_OUT(s, &st);
 }
 
 /* The name before 0.2, kept exported (include/kiln/vk.h). */
@@ -898,9 +912,10 @@ void kiln_vk_reset_peak(struct kiln_vk *vk)
 
 void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
 {
-    if (!vk || !out)
+    if (!vk || !out || kiln__struct_out_check(out, "kiln_vk_handles") < 0)
         return;
-    *out = (struct kiln_vk_handles){
+    struct kiln_vk_handles h = {
+        .size = sizeof(h),
         .get_instance_proc_addr = vk->fn.vkGetInstanceProcAddr,
         .instance = vk->instance,
         .physical_device = vk->phys,
@@ -911,6 +926,7 @@ void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
         .pipeline_layout = vk->layout,
         .set_layout = vk->set_layout,
     };
+    KILN_STRUCT_OUT(out, &h);
 }
 
 const char *kiln_vk_errmsg(const struct kiln_vk *vk)

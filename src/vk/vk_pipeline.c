@@ -167,8 +167,12 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
     if (!out)
         return KILN_EINVAL;
     memset(out, 0, sizeof(*out));
+    out->size = sizeof(*out);
     if (!vk || !src)
         return KILN_EINVAL;
+    struct kiln_vk_stage in = KILN_VK_STAGE_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&in, src, "kiln_vk_stage"));
+    src = &in;
     out->info = (VkPipelineShaderStageCreateInfo){
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
         .stage = stage,
@@ -222,10 +226,26 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
     return KILN_OK;
 }
 
+/* The caller's kiln_vk_staged is filled in place, never copied: its `info`
+ * may point into it (module_info). So it must hold at least this
+ * library's fields (a larger one keeps its size and the rest of its
+ * bytes); see docs/abi.md. */
 static int stage_module_body(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
                              VkShaderStageFlagBits stage, struct kiln_vk_staged *out)
 {
-    return stage_module(vk, name, src, stage, false, out);
+    if (!out)
+        return KILN_EINVAL;
+    size_t size = out->size;
+    if (size < sizeof(*out)) {
+        KILN_ERROR("abi",
+                   "kiln_vk_staged: size %zu, smaller than this kiln's %zu (initialise it with "
+                   "KILN_VK_STAGED_INIT)",
+                   size, sizeof(*out));
+        return KILN_EINVAL;
+    }
+    int rc = stage_module(vk, name, src, stage, false, out);
+    out->size = size;
+    return rc;
 }
 
 int kiln_vk_stage_module(struct kiln_vk *vk, const char *name, const struct kiln_vk_stage *src,
@@ -321,7 +341,7 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
     if (!vk || !stage || !out)
         return KILN_EINVAL;
     *out = NULL;
-    struct kiln_vk_staged st;
+    struct kiln_vk_staged st = KILN_VK_STAGED_INIT;
     int rc = stage_module(vk, name, stage, VK_SHADER_STAGE_COMPUTE_BIT, true, &st);
     if (rc < 0) {
         atomic_fetch_add(&vk->pipelines_failed, 1);
@@ -404,8 +424,11 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
     if (!vk || !desc || !out)
         return KILN_EINVAL;
     *out = NULL;
-    VkFormat format =
-        (VkFormat)(desc->color_format ? desc->color_format : KILN_VK_DEFAULT_COLOR_FORMAT);
+    struct kiln_vk_graphics g = KILN_VK_GRAPHICS_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&g, desc, "kiln_vk_graphics"));
+    if (!g.vertex || !g.fragment)
+        return KILN_EINVAL;
+    VkFormat format = (VkFormat)(g.color_format ? g.color_format : KILN_VK_DEFAULT_COLOR_FORMAT);
     VkRenderPass pass = VK_NULL_HANDLE;
     if (!vk->info.dynamic_rendering) {
         VkResult res = render_pass_for(vk, format, &pass);
@@ -418,12 +441,12 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
     }
 
     struct kiln_vk_staged vs, fs;
-    int rc = stage_module(vk, name, &desc->vertex, VK_SHADER_STAGE_VERTEX_BIT, true, &vs);
+    int rc = stage_module(vk, name, g.vertex, VK_SHADER_STAGE_VERTEX_BIT, true, &vs);
     if (rc < 0) {
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return rc;
     }
-    rc = stage_module(vk, name, &desc->fragment, VK_SHADER_STAGE_FRAGMENT_BIT, true, &fs);
+    rc = stage_module(vk, name, g.fragment, VK_SHADER_STAGE_FRAGMENT_BIT, true, &fs);
     if (rc < 0) {
         kiln_vk_stage_release(vk, &vs);
         atomic_fetch_add(&vk->pipelines_failed, 1);
@@ -554,9 +577,11 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
     if (!vk || !src || !out)
         return KILN_EINVAL;
     *out = NULL;
+    struct kiln_vk_stage in = KILN_VK_STAGE_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&in, src, "kiln_vk_stage"));
     const uint32_t *words;
     uint32_t *owned;
-    int64_t n = unpack_stage(vk, name, "kept", src, false, &words, &owned);
+    int64_t n = unpack_stage(vk, name, "kept", &in, false, &words, &owned);
     if (n < 0)
         return (int)n;
     struct kiln_vk_module *m = calloc(1, sizeof(*m));

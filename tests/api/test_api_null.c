@@ -103,7 +103,7 @@ static void fixture_open(void)
     memset(&F, 0, sizeof(F));
     snprintf(F.dir, sizeof(F.dir), "%s/cache", kt_tmpdir());
     snprintf(F.file, sizeof(F.file), "%s/file", kt_tmpdir());
-    struct kiln_cache_options o = {.flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o), .flags = KILN_CACHE_CREATE};
     KT_REQUIRE_OK(kiln_cache_open(F.dir, &o, &F.cache));
     KT_REQUIRE_OK(kiln_pool_create(1, 4, &F.pool));
     KT_REQUIRE_OK(kiln_pages_create(64, &F.pages));
@@ -319,12 +319,16 @@ static int job(void *arg, unsigned worker)
     E(cache_put, kiln_cache_put, KILN_EINVAL, kiln_cache_put(NULL, F.key, F.buf, 4, 4, 0, 1))      \
     E(cache_sync, kiln_cache_sync, KILN_EINVAL, kiln_cache_sync(NULL))                             \
     E(cache_find, kiln_cache_find, KILN_EINVAL, kiln_cache_find(NULL, F.key, &F.entry))            \
+    E(cache_find_sized, kiln_cache_find_sized, KILN_EINVAL,                                        \
+      kiln_cache_find_sized(NULL, F.key, sizeof(F.entry), &F.entry))                               \
     E(cache_count, kiln_cache_count, 0, kiln_cache_count(NULL))                                    \
     E(cache_entries_c, kiln_cache_entries, KILN_EINVAL,                                            \
       kiln_cache_entries(NULL, &F.entries, &F.n))                                                  \
     E(cache_entries_out, kiln_cache_entries, KILN_EINVAL, kiln_cache_entries(F.cache, NULL, &F.n)) \
     E(cache_entries_n, kiln_cache_entries, KILN_EINVAL,                                            \
       kiln_cache_entries(F.cache, &F.entries, NULL))                                               \
+    E(cache_entries_sized, kiln_cache_entries_sized, KILN_EINVAL,                                  \
+      kiln_cache_entries_sized(F.cache, sizeof(F.entry), NULL, &F.n))                              \
     V(cache_entries_free, kiln_cache_entries_free, kiln_cache_entries_free(NULL))                  \
     E(cache_load_many_c, kiln_cache_load_many, KILN_EINVAL,                                        \
       kiln_cache_load_many(NULL, &F.key, 1, 1, &F.results))                                        \
@@ -333,8 +337,14 @@ static int job(void *arg, unsigned worker)
     E(cache_load_many_out, kiln_cache_load_many, KILN_EINVAL,                                      \
       kiln_cache_load_many(F.cache, &F.key, 1, 1, NULL))                                           \
     V(cache_results_free, kiln_cache_results_free, kiln_cache_results_free(NULL, 3))               \
+    E(cache_load_many_sized, kiln_cache_load_many_sized, KILN_EINVAL,                              \
+      kiln_cache_load_many_sized(F.cache, &F.key, 1, 1, sizeof(F.result), NULL))                   \
+    V(cache_results_free_sized, kiln_cache_results_free_sized,                                     \
+      kiln_cache_results_free_sized(NULL, 3, sizeof(F.result)))                                    \
     E(cache_get_c, kiln_cache_get, KILN_EINVAL, kiln_cache_get(NULL, F.key, &F.result))            \
     E(cache_get_out, kiln_cache_get, KILN_EINVAL, kiln_cache_get(F.cache, F.key, NULL))            \
+    E(cache_get_sized, kiln_cache_get_sized, KILN_EINVAL,                                          \
+      kiln_cache_get_sized(F.cache, F.key, sizeof(F.result), NULL))                                \
     V(cache_payload_free, kiln_cache_payload_free, kiln_cache_payload_free(NULL))                  \
     E(cache_get_stats_c, kiln_cache_get_stats, KILN_EINVAL, kiln_cache_get_stats(NULL, &F.stats))  \
     E(cache_get_stats_out, kiln_cache_get_stats, KILN_EINVAL, kiln_cache_get_stats(F.cache, NULL)) \
@@ -356,6 +366,8 @@ static int job(void *arg, unsigned worker)
       kiln_cache_plan_prune(NULL, &F.prune, NULL))                                                 \
     E(cache_plan_o, kiln_cache_plan_prune, KILN_EINVAL,                                            \
       kiln_cache_plan_prune(F.cache, NULL, NULL))                                                  \
+    E(cache_plan_sized, kiln_cache_plan_prune_sized, KILN_EINVAL,                                  \
+      kiln_cache_plan_prune_sized(NULL, &F.prune, sizeof(struct kiln_cache_prune_item), NULL))     \
     V(cache_plan_free, kiln_cache_prune_plan_free, kiln_cache_prune_plan_free(NULL))               \
     E(cache_repack, kiln_cache_repack, KILN_EINVAL,                                                \
       kiln_cache_repack(NULL, KILN_CODEC_ZSTD, KILN_CACHE_DICT_KEEP, NULL))                        \
@@ -604,7 +616,7 @@ KT_CASE(vk_null_with_context)
     KT_CHECK_EQ(kiln_vk_graphics_pipeline(vk, "p", NULL, &p), KILN_EINVAL);
     KT_CHECK_EQ(kiln_vk_module_create(vk, "p", NULL, &m), KILN_EINVAL);
     KT_CHECK_EQ(kiln_vk_pipeline_adopt(vk, VK_NULL_HANDLE, NULL), KILN_EINVAL);
-    struct kiln_vk_staged st;
+    struct kiln_vk_staged st = KILN_VK_STAGED_INIT;
     KT_CHECK_EQ(kiln_vk_stage_module(vk, "p", NULL, VK_SHADER_STAGE_COMPUTE_BIT, &st), KILN_EINVAL);
     KT_CHECK(st.module == VK_NULL_HANDLE && st.words == NULL); /* needs no release */
     KT_CHECK(!kiln_vk_extension_enabled(vk, NULL));
@@ -613,7 +625,7 @@ KT_CASE(vk_null_with_context)
     kiln_vk_stage_release(vk, NULL);
     kiln_vk_pipeline_destroy(vk, NULL);
     kiln_vk_module_destroy(vk, NULL);
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_pipelines, 0);
     KT_CHECK_EQ(s.live_modules, 0);
@@ -631,12 +643,12 @@ KT_CASE(deprecated_names)
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #endif
     fixture_open();
-    struct kiln_cache_stats a, b;
+    struct kiln_cache_stats a = KILN_CACHE_STATS_INIT, b = KILN_CACHE_STATS_INIT;
     KT_CHECK_OK(kiln_cache_get_stats(F.cache, &a));
     KT_CHECK_OK(kiln_cache_stats(F.cache, &b));
     KT_CHECK_EQ(a.records, b.records);
     KT_CHECK_EQ(kiln_cache_stats(NULL, &b), KILN_EINVAL);
-    struct kiln_pool_progress pa, pb;
+    struct kiln_pool_progress pa = KILN_POOL_PROGRESS_INIT, pb = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(F.pool, &pa);
     kiln_pool_progress(F.pool, &pb);
     KT_CHECK_EQ(pa.submitted, pb.submitted);

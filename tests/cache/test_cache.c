@@ -61,7 +61,7 @@ static struct kiln_key key_of(uint64_t i)
 
 static int open_cache(const char *dir, uint64_t stamp, unsigned flags, struct kiln_cache **c)
 {
-    struct kiln_cache_options opt = {.stamp = stamp, .flags = flags};
+    struct kiln_cache_options opt = {.size = sizeof(opt), .stamp = stamp, .flags = flags};
     return kiln_cache_open(dir, &opt, c);
 }
 
@@ -207,7 +207,7 @@ static void make_cache(const char *dir, size_t n, const size_t *sizes, size_t ns
 
 static enum kiln_cache_open_kind kind_of(struct kiln_cache *c)
 {
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     return st.open_kind;
 }
@@ -300,7 +300,7 @@ static int f_lock(const struct kiln_io *self, int fd, enum kiln_io_lock_mode mod
 }
 static int f_size(const struct kiln_io *self, int fd, uint64_t *size)
 {
-    return F(self)->base->size(F(self)->base, fd, size);
+    return F(self)->base->file_size(F(self)->base, fd, size);
 }
 static int f_unlink(const struct kiln_io *self, const char *path)
 {
@@ -310,8 +310,18 @@ static int f_unlink(const struct kiln_io *self, const char *path)
 static void faultio_init(struct faultio *f)
 {
     memset(f, 0, sizeof(*f));
-    f->io = (struct kiln_io){f_open,   f_close,    f_pread, f_pwrite, f_fsync, f_fsync_dir,
-                             f_rename, f_truncate, f_lock,  f_size,   f_unlink};
+    f->io = (struct kiln_io){sizeof(struct kiln_io),
+                             f_open,
+                             f_close,
+                             f_pread,
+                             f_pwrite,
+                             f_fsync,
+                             f_fsync_dir,
+                             f_rename,
+                             f_truncate,
+                             f_lock,
+                             f_size,
+                             f_unlink};
     f->base = kiln_io_default();
     f->rec_fd = f->idx_fd = -1;
 }
@@ -341,7 +351,7 @@ KT_CASE(round_trip)
     kiln_cache_close(c);
 
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(st.records, N);
@@ -408,7 +418,7 @@ KT_CASE(later_record_wins)
         KT_CHECK_EQ(kind_of(c), pass ? KILN_CACHE_OPENED_REBUILT : KILN_CACHE_OPENED_INDEX);
         KT_CHECK_OK(kiln_cache_find(c, k, &e));
         KT_CHECK_EQ(e.size, 300);
-        struct kiln_cache_stats st;
+        struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
         kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.records, 2);
         KT_CHECK_EQ(st.superseded, 1);
@@ -438,7 +448,7 @@ KT_CASE(index_cut_short)
         cut_file(idx, full - cut);
         struct kiln_cache *c;
         KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
-        struct kiln_cache_stats st;
+        struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
         kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
         KT_CHECK_EQ(st.tail_records, cut <= KILN__CACHE_ENTRY_SIZE ? 1 : 2);
@@ -481,7 +491,7 @@ KT_CASE(last_entry_changed)
         }
         struct kiln_cache *c;
         KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
-        struct kiln_cache_stats st;
+        struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
         kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
         KT_CHECK(strstr(st.open_text, variant ? "last entry does not match" : "damaged") != NULL);
@@ -500,7 +510,7 @@ static void expect_rebuilt(const char *dir, const struct kiln_key *keys, size_t 
 {
     struct kiln_cache *c;
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
     if (!strstr(st.open_text, why))
@@ -585,7 +595,7 @@ KT_CASE(records_truncated_everywhere)
         size_t whole = 0;
         while (whole < N && off[whole] + kiln__cache_rec_len((uint32_t)sizes[whole % 6]) <= cut)
             whole++;
-        struct kiln_cache_stats st;
+        struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
         kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.records, whole);
         KT_CHECK_EQ(
@@ -720,7 +730,7 @@ KT_CASE(unindexed_tail)
     /* As if the writer had written records but none of their entries. */
     copy_file(saved, idx);
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
     KT_CHECK_EQ(st.tail_records, N / 2);
@@ -816,7 +826,7 @@ KT_CASE(offsets_past_4gib)
     KT_CHECK_OK(kiln_cache_sync(c));
     kiln_cache_close(c);
     KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK(st.file_bytes > (1ull << 32));
@@ -865,7 +875,8 @@ KT_CASE(stamp_mismatch)
     const unsigned flags[] = {KILN_CACHE_READ_ONLY, 0, KILN_CACHE_CREATE,
                               KILN_CACHE_CREATE | KILN_CACHE_USE_DICT | KILN_CACHE_MOVE_ASIDE};
     for (size_t i = 0; i < KILN_ARRAY_LEN(flags); i++) {
-        struct kiln_cache_options opt = {.stamp = STAMP + 1, .flags = flags[i]};
+        struct kiln_cache_options opt = {
+            .size = sizeof(opt), .stamp = STAMP + 1, .flags = flags[i]};
         KT_CHECK_EQ(open_logged(dir, &opt, &c), KILN_ESTAMP);
         /* Both stamps are in the message. */
         KT_CHECK(strstr(log_text, "5354414d50000001") != NULL);
@@ -875,7 +886,7 @@ KT_CASE(stamp_mismatch)
     KT_CHECK_EQ(kiln_cache_open(dir, NULL, &c), KILN_ESTAMP);
     /* Another dictionary id named by the caller. */
     struct kiln_cache_options other_dict = {
-        .stamp = STAMP, .dict_id = 99, .flags = KILN_CACHE_CREATE};
+        .size = sizeof(other_dict), .stamp = STAMP, .dict_id = 99, .flags = KILN_CACHE_CREATE};
     KT_CHECK_EQ(kiln_cache_open(dir, &other_dict, &c), KILN_ESTAMP);
     KT_CHECK_EQ(file_size(rec), rec_size);
     KT_CHECK_EQ(file_size(idx), idx_size);
@@ -901,7 +912,7 @@ KT_CASE(reset)
                 KILN_EINVAL);
     /* Removing the old files. */
     KT_REQUIRE_OK(open_cache(dir, STAMP + 1, KILN_CACHE_RESET, &c));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
     KT_CHECK_EQ(st.records, 0);
@@ -919,8 +930,10 @@ KT_CASE(reset)
 
     /* Moving them aside, with another dictionary id; the same stamp counts
      * too (a reset is asked for, not inferred). */
-    struct kiln_cache_options opt = {
-        .stamp = STAMP + 1, .dict_id = 99, .flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE};
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .stamp = STAMP + 1,
+                                     .dict_id = 99,
+                                     .flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE};
     KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_RESTARTED);
@@ -1044,7 +1057,7 @@ KT_CASE(read_only_never_writes)
     void *r0 = read_all(rec, &rn), *i0 = read_all(idx, &in);
     struct kiln_cache *c;
     KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &c));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX_TAIL);
     KT_CHECK_EQ(st.records, SMALL_N - 1);
@@ -1072,7 +1085,7 @@ KT_CASE(check_and_repair)
     struct kiln_key keys[SMALL_N];
     uint64_t off[SMALL_N];
     make_cache(dir, SMALL_N, small_sizes, KILN_ARRAY_LEN(small_sizes), keys, off);
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
     KT_CHECK(rep.whole);
     KT_CHECK_EQ(rep.records, SMALL_N);
@@ -1169,6 +1182,7 @@ static void rl_begin(struct rl_trial *t, const char *dir)
 static int compact_dir(const char *dir, struct kiln_cache_rewrite_report *r)
 {
     memset(r, 0, sizeof(*r));
+    r->size = sizeof(*r);
     struct kiln_cache *c;
     int rc = open_cache(dir, STAMP, 0, &c);
     if (rc < 0)
@@ -1218,7 +1232,9 @@ static void repair_loop_verify(const char *dir, const struct kiln_key *keys, con
 {
     char idx[4096];
     path_of(idx, dir, KILN_CACHE_INDEX_FILE);
-    struct kiln_cache_check_report fix, again, after;
+    struct kiln_cache_check_report fix = KILN_CACHE_CHECK_REPORT_INIT;
+    struct kiln_cache_check_report again = KILN_CACHE_CHECK_REPORT_INIT;
+    struct kiln_cache_check_report after = KILN_CACHE_CHECK_REPORT_INIT;
     int rf = kiln_cache_check(dir, NULL, true, &fix);
     KT_REQUIRE(rf == KILN_OK || rf == KILN_ECORRUPT);
     KT_CHECK(fix.whole || fix.repaired);
@@ -1254,7 +1270,7 @@ static void repair_loop_verify(const char *dir, const struct kiln_key *keys, con
         KT_CHECK(i0 && i1 && n0 == n1 && memcmp(i0, i1, n0) == 0);
         free(i0);
         free(i1);
-        struct kiln_cache_rewrite_report r;
+        struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
         KT_REQUIRE_OK(compact_dir(dir, &r));
         KT_CHECK(r.rewritten);
         /* Every damaged byte the check saw is left out and counted. A
@@ -1359,7 +1375,7 @@ KT_CASE(progress_reported)
     KT_REQUIRE_OK(kiln_cache_sync(c));
     struct progress_seen p = {0};
     kiln_cache_set_progress(c, on_cache_progress, &p);
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_compact(c, &r));
     KT_CHECK(r.rewritten);
     KT_CHECK(p.calls >= 1);
@@ -1379,7 +1395,7 @@ KT_CASE(progress_reported)
     struct progress_seen q = {0};
     kiln_cache_set_progress(m, on_cache_progress, &q);
     const char *in[] = {dir};
-    struct kiln_cache_merge_report mr;
+    struct kiln_cache_merge_report mr = KILN_CACHE_MERGE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_merge(m, in, 1, &mr));
     KT_CHECK(strcmp(q.what, "merge") == 0);
     KT_CHECK(!q.backwards);
@@ -1398,11 +1414,11 @@ KT_CASE(compact_accounts)
     /* A damaged record the index names, in a file with no dead bytes: the
      * compaction must still drop it (the check names compaction for it). */
     flip_bit(rec, t.off[5] + KILN__CACHE_HEAD_SIZE + 3, 1), lost[5] = true;
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
     KT_CHECK_EQ(rep.damaged_indexed, 1);
     KT_CHECK_EQ(rep.next, KILN_CACHE_NEXT_COMPACT);
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_REQUIRE_OK(compact_dir(dir, &r));
     struct kiln_cache *c;
     KT_CHECK(r.rewritten);
@@ -1472,7 +1488,7 @@ KT_CASE(merge_accounts)
         KT_REQUIRE_OK(put_rec(c, key_of(i), i < 28 ? 100 + i : 7));
     KT_REQUIRE_OK(kiln_cache_sync(c));
     const char *ins[] = {a, b};
-    struct kiln_cache_merge_report r;
+    struct kiln_cache_merge_report r = KILN_CACHE_MERGE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_merge(c, ins, 2, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.records_read, 40);
@@ -1519,7 +1535,8 @@ static void snap_files(const char *dir, struct file_snap *s, bool set_times)
 KT_CASE(prune_plan)
 {
     const char *dir = kt_tmpdir();
-    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .today = 1000};
+    struct kiln_cache_options o = {
+        .size = sizeof(o), .stamp = STAMP, .flags = KILN_CACHE_CREATE, .today = 1000};
     struct kiln_cache *c;
     enum { N = 30 };
     struct kiln_key keys[N];
@@ -1532,20 +1549,21 @@ KT_CASE(prune_plan)
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
     for (uint64_t i = 10; i < N; i++)
         KT_REQUIRE_OK(put_rec(c, keys[i] = key_of(i), 200 + 10 * i));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     uint64_t file = st.file_bytes;
     kiln_cache_close(c);
 
     /* Older than 15 days on day 1020: 0..9; then the least recently used
      * of the rest until the file is a quarter smaller. */
-    struct kiln_cache_prune_options po = {.older_than_days = 15, .max_file_bytes = file * 3 / 4};
+    struct kiln_cache_prune_options po = {
+        .size = sizeof(po), .older_than_days = 15, .max_file_bytes = file * 3 / 4};
     struct file_snap before[3], after[3];
     snap_files(dir, before, true);
     o.today = 1020;
     o.flags = KILN_CACHE_READ_ONLY;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
-    struct kiln_cache_prune_plan plan;
+    struct kiln_cache_prune_plan plan = KILN_CACHE_PRUNE_PLAN_INIT;
     KT_REQUIRE_OK(kiln_cache_plan_prune(c, &po, &plan));
     kiln_cache_close(c);
     snap_files(dir, after, false);
@@ -1582,7 +1600,7 @@ KT_CASE(prune_plan)
     /* The real prune drops exactly those. */
     o.flags = 0;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
     KT_CHECK_EQ(r.dropped, plan.count);
     KT_CHECK_EQ(r.file_bytes_after, plan.file_bytes_after);
@@ -1600,7 +1618,8 @@ KT_CASE(write_faults)
     const char *dir = kt_tmpdir();
     struct faultio f;
     faultio_init(&f);
-    struct kiln_cache_options opt = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f.io};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f.io};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(dir, &opt, &c));
     struct kiln_key keys[6];
@@ -1706,7 +1725,7 @@ KT_CASE(crash_keeps_synced)
         KT_CHECK_OK(put_rec(c, key_of(900), 20));
         KT_CHECK_OK(kiln_cache_sync(c));
         kiln_cache_close(c);
-        struct kiln_cache_check_report rep;
+        struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
         KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
         KT_CHECK(rep.whole);
     }
@@ -1760,7 +1779,7 @@ KT_CASE(planted_links)
     unlink(p);
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
     KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_REBUILT);
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_compact(c, &r));
     KT_CHECK(r.rewritten);
     kiln_cache_close(c);
@@ -1921,7 +1940,7 @@ KT_CASE(special_files)
     path_of(saved, dir, "saved.kpc");
     KT_REQUIRE(rename(rec, saved) == 0);
     struct kiln_cache *c;
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     for (int kind = 0; kind < 2; kind++) {
         if (kind == 0)
             KT_REQUIRE(mkfifo(rec, 0644) == 0);
@@ -1975,7 +1994,7 @@ KT_CASE(reader_across_rewrite)
         KT_CHECK_OK(put_rec(w, keys[i], sizes[i % KILN_ARRAY_LEN(sizes)]));
     KT_CHECK_OK(kiln_cache_sync(w));
     KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_READ_ONLY, &r));
-    struct kiln_cache_rewrite_report rep;
+    struct kiln_cache_rewrite_report rep = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_compact(w, &rep));
     KT_CHECK(rep.rewritten);
     const unsigned threads[] = {1, 4};
@@ -1986,7 +2005,8 @@ KT_CASE(reader_across_rewrite)
     KT_CHECK(result_ok(&one, keys[7]));
     kiln_cache_payload_free(one.data);
     /* A prune that drops most records: the reader still has them all. */
-    struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX, .max_file_bytes = 4096};
+    struct kiln_cache_prune_options po = {
+        .size = sizeof(po), .older_than_days = UINT32_MAX, .max_file_bytes = 4096};
     KT_CHECK_OK(kiln_cache_prune(w, &po, &rep));
     KT_CHECK(rep.rewritten && rep.dropped > 0);
     KT_CHECK_EQ(load_check(r, keys, N, 4, NULL), N);
@@ -2058,13 +2078,13 @@ KT_CASE(sibling_index)
     struct kiln_cache *c;
     KT_REQUIRE(sibling_writes(a, b, 6));
     path_of(idx_a, a, KILN_CACHE_INDEX_FILE);
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_EQ(kiln_cache_check(a, NULL, false, &rep), KILN_ECORRUPT); /* the index is wrong */
     KT_CHECK_EQ(rep.index_state, KILN_CACHE_INDEX_INVALID);
     KT_CHECK(strstr(rep.index_text, "another copy") != NULL);
     for (int writer = 0; writer < 2; writer++) {
         KT_REQUIRE_OK(open_cache(a, STAMP, writer ? 0 : KILN_CACHE_READ_ONLY, &c));
-        struct kiln_cache_stats st;
+        struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
         kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
         KT_CHECK(strstr(st.open_text, "another copy") != NULL);
@@ -2131,7 +2151,7 @@ KT_CASE(v1_fixture_opens)
     for (size_t i = 0; i < V1_RECORDS; i++)
         keys[i] = key_of(i);
     struct kiln_cache *c;
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
     KT_CHECK(rep.whole);
     KT_CHECK_EQ(rep.records, V1_RECORDS);
@@ -2150,7 +2170,7 @@ KT_CASE(v1_fixture_opens)
     KT_REQUIRE_OK(open_cache(dir, STAMP, 0, &c));
     KT_CHECK_EQ(kind_of(c), KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(load_check(c, keys, V1_RECORDS + 1, 1, NULL), V1_RECORDS + 1);
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_compact(c, &r));
     KT_CHECK(r.rewritten);
     kiln_cache_close(c);
@@ -2178,7 +2198,7 @@ KT_CASE(v1_sibling_sampled)
     struct kiln_cache *c;
     KT_REQUIRE(sibling_writes(a, b, 40));
     KT_REQUIRE_OK(open_cache(a, STAMP, KILN_CACHE_READ_ONLY, &c));
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_REBUILT);
     KT_CHECK(strstr(st.open_text, "do not match the records") != NULL);
@@ -2318,7 +2338,7 @@ KT_CASE(put_threads)
     KT_CHECK_EQ(load_check(c, keys, N, 4, NULL), N);
     free(keys);
     kiln_cache_close(c);
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
     KT_CHECK(rep.whole);
     KT_CHECK_EQ(rep.records, N);

@@ -111,7 +111,8 @@ static size_t list_archives(char paths[][4400], size_t cap)
 
 static struct kiln_cache *open_foz_cache(const char *dir)
 {
-    struct kiln_cache_options o = {.stamp = KILN_FOZ_STAMP,
+    struct kiln_cache_options o = {.size = sizeof(o),
+                                   .stamp = KILN_FOZ_STAMP,
                                    .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c = NULL;
     return kiln_cache_open(dir, &o, &c) < 0 ? NULL : c;
@@ -216,7 +217,8 @@ KT_CASE(import_corpus)
     kiln_cache_close(c);
 
     /* Every stored module unpacks to valid SPIR-V (but the one known bad). */
-    struct kiln_cache_options ro = {.stamp = KILN_FOZ_STAMP,
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .stamp = KILN_FOZ_STAMP,
                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     KT_REQUIRE_OK(kiln_cache_open(dir, &ro, &c));
     struct kiln_key *keys = malloc(nseen * sizeof(*keys));

@@ -91,7 +91,8 @@ static int put_prog(struct kiln_cache *c, size_t p, enum kiln_codec codec)
 static struct kiln_cache *open_cache(const char *dir, unsigned flags, uint32_t today,
                                      const struct kiln_io *io)
 {
-    struct kiln_cache_options o = {.stamp = 77, .flags = flags, .today = today, .io = io};
+    struct kiln_cache_options o = {
+        .size = sizeof(o), .stamp = 77, .flags = flags, .today = today, .io = io};
     struct kiln_cache *c = NULL;
     int rc = kiln_cache_open(dir, &o, &c);
     return rc < 0 ? NULL : c;
@@ -139,8 +140,10 @@ static size_t all[NPROG];
  * leave the writer's last-use marks alone. */
 static size_t check_dir(const char *dir, const size_t *ps, size_t n, uint32_t today)
 {
-    struct kiln_cache_options o = {
-        .stamp = 77, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT, .today = today};
+    struct kiln_cache_options o = {.size = sizeof(o),
+                                   .stamp = 77,
+                                   .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT,
+                                   .today = today};
     struct kiln_cache *c;
     if (kiln_cache_open(dir, &o, &c) < 0)
         return 0;
@@ -206,7 +209,7 @@ KT_CASE(dict_round_trip)
 {
     fill_all();
     const char *dir = kt_tmpdir();
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     struct kiln_cache *c = trained_cache(dir, &r);
     KT_REQUIRE(c);
     KT_CHECK(r.rewritten);
@@ -226,8 +229,8 @@ KT_CASE(dict_round_trip)
     /* A caller that names no dictionary opens with the cache's own, with or
      * without KILN_CACHE_USE_DICT, reader or writer (issue 13). */
     for (int writer = 0; writer < 2; writer++) {
-        struct kiln_cache_options plain = {.stamp = 77,
-                                           .flags = writer ? 0u : KILN_CACHE_READ_ONLY};
+        struct kiln_cache_options plain = {
+            .size = sizeof(plain), .stamp = 77, .flags = writer ? 0u : KILN_CACHE_READ_ONLY};
         KT_REQUIRE_OK(kiln_cache_open(dir, &plain, &c));
         KT_CHECK(kiln_cache_dict(c) != NULL);
         KT_CHECK_EQ(kiln_cache_count(c), NPROG);
@@ -236,7 +239,7 @@ KT_CASE(dict_round_trip)
     }
     /* One that names another dictionary is refused, the cache untouched. */
     struct kiln_cache_options other_id = {
-        .stamp = 77, .dict_id = 12345, .flags = KILN_CACHE_CREATE};
+        .size = sizeof(other_id), .stamp = 77, .dict_id = 12345, .flags = KILN_CACHE_CREATE};
     KT_CHECK_EQ(kiln_cache_open(dir, &other_id, &c), KILN_ESTAMP);
 
     /* Another dictionary in programs.kpd: detected, never a wrong unpack. */
@@ -256,15 +259,15 @@ KT_CASE(dict_round_trip)
     size_t on;
     const void *ob = kiln_pack_dict_bytes(other, &on);
     KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd, ob, on));
-    struct kiln_cache_options ro = {.stamp = 77,
-                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    struct kiln_cache_options ro = {
+        .size = sizeof(ro), .stamp = 77, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     /* One copy holds another dictionary: the second copy serves (issue 17,
      * point 3); check reports it and --repair restores it. */
     KT_REQUIRE_OK(kiln_cache_open(dir, &ro, &c));
     KT_CHECK(kiln_cache_dict(c) != NULL);
     KT_CHECK_EQ(check_progs(c, all, NPROG, KILN_CODEC_KILN), NPROG);
     kiln_cache_close(c);
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_EQ(kiln_cache_check(dir, NULL, false, &rep), KILN_ECORRUPT);
     KT_CHECK_EQ(rep.dict_copies, 1);
     KT_CHECK(strstr(rep.dict_text, "programs.kpd holds dictionary") != NULL);
@@ -297,13 +300,14 @@ KT_CASE(dict_round_trip)
     KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd, ob, on));
     KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), kpd2, ob, on));
     KT_CHECK_EQ(kiln_cache_open(dir, &ro, &c), KILN_ECORRUPT);
-    struct kiln_cache_options keep = {.flags = KILN_CACHE_KEEP_STAMP};
+    struct kiln_cache_options keep = {.size = sizeof(keep), .flags = KILN_CACHE_KEEP_STAMP};
     KT_CHECK_EQ(kiln_cache_open(dir, &keep, &c), KILN_ECORRUPT);
     KT_CHECK_EQ(kiln_cache_check(dir, NULL, true, &rep), KILN_ECORRUPT);
     KT_CHECK_EQ(rep.dict_copies, 0);
     KT_CHECK(strstr(rep.dict_text, "cannot be unpacked") != NULL);
     KT_CHECK_EQ(rep.records, NPROG);
-    struct kiln_cache_options any = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options any = {.size = sizeof(any),
+                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     KT_REQUIRE_OK(kiln_cache_open(dir, &any, &c));
     KT_CHECK_EQ(kiln_cache_count(c), NPROG);
     /* A blob unpacked with the wrong dictionary is refused. */
@@ -355,7 +359,7 @@ KT_CASE(dict_copy_lost)
 {
     fill_all();
     const char *dir = kt_tmpdir();
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     struct kiln_cache *c = trained_cache(dir, &r);
     KT_REQUIRE(c);
     kiln_cache_close(c);
@@ -368,7 +372,7 @@ KT_CASE(dict_copy_lost)
                 KT_REQUIRE_OK(kiln_io_replace_file(kiln_io_default(), p, "", 0));
             else
                 KT_REQUIRE(remove(p) == 0);
-            struct kiln_cache_check_report rep;
+            struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
             KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &rep));
             KT_CHECK(rep.whole);
             KT_CHECK_EQ(rep.dict_copies, 1);
@@ -411,7 +415,7 @@ KT_CASE(repack_chain)
     for (size_t i = 0; i < KILN_ARRAY_LEN(steps); i++) {
         c = open_cache(dir, KILN_CACHE_KEEP_STAMP, 100, NULL);
         KT_REQUIRE(c);
-        struct kiln_cache_rewrite_report r;
+        struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
         KT_REQUIRE_OK(kiln_cache_repack(c, steps[i].codec, steps[i].mode, &r));
         KT_CHECK_EQ(r.repacked, NPROG);
         KT_CHECK_EQ(r.kept_as_is, 1);
@@ -421,7 +425,7 @@ KT_CASE(repack_chain)
         kiln_cache_close(c);
         c = open_cache(dir, KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT, 100, NULL);
         KT_REQUIRE(c);
-        struct kiln_cache_stats st;
+        struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
         kiln_cache_get_stats(c, &st);
         KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
         KT_CHECK_EQ(st.dict_id != 0, steps[i].mode == KILN_CACHE_DICT_TRAIN);
@@ -452,9 +456,9 @@ KT_CASE(compact_round_trip)
     for (size_t p = 0; p < NPROG; p += 3)
         KT_REQUIRE_OK(put_prog(c, p, KILN_CODEC_KILN));
     KT_REQUIRE_OK(kiln_cache_sync(c));
-    struct kiln_cache_stats before;
+    struct kiln_cache_stats before = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &before);
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_compact(c, &r));
     KT_CHECK(r.rewritten);
     KT_CHECK_EQ(r.superseded, NPROG / 3);
@@ -481,13 +485,13 @@ KT_CASE(compact_round_trip)
     kiln_cache_close(c);
     c = open_cache(dir, KILN_CACHE_READ_ONLY, 100, NULL);
     KT_REQUIRE(c);
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     KT_CHECK_EQ(st.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(st.superseded, 0);
     KT_CHECK_EQ(check_progs(c, all, NPROG, -1), NPROG);
     kiln_cache_close(c);
-    struct kiln_cache_check_report cr;
+    struct kiln_cache_check_report cr = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &cr));
     KT_CHECK(cr.whole);
 }
@@ -538,8 +542,9 @@ KT_CASE(last_use_and_prune)
     KT_CHECK_EQ(day, 1000);
 
     /* Older than 25 days (before day 1005): programs 64..95 go. */
-    struct kiln_cache_prune_options po = {.older_than_days = 25, .max_file_bytes = 0};
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_prune_options po = {
+        .size = sizeof(po), .older_than_days = 25, .max_file_bytes = 0};
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
     KT_CHECK_EQ(r.dropped, 32);
     KT_CHECK_EQ(r.records_after, 64);
@@ -559,7 +564,9 @@ KT_CASE(last_use_and_prune)
             if (kiln_key_equal(es[i].key, prog_key(p)))
                 newer += 48 + ((es[i].size + 7u) & ~7u);
     kiln_cache_entries_free(es);
-    po = (struct kiln_cache_prune_options){.older_than_days = UINT32_MAX, .max_file_bytes = newer};
+    po = (struct kiln_cache_prune_options){.size = sizeof(struct kiln_cache_prune_options),
+                                           .older_than_days = UINT32_MAX,
+                                           .max_file_bytes = newer};
     KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
     KT_CHECK_EQ(r.dropped, 32);
     KT_CHECK(r.file_bytes_after <= newer);
@@ -606,7 +613,7 @@ KT_CASE(merge_round_trip)
     c = open_cache(out, KILN_CACHE_CREATE, 700, NULL);
     KT_REQUIRE(c);
     const char *ins[] = {a, b};
-    struct kiln_cache_merge_report r;
+    struct kiln_cache_merge_report r = KILN_CACHE_MERGE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_merge(c, ins, 2, &r));
     KT_CHECK_EQ(r.records_read, 128);
     KT_CHECK_EQ(r.added, NPROG);
@@ -625,7 +632,7 @@ KT_CASE(merge_round_trip)
     KT_CHECK_EQ(r.added, 0);
     KT_CHECK_EQ(r.same, NPROG);
     /* Another stamp: refused, nothing merged. */
-    struct kiln_cache_options oo = {.stamp = 78, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options oo = {.size = sizeof(oo), .stamp = 78, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *o2;
     KT_REQUIRE_OK(kiln_cache_open(odd, &oo, &o2));
     KT_REQUIRE_OK(put_prog(o2, 200, KILN_CODEC_RAW));
@@ -648,7 +655,7 @@ static bool old_cache_whole(const char *dir, int codec)
     struct kiln_cache *c = open_cache(dir, KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT, 100, NULL);
     if (!c)
         return false;
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     bool ok = kiln_cache_count(c) == NPROG && check_progs(c, all, NPROG, codec) == NPROG &&
               st.dict_id == 0;
@@ -680,7 +687,7 @@ KT_CASE(faults_keep_old_cache)
             c = open_cache(dir, KILN_CACHE_KEEP_STAMP, 100, &f.io);
             KT_REQUIRE(c);
             faultio_arm(&f, nth, FAULTIO_WRITE | FAULTIO_SYNC | FAULTIO_RENAME, KILN_EIO, false);
-            struct kiln_cache_rewrite_report r;
+            struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
             int rc = op == 0 ? kiln_cache_repack(c, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, &r)
                              : kiln_cache_compact(c, &r);
             bool hit = f.faults > 0;

@@ -56,7 +56,8 @@ static void keep_line(void *user, enum kiln_log_level level, const char *module,
 static void open_faulty(struct faultio *f, struct kiln_cache **c)
 {
     faultio_init(f);
-    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f->io};
+    struct kiln_cache_options o = {
+        .size = sizeof(o), .stamp = STAMP, .flags = KILN_CACHE_CREATE, .io = &f->io};
     KT_REQUIRE_OK(kiln_cache_open(kt_tmpdir(), &o, c));
 }
 
@@ -123,7 +124,7 @@ KT_CASE(detail_kept_when_log_is_quiet)
 KT_CASE(damaged_record_names_get_and_file)
 {
     const char *dir = kt_tmpdir();
-    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = STAMP, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
     KT_REQUIRE_OK(put(c, 1, 2000));
@@ -167,7 +168,7 @@ KT_CASE(failed_open_names_open_and_file)
     KT_REQUIRE(fp);
     fputs("this is not a kiln cache, but a file long enough to hold a header of one......", fp);
     fclose(fp);
-    struct kiln_cache_options o = {.stamp = STAMP};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = STAMP};
     struct kiln_cache *c;
     int rc = kiln_cache_open(dir, &o, &c);
     KT_CHECK(rc < 0);
@@ -212,7 +213,7 @@ static void *race(void *p)
 KT_CASE(threads_fail_and_read_at_once)
 {
     const char *dir = kt_tmpdir();
-    struct kiln_cache_options o = {.stamp = STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = STAMP, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
     kiln_cache_close(c);

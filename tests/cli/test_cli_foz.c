@@ -627,7 +627,8 @@ static bool device_has_raytracing(void)
     KT_NEED(pid >= 0);
     if (pid == 0) {
         static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
-        struct kiln_vk_options vo = {.extra_extensions = extra,
+        struct kiln_vk_options vo = {.size = sizeof(vo),
+                                     .extra_extensions = extra,
                                      .extra_extension_count = sizeof(extra) / sizeof(extra[0])};
         struct kiln_vk *vk = NULL;
         int code = kiln_vk_create(&vo, &vk) < 0                                   ? 2

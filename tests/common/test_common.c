@@ -138,7 +138,7 @@ KT_CASE(utf8_folder)
     KT_CHECK_OK(io->lock(io, fd, KILN_IO_LOCK_EXCLUSIVE));
     KT_CHECK_OK(io->truncate(io, fd, 3));
     uint64_t size = 0;
-    KT_CHECK_OK(io->size(io, fd, &size));
+    KT_CHECK_OK(io->file_size(io, fd, &size));
     KT_CHECK_EQ(size, 3);
     KT_CHECK_OK(io->lock(io, fd, KILN_IO_UNLOCK));
     KT_CHECK_OK(io->close(io, fd));
@@ -228,7 +228,7 @@ KT_CASE(faultio_faults_and_power_cut)
     KT_CHECK_OK(kiln_io_write_full(io, fd, "XX", 2, 0));
     KT_CHECK_EQ(faultio_power_cut(&f, false), 2);
     uint64_t size = 0;
-    KT_CHECK_OK(io->size(io, fd, &size));
+    KT_CHECK_OK(io->file_size(io, fd, &size));
     KT_CHECK_EQ(size, 8);
     char buf[8];
     KT_CHECK_OK(kiln_io_read_full(io, fd, buf, 8, 0));
@@ -237,7 +237,7 @@ KT_CASE(faultio_faults_and_power_cut)
     /* A torn write keeps the first half of the newest unsynced write. */
     KT_CHECK_OK(kiln_io_write_full(io, fd, "dddddddd", 8, 8));
     KT_CHECK_EQ(faultio_power_cut(&f, true), 1);
-    KT_CHECK_OK(io->size(io, fd, &size));
+    KT_CHECK_OK(io->file_size(io, fd, &size));
     KT_CHECK_EQ(size, 12);
     io->close(io, fd);
     faultio_destroy(&f);

@@ -59,8 +59,8 @@ struct tally {
 static void load_all(const char *dir, uint64_t stamp, struct tally *t)
 {
     memset(t, 0, sizeof(*t));
-    struct kiln_cache_options o = {.stamp = stamp,
-                                   .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    struct kiln_cache_options o = {
+        .size = sizeof(o), .stamp = stamp, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
     struct kiln_cache_entry *e = NULL;
@@ -113,7 +113,7 @@ static void load_all(const char *dir, uint64_t stamp, struct tally *t)
 
 static void check_clean(const char *dir)
 {
-    struct kiln_cache_check_report r;
+    struct kiln_cache_check_report r = KILN_CACHE_CHECK_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_check(dir, NULL, false, &r));
     KT_CHECK(r.whole);
     KT_CHECK_EQ(r.bad_records, 0);
@@ -158,7 +158,7 @@ KT_CASE(prepare_finds_all)
 {
     char dir[4096];
     copy_fixture("gen", dir, sizeof(dir));
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     struct pf_input in = PF_INPUT_INIT;
     o.cache_dir = dir;
@@ -169,7 +169,7 @@ KT_CASE(prepare_finds_all)
         printf("skipped: this shaderc gives another translator stamp than the fixture's\n");
         exit(77);
     }
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.cached, 6);
     KT_CHECK_EQ(s.translated, 0);
@@ -248,13 +248,14 @@ KT_CASE(warm_start)
         char dir[4096];
         copy_fixture(names[i], dir, sizeof(dir));
         struct kiln_vk *vk = pf_vk(NULL); /* exit(77) without Vulkan */
-        struct kiln_start_options so = {.cache_dir = dir,
+        struct kiln_start_options so = {.size = sizeof(so),
+                                        .cache_dir = dir,
                                         .any_stamp = true,
                                         .jobs = 2,
                                         .vk = vk,
                                         .on_pipeline = count_pipeline,
                                         .pipeline_user = &vk};
-        struct kiln_start_summary ss;
+        struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
         KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
         KT_CHECK_EQ(ss.missing, 0);
         KT_CHECK_EQ(ss.bad, 0);
@@ -287,8 +288,9 @@ KT_CASE(warm_start_validated)
         char dir[4096];
         copy_fixture_in(root, names[i], dir, sizeof(dir));
         struct kiln_vk *vk = pf_vk(NULL);
-        struct kiln_start_options so = {.cache_dir = dir, .any_stamp = true, .jobs = 2, .vk = vk};
-        struct kiln_start_summary ss;
+        struct kiln_start_options so = {
+            .size = sizeof(so), .cache_dir = dir, .any_stamp = true, .jobs = 2, .vk = vk};
+        struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
         KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
         KT_CHECK_EQ(ss.pipelines_failed, 0);
         kiln_vk_destroy(vk);

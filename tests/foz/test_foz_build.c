@@ -102,7 +102,7 @@ KT_CASE(corpus_closures)
     struct seen_set seen = {0};
     size_t graphics = 0, compute = 0, same = 0;
     /* The builder tells a closure's extensions from its first bytes. */
-    struct kiln_builder fb;
+    struct kiln_builder fb = KILN_BUILDER_INIT;
     KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
     KT_REQUIRE(fb.extensions_needed != NULL);
     for (size_t i = 0; i < a.n; i++) {
@@ -256,7 +256,7 @@ static char *closure_linking(const char *lib, const char *rest)
  */
 KT_CASE(extensions_by_kind)
 {
-    struct kiln_builder fb;
+    struct kiln_builder fb = KILN_BUILDER_INIT;
     KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
     KT_REQUIRE(fb.extensions_needed != NULL);
     static const char *const names[] = {KILN_FOZ_DEVICE_EXTENSIONS};

@@ -309,20 +309,21 @@ static void store(const char *dir, struct kiln_program **progs, size_t n, uint64
         arr[i] = *progs[i];
     struct kiln_program_array a = {.programs = arr, .count = n, .stamp = stamp};
     struct kiln_program_source src = kiln_program_source_array(&a);
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = dir;
     o.source = &src;
     o.no_vulkan = true;
     o.jobs = 2;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     MUST(KILN_OK == kiln_prepare(&o, NULL, NULL, &s));
     free(arr);
 }
 
 static struct kiln_cache *open_cache(const char *dir)
 {
-    struct kiln_cache_options o = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options o = {.size = sizeof(o),
+                                   .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c = NULL;
     MUST(KILN_OK == kiln_cache_open(dir, &o, &c));
     return c;
@@ -723,7 +724,7 @@ KT_CASE(export_nothing)
 {
     struct paths P;
     case_paths(&P, "none.foz");
-    struct kiln_cache_options o = {.stamp = 5, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = 5, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     KT_REQUIRE(kt_mkdir(P.cache) == 0);
     KT_REQUIRE_OK(kiln_cache_open(P.cache, &o, &c));
@@ -747,9 +748,9 @@ static void prepare_on(struct kiln_vk *vk, const char *dir, struct kiln_program 
         arr[i] = *progs[i];
     struct kiln_program_array a = {.programs = arr, .count = n, .stamp = 0xb17d};
     struct kiln_program_source src = kiln_program_source_array(&a);
-    struct kiln_builder fb;
+    struct kiln_builder fb = KILN_BUILDER_INIT;
     MUST(KILN_OK == kiln_foz_kiln_builder_create(NULL, &fb));
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = dir;
     o.source = &src;
@@ -779,7 +780,7 @@ KT_CASE(export_prepared)
     struct paths P;
     case_paths(&P, "gen.foz");
 
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     prepare_on(vk, P.cache, progs, N, &s);
     uint64_t builtin_built = s.kinds[KILN_STATE_BUILTIN].built;
     KT_CHECK_EQ(builtin_built, N);

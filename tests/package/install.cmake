@@ -9,7 +9,7 @@ endif()
 file(GLOB_RECURSE installed RELATIVE ${PREFIX} ${PREFIX}/*)
 foreach(f include/kiln.h include/kiln/version.h bin/kiln /pkgconfig/kiln.pc
           /cmake/kiln/kilnConfig.cmake /cmake/kiln/kilnConfigVersion.cmake /libkiln.a
-          /libkiln.so.1)
+          /libkiln.so.2)
   set(found ${installed})
   string(REPLACE "." "\\." re ${f})
   list(FILTER found INCLUDE REGEX "^${re}$|${re}$")

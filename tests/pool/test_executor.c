@@ -224,14 +224,15 @@ static void run_pool(const struct kiln_executor *x, const struct texec *e, unsig
     r->e = e;
     run_ctx = r;
     atomic_store(&foreign, 0);
-    struct kiln_pool_options o = {.workers = workers, .queue_capacity = 8, .executor = x};
+    struct kiln_pool_options o = {
+        .size = sizeof(o), .workers = workers, .queue_capacity = 8, .executor = x};
     struct kiln_pool *pool;
     KT_REQUIRE_OK(kiln_pool_create_with(&o, &pool));
     r->workers = kiln_pool_workers(pool);
     for (unsigned i = 0; i < NJOBS; i++)
         KT_REQUIRE_OK(kiln_pool_submit(pool, square_job, (void *)(uintptr_t)i));
     KT_CHECK_OK(kiln_pool_wait(pool));
-    struct kiln_pool_progress pp;
+    struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &pp);
     KT_CHECK_EQ(pp.submitted, (uint64_t)NJOBS);
     KT_CHECK_EQ(pp.done, (uint64_t)NJOBS);
@@ -319,7 +320,8 @@ KT_CASE(pool_destroy_waits_for_tasks)
     r.e = &e;
     r.workers = 3;
     run_ctx = &r;
-    struct kiln_pool_options o = {.workers = 3, .queue_capacity = 64, .executor = &x};
+    struct kiln_pool_options o = {
+        .size = sizeof(o), .workers = 3, .queue_capacity = 64, .executor = &x};
     struct kiln_pool *pool;
     KT_REQUIRE_OK(kiln_pool_create_with(&o, &pool));
     for (unsigned i = 0; i < 64; i++)
@@ -333,7 +335,7 @@ KT_CASE(pool_destroy_waits_for_tasks)
 KT_CASE(bad_executor)
 {
     struct kiln_executor x = {.size = sizeof x}; /* no submit */
-    struct kiln_pool_options o = {.workers = 2, .executor = &x};
+    struct kiln_pool_options o = {.size = sizeof(o), .workers = 2, .executor = &x};
     struct kiln_pool *pool;
     KT_CHECK_EQ(kiln_pool_create_with(&o, &pool), KILN_EINVAL);
     KT_CHECK(pool == NULL);
@@ -341,7 +343,7 @@ KT_CASE(bad_executor)
     zero.submit = texec_submit;
     o.executor = &zero;
     KT_CHECK_EQ(kiln_pool_create_with(&o, &pool), KILN_EINVAL);
-    struct kiln_cache_options co = {.flags = KILN_CACHE_CREATE, .executor = &x};
+    struct kiln_cache_options co = {.size = sizeof(co), .flags = KILN_CACHE_CREATE, .executor = &x};
     struct kiln_cache *c;
     KT_CHECK_EQ(kiln_cache_open(kt_tmpdir(), &co, &c), KILN_EINVAL);
 }
@@ -378,7 +380,7 @@ static struct kiln_key key_of(unsigned i)
 static void make_cache(const char *dir)
 {
     main_thread = pthread_self();
-    struct kiln_cache_options o = {.stamp = 1, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = 1, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
     unsigned char *buf = malloc(REC_SIZE);
@@ -402,7 +404,7 @@ static void load_all(const char *dir, const struct kiln_executor *x, const struc
     rio.e = e;
     atomic_store(&rio.reads, 0);
     atomic_store(&foreign, 0);
-    struct kiln_cache_options o = {.stamp = 1, .io = &rio.io, .executor = x};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = 1, .io = &rio.io, .executor = x};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
     struct kiln_key keys[NRECS];

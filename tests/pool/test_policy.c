@@ -13,7 +13,7 @@
 
 static struct kiln_pool_plan plan_for(struct kiln_pool_machine m, struct kiln_pool_limits lim)
 {
-    struct kiln_pool_plan p;
+    struct kiln_pool_plan p = KILN_POOL_PLAN_INIT;
     int rc = kiln_pool_policy(&m, &lim, &p);
     if (rc != KILN_OK)
         kt_fail(__FILE__, __LINE__, "kiln_pool_policy: %s", kiln_errname(rc));
@@ -28,8 +28,11 @@ static struct kiln_pool_plan plan_for(struct kiln_pool_machine m, struct kiln_po
 
 KT_CASE(every_cpu_when_memory_allows)
 {
-    struct kiln_pool_machine m = {.cpus_usable = 12, .mem_available = (uint64_t)(9.1 * GB)};
-    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits){.mem_per_worker = GB / 2});
+    struct kiln_pool_machine m = {
+        .size = sizeof(m), .cpus_usable = 12, .mem_available = (uint64_t)(9.1 * GB)};
+    struct kiln_pool_plan p =
+        plan_for(m, (struct kiln_pool_limits){.size = sizeof(struct kiln_pool_limits),
+                                              .mem_per_worker = GB / 2});
     KT_CHECK_EQ(p.workers, 12);
     KT_CHECK_EQ(p.cpus, 12);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_CPUS);
@@ -39,20 +42,22 @@ KT_CASE(every_cpu_when_memory_allows)
 KT_CASE(never_more_than_cpus)
 {
     /* Plenty of memory and a high maximum never add workers past the CPUs. */
-    struct kiln_pool_machine m = {.cpus_usable = 4, .mem_available = 512 * GB};
-    struct kiln_pool_plan p =
-        plan_for(m, (struct kiln_pool_limits){.mem_per_worker = MB, .max_workers = 64});
+    struct kiln_pool_machine m = {.size = sizeof(m), .cpus_usable = 4, .mem_available = 512 * GB};
+    struct kiln_pool_plan p = plan_for(
+        m, (struct kiln_pool_limits){
+               .size = sizeof(struct kiln_pool_limits), .mem_per_worker = MB, .max_workers = 64});
     KT_CHECK_EQ(p.workers, 4);
     m.cpus_usable = 1;
-    p = plan_for(m, (struct kiln_pool_limits){0});
+    p = plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT);
     KT_CHECK_EQ(p.workers, 1);
     CHECK_REASON(p, "1 worker: 1 CPU usable");
 }
 
 KT_CASE(quota_caps_cpus_rounding_up)
 {
-    struct kiln_pool_machine m = {.cpus_usable = 16, .quota_us = 200000, .period_us = 100000};
-    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits){0});
+    struct kiln_pool_machine m = {
+        .size = sizeof(m), .cpus_usable = 16, .quota_us = 200000, .period_us = 100000};
+    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT);
     KT_CHECK_EQ(p.workers, 2);
     KT_CHECK_EQ(p.cpus, 2);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_QUOTA);
@@ -60,11 +65,11 @@ KT_CASE(quota_caps_cpus_rounding_up)
         p, "2 workers: 16 CPUs usable, cgroup quota 2.00 CPUs; limited by the cgroup CPU quota");
 
     m.quota_us = 150000; /* 1.5 CPUs: a second worker still gets half a CPU */
-    KT_CHECK_EQ(plan_for(m, (struct kiln_pool_limits){0}).workers, 2);
+    KT_CHECK_EQ(plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT).workers, 2);
     m.quota_us = 10000; /* a tenth of a CPU: still one worker */
-    KT_CHECK_EQ(plan_for(m, (struct kiln_pool_limits){0}).workers, 1);
+    KT_CHECK_EQ(plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT).workers, 1);
     m.quota_us = 6400000; /* a quota above the affinity mask does not add CPUs */
-    p = plan_for(m, (struct kiln_pool_limits){0});
+    p = plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT);
     KT_CHECK_EQ(p.workers, 16);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_CPUS);
 }
@@ -73,8 +78,9 @@ KT_CASE(memory_rule)
 {
     /* The first worker is always allowed, one more per 768 MB past a 4 GB
      * reserve: 8 GiB free gives 1 + 4096/768 = 6. */
-    struct kiln_pool_machine m = {.cpus_usable = 12, .mem_available = 8 * GB};
-    struct kiln_pool_limits lim = {.mem_reserve = 4 * GB, .mem_per_worker = 768 * MB};
+    struct kiln_pool_machine m = {.size = sizeof(m), .cpus_usable = 12, .mem_available = 8 * GB};
+    struct kiln_pool_limits lim = {
+        .size = sizeof(lim), .mem_reserve = 4 * GB, .mem_per_worker = 768 * MB};
     struct kiln_pool_plan p = plan_for(m, lim);
     KT_CHECK_EQ(p.workers, 6);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_MEMORY);
@@ -95,8 +101,9 @@ KT_CASE(memory_rule)
 
 KT_CASE(max_workers_bound)
 {
-    struct kiln_pool_machine m = {.cpus_usable = 32};
-    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits){.max_workers = 8});
+    struct kiln_pool_machine m = {.size = sizeof(m), .cpus_usable = 32};
+    struct kiln_pool_plan p = plan_for(
+        m, (struct kiln_pool_limits){.size = sizeof(struct kiln_pool_limits), .max_workers = 8});
     KT_CHECK_EQ(p.workers, 8);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_MAX);
     CHECK_REASON(p, "8 workers: 32 CPUs usable, at most 8; limited by the requested maximum");
@@ -105,9 +112,9 @@ KT_CASE(max_workers_bound)
 KT_CASE(windows_heap_kinds)
 {
     struct kiln_pool_machine m = {
-        .cpus_usable = 12, .heap = KILN_HEAP_NT, .mem_available = 16 * GB};
+        .size = sizeof(m), .cpus_usable = 12, .heap = KILN_HEAP_NT, .mem_available = 16 * GB};
     struct kiln_pool_limits lim = {
-        .mem_reserve = 4 * GB, .mem_per_worker = 768 * MB, .max_workers = 32};
+        .size = sizeof(lim), .mem_reserve = 4 * GB, .mem_per_worker = 768 * MB, .max_workers = 32};
     struct kiln_pool_plan p = plan_for(m, lim);
     KT_CHECK_EQ(p.workers, 6);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_HEAP);
@@ -126,15 +133,16 @@ KT_CASE(windows_heap_kinds)
 
 KT_CASE(unknowns_are_named)
 {
-    struct kiln_pool_machine m = {.flags = KILN_POOL_CPUS_UNKNOWN | KILN_POOL_QUOTA_UNREADABLE,
+    struct kiln_pool_machine m = {.size = sizeof(m),
+                                  .flags = KILN_POOL_CPUS_UNKNOWN | KILN_POOL_QUOTA_UNREADABLE,
                                   .quota_us = 100000,
                                   .period_us = 100000};
-    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits){0});
+    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT);
     KT_CHECK_EQ(p.workers, 1);
     CHECK_REASON(p, "1 worker: CPU count unknown, assuming 1, cgroup quota unreadable (ignored)");
     KT_CHECK_EQ(kiln_pool_policy(NULL, NULL, &p), KILN_EINVAL);
     /* NULL limits mean no limits. */
-    m = (struct kiln_pool_machine){.cpus_usable = 3};
+    m = (struct kiln_pool_machine){.size = sizeof(struct kiln_pool_machine), .cpus_usable = 3};
     KT_CHECK_OK(kiln_pool_policy(&m, NULL, &p));
     KT_CHECK_EQ(p.workers, 3);
 }
@@ -144,6 +152,7 @@ KT_CASE(policy_invariants_random)
     uint64_t seed = 42;
     for (int i = 0; i < 20000; i++) {
         struct kiln_pool_machine m = {
+            .size = sizeof(m),
             .cpus_usable = (unsigned)(kt_rand(&seed) % 300),
             .quota_us = kt_rand(&seed) % 4 == 0 ? 0 : kt_rand(&seed) % 10000000,
             .period_us = kt_rand(&seed) % 200000,
@@ -152,11 +161,12 @@ KT_CASE(policy_invariants_random)
             .flags = (unsigned)(kt_rand(&seed) % 8),
         };
         struct kiln_pool_limits lim = {
+            .size = sizeof(lim),
             .mem_reserve = kt_rand(&seed) % (64 * GB),
             .mem_per_worker = kt_rand(&seed) % (4 * GB),
             .max_workers = (unsigned)(kt_rand(&seed) % 40),
         };
-        struct kiln_pool_plan p;
+        struct kiln_pool_plan p = KILN_POOL_PLAN_INIT;
         KT_REQUIRE_OK(kiln_pool_policy(&m, &lim, &p));
         unsigned cpus = m.cpus_usable && !(m.flags & KILN_POOL_CPUS_UNKNOWN) ? m.cpus_usable : 1;
         KT_CHECK(p.workers >= 1);
@@ -276,7 +286,7 @@ static int probe_fixture(const char *name, struct kiln_pool_machine *m)
 KT_CASE(probe_parent_quota_wins)
 {
     /* The leaf says "max", its parent 2 CPUs: the parent bounds the leaf. */
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(probe_fixture("quota", &m));
     KT_CHECK(m.cpus_usable >= 1);
     KT_CHECK_EQ(m.quota_us, 200000);
@@ -285,14 +295,14 @@ KT_CASE(probe_parent_quota_wins)
     KT_CHECK_EQ(m.flags, 0);
     KT_CHECK_EQ(log_text[0], '\0');
     m.cpus_usable = 16;
-    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits){0});
+    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT);
     KT_CHECK_EQ(p.workers, 2);
 }
 
 KT_CASE(probe_tightest_quota)
 {
     /* Parent 4 CPUs, child 1.5: the child's is the tighter one. */
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(probe_fixture("nested", &m));
     KT_CHECK_EQ(m.quota_us, 150000);
     KT_CHECK_EQ(m.period_us, 100000);
@@ -301,7 +311,7 @@ KT_CASE(probe_tightest_quota)
 
 KT_CASE(probe_no_quota)
 {
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(probe_fixture("noquota", &m)); /* every cpu.max says "max" */
     KT_CHECK_EQ(m.quota_us, 0);
     KT_CHECK_EQ(m.flags, 0);
@@ -313,21 +323,21 @@ KT_CASE(probe_no_quota)
 
 KT_CASE(probe_malformed_cpu_max)
 {
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(probe_fixture("badcpumax", &m));
     KT_CHECK(m.flags & KILN_POOL_QUOTA_UNREADABLE);
     KT_CHECK_EQ(m.quota_us, 0);
     KT_CHECK(strstr(log_text, "badcpumax/cgroup/job/cpu.max: malformed") != NULL);
     KT_CHECK(!(m.flags & KILN_POOL_MEM_UNKNOWN));
     m.cpus_usable = 8;
-    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits){0});
+    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits)KILN_POOL_LIMITS_INIT);
     KT_CHECK_EQ(p.workers, 8);
     KT_CHECK(strstr(p.reason, "cgroup quota unreadable (ignored)") != NULL);
 }
 
 KT_CASE(probe_malformed_meminfo)
 {
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(probe_fixture("badmeminfo", &m));
     KT_CHECK(m.flags & KILN_POOL_MEM_UNKNOWN);
     KT_CHECK_EQ(m.mem_available, 0);
@@ -336,7 +346,9 @@ KT_CASE(probe_malformed_meminfo)
     KT_CHECK(m.flags & KILN_POOL_MEM_UNKNOWN);
     KT_CHECK(strstr(log_text, "nomemavail/proc/meminfo: no MemAvailable line") != NULL);
     m.cpus_usable = 4;
-    struct kiln_pool_plan p = plan_for(m, (struct kiln_pool_limits){.mem_per_worker = GB});
+    struct kiln_pool_plan p =
+        plan_for(m, (struct kiln_pool_limits){.size = sizeof(struct kiln_pool_limits),
+                                              .mem_per_worker = GB});
     KT_CHECK_EQ(p.workers, 4);
     KT_CHECK(strstr(p.reason, "free memory unknown") != NULL);
 }
@@ -344,7 +356,7 @@ KT_CASE(probe_malformed_meminfo)
 KT_CASE(probe_bad_cgroup_path_reads_root)
 {
     /* "0::/../x" points outside the mount: warn, use the root's cpu.max. */
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(probe_fixture("escape", &m));
     KT_CHECK(strstr(log_text, "escape/proc/self/cgroup: no usable cgroup v2 path") != NULL);
     KT_CHECK_EQ(m.quota_us, 300000);
@@ -353,10 +365,10 @@ KT_CASE(probe_bad_cgroup_path_reads_root)
 
 KT_CASE(probe_real_machine)
 {
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(kiln_pool_probe(NULL, NULL, &m));
     KT_CHECK(m.cpus_usable >= 1);
-    struct kiln_pool_plan p;
+    struct kiln_pool_plan p = KILN_POOL_PLAN_INIT;
     unsigned n = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, &p);
     KT_CHECK(n >= 1 && n <= m.cpus_usable);
     KT_CHECK_EQ(n, p.workers);
@@ -368,7 +380,7 @@ KT_CASE(probe_real_machine)
 /* The caller's own count wins, cut to the most readers for reading. */
 KT_CASE(auto_workers_caller_count)
 {
-    struct kiln_pool_plan p;
+    struct kiln_pool_plan p = KILN_POOL_PLAN_INIT;
     KT_CHECK_EQ(kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 48, &p), 48);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_CALLER);
     KT_CHECK(strstr(p.reason, "48 workers: set by the caller") != NULL);
@@ -376,7 +388,7 @@ KT_CASE(auto_workers_caller_count)
     KT_CHECK_EQ(kiln_pool_auto_workers(KILN_POOL_WORK_READ, 3, NULL), 3);
 
     /* The kinds' limits: building keeps memory free, reading is bounded. */
-    struct kiln_pool_limits lim;
+    struct kiln_pool_limits lim = KILN_POOL_LIMITS_INIT;
     kiln_pool_work_limits(KILN_POOL_WORK_BUILD, &lim);
     KT_CHECK(lim.mem_per_worker == 512 * MB && lim.mem_reserve == 1024 * MB);
     KT_CHECK_EQ(lim.max_workers, 0);
@@ -385,7 +397,8 @@ KT_CASE(auto_workers_caller_count)
     KT_CHECK_EQ(lim.mem_reserve, 0);
 
     /* On a 64-CPU machine with plenty of memory, reading stops at 16. */
-    struct kiln_pool_machine m = {.cpus_usable = 64, .mem_available = 64 * 1024 * MB};
+    struct kiln_pool_machine m = {
+        .size = sizeof(m), .cpus_usable = 64, .mem_available = 64 * 1024 * MB};
     KT_REQUIRE_OK(kiln_pool_policy(&m, &lim, &p));
     KT_CHECK_EQ(p.workers, KILN_POOL_MAX_READERS);
     KT_CHECK_EQ(p.bound, KILN_POOL_BY_MAX);
@@ -394,8 +407,8 @@ KT_CASE(auto_workers_caller_count)
 /* Background work takes a quarter of the CPUs, at least one, and says so. */
 KT_CASE(background_quarter)
 {
-    struct kiln_pool_machine m = {.cpus_usable = 16, .mem_available = 512 * GB};
-    struct kiln_pool_limits lim;
+    struct kiln_pool_machine m = {.size = sizeof(m), .cpus_usable = 16, .mem_available = 512 * GB};
+    struct kiln_pool_limits lim = KILN_POOL_LIMITS_INIT;
     kiln_pool_work_limits(KILN_POOL_WORK_BACKGROUND, &lim);
     KT_CHECK(lim.background);
     struct kiln_pool_plan p = plan_for(m, lim);

@@ -86,7 +86,7 @@ KT_CASE(runs_every_job)
         KT_CHECK_OK(kiln_pool_submit(pool, count_job, NULL));
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_OK);
     KT_CHECK_EQ(atomic_load(&counter), 2000);
-    struct kiln_pool_progress p;
+    struct kiln_pool_progress p = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.submitted, 2000);
     KT_CHECK_EQ(p.done, 2000);
@@ -113,7 +113,7 @@ KT_CASE(failed_jobs_are_counted)
         KT_CHECK_OK(
             kiln_pool_submit(pool, count_job, (void *)(intptr_t)(i % 3 == 0 ? KILN_EVULKAN : 0)));
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_OK);
-    struct kiln_pool_progress p;
+    struct kiln_pool_progress p = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.done, 300);
     KT_CHECK_EQ(p.failed, 100);
@@ -179,7 +179,7 @@ KT_CASE(submit_blocks_when_full)
     gate_await(&gate, 1);
     KT_CHECK_OK(kiln_pool_submit(pool, gated_job, &gate));
     KT_CHECK_OK(kiln_pool_submit(pool, gated_job, &gate));
-    struct kiln_pool_progress p;
+    struct kiln_pool_progress p = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.running, 1);
     KT_CHECK_EQ(p.queued, 2);
@@ -218,7 +218,7 @@ KT_CASE(cancel_drops_pending)
         KT_CHECK_OK(kiln_pool_submit(pool, count_job, NULL));
 
     kiln_pool_cancel(pool);
-    struct kiln_pool_progress p;
+    struct kiln_pool_progress p = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &p);
     KT_CHECK(p.canceled);
     KT_CHECK_EQ(p.dropped, 10);
@@ -260,7 +260,7 @@ KT_CASE(cancel_wakes_blocked_submitter)
     KT_CHECK_EQ(s.rc, KILN_ECANCELED);
     gate_open(&gate);
     KT_CHECK_EQ(kiln_pool_wait(pool), KILN_ECANCELED);
-    struct kiln_pool_progress p;
+    struct kiln_pool_progress p = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &p);
     KT_CHECK_EQ(p.done, 1);
     KT_CHECK_EQ(p.dropped, 1);
@@ -296,7 +296,7 @@ KT_CASE(cancel_from_a_job)
         submitted++;
     }
     KT_CHECK_EQ(kiln_pool_wait(sc.pool), KILN_ECANCELED);
-    struct kiln_pool_progress p;
+    struct kiln_pool_progress p = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(sc.pool, &p);
     KT_CHECK_EQ(p.submitted, (uint64_t)submitted);
     KT_CHECK_EQ(p.done + p.dropped, p.submitted);
@@ -378,7 +378,8 @@ static int count_running(void *arg, unsigned worker)
  * one at a time (at least one always runs, never more). */
 KT_CASE(budget_keeps_one_running)
 {
-    struct kiln_pool_options o = {.workers = 4, .memory_budget = 1, .background = true};
+    struct kiln_pool_options o = {
+        .size = sizeof(o), .workers = 4, .memory_budget = 1, .background = true};
     struct kiln_pool *pool;
     KT_REQUIRE_OK(kiln_pool_create_with(&o, &pool));
     struct mem_jobs m = {0};

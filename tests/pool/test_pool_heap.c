@@ -88,7 +88,7 @@ KT_CASE(live_heap_kind)
     KT_CHECK((rc == KILN_OK && kind == KILN_HEAP_NT) || rc == KILN_ENOTFOUND);
 
     /* The probe always names a Windows heap: unknown is taken as NT. */
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     KT_REQUIRE_OK(kiln_pool_probe(NULL, NULL, &m));
     KT_CHECK(m.heap == KILN_HEAP_NT || m.heap == KILN_HEAP_SEGMENT);
     KT_CHECK(m.cpus_usable >= 1);
@@ -98,8 +98,8 @@ KT_CASE(live_heap_kind)
 
     /* The policy's Windows rule on the live machine: half the CPUs on the
      * NT heap. */
-    struct kiln_pool_plan p;
-    KT_REQUIRE_OK(kiln_pool_policy(&m, &(struct kiln_pool_limits){0}, &p));
+    struct kiln_pool_plan p = KILN_POOL_PLAN_INIT;
+    KT_REQUIRE_OK(kiln_pool_policy(&m, &(struct kiln_pool_limits)KILN_POOL_LIMITS_INIT, &p));
     if (m.heap == KILN_HEAP_NT && m.cpus_usable > 1) {
         KT_CHECK_EQ(p.workers, m.cpus_usable / 2);
         KT_CHECK_EQ(p.bound, KILN_POOL_BY_HEAP);

@@ -51,7 +51,7 @@ static int app_build(void *user, struct kiln_build_request *req)
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
     }
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(req->vk, &h);
     PFN_vkCreateComputePipelines create = (PFN_vkCreateComputePipelines)req->get_device_proc_addr(
         req->device, "vkCreateComputePipelines");
@@ -70,11 +70,12 @@ int main(void)
 {
     static const char *const exts[] = {"VK_KHR_pipeline_library",
                                        "VK_EXT_graphics_pipeline_library"};
-    struct kiln_builder b = {.kind = KILN_STATE_APP,
+    struct kiln_builder b = {.size = sizeof(b),
+                             .kind = KILN_STATE_APP,
                              .build = app_build,
                              .name = "app",
                              .device_extensions = exts,
                              .ndevice_extensions = 2};
-    struct kiln_isolate_worker_options o = {.builders = &b, .nbuilders = 1};
+    struct kiln_isolate_worker_options o = {.size = sizeof(o), .builders = &b, .nbuilders = 1};
     return kiln_isolate_worker_main(-1, -1, &o) == KILN_OK ? 0 : 1;
 }

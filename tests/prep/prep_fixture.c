@@ -105,7 +105,7 @@ void pf_pin_loaded_libraries(void)
 
 struct kiln_vk *pf_vk(const char *cache_dir)
 {
-    struct kiln_vk_options opt = {.cache_dir = cache_dir};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .cache_dir = cache_dir};
     struct kiln_vk *vk = NULL;
     int rc = kiln_vk_create(&opt, &vk);
     if (rc == KILN_ENOTSUP) {
@@ -192,6 +192,7 @@ int pf_prepare(struct kiln_prepare_options *o, struct pf_input *in, kiln_prep_pr
         rc = kiln_prepare(o, progress, user, s);
     } else {
         memset(s, 0, sizeof(*s));
+        s->size = sizeof(*s);
         s->error = rc;
         s->step = step;
     }
@@ -203,7 +204,7 @@ int pf_prepare(struct kiln_prepare_options *o, struct pf_input *in, kiln_prep_pr
 
 uint64_t pf_stamp(struct pf_input *in)
 {
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     enum kiln_prep_step step;
     uint64_t stamp = 0;

@@ -462,13 +462,13 @@ KT_CASE(isolate_options_checked)
     snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
     struct kiln_program_array arr = {.programs = NULL, .count = 1};
     struct kiln_program_source src = kiln_program_source_array(&arr);
-    struct kiln_isolate_options iso = {.argv = NULL};
-    struct kiln_prepare_options o;
+    struct kiln_isolate_options iso = {.size = sizeof(iso), .argv = NULL};
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = cache;
     o.source = &src;
     o.isolate = &iso;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     kiln_log_set_level(KILN_LOG_ERROR);
     KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
@@ -542,16 +542,16 @@ KT_CASE(app_builder_in_workers)
     struct kiln_program_array arr = {.programs = progs, .count = 4, .stamp = 11};
     struct kiln_program_source ps = kiln_program_source_array(&arr);
     const char *argv[] = {KILN_APP_WORKER, NULL};
-    struct kiln_isolate_options iso = {.argv = argv, .workers = 1};
+    struct kiln_isolate_options iso = {.size = sizeof(iso), .argv = argv, .workers = 1};
     char cache[4200];
     snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = cache;
     o.source = &ps;
     o.jobs = 1;
     o.isolate = &iso;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     kiln_log_set_level(KILN_LOG_ERROR); /* the expected failures are not news */
     KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
     kiln_log_set_level(KILN_LOG_WARN);
@@ -596,10 +596,10 @@ static const char *isolated_skip(const char *leaf, struct kiln_program *prog,
     struct kiln_program_array arr = {.programs = prog, .count = 1, .stamp = 11};
     struct kiln_program_source ps = kiln_program_source_array(&arr);
     const char *argv[] = {KILN_APP_WORKER, NULL};
-    struct kiln_isolate_options iso = {.argv = argv, .workers = 1};
+    struct kiln_isolate_options iso = {.size = sizeof(iso), .argv = argv, .workers = 1};
     char cache[4200];
     snprintf(cache, sizeof(cache), "%s/%s", kt_case_dir(), leaf);
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = cache;
     o.source = &ps;
@@ -608,6 +608,7 @@ static const char *isolated_skip(const char *leaf, struct kiln_program *prog,
     o.builders = builders;
     o.nbuilders = nbuilders;
     static struct kiln_prepare_summary s;
+    s.size = sizeof(s);
     kiln_log_set_level(KILN_LOG_ERROR);
     KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
     kiln_log_set_level(KILN_LOG_WARN);
@@ -629,7 +630,8 @@ KT_CASE(extensions_in_workers)
     struct kiln_vk *probe = NULL;
     static const char *const exts[] = {"VK_KHR_pipeline_library",
                                        "VK_EXT_graphics_pipeline_library"};
-    struct kiln_vk_options vo = {.extra_extensions = exts, .extra_extension_count = 2};
+    struct kiln_vk_options vo = {
+        .size = sizeof(vo), .extra_extensions = exts, .extra_extension_count = 2};
     KT_REQUIRE_OK(kiln_vk_create(&vo, &probe));
     bool offered = kiln_vk_extension_enabled(probe, exts[1]);
     kiln_vk_destroy(probe);
@@ -644,7 +646,8 @@ KT_CASE(extensions_in_workers)
     struct kiln_program none, needs;
     app_program(&none, "app-needs-none", w, n, 4, 4);
     app_program(&needs, "app-needs-gpl", w, n, 5, 4);
-    struct kiln_builder parent = {.kind = KILN_STATE_APP,
+    struct kiln_builder parent = {.size = sizeof(parent),
+                                  .kind = KILN_STATE_APP,
                                   .build = app_not_here,
                                   .name = "app",
                                   .device_extensions = exts,
@@ -823,13 +826,14 @@ static void unreached_case(const char *const *argv, const char *fault)
     char cache[4200], ledger[4300];
     snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
     snprintf(ledger, sizeof(ledger), "%s/ledger.kpl", cache);
-    struct kiln_isolate_options iso = {.argv = argv, .workers = 1, .time_limit_ms = 2000};
-    struct kiln_prepare_options o;
+    struct kiln_isolate_options iso = {
+        .size = sizeof(iso), .argv = argv, .workers = 1, .time_limit_ms = 2000};
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     o.isolate = &iso;
     struct pf_input in = PF_INPUT_INIT;
     in.generate = 4;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     if (fault)
         setenv("KILN_TEST_FAULT", fault, 1);
     kiln_log_set_level(KILN_LOG_ERROR); /* the expected failures are not news */

@@ -127,8 +127,11 @@ static void app_set_init(struct app_set *a, unsigned n, uint32_t fail_id, uint32
     }
     a->arr = (struct kiln_program_array){.programs = a->progs, .count = n, .stamp = 0x1ed9e7};
     a->src = kiln_program_source_array(&a->arr);
-    a->builder = (struct kiln_builder){
-        .kind = KILN_STATE_APP, .user = &a->counts, .build = counting_build, .name = "counting"};
+    a->builder = (struct kiln_builder){.size = sizeof(struct kiln_builder),
+                                       .kind = KILN_STATE_APP,
+                                       .user = &a->counts,
+                                       .build = counting_build,
+                                       .name = "counting"};
 }
 
 static void app_set_free(struct app_set *a)
@@ -306,13 +309,13 @@ KT_CASE(second_prepare_compiles_nothing)
     pf_need_vulkan();
     char cache[4200];
     path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     struct pf_input in = PF_INPUT_INIT;
     in.generate = 3;
     o.cache_dir = cache;
     o.jobs = 2;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.pipelines_built, 3);
     KT_CHECK_EQ(s.driver_compiles, 3);
@@ -358,9 +361,9 @@ KT_CASE(failure_skipped_then_retried)
     app_set_init(a, 5, 2, 0);
     char cache[4200];
     path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     app_options(a, &o, cache);
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_CHECK_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(app_calls(a), 5);
     KT_CHECK_EQ(s.pipelines_built, 4);
@@ -399,9 +402,9 @@ KT_CASE(damaged_ledger_rebuilds)
     path_in(lpath, sizeof(lpath), cache, KILN__LEDGER_FILE);
     path_in(kpc, sizeof(kpc), cache, "programs.kpc");
     path_in(kpx, sizeof(kpx), cache, "programs.kpx");
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     app_options(a, &o, cache);
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(app_calls(a), 4);
     size_t nc = 0, nx = 0, n2 = 0;
@@ -455,10 +458,10 @@ KT_CASE(cancel_then_resume)
     app_set_init(a, 8, MAX_PROGS, 0);
     char cache[4200];
     path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     app_options(a, &o, cache);
     o.jobs = 1; /* K builds exactly */
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
 
     o.cancel = always_cancel;
     KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_ECANCELED);
@@ -506,11 +509,11 @@ static struct mem_run run_child(struct app_set *a, const char *dir, unsigned job
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
-        struct kiln_prepare_options o;
+        struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
         app_options(a, &o, dir);
         o.jobs = jobs;
         o.memory_budget = budget;
-        struct kiln_prepare_summary s;
+        struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
         struct mem_run out = {.rc = kiln_prepare(&o, NULL, NULL, &s)};
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);

@@ -343,16 +343,17 @@ KT_CASE(array_source_round_trip)
     struct kiln_program_array arr = {.programs = progs, .count = 2, .stamp = 0xab};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     source_options(&o, dir, sizeof(dir), &src, 2);
     o.no_vulkan = true;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.programs, 2);
     KT_CHECK_EQ(s.translated, 2);
     KT_CHECK_EQ(s.stamp, 0xab);
 
-    struct kiln_cache_options co = {.stamp = 0xab, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = 0xab, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(dir, &co, &c));
     for (int i = 0; i < 2; i++) {
@@ -455,7 +456,7 @@ static int app_build(void *user, struct kiln_build_request *req)
 /* The test's layout for the builder, made on kiln's device. */
 static void app_builder_init(struct app_builder *b, struct kiln_vk *vk)
 {
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(vk, &h);
     PFN_vkGetDeviceProcAddr gdpa =
         (PFN_vkGetDeviceProcAddr)h.get_instance_proc_addr(h.instance, "vkGetDeviceProcAddr");
@@ -473,7 +474,7 @@ static void app_builder_init(struct app_builder *b, struct kiln_vk *vk)
 
 static void app_builder_fini(struct app_builder *b, struct kiln_vk *vk)
 {
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(vk, &h);
     PFN_vkGetDeviceProcAddr gdpa =
         (PFN_vkGetDeviceProcAddr)h.get_instance_proc_addr(h.instance, "vkGetDeviceProcAddr");
@@ -541,18 +542,21 @@ KT_CASE(builders_routing)
 
     struct app_builder ab = {.skip_magic = 64};
     app_builder_init(&ab, vk);
-    struct kiln_builder builders[1] = {
-        {.kind = KILN_STATE_APP, .user = &ab, .build = app_build, .name = "test-app"}};
+    struct kiln_builder builders[1] = {{.size = sizeof(struct kiln_builder),
+                                        .kind = KILN_STATE_APP,
+                                        .user = &ab,
+                                        .build = app_build,
+                                        .name = "test-app"}};
     struct taken taken = {.vk = vk};
     char dir[4200];
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     source_options(&o, dir, sizeof(dir), &src, 2);
     o.vk = vk;
     o.on_pipeline = take_pipeline;
     o.pipeline_user = &taken;
     o.builders = builders;
     o.nbuilders = 1;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, 5);
     KT_CHECK_EQ(atomic_load(&ab.calls), 2);
@@ -572,7 +576,8 @@ KT_CASE(builders_routing)
 
     /* The warm start, same builders, the builder keeping its pipelines. */
     ab.keep = true;
-    struct kiln_start_options so = {.cache_dir = dir,
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = dir,
                                     .stamp = 7,
                                     .jobs = 2,
                                     .vk = vk,
@@ -580,7 +585,7 @@ KT_CASE(builders_routing)
                                     .pipeline_user = &taken,
                                     .builders = builders,
                                     .nbuilders = 1};
-    struct kiln_start_summary ss;
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, 5);
     KT_CHECK_EQ(ss.bad, 0);
@@ -600,7 +605,7 @@ KT_CASE(builders_routing)
     KT_CHECK_EQ(ss.pipelines_built, 1);
 
     /* A builder for a kind kiln does not know is bad input. */
-    struct kiln_builder unknown = {.kind = 9, .build = app_build};
+    struct kiln_builder unknown = {.size = sizeof(unknown), .kind = 9, .build = app_build};
     so.builders = &unknown;
     so.nbuilders = 1;
     kiln_log_set_level(KILN_LOG_ERROR + 1);
@@ -657,9 +662,14 @@ static void probe_start(const char *dir, struct kiln_builder *bld, struct probe_
     atomic_store(&pb->builds, 0);
     atomic_store(&pb->gpl_on, 0);
     atomic_store(&pb->asked, 0);
-    struct kiln_start_options so = {
-        .cache_dir = dir, .stamp = 5, .jobs = 2, .vk = vk, .builders = bld, .nbuilders = 1};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = dir,
+                                    .stamp = 5,
+                                    .jobs = 2,
+                                    .vk = vk,
+                                    .builders = bld,
+                                    .nbuilders = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.kinds[KILN_STATE_APP].skipped, 2);
 }
@@ -678,7 +688,8 @@ KT_CASE(extensions_needed)
     pf_need_vulkan();
     /* GPL is enabled only with the extension it depends on. */
     const char *exts[2] = {"VK_KHR_pipeline_library", GPL};
-    struct kiln_vk_options vo = {.extra_extensions = exts, .extra_extension_count = 2};
+    struct kiln_vk_options vo = {
+        .size = sizeof(vo), .extra_extensions = exts, .extra_extension_count = 2};
     struct kiln_vk *vk = NULL;
     KT_REQUIRE_OK(kiln_vk_create(&vo, &vk));
     if (!kiln_vk_extension_enabled(vk, GPL)) {
@@ -700,7 +711,8 @@ KT_CASE(extensions_needed)
     struct kiln_program_source src = kiln_program_source_array(&arr);
 
     struct probe_builder pb = {.answer = 0};
-    struct kiln_builder bld = {.kind = KILN_STATE_APP,
+    struct kiln_builder bld = {.size = sizeof(bld),
+                               .kind = KILN_STATE_APP,
                                .user = &pb,
                                .build = probe_build,
                                .name = "probe",
@@ -708,11 +720,11 @@ KT_CASE(extensions_needed)
                                .ndevice_extensions = 2,
                                .extensions_needed = probe_needed};
     char dir[4200];
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     source_options(&o, dir, sizeof(dir), &src, 2);
     o.builders = &bld;
     o.nbuilders = 1;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     kiln_log_set_level(KILN_LOG_ERROR); /* the probe's skips are not news */
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.kinds[KILN_STATE_APP].skipped, 2);
@@ -751,8 +763,9 @@ KT_CASE(extensions_needed)
         many[i] = i ? GPL : "VK_KHR_pipeline_library";
     bld.device_extensions = many;
     bld.ndevice_extensions = 65;
-    struct kiln_start_options so = {.cache_dir = dir, .stamp = 5, .builders = &bld, .nbuilders = 1};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {
+        .size = sizeof(so), .cache_dir = dir, .stamp = 5, .builders = &bld, .nbuilders = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     kiln_log_set_level(KILN_LOG_ERROR + 1);
     KT_CHECK_EQ(kiln_warm_start(&so, NULL, NULL, &ss), KILN_EINVAL);
     KT_CHECK_EQ(ss.step, KILN_PREP_STEP_INPUT);
@@ -796,9 +809,9 @@ KT_CASE(layout_mismatch_refused)
     struct kiln_program_array arr = {.programs = arr_progs, .count = 3, .stamp = 1};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     source_options(&o, dir, sizeof(dir), &src, 2);
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.pipelines_built, 1);
     KT_CHECK_EQ(s.pipelines_skipped, 2);
@@ -807,8 +820,8 @@ KT_CASE(layout_mismatch_refused)
     KT_CHECK(strcmp(s.kinds[KILN_STATE_BUILTIN].skip_reason,
                     "its stages do not fit kiln's layout") == 0);
 
-    struct kiln_start_options so = {.cache_dir = dir, .stamp = 1, .jobs = 2};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {.size = sizeof(so), .cache_dir = dir, .stamp = 1, .jobs = 2};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.pipelines_built, 1);
     KT_CHECK_EQ(ss.pipelines_skipped, 2);
@@ -916,17 +929,18 @@ KT_CASE(external_context)
     size_t before = 0;
     gpcd(v.device, cache, &before, NULL);
 
-    struct kiln_vk_external ext = {.get_instance_proc_addr = v.gipa,
+    struct kiln_vk_external ext = {.size = sizeof(ext),
+                                   .get_instance_proc_addr = v.gipa,
                                    .instance = v.instance,
                                    .physical_device = v.phys,
                                    .device = v.device,
                                    .queue_family = v.family,
                                    .pipeline_cache = cache,
                                    .api_version = VK_API_VERSION_1_1};
-    struct kiln_vk_options vo = {.external = &ext};
+    struct kiln_vk_options vo = {.size = sizeof(vo), .external = &ext};
     struct kiln_vk *vk = NULL;
     KT_REQUIRE_OK(kiln_vk_create(&vo, &vk));
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(vk, &h);
     KT_CHECK(h.device == v.device && h.instance == v.instance && h.pipeline_cache == cache);
     KT_CHECK(!kiln_vk_get_info(vk)->chained_stages); /* maintenance5 not said to be on */
@@ -940,10 +954,10 @@ KT_CASE(external_context)
     struct kiln_program_array arr = {.programs = &prog, .count = 1, .stamp = 3};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     source_options(&o, dir, sizeof(dir), &src, 0);
     o.vk = vk;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.pipelines_built, 1);
     kiln_vk_destroy(vk);
@@ -981,7 +995,8 @@ KT_CASE(external_context)
 /* The records a cache holds. */
 static size_t records_in(const char *dir, uint64_t stamp)
 {
-    struct kiln_cache_options co = {.stamp = stamp, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = stamp, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c = NULL;
     MUST(KILN_OK == kiln_cache_open(dir, &co, &c));
     size_t n = kiln_cache_count(c);
@@ -1032,16 +1047,16 @@ KT_CASE(foz_state_builder)
     KT_REQUIRE(n > 0);
     struct kiln_program_array arr = {.programs = arr_progs, .count = n, .stamp = 0xf02};
     struct kiln_program_source src = kiln_program_source_array(&arr);
-    struct kiln_builder fb;
+    struct kiln_builder fb = KILN_BUILDER_INIT;
     KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));
 
     char dir[4200];
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     source_options(&o, dir, sizeof(dir), &src, 2);
     o.vk = vk;
     o.builders = &fb;
     o.nbuilders = 1;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     const struct kiln_kind_counts *k = &s.kinds[KILN_STATE_FOZ];
     /* Archives share pipelines (same closure, same key): stored once. */
@@ -1065,9 +1080,14 @@ KT_CASE(foz_state_builder)
     KT_CHECK_EQ(k->built + k->skipped, n - s.failed);
     uint64_t built = k->built;
 
-    struct kiln_start_options so = {
-        .cache_dir = dir, .stamp = 0xf02, .jobs = 2, .vk = vk, .builders = &fb, .nbuilders = 1};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = dir,
+                                    .stamp = 0xf02,
+                                    .jobs = 2,
+                                    .vk = vk,
+                                    .builders = &fb,
+                                    .nbuilders = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, records);
     KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].built + ss.kinds[KILN_STATE_FOZ].skipped, records);

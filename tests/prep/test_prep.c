@@ -183,8 +183,12 @@ static void own_release(void *user, uint32_t *words)
 KT_CASE(own_translator)
 {
     struct own_translator o = {0};
-    struct kiln_translator t = {
-        .translate = own_translate, .release = own_release, .user = &o, .stamp = 1, .name = "mine"};
+    struct kiln_translator t = {.size = sizeof(t),
+                                .translate = own_translate,
+                                .release = own_release,
+                                .user = &o,
+                                .stamp = 1,
+                                .name = "mine"};
     struct kiln_source s = src_of(KILN_VK_STAGE_COMPUTE_BIT, "guest bytes", "guest-17");
     uint32_t *words;
     size_t n;

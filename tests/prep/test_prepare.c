@@ -105,10 +105,10 @@ KT_CASE(program_key)
  * archive's for Fossilize modules. */
 KT_CASE(stamp)
 {
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     KT_CHECK_EQ(kiln_prepare_stamp(&o), 0); /* no source */
-    struct kiln_translator t = {.stamp = 42};
+    struct kiln_translator t = {.size = sizeof(t), .stamp = 42};
     struct kiln_generator g = {.seed = 1, .count = 3};
     struct kiln_program_source gen;
     kiln_generator_source(&g, &gen);
@@ -138,7 +138,7 @@ KT_CASE(generated_then_start)
     struct kiln_vk *vk = pf_vk(cache);
     KT_REQUIRE(vk != NULL);
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.generate = 2; /* one interpreter, one graphics pair */
@@ -146,7 +146,7 @@ KT_CASE(generated_then_start)
     o.on_pipeline = take_pipeline;
     o.pipeline_user = &got;
     struct progress_log pl = {0};
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, on_progress, &pl, &s));
     KT_CHECK_EQ(s.programs, 2);
     KT_CHECK_EQ(s.translated, 2);
@@ -165,7 +165,7 @@ KT_CASE(generated_then_start)
     KT_CHECK_EQ(pl.last_done[KILN_PREP_PHASE_TRANSLATE], 2);
     KT_CHECK_EQ(pl.last_done[KILN_PREP_PHASE_PIPELINES], 2);
 
-    struct kiln_vk_stats vs;
+    struct kiln_vk_stats vs = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &vs);
     KT_CHECK_EQ(vs.live_modules, 0);
     KT_CHECK(vs.peak_modules <= 2); /* one worker: one pipeline's stages at most */
@@ -188,13 +188,14 @@ KT_CASE(generated_then_start)
     KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_LOADED);
     got.vk = vk;
     got.count = 0;
-    struct kiln_start_options so = {.cache_dir = cache,
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = cache,
                                     .stamp = pf_stamp(&in),
                                     .jobs = 1,
                                     .vk = vk,
                                     .on_pipeline = take_pipeline,
                                     .pipeline_user = &got};
-    struct kiln_start_summary ss;
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.records, 2);
     KT_CHECK_EQ(ss.loaded, 2);
@@ -226,11 +227,11 @@ KT_CASE(broken_program_alone)
 
     KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1); /* made by kiln_prepare */
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = corpus;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.programs, PF_GOOD_PROGRAMS + 1);
     KT_CHECK_EQ(s.failed, 1);
@@ -241,8 +242,9 @@ KT_CASE(broken_program_alone)
     KT_CHECK_EQ(s.vk_cache_state, KILN_VK_CACHE_NEW);
 
     /* The warm start finds the three, and the saved pipeline cache. */
-    struct kiln_start_options so = {.cache_dir = cache, .any_stamp = true, .jobs = 1};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {
+        .size = sizeof(so), .cache_dir = cache, .any_stamp = true, .jobs = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(ss.pipelines_built, PF_GOOD_PROGRAMS);
@@ -258,21 +260,24 @@ KT_CASE(no_vulkan_and_damage)
     cache_path(cache, sizeof(cache), root);
     KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
 
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = corpus;
     o.no_vulkan = true;
     o.sync_every = 1;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(s.pipelines_built, 0);
     KT_CHECK(!s.vulkan);
 
-    struct kiln_start_options so = {
-        .cache_dir = cache, .stamp = pf_stamp(&in), .jobs = 1, .no_vulkan = true};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = cache,
+                                    .stamp = pf_stamp(&in),
+                                    .jobs = 1,
+                                    .no_vulkan = true};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
@@ -281,7 +286,8 @@ KT_CASE(no_vulkan_and_damage)
 
     /* Flip a byte in the middle of the first record's payload (not the
      * last record: an open checks that one and cuts it as a torn tail). */
-    struct kiln_cache_options co = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options co = {.size = sizeof(co),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
     struct kiln_cache_entry *e;
@@ -329,10 +335,10 @@ KT_CASE(bad_input)
     char missing[4200], cache[4200];
     snprintf(missing, sizeof(missing), "%s/no-such-folder", root);
     cache_path(cache, sizeof(cache), root);
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     struct pf_input in = PF_INPUT_INIT;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_CHECK_EQ(pf_prepare(&o, &in, NULL, NULL, &s), KILN_EINVAL); /* no cache folder */
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_INPUT);
 
@@ -362,8 +368,8 @@ KT_CASE(bad_input)
     o.source = NULL;
     o.no_vulkan = false;
 
-    struct kiln_start_options so = {.cache_dir = root, .any_stamp = true};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {.size = sizeof(so), .cache_dir = root, .any_stamp = true};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_CHECK_EQ(kiln_warm_start(&so, NULL, NULL, &ss), KILN_ENOENT);
     KT_CHECK_EQ(ss.step, KILN_PREP_STEP_INPUT);
 }
@@ -389,7 +395,7 @@ KT_CASE(threads)
     struct kiln_vk *vk;
     corpus_and_cache(corpus, cache, &vk);
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 2);
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = corpus;
@@ -397,25 +403,26 @@ KT_CASE(threads)
     o.vk = vk;
     o.on_pipeline = take_pipeline;
     o.pipeline_user = &got;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(s.failed, 1);
     KT_CHECK_EQ(s.pipelines_built, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(got.count, PF_GOOD_PROGRAMS);
-    struct kiln_vk_stats vs;
+    struct kiln_vk_stats vs = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &vs);
     KT_CHECK_EQ(vs.live_modules, 0);
     KT_CHECK(vs.peak_modules <= 4); /* two workers, two stages each at most */
 
     got.count = 0;
-    struct kiln_start_options so = {.cache_dir = cache,
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = cache,
                                     .any_stamp = true,
                                     .jobs = 2,
                                     .vk = vk,
                                     .on_pipeline = take_pipeline,
                                     .pipeline_user = &got};
-    struct kiln_start_summary ss;
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
     KT_CHECK_EQ(ss.read_threads, 2);
@@ -480,19 +487,19 @@ KT_CASE(dict_kept_after_repack)
     KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
     /* Six programs: 3 compute + 3 graphics pairs, 9 stages to train on. */
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.generate = 6;
     o.no_vulkan = true;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.dict_id, 0);
 
-    struct kiln_cache_options ko = {.flags = KILN_CACHE_KEEP_STAMP};
+    struct kiln_cache_options ko = {.size = sizeof(ko), .flags = KILN_CACHE_KEEP_STAMP};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &c));
-    struct kiln_cache_rewrite_report rep;
+    struct kiln_cache_rewrite_report rep = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_REQUIRE_OK(kiln_cache_repack(c, KILN_CODEC_KILN, KILN_CACHE_DICT_TRAIN, &rep));
     uint64_t dict_id = kiln_pack_dict_id(kiln_cache_dict(c));
     KT_REQUIRE(dict_id != 0);
@@ -517,15 +524,17 @@ KT_CASE(dict_kept_after_repack)
     KT_REQUIRE_OK(kiln_generate_program(in.seed, 6, &p6));
     KT_CHECK_OK(kiln_prep_program_key(p6, &k6));
     kiln_program_destroy(p6);
-    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
                                              KILN_CACHE_USE_DICT};
     KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
     KT_CHECK_EQ(kiln_cache_count(c), 7);
     KT_CHECK(needs_dict(c, k6));
     kiln_cache_close(c);
 
-    struct kiln_start_options so = {.cache_dir = cache, .stamp = pf_stamp(&in), .jobs = 1};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {
+        .size = sizeof(so), .cache_dir = cache, .stamp = pf_stamp(&in), .jobs = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, 7);
     KT_CHECK_EQ(ss.pipelines_built, 7);
@@ -545,12 +554,12 @@ KT_CASE(prepare_dict)
     snprintf(small, sizeof(small), "%s/small", root);
     KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.generate = 6;
     o.dict = true;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, 6);
     KT_CHECK(s.dict_trained);
@@ -562,7 +571,8 @@ KT_CASE(prepare_dict)
     KT_CHECK_EQ(s.remade, 0);
 
     /* Every record is packed with it. */
-    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
                                              KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
@@ -622,7 +632,8 @@ KT_CASE(foz_import_then_prepare)
     KT_REQUIRE(pf_mkdir(cache) == 0);
     KT_REQUIRE(pf_need_vulkan()); /* keeps the driver loaded: see pf_vk */
 
-    struct kiln_cache_options io = {.stamp = KILN_FOZ_STAMP,
+    struct kiln_cache_options io = {.size = sizeof(io),
+                                    .stamp = KILN_FOZ_STAMP,
                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &io, &c));
@@ -632,12 +643,12 @@ KT_CASE(foz_import_then_prepare)
     KT_REQUIRE(ir.compute >= 1);
     KT_REQUIRE(ir.imported > ir.compute); /* graphics modules too */
 
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = foz;
     KT_CHECK_EQ(pf_stamp(&in), KILN_FOZ_STAMP);
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.open_kind, KILN_CACHE_OPENED_INDEX);
     KT_CHECK_EQ(s.stamp, KILN_FOZ_STAMP);
@@ -653,10 +664,11 @@ KT_CASE(foz_import_then_prepare)
     KT_CHECK_EQ(s.pipelines_failed, 0);
 
     /* Nothing was stored again. */
-    struct kiln_cache_options ro = {.stamp = KILN_FOZ_STAMP,
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .stamp = KILN_FOZ_STAMP,
                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
     KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &cs);
     KT_CHECK_EQ(cs.records, ir.imported);
     KT_CHECK_EQ(cs.superseded, 0);
@@ -664,8 +676,9 @@ KT_CASE(foz_import_then_prepare)
 
     /* The warm start builds and skips as prepare did and leaves the lone
      * graphics modules alone (not counted as bad). */
-    struct kiln_start_options so = {.cache_dir = cache, .stamp = KILN_FOZ_STAMP, .jobs = 1};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {
+        .size = sizeof(so), .cache_dir = cache, .stamp = KILN_FOZ_STAMP, .jobs = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, ir.imported);
     KT_CHECK_EQ(ss.pipelines_built, fits);
@@ -699,12 +712,12 @@ KT_CASE(start_records_use)
     char corpus[4200], cache[4200];
     cache_path(cache, sizeof(cache), root);
     KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = corpus;
     o.no_vulkan = true;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
 
     /* Age every record: last used on day 1000 (without the marks file,
@@ -713,7 +726,8 @@ KT_CASE(start_records_use)
     char kpu_path[4300];
     snprintf(kpu_path, sizeof(kpu_path), "%s/%s", cache, KILN_CACHE_USE_FILE);
     KT_REQUIRE(remove(kpu_path) == 0);
-    struct kiln_cache_options ko = {.flags = KILN_CACHE_KEEP_STAMP, .today = old_day};
+    struct kiln_cache_options ko = {
+        .size = sizeof(ko), .flags = KILN_CACHE_KEEP_STAMP, .today = old_day};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &c));
     struct kiln_cache_entry *e;
@@ -744,8 +758,8 @@ KT_CASE(start_records_use)
     struct kiln_cache *holder;
     KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &holder));
     struct kiln_start_options so = {
-        .cache_dir = cache, .any_stamp = true, .jobs = 1, .no_vulkan = true};
-    struct kiln_start_summary ss;
+        .size = sizeof(so), .cache_dir = cache, .any_stamp = true, .jobs = 1, .no_vulkan = true};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
     KT_CHECK(!ss.use_recorded);
@@ -772,7 +786,8 @@ KT_CASE(start_records_use)
     free(kpx);
     free(kpu);
 
-    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     KT_REQUIRE_OK(kiln_cache_open(cache, &ro, &c));
     uint32_t today = kiln_cache_today(c);
     KT_CHECK(today > old_day);
@@ -784,10 +799,10 @@ KT_CASE(start_records_use)
     kiln_cache_close(c);
 
     /* So a prune by age keeps them all. */
-    struct kiln_cache_options wo = {.flags = KILN_CACHE_KEEP_STAMP};
+    struct kiln_cache_options wo = {.size = sizeof(wo), .flags = KILN_CACHE_KEEP_STAMP};
     KT_REQUIRE_OK(kiln_cache_open(cache, &wo, &c));
-    struct kiln_cache_prune_options po = {.older_than_days = 30};
-    struct kiln_cache_rewrite_report rep;
+    struct kiln_cache_prune_options po = {.size = sizeof(po), .older_than_days = 30};
+    struct kiln_cache_rewrite_report rep = KILN_CACHE_REWRITE_REPORT_INIT;
     KT_CHECK_OK(kiln_cache_prune(c, &po, &rep));
     KT_CHECK_EQ(rep.dropped, 0);
     KT_CHECK_EQ(kiln_cache_count(c), PF_GOOD_PROGRAMS);
@@ -849,12 +864,12 @@ KT_CASE(own_source)
 
     struct kiln_program_source src = {
         .user = &own, .count = 3, .load = own_load, .stamp = own_stamp};
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 2);
     o.source = &src;
     o.no_vulkan = true;
     KT_CHECK_EQ(kiln_prepare_stamp(&o), 0x1234); /* no translator: 0, mixed */
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_prepare(&o, NULL, NULL, &s));
     KT_CHECK_EQ(s.programs, 3);
     KT_CHECK_EQ(s.translated, 3);
@@ -863,7 +878,8 @@ KT_CASE(own_source)
     KT_CHECK_EQ(atomic_load(&own.loads), 3);
 
     /* Stored under the caller's keys, with Vulkan stage bits. */
-    struct kiln_cache_options co = {.stamp = 0x1234, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = 0x1234, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
     KT_CHECK_EQ(kiln_cache_count(c), 3);
@@ -921,19 +937,20 @@ KT_CASE(start_cancel_and_executor)
     corpus_and_cache(corpus, cache, &vk);
     struct collected got = {.lock = PTHREAD_MUTEX_INITIALIZER, .vk = vk};
     struct kiln_executor ex = {.size = sizeof ex, .submit = run_inline};
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 2);
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = corpus;
     o.no_vulkan = true;
     o.executor = &ex;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     atomic_store(&inline_submits, 0);
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, PF_GOOD_PROGRAMS);
     KT_CHECK(atomic_load(&inline_submits) > 0); /* the translate pool ran on it */
 
-    struct kiln_start_options so = {.cache_dir = cache,
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = cache,
                                     .any_stamp = true,
                                     .jobs = 1,
                                     .vk = vk,
@@ -941,7 +958,7 @@ KT_CASE(start_cancel_and_executor)
                                     .pipeline_user = &got,
                                     .cancel = stop_after,
                                     .executor = &ex};
-    struct kiln_start_summary ss;
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     cancel_after = 1; /* the first build goes, then stop */
     atomic_store(&cancel_asked, 0);
     atomic_store(&inline_submits, 0);

@@ -91,8 +91,11 @@ void rel_acked(struct rel_model *m)
 void rel_writer(const char *dir, const struct kiln_io *io, unsigned nrec, struct rel_model *m,
                 uint32_t *version, struct rel_writer_stats *st)
 {
-    struct kiln_cache_options opt = {
-        .stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .io = io, .threads = 1};
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .stamp = REL_STAMP,
+                                     .flags = KILN_CACHE_CREATE,
+                                     .io = io,
+                                     .threads = 1};
     struct kiln_cache *c = NULL;
     unsigned ids = nrec - nrec / 5; /* the last fifth writes new versions of earlier keys */
     for (unsigned i = 0; i < nrec; i++) {
@@ -215,7 +218,8 @@ static bool payload_ok(const struct rel_model *m, uint32_t id, const void *data,
 int rel_check(const char *dir, const struct rel_model *m, const char *what)
 {
     int problems = rel_index_not_ahead(dir, what);
-    struct kiln_cache_options opt = {.stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 2};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 2};
     struct kiln_cache *c;
     int rc = kiln_cache_open(dir, &opt, &c);
     if (rc < 0) {
@@ -273,7 +277,7 @@ int rel_check(const char *dir, const struct rel_model *m, const char *what)
     free(keys);
     kiln_cache_close(c);
 
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     rc = kiln_cache_check(dir, NULL, false, &rep);
     if (rc != KILN_OK || !rep.whole) {
         PROBLEM("%s: kiln_cache_check after the reopen: %s, index %s", what, kiln_errname(rc),

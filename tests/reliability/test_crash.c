@@ -45,7 +45,8 @@ static void seq(unsigned t, unsigned j, uint32_t *id, uint32_t *version)
 static void crash_child(const char *dir, unsigned t, int out)
 {
     kiln_log_set_level(KILN_LOG_ERROR);
-    struct kiln_cache_options opt = {.stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 1};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 1};
     struct kiln_cache *c;
     if (kiln_cache_open(dir, &opt, &c) < 0)
         _exit(3);
@@ -191,9 +192,10 @@ KT_CASE(kill_writer)
 static int two_writers_child(const char *dir, uint32_t first_id, unsigned n, int ready_fd)
 {
     kiln_log_set_level(KILN_LOG_ERROR);
-    struct kiln_cache_options wopt = {.stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 1};
+    struct kiln_cache_options wopt = {
+        .size = sizeof(wopt), .stamp = REL_STAMP, .flags = KILN_CACHE_CREATE, .threads = 1};
     struct kiln_cache_options ropt = {
-        .stamp = REL_STAMP, .flags = KILN_CACHE_READ_ONLY, .threads = 1};
+        .size = sizeof(ropt), .stamp = REL_STAMP, .flags = KILN_CACHE_READ_ONLY, .threads = 1};
     struct rel_model m;
     memset(&m, 0, sizeof(m));
     bool refused = false;

@@ -250,7 +250,7 @@ KT_CASE(check_sees_damage)
         int fd;
         uint64_t size;
         KT_REQUIRE_OK(io->open(io, path, KILN_IO_RDWR, &fd));
-        KT_REQUIRE_OK(io->size(io, fd, &size));
+        KT_REQUIRE_OK(io->file_size(io, fd, &size));
         if (how == 0) {
             KT_CHECK_OK(io->truncate(io, fd, size - 200)); /* synced records cut away */
         } else {

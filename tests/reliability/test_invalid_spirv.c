@@ -187,7 +187,7 @@ static void count_lines(void *user, enum kiln_log_level level, const char *modul
 
 static struct kiln_cache *open_cache(const char *dir, uint64_t stamp)
 {
-    struct kiln_cache_options o = {.stamp = stamp, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = stamp, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     kt_mkdir(dir); /* may be there */
     int rc = kiln_cache_open(dir, &o, &c);
@@ -274,7 +274,7 @@ static void prepare_set(struct set *s, const char *cache, struct kiln_vk *vk,
                         struct kiln_prepare_summary *sum, struct lines *l)
 {
     struct kiln_program_source src = {.user = s, .count = GOOD + s->n, .load = set_load};
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = cache;
     o.source = &src;
@@ -292,7 +292,7 @@ KT_CASE(prepare_refuses)
     make_set(&s);
     char cache[4200];
     snprintf(cache, sizeof(cache), "%s/cache", kt_tmpdir());
-    struct kiln_prepare_summary sum;
+    struct kiln_prepare_summary sum = KILN_PREPARE_SUMMARY_INIT;
     struct lines l = {.needle = "not stored: its compute stage is not valid SPIR-V"};
     prepare_set(&s, cache, NULL, &sum, &l);
     KT_CHECK_EQ(sum.programs, GOOD + s.n);
@@ -310,7 +310,7 @@ KT_CASE(prepare_refuses)
  * under the keys kiln_prepare gives them (`prep_keys`), or others. */
 static void plant(struct set *s, const char *cache, uint64_t stamp, bool prep_keys)
 {
-    struct kiln_cache_options o = {.stamp = stamp, .flags = KILN_CACHE_USE_DICT};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = stamp, .flags = KILN_CACHE_USE_DICT};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &o, &c));
     for (size_t i = 0; i < s->n; i++) {
@@ -340,7 +340,8 @@ static void plant(struct set *s, const char *cache, uint64_t stamp, bool prep_ke
 static void start(const char *cache, struct kiln_vk *vk, struct kiln_start_summary *sum,
                   struct lines *l)
 {
-    struct kiln_start_options o = {.cache_dir = cache, .any_stamp = true, .jobs = 2, .vk = vk};
+    struct kiln_start_options o = {
+        .size = sizeof(o), .cache_dir = cache, .any_stamp = true, .jobs = 2, .vk = vk};
     kiln_log_set_sink(count_lines, l);
     KT_CHECK_OK(kiln_warm_start(&o, NULL, NULL, sum));
     kiln_log_set_sink(NULL, NULL);
@@ -367,7 +368,7 @@ KT_CASE(start_builds_only_valid)
     struct lines l = {0};
     import_set(&s, dir, imported, hashes, &r, &l);
     KT_CHECK_EQ(r.imported, GOOD);
-    struct kiln_start_summary ss;
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     struct lines ls = {.needle = "is not valid SPIR-V"};
     start(imported, vk, &ss, &ls);
     KT_CHECK_EQ(ss.records, GOOD);
@@ -375,7 +376,7 @@ KT_CASE(start_builds_only_valid)
     KT_CHECK_EQ(ss.bad + ss.pipelines_failed, 0);
 
     /* Prepare with Vulkan: the valid ones stored and built. */
-    struct kiln_prepare_summary ps;
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
     struct lines lp = {0};
     prepare_set(&s, prepared, vk, &ps, &lp);
     KT_CHECK_EQ(ps.translated, GOOD);

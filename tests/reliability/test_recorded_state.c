@@ -276,7 +276,8 @@ static void plant(const char *foz, const char *dir)
     KT_NEED(kiln_foz_index_create(f, &idx) == 0);
     kiln_foz_close(f);
     kt_mkdir(dir);
-    struct kiln_cache_options o = {.stamp = KILN_FOZ_STAMP,
+    struct kiln_cache_options o = {.size = sizeof(o),
+                                   .stamp = KILN_FOZ_STAMP,
                                    .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     KT_NEED(kiln_cache_open(dir, &o, &c) == 0);

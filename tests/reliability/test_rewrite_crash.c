@@ -113,8 +113,12 @@ static int put_prog(struct kiln_cache *c, size_t p)
 
 static int open_for(const char *dir, enum op op, const struct kiln_io *io, struct kiln_cache **c)
 {
-    struct kiln_cache_options o = {
-        .stamp = REL_STAMP, .today = TODAY, .io = io, .threads = 1, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o),
+                                   .stamp = REL_STAMP,
+                                   .today = TODAY,
+                                   .io = io,
+                                   .threads = 1,
+                                   .flags = KILN_CACHE_CREATE};
     if (op == OP_REPACK)
         o.flags |= KILN_CACHE_KEEP_STAMP;
     return kiln_cache_open(dir, &o, c);
@@ -201,8 +205,8 @@ static int run_op(struct kiln_cache *c, enum op op, uint64_t prune_max,
     case OP_COMPACT:
         return kiln_cache_compact(c, r);
     case OP_PRUNE: {
-        struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX,
-                                              .max_file_bytes = prune_max};
+        struct kiln_cache_prune_options po = {
+            .size = sizeof(po), .older_than_days = UINT32_MAX, .max_file_bytes = prune_max};
         return kiln_cache_prune(c, &po, r);
     }
     case OP_REPACK:
@@ -230,8 +234,11 @@ struct plan {
 
 static size_t live_count(const char *dir, enum op op)
 {
-    struct kiln_cache_options o = {
-        .stamp = REL_STAMP, .today = TODAY, .threads = 1, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options o = {.size = sizeof(o),
+                                   .stamp = REL_STAMP,
+                                   .today = TODAY,
+                                   .threads = 1,
+                                   .flags = KILN_CACHE_READ_ONLY};
     if (op == OP_REPACK)
         o.flags |= KILN_CACHE_USE_DICT | KILN_CACHE_ANY_STAMP;
     struct kiln_cache *c;
@@ -283,7 +290,7 @@ static int check_repack(const char *dir, const char *what)
     }
     kiln_cache_results_free(res, NPROG);
     kiln_cache_close(c);
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     rc = kiln_cache_check(dir, NULL, false, &rep);
     if (rc != KILN_OK || !rep.whole) {
         kt_fail(__FILE__, __LINE__, "%s: kiln_cache_check after the reopen: %s, index %s", what,
@@ -347,7 +354,7 @@ static void rewrite_child(const struct plan *pl, const char *dir, int out)
         _exit(3);
     rel_write_all(out, "R", 1);
     uint64_t t0 = kiln_now_ns();
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     int rc = run_op(c, pl->op, pl->prune_max, &r);
     uint64_t dt = kiln_now_ns() - t0;
     if (rc < 0 || !r.rewritten)
@@ -414,7 +421,7 @@ static void plan_measure(struct plan *pl)
     if (pl->op == OP_PRUNE) {
         /* Which ids the prune drops: those the rewritten cache lacks. */
         struct kiln_cache_options o = {
-            .stamp = REL_STAMP, .today = TODAY, .flags = KILN_CACHE_READ_ONLY};
+            .size = sizeof(o), .stamp = REL_STAMP, .today = TODAY, .flags = KILN_CACHE_READ_ONLY};
         struct kiln_cache *c;
         KT_REQUIRE_OK(kiln_cache_open(dir, &o, &c));
         unsigned n = 0;
@@ -552,7 +559,7 @@ static int cut_point(const struct plan *pl, uint64_t nth, bool tear, uint64_t *c
     faultio_arm(&f, nth, FAULTIO_ANY_WRITE | FAULTIO_OPEN, KILN_EIO, true);
     struct kiln_cache *c;
     if (open_for(dir, pl->op, &f.io, &c) == KILN_OK) {
-        struct kiln_cache_rewrite_report r;
+        struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
         run_op(c, pl->op, pl->prune_max, &r);
         kiln_cache_close(c);
     }

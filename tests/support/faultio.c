@@ -69,7 +69,7 @@ static int f_open(const struct kiln_io *io, const char *path, int flags, int *fd
     if (f->track_unsynced && (flags & KILN_IO_TRUNC)) {
         int probe;
         if (real->open(real, path, KILN_IO_READ, &probe) == KILN_OK) {
-            existed = real->size(real, probe, &old_size) == KILN_OK;
+            existed = real->file_size(real, probe, &old_size) == KILN_OK;
             real->close(real, probe);
         }
     }
@@ -124,7 +124,7 @@ static void remember(struct faultio *f, int fd, uint64_t off, size_t len, size_t
 {
     const struct kiln_io *real = kiln_io_default();
     uint64_t size = 0;
-    if (real->size(real, fd, &size) != KILN_OK)
+    if (real->file_size(real, fd, &size) != KILN_OK)
         return;
     struct faultio_undo *u = calloc(1, sizeof(*u));
     if (!u)
@@ -238,7 +238,7 @@ static int f_truncate(const struct kiln_io *io, int fd, uint64_t size)
         return err == KILN_EIO ? KILN_EIO_TRUNCATE : err;
     if (f->track_unsynced) {
         uint64_t cur = 0;
-        kiln_io_default()->size(kiln_io_default(), fd, &cur);
+        kiln_io_default()->file_size(kiln_io_default(), fd, &cur);
         if (cur > size)
             remember(f, fd, size, (size_t)(cur - size), 0);
         else
@@ -254,7 +254,7 @@ static int f_lock(const struct kiln_io *io, int fd, enum kiln_io_lock_mode mode)
 
 static int f_size(const struct kiln_io *io, int fd, uint64_t *size)
 {
-    return kiln_io_default()->size(kiln_io_default(), fd, size);
+    return kiln_io_default()->file_size(kiln_io_default(), fd, size);
 }
 
 static int f_unlink(const struct kiln_io *io, const char *path)
@@ -270,6 +270,7 @@ void faultio_init(struct faultio *f)
 {
     memset(f, 0, sizeof(*f));
     f->io = (struct kiln_io){
+        .size = sizeof(struct kiln_io),
         .open = f_open,
         .close = f_close,
         .pread = f_pread,
@@ -279,7 +280,7 @@ void faultio_init(struct faultio *f)
         .rename = f_rename,
         .truncate = f_truncate,
         .lock = f_lock,
-        .size = f_size,
+        .file_size = f_size,
         .unlink = f_unlink,
     };
     pthread_mutex_init(&f->lock, NULL);

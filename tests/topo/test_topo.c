@@ -13,7 +13,7 @@
 static int read_and_choose(const char *root, unsigned flags, const char *allowed,
                            struct kiln_topo **topo, struct kiln_pin_plan *plan)
 {
-    *plan = (struct kiln_pin_plan){.domain = -1};
+    *plan = (struct kiln_pin_plan){.size = sizeof(struct kiln_pin_plan), .domain = -1};
     int rc = kiln_topo_read(root, flags, topo);
     if (rc < 0)
         return rc;
@@ -220,7 +220,7 @@ KT_CASE(cpuset_ops)
 KT_CASE(symmetric_two_dies)
 {
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(fx_committed("sym_2die"), 0, NULL, &t, &p));
     KT_CHECK_EQ(t->ndomains, 2);
     KT_CHECK_EQ(t->last_level, 3);
@@ -237,7 +237,7 @@ KT_CASE(symmetric_two_dies)
 KT_CASE(x3d_picks_96mb)
 {
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(fx_committed("x3d"), 0, NULL, &t, &p));
     KT_REQUIRE(t->ndomains == 2 && largest(t));
     const struct kiln_cpu_cache_domain *d = largest(t);
@@ -282,7 +282,7 @@ KT_CASE(x3d_all_levels)
 KT_CASE(one_l3_is_noop)
 {
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(fx_committed("one_l3"), 0, NULL, &t, &p));
     KT_CHECK_EQ(t->ndomains, 1);
     KT_CHECK_EQ(p.verdict, KILN_PIN_ALREADY);
@@ -296,7 +296,7 @@ KT_CASE(one_l3_is_noop)
 KT_CASE(no_cache_is_empty_not_error)
 {
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     fx_log_start();
     int rc = read_and_choose(fx_committed("no_cache"), 0, NULL, &t, &p);
     fx_log_stop();
@@ -316,7 +316,7 @@ KT_CASE(no_cache_is_empty_not_error)
 KT_CASE(last_level_at_index2)
 {
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(fx_committed("l2_last"), 0, NULL, &t, &p));
     KT_CHECK_EQ(t->last_level, 2);
     KT_CHECK_EQ(t->ndomains, 2);
@@ -330,7 +330,7 @@ KT_CASE(level_from_file_not_index)
 {
     /* The L3 is index0 here: only the level file says so. */
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(fx_committed("index_order"), 0, NULL, &t, &p));
     KT_CHECK_EQ(t->last_level, 3);
     KT_REQUIRE(largest(t));
@@ -356,7 +356,7 @@ KT_CASE(offline_cpus_left_out)
 {
     /* CPU 2, the lowest of the 96 MB domain, is offline; cpu3 still lists it. */
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(fx_committed("x3d_offline"), 0, NULL, &t, &p));
     KT_CHECK(fx_set_is(&t->online, "0-1,3-7"));
     KT_REQUIRE(largest(t));
@@ -392,7 +392,7 @@ KT_CASE(allowed_set_limits_choice)
     KT_REQUIRE_OK(kiln_topo_read(fx_committed("x3d"), 0, &t));
     for (size_t i = 0; i < FX_LEN(cases); i++) {
         struct kiln_cpuset a = fx_set(cases[i].allowed);
-        struct kiln_pin_plan p;
+        struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
         KT_CHECK_OK(kiln_topo_choose(t, &a, &p));
         if (p.verdict != cases[i].verdict)
             kt_fail(__FILE__, __LINE__, "allowed %s: verdict %s, expected %s (%s)",
@@ -407,7 +407,7 @@ KT_CASE(allowed_set_limits_choice)
     kiln_topo_free(t);
     KT_REQUIRE_OK(kiln_topo_read(fx_committed("sym_2die"), 0, &t));
     struct kiln_cpuset a = fx_set("1-2");
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_CHECK_OK(kiln_topo_choose(t, &a, &p));
     KT_CHECK_EQ(p.verdict, KILN_PIN_SYMMETRIC);
     kiln_pin_plan_free(&p);
@@ -475,7 +475,7 @@ KT_CASE(shared_cpu_map_fallback)
     fx_remove(root, "cpu2/cache/index2/shared_cpu_list");
     fx_write(root, "cpu2/cache/index2/shared_cpu_map", "0000000c");
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(root, 0, NULL, &t, &p));
     KT_CHECK(fx_set_is(&p.cpus, "2-3"));
     kiln_pin_plan_free(&p);
@@ -613,7 +613,7 @@ static void write_256(const char *root)
 static void check_256(const char *root)
 {
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(root, 0, NULL, &t, &p));
     KT_REQUIRE(t->ndomains == 4);
     KT_CHECK(fx_set_is(&t->domains[0].cpus, "0-31,128-159"));
@@ -654,7 +654,7 @@ KT_CASE(cpus_over_1024)
     fx_cache(root, 1500, 0, 3, "Unified", "64M", "1500-1501", 1);
     fx_cache(root, 1501, 0, 3, "Unified", "64M", "1500-1501", 1);
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(read_and_choose(root, 0, NULL, &t, &p));
     KT_CHECK_EQ(p.verdict, KILN_PIN_APPLY);
     KT_CHECK(fx_set_is(&p.cpus, "1500-1501"));
@@ -683,7 +683,7 @@ KT_CASE(cgroup_limit)
     fx_write(cg, "cpuset.cpus.effective", "0-7");
 
     struct kiln_cpuset aff = fx_set("0-7");
-    struct kiln_topo_env env = {.proc_root = proc, .affinity = &aff};
+    struct kiln_topo_env env = {.size = sizeof(env), .proc_root = proc, .affinity = &aff};
     struct kiln_cpuset allowed = {0};
     KT_CHECK_OK(kiln_topo_allowed(&env, &allowed));
     KT_CHECK(fx_set_is(&allowed, "2-3,6"));
@@ -694,7 +694,7 @@ KT_CASE(cgroup_limit)
     KT_REQUIRE_OK(kiln_topo_read(fx_committed("x3d"), 0, &t));
     fx_write(cg, "kiln.slice/cpuset.cpus.effective", "0-2,4-6");
     KT_CHECK_OK(kiln_topo_allowed(&env, &allowed));
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_CHECK_OK(kiln_topo_choose(t, &allowed, &p));
     KT_CHECK(fx_set_is(&p.cpus, "2,6"));
     kiln_pin_plan_free(&p);
@@ -755,7 +755,7 @@ KT_CASE(flag_env_rule)
                 want_on = false;
                 want_src = KILN_AFFINITY_DEFAULT;
             }
-            struct kiln_affinity_decision d;
+            struct kiln_affinity_decision d = KILN_AFFINITY_DECISION_INIT;
             int rc = kiln_affinity_decide(flag, env, &d);
             if (rc != want_rc || d.on != want_on || d.source != want_src ||
                 d.env_malformed != (set && !valid) || d.reason[0] == '\0')
@@ -768,7 +768,7 @@ KT_CASE(flag_env_rule)
                 KT_CHECK(strstr(d.reason, flag ? "--cache-affinity" : "--no-cache-affinity"));
         }
     }
-    struct kiln_affinity_decision d;
+    struct kiln_affinity_decision d = KILN_AFFINITY_DECISION_INIT;
     KT_CHECK_EQ(kiln_affinity_decide(2, NULL, &d), KILN_EINVAL);
     KT_CHECK(!d.on);
     /* The flag's win over the variable is said. */
@@ -778,11 +778,11 @@ KT_CASE(flag_env_rule)
 
 KT_CASE(apply_logs_decision)
 {
-    struct kiln_affinity_decision d;
-    struct kiln_pin_plan p;
+    struct kiln_affinity_decision d = KILN_AFFINITY_DECISION_INIT;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     /* Off: nothing is read (the tree does not even exist). */
     KT_CHECK_OK(kiln_affinity_decide(-1, NULL, &d));
-    struct kiln_topo_env env = {.sysfs_root = "/nonexistent/kiln-topo"};
+    struct kiln_topo_env env = {.size = sizeof(env), .sysfs_root = "/nonexistent/kiln-topo"};
     fx_log_start();
     KT_CHECK_OK(kiln_affinity_apply(&d, &env, &p));
     fx_log_stop();
@@ -793,7 +793,9 @@ KT_CASE(apply_logs_decision)
     /* On, on a tree with one L3 over the allowed CPUs: nothing to change. */
     KT_CHECK_OK(kiln_affinity_decide(1, "0", &d));
     struct kiln_cpuset aff = fx_set("0-3");
-    env = (struct kiln_topo_env){.sysfs_root = fx_committed("one_l3"), .affinity = &aff};
+    env = (struct kiln_topo_env){.size = sizeof(struct kiln_topo_env),
+                                 .sysfs_root = fx_committed("one_l3"),
+                                 .affinity = &aff};
     fx_log_start();
     KT_CHECK_OK(kiln_affinity_apply(&d, &env, &p));
     fx_log_stop();

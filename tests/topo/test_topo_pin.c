@@ -140,8 +140,8 @@ KT_CASE(pin_every_thread_and_restore)
         pthread_cond_wait(&early.cond, &early.lock);
     pthread_mutex_unlock(&early.lock);
 
-    struct kiln_topo_env env = {.sysfs_root = root};
-    struct kiln_pin_plan plan;
+    struct kiln_topo_env env = {.size = sizeof(env), .sysfs_root = root};
+    struct kiln_pin_plan plan = KILN_PIN_PLAN_INIT;
     int rc = kiln_pin_largest_cache(&env, &plan);
     KT_CHECK_OK(rc);
     KT_CHECK_EQ(plan.verdict, KILN_PIN_APPLY);
@@ -217,7 +217,7 @@ KT_CASE(real_system_reads)
     for (int64_t c = kiln_cpuset_next(&allowed, 0); c >= 0;
          c = kiln_cpuset_next(&allowed, (uint32_t)c + 1))
         KT_CHECK(kiln_cpuset_has(&mine, (uint32_t)c));
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_CHECK_OK(kiln_topo_choose(t, &allowed, &p));
     KT_CHECK(p.reason[0] != '\0');
     if (t->ndomains == 0)

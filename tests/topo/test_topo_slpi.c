@@ -137,7 +137,7 @@ static void ryzen_5900x(struct rec_buf *r)
 static int parse_and_choose(const struct rec_buf *r, unsigned flags, struct kiln_topo **t,
                             struct kiln_pin_plan *p)
 {
-    *p = (struct kiln_pin_plan){.domain = -1};
+    *p = (struct kiln_pin_plan){.size = sizeof(struct kiln_pin_plan), .domain = -1};
     int rc = kiln__topo_parse_slpi(r->b, r->n, flags, t);
     return rc < 0 ? rc : kiln_topo_choose(*t, NULL, p);
 }
@@ -150,7 +150,7 @@ static void check_9950x3d(bool group_count)
     r = (struct rec_buf){.group_count = group_count};
     x3d_9950(&r);
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(parse_and_choose(&r, 0, &t, &p));
     KT_CHECK(fx_set_is(&t->online, "0-31"));
     KT_REQUIRE(t->ndomains == 2 && t->largest >= 0);
@@ -210,7 +210,7 @@ KT_CASE(ryzen_5900x_symmetric)
     r = (struct rec_buf){0};
     ryzen_5900x(&r);
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(parse_and_choose(&r, 0, &t, &p));
     KT_CHECK(fx_set_is(&t->online, "0-23"));
     KT_REQUIRE(t->ndomains == 2);
@@ -244,7 +244,7 @@ KT_CASE(two_groups)
     put_cache(&r, 3, UNIFIED, 32 * MB, 0, bits(32, 32));
     put_cache(&r, 3, UNIFIED, 96 * MB, 1, bits(0, 32));
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(parse_and_choose(&r, 0, &t, &p));
     KT_CHECK(fx_set_is(&t->online, "0-95"));
     KT_CHECK_EQ(t->ndomains, 3);
@@ -265,7 +265,7 @@ KT_CASE(cache_records_only)
     put_cache(&r, 3, UNIFIED, 96 * MB, 0, bits(2, 2));
     put_cache(&r, 4, TRACE, 12 * KB, 0, bits(0, 4)); /* left out */
     struct kiln_topo *t = NULL;
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(parse_and_choose(&r, 0, &t, &p));
     KT_CHECK(fx_set_is(&t->online, "0-3"));
     KT_CHECK_EQ(t->last_level, 3);
@@ -299,7 +299,7 @@ KT_CASE(empty_buffer_is_no_caches)
     KT_CHECK_EQ(t->ndomains, 0);
     KT_CHECK_EQ(t->largest, -1);
     KT_CHECK(strstr(t->note, "GetLogicalProcessorInformationEx") != NULL);
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_REQUIRE_OK(kiln_topo_choose(t, NULL, &p));
     KT_CHECK_EQ(p.verdict, KILN_PIN_NO_CACHES);
     kiln_pin_plan_free(&p);
@@ -391,7 +391,7 @@ KT_CASE(random_damage)
         if (t) {
             for (size_t d = 0; d < t->ndomains; d++)
                 KT_CHECK(kiln_cpuset_count(&t->domains[d].cpus) > 0);
-            struct kiln_pin_plan p;
+            struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
             KT_CHECK_OK(kiln_topo_choose(t, NULL, &p));
             kiln_pin_plan_free(&p);
         }

@@ -48,7 +48,7 @@ KT_CASE(real_system_reads)
     KT_REQUIRE_OK(kiln_topo_allowed(NULL, &allowed));
     KT_CHECK(kiln_cpuset_count(&allowed) >= 1);
     KT_CHECK(kiln_cpuset_count(&allowed) <= GetActiveProcessorCount(ALL_PROCESSOR_GROUPS));
-    struct kiln_pin_plan p;
+    struct kiln_pin_plan p = KILN_PIN_PLAN_INIT;
     KT_CHECK_OK(kiln_topo_choose(t, &allowed, &p));
     KT_CHECK(p.reason[0] != '\0');
     if (t->ndomains == 0)
@@ -79,7 +79,7 @@ KT_CASE(roots_are_refused)
     kiln_cpuset_free(&one);
     /* The flag/environment rule and an explicit affinity still work. */
     struct kiln_cpuset aff = fx_set("2-3"), got = {0};
-    struct kiln_topo_env env = {.affinity = &aff};
+    struct kiln_topo_env env = {.size = sizeof(env), .affinity = &aff};
     KT_CHECK_OK(kiln_topo_allowed(&env, &got));
     KT_CHECK(fx_set_is(&got, "2-3"));
     kiln_cpuset_free(&got);

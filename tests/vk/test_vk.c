@@ -19,7 +19,7 @@ static int build_compute(struct kiln_vk *vk, unsigned variant, struct kiln_vk_pi
     struct vkt_blob b;
     if (vkt_make(VKT_COMPUTE, variant, &b) < 0)
         return -1;
-    struct kiln_vk_stage st = {.blob = b.blob, .blob_size = b.size};
+    struct kiln_vk_stage st = {.size = sizeof(st), .blob = b.blob, .blob_size = b.size};
     int rc = kiln_vk_compute_pipeline(vk, "test-compute", &st, p);
     vkt_free(&b);
     return rc;
@@ -36,8 +36,13 @@ static int build_graphics(struct kiln_vk *vk, unsigned variant, uint32_t format,
         return -1;
     }
     struct kiln_vk_graphics g = {
-        .vertex = {.blob = v.blob, .blob_size = v.size},
-        .fragment = {.blob = f.blob, .blob_size = f.size},
+        .size = sizeof(g),
+        .vertex = &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                          .blob = v.blob,
+                                          .blob_size = v.size},
+        .fragment = &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                            .blob = f.blob,
+                                            .blob_size = f.size},
         .color_format = format,
     };
     int rc = kiln_vk_graphics_pipeline(vk, "test-graphics", &g, p);
@@ -50,7 +55,8 @@ KT_CASE(not_available_without_loader)
 {
     vkt_capture_log(true);
     struct kiln_vk *vk = (struct kiln_vk *)&vk;
-    struct kiln_vk_options opt = {.loader = "libkiln-no-such-vulkan-loader.so.1"};
+    struct kiln_vk_options opt = {.size = sizeof(opt),
+                                  .loader = "libkiln-no-such-vulkan-loader.so.1"};
     KT_CHECK_EQ(kiln_vk_create(&opt, &vk), KILN_ENOTSUP);
     KT_CHECK(vk == NULL);
     KT_CHECK(strstr(vkt_log(), "Vulkan not available: could not load "
@@ -71,7 +77,7 @@ KT_CASE(compute_and_graphics)
     KT_CHECK(in->api_version >= VK_API_VERSION_1_1);
     KT_CHECK_EQ(in->cache_state, KILN_VK_CACHE_MEMORY);
 
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     struct kiln_vk_pipeline *c = NULL, *g = NULL, *g16 = NULL;
     KT_CHECK_OK(build_compute(vk, 1, &c));
     KT_CHECK(c && kiln_vk_pipeline_handle(c) != 0);
@@ -106,14 +112,14 @@ KT_CASE(compute_and_graphics)
 
 KT_CASE(forced_modules)
 {
-    struct kiln_vk_options opt = {.force_modules = true};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .force_modules = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     KT_CHECK(!kiln_vk_get_info(vk)->chained_stages);
     struct kiln_vk_pipeline *c = NULL, *g = NULL;
     KT_CHECK_OK(build_compute(vk, 3, &c));
     KT_CHECK_OK(build_graphics(vk, 3, 0, &g));
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.modules_created, 3);
     KT_CHECK_EQ(s.stages_chained, 0);
@@ -124,7 +130,7 @@ KT_CASE(forced_modules)
 
 KT_CASE(graphics_with_render_pass)
 {
-    struct kiln_vk_options opt = {.no_dynamic_rendering = true};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .no_dynamic_rendering = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     KT_CHECK(!kiln_vk_get_info(vk)->dynamic_rendering);
@@ -133,7 +139,7 @@ KT_CASE(graphics_with_render_pass)
     KT_CHECK_OK(build_graphics(vk, 6, 0, &b)); /* reuses the render pass */
     KT_CHECK_OK(build_graphics(vk, 7, 44 /* VK_FORMAT_B8G8R8A8_UNORM */, &c));
     KT_CHECK(a && b && c);
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.pipelines_built, 3);
     KT_CHECK_EQ(s.live_modules, 0);
@@ -142,7 +148,7 @@ KT_CASE(graphics_with_render_pass)
 
 KT_CASE(broken_program_fails_alone)
 {
-    struct kiln_vk_options opt = {.no_pipeline_cache = true};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .no_pipeline_cache = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     KT_CHECK_EQ(kiln_vk_get_info(vk)->cache_state, KILN_VK_CACHE_OFF);
@@ -161,7 +167,8 @@ KT_CASE(broken_program_fails_alone)
     struct vkt_blob garbage_ops;
     KT_REQUIRE(vkt_pack_words(w, good.nwords, &garbage_ops) == 0);
     struct kiln_vk_pipeline *p = NULL;
-    struct kiln_vk_stage st = {.blob = garbage_ops.blob, .blob_size = garbage_ops.size};
+    struct kiln_vk_stage st = {
+        .size = sizeof(st), .blob = garbage_ops.blob, .blob_size = garbage_ops.size};
     int rc_ops = kiln_vk_compute_pipeline(vk, "broken-ops", &st, &p);
     KT_CHECK(rc_ops == KILN_EVULKAN || rc_ops == KILN_OK); /* a driver may accept it */
     if (rc_ops == KILN_EVULKAN) {
@@ -176,7 +183,8 @@ KT_CASE(broken_program_fails_alone)
         w[i] = (uint32_t)kt_rand(&seed);
     struct vkt_blob garbage;
     KT_REQUIRE(vkt_pack_words(w, good.nwords, &garbage) == 0);
-    st = (struct kiln_vk_stage){.blob = garbage.blob, .blob_size = garbage.size};
+    st = (struct kiln_vk_stage){
+        .size = sizeof(struct kiln_vk_stage), .blob = garbage.blob, .blob_size = garbage.size};
     KT_CHECK_EQ(kiln_vk_compute_pipeline(vk, "broken-words", &st, &p), KILN_EFORMAT);
     KT_CHECK(strstr(vkt_log(), "broken-words: compute stage: not valid SPIR-V") != NULL);
     /* The context's error text: the function, the pipeline, the code. */
@@ -186,7 +194,8 @@ KT_CASE(broken_program_fails_alone)
     KT_CHECK(strstr(text, "(KILN_EFORMAT)") != NULL);
 
     /* 3. A blob that does not unpack (cut short). */
-    st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size / 2};
+    st = (struct kiln_vk_stage){
+        .size = sizeof(struct kiln_vk_stage), .blob = good.blob, .blob_size = good.size / 2};
     KT_CHECK(kiln_vk_compute_pipeline(vk, "broken-blob", &st, &p) < 0);
     KT_CHECK(strstr(vkt_log(), "broken-blob: compute stage: could not unpack its blob") != NULL);
 
@@ -195,8 +204,13 @@ KT_CASE(broken_program_fails_alone)
     struct vkt_blob v;
     KT_REQUIRE(vkt_make(VKT_VERTEX, 4, &v) == 0);
     struct kiln_vk_graphics g = {
-        .vertex = {.blob = v.blob, .blob_size = v.size},
-        .fragment = {.blob = garbage.blob, .blob_size = garbage.size},
+        .size = sizeof(g),
+        .vertex = &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                          .blob = v.blob,
+                                          .blob_size = v.size},
+        .fragment = &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                            .blob = garbage.blob,
+                                            .blob_size = garbage.size},
     };
     KT_CHECK_EQ(kiln_vk_graphics_pipeline(vk, "broken-frag", &g, &p), KILN_EFORMAT);
     KT_CHECK(strstr(vkt_log(), "broken-frag: fragment stage: not valid SPIR-V") != NULL);
@@ -204,14 +218,15 @@ KT_CASE(broken_program_fails_alone)
     KT_CHECK(strstr(kiln_vk_errmsg(vk), "kiln_vk_graphics_pipeline: ") != NULL);
     KT_CHECK(strstr(kiln_vk_errmsg(vk), "broken-frag") != NULL);
 
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK_EQ(s.pipelines_failed, 3 + (rc_ops == KILN_EVULKAN));
     KT_CHECK_EQ(s.pipelines_built, rc_ops == KILN_OK);
 
     /* The next pipeline builds. */
-    st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size};
+    st = (struct kiln_vk_stage){
+        .size = sizeof(struct kiln_vk_stage), .blob = good.blob, .blob_size = good.size};
     KT_CHECK_OK(kiln_vk_compute_pipeline(vk, "good-after", &st, &p));
     KT_CHECK(p != NULL);
     KT_CHECK(strstr(kiln_vk_errmsg(vk), "broken-frag") != NULL); /* a success leaves it */
@@ -229,7 +244,7 @@ KT_CASE(broken_program_fails_alone)
 
 KT_CASE(keep_modules_mode)
 {
-    struct kiln_vk_options opt = {.no_pipeline_cache = true};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .no_pipeline_cache = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     enum { N = 4 };
@@ -238,21 +253,25 @@ KT_CASE(keep_modules_mode)
         struct vkt_blob v, f;
         KT_REQUIRE(vkt_make(VKT_VERTEX, 10 + i, &v) == 0);
         KT_REQUIRE(vkt_make(VKT_FRAGMENT, 10 + i, &f) == 0);
-        struct kiln_vk_stage sv = {.blob = v.blob, .blob_size = v.size};
-        struct kiln_vk_stage sf = {.blob = f.blob, .blob_size = f.size};
+        struct kiln_vk_stage sv = {.size = sizeof(sv), .blob = v.blob, .blob_size = v.size};
+        struct kiln_vk_stage sf = {.size = sizeof(sf), .blob = f.blob, .blob_size = f.size};
         KT_CHECK_OK(kiln_vk_module_create(vk, "kept", &sv, &mods[i][0]));
         KT_CHECK_OK(kiln_vk_module_create(vk, "kept", &sf, &mods[i][1]));
         vkt_free(&v);
         vkt_free(&f);
     }
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 2 * N);
     KT_CHECK_EQ(s.peak_modules, 2 * N);
 
     for (unsigned i = 0; i < N; i++) {
-        struct kiln_vk_graphics g = {.vertex = {.module = mods[i][0]},
-                                     .fragment = {.module = mods[i][1]}};
+        struct kiln_vk_graphics g = {
+            .size = sizeof(g),
+            .vertex =
+                &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage), .module = mods[i][0]},
+            .fragment = &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                                .module = mods[i][1]}};
         struct kiln_vk_pipeline *p = NULL;
         KT_CHECK_OK(kiln_vk_graphics_pipeline(vk, "from-kept", &g, &p));
         kiln_vk_pipeline_destroy(vk, p);
@@ -318,7 +337,7 @@ KT_CASE(pipeline_cache_round_trip)
     char dir[1024], path[1100];
     snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
     snprintf(path, sizeof(path), "%.1024s/%s", dir, KILN_VK_CACHE_FILE);
-    struct kiln_vk_options opt = {.cache_dir = dir};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .cache_dir = dir};
 
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
@@ -398,7 +417,7 @@ KT_CASE(device_index)
     uint32_t count = kiln_vk_get_info(vk)->device_count;
     kiln_vk_destroy(vk);
 
-    struct kiln_vk_options opt = {.use_device_index = true, .device = count};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .use_device_index = true, .device = count};
     vkt_capture_log(true);
     KT_CHECK_EQ(kiln_vk_create(&opt, &vk), KILN_EINVAL);
     KT_CHECK(strstr(vkt_log(), "asked for") != NULL);
@@ -407,7 +426,7 @@ KT_CASE(device_index)
     vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     KT_CHECK_EQ(kiln_vk_get_info(vk)->device_index, 0);
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(vk, &h);
     KT_CHECK(h.device != VK_NULL_HANDLE && h.pipeline_layout != VK_NULL_HANDLE);
     KT_CHECK(h.queue != VK_NULL_HANDLE && h.get_instance_proc_addr != NULL);
@@ -569,7 +588,7 @@ static void check_refused(struct kiln_vk *vk, const char *src, const char *line)
 {
     struct vkt_blob b;
     KT_REQUIRE(vkt_compile(VKT_COMPUTE, src, &b) == 0);
-    struct kiln_vk_stage s = {.blob = b.blob, .blob_size = b.size};
+    struct kiln_vk_stage s = {.size = sizeof(s), .blob = b.blob, .blob_size = b.size};
     struct kiln_vk_pipeline *p = NULL;
     vkt_capture_log(true);
     KT_CHECK_EQ(kiln_vk_compute_pipeline(vk, "refused", &s, &p), KILN_ENOTSUP);
@@ -624,9 +643,9 @@ KT_CASE(builtin_layout_checked)
     KT_REQUIRE(vkt_compile(VKT_COMPUTE, image, &bad) == 0);
     KT_REQUIRE(vkt_make(VKT_COMPUTE, 1, &good) == 0);
     struct kiln_vk_pipeline *p = NULL;
-    struct kiln_vk_stage s = {.blob = good.blob, .blob_size = good.size};
+    struct kiln_vk_stage s = {.size = sizeof(s), .blob = good.blob, .blob_size = good.size};
     KT_REQUIRE_OK(kiln_vk_compute_pipeline(vk, "good", &s, &p));
-    struct kiln_vk_stats st;
+    struct kiln_vk_stats st = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &st);
     KT_CHECK_EQ(st.pipelines_failed, 5);
     KT_CHECK_EQ(st.pipelines_built, 1);
@@ -635,9 +654,10 @@ KT_CASE(builtin_layout_checked)
     /* A kept module was checked when it was made: kiln's shapes refuse it
      * the same way, its words long gone. */
     struct kiln_vk_module *kept = NULL;
-    s = (struct kiln_vk_stage){.blob = bad.blob, .blob_size = bad.size};
+    s = (struct kiln_vk_stage){
+        .size = sizeof(struct kiln_vk_stage), .blob = bad.blob, .blob_size = bad.size};
     KT_REQUIRE_OK(kiln_vk_module_create(vk, "kept", &s, &kept));
-    struct kiln_vk_stage by_module = {.module = kept};
+    struct kiln_vk_stage by_module = {.size = sizeof(by_module), .module = kept};
     struct kiln_vk_pipeline *q = NULL;
     vkt_capture_log(true);
     KT_CHECK_EQ(kiln_vk_compute_pipeline(vk, "kept", &by_module, &q), KILN_ENOTSUP);
@@ -649,8 +669,9 @@ KT_CASE(builtin_layout_checked)
 
     /* The same module through kiln_vk_stage_module (a builder's own layout) is
      * not checked: it is the builder's to match. */
-    struct kiln_vk_staged staged;
-    s = (struct kiln_vk_stage){.blob = bad.blob, .blob_size = bad.size};
+    struct kiln_vk_staged staged = KILN_VK_STAGED_INIT;
+    s = (struct kiln_vk_stage){
+        .size = sizeof(struct kiln_vk_stage), .blob = bad.blob, .blob_size = bad.size};
     KT_CHECK_OK(kiln_vk_stage_module(vk, "imagey", &s, VK_SHADER_STAGE_COMPUTE_BIT, &staged));
     kiln_vk_stage_release(vk, &staged);
     kiln_vk_pipeline_destroy(vk, p);
@@ -665,7 +686,7 @@ KT_CASE(builtin_layout_checked)
  * driver call, and the next program still builds. */
 KT_CASE(validation_refuses_before_the_driver)
 {
-    struct kiln_vk_options opt = {.no_pipeline_cache = true, .validate = true};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .no_pipeline_cache = true, .validate = true};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     struct vkt_blob good;
@@ -681,21 +702,23 @@ KT_CASE(validation_refuses_before_the_driver)
 
     vkt_capture_log(true);
     struct kiln_vk_pipeline *p = NULL;
-    struct kiln_vk_stage st = {.blob = garbage_ops.blob, .blob_size = garbage_ops.size};
+    struct kiln_vk_stage st = {
+        .size = sizeof(st), .blob = garbage_ops.blob, .blob_size = garbage_ops.size};
     KT_CHECK_EQ(kiln_vk_compute_pipeline(vk, "broken-ops", &st, &p), KILN_EFORMAT);
     KT_CHECK(p == NULL);
     KT_CHECK(strstr(vkt_log(), "broken-ops: compute stage: not valid SPIR-V") != NULL);
     vkt_capture_log(false);
 
     /* A real program passes the validator and builds. */
-    st = (struct kiln_vk_stage){.blob = good.blob, .blob_size = good.size};
+    st = (struct kiln_vk_stage){
+        .size = sizeof(struct kiln_vk_stage), .blob = good.blob, .blob_size = good.size};
     KT_CHECK_OK(kiln_vk_compute_pipeline(vk, "good", &st, &p));
     KT_CHECK(p != NULL);
     kiln_vk_pipeline_destroy(vk, p);
 
     /* Off again: the check is the cheap structural one only. */
     KT_CHECK_OK(kiln_vk_set_validation(vk, false));
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_modules, 0);
     KT_CHECK_EQ(s.pipelines_built, 1);
@@ -713,7 +736,8 @@ KT_CASE(extra_extensions)
         "VK_KHR_pipeline_library",         "VK_EXT_graphics_pipeline_library",
         "VK_KHR_deferred_host_operations", "VK_KHR_acceleration_structure",
         "VK_KHR_ray_tracing_pipeline",     "VK_KILN_no_such_extension"};
-    struct kiln_vk_options opt = {.extra_extensions = extra,
+    struct kiln_vk_options opt = {.size = sizeof(opt),
+                                  .extra_extensions = extra,
                                   .extra_extension_count = sizeof(extra) / sizeof(extra[0])};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
@@ -769,7 +793,8 @@ KT_CASE(extra_extension_features)
                                         "VK_EXT_mesh_shader",
                                         "VK_KILN_no_such_extension",
                                         "VK_EXT_depth_clip_enable"};
-    struct kiln_vk_options opt = {.extra_extensions = extra,
+    struct kiln_vk_options opt = {.size = sizeof(opt),
+                                  .extra_extensions = extra,
                                   .extra_extension_count = sizeof(extra) / sizeof(extra[0])};
     enum kiln_log_level level = kiln_log_get_level();
     kiln_log_set_level(KILN_LOG_INFO);
@@ -788,7 +813,7 @@ KT_CASE(extra_extension_features)
     struct vkt_blob b;
     KT_REQUIRE(vkt_make(VKT_COMPUTE, 4, &b) == 0);
     struct kiln_vk_pipeline *p = NULL;
-    struct kiln_vk_stage st = {.blob = b.blob, .blob_size = b.size};
+    struct kiln_vk_stage st = {.size = sizeof(st), .blob = b.blob, .blob_size = b.size};
     KT_CHECK_OK(kiln_vk_compute_pipeline(vk, "with-extras", &st, &p));
     kiln_vk_pipeline_destroy(vk, p);
     vkt_free(&b);

@@ -59,7 +59,7 @@ static void expect_not_available(const char *loader, const char *want)
 {
     capture(true);
     struct kiln_vk *vk = (struct kiln_vk *)&vk; /* must come back NULL */
-    struct kiln_vk_options opt = {.loader = loader};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .loader = loader};
     int rc = kiln_vk_create(&opt, &vk);
     capture(false);
     KT_CHECK_EQ(rc, KILN_ENOTSUP);

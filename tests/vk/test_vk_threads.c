@@ -25,12 +25,18 @@ static void *build(void *arg)
         char name[32];
         snprintf(name, sizeof(name), "t%u-p%u", w->id, i);
         if (i % 2 == 0) {
-            struct kiln_vk_stage st = {.blob = w->comp[i].blob, .blob_size = w->comp[i].size};
+            struct kiln_vk_stage st = {
+                .size = sizeof(st), .blob = w->comp[i].blob, .blob_size = w->comp[i].size};
             w->rc[i] = kiln_vk_compute_pipeline(w->vk, name, &st, &w->made[i]);
         } else {
             struct kiln_vk_graphics g = {
-                .vertex = {.blob = w->vert[i].blob, .blob_size = w->vert[i].size},
-                .fragment = {.blob = w->frag[i].blob, .blob_size = w->frag[i].size},
+                .size = sizeof(g),
+                .vertex = &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                                  .blob = w->vert[i].blob,
+                                                  .blob_size = w->vert[i].size},
+                .fragment = &(struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                                    .blob = w->frag[i].blob,
+                                                    .blob_size = w->frag[i].size},
             };
             w->rc[i] = kiln_vk_graphics_pipeline(w->vk, name, &g, &w->made[i]);
         }
@@ -42,7 +48,7 @@ KT_CASE(concurrent_builds)
 {
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s", kt_tmpdir());
-    struct kiln_vk_options opt = {.cache_dir = dir};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .cache_dir = dir};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
 
@@ -83,7 +89,7 @@ KT_CASE(concurrent_builds)
             }
         }
     }
-    struct kiln_vk_stats s;
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.pipelines_built, ok);
     KT_CHECK_EQ(s.pipelines_failed, failed);

@@ -114,7 +114,7 @@ static PFN_vkVoidFunction instance_fn(const struct kiln_vk *vk, const char *name
 static const VkPhysicalDeviceFeatures2 *
 kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct kiln_vk_info *info)
 {
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     PFN_vkGetPhysicalDeviceFeatures get =
         (PFN_vkGetPhysicalDeviceFeatures)instance_fn(vk, "vkGetPhysicalDeviceFeatures", &h);
     if (!get)
@@ -156,7 +156,7 @@ kiln_device_features(struct adapter *a, const struct kiln_vk *vk, const struct k
 /* The device's maxRayRecursionDepth, or 0 when it cannot be asked. */
 static uint32_t max_recursion(const struct kiln_vk *vk)
 {
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     PFN_vkGetPhysicalDeviceProperties2 get =
         (PFN_vkGetPhysicalDeviceProperties2)instance_fn(vk, "vkGetPhysicalDeviceProperties2", &h);
     if (!get)
@@ -173,7 +173,7 @@ static uint32_t max_recursion(const struct kiln_vk *vk)
  * (then the builder checks against kiln's bounds). */
 static const VkPhysicalDeviceLimits *kiln_device_limits(struct adapter *a, const struct kiln_vk *vk)
 {
-    struct kiln_vk_handles h;
+    struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     PFN_vkGetPhysicalDeviceProperties get =
         (PFN_vkGetPhysicalDeviceProperties)instance_fn(vk, "vkGetPhysicalDeviceProperties", &h);
     if (!get)
@@ -272,6 +272,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     if (!out)
         return KILN_EINVAL;
     memset(out, 0, sizeof(*out));
+    out->size = sizeof(*out);
     struct adapter *a = calloc(1, sizeof(*a));
     if (!a)
         return KILN_ENOMEM;
@@ -333,6 +334,7 @@ void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)
     pthread_mutex_destroy(&a->lock);
     free(a);
     memset(builder, 0, sizeof(*builder));
+    builder->size = sizeof(*builder);
 }
 
 struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *builder)

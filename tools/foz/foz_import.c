@@ -109,7 +109,7 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
     struct kiln_foz_import_report tmp;
     struct kiln_foz_import_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     if (!c || !path || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     struct kiln_foz *foz;
@@ -312,7 +312,7 @@ int kiln_foz_pipelines_import_progress(struct kiln_cache *c, const struct kiln_f
                                        struct kiln_foz_pipelines_report *reports,
                                        kiln_cache_progress_fn progress, void *user)
 {
-    struct kiln_cache_stats cs;
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
     if (!c || !fp || !reports || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     size_t na = kiln_foz_pipelines_archives(fp);

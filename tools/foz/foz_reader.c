@@ -176,7 +176,7 @@ int kiln_foz_open(const struct kiln_io *io, const char *path, struct kiln_foz **
         kiln_foz_close(foz);
         return rc;
     }
-    rc = foz->io->size(foz->io, foz->fd, &foz->size);
+    rc = foz->io->file_size(foz->io, foz->fd, &foz->size);
     if (rc < 0)
         KILN_INFO("foz", "%s: cannot read its size: %s", path, kiln_strerror(rc));
     if (rc == KILN_OK)

@@ -245,6 +245,7 @@ int kiln_glsl_create(enum kiln_glsl_opt opt, struct kiln_glsl **out)
     int n = snprintf(stamp, sizeof(stamp), "kiln-glsl shaderc spv=%u.%u env=vulkan1.1 opt=%d",
                      version, revision, (int)opt);
     g->translator = (struct kiln_translator){
+        .size = sizeof(struct kiln_translator),
         .translate = glsl_translate,
         .release = NULL,
         .user = g,

@@ -332,6 +332,7 @@ static int run_bench(const struct set *s, unsigned rounds, bool quiet, struct re
             r->roundtrip_ok &= unpack_range(&b, c, 0, s->n, true);
         }
         measure_memory(&b, r);
+        r->classes.size = sizeof(r->classes); /* a growable struct (docs/abi.md) */
         for (size_t i = 0; rc == 0 && i < s->n; i++)
             rc = kiln_pack_class_stats_add(s->m[i].words, s->m[i].nwords, &r->classes);
         /*

@@ -187,11 +187,11 @@ static int make_programs(struct bench *b, unsigned workers)
     }
     if (pool) {
         while (kiln_pool_wait_for(pool, 200000000ull) > 0) {
-            struct kiln_pool_progress pp;
+            struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
             kiln_pool_get_progress(pool, &pp);
             cli_progress_update(&prog, pp.done);
         }
-        struct kiln_pool_progress pp;
+        struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
         kiln_pool_get_progress(pool, &pp);
         cli_progress_finish(&prog, pp.done);
         if (rc == KILN_OK && pp.failed)
@@ -256,14 +256,16 @@ static int build_job(void *arg, unsigned worker)
         a->ctx->modules ? &a->ctx->modules[a->index * KILN_PROGRAM_MAX_STAGES] : NULL;
     struct kiln_vk_stage st[KILN_PROGRAM_MAX_STAGES];
     for (unsigned s = 0; s < p->nstages; s++)
-        st[s] = (struct kiln_vk_stage){
-            .blob = p->blob[s], .blob_size = p->blob_size[s], .module = mods ? mods[s] : NULL};
+        st[s] = (struct kiln_vk_stage){.size = sizeof(struct kiln_vk_stage),
+                                       .blob = p->blob[s],
+                                       .blob_size = p->blob_size[s],
+                                       .module = mods ? mods[s] : NULL};
     struct kiln_vk_pipeline *pipe = NULL;
     int rc;
     if (p->nstages == 1) {
         rc = kiln_vk_compute_pipeline(a->ctx->vk, p->name, &st[0], &pipe);
     } else {
-        struct kiln_vk_graphics g = {.vertex = st[0], .fragment = st[1]};
+        struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &st[0], .fragment = &st[1]};
         rc = kiln_vk_graphics_pipeline(a->ctx->vk, p->name, &g, &pipe);
     }
     if (rc < 0)
@@ -301,8 +303,10 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     trim_heap();
     r->baseline_rss = kiln_rss_bytes();
 
-    struct kiln_vk_options vo = {
-        .no_pipeline_cache = true, .use_device_index = b->use_device, .device = b->device};
+    struct kiln_vk_options vo = {.size = sizeof(vo),
+                                 .no_pipeline_cache = true,
+                                 .use_device_index = b->use_device,
+                                 .device = b->device};
     struct kiln_vk *vk = NULL;
     r->rc = kiln_vk_create(&vo, &vk);
     if (r->rc < 0)
@@ -330,7 +334,8 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
         /* The old way: every module exists before the first pipeline. */
         for (unsigned i = 0; i < count && r->rc == KILN_OK; i++)
             for (unsigned s = 0; s < b->progs[i].nstages && r->rc == KILN_OK; s++) {
-                struct kiln_vk_stage st = {.blob = b->progs[i].blob[s],
+                struct kiln_vk_stage st = {.size = sizeof(st),
+                                           .blob = b->progs[i].blob[s],
                                            .blob_size = b->progs[i].blob_size[s]};
                 r->rc = kiln_vk_module_create(vk, b->progs[i].name, &st,
                                               &ctx.modules[i * KILN_PROGRAM_MAX_STAGES + s]);
@@ -355,7 +360,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     kiln_pool_wait(pool);
     r->seconds = cli_seconds(t0, kiln_now_ns());
     r->cpu_seconds = process_cpu_seconds() - cpu0;
-    struct kiln_pool_progress pp;
+    struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
     r->built = pp.done - pp.failed;
@@ -364,7 +369,7 @@ static void child_run(const struct bench *b, enum child_mode mode, unsigned thre
     trim_heap();
     r->after_rss = kiln_rss_bytes();
     r->peak_rss = kiln_peak_rss_bytes();
-    struct kiln_vk_stats vs;
+    struct kiln_vk_stats vs = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &vs);
     r->peak_modules = vs.peak_modules;
 
@@ -492,13 +497,13 @@ int cmd_bench_prepare(int argc, char **argv)
         b.seed = kiln_now_ns();
 
     /* The machine: usable CPUs and the policy's count. */
-    struct kiln_pool_machine m;
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
     kiln_pool_probe(NULL, NULL, &m);
-    struct kiln_pool_limits none = {0};
-    struct kiln_pool_plan cpu_plan;
+    struct kiln_pool_limits none = KILN_POOL_LIMITS_INIT;
+    struct kiln_pool_plan cpu_plan = KILN_POOL_PLAN_INIT;
     kiln_pool_policy(&m, &none, &cpu_plan);
     unsigned cpus = cpu_plan.cpus;
-    struct kiln_pool_plan policy_plan;
+    struct kiln_pool_plan policy_plan = KILN_POOL_PLAN_INIT;
     unsigned policy = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, &policy_plan);
     const char *reason = policy_plan.reason;
     if (nlist == 0) {

@@ -296,7 +296,8 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
      * closures (kiln_builder.extensions_needed). */
     static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
     bool rt = b->set->per_kind[KILN_FOZ_KIND_RAYTRACING] != 0;
-    struct kiln_vk_options vo = {.use_device_index = b->use_device,
+    struct kiln_vk_options vo = {.size = sizeof(vo),
+                                 .use_device_index = b->use_device,
                                  .device = b->device,
                                  .extra_extensions = extra,
                                  .extra_extension_count =
@@ -312,7 +313,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     snprintf(r->device, sizeof(r->device), "%s", vi->device_name);
     snprintf(r->driver, sizeof(r->driver), "%s", vi->driver_info);
 
-    struct kiln_builder fb;
+    struct kiln_builder fb = KILN_BUILDER_INIT;
     r->rc = kiln_foz_kiln_builder_create(NULL, &fb);
     if (r->rc < 0) {
         r->step = KILN_PREP_STEP_OTHER;
@@ -322,7 +323,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     kiln_foz_pipelines_source(b->set->fp, &src);
     char dir[CLI_PATH_MAX + 32];
     snprintf(dir, sizeof(dir), "%s/cache-%ut%s", b->tmp, threads, variant ? "-variant" : "");
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = dir;
     o.source = &src;
@@ -339,7 +340,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     struct sampler sm = {.peak = 0, .tl = &r->timeline};
     atomic_init(&sm.stop, false);
     bool sampling = pthread_create(&sm.thread, NULL, sample_loop, &sm) == 0;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     r->rc = kiln_prepare(&o, NULL, NULL, &s);
     if (sampling) {
         atomic_store(&sm.stop, true);
@@ -447,13 +448,13 @@ static int make_generated_archive(const struct bench *b, uint32_t count, uint64_
     kiln_generator_source(&gen, &src);
     char dir[CLI_PATH_MAX + 32];
     snprintf(dir, sizeof(dir), "%s/generated", b->tmp);
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = dir;
     o.source = &src;
     o.translator = kiln_glsl_translator(g);
     o.no_vulkan = true;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     rc = kiln_prepare(&o, NULL, NULL, &s);
     kiln_glsl_destroy(g);
     if (rc < 0 || s.failed) {
@@ -461,7 +462,8 @@ static int make_generated_archive(const struct bench *b, uint32_t count, uint64_
                   rc < 0 ? kiln_strerror(rc) : "programs did not translate (logged above)");
         return rc < 0 ? rc : KILN_ETRANSLATE;
     }
-    struct kiln_cache_options co = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options co = {.size = sizeof(co),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c = NULL;
     if (cli_open_cache(b->name, dir, &co, &c) != KILN_EXIT_OK)
         return KILN_EIO;
@@ -823,10 +825,10 @@ int cmd_bench_replay(int argc, char **argv)
         return KILN_EXIT_FAILED;
     CLI_TRY(cli_apply_cache_affinity(name));
     if (nlist == 0) {
-        struct kiln_pool_machine m;
+        struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
         kiln_pool_probe(NULL, NULL, &m);
-        struct kiln_pool_limits none = {0};
-        struct kiln_pool_plan plan;
+        struct kiln_pool_limits none = KILN_POOL_LIMITS_INIT;
+        struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
         kiln_pool_policy(&m, &none, &plan);
         list[nlist++] = 1;
         if (plan.cpus > 1)

@@ -116,7 +116,7 @@ static void timeline_note(struct size_timeline *tl, uint64_t t0, uint64_t writte
         tl->after_prune = a;
         tl->cap = cap;
     }
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     tl->ms[tl->n] = (kiln_now_ns() - t0) / 1000000u;
     tl->written[tl->n] = written;
@@ -133,9 +133,9 @@ static int prune_point(const struct bench *b, struct kiln_cache *c, uint64_t t0,
     if (rc < 0)
         return rc;
     timeline_note(b->tl, t0, written, c, false);
-    struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX,
-                                          .max_file_bytes = b->max_size};
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_prune_options po = {
+        .size = sizeof(po), .older_than_days = UINT32_MAX, .max_file_bytes = b->max_size};
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     rc = kiln_cache_prune(c, &po, &r);
     if (rc < 0)
         return rc;
@@ -207,7 +207,8 @@ static int make_cache(struct bench *b)
     /* Always a fresh cache: an old one in DIR is started over under its
      * writer lock, so a cache another kiln holds is refused, not unlinked
      * under it (its writes would be lost while it reports success). */
-    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_RESET};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = BENCH_STAMP, .flags = KILN_CACHE_RESET};
     struct kiln_cache *c;
     int rc = kiln_cache_open(b->dir, &opt, &c);
     if (rc < 0) {
@@ -289,7 +290,7 @@ static int scan_open(const struct bench *b, uint64_t *found)
 
 static int index_open(const struct bench *b, uint64_t *found)
 {
-    struct kiln_cache_options opt = {.stamp = BENCH_STAMP};
+    struct kiln_cache_options opt = {.size = sizeof(opt), .stamp = BENCH_STAMP};
     struct kiln_cache *c;
     int rc = kiln_cache_open(b->dir, &opt, &c);
     if (rc < 0)
@@ -302,7 +303,8 @@ static int index_open(const struct bench *b, uint64_t *found)
 /* Loads every record on `threads` threads. @return seconds, or < 0. */
 static double load_all(const struct bench *b, unsigned threads)
 {
-    struct kiln_cache_options opt = {.stamp = BENCH_STAMP, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = BENCH_STAMP, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c;
     if (kiln_cache_open(b->dir, &opt, &c) < 0)
         return -1;
@@ -534,7 +536,8 @@ int cmd_bench_store(int argc, char **argv)
         snprintf(b.dir, sizeof(b.dir), "%s", dir);
         /* Only a kiln cache is replaced: a file of another kind under the
          * cache's names is the user's, and left alone. */
-        struct kiln_cache_options any = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+        struct kiln_cache_options any = {.size = sizeof(any),
+                                         .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
         struct kiln_cache *old;
         int orc = kiln_cache_open(b.dir, &any, &old);
         kiln_cache_close(orc == KILN_OK ? old : NULL);

@@ -44,7 +44,7 @@ static int prepare_once(const char *dir, unsigned n, uint64_t seed, unsigned job
     int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &glsl);
     if (rc < 0)
         return rc;
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = dir;
     o.source = &src;
@@ -75,7 +75,7 @@ int bench_prepare_twice(const char *name, unsigned n, uint64_t seed, unsigned jo
         close(fds[0]);
         setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
         setenv("__GL_SHADER_DISK_CACHE", "0", 1);
-        struct kiln_prepare_summary s[2];
+        struct kiln_prepare_summary s[2] = {KILN_PREPARE_SUMMARY_INIT, KILN_PREPARE_SUMMARY_INIT};
         int rc = prepare_once(dir, n, seed, jobs, &s[0]);
         if (rc == KILN_OK)
             rc = prepare_once(dir, n, seed, jobs, &s[1]);

@@ -113,7 +113,8 @@ int cli_check_cache_folder(const char *name, const char *dir, bool *has_cache,
         cli_error(name, "%s: not a folder", dir);
         return KILN_EXIT_USAGE;
     }
-    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c;
     int rc = kiln_cache_open(dir, &ro, &c);
     if (rc == KILN_ENOENT)
@@ -171,7 +172,7 @@ int cli_reset_cache(const char *name, const char *dir, uint64_t stamp)
 
 int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache **c)
 {
-    struct kiln_cache_options opt = {.flags = KILN_CACHE_KEEP_STAMP};
+    struct kiln_cache_options opt = {.size = sizeof(opt), .flags = KILN_CACHE_KEEP_STAMP};
     return cli_open_cache(name, dir, &opt, c);
 }
 
@@ -1047,6 +1048,7 @@ int cli_isolate_worker(const char *name, struct kiln_isolate_options *iso)
 {
     static char exe[CLI_PATH_MAX];
     static const char *argv[] = {exe, "__worker", NULL};
+    iso->size = sizeof(*iso); /* a growable struct (docs/abi.md) */
 #ifdef _WIN32
     /* The wide name, as UTF-8: the ANSI one cannot spell every path. */
     static wchar_t wexe[CLI_PATH_MAX];

@@ -39,7 +39,7 @@ static int meter_open(const struct kiln_io *self, const char *path, int flags, i
     int rc = m->base->open(m->base, path, flags, fd);
     if (rc == KILN_OK && is_metered(m, path)) { /* the last one opened */
         m->fd = *fd;
-        if (m->base->size(m->base, *fd, &m->size) < 0)
+        if (m->base->file_size(m->base, *fd, &m->size) < 0)
             m->size = 0;
     }
     return rc;
@@ -107,7 +107,7 @@ static int meter_lock(const struct kiln_io *self, int fd, enum kiln_io_lock_mode
 static int meter_size(const struct kiln_io *self, int fd, uint64_t *size)
 {
     const struct kiln_io *b = meter_of(self)->base;
-    return b->size(b, fd, size);
+    return b->file_size(b, fd, size);
 }
 
 static int meter_unlink(const struct kiln_io *self, const char *path)
@@ -119,9 +119,9 @@ static int meter_unlink(const struct kiln_io *self, const char *path)
 void cli_io_meter_init(struct cli_io_meter *m, const char *file, const char *what)
 {
     memset(m, 0, sizeof(*m));
-    m->io = (struct kiln_io){meter_open,  meter_close,     meter_pread,  meter_pwrite,
-                             meter_fsync, meter_fsync_dir, meter_rename, meter_truncate,
-                             meter_lock,  meter_size,      meter_unlink};
+    m->io = (struct kiln_io){sizeof(struct kiln_io), meter_open,  meter_close,     meter_pread,
+                             meter_pwrite,           meter_fsync, meter_fsync_dir, meter_rename,
+                             meter_truncate,         meter_lock,  meter_size,      meter_unlink};
     m->base = kiln_io_default();
     m->file = file;
     m->what = what;

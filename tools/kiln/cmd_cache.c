@@ -36,14 +36,15 @@ int cmd_cache_stats(int argc, char **argv)
     if (ex != CLI_NEXT_OPTION)
         return ex;
     const char *dir;
-    struct kiln_cache_options opt = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c;
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex == KILN_EXIT_OK)
         ex = cli_open_cache(argv[0], dir, &opt, &c);
     if (ex != KILN_EXIT_OK)
         return ex;
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     kiln_cache_close(c);
     char stamp[20], dict[20];
@@ -232,7 +233,7 @@ int cmd_cache_check(int argc, char **argv)
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex != KILN_EXIT_OK)
         return ex;
-    struct kiln_cache_check_report rep;
+    struct kiln_cache_check_report rep = KILN_CACHE_CHECK_REPORT_INIT;
     uint64_t t0 = kiln_now_ns();
     struct cli_io_meter meter;
     cli_io_meter_init(&meter, "programs.kpc", "check");

@@ -193,10 +193,11 @@ static void print_plan_text(const char *dir, const struct kiln_cache_prune_plan 
 static int prune_dry_run(const char *name, const char *dir,
                          const struct kiln_cache_prune_options *po, bool json)
 {
-    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
     struct kiln_cache *c;
     CLI_TRY(cli_open_cache(name, dir, &ro, &c));
-    struct kiln_cache_prune_plan p;
+    struct kiln_cache_prune_plan p = KILN_CACHE_PRUNE_PLAN_INIT;
     int rc = kiln_cache_plan_prune(c, po, &p);
     kiln_cache_close(c);
     if (rc < 0) {
@@ -220,7 +221,8 @@ int cmd_cache_prune(int argc, char **argv)
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    struct kiln_cache_prune_options po = {.older_than_days = UINT32_MAX, .max_file_bytes = 0};
+    struct kiln_cache_prune_options po = {
+        .size = sizeof(po), .older_than_days = UINT32_MAX, .max_file_bytes = 0};
     bool json = false, any = false, dry = false;
     uint64_t v;
     int ch, ex;
@@ -253,7 +255,7 @@ int cmd_cache_prune(int argc, char **argv)
         return cli_usage_error(argv[0], "give --older-than DAYS and/or --max-size SIZE");
     if (dry)
         return prune_dry_run(argv[0], dir, &po, json);
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     double secs;
     CLI_TRY(cli_cache_rewrite(argv[0], dir, "prune", prune, &po, &r, &secs));
     print_rewrite("prune", dir, json, &r, secs);
@@ -286,7 +288,7 @@ int cmd_cache_compact(int argc, char **argv)
     if (ex != CLI_NEXT_OPTION)
         return ex;
     const char *dir;
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     double secs;
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex == KILN_EXIT_OK)
@@ -343,15 +345,16 @@ int cmd_cache_merge(int argc, char **argv)
      * and have the first input's stamp and dictionary (and OUT's, when it
      * has a cache). */
     bool has_out;
-    struct kiln_cache_stats out_st;
+    struct kiln_cache_stats out_st = KILN_CACHE_STATS_INIT;
     ex = cli_check_cache_folder(argv[0], out_dir, &has_out, &out_st);
     if (ex != KILN_EXIT_OK)
         return ex;
     /* OUT takes the first input's stamp and dictionary when it is made. */
-    struct kiln_cache_options ro = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
+    struct kiln_cache_options ro = {.size = sizeof(ro),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP |
                                              KILN_CACHE_USE_DICT};
     struct kiln_cache *first = NULL;
-    struct kiln_cache_stats st = {0};
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     for (size_t i = 0; i < nin; i++) {
         struct kiln_cache *c;
         ex = cli_open_cache(argv[0], in[i], &ro, &c);
@@ -359,7 +362,7 @@ int cmd_cache_merge(int argc, char **argv)
             kiln_cache_close(first);
             return ex;
         }
-        struct kiln_cache_stats cs;
+        struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
         kiln_cache_get_stats(c, &cs);
         if (!first) {
             first = c;
@@ -394,7 +397,8 @@ int cmd_cache_merge(int argc, char **argv)
         kiln_cache_close(first);
         return cli_exit_for(err);
     }
-    struct kiln_cache_options wo = {.stamp = st.stamp,
+    struct kiln_cache_options wo = {.size = sizeof(wo),
+                                    .stamp = st.stamp,
                                     .dict = kiln_cache_dict(first),
                                     .dict_id = st.dict_id,
                                     .flags = KILN_CACHE_KEEP_STAMP | KILN_CACHE_CREATE};
@@ -408,7 +412,7 @@ int cmd_cache_merge(int argc, char **argv)
             rmdir(out_dir); /* the folder this run made, left as it was found */
         return cli_exit_for(rc);
     }
-    struct kiln_cache_merge_report r;
+    struct kiln_cache_merge_report r = KILN_CACHE_MERGE_REPORT_INIT;
     struct cli_cache_bar bar;
     cli_cache_bar_attach(&bar, out);
     uint64_t t0 = kiln_now_ns();

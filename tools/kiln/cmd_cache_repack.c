@@ -89,7 +89,7 @@ int cmd_cache_repack(int argc, char **argv)
     if (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN)
         return cli_usage_error(argv[0], "--dict goes only with --codec kiln");
     struct repack_arg arg = {.codec = codec, .mode = mode};
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     double secs;
     CLI_TRY(cli_cache_rewrite(argv[0], dir, "repack", repack, &arg, &r, &secs));
     double ratio_before =

@@ -62,8 +62,8 @@ int cmd_export_foz(int argc, char **argv)
     struct cli_io_meter meter;
     cli_io_meter_init(&meter, "programs.kpc", "export");
     meter.on = false;
-    struct kiln_cache_options opt = {.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP,
-                                     .io = &meter.io};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP, .io = &meter.io};
     struct kiln_cache *c;
     CLI_TRY(cli_open_cache(argv[0], dir, &opt, &c));
     struct kiln_foz_export_report r;

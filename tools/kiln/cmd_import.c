@@ -165,7 +165,7 @@ int cmd_import_foz(int argc, char **argv)
     /* The cache folder and the archives first: what is wrong with them is
      * reported before anything is made or written. */
     bool has_cache;
-    struct kiln_cache_stats st;
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     int bad = reset ? KILN_EXIT_OK : cli_check_cache_folder(argv[0], dir, &has_cache, &st);
     if (bad != KILN_EXIT_OK)
         return bad;
@@ -220,7 +220,8 @@ int cmd_import_foz(int argc, char **argv)
         kiln_foz_pipelines_destroy(fp);
         return cli_exit_for(err);
     }
-    struct kiln_cache_options opt = {.stamp = KILN_FOZ_STAMP,
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .stamp = KILN_FOZ_STAMP,
                                      .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     rc = kiln_cache_open(dir, &opt, &c);

@@ -429,7 +429,7 @@ int cmd_prepare(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct kiln_prepare_options o;
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     static const char *archives[MAX_ARCHIVES];
     size_t nnamed = 0;
@@ -515,7 +515,7 @@ int cmd_prepare(int argc, char **argv)
         o.isolate = &f.iso;
 
     struct cli_phase_progress ps = {.phase = -1};
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     enum kiln_prep_step step;
     o.builders = builders.list;
     o.nbuilders = builders.n;
@@ -538,6 +538,7 @@ int cmd_prepare(int argc, char **argv)
         cli_phase_progress_close(&ps);
     } else {
         memset(&s, 0, sizeof(s));
+        s.size = sizeof(s);
         s.error = rc;
         s.step = step;
     }

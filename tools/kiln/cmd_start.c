@@ -192,7 +192,7 @@ int cmd_start(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct kiln_start_options o = {.cache_dir = NULL, .any_stamp = true};
+    struct kiln_start_options o = {.size = sizeof(o), .cache_dir = NULL, .any_stamp = true};
     struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
                                .jobs = &o.jobs,
                                .no_vulkan = &o.no_vulkan,
@@ -220,7 +220,7 @@ int cmd_start(int argc, char **argv)
         o.isolate = &f.iso;
 
     struct cli_phase_progress ps = {.phase = -1};
-    struct kiln_start_summary s;
+    struct kiln_start_summary s = KILN_START_SUMMARY_INIT;
     o.builders = builders.list;
     o.nbuilders = builders.n;
     o.cancel = cli_stop_asked;

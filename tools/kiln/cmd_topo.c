@@ -202,7 +202,7 @@ int cmd_topo(int argc, char **argv)
         allowed_from = "this process's affinity and cgroup";
         rc = kiln_topo_allowed(NULL, &allowed);
     }
-    struct kiln_pin_plan plan = {.domain = -1};
+    struct kiln_pin_plan plan = {.size = sizeof(plan), .domain = -1};
     if (rc == 0)
         rc = kiln_topo_choose(topo, &allowed, &plan);
     if (rc < 0) {
@@ -213,7 +213,7 @@ int cmd_topo(int argc, char **argv)
         return KILN_EXIT_FAILED;
     }
 
-    struct kiln_affinity_decision d;
+    struct kiln_affinity_decision d = KILN_AFFINITY_DECISION_INIT;
     int decide_rc =
         kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CPU_CACHE_AFFINITY_ENV), &d);
     const char *shown_root = root ? root : "/sys/devices/system/cpu";
@@ -230,14 +230,14 @@ int cmd_topo(int argc, char **argv)
 
 int cli_apply_cache_affinity(const char *name)
 {
-    struct kiln_affinity_decision d;
+    struct kiln_affinity_decision d = KILN_AFFINITY_DECISION_INIT;
     if (kiln_affinity_decide(cli_cache_affinity_flag, getenv(KILN_CPU_CACHE_AFFINITY_ENV), &d) <
         0) {
         cli_error(name, "%s", d.reason);
         return KILN_EXIT_USAGE;
     }
     /* Logs the decision and, when on, the plan (info level, "topo"). */
-    struct kiln_pin_plan plan;
+    struct kiln_pin_plan plan = KILN_PIN_PLAN_INIT;
     if (kiln_affinity_apply(&d, NULL, &plan) < 0)
         cli_error(name, "cache affinity: %s; continuing unpinned", plan.reason);
     kiln_pin_plan_free(&plan);

@@ -20,8 +20,9 @@ int cmd_worker(int argc, char **argv)
         cli_error(argv[0], "takes no arguments (it is started by kiln prepare --isolate)");
         return KILN_EXIT_USAGE;
     }
-    struct kiln_isolate_worker_options o;
+    struct kiln_isolate_worker_options o = KILN_ISOLATE_WORKER_OPTIONS_INIT;
     memset(&o, 0, sizeof(o));
+    o.size = sizeof(o);
     struct cli_builders builders;
     if (cli_builders_make(argv[0], &builders) < 0)
         return KILN_EXIT_FAILED;

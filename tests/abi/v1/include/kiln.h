@@ -1,0 +1,20 @@
+/*
+ * kiln.h - the whole public API of libkiln.
+ *
+ * Modules, from the bottom up: common (errors, log, I/O, hashing), pack
+ * (packed SPIR-V), foz (Fossilize archives), topo (CPU cache topology), pages (guest page table),
+ * pool (worker pool), cache (program cache), vk (Vulkan side), prep (preparation).
+ */
+#ifndef KILN_H
+#define KILN_H
+
+#include "kiln/common.h"
+#include "kiln/pack.h"
+#include "kiln/topo.h"
+#include "kiln/pages.h"
+#include "kiln/pool.h"
+#include "kiln/cache.h"
+#include "kiln/vk.h"
+#include "kiln/prep.h"
+
+#endif /* KILN_H */

@@ -1,0 +1,936 @@
+/*
+ * kiln/prep.h - the preparation and the warm start, and their inputs:
+ * programs, program sources and translators.
+ *
+ * A program is what one pipeline is built from: its stages (any shader
+ * stages, each with its entry point and specialization data) and a
+ * pipeline-state description of a kind (kiln's own shapes, Fossilize state,
+ * or an application's bytes), built by the builder for its kind (see
+ * "Builders"). Each stage starts as source text (GLSL, or
+ * whatever an emulator's guest program is) and is turned into SPIR-V by a
+ * translator: a callback the caller brings (kiln's tools have a GLSL one
+ * over shaderc, tools/glsl), or comes as SPIR-V already. Programs reach
+ * kiln_prepare through a program source: a table of callbacks that counts
+ * and loads them (kiln's tools have the generator, corpus folders and
+ * Fossilize archives as sources; an emulator brings its own).
+ *
+ * Ownership in one place: every SPIR-V array kiln hands out (a program
+ * stage's words, kiln_translate's output) comes from malloc and is freed by
+ * kiln_program_destroy or kiln_words_free. A translator's own buffer is given
+ * back to it through its `release` callback as soon as kiln has taken the
+ * words over.
+ *
+ * NULL arguments (0.2): a NULL options, summary (kiln_prepare and
+ * kiln_warm_start crashed on one before), program, translator, source or
+ * output is KILN_EINVAL; kiln_prepare_options_init and
+ * kiln_translate_set_error do nothing for NULL; kiln_program_spirv_bytes
+ * and kiln_prepare_stamp answer 0.
+ */
+#ifndef KILN_PREP_H
+#define KILN_PREP_H
+
+#include "kiln/common.h"
+#include "kiln/cache.h"
+#include "kiln/pack.h"
+#include "kiln/vk.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Stages and sources
+ * ------------------------------------------------------------------------ */
+
+/*
+ * One stage's source, as a translator receives it. `text` holds `size`
+ * bytes and need not end with a NUL (kiln's own sources do). `name` says
+ * which program and stage it is, for log lines ("gen-000007-graphics.frag",
+ * "shaders/blur.comp"). All pointers are borrowed for the call.
+ */
+struct kiln_source {
+    uint32_t stage; /* a VkShaderStageFlagBits value (KILN_VK_STAGE_*_BIT, kiln/pack.h) */
+    const char *text;
+    size_t size;
+    const char *name;
+};
+
+/* ---------------------------------------------------------------------------
+ * Translators
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Translates one source to SPIR-V. On success it returns 0 and stores a new
+ * array of *nwords words in *words, which belongs to the translator until
+ * kiln gives it back through kiln_translator.release. On failure it returns
+ * a negative kiln error (KILN_ETRANSLATE for a program it cannot translate,
+ * KILN_ENOMEM, ...) and may call kiln_translate_set_error() first to say why.
+ * It is called from many worker threads at once with the same `user`: it
+ * must be thread-safe.
+ */
+typedef int (*kiln_translate_fn)(void *user, const struct kiln_source *src, uint32_t **words,
+                                 size_t *nwords);
+
+/* Gives a translated array back to the translator that made it. */
+typedef void (*kiln_release_fn)(void *user, uint32_t *words);
+
+/*
+ * A translator as kiln uses it. The struct is copied by value; what `user`
+ * points to must outlive every call kiln makes through the copy.
+ */
+struct kiln_translator {
+    kiln_translate_fn translate;
+    /* NULL when the words come from malloc(): kiln then takes the array over
+     * as it is. Otherwise kiln copies the words and releases the array. */
+    kiln_release_fn release;
+    void *user;
+    /* Identifies the translator and its settings: a program cache written
+     * with another stamp is not used (its SPIR-V may differ). */
+    uint64_t stamp;
+    /* A short name for log lines ("shaderc"); may be NULL. */
+    const char *name;
+};
+
+/*
+ * Runs `t` on one source and checks its output: at least a SPIR-V header
+ * (5 words) and the SPIR-V magic number. A failure is logged as one error
+ * line naming the source, its stage, the translator and the translator's
+ * message (see kiln_translate_set_error).
+ * @return 0 with a new malloc'd array in *words (free it with
+ * kiln_words_free) of *nwords words; KILN_ETRANSLATE when the translator
+ * failed or gave something that is not SPIR-V; the translator's other
+ * errors as they are; KILN_EINVAL for a NULL argument. Thread-safe when the
+ * translator is.
+ */
+KILN_API int kiln_translate(const struct kiln_translator *t, const struct kiln_source *src,
+                            uint32_t **words, size_t *nwords);
+
+/* Frees words made by kiln_translate. NULL is a no-op. Thread-safe. */
+KILN_API void kiln_words_free(uint32_t *words);
+
+/*
+ * Called by a translator inside its callback to say why it failed; kiln puts
+ * the text (newlines become spaces, at most 1 KiB) in the one log line it
+ * writes for the failure. Kept per thread; the next kiln_translate on this
+ * thread clears it.
+ * Thread safety: any thread; it sets the calling thread's message only.
+ */
+KILN_API void kiln_translate_set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* ---------------------------------------------------------------------------
+ * Programs
+ * ------------------------------------------------------------------------ */
+
+/* The most stages one program has (a payload's most). */
+#define KILN_PROGRAM_MAX_STAGES KILN_PAYLOAD_MAX_STAGES
+
+/* The stages kiln_program_create makes room for (any graphics pipeline's:
+ * vertex, two tessellation stages, geometry, fragment; or task, mesh,
+ * fragment); kiln_program_reserve makes more. */
+#define KILN_PROGRAM_STAGE_ROOM 8u
+
+/* One stage of a program: source text, SPIR-V, or both once translated. */
+struct kiln_program_stage {
+    /* The source. src.text is NULL for a stage that came as SPIR-V; src.name
+     * is always set (for a file: its path relative to its folder).
+     * src.stage is any VkShaderStageFlagBits value. */
+    struct kiln_source src;
+    /* The SPIR-V, or NULL until kiln_program_translate fills it. */
+    uint32_t *words;
+    size_t nwords;
+    /* The entry point; NULL: "main". */
+    char *entry;
+    /* Specialization: `nspec` map entries and `spec_size` bytes of data
+     * (VkSpecializationInfo's parts); 0 and NULL: none. */
+    uint32_t nspec;
+    struct kiln_spec_entry *spec;
+    void *spec_data;
+    size_t spec_size;
+};
+
+/*
+ * A program: the stages of one pipeline (any VkShaderStageFlagBits values,
+ * each with its entry point and specialization data) and a pipeline-state
+ * description of a kind (enum kiln_state_kind, kiln/pack.h):
+ * KILN_STATE_BUILTIN (kiln's own shapes: one compute stage, or a vertex
+ * then a fragment stage; no state bytes), KILN_STATE_FOZ (Fossilize state)
+ * or KILN_STATE_APP (an application's bytes). kiln stores and returns all
+ * of it and builds the pipeline through the builder for its kind (struct
+ * kiln_builder).
+ *
+ * A program made by kiln (kiln_program_create, kiln_program_copy, a source's
+ * load) owns everything in it, freed by kiln_program_destroy: its `stages`
+ * array has room for `stage_room` stages, and every string, words array,
+ * map and data in it comes from malloc. A caller may read it and may take
+ * `words` over (setting the pointer to NULL), nothing else. A program a
+ * caller lays out itself (for kiln_program_source_array) may point
+ * anywhere; kiln only reads it, and copies it (kiln_program_copy) before
+ * use.
+ */
+struct kiln_program {
+    char *name;
+    unsigned nstages;
+    struct kiln_program_stage *stages;
+    unsigned stage_room; /* stages the array has room for (0 in a caller's own program) */
+    /* The key the program is stored under, when its source names it (a
+     * module of a Fossilize archive keeps its archive's hash); otherwise
+     * has_key is false and kiln_prep_program_key makes it. */
+    bool has_key;
+    struct kiln_key key;
+    /* The pipeline-state description: its kind and bytes (none for
+     * KILN_STATE_BUILTIN; at most KILN_STATE_MAX_BYTES). */
+    uint32_t state_kind;
+    void *state;
+    size_t state_size;
+};
+
+/*
+ * Translates every stage of `p` that has source text and no SPIR-V yet,
+ * through kiln_translate.
+ * @return 0, or the first stage's error (stages before it keep their words).
+ * Thread-safe for different programs when the translator is.
+ */
+KILN_API int kiln_program_translate(const struct kiln_translator *t, struct kiln_program *p);
+
+/* @return the SPIR-V bytes of all stages that have words. Thread-safe
+ * (reads only). */
+KILN_API size_t kiln_program_spirv_bytes(const struct kiln_program *p);
+
+/* Frees a program and everything it holds. NULL is a no-op.
+ * Thread safety: no other thread may use the program during or after the
+ * call. */
+KILN_API void kiln_program_destroy(struct kiln_program *p);
+
+/*
+ * Makes an empty program named `name` (copied; no stages, built-in state)
+ * with room for KILN_PROGRAM_STAGE_ROOM stages, zeroed. The caller then
+ * fills its stages and nstages: every string, words array, map and data
+ * it puts there (and in `state`) must come from malloc, and is the
+ * program's from then on (kiln_program_destroy frees them).
+ * @return 0 and the program in *out, KILN_EINVAL for a NULL argument, or
+ * KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_program_create(const char *name, struct kiln_program **out);
+
+/*
+ * Makes room for `n` stages (at most KILN_PROGRAM_MAX_STAGES) in a program
+ * made by kiln; new stages are zeroed, existing ones kept.
+ * @return 0, KILN_EINVAL (NULL, n over the maximum, or a caller's own
+ * program: stage_room 0) or KILN_ENOMEM. Thread-safe for different
+ * programs.
+ */
+KILN_API int kiln_program_reserve(struct kiln_program *p, unsigned n);
+
+/*
+ * Copies a program deeply (name, stages with their text, words, entry
+ * points and specialization, key, state) into a new program made by kiln.
+ * `src` may be a caller's own layout.
+ * @return 0 and the copy in *out; KILN_EINVAL for a NULL argument, no
+ * name, no stages or more than KILN_PROGRAM_MAX_STAGES, a stage with
+ * specialization entries but no map; KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_program_copy(const struct kiln_program *src, struct kiln_program **out);
+
+/*
+ * Checks that `n` bytes look like a SPIR-V module: a whole number of words,
+ * at least a header, the magic number in host order.
+ * @return 0, or KILN_EFORMAT with a static reason in *why (which may be
+ * NULL). Thread-safe.
+ */
+KILN_API int kiln_spirv_check(const void *data, size_t n, const char **why);
+
+/* ---------------------------------------------------------------------------
+ * Program sources
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Where kiln_prepare takes its programs from: `count` programs, numbered
+ * from 0, each made on demand by `load`. The struct is copied by value;
+ * what `user` points to must outlive the kiln_prepare call.
+ *
+ * A program given as source text needs kiln_prepare_options.translator; a
+ * program whose stages come as SPIR-V (words, no text) needs none. A
+ * program may name its own key (kiln_program.has_key: a Fossilize module
+ * keeps its archive's hash); otherwise it is keyed by
+ * kiln_prep_program_key.
+ */
+struct kiln_program_source {
+    void *user;
+    /* How many programs there are. */
+    size_t count;
+    /*
+     * Makes program i (0 <= i < count) and stores it in *out (the caller
+     * destroys it). Called from many worker threads at once: it must be
+     * thread-safe. On failure it returns a negative kiln error and has
+     * logged one line naming the program and why.
+     */
+    int (*load)(void *user, size_t i, struct kiln_program **out);
+    /*
+     * The cache stamp for these programs translated by a translator with
+     * `translator_stamp` (0 when there is none): a source whose programs
+     * change with something besides the translator (the generator's
+     * version) mixes that in; a source of SPIR-V names its own. NULL: the
+     * translator's stamp as it is.
+     */
+    uint64_t (*stamp)(void *user, uint64_t translator_stamp);
+};
+
+/*
+ * A caller's array of programs, for kiln_program_source_array. The
+ * programs are only read (each is copied when kiln_prepare loads it); the
+ * array, what it points to and this struct must outlive the kiln_prepare
+ * call.
+ */
+struct kiln_program_array {
+    const struct kiln_program *programs;
+    size_t count;
+    /* The stamp for the cache (what kiln_program_source.stamp returns,
+     * whatever the translator's). */
+    uint64_t stamp;
+};
+
+/*
+ * A program source over a caller's array (an emulator's programs, with
+ * their state): count is a->count, load copies program i
+ * (kiln_program_copy), stamp is a->stamp.
+ * @return the source, with user = a. Thread-safe.
+ */
+KILN_API struct kiln_program_source kiln_program_source_array(const struct kiln_program_array *a);
+
+/* ---------------------------------------------------------------------------
+ * Builders: how a program's pipeline is made from its state.
+ *
+ * In the pipeline phase of kiln_prepare and kiln_warm_start, each program
+ * is built by the builder for its state kind: a program of kind
+ * KILN_STATE_BUILTIN by kiln's own (the shapes of kiln/vk.h, its layout
+ * checked against the stages' SPIR-V first), unless the options give a
+ * builder for KILN_STATE_BUILTIN; any other kind by the builder the
+ * options give for it. A program whose kind has no builder is skipped and
+ * counted ("no builder for state kind N"). kiln stages every stage first
+ * (kiln_vk_stage_module: a transient VkShaderModule, or none with
+ * maintenance5 and the create info chained), calls the builder on one of
+ * its worker threads, and releases the stages right after, whatever the
+ * builder answered.
+ * ------------------------------------------------------------------------ */
+
+/* Declared below whenever the Vulkan headers are there (KILN_VK_TYPES,
+ * kiln/vk.h). */
+struct kiln_build_request;
+
+/*
+ * A builder. The struct is copied by value; what `user` points to must
+ * outlive the kiln_prepare or kiln_warm_start call.
+ */
+struct kiln_builder {
+    /* The state kind it builds (enum kiln_state_kind, below
+     * KILN_STATE_KINDS). The first builder of a kind in the options' array
+     * is used. */
+    uint32_t kind;
+    void *user;
+    /*
+     * Builds one program's pipeline: calls vkCreate*Pipelines itself, with
+     * req->stages as its VkPipelineShaderStageCreateInfo array and
+     * req->pipeline_cache as its cache. Called from kiln's worker threads,
+     * many at once with the same `user`: it must be thread-safe. It must
+     * not keep req->stages (or what they point to) past the call.
+     * @return 0 when built, with the pipeline in req->pipeline (kiln hands
+     * it to the options' on_pipeline, or destroys it), or VK_NULL_HANDLE
+     * there when the builder keeps the pipeline itself; KILN_ENOTSUP when
+     * the pipeline cannot be built here (the device lacks what it needs):
+     * skipped and counted, req->why says why; any other negative kiln error
+     * (KILN_EVULKAN, KILN_EFORMAT for state bytes it cannot read, ...):
+     * failed and counted, req->why says why. kiln logs one line naming the
+     * program and the builder, with req->why.
+     */
+    int (*build)(void *user, struct kiln_build_request *req);
+    /* A short name for log lines ("foz", "my-renderer"); NULL: "builder". */
+    const char *name;
+    /* Optional (NULL: none). Called once at the end of every pipeline
+     * phase, after the last build returned, on the thread that called
+     * kiln_prepare or kiln_warm_start, while the device is still alive:
+     * the builder releases what it made on the device and shares between
+     * builds (layouts, render passes), since kiln destroys a device it
+     * made right after the phase. */
+    void (*finish)(void *user);
+    /* KILN_BUILDER_* bits (0: none). */
+    uint32_t flags;
+    /* Optional (NULL and 0: none). Device extensions this builder's
+     * pipelines may use: a Vulkan context kiln makes for the run enables
+     * each the device offers (kiln_vk_options.extra_extensions says how);
+     * a context the caller gives is used as it is. The names must outlive
+     * the call. At most 64 (KILN_BUILDER_MAX_EXTENSIONS): extensions_needed
+     * answers with one bit each. */
+    const char *const *device_extensions;
+    uint32_t ndevice_extensions;
+    /*
+     * Optional (NULL: every program of this builder may need every one of
+     * device_extensions, and a context kiln makes enables them all). Says
+     * which of device_extensions the program with these state bytes needs:
+     * a context kiln makes then enables only those some program of the run
+     * needs, since an extension that no pipeline uses can still cost much
+     * (the ray-tracing set made the driver of an NVIDIA H200 hold ~140 MiB
+     * more for a run without one ray-tracing pipeline). Called only when
+     * kiln makes the context (none given, or isolated workers), on the
+     * thread that called kiln_prepare or kiln_warm_start, once for each
+     * program of this builder's kind that will be built, before the
+     * context is made (and before any build); it must be cheap (read the
+     * few bytes that tell, never parse all of them) and cannot fail: for
+     * bytes it cannot read it answers every bit (the build then says why).
+     * @return bit i set when device_extensions[i] is needed; bits at or
+     * past ndevice_extensions are ignored.
+     */
+    uint64_t (*extensions_needed)(void *user, const void *state, size_t size);
+};
+
+/* The most device extensions one builder may ask for (one bit each in
+ * kiln_builder.extensions_needed's answer). */
+#define KILN_BUILDER_MAX_EXTENSIONS 64u
+
+/*
+ * A builder flag: its programs' modules were recorded from a working
+ * application (a Fossilize archive), so kiln refuses only modules that do
+ * not parse (kiln_vk_check_spirv_structure). A module that parses but
+ * breaks one of the validator's semantic rules is stored and built, with
+ * one warning line naming the program, the stage and the validator's
+ * message, and counted in the summary's recorded_invalid. Without it, every
+ * module must pass kiln_vk_validate_spirv (see docs/reliability.md).
+ */
+#define KILN_BUILDER_RECORDED_SPIRV 0x1u
+
+#if KILN_VK_TYPES
+/*
+ * What a builder receives for one program. Every pointer is borrowed for
+ * the call only.
+ */
+struct kiln_build_request {
+    /* The program: its key, a name for log lines (never NULL) and its
+     * state. */
+    struct kiln_key key;
+    const char *name;
+    uint32_t state_kind;
+    const void *state;
+    size_t state_size;
+    /* The stages, staged: each holds its module (or, with maintenance5, a
+     * VkShaderModuleCreateInfo in pNext and no module), its stage bit as
+     * the payload has it, its entry point and its specialization info. */
+    uint32_t nstages;
+    const VkPipelineShaderStageCreateInfo *stages;
+    /* Where to build: the device, its vkGetDeviceProcAddr (to reach
+     * vkCreateGraphicsPipelines and the rest), and the pipeline cache
+     * (VK_NULL_HANDLE with none). `vk` is kiln's context over them
+     * (kiln_vk_get_handles gives the instance and the rest). */
+    VkDevice device;
+    PFN_vkGetDeviceProcAddr get_device_proc_addr;
+    VkPipelineCache pipeline_cache;
+    struct kiln_vk *vk;
+    /* The worker thread (0..workers-1), for per-thread state in `user`. */
+    unsigned worker;
+    /* Out: the pipeline built (VK_NULL_HANDLE: none, or kept by the
+     * builder), and why it was skipped or failed (a NUL-terminated
+     * clause, no trailing period). */
+    VkPipeline pipeline;
+    char why[256];
+};
+#endif /* KILN_VK_TYPES */
+
+/* What one state kind's programs came to in a pipeline phase. */
+struct kiln_kind_counts {
+    uint64_t built;
+    uint64_t skipped;      /* no builder, or the builder said KILN_ENOTSUP */
+    uint64_t failed;       /* the stages or the builder failed */
+    char skip_reason[160]; /* the first skip's reason; "" when none */
+};
+
+/* ---------------------------------------------------------------------------
+ * Isolation: driver compiles in worker processes.
+ *
+ * A driver that crashes or hangs in vkCreate*Pipelines takes the process
+ * with it. With kiln_prepare_options.isolate (kiln_start_options.isolate)
+ * set, kiln_prepare (kiln_warm_start) builds every pipeline in worker
+ * processes instead: it starts the worker command (an
+ * executable that calls kiln_isolate_worker_main), one process per pool
+ * thread, hands each a program's payload and waits for its answer up to a
+ * time limit. A worker that dies, or passes the limit (it is killed), has
+ * that program counted as a failed pipeline with KILN_ECRASH or
+ * KILN_ETIMEDOUT and one warning line naming the program and the signal or
+ * exit code; a new worker takes its place and the run goes on. At the end
+ * every worker sends its VkPipelineCache's data, which is merged into the
+ * parent's (vkMergePipelineCaches) before pipelines.vkc is saved; what a
+ * worker compiled before it died is lost (those pipelines are built again
+ * on the next start, from the driver's own cache at best).
+ * ------------------------------------------------------------------------ */
+
+/* The per-pipeline time limit when kiln_isolate_options.time_limit_ms is 0. */
+#define KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS 60000u
+
+/* How kiln_prepare runs its workers. Zero-initialise, then set argv. */
+struct kiln_isolate_options {
+    /* The worker command: the executable's path and its arguments,
+     * NULL-terminated. Run as it is (no shell, no PATH search); it must
+     * call kiln_isolate_worker_main on its standard input and output.
+     * Required. */
+    const char *const *argv;
+    /* The most one pipeline may take in a worker, in milliseconds (also the
+     * most a new worker may take to make its Vulkan context); 0:
+     * KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS. */
+    unsigned time_limit_ms;
+    /* Worker processes; 0: the preparation's workers (its `jobs`). */
+    unsigned workers;
+};
+
+/* What kiln_isolate_worker_main builds with. Zero-initialise. */
+struct kiln_isolate_worker_options {
+    /* The builders for the programs' state kinds, as in
+     * kiln_prepare_options (the parent's are not used when isolated: a
+     * builder is code, it does not cross a process). May be NULL and 0. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+};
+
+/*
+ * The worker's side of isolation: an application calls it from its own
+ * executable when started as kiln_isolate_options.argv says (in kiln's CLI,
+ * `kiln __worker`). It reads the parent's greeting (the device to use, the
+ * cache folder whose pipelines.vkc it starts from, the packing dictionary),
+ * makes its own Vulkan context, then builds each program it is sent
+ * through the same path as kiln_prepare in one process (kiln's built-in
+ * shapes, or `o`'s builders), answers with the outcome and why, and when
+ * the parent says it is done sends its pipeline cache's data. It writes
+ * nothing to the cache folder. Frames are length-prefixed and checksummed;
+ * a malformed frame ends the worker with KILN_EFORMAT.
+ * `in_fd` and `out_fd` are the file descriptors to read from and write to
+ * (-1: standard input and output; C runtime descriptors on Windows).
+ * Nothing else may write to out_fd meanwhile (log lines go to stderr).
+ * @return 0 when the parent ended the session, KILN_ECANCELED when the
+ * parent went away first, KILN_EFORMAT for a malformed frame, the Vulkan
+ * context's error (also sent to the parent), or an I/O error. On Windows
+ * the descriptors' handles are read and written directly (binary, no text
+ * mode), and a crash ends the process at once with its exception code (no
+ * error box).
+ * Thread safety: call it once per process, from one thread; it uses one
+ * thread itself.
+ */
+KILN_API int kiln_isolate_worker_main(int in_fd, int out_fd,
+                                      const struct kiln_isolate_worker_options *o);
+
+/* ---------------------------------------------------------------------------
+ * The preparation (kiln prepare) and the warm start (kiln start)
+ *
+ * kiln_prepare turns a set of programs into a program cache and a warm
+ * VkPipelineCache: on a pool of workers it translates every program that
+ * is not in the cache yet, packs each stage (kiln_pack, with the cache's
+ * dictionary when it has one), joins the stages into one payload
+ * (kiln_program_payload_build) and stores it (kiln_cache_put); then it
+ * builds every program's pipeline from its packed payload, each shader
+ * module living only for its create call, and saves pipelines.vkc.
+ * kiln_warm_start is a later start: it opens the cache by its index, loads
+ * every program at once (kiln_cache_load_many), records their last use,
+ * and builds every pipeline through the saved VkPipelineCache.
+ *
+ * A program is named in the cache by the key its source gives it
+ * (kiln_program.key), else by kiln_prep_program_key. Its payload
+ * (kiln_program_payload_build_full) holds its stages with their
+ * VkShaderStageFlagBits kinds, entry points and specialization, and its
+ * state kind and bytes; the pipeline phase builds each program through the
+ * builder for its kind (see "Builders") and counts the outcome per kind. The
+ * cache's stamp is kiln_prepare_stamp: the translator's stamp, as the
+ * program source mixes it (kiln_program_source.stamp). Both calls
+ * open the cache with its dictionary (KILN_CACHE_USE_DICT), so a cache
+ * repacked with one (kiln cache repack --dict) is used as it is.
+ * docs/prep.md has the details.
+ * ------------------------------------------------------------------------ */
+
+/* Programs kiln_prepare stores between two kiln_cache_sync calls when
+ * kiln_prepare_options.sync_every is 0. */
+#define KILN_PREPARE_SYNC_EVERY 64u
+
+/* The phases kiln_prepare and kiln_warm_start report progress for. */
+enum kiln_prep_phase {
+    KILN_PREP_PHASE_TRANSLATE = 0, /* translate, pack and store (or find in the cache) */
+    KILN_PREP_PHASE_PIPELINES = 1, /* build pipelines */
+};
+
+/* The phase's short name ("translate", "pipelines"), or "?". Thread-safe. */
+KILN_API const char *kiln_prep_phase_name(enum kiln_prep_phase phase);
+
+/*
+ * Progress of a phase: `done` of `total` items. Called only on the thread
+ * that called kiln_prepare or kiln_warm_start, at most about ten times a
+ * second, once with done 0 when a phase starts and once with done == total
+ * when it ends; so it needs no lock.
+ */
+typedef void (*kiln_prep_progress_fn)(void *user, enum kiln_prep_phase phase, uint64_t done,
+                                      uint64_t total);
+
+/*
+ * Receives a pipeline kiln_prepare or kiln_warm_start built in the caller's
+ * own context (options.vk): it now belongs to the caller (destroy it with
+ * kiln_vk_pipeline_destroy). `key` names the program. Called from worker
+ * threads at once: it must be thread-safe.
+ */
+typedef void (*kiln_prep_pipeline_fn)(void *user, struct kiln_key key,
+                                      struct kiln_vk_pipeline *pipeline);
+
+/* What kiln_prepare does. Fill it with kiln_prepare_options_init first. */
+struct kiln_prepare_options {
+    /* The cache folder; made when missing (with its parents). Required. */
+    const char *cache_dir;
+    /* The programs. Required; see struct kiln_program_source. */
+    const struct kiln_program_source *source;
+    /* The translator for programs given as source text (required for
+     * them: such a program fails without one, logged); NULL when every
+     * program comes as SPIR-V. Must be thread-safe; what it points to must
+     * outlive the call. */
+    const struct kiln_translator *translator;
+    /* How each stage is packed; default KILN_CODEC_KILN (with the cache's
+     * dictionary when it has one; see `dict`). */
+    enum kiln_codec codec;
+    /* Workers for both phases; 0 (the default):
+     * kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0). */
+    unsigned jobs;
+    /* Translate and store only; build no pipeline. */
+    bool no_vulkan;
+    /* The device, as kiln_vk_options.use_device_index / device. */
+    bool use_device_index;
+    unsigned device;
+    /* An existing Vulkan context to build in (it is not destroyed, and
+     * pipelines.vkc is saved only when it has a cache folder); NULL: kiln
+     * makes one over cache_dir/pipelines.vkc. */
+    struct kiln_vk *vk;
+    /* With `vk` set: receives each pipeline. NULL, or without `vk`: each
+     * pipeline is destroyed right after it is made (the pipeline cache
+     * keeps what the driver compiled). */
+    kiln_prep_pipeline_fn on_pipeline;
+    void *pipeline_user;
+    /* File I/O for the cache and pipelines.vkc; NULL: kiln_io_default(). */
+    const struct kiln_io *io;
+    /* Stored programs between two syncs; 0: KILN_PREPARE_SYNC_EVERY. */
+    unsigned sync_every;
+    /* Give the cache a packing dictionary: when it has none after the
+     * translate phase, one is trained from its programs and every record
+     * is packed again with it (kiln_cache_repack with
+     * KILN_CACHE_DICT_TRAIN), before any pipeline is built. A cache that
+     * has one keeps it (new programs are packed with it either way; kiln
+     * cache repack --dict trains a new one). Needs KILN_CODEC_KILN. With
+     * fewer than 8 stages in the cache, no dictionary is trained (one
+     * warning line) and the run goes on. */
+    bool dict;
+    /* The builders for the programs' state kinds (see "Builders"):
+     * `nbuilders` of them, or NULL and 0. Programs of kind
+     * KILN_STATE_BUILTIN need none. The array must outlive the call. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+    /* Build again the programs the build ledger (ledger.kpl in the cache
+     * folder) records as failed on this driver; by default they are
+     * skipped and counted in ledger_skipped. */
+    bool retry_failed;
+    /*
+     * Resident bytes kiln (and its worker processes) is kept under: the
+     * pools start fewer jobs while near it, at least one always runs (see
+     * kiln_pool_options.memory_budget). 0: the default share
+     * (kiln_pool_default_memory_budget); UINT64_MAX: no budget.
+     */
+    uint64_t memory_budget;
+    /* Background mode: idle CPU and I/O priority for the workers, and at
+     * most a quarter of the usable CPUs when `jobs` is 0
+     * (KILN_POOL_WORK_BACKGROUND). */
+    bool background;
+    /*
+     * Asked before each job (from worker threads and the caller's thread,
+     * so it must be thread-safe and cheap; a signal handler sets a flag it
+     * reads): once it returns true, no more work is handed out, what was
+     * stored is synced, pipelines.vkc and the ledger are saved, and
+     * kiln_prepare returns KILN_ECANCELED. A later kiln_prepare over the
+     * same folder resumes: stored programs are not translated again, and
+     * built ones are not built again. NULL: never.
+     */
+    bool (*cancel)(void *user);
+    void *cancel_user;
+    /* Build the pipelines in worker processes (see "Isolation"); NULL:
+     * on this process's threads. Must outlive the call. */
+    const struct kiln_isolate_options *isolate;
+};
+
+/* Sets every field of *o to its default (see the fields). Thread-safe. */
+KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
+
+/*
+ * The stamp kiln_prepare gives the cache for these options: the source's
+ * stamp callback over the translator's stamp (0 without a translator), or
+ * the translator's stamp as it is when the source has no such callback.
+ * An emulator passes it to kiln_warm_start.
+ * @return the stamp; 0 for NULL options or no source. Thread-safe when the
+ * source's stamp callback is.
+ */
+KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o);
+
+/*
+ * A program's key: XXH3-128 over its identity, stage by stage: the stage
+ * kind, then the source text, or, for a stage that came as SPIR-V, its
+ * words (each with its kind and length before it, so no two programs share
+ * a key by shifting bytes between stages). Compute, vertex and fragment
+ * are hashed as 0, 1 and 2, the numbers keys were first made with, so the
+ * keys of caches made before stages were VkShaderStageFlagBits still hold.
+ * A program with more than that (an entry point other than "main",
+ * specialization data, a state kind other than built-in, state bytes) has
+ * one more record hashed after its stages, of a type no stage record has:
+ * every entry point, map and data, the state kind and the state bytes. So
+ * a program of today's shape (built-in, "main", no specialization) keeps
+ * the key earlier releases gave it, and any difference in the rest gives
+ * another key.
+ * @return 0 with the key in *key, KILN_EINVAL for a program without stages
+ * or a stage with neither text nor words, or KILN_ENOMEM. Thread-safe.
+ */
+KILN_API int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key);
+
+/* Which step of kiln_prepare or kiln_warm_start stopped it. */
+enum kiln_prep_step {
+    KILN_PREP_STEP_NONE = 0,   /* nothing stopped it */
+    KILN_PREP_STEP_INPUT = 1,  /* the source or the options (bad input) */
+    KILN_PREP_STEP_CACHE = 2,  /* opening, writing or syncing the cache */
+    KILN_PREP_STEP_VULKAN = 3, /* making the Vulkan context */
+    KILN_PREP_STEP_OTHER = 4,  /* memory, threads, the translator's creation */
+};
+
+/* What kiln_prepare did. Times are in nanoseconds. */
+struct kiln_prepare_summary {
+    uint64_t programs;        /* programs the source has */
+    uint64_t translated;      /* translated, packed and stored by this run */
+    uint64_t cached;          /* found in the cache already: not translated */
+    uint64_t failed;          /* programs that could not be loaded, translated, packed or stored */
+    uint64_t pipelines_built; /* pipelines made */
+    uint64_t pipelines_failed;
+    uint64_t pipelines_skipped; /* no builder for their kind, a shape or layout kiln's own
+                                 * builder lacks, or the builder skipped them */
+    struct kiln_kind_counts kinds[KILN_STATE_KINDS]; /* the three above per state kind */
+    uint64_t remade;       /* cached programs whose record could not be read back:
+                              translated and stored again (counted in translated) */
+    uint64_t spirv_bytes;  /* SPIR-V of the programs translated by this run */
+    uint64_t packed_bytes; /* their payloads as stored */
+    uint64_t open_ns;      /* opening the cache and listing the programs */
+    uint64_t translate_ns; /* the translate phase (pack and store included) */
+    uint64_t load_ns;      /* reading back the payloads of cached programs */
+    uint64_t vulkan_ns;    /* making the Vulkan context (pipelines.vkc loaded) */
+    uint64_t pipelines_ns; /* the pipeline phase */
+    uint64_t save_ns;      /* the final sync and saving pipelines.vkc */
+    uint64_t total_ns;
+    uint64_t peak_rss; /* kiln_peak_rss_bytes at the end */
+    unsigned workers;
+    char workers_reason[256]; /* the policy's line, or why the count was given */
+    uint64_t stamp;
+    enum kiln_cache_open_kind open_kind;
+    bool vulkan; /* pipelines were built (a context was there) */
+    char device[256];
+    enum kiln_vk_cache_state vk_cache_state;
+    size_t vk_cache_loaded_bytes;
+    int error;                /* the error that stopped the run, or 0 */
+    enum kiln_prep_step step; /* where it stopped */
+    /* The dictionary (options.dict, or the cache's own). */
+    uint64_t dict_id;             /* the cache's dictionary at the end, 0: none */
+    bool dict_trained;            /* this run trained it and repacked the cache */
+    uint64_t dict_payload_before; /* with dict_trained: payload bytes before the repack */
+    uint64_t dict_payload_after;  /* ... and after it */
+    uint64_t dict_bytes;          /* the size of programs.kpd (0: none) */
+    uint64_t dict_ns;             /* training and repacking */
+    /* The build ledger. */
+    uint64_t driver_compiles; /* pipelines this run handed to a driver or builder (built, or
+                                 failed there: not a refusal before, nor a worker that never
+                                 got the program) */
+    uint64_t ledger_skipped;  /* programs the ledger answered: built before on this driver
+                                 with pipelines.vkc loaded, or failed before (not retried) */
+    uint64_t ledger_failed;   /* of ledger_skipped, those recorded as failed */
+    uint64_t memory_budget;   /* the budget the pools kept to, bytes (0: none) */
+    bool canceled;            /* options.cancel stopped the run (error KILN_ECANCELED) */
+    /* Programs whose builder has KILN_BUILDER_RECORDED_SPIRV with a stage
+     * the validator refuses but that parses: stored or built anyway, one
+     * warning line each. */
+    uint64_t recorded_invalid;
+    /* Programs that were being built when an earlier run died (its crash
+     * journal says so): not built this run, even with retry_failed, one
+     * warning line each, and recorded in the build ledger as crashed
+     * (failed with KILN_ECRASH), so later runs skip them until
+     * retry_failed. Counted as failed in the exit code of kiln prepare. */
+    uint64_t crash_skipped;
+};
+
+/*
+ * Runs the preparation described by `o` (see the top of this section).
+ * Programs already in the cache are not translated again; they are read
+ * back for the pipeline phase. A program that fails (to load, translate,
+ * pack, store or build) is logged as one line naming it and counted; the
+ * run goes on. The cache is synced every `sync_every` stored programs and
+ * at the end, so a crash loses little. `progress` may be NULL.
+ * @return 0 when the run went through (failures of single programs are in
+ * *summary: check `failed` and `pipelines_failed`), or the error that
+ * stopped it, with summary->step saying where: KILN_EINVAL (no cache
+ * folder, no source or a source without programs, `dict` with another
+ * codec than kiln), a cache error (also a
+ * failed repack for `dict`: what it leaves is kiln_cache_repack's),
+ * KILN_ENOTSUP when Vulkan is not available (the programs are stored
+ * then; pass no_vulkan to skip pipelines). Every error with step
+ * KILN_PREP_STEP_INPUT has been logged as one error line naming what and
+ * where, so a caller that reports it need not repeat it. A cache folder
+ * that cannot be made or opened (KILN_PREP_STEP_CACHE before anything is
+ * written: KILN_EFORMAT when programs.kpc is not a cache, KILN_ENOENT when
+ * the folder is a file, ...) is logged at info only: the caller reports
+ * it. *summary is always filled.
+ * Thread safety: any thread, but not twice at once on one cache folder (the
+ * second one's open fails with KILN_EBUSY; so does one while a warm start
+ * holds the cache for its open and read). Calls on different folders are
+ * independent.
+ */
+KILN_API int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                          void *progress_user, struct kiln_prepare_summary *summary);
+
+/* What kiln_warm_start does. Zero-initialise, then set what you need. */
+struct kiln_start_options {
+    /* The cache folder kiln_prepare filled. Required. */
+    const char *cache_dir;
+    /* The stamp the cache must carry (kiln_prepare_stamp); with any_stamp,
+     * whatever stamp the cache has is accepted. */
+    uint64_t stamp;
+    bool any_stamp;
+    /* Workers for the pipelines and threads for the load; 0: the pool
+     * policy's count (kiln_pool_auto_workers). */
+    unsigned jobs;
+    /* Load only; build no pipeline. */
+    bool no_vulkan;
+    bool use_device_index;
+    unsigned device;
+    /* As in kiln_prepare_options. */
+    struct kiln_vk *vk;
+    kiln_prep_pipeline_fn on_pipeline;
+    void *pipeline_user;
+    const struct kiln_io *io;
+    /* Open the cache read-only and write nothing to it: last use is not
+     * recorded (see kiln_warm_start). */
+    bool read_only;
+    /* As in kiln_prepare_options. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+    const struct kiln_isolate_options *isolate;
+    /* Build again the programs the build ledger records as having crashed
+     * a process or worker on this driver (failed with KILN_ECRASH or
+     * KILN_ETIMEDOUT); by default the start skips them (ledger_failed). */
+    bool retry_failed;
+    /* As in kiln_prepare_options: asked (from any pool thread) before each
+     * build; once it returns true no further build starts, the builds
+     * running finish, what was built is kept (pipelines.vkc, the ledger),
+     * and kiln_warm_start returns KILN_ECANCELED with `canceled` set.
+     * NULL: never. */
+    bool (*cancel)(void *user);
+    void *cancel_user;
+};
+
+/* What kiln_warm_start did. Times are in nanoseconds. */
+struct kiln_start_summary {
+    uint64_t records; /* live records the index lists */
+    uint64_t loaded;  /* records read and checked */
+    uint64_t missing; /* records missing or damaged: reported, not built */
+    uint64_t bad;     /* records read but not a program payload, or a stage the SPIR-V
+                         validator refused (or, without one, could not check): not built */
+    uint64_t bytes;   /* payload bytes read */
+    uint64_t pipelines_built;
+    uint64_t pipelines_failed;
+    uint64_t pipelines_skipped; /* no builder for their kind, a shape or layout kiln's own
+                                 * builder lacks, or the builder skipped them */
+    struct kiln_kind_counts kinds[KILN_STATE_KINDS]; /* the three above per state kind */
+    uint64_t open_ns;                                /* opening the cache (index) and listing it */
+    uint64_t read_ns;                                /* kiln_cache_load_many */
+    uint64_t vulkan_ns;    /* making the Vulkan context (pipelines.vkc loaded) */
+    uint64_t pipelines_ns; /* building every pipeline */
+    uint64_t total_ns;
+    uint64_t peak_rss;
+    unsigned workers;
+    unsigned read_threads;
+    char workers_reason[256];
+    uint64_t stamp;
+    enum kiln_cache_open_kind open_kind;
+    char open_text[256]; /* kiln_cache_stats.open_text */
+    bool vulkan;
+    char device[256];
+    enum kiln_vk_cache_state vk_cache_state;
+    size_t vk_cache_loaded_bytes;
+    int error;
+    enum kiln_prep_step step;
+    /* Records that are one vertex, fragment or other-stage module (a
+     * Fossilize import's graphics modules): stored, but no pipeline on
+     * their own; not built and not counted as bad. */
+    uint64_t lone_modules;
+    uint64_t dict_id; /* the cache's dictionary, 0: none */
+    /* Last use was recorded (programs.kpu written) for the loaded records;
+     * false when the cache was opened read-only (use_text says why). */
+    bool use_recorded;
+    char use_text[160];
+    /* Records whose builder has KILN_BUILDER_RECORDED_SPIRV with a stage
+     * the validator refuses but that parses: built anyway, one warning
+     * line each. */
+    uint64_t recorded_invalid;
+    /* As in kiln_prepare_summary: programs in flight when an earlier run
+     * died, not built this run. */
+    uint64_t crash_skipped;
+    /* Programs the build ledger records as having crashed a process or
+     * worker on this driver: not built (one warning line counts them)
+     * unless retry_failed. */
+    uint64_t ledger_failed;
+    /* options.cancel stopped the run (error KILN_ECANCELED): the counts
+     * say how far it got. */
+    bool canceled;
+    /* 0, or why new driver data could not be saved as pipelines.vkc (a
+     * read-only cache folder, a full disk; the vk module logged it): the
+     * pipelines were built, but the next start compiles them again. Not an
+     * error of the start. */
+    int vk_cache_save_error;
+};
+
+/*
+ * The warm start: opens the cache (by its index when it matches), lists
+ * its records, loads them all with kiln_cache_load_many, records their
+ * last use, closes the cache, and builds every program's pipeline on the
+ * pool through the VkPipelineCache loaded from pipelines.vkc, unpacking
+ * with the cache's dictionary. A record that is missing or damaged is
+ * counted in `missing` (one warning line gives the count) and not built.
+ * When pipelines.vkc was missing or not used, it is saved at the end, so
+ * the next start finds it. `progress` may be NULL.
+ *
+ * The start never adds, changes or drops a record. To record last use
+ * (programs.kpu, what kiln cache prune goes by) it opens the cache as a
+ * writer that keeps its stamp and dictionary (KILN_CACHE_KEEP_STAMP), so
+ * its marks cannot race another writer's, and holds the lock only through
+ * the open and the read; the open may do what any writer's open does (cut
+ * a torn last record, bring the index up to date). When another writer
+ * holds the cache (KILN_EBUSY), the folder is not writable, or `read_only`
+ * is set, it opens read-only instead, writes nothing, and says in one info
+ * line (and use_text) that last use was not recorded.
+ *
+ * A crash costs one start at most: each build is noted in a crash journal
+ * of the folder (inflight-N.kpj) while it runs, so the next start (or
+ * kiln_prepare) skips what a dead run had in flight (crash_skipped) and
+ * records it in the build ledger as crashed; a start skips what the ledger
+ * records as having crashed a process or worker on this driver
+ * (ledger_failed) unless retry_failed. The ledger is written only under the
+ * writer lock (taken again at the end when there is something to record).
+ * See docs/prep.md, "A crash costs one run".
+ * @return 0 when the start went through (check `missing` and
+ * `pipelines_failed`), or the error that stopped it with summary->step set:
+ * KILN_ENOENT (no cache in the folder), KILN_ESTAMP (another stamp), a
+ * cache error (KILN_ECORRUPT: the cache's dictionary file is missing or
+ * damaged), KILN_ENOTSUP (no Vulkan), KILN_ECANCELED (options->cancel
+ * stopped the builds: `canceled` set, what was built kept). A failed open
+ * is logged at info only: the caller reports it. *summary is always
+ * filled.
+ * Thread safety: any thread; beside a kiln_prepare or another writer on the
+ * same folder it opens the cache read-only (see above).
+ */
+KILN_API int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                             void *progress_user, struct kiln_start_summary *summary);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_PREP_H */

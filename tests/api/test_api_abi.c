@@ -1,0 +1,236 @@
+/*
+ * test_api_abi.c - the growable-struct rule (docs/abi.md) as a client sees
+ * it, through the public API of the shared library.
+ *
+ * An older client is played by a struct whose size stops before a late
+ * field (size = offsetof of that field): the library must give it the
+ * defaults for what it does not cover, and write back only the bytes its
+ * size covers (a canary past it stays). A newer client is played by a
+ * larger struct around this one: refused when its extra bytes are set,
+ * accepted when they are zero. A size of 0 is refused. Arrays the library
+ * allocates are laid out at the element size the caller passes; an array
+ * of builders the caller passes is read at its first element's size.
+ */
+#include "kiln.h"
+#include "kiln_test.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define STAMP 0xab1u
+
+static struct kiln_key key_of(uint64_t i)
+{
+    return (struct kiln_key){.lo = i + 1, .hi = 0xab1};
+}
+
+/* A cache with three records in the case's folder. @return 0 or the error. */
+static int open_filled(struct kiln_cache **c)
+{
+    struct kiln_cache_options o = KILN_CACHE_OPTIONS_INIT;
+    o.stamp = STAMP;
+    o.flags = KILN_CACHE_CREATE;
+    int rc = kiln_cache_open(kt_case_dir(), &o, c);
+    for (uint64_t i = 0; rc == KILN_OK && i < 3; i++) {
+        uint32_t payload[4] = {(uint32_t)i, 1, 2, 3};
+        rc = kiln_cache_put(*c, key_of(i), payload, sizeof(payload), sizeof(payload),
+                            KILN_CODEC_RAW, 1);
+    }
+    return rc == KILN_OK ? kiln_cache_sync(*c) : rc;
+}
+
+/* An older client's options stop before `today`: the 12345 past its size
+ * is not read, the day is the clock's. */
+KT_CASE(older_options_get_defaults)
+{
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(open_filled(&c));
+    kiln_cache_close(c);
+    struct kiln_cache_options o = KILN_CACHE_OPTIONS_INIT;
+    o.size = offsetof(struct kiln_cache_options, today);
+    o.stamp = STAMP;
+    o.today = 12345;
+    KT_REQUIRE_OK(kiln_cache_open(kt_case_dir(), &o, &c));
+    KT_CHECK(kiln_cache_today(c) != 12345);
+    KT_CHECK_EQ(kiln_cache_count(c), 3);
+    kiln_cache_close(c);
+    /* The same options with the whole size: today is read. */
+    o.size = sizeof(o);
+    KT_REQUIRE_OK(kiln_cache_open(kt_case_dir(), &o, &c));
+    KT_CHECK_EQ(kiln_cache_today(c), 12345);
+    kiln_cache_close(c);
+}
+
+/* An older client's stats stop before open_ns: the canary past its size
+ * is untouched, the fields it has are filled. */
+KT_CASE(older_report_written_to_its_size)
+{
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(open_filled(&c));
+    struct kiln_cache_stats st;
+    memset(&st, 0xa5, sizeof(st));
+    st.size = offsetof(struct kiln_cache_stats, open_ns);
+    KT_REQUIRE_OK(kiln_cache_get_stats(c, &st));
+    KT_CHECK_EQ(st.size, offsetof(struct kiln_cache_stats, open_ns));
+    KT_CHECK_EQ(st.records, 3);
+    KT_CHECK_EQ(st.stamp, STAMP);
+    const unsigned char *p = (const unsigned char *)&st;
+    size_t bad = 0;
+    for (size_t i = offsetof(struct kiln_cache_stats, open_ns); i < sizeof(st); i++)
+        bad += p[i] != 0xa5;
+    KT_CHECK_EQ(bad, 0);
+    kiln_cache_close(c);
+}
+
+/* A struct zeroed but not initialised is refused, as options and as a
+ * report. */
+KT_CASE(size_zero_refused)
+{
+    struct kiln_cache_options o;
+    memset(&o, 0, sizeof(o));
+    o.flags = KILN_CACHE_CREATE;
+    struct kiln_cache *c = NULL;
+    KT_CHECK_EQ(kiln_cache_open(kt_case_dir(), &o, &c), KILN_EINVAL);
+    KT_CHECK(c == NULL);
+    KT_REQUIRE_OK(open_filled(&c));
+    struct kiln_cache_stats st;
+    memset(&st, 0, sizeof(st));
+    KT_CHECK_EQ(kiln_cache_get_stats(c, &st), KILN_EINVAL);
+    struct kiln_cache_rewrite_report r;
+    memset(&r, 0, sizeof(r));
+    KT_CHECK_EQ(kiln_cache_compact(c, &r), KILN_EINVAL);
+    kiln_cache_close(c);
+}
+
+/* A newer client: its options have a field this library does not know. */
+struct newer_options {
+    struct kiln_cache_options o;
+    uint64_t later_field;
+};
+
+KT_CASE(newer_struct_tail)
+{
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(open_filled(&c));
+    kiln_cache_close(c);
+    struct newer_options n;
+    memset(&n, 0, sizeof(n));
+    n.o.size = sizeof(n);
+    n.o.stamp = STAMP;
+    n.later_field = 7;
+    KT_CHECK_EQ(kiln_cache_open(kt_case_dir(), &n.o, &c), KILN_EINVAL);
+    n.later_field = 0;
+    KT_REQUIRE_OK(kiln_cache_open(kt_case_dir(), &n.o, &c));
+    /* A newer report: the bytes past this library's are zeroed. */
+    struct {
+        struct kiln_cache_stats st;
+        uint64_t later_field;
+    } ns;
+    memset(&ns, 0xa5, sizeof(ns));
+    ns.st.size = sizeof(ns);
+    KT_REQUIRE_OK(kiln_cache_get_stats(c, &ns.st));
+    KT_CHECK_EQ(ns.st.records, 3);
+    KT_CHECK_EQ(ns.later_field, 0);
+    KT_CHECK_EQ(ns.st.size, sizeof(ns));
+    kiln_cache_close(c);
+}
+
+/* An older client's kiln_cache_entry stops before checksum: the array has
+ * its stride, keys and sizes in place. */
+KT_CASE(array_at_caller_stride)
+{
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(open_filled(&c));
+    const size_t stride = offsetof(struct kiln_cache_entry, checksum);
+    struct kiln_cache_entry *e = NULL;
+    size_t n = 0;
+    KT_REQUIRE_OK(kiln_cache_entries_sized(c, stride, &e, &n));
+    KT_REQUIRE(n == 3);
+    for (size_t i = 0; i < n; i++) {
+        struct kiln_cache_entry got;
+        memset(&got, 0, sizeof(got));
+        memcpy(&got, (const unsigned char *)e + i * stride, stride);
+        KT_CHECK(kiln_key_equal(got.key, key_of(i)));
+        KT_CHECK_EQ(got.size, 16);
+    }
+    kiln_cache_entries_free(e);
+    KT_CHECK_EQ(kiln_cache_entries_sized(c, 0, &e, &n), KILN_EINVAL);
+
+    /* Loaded results at a larger stride (a newer client's): each one's
+     * payload where that stride puts it, freed at the same stride. */
+    struct wide {
+        struct kiln_cache_result r;
+        uint64_t later_field;
+    };
+    struct kiln_key keys[3] = {key_of(0), key_of(1), key_of(2)};
+    struct kiln_cache_result *res = NULL;
+    KT_REQUIRE(kiln_cache_load_many_sized(c, keys, 3, 1, sizeof(struct wide), &res) == 3);
+    const struct wide *w = (const struct wide *)res;
+    for (size_t i = 0; i < 3; i++) {
+        KT_CHECK_EQ(w[i].r.status, KILN_OK);
+        KT_CHECK_EQ(w[i].r.size, 16);
+        KT_CHECK_EQ(((const uint32_t *)w[i].r.data)[0], i);
+        KT_CHECK_EQ(w[i].later_field, 0);
+    }
+    kiln_cache_results_free_sized(res, 3, sizeof(struct wide));
+    kiln_cache_close(c);
+}
+
+static char log_text[4096];
+
+static void capture(void *user, enum kiln_log_level level, const char *module, const char *line)
+{
+    (void)user, (void)level;
+    size_t n = strlen(log_text);
+    snprintf(log_text + n, sizeof(log_text) - n, "%s: %s\n", module, line);
+}
+
+static int no_build(void *user, struct kiln_build_request *req)
+{
+    (void)user, (void)req;
+    return KILN_ENOTSUP;
+}
+
+/* A builder array is read at its first element's size as the stride: a
+ * newer client's larger builders (zero tail) pass the door, one of
+ * another size in the array is refused, naming it. The options carry no
+ * cache folder, so a prepare past the door stops there. */
+KT_CASE(builder_array_stride)
+{
+    struct wide {
+        struct kiln_builder b;
+        uint64_t later_field;
+    } wb[2];
+    memset(wb, 0, sizeof(wb));
+    for (int i = 0; i < 2; i++) {
+        wb[i].b.size = sizeof(wb[i]);
+        wb[i].b.kind = KILN_STATE_APP;
+        wb[i].b.build = no_build;
+    }
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
+    o.builders = &wb[0].b;
+    o.nbuilders = 2;
+    o.no_vulkan = true;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
+    kiln_log_set_sink(capture, NULL);
+    log_text[0] = '\0';
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK(strstr(log_text, "no cache folder given") != NULL);
+    KT_CHECK(strstr(log_text, "abi:") == NULL);
+    wb[1].b.size = sizeof(struct kiln_builder);
+    log_text[0] = '\0';
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK(strstr(log_text, "kiln_builder 1: size") != NULL);
+    KT_CHECK(strstr(log_text, "no cache folder given") == NULL);
+    wb[1].b.size = sizeof(wb[1]);
+    wb[1].later_field = 1;
+    log_text[0] = '\0';
+    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK(strstr(log_text, "kiln_builder: fields past byte") != NULL);
+    kiln_log_set_sink(NULL, NULL);
+}
+
+KT_MAIN(KT_ENTRY(older_options_get_defaults), KT_ENTRY(older_report_written_to_its_size),
+        KT_ENTRY(size_zero_refused), KT_ENTRY(newer_struct_tail), KT_ENTRY(array_at_caller_stride),
+        KT_ENTRY(builder_array_stride))
