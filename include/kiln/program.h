@@ -465,6 +465,10 @@ KILN_API const char *kiln_vk_stage_name(uint32_t stage);
  * so it need not outlive the open program (kiln_cache_get_program sets
  * it). */
 #define KILN_PROGRAM_OPEN_COPY 0x4u
+/* A flag for kiln_program_open_options.flags: this process checked the
+ * stages already (it sealed them itself): only their framing is checked,
+ * as for a payload marked validated. */
+#define KILN_PROGRAM_OPEN_CHECKED 0x8u
 
 /* How kiln_program_seal (and kiln_cache_put_program) seals a program.
  * Growable (kiln/common.h): set it with KILN_PROGRAM_SEAL_OPTIONS_INIT; NULL
@@ -526,7 +530,9 @@ KILN_API void kiln_program_sealed_clear(struct kiln_program_sealed *s);
  * Growable: KILN_PROGRAM_OPEN_OPTIONS_INIT; NULL is every default. */
 struct kiln_program_open_options {
     size_t size;
-    uint32_t flags; /* KILN_PROGRAM_RECORDED_SPIRV, KILN_PROGRAM_OPEN_COPY */
+    /* KILN_PROGRAM_RECORDED_SPIRV, KILN_PROGRAM_OPEN_COPY,
+     * KILN_PROGRAM_OPEN_CHECKED */
+    uint32_t flags;
     /* The dictionary the stages were packed with; NULL: none, or, for
      * kiln_cache_get_program, the cache's. */
     const struct kiln_pack_dict *dict;

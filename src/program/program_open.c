@@ -17,9 +17,7 @@
  * KILN_PROGRAM_OPEN_COPY, as kiln_cache_get_program asks) a copy of the
  * payload; each stage's words have a buffer of their own.
  */
-#include "kiln_internal.h"
-
-#include "kiln/program.h"
+#include "program_internal.h"
 
 #include <string.h>
 
@@ -59,9 +57,8 @@ static int check_one(const struct kiln_program_open_stage *s, bool validated, bo
     char why[512];
     const char *stage = kiln_vk_stage_name(s->blob.stage);
     int rc = validated ? kiln_spirv_check_words(s->words, s->nwords, why, sizeof(why))
-                       : kiln_vk_validate_spirv(s->words, s->nwords, why, sizeof(why));
-    if (rc == KILN_EFORMAT && recorded && !validated &&
-        kiln_vk_check_spirv_structure(s->words, s->nwords, why + 256, 256) == KILN_OK) {
+                       : kiln__program_check_module(s->words, s->nwords, recorded, why, sizeof(why));
+    if (rc == 1) {
         KILN_WARN("program",
                   "%s: built though its %s stage breaks a rule of the SPIR-V validator "
                   "(recorded from an application; it parses): %s",
@@ -77,7 +74,8 @@ static int check_one(const struct kiln_program_open_stage *s, bool validated, bo
 static int open_stages(struct opened *o, const struct kiln_program_open_options *opt,
                        const char *name)
 {
-    bool validated = (o->pub.state.flags & KILN_PAYLOAD_VALIDATED) != 0;
+    bool validated = (o->pub.state.flags & KILN_PAYLOAD_VALIDATED) != 0 ||
+                     (opt->flags & KILN_PROGRAM_OPEN_CHECKED) != 0;
     bool recorded = (opt->flags & KILN_PROGRAM_RECORDED_SPIRV) != 0;
     for (uint32_t i = 0; i < o->pub.nstages; i++) {
         KILN_TRY(unpack_one(&o->stages[i], opt->dict, name));

@@ -20,9 +20,7 @@
  * Nothing is kept between calls; every buffer made here is freed here but
  * the payload, which is the caller's.
  */
-#include "kiln_internal.h"
-
-#include "kiln/program.h"
+#include "program_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -42,9 +40,8 @@ static int check_stages(const struct kiln_program *p, const char *name, bool rec
     for (unsigned i = 0; i < p->nstages; i++) {
         const struct kiln_program_stage *st = &p->stages[i];
         char why[512];
-        int rc = kiln_vk_validate_spirv(st->words, st->nwords, why, sizeof(why));
-        if (rc == KILN_EFORMAT && recorded &&
-            kiln_vk_check_spirv_structure(st->words, st->nwords, why + 256, 256) == KILN_OK) {
+        int rc = kiln__program_check_module(st->words, st->nwords, recorded, why, sizeof(why));
+        if (rc == 1) {
             KILN_WARN("program",
                       "%s: stored though its %s stage (module %s) breaks a rule of the SPIR-V "
                       "validator (recorded from an application; it parses): %s",

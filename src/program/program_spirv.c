@@ -34,9 +34,7 @@
  * only after kiln_vk_validate_spirv refused a module, to tell a module
  * that is not SPIR-V from one that breaks a rule (see docs/reliability.md).
  */
-#include "kiln_internal.h"
-
-#include "kiln/program.h"
+#include "program_internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -279,4 +277,14 @@ int kiln_vk_check_spirv_structure(const uint32_t *words, size_t n, char *why, si
         return KILN_EINVAL;
     KILN_TRY(kiln_spirv_check_words(words, n, why, cap));
     return spirv_parse(words, n, why, cap);
+}
+
+int kiln__program_check_module(const uint32_t *words, size_t n, bool recorded, char *why,
+                               size_t cap)
+{
+    int rc = kiln_vk_validate_spirv(words, n, why, cap);
+    if (rc != KILN_EFORMAT || !recorded)
+        return rc;
+    char parse[256];
+    return kiln_vk_check_spirv_structure(words, n, parse, sizeof(parse)) == KILN_OK ? 1 : rc;
 }
