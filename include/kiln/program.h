@@ -461,6 +461,10 @@ KILN_API const char *kiln_vk_stage_name(uint32_t stage);
 /* A flag for kiln_program_seal_options.flags: pack with `codec` (else
  * KILN_CODEC_KILN). */
 #define KILN_PROGRAM_SEAL_CODEC 0x2u
+/* A flag for kiln_program_seal_options.flags: log nothing about a refused
+ * (or recorded-accepted) stage; the caller logs kiln_program_sealed.why
+ * in its own words. */
+#define KILN_PROGRAM_SEAL_QUIET 0x10u
 /* A flag for kiln_program_open_options.flags: keep a copy of the payload,
  * so it need not outlive the open program (kiln_cache_get_program sets
  * it). */
@@ -475,7 +479,9 @@ KILN_API const char *kiln_vk_stage_name(uint32_t stage);
  * is every default. */
 struct kiln_program_seal_options {
     size_t size;
-    uint32_t flags; /* KILN_PROGRAM_RECORDED_SPIRV, KILN_PROGRAM_SEAL_CODEC */
+    /* KILN_PROGRAM_RECORDED_SPIRV, KILN_PROGRAM_SEAL_CODEC,
+     * KILN_PROGRAM_SEAL_QUIET */
+    uint32_t flags;
     uint32_t codec; /* enum kiln_codec, read with KILN_PROGRAM_SEAL_CODEC */
     /* The dictionary to pack with (kiln_pack's); NULL: none, or, for
      * kiln_cache_put_program, the cache's (kiln_cache_dict). */
@@ -504,6 +510,12 @@ struct kiln_program_sealed {
     bool validated;
     /* A recorded module was kept though the validator refused it. */
     bool recorded_invalid;
+    /* Why a stage was refused (the call failed with KILN_EFORMAT: "its
+     * compute module NAME is not valid SPIR-V: ...", or KILN_ERANGE: more
+     * SPIR-V than a blob holds), or, with
+     * recorded_invalid, why the first kept one breaks a rule ("its
+     * compute module NAME: ..."); "" otherwise. Written also on failure. */
+    char why[512];
 };
 #define KILN_PROGRAM_SEALED_INIT KILN_STRUCT_INIT(kiln_program_sealed)
 
@@ -514,7 +526,8 @@ struct kiln_program_sealed {
  * the stage and the validator's message.
  * @return 0 with *out filled; KILN_EINVAL for a NULL argument, bad options,
  * a program without stages or with a stage without words; KILN_EFORMAT for
- * a stage that is not valid SPIR-V; kiln_pack's and
+ * a stage that is not valid SPIR-V; KILN_ERANGE for one over
+ * KILN_PACK_MAX_SPIRV_BYTES (both with the reason in out->why); kiln_pack's and
  * kiln_program_payload_build_full's errors; KILN_ENOMEM. Thread-safe;
  * `dict` may be shared.
  */

@@ -30,33 +30,49 @@ static const char *stage_label(const struct kiln_program_stage *st)
     return st->src.name ? st->src.name : "?";
 }
 
-/* Checks every stage (step 1). @return 0 with *validated and *accepted, or
- * the refusal, logged. */
+/* Checks every stage (step 1). @return 0 with s->validated,
+ * s->recorded_invalid and (for the first kept module) s->why, or the
+ * refusal with s->why, logged unless `quiet`. */
 static int check_stages(const struct kiln_program *p, const char *name, bool recorded,
-                        bool *validated, bool *accepted)
+                        bool quiet, struct kiln_program_sealed *s)
 {
-    *validated = true;
-    *accepted = false;
+    s->validated = true;
     for (unsigned i = 0; i < p->nstages; i++) {
         const struct kiln_program_stage *st = &p->stages[i];
-        char why[512];
+        const char *stage = kiln_vk_stage_name(st->src.stage);
+        char why[384];
+        if (st->nwords > KILN_PACK_MAX_SPIRV_BYTES / 4) {
+            snprintf(s->why, sizeof(s->why),
+                     "its %s module %s: %zu bytes of SPIR-V, more than kiln stores (%u)", stage,
+                     stage_label(st), st->nwords * 4, KILN_PACK_MAX_SPIRV_BYTES);
+            if (!quiet)
+                KILN_WARN("program", "%s: not stored: %s", name, s->why);
+            return KILN_ERANGE; /* not validated: it could not be stored anyway */
+        }
         int rc = kiln__program_check_module(st->words, st->nwords, recorded, why, sizeof(why));
         if (rc == 1) {
-            KILN_WARN("program",
-                      "%s: stored though its %s stage (module %s) breaks a rule of the SPIR-V "
-                      "validator (recorded from an application; it parses): %s",
-                      name, kiln_vk_stage_name(st->src.stage), stage_label(st), why);
-            *validated = false; /* not marked: checked again when opened */
-            *accepted = true;
+            if (!quiet)
+                KILN_WARN("program",
+                          "%s: stored though its %s stage (module %s) breaks a rule of the "
+                          "SPIR-V validator (recorded from an application; it parses): %s",
+                          name, stage, stage_label(st), why);
+            if (!s->recorded_invalid)
+                snprintf(s->why, sizeof(s->why), "its %s module %s: %s", stage, stage_label(st),
+                         why);
+            s->validated = false; /* not marked: checked again when opened */
+            s->recorded_invalid = true;
             continue;
         }
         if (rc == KILN_ENOTSUP) {
-            *validated = false; /* framing only: checked again when opened */
+            s->validated = false; /* framing only: checked again when opened */
             continue;
         }
         if (rc < 0) {
-            KILN_WARN("program", "%s: not stored: its %s stage is not valid SPIR-V: %s", name,
-                      kiln_vk_stage_name(st->src.stage), why);
+            snprintf(s->why, sizeof(s->why), "its %s module %s is not valid SPIR-V: %s", stage,
+                     stage_label(st), why);
+            if (!quiet)
+                KILN_WARN("program", "%s: not stored: its %s stage is not valid SPIR-V: %s", name,
+                          stage, why);
             return rc;
         }
     }
@@ -155,7 +171,9 @@ int kiln_program_seal(const struct kiln_program *p, const struct kiln_program_se
         return KILN_EINVAL;
     const char *name = o.name ? o.name : p->name ? p->name : "(program)";
     KILN_TRY(check_input(p, name));
-    struct kiln_program_sealed s = {.size = sizeof(s)};
+    struct kiln_program_sealed s;
+    memset(&s, 0, sizeof(s));
+    s.size = sizeof(s);
     int rc = p->has_key ? KILN_OK : kiln_program_key(p, &s.key);
     if (p->has_key)
         s.key = p->key;
@@ -163,8 +181,12 @@ int kiln_program_seal(const struct kiln_program *p, const struct kiln_program_se
         KILN_ERROR("program", "%s: cannot key the program: %s", name, kiln_strerror(rc));
         return rc;
     }
-    KILN_TRY(check_stages(p, name, (o.flags & KILN_PROGRAM_RECORDED_SPIRV) != 0, &s.validated,
-                          &s.recorded_invalid));
+    rc = check_stages(p, name, (o.flags & KILN_PROGRAM_RECORDED_SPIRV) != 0,
+                      (o.flags & KILN_PROGRAM_SEAL_QUIET) != 0, &s);
+    if (rc < 0) {
+        KILN_STRUCT_OUT(out, &s); /* why it was refused */
+        return rc;
+    }
     rc = pack_stages(p, &o, s.validated, &s.payload, &s.payload_size);
     if (rc < 0) {
         KILN_ERROR("program", "%s: cannot pack: %s", name, kiln_strerror(rc));
