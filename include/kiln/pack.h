@@ -239,7 +239,6 @@ enum {
 /* The ray-tracing stages together (raygen to callable). */
 #define KILN_VK_STAGE_RAY_TRACING_BITS 0x00003f00u
 
-
 /* @return how many blobs this process has unpacked (kiln_unpack, and
  * kiln_unpack_scratch through it): what shows a build unpacks each stage
  * once (kiln_program_open). Thread-safe (a relaxed atomic). */

@@ -594,7 +594,8 @@ KILN_API int kiln_program_open(const void *payload, size_t size,
                                const struct kiln_program_open_options *opt,
                                struct kiln_program_opened **out);
 
-/* Frees an open program (and its copy of the payload). NULL is a no-op. Thread safety: no other thread may use it. */
+/* Frees an open program (and its copy of the payload). NULL is a no-op. Thread safety: no other
+ * thread may use it. */
 KILN_API void kiln_program_opened_free(struct kiln_program_opened *p);
 
 #ifdef __cplusplus

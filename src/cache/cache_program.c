@@ -31,7 +31,10 @@ int kiln_cache_put_program(struct kiln_cache *c, const struct kiln_program *p,
                             (uint16_t)s.nstages);
     if (rc < 0)
         KILN_ERROR("cache", "%s: cannot store %s: %s", c->dir,
-                   o.name ? o.name : p->name ? p->name : "(program)", kiln_strerror(rc));
+                   o.name    ? o.name
+                   : p->name ? p->name
+                             : "(program)",
+                   kiln_strerror(rc));
     else if (key_out)
         *key_out = s.key;
     kiln_program_sealed_clear(&s);

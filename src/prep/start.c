@@ -37,18 +37,15 @@
  *   those stored, not that they are valid SPIR-V: caches written before
  *   validation at store time, or by another route, may hold anything. So
  *   every stage goes through kiln_vk_validate_spirv right before its build
- *   (kiln_program_open, the same pass that unpacks it), in kiln_prepare and kiln_warm_start alike, whatever
- *   the Vulkan context's own setting; only a payload this very process
- *   validated before storing it (kiln_prepare's own, and any payload
- *   whose writer marked it KILN_PAYLOAD_VALIDATED after validating every
- *   stage: kiln_prepare and kiln import foz do) is not checked twice. A build without
- * SPIRV-Tools cannot validate and so builds nothing (one line per program says why): the safe side,
- * since some drivers end the process on a bad module.
- *   One exception, by the builder's word: a builder with
- *   KILN_BUILDER_RECORDED_SPIRV (the Fossilize adapter) builds programs
- *   recorded from a working application, whose modules every driver
- *   already built. For those a stage the validator refuses is built
- *   anyway when it is well-formed (kiln_vk_check_spirv_structure: no
+ *   (kiln_program_open, the same pass that unpacks it), in kiln_prepare and kiln_warm_start alike,
+ * whatever the Vulkan context's own setting; only a payload this very process validated before
+ * storing it (kiln_prepare's own, and any payload whose writer marked it KILN_PAYLOAD_VALIDATED
+ * after validating every stage: kiln_prepare and kiln import foz do) is not checked twice. A build
+ * without SPIRV-Tools cannot validate and so builds nothing (one line per program says why): the
+ * safe side, since some drivers end the process on a bad module. One exception, by the builder's
+ * word: a builder with KILN_BUILDER_RECORDED_SPIRV (the Fossilize adapter) builds programs recorded
+ * from a working application, whose modules every driver already built. For those a stage the
+ * validator refuses is built anyway when it is well-formed (kiln_vk_check_spirv_structure: no
  *   unknown opcode, no instruction cut or overlong, every id below a sane
  *   bound), with one warning line, and
  *   counted in recorded_invalid. What does not parse is refused for every

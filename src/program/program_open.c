@@ -56,8 +56,9 @@ static int check_one(const struct kiln_program_open_stage *s, bool validated, bo
 {
     char why[512];
     const char *stage = kiln_vk_stage_name(s->blob.stage);
-    int rc = validated ? kiln_spirv_check_words(s->words, s->nwords, why, sizeof(why))
-                       : kiln__program_check_module(s->words, s->nwords, recorded, why, sizeof(why));
+    int rc = validated
+                 ? kiln_spirv_check_words(s->words, s->nwords, why, sizeof(why))
+                 : kiln__program_check_module(s->words, s->nwords, recorded, why, sizeof(why));
     if (rc == 1) {
         KILN_WARN("program",
                   "%s: built though its %s stage breaks a rule of the SPIR-V validator "

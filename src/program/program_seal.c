@@ -33,8 +33,8 @@ static const char *stage_label(const struct kiln_program_stage *st)
 /* Checks every stage (step 1). @return 0 with s->validated,
  * s->recorded_invalid and (for the first kept module) s->why, or the
  * refusal with s->why, logged unless `quiet`. */
-static int check_stages(const struct kiln_program *p, const char *name, bool recorded,
-                        bool quiet, struct kiln_program_sealed *s)
+static int check_stages(const struct kiln_program *p, const char *name, bool recorded, bool quiet,
+                        struct kiln_program_sealed *s)
 {
     s->validated = true;
     for (unsigned i = 0; i < p->nstages; i++) {
@@ -147,8 +147,7 @@ static int pack_stages(const struct kiln_program *p, const struct kiln_program_s
 static int check_input(const struct kiln_program *p, const char *name)
 {
     if (p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES || !p->stages) {
-        KILN_ERROR("program", "%s: %u stages (1 to %u)", name, p->nstages,
-                   KILN_PROGRAM_MAX_STAGES);
+        KILN_ERROR("program", "%s: %u stages (1 to %u)", name, p->nstages, KILN_PROGRAM_MAX_STAGES);
         return KILN_EINVAL;
     }
     for (unsigned i = 0; i < p->nstages; i++)

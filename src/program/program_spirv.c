@@ -148,7 +148,6 @@ static int spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap
     return rc;
 }
 
-
 /* SPIRV-Tools' default limit on the id bound (the validator's), and the
  * two opcodes every stage's module has. */
 #define MAX_ID_BOUND    0x3fffffu
@@ -259,7 +258,6 @@ static int spirv_parse(const uint32_t *words, size_t n, char *why, size_t cap)
     snprintf(why, cap, "this build has no SPIR-V parser");
     return KILN_ENOTSUP;
 }
-
 
 #endif
 

@@ -20,17 +20,41 @@
 static void compute_words(uint32_t x, uint32_t w[CS_WORDS])
 {
     const uint32_t t[CS_WORDS] = {
-        0x07230203u, 0x00010000u, 0, 5, 0, /* header: bound 5 */
-        (2u << 16) | 17, 1,                /* OpCapability Shader */
-        (3u << 16) | 14, 0, 1,             /* OpMemoryModel Logical GLSL450 */
-        (5u << 16) | 15, 5, 1, 0x6e69616du, 0, /* OpEntryPoint GLCompute %1 "main" */
-        (6u << 16) | 16, 1, 17, x, 1, 1,       /* OpExecutionMode %1 LocalSize x 1 1 */
-        (2u << 16) | 19, 2,                    /* %2 = OpTypeVoid */
-        (3u << 16) | 33, 3, 2,                 /* %3 = OpTypeFunction %2 */
-        (5u << 16) | 54, 2, 1, 0, 3,           /* %1 = OpFunction %2 None %3 */
-        (2u << 16) | 248, 4,                   /* OpLabel */
-        (1u << 16) | 253,                      /* OpReturn */
-        (1u << 16) | 56,                       /* OpFunctionEnd */
+        0x07230203u,
+        0x00010000u,
+        0,
+        5,
+        0, /* header: bound 5 */
+        (2u << 16) | 17,
+        1, /* OpCapability Shader */
+        (3u << 16) | 14,
+        0,
+        1, /* OpMemoryModel Logical GLSL450 */
+        (5u << 16) | 15,
+        5,
+        1,
+        0x6e69616du,
+        0, /* OpEntryPoint GLCompute %1 "main" */
+        (6u << 16) | 16,
+        1,
+        17,
+        x,
+        1,
+        1, /* OpExecutionMode %1 LocalSize x 1 1 */
+        (2u << 16) | 19,
+        2, /* %2 = OpTypeVoid */
+        (3u << 16) | 33,
+        3,
+        2, /* %3 = OpTypeFunction %2 */
+        (5u << 16) | 54,
+        2,
+        1,
+        0,
+        3, /* %1 = OpFunction %2 None %3 */
+        (2u << 16) | 248,
+        4,                /* OpLabel */
+        (1u << 16) | 253, /* OpReturn */
+        (1u << 16) | 56,  /* OpFunctionEnd */
     };
     memcpy(w, t, sizeof(t));
 }
@@ -122,8 +146,8 @@ KT_CASE(damaged_refused)
     struct kiln_program_opened *op = NULL;
     KT_REQUIRE_OK(kiln_program_open(s.payload, s.payload_size, NULL, &op));
     /* Where the stage's blob lies: every byte of it is under its seal. */
-    size_t blob_at = (size_t)((const unsigned char *)op->stages[0].blob.blob -
-                              (const unsigned char *)s.payload);
+    size_t blob_at =
+        (size_t)((const unsigned char *)op->stages[0].blob.blob - (const unsigned char *)s.payload);
     size_t blob_end = blob_at + op->stages[0].blob.blob_size;
     kiln_program_opened_free(op);
     unsigned char *bad = malloc(s.payload_size);

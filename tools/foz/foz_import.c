@@ -26,8 +26,8 @@
  * cut-off last entry is ignored as the format says.
  *
  * Nothing invalid is stored: each module goes through kiln_vk_validate_spirv
- * before it is packed (inside kiln_program_seal, quiet: the line is ours). One the validator refuses, or one too
- * large for a blob, costs that module only: one warning line, counted in
+ * before it is packed (inside kiln_program_seal, quiet: the line is ours). One the validator
+ * refuses, or one too large for a blob, costs that module only: one warning line, counted in
  * `invalid`. Only a cache error (a failed put or sync) stops the import,
  * since every later put would fail alike.
  *
@@ -80,23 +80,21 @@ static int store(struct kiln_cache *c, const char *path, const struct kiln_foz_e
 {
     char name[20];
     snprintf(name, sizeof(name), "%016" PRIx64, e->hash);
-    struct kiln_program_stage st = {.src = {.stage = kind, .name = name},
-                                    .words = m->words,
-                                    .nwords = m->word_count};
+    struct kiln_program_stage st = {
+        .src = {.stage = kind, .name = name}, .words = m->words, .nwords = m->word_count};
     struct kiln_program p = {
         .name = name, .nstages = 1, .stages = &st, .has_key = true, .key = kiln_foz_key(e->hash)};
     struct kiln_program_sealed sd;
     int rc = seal(c, &p, 0, &sd);
     if (rc < 0 && rc != KILN_ENOMEM) {
-        KILN_WARN("foz",
-                  "%s: shader module %016" PRIx64 " at offset %" PRIu64 " not imported: %s", path,
-                  e->hash, e->offset, sd.why[0] ? sd.why : kiln_strerror(rc));
+        KILN_WARN("foz", "%s: shader module %016" PRIx64 " at offset %" PRIu64 " not imported: %s",
+                  path, e->hash, e->offset, sd.why[0] ? sd.why : kiln_strerror(rc));
         r->invalid++;
         return KILN_OK;
     }
     if (rc == KILN_OK)
-        rc = kiln_cache_put(c, sd.key, sd.payload, sd.payload_size, sd.spirv_bytes,
-                            KILN_CODEC_KILN, 1);
+        rc = kiln_cache_put(c, sd.key, sd.payload, sd.payload_size, sd.spirv_bytes, KILN_CODEC_KILN,
+                            1);
     if (rc == KILN_OK) {
         r->imported++;
         r->spirv_bytes += sd.spirv_bytes;
