@@ -67,7 +67,7 @@ closure() {
 }
 
 bad=0
-for dir in src/common src/pack src/topo src/pages src/pool src/cache src/vk src/prep \
+for dir in src/common src/pack src/topo src/pages src/pool src/program src/cache src/vk src/prep \
     $(ls -d tools/*/ 2>/dev/null | sed 's|/$||'); do
     [ -d "$dir" ] || continue
     name=${dir##*/}
