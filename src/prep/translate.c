@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPIRV_MAGIC 0x07230203u
 
 static _Thread_local char translate_error[1024];
 
