@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static _Thread_local char translate_error[1024];
 
 void kiln_translate_set_error(const char *fmt, ...)
