@@ -10,6 +10,7 @@
 
 #include "kiln/common.h"
 #include "kiln/pack.h"
+#include "kiln/program.h"
 #include "kiln/topo.h"
 #include "kiln/pages.h"
 #include "kiln/pool.h"

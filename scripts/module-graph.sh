@@ -9,7 +9,8 @@
 #   cache  -> common pack pool
 #
 # With --check it also holds the core to the order of docs/design.md
-# (common, then pack topo pages pool, then cache, then vk, then prep): a
+# (common, then pack topo pages pool, then program, then cache, then vk,
+# then prep): a
 # core module may use only modules of a lower rank. Each break is one line;
 # the exit status is 1 when there is one. docs/design.md shows the output.
 set -u
@@ -27,9 +28,10 @@ rank() {
     case $1 in
     common) echo 0 ;;
     pack | topo | pages | pool) echo 1 ;;
-    cache) echo 2 ;;
-    vk) echo 3 ;;
-    prep) echo 4 ;;
+    program) echo 2 ;;
+    cache) echo 3 ;;
+    vk) echo 4 ;;
+    prep) echo 5 ;;
     *) echo 9 ;;
     esac
 }
@@ -65,7 +67,7 @@ closure() {
 }
 
 bad=0
-for dir in src/common src/pack src/topo src/pages src/pool src/cache src/vk src/prep \
+for dir in src/common src/pack src/topo src/pages src/pool src/program src/cache src/vk src/prep \
     $(ls -d tools/*/ 2>/dev/null | sed 's|/$||'); do
     [ -d "$dir" ] || continue
     name=${dir##*/}

@@ -51,6 +51,7 @@
 
 #include "kiln/common.h"
 #include "kiln/pack.h"
+#include "kiln/program.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -398,6 +399,38 @@ static inline int kiln_cache_get(struct kiln_cache *c, struct kiln_key key,
 {
     return kiln_cache_get_sized(c, key, sizeof(struct kiln_cache_result), result);
 }
+
+/*
+ * Stores a program in one call: seals it (kiln_program_seal: checks every
+ * stage's SPIR-V, packs it with the cache's dictionary unless `opt` names
+ * one, joins and keys it, marks it validated) and puts the record
+ * (kiln_cache_put, with its sizes, codec and stage count). What an
+ * emulator calls for a program it meets during play; durable after the
+ * next kiln_cache_sync (or kiln_cache_close). `opt` may be NULL.
+ * @return 0, with the key in *key_out when it is not NULL;
+ * kiln_program_seal's errors (KILN_EFORMAT for a stage that is not valid
+ * SPIR-V: nothing is stored); kiln_cache_put's.
+ * Thread safety: as kiln_cache_put.
+ */
+KILN_API int kiln_cache_put_program(struct kiln_cache *c, const struct kiln_program *p,
+                                    const struct kiln_program_seal_options *opt,
+                                    struct kiln_key *key_out);
+
+/*
+ * Opens a stored program in one call: reads its record (kiln_cache_get)
+ * and opens the payload (kiln_program_open: parse, unpack each stage once,
+ * check it once) with the cache's dictionary unless `opt` names one. The
+ * open program keeps its own copy of the payload: it outlives the cache.
+ * `opt` may be NULL.
+ * @return 0 and the program in *out (free it with
+ * kiln_program_opened_free); kiln_cache_get's errors (KILN_ENOTFOUND,
+ * KILN_ECORRUPT_RECORD, ...); kiln_program_open's (KILN_ECORRUPT_BLOB for
+ * a damaged payload, KILN_EFORMAT for a stage that is not valid SPIR-V).
+ * Thread safety: as kiln_cache_get.
+ */
+KILN_API int kiln_cache_get_program(struct kiln_cache *c, struct kiln_key key,
+                                    const struct kiln_program_open_options *opt,
+                                    struct kiln_program_opened **out);
 
 /* Frees a payload taken out of a kiln_cache_result (from load_many or
  * get). NULL is a no-op. Thread safety: any thread (payloads of one load

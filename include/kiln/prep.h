@@ -32,6 +32,7 @@
 #include "kiln/common.h"
 #include "kiln/cache.h"
 #include "kiln/pack.h"
+#include "kiln/program.h"
 #include "kiln/vk.h"
 
 #ifdef __cplusplus
@@ -41,19 +42,6 @@ extern "C" {
 /* ---------------------------------------------------------------------------
  * Stages and sources
  * ------------------------------------------------------------------------ */
-
-/*
- * One stage's source, as a translator receives it. `text` holds `size`
- * bytes and need not end with a NUL (kiln's own sources do). `name` says
- * which program and stage it is, for log lines ("gen-000007-graphics.frag",
- * "shaders/blur.comp"). All pointers are borrowed for the call.
- */
-struct kiln_source {
-    uint32_t stage; /* a VkShaderStageFlagBits value (KILN_VK_STAGE_*_BIT, kiln/pack.h) */
-    const char *text;
-    size_t size;
-    const char *name;
-};
 
 /* ---------------------------------------------------------------------------
  * Translators
@@ -123,73 +111,6 @@ KILN_API void kiln_translate_set_error(const char *fmt, ...)
 #endif
     ;
 
-/* ---------------------------------------------------------------------------
- * Programs
- * ------------------------------------------------------------------------ */
-
-/* The most stages one program has (a payload's most). */
-#define KILN_PROGRAM_MAX_STAGES KILN_PAYLOAD_MAX_STAGES
-
-/* The stages kiln_program_create makes room for (any graphics pipeline's:
- * vertex, two tessellation stages, geometry, fragment; or task, mesh,
- * fragment); kiln_program_reserve makes more. */
-#define KILN_PROGRAM_STAGE_ROOM 8u
-
-/* One stage of a program: source text, SPIR-V, or both once translated. */
-struct kiln_program_stage {
-    /* The source. src.text is NULL for a stage that came as SPIR-V; src.name
-     * is always set (for a file: its path relative to its folder).
-     * src.stage is any VkShaderStageFlagBits value. */
-    struct kiln_source src;
-    /* The SPIR-V, or NULL until kiln_program_translate fills it. */
-    uint32_t *words;
-    size_t nwords;
-    /* The entry point; NULL: "main". */
-    char *entry;
-    /* Specialization: `nspec` map entries and `spec_size` bytes of data
-     * (VkSpecializationInfo's parts); 0 and NULL: none. */
-    uint32_t nspec;
-    struct kiln_spec_entry *spec;
-    void *spec_data;
-    size_t spec_size;
-};
-
-/*
- * A program: the stages of one pipeline (any VkShaderStageFlagBits values,
- * each with its entry point and specialization data) and a pipeline-state
- * description of a kind (enum kiln_state_kind, kiln/pack.h):
- * KILN_STATE_BUILTIN (kiln's own shapes: one compute stage, or a vertex
- * then a fragment stage; no state bytes), KILN_STATE_FOZ (Fossilize state)
- * or KILN_STATE_APP (an application's bytes). kiln stores and returns all
- * of it and builds the pipeline through the builder for its kind (struct
- * kiln_builder).
- *
- * A program made by kiln (kiln_program_create, kiln_program_copy, a source's
- * load) owns everything in it, freed by kiln_program_destroy: its `stages`
- * array has room for `stage_room` stages, and every string, words array,
- * map and data in it comes from malloc. A caller may read it and may take
- * `words` over (setting the pointer to NULL), nothing else. A program a
- * caller lays out itself (for kiln_program_source_array) may point
- * anywhere; kiln only reads it, and copies it (kiln_program_copy) before
- * use.
- */
-struct kiln_program {
-    char *name;
-    unsigned nstages;
-    struct kiln_program_stage *stages;
-    unsigned stage_room; /* stages the array has room for (0 in a caller's own program) */
-    /* The key the program is stored under, when its source names it (a
-     * module of a Fossilize archive keeps its archive's hash); otherwise
-     * has_key is false and kiln_prep_program_key makes it. */
-    bool has_key;
-    struct kiln_key key;
-    /* The pipeline-state description: its kind and bytes (none for
-     * KILN_STATE_BUILTIN; at most KILN_STATE_MAX_BYTES). */
-    uint32_t state_kind;
-    void *state;
-    size_t state_size;
-};
-
 /*
  * Translates every stage of `p` that has source text and no SPIR-V yet,
  * through kiln_translate.
@@ -197,111 +118,6 @@ struct kiln_program {
  * Thread-safe for different programs when the translator is.
  */
 KILN_API int kiln_program_translate(const struct kiln_translator *t, struct kiln_program *p);
-
-/* @return the SPIR-V bytes of all stages that have words. Thread-safe
- * (reads only). */
-KILN_API size_t kiln_program_spirv_bytes(const struct kiln_program *p);
-
-/* Frees a program and everything it holds. NULL is a no-op.
- * Thread safety: no other thread may use the program during or after the
- * call. */
-KILN_API void kiln_program_destroy(struct kiln_program *p);
-
-/*
- * Makes an empty program named `name` (copied; no stages, built-in state)
- * with room for KILN_PROGRAM_STAGE_ROOM stages, zeroed. The caller then
- * fills its stages and nstages: every string, words array, map and data
- * it puts there (and in `state`) must come from malloc, and is the
- * program's from then on (kiln_program_destroy frees them).
- * @return 0 and the program in *out, KILN_EINVAL for a NULL argument, or
- * KILN_ENOMEM. Thread-safe.
- */
-KILN_API int kiln_program_create(const char *name, struct kiln_program **out);
-
-/*
- * Makes room for `n` stages (at most KILN_PROGRAM_MAX_STAGES) in a program
- * made by kiln; new stages are zeroed, existing ones kept.
- * @return 0, KILN_EINVAL (NULL, n over the maximum, or a caller's own
- * program: stage_room 0) or KILN_ENOMEM. Thread-safe for different
- * programs.
- */
-KILN_API int kiln_program_reserve(struct kiln_program *p, unsigned n);
-
-/*
- * Copies a program deeply (name, stages with their text, words, entry
- * points and specialization, key, state) into a new program made by kiln.
- * `src` may be a caller's own layout.
- * @return 0 and the copy in *out; KILN_EINVAL for a NULL argument, no
- * name, no stages or more than KILN_PROGRAM_MAX_STAGES, a stage with
- * specialization entries but no map; KILN_ENOMEM. Thread-safe.
- */
-KILN_API int kiln_program_copy(const struct kiln_program *src, struct kiln_program **out);
-
-/*
- * Checks that `n` bytes look like a SPIR-V module: a whole number of words,
- * at least a header, the magic number in host order.
- * @return 0, or KILN_EFORMAT with a static reason in *why (which may be
- * NULL). Thread-safe.
- */
-KILN_API int kiln_spirv_check(const void *data, size_t n, const char **why);
-
-/* ---------------------------------------------------------------------------
- * Program sources
- * ------------------------------------------------------------------------ */
-
-/*
- * Where kiln_prepare takes its programs from: `count` programs, numbered
- * from 0, each made on demand by `load`. The struct is copied by value;
- * what `user` points to must outlive the kiln_prepare call.
- *
- * A program given as source text needs kiln_prepare_options.translator; a
- * program whose stages come as SPIR-V (words, no text) needs none. A
- * program may name its own key (kiln_program.has_key: a Fossilize module
- * keeps its archive's hash); otherwise it is keyed by
- * kiln_prep_program_key.
- */
-struct kiln_program_source {
-    void *user;
-    /* How many programs there are. */
-    size_t count;
-    /*
-     * Makes program i (0 <= i < count) and stores it in *out (the caller
-     * destroys it). Called from many worker threads at once: it must be
-     * thread-safe. On failure it returns a negative kiln error and has
-     * logged one line naming the program and why.
-     */
-    int (*load)(void *user, size_t i, struct kiln_program **out);
-    /*
-     * The cache stamp for these programs translated by a translator with
-     * `translator_stamp` (0 when there is none): a source whose programs
-     * change with something besides the translator (the generator's
-     * version) mixes that in; a source of SPIR-V names its own. NULL: the
-     * translator's stamp as it is.
-     */
-    uint64_t (*stamp)(void *user, uint64_t translator_stamp);
-};
-
-/*
- * A caller's array of programs, for kiln_program_source_array. The
- * programs are only read (each is copied when kiln_prepare loads it); the
- * array, what it points to and this struct must outlive the kiln_prepare
- * call.
- */
-struct kiln_program_array {
-    const struct kiln_program *programs;
-    size_t count;
-    /* The stamp for the cache (what kiln_program_source.stamp returns,
-     * whatever the translator's). */
-    uint64_t stamp;
-};
-
-/*
- * A program source over a caller's array (an emulator's programs, with
- * their state): count is a->count, load copies program i
- * (kiln_program_copy), stamp is a->stamp.
- * @return the source, with user = a. Thread-safe.
- */
-KILN_API struct kiln_program_source kiln_program_source_array(const struct kiln_program_array *a);
 
 /* ---------------------------------------------------------------------------
  * Builders: how a program's pipeline is made from its state.
@@ -701,25 +517,6 @@ KILN_API void kiln_prepare_options_init(struct kiln_prepare_options *o);
  * source's stamp callback is.
  */
 KILN_API uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o);
-
-/*
- * A program's key: XXH3-128 over its identity, stage by stage: the stage
- * kind, then the source text, or, for a stage that came as SPIR-V, its
- * words (each with its kind and length before it, so no two programs share
- * a key by shifting bytes between stages). Compute, vertex and fragment
- * are hashed as 0, 1 and 2, the numbers keys were first made with, so the
- * keys of caches made before stages were VkShaderStageFlagBits still hold.
- * A program with more than that (an entry point other than "main",
- * specialization data, a state kind other than built-in, state bytes) has
- * one more record hashed after its stages, of a type no stage record has:
- * every entry point, map and data, the state kind and the state bytes. So
- * a program of today's shape (built-in, "main", no specialization) keeps
- * the key earlier releases gave it, and any difference in the rest gives
- * another key.
- * @return 0 with the key in *key, KILN_EINVAL for a program without stages
- * or a stage with neither text nor words, or KILN_ENOMEM. Thread-safe.
- */
-KILN_API int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key);
 
 /* Which step of kiln_prepare or kiln_warm_start stopped it. */
 enum kiln_prep_step {

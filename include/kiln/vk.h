@@ -68,6 +68,7 @@
 
 #include "kiln/common.h"
 #include "kiln/pack.h"
+#include "kiln/program.h"
 
 /*
  * The Vulkan types. The structs and functions of "Direct Vulkan access"
@@ -270,35 +271,6 @@ KILN_API int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_v
 KILN_API int kiln_vk_set_validation(struct kiln_vk *vk, bool on);
 
 /*
- * Checks one SPIR-V module before it is stored or reaches a driver: first
- * its framing (header, magic, every instruction's length inside the
- * module), then SPIR-V's validator (SPIRV-Tools, Vulkan 1.1 rules), which
- * also refuses an id bound over its limit and unknown opcodes.
- * @return 0 when valid; KILN_EFORMAT with the reason (the validator's
- * first message, on one line) in `why`; KILN_ENOTSUP when the framing is
- * sound but this build has no SPIRV-Tools (`why` says so: nothing more
- * could be checked); KILN_ENOMEM. Thread-safe; needs no Vulkan context.
- */
-KILN_API int kiln_vk_validate_spirv(const uint32_t *words, size_t n, char *why, size_t cap);
-
-/*
- * Checks that one SPIR-V module is well-formed, without the validator's
- * semantic rules: its framing (as kiln_vk_validate_spirv), then SPIRV-Tools'
- * binary parse, which refuses unknown opcodes, operands that do not fit
- * their instruction and instructions cut short; and an id bound within
- * SPIRV-Tools' limit (0x3fffff), every id nonzero and below it, exactly one
- * OpMemoryModel and at least one OpEntryPoint. kiln uses it for modules
- * recorded from a working application (KILN_BUILDER_RECORDED_SPIRV, see
- * kiln/prep.h) that the validator refuses: those are stored and built when
- * they pass this check (docs/reliability.md).
- * @return 0 when well-formed; KILN_EFORMAT with the reason (the parser's
- * message, on one line) in `why`; KILN_ENOTSUP when the framing is sound
- * but this build has no SPIRV-Tools (`why` says so); KILN_EINVAL for a
- * NULL `why` or `words`; KILN_ENOMEM. Thread-safe; needs no Vulkan context.
- */
-KILN_API int kiln_vk_check_spirv_structure(const uint32_t *words, size_t n, char *why, size_t cap);
-
-/*
  * Destroys the context, every pipeline and kept module still alive in it
  * (their pointers become invalid), and the device and instance. It does not
  * save the pipeline cache: call kiln_vk_cache_save first. NULL is a no-op.
@@ -357,7 +329,8 @@ KILN_API void kiln_vk_stats(const struct kiln_vk *vk, struct kiln_vk_stats *stat
 KILN_API void kiln_vk_reset_peak(struct kiln_vk *vk);
 
 /*
- * One shader stage of a pipeline: a packed blob, or a kept module.
+ * One shader stage of a pipeline: a packed blob, opened words, or a kept
+ * module.
  * Everything is borrowed for the call.
  */
 struct kiln_vk_stage {
@@ -370,6 +343,12 @@ struct kiln_vk_stage {
     /* A VkSpecializationInfo for the stage, or NULL; borrowed until the
      * pipeline call (kiln_vk_stage_release). */
     const void *specialization;
+    /* The SPIR-V already unpacked and checked (a stage of a program opened
+     * by kiln_program_open); when set (and no module), used as it is
+     * instead of the blob: not unpacked, copied or checked again. Borrowed
+     * until the pipeline call (kiln_vk_stage_release). */
+    const uint32_t *words;
+    size_t nwords;
 };
 #define KILN_VK_STAGE_INIT KILN_STRUCT_INIT(kiln_vk_stage)
 
@@ -448,16 +427,6 @@ KILN_API int kiln_vk_cache_save(struct kiln_vk *vk);
 /* The name of a VkResult value ("VK_ERROR_OUT_OF_HOST_MEMORY"); "VK_?" if
  * unknown. Thread-safe. */
 KILN_API const char *kiln_vk_result_name(int result);
-
-/*
- * The short name of a stage (a VkShaderStageFlagBits value, kiln/pack.h),
- * from the one table every log line and command uses: "vertex",
- * "tess-control", "tess-eval", "geometry", "fragment", "compute", "task",
- * "mesh", the ray-tracing stages ("raygen", ...); "several" for more than
- * one bit, "none" for 0, "?" for a bit kiln does not know.
- * @return a static string. Thread-safe.
- */
-KILN_API const char *kiln_vk_stage_name(uint32_t stage);
 
 /* ---------------------------------------------------------------------------
  * Direct Vulkan access, for renderers with their own pipeline layouts.

@@ -59,6 +59,7 @@
 #include "pack_internal.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -648,11 +649,20 @@ static bool dctx_format(ZSTD_DCtx *d, unsigned format)
         d, ZSTD_d_format, format == 1 ? ZSTD_f_zstd1 : ZSTD_f_zstd1_magicless));
 }
 
+/* Every unpack, for kiln_unpack_count (relaxed: a figure, never a gate). */
+static _Atomic uint64_t unpacks;
+
+uint64_t kiln_unpack_count(void)
+{
+    return atomic_load_explicit(&unpacks, memory_order_relaxed);
+}
+
 int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_dict *dict,
                     uint32_t *out, size_t out_words)
 {
     if (!blob)
         return KILN_EINVAL;
+    atomic_fetch_add_explicit(&unpacks, 1, memory_order_relaxed);
     struct blob_head h;
     if (read_head(blob, blob_size, &h) < 0)
         return corrupt(blob_size, "bad header");

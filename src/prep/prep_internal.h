@@ -199,16 +199,6 @@ void kiln__prep_abi_free(struct kiln__prep_abi *abi);
  */
 int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, const char *what);
 
-/*
- * The module policy (start.c, see its top): runs kiln_vk_validate_spirv;
- * when the validator refuses the module, `recorded` is set (its builder has
- * KILN_BUILDER_RECORDED_SPIRV) and the module parses
- * (kiln_vk_check_spirv_structure), it is accepted anyway. @return 0 when
- * valid; 1 when accepted so, with the validator's message in `why`; else
- * kiln_vk_validate_spirv's error, with its message in `why`. Thread-safe.
- */
-int kiln__prep_check_module(const uint32_t *words, size_t n, bool recorded, char *why, size_t cap);
-
 /* Copies a pipeline phase's per-kind counts into a summary's array, and
  * sums the skipped ones. @return the skipped total. */
 uint64_t kiln__prep_kind_counts(struct kiln__prep_build *b,

@@ -6,7 +6,7 @@
  *
  * - A re-run translates nothing. A program's key is a hash of what the
  *   translator sees, with the program's entry points, specialization and
- *   state when it has any (kiln_prep_program_key, or the source's own key
+ *   state when it has any (kiln_program_key, or the source's own key
  *   for it), and the cache's stamp names the translator as the source mixes
  *   it (kiln_program_source.stamp), so a key found in a
  *   cache opened with this stamp is the output this run would make; the
@@ -98,141 +98,6 @@ uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o)
     o = &opt;
     uint64_t t = o->translator ? o->translator->stamp : 0;
     return o->source->stamp ? o->source->stamp(o->source->user, t) : t;
-}
-
-/*
- * The number a stage kind is hashed as. Keys were first made from kiln's
- * own stage numbers (0 compute, 1 vertex, 2 fragment); hashing the same
- * numbers for those stages keeps every key a cache holds valid now that
- * stages are VkShaderStageFlagBits. Other stages are hashed with the top
- * bit set, which none of those numbers has.
- */
-static uint32_t stage_key_code(uint32_t stage)
-{
-    switch (stage) {
-    case KILN_VK_STAGE_COMPUTE_BIT:
-        return 0;
-    case KILN_VK_STAGE_VERTEX_BIT:
-        return 1;
-    case KILN_VK_STAGE_FRAGMENT_BIT:
-        return 2;
-    default:
-        return 0x80000000u | stage;
-    }
-}
-
-/* The program has more than today's shape: an entry point other than
- * "main", specialization, or state. */
-static bool has_extras(const struct kiln_program *p)
-{
-    if (p->state_kind != KILN_STATE_BUILTIN || p->state_size)
-        return true;
-    for (unsigned i = 0; i < p->nstages; i++) {
-        const struct kiln_program_stage *st = &p->stages[i];
-        if ((st->entry && strcmp(st->entry, "main") != 0) || st->nspec || st->spec_size)
-            return true;
-    }
-    return false;
-}
-
-/* The extras record's type: after the kind, where a stage record has 0
- * (text) or 1 (words), so it cannot be read as a stage. */
-#define KEY_EXTRAS 2u
-
-/* Appends the extras record: per stage its entry point, map and data, each
- * with its length; then the state kind and bytes. @return the end. */
-static unsigned char *put_extras(const struct kiln_program *p, unsigned char *w)
-{
-    unsigned char *start = w;
-    w += 16;
-    for (unsigned i = 0; i < p->nstages; i++) {
-        const struct kiln_program_stage *st = &p->stages[i];
-        const char *entry = st->entry ? st->entry : "main";
-        size_t elen = strlen(entry);
-        kiln__store_le64(w, elen);
-        memcpy(w + 8, entry, elen);
-        w += 8 + elen;
-        kiln__store_le32(w, st->nspec);
-        w += 4;
-        for (uint32_t k = 0; k < st->nspec; k++, w += 12) {
-            kiln__store_le32(w, st->spec[k].constant_id);
-            kiln__store_le32(w + 4, st->spec[k].offset);
-            kiln__store_le32(w + 8, st->spec[k].size);
-        }
-        kiln__store_le64(w, st->spec_size);
-        if (st->spec_size)
-            memcpy(w + 8, st->spec_data, st->spec_size);
-        w += 8 + st->spec_size;
-    }
-    kiln__store_le32(w, p->state_kind);
-    kiln__store_le64(w + 4, p->state_size);
-    if (p->state_size)
-        memcpy(w + 12, p->state, p->state_size);
-    w += 12 + p->state_size;
-    kiln__store_le32(start, 0);
-    kiln__store_le32(start + 4, KEY_EXTRAS);
-    kiln__store_le64(start + 8, (uint64_t)(w - start - 16));
-    return w;
-}
-
-/* The bytes put_extras writes. */
-static size_t extras_size(const struct kiln_program *p)
-{
-    size_t n = 16 + 12 + p->state_size;
-    for (unsigned i = 0; i < p->nstages; i++) {
-        const struct kiln_program_stage *st = &p->stages[i];
-        n += 8 + strlen(st->entry ? st->entry : "main") + 4 + (size_t)st->nspec * 12 + 8 +
-             st->spec_size;
-    }
-    return n;
-}
-
-int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
-{
-    if (!p || !key || p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES || !p->stages)
-        return KILN_EINVAL;
-    size_t total = 0;
-    for (unsigned i = 0; i < p->nstages; i++) {
-        const struct kiln_program_stage *st = &p->stages[i];
-        if (!st->src.text && !st->words)
-            return KILN_EINVAL;
-        if ((st->nspec && !st->spec) || (st->spec_size && !st->spec_data))
-            return KILN_EINVAL;
-        total += 16 + (st->src.text ? st->src.size : st->nwords * sizeof(uint32_t));
-    }
-    if (p->state_size && !p->state)
-        return KILN_EINVAL;
-    bool extras = has_extras(p);
-    if (extras)
-        total += extras_size(p);
-    unsigned char *buf = malloc(total);
-    if (!buf)
-        return KILN_ENOMEM;
-    unsigned char *w = buf;
-    for (unsigned i = 0; i < p->nstages; i++) {
-        const struct kiln_program_stage *st = &p->stages[i];
-        /* Kind, what follows (0 source text, 1 SPIR-V words), its length. */
-        bool text = st->src.text != NULL;
-        size_t len = text ? st->src.size : st->nwords * sizeof(uint32_t);
-        kiln__store_le32(w, stage_key_code(st->src.stage));
-        kiln__store_le32(w + 4, text ? 0u : 1u);
-        kiln__store_le64(w + 8, (uint64_t)len);
-        w += 16;
-        if (text) {
-            memcpy(w, st->src.text, len);
-        } else {
-            for (size_t k = 0; k < st->nwords; k++)
-                kiln__store_le32(w + 4 * k, st->words[k]);
-        }
-        w += len;
-    }
-    /* Today's programs hash exactly as before: their caches keep their keys. */
-    if (extras)
-        w = put_extras(p, w);
-    assert((size_t)(w - buf) == total);
-    *key = kiln_hash128(buf, (size_t)(w - buf));
-    free(buf);
-    return KILN_OK;
 }
 
 /* Makes `path` and its missing parents. @return 0 or the error (logged at
@@ -357,109 +222,45 @@ static int need_no_text(const struct kiln_program *p, const char *name)
     return KILN_OK;
 }
 
-/* Packs every stage and joins them, with their entry points,
- * specialization and the program's state, into one payload. */
-static int pack_program(const struct run *r, const struct kiln_program *p, bool validated,
-                        void **payload, size_t *size)
+/* The builder's word on its programs' modules (start.c's top): recorded
+ * from a working application or not; the same policy at store time as at
+ * build time. */
+static bool recorded_spirv(const struct run *r, uint32_t kind)
 {
-    void **blobs = calloc(p->nstages, sizeof(*blobs));
-    uint8_t **maps = calloc(p->nstages, sizeof(*maps));
-    struct kiln_stage_blob *st = calloc(p->nstages, sizeof(*st));
-    int rc = blobs && maps && st ? KILN_OK : KILN_ENOMEM;
-    for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
-        const struct kiln_program_stage *ps = &p->stages[i];
-        size_t bsize = 0;
-        rc = kiln_pack(ps->words, ps->nwords, r->o->codec, r->dict, &blobs[i], &bsize);
-        st[i] = (struct kiln_stage_blob){.stage = (uint32_t)ps->src.stage,
-                                         .blob = blobs[i],
-                                         .blob_size = bsize,
-                                         .entry = ps->entry,
-                                         .nspec = ps->nspec,
-                                         .spec_data = ps->spec_data,
-                                         .spec_size = ps->spec_size};
-        if (rc == KILN_OK && ps->nspec) {
-            /* The payload keeps map entries as little-endian u32 triples. */
-            maps[i] = malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
-            if (!maps[i] || !ps->spec) {
-                rc = maps[i] ? KILN_EINVAL : KILN_ENOMEM;
-                break;
-            }
-            for (uint32_t k = 0; k < ps->nspec; k++) {
-                uint8_t *m = maps[i] + (size_t)k * KILN_SPEC_ENTRY_BYTES;
-                kiln__store_le32(m, ps->spec[k].constant_id);
-                kiln__store_le32(m + 4, ps->spec[k].offset);
-                kiln__store_le32(m + 8, ps->spec[k].size);
-            }
-            st[i].spec_map = maps[i];
-        }
-    }
-    struct kiln_payload_state state = {.kind = p->state_kind,
-                                       .bytes = p->state,
-                                       .size = p->state_size,
-                                       .flags = validated ? KILN_PAYLOAD_VALIDATED : 0};
-    if (rc == KILN_OK)
-        rc = kiln_program_payload_build_full(&state, st, p->nstages, payload, size);
-    for (unsigned i = 0; i < p->nstages; i++) {
-        if (blobs)
-            kiln_pack_free(blobs[i]);
-        if (maps)
-            free(maps[i]);
-    }
-    free(blobs);
-    free(maps);
-    free(st);
-    return rc;
+    for (size_t b = 0; b < r->o->nbuilders; b++)
+        if (r->o->builders[b].kind == kind)
+            return (r->o->builders[b].flags & KILN_BUILDER_RECORDED_SPIRV) != 0;
+    return false;
 }
 
 /*
- * Validates every stage of a translated program before it is stored, so the
- * cache never holds a module SPIR-V's validator refuses. A build without
- * SPIRV-Tools stores what passes the framing check (the pipeline phase then
- * refuses to build it: see start.c). *validated says whether the validator
- * itself passed every stage (the payload is then marked
- * KILN_PAYLOAD_VALIDATED). @return 0, or KILN_EFORMAT with one line naming
- * the program, the stage and the validator's message.
+ * Seals a translated program (kiln_program_seal: checks every stage, so the
+ * cache never holds a module SPIR-V's validator refuses; packs with the
+ * run's codec and dictionary; marks the payload validated when the
+ * validator passed every stage) under the key the run gave it. @return 0
+ * with the payload in it->payload, or the refusal, logged naming the
+ * program and the stage.
  */
-static int validate_program(struct run *r, const struct kiln_program *p, const char *name,
-                            bool *validated)
+static int seal_program(struct run *r, struct kiln_program *p, struct prog *it, const char *name,
+                        struct kiln_program_sealed *s)
 {
-    *validated = true;
-    /* The builder that will build it says whether its modules were
-     * recorded from a working application (start.c's top): the same
-     * policy at store time as at build time. */
-    bool recorded = false, accepted = false;
-    for (size_t b = 0; b < r->o->nbuilders; b++) {
-        if (r->o->builders[b].kind == p->state_kind) {
-            recorded = (r->o->builders[b].flags & KILN_BUILDER_RECORDED_SPIRV) != 0;
-            break;
-        }
-    }
-    for (unsigned i = 0; i < p->nstages; i++) {
-        const struct kiln_program_stage *st = &p->stages[i];
-        char why[512];
-        int rc = kiln__prep_check_module(st->words, st->nwords, recorded, why, sizeof(why));
-        if (rc == 1) {
-            KILN_WARN("prep",
-                      "%s: stored though its %s stage (module %s) breaks a rule of the SPIR-V "
-                      "validator (recorded from an application; it parses): %s",
-                      name, kiln_vk_stage_name(st->src.stage), st->src.name ? st->src.name : "?",
-                      why);
-            *validated = false; /* not marked: checked again before a later build */
-            accepted = true;
-            continue;
-        }
-        if (rc == KILN_ENOTSUP) {
-            *validated = false; /* framing only: checked again before a build */
-            continue;
-        }
-        if (rc < 0) {
-            KILN_WARN("prep", "%s: not stored: its %s stage is not valid SPIR-V: %s", name,
-                      kiln_vk_stage_name(st->src.stage), why);
-            return rc;
-        }
-    }
-    if (accepted)
+    p->has_key = true; /* keyed before translating (translate_job) */
+    p->key = it->key;
+    struct kiln_program_seal_options o = {
+        .size = sizeof(o),
+        .flags = KILN_PROGRAM_SEAL_CODEC |
+                 (recorded_spirv(r, p->state_kind) ? KILN_PROGRAM_RECORDED_SPIRV : 0u),
+        .codec = (uint32_t)r->o->codec,
+        .dict = r->dict,
+        .name = name,
+    };
+    int rc = kiln_program_seal(p, &o, s);
+    if (rc < 0)
+        return rc;
+    if (s->recorded_invalid)
         atomic_fetch_add_explicit(&r->recorded_invalid, 1, memory_order_relaxed);
+    it->payload = s->payload;
+    it->size = s->payload_size;
     return KILN_OK;
 }
 
@@ -532,7 +333,7 @@ static int translate_job(void *arg, unsigned worker)
         it->key = p->key; /* the source named it */
         rc = KILN_OK;
     } else {
-        rc = kiln_prep_program_key(p, &it->key);
+        rc = kiln_program_key(p, &it->key);
     }
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot key the program: %s", name, kiln_strerror(rc));
@@ -548,21 +349,14 @@ static int translate_job(void *arg, unsigned worker)
     rc = r->t ? kiln_program_translate(r->t, p) : need_no_text(p, name);
     if (rc < 0)
         goto fail; /* logged, naming the source and stage */
-    bool validated;
-    rc = validate_program(r, p, name, &validated);
+    struct kiln_program_sealed sealed = {.size = sizeof(sealed)};
+    rc = seal_program(r, p, it, name, &sealed);
     if (rc < 0)
         goto fail; /* logged: refused, the other programs go on */
-    size_t spirv = kiln_program_spirv_bytes(p);
-    rc = pack_program(r, p, validated, &it->payload, &it->size);
-    if (rc < 0) {
-        KILN_ERROR("prep", "%s: cannot pack: %s", name, kiln_strerror(rc));
-        goto fail;
-    }
-    unsigned nstages = p->nstages;
+    size_t spirv = sealed.spirv_bytes;
+    unsigned nstages = sealed.nstages;
     kiln_program_destroy(p);
     p = NULL;
-    if (spirv > UINT32_MAX)
-        spirv = UINT32_MAX;
 
     pthread_mutex_lock(&r->put_lock);
     rc = store_locked(r, it, spirv, nstages);
@@ -927,7 +721,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         goto out;
     }
     s->vulkan = true;
-    /* Every stage is validated before its build (start.c, validate_stages). */
+    /* Every stage is validated before its build (start.c, kiln_program_open). */
 
     /* Every pipeline. */
     uint64_t t4 = kiln_now_ns();

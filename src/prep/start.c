@@ -28,26 +28,24 @@
  * - Nothing unchecked reaches the driver. A record is used only when
  *   kiln_cache_load_many checked its head and checksum (status 0); its
  *   payload is then split by kiln_program_payload_parse, which checks every
- *   size and blob header, and each blob is unpacked against its own
- *   checksum inside kiln_vk_stage_module. A record that fails any of these is
- *   counted and never built.
+ *   size and blob header, and a program about to be built is opened
+ *   (kiln_program_open): each blob unpacked once against its own checksum
+ *   and its words handed to kiln_vk as they are. A record that fails any of
+ *   these is counted and never built.
  *
  * - Nothing unvalidated reaches the driver. A checksum says the words are
  *   those stored, not that they are valid SPIR-V: caches written before
  *   validation at store time, or by another route, may hold anything. So
  *   every stage goes through kiln_vk_validate_spirv right before its build
- *   (validate_stages), in kiln_prepare and kiln_warm_start alike, whatever
- *   the Vulkan context's own setting; only a payload this very process
- *   validated before storing it (kiln_prepare's own, and any payload
- *   whose writer marked it KILN_PAYLOAD_VALIDATED after validating every
- *   stage: kiln_prepare and kiln import foz do) is not checked twice. A build without
- * SPIRV-Tools cannot validate and so builds nothing (one line per program says why): the safe side,
- * since some drivers end the process on a bad module.
- *   One exception, by the builder's word: a builder with
- *   KILN_BUILDER_RECORDED_SPIRV (the Fossilize adapter) builds programs
- *   recorded from a working application, whose modules every driver
- *   already built. For those a stage the validator refuses is built
- *   anyway when it is well-formed (kiln_vk_check_spirv_structure: no
+ *   (kiln_program_open, the same pass that unpacks it), in kiln_prepare and kiln_warm_start alike,
+ * whatever the Vulkan context's own setting; only a payload this very process validated before
+ * storing it (kiln_prepare's own, and any payload whose writer marked it KILN_PAYLOAD_VALIDATED
+ * after validating every stage: kiln_prepare and kiln import foz do) is not checked twice. A build
+ * without SPIRV-Tools cannot validate and so builds nothing (one line per program says why): the
+ * safe side, since some drivers end the process on a bad module. One exception, by the builder's
+ * word: a builder with KILN_BUILDER_RECORDED_SPIRV (the Fossilize adapter) builds programs recorded
+ * from a working application, whose modules every driver already built. For those a stage the
+ * validator refuses is built anyway when it is well-formed (kiln_vk_check_spirv_structure: no
  *   unknown opcode, no instruction cut or overlong, every id below a sane
  *   bound), with one warning line, and
  *   counted in recorded_invalid. What does not parse is refused for every
@@ -100,54 +98,6 @@ struct build_job {
     struct kiln__prep_build *b;
     struct kiln__prep_item *item;
 };
-
-/* The module policy (see the top and prep_internal.h). */
-int kiln__prep_check_module(const uint32_t *words, size_t n, bool recorded, char *why, size_t cap)
-{
-    int rc = kiln_vk_validate_spirv(words, n, why, cap);
-    if (rc != KILN_EFORMAT || !recorded)
-        return rc;
-    char parse[256];
-    return kiln_vk_check_spirv_structure(words, n, parse, sizeof(parse)) == KILN_OK ? 1 : rc;
-}
-
-/*
- * Validates every stage of a payload before its build. @return 0, or the
- * first stage's failure, logged as one line naming the program, the stage
- * and the validator's message.
- */
-static int validate_stages(const struct kiln_stage_blob *st, int n,
-                           const struct kiln_pack_dict *dict, const char *name, bool recorded,
-                           bool *accepted)
-{
-    *accepted = false;
-    for (int i = 0; i < n; i++) {
-        const uint32_t *words = NULL;
-        int64_t nw = kiln_unpack_scratch(st[i].blob, st[i].blob_size, dict, &words);
-        if (nw < 0) {
-            KILN_WARN("prep", "%s: not built: its %s stage could not be unpacked: %s", name,
-                      kiln_vk_stage_name(st[i].stage), kiln_strerror((int)nw));
-            return (int)nw;
-        }
-        char why[512];
-        int rc = kiln__prep_check_module(words, (size_t)nw, recorded, why, sizeof(why));
-        if (rc == 1) {
-            KILN_WARN("prep",
-                      "%s: built though its %s stage breaks a rule of the SPIR-V validator "
-                      "(recorded from an application; it parses): %s",
-                      name, kiln_vk_stage_name(st[i].stage), why);
-            *accepted = true;
-            continue;
-        }
-        if (rc < 0) {
-            KILN_WARN("prep", "%s: not built: its %s stage %s: %s", name,
-                      kiln_vk_stage_name(st[i].stage),
-                      rc == KILN_ENOTSUP ? "cannot be validated" : "is not valid SPIR-V", why);
-            return rc;
-        }
-    }
-    return KILN_OK;
-}
 
 int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, const char *what)
 {
@@ -237,21 +187,41 @@ static int spec_make(const struct kiln_stage_blob *st, struct spec *out)
     return KILN_OK;
 }
 
-/* Validates a program's stages right before its build, whatever its kind
- * (see the top): @return 0, or the failure, counted as `bad`. */
-static int check_stages(struct build_job *j, const char *name, const struct kiln_stage_blob *st,
-                        int n, bool recorded)
+/* Opens a program right before its build, whatever its kind (see the top):
+ * each stage unpacked and checked once. @return 0 with *op, or the failure,
+ * counted as `bad`. */
+static int open_stages(struct build_job *j, const char *name, bool recorded,
+                       struct kiln_program_opened **op)
 {
-    bool accepted = false;
-    int rc = j->item->validated ? KILN_OK
-                                : validate_stages(st, n, j->b->dict, name, recorded, &accepted);
-    if (accepted && rc == KILN_OK)
+    struct kiln_program_open_options o = {
+        .size = sizeof(o),
+        .flags = (recorded ? KILN_PROGRAM_RECORDED_SPIRV : 0u) |
+                 (j->item->validated ? KILN_PROGRAM_OPEN_CHECKED : 0u),
+        .dict = j->b->dict,
+        .name = name,
+    };
+    int rc = kiln_program_open(j->item->payload, j->item->size, &o, op);
+    if (rc == KILN_OK && (*op)->recorded_invalid)
         atomic_fetch_add_explicit(&j->b->recorded_invalid, 1, memory_order_relaxed);
     if (rc < 0) {
         atomic_fetch_add_explicit(&j->b->bad, 1, memory_order_relaxed);
         j->item->status = rc;
     }
     return rc;
+}
+
+/* A stage of an open program as kiln_vk takes it: its words, unpacked and
+ * checked once, never its blob again. */
+static struct kiln_vk_stage vk_stage(const struct kiln_program_open_stage *os,
+                                     const struct spec *sp)
+{
+    return (struct kiln_vk_stage){
+        .size = sizeof(struct kiln_vk_stage),
+        .entry = os->blob.entry,
+        .specialization = sp->map || sp->info.dataSize ? &sp->info : NULL,
+        .words = os->words,
+        .nwords = os->nwords,
+    };
 }
 
 /* Hands a built pipeline to the caller's callback, or destroys it. */
@@ -295,25 +265,19 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         it->status = KILN_ENOTSUP;
         return KILN_OK;
     }
-    int rc = check_stages(j, name, st, n, false);
+    struct kiln_program_opened *op = NULL;
+    int rc = open_stages(j, name, false, &op);
     if (rc < 0)
         return rc;
     struct spec sp[2] = {{.map = NULL}, {.map = NULL}}; /* freed whatever spec_make did */
     int ns = compute ? 1 : 2;
     for (int i = 0; i < ns && rc == KILN_OK; i++)
-        rc = spec_make(&st[i], &sp[i]);
+        rc = spec_make(&op->stages[i].blob, &sp[i]);
     struct kiln_vk_pipeline *pipe = NULL;
     if (rc == KILN_OK) {
         struct kiln_vk_stage vs[2];
         for (int i = 0; i < ns; i++)
-            vs[i] = (struct kiln_vk_stage){
-                .size = sizeof(vs[i]),
-                .blob = st[i].blob,
-                .blob_size = st[i].blob_size,
-                .dict = j->b->dict,
-                .entry = st[i].entry,
-                .specialization = sp[i].map || sp[i].info.dataSize ? &sp[i].info : NULL,
-            };
+            vs[i] = vk_stage(&op->stages[i], &sp[i]);
         if (compute) {
             rc = kiln_vk_compute_pipeline(j->b->vk, name, &vs[0], &pipe);
         } else {
@@ -323,6 +287,7 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
     }
     free(sp[0].map);
     free(sp[1].map);
+    kiln_program_opened_free(op);
     it->status = rc;
     if (rc == KILN_ENOTSUP) {
         count_skip(j->b, KILN_STATE_BUILTIN, name, "its stages do not fit kiln's layout");
@@ -347,7 +312,8 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     struct kiln__prep_item *it = j->item;
     uint32_t kind = state->kind;
     const char *bname = bld->name ? bld->name : "builder";
-    int vrc = check_stages(j, name, st, n, (bld->flags & KILN_BUILDER_RECORDED_SPIRV) != 0);
+    struct kiln_program_opened *op = NULL;
+    int vrc = open_stages(j, name, (bld->flags & KILN_BUILDER_RECORDED_SPIRV) != 0, &op);
     if (vrc < 0)
         return vrc;
     struct kiln_vk_staged *staged = calloc((size_t)n, sizeof(*staged));
@@ -358,14 +324,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         rc = spec_make(&st[i], &sp[i]);
         if (rc < 0)
             break;
-        struct kiln_vk_stage vs = {
-            .size = sizeof(vs),
-            .blob = st[i].blob,
-            .blob_size = st[i].blob_size,
-            .dict = b->dict,
-            .entry = st[i].entry,
-            .specialization = sp[i].map || sp[i].info.dataSize ? &sp[i].info : NULL,
-        };
+        struct kiln_vk_stage vs = vk_stage(&op->stages[i], &sp[i]);
         staged[i].size = sizeof(staged[i]);
         rc = kiln_vk_stage_module(b->vk, name, &vs, (VkShaderStageFlagBits)st[i].stage, &staged[i]);
         if (rc < 0)
@@ -404,6 +363,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     free(sp);
     free(infos);
     free(staged);
+    kiln_program_opened_free(op);
 
     it->status = rc;
     if (rc == KILN_ENOTSUP && made == n) {

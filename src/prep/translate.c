@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPIRV_MAGIC 0x07230203u
-
 static _Thread_local char translate_error[1024];
 
 void kiln_translate_set_error(const char *fmt, ...)
@@ -33,36 +31,6 @@ void kiln_translate_set_error(const char *fmt, ...)
     for (char *c = translate_error; *c; c++)
         if (*c == '\n' || *c == '\r')
             *c = ' ';
-}
-
-int kiln_spirv_check(const void *data, size_t n, const char **why)
-{
-    const char *unused;
-    if (!why)
-        why = &unused;
-    if (!data && n) {
-        *why = "no data";
-        return KILN_EINVAL;
-    }
-    if (n == 0) {
-        *why = "empty";
-        return KILN_EFORMAT;
-    }
-    if (n % 4 != 0) {
-        *why = "not a whole number of 32-bit words";
-        return KILN_EFORMAT;
-    }
-    if (n < 20) {
-        *why = "shorter than a SPIR-V header";
-        return KILN_EFORMAT;
-    }
-    uint32_t magic;
-    memcpy(&magic, data, 4);
-    if (magic != SPIRV_MAGIC) {
-        *why = magic == 0x03022307u ? "SPIR-V of the other byte order" : "no SPIR-V magic number";
-        return KILN_EFORMAT;
-    }
-    return KILN_OK;
 }
 
 int kiln_translate(const struct kiln_translator *t, const struct kiln_source *src, uint32_t **words,
@@ -134,13 +102,4 @@ int kiln_program_translate(const struct kiln_translator *t, struct kiln_program 
         KILN_TRY(kiln_translate(t, &st->src, &st->words, &st->nwords));
     }
     return KILN_OK;
-}
-
-size_t kiln_program_spirv_bytes(const struct kiln_program *p)
-{
-    size_t n = 0;
-    for (unsigned i = 0; p && i < p->nstages; i++)
-        if (p->stages[i].words)
-            n += p->stages[i].nwords * sizeof(uint32_t);
-    return n;
 }

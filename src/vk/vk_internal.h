@@ -151,20 +151,6 @@ int kiln__vk_cache_check(const void *data, size_t n, uint32_t vendor_id, uint32_
 /* Makes vk->cache, loading vk->cache_path when there is one. @return 0 or KILN_EVULKAN. */
 int kiln__vk_cache_open(struct kiln_vk *vk, bool in_memory);
 
-/*
- * Checks that `words` look like a SPIR-V module: the magic, a header, and
- * instructions whose word counts add up to `n` exactly.
- * @return 0 or KILN_EFORMAT with the reason in `why`.
- */
-int kiln__spirv_check(const uint32_t *words, size_t n, char *why, size_t cap);
-
-/*
- * Runs SPIR-V's validator (Vulkan 1.1 rules) on a module.
- * @return 0, KILN_EFORMAT with the validator's first message in `why`, or
- * KILN_ENOTSUP when this build has no SPIRV-Tools.
- */
-int kiln__spirv_validate(const uint32_t *words, size_t n, char *why, size_t cap);
-
 /* The most bindings kiln__spirv_reflect reports for one module. */
 #define KILN__SPIRV_MAX_BINDINGS 64
 

@@ -1,6 +1,7 @@
 /*
  * vk_names.c - the names vk's log lines and kiln's reports give Vulkan's
- * values: VkResult codes and shader stages (the one stage-name table).
+ * values: VkResult codes (the stage names are the program record's,
+ * src/program/program_names.c).
  *
  * Design: a file of its own below the context, the staging and the
  * pipelines, which all name results in their log lines, so none of them
@@ -56,34 +57,3 @@ _Static_assert((int)KILN_VK_STAGE_GEOMETRY_BIT == (int)VK_SHADER_STAGE_GEOMETRY_
 _Static_assert((int)KILN_VK_STAGE_FRAGMENT_BIT == (int)VK_SHADER_STAGE_FRAGMENT_BIT,
                "stage values");
 _Static_assert((int)KILN_VK_STAGE_COMPUTE_BIT == (int)VK_SHADER_STAGE_COMPUTE_BIT, "stage values");
-
-const char *kiln_vk_stage_name(uint32_t stage)
-{
-    static const struct {
-        uint32_t bit;
-        const char *name;
-    } names[] = {
-        {VK_SHADER_STAGE_VERTEX_BIT, "vertex"},
-        {VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT, "tess-control"},
-        {VK_SHADER_STAGE_TESSELLATION_EVALUATION_BIT, "tess-eval"},
-        {VK_SHADER_STAGE_GEOMETRY_BIT, "geometry"},
-        {VK_SHADER_STAGE_FRAGMENT_BIT, "fragment"},
-        {VK_SHADER_STAGE_COMPUTE_BIT, "compute"},
-        {0x00000040u, "task"},   /* VK_SHADER_STAGE_TASK_BIT_EXT */
-        {0x00000080u, "mesh"},   /* VK_SHADER_STAGE_MESH_BIT_EXT */
-        {0x00000100u, "raygen"}, /* VK_SHADER_STAGE_RAYGEN_BIT_KHR */
-        {0x00000200u, "anyhit"}, /* VK_SHADER_STAGE_ANY_HIT_BIT_KHR */
-        {0x00000400u, "closesthit"},
-        {0x00000800u, "miss"},
-        {0x00001000u, "intersection"},
-        {0x00002000u, "callable"},
-    };
-    if (stage == 0)
-        return "none";
-    if (stage & (stage - 1))
-        return "several";
-    for (size_t i = 0; i < KILN_ARRAY_LEN(names); i++)
-        if (names[i].bit == stage)
-            return names[i].name;
-    return "?";
-}

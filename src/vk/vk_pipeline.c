@@ -47,14 +47,21 @@ static void count_module_made(struct kiln_vk *vk)
     atomic_fetch_add(&vk->modules_created, 1);
 }
 
-/* Unpacks a stage's blob. @return the word count with *words set (and
- * *owned when the buffer is ours to free), or the unpack error, logged. */
+/* Unpacks a stage's blob, or takes its opened words as they are. @return
+ * the word count with *words set (and *owned when the buffer is ours to
+ * free), or the unpack error, logged. */
 static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const char *stage,
                             const struct kiln_vk_stage *src, bool own_buffer,
                             const uint32_t **words, uint32_t **owned)
 {
     int64_t n;
     *owned = NULL;
+    if (src->words) {
+        /* Opened words (kiln_program_open): unpacked and checked there, and
+         * alive until the pipeline call, so neither is done again here. */
+        *words = src->words;
+        return (int64_t)src->nwords;
+    }
     if (!src->blob) {
         KILN_WARN("vk", "%s: %s stage: no blob and no module given", prog(name), stage);
         return KILN_EINVAL;
@@ -79,9 +86,8 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
         return n;
     }
     char why[256];
-    int rc = kiln__spirv_check(*words, (size_t)n, why, sizeof(why));
-    if (rc == KILN_OK && vk->validate)
-        rc = kiln__spirv_validate(*words, (size_t)n, why, sizeof(why));
+    int rc = vk->validate ? kiln_vk_validate_spirv(*words, (size_t)n, why, sizeof(why))
+                          : kiln_spirv_check_words(*words, (size_t)n, why, sizeof(why));
     if (rc < 0) {
         KILN_WARN("vk", "%s: %s stage: not valid SPIR-V: %s", prog(name), stage, why);
         free(*owned);

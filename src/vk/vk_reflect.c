@@ -12,7 +12,7 @@
  *
  * The words come from a cache or a translator, so nothing in them is
  * trusted: instructions are walked with their word counts checked against
- * the end (kiln__spirv_check's rule), ids are checked against the header's
+ * the end (kiln_spirv_check_words's rule), ids are checked against the header's
  * bound (itself capped, so the per-id tables stay small), every operand
  * read is inside its instruction, and type sizes are computed with a depth
  * limit and saturating arithmetic, so a cyclic or absurd type ends as
@@ -391,31 +391,4 @@ const char *kiln__descriptor_type_name(int type)
     default:
         return "resource of unknown type";
     }
-}
-
-int kiln__spirv_check(const uint32_t *words, size_t n, char *why, size_t cap)
-{
-    if (n < 5) {
-        snprintf(why, cap, "%zu words, shorter than a SPIR-V header", n);
-        return KILN_EFORMAT;
-    }
-    if (words[0] != SPIRV_MAGIC) {
-        snprintf(why, cap, "magic 0x%08x is not SPIR-V's", words[0]);
-        return KILN_EFORMAT;
-    }
-    size_t i = 5;
-    while (i < n) {
-        uint32_t count = words[i] >> 16;
-        if (count == 0) {
-            snprintf(why, cap, "instruction at word %zu has length 0", i);
-            return KILN_EFORMAT;
-        }
-        if (count > n - i) {
-            snprintf(why, cap, "instruction at word %zu (%u words) runs past the end (%zu)", i,
-                     count, n);
-            return KILN_EFORMAT;
-        }
-        i += count;
-    }
-    return KILN_OK;
 }

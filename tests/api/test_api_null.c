@@ -86,6 +86,8 @@ static struct fixture {
     struct kiln_pool *out_pool;
     struct kiln_cache *out_cache;
     struct kiln_program *out_program;
+    struct kiln_program_sealed sealed;
+    struct kiln_program_opened *opened;
 } F;
 
 static int translate_none(void *user, const struct kiln_source *src, uint32_t **words,
@@ -430,6 +432,27 @@ static int job(void *arg, unsigned worker)
     E(program_copy_src, kiln_program_copy, KILN_EINVAL, kiln_program_copy(NULL, &F.out_program))   \
     E(program_copy_out, kiln_program_copy, KILN_EINVAL, kiln_program_copy(F.program, NULL))        \
     E(spirv_check, kiln_spirv_check, KILN_EINVAL, kiln_spirv_check(NULL, 20, &F.why))              \
+    E(spirv_check_words, kiln_spirv_check_words, KILN_EINVAL,                                      \
+      kiln_spirv_check_words(NULL, 5, F.text, sizeof(F.text)))                                     \
+    E(spirv_check_words_why, kiln_spirv_check_words, KILN_EINVAL,                                  \
+      kiln_spirv_check_words(F.words, 5, NULL, 64))                                                \
+    E(program_key2_p, kiln_program_key, KILN_EINVAL, kiln_program_key(NULL, &F.key))               \
+    E(program_key2_out, kiln_program_key, KILN_EINVAL, kiln_program_key(F.program, NULL))          \
+    E(program_seal_p, kiln_program_seal, KILN_EINVAL, kiln_program_seal(NULL, NULL, &F.sealed))    \
+    E(program_seal_out, kiln_program_seal, KILN_EINVAL, kiln_program_seal(F.program, NULL, NULL))  \
+    V(program_sealed_clear, kiln_program_sealed_clear, kiln_program_sealed_clear(NULL))            \
+    E(program_open_payload, kiln_program_open, KILN_EINVAL,                                        \
+      kiln_program_open(NULL, 64, NULL, &F.opened))                                                \
+    E(program_open_out, kiln_program_open, KILN_EINVAL, kiln_program_open(F.buf, 64, NULL, NULL))  \
+    V(program_opened_free, kiln_program_opened_free, kiln_program_opened_free(NULL))               \
+    E(cache_put_program_c, kiln_cache_put_program, KILN_EINVAL,                                    \
+      kiln_cache_put_program(NULL, F.program, NULL, NULL))                                         \
+    E(cache_put_program_p, kiln_cache_put_program, KILN_EINVAL,                                    \
+      kiln_cache_put_program(F.cache, NULL, NULL, NULL))                                           \
+    E(cache_get_program_c, kiln_cache_get_program, KILN_EINVAL,                                    \
+      kiln_cache_get_program(NULL, F.key, NULL, &F.opened))                                        \
+    E(cache_get_program_out, kiln_cache_get_program, KILN_EINVAL,                                  \
+      kiln_cache_get_program(F.cache, F.key, NULL, NULL))                                          \
     E(program_source_array, kiln_program_source_array, 0, kiln_program_source_array(NULL).count)   \
     V(prepare_options_init, kiln_prepare_options_init, kiln_prepare_options_init(NULL))            \
     E(prepare_stamp, kiln_prepare_stamp, 0, kiln_prepare_stamp(NULL))                              \

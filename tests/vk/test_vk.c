@@ -476,17 +476,17 @@ KT_CASE(spirv_check)
 {
     uint32_t w[8] = {0x07230203, 0x00010000, 0, 8, 0, 2u << 16 | 17, 1, 1u << 16 | 253};
     char why[160];
-    KT_CHECK_OK(kiln__spirv_check(w, 8, why, sizeof(why)));
-    KT_CHECK_OK(kiln__spirv_check(w, 5, why, sizeof(why))); /* a header alone */
-    KT_CHECK_EQ(kiln__spirv_check(w, 4, why, sizeof(why)), KILN_EFORMAT);
-    KT_CHECK_EQ(kiln__spirv_check(w, 6, why, sizeof(why)),
+    KT_CHECK_OK(kiln_spirv_check_words(w, 8, why, sizeof(why)));
+    KT_CHECK_OK(kiln_spirv_check_words(w, 5, why, sizeof(why))); /* a header alone */
+    KT_CHECK_EQ(kiln_spirv_check_words(w, 4, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln_spirv_check_words(w, 6, why, sizeof(why)),
                 KILN_EFORMAT); /* cut in an instruction */
     KT_CHECK(strstr(why, "runs past the end") != NULL);
     w[7] = 17; /* word count 0 */
-    KT_CHECK_EQ(kiln__spirv_check(w, 8, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln_spirv_check_words(w, 8, why, sizeof(why)), KILN_EFORMAT);
     KT_CHECK(strstr(why, "length 0") != NULL);
     w[0] = 0x03022307; /* byte-swapped */
-    KT_CHECK_EQ(kiln__spirv_check(w, 8, why, sizeof(why)), KILN_EFORMAT);
+    KT_CHECK_EQ(kiln_spirv_check_words(w, 8, why, sizeof(why)), KILN_EFORMAT);
     KT_CHECK(strcmp(kiln_vk_result_name(VK_ERROR_OUT_OF_HOST_MEMORY),
                     "VK_ERROR_OUT_OF_HOST_MEMORY") == 0);
     KT_CHECK(strcmp(kiln_vk_result_name(12345), "VK_?") == 0);

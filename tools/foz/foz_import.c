@@ -12,8 +12,10 @@
  * - stage kind: the archive's pipelines say where a module is used
  *   (kiln_foz_list_modules): the VkShaderStageFlagBits of every stage that
  *   uses it (one bit, several, or 0 when no pipeline names it);
- * - payload: kiln_pack with KILN_CODEC_KILN (and the cache's dictionary),
- *   joined by kiln_program_payload_build; raw size = the SPIR-V bytes.
+ * - payload: sealed by kiln_program_seal (kiln/program.h: checked, packed
+ *   with KILN_CODEC_KILN and the cache's dictionary, marked validated), the
+ *   one sequence kiln_prepare and kiln_cache_put_program use too; raw size
+ *   = the SPIR-V bytes.
  *
  * The stamp of such a cache is KILN_FOZ_STAMP: nothing was translated,
  * the SPIR-V is the capture's.
@@ -24,8 +26,8 @@
  * cut-off last entry is ignored as the format says.
  *
  * Nothing invalid is stored: each module goes through kiln_vk_validate_spirv
- * before it is packed (check_module). One the validator refuses, or one too
- * large for a blob, costs that module only: one warning line, counted in
+ * before it is packed (inside kiln_program_seal, quiet: the line is ours). One the validator
+ * refuses, or one too large for a blob, costs that module only: one warning line, counted in
  * `invalid`. Only a cache error (a failed put or sync) stops the import,
  * since every later put would fail alike.
  *
@@ -50,57 +52,55 @@ struct kiln_key kiln_foz_key(uint64_t hash)
     return kiln_hash128(b, sizeof(b));
 }
 
-/*
- * Checks one decoded module before it is stored. @return 0, or KILN_EFORMAT
- * after one warning line naming the archive, the module and the reason. A
- * build without SPIRV-Tools stores what passes the framing check: the
- * pipeline phase then refuses to build it (prep's validate_stages).
- */
-static int check_module(const char *path, const struct kiln_foz_entry *e,
-                        const struct kiln_foz_module *m, bool *validated)
+/* Seals a program quietly (its refusal is logged here, in the import's
+ * words), as a caller's own layout: `st` and `p` on the stack. */
+static int seal(struct kiln_cache *c, struct kiln_program *p, uint32_t flags,
+                struct kiln_program_sealed *out)
 {
-    char why[512];
-    int rc;
-    *validated = false;
-    if (m->word_count > KILN_PACK_MAX_SPIRV_BYTES / 4) {
-        snprintf(why, sizeof(why), "%zu bytes of SPIR-V, more than kiln stores (%u)",
-                 m->word_count * 4, KILN_PACK_MAX_SPIRV_BYTES);
-        rc = KILN_EFORMAT;
-    } else {
-        rc = kiln_vk_validate_spirv(m->words, m->word_count, why, sizeof(why));
-        if (rc == KILN_ENOTSUP)
-            return KILN_OK;
-        *validated = rc == KILN_OK;
-    }
-    if (rc < 0)
-        KILN_WARN("foz",
-                  "%s: shader module %016" PRIx64 " at offset %" PRIu64 " not imported: %s%s", path,
-                  e->hash, e->offset, rc == KILN_EFORMAT ? "" : "cannot validate: ", why);
-    return rc;
+    struct kiln_program_seal_options o = {
+        .size = sizeof(o),
+        .flags = KILN_PROGRAM_SEAL_QUIET | flags,
+        .dict = kiln_cache_dict(c),
+    };
+    memset(out, 0, sizeof(*out));
+    out->size = sizeof(*out);
+    return kiln_program_seal(p, &o, out);
 }
 
-/* Packs and stores one decoded module. */
-static int store(struct kiln_cache *c, struct kiln_key key, const struct kiln_foz_module *m,
-                 uint32_t kind, bool validated, struct kiln_foz_import_report *r)
+/*
+ * Checks, packs and stores one decoded module. A module that cannot be
+ * stored (not valid SPIR-V, too large) costs that module only: one warning
+ * line naming the archive, the module and the reason, counted in
+ * `invalid`. A build without SPIRV-Tools stores what passes the framing
+ * check: the open before a build then refuses it (kiln_program_open).
+ * @return 0, or a cache error.
+ */
+static int store(struct kiln_cache *c, const char *path, const struct kiln_foz_entry *e,
+                 const struct kiln_foz_module *m, uint32_t kind, struct kiln_foz_import_report *r)
 {
-    void *blob = NULL, *payload = NULL;
-    size_t bs = 0, ps = 0;
-    int rc = kiln_pack(m->words, m->word_count, KILN_CODEC_KILN, kiln_cache_dict(c), &blob, &bs);
-    if (rc == KILN_OK) {
-        struct kiln_stage_blob st = {.stage = kind, .blob = blob, .blob_size = bs};
-        struct kiln_payload_state state = {.kind = KILN_STATE_BUILTIN,
-                                           .flags = validated ? KILN_PAYLOAD_VALIDATED : 0};
-        rc = kiln_program_payload_build_full(&state, &st, 1, &payload, &ps);
+    char name[20];
+    snprintf(name, sizeof(name), "%016" PRIx64, e->hash);
+    struct kiln_program_stage st = {
+        .src = {.stage = kind, .name = name}, .words = m->words, .nwords = m->word_count};
+    struct kiln_program p = {
+        .name = name, .nstages = 1, .stages = &st, .has_key = true, .key = kiln_foz_key(e->hash)};
+    struct kiln_program_sealed sd;
+    int rc = seal(c, &p, 0, &sd);
+    if (rc < 0 && rc != KILN_ENOMEM) {
+        KILN_WARN("foz", "%s: shader module %016" PRIx64 " at offset %" PRIu64 " not imported: %s",
+                  path, e->hash, e->offset, sd.why[0] ? sd.why : kiln_strerror(rc));
+        r->invalid++;
+        return KILN_OK;
     }
     if (rc == KILN_OK)
-        rc = kiln_cache_put(c, key, payload, ps, (uint32_t)(m->word_count * 4), KILN_CODEC_KILN, 1);
+        rc = kiln_cache_put(c, sd.key, sd.payload, sd.payload_size, sd.spirv_bytes, KILN_CODEC_KILN,
+                            1);
     if (rc == KILN_OK) {
         r->imported++;
-        r->spirv_bytes += m->word_count * 4;
-        r->packed_bytes += ps;
+        r->spirv_bytes += sd.spirv_bytes;
+        r->packed_bytes += sd.payload_size;
     }
-    kiln_pack_free(blob);
-    kiln_pack_free(payload);
+    kiln_program_sealed_clear(&sd);
     return rc;
 }
 
@@ -154,14 +154,9 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
         const struct kiln_foz_module_info *info =
             kiln_foz_module_list_find(mods, nmods > 0 ? (size_t)nmods : 0, e.hash);
         uint32_t stages = info ? info->stages : 0;
-        bool validated;
-        if (check_module(path, &e, &m, &validated) < 0) {
-            r->invalid++;
-            kiln_foz_module_free(&m);
-            continue;
-        }
-        rc = store(c, key, &m, stages, validated, r);
-        if (rc == KILN_OK && (stages & KILN_VK_STAGE_COMPUTE_BIT))
+        uint64_t before = r->imported;
+        rc = store(c, path, &e, &m, stages, r);
+        if (rc == KILN_OK && r->imported > before && (stages & KILN_VK_STAGE_COMPUTE_BIT))
             r->compute++;
         kiln_foz_module_free(&m);
     }
@@ -189,105 +184,6 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
  * are skipped, every stage is validated before anything is stored, and a
  * pipeline that cannot be stored costs that pipeline only.
  * ------------------------------------------------------------------------ */
-
-/* Packs a program's stages and state into one payload (the layout
- * kiln_prepare stores: kiln/pack.h, payload v3). */
-static int pack_pipeline(struct kiln_cache *c, const struct kiln_program *p, bool validated,
-                         void **payload, size_t *size)
-{
-    void **blobs = calloc(p->nstages, sizeof(*blobs));
-    uint8_t **maps = calloc(p->nstages, sizeof(*maps));
-    struct kiln_stage_blob *st = calloc(p->nstages, sizeof(*st));
-    int rc = blobs && maps && st ? KILN_OK : KILN_ENOMEM;
-    for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
-        const struct kiln_program_stage *ps = &p->stages[i];
-        size_t bsize = 0;
-        rc = kiln_pack(ps->words, ps->nwords, KILN_CODEC_KILN, kiln_cache_dict(c), &blobs[i],
-                       &bsize);
-        st[i] = (struct kiln_stage_blob){.stage = (uint32_t)ps->src.stage,
-                                         .nspec = ps->nspec,
-                                         .blob = blobs[i],
-                                         .blob_size = bsize,
-                                         .entry = ps->entry,
-                                         .spec_data = ps->spec_data,
-                                         .spec_size = ps->spec_size};
-        if (rc == KILN_OK && ps->nspec) {
-            /* The payload keeps map entries as little-endian u32 triples. */
-            maps[i] = malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
-            if (!maps[i]) {
-                rc = KILN_ENOMEM;
-                break;
-            }
-            for (uint32_t k = 0; k < ps->nspec; k++) {
-                uint8_t *m = maps[i] + (size_t)k * KILN_SPEC_ENTRY_BYTES;
-                kiln__store_le32(m, ps->spec[k].constant_id);
-                kiln__store_le32(m + 4, ps->spec[k].offset);
-                kiln__store_le32(m + 8, ps->spec[k].size);
-            }
-            st[i].spec_map = maps[i];
-        }
-    }
-    struct kiln_payload_state state = {.kind = p->state_kind,
-                                       .bytes = p->state,
-                                       .size = p->state_size,
-                                       .flags = validated ? KILN_PAYLOAD_VALIDATED : 0};
-    if (rc == KILN_OK)
-        rc = kiln_program_payload_build_full(&state, st, p->nstages, payload, size);
-    for (unsigned i = 0; i < p->nstages; i++) {
-        if (blobs)
-            kiln_pack_free(blobs[i]);
-        if (maps)
-            free(maps[i]);
-    }
-    free(blobs);
-    free(maps);
-    free(st);
-    return rc;
-}
-
-/*
- * Validates every stage. A stage the validator refuses but that parses is
- * accepted (the archive recorded it from a working application): its
- * message goes to `recorded` (one warning line later) and the payload is not
- * marked validated. @return 0, or KILN_EFORMAT with the reason in why.
- */
-static int check_pipeline(const struct kiln_program *p, bool *validated, char *why, size_t cap,
-                          char *recorded, size_t rcap)
-{
-    *validated = true;
-    recorded[0] = '\0';
-    for (unsigned i = 0; i < p->nstages; i++) {
-        const struct kiln_program_stage *st = &p->stages[i];
-        char msg[384];
-        int rc;
-        if (st->nwords > KILN_PACK_MAX_SPIRV_BYTES / 4) {
-            snprintf(msg, sizeof(msg), "%zu bytes of SPIR-V, more than kiln stores (%u)",
-                     st->nwords * 4, KILN_PACK_MAX_SPIRV_BYTES);
-            rc = KILN_EFORMAT;
-        } else {
-            rc = kiln_vk_validate_spirv(st->words, st->nwords, msg, sizeof(msg));
-            char parse[256];
-            if (rc == KILN_EFORMAT && kiln_vk_check_spirv_structure(st->words, st->nwords, parse,
-                                                                    sizeof(parse)) == KILN_OK) {
-                *validated = false; /* checked again before a build, by its builder's rule */
-                size_t used = strlen(recorded);
-                snprintf(recorded + used, rcap - used, "%sits %s module %s: %s", used ? "; " : "",
-                         kiln_vk_stage_name(st->src.stage), st->src.name ? st->src.name : "?", msg);
-                continue;
-            }
-        }
-        if (rc == KILN_ENOTSUP) {
-            *validated = false; /* framing only: checked again before a build */
-            continue;
-        }
-        if (rc < 0) {
-            snprintf(why, cap, "its %s module %s is not valid SPIR-V: %s",
-                     kiln_vk_stage_name(st->src.stage), st->src.name ? st->src.name : "?", msg);
-            return rc;
-        }
-    }
-    return KILN_OK;
-}
 
 /* One pipeline not imported: its warning line, counted in `invalid`. */
 static void note_invalid(const char *path, const struct kiln_foz_pipelines_entry *x,
@@ -341,38 +237,37 @@ int kiln_foz_pipelines_import_progress(struct kiln_cache *c, const struct kiln_f
         rc = kiln_foz_pipelines_load(fp, i, &p);
         if (rc < 0)
             break; /* made at open already: only memory fails here (logged) */
-        bool validated;
-        char why[512], recorded[1024];
-        if (check_pipeline(p, &validated, why, sizeof(why), recorded, sizeof(recorded)) < 0) {
-            note_invalid(kiln_foz_pipelines_path(fp, x->archive), x, why, r);
-            kiln_program_destroy(p);
-            continue;
-        }
-        void *payload = NULL;
-        size_t ps = 0;
-        size_t spirv = kiln_program_spirv_bytes(p);
-        rc = pack_pipeline(c, p, validated, &payload, &ps);
+        /* Every stage checked (a recorded stage that parses is kept, not
+         * marked validated: its builder's rule decides at build time). */
+        p->has_key = true;
+        p->key = x->key;
+        struct kiln_program_sealed sd;
+        rc = seal(c, p, KILN_PROGRAM_RECORDED_SPIRV, &sd);
         if (rc < 0 && rc != KILN_ENOMEM) {
-            /* The payload refuses what the record holds (kiln_foz_closure_check
+            /* Not valid SPIR-V, or what the payload refuses (kiln_foz_closure_check
              * refuses it first at open): that pipeline only, never the rest. */
-            snprintf(why, sizeof(why), "its stages do not make a program payload: %s",
-                     kiln_strerror(rc));
+            char why[600];
+            if (sd.why[0])
+                snprintf(why, sizeof(why), "%s", sd.why);
+            else
+                snprintf(why, sizeof(why), "its stages do not make a program payload: %s",
+                         kiln_strerror(rc));
             note_invalid(kiln_foz_pipelines_path(fp, x->archive), x, why, r);
             rc = KILN_OK;
-            kiln_pack_free(payload);
             kiln_program_destroy(p);
             continue;
         }
+        size_t spirv = sd.spirv_bytes, ps = sd.payload_size;
         if (rc == KILN_OK)
-            rc = kiln_cache_put(c, x->key, payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
+            rc = kiln_cache_put(c, sd.key, sd.payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
                                 (uint16_t)p->nstages);
-        if (rc == KILN_OK && recorded[0]) {
+        if (rc == KILN_OK && sd.recorded_invalid) {
             KILN_WARN("foz",
                       "%s: %s pipeline %016" PRIx64
                       " imported though the SPIR-V validator refuses %s (recorded from an "
                       "application; it parses)",
                       kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
-                      recorded);
+                      sd.why);
             r->recorded_invalid[kind]++;
         }
         if (rc == KILN_OK) {
@@ -385,7 +280,7 @@ int kiln_foz_pipelines_import_progress(struct kiln_cache *c, const struct kiln_f
                        kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
                        kiln_strerror(rc));
         }
-        kiln_pack_free(payload);
+        kiln_program_sealed_clear(&sd);
         kiln_program_destroy(p);
     }
     if (stored) {

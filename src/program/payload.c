@@ -32,7 +32,9 @@
  * it, and a specialization entry only inside its stage's data, so a
  * builder can pass them to Vulkan as they are.
  */
-#include "pack_internal.h"
+#include "kiln_internal.h"
+
+#include "kiln/program.h"
 
 #include <assert.h>
 #include <inttypes.h>

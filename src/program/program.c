@@ -16,7 +16,8 @@
  *   gives it).
  */
 #include "kiln_internal.h"
-#include "prep_internal.h"
+
+#include "kiln/program.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -187,4 +188,13 @@ struct kiln_program_source kiln_program_source_array(const struct kiln_program_a
         .stamp = array_stamp,
     };
     return s;
+}
+
+size_t kiln_program_spirv_bytes(const struct kiln_program *p)
+{
+    size_t n = 0;
+    for (unsigned i = 0; p && i < p->nstages; i++)
+        if (p->stages[i].words)
+            n += p->stages[i].nwords * sizeof(uint32_t);
+    return n;
 }
