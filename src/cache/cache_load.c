@@ -274,13 +274,13 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
     *results = NULL;
     if (!c || (n && !keys))
         return KILN_EINVAL;
-    struct kiln_cache_result *res = calloc(n ? n : 1, sizeof(*res));
-    struct item *items = malloc((n ? n : 1) * sizeof(*items));
-    struct run *runs = malloc((n ? n : 1) * sizeof(*runs));
+    struct kiln_cache_result *res = kiln__calloc(n ? n : 1, sizeof(*res));
+    struct item *items = kiln__malloc((n ? n : 1) * sizeof(*items));
+    struct run *runs = kiln__malloc((n ? n : 1) * sizeof(*runs));
     if (!res || !items || !runs) {
-        free(res);
-        free(items);
-        free(runs);
+        kiln__free(res);
+        kiln__free(items);
+        kiln__free(runs);
         return KILN_ENOMEM;
     }
     size_t found = 0;
@@ -322,8 +322,8 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
      * open was given one. */
     kiln__exec_run(c->has_executor ? &c->executor : NULL, want, worker, &j);
 
-    free(items);
-    free(runs);
+    kiln__free(items);
+    kiln__free(runs);
     int fatal = atomic_load(&j.fatal);
     int64_t loaded = 0;
     for (size_t i = 0; i < n; i++)
@@ -398,5 +398,5 @@ void kiln_cache_results_free(struct kiln_cache_result *results, size_t n)
         return;
     for (size_t i = 0; i < n; i++)
         kiln_cache_payload_free(results[i].data);
-    free(results);
+    kiln__free(results);
 }

@@ -197,7 +197,7 @@ int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
     bool extras = has_extras(p);
     if (extras)
         total += extras_size(p);
-    unsigned char *buf = malloc(total);
+    unsigned char *buf = kiln__malloc(total);
     if (!buf)
         return KILN_ENOMEM;
     unsigned char *w = buf;
@@ -223,7 +223,7 @@ int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
         w = put_extras(p, w);
     assert((size_t)(w - buf) == total);
     *key = kiln_hash128(buf, (size_t)(w - buf));
-    free(buf);
+    kiln__free(buf);
     return KILN_OK;
 }
 
@@ -232,7 +232,7 @@ int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)
 static int make_dirs(const char *path)
 {
     size_t len = strlen(path);
-    char *p = malloc(len + 1);
+    char *p = kiln__malloc(len + 1);
     if (!p)
         return KILN_ENOMEM;
     memcpy(p, path, len + 1);
@@ -253,7 +253,7 @@ static int make_dirs(const char *path)
         }
         p[i] = c;
     }
-    free(p);
+    kiln__free(p);
     return rc;
 }
 
@@ -354,9 +354,9 @@ static int need_no_text(const struct kiln_program *p, const char *name)
 static int pack_program(const struct run *r, const struct kiln_program *p, bool validated,
                         void **payload, size_t *size)
 {
-    void **blobs = calloc(p->nstages, sizeof(*blobs));
-    uint8_t **maps = calloc(p->nstages, sizeof(*maps));
-    struct kiln_stage_blob *st = calloc(p->nstages, sizeof(*st));
+    void **blobs = kiln__calloc(p->nstages, sizeof(*blobs));
+    uint8_t **maps = kiln__calloc(p->nstages, sizeof(*maps));
+    struct kiln_stage_blob *st = kiln__calloc(p->nstages, sizeof(*st));
     int rc = blobs && maps && st ? KILN_OK : KILN_ENOMEM;
     for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
         const struct kiln_program_stage *ps = &p->stages[i];
@@ -371,7 +371,7 @@ static int pack_program(const struct run *r, const struct kiln_program *p, bool 
                                          .spec_size = ps->spec_size};
         if (rc == KILN_OK && ps->nspec) {
             /* The payload keeps map entries as little-endian u32 triples. */
-            maps[i] = malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
+            maps[i] = kiln__malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
             if (!maps[i] || !ps->spec) {
                 rc = maps[i] ? KILN_EINVAL : KILN_ENOMEM;
                 break;
@@ -395,11 +395,11 @@ static int pack_program(const struct run *r, const struct kiln_program *p, bool 
         if (blobs)
             kiln_pack_free(blobs[i]);
         if (maps)
-            free(maps[i]);
+            kiln__free(maps[i]);
     }
-    free(blobs);
-    free(maps);
-    free(st);
+    kiln__free(blobs);
+    kiln__free(maps);
+    kiln__free(st);
     return rc;
 }
 
@@ -514,7 +514,7 @@ static int translate_job(void *arg, unsigned worker)
         return rc; /* logged, naming the file or the program */
     }
     if (!it->name) {
-        it->name = malloc(strlen(p->name) + 1);
+        it->name = kiln__malloc(strlen(p->name) + 1);
         if (it->name)
             memcpy(it->name, p->name, strlen(p->name) + 1);
     }
@@ -590,11 +590,11 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
         want += progs[i].cached || progs[i].reload;
     if (!want)
         return KILN_OK;
-    struct kiln_key *keys = malloc(want * sizeof(*keys));
-    size_t *which = malloc(want * sizeof(*which));
+    struct kiln_key *keys = kiln__malloc(want * sizeof(*keys));
+    size_t *which = kiln__malloc(want * sizeof(*which));
     if (!keys || !which) {
-        free(keys);
-        free(which);
+        kiln__free(keys);
+        kiln__free(which);
         return KILN_ENOMEM;
     }
     size_t k = 0;
@@ -608,8 +608,8 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
     if (got < 0) {
         KILN_ERROR("prep", "%s: cannot read the program cache: %s", r->o->cache_dir,
                    kiln_strerror((int)got));
-        free(keys);
-        free(which);
+        kiln__free(keys);
+        kiln__free(which);
         return (int)got;
     }
     for (size_t j = 0; j < want; j++) {
@@ -628,8 +628,8 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
         res[j].data = NULL; /* now the program's */
     }
     kiln_cache_results_free(res, want);
-    free(keys);
-    free(which);
+    kiln__free(keys);
+    kiln__free(which);
     return KILN_OK;
 }
 
@@ -824,8 +824,8 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
     s->open_kind = cs.open_kind;
     r.dict = kiln_cache_dict(r.cache);
 
-    progs = calloc(n, sizeof(*progs));
-    items = calloc(n, sizeof(*items));
+    progs = kiln__calloc(n, sizeof(*progs));
+    items = kiln__calloc(n, sizeof(*items));
     if (!progs || !items || pthread_mutex_init(&r.put_lock, NULL) != 0) {
         fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
         goto out;
@@ -998,14 +998,14 @@ out:
             s->dict_bytes = dsize;
     }
     kiln_vk_destroy(own_vk);
-    free(ext_masks);
+    kiln__free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {
-        free(progs[i].name);
+        kiln__free(progs[i].name);
         kiln_pack_free(progs[i].payload);
         kiln_cache_payload_free(progs[i].loaded);
     }
-    free(items);
-    free(progs);
+    kiln__free(items);
+    kiln__free(progs);
     if (lock_made)
         pthread_mutex_destroy(&r.put_lock);
     kiln_cache_close(r.cache);

@@ -221,7 +221,7 @@ static int spec_make(const struct kiln_stage_blob *st, struct spec *out)
     if (!st->nspec && !st->spec_size)
         return KILN_OK;
     if (st->nspec) {
-        out->map = malloc((size_t)st->nspec * sizeof(*out->map));
+        out->map = kiln__malloc((size_t)st->nspec * sizeof(*out->map));
         if (!out->map)
             return KILN_ENOMEM;
     }
@@ -320,8 +320,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
             rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
         }
     }
-    free(sp[0].map);
-    free(sp[1].map);
+    kiln__free(sp[0].map);
+    kiln__free(sp[1].map);
     it->status = rc;
     if (rc == KILN_ENOTSUP) {
         count_skip(j->b, KILN_STATE_BUILTIN, name, "its stages do not fit kiln's layout");
@@ -349,9 +349,9 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     int vrc = check_stages(j, name, st, n, (bld->flags & KILN_BUILDER_RECORDED_SPIRV) != 0);
     if (vrc < 0)
         return vrc;
-    struct kiln_vk_staged *staged = calloc((size_t)n, sizeof(*staged));
-    VkPipelineShaderStageCreateInfo *infos = calloc((size_t)n, sizeof(*infos));
-    struct spec *sp = calloc((size_t)n, sizeof(*sp));
+    struct kiln_vk_staged *staged = kiln__calloc((size_t)n, sizeof(*staged));
+    VkPipelineShaderStageCreateInfo *infos = kiln__calloc((size_t)n, sizeof(*infos));
+    struct spec *sp = kiln__calloc((size_t)n, sizeof(*sp));
     int made = 0, rc = staged && infos && sp ? KILN_OK : KILN_ENOMEM;
     for (int i = 0; i < n && rc == KILN_OK; i++) {
         rc = spec_make(&st[i], &sp[i]);
@@ -396,10 +396,10 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     for (int i = 0; i < made; i++)
         kiln_vk_stage_release(b->vk, &staged[i]);
     for (int i = 0; sp && i < n; i++)
-        free(sp[i].map);
-    free(sp);
-    free(infos);
-    free(staged);
+        kiln__free(sp[i].map);
+    kiln__free(sp);
+    kiln__free(infos);
+    kiln__free(staged);
 
     it->status = rc;
     if (rc == KILN_ENOTSUP && made == n) {
@@ -514,7 +514,7 @@ int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbu
     *masks = NULL;
     if (!nbuilders)
         return KILN_OK;
-    uint64_t *m = calloc(nbuilders, sizeof(*m));
+    uint64_t *m = kiln__calloc(nbuilders, sizeof(*m));
     if (!m)
         return KILN_ENOMEM;
     struct kiln__prep_build b = {.builders = builders, .nbuilders = nbuilders};
@@ -526,9 +526,9 @@ int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbu
             asking = true;
     }
     /* The payload's table and state only: its stages stay packed. */
-    struct kiln_stage_blob *st = asking ? malloc(KILN_PROGRAM_MAX_STAGES * sizeof(*st)) : NULL;
+    struct kiln_stage_blob *st = asking ? kiln__malloc(KILN_PROGRAM_MAX_STAGES * sizeof(*st)) : NULL;
     if (asking && !st) {
-        free(m);
+        kiln__free(m);
         return KILN_ENOMEM;
     }
     for (size_t i = 0; asking && i < n; i++) {
@@ -543,7 +543,7 @@ int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbu
         size_t k = (size_t)(bld - builders);
         m[k] |= bld->extensions_needed(bld->user, state.bytes, state.size) & all_extensions(bld);
     }
-    free(st);
+    kiln__free(st);
     *masks = m;
     return KILN_OK;
 }
@@ -622,13 +622,13 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     if (todo == 0)
         return 0;
 
-    struct build_job *jobs = calloc(todo, sizeof(*jobs));
+    struct build_job *jobs = kiln__calloc(todo, sizeof(*jobs));
     if (!jobs)
         return KILN_ENOMEM;
     struct kiln_pool *pool;
     int rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor, &pool);
     if (rc < 0) {
-        free(jobs);
+        kiln__free(jobs);
         return rc;
     }
     size_t k = 0;
@@ -643,7 +643,7 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     struct kiln_pool_progress pp;
     kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
-    free(jobs);
+    kiln__free(jobs);
     if (rc < 0)
         return rc;
     *failed = pp.failed;
@@ -879,9 +879,9 @@ static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progres
     unsigned char *retried = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
     if (rc == KILN_OK && n) {
-        keys = malloc(n * sizeof(*keys));
-        items = calloc(n, sizeof(*items));
-        retried = calloc(n, 1);
+        keys = kiln__malloc(n * sizeof(*keys));
+        items = kiln__calloc(n, sizeof(*items));
+        retried = kiln__calloc(n, 1);
         if (!keys || !items || !retried)
             rc = KILN_ENOMEM;
     }
@@ -1029,12 +1029,12 @@ static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progres
 
 out:
     kiln__journal_close(journal);
-    free(retried);
+    kiln__free(retried);
     kiln_vk_destroy(own_vk);
-    free(ext_masks);
+    kiln__free(ext_masks);
     kiln_cache_results_free(res, n);
-    free(items);
-    free(keys);
+    kiln__free(items);
+    kiln__free(keys);
     kiln_cache_entries_free(entries);
     kiln_cache_close(cache);
     kiln_pack_dict_destroy(dict);

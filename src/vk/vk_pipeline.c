@@ -63,7 +63,7 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
         size_t bytes = 0;
         n = kiln_blob_info(src->blob, src->blob_size, NULL, &bytes);
         if (n >= 0) {
-            *owned = malloc(bytes ? bytes : 4);
+            *owned = kiln__malloc(bytes ? bytes : 4);
             n = *owned ? kiln_unpack(src->blob, src->blob_size, src->dict, *owned, bytes / 4)
                        : KILN_ENOMEM;
         }
@@ -74,7 +74,7 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
     if (n < 0) {
         KILN_WARN("vk", "%s: %s stage: could not unpack its blob: %s", prog(name), stage,
                   kiln_strerror((int)n));
-        free(*owned);
+        kiln__free(*owned);
         *owned = NULL;
         return n;
     }
@@ -84,7 +84,7 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
         rc = kiln__spirv_validate(*words, (size_t)n, why, sizeof(why));
     if (rc < 0) {
         KILN_WARN("vk", "%s: %s stage: not valid SPIR-V: %s", prog(name), stage, why);
-        free(*owned);
+        kiln__free(*owned);
         *owned = NULL;
         return KILN_EFORMAT;
     }
@@ -194,7 +194,7 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
         int rc = fit_builtin_layout(words, (size_t)n, why, sizeof(why));
         if (rc < 0) {
             KILN_WARN("vk", "%s: %s stage: %s", prog(name), kiln_vk_stage_name(stage), why);
-            free(out->words);
+            kiln__free(out->words);
             out->words = NULL;
             return rc;
         }
@@ -245,7 +245,7 @@ void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
         atomic_fetch_sub(&vk->live_modules, 1);
         st->module = VK_NULL_HANDLE;
     }
-    free(st->words);
+    kiln__free(st->words);
     st->words = NULL;
     st->info.pNext = NULL;
 }
@@ -301,7 +301,7 @@ static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *wha
             vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
         return KILN_EVULKAN;
     }
-    struct kiln_vk_pipeline *p = calloc(1, sizeof(*p));
+    struct kiln_vk_pipeline *p = kiln__calloc(1, sizeof(*p));
     if (!p) {
         vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
         atomic_fetch_add(&vk->pipelines_failed, 1);
@@ -513,7 +513,7 @@ void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
     unlink_object(vk, &p->link);
     vk->fn.vkDestroyPipeline(vk->device, p->pipeline, NULL);
     atomic_fetch_sub(&vk->live_pipelines, 1);
-    free(p);
+    kiln__free(p);
 }
 
 static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline,
@@ -522,7 +522,7 @@ static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline,
     if (!vk || !out || pipeline == VK_NULL_HANDLE)
         return KILN_EINVAL;
     *out = NULL;
-    struct kiln_vk_pipeline *p = calloc(1, sizeof(*p));
+    struct kiln_vk_pipeline *p = kiln__calloc(1, sizeof(*p));
     if (!p) {
         vk->fn.vkDestroyPipeline(vk->device, pipeline, NULL);
         return KILN_ENOMEM;
@@ -559,7 +559,7 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
     int64_t n = unpack_stage(vk, name, "kept", src, false, &words, &owned);
     if (n < 0)
         return (int)n;
-    struct kiln_vk_module *m = calloc(1, sizeof(*m));
+    struct kiln_vk_module *m = kiln__calloc(1, sizeof(*m));
     if (!m)
         return KILN_ENOMEM;
     /* Whether kiln's own shapes may use it: its words are gone after this. */
@@ -568,13 +568,13 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
     if (fit == KILN_ENOTSUP || fit == KILN_EFORMAT) {
         size_t len = strlen(why) + 1;
         m->unfit_rc = fit;
-        if ((m->unfit = malloc(len)) != NULL)
+        if ((m->unfit = kiln__malloc(len)) != NULL)
             memcpy(m->unfit, why, len);
         else
             fit = KILN_ENOMEM;
     }
     if (fit == KILN_ENOMEM) {
-        free(m);
+        kiln__free(m);
         return KILN_ENOMEM;
     }
     VkShaderModuleCreateInfo ci = {
@@ -586,8 +586,8 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: kept module: vkCreateShaderModule failed: %s", prog(name),
                   kiln_vk_result_name(res));
-        free(m->unfit);
-        free(m);
+        kiln__free(m->unfit);
+        kiln__free(m);
         return KILN_EVULKAN;
     }
     count_module_made(vk);
@@ -613,6 +613,6 @@ void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)
     unlink_object(vk, &m->link);
     vk->fn.vkDestroyShaderModule(vk->device, m->module, NULL);
     atomic_fetch_sub(&vk->live_modules, 1);
-    free(m->unfit);
-    free(m);
+    kiln__free(m->unfit);
+    kiln__free(m);
 }

@@ -102,7 +102,7 @@ void *kiln__fb_alloc(struct build *c, size_t n)
     struct block *k = c->arena;
     if (!k || k->cap - k->used < n) {
         size_t cap = n > 16384 ? n : 16384;
-        k = malloc(sizeof(*k) + cap);
+        k = kiln__malloc(sizeof(*k) + cap);
         if (!k) {
             c->oom = true;
             return NULL;
@@ -123,7 +123,7 @@ static void arena_free(struct build *c)
     while (c->arena) {
         struct block *k = c->arena;
         c->arena = k->next;
-        free(k);
+        kiln__free(k);
     }
 }
 
@@ -586,7 +586,7 @@ static bool shared_get(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, 
 static int shared_put(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, union handle *h,
                       VkSamplerYcbcrConversion ycbcr)
 {
-    struct shared *n = malloc(sizeof(*n));
+    struct shared *n = kiln__malloc(sizeof(*n));
     pthread_mutex_lock(&b->lock);
     struct shared *s = shared_find(b, tag, hash);
     if (!s && n) {
@@ -602,7 +602,7 @@ static int shared_put(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, u
     if (s)
         keep = s->h;
     pthread_mutex_unlock(&b->lock);
-    free(n);
+    kiln__free(n);
     destroy_object(b, tag, *h, ycbcr);
     if (!s)
         return KILN_ENOMEM;
@@ -1536,7 +1536,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
     *pipeline = VK_NULL_HANDLE;
     if (why && cap)
         why[0] = '\0';
-    struct build *c = calloc(1, sizeof(*c));
+    struct build *c = kiln__calloc(1, sizeof(*c));
     if (!c) {
         atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
         if (why && cap)
@@ -1552,7 +1552,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
         kiln__fb_fail(c, rc, "%s",
                       rc == KILN_EFORMAT ? "not a kiln Fossilize closure"
                                          : "the closure has no pipeline");
-        free(c);
+        kiln__free(c);
         return rc;
     }
     enum kiln_foz_kind kind = c->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE  ? KILN_FOZ_KIND_GRAPHICS
@@ -1598,7 +1598,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
         atomic_fetch_add(&b->failed[kind], 1);
     json_object_put(c->doc);
     arena_free(c);
-    free(c);
+    kiln__free(c);
     return rc;
 }
 
@@ -1639,7 +1639,7 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
     *out = NULL;
     if (!o || !o->device || !o->get_device_proc_addr)
         return KILN_EINVAL;
-    struct kiln_foz_builder *b = calloc(1, sizeof(*b));
+    struct kiln_foz_builder *b = kiln__calloc(1, sizeof(*b));
     if (!b)
         return KILN_ENOMEM;
     b->device = o->device;
@@ -1687,11 +1687,11 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
         !b->vk.DestroyDescriptorSetLayout || !b->vk.CreatePipelineLayout ||
         !b->vk.DestroyPipelineLayout || !b->vk.CreateRenderPass || !b->vk.DestroyRenderPass ||
         !b->vk.CreateGraphicsPipelines || !b->vk.CreateComputePipelines || !b->vk.DestroyPipeline) {
-        free(b);
+        kiln__free(b);
         return KILN_ENOTSUP;
     }
     if (pthread_mutex_init(&b->lock, NULL) != 0) {
-        free(b);
+        kiln__free(b);
         return KILN_ENOMEM;
     }
     *out = b;
@@ -1728,9 +1728,9 @@ void kiln_foz_builder_destroy(struct kiln_foz_builder *b)
         while (b->table[i]) {
             struct shared *s = b->table[i];
             b->table[i] = s->next;
-            free(s);
+            kiln__free(s);
         }
     }
     pthread_mutex_destroy(&b->lock);
-    free(b);
+    kiln__free(b);
 }

@@ -272,7 +272,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     if (!out)
         return KILN_EINVAL;
     memset(out, 0, sizeof(*out));
-    struct adapter *a = calloc(1, sizeof(*a));
+    struct adapter *a = kiln__calloc(1, sizeof(*a));
     if (!a)
         return KILN_ENOMEM;
     if (options) {
@@ -280,7 +280,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
         a->have_options_device = options->device != VK_NULL_HANDLE;
     }
     if (pthread_mutex_init(&a->lock, NULL) != 0) {
-        free(a);
+        kiln__free(a);
         return KILN_ENOMEM;
     }
     out->kind = KILN_STATE_FOZ;
@@ -331,7 +331,7 @@ void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)
     struct adapter *a = builder->user;
     kiln_foz_builder_destroy(a->b);
     pthread_mutex_destroy(&a->lock);
-    free(a);
+    kiln__free(a);
     memset(builder, 0, sizeof(*builder));
 }
 
