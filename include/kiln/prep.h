@@ -337,6 +337,8 @@ struct kiln_builder {
      * req->pipeline_cache as its cache. Called from kiln's worker threads,
      * many at once with the same `user`: it must be thread-safe. It must
      * not keep req->stages (or what they point to) past the call.
+     * It creates with kiln_vk_allocator(req->vk) as pAllocator (kiln
+     * destroys what it hands back with those callbacks).
      * @return 0 when built, with the pipeline in req->pipeline (kiln hands
      * it to the options' on_pipeline, or destroys it), or VK_NULL_HANDLE
      * there when the builder keeps the pipeline itself; KILN_ENOTSUP when

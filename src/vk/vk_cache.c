@@ -65,7 +65,7 @@ static VkResult create_cache(struct kiln_vk *vk, const void *data, size_t n)
         .initialDataSize = n,
         .pInitialData = data,
     };
-    return vk->fn.vkCreatePipelineCache(vk->device, &ci, NULL, &vk->cache);
+    return vk->fn.vkCreatePipelineCache(vk->device, &ci, vk->alloc, &vk->cache);
 }
 
 /* Marks the file rejected, logging why. */

@@ -132,7 +132,7 @@ static int make_instance(struct kiln_vk *vk, const char *loader)
         .enabledExtensionCount = nenabled,
         .ppEnabledExtensionNames = enabled,
     };
-    VkResult res = vk->fn.vkCreateInstance(&ci, NULL, &vk->instance);
+    VkResult res = vk->fn.vkCreateInstance(&ci, vk->alloc, &vk->instance);
     if (res == VK_ERROR_INCOMPATIBLE_DRIVER || res == VK_ERROR_INITIALIZATION_FAILED)
         return not_available("vkCreateInstance: %s (no usable driver)", kiln_vk_result_name(res));
     if (res != VK_SUCCESS) {
@@ -641,7 +641,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         .enabledExtensionCount = vk->nextensions,
         .ppEnabledExtensionNames = enabled,
     };
-    VkResult res = vk->fn.vkCreateDevice(vk->phys, &ci, NULL, &vk->device);
+    VkResult res = vk->fn.vkCreateDevice(vk->phys, &ci, vk->alloc, &vk->device);
     kiln__free(extra);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkCreateDevice (%s) failed: %s", vk->info.device_name,
@@ -672,7 +672,7 @@ static int make_layout(struct kiln_vk *vk)
         .bindingCount = 1,
         .pBindings = &b,
     };
-    VkResult res = vk->fn.vkCreateDescriptorSetLayout(vk->device, &dci, NULL, &vk->set_layout);
+    VkResult res = vk->fn.vkCreateDescriptorSetLayout(vk->device, &dci, vk->alloc, &vk->set_layout);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkCreateDescriptorSetLayout failed: %s", kiln_vk_result_name(res));
         vk->set_layout = VK_NULL_HANDLE;
@@ -690,7 +690,7 @@ static int make_layout(struct kiln_vk *vk)
         .pushConstantRangeCount = 1,
         .pPushConstantRanges = &pc,
     };
-    res = vk->fn.vkCreatePipelineLayout(vk->device, &lci, NULL, &vk->layout);
+    res = vk->fn.vkCreatePipelineLayout(vk->device, &lci, vk->alloc, &vk->layout);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkCreatePipelineLayout failed: %s", kiln_vk_result_name(res));
         vk->layout = VK_NULL_HANDLE;
@@ -801,6 +801,10 @@ static int create_body(const struct kiln_vk_options *options, struct kiln_vk **o
     vk->pipelines.prev = vk->pipelines.next = &vk->pipelines;
     vk->modules.prev = vk->modules.next = &vk->modules;
     vk->io = opt->io ? opt->io : kiln_io_default();
+    if (opt->allocator) {
+        vk->alloc_copy = *opt->allocator;
+        vk->alloc = &vk->alloc_copy;
+    }
 
     int rc = setup(vk, opt);
     if (rc < 0) {
@@ -826,6 +830,11 @@ int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **out)
     return kiln__err_end(NULL, m, "kiln_vk_create", NULL, create_body(options, out));
 }
 
+const struct VkAllocationCallbacks *kiln_vk_allocator(const struct kiln_vk *vk)
+{
+    return vk ? vk->alloc : NULL;
+}
+
 void kiln_vk_destroy(struct kiln_vk *vk)
 {
     if (!vk)
@@ -836,16 +845,16 @@ void kiln_vk_destroy(struct kiln_vk *vk)
     if (vk->device && vk->fn.vkDestroyDescriptorSetLayout) {
         kiln__vk_destroy_objects(vk);
         if (vk->cache && !vk->external_cache)
-            vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, NULL);
+            vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, vk->alloc);
         if (vk->layout)
-            vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, NULL);
+            vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, vk->alloc);
         if (vk->set_layout)
-            vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+            vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, vk->alloc);
     }
     if (vk->device && vk->fn.vkDestroyDevice && !vk->external)
-        vk->fn.vkDestroyDevice(vk->device, NULL);
+        vk->fn.vkDestroyDevice(vk->device, vk->alloc);
     if (vk->instance && vk->fn.vkDestroyInstance && !vk->external)
-        vk->fn.vkDestroyInstance(vk->instance, NULL);
+        vk->fn.vkDestroyInstance(vk->instance, vk->alloc);
     pthread_mutex_destroy(&vk->lock);
     kiln__free(vk);
 }

@@ -209,7 +209,7 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
         atomic_fetch_add(&vk->stages_chained, 1);
         return KILN_OK;
     }
-    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &out->module_info, NULL, &out->module);
+    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &out->module_info, vk->alloc, &out->module);
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: %s stage: vkCreateShaderModule failed: %s", prog(name),
                   kiln_vk_stage_name(stage), kiln_vk_result_name(res));
@@ -241,7 +241,7 @@ void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
     if (!vk || !st)
         return;
     if (st->module) {
-        vk->fn.vkDestroyShaderModule(vk->device, st->module, NULL);
+        vk->fn.vkDestroyShaderModule(vk->device, st->module, vk->alloc);
         atomic_fetch_sub(&vk->live_modules, 1);
         st->module = VK_NULL_HANDLE;
     }
@@ -284,7 +284,7 @@ void kiln__vk_destroy_objects(struct kiln_vk *vk)
     if (pipes || mods)
         KILN_DEBUG("vk", "destroyed %u pipelines and %u kept modules left at exit", pipes, mods);
     for (unsigned i = 0; i < vk->nrender_passes; i++)
-        vk->fn.vkDestroyRenderPass(vk->device, vk->render_passes[i].pass, NULL);
+        vk->fn.vkDestroyRenderPass(vk->device, vk->render_passes[i].pass, vk->alloc);
     vk->nrender_passes = 0;
 }
 
@@ -298,12 +298,12 @@ static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *wha
                   strcmp(what, "compute") == 0 ? "Compute" : "Graphics", kiln_vk_result_name(res));
         atomic_fetch_add(&vk->pipelines_failed, 1);
         if (handle)
-            vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
+            vk->fn.vkDestroyPipeline(vk->device, handle, vk->alloc);
         return KILN_EVULKAN;
     }
     struct kiln_vk_pipeline *p = kiln__calloc(1, sizeof(*p));
     if (!p) {
-        vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
+        vk->fn.vkDestroyPipeline(vk->device, handle, vk->alloc);
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return KILN_ENOMEM;
     }
@@ -333,7 +333,7 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
         .layout = vk->layout,
     };
     VkPipeline handle = VK_NULL_HANDLE;
-    VkResult res = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
+    VkResult res = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &st);
     return finish_pipeline(vk, name, "compute", res, handle, out);
 }
@@ -386,7 +386,7 @@ static VkResult render_pass_for(struct kiln_vk *vk, VkFormat format, VkRenderPas
         .pSubpasses = &sub,
     };
     VkRenderPass pass;
-    res = vk->fn.vkCreateRenderPass(vk->device, &ci, NULL, &pass);
+    res = vk->fn.vkCreateRenderPass(vk->device, &ci, vk->alloc, &pass);
     if (res == VK_SUCCESS) {
         vk->render_passes[vk->nrender_passes].format = format;
         vk->render_passes[vk->nrender_passes].pass = pass;
@@ -490,7 +490,7 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
         .subpass = 0,
     };
     VkPipeline handle = VK_NULL_HANDLE;
-    VkResult res = vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
+    VkResult res = vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &fs);
     kiln_vk_stage_release(vk, &vs);
     return finish_pipeline(vk, name, "graphics", res, handle, out);
@@ -511,7 +511,7 @@ void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
     if (!p)
         return;
     unlink_object(vk, &p->link);
-    vk->fn.vkDestroyPipeline(vk->device, p->pipeline, NULL);
+    vk->fn.vkDestroyPipeline(vk->device, p->pipeline, vk->alloc);
     atomic_fetch_sub(&vk->live_pipelines, 1);
     kiln__free(p);
 }
@@ -524,7 +524,7 @@ static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline,
     *out = NULL;
     struct kiln_vk_pipeline *p = kiln__calloc(1, sizeof(*p));
     if (!p) {
-        vk->fn.vkDestroyPipeline(vk->device, pipeline, NULL);
+        vk->fn.vkDestroyPipeline(vk->device, pipeline, vk->alloc);
         return KILN_ENOMEM;
     }
     p->pipeline = pipeline;
@@ -582,7 +582,7 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
         .codeSize = (size_t)n * 4,
         .pCode = words,
     };
-    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &ci, NULL, &m->module);
+    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &ci, vk->alloc, &m->module);
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: kept module: vkCreateShaderModule failed: %s", prog(name),
                   kiln_vk_result_name(res));
@@ -611,7 +611,7 @@ void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)
     if (!m)
         return;
     unlink_object(vk, &m->link);
-    vk->fn.vkDestroyShaderModule(vk->device, m->module, NULL);
+    vk->fn.vkDestroyShaderModule(vk->device, m->module, vk->alloc);
     atomic_fetch_sub(&vk->live_modules, 1);
     kiln__free(m->unfit);
     kiln__free(m);

@@ -366,6 +366,7 @@ static int job(void *arg, unsigned worker)
     E(cache_merge_dirs, kiln_cache_merge, KILN_EINVAL, kiln_cache_merge(F.cache, NULL, 1, NULL))   \
     /* vk, without a context (test_vk_null_with_context has the rest) */                           \
     E(vk_create, kiln_vk_create, KILN_EINVAL, kiln_vk_create(NULL, NULL))                          \
+    P(vk_allocator, kiln_vk_allocator, kiln_vk_allocator(NULL))                                    \
     E(vk_set_validation, kiln_vk_set_validation, KILN_EINVAL, kiln_vk_set_validation(NULL, true))  \
     E(vk_validate_words, kiln_vk_validate_spirv, KILN_EINVAL,                                      \
       kiln_vk_validate_spirv(NULL, 5, F.text, sizeof(F.text)))                                     \

@@ -552,18 +552,18 @@ static void destroy_object(struct kiln_foz_builder *b, uint64_t tag, union handl
 {
     switch (tag) {
     case KILN_FOZ_TAG_SAMPLER:
-        b->vk.DestroySampler(b->device, h.sampler, NULL);
+        b->vk.DestroySampler(b->device, h.sampler, b->alloc);
         if (ycbcr)
-            b->vk.DestroySamplerYcbcrConversion(b->device, ycbcr, NULL);
+            b->vk.DestroySamplerYcbcrConversion(b->device, ycbcr, b->alloc);
         break;
     case KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT:
-        b->vk.DestroyDescriptorSetLayout(b->device, h.set_layout, NULL);
+        b->vk.DestroyDescriptorSetLayout(b->device, h.set_layout, b->alloc);
         break;
     case KILN_FOZ_TAG_PIPELINE_LAYOUT:
-        b->vk.DestroyPipelineLayout(b->device, h.layout, NULL);
+        b->vk.DestroyPipelineLayout(b->device, h.layout, b->alloc);
         break;
     case KILN_FOZ_TAG_RENDER_PASS:
-        b->vk.DestroyRenderPass(b->device, h.pass, NULL);
+        b->vk.DestroyRenderPass(b->device, h.pass, b->alloc);
         break;
     default:
         break;
@@ -663,7 +663,7 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
             continue;
         VkSamplerYcbcrConversionCreateInfo yc = *(const VkSamplerYcbcrConversionCreateInfo *)*p;
         yc.pNext = NULL;
-        VkResult r = b->vk.CreateSamplerYcbcrConversion(b->device, &yc, NULL, &conv);
+        VkResult r = b->vk.CreateSamplerYcbcrConversion(b->device, &yc, b->alloc, &conv);
         if (r != VK_SUCCESS)
             return kiln__fb_fail(c, KILN_EVULKAN,
                                  "vkCreateSamplerYcbcrConversion for sampler %016" PRIx64
@@ -671,7 +671,7 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
                                  hash, (int)r);
         VkSamplerYcbcrConversionInfo *info = kiln__fb_alloc(c, sizeof(*info));
         if (!info) {
-            b->vk.DestroySamplerYcbcrConversion(b->device, conv, NULL);
+            b->vk.DestroySamplerYcbcrConversion(b->device, conv, b->alloc);
             return KILN_ENOMEM;
         }
         info->sType = VK_STRUCTURE_TYPE_SAMPLER_YCBCR_CONVERSION_INFO;
@@ -681,10 +681,10 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
         break;
     }
     VkSampler s;
-    VkResult r = b->vk.CreateSampler(b->device, &ci, NULL, &s);
+    VkResult r = b->vk.CreateSampler(b->device, &ci, b->alloc, &s);
     if (r != VK_SUCCESS) {
         if (conv)
-            b->vk.DestroySamplerYcbcrConversion(b->device, conv, NULL);
+            b->vk.DestroySamplerYcbcrConversion(b->device, conv, b->alloc);
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateSampler %016" PRIx64 ": VkResult %d", hash,
                              (int)r);
     }
@@ -738,7 +738,7 @@ static int set_layout(struct build *c, uint64_t hash, VkDescriptorSetLayout *out
     ci.pBindings = bind;
     KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     VkDescriptorSetLayout l;
-    VkResult r = b->vk.CreateDescriptorSetLayout(b->device, &ci, NULL, &l);
+    VkResult r = b->vk.CreateDescriptorSetLayout(b->device, &ci, b->alloc, &l);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN,
                              "vkCreateDescriptorSetLayout %016" PRIx64 ": VkResult %d", hash,
@@ -785,7 +785,7 @@ int kiln__fb_pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *o
     ci.pushConstantRangeCount = len(pcs);
     ci.pPushConstantRanges = pc;
     VkPipelineLayout l;
-    VkResult r = b->vk.CreatePipelineLayout(b->device, &ci, NULL, &l);
+    VkResult r = b->vk.CreatePipelineLayout(b->device, &ci, b->alloc, &l);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreatePipelineLayout %016" PRIx64 ": VkResult %d",
                              hash, (int)r);
@@ -900,7 +900,7 @@ static int render_pass1(struct build *c, struct json_object *o, uint64_t hash, V
     KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     if (c->oom)
         return KILN_ENOMEM;
-    VkResult r = c->b->vk.CreateRenderPass(c->b->device, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateRenderPass(c->b->device, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRenderPass %016" PRIx64 ": VkResult %d",
                              hash, (int)r);
@@ -972,7 +972,7 @@ static int render_pass2(struct build *c, struct json_object *o, uint64_t hash, V
     KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     if (c->oom)
         return KILN_ENOMEM;
-    VkResult r = c->b->vk.CreateRenderPass2(c->b->device, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateRenderPass2(c->b->device, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRenderPass2 %016" PRIx64 ": VkResult %d",
                              hash, (int)r);
@@ -1488,7 +1488,7 @@ static int build_graphics(struct build *c, struct json_object *p, VkPipelineCach
     ci.subpass = u32(p, "subpass");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateGraphicsPipelines: VkResult %d", (int)r);
     return KILN_OK;
@@ -1511,7 +1511,7 @@ static int build_compute(struct build *c, struct json_object *p, VkPipelineCache
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateComputePipelines: VkResult %d", (int)r);
     return KILN_OK;
@@ -1586,7 +1586,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
      * cheap beside the builds around it. */
     pthread_mutex_lock(&b->lock);
     for (uint32_t i = 0; i < c->nlibs; i++)
-        b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, NULL);
+        b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, b->alloc);
     pthread_mutex_unlock(&b->lock);
     if (rc == KILN_ENOMEM)
         kiln__fb_fail(c, rc, "out of memory");
@@ -1643,6 +1643,7 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
     if (!b)
         return KILN_ENOMEM;
     b->device = o->device;
+    b->alloc = o->allocator;
     b->api = o->api_version ? o->api_version : VK_API_VERSION_1_0;
     for (uint32_t i = 0; i < o->extension_count; i++)
         for (int x = 0; x < X_COUNT; x++)

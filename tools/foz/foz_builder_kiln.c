@@ -203,6 +203,7 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
             o.max_ray_recursion_depth = max_recursion(req->vk);
         o.device = req->device;
         o.get_device_proc_addr = req->get_device_proc_addr;
+        o.allocator = kiln_vk_allocator(req->vk);
         /* kiln's instance asks for at most 1.3, so the device is used as that. */
         o.api_version = !info                                    ? VK_API_VERSION_1_0
                         : info->api_version > VK_API_VERSION_1_3 ? VK_API_VERSION_1_3

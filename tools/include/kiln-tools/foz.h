@@ -893,6 +893,10 @@ struct kiln_foz_builder_options {
      * (kiln_foz_limits_bound) and the structure rules only. Read during
      * create only. */
     const VkPhysicalDeviceLimits *limits;
+    /* The allocation callbacks every object the builder makes is created
+     * and destroyed with (kiln_vk_allocator of kiln's context); NULL: the
+     * driver's own. Must outlive the builder. */
+    const VkAllocationCallbacks *allocator;
 };
 
 /* Fills *l from a device's VkPhysicalDeviceLimits. Thread-safe. */
