@@ -296,6 +296,9 @@ struct run {
     struct kiln_pool *pool;
     uint64_t memory_budget; /* for the pools (0: none) */
     atomic_bool canceled;   /* options.cancel said so */
+    /* A program failed for want of memory: the run stops with KILN_ENOMEM
+     * (the others would meet the same; the next run resumes). */
+    atomic_bool no_memory;
     /* Programs stored though the validator refused a stage (their kind's
      * builder has KILN_BUILDER_RECORDED_SPIRV; see validate_program). */
     _Atomic uint64_t recorded_invalid;
@@ -499,6 +502,18 @@ static int store_locked(struct run *r, struct prog *it, size_t spirv, unsigned n
     return rc;
 }
 
+/* A program's failure: out of memory stops the run (the pool hands out no
+ * more work); any other error is the program's alone. */
+static int prog_failed(struct run *r, struct prog *it, int rc)
+{
+    it->failed = true;
+    if (rc == KILN_ENOMEM) {
+        atomic_store(&r->no_memory, true);
+        kiln_pool_cancel(r->pool);
+    }
+    return rc;
+}
+
 /* The translate phase's job: load, key, skip or translate, pack, store. */
 static int translate_job(void *arg, unsigned worker)
 {
@@ -509,10 +524,8 @@ static int translate_job(void *arg, unsigned worker)
     if (stopping(r))
         return KILN_OK; /* not started: the next run does it */
     int rc = load_program(it, &p);
-    if (rc < 0) {
-        it->failed = true;
-        return rc; /* logged, naming the file or the program */
-    }
+    if (rc < 0)
+        return prog_failed(r, it, rc); /* logged, naming the file or the program */
     if (!it->name) {
         it->name = kiln__malloc(strlen(p->name) + 1);
         if (it->name)
@@ -566,9 +579,8 @@ static int translate_job(void *arg, unsigned worker)
     return rc;
 
 fail:
-    it->failed = true;
     kiln_program_destroy(p);
-    return rc;
+    return prog_failed(r, it, rc);
 }
 
 static int fail_at(struct kiln_prepare_summary *s, enum kiln_prep_step step, int rc)
@@ -654,8 +666,11 @@ static int translate_pass(struct run *r, struct prog *progs, size_t n, bool rema
     for (size_t i = 0; i < n; i++) {
         if (remakes && !progs[i].remake)
             continue;
-        if (kiln_pool_submit(r->pool, translate_job, &progs[i]) < 0)
-            break; /* cancelled by a cache error */
+        rc = kiln_pool_submit(r->pool, translate_job, &progs[i]);
+        if (rc == KILN_ENOMEM)
+            atomic_store(&r->no_memory, true);
+        if (rc < 0)
+            break; /* cancelled by a cache error or out of memory */
         kiln__prep_tick(r->pool, 0, total, KILN_PREP_PHASE_TRANSLATE, progress, user, &last);
     }
     /* Stopped while jobs still run (one may never return: a translator
@@ -859,6 +874,10 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
         fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
         goto out;
     }
+    if (atomic_load(&r.no_memory)) {
+        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
+        goto out;
+    }
     if (stopping(&r)) {
         /* What was stored is synced (translate_pass): the next run resumes. */
         fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
@@ -896,6 +915,10 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
         }
         if (r.cache_error) {
             fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
+            goto out;
+        }
+        if (atomic_load(&r.no_memory)) {
+            fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
             goto out;
         }
     }

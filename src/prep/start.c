@@ -526,7 +526,8 @@ int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbu
             asking = true;
     }
     /* The payload's table and state only: its stages stay packed. */
-    struct kiln_stage_blob *st = asking ? kiln__malloc(KILN_PROGRAM_MAX_STAGES * sizeof(*st)) : NULL;
+    struct kiln_stage_blob *st =
+        asking ? kiln__malloc(KILN_PROGRAM_MAX_STAGES * sizeof(*st)) : NULL;
     if (asking && !st) {
         kiln__free(m);
         return KILN_ENOMEM;
@@ -697,10 +698,10 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             kiln_cache_close(*out); /* the read-only open below refuses it */
             *out = NULL;
             snprintf(s->use_text, sizeof(s->use_text), "another stamp");
-        } else if (rc == KILN_ENOENT || rc == KILN_ECORRUPT) {
+        } else if (rc == KILN_ENOENT || rc == KILN_ECORRUPT || rc == KILN_ENOMEM) {
             /* No cache, or no copy of the dictionary its records name (the
-             * open said which in its one line): a read-only open meets the
-             * same, and would only say it again. */
+             * open said which in its one line), or no memory: a read-only
+             * open meets the same, and would only say it again. */
             return rc;
         } else {
             snprintf(s->use_text, sizeof(s->use_text), "opened read-only: %s",

@@ -209,7 +209,8 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
         atomic_fetch_add(&vk->stages_chained, 1);
         return KILN_OK;
     }
-    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &out->module_info, vk->alloc, &out->module);
+    VkResult res =
+        vk->fn.vkCreateShaderModule(vk->device, &out->module_info, vk->alloc, &out->module);
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: %s stage: vkCreateShaderModule failed: %s", prog(name),
                   kiln_vk_stage_name(stage), kiln_vk_result_name(res));
@@ -333,7 +334,8 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
         .layout = vk->layout,
     };
     VkPipeline handle = VK_NULL_HANDLE;
-    VkResult res = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
+    VkResult res =
+        vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &st);
     return finish_pipeline(vk, name, "compute", res, handle, out);
 }
@@ -490,7 +492,8 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
         .subpass = 0,
     };
     VkPipeline handle = VK_NULL_HANDLE;
-    VkResult res = vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
+    VkResult res =
+        vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &fs);
     kiln_vk_stage_release(vk, &vs);
     return finish_pipeline(vk, name, "graphics", res, handle, out);

@@ -143,6 +143,10 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
         }
         struct kiln_foz_module m;
         int d = kiln_foz_decode_module(&e, &m);
+        if (d == KILN_ENOMEM) {
+            rc = d; /* not the module's fault: the import stops */
+            break;
+        }
         if (d < 0) {
             KILN_WARN("cache",
                       "%s: shader module %016" PRIx64 " at offset %" PRIu64
@@ -155,7 +159,13 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
             kiln_foz_module_list_find(mods, nmods > 0 ? (size_t)nmods : 0, e.hash);
         uint32_t stages = info ? info->stages : 0;
         bool validated;
-        if (check_module(path, &e, &m, &validated) < 0) {
+        int ck = check_module(path, &e, &m, &validated);
+        if (ck == KILN_ENOMEM) {
+            kiln_foz_module_free(&m);
+            rc = ck;
+            break;
+        }
+        if (ck < 0) {
             r->invalid++;
             kiln_foz_module_free(&m);
             continue;

@@ -109,6 +109,10 @@ static int open_foz(struct kiln_foz_programs *c, const char *path)
             continue;
         struct kiln_foz_module m;
         int d = kiln_foz_decode_module(&e, &m);
+        if (d == KILN_ENOMEM) {
+            rc = d;
+            break;
+        }
         if (d < 0) {
             KILN_WARN("prep", "corpus %s: module %016" PRIx64 " does not decode: %s; skipped", path,
                       e.hash, kiln_strerror(d));

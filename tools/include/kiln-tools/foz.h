@@ -276,7 +276,8 @@ struct kiln_foz_import_report {
  * @return 0 when the archive was read to its end (a cut-off last entry is
  * ignored, as the format says; damaged entries are skipped and counted,
  * and the reader reads on from the next whole entry); KILN_EFORMAT for a file that is not a
- * Fossilize archive or of another version; an I/O or cache error, which
+ * Fossilize archive or of another version; KILN_ENOMEM, an I/O or cache
+ * error, which
  * stops the import (what was stored before it is synced). *report is
  * filled in every case.
  */
