@@ -15,7 +15,8 @@
  * Fossilize archives as sources; an emulator brings its own).
  *
  * Ownership in one place: every SPIR-V array kiln hands out (a program
- * stage's words, kiln_translate's output) comes from malloc and is freed by
+ * stage's words, kiln_translate's output) comes from kiln_malloc (kiln's
+ * allocator, kiln/common.h "Memory") and is freed by
  * kiln_program_destroy or kiln_words_free. A translator's own buffer is given
  * back to it through its `release` callback as soon as kiln has taken the
  * words over.
@@ -80,7 +81,7 @@ typedef void (*kiln_release_fn)(void *user, uint32_t *words);
  */
 struct kiln_translator {
     kiln_translate_fn translate;
-    /* NULL when the words come from malloc(): kiln then takes the array over
+    /* NULL when the words come from kiln_malloc(): kiln then takes the array over
      * as it is. Otherwise kiln copies the words and releases the array. */
     kiln_release_fn release;
     void *user;
@@ -96,7 +97,7 @@ struct kiln_translator {
  * (5 words) and the SPIR-V magic number. A failure is logged as one error
  * line naming the source, its stage, the translator and the translator's
  * message (see kiln_translate_set_error).
- * @return 0 with a new malloc'd array in *words (free it with
+ * @return 0 with a new array from kiln's allocator in *words (free it with
  * kiln_words_free) of *nwords words; KILN_ETRANSLATE when the translator
  * failed or gave something that is not SPIR-V; the translator's other
  * errors as they are; KILN_EINVAL for a NULL argument. Thread-safe when the
@@ -165,7 +166,7 @@ struct kiln_program_stage {
  * A program made by kiln (kiln_program_create, kiln_program_copy, a source's
  * load) owns everything in it, freed by kiln_program_destroy: its `stages`
  * array has room for `stage_room` stages, and every string, words array,
- * map and data in it comes from malloc. A caller may read it and may take
+ * map and data in it comes from kiln_malloc. A caller may read it and may take
  * `words` over (setting the pointer to NULL), nothing else. A program a
  * caller lays out itself (for kiln_program_source_array) may point
  * anywhere; kiln only reads it, and copies it (kiln_program_copy) before
@@ -209,7 +210,8 @@ KILN_API void kiln_program_destroy(struct kiln_program *p);
  * Makes an empty program named `name` (copied; no stages, built-in state)
  * with room for KILN_PROGRAM_STAGE_ROOM stages, zeroed. The caller then
  * fills its stages and nstages: every string, words array, map and data
- * it puts there (and in `state`) must come from malloc, and is the
+ * it puts there (and in `state`) must come from kiln_malloc (malloc while
+ * libc's allocator is in force), and is the
  * program's from then on (kiln_program_destroy frees them).
  * @return 0 and the program in *out, KILN_EINVAL for a NULL argument, or
  * KILN_ENOMEM. Thread-safe.
