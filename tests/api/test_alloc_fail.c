@@ -33,13 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRY(expr)             \
-    do {                      \
-        int try_rc_ = (expr); \
-        if (try_rc_ < 0)      \
-            return try_rc_;   \
-    } while (0)
-
 /* ---- the allocator: libc's, failing allocation number `fail_at` ------- */
 
 static atomic_ullong calls;   /* allocations asked for since arm() */
@@ -112,7 +105,9 @@ static int snapshot(const char *dir, uint64_t stamp, struct stored *s)
 {
     struct kiln_cache_options o = {.stamp = stamp};
     struct kiln_cache *c;
-    TRY(kiln_cache_open(dir, &o, &c));
+    int orc = kiln_cache_open(dir, &o, &c);
+    if (orc < 0)
+        return orc;
     struct kiln_cache_entry *e;
     size_t n;
     int rc = kiln_cache_entries(c, &e, &n);
@@ -377,7 +372,9 @@ static int put_records(const char *dir, uint64_t stamp, unsigned n, unsigned aga
 {
     struct kiln_cache_options o = {.stamp = stamp, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c;
-    TRY(kiln_cache_open(dir, &o, &c));
+    int orc = kiln_cache_open(dir, &o, &c);
+    if (orc < 0)
+        return orc;
     int rc = 0;
     unsigned char payload[96];
     for (unsigned i = 0; i < n + again && rc == 0; i++) {
@@ -408,7 +405,9 @@ static int foz_run(void *ctx, const char *dir)
     struct foz_ctx *f = ctx;
     struct kiln_cache_options o = {.stamp = KILN_FOZ_STAMP};
     struct kiln_cache *c;
-    TRY(kiln_cache_open(dir, &o, &c));
+    int orc = kiln_cache_open(dir, &o, &c);
+    if (orc < 0)
+        return orc;
     struct kiln_foz_import_report r;
     int rc = kiln_foz_import(c, f->archive, &r);
     kiln_cache_close(c);
@@ -433,7 +432,9 @@ static int compact_run(void *ctx, const char *dir)
     (void)ctx;
     struct kiln_cache_options o = {.stamp = 77};
     struct kiln_cache *c;
-    TRY(kiln_cache_open(dir, &o, &c));
+    int orc = kiln_cache_open(dir, &o, &c);
+    if (orc < 0)
+        return orc;
     struct kiln_cache_rewrite_report r;
     int rc = kiln_cache_compact(c, &r);
     kiln_cache_close(c);
@@ -496,36 +497,33 @@ KT_CASE(read_file_buffer)
     KT_CHECK_EQ(kiln_allocations_live(), 0);
 }
 
-KT_CASE(prepare_fail_every)
+/* Runs `run` over a cache kiln_prepare filled with `before` generated
+ * programs (the run prepares `after`). */
+static void gen_fail_every(const char *name, unsigned before, unsigned after,
+                           int (*run)(void *ctx, const char *dir))
 {
     install();
     struct gen_ctx g = {0};
-    KT_REQUIRE_OK(gen_begin(&g, 1, long_mode() ? 12 : 2));
+    KT_NEED(gen_begin(&g, before, after) == 0);
     struct kiln_prepare_options probe;
     kiln_prepare_options_init(&probe);
     struct kiln_program_source src;
     kiln_generator_source(&g.before, &src);
     probe.source = &src;
     probe.translator = kiln_glsl_translator(g.glsl);
-    struct op op = {"prepare", &g, prepare_setup, prepare_run, kiln_prepare_stamp(&probe)};
+    struct op op = {name, &g, prepare_setup, run, kiln_prepare_stamp(&probe)};
     fail_every(&op);
     kiln_glsl_destroy(g.glsl);
 }
 
+KT_CASE(prepare_fail_every)
+{
+    gen_fail_every("prepare", 1, long_mode() ? 12 : 2, prepare_run);
+}
+
 KT_CASE(warm_start_fail_every)
 {
-    install();
-    struct gen_ctx g = {0};
-    KT_REQUIRE_OK(gen_begin(&g, long_mode() ? 12 : 3, 0));
-    struct kiln_prepare_options probe;
-    kiln_prepare_options_init(&probe);
-    struct kiln_program_source src;
-    kiln_generator_source(&g.before, &src);
-    probe.source = &src;
-    probe.translator = kiln_glsl_translator(g.glsl);
-    struct op op = {"start", &g, prepare_setup, start_run, kiln_prepare_stamp(&probe)};
-    fail_every(&op);
-    kiln_glsl_destroy(g.glsl);
+    gen_fail_every("start", long_mode() ? 12 : 3, 0, start_run);
 }
 
 KT_CASE(foz_import_fail_every)
