@@ -730,7 +730,7 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
     c->today = opt->today ? opt->today : kiln__cache_clock_day();
     c->threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, opt->threads, NULL);
     if (kiln__exec_in(&c->executor, &c->has_executor, opt->executor) < 0) {
-        free(c);
+        kiln__free(c);
         return KILN_EINVAL;
     }
     c->rec_fd = -1;
