@@ -232,6 +232,100 @@ KILN_API const char *kiln_last_errmsg(void);
 KILN_API int kiln_error_from_errno(int err, int fallback);
 
 /* ---------------------------------------------------------------------------
+ * Memory (docs/api.md, "Memory")
+ *
+ * Every allocation kiln makes (its own structs, buffers, zstd's contexts)
+ * goes through one allocator: libc's, or the application's, set once with
+ * kiln_set_allocator before any other kiln call. Memory kiln hands out for
+ * the caller to free (kiln_io_read_file's buffer) is freed with kiln_free,
+ * and memory a caller hands over for kiln to free (a program's words, a
+ * translator's words without `release`) comes from kiln_malloc: both use
+ * the allocator in force. With libc's allocator (the default) these are
+ * malloc and free, so a program written for earlier releases keeps working.
+ * ------------------------------------------------------------------------ */
+
+/*
+ * An application's allocator. malloc_fn, realloc_fn and free_fn are
+ * required and behave as C's malloc, realloc and free (realloc_fn(user,
+ * NULL, n) allocates; kiln never asks for 0 bytes, nor frees NULL through
+ * free_fn); calloc_fn is optional (NULL: malloc_fn then zeroing). Every
+ * pointer must be aligned for any type (max_align_t). They are called from
+ * any thread kiln runs, many at once: they must be thread-safe. The struct
+ * is copied; `user` must outlive the allocator's use.
+ */
+struct kiln_allocator {
+    size_t size; /* KILN_ALLOCATOR_INIT */
+    void *(*malloc_fn)(void *user, size_t n);
+    void *(*realloc_fn)(void *user, void *p, size_t n);
+    void (*free_fn)(void *user, void *p);
+    void *(*calloc_fn)(void *user, size_t count, size_t n);
+    void *user;
+};
+
+#define KILN_ALLOCATOR_INIT KILN_STRUCT_INIT(kiln_allocator)
+
+/*
+ * Sets the allocator every later allocation of kiln goes through; NULL
+ * restores libc's. Like sqlite3_config(SQLITE_CONFIG_MALLOC): set it once,
+ * before any other kiln call.
+ * @return 0; KILN_EINVAL for a struct of a bad size or without malloc_fn,
+ * realloc_fn or free_fn; KILN_EBUSY while memory kiln allocated through
+ * the allocator in force is still held (a live handle, a buffer not yet
+ * given to kiln_free, a worker thread's compression contexts, which live
+ * until that thread ends): kiln counts its live allocations, so it never
+ * frees a block through another allocator than the one that made it.
+ * Thread safety: not thread-safe: no other thread may call kiln during
+ * the call (the count cannot see an allocation starting meanwhile).
+ */
+KILN_API int kiln_set_allocator(const struct kiln_allocator *a);
+
+/*
+ * Copies the allocator in force into *out, as much as out->size covers
+ * (libc's: its functions are kiln's wrappers of malloc, realloc, free and
+ * calloc, user NULL).
+ * @return 0, or KILN_EINVAL for a NULL `out` or a bad size. Thread-safe
+ * (reads only; not during kiln_set_allocator).
+ */
+KILN_API int kiln_get_allocator(struct kiln_allocator *out);
+
+/*
+ * Allocates `n` bytes through kiln's allocator (the one in force), as C's
+ * malloc: for memory the caller hands over for kiln to free (a program's
+ * strings and words). kiln_malloc(0) gives a unique pointer.
+ * @return the block, or NULL when memory ran out. Thread-safe.
+ */
+KILN_API void *kiln_malloc(size_t n);
+
+/*
+ * As kiln_malloc, for `count` zeroed elements of `n` bytes.
+ * @return the block, or NULL when memory ran out or count * n overflows.
+ * Thread-safe.
+ */
+KILN_API void *kiln_calloc(size_t count, size_t n);
+
+/*
+ * Resizes a block made by kiln's allocator, as C's realloc;
+ * kiln_realloc(NULL, n) is kiln_malloc(n).
+ * @return the block (moved or not), or NULL when memory ran out (the old
+ * block is kept). Thread-safe.
+ */
+KILN_API void *kiln_realloc(void *p, size_t n);
+
+/*
+ * Frees a block made by kiln's allocator: one kiln handed out for the
+ * caller to free (kiln_io_read_file's buffer), or one from kiln_malloc.
+ * NULL does nothing. Thread-safe.
+ */
+KILN_API void kiln_free(void *p);
+
+/*
+ * How many blocks kiln allocated and has not freed yet (what
+ * kiln_set_allocator checks; a test's leak check).
+ * @return the count. Thread-safe (an atomic load).
+ */
+KILN_API long long kiln_allocations_live(void);
+
+/* ---------------------------------------------------------------------------
  * Logging
  * ------------------------------------------------------------------------ */
 
@@ -391,7 +485,8 @@ KILN_API int kiln_io_replace_file(const struct kiln_io *io, const char *path, co
 
 /*
  * Reads a whole file into a new buffer (at most `max` bytes, else
- * KILN_ERANGE). On success *data must be freed with free().
+ * KILN_ERANGE). On success *data must be freed with kiln_free() (free()
+ * while libc's allocator is in force, as in earlier releases).
  * Thread-safe when `io` is.
  */
 KILN_API int kiln_io_read_file(const struct kiln_io *io, const char *path, size_t max, void **data,

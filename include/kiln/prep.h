@@ -15,7 +15,8 @@
  * Fossilize archives as sources; an emulator brings its own).
  *
  * Ownership in one place: every SPIR-V array kiln hands out (a program
- * stage's words, kiln_translate's output) comes from malloc and is freed by
+ * stage's words, kiln_translate's output) comes from kiln_malloc (kiln's
+ * allocator, kiln/common.h "Memory") and is freed by
  * kiln_program_destroy or kiln_words_free. A translator's own buffer is given
  * back to it through its `release` callback as soon as kiln has taken the
  * words over.
@@ -69,7 +70,7 @@ typedef void (*kiln_release_fn)(void *user, uint32_t *words);
 struct kiln_translator {
     size_t size; /* sizeof, as KILN_TRANSLATOR_INIT sets it (docs/abi.md) */
     kiln_translate_fn translate;
-    /* NULL when the words come from malloc(): kiln then takes the array over
+    /* NULL when the words come from kiln_malloc(): kiln then takes the array over
      * as it is. Otherwise kiln copies the words and releases the array. */
     kiln_release_fn release;
     void *user;
@@ -86,7 +87,7 @@ struct kiln_translator {
  * (5 words) and the SPIR-V magic number. A failure is logged as one error
  * line naming the source, its stage, the translator and the translator's
  * message (see kiln_translate_set_error).
- * @return 0 with a new malloc'd array in *words (free it with
+ * @return 0 with a new array from kiln's allocator in *words (free it with
  * kiln_words_free) of *nwords words; KILN_ETRANSLATE when the translator
  * failed or gave something that is not SPIR-V; the translator's other
  * errors as they are; KILN_EINVAL for a NULL argument. Thread-safe when the
@@ -156,6 +157,8 @@ struct kiln_builder {
      * req->pipeline_cache as its cache. Called from kiln's worker threads,
      * many at once with the same `user`: it must be thread-safe. It must
      * not keep req->stages (or what they point to) past the call.
+     * It creates with kiln_vk_allocator(req->vk) as pAllocator (kiln
+     * destroys what it hands back with those callbacks).
      * @return 0 when built, with the pipeline in req->pipeline (kiln hands
      * it to the options' on_pipeline, or destroys it), or VK_NULL_HANDLE
      * there when the builder keeps the pipeline itself; KILN_ENOTSUP when

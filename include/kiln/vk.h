@@ -186,6 +186,13 @@ struct kiln_vk_options {
      * `external`. The names are read during kiln_vk_create only. */
     const char *const *extra_extensions;
     uint32_t extra_extension_count;
+    /* The application's VkAllocationCallbacks, passed to every vkCreate*,
+     * vkAllocate* and vkDestroy* kiln makes on this context (its instance
+     * and device when kiln makes them; with `external`, kiln's own objects
+     * on the application's device), and to builders through
+     * kiln_vk_allocator. Copied by kiln_vk_create. NULL: the driver's own
+     * allocator (kiln_set_allocator's is not handed to the driver). */
+    const struct VkAllocationCallbacks *allocator;
 };
 #define KILN_VK_OPTIONS_INIT KILN_STRUCT_INIT(kiln_vk_options)
 
@@ -250,6 +257,16 @@ struct kiln_vk_stats {
  * Thread-safe (each call makes its own context).
  */
 KILN_API int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **vk);
+
+/*
+ * The allocation callbacks the context passes to Vulkan
+ * (kiln_vk_options.allocator, copied), for a builder's own vkCreate* and
+ * vkDestroy* calls: kiln destroys a pipeline a builder hands back with
+ * them, so a builder creates it with them too.
+ * @return the callbacks, or NULL (none given, or a NULL `vk`): the
+ * driver's own allocator. Thread-safe.
+ */
+KILN_API const struct VkAllocationCallbacks *kiln_vk_allocator(const struct kiln_vk *vk);
 
 /*
  * Turns validation of every stage on or off: with it, each stage's SPIR-V

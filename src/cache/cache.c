@@ -71,7 +71,7 @@ static size_t slot_of(struct kiln_key k, size_t mask)
 static int table_grow(struct kiln_cache *c)
 {
     size_t n = c->nslots ? c->nslots * 2 : 1024;
-    uint32_t *s = calloc(n, sizeof(*s));
+    uint32_t *s = kiln__calloc(n, sizeof(*s));
     if (!s)
         return KILN_ENOMEM;
     for (size_t i = 0; i < c->nslots; i++) {
@@ -83,7 +83,7 @@ static int table_grow(struct kiln_cache *c)
             j = (j + 1) & (n - 1);
         s[j] = v;
     }
-    free(c->slots);
+    kiln__free(c->slots);
     c->slots = s;
     c->nslots = n;
     return KILN_OK;
@@ -109,7 +109,7 @@ int kiln__cache_add(struct kiln_cache *c, const struct kiln_cache_entry *e)
         return KILN_ERANGE;
     if (c->count == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 1024;
-        struct kiln_cache_entry *n = realloc(c->entries, cap * sizeof(*n));
+        struct kiln_cache_entry *n = kiln__realloc(c->entries, cap * sizeof(*n));
         if (!n)
             return KILN_ENOMEM;
         c->entries = n;
@@ -154,7 +154,7 @@ void kiln__cache_table_clear(struct kiln_cache *c)
 static int index_write_upto(struct kiln_cache *c, size_t n)
 {
     size_t bytes = KILN__CACHE_HEADER_SIZE + n * (size_t)KILN__CACHE_ENTRY_SIZE;
-    unsigned char *buf = malloc(bytes);
+    unsigned char *buf = kiln__malloc(bytes);
     if (!buf)
         return KILN_ENOMEM;
     struct kiln__cache_header h = c->header;
@@ -171,7 +171,7 @@ static int index_write_upto(struct kiln_cache *c, size_t n)
         c->idx_fd = -1;
     }
     int rc = kiln_io_replace_file(c->io, c->idx_path, buf, bytes);
-    free(buf);
+    kiln__free(buf);
     if (rc == KILN_OK)
         rc = c->io->open(c->io, c->idx_path, KILN_IO_RDWR | KILN_IO_NOFOLLOW, &c->idx_fd);
     if (rc == KILN_OK) {
@@ -262,10 +262,10 @@ void kiln_cache_close(struct kiln_cache *c)
     pthread_mutex_destroy(&c->sync_lock);
     pthread_cond_destroy(&c->put_turn);
     kiln_pack_dict_destroy(c->dict);
-    free(c->last_use);
-    free(c->entries);
-    free(c->slots);
-    free(c);
+    kiln__free(c->last_use);
+    kiln__free(c->entries);
+    kiln__free(c->slots);
+    kiln__free(c);
 }
 
 /* ---- put and sync ------------------------------------------------------- */
@@ -443,7 +443,7 @@ static int index_append(struct kiln_cache *c, size_t n)
     if (c->header.version == KILN__CACHE_VERSION)
         KILN_TRY(kiln_io_write_full(c->io, c->idx_fd, id, sizeof(id), KILN__CACHE_IDENTITY_AT));
     size_t bytes = (n - c->idx_count) * KILN__CACHE_ENTRY_SIZE;
-    unsigned char *buf = malloc(bytes);
+    unsigned char *buf = kiln__malloc(bytes);
     if (!buf)
         return KILN_ENOMEM;
     pthread_rwlock_rdlock(&c->lock);
@@ -451,7 +451,7 @@ static int index_append(struct kiln_cache *c, size_t n)
         kiln__cache_entry_encode(buf + (i - c->idx_count) * KILN__CACHE_ENTRY_SIZE, &c->entries[i]);
     pthread_rwlock_unlock(&c->lock);
     int rc = kiln_io_write_full(c->io, c->idx_fd, buf, bytes, c->idx_end);
-    free(buf);
+    kiln__free(buf);
     if (rc < 0) {
         /* No later entry may follow a gap: cut what was written. */
         c->io->truncate(c->io, c->idx_fd, c->idx_end);

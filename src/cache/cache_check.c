@@ -35,11 +35,11 @@ static int collect(void *user, const struct kiln_cache_entry *e, bool ok)
     struct found *f = user;
     if (f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 1024;
-        struct kiln_cache_entry *ne = realloc(f->e, cap * sizeof(*ne));
+        struct kiln_cache_entry *ne = kiln__realloc(f->e, cap * sizeof(*ne));
         if (!ne)
             return KILN_ENOMEM;
         f->e = ne;
-        bool *nok = realloc(f->ok, cap * sizeof(*nok));
+        bool *nok = kiln__realloc(f->ok, cap * sizeof(*nok));
         if (!nok)
             return KILN_ENOMEM;
         f->ok = nok;
@@ -130,15 +130,15 @@ static void check_index(const struct kiln_io *io, const char *idx_path,
     }
     size_t cap =
         n > KILN__CACHE_HEADER_SIZE ? (n - KILN__CACHE_HEADER_SIZE) / KILN__CACHE_ENTRY_SIZE : 0;
-    struct kiln_cache_entry *es = malloc((cap ? cap : 1) * sizeof(*es));
+    struct kiln_cache_entry *es = kiln__malloc((cap ? cap : 1) * sizeof(*es));
     if (!es) {
-        free(data);
+        kiln__free(data);
         snprintf(rep->index_text, sizeof(rep->index_text), "out of memory");
         return;
     }
     struct kiln__cache_index_parse p;
     rc = kiln__cache_index_parse(data, n, rec_size, es, &p);
-    free(data);
+    kiln__free(data);
     rep->index_entries = p.valid;
     if (rc < 0) {
         snprintf(rep->index_text, sizeof(rep->index_text), "%s", p.problem);
@@ -152,7 +152,7 @@ static void check_index(const struct kiln_io *io, const char *idx_path,
     } else {
         match_entries(es, p.whole, p.partial, f, rep);
     }
-    free(es);
+    kiln__free(es);
 }
 
 /*
@@ -208,7 +208,7 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
     for (size_t i = 0; i < f->n; i++)
         good += f->ok[i];
     size_t n = KILN__CACHE_HEADER_SIZE + good * (size_t)KILN__CACHE_ENTRY_SIZE;
-    unsigned char *buf = malloc(n);
+    unsigned char *buf = kiln__malloc(n);
     if (!buf)
         return KILN_ENOMEM;
     struct kiln__cache_header h = *rh;
@@ -222,7 +222,7 @@ static int repair_files(const struct kiln_io *io, int fd, const char *rec_path,
         p += KILN__CACHE_ENTRY_SIZE;
     }
     rc = kiln_io_replace_file(io, idx_path, buf, n);
-    free(buf);
+    kiln__free(buf);
     if (rc < 0)
         KILN_WARN("cache", "%s: rewriting the index failed: %s", idx_path, kiln_strerror(rc));
     else
@@ -341,8 +341,8 @@ static int check(const char *dir, const struct kiln_io *io, bool repair,
         rep->next = KILN_CACHE_NEXT_REPAIR;
     rc = !index_fix && !dead && !dict_damaged ? KILN_OK : KILN_ECORRUPT;
 out:
-    free(f.e);
-    free(f.ok);
+    kiln__free(f.e);
+    kiln__free(f.ok);
     if (repair)
         io->lock(io, fd, KILN_IO_UNLOCK);
     io->close(io, fd);

@@ -59,13 +59,13 @@ static int dict_read(const struct kiln_io *io, const char *path, uint64_t want,
     KILN_TRY(kiln__io_read_file(io, path, KILN_IO_NOFOLLOW, (size_t)64 << 20, &data, &n));
     if (n == 0) {
         /* No bytes disagree with the other copy: lost like a missing one. */
-        free(data);
+        kiln__free(data);
         *found = 1;
         return KILN_ENOENT;
     }
     struct kiln_pack_dict *d = NULL;
     int rc = kiln_pack_dict_load(data, n, &d);
-    free(data);
+    kiln__free(data);
     if (rc < 0)
         return rc == KILN_ENOMEM ? rc : KILN_ECORRUPT;
     *found = kiln_pack_dict_id(d);

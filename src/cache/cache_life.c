@@ -42,7 +42,7 @@ static int read_record(const struct kiln_cache *c, const struct kiln_cache_entry
 {
     uint64_t len = kiln__cache_rec_len(e->size);
     if (len > *cap) {
-        unsigned char *n = realloc(*buf, (size_t)len);
+        unsigned char *n = kiln__realloc(*buf, (size_t)len);
         if (!n)
             return KILN_ENOMEM;
         *buf = n;
@@ -63,7 +63,7 @@ static int read_record(const struct kiln_cache *c, const struct kiln_cache_entry
 /* Indices of the live entries, in file order. */
 static int live_entries(struct kiln_cache *c, size_t **out, size_t *n)
 {
-    *out = malloc((c->live ? c->live : 1) * sizeof(**out));
+    *out = kiln__malloc((c->live ? c->live : 1) * sizeof(**out));
     if (!*out)
         return KILN_ENOMEM;
     size_t k = 0;
@@ -182,9 +182,9 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
     KILN_TRY(side_path(c, KILN_CACHE_DICT_FILE, kpd, sizeof(kpd)));
     snprintf(kpd_new, sizeof(kpd_new), "%s.new", kpd);
 
-    struct kiln_cache_entry *ne = malloc((nkeep ? nkeep : 1) * sizeof(*ne));
-    uint32_t *nu = malloc((nkeep ? nkeep : 1) * sizeof(*nu));
-    struct out_file o = {.io = io, .fd = -1, .buf = malloc(OUT_BUF)};
+    struct kiln_cache_entry *ne = kiln__malloc((nkeep ? nkeep : 1) * sizeof(*ne));
+    uint32_t *nu = kiln__malloc((nkeep ? nkeep : 1) * sizeof(*nu));
+    struct out_file o = {.io = io, .fd = -1, .buf = kiln__malloc(OUT_BUF)};
     unsigned char *in = NULL;
     size_t incap = 0, m = 0;
     bool wrote_kpd = false, made_tmp = false;
@@ -296,8 +296,8 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
         step = "renaming the new records file into place";
         rc = io->rename(io, tmp, c->rec_path);
     }
-    free(in);
-    free(o.buf);
+    kiln__free(in);
+    kiln__free(o.buf);
     if (rc < 0) {
         KILN_ERROR("cache", "%s: rewrite failed %s: %s; the cache is left as it was", c->dir, step,
                    kiln_strerror(rc));
@@ -307,8 +307,8 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
             io->unlink(io, tmp);
         if (wrote_kpd)
             io->unlink(io, kpd_new);
-        free(ne);
-        free(nu);
+        kiln__free(ne);
+        kiln__free(nu);
         return rc;
     }
 
@@ -319,8 +319,8 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
         after = after < 0 ? after : d;
     }
     int sw = kiln__cache_switch(c, o.fd, &h, ne, nu, m, o.buf_off);
-    free(ne);
-    free(nu);
+    kiln__free(ne);
+    kiln__free(nu);
     if (sw < 0)
         return sw;
     int ix = kiln__cache_index_write_whole(c);
@@ -355,7 +355,7 @@ static int find_damaged(struct kiln_cache *c, const size_t *keep, size_t n, bool
         rc = read_record(c, &c->entries[keep[i]], &buf, &cap);
         *damaged = rc == KILN_ECORRUPT_RECORD;
     }
-    free(buf);
+    kiln__free(buf);
     return *damaged ? KILN_OK : rc;
 }
 
@@ -377,7 +377,7 @@ static int compact(struct kiln_cache *c, struct kiln_cache_rewrite_report *repor
     c->progress_what = "compact";
     if (rc == KILN_OK && (ideal != c->rec_end || n != c->count || damaged))
         rc = rewrite(c, keep, n, false, NULL, NULL, NULL, r);
-    free(keep);
+    kiln__free(keep);
     return rc;
 }
 
@@ -409,9 +409,9 @@ struct prune_sel {
 
 static void prune_sel_free(struct prune_sel *s)
 {
-    free(s->live);
-    free(s->why);
-    free(s->order);
+    kiln__free(s->live);
+    kiln__free(s->why);
+    kiln__free(s->order);
     memset(s, 0, sizeof(*s));
 }
 
@@ -424,11 +424,11 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
     memset(s, 0, sizeof(*s));
     KILN_TRY(live_entries(c, &s->live, &s->n));
     size_t n = s->n;
-    struct lru_item *lru = malloc((n ? n : 1) * sizeof(*lru));
-    s->why = calloc(n ? n : 1, sizeof(*s->why));
-    s->order = calloc(n ? n : 1, sizeof(*s->order));
+    struct lru_item *lru = kiln__malloc((n ? n : 1) * sizeof(*lru));
+    s->why = kiln__calloc(n ? n : 1, sizeof(*s->why));
+    s->order = kiln__calloc(n ? n : 1, sizeof(*s->order));
     if (!lru || !s->why || !s->order) {
-        free(lru);
+        kiln__free(lru);
         prune_sel_free(s);
         return KILN_ENOMEM;
     }
@@ -453,7 +453,7 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
         s->order[s->picked++] = lru[i].live;
         s->total -= kiln__cache_rec_len(e->size);
     }
-    free(lru);
+    kiln__free(lru);
     return KILN_OK;
 }
 
@@ -642,10 +642,10 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
                 continue;
             if (count == cap) {
                 size_t nc = cap ? cap * 2 : 256;
-                uint32_t **nm = realloc(mods, nc * sizeof(*nm));
+                uint32_t **nm = kiln__realloc(mods, nc * sizeof(*nm));
                 if (nm)
                     mods = nm;
-                size_t *nwd = nm ? realloc(words, nc * sizeof(*nwd)) : NULL;
+                size_t *nwd = nm ? kiln__realloc(words, nc * sizeof(*nwd)) : NULL;
                 if (!nm || !nwd) {
                     rc = KILN_ENOMEM;
                     break;
@@ -653,7 +653,7 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
                 words = nwd;
                 cap = nc;
             }
-            mods[count] = malloc((size_t)nw * 4);
+            mods[count] = kiln__malloc((size_t)nw * 4);
             if (!mods[count]) {
                 rc = KILN_ENOMEM;
                 break;
@@ -662,7 +662,7 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
             words[count++] = (size_t)nw;
         }
     }
-    free(buf);
+    kiln__free(buf);
     if (rc == KILN_OK) {
         rc = kiln_pack_dict_train((const uint32_t *const *)mods, words, count, 0, out);
         if (rc < 0)
@@ -670,9 +670,9 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
                        count, kiln_strerror(rc), count < 8 ? " (at least 8 are needed)" : "");
     }
     for (size_t i = 0; i < count; i++)
-        free(mods[i]);
-    free(mods);
-    free(words);
+        kiln__free(mods[i]);
+    kiln__free(mods);
+    kiln__free(words);
     return rc;
 }
 
@@ -712,7 +712,7 @@ static int repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_d
         rc = rewrite(c, live, n, change, nd, repack_fn, &rp, r);
     kiln_pack_thread_cleanup();
     kiln_pack_dict_destroy(trained);
-    free(live);
+    kiln__free(live);
     return rc;
 }
 
@@ -752,7 +752,7 @@ static int merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
     KILN_TRY(writable(out));
     if (n && !in_dirs)
         return KILN_EINVAL;
-    struct kiln_cache **in = calloc(n ? n : 1, sizeof(*in));
+    struct kiln_cache **in = kiln__calloc(n ? n : 1, sizeof(*in));
     if (!in)
         return KILN_ENOMEM;
     int rc = KILN_OK;
@@ -787,7 +787,7 @@ static int merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
     struct merge_item *items = NULL;
     size_t m = 0;
     if (rc == KILN_OK) {
-        items = malloc((total ? total : 1) * sizeof(*items));
+        items = kiln__malloc((total ? total : 1) * sizeof(*items));
         rc = items ? KILN_OK : KILN_ENOMEM;
     }
     for (size_t i = 0; i < n && rc == KILN_OK; i++) {
@@ -841,11 +841,11 @@ static int merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
     }
     if (rc == KILN_OK)
         kiln__cache_progress(out, w, w);
-    free(buf);
-    free(items);
+    kiln__free(buf);
+    kiln__free(items);
     for (size_t i = 0; i < n; i++)
         kiln_cache_close(in[i]);
-    free(in);
+    kiln__free(in);
     int sr = kiln_cache_sync(out);
     if (rc == KILN_OK)
         rc = sr;

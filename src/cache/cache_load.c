@@ -306,12 +306,12 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
         return KILN_EINVAL;
     KILN_TRY(result_size_ok(result_size));
     struct kiln_cache_result *res = kiln__calloc(n ? n : 1, sizeof(*res));
-    struct item *items = malloc((n ? n : 1) * sizeof(*items));
-    struct run *runs = malloc((n ? n : 1) * sizeof(*runs));
+    struct item *items = kiln__malloc((n ? n : 1) * sizeof(*items));
+    struct run *runs = kiln__malloc((n ? n : 1) * sizeof(*runs));
     if (!res || !items || !runs) {
         kiln__free(res);
-        free(items);
-        free(runs);
+        kiln__free(items);
+        kiln__free(runs);
         return KILN_ENOMEM;
     }
     size_t found = 0;
@@ -353,8 +353,8 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
      * open was given one. */
     kiln__exec_run(c->has_executor ? &c->executor : NULL, want, worker, &j);
 
-    free(items);
-    free(runs);
+    kiln__free(items);
+    kiln__free(runs);
     int fatal = atomic_load(&j.fatal);
     int64_t loaded = 0;
     for (size_t i = 0; i < n; i++)

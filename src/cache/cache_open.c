@@ -435,13 +435,13 @@ static int read_index(struct kiln_cache *c, uint64_t rec_size, struct kiln_cache
     }
     size_t cap =
         n > KILN__CACHE_HEADER_SIZE ? (n - KILN__CACHE_HEADER_SIZE) / KILN__CACHE_ENTRY_SIZE : 0;
-    *es = malloc((cap ? cap : 1) * sizeof(**es));
+    *es = kiln__malloc((cap ? cap : 1) * sizeof(**es));
     if (!*es) {
-        free(data);
+        kiln__free(data);
         return KILN_ENOMEM;
     }
     rc = kiln__cache_index_parse(data, n, rec_size, *es, p);
-    free(data);
+    kiln__free(data);
     if (rc < 0)
         *why = p->problem;
     else if (p->header.stamp != c->header.stamp || p->header.dict_id != c->header.dict_id)
@@ -452,7 +452,7 @@ static int read_index(struct kiln_cache *c, uint64_t rec_size, struct kiln_cache
         *why = "it belongs to another copy of the records (identity)";
     else
         return 1;
-    free(*es);
+    kiln__free(*es);
     *es = NULL;
     return 0;
 }
@@ -538,7 +538,7 @@ static int load_index(struct kiln_cache *c, uint64_t rec_size, const char **why,
         *identity_behind =
             p.header.session != c->header.session || p.header.generation != c->header.generation;
     }
-    free(es);
+    kiln__free(es);
     return used;
 }
 
@@ -642,14 +642,14 @@ static int index_catch_up(struct kiln_cache *c, const struct found *f)
         rc = io->truncate(io, c->idx_fd, c->idx_end);
     if (rc == KILN_OK && f->added) {
         size_t n = (c->count - f->indexed) * KILN__CACHE_ENTRY_SIZE;
-        unsigned char *buf = malloc(n);
+        unsigned char *buf = kiln__malloc(n);
         rc = buf ? KILN_OK : KILN_ENOMEM;
         for (size_t i = f->indexed; buf && i < c->count; i++)
             kiln__cache_entry_encode(buf + (i - f->indexed) * KILN__CACHE_ENTRY_SIZE,
                                      &c->entries[i]);
         if (rc == KILN_OK)
             rc = kiln_io_write_full(io, c->idx_fd, buf, n, c->idx_end);
-        free(buf);
+        kiln__free(buf);
         if (rc == KILN_OK)
             c->idx_end += n;
     }
@@ -755,7 +755,7 @@ static int effective_options(const struct kiln_cache_options *opt, struct kiln_c
 static int handle_new(const char *dir, const struct kiln_cache_options *opt,
                       struct kiln_cache **out)
 {
-    struct kiln_cache *c = calloc(1, sizeof(*c));
+    struct kiln_cache *c = kiln__calloc(1, sizeof(*c));
     if (!c)
         return KILN_ENOMEM;
     c->io = opt->io ? opt->io : kiln_io_default();
@@ -763,7 +763,7 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
     c->today = opt->today ? opt->today : kiln__cache_clock_day();
     c->threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, opt->threads, NULL);
     if (kiln__exec_in(&c->executor, &c->has_executor, opt->executor) < 0) {
-        free(c);
+        kiln__free(c);
         return KILN_EINVAL;
     }
     c->rec_fd = -1;
@@ -772,11 +772,11 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
     if (kiln__path_join(c->rec_path, sizeof(c->rec_path), dir, KILN_CACHE_RECORDS_FILE) < 0 ||
         kiln__path_join(c->idx_path, sizeof(c->idx_path), dir, KILN_CACHE_INDEX_FILE) < 0 ||
         snprintf(c->dir, sizeof(c->dir), "%s", dir) >= (int)sizeof(c->dir)) {
-        free(c);
+        kiln__free(c);
         return KILN_ERANGE;
     }
     if (kiln__cache_locks_init(c) < 0) {
-        free(c);
+        kiln__free(c);
         return KILN_ENOMEM;
     }
     *out = c;

@@ -137,8 +137,8 @@ static int payload_ok(struct window *w, const struct kiln_cache_entry *e, unsign
             return KILN_EIO_SHORTREAD;
         payload += KILN__CACHE_HEAD_SIZE;
     } else {
-        free(*big);
-        *big = malloc(e->size);
+        kiln__free(*big);
+        *big = kiln__malloc(e->size);
         if (!*big)
             return KILN_ENOMEM;
         KILN_TRY(kiln_io_read_full(w->io, w->fd, *big, e->size, e->offset + KILN__CACHE_HEAD_SIZE));
@@ -153,7 +153,7 @@ int kiln__cache_scan(const struct kiln_io *io, int fd, const char *path, uint64_
 {
     memset(out, 0, sizeof(*out));
     out->end = from;
-    struct window w = {.io = io, .fd = fd, .buf = malloc(SCAN_WINDOW)};
+    struct window w = {.io = io, .fd = fd, .buf = kiln__malloc(SCAN_WINDOW)};
     if (!w.buf)
         return KILN_ENOMEM;
     unsigned char *big = NULL; /* a payload larger than the window */
@@ -214,8 +214,8 @@ int kiln__cache_scan(const struct kiln_io *io, int fd, const char *path, uint64_
         off += kiln__cache_rec_len(e.size);
         out->end = off;
     }
-    free(big);
-    free(w.buf);
+    kiln__free(big);
+    kiln__free(w.buf);
     return rc < 0 ? rc : KILN_OK;
 }
 
@@ -230,13 +230,13 @@ int kiln__cache_last_ok(const struct kiln_io *io, int fd, const struct kiln_cach
         kiln__cache_head_decode(hb, sizeof(hb), &next) == KILN_OK &&
         end + kiln__cache_rec_len(next.size) <= size)
         return 1;
-    unsigned char *payload = malloc(e->size ? e->size : 1);
+    unsigned char *payload = kiln__malloc(e->size ? e->size : 1);
     if (!payload)
         return KILN_ENOMEM;
     int rc = kiln_io_read_full(io, fd, payload, e->size, e->offset + KILN__CACHE_HEAD_SIZE);
     if (rc == KILN_OK)
         rc = kiln__cache_record_checksum(e, payload) == e->checksum;
-    free(payload);
+    kiln__free(payload);
     return rc == KILN_EIO_SHORTREAD ? 0 : rc;
 }
 
@@ -244,7 +244,7 @@ int kiln__cache_scan_gap(const struct kiln_io *io, int fd, uint64_t from, uint64
                          uint64_t *records)
 {
     *records = 0;
-    struct window w = {.io = io, .fd = fd, .buf = malloc(SCAN_WINDOW)};
+    struct window w = {.io = io, .fd = fd, .buf = kiln__malloc(SCAN_WINDOW)};
     if (!w.buf)
         return KILN_ENOMEM;
     int rc = KILN_OK;
@@ -261,6 +261,6 @@ int kiln__cache_scan_gap(const struct kiln_io *io, int fd, uint64_t from, uint64
         (*records)++;
         off = at + kiln__cache_rec_len(e.size);
     }
-    free(w.buf);
+    kiln__free(w.buf);
     return rc < 0 ? rc : KILN_OK;
 }

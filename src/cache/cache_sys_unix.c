@@ -22,13 +22,13 @@
 void *kiln__cache_alloc_big(size_t n)
 {
     if (n < BIG_MIN)
-        return malloc(n);
+        return kiln__malloc(n);
 #ifdef MAP_POPULATE
     void *p =
         mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 #else
-    return malloc(n);
+    return kiln__malloc(n);
 #endif
 }
 
@@ -42,7 +42,7 @@ void kiln__cache_free_big(void *p, size_t n)
         return;
     }
 #endif
-    free(p);
+    kiln__free(p);
 }
 
 int kiln__cache_make_dirs(const char *dir)
@@ -50,7 +50,7 @@ int kiln__cache_make_dirs(const char *dir)
     size_t len = strlen(dir);
     if (!len)
         return KILN_ENOENT;
-    char *p = malloc(len + 1);
+    char *p = kiln__malloc(len + 1);
     if (!p)
         return KILN_ENOMEM;
     memcpy(p, dir, len + 1);
@@ -68,7 +68,7 @@ int kiln__cache_make_dirs(const char *dir)
         rc = kiln_error_from_errno(errno, KILN_EIO);
     else if (!S_ISDIR(st.st_mode))
         rc = kiln_error_from_errno(ENOTDIR, KILN_EIO); /* as opening a file in it says */
-    free(p);
+    kiln__free(p);
     return rc;
 }
 

@@ -22,7 +22,7 @@
 void *kiln__cache_alloc_big(size_t n)
 {
     if (n < BIG_MIN)
-        return malloc(n);
+        return kiln__malloc(n);
     return VirtualAlloc(NULL, n, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
 }
 
@@ -34,7 +34,7 @@ void kiln__cache_free_big(void *p, size_t n)
         VirtualFree(p, 0, MEM_RELEASE);
         return;
     }
-    free(p);
+    kiln__free(p);
 }
 
 /* Makes one folder; @return 0 when it is a folder now, or the error. */
@@ -54,7 +54,7 @@ static int make_one(const char *path, bool last)
         else if (!(attr & FILE_ATTRIBUTE_DIRECTORY))
             rc = KILN_ENOENT; /* as opening a file in it says */
     }
-    free(w);
+    kiln__free(w);
     return rc;
 }
 
@@ -63,7 +63,7 @@ int kiln__cache_make_dirs(const char *dir)
     size_t len = strlen(dir);
     if (!len)
         return KILN_ENOENT;
-    char *p = malloc(len + 1);
+    char *p = kiln__malloc(len + 1);
     if (!p)
         return KILN_ENOMEM;
     memcpy(p, dir, len + 1);
@@ -78,7 +78,7 @@ int kiln__cache_make_dirs(const char *dir)
         p[i] = sep;
     }
     int rc = make_one(p, true);
-    free(p);
+    kiln__free(p);
     return rc;
 }
 
@@ -98,7 +98,7 @@ int kiln__file_id_of(const char *path, struct kiln__file_id *id)
      * semantics open folders too. */
     HANDLE h = CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
                            OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
-    free(w);
+    kiln__free(w);
     if (h == INVALID_HANDLE_VALUE)
         return open_error(GetLastError());
     BY_HANDLE_FILE_INFORMATION info;
@@ -119,7 +119,7 @@ int kiln__dir_holds(const char *dir, struct kiln__file_id id)
     KILN_TRY(kiln__win_path(pattern, &w));
     WIN32_FIND_DATAW fd;
     HANDLE find = FindFirstFileExW(w, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL, 0);
-    free(w);
+    kiln__free(w);
     if (find == INVALID_HANDLE_VALUE)
         return open_error(GetLastError());
     int found = 0;
@@ -131,7 +131,7 @@ int kiln__dir_holds(const char *dir, struct kiln__file_id id)
             continue;
         found = kiln__path_join(path, sizeof(path), dir, name) == KILN_OK &&
                 kiln__file_id_of(path, &f) == KILN_OK && kiln__file_id_equal(f, id);
-        free(name);
+        kiln__free(name);
     } while (!found && FindNextFileW(find, &fd));
     FindClose(find);
     return found;

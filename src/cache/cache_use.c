@@ -33,7 +33,7 @@ uint32_t kiln__cache_clock_day(void)
 
 int kiln__cache_use_reserve(struct kiln_cache *c, size_t cap)
 {
-    uint32_t *n = realloc(c->last_use, cap * sizeof(*n));
+    uint32_t *n = kiln__realloc(c->last_use, cap * sizeof(*n));
     if (!n)
         return KILN_ENOMEM;
     c->last_use = n;
@@ -87,7 +87,7 @@ void kiln__cache_use_load(struct kiln_cache *c)
     }
     if (why) {
         KILN_INFO("cache", "%s: not used (%s); every record counts as used today", path, why);
-        free(data);
+        kiln__free(data);
         return;
     }
     size_t matched = 0;
@@ -99,7 +99,7 @@ void kiln__cache_use_load(struct kiln_cache *c)
         c->last_use[i] = day > c->today ? c->today : day;
         matched++;
     }
-    free(data);
+    kiln__free(data);
     __atomic_store_n(&c->use_dirty, matched != c->count || count != c->count, __ATOMIC_RELAXED);
 }
 
@@ -113,7 +113,7 @@ static int save_use_body(struct kiln_cache *c)
     KILN_TRY(side_path(c, KILN_CACHE_USE_FILE, path, sizeof(path)));
     pthread_rwlock_rdlock(&c->lock);
     size_t n = KPU_HEAD + c->count * (size_t)KPU_UNIT;
-    unsigned char *b = malloc(n);
+    unsigned char *b = kiln__malloc(n);
     if (!b) {
         pthread_rwlock_unlock(&c->lock);
         return KILN_ENOMEM;
@@ -134,7 +134,7 @@ static int save_use_body(struct kiln_cache *c)
     pthread_rwlock_unlock(&c->lock);
     kiln__store_le64(b + 48, XXH3_64bits_withSeed(b + KPU_HEAD, n - KPU_HEAD, XXH3_64bits(b, 48)));
     int rc = kiln_io_replace_file(c->io, path, b, n);
-    free(b);
+    kiln__free(b);
     if (rc < 0) {
         __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
         KILN_WARN("cache", "%s: cannot write the last-use marks: %s", path, kiln_strerror(rc));

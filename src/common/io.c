@@ -153,7 +153,7 @@ int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, si
         rc = KILN_ERANGE;
     void *buf = NULL;
     if (rc == KILN_OK) {
-        buf = malloc(size ? (size_t)size : 1);
+        buf = kiln__malloc(size ? (size_t)size : 1);
         if (!buf)
             rc = KILN_ENOMEM;
     }
@@ -161,7 +161,7 @@ int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, si
         rc = kiln_io_read_full(io, fd, buf, (size_t)size, 0);
     io->close(io, fd);
     if (rc != KILN_OK) {
-        free(buf);
+        kiln__free(buf);
         return rc;
     }
     *data = buf;

@@ -113,9 +113,9 @@ static wchar_t *utf8_to_wide(const char *s)
     int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
     if (n <= 0)
         return NULL;
-    wchar_t *w = malloc((size_t)n * sizeof(*w));
+    wchar_t *w = kiln__malloc((size_t)n * sizeof(*w));
     if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
-        free(w);
+        kiln__free(w);
         w = NULL;
     }
     return w;
@@ -140,22 +140,22 @@ int kiln__win_path(const char *path, wchar_t **out)
     }
     /* Long path: make it absolute and canonical, then mark it verbatim. */
     DWORD need = GetFullPathNameW(w, 0, NULL, NULL);
-    wchar_t *abs = need ? malloc((size_t)need * sizeof(*abs)) : NULL;
+    wchar_t *abs = need ? kiln__malloc((size_t)need * sizeof(*abs)) : NULL;
     DWORD got = abs ? GetFullPathNameW(w, need, abs, NULL) : 0;
     DWORD err = GetLastError();
-    free(w);
+    kiln__free(w);
     if (got == 0 || got >= need) {
-        free(abs);
+        kiln__free(abs);
         return !need || abs ? win_error(err, KILN_EINVAL) : KILN_ENOMEM;
     }
     bool unc = abs[0] == L'\\' && abs[1] == L'\\';
-    wchar_t *full = malloc(((size_t)got + 8) * sizeof(*full));
+    wchar_t *full = kiln__malloc(((size_t)got + 8) * sizeof(*full));
     if (full) {
         /* \\server\share becomes \\?\UNC\server\share; C:\x becomes \\?\C:\x. */
         wcscpy(full, unc ? L"\\\\?\\UNC" : L"\\\\?\\");
         wcscat(full, unc ? abs + 1 : abs);
     }
-    free(abs);
+    kiln__free(abs);
     if (!full)
         return KILN_ENOMEM;
     *out = full;
@@ -168,11 +168,11 @@ int kiln__win_utf8(const wchar_t *w, char **out)
     int n = WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, w, -1, NULL, 0, NULL, NULL);
     if (n <= 0)
         return KILN_EINVAL;
-    char *s = malloc((size_t)n);
+    char *s = kiln__malloc((size_t)n);
     if (!s)
         return KILN_ENOMEM;
     if (WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, w, -1, s, n, NULL, NULL) != n) {
-        free(s);
+        kiln__free(s);
         return KILN_EINVAL;
     }
     *out = s;
@@ -189,7 +189,7 @@ static int slot_add(HANDLE h, int *fd)
         i++;
     if (i == table_cap) {
         int cap = table_cap ? table_cap * 2 : 64;
-        struct slot *grown = realloc(table, (size_t)cap * sizeof(*grown));
+        struct slot *grown = kiln__realloc(table, (size_t)cap * sizeof(*grown));
         if (!grown) {
             ReleaseSRWLockExclusive(&table_lock);
             return KILN_ENOMEM;
@@ -300,11 +300,11 @@ static int win_open(const struct kiln_io *self, const char *path, int flags, int
         /* A folder refuses CreateFileW: answer as the POSIX table does. */
         DWORD attr = GetFileAttributesW(w);
         if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) {
-            free(w);
+            kiln__free(w);
             return KILN_EFORMAT;
         }
     }
-    free(w);
+    kiln__free(w);
     if (h == INVALID_HANDLE_VALUE)
         return win_error(err, KILN_EIO_OPEN);
     /* Only a regular file on a disk: not a pipe, a device, or a link. */
@@ -396,7 +396,7 @@ static int win_fsync_dir(const struct kiln_io *self, const char *path)
     KILN_TRY(kiln__win_path(path, &w));
     DWORD attr = GetFileAttributesW(w);
     DWORD err = GetLastError();
-    free(w);
+    kiln__free(w);
     if (attr == INVALID_FILE_ATTRIBUTES)
         return win_error(err, KILN_EIO_OPEN);
     return (attr & FILE_ATTRIBUTE_DIRECTORY) ? KILN_OK : KILN_EINVAL;
@@ -413,14 +413,14 @@ static DWORD posix_rename(const wchar_t *from, const wchar_t *to)
         return GetLastError();
     size_t len = wcslen(to) * sizeof(wchar_t);
     size_t size = sizeof(FILE_RENAME_INFO) + len;
-    FILE_RENAME_INFO *info = calloc(1, size);
+    FILE_RENAME_INFO *info = kiln__calloc(1, size);
     DWORD err = ERROR_NOT_ENOUGH_MEMORY;
     if (info) {
         info->Flags = FILE_RENAME_FLAG_REPLACE_IF_EXISTS | FILE_RENAME_FLAG_POSIX_SEMANTICS;
         info->FileNameLength = (DWORD)len;
         memcpy(info->FileName, to, len);
         err = SetFileInformationByHandle(h, RENAME_INFO_EX, info, (DWORD)size) ? 0 : GetLastError();
-        free(info);
+        kiln__free(info);
     }
     CloseHandle(h);
     return err;
@@ -432,7 +432,7 @@ static int win_path_pair(const char *from, const char *to, wchar_t **wf, wchar_t
     KILN_TRY(kiln__win_path(from, wf));
     int rc = kiln__win_path(to, wt);
     if (rc != KILN_OK) {
-        free(*wf);
+        kiln__free(*wf);
         *wf = NULL;
     }
     return rc;
@@ -450,8 +450,8 @@ int kiln__io_rename_noreplace(const char *from, const char *to)
                  ? KILN_EEXIST
                  : win_error(err, KILN_EIO_RENAME);
     }
-    free(wf);
-    free(wt);
+    kiln__free(wf);
+    kiln__free(wt);
     return rc;
 }
 
@@ -475,8 +475,8 @@ static int win_rename(const struct kiln_io *self, const char *from, const char *
         }
         Sleep(1u << (2 * attempt)); /* 1, 4, 16, 64, 256 ms */
     }
-    free(wf);
-    free(wt);
+    kiln__free(wf);
+    kiln__free(wt);
     if (err == 0)
         return KILN_OK;
     int rc = win_error(err, KILN_EIO_RENAME);
@@ -565,7 +565,7 @@ static int win_unlink(const struct kiln_io *self, const char *path)
     KILN_TRY(kiln__win_path(path, &w));
     BOOL ok = DeleteFileW(w);
     DWORD err = GetLastError();
-    free(w);
+    kiln__free(w);
     return ok ? KILN_OK : win_error(err, KILN_EIO_UNLINK);
 }
 

@@ -73,6 +73,19 @@ void kiln__log(enum kiln_log_level level, const char *module, const char *fmt, .
 #define KILN_DEBUG(module, ...) KILN_LOG(KILN_LOG_DEBUG, module, __VA_ARGS__)
 
 /*
+ * Every allocation of the library goes through these (alloc.c): the
+ * allocator the application set with kiln_set_allocator, else libc's.
+ * They behave as malloc, calloc, realloc, free and strdup (a size of 0
+ * gives NULL or a unique pointer, as the allocator does); kiln__free(NULL)
+ * does nothing. Never call libc's directly in src/ (layout.alloc checks).
+ */
+void *kiln__malloc(size_t n);
+void *kiln__calloc(size_t count, size_t n);
+void *kiln__realloc(void *p, size_t n);
+void kiln__free(void *p);
+char *kiln__strdup(const char *s);
+
+/*
  * Makes room for one more element in an array that grows by doubling: when
  * `n` has reached *cap, `items` is reallocated to twice *cap elements of
  * `size` bytes (`first` when it is empty) and *cap is updated.
@@ -86,7 +99,7 @@ static inline void *kiln__grow(void *items, size_t n, size_t *cap, size_t size, 
     size_t ncap = *cap ? *cap * 2 : first;
     if (ncap < *cap || ncap > SIZE_MAX / size)
         return NULL;
-    void *grown = realloc(items, ncap * size);
+    void *grown = kiln__realloc(items, ncap * size);
     if (grown)
         *cap = ncap;
     return grown;
@@ -140,19 +153,6 @@ static inline const void *kiln__struct_elem(const void *array, size_t i)
 #define KILN_STRUCT_IN(dst, src, what)   kiln__struct_in((dst), sizeof(*(dst)), (src), (what))
 #define KILN_STRUCT_OUT(dst, src)        kiln__struct_out((dst), (src), sizeof(*(src)))
 #define KILN_STRUCT_CHECK(p, type, what) kiln__struct_check((p), sizeof(type), (what))
-
-/*
- * Every allocation of the library goes through these (alloc.c): the
- * allocator the application set with kiln_set_allocator, else libc's.
- * They behave as malloc, calloc, realloc, free and strdup (a size of 0
- * gives NULL or a unique pointer, as the allocator does); kiln__free(NULL)
- * does nothing. Never call libc's directly in src/ (layout.alloc checks).
- */
-void *kiln__malloc(size_t n);
-void *kiln__calloc(size_t count, size_t n);
-void *kiln__realloc(void *p, size_t n);
-void kiln__free(void *p);
-char *kiln__strdup(const char *s);
 
 /*
  * Error text (errmsg.c): what kiln_last_errmsg, kiln_cache_errmsg and

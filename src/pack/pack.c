@@ -105,9 +105,9 @@ static void tls_free(void *p)
     ZSTD_freeDCtx(tls->dctx);
     for (int i = 0; i < KILN__DICT_DCTX; i++)
         ZSTD_freeDCtx(tls->ddctx[i]);
-    free(tls->xbuf);
-    free(tls->scratch);
-    free(tls);
+    kiln__free(tls->xbuf);
+    kiln__free(tls->scratch);
+    kiln__free(tls);
 }
 
 static void tls_init(void)
@@ -123,10 +123,10 @@ struct kiln__pack_tls *kiln__pack_tls(void)
     struct kiln__pack_tls *tls = pthread_getspecific(tls_key);
     if (KILN_LIKELY(tls != NULL))
         return tls;
-    tls = calloc(1, sizeof(*tls));
+    tls = kiln__calloc(1, sizeof(*tls));
     if (!tls)
         return NULL;
-    tls->cctx = ZSTD_createCCtx();
+    tls->cctx = ZSTD_createCCtx_advanced(kiln__zstd_mem());
     if (!tls->cctx || pthread_setspecific(tls_key, tls) != 0) {
         tls_free(tls);
         return NULL;
@@ -150,7 +150,7 @@ int kiln__pack_tls_xbuf(struct kiln__pack_tls *tls, size_t n)
 {
     if (tls->xcap >= n)
         return 0;
-    void *p = realloc(tls->xbuf, n);
+    void *p = kiln__realloc(tls->xbuf, n);
     if (!p)
         return KILN_ENOMEM;
     tls->xbuf = p;
@@ -352,7 +352,7 @@ static int pack_raw(unsigned format, const uint32_t *words, size_t nwords, uint6
     size_t bytes = nwords * 4;
     uint8_t head[BLOB_HEAD_DICT];
     size_t hs = write_head(head, format, KILN_CODEC_RAW, NULL, (uint32_t)bytes, checksum, 0);
-    uint8_t *b = malloc(hs + bytes);
+    uint8_t *b = kiln__malloc(hs + bytes);
     if (!b)
         return KILN_ENOMEM;
     memcpy(b, head, hs);
@@ -371,7 +371,7 @@ static int finish_blob(unsigned format, size_t nwords, uint64_t dict_id, const u
                        size_t head_size, const void *payload, size_t payload_size, void **blob,
                        size_t *blob_size)
 {
-    uint8_t *b = malloc(head_size + payload_size);
+    uint8_t *b = kiln__malloc(head_size + payload_size);
     if (!b)
         return KILN_ENOMEM;
     memcpy(b, head, head_size);
@@ -607,7 +607,7 @@ int kiln__blob_reseal(void *blob, size_t blob_size, uint64_t dict_id)
 
 void kiln_pack_free(void *blob)
 {
-    free(blob);
+    kiln__free(blob);
 }
 
 /* ---- unpacking ---------------------------------------------------------- */
@@ -635,7 +635,7 @@ static ZSTD_DCtx *dict_dctx(struct kiln__pack_tls *tls, const ZSTD_DDict *ddict)
         }
     }
     unsigned i = (tls->ddctx_last + 1) % KILN__DICT_DCTX;
-    if (!tls->ddctx[i] && !(tls->ddctx[i] = ZSTD_createDCtx()))
+    if (!tls->ddctx[i] && !(tls->ddctx[i] = ZSTD_createDCtx_advanced(kiln__zstd_mem())))
         return NULL;
     tls->ddctx_key[i] = ddict;
     tls->ddctx_last = i;
@@ -702,7 +702,7 @@ int64_t kiln_unpack(const void *blob, size_t blob_size, const struct kiln_pack_d
         if (!tls)
             return KILN_ENOMEM;
         if (!use && !tls->dctx)
-            tls->dctx = ZSTD_createDCtx();
+            tls->dctx = ZSTD_createDCtx_advanced(kiln__zstd_mem());
         ZSTD_DCtx *dctx = use ? dict_dctx(tls, use->ddict) : tls->dctx;
         if (!dctx || !dctx_format(dctx, h.format))
             return KILN_ENOMEM;
@@ -765,7 +765,7 @@ int64_t kiln_unpack_scratch(const void *blob, size_t blob_size, const struct kil
     size_t nwords = bytes / 4;
     if (tls->scratch_cap < nwords || !tls->scratch) {
         size_t cap = KILN_MAX(nwords, (size_t)1024);
-        uint32_t *p = realloc(tls->scratch, cap * 4);
+        uint32_t *p = kiln__realloc(tls->scratch, cap * 4);
         if (!p)
             return KILN_ENOMEM;
         tls->scratch = p;

@@ -49,13 +49,13 @@
  * it packs modules over KILN__LARGE_BYTES too (the built-in one does not). */
 static int dict_make(const void *zdict, size_t zsize, bool large, struct kiln_pack_dict **out)
 {
-    struct kiln_pack_dict *d = calloc(1, sizeof(*d));
+    struct kiln_pack_dict *d = kiln__calloc(1, sizeof(*d));
     if (!d)
         return KILN_ENOMEM;
     d->size = KPD_HEAD + zsize;
-    d->bytes = malloc(d->size);
+    d->bytes = kiln__malloc(d->size);
     if (!d->bytes) {
-        free(d);
+        kiln__free(d);
         return KILN_ENOMEM;
     }
     uint8_t *b = d->bytes;
@@ -71,12 +71,13 @@ static int dict_make(const void *zdict, size_t zsize, bool large, struct kiln_pa
     cp.hashLog = KILN__DICT_TABLE_LOG;
     cp.chainLog = KILN__DICT_TABLE_LOG;
     d->cdict = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto, cp,
-                                         ZSTD_defaultCMem);
+                                         kiln__zstd_mem());
     ZSTD_compressionParameters lp = ZSTD_getCParams(KILN__LARGE_LEVEL, 64 << 10, zsize);
     if (large)
         d->cdict_large = ZSTD_createCDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef,
-                                                   ZSTD_dct_auto, lp, ZSTD_defaultCMem);
-    d->ddict = ZSTD_createDDict_byReference(b + KPD_HEAD, zsize);
+                                                   ZSTD_dct_auto, lp, kiln__zstd_mem());
+    d->ddict = ZSTD_createDDict_advanced(b + KPD_HEAD, zsize, ZSTD_dlm_byRef, ZSTD_dct_auto,
+                                         kiln__zstd_mem());
     if (!d->cdict || (large && !d->cdict_large) || !d->ddict) {
         kiln_pack_dict_destroy(d);
         return KILN_ENOMEM;
@@ -114,9 +115,9 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
     if (usable / stride < KPD_MIN_SAMPLES)
         stride = KILN_MAX((size_t)1, usable / KPD_MIN_SAMPLES);
     size_t cap = budget + budget / 2;
-    uint8_t *samples = malloc(cap);
-    size_t *sizes = malloc((usable / stride + 1) * sizeof(*sizes));
-    uint8_t *zdict = malloc(max_bytes);
+    uint8_t *samples = kiln__malloc(cap);
+    size_t *sizes = kiln__malloc((usable / stride + 1) * sizeof(*sizes));
+    uint8_t *zdict = kiln__malloc(max_bytes);
     /* The transform's work buffer, its own (training is rare), so that this
      * file needs nothing of pack.c, which needs the built-in dictionary. */
     uint8_t *work_buf = NULL;
@@ -130,7 +131,7 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
             continue;
         size_t work = kiln__spirv2_work_bound(module_words[i]);
         if (work > work_cap) {
-            uint8_t *p = realloc(work_buf, work);
+            uint8_t *p = kiln__realloc(work_buf, work);
             if (!p) {
                 rc = KILN_ENOMEM;
                 break;
@@ -165,6 +166,9 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
         p.steps = 4;
         p.nbThreads = 1;
         p.zParams.compressionLevel = KILN__DICT_LEVEL;
+        /* zstd gives its trainer no allocator: its scratch memory is
+         * libc's, the one allocation of kiln outside kiln's allocator
+         * (freed before it returns; docs/api.md, "Memory"). */
         size_t zn = ZDICT_optimizeTrainFromBuffer_cover(zdict, max_bytes, samples, sizes,
                                                         (unsigned)nsamples, &p);
         if (ZDICT_isError(zn)) {
@@ -177,10 +181,10 @@ int kiln_pack_dict_train(const uint32_t *const *modules, const size_t *module_wo
                       nsamples, used);
         }
     }
-    free(work_buf);
-    free(samples);
-    free(sizes);
-    free(zdict);
+    kiln__free(work_buf);
+    kiln__free(samples);
+    kiln__free(sizes);
+    kiln__free(zdict);
     return rc;
 }
 
@@ -223,8 +227,8 @@ void kiln_pack_dict_destroy(struct kiln_pack_dict *dict)
     ZSTD_freeCDict(dict->cdict);
     ZSTD_freeCDict(dict->cdict_large);
     ZSTD_freeDDict(dict->ddict);
-    free(dict->bytes);
-    free(dict);
+    kiln__free(dict->bytes);
+    kiln__free(dict);
 }
 
 /* ---- the built-in dictionary ------------------------------------------- */

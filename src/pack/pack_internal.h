@@ -12,6 +12,27 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
+/* zstd's allocator: kiln's own (kiln__malloc, kiln__free), so that every
+ * context and digested dictionary goes through the application's
+ * allocator. */
+static inline void *kiln__zstd_alloc(void *opaque, size_t n)
+{
+    (void)opaque;
+    return kiln__malloc(n);
+}
+
+static inline void kiln__zstd_free(void *opaque, void *p)
+{
+    (void)opaque;
+    kiln__free(p);
+}
+
+static inline ZSTD_customMem kiln__zstd_mem(void)
+{
+    ZSTD_customMem mem = {kiln__zstd_alloc, kiln__zstd_free, NULL};
+    return mem;
+}
+
 /* SPIR-V's magic number, as a host-order word. */
 #define KILN__SPIRV_MAGIC 0x07230203u
 

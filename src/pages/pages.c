@@ -289,14 +289,14 @@ int kiln_pages_create(uint64_t page_count, struct kiln_pages **out)
                    (unsigned long long)page_count, (unsigned long long)KILN_PAGES_MAX_PAGES);
         return KILN_EINVAL;
     }
-    struct kiln_pages *t = calloc(1, sizeof(*t));
+    struct kiln_pages *t = kiln__calloc(1, sizeof(*t));
     size_t slots = (size_t)((page_count + CHUNK_MASK) >> CHUNK_SHIFT);
     if (t)
-        t->dir = malloc(slots * sizeof(*t->dir));
+        t->dir = kiln__malloc(slots * sizeof(*t->dir));
     if (!t || !t->dir) {
         KILN_ERROR("pages", "allocating the directory of a %llu-page table failed",
                    (unsigned long long)page_count);
-        free(t);
+        kiln__free(t);
         return KILN_ENOMEM;
     }
     t->page_count = page_count;
@@ -316,8 +316,8 @@ void kiln_pages_destroy(struct kiln_pages *t)
     for (size_t i = 0; i < t->slots; i++)
         kiln__pages_os_free(atomic_load_explicit(&t->dir[i], memory_order_relaxed),
                             sizeof(struct chunk));
-    free(t->dir);
-    free(t);
+    kiln__free(t->dir);
+    kiln__free(t);
 }
 
 uint64_t kiln_pages_count(const struct kiln_pages *t)

@@ -128,9 +128,9 @@ int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers)
     memset(b, 0, sizeof(*b));
     if (!limit)
         return KILN_OK;
-    b->start = calloc(workers, sizeof(*b->start));
-    b->peak = calloc(workers, sizeof(*b->peak));
-    b->busy = calloc(workers, sizeof(*b->busy));
+    b->start = kiln__calloc(workers, sizeof(*b->start));
+    b->peak = kiln__calloc(workers, sizeof(*b->peak));
+    b->busy = kiln__calloc(workers, sizeof(*b->busy));
     if (!b->start || !b->peak || !b->busy) {
         kiln__budget_free(b);
         return KILN_ENOMEM;
@@ -143,9 +143,9 @@ int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers)
 
 void kiln__budget_free(struct kiln__budget *b)
 {
-    free(b->start);
-    free(b->peak);
-    free(b->busy);
+    kiln__free(b->start);
+    kiln__free(b->peak);
+    kiln__free(b->busy);
     b->start = b->peak = NULL;
     b->busy = NULL;
 }

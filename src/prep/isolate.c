@@ -321,14 +321,14 @@ static int recv_frame(struct kiln__iso_proc *p, uint32_t type, void **body, uint
     KILN_TRY(kiln__iso_head_get(head, &h));
     if (h.type != type)
         return KILN_EFORMAT;
-    void *buf = malloc(h.size ? h.size : 1);
+    void *buf = kiln__malloc(h.size ? h.size : 1);
     if (!buf)
         return KILN_ENOMEM;
     int rc = kiln__iso_recv(p, buf, h.size, deadline);
     if (rc == KILN_OK)
         rc = kiln__iso_body_check(&h, buf);
     if (rc < 0) {
-        free(buf);
+        kiln__free(buf);
         return rc;
     }
     *body = buf;
@@ -483,10 +483,10 @@ static int start_worker(struct iso *iso, struct slot *s, const char *name)
         char how[96];
         end_worker(s, 2000u, how, sizeof(how));
         s->broken = status;
-        free(body);
+        kiln__free(body);
         return status;
     }
-    free(body);
+    kiln__free(body);
     if (rc < 0) {
         drop_worker(iso, s, name, rc);
         /* A worker that cannot start would fail every program after it. */
@@ -502,7 +502,7 @@ static void *job_body(const struct kiln__prep_item *it, const char *name, uint32
     size_t n = 24 + nlen + 1 + it->size;
     if (n > KILN__ISO_BODY_MAX)
         return NULL;
-    uint8_t *p = malloc(n);
+    uint8_t *p = kiln__malloc(n);
     if (!p)
         return NULL;
     kiln__store_le64(p, it->key.hi);
@@ -584,7 +584,7 @@ static int iso_build_one(void *arg, unsigned worker)
     uint64_t deadline = kiln_now_ns() + iso->limit_ns;
     if (rc == KILN_OK) {
         rc = send_frame(s->proc, KILN__ISO_JOB, body, size, deadline);
-        free(body);
+        kiln__free(body);
         body = NULL;
         if (rc < 0)
             drop_worker(iso, s, name, rc);
@@ -604,10 +604,10 @@ static int iso_build_one(void *arg, unsigned worker)
         rc = kiln__iso_result_parse(body, size, &r);
     if (rc == KILN_OK) {
         rc = count_result(iso, it, name, &r);
-        free(body);
+        kiln__free(body);
         return rc;
     }
-    free(body);
+    kiln__free(body);
     drop_worker(iso, s, name, rc);
     atomic_fetch_add_explicit(&iso->b->failed[payload_kind(it)], 1, memory_order_relaxed);
     it->status = rc;
@@ -631,7 +631,7 @@ static void finish_worker(struct iso *iso, struct slot *s)
     if (rc < 0) {
         KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid, how,
                   kiln_strerror(rc));
-        free(body);
+        kiln__free(body);
         return;
     }
     s->cache = body;
@@ -709,7 +709,7 @@ int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
     size_t n = 16 + dlen + 1 + 8 + names_len + dict_size;
     if (n > KILN__ISO_BODY_MAX)
         return KILN_ERANGE;
-    uint8_t *p = malloc(n);
+    uint8_t *p = kiln__malloc(n);
     if (!p)
         return KILN_ENOMEM;
     kiln__store_le32(p, KILN__ISO_VERSION);
@@ -777,8 +777,8 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
                       .run = run,
                       .limit_ms = limit_ms,
                       .limit_ns = (uint64_t)limit_ms * 1000000u,
-                      .slots = calloc(workers, sizeof(struct slot))};
-    struct iso_job *jobs = calloc(todo, sizeof(*jobs));
+                      .slots = kiln__calloc(workers, sizeof(struct slot))};
+    struct iso_job *jobs = kiln__calloc(todo, sizeof(*jobs));
     int rc = iso.slots && jobs ? make_hello(&iso) : KILN_ENOMEM;
     if (rc == KILN_OK)
         rc = spawner_begin(&iso.spawner, b->background);
@@ -787,9 +787,9 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
         rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor, &pool);
     if (rc < 0) {
         spawner_end(&iso.spawner);
-        free(iso.slots);
-        free(jobs);
-        free(iso.hello);
+        kiln__free(iso.slots);
+        kiln__free(jobs);
+        kiln__free(iso.hello);
         return rc;
     }
     KILN_INFO("prep", "building in %u worker processes (%s), %u ms per pipeline at most", workers,
@@ -812,10 +812,10 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     spawner_end(&iso.spawner);
     merge_caches(&iso, workers);
     for (unsigned w = 0; w < workers; w++)
-        free(iso.slots[w].cache);
-    free(iso.slots);
-    free(iso.hello);
-    free(jobs);
+        kiln__free(iso.slots[w].cache);
+    kiln__free(iso.slots);
+    kiln__free(iso.hello);
+    kiln__free(jobs);
     if (rc < 0)
         return rc;
     *failed = pp.failed;

@@ -71,7 +71,7 @@ static char **child_env(void)
     size_t n = 0, bytes = 0;
     for (char **e = environ; *e; e++, n++)
         bytes += strlen(*e) + 1;
-    char **env = malloc((n + 2) * sizeof(char *) + bytes + sizeof(PARENT_VAR) + 24);
+    char **env = kiln__malloc((n + 2) * sizeof(char *) + bytes + sizeof(PARENT_VAR) + 24);
     if (!env)
         return NULL;
     char *text = (char *)(env + n + 2);
@@ -97,7 +97,7 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return kiln_error_from_errno(errno, KILN_EIO);
-    struct kiln__iso_proc *p = malloc(sizeof(*p));
+    struct kiln__iso_proc *p = kiln__malloc(sizeof(*p));
     char **env = p ? child_env() : NULL;
     posix_spawn_file_actions_t fa;
     int rc = env ? posix_spawn_file_actions_init(&fa) : ENOMEM;
@@ -124,11 +124,11 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
         if (rc == 0)
             p->pid = pid;
     }
-    free(env);
+    kiln__free(env);
     close(sv[1]);
     if (rc != 0) {
         close(sv[0]);
-        free(p);
+        kiln__free(p);
         return kiln_error_from_errno(rc, KILN_EIO);
     }
     int fl = fcntl(sv[0], F_GETFL);
@@ -272,7 +272,7 @@ void kiln__iso_end(struct kiln__iso_proc *p, unsigned grace_ms, char *how, size_
         else
             snprintf(how, cap, "exited with code %d", WEXITSTATUS(status));
     }
-    free(p);
+    kiln__free(p);
 }
 
 int kiln__iso_fd_read(int fd, void *buf, size_t n)

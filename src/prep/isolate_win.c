@@ -81,9 +81,9 @@ static int from_win(DWORD err, int fallback)
 static wchar_t *wide(const char *s)
 {
     int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
-    wchar_t *w = n > 0 ? malloc((size_t)n * sizeof(*w)) : NULL;
+    wchar_t *w = n > 0 ? kiln__malloc((size_t)n * sizeof(*w)) : NULL;
     if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
-        free(w);
+        kiln__free(w);
         w = NULL;
     }
     return w;
@@ -135,7 +135,7 @@ static wchar_t *command_line(const char *const *argv, int *rc)
     size_t argc = 0;
     while (argv[argc])
         argc++;
-    wchar_t **w = calloc(argc, sizeof(*w));
+    wchar_t **w = kiln__calloc(argc, sizeof(*w));
     wchar_t *line = NULL;
     *rc = w ? KILN_OK : KILN_ENOMEM;
     size_t len = 1;
@@ -152,7 +152,7 @@ static wchar_t *command_line(const char *const *argv, int *rc)
         KILN_ERROR("prep", "the worker's command line is too long (%zu characters)", len);
         *rc = KILN_ERANGE;
     }
-    if (*rc == KILN_OK && !(line = malloc(len * sizeof(*line))))
+    if (*rc == KILN_OK && !(line = kiln__malloc(len * sizeof(*line))))
         *rc = KILN_ENOMEM;
     if (line) {
         size_t at = 0;
@@ -164,8 +164,8 @@ static wchar_t *command_line(const char *const *argv, int *rc)
         line[at] = L'\0';
     }
     for (size_t i = 0; w && i < argc; i++)
-        free(w[i]);
-    free(w);
+        kiln__free(w[i]);
+    kiln__free(w);
     return line;
 }
 
@@ -254,11 +254,11 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
     HANDLE list[2] = {child, err};
     SIZE_T size = 0;
     InitializeProcThreadAttributeList(NULL, 1, 0, &size);
-    LPPROC_THREAD_ATTRIBUTE_LIST attrs = size ? malloc(size) : NULL;
+    LPPROC_THREAD_ATTRIBUTE_LIST attrs = size ? kiln__malloc(size) : NULL;
     if (!attrs)
         return KILN_ENOMEM;
     if (!InitializeProcThreadAttributeList(attrs, 1, 0, &size)) {
-        free(attrs);
+        kiln__free(attrs);
         return from_win(GetLastError(), KILN_EIO);
     }
     int rc = KILN_OK;
@@ -283,7 +283,7 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
         !CreateProcessW(app, cmd, NULL, NULL, TRUE, flags, NULL, NULL, &si.StartupInfo, &pi))
         rc = from_win(GetLastError(), KILN_EIO);
     DeleteProcThreadAttributeList(attrs);
-    free(attrs);
+    kiln__free(attrs);
     if (rc == KILN_OK) {
         join_job(pi.hProcess);
         if (ResumeThread(pi.hThread) == (DWORD)-1) {
@@ -308,7 +308,7 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
     KILN_TRY(kiln__win_path(argv[0], &app));
     int rc = KILN_OK;
     wchar_t *cmd = command_line(argv, &rc);
-    struct kiln__iso_proc *p = rc == KILN_OK ? calloc(1, sizeof(*p)) : NULL;
+    struct kiln__iso_proc *p = rc == KILN_OK ? kiln__calloc(1, sizeof(*p)) : NULL;
     if (rc == KILN_OK && !p)
         rc = KILN_ENOMEM;
     if (p && !(p->event = CreateEventW(NULL, TRUE, FALSE, NULL)))
@@ -330,14 +330,14 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
         CloseHandle(child);
     if (err)
         CloseHandle(err);
-    free(cmd);
-    free(app);
+    kiln__free(cmd);
+    kiln__free(app);
     if (rc < 0) {
         if (p && p->pipe)
             CloseHandle(p->pipe);
         if (p && p->event)
             CloseHandle(p->event);
-        free(p);
+        kiln__free(p);
         return rc;
     }
     *out = p;
@@ -488,7 +488,7 @@ void kiln__iso_end(struct kiln__iso_proc *p, unsigned grace_ms, char *how, size_
             snprintf(how, cap, "exited with code %lu", (unsigned long)code);
     }
     CloseHandle(p->process);
-    free(p);
+    kiln__free(p);
 }
 
 static HANDLE os_handle(int fd)

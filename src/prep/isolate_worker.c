@@ -52,7 +52,7 @@ static int read_frame(int fd, struct kiln__iso_head *h, void **body)
     *body = NULL;
     KILN_TRY(kiln__iso_fd_read(fd, head, sizeof(head)));
     KILN_TRY(kiln__iso_head_get(head, h));
-    void *buf = malloc(h->size ? h->size : 1);
+    void *buf = kiln__malloc(h->size ? h->size : 1);
     if (!buf)
         return KILN_ENOMEM;
     int rc = kiln__iso_fd_read(fd, buf, h->size);
@@ -61,7 +61,7 @@ static int read_frame(int fd, struct kiln__iso_head *h, void **body)
     if (rc == KILN_OK)
         rc = kiln__iso_body_check(h, buf);
     if (rc < 0) {
-        free(buf);
+        kiln__free(buf);
         return rc;
     }
     *body = buf;
@@ -80,13 +80,13 @@ static int write_frame(int fd, uint32_t type, const void *body, size_t size)
 static int send_ready(int fd, int status, const char *why)
 {
     size_t wlen = strlen(why);
-    uint8_t *p = malloc(4 + wlen + 1);
+    uint8_t *p = kiln__malloc(4 + wlen + 1);
     if (!p)
         return KILN_ENOMEM;
     kiln__store_le32(p, (uint32_t)status);
     memcpy(p + 4, why, wlen + 1);
     int rc = write_frame(fd, KILN__ISO_READY, p, 4 + wlen + 1);
-    free(p);
+    kiln__free(p);
     return rc;
 }
 
@@ -154,14 +154,14 @@ static int send_cache(int fd, struct kiln_vk *vk)
     if (get && h.pipeline_cache != VK_NULL_HANDLE &&
         get(h.device, h.pipeline_cache, &size, NULL) == VK_SUCCESS && size &&
         size <= KILN__ISO_BODY_MAX) {
-        data = malloc(size);
+        data = kiln__malloc(size);
         if (data && get(h.device, h.pipeline_cache, &size, data) != VK_SUCCESS)
             size = 0;
     }
     if (!data)
         size = 0;
     int rc = write_frame(fd, KILN__ISO_CACHE, data, size);
-    free(data);
+    kiln__free(data);
     return rc;
 }
 
@@ -175,14 +175,14 @@ static int serve(int in, int out, struct kiln__prep_build *b)
         if (rc < 0)
             return rc;
         if (h.type == KILN__ISO_END) {
-            free(body);
+            kiln__free(body);
             return send_cache(out, b->vk);
         }
         struct kiln__iso_job job;
         rc = h.type == KILN__ISO_JOB ? kiln__iso_job_parse(body, h.size, &job) : KILN_EFORMAT;
         if (rc == KILN_OK)
             rc = do_job(out, b, &job);
-        free(body);
+        kiln__free(body);
         if (rc < 0)
             return rc;
     }
@@ -209,7 +209,7 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     if (rc == KILN_OK)
         rc = h.type == KILN__ISO_HELLO ? kiln__iso_hello_parse(body, h.size, &hello) : KILN_EFORMAT;
     if (rc < 0) {
-        free(body);
+        kiln__free(body);
         kiln__free(own);
         return worker_end(rc);
     }
@@ -225,7 +225,7 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
             snprintf(why, sizeof(why), "the packing dictionary could not be loaded");
     }
     /* The extensions the parent found the run's programs need. */
-    uint64_t *masks = nbuilders ? calloc(nbuilders, sizeof(*masks)) : NULL;
+    uint64_t *masks = nbuilders ? kiln__calloc(nbuilders, sizeof(*masks)) : NULL;
     if (rc == KILN_OK && nbuilders && !masks) {
         rc = KILN_ENOMEM;
         snprintf(why, sizeof(why), "out of memory");
@@ -249,8 +249,8 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
         if (rc < 0)
             snprintf(why, sizeof(why), "no Vulkan context");
     }
-    free(masks);
-    free(body);
+    kiln__free(masks);
+    kiln__free(body);
     int wrc = send_ready(out, rc, why);
     if (rc == KILN_OK && wrc == KILN_OK) {
         struct kiln__prep_build b = {

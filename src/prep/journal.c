@@ -203,12 +203,12 @@ static int read_locked(const struct kiln_io *io, int fd, unsigned char **data, s
     KILN_TRY(io->file_size(io, fd, &size));
     if (size > JOURNAL_MAX_BYTES)
         size = JOURNAL_MAX_BYTES; /* what lies past the largest journal is not read */
-    unsigned char *buf = malloc(size ? (size_t)size : 1);
+    unsigned char *buf = kiln__malloc(size ? (size_t)size : 1);
     if (!buf)
         return KILN_ENOMEM;
     int rc = size ? kiln_io_read_full(io, fd, buf, (size_t)size, 0) : KILN_OK;
     if (rc < 0) {
-        free(buf);
+        kiln__free(buf);
         return rc;
     }
     *data = buf;
@@ -247,7 +247,7 @@ static int scan_one(struct kiln__journal *j, unsigned i, const char *path, int f
     if (scan.damaged)
         KILN_WARN("prep", "%s: %" PRIu32 " damaged slot%s skipped", path, scan.damaged,
                   scan.damaged == 1 ? "" : "s");
-    free(data);
+    kiln__free(data);
     if (fd >= 0) {
         io->lock(io, fd, KILN_IO_UNLOCK);
         io->close(io, fd);
@@ -258,7 +258,7 @@ static int scan_one(struct kiln__journal *j, unsigned i, const char *path, int f
 int kiln__journal_scan(const char *dir, const struct kiln_io *io, struct kiln__journal **out)
 {
     *out = NULL;
-    struct kiln__journal *j = calloc(1, sizeof(*j));
+    struct kiln__journal *j = kiln__calloc(1, sizeof(*j));
     if (!j)
         return KILN_ENOMEM;
     j->io = io ? io : kiln_io_default();
@@ -339,7 +339,7 @@ static int take_one(struct kiln__journal *j, unsigned i)
     bool keep = read_locked(j->io, fd, &data, &n) == KILN_OK &&
                 kiln__journal_parse(data, n, &head, NULL, NULL, &scan) == KILN_OK &&
                 scan.in_flight == 0;
-    free(data);
+    kiln__free(data);
     if (!keep) {
         j->io->lock(j->io, fd, KILN_IO_UNLOCK);
         j->io->close(j->io, fd);
@@ -366,7 +366,7 @@ void kiln__journal_claim(struct kiln__journal *j, const struct kiln__ledger_driv
         return;
     }
     size_t n = KILN__JOURNAL_HEADER + (size_t)slots * KILN__JOURNAL_SLOT;
-    unsigned char *buf = malloc(n);
+    unsigned char *buf = kiln__malloc(n);
     int rc = buf ? KILN_OK : KILN_ENOMEM;
     if (rc == KILN_OK) {
         struct kiln__journal_head h = {
@@ -380,7 +380,7 @@ void kiln__journal_claim(struct kiln__journal *j, const struct kiln__ledger_driv
         if (rc == KILN_OK)
             rc = kiln_io_write_full(j->io, fd, buf, n, 0);
     }
-    free(buf);
+    kiln__free(buf);
     if (rc < 0) {
         KILN_INFO("prep", "%s: no crash journal for this run (%s)", j->dir, kiln_strerror(rc));
         j->io->truncate(j->io, fd, 0);
@@ -431,6 +431,6 @@ void kiln__journal_close(struct kiln__journal *j)
         j->io->lock(j->io, j->fd, KILN_IO_UNLOCK);
         j->io->close(j->io, j->fd);
     }
-    free(j->suspects);
-    free(j);
+    kiln__free(j->suspects);
+    kiln__free(j);
 }

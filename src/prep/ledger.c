@@ -165,7 +165,7 @@ static int grow(struct kiln__ledger *l)
     size_t cap = l->cap ? l->cap * 2 : 1024;
     struct slot *old = l->table;
     size_t oldcap = l->cap;
-    l->table = calloc(cap, sizeof(*l->table));
+    l->table = kiln__calloc(cap, sizeof(*l->table));
     if (!l->table) {
         l->table = old;
         return KILN_ENOMEM;
@@ -174,7 +174,7 @@ static int grow(struct kiln__ledger *l)
     for (size_t i = 0; i < oldcap; i++)
         if (old[i].state)
             l->table[slot_of(l, old[i].key)] = old[i];
-    free(old);
+    kiln__free(old);
     return KILN_OK;
 }
 
@@ -212,7 +212,7 @@ int kiln__ledger_open(const char *dir, const struct kiln_io *io,
                       const struct kiln__ledger_driver *driver, struct kiln__ledger **out)
 {
     *out = NULL;
-    struct kiln__ledger *l = calloc(1, sizeof(*l));
+    struct kiln__ledger *l = kiln__calloc(1, sizeof(*l));
     if (!l)
         return KILN_ENOMEM;
     l->io = io ? io : kiln_io_default();
@@ -237,12 +237,12 @@ int kiln__ledger_open(const char *dir, const struct kiln_io *io,
         struct load_ctx c = {.l = l};
         rc = kiln__ledger_parse(data, n, keep_mine, &c, &scan);
         if (rc == KILN_OK && c.rc < 0) {
-            free(data);
+            kiln__free(data);
             kiln__ledger_close(l);
             return c.rc;
         }
     }
-    free(data);
+    kiln__free(data);
     if (rc < 0) {
         /* Only builds are lost: every program is built and recorded again. */
         KILN_WARN("prep", "%s: not a usable build ledger (%s): starting a new one", l->path,
@@ -281,7 +281,7 @@ int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t stat
         return KILN_OK;
     if (l->npending == l->pending_cap) {
         size_t cap = l->pending_cap ? l->pending_cap * 2 : 64;
-        unsigned char *p = realloc(l->pending, cap * KILN__LEDGER_RECORD);
+        unsigned char *p = kiln__realloc(l->pending, cap * KILN__LEDGER_RECORD);
         if (!p)
             return KILN_ENOMEM;
         l->pending = p;
@@ -303,14 +303,14 @@ int kiln__ledger_sync(struct kiln__ledger *l)
     size_t bytes = l->npending * KILN__LEDGER_RECORD;
     int rc;
     if (l->fresh) {
-        unsigned char *all = malloc(KILN__LEDGER_HEADER + bytes);
+        unsigned char *all = kiln__malloc(KILN__LEDGER_HEADER + bytes);
         if (!all)
             return KILN_ENOMEM;
         kiln__ledger_header(all);
         if (bytes)
             memcpy(all + KILN__LEDGER_HEADER, l->pending, bytes);
         rc = kiln_io_replace_file(l->io, l->path, all, KILN__LEDGER_HEADER + bytes);
-        free(all);
+        kiln__free(all);
         if (rc == KILN_OK) {
             l->fresh = false;
             l->end = KILN__LEDGER_HEADER + bytes;
@@ -337,7 +337,7 @@ void kiln__ledger_close(struct kiln__ledger *l)
 {
     if (!l)
         return;
-    free(l->table);
-    free(l->pending);
-    free(l);
+    kiln__free(l->table);
+    kiln__free(l->pending);
+    kiln__free(l);
 }

@@ -166,11 +166,11 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
                             struct kiln__prep_ledger **out)
 {
     *out = NULL;
-    struct kiln__prep_ledger *pl = calloc(1, sizeof(*pl));
-    unsigned char *handed = calloc(n ? n : 1, 1);
+    struct kiln__prep_ledger *pl = kiln__calloc(1, sizeof(*pl));
+    unsigned char *handed = kiln__calloc(n ? n : 1, 1);
     if (!pl || !handed) {
-        free(pl);
-        free(handed);
+        kiln__free(pl);
+        kiln__free(handed);
         return KILN_ENOMEM;
     }
     pl->handed = handed;
@@ -250,8 +250,8 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
         KILN_WARN("prep", "%s: cannot write the build ledger (%s): the next run builds again",
                   pl->dir, kiln_strerror(rc));
     kiln__ledger_close(pl->ledger);
-    free(pl->handed);
-    free(pl);
+    kiln__free(pl->handed);
+    kiln__free(pl);
 }
 
 const char *kiln__prep_item_label(const struct kiln__prep_item *it, char *buf, size_t cap)

@@ -105,7 +105,7 @@ uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o)
 static int make_dirs(const char *path)
 {
     size_t len = strlen(path);
-    char *p = malloc(len + 1);
+    char *p = kiln__malloc(len + 1);
     if (!p)
         return KILN_ENOMEM;
     memcpy(p, path, len + 1);
@@ -126,7 +126,7 @@ static int make_dirs(const char *path)
         }
         p[i] = c;
     }
-    free(p);
+    kiln__free(p);
     return rc;
 }
 
@@ -169,6 +169,9 @@ struct run {
     struct kiln_pool *pool;
     uint64_t memory_budget; /* for the pools (0: none) */
     atomic_bool canceled;   /* options.cancel said so */
+    /* A program failed for want of memory: the run stops with KILN_ENOMEM
+     * (the others would meet the same; the next run resumes). */
+    atomic_bool no_memory;
     /* Programs stored though the validator refused a stage (their kind's
      * builder has KILN_BUILDER_RECORDED_SPIRV; see validate_program). */
     _Atomic uint64_t recorded_invalid;
@@ -308,6 +311,18 @@ static int store_locked(struct run *r, struct prog *it, size_t spirv, unsigned n
     return rc;
 }
 
+/* A program's failure: out of memory stops the run (the pool hands out no
+ * more work); any other error is the program's alone. */
+static int prog_failed(struct run *r, struct prog *it, int rc)
+{
+    it->failed = true;
+    if (rc == KILN_ENOMEM) {
+        atomic_store(&r->no_memory, true);
+        kiln_pool_cancel(r->pool);
+    }
+    return rc;
+}
+
 /* The translate phase's job: load, key, skip or translate, pack, store. */
 static int translate_job(void *arg, unsigned worker)
 {
@@ -318,12 +333,10 @@ static int translate_job(void *arg, unsigned worker)
     if (stopping(r))
         return KILN_OK; /* not started: the next run does it */
     int rc = load_program(it, &p);
-    if (rc < 0) {
-        it->failed = true;
-        return rc; /* logged, naming the file or the program */
-    }
+    if (rc < 0)
+        return prog_failed(r, it, rc); /* logged, naming the file or the program */
     if (!it->name) {
-        it->name = malloc(strlen(p->name) + 1);
+        it->name = kiln__malloc(strlen(p->name) + 1);
         if (it->name)
             memcpy(it->name, p->name, strlen(p->name) + 1);
     }
@@ -368,9 +381,8 @@ static int translate_job(void *arg, unsigned worker)
     return rc;
 
 fail:
-    it->failed = true;
     kiln_program_destroy(p);
-    return rc;
+    return prog_failed(r, it, rc);
 }
 
 static int fail_at(struct kiln_prepare_summary *s, enum kiln_prep_step step, int rc)
@@ -392,11 +404,11 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
         want += progs[i].cached || progs[i].reload;
     if (!want)
         return KILN_OK;
-    struct kiln_key *keys = malloc(want * sizeof(*keys));
-    size_t *which = malloc(want * sizeof(*which));
+    struct kiln_key *keys = kiln__malloc(want * sizeof(*keys));
+    size_t *which = kiln__malloc(want * sizeof(*which));
     if (!keys || !which) {
-        free(keys);
-        free(which);
+        kiln__free(keys);
+        kiln__free(which);
         return KILN_ENOMEM;
     }
     size_t k = 0;
@@ -410,8 +422,8 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
     if (got < 0) {
         KILN_ERROR("prep", "%s: cannot read the program cache: %s", r->o->cache_dir,
                    kiln_strerror((int)got));
-        free(keys);
-        free(which);
+        kiln__free(keys);
+        kiln__free(which);
         return (int)got;
     }
     for (size_t j = 0; j < want; j++) {
@@ -430,8 +442,8 @@ static int load_cached(struct run *r, struct prog *progs, size_t n, unsigned thr
         res[j].data = NULL; /* now the program's */
     }
     kiln_cache_results_free(res, want);
-    free(keys);
-    free(which);
+    kiln__free(keys);
+    kiln__free(which);
     return KILN_OK;
 }
 
@@ -456,8 +468,11 @@ static int translate_pass(struct run *r, struct prog *progs, size_t n, bool rema
     for (size_t i = 0; i < n; i++) {
         if (remakes && !progs[i].remake)
             continue;
-        if (kiln_pool_submit(r->pool, translate_job, &progs[i]) < 0)
-            break; /* cancelled by a cache error */
+        rc = kiln_pool_submit(r->pool, translate_job, &progs[i]);
+        if (rc == KILN_ENOMEM)
+            atomic_store(&r->no_memory, true);
+        if (rc < 0)
+            break; /* cancelled by a cache error or out of memory */
         kiln__prep_tick(r->pool, 0, total, KILN_PREP_PHASE_TRANSLATE, progress, user, &last);
     }
     /* Stopped while jobs still run (one may never return: a translator
@@ -623,8 +638,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     s->open_kind = cs.open_kind;
     r.dict = kiln_cache_dict(r.cache);
 
-    progs = calloc(n, sizeof(*progs));
-    items = calloc(n, sizeof(*items));
+    progs = kiln__calloc(n, sizeof(*progs));
+    items = kiln__calloc(n, sizeof(*items));
     if (!progs || !items || pthread_mutex_init(&r.put_lock, NULL) != 0) {
         fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
         goto out;
@@ -656,6 +671,10 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     s->translate_ns = kiln_now_ns() - t1;
     if (r.cache_error) {
         fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
+        goto out;
+    }
+    if (atomic_load(&r.no_memory)) {
+        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
         goto out;
     }
     if (stopping(&r)) {
@@ -695,6 +714,10 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         }
         if (r.cache_error) {
             fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
+            goto out;
+        }
+        if (atomic_load(&r.no_memory)) {
+            fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
             goto out;
         }
     }
@@ -797,14 +820,14 @@ out:
             s->dict_bytes = dsize;
     }
     kiln_vk_destroy(own_vk);
-    free(ext_masks);
+    kiln__free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {
-        free(progs[i].name);
+        kiln__free(progs[i].name);
         kiln_pack_free(progs[i].payload);
         kiln_cache_payload_free(progs[i].loaded);
     }
-    free(items);
-    free(progs);
+    kiln__free(items);
+    kiln__free(progs);
     if (lock_made)
         pthread_mutex_destroy(&r.put_lock);
     kiln_cache_close(r.cache);

@@ -171,7 +171,7 @@ static int spec_make(const struct kiln_stage_blob *st, struct spec *out)
     if (!st->nspec && !st->spec_size)
         return KILN_OK;
     if (st->nspec) {
-        out->map = malloc((size_t)st->nspec * sizeof(*out->map));
+        out->map = kiln__malloc((size_t)st->nspec * sizeof(*out->map));
         if (!out->map)
             return KILN_ENOMEM;
     }
@@ -285,8 +285,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
             rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
         }
     }
-    free(sp[0].map);
-    free(sp[1].map);
+    kiln__free(sp[0].map);
+    kiln__free(sp[1].map);
     kiln_program_opened_free(op);
     it->status = rc;
     if (rc == KILN_ENOTSUP) {
@@ -316,9 +316,9 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     int vrc = open_stages(j, name, (bld->flags & KILN_BUILDER_RECORDED_SPIRV) != 0, &op);
     if (vrc < 0)
         return vrc;
-    struct kiln_vk_staged *staged = calloc((size_t)n, sizeof(*staged));
-    VkPipelineShaderStageCreateInfo *infos = calloc((size_t)n, sizeof(*infos));
-    struct spec *sp = calloc((size_t)n, sizeof(*sp));
+    struct kiln_vk_staged *staged = kiln__calloc((size_t)n, sizeof(*staged));
+    VkPipelineShaderStageCreateInfo *infos = kiln__calloc((size_t)n, sizeof(*infos));
+    struct spec *sp = kiln__calloc((size_t)n, sizeof(*sp));
     int made = 0, rc = staged && infos && sp ? KILN_OK : KILN_ENOMEM;
     for (int i = 0; i < n && rc == KILN_OK; i++) {
         rc = spec_make(&st[i], &sp[i]);
@@ -359,10 +359,10 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     for (int i = 0; i < made; i++)
         kiln_vk_stage_release(b->vk, &staged[i]);
     for (int i = 0; sp && i < n; i++)
-        free(sp[i].map);
-    free(sp);
-    free(infos);
-    free(staged);
+        kiln__free(sp[i].map);
+    kiln__free(sp);
+    kiln__free(infos);
+    kiln__free(staged);
     kiln_program_opened_free(op);
 
     it->status = rc;
@@ -478,7 +478,7 @@ int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbu
     *masks = NULL;
     if (!nbuilders)
         return KILN_OK;
-    uint64_t *m = calloc(nbuilders, sizeof(*m));
+    uint64_t *m = kiln__calloc(nbuilders, sizeof(*m));
     if (!m)
         return KILN_ENOMEM;
     struct kiln__prep_build b = {.builders = builders, .nbuilders = nbuilders};
@@ -490,9 +490,10 @@ int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbu
             asking = true;
     }
     /* The payload's table and state only: its stages stay packed. */
-    struct kiln_stage_blob *st = asking ? malloc(KILN_PROGRAM_MAX_STAGES * sizeof(*st)) : NULL;
+    struct kiln_stage_blob *st =
+        asking ? kiln__malloc(KILN_PROGRAM_MAX_STAGES * sizeof(*st)) : NULL;
     if (asking && !st) {
-        free(m);
+        kiln__free(m);
         return KILN_ENOMEM;
     }
     for (size_t i = 0; asking && i < n; i++) {
@@ -507,7 +508,7 @@ int kiln__prep_needed_extensions(const struct kiln_builder *builders, size_t nbu
         size_t k = (size_t)(bld - builders);
         m[k] |= bld->extensions_needed(bld->user, state.bytes, state.size) & all_extensions(bld);
     }
-    free(st);
+    kiln__free(st);
     *masks = m;
     return KILN_OK;
 }
@@ -587,13 +588,13 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     if (todo == 0)
         return 0;
 
-    struct build_job *jobs = calloc(todo, sizeof(*jobs));
+    struct build_job *jobs = kiln__calloc(todo, sizeof(*jobs));
     if (!jobs)
         return KILN_ENOMEM;
     struct kiln_pool *pool;
     int rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor, &pool);
     if (rc < 0) {
-        free(jobs);
+        kiln__free(jobs);
         return rc;
     }
     size_t k = 0;
@@ -608,7 +609,7 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
-    free(jobs);
+    kiln__free(jobs);
     if (rc < 0)
         return rc;
     *failed = pp.failed;
@@ -664,10 +665,10 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             kiln_cache_close(*out); /* the read-only open below refuses it */
             *out = NULL;
             snprintf(s->use_text, sizeof(s->use_text), "another stamp");
-        } else if (rc == KILN_ENOENT || rc == KILN_ECORRUPT) {
+        } else if (rc == KILN_ENOENT || rc == KILN_ECORRUPT || rc == KILN_ENOMEM) {
             /* No cache, or no copy of the dictionary its records name (the
-             * open said which in its one line): a read-only open meets the
-             * same, and would only say it again. */
+             * open said which in its one line), or no memory: a read-only
+             * open meets the same, and would only say it again. */
             return rc;
         } else {
             snprintf(s->use_text, sizeof(s->use_text), "opened read-only: %s",
@@ -844,9 +845,9 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     unsigned char *retried = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
     if (rc == KILN_OK && n) {
-        keys = malloc(n * sizeof(*keys));
-        items = calloc(n, sizeof(*items));
-        retried = calloc(n, 1);
+        keys = kiln__malloc(n * sizeof(*keys));
+        items = kiln__calloc(n, sizeof(*items));
+        retried = kiln__calloc(n, 1);
         if (!keys || !items || !retried)
             rc = KILN_ENOMEM;
     }
@@ -994,12 +995,12 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
 
 out:
     kiln__journal_close(journal);
-    free(retried);
+    kiln__free(retried);
     kiln_vk_destroy(own_vk);
-    free(ext_masks);
+    kiln__free(ext_masks);
     kiln_cache_results_free(res, n);
-    free(items);
-    free(keys);
+    kiln__free(items);
+    kiln__free(keys);
     kiln_cache_entries_free(entries);
     kiln_cache_close(cache);
     kiln_pack_dict_destroy(dict);

@@ -68,12 +68,12 @@ int kiln_translate(const struct kiln_translator *t, const struct kiln_source *sr
             if (t->release)
                 t->release(t->user, got);
             else
-                free(got);
+                kiln__free(got);
         }
         return KILN_ETRANSLATE;
     }
     if (t->release) {
-        uint32_t *copy = malloc(n * sizeof(uint32_t));
+        uint32_t *copy = kiln__malloc(n * sizeof(uint32_t));
         if (copy)
             memcpy(copy, got, n * sizeof(uint32_t));
         t->release(t->user, got);
@@ -88,7 +88,7 @@ int kiln_translate(const struct kiln_translator *t, const struct kiln_source *sr
 
 void kiln_words_free(uint32_t *words)
 {
-    free(words);
+    kiln__free(words);
 }
 
 int kiln_program_translate(const struct kiln_translator *t, struct kiln_program *p)

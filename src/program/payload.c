@@ -149,7 +149,7 @@ int kiln_program_payload_build_full(const struct kiln_payload_state *state,
     uint64_t total = PAYLOAD_HEAD + table + extra;
     if (total > SIZE_MAX || total > UINT32_MAX * (uint64_t)KILN_PAYLOAD_MAX_STAGES)
         return KILN_ERANGE;
-    uint8_t *p = malloc((size_t)total);
+    uint8_t *p = kiln__malloc((size_t)total);
     if (!p)
         return KILN_ENOMEM;
     p[0] = 'K';

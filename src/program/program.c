@@ -25,7 +25,7 @@
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = kiln__malloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -39,7 +39,7 @@ static int dup_bytes(const void *src, size_t n, void **out)
         return KILN_OK;
     if (!src)
         return KILN_EINVAL;
-    *out = malloc(n);
+    *out = kiln__malloc(n);
     if (!*out)
         return KILN_ENOMEM;
     memcpy(*out, src, n);
@@ -51,15 +51,15 @@ int kiln_program_create(const char *name, struct kiln_program **out)
     if (!name || !out)
         return KILN_EINVAL;
     *out = NULL;
-    struct kiln_program *p = calloc(1, sizeof(*p));
+    struct kiln_program *p = kiln__calloc(1, sizeof(*p));
     if (!p)
         return KILN_ENOMEM;
     p->name = dup_str(name);
-    p->stages = calloc(KILN_PROGRAM_STAGE_ROOM, sizeof(*p->stages));
+    p->stages = kiln__calloc(KILN_PROGRAM_STAGE_ROOM, sizeof(*p->stages));
     if (!p->name || !p->stages) {
-        free(p->name);
-        free(p->stages);
-        free(p);
+        kiln__free(p->name);
+        kiln__free(p->stages);
+        kiln__free(p);
         return KILN_ENOMEM;
     }
     p->stage_room = KILN_PROGRAM_STAGE_ROOM;
@@ -74,7 +74,7 @@ int kiln_program_reserve(struct kiln_program *p, unsigned n)
         return KILN_EINVAL;
     if (n <= p->stage_room)
         return KILN_OK;
-    struct kiln_program_stage *st = realloc(p->stages, n * sizeof(*st));
+    struct kiln_program_stage *st = kiln__realloc(p->stages, n * sizeof(*st));
     if (!st)
         return KILN_ENOMEM;
     memset(st + p->stage_room, 0, (n - p->stage_room) * sizeof(*st));
@@ -89,7 +89,7 @@ static int copy_stage(const struct kiln_program_stage *s, struct kiln_program_st
     d->src.size = s->src.size;
     if (s->src.text) {
         /* One byte more, so kiln's own copy ends with a NUL as its sources do. */
-        char *t = malloc(s->src.size + 1);
+        char *t = kiln__malloc(s->src.size + 1);
         if (!t)
             return KILN_ENOMEM;
         memcpy(t, s->src.text, s->src.size);
@@ -148,17 +148,17 @@ void kiln_program_destroy(struct kiln_program *p)
         struct kiln_program_stage *st = &p->stages[i];
         /* The program made these strings; the struct shows them as const so
          * that a translator cannot change them. */
-        free((char *)st->src.text);
-        free((char *)st->src.name);
-        free(st->words);
-        free(st->entry);
-        free(st->spec);
-        free(st->spec_data);
+        kiln__free((char *)st->src.text);
+        kiln__free((char *)st->src.name);
+        kiln__free(st->words);
+        kiln__free(st->entry);
+        kiln__free(st->spec);
+        kiln__free(st->spec_data);
     }
-    free(p->stages);
-    free(p->state);
-    free(p->name);
-    free(p);
+    kiln__free(p->stages);
+    kiln__free(p->state);
+    kiln__free(p->name);
+    kiln__free(p);
 }
 
 static int array_load(void *user, size_t i, struct kiln_program **out)

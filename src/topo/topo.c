@@ -30,7 +30,7 @@ int kiln__cpuset_reserve(struct kiln_cpuset *set, uint32_t ncpus)
     uint32_t need = (ncpus + 63) / 64;
     if (need <= set->nwords)
         return KILN_OK;
-    uint64_t *w = realloc(set->words, need * sizeof(*w));
+    uint64_t *w = kiln__realloc(set->words, need * sizeof(*w));
     if (!w)
         return KILN_ENOMEM;
     memset(w + set->nwords, 0, (need - set->nwords) * sizeof(*w));
@@ -65,7 +65,7 @@ int kiln_cpuset_copy(struct kiln_cpuset *dst, const struct kiln_cpuset *src)
     *dst = (struct kiln_cpuset){0};
     if (src->nwords == 0)
         return KILN_OK;
-    dst->words = malloc(src->nwords * sizeof(*dst->words));
+    dst->words = kiln__malloc(src->nwords * sizeof(*dst->words));
     if (!dst->words)
         return KILN_ENOMEM;
     memcpy(dst->words, src->words, src->nwords * sizeof(*dst->words));
@@ -122,7 +122,7 @@ void kiln_cpuset_free(struct kiln_cpuset *set)
 {
     if (!set)
         return;
-    free(set->words);
+    kiln__free(set->words);
     set->words = NULL;
     set->nwords = 0;
 }
@@ -500,9 +500,9 @@ void kiln_topo_free(struct kiln_topo *topo)
         return;
     for (size_t i = 0; i < topo->ndomains; i++)
         kiln_cpuset_free(&topo->domains[i].cpus);
-    free(topo->domains);
+    kiln__free(topo->domains);
     kiln_cpuset_free(&topo->online);
-    free(topo);
+    kiln__free(topo);
 }
 
 /* ---- the choice ---------------------------------------------------------------- */
@@ -636,7 +636,7 @@ int kiln__tid_add(struct kiln__tid_list *l, uint64_t tid)
 
 void kiln__tid_list_free(struct kiln__tid_list *l)
 {
-    free(l->v);
+    kiln__free(l->v);
     *l = (struct kiln__tid_list){0};
 }
 

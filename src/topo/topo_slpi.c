@@ -210,7 +210,7 @@ int kiln__topo_parse_slpi(const void *buf, size_t len, unsigned flags, struct ki
     *out = NULL;
     if (!buf && len > 0)
         return KILN_EINVAL;
-    struct kiln_topo *t = calloc(1, sizeof(*t));
+    struct kiln_topo *t = kiln__calloc(1, sizeof(*t));
     if (!t)
         return KILN_ENOMEM;
     t->largest = -1;

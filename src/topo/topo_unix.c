@@ -92,7 +92,7 @@ static int64_t read_at(int dirfd, const char *path, bool one_read, char **buf, s
                 *err = EFBIG;
                 return KILN_ERANGE;
             }
-            char *nb = realloc(*buf, ncap);
+            char *nb = kiln__realloc(*buf, ncap);
             if (!nb) {
                 close(fd);
                 *err = ENOMEM;
@@ -548,7 +548,7 @@ int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **ou
     assert(out);
     *out = NULL;
     struct reader r = {.root = sysfs_root ? sysfs_root : DEFAULT_SYSFS};
-    r.topo = calloc(1, sizeof(*r.topo));
+    r.topo = kiln__calloc(1, sizeof(*r.topo));
     if (!r.topo)
         return KILN_ENOMEM;
     r.topo->largest = -1;
@@ -576,8 +576,8 @@ int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **ou
 
     if (r.rootfd >= 0)
         close(r.rootfd);
-    free(r.buf);
-    free(r.src);
+    kiln__free(r.buf);
+    kiln__free(r.src);
     if (rc < 0) {
         kiln_topo_free(r.topo);
         return rc;
@@ -631,7 +631,7 @@ static int find_cgroup2_mount(const char *proc, char *mnt, size_t mcap, char *mr
     snprintf(path, sizeof(path), "%s/self/mountinfo", proc);
     int64_t n = read_at(AT_FDCWD, path, false, &buf, &cap, &err);
     if (n < 0) {
-        free(buf);
+        kiln__free(buf);
         return (int)n;
     }
     int rc = KILN_ENOENT;
@@ -653,7 +653,7 @@ static int find_cgroup2_mount(const char *proc, char *mnt, size_t mcap, char *mr
         rc = KILN_OK;
         break;
     }
-    free(buf);
+    kiln__free(buf);
     return rc;
 }
 
@@ -671,7 +671,7 @@ static int apply_cgroup(const struct kiln_topo_env *env, struct kiln_cpuset *set
     int64_t n = read_at(AT_FDCWD, path, false, &buf, &cap, &err);
     if (n < 0) {
         KILN_DEBUG("topo", "%s: cannot read (%s): no cgroup limit applied", path, strerror(err));
-        free(buf);
+        kiln__free(buf);
         return KILN_OK;
     }
     char cgpath[2048] = "";
@@ -687,7 +687,7 @@ static int apply_cgroup(const struct kiln_topo_env *env, struct kiln_cpuset *set
         }
     }
     if (!found) {
-        free(buf);
+        kiln__free(buf);
         return KILN_OK;
     }
 
@@ -739,7 +739,7 @@ static int apply_cgroup(const struct kiln_topo_env *env, struct kiln_cpuset *set
             break;
         *slash = '\0';
     }
-    free(buf);
+    kiln__free(buf);
     return rc;
 }
 

@@ -69,20 +69,20 @@ static DWORD query(LOGICAL_PROCESSOR_RELATIONSHIP rel, unsigned char **buf, DWOR
         }
         DWORD err = GetLastError();
         if (err != ERROR_INSUFFICIENT_BUFFER || want <= *len) {
-            free(*buf);
+            kiln__free(*buf);
             *buf = NULL;
             return err ? err : ERROR_INVALID_DATA;
         }
-        unsigned char *nb = realloc(*buf, want);
+        unsigned char *nb = kiln__realloc(*buf, want);
         if (!nb) {
-            free(*buf);
+            kiln__free(*buf);
             *buf = NULL;
             return ERROR_NOT_ENOUGH_MEMORY;
         }
         *buf = nb;
         *len = want;
     }
-    free(*buf);
+    kiln__free(*buf);
     *buf = NULL;
     return ERROR_INSUFFICIENT_BUFFER; /* it kept growing */
 }
@@ -112,7 +112,7 @@ int kiln_topo_read(const char *sysfs_root, unsigned flags, struct kiln_topo **ou
         return KILN_EIO;
     }
     int rc = kiln__topo_parse_slpi(buf, len, flags, out);
-    free(buf);
+    kiln__free(buf);
     return rc;
 }
 
@@ -271,7 +271,7 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
     char text[128];
     KILN_TRY(kiln__pin_text(cpus, text, sizeof(text)));
     /* The set, group by group; every CPU must be an active processor. */
-    struct group_mask *gms = malloc(cpus->nwords * sizeof(*gms));
+    struct group_mask *gms = kiln__malloc(cpus->nwords * sizeof(*gms));
     if (!gms)
         return KILN_ENOMEM;
     size_t ng = 0;
@@ -281,7 +281,7 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
             continue;
         if ((mask & ~group_active_mask((WORD)g)) != 0) {
             KILN_ERROR("topo", "CPUs %s: not all are active processors of this system", text);
-            free(gms);
+            kiln__free(gms);
             return KILN_EINVAL;
         }
         gms[ng++] = (struct group_mask){.group = (WORD)g, .mask = mask};
@@ -301,6 +301,6 @@ int kiln_process_set_affinity(const char *proc_root, const struct kiln_cpuset *c
     } else {
         rc = set_threads(gms, ng, text);
     }
-    free(gms);
+    kiln__free(gms);
     return rc;
 }

@@ -65,7 +65,7 @@ static VkResult create_cache(struct kiln_vk *vk, const void *data, size_t n)
         .initialDataSize = n,
         .pInitialData = data,
     };
-    return vk->fn.vkCreatePipelineCache(vk->device, &ci, NULL, &vk->cache);
+    return vk->fn.vkCreatePipelineCache(vk->device, &ci, vk->alloc, &vk->cache);
 }
 
 /* Marks the file rejected, logging why. */
@@ -94,7 +94,7 @@ int kiln__vk_cache_open(struct kiln_vk *vk, bool in_memory)
         } else if (kiln__vk_cache_check(data, n, vk->info.vendor_id, vk->info.device_id,
                                         vk->info.pipeline_cache_uuid, why, sizeof(why)) < 0) {
             reject(vk, why);
-            free(data);
+            kiln__free(data);
             data = NULL;
             n = 0;
         } else {
@@ -110,7 +110,7 @@ int kiln__vk_cache_open(struct kiln_vk *vk, bool in_memory)
         n = 0;
         res = create_cache(vk, NULL, 0);
     }
-    free(data);
+    kiln__free(data);
     if (res != VK_SUCCESS) {
         KILN_ERROR("vk", "vkCreatePipelineCache failed: %s", kiln_vk_result_name(res));
         vk->cache = VK_NULL_HANDLE;
@@ -138,22 +138,22 @@ static int cache_save_body(struct kiln_vk *vk)
             return KILN_EVULKAN;
         }
         n += n / 8 + 4096; /* room for growth in between */
-        void *data = malloc(n);
+        void *data = kiln__malloc(n);
         if (!data)
             return KILN_ENOMEM;
         res = vk->fn.vkGetPipelineCacheData(vk->device, vk->cache, &n, data);
         if (res == VK_INCOMPLETE) {
-            free(data);
+            kiln__free(data);
             continue;
         }
         if (res != VK_SUCCESS) {
-            free(data);
+            kiln__free(data);
             KILN_ERROR("vk", "%s: vkGetPipelineCacheData failed: %s", vk->cache_path,
                        kiln_vk_result_name(res));
             return KILN_EVULKAN;
         }
         int rc = kiln_io_replace_file(vk->io, vk->cache_path, data, n);
-        free(data);
+        kiln__free(data);
         if (rc < 0) {
             KILN_ERROR("vk", "%s: could not write the pipeline cache: %s", vk->cache_path,
                        kiln_strerror(rc));

@@ -100,12 +100,12 @@ static int make_instance(struct kiln_vk *vk, const char *loader)
 
     uint32_t next = 0;
     vk->fn.vkEnumerateInstanceExtensionProperties(NULL, &next, NULL);
-    VkExtensionProperties *exts = calloc(next ? next : 1, sizeof(*exts));
+    VkExtensionProperties *exts = kiln__calloc(next ? next : 1, sizeof(*exts));
     if (!exts)
         return KILN_ENOMEM;
     vk->fn.vkEnumerateInstanceExtensionProperties(NULL, &next, exts);
     bool portability = has_ext(exts, next, "VK_KHR_portability_enumeration");
-    free(exts);
+    kiln__free(exts);
 
     const char *enabled[1];
     uint32_t nenabled = 0;
@@ -132,7 +132,7 @@ static int make_instance(struct kiln_vk *vk, const char *loader)
         .enabledExtensionCount = nenabled,
         .ppEnabledExtensionNames = enabled,
     };
-    VkResult res = vk->fn.vkCreateInstance(&ci, NULL, &vk->instance);
+    VkResult res = vk->fn.vkCreateInstance(&ci, vk->alloc, &vk->instance);
     if (res == VK_ERROR_INCOMPATIBLE_DRIVER || res == VK_ERROR_INITIALIZATION_FAILED)
         return not_available("vkCreateInstance: %s (no usable driver)", kiln_vk_result_name(res));
     if (res != VK_SUCCESS) {
@@ -148,7 +148,7 @@ static uint32_t find_queue_family(struct kiln_vk *vk, VkPhysicalDevice pd)
 {
     uint32_t n = 0;
     vk->fn.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
-    VkQueueFamilyProperties *q = calloc(n ? n : 1, sizeof(*q));
+    VkQueueFamilyProperties *q = kiln__calloc(n ? n : 1, sizeof(*q));
     if (!q)
         return UINT32_MAX;
     vk->fn.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
@@ -157,7 +157,7 @@ static uint32_t find_queue_family(struct kiln_vk *vk, VkPhysicalDevice pd)
     for (uint32_t i = 0; i < n && found == UINT32_MAX; i++)
         if ((q[i].queueFlags & want) == want && q[i].queueCount > 0)
             found = i;
-    free(q);
+    kiln__free(q);
     return found;
 }
 
@@ -176,7 +176,7 @@ static int choose_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         return not_available("vkEnumeratePhysicalDevices: %s", kiln_vk_result_name(res));
     if (n == 0)
         return not_available("%s", "no Vulkan device");
-    VkPhysicalDevice *pds = calloc(n, sizeof(*pds));
+    VkPhysicalDevice *pds = kiln__calloc(n, sizeof(*pds));
     if (!pds)
         return KILN_ENOMEM;
     vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, pds);
@@ -187,13 +187,13 @@ static int choose_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         if (opt->device >= n) {
             KILN_ERROR(VK_MODULE, "device %u asked for, but there %s %u (0..%u)", opt->device,
                        n == 1 ? "is" : "are", n, n - 1);
-            free(pds);
+            kiln__free(pds);
             return KILN_EINVAL;
         }
         if (!usable(vk, pds[opt->device])) {
             KILN_ERROR(VK_MODULE, "device %u has no graphics+compute queue or is below Vulkan 1.1",
                        opt->device);
-            free(pds);
+            kiln__free(pds);
             return KILN_ENOTSUP;
         }
         pick = opt->device;
@@ -209,13 +209,13 @@ static int choose_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
                 pick = i;
     }
     if (pick == UINT32_MAX) {
-        free(pds);
+        kiln__free(pds);
         return not_available("%s", "no device with a graphics+compute queue and Vulkan 1.1");
     }
     vk->phys = pds[pick];
     vk->info.device_index = pick;
     vk->queue_family = find_queue_family(vk, vk->phys);
-    free(pds);
+    kiln__free(pds);
     return KILN_OK;
 }
 
@@ -561,7 +561,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
 {
     uint32_t n = 0;
     vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, NULL);
-    VkExtensionProperties *exts = calloc(n ? n : 1, sizeof(*exts));
+    VkExtensionProperties *exts = kiln__calloc(n ? n : 1, sizeof(*exts));
     if (!exts)
         return KILN_ENOMEM;
     vk->fn.vkEnumerateDeviceExtensionProperties(vk->phys, NULL, &n, exts);
@@ -609,14 +609,14 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     if (has_portability && rc == KILN_OK)
         rc = enable(vk, "VK_KHR_portability_subset"); /* required when offered */
     /* On the heap: the rows' structures take some 15 KiB. */
-    struct extra_features *extra = calloc(1, sizeof(*extra));
+    struct extra_features *extra = kiln__calloc(1, sizeof(*extra));
     if (!extra && rc == KILN_OK)
         rc = KILN_ENOMEM;
     if (rc == KILN_OK)
         pick_extras(vk, opt, exts, n, extra, &chain);
-    free(exts);
+    kiln__free(exts);
     if (rc < 0) {
-        free(extra);
+        kiln__free(extra);
         return rc;
     }
 
@@ -641,8 +641,8 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         .enabledExtensionCount = vk->nextensions,
         .ppEnabledExtensionNames = enabled,
     };
-    VkResult res = vk->fn.vkCreateDevice(vk->phys, &ci, NULL, &vk->device);
-    free(extra);
+    VkResult res = vk->fn.vkCreateDevice(vk->phys, &ci, vk->alloc, &vk->device);
+    kiln__free(extra);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkCreateDevice (%s) failed: %s", vk->info.device_name,
                    kiln_vk_result_name(res));
@@ -672,7 +672,7 @@ static int make_layout(struct kiln_vk *vk)
         .bindingCount = 1,
         .pBindings = &b,
     };
-    VkResult res = vk->fn.vkCreateDescriptorSetLayout(vk->device, &dci, NULL, &vk->set_layout);
+    VkResult res = vk->fn.vkCreateDescriptorSetLayout(vk->device, &dci, vk->alloc, &vk->set_layout);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkCreateDescriptorSetLayout failed: %s", kiln_vk_result_name(res));
         vk->set_layout = VK_NULL_HANDLE;
@@ -690,7 +690,7 @@ static int make_layout(struct kiln_vk *vk)
         .pushConstantRangeCount = 1,
         .pPushConstantRanges = &pc,
     };
-    res = vk->fn.vkCreatePipelineLayout(vk->device, &lci, NULL, &vk->layout);
+    res = vk->fn.vkCreatePipelineLayout(vk->device, &lci, vk->alloc, &vk->layout);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkCreatePipelineLayout failed: %s", kiln_vk_result_name(res));
         vk->layout = VK_NULL_HANDLE;
@@ -724,7 +724,7 @@ static int wrap_external(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->phys = x->physical_device;
     uint32_t n = 0;
     if (vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, NULL) == VK_SUCCESS && n) {
-        VkPhysicalDevice *pds = calloc(n, sizeof(*pds));
+        VkPhysicalDevice *pds = kiln__calloc(n, sizeof(*pds));
         if (!pds)
             return KILN_ENOMEM;
         vk->fn.vkEnumeratePhysicalDevices(vk->instance, &n, pds);
@@ -732,7 +732,7 @@ static int wrap_external(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         for (uint32_t i = 0; i < n; i++)
             if (pds[i] == vk->phys)
                 vk->info.device_index = i;
-        free(pds);
+        kiln__free(pds);
     }
     read_properties(vk);
     if (x->api_version)
@@ -804,13 +804,17 @@ static int create_body(const struct kiln_vk_options *options, struct kiln_vk **o
     if (o.io)
         KILN_TRY(kiln__io_check(o.io));
     const struct kiln_vk_options *opt = &o;
-    struct kiln_vk *vk = calloc(1, sizeof(*vk));
+    struct kiln_vk *vk = kiln__calloc(1, sizeof(*vk));
     if (!vk)
         return KILN_ENOMEM;
     pthread_mutex_init(&vk->lock, NULL);
     vk->pipelines.prev = vk->pipelines.next = &vk->pipelines;
     vk->modules.prev = vk->modules.next = &vk->modules;
     vk->io = opt->io ? opt->io : kiln_io_default();
+    if (opt->allocator) {
+        vk->alloc_copy = *opt->allocator;
+        vk->alloc = &vk->alloc_copy;
+    }
 
     int rc = setup(vk, opt);
     if (rc < 0) {
@@ -836,6 +840,11 @@ int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **out)
     return kiln__err_end(NULL, m, "kiln_vk_create", NULL, create_body(options, out));
 }
 
+const struct VkAllocationCallbacks *kiln_vk_allocator(const struct kiln_vk *vk)
+{
+    return vk ? vk->alloc : NULL;
+}
+
 void kiln_vk_destroy(struct kiln_vk *vk)
 {
     if (!vk)
@@ -846,18 +855,18 @@ void kiln_vk_destroy(struct kiln_vk *vk)
     if (vk->device && vk->fn.vkDestroyDescriptorSetLayout) {
         kiln__vk_destroy_objects(vk);
         if (vk->cache && !vk->external_cache)
-            vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, NULL);
+            vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, vk->alloc);
         if (vk->layout)
-            vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, NULL);
+            vk->fn.vkDestroyPipelineLayout(vk->device, vk->layout, vk->alloc);
         if (vk->set_layout)
-            vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+            vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, vk->alloc);
     }
     if (vk->device && vk->fn.vkDestroyDevice && !vk->external)
-        vk->fn.vkDestroyDevice(vk->device, NULL);
+        vk->fn.vkDestroyDevice(vk->device, vk->alloc);
     if (vk->instance && vk->fn.vkDestroyInstance && !vk->external)
-        vk->fn.vkDestroyInstance(vk->instance, NULL);
+        vk->fn.vkDestroyInstance(vk->instance, vk->alloc);
     pthread_mutex_destroy(&vk->lock);
-    free(vk);
+    kiln__free(vk);
 }
 
 const struct kiln_vk_info *kiln_vk_get_info(const struct kiln_vk *vk)

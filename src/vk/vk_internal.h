@@ -105,6 +105,10 @@ struct kiln_vk {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkPipelineCache cache;
+    /* The options' allocation callbacks (a copy), and what every create
+     * and destroy passes: &alloc_copy, or NULL without them. */
+    VkAllocationCallbacks alloc_copy;
+    const VkAllocationCallbacks *alloc;
 
     const struct kiln_io *io;
     char cache_path[4096]; /* "" without a cache folder */

@@ -70,7 +70,7 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
         size_t bytes = 0;
         n = kiln_blob_info(src->blob, src->blob_size, NULL, &bytes);
         if (n >= 0) {
-            *owned = malloc(bytes ? bytes : 4);
+            *owned = kiln__malloc(bytes ? bytes : 4);
             n = *owned ? kiln_unpack(src->blob, src->blob_size, src->dict, *owned, bytes / 4)
                        : KILN_ENOMEM;
         }
@@ -81,7 +81,7 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
     if (n < 0) {
         KILN_WARN("vk", "%s: %s stage: could not unpack its blob: %s", prog(name), stage,
                   kiln_strerror((int)n));
-        free(*owned);
+        kiln__free(*owned);
         *owned = NULL;
         return n;
     }
@@ -90,7 +90,7 @@ static int64_t unpack_stage(const struct kiln_vk *vk, const char *name, const ch
                           : kiln_spirv_check_words(*words, (size_t)n, why, sizeof(why));
     if (rc < 0) {
         KILN_WARN("vk", "%s: %s stage: not valid SPIR-V: %s", prog(name), stage, why);
-        free(*owned);
+        kiln__free(*owned);
         *owned = NULL;
         return KILN_EFORMAT;
     }
@@ -204,7 +204,7 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
         int rc = fit_builtin_layout(words, (size_t)n, why, sizeof(why));
         if (rc < 0) {
             KILN_WARN("vk", "%s: %s stage: %s", prog(name), kiln_vk_stage_name(stage), why);
-            free(out->words);
+            kiln__free(out->words);
             out->words = NULL;
             return rc;
         }
@@ -219,7 +219,8 @@ static int stage_module(struct kiln_vk *vk, const char *name, const struct kiln_
         atomic_fetch_add(&vk->stages_chained, 1);
         return KILN_OK;
     }
-    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &out->module_info, NULL, &out->module);
+    VkResult res =
+        vk->fn.vkCreateShaderModule(vk->device, &out->module_info, vk->alloc, &out->module);
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: %s stage: vkCreateShaderModule failed: %s", prog(name),
                   kiln_vk_stage_name(stage), kiln_vk_result_name(res));
@@ -267,11 +268,11 @@ void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *st)
     if (!vk || !st)
         return;
     if (st->module) {
-        vk->fn.vkDestroyShaderModule(vk->device, st->module, NULL);
+        vk->fn.vkDestroyShaderModule(vk->device, st->module, vk->alloc);
         atomic_fetch_sub(&vk->live_modules, 1);
         st->module = VK_NULL_HANDLE;
     }
-    free(st->words);
+    kiln__free(st->words);
     st->words = NULL;
     st->info.pNext = NULL;
 }
@@ -310,7 +311,7 @@ void kiln__vk_destroy_objects(struct kiln_vk *vk)
     if (pipes || mods)
         KILN_DEBUG("vk", "destroyed %u pipelines and %u kept modules left at exit", pipes, mods);
     for (unsigned i = 0; i < vk->nrender_passes; i++)
-        vk->fn.vkDestroyRenderPass(vk->device, vk->render_passes[i].pass, NULL);
+        vk->fn.vkDestroyRenderPass(vk->device, vk->render_passes[i].pass, vk->alloc);
     vk->nrender_passes = 0;
 }
 
@@ -324,12 +325,12 @@ static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *wha
                   strcmp(what, "compute") == 0 ? "Compute" : "Graphics", kiln_vk_result_name(res));
         atomic_fetch_add(&vk->pipelines_failed, 1);
         if (handle)
-            vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
+            vk->fn.vkDestroyPipeline(vk->device, handle, vk->alloc);
         return KILN_EVULKAN;
     }
-    struct kiln_vk_pipeline *p = calloc(1, sizeof(*p));
+    struct kiln_vk_pipeline *p = kiln__calloc(1, sizeof(*p));
     if (!p) {
-        vk->fn.vkDestroyPipeline(vk->device, handle, NULL);
+        vk->fn.vkDestroyPipeline(vk->device, handle, vk->alloc);
         atomic_fetch_add(&vk->pipelines_failed, 1);
         return KILN_ENOMEM;
     }
@@ -359,7 +360,8 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
         .layout = vk->layout,
     };
     VkPipeline handle = VK_NULL_HANDLE;
-    VkResult res = vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
+    VkResult res =
+        vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &st);
     return finish_pipeline(vk, name, "compute", res, handle, out);
 }
@@ -412,7 +414,7 @@ static VkResult render_pass_for(struct kiln_vk *vk, VkFormat format, VkRenderPas
         .pSubpasses = &sub,
     };
     VkRenderPass pass;
-    res = vk->fn.vkCreateRenderPass(vk->device, &ci, NULL, &pass);
+    res = vk->fn.vkCreateRenderPass(vk->device, &ci, vk->alloc, &pass);
     if (res == VK_SUCCESS) {
         vk->render_passes[vk->nrender_passes].format = format;
         vk->render_passes[vk->nrender_passes].pass = pass;
@@ -519,7 +521,8 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
         .subpass = 0,
     };
     VkPipeline handle = VK_NULL_HANDLE;
-    VkResult res = vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, NULL, &handle);
+    VkResult res =
+        vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &fs);
     kiln_vk_stage_release(vk, &vs);
     return finish_pipeline(vk, name, "graphics", res, handle, out);
@@ -540,9 +543,9 @@ void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)
     if (!p)
         return;
     unlink_object(vk, &p->link);
-    vk->fn.vkDestroyPipeline(vk->device, p->pipeline, NULL);
+    vk->fn.vkDestroyPipeline(vk->device, p->pipeline, vk->alloc);
     atomic_fetch_sub(&vk->live_pipelines, 1);
-    free(p);
+    kiln__free(p);
 }
 
 static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline,
@@ -551,9 +554,9 @@ static int pipeline_adopt_body(struct kiln_vk *vk, VkPipeline pipeline,
     if (!vk || !out || pipeline == VK_NULL_HANDLE)
         return KILN_EINVAL;
     *out = NULL;
-    struct kiln_vk_pipeline *p = calloc(1, sizeof(*p));
+    struct kiln_vk_pipeline *p = kiln__calloc(1, sizeof(*p));
     if (!p) {
-        vk->fn.vkDestroyPipeline(vk->device, pipeline, NULL);
+        vk->fn.vkDestroyPipeline(vk->device, pipeline, vk->alloc);
         return KILN_ENOMEM;
     }
     p->pipeline = pipeline;
@@ -590,7 +593,7 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
     int64_t n = unpack_stage(vk, name, "kept", &in, false, &words, &owned);
     if (n < 0)
         return (int)n;
-    struct kiln_vk_module *m = calloc(1, sizeof(*m));
+    struct kiln_vk_module *m = kiln__calloc(1, sizeof(*m));
     if (!m)
         return KILN_ENOMEM;
     /* Whether kiln's own shapes may use it: its words are gone after this. */
@@ -599,13 +602,13 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
     if (fit == KILN_ENOTSUP || fit == KILN_EFORMAT) {
         size_t len = strlen(why) + 1;
         m->unfit_rc = fit;
-        if ((m->unfit = malloc(len)) != NULL)
+        if ((m->unfit = kiln__malloc(len)) != NULL)
             memcpy(m->unfit, why, len);
         else
             fit = KILN_ENOMEM;
     }
     if (fit == KILN_ENOMEM) {
-        free(m);
+        kiln__free(m);
         return KILN_ENOMEM;
     }
     VkShaderModuleCreateInfo ci = {
@@ -613,12 +616,12 @@ static int module_create_body(struct kiln_vk *vk, const char *name, const struct
         .codeSize = (size_t)n * 4,
         .pCode = words,
     };
-    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &ci, NULL, &m->module);
+    VkResult res = vk->fn.vkCreateShaderModule(vk->device, &ci, vk->alloc, &m->module);
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: kept module: vkCreateShaderModule failed: %s", prog(name),
                   kiln_vk_result_name(res));
-        free(m->unfit);
-        free(m);
+        kiln__free(m->unfit);
+        kiln__free(m);
         return KILN_EVULKAN;
     }
     count_module_made(vk);
@@ -642,8 +645,8 @@ void kiln_vk_module_destroy(struct kiln_vk *vk, struct kiln_vk_module *m)
     if (!m)
         return;
     unlink_object(vk, &m->link);
-    vk->fn.vkDestroyShaderModule(vk->device, m->module, NULL);
+    vk->fn.vkDestroyShaderModule(vk->device, m->module, vk->alloc);
     atomic_fetch_sub(&vk->live_modules, 1);
-    free(m->unfit);
-    free(m);
+    kiln__free(m->unfit);
+    kiln__free(m);
 }

@@ -234,7 +234,7 @@ static int add_offset(struct reader *r, uint32_t type, uint32_t member, uint32_t
 {
     if (r->noffs == r->cap_offs) {
         size_t nc = r->cap_offs ? r->cap_offs * 2 : 64;
-        struct member_offset *o = realloc(r->offs, nc * sizeof(*o));
+        struct member_offset *o = kiln__realloc(r->offs, nc * sizeof(*o));
         if (!o)
             return KILN_ENOMEM;
         r->offs = o;
@@ -338,11 +338,11 @@ int kiln__spirv_reflect(const uint32_t *words, size_t n, struct kiln__spirv_ifac
     }
     struct reader r = {.w = words, .n = n, .bound = words[3]};
     size_t b = r.bound ? r.bound : 1;
-    r.def = calloc(b, sizeof(*r.def));
-    r.set = malloc(b * sizeof(*r.set));
-    r.binding = malloc(b * sizeof(*r.binding));
-    r.stride = malloc(b * sizeof(*r.stride));
-    r.flags = calloc(b, 1);
+    r.def = kiln__calloc(b, sizeof(*r.def));
+    r.set = kiln__malloc(b * sizeof(*r.set));
+    r.binding = kiln__malloc(b * sizeof(*r.binding));
+    r.stride = kiln__malloc(b * sizeof(*r.stride));
+    r.flags = kiln__calloc(b, 1);
     int rc = KILN_ENOMEM;
     if (r.def && r.set && r.binding && r.stride && r.flags) {
         memset(r.set, 0xff, b * sizeof(*r.set));
@@ -356,12 +356,12 @@ int kiln__spirv_reflect(const uint32_t *words, size_t n, struct kiln__spirv_ifac
     } else {
         snprintf(why, cap, "out of memory");
     }
-    free(r.def);
-    free(r.set);
-    free(r.binding);
-    free(r.stride);
-    free(r.flags);
-    free(r.offs);
+    kiln__free(r.def);
+    kiln__free(r.set);
+    kiln__free(r.binding);
+    kiln__free(r.stride);
+    kiln__free(r.flags);
+    kiln__free(r.offs);
     return rc;
 }
 

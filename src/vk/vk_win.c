@@ -51,7 +51,7 @@ PFN_vkGetInstanceProcAddr kiln__vk_load(const char *loader, char *why, size_t ca
         }
         lib = LoadLibraryExW(w, NULL, 0);
         err = lib ? 0 : GetLastError();
-        free(w);
+        kiln__free(w);
     }
     if (!lib) {
         snprintf(why, cap, "could not load %s (error %lu: %s)", name, (unsigned long)err,

@@ -171,6 +171,9 @@ static int job(void *arg, unsigned worker)
     /* common */                                                                                   \
     V(log_set_sink, kiln_log_set_sink, kiln_log_set_sink(NULL, NULL))                              \
     V(log_fmt, kiln_log, log_fn(KILN_LOG_ERROR, "null-test", NULL))                                \
+    E(get_allocator, kiln_get_allocator, KILN_EINVAL, kiln_get_allocator(NULL))                    \
+    P(realloc_null, kiln_realloc, (kiln_free(kiln_realloc(NULL, 0)), (void *)NULL))                \
+    V(free_null, kiln_free, kiln_free(NULL))                                                       \
     E(read_full_io, kiln_io_read_full, KILN_EINVAL, kiln_io_read_full(NULL, F.fd, F.buf, 4, 0))    \
     E(read_full_buf, kiln_io_read_full, KILN_EINVAL, kiln_io_read_full(F.io, F.fd, NULL, 4, 0))    \
     E(write_full_io, kiln_io_write_full, KILN_EINVAL, kiln_io_write_full(NULL, F.fd, F.buf, 4, 0)) \
@@ -377,6 +380,7 @@ static int job(void *arg, unsigned worker)
     E(cache_merge_dirs, kiln_cache_merge, KILN_EINVAL, kiln_cache_merge(F.cache, NULL, 1, NULL))   \
     /* vk, without a context (test_vk_null_with_context has the rest) */                           \
     E(vk_create, kiln_vk_create, KILN_EINVAL, kiln_vk_create(NULL, NULL))                          \
+    P(vk_allocator, kiln_vk_allocator, kiln_vk_allocator(NULL))                                    \
     E(vk_set_validation, kiln_vk_set_validation, KILN_EINVAL, kiln_vk_set_validation(NULL, true))  \
     E(vk_validate_words, kiln_vk_validate_spirv, KILN_EINVAL,                                      \
       kiln_vk_validate_spirv(NULL, 5, F.text, sizeof(F.text)))                                     \
@@ -468,6 +472,8 @@ static int job(void *arg, unsigned worker)
 static const char *const exempt[][2] = {
     {"kiln_isolate_worker_main", "its one pointer is optional, and a call runs a worker on stdin"},
     {"kiln_pin_largest_cache", "both pointers are optional, and a call pins this process"},
+    {"kiln_set_allocator", "NULL is valid (restores libc's); with the fixture's handles live it "
+                           "answers KILN_EBUSY (test_alloc_fail.c tests it)"},
     {"kiln_cache_stats", "the deprecated name of kiln_cache_get_stats (deprecated_names)"},
     {"kiln_pool_progress", "the deprecated name of kiln_pool_get_progress (deprecated_names)"},
     {"kiln_vk_info", "the deprecated name of kiln_vk_get_info (deprecated_names)"},

@@ -12,6 +12,9 @@
 #include "vk_internal.h"
 #include "vk_shaders.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 static int build_compute(struct kiln_vk *vk, unsigned variant, struct kiln_vk_pipeline **p)
@@ -833,10 +836,168 @@ KT_CASE(extra_extension_features)
     kiln_vk_destroy(vk);
 }
 
+/* ---- VkAllocationCallbacks (kiln_vk_options.allocator) ----------------- */
+
+/* Counting callbacks over libc. Before each block sit its size and the
+ * pointer malloc gave, so realloc can copy and free can find it; the
+ * block is aligned as the driver asks. */
+struct vk_counts {
+    atomic_llong allocs, frees, live;
+};
+
+struct cb_head {
+    void *raw;
+    size_t size;
+};
+
+static void *VKAPI_CALL cb_alloc(void *user, size_t size, size_t align, VkSystemAllocationScope s)
+{
+    (void)s;
+    struct vk_counts *c = user;
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    unsigned char *raw = malloc(size + align + sizeof(struct cb_head));
+    if (!raw)
+        return NULL;
+    uintptr_t at = (uintptr_t)(raw + sizeof(struct cb_head));
+    at = (at + align - 1) & ~(uintptr_t)(align - 1);
+    struct cb_head h = {raw, size};
+    memcpy((unsigned char *)at - sizeof h, &h, sizeof h);
+    atomic_fetch_add(&c->allocs, 1);
+    atomic_fetch_add(&c->live, 1);
+    return (void *)at;
+}
+
+static struct cb_head cb_head_of(void *mem)
+{
+    struct cb_head h;
+    memcpy(&h, (unsigned char *)mem - sizeof h, sizeof h);
+    return h;
+}
+
+static void VKAPI_CALL cb_free(void *user, void *mem)
+{
+    struct vk_counts *c = user;
+    if (!mem)
+        return;
+    atomic_fetch_add(&c->frees, 1);
+    atomic_fetch_sub(&c->live, 1);
+    free(cb_head_of(mem).raw);
+}
+
+static void *VKAPI_CALL cb_realloc(void *user, void *old, size_t size, size_t align,
+                                   VkSystemAllocationScope s)
+{
+    if (!old)
+        return cb_alloc(user, size, align, s);
+    if (size == 0) {
+        cb_free(user, old);
+        return NULL;
+    }
+    void *p = cb_alloc(user, size, align, s);
+    if (!p)
+        return NULL;
+    size_t was = cb_head_of(old).size;
+    memcpy(p, old, was < size ? was : size);
+    cb_free(user, old);
+    return p;
+}
+
+/* kiln's own creates and destroys, seen through its function table: each
+ * must pass the context's callbacks. */
+static const VkAllocationCallbacks *cb_want;
+static atomic_int cb_wrong, cb_seen;
+static PFN_vkCreateComputePipelines real_compute;
+static PFN_vkCreateGraphicsPipelines real_graphics;
+static PFN_vkCreateShaderModule real_module;
+static PFN_vkDestroyPipeline real_destroy_pipeline;
+
+static void cb_note(const VkAllocationCallbacks *a)
+{
+    atomic_fetch_add(&cb_seen, 1);
+    if (a != cb_want)
+        atomic_fetch_add(&cb_wrong, 1);
+}
+
+static VkResult VKAPI_CALL w_compute(VkDevice d, VkPipelineCache pc, uint32_t n,
+                                     const VkComputePipelineCreateInfo *ci,
+                                     const VkAllocationCallbacks *a, VkPipeline *out)
+{
+    cb_note(a);
+    return real_compute(d, pc, n, ci, a, out);
+}
+
+static VkResult VKAPI_CALL w_graphics(VkDevice d, VkPipelineCache pc, uint32_t n,
+                                      const VkGraphicsPipelineCreateInfo *ci,
+                                      const VkAllocationCallbacks *a, VkPipeline *out)
+{
+    cb_note(a);
+    return real_graphics(d, pc, n, ci, a, out);
+}
+
+static VkResult VKAPI_CALL w_module(VkDevice d, const VkShaderModuleCreateInfo *ci,
+                                    const VkAllocationCallbacks *a, VkShaderModule *out)
+{
+    cb_note(a);
+    return real_module(d, ci, a, out);
+}
+
+static void VKAPI_CALL w_destroy_pipeline(VkDevice d, VkPipeline p, const VkAllocationCallbacks *a)
+{
+    cb_note(a);
+    real_destroy_pipeline(d, p, a);
+}
+
+/* Every Vulkan object kiln makes goes through the application's callbacks,
+ * and all of them are given back by kiln_vk_destroy. */
+KT_CASE(allocation_callbacks)
+{
+    struct vk_counts counts = {0};
+    VkAllocationCallbacks cb = {
+        .pUserData = &counts,
+        .pfnAllocation = cb_alloc,
+        .pfnReallocation = cb_realloc,
+        .pfnFree = cb_free,
+    };
+    struct kiln_vk_options opt = {.force_modules = true, .allocator = &cb};
+    struct kiln_vk *vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    KT_CHECK(kiln_vk_allocator(vk) != NULL);
+    KT_CHECK(kiln_vk_allocator(vk)->pfnAllocation == cb_alloc);
+    KT_CHECK(kiln_vk_allocator(NULL) == NULL);
+    long long after_create = atomic_load(&counts.allocs);
+    KT_CHECK(after_create > 0); /* the instance, the device, the layouts, the cache */
+
+    cb_want = kiln_vk_allocator(vk);
+    real_compute = vk->fn.vkCreateComputePipelines;
+    real_graphics = vk->fn.vkCreateGraphicsPipelines;
+    real_module = vk->fn.vkCreateShaderModule;
+    real_destroy_pipeline = vk->fn.vkDestroyPipeline;
+    vk->fn.vkCreateComputePipelines = w_compute;
+    vk->fn.vkCreateGraphicsPipelines = w_graphics;
+    vk->fn.vkCreateShaderModule = w_module;
+    vk->fn.vkDestroyPipeline = w_destroy_pipeline;
+
+    struct kiln_vk_pipeline *c = NULL, *g = NULL;
+    KT_CHECK_OK(build_compute(vk, 1, &c));
+    KT_CHECK_OK(build_graphics(vk, 1, 0, &g));
+    kiln_vk_pipeline_destroy(vk, c);
+    /* 2 pipelines made, 3 modules (forced), 1 destroyed here. */
+    KT_CHECK(atomic_load(&cb_seen) >= 6);
+    KT_CHECK_EQ(atomic_load(&cb_wrong), 0);
+    kiln_vk_destroy(vk); /* g too */
+    printf("callbacks: %lld allocations (%lld at create), %lld frees\n",
+           (long long)atomic_load(&counts.allocs), after_create,
+           (long long)atomic_load(&counts.frees));
+    KT_CHECK(atomic_load(&counts.allocs) > after_create);
+    KT_CHECK_EQ(atomic_load(&counts.live), 0);
+    KT_CHECK_EQ(atomic_load(&counts.allocs), atomic_load(&counts.frees));
+}
+
 KT_MAIN(KT_ENTRY(spirv_reflect), KT_ENTRY(builtin_layout_checked),
         KT_ENTRY(not_available_without_loader), KT_ENTRY(compute_and_graphics),
         KT_ENTRY(forced_modules), KT_ENTRY(graphics_with_render_pass),
         KT_ENTRY(broken_program_fails_alone), KT_ENTRY(validation_refuses_before_the_driver),
         KT_ENTRY(keep_modules_mode), KT_ENTRY(pipeline_cache_round_trip), KT_ENTRY(device_index),
         KT_ENTRY(cache_header_check), KT_ENTRY(spirv_check), KT_ENTRY(extra_extensions),
-        KT_ENTRY(extra_extension_features))
+        KT_ENTRY(extra_extension_features), KT_ENTRY(allocation_callbacks))

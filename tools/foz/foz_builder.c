@@ -102,7 +102,7 @@ void *kiln__fb_alloc(struct build *c, size_t n)
     struct block *k = c->arena;
     if (!k || k->cap - k->used < n) {
         size_t cap = n > 16384 ? n : 16384;
-        k = malloc(sizeof(*k) + cap);
+        k = kiln__malloc(sizeof(*k) + cap);
         if (!k) {
             c->oom = true;
             return NULL;
@@ -123,7 +123,7 @@ static void arena_free(struct build *c)
     while (c->arena) {
         struct block *k = c->arena;
         c->arena = k->next;
-        free(k);
+        kiln__free(k);
     }
 }
 
@@ -552,18 +552,18 @@ static void destroy_object(struct kiln_foz_builder *b, uint64_t tag, union handl
 {
     switch (tag) {
     case KILN_FOZ_TAG_SAMPLER:
-        b->vk.DestroySampler(b->device, h.sampler, NULL);
+        b->vk.DestroySampler(b->device, h.sampler, b->alloc);
         if (ycbcr)
-            b->vk.DestroySamplerYcbcrConversion(b->device, ycbcr, NULL);
+            b->vk.DestroySamplerYcbcrConversion(b->device, ycbcr, b->alloc);
         break;
     case KILN_FOZ_TAG_DESCRIPTOR_SET_LAYOUT:
-        b->vk.DestroyDescriptorSetLayout(b->device, h.set_layout, NULL);
+        b->vk.DestroyDescriptorSetLayout(b->device, h.set_layout, b->alloc);
         break;
     case KILN_FOZ_TAG_PIPELINE_LAYOUT:
-        b->vk.DestroyPipelineLayout(b->device, h.layout, NULL);
+        b->vk.DestroyPipelineLayout(b->device, h.layout, b->alloc);
         break;
     case KILN_FOZ_TAG_RENDER_PASS:
-        b->vk.DestroyRenderPass(b->device, h.pass, NULL);
+        b->vk.DestroyRenderPass(b->device, h.pass, b->alloc);
         break;
     default:
         break;
@@ -586,7 +586,7 @@ static bool shared_get(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, 
 static int shared_put(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, union handle *h,
                       VkSamplerYcbcrConversion ycbcr)
 {
-    struct shared *n = malloc(sizeof(*n));
+    struct shared *n = kiln__malloc(sizeof(*n));
     pthread_mutex_lock(&b->lock);
     struct shared *s = shared_find(b, tag, hash);
     if (!s && n) {
@@ -602,7 +602,7 @@ static int shared_put(struct kiln_foz_builder *b, uint64_t tag, uint64_t hash, u
     if (s)
         keep = s->h;
     pthread_mutex_unlock(&b->lock);
-    free(n);
+    kiln__free(n);
     destroy_object(b, tag, *h, ycbcr);
     if (!s)
         return KILN_ENOMEM;
@@ -663,7 +663,7 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
             continue;
         VkSamplerYcbcrConversionCreateInfo yc = *(const VkSamplerYcbcrConversionCreateInfo *)*p;
         yc.pNext = NULL;
-        VkResult r = b->vk.CreateSamplerYcbcrConversion(b->device, &yc, NULL, &conv);
+        VkResult r = b->vk.CreateSamplerYcbcrConversion(b->device, &yc, b->alloc, &conv);
         if (r != VK_SUCCESS)
             return kiln__fb_fail(c, KILN_EVULKAN,
                                  "vkCreateSamplerYcbcrConversion for sampler %016" PRIx64
@@ -671,7 +671,7 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
                                  hash, (int)r);
         VkSamplerYcbcrConversionInfo *info = kiln__fb_alloc(c, sizeof(*info));
         if (!info) {
-            b->vk.DestroySamplerYcbcrConversion(b->device, conv, NULL);
+            b->vk.DestroySamplerYcbcrConversion(b->device, conv, b->alloc);
             return KILN_ENOMEM;
         }
         info->sType = VK_STRUCTURE_TYPE_SAMPLER_YCBCR_CONVERSION_INFO;
@@ -681,10 +681,10 @@ static int sampler(struct build *c, uint64_t hash, VkSampler *out)
         break;
     }
     VkSampler s;
-    VkResult r = b->vk.CreateSampler(b->device, &ci, NULL, &s);
+    VkResult r = b->vk.CreateSampler(b->device, &ci, b->alloc, &s);
     if (r != VK_SUCCESS) {
         if (conv)
-            b->vk.DestroySamplerYcbcrConversion(b->device, conv, NULL);
+            b->vk.DestroySamplerYcbcrConversion(b->device, conv, b->alloc);
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateSampler %016" PRIx64 ": VkResult %d", hash,
                              (int)r);
     }
@@ -738,7 +738,7 @@ static int set_layout(struct build *c, uint64_t hash, VkDescriptorSetLayout *out
     ci.pBindings = bind;
     KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     VkDescriptorSetLayout l;
-    VkResult r = b->vk.CreateDescriptorSetLayout(b->device, &ci, NULL, &l);
+    VkResult r = b->vk.CreateDescriptorSetLayout(b->device, &ci, b->alloc, &l);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN,
                              "vkCreateDescriptorSetLayout %016" PRIx64 ": VkResult %d", hash,
@@ -785,7 +785,7 @@ int kiln__fb_pipeline_layout(struct build *c, uint64_t hash, VkPipelineLayout *o
     ci.pushConstantRangeCount = len(pcs);
     ci.pPushConstantRanges = pc;
     VkPipelineLayout l;
-    VkResult r = b->vk.CreatePipelineLayout(b->device, &ci, NULL, &l);
+    VkResult r = b->vk.CreatePipelineLayout(b->device, &ci, b->alloc, &l);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreatePipelineLayout %016" PRIx64 ": VkResult %d",
                              hash, (int)r);
@@ -900,7 +900,7 @@ static int render_pass1(struct build *c, struct json_object *o, uint64_t hash, V
     KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     if (c->oom)
         return KILN_ENOMEM;
-    VkResult r = c->b->vk.CreateRenderPass(c->b->device, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateRenderPass(c->b->device, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRenderPass %016" PRIx64 ": VkResult %d",
                              hash, (int)r);
@@ -972,7 +972,7 @@ static int render_pass2(struct build *c, struct json_object *o, uint64_t hash, V
     KILN_TRY(kiln__fb_chain(c, get(o, "pNext"), NULL, &ci.pNext));
     if (c->oom)
         return KILN_ENOMEM;
-    VkResult r = c->b->vk.CreateRenderPass2(c->b->device, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateRenderPass2(c->b->device, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRenderPass2 %016" PRIx64 ": VkResult %d",
                              hash, (int)r);
@@ -1488,7 +1488,7 @@ static int build_graphics(struct build *c, struct json_object *p, VkPipelineCach
     ci.subpass = u32(p, "subpass");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateGraphicsPipelines: VkResult %d", (int)r);
     return KILN_OK;
@@ -1511,7 +1511,7 @@ static int build_compute(struct build *c, struct json_object *p, VkPipelineCache
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, NULL, out);
+    VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateComputePipelines: VkResult %d", (int)r);
     return KILN_OK;
@@ -1536,7 +1536,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
     *pipeline = VK_NULL_HANDLE;
     if (why && cap)
         why[0] = '\0';
-    struct build *c = calloc(1, sizeof(*c));
+    struct build *c = kiln__calloc(1, sizeof(*c));
     if (!c) {
         atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
         if (why && cap)
@@ -1552,7 +1552,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
         kiln__fb_fail(c, rc, "%s",
                       rc == KILN_EFORMAT ? "not a kiln Fossilize closure"
                                          : "the closure has no pipeline");
-        free(c);
+        kiln__free(c);
         return rc;
     }
     enum kiln_foz_kind kind = c->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE  ? KILN_FOZ_KIND_GRAPHICS
@@ -1586,7 +1586,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
      * cheap beside the builds around it. */
     pthread_mutex_lock(&b->lock);
     for (uint32_t i = 0; i < c->nlibs; i++)
-        b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, NULL);
+        b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, b->alloc);
     pthread_mutex_unlock(&b->lock);
     if (rc == KILN_ENOMEM)
         kiln__fb_fail(c, rc, "out of memory");
@@ -1598,7 +1598,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
         atomic_fetch_add(&b->failed[kind], 1);
     json_object_put(c->doc);
     arena_free(c);
-    free(c);
+    kiln__free(c);
     return rc;
 }
 
@@ -1639,10 +1639,11 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
     *out = NULL;
     if (!o || !o->device || !o->get_device_proc_addr)
         return KILN_EINVAL;
-    struct kiln_foz_builder *b = calloc(1, sizeof(*b));
+    struct kiln_foz_builder *b = kiln__calloc(1, sizeof(*b));
     if (!b)
         return KILN_ENOMEM;
     b->device = o->device;
+    b->alloc = o->allocator;
     b->api = o->api_version ? o->api_version : VK_API_VERSION_1_0;
     for (uint32_t i = 0; i < o->extension_count; i++)
         for (int x = 0; x < X_COUNT; x++)
@@ -1687,11 +1688,11 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
         !b->vk.DestroyDescriptorSetLayout || !b->vk.CreatePipelineLayout ||
         !b->vk.DestroyPipelineLayout || !b->vk.CreateRenderPass || !b->vk.DestroyRenderPass ||
         !b->vk.CreateGraphicsPipelines || !b->vk.CreateComputePipelines || !b->vk.DestroyPipeline) {
-        free(b);
+        kiln__free(b);
         return KILN_ENOTSUP;
     }
     if (pthread_mutex_init(&b->lock, NULL) != 0) {
-        free(b);
+        kiln__free(b);
         return KILN_ENOMEM;
     }
     *out = b;
@@ -1728,9 +1729,9 @@ void kiln_foz_builder_destroy(struct kiln_foz_builder *b)
         while (b->table[i]) {
             struct shared *s = b->table[i];
             b->table[i] = s->next;
-            free(s);
+            kiln__free(s);
         }
     }
     pthread_mutex_destroy(&b->lock);
-    free(b);
+    kiln__free(b);
 }

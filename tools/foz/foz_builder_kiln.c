@@ -203,6 +203,7 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
             o.max_ray_recursion_depth = max_recursion(req->vk);
         o.device = req->device;
         o.get_device_proc_addr = req->get_device_proc_addr;
+        o.allocator = kiln_vk_allocator(req->vk);
         /* kiln's instance asks for at most 1.3, so the device is used as that. */
         o.api_version = !info                                    ? VK_API_VERSION_1_0
                         : info->api_version > VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
@@ -273,7 +274,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
         return KILN_EINVAL;
     memset(out, 0, sizeof(*out));
     out->size = sizeof(*out);
-    struct adapter *a = calloc(1, sizeof(*a));
+    struct adapter *a = kiln__calloc(1, sizeof(*a));
     if (!a)
         return KILN_ENOMEM;
     if (options) {
@@ -281,7 +282,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
         a->have_options_device = options->device != VK_NULL_HANDLE;
     }
     if (pthread_mutex_init(&a->lock, NULL) != 0) {
-        free(a);
+        kiln__free(a);
         return KILN_ENOMEM;
     }
     out->kind = KILN_STATE_FOZ;
@@ -332,7 +333,7 @@ void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)
     struct adapter *a = builder->user;
     kiln_foz_builder_destroy(a->b);
     pthread_mutex_destroy(&a->lock);
-    free(a);
+    kiln__free(a);
     memset(builder, 0, sizeof(*builder));
     builder->size = sizeof(*builder);
 }

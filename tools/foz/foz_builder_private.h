@@ -124,6 +124,7 @@ struct shared {
 
 struct kiln_foz_builder {
     VkDevice device;
+    const VkAllocationCallbacks *alloc; /* the options' allocator (NULL: the driver's) */
     struct fns vk;
     uint32_t api;
     bool ext[X_COUNT];

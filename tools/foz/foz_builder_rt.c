@@ -55,7 +55,7 @@ int kiln__fb_build_libraries(struct build *c, struct json_object *p, int depth,
         /* The closure's stage walk bounds the distinct libraries, so this
          * holds for every closure that got this far; kept as a check. */
         if (c->nlibs == KILN__FOZ_MAX_LIBRARIES) {
-            c->b->vk.DestroyPipeline(c->b->device, h, NULL);
+            c->b->vk.DestroyPipeline(c->b->device, h, c->b->alloc);
             return kiln__fb_fail(c, KILN_ERANGE, "more than %u pipeline libraries",
                                  KILN__FOZ_MAX_LIBRARIES);
         }
@@ -189,7 +189,7 @@ int kiln__fb_build_raytracing(struct build *c, struct json_object *p, VkPipeline
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
     VkResult r =
-        b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, NULL, out);
+        b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, b->alloc, out);
     if (r != VK_SUCCESS)
         return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRayTracingPipelinesKHR: VkResult %d",
                              (int)r);

@@ -143,6 +143,10 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
         }
         struct kiln_foz_module m;
         int d = kiln_foz_decode_module(&e, &m);
+        if (d == KILN_ENOMEM) {
+            rc = d; /* not the module's fault: the import stops */
+            break;
+        }
         if (d < 0) {
             KILN_WARN("cache",
                       "%s: shader module %016" PRIx64 " at offset %" PRIu64

@@ -57,7 +57,7 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 
 static char *dup_n(const char *s, size_t n)
 {
-    char *d = malloc(n + 1);
+    char *d = kiln__malloc(n + 1);
     if (d) {
         memcpy(d, s, n);
         d[n] = '\0';
@@ -99,8 +99,8 @@ static int add_file(void *user, const char *rel)
         f->rel = dup_n(rel, n);
         f->base = dup_n(rel, m - strlen(exts[i].ext));
         if (!f->rel || !f->base) {
-            free(f->rel);
-            free(f->base);
+            kiln__free(f->rel);
+            kiln__free(f->base);
             return KILN_ENOMEM;
         }
         f->stage = exts[i].stage;
@@ -142,7 +142,7 @@ static int add_program(struct kiln_corpus *c, const char *base, const char *suff
 {
     struct corpus_program *p = &c->programs[c->nprograms];
     size_t n = strlen(base), k = strlen(suffix);
-    p->name = malloc(n + k + 1);
+    p->name = kiln__malloc(n + k + 1);
     if (!p->name)
         return KILN_ENOMEM;
     memcpy(p->name, base, n);
@@ -158,7 +158,7 @@ static int add_program(struct kiln_corpus *c, const char *base, const char *suff
 static int pair_files(struct kiln_corpus *c)
 {
     /* At most one program per file. */
-    c->programs = calloc(c->nfiles ? c->nfiles : 1, sizeof(*c->programs));
+    c->programs = kiln__calloc(c->nfiles ? c->nfiles : 1, sizeof(*c->programs));
     if (!c->programs)
         return KILN_ENOMEM;
     size_t i = 0;
@@ -194,7 +194,7 @@ int kiln_corpus_open(const char *dir, struct kiln_corpus **out)
     if (!dir || !out)
         return KILN_EINVAL;
     *out = NULL;
-    struct kiln_corpus *c = calloc(1, sizeof(*c));
+    struct kiln_corpus *c = kiln__calloc(1, sizeof(*c));
     if (!c) {
         KILN_ERROR("prep", "corpus %s: out of memory listing it", dir);
         return KILN_ENOMEM;
@@ -263,7 +263,7 @@ static int load_stage(const struct kiln_corpus *c, const struct corpus_file *f,
         const char *why = NULL;
         if (kiln_spirv_check(data, n, &why) < 0) {
             KILN_ERROR("prep", "corpus file %s: not SPIR-V: %s", path, why);
-            free(data);
+            kiln__free(data);
             return KILN_EFORMAT;
         }
         st->words = data;
@@ -301,15 +301,15 @@ void kiln_corpus_destroy(struct kiln_corpus *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->nfiles; i++) {
-        free(c->files[i].rel);
-        free(c->files[i].base);
+        kiln__free(c->files[i].rel);
+        kiln__free(c->files[i].base);
     }
     for (size_t i = 0; i < c->nprograms; i++)
-        free(c->programs[i].name);
-    free(c->files);
-    free(c->programs);
-    free(c->dir);
-    free(c);
+        kiln__free(c->programs[i].name);
+    kiln__free(c->files);
+    kiln__free(c->programs);
+    kiln__free(c->dir);
+    kiln__free(c);
 }
 
 static int source_load(void *user, size_t i, struct kiln_program **out)

@@ -28,7 +28,7 @@ static bool link_target_is_file(const char *full)
         return false;
     HANDLE h = CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
                            OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
-    free(w);
+    kiln__free(w);
     if (h == INVALID_HANDLE_VALUE)
         return false;
     BY_HANDLE_FILE_INFORMATION info;
@@ -52,7 +52,7 @@ static int walk(const char *root, const char *rel, unsigned depth,
     WIN32_FIND_DATAW fd;
     HANDLE find = FindFirstFileExW(wpattern, FindExInfoBasic, &fd, FindExSearchNameMatch, NULL,
                                    FIND_FIRST_EX_LARGE_FETCH);
-    free(wpattern);
+    kiln__free(wpattern);
     if (find == INVALID_HANDLE_VALUE) {
         DWORD err = GetLastError();
         KILN_ERROR("prep", "corpus folder %s: cannot open: error %lu", path, (unsigned long)err);
@@ -78,7 +78,7 @@ static int walk(const char *root, const char *rel, unsigned depth,
                     kiln__path_join(full, sizeof(full), root, sub) == 0;
         if (!fits)
             KILN_ERROR("prep", "corpus %s: path of %s/%s too long", root, rel, name);
-        free(name);
+        kiln__free(name);
         if (!fits) {
             rc = KILN_ERANGE;
             break;

@@ -25,7 +25,7 @@ static inline int kiln__prep_set_stage_name(struct kiln_program_stage *st, const
                                             const char *suffix)
 {
     size_t a = strlen(program), b = strlen(suffix);
-    char *s = malloc(a + b + 1);
+    char *s = kiln__malloc(a + b + 1);
     if (!s)
         return KILN_ENOMEM;
     memcpy(s, program, a);

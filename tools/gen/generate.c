@@ -82,7 +82,7 @@ static void sb_put(struct sb *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 4096;
         while (b->n + n + 1 > cap)
             cap *= 2;
-        char *p = realloc(b->p, cap);
+        char *p = kiln__realloc(b->p, cap);
         if (!p) {
             b->oom = true;
             return;
@@ -1080,9 +1080,9 @@ int kiln_generate_program(uint64_t seed, uint32_t index, struct kiln_program **o
     char name[48];
     snprintf(name, sizeof(name), "gen-%06u-%s", index, compute ? "compute" : "graphics");
     struct kiln_program *p = kiln__prep_program_new(name);
-    struct gen *g = calloc(1, sizeof(*g));
+    struct gen *g = kiln__calloc(1, sizeof(*g));
     if (!p || !g) {
-        free(g);
+        kiln__free(g);
         kiln_program_destroy(p);
         return KILN_ENOMEM;
     }
@@ -1109,8 +1109,8 @@ int kiln_generate_program(uint64_t seed, uint32_t index, struct kiln_program **o
             rc = take_text(p, 1, KILN_VK_STAGE_FRAGMENT_BIT, &g->b, ".frag");
         }
     }
-    free(g->b.p);
-    free(g);
+    kiln__free(g->b.p);
+    kiln__free(g);
     if (rc < 0) {
         kiln_program_destroy(p);
         return rc;

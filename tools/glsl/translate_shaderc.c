@@ -117,7 +117,7 @@ static int glsl_translate(void *user, const struct kiln_source *src, uint32_t **
         return KILN_ETRANSLATE;
     }
     size_t n = shaderc_result_get_length(res);
-    uint32_t *w = n % 4 == 0 && n > 0 ? malloc(n) : NULL;
+    uint32_t *w = n % 4 == 0 && n > 0 ? kiln__malloc(n) : NULL;
     if (!w) {
         shaderc_result_release(res);
         if (n % 4 != 0 || n == 0) {
@@ -183,7 +183,7 @@ int kiln_glsl_compile_vulkan12(const char *text, size_t size, uint32_t stage, ui
     if (rc == KILN_OK && (n == 0 || n % 4 != 0))
         rc = KILN_ETRANSLATE;
     if (rc == KILN_OK) {
-        *words = malloc(n);
+        *words = kiln__malloc(n);
         if (*words) {
             memcpy(*words, shaderc_result_get_bytes(res), n);
             *nwords = n / 4;
@@ -223,7 +223,7 @@ int kiln_glsl_create(enum kiln_glsl_opt opt, struct kiln_glsl **out)
         KILN_ERROR("prep", "shaderc: %s", POISONED_WHY);
         return KILN_ENOMEM;
     }
-    struct kiln_glsl *g = calloc(1, sizeof(*g));
+    struct kiln_glsl *g = kiln__calloc(1, sizeof(*g));
     if (!g)
         return KILN_ENOMEM;
     g->compiler = shaderc_compiler_initialize();
@@ -265,7 +265,7 @@ void kiln_glsl_destroy(struct kiln_glsl *g)
     /* Released, it would wait forever on glslang's lock (ShFinalize). */
     if (g->compiler && !atomic_load(&poisoned))
         shaderc_compiler_release(g->compiler);
-    free(g);
+    kiln__free(g);
 }
 
 const struct kiln_translator *kiln_glsl_translator(const struct kiln_glsl *g)

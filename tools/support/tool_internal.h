@@ -52,6 +52,40 @@
 #define KILN_INFO(module, ...)  KILN_LOG(KILN_LOG_INFO, module, __VA_ARGS__)
 #define KILN_DEBUG(module, ...) KILN_LOG(KILN_LOG_DEBUG, module, __VA_ARGS__)
 
+/* Every allocation of the tools goes through kiln's allocator (the public
+ * kiln_malloc and siblings, kiln/common.h), under the core's names: what a
+ * tool hands to kiln (a program's words and strings) is freed by kiln with
+ * that allocator, and tests/layout/check_alloc.sh checks tools/foz has no
+ * other. */
+static inline void *kiln__malloc(size_t n)
+{
+    return kiln_malloc(n);
+}
+
+static inline void *kiln__calloc(size_t count, size_t n)
+{
+    return kiln_calloc(count, n);
+}
+
+static inline void *kiln__realloc(void *p, size_t n)
+{
+    return kiln_realloc(p, n);
+}
+
+static inline void kiln__free(void *p)
+{
+    kiln_free(p);
+}
+
+static inline char *kiln__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = kiln_malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
 /* Grows an array by doubling (from `first`); @return the new array or NULL
  * (the old one is kept). */
 static inline void *kiln__grow(void *items, size_t n, size_t *cap, size_t size, size_t first)
@@ -61,7 +95,7 @@ static inline void *kiln__grow(void *items, size_t n, size_t *cap, size_t size, 
     size_t want = *cap ? *cap * 2 : first;
     if (want < *cap || want > SIZE_MAX / size)
         return NULL;
-    void *p = realloc(items, want * size);
+    void *p = kiln__realloc(items, want * size);
     if (p)
         *cap = want;
     return p;

@@ -276,7 +276,8 @@ struct kiln_foz_import_report {
  * @return 0 when the archive was read to its end (a cut-off last entry is
  * ignored, as the format says; damaged entries are skipped and counted,
  * and the reader reads on from the next whole entry); KILN_EFORMAT for a file that is not a
- * Fossilize archive or of another version; an I/O or cache error, which
+ * Fossilize archive or of another version; KILN_ENOMEM, an I/O or cache
+ * error, which
  * stops the import (what was stored before it is synced). *report is
  * filled in every case.
  */
@@ -905,6 +906,10 @@ struct kiln_foz_builder_options {
      * (kiln_foz_limits_bound) and the structure rules only. Read during
      * create only. */
     const VkPhysicalDeviceLimits *limits;
+    /* The allocation callbacks every object the builder makes is created
+     * and destroyed with (kiln_vk_allocator of kiln's context); NULL: the
+     * driver's own. Must outlive the builder. */
+    const VkAllocationCallbacks *allocator;
 };
 
 /* Fills *l from a device's VkPhysicalDeviceLimits. Thread-safe. */

@@ -41,7 +41,7 @@ KILN_API void kiln_glsl_destroy(struct kiln_glsl *glsl);
 
 /*
  * The translator's callback table, valid as long as `glsl` lives. Its
- * words come from malloc (release is NULL); its stamp covers shaderc's
+ * words come from kiln_malloc (release is NULL); its stamp covers shaderc's
  * SPIR-V version, the target environment and the optimization level.
  */
 KILN_API const struct kiln_translator *kiln_glsl_translator(const struct kiln_glsl *glsl);
@@ -53,7 +53,7 @@ KILN_API const struct kiln_translator *kiln_glsl_translator(const struct kiln_gl
  * "main", unoptimized. Not the translator's target, so its words must not
  * be stored under the translator's stamp: for archives and tests that
  * record ray-tracing pipelines.
- * @return 0 with malloc'd words in *words (free them) and their count;
+ * @return 0 with words from kiln_malloc in *words (free them with kiln_free) and their count;
  * KILN_ETRANSLATE with shaderc's message on stderr; KILN_EINVAL for a
  * stage it has no GLSL kind for; KILN_ENOTSUP in a build without shaderc;
  * KILN_ENOMEM. Thread-safe.
