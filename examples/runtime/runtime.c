@@ -212,33 +212,33 @@ int main(int argc, char **argv)
         printf("SKIP: no Vulkan device\n");
         return rc;
     }
-    struct kiln_vk_external ext = {.get_instance_proc_addr = vkGetInstanceProcAddr,
+    struct kiln_vk_external ext = {.size = sizeof(ext), .get_instance_proc_addr = vkGetInstanceProcAddr,
                                    .instance = e.instance,
                                    .physical_device = e.phys,
                                    .device = e.device,
                                    .queue_family = e.family,
                                    .api_version = VK_API_VERSION_1_1};
-    struct kiln_vk_options vo = {.external = &ext};
+    struct kiln_vk_options vo = {.size = sizeof(vo), .external = &ext};
     struct kiln_vk *vk = NULL;
     if (kiln_vk_create(&vo, &vk) < 0)
         return 1;
 
     /* Start: every program met before, built by the emulator's builder. */
-    struct kiln_builder b = {.kind = KILN_STATE_APP, .user = &e, .build = build, .name = "emu"};
-    struct kiln_start_options so = {.cache_dir = argv[1],
+    struct kiln_builder b = {.size = sizeof(b), .kind = KILN_STATE_APP, .user = &e, .build = build, .name = "emu"};
+    struct kiln_start_options so = {.size = sizeof(so), .cache_dir = argv[1],
                                     .stamp = STAMP,
                                     .vk = vk,
                                     .builders = &b,
                                     .nbuilders = 1,
                                     .on_pipeline = on_pipeline,
                                     .pipeline_user = vk};
-    struct kiln_start_summary ss;
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     rc = kiln_warm_start(&so, NULL, NULL, &ss);
     printf("warm start: %llu records, %u built (%s)\n", (unsigned long long)ss.loaded,
            atomic_load(&e.warm_built), rc == KILN_ENOENT ? "no cache yet" : kiln_strerror(rc));
 
     /* Play: the frame loop, writing to the cache as programs turn up. */
-    struct kiln_cache_options co = {.stamp = STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options co = {.size = sizeof(co), .stamp = STAMP, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     rc = kiln_cache_open(argv[1], &co, &c);
     for (unsigned frame = 0; frame < 5 && rc == KILN_OK; frame++)

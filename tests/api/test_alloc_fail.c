@@ -103,7 +103,7 @@ struct stored {
 
 static int snapshot(const char *dir, uint64_t stamp, struct stored *s)
 {
-    struct kiln_cache_options o = {.stamp = stamp};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = stamp};
     struct kiln_cache *c;
     int orc = kiln_cache_open(dir, &o, &c);
     if (orc < 0)
@@ -141,7 +141,7 @@ static void stored_free(struct stored *s)
 /* @return the records of `s` missing or changed in the cache at `dir`. */
 static size_t lost(const char *dir, uint64_t stamp, const struct stored *s)
 {
-    struct kiln_cache_options o = {.stamp = stamp};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = stamp};
     struct kiln_cache *c;
     if (kiln_cache_open(dir, &o, &c) != 0)
         return s->n ? s->n : 1;
@@ -312,7 +312,7 @@ static int prepare(struct gen_ctx *g, const char *dir, const struct kiln_generat
     o.translator = kiln_glsl_translator(g->glsl);
     o.no_vulkan = true;
     o.jobs = 1;
-    struct kiln_prepare_summary s;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     int rc = kiln_prepare(&o, NULL, NULL, &s);
     g->stamp = kiln_prepare_stamp(&o);
     if (rc == 0 && (s.failed || s.translated + s.cached != s.programs)) {
@@ -338,9 +338,9 @@ static int prepare_run(void *ctx, const char *dir)
 static int start_run(void *ctx, const char *dir)
 {
     (void)ctx;
-    struct kiln_start_options o = {.cache_dir = dir, .any_stamp = true, .jobs = 1};
+    struct kiln_start_options o = {.size = sizeof(o), .cache_dir = dir, .any_stamp = true, .jobs = 1};
     o.no_vulkan = true;
-    struct kiln_start_summary s;
+    struct kiln_start_summary s = KILN_START_SUMMARY_INIT;
     int rc = kiln_warm_start(&o, NULL, NULL, &s);
     if (rc == 0 && (s.loaded != s.records || s.missing || s.bad || !s.use_recorded)) {
         printf("start: answered 0 with %llu of %llu records loaded, %llu missing, %llu bad, "
@@ -370,7 +370,7 @@ static int gen_begin(struct gen_ctx *g, unsigned before, unsigned after)
 /* Records put straight into a cache, some twice (superseded). */
 static int put_records(const char *dir, uint64_t stamp, unsigned n, unsigned again)
 {
-    struct kiln_cache_options o = {.stamp = stamp, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = stamp, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c;
     int orc = kiln_cache_open(dir, &o, &c);
     if (orc < 0)
@@ -403,7 +403,7 @@ static int foz_setup(void *ctx, const char *dir)
 static int foz_run(void *ctx, const char *dir)
 {
     struct foz_ctx *f = ctx;
-    struct kiln_cache_options o = {.stamp = KILN_FOZ_STAMP};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = KILN_FOZ_STAMP};
     struct kiln_cache *c;
     int orc = kiln_cache_open(dir, &o, &c);
     if (orc < 0)
@@ -430,12 +430,12 @@ static int compact_setup(void *ctx, const char *dir)
 static int compact_run(void *ctx, const char *dir)
 {
     (void)ctx;
-    struct kiln_cache_options o = {.stamp = 77};
+    struct kiln_cache_options o = {.size = sizeof(o), .stamp = 77};
     struct kiln_cache *c;
     int orc = kiln_cache_open(dir, &o, &c);
     if (orc < 0)
         return orc;
-    struct kiln_cache_rewrite_report r;
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     int rc = kiln_cache_compact(c, &r);
     kiln_cache_close(c);
     if (rc == 0 && !r.rewritten) {

@@ -342,7 +342,7 @@ else
     if ! "$kiln" cache check "$W/live" >"$out" 2>"$err" || ! grep -q "records *1 whole" "$out"; then
         fail "the exported cache is not whole after the refused exports: $(cat "$out" "$err")"
     elif ! "$kiln" export foz --cache "$W/live" "$W/links/out.foz" >"$out" 2>"$err" ||
-        ! grep -q ": 1 pipelines" "$out"; then
+        ! grep -q ": 1 pipeline " "$out"; then
         fail "export foz to a plain path after the refused ones: $(cat "$out" "$err")"
     else
         passed=$((passed + 1))

@@ -959,7 +959,7 @@ KT_CASE(allocation_callbacks)
         .pfnReallocation = cb_realloc,
         .pfnFree = cb_free,
     };
-    struct kiln_vk_options opt = {.force_modules = true, .allocator = &cb};
+    struct kiln_vk_options opt = {.size = sizeof(opt), .force_modules = true, .allocator = &cb};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     KT_CHECK(kiln_vk_allocator(vk) != NULL);

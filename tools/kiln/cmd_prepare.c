@@ -572,7 +572,9 @@ int cmd_prepare(int argc, char **argv)
                       rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc), cli_reset_hint(rc));
             return cli_exit_for(rc);
         }
-        if (rc == KILN_ECANCELED && kiln_glsl_unusable())
+        /* shaderc poisoned by an out-of-memory: the run stops (canceled, or
+         * out of memory since the translator's failure is passed up). */
+        if ((rc == KILN_ECANCELED || rc == KILN_ENOMEM) && kiln_glsl_unusable())
             cli_error(name, "stopped: shaderc ran out of memory and cannot be used again in this "
                             "process: what was done is kept; run it again (with more memory) "
                             "to resume");
