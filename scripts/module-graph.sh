@@ -9,7 +9,8 @@
 #   cache  -> common pack pool
 #
 # With --check it also holds the core to the order of docs/design.md
-# (common, then pack topo pages pool, then cache, then vk, then prep): a
+# (common, then pack topo pages pool, then cache, then vk, then prep, then
+# foz): a
 # core module may use only modules of a lower rank. Each break is one line;
 # the exit status is 1 when there is one. docs/design.md shows the output.
 set -u
@@ -30,6 +31,7 @@ rank() {
     cache) echo 2 ;;
     vk) echo 3 ;;
     prep) echo 4 ;;
+    foz) echo 5 ;;
     *) echo 9 ;;
     esac
 }
@@ -65,7 +67,7 @@ closure() {
 }
 
 bad=0
-for dir in src/common src/pack src/topo src/pages src/pool src/cache src/vk src/prep \
+for dir in src/common src/pack src/topo src/pages src/pool src/cache src/vk src/prep src/foz \
     $(ls -d tools/*/ 2>/dev/null | sed 's|/$||'); do
     [ -d "$dir" ] || continue
     name=${dir##*/}

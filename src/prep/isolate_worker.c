@@ -188,14 +188,29 @@ static int serve(int in, int out, struct kiln__prep_build *b)
     }
 }
 
+static int worker_main(int in, int out, const struct kiln_builder *builders, size_t nbuilders);
+
+/* The worker builds with the builders its parent has: the application's
+ * and the core's defaults (kiln__prep_builders_open). */
 int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_worker_options *o)
 {
     int in = in_fd < 0 ? 0 : in_fd, out = out_fd < 0 ? 1 : out_fd;
     kiln__iso_worker_init();
-    const struct kiln_builder *builders = o ? o->builders : NULL;
-    size_t nbuilders = o ? o->nbuilders : 0;
-    if (kiln__prep_check_builders(builders, nbuilders, "worker") < 0)
+    const struct kiln_builder *given = o ? o->builders : NULL;
+    size_t ngiven = o ? o->nbuilders : 0;
+    if (kiln__prep_check_builders(given, ngiven, "worker") < 0)
         return KILN_EINVAL;
+    struct kiln__prep_builders bl;
+    int rc = kiln__prep_builders_open(given, ngiven, &bl);
+    if (rc < 0)
+        return worker_end(rc);
+    rc = worker_main(in, out, bl.list, bl.n);
+    kiln__prep_builders_close(&bl);
+    return rc;
+}
+
+static int worker_main(int in, int out, const struct kiln_builder *builders, size_t nbuilders)
+{
     struct kiln__iso_head h;
     void *body = NULL;
     int rc = read_frame(in, &h, &body);

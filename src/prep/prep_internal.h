@@ -166,6 +166,28 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
  */
 int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, const char *what);
 
+/* The builders a run uses: the caller's, then the core's own for each
+ * state kind the caller gave none of (kiln__default_builder_create: the
+ * Fossilize builder for KILN_STATE_FOZ), so that a warm start through
+ * libkiln alone builds what `kiln import foz` stored. */
+struct kiln__prep_builders {
+    const struct kiln_builder *list;
+    size_t n;
+    struct kiln_builder *own; /* the copy with the defaults appended, or NULL */
+    size_t ndefaults;         /* the defaults at its end */
+};
+
+/*
+ * Fills *out from the caller's `n` builders (not checked here: an array
+ * kiln__prep_check_builders refuses is passed on as it is).
+ * @return 0, or KILN_ENOMEM. Release with kiln__prep_builders_close.
+ */
+int kiln__prep_builders_open(const struct kiln_builder *given, size_t n,
+                             struct kiln__prep_builders *out);
+
+/* Destroys the defaults kiln__prep_builders_open made. */
+void kiln__prep_builders_close(struct kiln__prep_builders *b);
+
 /*
  * The module policy (start.c, see its top): runs kiln_vk_validate_spirv;
  * when the validator refuses the module, `recorded` is set (its builder has

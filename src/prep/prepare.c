@@ -749,6 +749,30 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
 }
 
 static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                        void *progress_user, struct kiln_prepare_summary *s);
+
+/* The caller's options with the core's default builders added
+ * (kiln__prep_builders_open, as the warm start). */
+static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                   void *progress_user, struct kiln_prepare_summary *s)
+{
+    if (!s || !o)
+        return prepare_body(o, progress, progress_user, s);
+    struct kiln__prep_builders bl;
+    int rc = kiln__prep_builders_open(o->builders, o->nbuilders, &bl);
+    if (rc < 0) {
+        memset(s, 0, sizeof(*s));
+        return fail_at(s, KILN_PREP_STEP_INPUT, rc);
+    }
+    struct kiln_prepare_options with = *o;
+    with.builders = bl.list;
+    with.nbuilders = bl.n;
+    rc = prepare_body(&with, progress, progress_user, s);
+    kiln__prep_builders_close(&bl);
+    return rc;
+}
+
+static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                         void *progress_user, struct kiln_prepare_summary *s)
 {
     if (!s)
@@ -1021,5 +1045,5 @@ int kiln_prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn pro
 {
     uint64_t m = kiln__err_mark();
     return kiln__err_end(NULL, m, "kiln_prepare", o ? o->cache_dir : NULL,
-                         prepare_body(o, progress, progress_user, s));
+                         prepare(o, progress, progress_user, s));
 }

@@ -199,6 +199,55 @@ static void count_skip(struct kiln__prep_build *b, uint32_t kind, const char *na
     KILN_INFO("prep", "%s: skipped: %s", name, reason);
 }
 
+int kiln__prep_builders_open(const struct kiln_builder *given, size_t n,
+                             struct kiln__prep_builders *out)
+{
+    *out = (struct kiln__prep_builders){.list = given, .n = n};
+    if (n && !given)
+        return KILN_OK; /* refused by kiln__prep_check_builders */
+    uint32_t have = 0;
+    for (size_t i = 0; i < n; i++)
+        if (given[i].kind < KILN_STATE_KINDS)
+            have |= 1u << given[i].kind;
+    if (have == (1u << KILN_STATE_KINDS) - 1u)
+        return KILN_OK;
+    struct kiln_builder *own = kiln__calloc(n + KILN_STATE_KINDS, sizeof(*own));
+    if (!own)
+        return KILN_ENOMEM;
+    if (n)
+        memcpy(own, given, n * sizeof(*own));
+    size_t k = n;
+    for (uint32_t kind = 0; kind < KILN_STATE_KINDS; kind++) {
+        if (have & 1u << kind)
+            continue;
+        int rc = kiln__default_builder_create(kind, &own[k]);
+        if (rc < 0) {
+            out->own = own;
+            out->ndefaults = k - n;
+            kiln__prep_builders_close(out);
+            return rc;
+        }
+        k += rc == 1;
+    }
+    if (k == n) {
+        kiln__free(own);
+        return KILN_OK;
+    }
+    *out = (struct kiln__prep_builders){.list = own, .n = k, .own = own, .ndefaults = k - n};
+    return KILN_OK;
+}
+
+void kiln__prep_builders_close(struct kiln__prep_builders *b)
+{
+    if (b->own) {
+        size_t n = b->n - b->ndefaults;
+        for (size_t i = 0; i < b->ndefaults; i++)
+            kiln__default_builder_destroy(&b->own[n + i]);
+        kiln__free(b->own);
+    }
+    *b = (struct kiln__prep_builders){0};
+}
+
 /* The builder for `kind`: the first in the caller's array, or NULL. */
 static const struct kiln_builder *builder_for(const struct kiln__prep_build *b, uint32_t kind)
 {
@@ -817,6 +866,31 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
 }
 
 static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                           void *progress_user, struct kiln_start_summary *s);
+
+/* The caller's options with the core's default builders added
+ * (kiln__prep_builders_open): programs of a kind the caller has no
+ * builder of are built by kiln's own (KILN_STATE_FOZ: the Fossilize one). */
+static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                      void *progress_user, struct kiln_start_summary *s)
+{
+    if (!s || !o)
+        return warm_start_body(o, progress, progress_user, s);
+    struct kiln__prep_builders bl;
+    int rc = kiln__prep_builders_open(o->builders, o->nbuilders, &bl);
+    if (rc < 0) {
+        memset(s, 0, sizeof(*s));
+        return start_fail(s, KILN_PREP_STEP_INPUT, rc);
+    }
+    struct kiln_start_options with = *o;
+    with.builders = bl.list;
+    with.nbuilders = bl.n;
+    rc = warm_start_body(&with, progress, progress_user, s);
+    kiln__prep_builders_close(&bl);
+    return rc;
+}
+
+static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                            void *progress_user, struct kiln_start_summary *s)
 {
     if (!s)
@@ -1049,5 +1123,5 @@ int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn pr
 {
     uint64_t m = kiln__err_mark();
     return kiln__err_end(NULL, m, "kiln_warm_start", o ? o->cache_dir : NULL,
-                         warm_start_body(o, progress, progress_user, s));
+                         warm_start(o, progress, progress_user, s));
 }

@@ -188,15 +188,15 @@ int kiln_foz_decode_module(const struct kiln_foz_entry *e, struct kiln_foz_modul
         return module_error(e->hash, KILN_EPARSE, "codeSize does not fit its varint area");
 
     size_t count = (size_t)(code_size / 4);
-    uint32_t *words = malloc(count * sizeof(uint32_t));
+    uint32_t *words = kiln__malloc(count * sizeof(uint32_t));
     if (!words)
         return KILN_ENOMEM;
     if (!decode_varint(bin + voff, (size_t)vsize, words, count)) {
-        free(words);
+        kiln__free(words);
         return module_error(e->hash, KILN_EPARSE, "varint stream does not hold codeSize bytes");
     }
     if (words[0] != SPIRV_MAGIC) {
-        free(words);
+        kiln__free(words);
         return module_error(e->hash, KILN_EPARSE, "not SPIR-V (wrong magic number)");
     }
     m->hash = e->hash;
@@ -210,7 +210,7 @@ void kiln_foz_module_free(struct kiln_foz_module *m)
 {
     if (!m)
         return;
-    free(m->words);
+    kiln__free(m->words);
     memset(m, 0, sizeof(*m));
 }
 
@@ -342,8 +342,8 @@ int64_t kiln_foz_list_modules(struct kiln_foz *foz, struct kiln_foz_module_info 
     if (rc == KILN_OK)
         rc = rw;
     if (rc < 0) {
-        free(mods.v);
-        free(refs.v);
+        kiln__free(mods.v);
+        kiln__free(refs.v);
         return rc;
     }
 
@@ -360,9 +360,9 @@ int64_t kiln_foz_list_modules(struct kiln_foz *foz, struct kiln_foz_module_info 
         if (m)
             m->stages |= refs.v[i].stages;
     }
-    free(refs.v);
+    kiln__free(refs.v);
     if (n == 0) {
-        free(mods.v);
+        kiln__free(mods.v);
         return 0;
     }
     *out = mods.v;
@@ -371,7 +371,7 @@ int64_t kiln_foz_list_modules(struct kiln_foz *foz, struct kiln_foz_module_info 
 
 void kiln_foz_module_list_free(struct kiln_foz_module_info *modules)
 {
-    free(modules);
+    kiln__free(modules);
 }
 
 const struct kiln_foz_module_info *

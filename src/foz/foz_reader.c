@@ -76,7 +76,7 @@ static int reserve(uint8_t **buf, size_t *cap, size_t n)
         n = 1;
     if (*cap >= n)
         return KILN_OK;
-    uint8_t *p = realloc(*buf, n);
+    uint8_t *p = kiln__realloc(*buf, n);
     if (!p)
         return KILN_ENOMEM;
     *buf = p;
@@ -148,13 +148,13 @@ static int check_header(struct kiln_foz *foz)
 
 static struct kiln_foz *foz_new(const char *name)
 {
-    struct kiln_foz *foz = calloc(1, sizeof(*foz));
+    struct kiln_foz *foz = kiln__calloc(1, sizeof(*foz));
     if (!foz)
         return NULL;
     foz->fd = -1;
-    foz->name = strdup(name ? name : "(memory)");
+    foz->name = kiln__strdup(name ? name : "(memory)");
     if (!foz->name) {
-        free(foz);
+        kiln__free(foz);
         return NULL;
     }
     return foz;
@@ -215,10 +215,10 @@ void kiln_foz_close(struct kiln_foz *foz)
         return;
     if (foz->fd >= 0)
         foz->io->close(foz->io, foz->fd);
-    free(foz->stored);
-    free(foz->inflated);
-    free(foz->name);
-    free(foz);
+    kiln__free(foz->stored);
+    kiln__free(foz->inflated);
+    kiln__free(foz->name);
+    kiln__free(foz);
 }
 
 int kiln_foz_rewind(struct kiln_foz *foz)
@@ -500,7 +500,7 @@ static int find_entry(struct kiln_foz *foz, uint64_t from, uint64_t *found)
         }
         at += starts;
     }
-    free(win);
+    kiln__free(win);
     return rc;
 }
 
@@ -660,5 +660,33 @@ int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *e)
         if (rc < 0 && rc != KILN_ECORRUPT_RECORD)
             foz->sticky = rc;
         return rc;
+    }
+}
+
+enum kiln_foz_kind kiln_foz_kind_of(uint64_t tag)
+{
+    switch (tag) {
+    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
+        return KILN_FOZ_KIND_GRAPHICS;
+    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
+        return KILN_FOZ_KIND_COMPUTE;
+    case KILN_FOZ_TAG_RAYTRACING_PIPELINE:
+        return KILN_FOZ_KIND_RAYTRACING;
+    default:
+        return KILN_FOZ_KIND_COUNT;
+    }
+}
+
+const char *kiln_foz_kind_name(enum kiln_foz_kind kind)
+{
+    switch (kind) {
+    case KILN_FOZ_KIND_GRAPHICS:
+        return "graphics";
+    case KILN_FOZ_KIND_COMPUTE:
+        return "compute";
+    case KILN_FOZ_KIND_RAYTRACING:
+        return "raytracing";
+    default:
+        return "unknown";
     }
 }

@@ -71,8 +71,8 @@ struct plan {
 static void plan_clear(struct plan *p)
 {
     for (size_t i = 0; i < p->n; i++) {
-        free(p->e[i].bytes);
-        free(p->e[i].needs);
+        kiln__free(p->e[i].bytes);
+        kiln__free(p->e[i].needs);
     }
     p->n = 0;
 }
@@ -81,7 +81,7 @@ static int plan_add(struct plan *p, uint64_t tag, uint64_t hash, uint8_t *bytes,
 {
     struct planned *grown = kiln__grow(p->e, p->n, &p->cap, sizeof(*p->e), 16);
     if (!grown) {
-        free(bytes);
+        kiln__free(bytes);
         return KILN_ENOMEM;
     }
     p->e = grown;
@@ -114,7 +114,7 @@ static int entry_bytes(const char *member, uint64_t hash, struct json_object *ob
     }
     size_t n;
     const char *text = json_object_to_json_string_length(doc, PRINT_FLAGS, &n);
-    if (!text || !(*bytes = malloc(n)))
+    if (!text || !(*bytes = kiln__malloc(n)))
         goto out;
     memcpy(*bytes, text, n);
     *size = n;
@@ -182,7 +182,7 @@ static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 /* Base64 with padding, as Fossilize records specialization data. */
 static char *base64_encode(const uint8_t *p, size_t n)
 {
-    char *s = malloc((n + 2) / 3 * 4 + 1);
+    char *s = kiln__malloc((n + 2) / 3 * 4 + 1);
     if (!s)
         return NULL;
     size_t k = 0;
@@ -218,7 +218,7 @@ static struct json_object *builtin_stage(struct jb *b, const struct kiln_stage_b
             b->oom = true;
         jb_int(b, si, "dataSize", (int64_t)st->spec_size);
         jb_set(b, si, "data", json_object_new_string(data ? data : ""));
-        free(data);
+        kiln__free(data);
         struct json_object *map = jb_keep(b, json_object_new_array());
         for (uint32_t i = 0; i < st->nspec; i++) {
             struct kiln_spec_entry e;
@@ -248,7 +248,7 @@ static int plan_made(struct plan *p, struct jb *b, uint64_t tag, struct json_obj
         json_object_put(obj);
         return KILN_ENOMEM;
     }
-    uint8_t *key = malloc(n + 32);
+    uint8_t *key = kiln__malloc(n + 32);
     if (!key) {
         json_object_put(obj);
         return KILN_ENOMEM;
@@ -256,7 +256,7 @@ static int plan_made(struct plan *p, struct jb *b, uint64_t tag, struct json_obj
     int k = snprintf((char *)key, 32, "kiln-builtin %s ", kiln__foz_tag_member(tag));
     memcpy(key + k, text, n);
     *hash = kiln_hash64(key, (size_t)k + n);
-    free(key);
+    kiln__free(key);
     uint8_t *bytes;
     size_t size;
     int rc = entry_bytes(kiln__foz_tag_member(tag), *hash, obj, &bytes, &size);
@@ -529,7 +529,7 @@ static int pipeline_modules(uint64_t tag, struct json_object *pipe, uint64_t **o
             : (json_object_is_type(stages, json_type_array) ? json_object_array_length(stages) : 0);
     if (!count)
         return KILN_OK;
-    *out = calloc(count, sizeof(**out));
+    *out = kiln__calloc(count, sizeof(**out));
     if (!*out)
         return KILN_ENOMEM;
     for (size_t i = 0; i < count; i++) {
@@ -540,7 +540,7 @@ static int pipeline_modules(uint64_t tag, struct json_object *pipe, uint64_t **o
         if (!json_object_is_type(m, json_type_string) ||
             !kiln__foz_parse_hex(json_object_get_string(m), (size_t)json_object_get_string_len(m),
                                  &h)) {
-            free(*out);
+            kiln__free(*out);
             *out = NULL;
             return KILN_EPARSE;
         }
@@ -738,7 +738,7 @@ static int write_extra(struct exporter *x)
 static void free_words(struct exporter *x, int n)
 {
     for (int i = 0; i < n; i++) {
-        free(x->words[i]);
+        kiln__free(x->words[i]);
         x->words[i] = NULL;
     }
 }
@@ -752,7 +752,7 @@ static int unpack_stages(struct exporter *x, int n)
         int rc = kiln_blob_info(x->st[i].blob, x->st[i].blob_size, NULL, &bytes);
         if (rc == 0 && (bytes == 0 || bytes % 4))
             rc = KILN_ECORRUPT_BLOB;
-        if (rc == 0 && !(x->words[i] = malloc(bytes)))
+        if (rc == 0 && !(x->words[i] = kiln__malloc(bytes)))
             return KILN_ENOMEM;
         int64_t got = rc < 0 ? rc
                              : kiln_unpack(x->st[i].blob, x->st[i].blob_size, x->dict, x->words[i],
@@ -825,7 +825,7 @@ int kiln_foz_export(struct kiln_cache *c, const char *out_path,
     if (n > 1)
         qsort(ents, n, sizeof(*ents), by_key);
     report->programs = n;
-    struct exporter *x = calloc(1, sizeof(*x));
+    struct exporter *x = kiln__calloc(1, sizeof(*x));
     if (!x) {
         kiln_cache_entries_free(ents);
         return KILN_ENOMEM;
@@ -852,13 +852,13 @@ int kiln_foz_export(struct kiln_cache *c, const char *out_path,
     }
     kiln_foz_writer_destroy(x->w);
     for (size_t i = 0; i < x->nextra; i++) {
-        free(x->extra[i].bytes);
-        free(x->extra[i].needs);
+        kiln__free(x->extra[i].bytes);
+        kiln__free(x->extra[i].needs);
     }
-    free(x->extra);
+    kiln__free(x->extra);
     plan_clear(&x->plan);
-    free(x->plan.e);
-    free(x);
+    kiln__free(x->plan.e);
+    kiln__free(x);
     kiln_cache_entries_free(ents);
     return rc;
 }

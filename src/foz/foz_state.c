@@ -129,12 +129,12 @@ void kiln_foz_index_destroy(struct kiln_foz_index *idx)
     if (!idx)
         return;
     for (size_t i = 0; i < idx->n; i++) {
-        free(idx->e[i].data);
+        kiln__free(idx->e[i].data);
         json_object_put(idx->e[i].doc);
     }
-    free(idx->e);
-    free(idx->pipes);
-    free(idx);
+    kiln__free(idx->e);
+    kiln__free(idx->pipes);
+    kiln__free(idx);
 }
 
 /* Reads every whole entry into idx->e, in archive order. */
@@ -158,7 +158,7 @@ static int read_entries(struct kiln_foz *foz, struct kiln_foz_index *idx)
         x->hash = e.hash;
         x->size = e.size;
         x->order = idx->n;
-        x->data = malloc(e.size ? e.size : 1);
+        x->data = kiln__malloc(e.size ? e.size : 1);
         if (!x->data)
             return KILN_ENOMEM;
         memcpy(x->data, e.data, e.size);
@@ -177,7 +177,7 @@ static void sort_unique(struct kiln_foz_index *idx)
     for (size_t i = 0; i < idx->n;) {
         size_t j = i + 1;
         while (j < idx->n && idx->e[j].tag == idx->e[i].tag && idx->e[j].hash == idx->e[i].hash)
-            free(idx->e[j++].data);
+            kiln__free(idx->e[j++].data);
         idx->e[w] = idx->e[i];
         w++;
         i = j;
@@ -188,7 +188,7 @@ static void sort_unique(struct kiln_foz_index *idx)
 int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out)
 {
     *out = NULL;
-    struct kiln_foz_index *idx = calloc(1, sizeof(*idx));
+    struct kiln_foz_index *idx = kiln__calloc(1, sizeof(*idx));
     if (!idx)
         return KILN_ENOMEM;
     int rc = kiln_foz_rewind(foz);
@@ -218,7 +218,7 @@ int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out)
             idx->npipes++;
     }
     if (idx->npipes) {
-        idx->pipes = calloc(idx->npipes, sizeof(*idx->pipes));
+        idx->pipes = kiln__calloc(idx->npipes, sizeof(*idx->pipes));
         if (!idx->pipes) {
             kiln_foz_index_destroy(idx);
             return KILN_ENOMEM;
@@ -531,7 +531,7 @@ int kiln_foz_closure_make(const struct kiln_foz_index *idx, uint64_t tag, uint64
     const char *text = json_object_to_json_string_length(w.out, JSON_C_TO_STRING_PLAIN, &n);
     if (!text)
         goto out;
-    *bytes = malloc(n);
+    *bytes = kiln__malloc(n);
     if (!*bytes)
         goto out;
     memcpy(*bytes, text, n);
@@ -545,7 +545,7 @@ out:
 
 void kiln_foz_closure_free(uint8_t *bytes)
 {
-    free(bytes);
+    kiln__free(bytes);
 }
 
 uint64_t kiln__foz_closure_peek_tag(const void *bytes, size_t size)
@@ -698,7 +698,7 @@ int kiln_foz_pipeline_key(const void *closure, size_t size, const struct kiln_fo
     /* One buffer: the prefix (with its NUL), the closure, then 8 + 16
      * bytes a module. Closures are a few KiB; modules enter as digests. */
     size_t total = sizeof(prefix) + size + (size_t)n * 24;
-    uint8_t *buf = malloc(total);
+    uint8_t *buf = kiln__malloc(total);
     if (!buf)
         return KILN_ENOMEM;
     uint8_t *p = buf;
@@ -714,7 +714,7 @@ int kiln_foz_pipeline_key(const void *closure, size_t size, const struct kiln_fo
                 *p++ = (uint8_t)(v[j] >> (8 * k));
     }
     *key = kiln_hash128(buf, total);
-    free(buf);
+    kiln__free(buf);
     return KILN_OK;
 }
 
@@ -758,4 +758,16 @@ bool kiln__foz_base64_decode(const char *s, size_t n, uint8_t *out, size_t want)
         }
     }
     return got == want;
+}
+
+/* A recorded handle: a hash in hexadecimal text, or absent (0). */
+bool kiln__fb_hash_of(struct json_object *v, uint64_t *out)
+{
+    *out = 0;
+    if (!v)
+        return true;
+    if (!json_object_is_type(v, json_type_string))
+        return false;
+    return kiln__foz_parse_hex(json_object_get_string(v), (size_t)json_object_get_string_len(v),
+                               out);
 }

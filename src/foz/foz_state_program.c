@@ -27,7 +27,7 @@ static struct json_object *get(struct json_object *o, const char *key)
 
 static char *dup_text(const char *s, size_t n)
 {
-    char *d = malloc(n + 1);
+    char *d = kiln__malloc(n + 1);
     if (d) {
         memcpy(d, s, n);
         d[n] = '\0';
@@ -54,7 +54,7 @@ static int stage_from_record(struct json_object *rec, struct kiln_program_stage 
     if (size > 0) {
         if (!json_object_is_type(data, json_type_string))
             return KILN_EPARSE;
-        st->spec_data = malloc((size_t)size);
+        st->spec_data = kiln__malloc((size_t)size);
         if (!st->spec_data)
             return KILN_ENOMEM;
         st->spec_size = (size_t)size;
@@ -65,7 +65,7 @@ static int stage_from_record(struct json_object *rec, struct kiln_program_stage 
     }
     size_t n = json_object_is_type(map, json_type_array) ? json_object_array_length(map) : 0;
     if (n) {
-        st->spec = calloc(n, sizeof(*st->spec));
+        st->spec = kiln__calloc(n, sizeof(*st->spec));
         if (!st->spec)
             return KILN_ENOMEM;
         for (size_t i = 0; i < n; i++) {
@@ -102,7 +102,7 @@ static int fill(const struct kiln_foz_index *idx, const struct kiln_foz_pipeline
         snprintf(name, sizeof(name), "%016" PRIx64, info.modules[i]);
         st->src.stage = info.stages[i];
         st->src.name = dup_text(name, strlen(name));
-        st->words = malloc(mods[i].word_count * 4);
+        st->words = kiln__malloc(mods[i].word_count * 4);
         if (!st->src.name || !st->words) {
             rc = KILN_ENOMEM;
             break;

@@ -40,33 +40,6 @@ struct kiln_foz_pipelines {
     size_t nslots;
 };
 
-enum kiln_foz_kind kiln_foz_kind_of(uint64_t tag)
-{
-    switch (tag) {
-    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
-        return KILN_FOZ_KIND_GRAPHICS;
-    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
-        return KILN_FOZ_KIND_COMPUTE;
-    case KILN_FOZ_TAG_RAYTRACING_PIPELINE:
-        return KILN_FOZ_KIND_RAYTRACING;
-    default:
-        return KILN_FOZ_KIND_COUNT;
-    }
-}
-
-const char *kiln_foz_kind_name(enum kiln_foz_kind kind)
-{
-    switch (kind) {
-    case KILN_FOZ_KIND_GRAPHICS:
-        return "graphics";
-    case KILN_FOZ_KIND_COMPUTE:
-        return "compute";
-    case KILN_FOZ_KIND_RAYTRACING:
-        return "raytracing";
-    default:
-        return "unknown";
-    }
-}
 
 static size_t slot_of(struct kiln_key k, size_t nslots)
 {
@@ -109,12 +82,12 @@ static int add(struct kiln_foz_pipelines *fp, const struct kiln_foz_pipelines_en
     fp->e = e;
     if ((fp->n + 1) * 2 > fp->nslots) {
         size_t ns = fp->nslots ? fp->nslots * 2 : 128;
-        size_t *slots = calloc(ns, sizeof(*slots));
+        size_t *slots = kiln__calloc(ns, sizeof(*slots));
         if (!slots)
             return KILN_ENOMEM;
         for (size_t i = 0; i < fp->n; i++)
             slot_put(slots, ns, fp->e, i);
-        free(fp->slots);
+        kiln__free(fp->slots);
         fp->slots = slots;
         fp->nslots = ns;
     }
@@ -141,7 +114,7 @@ static const char *unreadable_why(int rc)
 static char *dup_path(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = kiln__malloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -241,9 +214,9 @@ int kiln_foz_pipelines_open(const char *const *paths, size_t n, struct kiln_foz_
     *out = NULL;
     if (!paths || n == 0)
         return KILN_EINVAL;
-    struct kiln_foz_pipelines *fp = calloc(1, sizeof(*fp));
+    struct kiln_foz_pipelines *fp = kiln__calloc(1, sizeof(*fp));
     if (fp)
-        fp->archives = calloc(n, sizeof(*fp->archives));
+        fp->archives = kiln__calloc(n, sizeof(*fp->archives));
     int rc = fp && fp->archives ? KILN_OK : KILN_ENOMEM;
     for (size_t a = 0; a < n && rc == KILN_OK; a++) {
         fp->archives[a].path = paths[a] ? dup_path(paths[a]) : NULL;
@@ -375,11 +348,11 @@ void kiln_foz_pipelines_destroy(struct kiln_foz_pipelines *fp)
     if (!fp)
         return;
     for (size_t a = 0; a < fp->narchives; a++) {
-        free(fp->archives[a].path);
+        kiln__free(fp->archives[a].path);
         kiln_foz_index_destroy(fp->archives[a].idx);
     }
-    free(fp->archives);
-    free(fp->e);
-    free(fp->slots);
-    free(fp);
+    kiln__free(fp->archives);
+    kiln__free(fp->e);
+    kiln__free(fp->slots);
+    kiln__free(fp);
 }

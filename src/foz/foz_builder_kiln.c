@@ -272,7 +272,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     if (!out)
         return KILN_EINVAL;
     memset(out, 0, sizeof(*out));
-    struct adapter *a = calloc(1, sizeof(*a));
+    struct adapter *a = kiln__calloc(1, sizeof(*a));
     if (!a)
         return KILN_ENOMEM;
     if (options) {
@@ -280,7 +280,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
         a->have_options_device = options->device != VK_NULL_HANDLE;
     }
     if (pthread_mutex_init(&a->lock, NULL) != 0) {
-        free(a);
+        kiln__free(a);
         return KILN_ENOMEM;
     }
     out->kind = KILN_STATE_FOZ;
@@ -331,7 +331,7 @@ void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)
     struct adapter *a = builder->user;
     kiln_foz_builder_destroy(a->b);
     pthread_mutex_destroy(&a->lock);
-    free(a);
+    kiln__free(a);
     memset(builder, 0, sizeof(*builder));
 }
 
@@ -344,6 +344,20 @@ struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *bu
     struct kiln_foz_builder *b = a->b;
     pthread_mutex_unlock(&a->lock);
     return b;
+}
+
+int kiln__default_builder_create(uint32_t kind, struct kiln_builder *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (kind != KILN_STATE_FOZ)
+        return 0;
+    int rc = kiln_foz_kiln_builder_create(NULL, out);
+    return rc < 0 ? rc : 1;
+}
+
+void kiln__default_builder_destroy(struct kiln_builder *b)
+{
+    kiln_foz_kiln_builder_destroy(b);
 }
 
 #else

@@ -195,9 +195,9 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
 static int pack_pipeline(struct kiln_cache *c, const struct kiln_program *p, bool validated,
                          void **payload, size_t *size)
 {
-    void **blobs = calloc(p->nstages, sizeof(*blobs));
-    uint8_t **maps = calloc(p->nstages, sizeof(*maps));
-    struct kiln_stage_blob *st = calloc(p->nstages, sizeof(*st));
+    void **blobs = kiln__calloc(p->nstages, sizeof(*blobs));
+    uint8_t **maps = kiln__calloc(p->nstages, sizeof(*maps));
+    struct kiln_stage_blob *st = kiln__calloc(p->nstages, sizeof(*st));
     int rc = blobs && maps && st ? KILN_OK : KILN_ENOMEM;
     for (unsigned i = 0; i < p->nstages && rc == KILN_OK; i++) {
         const struct kiln_program_stage *ps = &p->stages[i];
@@ -213,7 +213,7 @@ static int pack_pipeline(struct kiln_cache *c, const struct kiln_program *p, boo
                                          .spec_size = ps->spec_size};
         if (rc == KILN_OK && ps->nspec) {
             /* The payload keeps map entries as little-endian u32 triples. */
-            maps[i] = malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
+            maps[i] = kiln__malloc((size_t)ps->nspec * KILN_SPEC_ENTRY_BYTES);
             if (!maps[i]) {
                 rc = KILN_ENOMEM;
                 break;
@@ -237,11 +237,11 @@ static int pack_pipeline(struct kiln_cache *c, const struct kiln_program *p, boo
         if (blobs)
             kiln_pack_free(blobs[i]);
         if (maps)
-            free(maps[i]);
+            kiln__free(maps[i]);
     }
-    free(blobs);
-    free(maps);
-    free(st);
+    kiln__free(blobs);
+    kiln__free(maps);
+    kiln__free(st);
     return rc;
 }
 

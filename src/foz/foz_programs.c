@@ -36,7 +36,7 @@ struct kiln_foz_programs {
 static char *strdup_(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = kiln__malloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -68,7 +68,7 @@ static int open_foz(struct kiln_foz_programs *c, const char *path)
     int rc = nmods < 0 ? (int)nmods : KILN_OK;
     size_t cap = 0, graphics = 0, unknown = 0, damaged = 0;
     if (rc == KILN_OK) {
-        c->programs = calloc(nmods > 0 ? (size_t)nmods : 1, sizeof(*c->programs));
+        c->programs = kiln__calloc(nmods > 0 ? (size_t)nmods : 1, sizeof(*c->programs));
         cap = nmods > 0 ? (size_t)nmods : 0;
         rc = c->programs ? KILN_OK : KILN_ENOMEM;
     }
@@ -156,7 +156,7 @@ int kiln_foz_programs_open(const char *path, struct kiln_foz_programs **out)
     if (!path || !out)
         return KILN_EINVAL;
     *out = NULL;
-    struct kiln_foz_programs *c = calloc(1, sizeof(*c));
+    struct kiln_foz_programs *c = kiln__calloc(1, sizeof(*c));
     if (!c) {
         KILN_ERROR("prep", "corpus %s: out of memory listing it", path);
         return KILN_ENOMEM;
@@ -193,7 +193,7 @@ static int source_load(void *user, size_t i, struct kiln_program **out)
     p->nstages = 1;
     st->src.stage = KILN_VK_STAGE_COMPUTE_BIT;
     st->src.name = strdup_(cp->name);
-    st->words = malloc(cp->nwords * 4);
+    st->words = kiln__malloc(cp->nwords * 4);
     if (!st->src.name || !st->words) {
         KILN_ERROR("prep", "%s: out of memory", cp->name);
         kiln_program_destroy(p);
@@ -229,9 +229,9 @@ void kiln_foz_programs_destroy(struct kiln_foz_programs *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->nprograms; i++) {
-        free(c->programs[i].name);
-        free(c->programs[i].words);
+        kiln__free(c->programs[i].name);
+        kiln__free(c->programs[i].words);
     }
-    free(c->programs);
-    free(c);
+    kiln__free(c->programs);
+    kiln__free(c);
 }

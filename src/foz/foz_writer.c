@@ -94,13 +94,13 @@ static int set_add(struct kiln_foz_writer *w, uint64_t tag, uint64_t hash, uint6
     /* At most half full, so probes stay short and always end. */
     if ((w->nset + 1) * 2 > w->capset) {
         size_t cap = w->capset ? w->capset * 2 : 64;
-        struct seen *grown = calloc(cap, sizeof(*grown));
+        struct seen *grown = kiln__calloc(cap, sizeof(*grown));
         if (!grown)
             return KILN_ENOMEM;
         for (size_t i = 0; i < w->capset; i++)
             if (w->set[i].used)
                 set_put(grown, cap, w->set[i]);
-        free(w->set);
+        kiln__free(w->set);
         w->set = grown;
         w->capset = cap;
     }
@@ -122,7 +122,7 @@ static int emit(struct kiln_foz_writer *w, const void *p, size_t n)
             size_t cap = w->mem_cap ? w->mem_cap : 4096;
             while (cap < w->size + n)
                 cap *= 2;
-            uint8_t *grown = realloc(w->mem, cap);
+            uint8_t *grown = kiln__realloc(w->mem, cap);
             if (!grown)
                 return w->err = KILN_ENOMEM;
             w->mem = grown;
@@ -154,7 +154,7 @@ static int create_tmp(struct kiln_foz_writer *w)
 {
     static _Atomic unsigned counter;
     size_t cap = strlen(w->path) + 32;
-    w->tmp = malloc(cap);
+    w->tmp = kiln__malloc(cap);
     if (!w->tmp)
         return KILN_ENOMEM;
     int rc = KILN_EEXIST;
@@ -168,7 +168,7 @@ static int create_tmp(struct kiln_foz_writer *w)
         KILN_ERROR("foz", "%s: cannot make a temporary file beside it: %s", w->path,
                    kiln_strerror(rc));
         w->fd = -1;
-        free(w->tmp);
+        kiln__free(w->tmp);
         w->tmp = NULL;
     }
     return rc;
@@ -179,12 +179,12 @@ int kiln_foz_writer_create(const struct kiln_io *io, const char *path, struct ki
     *out = NULL;
     if (!path || !*path)
         return KILN_EINVAL;
-    struct kiln_foz_writer *w = calloc(1, sizeof(*w));
+    struct kiln_foz_writer *w = kiln__calloc(1, sizeof(*w));
     if (!w)
         return KILN_ENOMEM;
     w->io = io ? io : kiln_io_default();
     w->fd = -1;
-    w->path = strdup(path);
+    w->path = kiln__strdup(path);
     int rc = w->path ? create_tmp(w) : KILN_ENOMEM;
     if (rc == 0) {
         /* Whether a file is at the destination now (a folder or a FIFO
@@ -211,7 +211,7 @@ int kiln_foz_writer_create(const struct kiln_io *io, const char *path, struct ki
 int kiln_foz_writer_create_memory(struct kiln_foz_writer **out)
 {
     *out = NULL;
-    struct kiln_foz_writer *w = calloc(1, sizeof(*w));
+    struct kiln_foz_writer *w = kiln__calloc(1, sizeof(*w));
     if (!w)
         return KILN_ENOMEM;
     w->fd = -1;
@@ -254,11 +254,11 @@ int kiln_foz_writer_add(struct kiln_foz_writer *w, uint64_t tag, uint64_t hash, 
     uLongf stored = plain ? (uLongf)size : compressBound((uLong)size);
     uint8_t *z = NULL;
     if (!plain) {
-        z = malloc(stored ? stored : 1);
+        z = kiln__malloc(stored ? stored : 1);
         if (!z)
             return KILN_ENOMEM;
         if (compress2(z, &stored, payload, (uLong)size, Z_DEFAULT_COMPRESSION) != Z_OK) {
-            free(z);
+            kiln__free(z);
             return KILN_ENOMEM; /* zlib fails only for want of memory here */
         }
     }
@@ -274,7 +274,7 @@ int kiln_foz_writer_add(struct kiln_foz_writer *w, uint64_t tag, uint64_t hash, 
         rc = emit(w, head, ENTRY_HEAD);
     if (rc == 0)
         rc = emit(w, bytes, stored);
-    free(z);
+    kiln__free(z);
     if (rc < 0)
         return rc;
     w->entries++;
@@ -298,7 +298,7 @@ int kiln_foz_module_encode(uint64_t hash, const uint32_t *words, size_t nwords, 
     /* The varint area: 7 bits a byte from the low bits up, the top bit set
      * on every byte but a word's last. At most 5 bytes a word. */
     size_t vcap = nwords * 5;
-    uint8_t *v = malloc(vcap);
+    uint8_t *v = kiln__malloc(vcap);
     if (!v)
         return KILN_ENOMEM;
     size_t vn = 0;
@@ -317,14 +317,14 @@ int kiln_foz_module_encode(uint64_t hash, const uint32_t *words, size_t nwords, 
         "\":{\"varintOffset\":0,\"varintSize\":%zu,\"codeSize\":%zu,\"flags\":%" PRIu32 "}}}",
         KILN_FOZ_WRITE_VERSION, hash, vn, nwords * 4, flags);
     /* The JSON, its NUL, then the varint area. */
-    uint8_t *p = malloc((size_t)jn + 1 + vn);
+    uint8_t *p = kiln__malloc((size_t)jn + 1 + vn);
     if (!p) {
-        free(v);
+        kiln__free(v);
         return KILN_ENOMEM;
     }
     memcpy(p, json, (size_t)jn + 1);
     memcpy(p + jn + 1, v, vn);
-    free(v);
+    kiln__free(v);
     *payload = p;
     *size = (size_t)jn + 1 + vn;
     return KILN_OK;
@@ -332,7 +332,7 @@ int kiln_foz_module_encode(uint64_t hash, const uint32_t *words, size_t nwords, 
 
 void kiln_foz_payload_free(uint8_t *payload)
 {
-    free(payload);
+    kiln__free(payload);
 }
 
 int kiln_foz_writer_add_module(struct kiln_foz_writer *w, uint64_t hash, const uint32_t *words,
@@ -344,7 +344,7 @@ int kiln_foz_writer_add_module(struct kiln_foz_writer *w, uint64_t hash, const u
     size_t n;
     KILN_TRY(kiln_foz_module_encode(hash, words, nwords, flags, &p, &n));
     int rc = kiln_foz_writer_add(w, KILN_FOZ_TAG_SHADER_MODULE, hash, p, n, entry_flags);
-    free(p);
+    kiln__free(p);
     return rc;
 }
 
@@ -401,11 +401,11 @@ int kiln_foz_writer_finish(struct kiln_foz_writer *w, uint64_t *bytes)
         }
         if (rc < 0) {
             w->io->unlink(w->io, w->tmp);
-            free(w->tmp);
+            kiln__free(w->tmp);
             w->tmp = NULL;
             return w->err = rc;
         }
-        free(w->tmp);
+        kiln__free(w->tmp);
         w->tmp = NULL;
         /* The rename is durable once the folder is synced; the archive is
          * whole either way, so a failure here is only logged. */
@@ -435,9 +435,9 @@ void kiln_foz_writer_destroy(struct kiln_foz_writer *w)
         w->io->close(w->io, w->fd);
     if (w->tmp)
         w->io->unlink(w->io, w->tmp); /* unfinished: no partial archive is left */
-    free(w->tmp);
-    free(w->path);
-    free(w->mem);
-    free(w->set);
-    free(w);
+    kiln__free(w->tmp);
+    kiln__free(w->path);
+    kiln__free(w->mem);
+    kiln__free(w->set);
+    kiln__free(w);
 }
