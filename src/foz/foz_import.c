@@ -106,6 +106,8 @@ static int store(struct kiln_cache *c, struct kiln_key key, const struct kiln_fo
 
 int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_import_report *report)
 {
+    if (!c || !path || !report)
+        return KILN_EINVAL;
     struct kiln_foz_import_report tmp;
     struct kiln_foz_import_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));

@@ -172,11 +172,15 @@ int kiln_foz_programs_open(const char *path, struct kiln_foz_programs **out)
 
 size_t kiln_foz_programs_count(const struct kiln_foz_programs *c)
 {
+    if (!c)
+        return 0;
     return c ? c->nprograms : 0;
 }
 
 size_t kiln_foz_programs_skipped(const struct kiln_foz_programs *c)
 {
+    if (!c)
+        return 0;
     return c ? c->skipped : 0;
 }
 
@@ -216,6 +220,8 @@ static uint64_t source_stamp(void *user, uint64_t translator_stamp)
 
 void kiln_foz_programs_source(const struct kiln_foz_programs *c, struct kiln_program_source *src)
 {
+    if (!c || !src)
+        return;
     *src = (struct kiln_program_source){
         .user = (void *)c,
         .count = kiln_foz_programs_count(c),

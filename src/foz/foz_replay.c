@@ -161,9 +161,9 @@ static void tally(const struct replay *r, size_t n, struct kiln_foz_replay_repor
         else
             rep->failed[k]++;
         if (o->rc < 0 && !rep->first_problem[0])
-            snprintf(rep->first_problem, sizeof(rep->first_problem), "%s pipeline %016" PRIx64
-                     ": %.200s", kiln_foz_kind_name(k), kiln_foz_pipelines_get(r->fp, i)->hash,
-                     o->why);
+            snprintf(rep->first_problem, sizeof(rep->first_problem),
+                     "%s pipeline %016" PRIx64 ": %.200s", kiln_foz_kind_name(k),
+                     kiln_foz_pipelines_get(r->fp, i)->hash, o->why);
     }
 }
 
@@ -171,10 +171,9 @@ static void tally(const struct replay *r, size_t n, struct kiln_foz_replay_repor
 static int device_functions(struct replay *r)
 {
     kiln_vk_get_handles(r->vk, &r->h);
-    r->gdpa = r->h.get_instance_proc_addr
-                  ? (PFN_vkGetDeviceProcAddr)r->h.get_instance_proc_addr(r->h.instance,
-                                                                        "vkGetDeviceProcAddr")
-                  : NULL;
+    r->gdpa = r->h.get_instance_proc_addr ? (PFN_vkGetDeviceProcAddr)r->h.get_instance_proc_addr(
+                                                r->h.instance, "vkGetDeviceProcAddr")
+                                          : NULL;
     r->destroy = r->gdpa ? (PFN_vkDestroyPipeline)r->gdpa(r->h.device, "vkDestroyPipeline") : NULL;
     return r->destroy ? KILN_OK : KILN_ENOTSUP;
 }
@@ -218,8 +217,8 @@ int kiln_foz_replay(const struct kiln_foz_replay_options *options,
     rep.size = sizeof(rep);
     int rc = KILN_STRUCT_IN(&o, options, "kiln_foz_replay_options");
     if (rc == KILN_OK && (!o.paths || !o.npaths || (o.builder && !o.builder->build))) {
-        KILN_ERROR("foz", "replay: %s", !o.paths || !o.npaths ? "no archives given"
-                                                                : "a builder without build");
+        KILN_ERROR("foz", "replay: %s",
+                   !o.paths || !o.npaths ? "no archives given" : "a builder without build");
         rc = KILN_EINVAL;
     }
     struct replay r = {.vk = o.vk, .builder = o.builder};

@@ -75,8 +75,8 @@ KT_CASE(warm_start_builds_imported)
     import_archive(archive, sizeof(archive), cache, sizeof(cache));
 
     struct kiln_vk *vk = pf_vk(NULL);
-    struct kiln_start_options so = {.cache_dir = cache, .stamp = KILN_FOZ_STAMP, .jobs = 2,
-                                    .vk = vk};
+    struct kiln_start_options so = {
+        .cache_dir = cache, .stamp = KILN_FOZ_STAMP, .jobs = 2, .vk = vk};
     struct kiln_start_summary ss;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, COMPUTE + GRAPHICS);
