@@ -1,6 +1,6 @@
 /*
  * tool_internal.h - what kiln's tool units (tools/glsl, tools/gen,
- * tools/foz) share. Private to tools/.
+ * the kiln command) share. Private to tools/.
  *
  * The tools sit above libkiln and see only its public headers; the core's
  * own private header (src/common/kiln_internal.h) is not theirs. So the
