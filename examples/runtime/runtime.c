@@ -212,7 +212,8 @@ int main(int argc, char **argv)
         printf("SKIP: no Vulkan device\n");
         return rc;
     }
-    struct kiln_vk_external ext = {.size = sizeof(ext), .get_instance_proc_addr = vkGetInstanceProcAddr,
+    struct kiln_vk_external ext = {.size = sizeof(ext),
+                                   .get_instance_proc_addr = vkGetInstanceProcAddr,
                                    .instance = e.instance,
                                    .physical_device = e.phys,
                                    .device = e.device,
@@ -224,8 +225,10 @@ int main(int argc, char **argv)
         return 1;
 
     /* Start: every program met before, built by the emulator's builder. */
-    struct kiln_builder b = {.size = sizeof(b), .kind = KILN_STATE_APP, .user = &e, .build = build, .name = "emu"};
-    struct kiln_start_options so = {.size = sizeof(so), .cache_dir = argv[1],
+    struct kiln_builder b = {
+        .size = sizeof(b), .kind = KILN_STATE_APP, .user = &e, .build = build, .name = "emu"};
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = argv[1],
                                     .stamp = STAMP,
                                     .vk = vk,
                                     .builders = &b,

@@ -338,7 +338,8 @@ static int prepare_run(void *ctx, const char *dir)
 static int start_run(void *ctx, const char *dir)
 {
     (void)ctx;
-    struct kiln_start_options o = {.size = sizeof(o), .cache_dir = dir, .any_stamp = true, .jobs = 1};
+    struct kiln_start_options o = {
+        .size = sizeof(o), .cache_dir = dir, .any_stamp = true, .jobs = 1};
     o.no_vulkan = true;
     struct kiln_start_summary s = KILN_START_SUMMARY_INIT;
     int rc = kiln_warm_start(&o, NULL, NULL, &s);

@@ -81,7 +81,8 @@ static void one_make(struct one *o, uint32_t x)
 
 static struct kiln_cache *open_cache(const char *dir)
 {
-    struct kiln_cache_options opt = {.size = sizeof(opt), .stamp = 0x5eed, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = 0x5eed, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     KT_NEED(kiln_cache_open(dir, &opt, &c) == KILN_OK);
     return c;
@@ -213,7 +214,8 @@ KT_CASE(build_unpacks_once)
     for (uint32_t i = 0; i < UNMARKED; i++)
         put_unmarked(c, 100 + i);
     kiln_cache_close(c);
-    struct kiln_start_options so = {.size = sizeof(so), .cache_dir = dir, .stamp = 0x5eed, .jobs = 2};
+    struct kiln_start_options so = {
+        .size = sizeof(so), .cache_dir = dir, .stamp = 0x5eed, .jobs = 2};
     struct kiln_start_summary sum = KILN_START_SUMMARY_INIT;
     uint64_t before = kiln_unpack_count();
     int rc = kiln_warm_start(&so, NULL, NULL, &sum);

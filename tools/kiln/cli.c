@@ -157,8 +157,8 @@ const char *cli_reset_hint(int rc)
 
 int cli_reset_cache(const char *name, const char *dir, uint64_t stamp)
 {
-    struct kiln_cache_options opt = {.size = sizeof(opt), .stamp = stamp,
-                                     .flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = stamp, .flags = KILN_CACHE_RESET | KILN_CACHE_MOVE_ASIDE};
     struct kiln_cache *c;
     int rc = kiln_cache_open(dir, &opt, &c);
     if (rc < 0) {
