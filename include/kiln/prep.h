@@ -494,6 +494,14 @@ struct kiln_prepare_options {
      * a thread the application shares). NULL: kiln's threads.
      */
     const struct kiln_executor *executor;
+    /*
+     * (0.2) The Vulkan allocation callbacks (a VkAllocationCallbacks) for
+     * the context kiln makes when `vk` is NULL: passed to every create and
+     * destroy of that context, as kiln_vk_options.allocator. Must outlive
+     * the call. Not used with `vk` (that context has its own) nor by
+     * isolated workers (another process). NULL: the driver's allocator.
+     */
+    const struct VkAllocationCallbacks *vk_allocator;
 };
 /* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
 #if defined(__cplusplus)
@@ -664,6 +672,9 @@ struct kiln_start_options {
     /* (0.2) As in kiln_prepare_options: the load and the build pool run
      * on the application's executor. NULL: kiln's threads. */
     const struct kiln_executor *executor;
+    /* (0.2) As in kiln_prepare_options: the Vulkan allocation callbacks
+     * of the context kiln makes when `vk` is NULL. */
+    const struct VkAllocationCallbacks *vk_allocator;
 };
 #define KILN_START_OPTIONS_INIT KILN_STRUCT_INIT(kiln_start_options)
 

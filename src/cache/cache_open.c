@@ -378,7 +378,7 @@ static int check_stamp(struct kiln_cache *c, const struct kiln_cache_options *op
     KILN_INFO("cache",
               "%s: written with stamp %016" PRIx64 " dictionary %016" PRIx64
               ", not stamp %016" PRIx64 " dictionary %016" PRIx64
-              "; left untouched (open it with KILN_CACHE_RESET to start over)",
+              "; left untouched (open it with KILN_CACHE_RESET, or kiln's --reset, to start over)",
               c->rec_path, old.stamp, old.dict_id, opt->stamp, opt->dict_id);
     return KILN_ESTAMP;
 }

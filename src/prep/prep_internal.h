@@ -204,25 +204,44 @@ int kiln__prep_check_builders(const struct kiln_builder *builders, size_t n, con
 uint64_t kiln__prep_kind_counts(struct kiln__prep_build *b,
                                 struct kiln_kind_counts out[KILN_STATE_KINDS]);
 
+/* What a pipeline phase asks of its Vulkan context (kiln__prep_vk_open). */
+struct kiln__prep_vk_want {
+    struct kiln_vk *given; /* the caller's context, or NULL */
+    bool isolate;          /* the run's workers make their own contexts */
+    bool use_device_index;
+    unsigned device;
+    const char *cache_dir; /* pipelines.vkc's folder */
+    const struct kiln_io *io;
+    const struct VkAllocationCallbacks *allocator; /* for a context kiln makes */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+    const struct kiln__prep_item *items;
+    size_t n;
+};
+
+/* What kiln__prep_vk_open gives back. */
+struct kiln__prep_vk_got {
+    struct kiln_vk *vk;  /* the context to build on */
+    struct kiln_vk *own; /* the one kiln made (the caller destroys it), or NULL */
+    uint64_t *masks;     /* the items' builder extensions, or NULL (the caller frees) */
+};
+
 /*
  * The Vulkan context of a pipeline phase: `given` when the caller passed
  * one, else a new one for the device asked (use_device_index, device) with
- * cache_dir's pipelines.vkc, through `io`; a new one is also put in *own,
- * for the caller to destroy. On success *vk is the context to build on and
- * the summary's device name, pipelines.vkc state and loaded bytes are
- * filled from it. When kiln makes the context, or the run is `isolate`d
- * (its workers make their own), *masks is first set to what the `n` items
- * need of the `nbuilders` builders' extensions (kiln__prep_needed_extensions;
- * the caller frees it, also on failure), else NULL; a new context enables
- * those the device offers.
- * @return 0, KILN_ENOMEM, or kiln_vk_create's error (*vk and *own NULL then).
+ * cache_dir's pipelines.vkc, through `io`, with the caller's Vulkan
+ * allocator; a new one is also put in got->own, for the caller to destroy.
+ * On success got->vk is the context to build on and the summary's device
+ * name, pipelines.vkc state and loaded bytes are filled from it. When kiln
+ * makes the context, or the run is `isolate`d (its workers make their own),
+ * got->masks is first set to what the `n` items need of the builders'
+ * extensions (kiln__prep_needed_extensions; the caller frees it, also on
+ * failure), else NULL; a new context enables those the device offers.
+ * @return 0, KILN_ENOMEM, or kiln_vk_create's error (vk and own NULL then).
  */
-int kiln__prep_vk_open(struct kiln_vk *given, bool isolate, bool use_device_index, unsigned device,
-                       const char *cache_dir, const struct kiln_io *io,
-                       const struct kiln_builder *builders, size_t nbuilders,
-                       const struct kiln__prep_item *items, size_t n, uint64_t **masks,
-                       struct kiln_vk **own, struct kiln_vk **vk, char (*device_name)[256],
-                       enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes);
+int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_got *got,
+                       char (*device_name)[256], enum kiln_vk_cache_state *cache_state,
+                       size_t *cache_loaded_bytes);
 
 /*
  * Which of each builder's device extensions the `n` items to build need:

@@ -543,33 +543,30 @@ void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t n
                                                     KILN_ARRAY_LEN(run->ext_names));
 }
 
-int kiln__prep_vk_open(struct kiln_vk *given, bool isolate, bool use_device_index, unsigned device,
-                       const char *cache_dir, const struct kiln_io *io,
-                       const struct kiln_builder *builders, size_t nbuilders,
-                       const struct kiln__prep_item *items, size_t n, uint64_t **masks,
-                       struct kiln_vk **own, struct kiln_vk **vk, char (*device_name)[256],
-                       enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes)
+int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_got *got,
+                       char (*device_name)[256], enum kiln_vk_cache_state *cache_state,
+                       size_t *cache_loaded_bytes)
 {
-    *own = NULL;
-    *vk = given;
-    *masks = NULL;
-    if (!given || isolate)
-        KILN_TRY(kiln__prep_needed_extensions(builders, nbuilders, items, n, masks));
-    if (!given) {
+    *got = (struct kiln__prep_vk_got){.vk = w->given};
+    if (!w->given || w->isolate)
+        KILN_TRY(
+            kiln__prep_needed_extensions(w->builders, w->nbuilders, w->items, w->n, &got->masks));
+    if (!w->given) {
         const char *extra[64];
         struct kiln_vk_options vopt = {
             .size = sizeof(vopt),
-            .use_device_index = use_device_index,
-            .device = device,
-            .cache_dir = cache_dir,
-            .io = io,
+            .use_device_index = w->use_device_index,
+            .device = w->device,
+            .cache_dir = w->cache_dir,
+            .io = w->io,
+            .allocator = w->allocator,
             .extra_extensions = extra,
-            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, *masks,
-                                                                   extra, KILN_ARRAY_LEN(extra))};
-        KILN_TRY(kiln_vk_create(&vopt, own));
-        *vk = *own;
+            .extra_extension_count = kiln__prep_builder_extensions(
+                w->builders, w->nbuilders, got->masks, extra, KILN_ARRAY_LEN(extra))};
+        KILN_TRY(kiln_vk_create(&vopt, &got->own));
+        got->vk = got->own;
     }
-    const struct kiln_vk_info *vi = kiln_vk_get_info(*vk);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(got->vk);
     snprintf(*device_name, sizeof(*device_name), "%s", vi->device_name);
     *cache_state = vi->cache_state;
     *cache_loaded_bytes = vi->cache_loaded_bytes;
@@ -918,10 +915,22 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
 
     /* Vulkan, with the pipeline cache kiln prepare saved. */
     uint64_t t2 = kiln_now_ns();
-    struct kiln_vk *vk = NULL;
-    rc = kiln__prep_vk_open(o->vk, o->isolate, o->use_device_index, o->device, o->cache_dir, o->io,
-                            o->builders, o->nbuilders, items, n, &ext_masks, &own_vk, &vk,
-                            &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    struct kiln__prep_vk_want want = {.given = o->vk,
+                                      .isolate = o->isolate != NULL,
+                                      .use_device_index = o->use_device_index,
+                                      .device = o->device,
+                                      .cache_dir = o->cache_dir,
+                                      .io = o->io,
+                                      .allocator = o->vk_allocator,
+                                      .builders = o->builders,
+                                      .nbuilders = o->nbuilders,
+                                      .items = items,
+                                      .n = n};
+    struct kiln__prep_vk_got got;
+    rc = kiln__prep_vk_open(&want, &got, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    struct kiln_vk *vk = got.vk;
+    own_vk = got.own;
+    ext_masks = got.masks;
     s->vulkan_ns = kiln_now_ns() - t2;
     if (rc < 0) {
         start_fail(s, KILN_PREP_STEP_VULKAN, rc);

@@ -9,6 +9,7 @@
 #include "kiln_test.h"
 #include "prep_fixture.h"
 #include "foz_writer.h"
+#include "kt_vkalloc.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -981,8 +982,50 @@ KT_CASE(start_cancel_and_executor)
     kiln_vk_destroy(vk);
 }
 
+/* With no context given, kiln_prepare and kiln_warm_start make their own
+ * with the application's VkAllocationCallbacks (vk_allocator): the driver
+ * allocates through them, and every block is given back when the run ends.
+ * Control: the same runs without vk_allocator count nothing. */
+KT_CASE(own_context_takes_vk_allocator)
+{
+    char corpus[PATH_CAP], cache[PATH_CAP];
+    struct kiln_vk *vk;
+    corpus_and_cache(corpus, cache, &vk);
+    kiln_vk_destroy(vk); /* the runs make their own */
+    struct kt_vk_counts counts = {0};
+    VkAllocationCallbacks cb = kt_vk_counting_callbacks(&counts);
+    for (int with = 0; with < 2; with++) {
+        atomic_store(&counts.allocs, 0);
+        struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
+        pf_options(&o, cache, 1);
+        o.vk_allocator = with ? &cb : NULL;
+        struct pf_input in = PF_INPUT_INIT;
+        in.corpus = corpus;
+        struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
+        KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+        KT_CHECK(s.vulkan);
+        long long by_prepare = atomic_load(&counts.allocs);
+
+        struct kiln_start_options so = KILN_START_OPTIONS_INIT;
+        so.cache_dir = cache;
+        so.any_stamp = true;
+        so.jobs = 1;
+        so.vk_allocator = with ? &cb : NULL;
+        struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
+        KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+        KT_CHECK_EQ(ss.pipelines_built, PF_GOOD_PROGRAMS);
+        long long by_start = atomic_load(&counts.allocs) - by_prepare;
+        printf("%s vk_allocator: %lld allocations by prepare, %lld by start, %lld live\n",
+               with ? "with" : "without", by_prepare, by_start,
+               (long long)atomic_load(&counts.live));
+        KT_CHECK(with ? by_prepare > 0 : by_prepare == 0);
+        KT_CHECK(with ? by_start > 0 : by_start == 0);
+        KT_CHECK_EQ(atomic_load(&counts.live), 0);
+    }
+}
+
 KT_MAIN(KT_ENTRY(program_key), KT_ENTRY(stamp), KT_ENTRY(generated_then_start),
         KT_ENTRY(broken_program_alone), KT_ENTRY(no_vulkan_and_damage), KT_ENTRY(bad_input),
         KT_ENTRY(threads), KT_ENTRY(dict_kept_after_repack), KT_ENTRY(prepare_dict),
         KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use), KT_ENTRY(own_source),
-        KT_ENTRY(start_cancel_and_executor))
+        KT_ENTRY(start_cancel_and_executor), KT_ENTRY(own_context_takes_vk_allocator))

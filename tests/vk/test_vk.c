@@ -10,6 +10,7 @@
 #include <vulkan/vulkan.h>
 
 #include "vk_internal.h"
+#include "kt_vkalloc.h"
 #include "vk_shaders.h"
 
 #include <stdatomic.h>
@@ -838,71 +839,6 @@ KT_CASE(extra_extension_features)
 
 /* ---- VkAllocationCallbacks (kiln_vk_options.allocator) ----------------- */
 
-/* Counting callbacks over libc. Before each block sit its size and the
- * pointer malloc gave, so realloc can copy and free can find it; the
- * block is aligned as the driver asks. */
-struct vk_counts {
-    atomic_llong allocs, frees, live;
-};
-
-struct cb_head {
-    void *raw;
-    size_t size;
-};
-
-static void *VKAPI_CALL cb_alloc(void *user, size_t size, size_t align, VkSystemAllocationScope s)
-{
-    (void)s;
-    struct vk_counts *c = user;
-    if (align < sizeof(void *))
-        align = sizeof(void *);
-    unsigned char *raw = malloc(size + align + sizeof(struct cb_head));
-    if (!raw)
-        return NULL;
-    uintptr_t at = (uintptr_t)(raw + sizeof(struct cb_head));
-    at = (at + align - 1) & ~(uintptr_t)(align - 1);
-    struct cb_head h = {raw, size};
-    memcpy((unsigned char *)at - sizeof h, &h, sizeof h);
-    atomic_fetch_add(&c->allocs, 1);
-    atomic_fetch_add(&c->live, 1);
-    return (void *)at;
-}
-
-static struct cb_head cb_head_of(void *mem)
-{
-    struct cb_head h;
-    memcpy(&h, (unsigned char *)mem - sizeof h, sizeof h);
-    return h;
-}
-
-static void VKAPI_CALL cb_free(void *user, void *mem)
-{
-    struct vk_counts *c = user;
-    if (!mem)
-        return;
-    atomic_fetch_add(&c->frees, 1);
-    atomic_fetch_sub(&c->live, 1);
-    free(cb_head_of(mem).raw);
-}
-
-static void *VKAPI_CALL cb_realloc(void *user, void *old, size_t size, size_t align,
-                                   VkSystemAllocationScope s)
-{
-    if (!old)
-        return cb_alloc(user, size, align, s);
-    if (size == 0) {
-        cb_free(user, old);
-        return NULL;
-    }
-    void *p = cb_alloc(user, size, align, s);
-    if (!p)
-        return NULL;
-    size_t was = cb_head_of(old).size;
-    memcpy(p, old, was < size ? was : size);
-    cb_free(user, old);
-    return p;
-}
-
 /* kiln's own creates and destroys, seen through its function table: each
  * must pass the context's callbacks. */
 static const VkAllocationCallbacks *cb_want;
@@ -952,18 +888,13 @@ static void VKAPI_CALL w_destroy_pipeline(VkDevice d, VkPipeline p, const VkAllo
  * and all of them are given back by kiln_vk_destroy. */
 KT_CASE(allocation_callbacks)
 {
-    struct vk_counts counts = {0};
-    VkAllocationCallbacks cb = {
-        .pUserData = &counts,
-        .pfnAllocation = cb_alloc,
-        .pfnReallocation = cb_realloc,
-        .pfnFree = cb_free,
-    };
+    struct kt_vk_counts counts = {0};
+    VkAllocationCallbacks cb = kt_vk_counting_callbacks(&counts);
     struct kiln_vk_options opt = {.size = sizeof(opt), .force_modules = true, .allocator = &cb};
     struct kiln_vk *vk = vkt_context(&opt);
     KT_REQUIRE(vk);
     KT_CHECK(kiln_vk_allocator(vk) != NULL);
-    KT_CHECK(kiln_vk_allocator(vk)->pfnAllocation == cb_alloc);
+    KT_CHECK(kiln_vk_allocator(vk)->pfnAllocation == cb.pfnAllocation);
     KT_CHECK(kiln_vk_allocator(NULL) == NULL);
     long long after_create = atomic_load(&counts.allocs);
     KT_CHECK(after_create > 0); /* the instance, the device, the layouts, the cache */
