@@ -140,6 +140,7 @@ static int make_instance(struct kiln_vk *vk, const char *loader)
         vk->instance = VK_NULL_HANDLE;
         return KILN_EVULKAN;
     }
+    kiln__vk_keep_drivers_loaded();
     return load_instance_fns(vk);
 }
 
@@ -649,6 +650,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         vk->device = VK_NULL_HANDLE;
         return KILN_EVULKAN;
     }
+    kiln__vk_keep_drivers_loaded(); /* what the device loaded too */
     KILN_TRY(load_device_fns(vk));
     vk->fn.vkGetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
     vk->info.maintenance5 = use_m5;

@@ -145,6 +145,16 @@ struct kiln_vk {
 PFN_vkGetInstanceProcAddr kiln__vk_load(const char *loader, char *why, size_t cap);
 
 /*
+ * Sanitizer builds only (KILN_SANITIZED): keeps every library loaded so far
+ * (the driver the loader opened, LLVM under lavapipe) in memory for the rest
+ * of the process. The loader unloads the driver at vkDestroyInstance; state
+ * a driver keeps past it then shows as a leak of an unnamed module, which
+ * tests/support/lsan.supp cannot suppress by the driver's name. Elsewhere a
+ * no-op: a shipped kiln leaves unloading to the loader.
+ */
+void kiln__vk_keep_drivers_loaded(void);
+
+/*
  * Checks a pipeline cache blob's header (VkPipelineCacheHeaderVersionOne)
  * against a device. @return 0, or KILN_ECORRUPT_HEADER with the reason in
  * `why` (one clause, no trailing period).

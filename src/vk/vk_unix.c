@@ -8,6 +8,7 @@
 #include "vk_internal.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 
 PFN_vkGetInstanceProcAddr kiln__vk_load(const char *loader, char *why, size_t cap)
@@ -34,4 +35,25 @@ PFN_vkGetInstanceProcAddr kiln__vk_load(const char *loader, char *why, size_t ca
         return NULL;
     }
     return sym.fn;
+}
+
+#if defined(KILN_SANITIZED)
+static int keep_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    if (info->dlpi_name && info->dlpi_name[0]) {
+        void *h = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        if (h)
+            dlclose(h); /* RTLD_NODELETE stays: never unloaded */
+    }
+    return 0;
+}
+#endif
+
+void kiln__vk_keep_drivers_loaded(void)
+{
+#if defined(KILN_SANITIZED)
+    dl_iterate_phdr(keep_one, NULL);
+#endif
 }

@@ -67,3 +67,8 @@ PFN_vkGetInstanceProcAddr kiln__vk_load(const char *loader, char *why, size_t ca
     /* FARPROC to the real signature: both are plain function pointers. */
     return (PFN_vkGetInstanceProcAddr)(void (*)(void))sym;
 }
+
+void kiln__vk_keep_drivers_loaded(void)
+{
+    /* Windows builds are not sanitized here. */
+}

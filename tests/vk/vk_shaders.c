@@ -5,8 +5,6 @@
  */
 #include "vk_shaders.h"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <shaderc/shaderc.h>
 
@@ -101,29 +99,6 @@ void vkt_free(struct vkt_blob *b)
     memset(b, 0, sizeof(*b));
 }
 
-static int pin_one(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    if (info->dlpi_name && info->dlpi_name[0]) {
-        void *h = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-        if (h)
-            dlclose(h); /* NODELETE stays: the library is never unloaded */
-    }
-    return 0;
-}
-
-/*
- * Keeps every library loaded so far (the driver, LLVM) in memory for the
- * rest of the test. The loader unloads the driver at vkDestroyInstance,
- * and LeakSanitizer can then no longer name the library a driver-internal
- * leak came from, so tests/support/lsan.supp could not suppress it.
- */
-static void pin_loaded_libraries(void)
-{
-    dl_iterate_phdr(pin_one, NULL);
-}
-
 struct kiln_vk *vkt_context(const struct kiln_vk_options *opt)
 {
     struct kiln_vk *vk = NULL;
@@ -134,8 +109,6 @@ struct kiln_vk *vkt_context(const struct kiln_vk_options *opt)
     }
     if (rc < 0)
         kt_fail(__FILE__, __LINE__, "kiln_vk_create: %s", kiln_errname(rc));
-    else
-        pin_loaded_libraries();
     return vk;
 }
 
