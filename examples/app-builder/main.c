@@ -413,7 +413,9 @@ int main(int argc, char **argv)
             .spec = &spec,
             .spec_data = (void *)(uintptr_t)&alphas[i],
             .spec_size = sizeof(float)};
-        programs[i] = (struct kiln_program){.name = (char *)(uintptr_t)names[i],
+        programs[i] = (struct kiln_program){.size = sizeof(struct kiln_program),
+                                            .stage_size = sizeof(struct kiln_program_stage),
+                                            .name = (char *)(uintptr_t)names[i],
                                             .nstages = 2,
                                             .stages = stages[i],
                                             .state_kind = KILN_STATE_APP,
@@ -422,8 +424,10 @@ int main(int argc, char **argv)
     }
     /* The stamp names the application's shaders and state layout: a cache
      * made by another version is not used. */
-    struct kiln_program_array arr = {
-        .programs = programs, .count = APP_PIPELINES, .stamp = 0x617070u << 8 | APP_STATE_VERSION};
+    struct kiln_program_array arr = {.size = sizeof(arr),
+                                     .programs = programs,
+                                     .count = APP_PIPELINES,
+                                     .stamp = 0x617070u << 8 | APP_STATE_VERSION};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     struct kiln_builder builder = {.size = sizeof(builder),
                                    .kind = KILN_STATE_APP,

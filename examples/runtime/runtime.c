@@ -155,7 +155,9 @@ static int meet(struct emu *e, struct kiln_cache *c, uint32_t guest_value)
         .src = {.stage = KILN_VK_STAGE_COMPUTE_BIT, .name = "guest.comp"},
         .words = words,
         .nwords = 35};
-    struct kiln_program p = {.name = "guest-program",
+    struct kiln_program p = {.size = sizeof(struct kiln_program),
+                             .stage_size = sizeof(struct kiln_program_stage),
+                             .name = "guest-program",
                              .nstages = 1,
                              .stages = &st,
                              .state_kind = KILN_STATE_APP,

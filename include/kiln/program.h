@@ -236,6 +236,13 @@ struct kiln_program_stage {
  * use.
  */
 struct kiln_program {
+    /* sizeof(struct kiln_program) and sizeof(struct kiln_program_stage) as
+     * the caller's headers have them: KILN_PROGRAM_INIT sets both, and
+     * kiln_program_create / kiln_program_copy do for the programs they
+     * make. `stages` is an array of stage_size-byte elements (docs/abi.md,
+     * "The program model"). */
+    size_t size;
+    size_t stage_size;
     char *name;
     unsigned nstages;
     struct kiln_program_stage *stages;
@@ -252,6 +259,20 @@ struct kiln_program {
     size_t state_size;
 };
 
+/* A caller's own program, zeroed but for its sizes (built-in state, no
+ * stages): `struct kiln_program p = KILN_PROGRAM_INIT;`. */
+#if defined(__cplusplus)
+#define KILN_PROGRAM_INIT                                                              \
+    {                                                                                  \
+        sizeof(struct kiln_program), sizeof(struct kiln_program_stage), NULL, 0u, NULL \
+    }
+#else
+#define KILN_PROGRAM_INIT                                                                    \
+    {                                                                                        \
+        .size = sizeof(struct kiln_program), .stage_size = sizeof(struct kiln_program_stage) \
+    }
+#endif
+
 /* @return the SPIR-V bytes of all stages that have words. Thread-safe
  * (reads only). */
 KILN_API size_t kiln_program_spirv_bytes(const struct kiln_program *p);
@@ -263,14 +284,25 @@ KILN_API void kiln_program_destroy(struct kiln_program *p);
 
 /*
  * Makes an empty program named `name` (copied; no stages, built-in state)
- * with room for KILN_PROGRAM_STAGE_ROOM stages, zeroed. The caller then
+ * with room for KILN_PROGRAM_STAGE_ROOM stages, zeroed, laid out as the
+ * caller's headers lay it out (program_size and stage_size: their sizeof,
+ * which the inline kiln_program_create passes; smaller than this
+ * release's first layout is KILN_EINVAL). The caller then
  * fills its stages and nstages: every string, words array, map and data
  * it puts there (and in `state`) must come from malloc, and is the
  * program's from then on (kiln_program_destroy frees them).
  * @return 0 and the program in *out, KILN_EINVAL for a NULL argument, or
  * KILN_ENOMEM. Thread-safe.
  */
-KILN_API int kiln_program_create(const char *name, struct kiln_program **out);
+KILN_API int kiln_program_create_sized(const char *name, size_t program_size, size_t stage_size,
+                                       struct kiln_program **out);
+/* kiln_program_create_sized with the caller's sizeof of both structs: the
+ * program comes in the caller's layout (docs/abi.md). */
+static inline int kiln_program_create(const char *name, struct kiln_program **out)
+{
+    return kiln_program_create_sized(name, sizeof(struct kiln_program),
+                                     sizeof(struct kiln_program_stage), out);
+}
 
 /*
  * Makes room for `n` stages (at most KILN_PROGRAM_MAX_STAGES) in a program
@@ -285,11 +317,21 @@ KILN_API int kiln_program_reserve(struct kiln_program *p, unsigned n);
  * Copies a program deeply (name, stages with their text, words, entry
  * points and specialization, key, state) into a new program made by kiln.
  * `src` may be a caller's own layout.
- * @return 0 and the copy in *out; KILN_EINVAL for a NULL argument, no
- * name, no stages or more than KILN_PROGRAM_MAX_STAGES, a stage with
- * specialization entries but no map; KILN_ENOMEM. Thread-safe.
+ * The copy is laid out as program_size and stage_size say (the inline
+ * kiln_program_copy passes the caller's sizeof).
+ * @return 0 and the copy in *out; KILN_EINVAL for a NULL argument, a size
+ * (its own, or stage_size) kiln cannot read, no name, no stages or more than
+ * KILN_PROGRAM_MAX_STAGES, a stage with specialization entries but no map; KILN_ENOMEM.
+ * Thread-safe.
  */
-KILN_API int kiln_program_copy(const struct kiln_program *src, struct kiln_program **out);
+KILN_API int kiln_program_copy_sized(const struct kiln_program *src, size_t program_size,
+                                     size_t stage_size, struct kiln_program **out);
+/* kiln_program_copy_sized into the caller's layout (its sizeof of both). */
+static inline int kiln_program_copy(const struct kiln_program *src, struct kiln_program **out)
+{
+    return kiln_program_copy_sized(src, sizeof(struct kiln_program),
+                                   sizeof(struct kiln_program_stage), out);
+}
 
 /*
  * Checks that `n` bytes look like a SPIR-V module: a whole number of words,
@@ -315,6 +357,7 @@ KILN_API int kiln_spirv_check(const void *data, size_t n, const char **why);
  * kiln_prep_program_key.
  */
 struct kiln_program_source {
+    size_t size; /* sizeof, as KILN_PROGRAM_SOURCE_INIT sets it (docs/abi.md) */
     void *user;
     /* How many programs there are. */
     size_t count;
@@ -342,12 +385,18 @@ struct kiln_program_source {
  * call.
  */
 struct kiln_program_array {
+    size_t size; /* sizeof, as KILN_PROGRAM_ARRAY_INIT sets it (docs/abi.md) */
+    /* `count` programs, each `programs[0].size` bytes apart (the size
+     * KILN_PROGRAM_INIT sets in each). */
     const struct kiln_program *programs;
     size_t count;
     /* The stamp for the cache (what kiln_program_source.stamp returns,
      * whatever the translator's). */
     uint64_t stamp;
 };
+
+#define KILN_PROGRAM_SOURCE_INIT KILN_STRUCT_INIT(kiln_program_source)
+#define KILN_PROGRAM_ARRAY_INIT  KILN_STRUCT_INIT(kiln_program_array)
 
 /*
  * A program source over a caller's array (an emulator's programs, with

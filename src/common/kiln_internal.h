@@ -148,6 +148,16 @@ static inline const void *kiln__struct_elem(const void *array, size_t i)
     return (const unsigned char *)array + i * stride;
 }
 
+/*
+ * A caller's program (program.c) as this release lays it out: *use is `in`
+ * itself when its sizes are this release's, else a copy in *own (the
+ * caller destroys it). @return 0, KILN_EINVAL (logged) for sizes kiln
+ * cannot read, or KILN_ENOMEM.
+ */
+struct kiln_program;
+int kiln__program_in(const struct kiln_program *in, const struct kiln_program **use,
+                     struct kiln_program **own);
+
 /* Reads a caller's growable struct into a local of the library's own type:
  * KILN_STRUCT_IN(&local, user_ptr, "kiln_cache_options"). */
 #define KILN_STRUCT_IN(dst, src, what)   kiln__struct_in((dst), sizeof(*(dst)), (src), (what))

@@ -95,9 +95,11 @@ uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o)
     kiln__prep_abi_free(&abi);
     if (rc < 0 || !opt.source)
         return 0;
-    o = &opt;
-    uint64_t t = o->translator ? o->translator->stamp : 0;
-    return o->source->stamp ? o->source->stamp(o->source->user, t) : t;
+    struct kiln_program_source src;
+    if (KILN_STRUCT_IN(&src, opt.source, "kiln_program_source") < 0)
+        return 0;
+    uint64_t t = opt.translator ? opt.translator->stamp : 0;
+    return src.stamp ? src.stamp(src.user, t) : t;
 }
 
 /* Makes `path` and its missing parents. @return 0 or the error (logged at
@@ -195,6 +197,16 @@ static int load_program(struct prog *it, struct kiln_program **p)
     int rc = r->src.load(r->src.user, it->index, p);
     if (rc == KILN_OK && !*p)
         rc = KILN_EINVAL;
+    if (rc == KILN_OK) {
+        /* A program in another release's layout: this one's from here on. */
+        const struct kiln_program *use;
+        struct kiln_program *own;
+        rc = kiln__program_in(*p, &use, &own);
+        if (rc < 0 || own) {
+            kiln_program_destroy(*p);
+            *p = own;
+        }
+    }
     if (rc == KILN_OK &&
         ((*p)->nstages == 0 || (*p)->nstages > KILN_PROGRAM_MAX_STAGES || !(*p)->stages)) {
         KILN_ERROR("prep", "%s: the source gave a program of %u stages", (*p)->name, (*p)->nstages);
@@ -582,7 +594,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
 
-    if (!o->source || !o->source->load) {
+    struct kiln_program_source src;
+    if (!o->source || KILN_STRUCT_IN(&src, o->source, "kiln_program_source") < 0 || !src.load) {
         KILN_ERROR("prep", "prepare: no program source given");
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
@@ -592,7 +605,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
 
     struct run r = {.o = o,
-                    .src = *o->source,
+                    .src = src,
                     .t = o->translator,
                     .sync_every = o->sync_every ? o->sync_every : KILN_PREPARE_SYNC_EVERY};
     struct prog *progs = NULL;

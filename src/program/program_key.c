@@ -104,9 +104,9 @@ static size_t extras_size(const struct kiln_program *p)
     return n;
 }
 
-int kiln_program_key(const struct kiln_program *p, struct kiln_key *key)
+static int key_of(const struct kiln_program *p, struct kiln_key *key)
 {
-    if (!p || !key || p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES || !p->stages)
+    if (!key || p->nstages == 0 || p->nstages > KILN_PROGRAM_MAX_STAGES || !p->stages)
         return KILN_EINVAL;
     size_t total = 0;
     for (unsigned i = 0; i < p->nstages; i++) {
@@ -150,6 +150,18 @@ int kiln_program_key(const struct kiln_program *p, struct kiln_key *key)
     *key = kiln_hash128(buf, (size_t)(w - buf));
     kiln__free(buf);
     return KILN_OK;
+}
+
+int kiln_program_key(const struct kiln_program *p, struct kiln_key *key)
+{
+    if (!p || !key)
+        return KILN_EINVAL;
+    const struct kiln_program *use;
+    struct kiln_program *own;
+    KILN_TRY(kiln__program_in(p, &use, &own));
+    int rc = key_of(use, key);
+    kiln_program_destroy(own);
+    return rc;
 }
 
 int kiln_prep_program_key(const struct kiln_program *p, struct kiln_key *key)

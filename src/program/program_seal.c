@@ -159,11 +159,9 @@ static int check_input(const struct kiln_program *p, const char *name)
     return KILN_OK;
 }
 
-int kiln_program_seal(const struct kiln_program *p, const struct kiln_program_seal_options *opt,
-                      struct kiln_program_sealed *out)
+static int seal(const struct kiln_program *p, const struct kiln_program_seal_options *opt,
+                struct kiln_program_sealed *out)
 {
-    if (!p || !out)
-        return KILN_EINVAL;
     struct kiln_program_seal_options o;
     KILN_TRY(KILN_STRUCT_IN(&o, opt, "kiln_program_seal_options"));
     if (out->size < sizeof(size_t))
@@ -200,6 +198,19 @@ int kiln_program_seal(const struct kiln_program *p, const struct kiln_program_se
         return KILN_EINVAL;
     }
     return KILN_OK;
+}
+
+int kiln_program_seal(const struct kiln_program *p, const struct kiln_program_seal_options *opt,
+                      struct kiln_program_sealed *out)
+{
+    if (!p || !out)
+        return KILN_EINVAL;
+    const struct kiln_program *use;
+    struct kiln_program *own;
+    KILN_TRY(kiln__program_in(p, &use, &own));
+    int rc = seal(use, opt, out);
+    kiln_program_destroy(own);
+    return rc;
 }
 
 void kiln_program_sealed_clear(struct kiln_program_sealed *s)

@@ -231,6 +231,76 @@ KT_CASE(builder_array_stride)
     kiln_log_set_sink(NULL, NULL);
 }
 
-KT_MAIN(KT_ENTRY(older_options_get_defaults), KT_ENTRY(older_report_written_to_its_size),
-        KT_ENTRY(size_zero_refused), KT_ENTRY(newer_struct_tail), KT_ENTRY(array_at_caller_stride),
+/* The program model carries its own sizes: kiln_program.size and the
+ * stride of its stages (stage_size). A newer client's program, larger
+ * structs with zero tails, keys and copies as this one's does; a set tail
+ * or a size of 0 is refused; a copy comes back in the layout asked for. */
+struct newer_stage {
+    struct kiln_program_stage s;
+    uint64_t later;
+};
+struct newer_program {
+    struct kiln_program p;
+    uint64_t later;
+};
+
+KT_CASE(program_model_sizes)
+{
+    static const uint32_t words[5] = {0x07230203u, 0x00010000u, 0, 1, 0};
+    struct kiln_program_stage st = {.src = {.stage = KILN_VK_STAGE_COMPUTE_BIT, .name = "cs"},
+                                    .words = (uint32_t *)(uintptr_t)words,
+                                    .nwords = 5};
+    struct kiln_program mine = KILN_PROGRAM_INIT;
+    mine.name = "cs";
+    mine.nstages = 1;
+    mine.stages = &st;
+    struct kiln_key k1, k2;
+    KT_REQUIRE_OK(kiln_program_key(&mine, &k1));
+
+    struct newer_stage nst[2];
+    memset(nst, 0, sizeof(nst));
+    nst[0].s = st;
+    nst[1].s = st;
+    struct newer_program newer;
+    memset(&newer, 0, sizeof(newer));
+    newer.p = mine;
+    newer.p.size = sizeof(newer);
+    newer.p.stage_size = sizeof(struct newer_stage);
+    newer.p.nstages = 2;
+    newer.p.stages = &nst[0].s;
+    KT_REQUIRE_OK(kiln_program_key(&newer.p, &k2)); /* read at its stride */
+    KT_CHECK(k1.lo != k2.lo || k1.hi != k2.hi);     /* two stages, not one */
+
+    struct kiln_program *copy = NULL;
+    KT_REQUIRE_OK(
+        kiln_program_copy_sized(&newer.p, sizeof(newer), sizeof(struct newer_stage), &copy));
+    KT_CHECK_EQ(copy->size, sizeof(newer));
+    KT_CHECK_EQ(copy->stage_size, sizeof(struct newer_stage));
+    const struct newer_stage *cs = (const struct newer_stage *)(const void *)copy->stages;
+    KT_CHECK_EQ(cs[1].s.nwords, 5);
+    KT_CHECK_EQ(cs[1].later, 0);
+    struct kiln_key k3;
+    KT_REQUIRE_OK(kiln_program_key(copy, &k3));
+    KT_CHECK(k3.lo == k2.lo && k3.hi == k2.hi);
+    kiln_program_destroy(copy);
+
+    nst[1].later = 1; /* a field this kiln does not know */
+    KT_CHECK_EQ(kiln_program_key(&newer.p, &k2), KILN_EINVAL);
+    nst[1].later = 0;
+    newer.later = 7;
+    KT_CHECK_EQ(kiln_program_copy(&newer.p, &copy), KILN_EINVAL);
+    KT_CHECK(copy == NULL);
+    mine.size = 0;
+    KT_CHECK_EQ(kiln_program_key(&mine, &k1), KILN_EINVAL);
+    mine.size = sizeof(mine);
+    mine.stage_size = 0;
+    KT_CHECK_EQ(kiln_program_key(&mine, &k1), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_program_create_sized("x", sizeof(struct kiln_program) - 1,
+                                          sizeof(struct kiln_program_stage), &copy),
+                KILN_EINVAL);
+}
+
+KT_MAIN(KT_ENTRY(program_model_sizes), KT_ENTRY(older_options_get_defaults),
+        KT_ENTRY(older_report_written_to_its_size), KT_ENTRY(size_zero_refused),
+        KT_ENTRY(newer_struct_tail), KT_ENTRY(array_at_caller_stride),
         KT_ENTRY(builder_array_stride))

@@ -435,6 +435,18 @@ static int job(void *arg, unsigned worker)
     E(program_reserve, kiln_program_reserve, KILN_EINVAL, kiln_program_reserve(NULL, 1))           \
     E(program_copy_src, kiln_program_copy, KILN_EINVAL, kiln_program_copy(NULL, &F.out_program))   \
     E(program_copy_out, kiln_program_copy, KILN_EINVAL, kiln_program_copy(F.program, NULL))        \
+    E(program_create_sized_name, kiln_program_create_sized, KILN_EINVAL,                           \
+      kiln_program_create_sized(NULL, sizeof(struct kiln_program),                                 \
+                                sizeof(struct kiln_program_stage), &F.out_program))                \
+    E(program_create_sized_out, kiln_program_create_sized, KILN_EINVAL,                            \
+      kiln_program_create_sized("p", sizeof(struct kiln_program),                                  \
+                                sizeof(struct kiln_program_stage), NULL))                          \
+    E(program_copy_sized_src, kiln_program_copy_sized, KILN_EINVAL,                                \
+      kiln_program_copy_sized(NULL, sizeof(struct kiln_program),                                   \
+                              sizeof(struct kiln_program_stage), &F.out_program))                  \
+    E(program_copy_sized_out, kiln_program_copy_sized, KILN_EINVAL,                                \
+      kiln_program_copy_sized(F.program, sizeof(struct kiln_program),                              \
+                              sizeof(struct kiln_program_stage), NULL))                            \
     E(spirv_check, kiln_spirv_check, KILN_EINVAL, kiln_spirv_check(NULL, 20, &F.why))              \
     E(spirv_check_words, kiln_spirv_check_words, KILN_EINVAL,                                      \
       kiln_spirv_check_words(NULL, 5, F.text, sizeof(F.text)))                                     \

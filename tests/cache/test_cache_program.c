@@ -74,6 +74,7 @@ static void one_make(struct one *o, uint32_t x)
     o->st.src.name = "cs";
     o->st.words = o->words;
     o->st.nwords = CS_WORDS;
+    o->p = (struct kiln_program)KILN_PROGRAM_INIT;
     o->p.name = "cs";
     o->p.nstages = 1;
     o->p.stages = &o->st;

@@ -307,7 +307,7 @@ static void store(const char *dir, struct kiln_program **progs, size_t n, uint64
     MUST(arr != NULL);
     for (size_t i = 0; i < n; i++)
         arr[i] = *progs[i];
-    struct kiln_program_array a = {.programs = arr, .count = n, .stamp = stamp};
+    struct kiln_program_array a = {.size = sizeof(a), .programs = arr, .count = n, .stamp = stamp};
     struct kiln_program_source src = kiln_program_source_array(&a);
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
@@ -746,7 +746,7 @@ static void prepare_on(struct kiln_vk *vk, const char *dir, struct kiln_program 
     MUST(arr != NULL);
     for (size_t i = 0; i < n; i++)
         arr[i] = *progs[i];
-    struct kiln_program_array a = {.programs = arr, .count = n, .stamp = 0xb17d};
+    struct kiln_program_array a = {.size = sizeof(a), .programs = arr, .count = n, .stamp = 0xb17d};
     struct kiln_program_source src = kiln_program_source_array(&a);
     struct kiln_builder fb = KILN_BUILDER_INIT;
     MUST(KILN_OK == kiln_foz_kiln_builder_create(NULL, &fb));

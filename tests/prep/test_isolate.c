@@ -460,7 +460,7 @@ KT_CASE(isolate_options_checked)
 {
     char cache[4200];
     snprintf(cache, sizeof(cache), "%s/cache", kt_case_dir());
-    struct kiln_program_array arr = {.programs = NULL, .count = 1};
+    struct kiln_program_array arr = {.size = sizeof(arr), .programs = NULL, .count = 1};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     struct kiln_isolate_options iso = {.size = sizeof(iso), .argv = NULL};
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
@@ -501,7 +501,7 @@ static void comp_spirv(uint32_t **w, size_t *n)
 static void app_program(struct kiln_program *p, const char *name, const uint32_t *w, size_t n,
                         uint32_t mode, size_t state_size)
 {
-    memset(p, 0, sizeof(*p));
+    *p = (struct kiln_program)KILN_PROGRAM_INIT;
     static struct kiln_program_stage stages[8];
     static unsigned used;
     struct kiln_program_stage *st = &stages[used++];
@@ -539,7 +539,8 @@ KT_CASE(app_builder_in_workers)
     app_program(&progs[1], "app-skipped", w, n, 1, 4);
     app_program(&progs[2], "app-failed", w, n, 2, 4);
     app_program(&progs[3], "app-crashed", w, n, 3, 4096);
-    struct kiln_program_array arr = {.programs = progs, .count = 4, .stamp = 11};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = progs, .count = 4, .stamp = 11};
     struct kiln_program_source ps = kiln_program_source_array(&arr);
     const char *argv[] = {KILN_APP_WORKER, NULL};
     struct kiln_isolate_options iso = {.size = sizeof(iso), .argv = argv, .workers = 1};
@@ -593,7 +594,8 @@ static int app_not_here(void *user, struct kiln_build_request *req)
 static const char *isolated_skip(const char *leaf, struct kiln_program *prog,
                                  const struct kiln_builder *builders, size_t nbuilders)
 {
-    struct kiln_program_array arr = {.programs = prog, .count = 1, .stamp = 11};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = prog, .count = 1, .stamp = 11};
     struct kiln_program_source ps = kiln_program_source_array(&arr);
     const char *argv[] = {KILN_APP_WORKER, NULL};
     struct kiln_isolate_options iso = {.size = sizeof(iso), .argv = argv, .workers = 1};

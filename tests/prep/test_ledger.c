@@ -118,14 +118,19 @@ static void app_set_init(struct app_set *a, unsigned n, uint32_t fail_id, uint32
             .nwords = a->nwords};
         a->states[i] =
             (struct app_state){.magic = APP_MAGIC, .id = i, .fail = i == fail_id, .mem_mb = mem_mb};
-        a->progs[i] = (struct kiln_program){.name = "app",
+        a->progs[i] = (struct kiln_program){.size = sizeof(struct kiln_program),
+                                            .stage_size = sizeof(struct kiln_program_stage),
+                                            .name = "app",
                                             .nstages = 1,
                                             .stages = &a->stages[i],
                                             .state_kind = KILN_STATE_APP,
                                             .state = &a->states[i],
                                             .state_size = sizeof(a->states[i])};
     }
-    a->arr = (struct kiln_program_array){.programs = a->progs, .count = n, .stamp = 0x1ed9e7};
+    a->arr = (struct kiln_program_array){.size = sizeof(struct kiln_program_array),
+                                         .programs = a->progs,
+                                         .count = n,
+                                         .stamp = 0x1ed9e7};
     a->src = kiln_program_source_array(&a->arr);
     a->builder = (struct kiln_builder){.size = sizeof(struct kiln_builder),
                                        .kind = KILN_STATE_APP,

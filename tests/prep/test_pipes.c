@@ -330,17 +330,24 @@ KT_CASE(array_source_round_trip)
     };
     struct app_state as = {APP_MAGIC, 1};
     struct kiln_program progs[2] = {
-        {.name = "app-a",
+        {.size = sizeof(struct kiln_program),
+         .stage_size = sizeof(struct kiln_program_stage),
+         .name = "app-a",
          .nstages = 1,
          .stages = &stages[0],
          .state_kind = KILN_STATE_APP,
          .state = &as,
          .state_size = sizeof(as)},
-        {.name = "builtin-b", .nstages = 1, .stages = &stages[1]},
+        {.size = sizeof(struct kiln_program),
+         .stage_size = sizeof(struct kiln_program_stage),
+         .name = "builtin-b",
+         .nstages = 1,
+         .stages = &stages[1]},
     };
     char why[256];
     bool validator = kiln_vk_validate_spirv(w, n, why, sizeof(why)) != KILN_ENOTSUP;
-    struct kiln_program_array arr = {.programs = progs, .count = 2, .stamp = 0xab};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = progs, .count = 2, .stamp = 0xab};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
@@ -537,7 +544,8 @@ KT_CASE(builders_routing)
     struct kiln_program arr_progs[5];
     for (int i = 0; i < 5; i++)
         arr_progs[i] = *p[i];
-    struct kiln_program_array arr = {.programs = arr_progs, .count = 5, .stamp = 7};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = arr_progs, .count = 5, .stamp = 7};
     struct kiln_program_source src = kiln_program_source_array(&arr);
 
     struct app_builder ab = {.skip_magic = 64};
@@ -707,7 +715,8 @@ KT_CASE(extensions_needed)
         set_state(p[i], KILN_STATE_APP, &as[i], sizeof(as[i]));
         arr_progs[i] = *p[i];
     }
-    struct kiln_program_array arr = {.programs = arr_progs, .count = 2, .stamp = 5};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = arr_progs, .count = 2, .stamp = 5};
     struct kiln_program_source src = kiln_program_source_array(&arr);
 
     struct probe_builder pb = {.answer = 0};
@@ -806,7 +815,8 @@ KT_CASE(layout_mismatch_refused)
         p[i] = compute_program(names[i], w[i], n);
         arr_progs[i] = *p[i];
     }
-    struct kiln_program_array arr = {.programs = arr_progs, .count = 3, .stamp = 1};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = arr_progs, .count = 3, .stamp = 1};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
@@ -950,8 +960,13 @@ KT_CASE(external_context)
     uint32_t *w = glsl(KILN_VK_STAGE_COMPUTE_BIT, COMP_OK, &n);
     struct kiln_program_stage st = {
         .src = {.stage = KILN_VK_STAGE_COMPUTE_BIT, .name = "c"}, .words = w, .nwords = n};
-    struct kiln_program prog = {.name = "ext", .nstages = 1, .stages = &st};
-    struct kiln_program_array arr = {.programs = &prog, .count = 1, .stamp = 3};
+    struct kiln_program prog = {.size = sizeof(struct kiln_program),
+                                .stage_size = sizeof(struct kiln_program_stage),
+                                .name = "ext",
+                                .nstages = 1,
+                                .stages = &st};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = &prog, .count = 1, .stamp = 3};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     char dir[4200];
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
@@ -1045,7 +1060,8 @@ KT_CASE(foz_state_builder)
         kiln_foz_close(foz);
     }
     KT_REQUIRE(n > 0);
-    struct kiln_program_array arr = {.programs = arr_progs, .count = n, .stamp = 0xf02};
+    struct kiln_program_array arr = {
+        .size = sizeof(arr), .programs = arr_progs, .count = n, .stamp = 0xf02};
     struct kiln_program_source src = kiln_program_source_array(&arr);
     struct kiln_builder fb = KILN_BUILDER_INIT;
     KT_REQUIRE_OK(kiln_foz_kiln_builder_create(NULL, &fb));

@@ -86,7 +86,11 @@ KT_CASE(program_key)
     /* A stage given as SPIR-V is keyed by its words. */
     static const uint32_t words[5] = {0x07230203u, 0x00010300u, 0, 16, 0};
     struct kiln_program_stage spv_stage = {0};
-    struct kiln_program spv = {.name = "x", .nstages = 1, .stages = &spv_stage};
+    struct kiln_program spv = {.size = sizeof(struct kiln_program),
+                               .stage_size = sizeof(struct kiln_program_stage),
+                               .name = "x",
+                               .nstages = 1,
+                               .stages = &spv_stage};
     spv.stages[0].src.stage = KILN_VK_STAGE_COMPUTE_BIT;
     spv.stages[0].words = (uint32_t *)(uintptr_t)words;
     spv.stages[0].nwords = 5;
@@ -96,7 +100,10 @@ KT_CASE(program_key)
     KT_CHECK_OK(kiln_prep_program_key(&spv, &k2));
     KT_CHECK(!kiln_key_equal(k1, k2));
 
-    struct kiln_program empty = {.name = "e", .nstages = 0};
+    struct kiln_program empty = {.size = sizeof(struct kiln_program),
+                                 .stage_size = sizeof(struct kiln_program_stage),
+                                 .name = "e",
+                                 .nstages = 0};
     KT_CHECK_EQ(kiln_prep_program_key(&empty, &k1), KILN_EINVAL);
     kiln_program_destroy(a);
 }
@@ -118,7 +125,7 @@ KT_CASE(stamp)
     uint64_t gs = kiln_prepare_stamp(&o);
     KT_CHECK_EQ(gs, kiln_generator_stamp(42));
     KT_CHECK(gs != 42);
-    struct kiln_program_source plain = {.count = 1};
+    struct kiln_program_source plain = {.size = sizeof(plain), .count = 1};
     o.source = &plain;
     KT_CHECK_EQ(kiln_prepare_stamp(&o), 42);
     o.translator = NULL;
@@ -864,7 +871,7 @@ KT_CASE(own_source)
     kiln_glsl_destroy(g);
 
     struct kiln_program_source src = {
-        .user = &own, .count = 3, .load = own_load, .stamp = own_stamp};
+        .size = sizeof(src), .user = &own, .count = 3, .load = own_load, .stamp = own_stamp};
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 2);
     o.source = &src;

@@ -273,7 +273,8 @@ static int set_load(void *user, size_t i, struct kiln_program **out)
 static void prepare_set(struct set *s, const char *cache, struct kiln_vk *vk,
                         struct kiln_prepare_summary *sum, struct lines *l)
 {
-    struct kiln_program_source src = {.user = s, .count = GOOD + s->n, .load = set_load};
+    struct kiln_program_source src = {
+        .size = sizeof(src), .user = s, .count = GOOD + s->n, .load = set_load};
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     kiln_prepare_options_init(&o);
     o.cache_dir = cache;

@@ -82,8 +82,13 @@ static int store(struct kiln_cache *c, const char *path, const struct kiln_foz_e
     snprintf(name, sizeof(name), "%016" PRIx64, e->hash);
     struct kiln_program_stage st = {
         .src = {.stage = kind, .name = name}, .words = m->words, .nwords = m->word_count};
-    struct kiln_program p = {
-        .name = name, .nstages = 1, .stages = &st, .has_key = true, .key = kiln_foz_key(e->hash)};
+    struct kiln_program p = {.size = sizeof(struct kiln_program),
+                             .stage_size = sizeof(struct kiln_program_stage),
+                             .name = name,
+                             .nstages = 1,
+                             .stages = &st,
+                             .has_key = true,
+                             .key = kiln_foz_key(e->hash)};
     struct kiln_program_sealed sd;
     int rc = seal(c, &p, 0, &sd);
     if (rc < 0 && rc != KILN_ENOMEM) {

@@ -363,6 +363,7 @@ static uint64_t source_stamp(void *user, uint64_t translator_stamp)
 void kiln_foz_pipelines_source(const struct kiln_foz_pipelines *fp, struct kiln_program_source *src)
 {
     *src = (struct kiln_program_source){
+        .size = sizeof(struct kiln_program_source),
         .user = (void *)fp,
         .count = kiln_foz_pipelines_count(fp),
         .load = source_load,

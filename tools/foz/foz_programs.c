@@ -221,6 +221,7 @@ static uint64_t source_stamp(void *user, uint64_t translator_stamp)
 void kiln_foz_programs_source(const struct kiln_foz_programs *c, struct kiln_program_source *src)
 {
     *src = (struct kiln_program_source){
+        .size = sizeof(struct kiln_program_source),
         .user = (void *)c,
         .count = kiln_foz_programs_count(c),
         .load = source_load,

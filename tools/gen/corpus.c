@@ -320,6 +320,7 @@ static int source_load(void *user, size_t i, struct kiln_program **out)
 void kiln_corpus_source(const struct kiln_corpus *c, struct kiln_program_source *src)
 {
     *src = (struct kiln_program_source){
+        .size = sizeof(struct kiln_program_source),
         .user = (void *)c,
         .count = kiln_corpus_count(c),
         .load = source_load,

@@ -1168,6 +1168,7 @@ static uint64_t source_stamp(void *user, uint64_t translator_stamp)
 void kiln_generator_source(const struct kiln_generator *g, struct kiln_program_source *src)
 {
     *src = (struct kiln_program_source){
+        .size = sizeof(struct kiln_program_source),
         .user = (void *)g,
         .count = g->count,
         .load = source_load,
