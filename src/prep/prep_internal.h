@@ -219,6 +219,21 @@ struct kiln__prep_vk_want {
     size_t n;
 };
 
+/* The want of a run whose options `o` (kiln_prepare_options or
+ * kiln_start_options: the fields have the same names) build `n` items. */
+#define KILN__PREP_VK_WANT(o, items_, n_)                                   \
+    ((struct kiln__prep_vk_want){.given = (o)->vk,                          \
+                                 .isolate = (o)->isolate != NULL,           \
+                                 .use_device_index = (o)->use_device_index, \
+                                 .device = (o)->device,                     \
+                                 .cache_dir = (o)->cache_dir,               \
+                                 .io = (o)->io,                             \
+                                 .allocator = (o)->vk_allocator,            \
+                                 .builders = (o)->builders,                 \
+                                 .nbuilders = (o)->nbuilders,               \
+                                 .items = (items_),                         \
+                                 .n = (n_)})
+
 /* What kiln__prep_vk_open gives back. */
 struct kiln__prep_vk_got {
     struct kiln_vk *vk;  /* the context to build on */

@@ -915,17 +915,7 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
 
     /* Vulkan, with the pipeline cache kiln prepare saved. */
     uint64_t t2 = kiln_now_ns();
-    struct kiln__prep_vk_want want = {.given = o->vk,
-                                      .isolate = o->isolate != NULL,
-                                      .use_device_index = o->use_device_index,
-                                      .device = o->device,
-                                      .cache_dir = o->cache_dir,
-                                      .io = o->io,
-                                      .allocator = o->vk_allocator,
-                                      .builders = o->builders,
-                                      .nbuilders = o->nbuilders,
-                                      .items = items,
-                                      .n = n};
+    struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
     struct kiln__prep_vk_got got;
     rc = kiln__prep_vk_open(&want, &got, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
     struct kiln_vk *vk = got.vk;
