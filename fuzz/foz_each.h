@@ -8,7 +8,7 @@
 #ifndef KILN_FUZZ_FOZ_EACH_H
 #define KILN_FUZZ_FOZ_EACH_H
 
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 
 static inline void foz_each_closure(const uint8_t *data, size_t size,
                                     void (*fn)(void *user, const struct kiln_foz_pipeline_ref *p,

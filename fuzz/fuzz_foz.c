@@ -11,7 +11,7 @@
  * whole or damaged, starts after the one before, and its counts add up
  * (seeds resync-*.foz damage sizes and names of real archives).
  */
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 
 #include <stdlib.h>
 #include <string.h>

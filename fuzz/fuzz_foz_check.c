@@ -11,7 +11,7 @@
  * also read as an archive, and every pipeline's closure checked the same.
  */
 #include "foz_each.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * an archive must inspect as the pipeline it was made for.
  */
 #include "foz_each.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,8 +2,10 @@
  * kiln.h - the whole public API of libkiln.
  *
  * Modules, from the bottom up: common (errors, log, I/O, hashing), pack
- * (packed SPIR-V), foz (Fossilize archives), topo (CPU cache topology), pages (guest page table),
- * pool (worker pool), cache (program cache), vk (Vulkan side), prep (preparation).
+ * (packed SPIR-V), topo (CPU cache topology), pages (guest page table),
+ * pool (worker pool), cache (program cache), vk (Vulkan side), prep
+ * (preparation, warm start), foz (Fossilize archives: import, replay,
+ * export, and the builder of their pipelines).
  */
 #ifndef KILN_H
 #define KILN_H
@@ -17,5 +19,6 @@
 #include "kiln/cache.h"
 #include "kiln/vk.h"
 #include "kiln/prep.h"
+#include "kiln/foz.h"
 
 #endif /* KILN_H */

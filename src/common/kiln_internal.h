@@ -362,6 +362,20 @@ int kiln__win_path(const char *path, wchar_t **out);
 int kiln__win_utf8(const wchar_t *w, char **out);
 #endif
 
+/*
+ * The core's own builder for a state kind kiln records itself
+ * (KILN_STATE_FOZ: the Fossilize builder, src/foz/foz_builder_kiln.c), for
+ * the preparation and the warm start to use when the caller gives none of
+ * that kind. The one call that goes up the layers: prep, below foz, names
+ * it here rather than including kiln/foz.h (foz builds kiln_programs, which
+ * prep defines), and libkiln links both. @return 1 with the builder in *out
+ * (release it with kiln__default_builder_destroy), 0 when the core has none
+ * of `kind` (*out cleared), or KILN_ENOMEM.
+ */
+struct kiln_builder;
+int kiln__default_builder_create(uint32_t kind, struct kiln_builder *out);
+void kiln__default_builder_destroy(struct kiln_builder *b);
+
 /* The platform's atomic rename that never replaces (io_unix.c, io_win.c):
  * KILN_EEXIST when `to` exists. */
 int kiln__io_rename_noreplace(const char *from, const char *to);

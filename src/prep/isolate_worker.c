@@ -188,18 +188,20 @@ static int serve(int in, int out, struct kiln__prep_build *b)
     }
 }
 
+/* The worker builds with the builders its parent has: the application's
+ * and the core's defaults (kiln__prep_builders_in). */
 int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_worker_options *o)
 {
     int in = in_fd < 0 ? 0 : in_fd, out = out_fd < 0 ? 1 : out_fd;
     kiln__iso_worker_init();
     struct kiln_isolate_worker_options opt = KILN_ISOLATE_WORKER_OPTIONS_INIT;
     KILN_TRY(KILN_STRUCT_IN(&opt, o, "kiln_isolate_worker_options"));
-    struct kiln_builder *own = NULL;
+    struct kiln__prep_builders own;
     KILN_TRY(kiln__prep_builders_in(opt.builders, opt.nbuilders, &own));
-    const struct kiln_builder *builders = own;
-    size_t nbuilders = own ? opt.nbuilders : 0;
+    const struct kiln_builder *builders = own.list ? own.list : opt.builders;
+    size_t nbuilders = own.list ? own.n : opt.nbuilders;
     if (kiln__prep_check_builders(builders, nbuilders, "worker") < 0) {
-        kiln__free(own);
+        kiln__prep_builders_free(&own);
         return KILN_EINVAL;
     }
     struct kiln__iso_head h;
@@ -210,7 +212,7 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
         rc = h.type == KILN__ISO_HELLO ? kiln__iso_hello_parse(body, h.size, &hello) : KILN_EFORMAT;
     if (rc < 0) {
         kiln__free(body);
-        kiln__free(own);
+        kiln__prep_builders_free(&own);
         return worker_end(rc);
     }
     /* The test fault "hang:" KILN__PREP_FAULT_GREETING: a worker that misses
@@ -261,6 +263,6 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     }
     kiln_vk_destroy(vk);
     kiln_pack_dict_destroy(dict);
-    kiln__free(own);
+    kiln__prep_builders_free(&own);
     return worker_end(rc);
 }

@@ -91,7 +91,7 @@ uint64_t kiln_prepare_stamp(const struct kiln_prepare_options *o)
     if (!o || KILN_STRUCT_IN(&opt, o, "kiln_prepare_options") < 0)
         return 0;
     struct kiln__prep_abi abi;
-    int rc = kiln__prep_abi_in(&abi, &opt.translator, &opt.isolate, NULL, &opt.builders, 0);
+    int rc = kiln__prep_abi_in(&abi, &opt.translator, &opt.isolate, NULL, NULL, NULL);
     kiln__prep_abi_free(&abi);
     if (rc < 0 || !opt.source)
         return 0;
@@ -865,11 +865,11 @@ static int prepare_body(const struct kiln_prepare_options *o, kiln_prep_progress
     memset(&s, 0, sizeof(s));
     s.size = sizeof(s);
     struct kiln_prepare_options opt = KILN_PREPARE_OPTIONS_INIT;
-    struct kiln__prep_abi abi = {.builders = NULL};
+    struct kiln__prep_abi abi = {.builders.list = NULL};
     int rc = o ? KILN_STRUCT_IN(&opt, o, "kiln_prepare_options") : KILN_OK;
     if (o && rc == KILN_OK)
         rc = kiln__prep_abi_in(&abi, &opt.translator, &opt.isolate, opt.io, &opt.builders,
-                               opt.nbuilders);
+                               &opt.nbuilders);
     if (rc == KILN_OK)
         rc = prepare(o ? &opt : NULL, progress, progress_user, &s, t0);
     else

@@ -1021,10 +1021,10 @@ static int warm_start_body(const struct kiln_start_options *o, kiln_prep_progres
     memset(&s, 0, sizeof(s));
     s.size = sizeof(s);
     struct kiln_start_options opt = KILN_START_OPTIONS_INIT;
-    struct kiln__prep_abi abi = {.builders = NULL};
+    struct kiln__prep_abi abi = {.builders.list = NULL};
     int rc = o ? KILN_STRUCT_IN(&opt, o, "kiln_start_options") : KILN_OK;
     if (o && rc == KILN_OK)
-        rc = kiln__prep_abi_in(&abi, NULL, &opt.isolate, opt.io, &opt.builders, opt.nbuilders);
+        rc = kiln__prep_abi_in(&abi, NULL, &opt.isolate, opt.io, &opt.builders, &opt.nbuilders);
     if (rc == KILN_OK)
         rc = warm_start(o ? &opt : NULL, progress, progress_user, &s, t0);
     else

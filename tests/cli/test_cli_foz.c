@@ -16,7 +16,7 @@
 #include "foz_writer.h"
 #include "kt_cli.h"
 #include "kt_vklayer.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 #include "kiln/vk.h"
 
 #include <json.h>

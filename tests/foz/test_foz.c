@@ -9,7 +9,7 @@
  */
 #include "kiln_test.h"
 #include "kiln_internal.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 #include "foz_writer.h"
 #include "foz_corpus.h"
 

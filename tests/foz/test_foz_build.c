@@ -19,7 +19,7 @@
 #include <vulkan/vulkan.h>
 
 #include "kiln_test.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 #include "foz_corpus.h"
 
 #include <json.h>

@@ -8,7 +8,7 @@
 #include "kiln_test.h"
 #include "foz_corpus.h"
 #include "foz_writer.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
 #ifndef _WIN32
 #include "prep_fixture.h"
 #endif
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 #include "kiln-tools/gen.h"
 #include "kiln-tools/glsl.h"
 #include "kiln.h"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # check_alloc.sh ROOT [DIR...] - every allocation of the library goes
 # through kiln's allocator (src/common/alloc.c, docs/api.md "Memory"): no
-# file under DIR (default: src, and the tool units whose memory kiln frees:
-# tools/foz, tools/gen, tools/glsl) but alloc.c calls libc's
+# file under DIR (default: src, src/foz included, and the tool units whose
+# memory kiln frees: tools/gen, tools/glsl) but alloc.c calls libc's
 # malloc, calloc, realloc, free or strdup. Comments are stripped first
 # (the C comments of one line, and lines inside a block comment that start
 # with '*'), so prose may say "malloc". Prints one line per call
@@ -11,7 +11,7 @@ set -u
 root=${1:?usage: check_alloc.sh ROOT [DIR...]}
 shift
 cd "$root" || exit 2
-[ $# -gt 0 ] || set -- src tools/foz tools/gen tools/glsl
+[ $# -gt 0 ] || set -- src tools/gen tools/glsl
 bad=0
 for f in $(find "$@" -name '*.c' -o -name '*.h' | sort); do
     # alloc.c is the door itself; builtin_dict.c is a program run at build

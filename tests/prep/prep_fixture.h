@@ -6,7 +6,7 @@
 #define KILN_PREP_FIXTURE_H
 
 #include "kiln.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 #include "kiln-tools/gen.h"
 #include "kiln-tools/glsl.h"
 

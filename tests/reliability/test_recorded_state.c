@@ -22,7 +22,7 @@
 #include "kiln_test.h"
 #include "foz_writer.h"
 #include "kt_cli.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 
 #include <inttypes.h>
 #include <json.h>

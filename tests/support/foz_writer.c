@@ -5,7 +5,7 @@
  */
 #include "foz_writer.h"
 
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 #include "kiln-tools/gen.h"
 #include "kiln-tools/glsl.h"
 

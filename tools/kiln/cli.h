@@ -11,7 +11,7 @@
 #define KILN_CLI_H
 
 #include "kiln.h"
-#include "kiln-tools/foz.h"
+#include "kiln/foz.h"
 #include "kiln-tools/gen.h"
 #include "kiln-tools/glsl.h"
 

@@ -113,7 +113,7 @@ struct kiln_corpus;
  * stages (NAME.geom.spv, ...) and a vertex or fragment file without its
  * partner are skipped and counted, and one warning line says how many.
  * The listing reads names only: contents are read by kiln_corpus_load.
- * (A Fossilize archive is a source of its own: kiln-tools/foz.h.)
+ * (A Fossilize archive is a source of its own: kiln/foz.h.)
  * @return 0 and a new list in *out; KILN_ENOENT / KILN_EIO_OPEN when the
  * folder cannot be read; KILN_EFORMAT for a bad file (a ".spv" whose name
  * has no stage, or two files for one stage of a NAME, such as x.vert and

@@ -1,5 +1,5 @@
 /*
- * kiln-tools/foz.h - reading Fossilize stream archives (.foz), their
+ * kiln/foz.h - reading Fossilize stream archives (.foz), their
  * recorded pipelines as whole kiln programs (kiln_foz_pipelines: import
  * into a program cache, a program source for kiln_prepare) and the builder
  * of those pipelines. A tool above libkiln (tools/foz): it

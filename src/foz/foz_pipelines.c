@@ -40,33 +40,6 @@ struct kiln_foz_pipelines {
     size_t nslots;
 };
 
-enum kiln_foz_kind kiln_foz_kind_of(uint64_t tag)
-{
-    switch (tag) {
-    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
-        return KILN_FOZ_KIND_GRAPHICS;
-    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
-        return KILN_FOZ_KIND_COMPUTE;
-    case KILN_FOZ_TAG_RAYTRACING_PIPELINE:
-        return KILN_FOZ_KIND_RAYTRACING;
-    default:
-        return KILN_FOZ_KIND_COUNT;
-    }
-}
-
-const char *kiln_foz_kind_name(enum kiln_foz_kind kind)
-{
-    switch (kind) {
-    case KILN_FOZ_KIND_GRAPHICS:
-        return "graphics";
-    case KILN_FOZ_KIND_COMPUTE:
-        return "compute";
-    case KILN_FOZ_KIND_RAYTRACING:
-        return "raytracing";
-    default:
-        return "unknown";
-    }
-}
 
 static size_t slot_of(struct kiln_key k, size_t nslots)
 {

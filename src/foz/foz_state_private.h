@@ -85,4 +85,7 @@ int kiln__foz_check(struct json_object *doc, uint64_t tag, struct json_object *p
  * entries, resynchronisations, a cut-off last entry) into *stats. */
 void kiln__foz_index_reader_stats(const struct kiln_foz_index *idx, struct kiln_foz_stats *stats);
 
+/* Parses a recorded hash string (absent: 0). @return whether it is one. */
+bool kiln__fb_hash_of(struct json_object *v, uint64_t *out);
+
 #endif /* KILN_FOZ_STATE_PRIVATE_H */

@@ -201,8 +201,6 @@ void *kiln__fb_alloc(struct build *c, size_t n);
 /* Puts the build's first error line (later ones are dropped). @return rc. */
 KILN_PRINTF(3, 4) int kiln__fb_fail(struct build *c, int rc, const char *fmt, ...);
 
-/* Parses a recorded hash string (absent: 0). @return whether it is one. */
-bool kiln__fb_hash_of(struct json_object *v, uint64_t *out);
 
 /* An array of unsigned integers copied into the arena, or NULL. */
 uint32_t *kiln__fb_uints(struct build *c, struct json_object *a);
@@ -238,6 +236,16 @@ int kiln__fb_own_stages(struct build *c, struct json_object *rs, uint32_t n,
                         VkPipelineShaderStageCreateInfo **out);
 
 /* Builds one pipeline of the closure: its libraries first, then itself. */
+/* Frees what the build's arena holds (foz_builder.c). */
+void kiln__fb_arena_free(struct build *c);
+
+/* Builds the closure's graphics or compute pipeline `p` itself, its
+ * libraries made already (foz_builder.c). */
+int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCache cache,
+                            VkPipeline *out);
+int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCache cache,
+                           VkPipeline *out);
+
 int kiln__fb_build_pipeline(struct build *c, struct json_object *p, int depth,
                             VkPipelineCache cache, VkPipeline *out);
 

@@ -349,6 +349,20 @@ struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *bu
     return b;
 }
 
+int kiln__default_builder_create(uint32_t kind, struct kiln_builder *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (kind != KILN_STATE_FOZ)
+        return 0;
+    int rc = kiln_foz_kiln_builder_create(NULL, out);
+    return rc < 0 ? rc : 1;
+}
+
+void kiln__default_builder_destroy(struct kiln_builder *b)
+{
+    kiln_foz_kiln_builder_destroy(b);
+}
+
 #else
 
 /* Until the core has builders there is nothing to adapt to: ISO C wants a

@@ -759,3 +759,15 @@ bool kiln__foz_base64_decode(const char *s, size_t n, uint8_t *out, size_t want)
     }
     return got == want;
 }
+
+/* A recorded handle: a hash in hexadecimal text, or absent (0). */
+bool kiln__fb_hash_of(struct json_object *v, uint64_t *out)
+{
+    *out = 0;
+    if (!v)
+        return true;
+    if (!json_object_is_type(v, json_type_string))
+        return false;
+    return kiln__foz_parse_hex(json_object_get_string(v), (size_t)json_object_get_string_len(v),
+                               out);
+}

@@ -4,8 +4,12 @@
 #ifndef KILN_FOZ_PRIVATE_H
 #define KILN_FOZ_PRIVATE_H
 
-#include "kiln-tools/foz.h"
-#include "tool_internal.h"
+#include "kiln/foz.h"
+#include "kiln_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The most bytes one entry may inflate to. Fossilize entries are JSON and
  * SPIR-V of at most a few MB; the bound keeps a damaged or crafted size

@@ -662,3 +662,31 @@ int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *e)
         return rc;
     }
 }
+
+enum kiln_foz_kind kiln_foz_kind_of(uint64_t tag)
+{
+    switch (tag) {
+    case KILN_FOZ_TAG_GRAPHICS_PIPELINE:
+        return KILN_FOZ_KIND_GRAPHICS;
+    case KILN_FOZ_TAG_COMPUTE_PIPELINE:
+        return KILN_FOZ_KIND_COMPUTE;
+    case KILN_FOZ_TAG_RAYTRACING_PIPELINE:
+        return KILN_FOZ_KIND_RAYTRACING;
+    default:
+        return KILN_FOZ_KIND_COUNT;
+    }
+}
+
+const char *kiln_foz_kind_name(enum kiln_foz_kind kind)
+{
+    switch (kind) {
+    case KILN_FOZ_KIND_GRAPHICS:
+        return "graphics";
+    case KILN_FOZ_KIND_COMPUTE:
+        return "compute";
+    case KILN_FOZ_KIND_RAYTRACING:
+        return "raytracing";
+    default:
+        return "unknown";
+    }
+}

@@ -118,7 +118,7 @@ void *kiln__fb_alloc(struct build *c, size_t n)
     return p;
 }
 
-static void arena_free(struct build *c)
+void kiln__fb_arena_free(struct build *c)
 {
     while (c->arena) {
         struct block *k = c->arena;
@@ -146,17 +146,6 @@ static int32_t i32(struct json_object *o, const char *key)
 static float f32(struct json_object *o, const char *key)
 {
     return (float)json_object_get_double(get(o, key));
-}
-
-bool kiln__fb_hash_of(struct json_object *v, uint64_t *out)
-{
-    *out = 0;
-    if (!v)
-        return true;
-    if (!json_object_is_type(v, json_type_string))
-        return false;
-    return kiln__foz_parse_hex(json_object_get_string(v), (size_t)json_object_get_string_len(v),
-                               out);
 }
 
 /* Copies an array of unsigned integers into the arena. */
@@ -1447,8 +1436,8 @@ static uint32_t gpl_parts(struct json_object *p)
     return 0;
 }
 
-static int build_graphics(struct build *c, struct json_object *p, VkPipelineCache cache,
-                          VkPipeline *out)
+int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCache cache,
+                            VkPipeline *out)
 {
     VkGraphicsPipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
     KILN_TRY(
@@ -1494,8 +1483,8 @@ static int build_graphics(struct build *c, struct json_object *p, VkPipelineCach
     return KILN_OK;
 }
 
-static int build_compute(struct build *c, struct json_object *p, VkPipelineCache cache,
-                         VkPipeline *out)
+int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCache cache,
+                           VkPipeline *out)
 {
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     KILN_TRY(
@@ -1517,89 +1506,34 @@ static int build_compute(struct build *c, struct json_object *p, VkPipelineCache
     return KILN_OK;
 }
 
-/* Builds one pipeline of the closure: its libraries first, then itself. */
-int kiln__fb_build_pipeline(struct build *c, struct json_object *p, int depth,
-                            VkPipelineCache cache, VkPipeline *out)
+/* A VkPipelineLibraryCreateInfoKHR over the libraries `o` names, which
+ * build_libraries made. */
+int kiln__fb_library_info(struct build *c, struct json_object *o,
+                          VkPipelineLibraryCreateInfoKHR **out)
 {
-    KILN_TRY(kiln__fb_build_libraries(c, p, depth, cache));
-    if (c->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE)
-        return build_graphics(c, p, cache, out);
-    if (c->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE)
-        return build_compute(c, p, cache, out);
-    return kiln__fb_build_raytracing(c, p, cache, out);
-}
-
-int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
-                           const VkPipelineShaderStageCreateInfo *stages, uint32_t stage_count,
-                           VkPipelineCache cache, VkPipeline *pipeline, char *why, size_t cap)
-{
-    *pipeline = VK_NULL_HANDLE;
-    if (why && cap)
-        why[0] = '\0';
-    struct build *c = kiln__calloc(1, sizeof(*c));
-    if (!c) {
-        atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
-        if (why && cap)
-            snprintf(why, cap, "out of memory");
+    KILN_TRY(kiln__fb_need(c, 0, X_PIPELINE_LIBRARY, -1, "linking pipeline libraries"));
+    struct json_object *libs = get(o, "libraries");
+    VkPipelineLibraryCreateInfoKHR *i = kiln__fb_alloc(c, sizeof(*i));
+    VkPipeline *h = kiln__fb_alloc(c, (len(libs) ? len(libs) : 1) * sizeof(*h));
+    if (!i || !h)
         return KILN_ENOMEM;
+    for (uint32_t k = 0; k < len(libs); k++) {
+        uint64_t hash;
+        if (!kiln__fb_hash_of(at(libs, k), &hash))
+            return kiln__fb_fail(c, KILN_EPARSE, "a pipeline library is not named by a hash");
+        uint32_t m = 0;
+        while (m < c->nlibs && c->libs[m].hash != hash)
+            m++;
+        if (m == c->nlibs)
+            return kiln__fb_fail(c, KILN_EPARSE, "the pipeline library %016" PRIx64 " was not made",
+                                 hash);
+        h[k] = c->libs[m].pipeline;
     }
-    *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages};
-    uint64_t hash;
-    struct json_object *p;
-    int rc = kiln__foz_closure_parse(closure, size, &c->doc, &c->tag, &hash, &p);
-    if (rc < 0) {
-        atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
-        kiln__fb_fail(c, rc, "%s",
-                      rc == KILN_EFORMAT ? "not a kiln Fossilize closure"
-                                         : "the closure has no pipeline");
-        kiln__free(c);
-        return rc;
-    }
-    enum kiln_foz_kind kind = c->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE  ? KILN_FOZ_KIND_GRAPHICS
-                              : c->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE ? KILN_FOZ_KIND_COMPUTE
-                                                                        : KILN_FOZ_KIND_RAYTRACING;
-    rc = kiln__foz_closure_stages(c->doc, c->tag, p, c->recs, KILN_FOZ_MAX_STAGES, &c->nstages);
-    if (rc < 0)
-        kiln__fb_fail(c, rc, "the closure's stages or pipeline libraries do not read");
-    else if (c->nstages != stage_count)
-        rc = kiln__fb_fail(c, KILN_EINVAL, "the closure has %u stages but %u were handed in",
-                           c->nstages, stage_count);
-    for (uint32_t i = 0; rc == 0 && i < stage_count; i++)
-        if ((uint32_t)stages[i].stage != u32(c->recs[i], "stage"))
-            rc = kiln__fb_fail(c, KILN_EINVAL,
-                               "stage %u is 0x%x in the closure but 0x%x was handed in", i,
-                               u32(c->recs[i], "stage"), (unsigned)stages[i].stage);
-    if (rc == 0) {
-        /* Recorded state is checked before any of it reaches the driver:
-         * records of an older kiln or another writer were not at import. */
-        char rule[256];
-        if (kiln__foz_check(c->doc, c->tag, p, &b->limits, rule, sizeof(rule)) < 0)
-            rc = kiln__fb_fail(c, KILN_ENOTSUP, "%s pipeline %016" PRIx64 ": refused: %s",
-                               kiln_foz_kind_name(kind), hash, rule);
-    }
-    if (rc == 0)
-        rc = kiln__fb_build_pipeline(c, p, 0, cache, pipeline);
-    /* The linked pipeline does not need its libraries once it exists. One
-     * thread at a time: lavapipe (Mesa 22.3) defers destroying a library
-     * that was linked by appending it to a device-wide list, and
-     * ThreadSanitizer sees concurrent appends there race; a destroy is
-     * cheap beside the builds around it. */
-    pthread_mutex_lock(&b->lock);
-    for (uint32_t i = 0; i < c->nlibs; i++)
-        b->vk.DestroyPipeline(b->device, c->libs[i].pipeline, b->alloc);
-    pthread_mutex_unlock(&b->lock);
-    if (rc == KILN_ENOMEM)
-        kiln__fb_fail(c, rc, "out of memory");
-    if (rc == 0)
-        atomic_fetch_add(&b->built[kind], 1);
-    else if (rc == KILN_ENOTSUP)
-        atomic_fetch_add(&b->skipped[kind], 1);
-    else
-        atomic_fetch_add(&b->failed[kind], 1);
-    json_object_put(c->doc);
-    arena_free(c);
-    kiln__free(c);
-    return rc;
+    i->sType = VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR;
+    i->libraryCount = len(libs);
+    i->pLibraries = h;
+    *out = i;
+    return KILN_OK;
 }
 
 /* ---------------------------------------------------------------------------
