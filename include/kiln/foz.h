@@ -683,6 +683,67 @@ KILN_API int kiln_foz_pipelines_import_progress(struct kiln_cache *c,
 KILN_API void kiln_foz_pipelines_destroy(struct kiln_foz_pipelines *fp);
 
 /* ---------------------------------------------------------------------------
+ * Replaying archives in-process (docs/foz.md, "Replaying in-process"):
+ * every recorded pipeline built on the application's device or kiln's
+ * ------------------------------------------------------------------------ */
+
+/* What kiln_foz_replay replays, and on what. Growable: set `size` with
+ * KILN_FOZ_REPLAY_OPTIONS_INIT. */
+struct kiln_foz_replay_options {
+    size_t size;
+    /* The archives (kiln_foz_pipelines_open: each pipeline key once). Required. */
+    const char *const *paths;
+    size_t npaths;
+    /* The device to build on: a context over the application's own device
+     * (kiln_vk_create with kiln_vk_options.external), or one of kiln's.
+     * NULL: kiln makes a context of its own for the call (kiln_vk_create,
+     * asking for KILN_FOZ_DEVICE_EXTENSIONS where the device has them) and
+     * destroys it at the end. */
+    struct kiln_vk *vk;
+    /* Threads that build at once: 0 or 1 builds on the calling thread. */
+    unsigned workers;
+    /* A builder of kind KILN_STATE_FOZ to build with (the application's
+     * own); NULL: kiln's Fossilize builder (kiln_foz_kiln_builder_create),
+     * made and destroyed by the call. */
+    const struct kiln_builder *builder;
+};
+#define KILN_FOZ_REPLAY_OPTIONS_INIT KILN_STRUCT_INIT(kiln_foz_replay_options)
+
+/* What kiln_foz_replay did. Growable: set `size` with
+ * KILN_FOZ_REPLAY_REPORT_INIT (or to sizeof); only what it covers is written. */
+struct kiln_foz_replay_report {
+    size_t size;
+    struct kiln_foz_pipelines_stats found;  /* what the archives held (kiln_foz_pipelines_open) */
+    uint64_t pipelines;                     /* distinct pipelines replayed */
+    uint64_t built[KILN_FOZ_KIND_COUNT];    /* built by the driver (then destroyed) */
+    uint64_t skipped[KILN_FOZ_KIND_COUNT];  /* the device lacks what they need (KILN_ENOTSUP) */
+    uint64_t failed[KILN_FOZ_KIND_COUNT];   /* a stage or the build failed */
+    char first_problem[256];                /* the first skip or failure and why ("" none) */
+    uint64_t ns;                            /* the call's wall time */
+};
+#define KILN_FOZ_REPLAY_REPORT_INIT KILN_STRUCT_INIT(kiln_foz_replay_report)
+
+/*
+ * Replays archives in-process, as Fossilize's replayer does: every
+ * graphics, compute and ray-tracing pipeline of the archives (each key
+ * once) is built on the device of `options->vk` through the builder (its
+ * stages staged by kiln_vk_stage_module; the driver compiles them, and
+ * the context's VkPipelineCache, the application's with an external
+ * context, keeps the result) and then destroyed. A pipeline the device
+ * cannot build (a missing extension or feature, a limit) is skipped, one
+ * that fails is counted, each with a warning line, and the others go on.
+ * @return 0 when every pipeline was tried (see the report for how each
+ * fared); KILN_EINVAL for NULL options or report, no paths, or a size
+ * refused (docs/abi.md); kiln_foz_pipelines_open's errors for an archive
+ * that cannot be read; kiln_vk_create's when no context can be made;
+ * KILN_ENOMEM. *report is filled in every case.
+ * Thread safety: any thread; several replays may run at once, also on one
+ * context (kiln_vk is thread-safe for builds).
+ */
+KILN_API int kiln_foz_replay(const struct kiln_foz_replay_options *options,
+                             struct kiln_foz_replay_report *report);
+
+/* ---------------------------------------------------------------------------
  * Writing archives (docs/foz.md, "Writing")
  * ------------------------------------------------------------------------ */
 

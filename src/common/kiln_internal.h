@@ -376,6 +376,25 @@ struct kiln_builder;
 int kiln__default_builder_create(uint32_t kind, struct kiln_builder *out);
 void kiln__default_builder_destroy(struct kiln_builder *b);
 
+/*
+ * The builders a run uses (src/prep/prep_abi.c; prep's runs and foz's
+ * replay): kiln__prep_builders_in reads an array of n builders whose stride
+ * is the first one's size (every one must have it, docs/abi.md) into a new
+ * array of the library's layout in *out, then appends the core's builder of
+ * each state kind the caller gave none of (kiln__default_builder_create).
+ * out->list is NULL when there are none, or when n builders are said and
+ * `in` is NULL (kiln__prep_check_builders refuses that). @return 0,
+ * KILN_EINVAL (logged) or KILN_ENOMEM. Release with kiln__prep_builders_free,
+ * after a failure too.
+ */
+struct kiln__prep_builders {
+    struct kiln_builder *list; /* the caller's, then the core's */
+    size_t n;                  /* all of them */
+    size_t ndefaults;          /* the core's, at the end */
+};
+int kiln__prep_builders_in(const struct kiln_builder *in, size_t n, struct kiln__prep_builders *out);
+void kiln__prep_builders_free(struct kiln__prep_builders *b);
+
 /* The platform's atomic rename that never replaces (io_unix.c, io_win.c):
  * KILN_EEXIST when `to` exists. */
 int kiln__io_rename_noreplace(const char *from, const char *to);

@@ -13,6 +13,7 @@
 #include <vulkan/vulkan.h>
 
 #include "kiln/pool.h"
+#include "kiln_internal.h"
 #include "kiln/prep.h"
 
 #include <stdatomic.h>
@@ -172,31 +173,18 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
  * The caller's structs an options struct points at, read into the
  * library's own (prep_abi.c, docs/abi.md).
  *
- * kiln__prep_builders_in reads an array of n builders whose stride is the
- * first one's size (every one must have it) into a new array of the
- * library's layout in *out, then appends the core's builder of each state
- * kind the caller gave none of (kiln__default_builder_create). out->list is
- * NULL when there are none, or when n builders are said and `in` is NULL
- * (kiln__prep_check_builders refuses that). Release with
- * kiln__prep_builders_free, after a failure too.
+ * kiln__prep_builders_in (kiln_internal.h) reads the builders.
  *
  * kiln__prep_abi_in reads *translator and *isolate (each may be NULL) into
  * `abi` and points them there, checks `io`, and reads the builders (unless
  * `builders` is NULL), pointing *builders and *nbuilders at the copy. @return 0, KILN_EINVAL
  * (logged) or KILN_ENOMEM; kiln__prep_abi_free after it either way.
  */
-struct kiln__prep_builders {
-    struct kiln_builder *list; /* the caller's, then the core's */
-    size_t n;                  /* all of them */
-    size_t ndefaults;          /* the core's, at the end */
-};
 struct kiln__prep_abi {
     struct kiln_translator translator;
     struct kiln_isolate_options isolate;
     struct kiln__prep_builders builders;
 };
-int kiln__prep_builders_in(const struct kiln_builder *in, size_t n, struct kiln__prep_builders *out);
-void kiln__prep_builders_free(struct kiln__prep_builders *b);
 int kiln__prep_abi_in(struct kiln__prep_abi *abi, const struct kiln_translator **translator,
                       const struct kiln_isolate_options **isolate, const struct kiln_io *io,
                       const struct kiln_builder **builders, size_t *nbuilders);
