@@ -1,6 +1,8 @@
 /*
  * prep_fixture.c - see prep_fixture.h.
  */
+#include <vulkan/vulkan.h>
+
 #include "prep_fixture.h"
 
 #include "kiln_test.h"
@@ -212,4 +214,61 @@ uint64_t pf_stamp(struct pf_input *in)
         stamp = kiln_prepare_stamp(&o);
     pf_input_close(in);
     return stamp;
+}
+
+/* The application's instance and device, made with the loader; exit(77)
+ * where there is none. */
+void pf_own_vulkan_make(struct pf_own_vulkan *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!v->lib) {
+        fprintf(stderr, "SKIP: no Vulkan loader\n");
+        exit(77);
+    }
+    v->gipa = (PFN_vkGetInstanceProcAddr)dlsym(v->lib, "vkGetInstanceProcAddr");
+    KT_REQUIRE(v->gipa);
+    PFN_vkCreateInstance ci = (PFN_vkCreateInstance)v->gipa(NULL, "vkCreateInstance");
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                             .apiVersion = VK_API_VERSION_1_1};
+    VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                .pApplicationInfo = &app};
+    if (!ci || ci(&ici, NULL, &v->instance) != VK_SUCCESS) {
+        fprintf(stderr, "SKIP: no Vulkan driver\n");
+        exit(77);
+    }
+    v->destroy_instance = (PFN_vkDestroyInstance)v->gipa(v->instance, "vkDestroyInstance");
+    PFN_vkEnumeratePhysicalDevices epd =
+        (PFN_vkEnumeratePhysicalDevices)v->gipa(v->instance, "vkEnumeratePhysicalDevices");
+    PFN_vkGetPhysicalDeviceQueueFamilyProperties qfp =
+        (PFN_vkGetPhysicalDeviceQueueFamilyProperties)v->gipa(
+            v->instance, "vkGetPhysicalDeviceQueueFamilyProperties");
+    PFN_vkCreateDevice cd = (PFN_vkCreateDevice)v->gipa(v->instance, "vkCreateDevice");
+    uint32_t n = 1;
+    VkResult r = epd(v->instance, &n, &v->phys);
+    if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || n == 0) {
+        fprintf(stderr, "SKIP: no Vulkan device\n");
+        exit(77);
+    }
+    VkQueueFamilyProperties q[16];
+    uint32_t nq = 16;
+    qfp(v->phys, &nq, q);
+    v->family = UINT32_MAX;
+    for (uint32_t i = 0; i < nq && v->family == UINT32_MAX; i++)
+        if ((q[i].queueFlags & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT)) ==
+            (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT))
+            v->family = i;
+    KT_REQUIRE(v->family != UINT32_MAX);
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo dq = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                  .queueFamilyIndex = v->family,
+                                  .queueCount = 1,
+                                  .pQueuePriorities = &prio};
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .queueCreateInfoCount = 1,
+                              .pQueueCreateInfos = &dq};
+    KT_REQUIRE(cd(v->phys, &dci, NULL, &v->device) == VK_SUCCESS);
+    v->gdpa = (PFN_vkGetDeviceProcAddr)v->gipa(v->instance, "vkGetDeviceProcAddr");
+    v->destroy_device = (PFN_vkDestroyDevice)v->gdpa(v->device, "vkDestroyDevice");
+    pf_pin_loaded_libraries();
 }

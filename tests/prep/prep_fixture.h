@@ -94,4 +94,24 @@ int pf_prepare(struct kiln_prepare_options *o, struct pf_input *in, kiln_prep_pr
 /* The stamp kiln_prepare gives a cache of `in`'s programs. */
 uint64_t pf_stamp(struct pf_input *in);
 
+#if defined(VK_VERSION_1_0)
+/* The application's own Vulkan: an instance and a device made with the
+ * loader, not by kiln (for kiln_vk_options.external). */
+struct pf_own_vulkan {
+    void *lib;
+    PFN_vkGetInstanceProcAddr gipa;
+    VkInstance instance;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    uint32_t family;
+    PFN_vkDestroyInstance destroy_instance;
+    PFN_vkDestroyDevice destroy_device;
+    PFN_vkGetDeviceProcAddr gdpa;
+};
+
+/* Makes them (Vulkan 1.1, one graphics + compute queue, no extension);
+ * exit(77) where there is none. */
+void pf_own_vulkan_make(struct pf_own_vulkan *v);
+#endif
+
 #endif /* KILN_PREP_FIXTURE_H */
