@@ -707,12 +707,7 @@ struct kiln_foz_replay_options {
      * made and destroyed by the call. */
     const struct kiln_builder *builder;
 };
-/* In C designated, so that -Wmissing-field-initializers (-Wextra) is quiet. */
-#if defined(__cplusplus)
 #define KILN_FOZ_REPLAY_OPTIONS_INIT KILN_STRUCT_INIT(kiln_foz_replay_options)
-#else
-#define KILN_FOZ_REPLAY_OPTIONS_INIT {.size = sizeof(struct kiln_foz_replay_options)}
-#endif
 
 /* What kiln_foz_replay did. Growable: set `size` with
  * KILN_FOZ_REPLAY_REPORT_INIT (or to sizeof); only what it covers is written. */
@@ -726,11 +721,7 @@ struct kiln_foz_replay_report {
     char first_problem[256];                /* the first skip or failure and why ("" none) */
     uint64_t ns;                            /* the call's wall time */
 };
-#if defined(__cplusplus)
 #define KILN_FOZ_REPLAY_REPORT_INIT KILN_STRUCT_INIT(kiln_foz_replay_report)
-#else
-#define KILN_FOZ_REPLAY_REPORT_INIT {.size = sizeof(struct kiln_foz_replay_report)}
-#endif
 
 /*
  * Replays archives in-process, as Fossilize's replayer does: every

@@ -36,7 +36,7 @@ static void import_archive(char *archive, size_t cap, char *cache, size_t ccap)
     struct kiln_foz_pipelines *fp = NULL;
     KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 1, &fp));
     KT_REQUIRE(kiln_foz_pipelines_count(fp) == COMPUTE + GRAPHICS);
-    struct kiln_cache_options co = {.stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options co = {.size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
     struct kiln_foz_pipelines_report rep;
@@ -75,9 +75,9 @@ KT_CASE(warm_start_builds_imported)
     import_archive(archive, sizeof(archive), cache, sizeof(cache));
 
     struct kiln_vk *vk = pf_vk(NULL);
-    struct kiln_start_options so = {.cache_dir = cache, .stamp = KILN_FOZ_STAMP, .jobs = 2,
-                                    .vk = vk};
-    struct kiln_start_summary ss;
+    struct kiln_start_options so = {
+        .size = sizeof(so), .cache_dir = cache, .stamp = KILN_FOZ_STAMP, .jobs = 2, .vk = vk};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
     KT_CHECK_EQ(ss.loaded, COMPUTE + GRAPHICS);
     KT_CHECK_EQ(ss.bad, 0);
@@ -97,7 +97,7 @@ KT_CASE(warm_start_builds_imported)
     /* The application's builder of the kind wins over kiln's. */
     struct counting_builder cb = {0};
     struct kiln_builder own = {
-        .kind = KILN_STATE_FOZ, .user = &cb, .build = count_build, .name = "app-foz"};
+        .size = sizeof(own), .kind = KILN_STATE_FOZ, .user = &cb, .build = count_build, .name = "app-foz"};
     so.vk = vk;
     so.builders = &own;
     so.nbuilders = 1;
@@ -159,14 +159,15 @@ KT_CASE(replay_own_and_external)
     KT_REQUIRE(cpc(v.device, &pci, NULL, &pc) == VK_SUCCESS);
     size_t before = 0;
     KT_REQUIRE(gpcd(v.device, pc, &before, NULL) == VK_SUCCESS);
-    struct kiln_vk_external ext = {.get_instance_proc_addr = v.gipa,
+    struct kiln_vk_external ext = {.size = sizeof(ext),
+                                   .get_instance_proc_addr = v.gipa,
                                    .instance = v.instance,
                                    .physical_device = v.phys,
                                    .device = v.device,
                                    .queue_family = v.family,
                                    .pipeline_cache = pc,
                                    .api_version = VK_API_VERSION_1_1};
-    struct kiln_vk_options vo = {.external = &ext};
+    struct kiln_vk_options vo = {.size = sizeof(vo), .external = &ext};
     struct kiln_vk *vk = NULL;
     KT_REQUIRE_OK(kiln_vk_create(&vo, &vk));
     replay_on(archive, vk, 2);
@@ -204,7 +205,7 @@ KT_CASE(export_imported)
     char archive[4200], cache[4200], out[4300];
     import_archive(archive, sizeof(archive), cache, sizeof(cache));
     snprintf(out, sizeof(out), "%s/back.foz", kt_case_dir());
-    struct kiln_cache_options co = {.stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options co = {.size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
     struct kiln_foz_export_report er;
