@@ -127,6 +127,7 @@ struct kiln_foz_module_info {
  * is logged at info only, naming the file: a file that is missing or of
  * another kind is the caller's input, and the caller reports it. A read
  * that fails inside a file that opened is logged as an error.
+ * Thread-safe; the reader it makes is used by one thread at a time.
  */
 KILN_API int kiln_foz_open(const struct kiln_io *io, const char *path, struct kiln_foz **foz);
 
@@ -135,11 +136,13 @@ KILN_API int kiln_foz_open(const struct kiln_io *io, const char *path, struct ki
  * it must outlive the reader. `name` (may be NULL) names the archive in log
  * lines and is copied.
  * @return as kiln_foz_open.
+ * Thread-safe; the reader as kiln_foz_open's.
  */
 KILN_API int kiln_foz_open_memory(const void *data, size_t size, const char *name,
                                   struct kiln_foz **foz);
 
-/* Closes a reader and frees what it holds. NULL is a no-op. */
+/* Closes a reader and frees what it holds. NULL is a no-op.
+ * Not thread-safe on `foz`: nothing else may use it. */
 KILN_API void kiln_foz_close(struct kiln_foz *foz);
 
 /*
@@ -160,6 +163,7 @@ KILN_API void kiln_foz_close(struct kiln_foz *foz);
  * entry, is logged as one warning line naming the archive and the offset
  * (and the tag and hash where they are known). The reader no longer stops
  * at a broken framing; KILN_ECORRUPT is not returned.
+ * Not thread-safe on `foz` (one reader per thread).
  */
 KILN_API int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *entry);
 
@@ -167,13 +171,16 @@ KILN_API int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *entry);
  * Goes back to the first entry and clears the statistics, so that an archive
  * can be read twice (for example: pipelines first, then modules).
  * @return 0, or the I/O error of a file that can no longer be read.
+ * Not thread-safe on `foz`.
  */
 KILN_API int kiln_foz_rewind(struct kiln_foz *foz);
 
-/* Copies what the reader has met so far into *stats. */
+/* Copies what the reader has met so far into *stats.
+ * Not thread-safe on `foz` (as kiln_foz_next). */
 KILN_API void kiln_foz_get_stats(const struct kiln_foz *foz, struct kiln_foz_stats *stats);
 
-/* @return the name the reader logs with (the path, or the memory name). */
+/* @return the name the reader logs with (the path, or the memory name).
+ * Thread-safe (the name does not change). */
 KILN_API const char *kiln_foz_name(const struct kiln_foz *foz);
 
 /*
@@ -194,7 +201,8 @@ KILN_API const char *kiln_foz_name(const struct kiln_foz *foz);
 KILN_API int kiln_foz_decode_module(const struct kiln_foz_entry *entry,
                                     struct kiln_foz_module *module);
 
-/* Frees a module's words and clears it. NULL or a cleared module is a no-op. */
+/* Frees a module's words and clears it. NULL or a cleared module is a no-op.
+ * Thread-safe on distinct modules. */
 KILN_API void kiln_foz_module_free(struct kiln_foz_module *module);
 
 /*
@@ -211,20 +219,23 @@ KILN_API void kiln_foz_module_free(struct kiln_foz_module *module);
  * one element per distinct hash, in *modules (free it with
  * kiln_foz_module_list_free; NULL when there are none); or KILN_ENOMEM or
  * an I/O error.
+ * Not thread-safe on `foz`.
  */
 KILN_API int64_t kiln_foz_list_modules(struct kiln_foz *foz, struct kiln_foz_module_info **modules);
 
-/* Frees an array made by kiln_foz_list_modules. NULL is a no-op. */
+/* Frees an array made by kiln_foz_list_modules. NULL is a no-op. Thread-safe on distinct arrays. */
 KILN_API void kiln_foz_module_list_free(struct kiln_foz_module_info *modules);
 
+// clang-format off
 /*
  * Finds a hash in an array made by kiln_foz_list_modules (binary search).
- * @return the element, or NULL when the hash is not there.
+ * @return the element, or NULL when the hash is not there. Thread-safe.
  */
-KILN_API const struct kiln_foz_module_info *
-kiln_foz_module_list_find(const struct kiln_foz_module_info *modules, size_t count, uint64_t hash);
+KILN_API const struct kiln_foz_module_info *kiln_foz_module_list_find(
+    const struct kiln_foz_module_info *modules, size_t count, uint64_t hash);
+// clang-format on
 
-/* @return Fossilize's name of a tag ("shader module", ...), or "unknown". */
+/* @return Fossilize's name of a tag ("shader module", ...), or "unknown". Thread-safe. */
 KILN_API const char *kiln_foz_tag_name(uint64_t tag);
 
 /* ---------------------------------------------------------------------------
@@ -238,7 +249,7 @@ KILN_API const char *kiln_foz_tag_name(uint64_t tag);
 #define KILN_FOZ_STAMP UINT64_C(0x6b696c6e2d666f7a) /* "kiln-foz" */
 
 /* @return the key an imported module is stored under: XXH3-128 of "foz"
- * followed by its Fossilize hash (8 bytes, little-endian). */
+ * followed by its Fossilize hash (8 bytes, little-endian). Thread-safe. */
 KILN_API struct kiln_key kiln_foz_key(uint64_t hash);
 
 /* What kiln_foz_import did with one archive. */
@@ -280,6 +291,7 @@ struct kiln_foz_import_report {
  * error, which
  * stops the import (what was stored before it is synced). *report is
  * filled in every case.
+ * Not thread-safe on `c` (one import into a cache at a time).
  */
 KILN_API int kiln_foz_import(struct kiln_cache *c, const char *path,
                              struct kiln_foz_import_report *report);
@@ -303,13 +315,14 @@ struct kiln_foz_programs;
  * pipeline.
  * @return 0 and the list in *out; or kiln_foz_open's errors (KILN_EFORMAT
  * for a file that is not an archive), with one error line naming the file.
+ * Thread-safe.
  */
 KILN_API int kiln_foz_programs_open(const char *path, struct kiln_foz_programs **out);
 
-/* @return the number of programs. */
+/* @return the number of programs. Thread-safe. */
 KILN_API size_t kiln_foz_programs_count(const struct kiln_foz_programs *fp);
 
-/* @return the number of modules skipped. */
+/* @return the number of modules skipped. Thread-safe. */
 KILN_API size_t kiln_foz_programs_skipped(const struct kiln_foz_programs *fp);
 
 /*
@@ -321,7 +334,8 @@ KILN_API size_t kiln_foz_programs_skipped(const struct kiln_foz_programs *fp);
 KILN_API void kiln_foz_programs_source(const struct kiln_foz_programs *fp,
                                        struct kiln_program_source *src);
 
-/* Frees the list. NULL is a no-op. */
+/* Frees the list. NULL is a no-op.
+ * Not thread-safe: nothing else may use the list or a source over it. */
 KILN_API void kiln_foz_programs_destroy(struct kiln_foz_programs *fp);
 
 /* ---------------------------------------------------------------------------
@@ -355,7 +369,7 @@ struct kiln_foz_pipeline_ref {
  */
 KILN_API int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out);
 
-/* Frees an index. NULL is a no-op. */
+/* Frees an index. NULL is a no-op. Not thread-safe: nothing else may use the index. */
 KILN_API void kiln_foz_index_destroy(struct kiln_foz_index *idx);
 
 /*
@@ -392,7 +406,7 @@ KILN_API int kiln_foz_index_module(const struct kiln_foz_index *idx, uint64_t ha
 KILN_API int kiln_foz_closure_make(const struct kiln_foz_index *idx, uint64_t tag, uint64_t hash,
                                    uint8_t **bytes, size_t *size);
 
-/* Frees bytes made by kiln_foz_closure_make. NULL is a no-op. */
+/* Frees bytes made by kiln_foz_closure_make. NULL is a no-op. Thread-safe. */
 KILN_API void kiln_foz_closure_free(uint8_t *bytes);
 
 /* What kiln_foz_closure_inspect finds in a closure. */
@@ -590,10 +604,12 @@ KILN_API size_t kiln_foz_pipelines_archives(const struct kiln_foz_pipelines *fp)
  * Thread-safe; valid for the set's life. */
 KILN_API const char *kiln_foz_pipelines_path(const struct kiln_foz_pipelines *fp, size_t a);
 
+// clang-format off
 /* @return pipeline i of the set (NULL past the end). Thread-safe; valid
  * for the set's life. */
-KILN_API const struct kiln_foz_pipelines_entry *
-kiln_foz_pipelines_get(const struct kiln_foz_pipelines *fp, size_t i);
+KILN_API const struct kiln_foz_pipelines_entry *kiln_foz_pipelines_get(
+    const struct kiln_foz_pipelines *fp, size_t i);
+// clang-format on
 
 /*
  * Fills *stats with the counts of every archive together (`archive` ==
@@ -713,13 +729,13 @@ struct kiln_foz_replay_options {
  * KILN_FOZ_REPLAY_REPORT_INIT (or to sizeof); only what it covers is written. */
 struct kiln_foz_replay_report {
     size_t size;
-    struct kiln_foz_pipelines_stats found;  /* what the archives held (kiln_foz_pipelines_open) */
-    uint64_t pipelines;                     /* distinct pipelines replayed */
-    uint64_t built[KILN_FOZ_KIND_COUNT];    /* built by the driver (then destroyed) */
-    uint64_t skipped[KILN_FOZ_KIND_COUNT];  /* the device lacks what they need (KILN_ENOTSUP) */
-    uint64_t failed[KILN_FOZ_KIND_COUNT];   /* a stage or the build failed */
-    char first_problem[256];                /* the first skip or failure and why ("" none) */
-    uint64_t ns;                            /* the call's wall time */
+    struct kiln_foz_pipelines_stats found; /* what the archives held (kiln_foz_pipelines_open) */
+    uint64_t pipelines;                    /* distinct pipelines replayed */
+    uint64_t built[KILN_FOZ_KIND_COUNT];   /* built by the driver (then destroyed) */
+    uint64_t skipped[KILN_FOZ_KIND_COUNT]; /* the device lacks what they need (KILN_ENOTSUP) */
+    uint64_t failed[KILN_FOZ_KIND_COUNT];  /* a stage or the build failed */
+    char first_problem[256];               /* the first skip or failure and why ("" none) */
+    uint64_t ns;                           /* the call's wall time */
 };
 #define KILN_FOZ_REPLAY_REPORT_INIT KILN_STRUCT_INIT(kiln_foz_replay_report)
 
@@ -806,7 +822,7 @@ KILN_API int kiln_foz_writer_lookup(const struct kiln_foz_writer *w, uint64_t ta
                                     const void *payload, size_t size);
 
 /* @return whether an entry of this tag and hash was written. Thread
- * safety: as kiln_foz_writer_lookup. */
+ * safety: as kiln_foz_writer_lookup. Thread-safe as kiln_foz_writer_lookup (reads only). */
 KILN_API bool kiln_foz_writer_has(const struct kiln_foz_writer *w, uint64_t tag, uint64_t hash);
 
 /*
@@ -864,6 +880,7 @@ KILN_API const uint8_t *kiln_foz_writer_data(const struct kiln_foz_writer *w, si
  * Frees a writer. The temporary file of a file writer that was not
  * finished is removed, so a failed export leaves no partial archive. NULL
  * is a no-op.
+ * Not thread-safe on `w`.
  */
 KILN_API void kiln_foz_writer_destroy(struct kiln_foz_writer *w);
 
@@ -985,6 +1002,7 @@ struct kiln_foz_builder;
  * kiln_foz_builder_destroy); KILN_EINVAL for a missing device or function
  * pointer; KILN_ENOTSUP when a core 1.0 entry point cannot be loaded;
  * KILN_ENOMEM.
+ * Thread-safe (each call makes its own builder).
  */
 KILN_API int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
                                      struct kiln_foz_builder **out);
@@ -1027,6 +1045,7 @@ KILN_API int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *clos
 /*
  * Destroys every object the builder made (not the pipelines it returned).
  * NULL is a no-op. No build may be running.
+ * Not thread-safe: no build may be running.
  */
 KILN_API void kiln_foz_builder_destroy(struct kiln_foz_builder *b);
 
@@ -1117,6 +1136,7 @@ KILN_API void kiln_foz_builder_stats(const struct kiln_foz_builder *b,
  * (extensions, features) must outlive the builder.
  * @return 0, KILN_EINVAL for a NULL `out`, or KILN_ENOMEM. Free with
  * kiln_foz_kiln_builder_destroy after the last prepare or start using it.
+ * Thread-safe (each call makes its own).
  */
 KILN_API int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
                                           struct kiln_builder *out);
@@ -1124,6 +1144,7 @@ KILN_API int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options 
 /*
  * Destroys what kiln_foz_kiln_builder_create made (the Fossilize builder's
  * shared objects included) and clears *builder. A cleared one is a no-op.
+ * Not thread-safe: no prepare, warm start or replay may be using it.
  */
 KILN_API void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder);
 
@@ -1138,7 +1159,7 @@ KILN_API void kiln_foz_kiln_builder_stats(const struct kiln_builder *builder,
 
 /* @return the Fossilize builder behind a kiln builder made above, or NULL
  * before its first request and after a phase's end (for
- * kiln_foz_builder_stats). */
+ * kiln_foz_builder_stats). Thread-safe. */
 KILN_API struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *builder);
 
 #endif /* KILN_STATE_KINDS */

@@ -1570,6 +1570,8 @@ static void copy_features(struct kiln_foz_builder *b, const VkPhysicalDeviceFeat
 
 int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kiln_foz_builder **out)
 {
+    if (!o || !out)
+        return KILN_EINVAL;
     *out = NULL;
     if (!o || !o->device || !o->get_device_proc_addr)
         return KILN_EINVAL;
@@ -1635,6 +1637,8 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
 
 void kiln_foz_builder_stats(const struct kiln_foz_builder *b, struct kiln_foz_builder_stats *s)
 {
+    if (!b || !s)
+        return;
     struct kiln_foz_builder *m = (struct kiln_foz_builder *)b;
     memset(s, 0, sizeof(*s));
     for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {

@@ -306,6 +306,8 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
 void kiln_foz_kiln_builder_stats(const struct kiln_builder *builder,
                                  struct kiln_foz_builder_stats *stats)
 {
+    if (!builder || !stats)
+        return;
     memset(stats, 0, sizeof(*stats));
     struct adapter *a = builder ? builder->user : NULL;
     if (!a)
@@ -340,6 +342,8 @@ void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)
 
 struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *builder)
 {
+    if (!builder)
+        return NULL;
     struct adapter *a = builder ? builder->user : NULL;
     if (!a)
         return NULL;

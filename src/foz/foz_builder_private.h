@@ -201,7 +201,6 @@ void *kiln__fb_alloc(struct build *c, size_t n);
 /* Puts the build's first error line (later ones are dropped). @return rc. */
 KILN_PRINTF(3, 4) int kiln__fb_fail(struct build *c, int rc, const char *fmt, ...);
 
-
 /* An array of unsigned integers copied into the arena, or NULL. */
 uint32_t *kiln__fb_uints(struct build *c, struct json_object *a);
 

@@ -187,6 +187,8 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                            const VkPipelineShaderStageCreateInfo *stages, uint32_t stage_count,
                            VkPipelineCache cache, VkPipeline *pipeline, char *why, size_t cap)
 {
+    if (!b || !closure || !pipeline || (!stages && stage_count))
+        return KILN_EINVAL;
     *pipeline = VK_NULL_HANDLE;
     if (why && cap)
         why[0] = '\0';

@@ -77,6 +77,8 @@ static const struct {
 
 void kiln_foz_limits_bound(struct kiln_foz_limits *l)
 {
+    if (!l)
+        return;
     memset(l, 0, sizeof(*l));
     for (int i = 0; i < KILN_FOZ_LIMIT_COUNT; i++)
         l->value[i] = limit_info[i].bound;
@@ -84,6 +86,8 @@ void kiln_foz_limits_bound(struct kiln_foz_limits *l)
 
 void kiln_foz_limits_minimum(struct kiln_foz_limits *l)
 {
+    if (!l)
+        return;
     memset(l, 0, sizeof(*l));
     l->device = true;
     for (int i = 0; i < KILN_FOZ_LIMIT_COUNT; i++)
@@ -92,6 +96,8 @@ void kiln_foz_limits_minimum(struct kiln_foz_limits *l)
 
 void kiln_foz_limits_from_vk(const VkPhysicalDeviceLimits *vk, struct kiln_foz_limits *l)
 {
+    if (!vk || !l)
+        return;
     memset(l, 0, sizeof(*l));
     l->device = true;
     for (int i = 0; i < KILN_FOZ_LIMIT_COUNT; i++) {
@@ -1070,6 +1076,8 @@ int kiln__foz_check(struct json_object *doc, uint64_t tag, struct json_object *p
 int kiln_foz_closure_check(const void *closure, size_t size, const struct kiln_foz_limits *lim,
                            char *why, size_t cap)
 {
+    if (!closure)
+        return KILN_EINVAL;
     if (why && cap)
         why[0] = '\0';
     struct json_object *doc, *p;

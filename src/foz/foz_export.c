@@ -816,6 +816,8 @@ static int by_key(const void *a, const void *b)
 int kiln_foz_export(struct kiln_cache *c, const char *out_path,
                     struct kiln_foz_export_report *report)
 {
+    if (!c || !out_path || !report)
+        return KILN_EINVAL;
     memset(report, 0, sizeof(*report));
     /* Never over a file of this cache or into any cache's folder. */
     KILN_TRY(kiln_cache_check_output(c, out_path));

@@ -111,6 +111,8 @@ static int store(struct kiln_cache *c, const char *path, const struct kiln_foz_e
 
 int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_import_report *report)
 {
+    if (!c || !path || !report)
+        return KILN_EINVAL;
     struct kiln_foz_import_report tmp;
     struct kiln_foz_import_report *r = report ? report : &tmp;
     memset(r, 0, sizeof(*r));

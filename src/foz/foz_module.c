@@ -139,7 +139,7 @@ static int module_error(uint64_t hash, int rc, const char *why)
 
 int kiln_foz_decode_module(const struct kiln_foz_entry *e, struct kiln_foz_module *m)
 {
-    if (!m)
+    if (!e || !m)
         return KILN_EINVAL;
     memset(m, 0, sizeof(*m));
     if (!e || e->tag != KILN_FOZ_TAG_SHADER_MODULE || (!e->data && e->size))
@@ -377,6 +377,8 @@ void kiln_foz_module_list_free(struct kiln_foz_module_info *modules)
 const struct kiln_foz_module_info *
 kiln_foz_module_list_find(const struct kiln_foz_module_info *modules, size_t count, uint64_t hash)
 {
+    if ((!modules && count))
+        return NULL;
     size_t lo = 0, hi = count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

@@ -40,7 +40,6 @@ struct kiln_foz_pipelines {
     size_t nslots;
 };
 
-
 static size_t slot_of(struct kiln_key k, size_t nslots)
 {
     return (size_t)(k.lo ^ (k.hi * UINT64_C(0x9e3779b97f4a7c15))) & (nslots - 1);
@@ -250,28 +249,38 @@ int kiln_foz_pipelines_open(const char *const *paths, size_t n, struct kiln_foz_
 
 size_t kiln_foz_pipelines_count(const struct kiln_foz_pipelines *fp)
 {
+    if (!fp)
+        return 0;
     return fp ? fp->n : 0;
 }
 
 size_t kiln_foz_pipelines_archives(const struct kiln_foz_pipelines *fp)
 {
+    if (!fp)
+        return 0;
     return fp ? fp->narchives : 0;
 }
 
 const char *kiln_foz_pipelines_path(const struct kiln_foz_pipelines *fp, size_t a)
 {
+    if (!fp)
+        return NULL;
     return fp && a < fp->narchives ? fp->archives[a].path : NULL;
 }
 
 const struct kiln_foz_pipelines_entry *kiln_foz_pipelines_get(const struct kiln_foz_pipelines *fp,
                                                               size_t i)
 {
+    if (!fp)
+        return NULL;
     return fp && i < fp->n ? &fp->e[i] : NULL;
 }
 
 void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archive,
                               struct kiln_foz_pipelines_stats *stats)
 {
+    if (!fp || !stats)
+        return;
     memset(stats, 0, sizeof(*stats));
     if (!fp)
         return;
@@ -305,6 +314,8 @@ void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archiv
 int kiln_foz_pipelines_load(const struct kiln_foz_pipelines *fp, size_t i,
                             struct kiln_program **out)
 {
+    if (!fp || !out)
+        return KILN_EINVAL;
     *out = NULL;
     if (!fp || i >= fp->n)
         return KILN_EINVAL;
@@ -335,6 +346,8 @@ static uint64_t source_stamp(void *user, uint64_t translator_stamp)
 
 void kiln_foz_pipelines_source(const struct kiln_foz_pipelines *fp, struct kiln_program_source *src)
 {
+    if (!fp || !src)
+        return;
     *src = (struct kiln_program_source){
         .size = sizeof(struct kiln_program_source),
         .user = (void *)fp,

@@ -176,11 +176,15 @@ int kiln_foz_programs_open(const char *path, struct kiln_foz_programs **out)
 
 size_t kiln_foz_programs_count(const struct kiln_foz_programs *c)
 {
+    if (!c)
+        return 0;
     return c ? c->nprograms : 0;
 }
 
 size_t kiln_foz_programs_skipped(const struct kiln_foz_programs *c)
 {
+    if (!c)
+        return 0;
     return c ? c->skipped : 0;
 }
 
@@ -220,6 +224,8 @@ static uint64_t source_stamp(void *user, uint64_t translator_stamp)
 
 void kiln_foz_programs_source(const struct kiln_foz_programs *c, struct kiln_program_source *src)
 {
+    if (!c || !src)
+        return;
     *src = (struct kiln_program_source){
         .size = sizeof(struct kiln_program_source),
         .user = (void *)c,

@@ -223,6 +223,8 @@ void kiln_foz_close(struct kiln_foz *foz)
 
 int kiln_foz_rewind(struct kiln_foz *foz)
 {
+    if (!foz)
+        return KILN_EINVAL;
     unsigned version = foz->stats.version;
     memset(&foz->stats, 0, sizeof(foz->stats));
     foz->stats.version = version;
@@ -238,11 +240,15 @@ int kiln_foz_rewind(struct kiln_foz *foz)
 
 void kiln_foz_get_stats(const struct kiln_foz *foz, struct kiln_foz_stats *stats)
 {
+    if (!foz || !stats)
+        return;
     *stats = foz->stats;
 }
 
 const char *kiln_foz_name(const struct kiln_foz *foz)
 {
+    if (!foz)
+        return NULL;
     return foz->name;
 }
 
@@ -648,6 +654,8 @@ static int next_entry(struct kiln_foz *foz, struct kiln_foz_entry *e)
 
 int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *e)
 {
+    if (!foz || !e)
+        return KILN_EINVAL;
     for (;;) {
         memset(e, 0, sizeof(*e));
         if (foz->sticky)

@@ -164,9 +164,9 @@ static void tally(const struct replay *r, size_t n, struct kiln_foz_replay_repor
         else
             rep->failed[k]++;
         if (o->rc < 0 && !rep->first_problem[0])
-            snprintf(rep->first_problem, sizeof(rep->first_problem), "%s pipeline %016" PRIx64
-                     ": %.200s", kiln_foz_kind_name(k), kiln_foz_pipelines_get(r->fp, i)->hash,
-                     o->why);
+            snprintf(rep->first_problem, sizeof(rep->first_problem),
+                     "%s pipeline %016" PRIx64 ": %.200s", kiln_foz_kind_name(k),
+                     kiln_foz_pipelines_get(r->fp, i)->hash, o->why);
     }
 }
 
@@ -175,10 +175,9 @@ static int device_functions(struct replay *r)
 {
     r->h = (struct kiln_vk_handles)KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(r->vk, &r->h);
-    r->gdpa = r->h.get_instance_proc_addr
-                  ? (PFN_vkGetDeviceProcAddr)r->h.get_instance_proc_addr(r->h.instance,
-                                                                        "vkGetDeviceProcAddr")
-                  : NULL;
+    r->gdpa = r->h.get_instance_proc_addr ? (PFN_vkGetDeviceProcAddr)r->h.get_instance_proc_addr(
+                                                r->h.instance, "vkGetDeviceProcAddr")
+                                          : NULL;
     r->destroy = r->gdpa ? (PFN_vkDestroyPipeline)r->gdpa(r->h.device, "vkDestroyPipeline") : NULL;
     return r->destroy ? KILN_OK : KILN_ENOTSUP;
 }

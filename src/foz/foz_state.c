@@ -187,6 +187,8 @@ static void sort_unique(struct kiln_foz_index *idx)
 
 int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out)
 {
+    if (!foz || !out)
+        return KILN_EINVAL;
     *out = NULL;
     struct kiln_foz_index *idx = kiln__calloc(1, sizeof(*idx));
     if (!idx)
@@ -240,6 +242,8 @@ void kiln__foz_index_reader_stats(const struct kiln_foz_index *idx, struct kiln_
 size_t kiln_foz_index_pipelines(const struct kiln_foz_index *idx,
                                 const struct kiln_foz_pipeline_ref **out)
 {
+    if (!idx || !out)
+        return 0;
     *out = idx->pipes;
     return idx->npipes;
 }
@@ -247,6 +251,8 @@ size_t kiln_foz_index_pipelines(const struct kiln_foz_index *idx,
 int kiln_foz_index_module(const struct kiln_foz_index *idx, uint64_t hash,
                           struct kiln_foz_module *module)
 {
+    if (!idx || !module)
+        return KILN_EINVAL;
     const struct idx_entry *x = find(idx, KILN_FOZ_TAG_SHADER_MODULE, hash);
     if (!x)
         return KILN_ENOTFOUND;
@@ -504,6 +510,8 @@ static const char *kind_name(uint64_t tag)
 int kiln_foz_closure_make(const struct kiln_foz_index *idx, uint64_t tag, uint64_t hash,
                           uint8_t **bytes, size_t *size)
 {
+    if (!idx || !bytes || !size)
+        return KILN_EINVAL;
     *bytes = NULL;
     *size = 0;
     if (!is_pipeline_tag(tag))
@@ -668,6 +676,8 @@ int kiln__foz_closure_stages(struct json_object *doc, uint64_t tag, struct json_
 
 int kiln_foz_closure_inspect(const void *bytes, size_t size, struct kiln_foz_closure_info *info)
 {
+    if (!bytes || !info)
+        return KILN_EINVAL;
     memset(info, 0, sizeof(*info));
     struct json_object *doc, *p;
     KILN_TRY(kiln__foz_closure_parse(bytes, size, &doc, &info->tag, &info->hash, &p));
@@ -694,6 +704,8 @@ out:
 int kiln_foz_pipeline_key(const void *closure, size_t size, const struct kiln_foz_module *modules,
                           uint32_t n, struct kiln_key *key)
 {
+    if (!closure || !key || (!modules && n))
+        return KILN_EINVAL;
     static const char prefix[] = "foz-pipeline";
     /* One buffer: the prefix (with its NUL), the closure, then 8 + 16
      * bytes a module. Closures are a few KiB; modules enter as digests. */

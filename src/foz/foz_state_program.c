@@ -124,6 +124,8 @@ static int fill(const struct kiln_foz_index *idx, const struct kiln_foz_pipeline
 int kiln_foz_pipeline_program(const struct kiln_foz_index *idx,
                               const struct kiln_foz_pipeline_ref *ref, struct kiln_program **out)
 {
+    if (!idx || !ref || !out)
+        return KILN_EINVAL;
     *out = NULL;
     const char *kind = ref->tag == KILN_FOZ_TAG_GRAPHICS_PIPELINE  ? "graphics"
                        : ref->tag == KILN_FOZ_TAG_COMPUTE_PIPELINE ? "compute"

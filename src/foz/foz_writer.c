@@ -176,6 +176,8 @@ static int create_tmp(struct kiln_foz_writer *w)
 
 int kiln_foz_writer_create(const struct kiln_io *io, const char *path, struct kiln_foz_writer **out)
 {
+    if (!path || !out)
+        return KILN_EINVAL;
     *out = NULL;
     if (!path || !*path)
         return KILN_EINVAL;
@@ -210,6 +212,8 @@ int kiln_foz_writer_create(const struct kiln_io *io, const char *path, struct ki
 
 int kiln_foz_writer_create_memory(struct kiln_foz_writer **out)
 {
+    if (!out)
+        return KILN_EINVAL;
     *out = NULL;
     struct kiln_foz_writer *w = kiln__calloc(1, sizeof(*w));
     if (!w)
@@ -227,6 +231,8 @@ int kiln_foz_writer_create_memory(struct kiln_foz_writer **out)
 int kiln_foz_writer_lookup(const struct kiln_foz_writer *w, uint64_t tag, uint64_t hash,
                            const void *payload, size_t size)
 {
+    if (!w || (!payload && size))
+        return KILN_EINVAL;
     const struct seen *s = set_find(w, tag, hash);
     if (!s)
         return 0;
@@ -235,12 +241,16 @@ int kiln_foz_writer_lookup(const struct kiln_foz_writer *w, uint64_t tag, uint64
 
 bool kiln_foz_writer_has(const struct kiln_foz_writer *w, uint64_t tag, uint64_t hash)
 {
+    if (!w)
+        return false;
     return set_find(w, tag, hash) != NULL;
 }
 
 int kiln_foz_writer_add(struct kiln_foz_writer *w, uint64_t tag, uint64_t hash, const void *payload,
                         size_t size, unsigned flags)
 {
+    if (!w || (!payload && size))
+        return KILN_EINVAL;
     if (w->err)
         return w->err;
     if (w->finished || (flags & ~(unsigned)KILN_FOZ_ENTRY_PLAIN))
@@ -288,6 +298,8 @@ int kiln_foz_writer_add(struct kiln_foz_writer *w, uint64_t tag, uint64_t hash, 
 int kiln_foz_module_encode(uint64_t hash, const uint32_t *words, size_t nwords, uint32_t flags,
                            uint8_t **payload, size_t *size)
 {
+    if (!words || !payload || !size)
+        return KILN_EINVAL;
     *payload = NULL;
     *size = 0;
     /* The words themselves have no bound here (a reader bounds the
@@ -338,6 +350,8 @@ void kiln_foz_payload_free(uint8_t *payload)
 int kiln_foz_writer_add_module(struct kiln_foz_writer *w, uint64_t hash, const uint32_t *words,
                                size_t nwords, uint32_t flags, unsigned entry_flags)
 {
+    if (!w || !words)
+        return KILN_EINVAL;
     if (w->err)
         return w->err;
     uint8_t *p;
@@ -354,6 +368,8 @@ int kiln_foz_writer_add_module(struct kiln_foz_writer *w, uint64_t hash, const u
 
 uint64_t kiln_foz_writer_entries(const struct kiln_foz_writer *w)
 {
+    if (!w)
+        return 0;
     return w->entries;
 }
 
@@ -376,6 +392,8 @@ static void folder_of(const char *path, char *dir, size_t cap)
 
 int kiln_foz_writer_finish(struct kiln_foz_writer *w, uint64_t *bytes)
 {
+    if (!w)
+        return KILN_EINVAL;
     if (w->err)
         return w->err;
     if (w->finished)
@@ -423,6 +441,8 @@ int kiln_foz_writer_finish(struct kiln_foz_writer *w, uint64_t *bytes)
 
 const uint8_t *kiln_foz_writer_data(const struct kiln_foz_writer *w, size_t *size)
 {
+    if (!w || !size)
+        return NULL;
     *size = w->path ? 0 : (size_t)w->size;
     return w->path ? NULL : w->mem;
 }

@@ -162,6 +162,176 @@ static int job(void *arg, unsigned worker)
     return 0;
 }
 
+/* The foz rows: the other pointers are scratch bytes (SCR), never read:
+ * every foz function checks all its required pointers before it uses any,
+ * so each row's one NULL is refused first. */
+#define SCR ((void *)F.buf)
+#define FOZ_ROWS(E, P, V)                                                                          \
+    E(foz_open_path, kiln_foz_open, KILN_EINVAL, kiln_foz_open(SCR, NULL, SCR))                    \
+    E(foz_open_foz, kiln_foz_open, KILN_EINVAL, kiln_foz_open(SCR, SCR, NULL))                     \
+    E(foz_open_memory_data, kiln_foz_open_memory, KILN_EINVAL,                                     \
+      kiln_foz_open_memory(NULL, 1, SCR, SCR))                                                     \
+    E(foz_open_memory_foz, kiln_foz_open_memory, KILN_EINVAL,                                      \
+      kiln_foz_open_memory(SCR, 1, SCR, NULL))                                                     \
+    V(foz_close, kiln_foz_close, kiln_foz_close(NULL))                                             \
+    E(foz_next_foz, kiln_foz_next, KILN_EINVAL, kiln_foz_next(NULL, SCR))                          \
+    E(foz_next_entry, kiln_foz_next, KILN_EINVAL, kiln_foz_next(SCR, NULL))                        \
+    E(foz_rewind_foz, kiln_foz_rewind, KILN_EINVAL, kiln_foz_rewind(NULL))                         \
+    V(foz_get_stats_foz, kiln_foz_get_stats, kiln_foz_get_stats(NULL, SCR))                        \
+    V(foz_get_stats_stats, kiln_foz_get_stats, kiln_foz_get_stats(SCR, NULL))                      \
+    P(foz_name_foz, kiln_foz_name, kiln_foz_name(NULL))                                            \
+    E(foz_decode_module_entry, kiln_foz_decode_module, KILN_EINVAL,                                \
+      kiln_foz_decode_module(NULL, SCR))                                                           \
+    E(foz_decode_module_module, kiln_foz_decode_module, KILN_EINVAL,                               \
+      kiln_foz_decode_module(SCR, NULL))                                                           \
+    V(foz_module_free, kiln_foz_module_free, kiln_foz_module_free(NULL))                           \
+    E(foz_list_modules_foz, kiln_foz_list_modules, KILN_EINVAL, kiln_foz_list_modules(NULL, SCR))  \
+    E(foz_list_modules_modules, kiln_foz_list_modules, KILN_EINVAL,                                \
+      kiln_foz_list_modules(SCR, NULL))                                                            \
+    V(foz_module_list_free, kiln_foz_module_list_free, kiln_foz_module_list_free(NULL))            \
+    P(foz_module_list_find_modules, kiln_foz_module_list_find,                                     \
+      kiln_foz_module_list_find(NULL, 1, 1))                                                       \
+    E(foz_import_c, kiln_foz_import, KILN_EINVAL, kiln_foz_import(NULL, SCR, SCR))                 \
+    E(foz_import_path, kiln_foz_import, KILN_EINVAL, kiln_foz_import(SCR, NULL, SCR))              \
+    E(foz_import_report, kiln_foz_import, KILN_EINVAL, kiln_foz_import(SCR, SCR, NULL))            \
+    E(foz_programs_open_path, kiln_foz_programs_open, KILN_EINVAL,                                 \
+      kiln_foz_programs_open(NULL, SCR))                                                           \
+    E(foz_programs_open_out, kiln_foz_programs_open, KILN_EINVAL,                                  \
+      kiln_foz_programs_open(SCR, NULL))                                                           \
+    E(foz_programs_count_fp, kiln_foz_programs_count, 0, kiln_foz_programs_count(NULL))            \
+    E(foz_programs_skipped_fp, kiln_foz_programs_skipped, 0, kiln_foz_programs_skipped(NULL))      \
+    V(foz_programs_source_fp, kiln_foz_programs_source, kiln_foz_programs_source(NULL, SCR))       \
+    V(foz_programs_source_src, kiln_foz_programs_source, kiln_foz_programs_source(SCR, NULL))      \
+    V(foz_programs_destroy, kiln_foz_programs_destroy, kiln_foz_programs_destroy(NULL))            \
+    E(foz_index_create_foz, kiln_foz_index_create, KILN_EINVAL, kiln_foz_index_create(NULL, SCR))  \
+    E(foz_index_create_out, kiln_foz_index_create, KILN_EINVAL, kiln_foz_index_create(SCR, NULL))  \
+    V(foz_index_destroy, kiln_foz_index_destroy, kiln_foz_index_destroy(NULL))                     \
+    E(foz_index_pipelines_idx, kiln_foz_index_pipelines, 0, kiln_foz_index_pipelines(NULL, SCR))   \
+    E(foz_index_pipelines_out, kiln_foz_index_pipelines, 0, kiln_foz_index_pipelines(SCR, NULL))   \
+    E(foz_index_module_idx, kiln_foz_index_module, KILN_EINVAL,                                    \
+      kiln_foz_index_module(NULL, 1, SCR))                                                         \
+    E(foz_index_module_module, kiln_foz_index_module, KILN_EINVAL,                                 \
+      kiln_foz_index_module(SCR, 1, NULL))                                                         \
+    E(foz_closure_make_idx, kiln_foz_closure_make, KILN_EINVAL,                                    \
+      kiln_foz_closure_make(NULL, 1, 1, SCR, SCR))                                                 \
+    E(foz_closure_make_bytes, kiln_foz_closure_make, KILN_EINVAL,                                  \
+      kiln_foz_closure_make(SCR, 1, 1, NULL, SCR))                                                 \
+    E(foz_closure_make_size, kiln_foz_closure_make, KILN_EINVAL,                                   \
+      kiln_foz_closure_make(SCR, 1, 1, SCR, NULL))                                                 \
+    V(foz_closure_free, kiln_foz_closure_free, kiln_foz_closure_free(NULL))                        \
+    E(foz_closure_inspect_bytes, kiln_foz_closure_inspect, KILN_EINVAL,                            \
+      kiln_foz_closure_inspect(NULL, 1, SCR))                                                      \
+    E(foz_closure_inspect_info, kiln_foz_closure_inspect, KILN_EINVAL,                             \
+      kiln_foz_closure_inspect(SCR, 1, NULL))                                                      \
+    E(foz_pipeline_key_closure, kiln_foz_pipeline_key, KILN_EINVAL,                                \
+      kiln_foz_pipeline_key(NULL, 1, SCR, 1, SCR))                                                 \
+    E(foz_pipeline_key_modules, kiln_foz_pipeline_key, KILN_EINVAL,                                \
+      kiln_foz_pipeline_key(SCR, 1, NULL, 1, SCR))                                                 \
+    E(foz_pipeline_key_key, kiln_foz_pipeline_key, KILN_EINVAL,                                    \
+      kiln_foz_pipeline_key(SCR, 1, SCR, 1, NULL))                                                 \
+    V(foz_limits_bound_l, kiln_foz_limits_bound, kiln_foz_limits_bound(NULL))                      \
+    V(foz_limits_minimum_l, kiln_foz_limits_minimum, kiln_foz_limits_minimum(NULL))                \
+    E(foz_closure_check_closure, kiln_foz_closure_check, KILN_EINVAL,                              \
+      kiln_foz_closure_check(NULL, 1, SCR, SCR, 1))                                                \
+    E(foz_pipeline_program_idx, kiln_foz_pipeline_program, KILN_EINVAL,                            \
+      kiln_foz_pipeline_program(NULL, SCR, SCR))                                                   \
+    E(foz_pipeline_program_ref, kiln_foz_pipeline_program, KILN_EINVAL,                            \
+      kiln_foz_pipeline_program(SCR, NULL, SCR))                                                   \
+    E(foz_pipeline_program_out, kiln_foz_pipeline_program, KILN_EINVAL,                            \
+      kiln_foz_pipeline_program(SCR, SCR, NULL))                                                   \
+    E(foz_pipelines_open_paths, kiln_foz_pipelines_open, KILN_EINVAL,                              \
+      kiln_foz_pipelines_open(NULL, 1, SCR))                                                       \
+    E(foz_pipelines_open_out, kiln_foz_pipelines_open, KILN_EINVAL,                                \
+      kiln_foz_pipelines_open(SCR, 1, NULL))                                                       \
+    E(foz_pipelines_count_fp, kiln_foz_pipelines_count, 0, kiln_foz_pipelines_count(NULL))         \
+    E(foz_pipelines_archives_fp, kiln_foz_pipelines_archives, 0,                                   \
+      kiln_foz_pipelines_archives(NULL))                                                           \
+    P(foz_pipelines_path_fp, kiln_foz_pipelines_path, kiln_foz_pipelines_path(NULL, 1))            \
+    P(foz_pipelines_get_fp, kiln_foz_pipelines_get, kiln_foz_pipelines_get(NULL, 1))               \
+    V(foz_pipelines_stats_fp, kiln_foz_pipelines_stats, kiln_foz_pipelines_stats(NULL, 1, SCR))    \
+    V(foz_pipelines_stats_stats, kiln_foz_pipelines_stats, kiln_foz_pipelines_stats(SCR, 1, NULL)) \
+    E(foz_pipelines_load_fp, kiln_foz_pipelines_load, KILN_EINVAL,                                 \
+      kiln_foz_pipelines_load(NULL, 1, SCR))                                                       \
+    E(foz_pipelines_load_out, kiln_foz_pipelines_load, KILN_EINVAL,                                \
+      kiln_foz_pipelines_load(SCR, 1, NULL))                                                       \
+    V(foz_pipelines_source_fp, kiln_foz_pipelines_source, kiln_foz_pipelines_source(NULL, SCR))    \
+    V(foz_pipelines_source_src, kiln_foz_pipelines_source, kiln_foz_pipelines_source(SCR, NULL))   \
+    E(foz_pipelines_import_c, kiln_foz_pipelines_import, KILN_EINVAL,                              \
+      kiln_foz_pipelines_import(NULL, SCR, SCR))                                                   \
+    E(foz_pipelines_import_fp, kiln_foz_pipelines_import, KILN_EINVAL,                             \
+      kiln_foz_pipelines_import(SCR, NULL, SCR))                                                   \
+    E(foz_pipelines_import_reports, kiln_foz_pipelines_import, KILN_EINVAL,                        \
+      kiln_foz_pipelines_import(SCR, SCR, NULL))                                                   \
+    E(foz_pipelines_import_progress_c, kiln_foz_pipelines_import_progress, KILN_EINVAL,            \
+      kiln_foz_pipelines_import_progress(NULL, SCR, SCR, NULL, NULL))                              \
+    E(foz_pipelines_import_progress_fp, kiln_foz_pipelines_import_progress, KILN_EINVAL,           \
+      kiln_foz_pipelines_import_progress(SCR, NULL, SCR, NULL, NULL))                              \
+    E(foz_pipelines_import_progress_reports, kiln_foz_pipelines_import_progress, KILN_EINVAL,      \
+      kiln_foz_pipelines_import_progress(SCR, SCR, NULL, NULL, NULL))                              \
+    V(foz_pipelines_destroy, kiln_foz_pipelines_destroy, kiln_foz_pipelines_destroy(NULL))         \
+    E(foz_replay_options, kiln_foz_replay, KILN_EINVAL, kiln_foz_replay(NULL, SCR))                \
+    E(foz_replay_report, kiln_foz_replay, KILN_EINVAL, kiln_foz_replay(SCR, NULL))                 \
+    E(foz_writer_create_path, kiln_foz_writer_create, KILN_EINVAL,                                 \
+      kiln_foz_writer_create(SCR, NULL, SCR))                                                      \
+    E(foz_writer_create_out, kiln_foz_writer_create, KILN_EINVAL,                                  \
+      kiln_foz_writer_create(SCR, SCR, NULL))                                                      \
+    E(foz_writer_create_memory_out, kiln_foz_writer_create_memory, KILN_EINVAL,                    \
+      kiln_foz_writer_create_memory(NULL))                                                         \
+    E(foz_writer_add_w, kiln_foz_writer_add, KILN_EINVAL,                                          \
+      kiln_foz_writer_add(NULL, 1, 1, SCR, 1, 1))                                                  \
+    E(foz_writer_add_payload, kiln_foz_writer_add, KILN_EINVAL,                                    \
+      kiln_foz_writer_add(SCR, 1, 1, NULL, 1, 1))                                                  \
+    E(foz_writer_lookup_w, kiln_foz_writer_lookup, KILN_EINVAL,                                    \
+      kiln_foz_writer_lookup(NULL, 1, 1, SCR, 1))                                                  \
+    E(foz_writer_lookup_payload, kiln_foz_writer_lookup, KILN_EINVAL,                              \
+      kiln_foz_writer_lookup(SCR, 1, 1, NULL, 1))                                                  \
+    E(foz_writer_has_w, kiln_foz_writer_has, 0, kiln_foz_writer_has(NULL, 1, 1))                   \
+    E(foz_module_encode_words, kiln_foz_module_encode, KILN_EINVAL,                                \
+      kiln_foz_module_encode(1, NULL, 1, 1, SCR, SCR))                                             \
+    E(foz_module_encode_payload, kiln_foz_module_encode, KILN_EINVAL,                              \
+      kiln_foz_module_encode(1, SCR, 1, 1, NULL, SCR))                                             \
+    E(foz_module_encode_size, kiln_foz_module_encode, KILN_EINVAL,                                 \
+      kiln_foz_module_encode(1, SCR, 1, 1, SCR, NULL))                                             \
+    V(foz_payload_free, kiln_foz_payload_free, kiln_foz_payload_free(NULL))                        \
+    E(foz_writer_add_module_w, kiln_foz_writer_add_module, KILN_EINVAL,                            \
+      kiln_foz_writer_add_module(NULL, 1, SCR, 1, 1, 1))                                           \
+    E(foz_writer_add_module_words, kiln_foz_writer_add_module, KILN_EINVAL,                        \
+      kiln_foz_writer_add_module(SCR, 1, NULL, 1, 1, 1))                                           \
+    E(foz_writer_entries_w, kiln_foz_writer_entries, 0, kiln_foz_writer_entries(NULL))             \
+    E(foz_writer_finish_w, kiln_foz_writer_finish, KILN_EINVAL, kiln_foz_writer_finish(NULL, SCR)) \
+    P(foz_writer_data_w, kiln_foz_writer_data, kiln_foz_writer_data(NULL, SCR))                    \
+    P(foz_writer_data_size, kiln_foz_writer_data, kiln_foz_writer_data(SCR, NULL))                 \
+    V(foz_writer_destroy, kiln_foz_writer_destroy, kiln_foz_writer_destroy(NULL))                  \
+    E(foz_export_c, kiln_foz_export, KILN_EINVAL, kiln_foz_export(NULL, SCR, SCR))                 \
+    E(foz_export_out_path, kiln_foz_export, KILN_EINVAL, kiln_foz_export(SCR, NULL, SCR))          \
+    E(foz_export_report, kiln_foz_export, KILN_EINVAL, kiln_foz_export(SCR, SCR, NULL))            \
+    V(foz_limits_from_vk_vk, kiln_foz_limits_from_vk, kiln_foz_limits_from_vk(NULL, SCR))          \
+    V(foz_limits_from_vk_l, kiln_foz_limits_from_vk, kiln_foz_limits_from_vk(SCR, NULL))           \
+    E(foz_builder_create_options, kiln_foz_builder_create, KILN_EINVAL,                            \
+      kiln_foz_builder_create(NULL, SCR))                                                          \
+    E(foz_builder_create_out, kiln_foz_builder_create, KILN_EINVAL,                                \
+      kiln_foz_builder_create(SCR, NULL))                                                          \
+    E(foz_builder_build_b, kiln_foz_builder_build, KILN_EINVAL,                                    \
+      kiln_foz_builder_build(NULL, SCR, 1, SCR, 1, VK_NULL_HANDLE, SCR, SCR, 1))                   \
+    E(foz_builder_build_closure, kiln_foz_builder_build, KILN_EINVAL,                              \
+      kiln_foz_builder_build(SCR, NULL, 1, SCR, 1, VK_NULL_HANDLE, SCR, SCR, 1))                   \
+    E(foz_builder_build_stages, kiln_foz_builder_build, KILN_EINVAL,                               \
+      kiln_foz_builder_build(SCR, SCR, 1, NULL, 1, VK_NULL_HANDLE, SCR, SCR, 1))                   \
+    E(foz_builder_build_pipeline, kiln_foz_builder_build, KILN_EINVAL,                             \
+      kiln_foz_builder_build(SCR, SCR, 1, SCR, 1, VK_NULL_HANDLE, NULL, SCR, 1))                   \
+    V(foz_builder_destroy, kiln_foz_builder_destroy, kiln_foz_builder_destroy(NULL))               \
+    V(foz_builder_stats_b, kiln_foz_builder_stats, kiln_foz_builder_stats(NULL, SCR))              \
+    V(foz_builder_stats_stats, kiln_foz_builder_stats, kiln_foz_builder_stats(SCR, NULL))          \
+    E(foz_kiln_builder_create_out, kiln_foz_kiln_builder_create, KILN_EINVAL,                      \
+      kiln_foz_kiln_builder_create(SCR, NULL))                                                     \
+    V(foz_kiln_builder_destroy, kiln_foz_kiln_builder_destroy,                                     \
+      kiln_foz_kiln_builder_destroy(NULL))                                                         \
+    V(foz_kiln_builder_stats_builder, kiln_foz_kiln_builder_stats,                                 \
+      kiln_foz_kiln_builder_stats(NULL, SCR))                                                      \
+    V(foz_kiln_builder_stats_stats, kiln_foz_kiln_builder_stats,                                   \
+      kiln_foz_kiln_builder_stats(SCR, NULL))                                                      \
+    P(foz_kiln_builder_get_builder, kiln_foz_kiln_builder_get, kiln_foz_kiln_builder_get(NULL))
+
 /*
  * The rows. E(id, fn, want, call): `call` answers `want` (an error code or
  * a value); P(id, fn, call): `call` answers a NULL pointer; V(id, fn,
@@ -478,7 +648,9 @@ static int job(void *arg, unsigned worker)
     E(prepare_summary, kiln_prepare, KILN_EINVAL, kiln_prepare(&F.prepare, NULL, NULL, NULL))      \
     E(warm_start_o, kiln_warm_start, KILN_EINVAL,                                                  \
       kiln_warm_start(NULL, NULL, NULL, &F.start_summary))                                         \
-    E(warm_start_summary, kiln_warm_start, KILN_EINVAL, kiln_warm_start(&F.start, NULL, NULL, NULL))
+    E(warm_start_summary, kiln_warm_start, KILN_EINVAL,                                            \
+      kiln_warm_start(&F.start, NULL, NULL, NULL))                                                 \
+    FOZ_ROWS(E, P, V)
 
 /* Functions that take a pointer and have no row, with the reason. */
 static const char *const exempt[][2] = {
