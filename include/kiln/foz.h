@@ -615,8 +615,8 @@ KILN_API const struct kiln_foz_pipelines_entry *kiln_foz_pipelines_get(
  * Fills *stats with the counts of every archive together (`archive` ==
  * SIZE_MAX) or of archive `archive` alone. Thread-safe.
  */
-KILN_API void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archive,
-                                       struct kiln_foz_pipelines_stats *stats);
+KILN_API void kiln_foz_pipelines_get_stats(const struct kiln_foz_pipelines *fp, size_t archive,
+                                           struct kiln_foz_pipelines_stats *stats);
 
 #if defined(KILN_STATE_KINDS)
 /*
@@ -1034,7 +1034,7 @@ KILN_API int kiln_foz_builder_create(const struct kiln_foz_builder_options *opti
  * KILN_EVULKAN when a create call failed, KILN_EPARSE or KILN_EFORMAT for
  * a malformed closure, KILN_EINVAL for stages that do not match it, each
  * with one line in `why` (`cap` bytes, may be 0). Counted in
- * kiln_foz_builder_stats. Thread-safe: any number of threads may build at
+ * kiln_foz_builder_get_stats. Thread-safe: any number of threads may build at
  * once.
  */
 KILN_API int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
@@ -1097,7 +1097,7 @@ struct kiln_foz_builder;
 /* What it builds on (declared above, with the Vulkan headers). */
 struct kiln_foz_builder_options;
 
-/* What a builder has done, per kind (kiln_foz_builder_stats). */
+/* What a builder has done, per kind (kiln_foz_builder_get_stats). */
 struct kiln_foz_builder_stats {
     uint64_t built[KILN_FOZ_KIND_COUNT];
     uint64_t skipped[KILN_FOZ_KIND_COUNT]; /* the device lacks what it needs */
@@ -1107,8 +1107,8 @@ struct kiln_foz_builder_stats {
 };
 
 /* Copies the builder's counters into *stats. Thread-safe. */
-KILN_API void kiln_foz_builder_stats(const struct kiln_foz_builder *b,
-                                     struct kiln_foz_builder_stats *stats);
+KILN_API void kiln_foz_builder_get_stats(const struct kiln_foz_builder *b,
+                                         struct kiln_foz_builder_stats *stats);
 
 /* ---------------------------------------------------------------------------
  * The builder as one of kiln's builders (kiln/prep.h: struct kiln_builder,
@@ -1159,7 +1159,7 @@ KILN_API void kiln_foz_kiln_builder_stats(const struct kiln_builder *builder,
 
 /* @return the Fossilize builder behind a kiln builder made above, or NULL
  * before its first request and after a phase's end (for
- * kiln_foz_builder_stats). Thread-safe. */
+ * kiln_foz_builder_get_stats). Thread-safe. */
 KILN_API struct kiln_foz_builder *kiln_foz_kiln_builder_get(const struct kiln_builder *builder);
 
 #endif /* KILN_STATE_KINDS */

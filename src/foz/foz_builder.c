@@ -1635,7 +1635,7 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kil
     return KILN_OK;
 }
 
-void kiln_foz_builder_stats(const struct kiln_foz_builder *b, struct kiln_foz_builder_stats *s)
+void kiln_foz_builder_get_stats(const struct kiln_foz_builder *b, struct kiln_foz_builder_stats *s)
 {
     if (!b || !s)
         return;

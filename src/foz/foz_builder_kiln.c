@@ -251,7 +251,7 @@ static void finish(void *user)
     pthread_mutex_lock(&a->lock);
     if (a->b) {
         struct kiln_foz_builder_stats st;
-        kiln_foz_builder_stats(a->b, &st);
+        kiln_foz_builder_get_stats(a->b, &st);
         for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
             a->done.built[k] += st.built[k];
             a->done.skipped[k] += st.skipped[k];
@@ -316,7 +316,7 @@ void kiln_foz_kiln_builder_stats(const struct kiln_builder *builder,
     *stats = a->done;
     if (a->b) {
         struct kiln_foz_builder_stats st;
-        kiln_foz_builder_stats(a->b, &st);
+        kiln_foz_builder_get_stats(a->b, &st);
         for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
             stats->built[k] += st.built[k];
             stats->skipped[k] += st.skipped[k];

@@ -225,7 +225,7 @@ int kiln_foz_pipelines_import_progress(struct kiln_cache *c, const struct kiln_f
     size_t na = kiln_foz_pipelines_archives(fp);
     for (size_t a = 0; a < na; a++) {
         memset(&reports[a], 0, sizeof(reports[a]));
-        kiln_foz_pipelines_stats(fp, a, &reports[a].found);
+        kiln_foz_pipelines_get_stats(fp, a, &reports[a].found);
     }
     int rc = KILN_OK;
     uint64_t stored = 0;

@@ -276,8 +276,8 @@ const struct kiln_foz_pipelines_entry *kiln_foz_pipelines_get(const struct kiln_
     return fp && i < fp->n ? &fp->e[i] : NULL;
 }
 
-void kiln_foz_pipelines_stats(const struct kiln_foz_pipelines *fp, size_t archive,
-                              struct kiln_foz_pipelines_stats *stats)
+void kiln_foz_pipelines_get_stats(const struct kiln_foz_pipelines *fp, size_t archive,
+                                  struct kiln_foz_pipelines_stats *stats)
 {
     if (!fp || !stats)
         return;

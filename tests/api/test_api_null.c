@@ -248,8 +248,10 @@ static int job(void *arg, unsigned worker)
       kiln_foz_pipelines_archives(NULL))                                                           \
     P(foz_pipelines_path_fp, kiln_foz_pipelines_path, kiln_foz_pipelines_path(NULL, 1))            \
     P(foz_pipelines_get_fp, kiln_foz_pipelines_get, kiln_foz_pipelines_get(NULL, 1))               \
-    V(foz_pipelines_stats_fp, kiln_foz_pipelines_stats, kiln_foz_pipelines_stats(NULL, 1, SCR))    \
-    V(foz_pipelines_stats_stats, kiln_foz_pipelines_stats, kiln_foz_pipelines_stats(SCR, 1, NULL)) \
+    V(foz_pipelines_stats_fp, kiln_foz_pipelines_get_stats,                                        \
+      kiln_foz_pipelines_get_stats(NULL, 1, SCR))                                                  \
+    V(foz_pipelines_stats_stats, kiln_foz_pipelines_get_stats,                                     \
+      kiln_foz_pipelines_get_stats(SCR, 1, NULL))                                                  \
     E(foz_pipelines_load_fp, kiln_foz_pipelines_load, KILN_EINVAL,                                 \
       kiln_foz_pipelines_load(NULL, 1, SCR))                                                       \
     E(foz_pipelines_load_out, kiln_foz_pipelines_load, KILN_EINVAL,                                \
@@ -320,8 +322,8 @@ static int job(void *arg, unsigned worker)
     E(foz_builder_build_pipeline, kiln_foz_builder_build, KILN_EINVAL,                             \
       kiln_foz_builder_build(SCR, SCR, 1, SCR, 1, VK_NULL_HANDLE, NULL, SCR, 1))                   \
     V(foz_builder_destroy, kiln_foz_builder_destroy, kiln_foz_builder_destroy(NULL))               \
-    V(foz_builder_stats_b, kiln_foz_builder_stats, kiln_foz_builder_stats(NULL, SCR))              \
-    V(foz_builder_stats_stats, kiln_foz_builder_stats, kiln_foz_builder_stats(SCR, NULL))          \
+    V(foz_builder_stats_b, kiln_foz_builder_get_stats, kiln_foz_builder_get_stats(NULL, SCR))      \
+    V(foz_builder_stats_stats, kiln_foz_builder_get_stats, kiln_foz_builder_get_stats(SCR, NULL))  \
     E(foz_kiln_builder_create_out, kiln_foz_kiln_builder_create, KILN_EINVAL,                      \
       kiln_foz_kiln_builder_create(SCR, NULL))                                                     \
     V(foz_kiln_builder_destroy, kiln_foz_kiln_builder_destroy,                                     \

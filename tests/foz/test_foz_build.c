@@ -710,7 +710,7 @@ static bool build_corpus(struct gpu *g, unsigned threads, struct kiln_foz_builde
         kiln_foz_index_destroy(idx);
         kiln_foz_close(foz);
     }
-    kiln_foz_builder_stats(b, st);
+    kiln_foz_builder_get_stats(b, st);
     printf("built graphics %" PRIu64 " compute %" PRIu64 "; skipped %" PRIu64 "/%" PRIu64
            "; failed %" PRIu64 "/%" PRIu64 "; shared objects %" PRIu64 "\n",
            st->built[KILN_FOZ_KIND_GRAPHICS], st->built[KILN_FOZ_KIND_COMPUTE],
@@ -903,7 +903,7 @@ KT_CASE(refusals)
     if (p)
         g.DestroyPipeline(g.device, p, NULL);
     struct kiln_foz_builder_stats s;
-    kiln_foz_builder_stats(b, &s);
+    kiln_foz_builder_get_stats(b, &s);
     KT_CHECK_EQ(s.built[KILN_FOZ_KIND_COMPUTE], 1);
     KT_CHECK_EQ(s.skipped[KILN_FOZ_KIND_COMPUTE], 1);
     KT_CHECK_EQ(s.failed[KILN_FOZ_KIND_COMPUTE], 1);
@@ -1121,12 +1121,12 @@ KT_CASE(unrecorded_states)
                                   "\"mapEntries\":[{\"constantID\":7,\"offset\":0,\"size\":4},"
                                   "{\"constantID\":8,\"offset\":4,\"size\":4}]}"));
     struct kiln_foz_builder_stats st0, st1;
-    kiln_foz_builder_stats(b, &st0);
+    kiln_foz_builder_get_stats(b, &st0);
     rc = build_doc(&g, b, doc, mods, why, sizeof(why));
     KT_CHECK_OK(rc);
     if (rc < 0)
         printf("static viewport: %s\n", why);
-    kiln_foz_builder_stats(b, &st1);
+    kiln_foz_builder_get_stats(b, &st1);
     KT_CHECK_EQ(st1.derivatives_standalone, st0.derivatives_standalone + 1);
     /* Specialization data that is not what dataSize says is refused. */
     json_object_object_add(json_object_array_get_idx(jget(pipe, "stages"), 1), "specializationInfo",

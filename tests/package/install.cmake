@@ -7,7 +7,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install ${BUILD} --prefix ${PREFIX} failed")
 endif()
 file(GLOB_RECURSE installed RELATIVE ${PREFIX} ${PREFIX}/*)
-foreach(f include/kiln.h include/kiln/version.h bin/kiln /pkgconfig/kiln.pc
+foreach(f include/kiln.h include/kiln/version.h include/kiln/foz.h bin/kiln /pkgconfig/kiln.pc
           /cmake/kiln/kilnConfig.cmake /cmake/kiln/kilnConfigVersion.cmake /libkiln.a
           /libkiln.so.2)
   set(found ${installed})

@@ -179,7 +179,7 @@ static int set_open(const char *const *paths, size_t n, struct replay_set *s)
     s->n = kiln_foz_pipelines_count(s->fp);
     s->archives = kiln_foz_pipelines_archives(s->fp);
     struct kiln_foz_pipelines_stats st;
-    kiln_foz_pipelines_stats(s->fp, SIZE_MAX, &st);
+    kiln_foz_pipelines_get_stats(s->fp, SIZE_MAX, &st);
     for (int k = 0; k < NKINDS; k++) {
         s->met += st.found[k];
         s->duplicates += st.duplicates[k];

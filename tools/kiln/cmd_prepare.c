@@ -203,7 +203,7 @@ static void close_input(struct prep_input *in)
 static void print_json_archives(struct cli_json *j, const struct prep_input *in)
 {
     struct kiln_foz_pipelines_stats st;
-    kiln_foz_pipelines_stats(in->foz, SIZE_MAX, &st);
+    kiln_foz_pipelines_get_stats(in->foz, SIZE_MAX, &st);
     cli_json_array_begin(j, "archives");
     for (size_t i = 0; i < in->narchives; i++)
         cli_json_str(j, NULL, in->archives[i]);
@@ -226,7 +226,7 @@ static void print_json_archives(struct cli_json *j, const struct prep_input *in)
 static void print_text_archives(const struct prep_input *in)
 {
     struct kiln_foz_pipelines_stats st;
-    kiln_foz_pipelines_stats(in->foz, SIZE_MAX, &st);
+    kiln_foz_pipelines_get_stats(in->foz, SIZE_MAX, &st);
     printf("  archives  ");
     const char *sep = "";
     for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
