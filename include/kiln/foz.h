@@ -1,9 +1,21 @@
 /*
- * kiln/foz.h - reading Fossilize stream archives (.foz), their
- * recorded pipelines as whole kiln programs (kiln_foz_pipelines: import
- * into a program cache, a program source for kiln_prepare) and the builder
- * of those pipelines. A tool above libkiln (tools/foz): it
- * uses the core's public headers only, and zlib and json-c.
+ * kiln/foz.h - Fossilize stream archives (.foz) in libkiln: reading them,
+ * their recorded pipelines as whole kiln programs (kiln_foz_pipelines:
+ * import into a program cache, a program source for kiln_prepare), the
+ * builder of those pipelines, in-process replay (kiln_foz_replay) and
+ * writing archives (kiln_foz_export). The core module src/foz, above prep;
+ * included by kiln.h. The one part of libkiln that uses zlib and json-c.
+ *
+ * Since 0.2 (before, a tool of the kiln command, kiln-tools/foz.h): the
+ * Fossilize builder is the default builder of KILN_STATE_FOZ, so
+ * kiln_prepare and kiln_warm_start build what kiln_foz_pipelines_import
+ * (`kiln import foz`) stored with no builder given; an application's own
+ * builder of that kind still wins. kiln_foz_builder_get_stats and
+ * kiln_foz_pipelines_get_stats were kiln_foz_builder_stats and
+ * kiln_foz_pipelines_stats (a function may not share its struct's name in
+ * C++). Every function refuses NULL where it needs a pointer: KILN_EINVAL,
+ * or, for one that returns no error code, 0, false or NULL; a destroy,
+ * close or free of NULL does nothing.
  *
  * Fossilize records Vulkan object create-infos (samplers, layouts, render
  * passes, shader modules, pipelines) in stream archives. kiln reads them so

@@ -50,7 +50,7 @@ enum kiln_state_kind {
     /* kiln's own shapes (kiln/vk.h, "The shader interface"): no state
      * bytes; built by kiln's own builder. Every program before version 3. */
     KILN_STATE_BUILTIN = 0,
-    /* Fossilize state: bytes a tool-layer builder understands (tools/foz);
+    /* Fossilize state: bytes the Fossilize builder understands (src/foz);
      * opaque to the core. */
     KILN_STATE_FOZ = 1,
     /* An application's own bytes, opaque to kiln; built by the

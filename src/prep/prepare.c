@@ -38,7 +38,7 @@
  *   translating it.)
  *
  * - prep knows no kind of program source: the generator, corpus folders
- *   and Fossilize archives are tools (tools/gen, tools/foz) that hand it a
+ *   and Fossilize archives (tools/gen, src/foz) hand it a
  *   struct kiln_program_source. A source may name the stamp (a Fossilize
  *   archive's is the one kiln import foz uses) and each program's key (its
  *   module's hash), so a cache filled by another route is found as it is.

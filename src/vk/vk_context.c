@@ -12,7 +12,7 @@
  * path. Every core 1.0 feature the device has is enabled, robustBufferAccess
  * aside (it costs every buffer access), so that a builder's recorded
  * pipelines (tessellation, geometry, wide lines, ...) are valid on it; the
- * Fossilize builder (tools/foz) assumes exactly this set. A caller's extra
+ * Fossilize builder (src/foz) assumes exactly this set. A caller's extra
  * extensions (kiln_vk_options.extra_extensions) follow the same rule: each
  * is enabled only when offered, with the extensions it depends on; one
  * with a feature structure (extra_rows, one row each) gets every feature

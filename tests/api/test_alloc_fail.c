@@ -22,7 +22,7 @@
 #include "kiln_test.h"
 
 #include <kiln.h>
-#include <kiln-tools/foz.h>
+#include <kiln/foz.h>
 #include <kiln-tools/gen.h>
 #include <kiln-tools/glsl.h>
 

@@ -1,6 +1,6 @@
 /*
  * test_foz_check.c - the recorded-state check (kiln_foz_closure_check,
- * tools/foz/foz_check.c) without a device: each seed of
+ * src/foz/foz_check.c) without a device: each seed of
  * fuzz/corpus/foz_check/ refused with the rule it breaks, or passed; every
  * pipeline of the shared corpus and of the tests' own archives passed;
  * the limits tables.

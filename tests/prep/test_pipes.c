@@ -953,7 +953,7 @@ static size_t records_in(const char *dir, uint64_t stamp)
 }
 
 /*
- * The whole path with the tools' Fossilize builder (tools/foz) plugged in:
+ * The whole path with the Fossilize builder (src/foz) plugged in:
  * every pipeline of three recorded archives (graphics with specialization
  * constants, tessellation, computeraytracing) becomes a program of kind
  * KILN_STATE_FOZ, kiln_prepare stores and builds them through the builder

@@ -148,7 +148,7 @@ static void no_programs(const char *dir)
 }
 
 /*
- * Opens the program source the options name (tools/gen, tools/foz) and
+ * Opens the program source the options name (tools/gen, kiln/foz.h) and
  * the GLSL translator (tools/glsl) its programs need, and points `o` at
  * them. @return 0, or the error with *step set (each logged as one line).
  */

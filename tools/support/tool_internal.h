@@ -1,6 +1,6 @@
 /*
  * tool_internal.h - what kiln's tool units (tools/glsl, tools/gen,
- * tools/foz) share. Private to tools/.
+ * the kiln command) share. Private to tools/.
  *
  * The tools sit above libkiln and see only its public headers; the core's
  * own private header (src/common/kiln_internal.h) is not theirs. So the
@@ -55,8 +55,8 @@
 /* Every allocation of the tools goes through kiln's allocator (the public
  * kiln_malloc and siblings, kiln/common.h), under the core's names: what a
  * tool hands to kiln (a program's words and strings) is freed by kiln with
- * that allocator, and tests/layout/check_alloc.sh checks tools/foz has no
- * other. */
+ * that allocator, and tests/layout/check_alloc.sh checks the tool units
+ * have no other. */
 static inline void *kiln__malloc(size_t n)
 {
     return kiln_malloc(n);
