@@ -896,8 +896,10 @@ KILN_API const uint8_t *kiln_foz_writer_data(const struct kiln_foz_writer *w, si
  */
 KILN_API void kiln_foz_writer_destroy(struct kiln_foz_writer *w);
 
-/* What kiln_foz_export wrote and left out. */
+/* What kiln_foz_export wrote and left out. Growable: set `size` with
+ * KILN_FOZ_EXPORT_REPORT_INIT (or to sizeof); only what it covers is written. */
 struct kiln_foz_export_report {
+    size_t size;
     uint64_t programs;   /* records in the cache */
     uint64_t pipelines;  /* pipeline entries written for programs (graphics + compute +
                             ray tracing; a program whose pipeline was there already is
@@ -925,6 +927,14 @@ struct kiln_foz_export_report {
     uint64_t entries;          /* entries in the archive */
     uint64_t bytes;            /* the archive's size */
 };
+#if defined(__cplusplus)
+#define KILN_FOZ_EXPORT_REPORT_INIT KILN_STRUCT_INIT(kiln_foz_export_report)
+#else
+#define KILN_FOZ_EXPORT_REPORT_INIT                   \
+    {                                                 \
+        .size = sizeof(struct kiln_foz_export_report) \
+    }
+#endif
 
 /*
  * Writes the pipelines of cache `c` as a Fossilize stream archive at
@@ -971,8 +981,10 @@ KILN_API int kiln_foz_export(struct kiln_cache *c, const char *out_path,
  * ------------------------------------------------------------------------ */
 #if defined(VK_VERSION_1_0)
 
-/* What a builder builds on. Zero-initialise, then set what you have. */
+/* What a builder builds on. Growable: start from
+ * KILN_FOZ_BUILDER_OPTIONS_INIT, then set what you have. */
 struct kiln_foz_builder_options {
+    size_t size;
     VkDevice device;                              /* required */
     PFN_vkGetDeviceProcAddr get_device_proc_addr; /* required */
     /* The API version the device was created for (the lower of the
@@ -1001,6 +1013,14 @@ struct kiln_foz_builder_options {
      * driver's own. Must outlive the builder. */
     const VkAllocationCallbacks *allocator;
 };
+#if defined(__cplusplus)
+#define KILN_FOZ_BUILDER_OPTIONS_INIT KILN_STRUCT_INIT(kiln_foz_builder_options)
+#else
+#define KILN_FOZ_BUILDER_OPTIONS_INIT                   \
+    {                                                   \
+        .size = sizeof(struct kiln_foz_builder_options) \
+    }
+#endif
 
 /* Fills *l from a device's VkPhysicalDeviceLimits. Thread-safe. */
 KILN_API void kiln_foz_limits_from_vk(const VkPhysicalDeviceLimits *vk, struct kiln_foz_limits *l);

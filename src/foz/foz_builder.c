@@ -1568,12 +1568,16 @@ static void copy_features(struct kiln_foz_builder *b, const VkPhysicalDeviceFeat
     }
 }
 
-int kiln_foz_builder_create(const struct kiln_foz_builder_options *o, struct kiln_foz_builder **out)
+int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
+                            struct kiln_foz_builder **out)
 {
-    if (!o || !out)
+    if (!options || !out)
         return KILN_EINVAL;
     *out = NULL;
-    if (!o || !o->device || !o->get_device_proc_addr)
+    struct kiln_foz_builder_options own;
+    KILN_TRY(KILN_STRUCT_IN(&own, options, "kiln_foz_builder_options"));
+    const struct kiln_foz_builder_options *o = &own;
+    if (!o->device || !o->get_device_proc_addr)
         return KILN_EINVAL;
     struct kiln_foz_builder *b = kiln__calloc(1, sizeof(*b));
     if (!b)

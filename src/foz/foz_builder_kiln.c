@@ -277,10 +277,13 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     struct adapter *a = kiln__calloc(1, sizeof(*a));
     if (!a)
         return KILN_ENOMEM;
-    if (options) {
-        a->options = *options;
-        a->have_options_device = options->device != VK_NULL_HANDLE;
+    /* Growable: NULL gives the defaults, with this library's size. */
+    int rc = KILN_STRUCT_IN(&a->options, options, "kiln_foz_builder_options");
+    if (rc < 0) {
+        kiln__free(a);
+        return rc;
     }
+    a->have_options_device = a->options.device != VK_NULL_HANDLE;
     if (pthread_mutex_init(&a->lock, NULL) != 0) {
         kiln__free(a);
         return KILN_ENOMEM;

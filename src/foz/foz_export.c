@@ -813,12 +813,28 @@ static int by_key(const void *a, const void *b)
     return x->key.lo < y->key.lo ? -1 : x->key.lo > y->key.lo;
 }
 
+static int export_all(struct kiln_cache *c, const char *out_path,
+                      struct kiln_foz_export_report *report);
+
+/* The caller's report is growable: this library's own is filled, and only
+ * what the caller's size covers is copied back. */
 int kiln_foz_export(struct kiln_cache *c, const char *out_path,
                     struct kiln_foz_export_report *report)
 {
     if (!c || !out_path || !report)
         return KILN_EINVAL;
-    memset(report, 0, sizeof(*report));
+    struct kiln_foz_export_report r;
+    KILN_TRY(KILN_STRUCT_IN(&r, report, "kiln_foz_export_report"));
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    int rc = export_all(c, out_path, &r);
+    KILN_STRUCT_OUT(report, &r);
+    return rc;
+}
+
+static int export_all(struct kiln_cache *c, const char *out_path,
+                      struct kiln_foz_export_report *report)
+{
     /* Never over a file of this cache or into any cache's folder. */
     KILN_TRY(kiln_cache_check_output(c, out_path));
     struct kiln_cache_entry *ents;

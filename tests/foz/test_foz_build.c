@@ -568,10 +568,11 @@ static bool gpu_open(struct gpu *g, bool validate)
 
 static int builder_for(struct gpu *g, struct kiln_foz_builder **b)
 {
-    struct kiln_foz_builder_options o = {.device = g->device,
-                                         .get_device_proc_addr = g->gdpa,
-                                         .api_version = g->api,
-                                         .features = &g->f2};
+    struct kiln_foz_builder_options o = KILN_FOZ_BUILDER_OPTIONS_INIT;
+    o.device = g->device;
+    o.get_device_proc_addr = g->gdpa;
+    o.api_version = g->api;
+    o.features = &g->f2;
     return kiln_foz_builder_create(&o, b);
 }
 

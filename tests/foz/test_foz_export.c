@@ -457,7 +457,7 @@ KT_CASE(export_generated)
     store(P.cache, progs, N, 0x9e7);
 
     struct kiln_cache *c = open_cache(P.cache);
-    struct kiln_foz_export_report r;
+    struct kiln_foz_export_report r = KILN_FOZ_EXPORT_REPORT_INIT;
     KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.programs, N);
@@ -609,7 +609,7 @@ KT_CASE(export_foz_pipelines)
             }
     KT_CHECK_EQ(nfozrec + 2, nrec);
 
-    struct kiln_foz_export_report r;
+    struct kiln_foz_export_report r = KILN_FOZ_EXPORT_REPORT_INIT;
     KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.programs, nrec);
@@ -700,7 +700,7 @@ KT_CASE(export_conflict)
     store(P.cache, progs, 2, 0xc0f);
     struct kiln_cache *c = open_cache(P.cache);
     KT_CHECK_EQ(kiln_cache_count(c), 2);
-    struct kiln_foz_export_report r;
+    struct kiln_foz_export_report r = KILN_FOZ_EXPORT_REPORT_INIT;
     KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.pipelines, 1);
@@ -728,7 +728,7 @@ KT_CASE(export_nothing)
     struct kiln_cache *c = NULL;
     KT_REQUIRE(kt_mkdir(P.cache) == 0);
     KT_REQUIRE_OK(kiln_cache_open(P.cache, &o, &c));
-    struct kiln_foz_export_report r;
+    struct kiln_foz_export_report r = KILN_FOZ_EXPORT_REPORT_INIT;
     KT_CHECK_EQ(kiln_foz_export(c, P.out, &r), KILN_ENOTFOUND);
     KT_CHECK_EQ(r.programs, 0);
     kiln_cache_close(c);
@@ -786,7 +786,7 @@ KT_CASE(export_prepared)
     KT_CHECK_EQ(builtin_built, N);
 
     struct kiln_cache *c = open_cache(P.cache);
-    struct kiln_foz_export_report r;
+    struct kiln_foz_export_report r = KILN_FOZ_EXPORT_REPORT_INIT;
     KT_REQUIRE_OK(kiln_foz_export(c, P.out, &r));
     kiln_cache_close(c);
     KT_CHECK_EQ(r.pipelines, N);

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
         return fail("kiln_foz_pipelines_import", rc);
 
     /* Export. */
-    struct kiln_foz_export_report er;
+    struct kiln_foz_export_report er = KILN_FOZ_EXPORT_REPORT_INIT;
     if ((rc = kiln_foz_export(c, back, &er)) < 0 || er.foz != n)
         return fail("kiln_foz_export", rc);
     kiln_cache_close(c);

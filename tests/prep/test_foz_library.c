@@ -208,7 +208,7 @@ KT_CASE(export_imported)
     struct kiln_cache_options co = {.size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
-    struct kiln_foz_export_report er;
+    struct kiln_foz_export_report er = KILN_FOZ_EXPORT_REPORT_INIT;
     KT_REQUIRE_OK(kiln_foz_export(c, out, &er));
     kiln_cache_close(c);
     KT_CHECK_EQ(er.foz, COMPUTE + GRAPHICS);

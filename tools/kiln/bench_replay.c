@@ -471,7 +471,7 @@ static int make_generated_archive(const struct bench *b, uint32_t count, uint64_
         snprintf(archive, cap, "%s", keep);
     else
         snprintf(archive, cap, "%s/generated-%u.foz", b->tmp, count);
-    struct kiln_foz_export_report rep;
+    struct kiln_foz_export_report rep = KILN_FOZ_EXPORT_REPORT_INIT;
     rc = kiln_foz_export(c, archive, &rep);
     kiln_cache_close(c);
     if (rc < 0) {

@@ -66,7 +66,7 @@ int cmd_export_foz(int argc, char **argv)
         .size = sizeof(opt), .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP, .io = &meter.io};
     struct kiln_cache *c;
     CLI_TRY(cli_open_cache(argv[0], dir, &opt, &c));
-    struct kiln_foz_export_report r;
+    struct kiln_foz_export_report r = KILN_FOZ_EXPORT_REPORT_INIT;
     uint64_t t0 = kiln_now_ns();
     meter.on = true;
     int rc = kiln_foz_export(c, out, &r);
