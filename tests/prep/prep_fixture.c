@@ -270,5 +270,38 @@ void pf_own_vulkan_make(struct pf_own_vulkan *v)
     KT_REQUIRE(cd(v->phys, &dci, NULL, &v->device) == VK_SUCCESS);
     v->gdpa = (PFN_vkGetDeviceProcAddr)v->gipa(v->instance, "vkGetDeviceProcAddr");
     v->destroy_device = (PFN_vkDestroyDevice)v->gdpa(v->device, "vkDestroyDevice");
+    PFN_vkCreatePipelineCache cpc =
+        (PFN_vkCreatePipelineCache)v->gdpa(v->device, "vkCreatePipelineCache");
+    v->destroy_cache = (PFN_vkDestroyPipelineCache)v->gdpa(v->device, "vkDestroyPipelineCache");
+    v->cache_data = (PFN_vkGetPipelineCacheData)v->gdpa(v->device, "vkGetPipelineCacheData");
+    VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    KT_REQUIRE(cpc && v->destroy_cache && v->cache_data);
+    KT_REQUIRE(cpc(v->device, &pci, NULL, &v->cache) == VK_SUCCESS);
     pf_pin_loaded_libraries();
+}
+
+struct kiln_vk_external pf_own_external(const struct pf_own_vulkan *v)
+{
+    return (struct kiln_vk_external){.size = sizeof(struct kiln_vk_external),
+                                     .get_instance_proc_addr = v->gipa,
+                                     .instance = v->instance,
+                                     .physical_device = v->phys,
+                                     .device = v->device,
+                                     .queue_family = v->family,
+                                     .pipeline_cache = v->cache,
+                                     .api_version = VK_API_VERSION_1_1};
+}
+
+size_t pf_own_cache_bytes(const struct pf_own_vulkan *v)
+{
+    size_t n = 0;
+    KT_CHECK(v->cache_data(v->device, v->cache, &n, NULL) == VK_SUCCESS);
+    return n;
+}
+
+void pf_own_vulkan_destroy(struct pf_own_vulkan *v)
+{
+    v->destroy_cache(v->device, v->cache, NULL);
+    v->destroy_device(v->device, NULL);
+    v->destroy_instance(v->instance, NULL);
 }

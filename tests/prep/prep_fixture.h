@@ -107,11 +107,24 @@ struct pf_own_vulkan {
     PFN_vkDestroyInstance destroy_instance;
     PFN_vkDestroyDevice destroy_device;
     PFN_vkGetDeviceProcAddr gdpa;
+    /* The application's VkPipelineCache on that device, and its calls. */
+    VkPipelineCache cache;
+    PFN_vkDestroyPipelineCache destroy_cache;
+    PFN_vkGetPipelineCacheData cache_data;
 };
 
-/* Makes them (Vulkan 1.1, one graphics + compute queue, no extension);
- * exit(77) where there is none. */
+/* Makes them (Vulkan 1.1, one graphics + compute queue, no extension, an
+ * empty pipeline cache); exit(77) where there is none. */
 void pf_own_vulkan_make(struct pf_own_vulkan *v);
+
+/* What kiln_vk_options.external takes to wrap them (the cache included). */
+struct kiln_vk_external pf_own_external(const struct pf_own_vulkan *v);
+
+/* @return the bytes of the application's pipeline cache's data now. */
+size_t pf_own_cache_bytes(const struct pf_own_vulkan *v);
+
+/* Destroys the cache, the device and the instance. */
+void pf_own_vulkan_destroy(struct pf_own_vulkan *v);
 #endif
 
 #endif /* KILN_PREP_FIXTURE_H */

@@ -148,36 +148,15 @@ KT_CASE(replay_own_and_external)
 
     struct pf_own_vulkan v;
     pf_own_vulkan_make(&v);
-    PFN_vkCreatePipelineCache cpc =
-        (PFN_vkCreatePipelineCache)v.gdpa(v.device, "vkCreatePipelineCache");
-    PFN_vkDestroyPipelineCache dpc =
-        (PFN_vkDestroyPipelineCache)v.gdpa(v.device, "vkDestroyPipelineCache");
-    PFN_vkGetPipelineCacheData gpcd =
-        (PFN_vkGetPipelineCacheData)v.gdpa(v.device, "vkGetPipelineCacheData");
-    VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    VkPipelineCache pc;
-    KT_REQUIRE(cpc(v.device, &pci, NULL, &pc) == VK_SUCCESS);
-    size_t before = 0;
-    KT_REQUIRE(gpcd(v.device, pc, &before, NULL) == VK_SUCCESS);
-    struct kiln_vk_external ext = {.size = sizeof(ext),
-                                   .get_instance_proc_addr = v.gipa,
-                                   .instance = v.instance,
-                                   .physical_device = v.phys,
-                                   .device = v.device,
-                                   .queue_family = v.family,
-                                   .pipeline_cache = pc,
-                                   .api_version = VK_API_VERSION_1_1};
+    size_t before = pf_own_cache_bytes(&v);
+    struct kiln_vk_external ext = pf_own_external(&v);
     struct kiln_vk_options vo = {.size = sizeof(vo), .external = &ext};
     struct kiln_vk *vk = NULL;
     KT_REQUIRE_OK(kiln_vk_create(&vo, &vk));
     replay_on(archive, vk, 2);
     kiln_vk_destroy(vk);
-    size_t after = 0;
-    KT_CHECK(gpcd(v.device, pc, &after, NULL) == VK_SUCCESS);
-    KT_CHECK(after >= before); /* still the application's, and alive */
-    dpc(v.device, pc, NULL);
-    v.destroy_device(v.device, NULL);
-    v.destroy_instance(v.instance, NULL);
+    KT_CHECK(pf_own_cache_bytes(&v) >= before); /* still the application's, and alive */
+    pf_own_vulkan_destroy(&v);
 }
 
 /* Bad input is refused before anything is read or made. */

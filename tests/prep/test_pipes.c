@@ -856,30 +856,14 @@ KT_CASE(external_context)
 {
     struct pf_own_vulkan v;
     pf_own_vulkan_make(&v);
-    PFN_vkCreatePipelineCache cpc =
-        (PFN_vkCreatePipelineCache)v.gdpa(v.device, "vkCreatePipelineCache");
-    PFN_vkDestroyPipelineCache dpc =
-        (PFN_vkDestroyPipelineCache)v.gdpa(v.device, "vkDestroyPipelineCache");
-    PFN_vkGetPipelineCacheData gpcd =
-        (PFN_vkGetPipelineCacheData)v.gdpa(v.device, "vkGetPipelineCacheData");
     PFN_vkCreatePipelineLayout cpl =
         (PFN_vkCreatePipelineLayout)v.gdpa(v.device, "vkCreatePipelineLayout");
     PFN_vkDestroyPipelineLayout dpl =
         (PFN_vkDestroyPipelineLayout)v.gdpa(v.device, "vkDestroyPipelineLayout");
-    VkPipelineCacheCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    VkPipelineCache cache;
-    KT_REQUIRE(cpc(v.device, &pci, NULL, &cache) == VK_SUCCESS);
-    size_t before = 0;
-    gpcd(v.device, cache, &before, NULL);
+    VkPipelineCache cache = v.cache;
+    size_t before = pf_own_cache_bytes(&v);
 
-    struct kiln_vk_external ext = {.size = sizeof(ext),
-                                   .get_instance_proc_addr = v.gipa,
-                                   .instance = v.instance,
-                                   .physical_device = v.phys,
-                                   .device = v.device,
-                                   .queue_family = v.family,
-                                   .pipeline_cache = cache,
-                                   .api_version = VK_API_VERSION_1_1};
+    struct kiln_vk_external ext = pf_own_external(&v);
     struct kiln_vk_options vo = {.size = sizeof(vo), .external = &ext};
     struct kiln_vk *vk = NULL;
     KT_REQUIRE_OK(kiln_vk_create(&vo, &vk));
@@ -911,9 +895,7 @@ KT_CASE(external_context)
     kiln_vk_destroy(vk);
 
     /* Still the application's, and alive: the cache holds the pipeline. */
-    size_t after = 0;
-    KT_CHECK(gpcd(v.device, cache, &after, NULL) == VK_SUCCESS);
-    KT_CHECK(after >= before);
+    KT_CHECK(pf_own_cache_bytes(&v) >= before);
     VkPipelineLayoutCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     VkPipelineLayout layout;
     KT_CHECK(cpl(v.device, &lci, NULL, &layout) == VK_SUCCESS);
@@ -932,9 +914,7 @@ KT_CASE(external_context)
     KT_CHECK(cpl(v.device, &lci, NULL, &layout) == VK_SUCCESS);
     dpl(v.device, layout, NULL);
 
-    dpc(v.device, cache, NULL);
-    v.destroy_device(v.device, NULL);
-    v.destroy_instance(v.instance, NULL);
+    pf_own_vulkan_destroy(&v);
     kiln_words_free(w);
 }
 
