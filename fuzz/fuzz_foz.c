@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             kiln_foz_module_free(&m);
         }
     }
-    struct kiln_foz_stats st;
+    struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
     kiln_foz_get_stats(foz, &st);
     if (rc == 0 &&
         (st.entries != whole || st.damaged != bad || st.end > size || st.skipped_bytes > size))

@@ -101,8 +101,10 @@ struct kiln_foz_entry {
     uint64_t offset;     /* where the entry starts in the archive (for messages) */
 };
 
-/* What a reader has met so far (see kiln_foz_get_stats). */
+/* What a reader has met so far (see kiln_foz_get_stats). Growable: set
+ * `size` with KILN_FOZ_STATS_INIT (docs/abi.md). */
 struct kiln_foz_stats {
+    size_t size;            /* sizeof, as KILN_FOZ_STATS_INIT sets it */
     unsigned version;       /* the archive's format version */
     uint64_t file_size;     /* bytes in the archive */
     uint64_t entries;       /* whole, checked entries delivered */
@@ -113,6 +115,7 @@ struct kiln_foz_stats {
     uint64_t resyncs;       /* times the reader searched forward for the next entry */
     uint64_t skipped_bytes; /* bytes skipped by those searches and damaged sizes */
 };
+#define KILN_FOZ_STATS_INIT KILN_STRUCT_INIT(kiln_foz_stats)
 
 /* A decoded shader module. */
 struct kiln_foz_module {
@@ -187,7 +190,8 @@ KILN_API int kiln_foz_next(struct kiln_foz *foz, struct kiln_foz_entry *entry);
  */
 KILN_API int kiln_foz_rewind(struct kiln_foz *foz);
 
-/* Copies what the reader has met so far into *stats.
+/* Copies what the reader has met so far into *stats, as far as stats->size
+ * covers (a refused size: one error line, nothing written).
  * Not thread-safe on `foz` (as kiln_foz_next). */
 KILN_API void kiln_foz_get_stats(const struct kiln_foz *foz, struct kiln_foz_stats *stats);
 
@@ -264,8 +268,10 @@ KILN_API const char *kiln_foz_tag_name(uint64_t tag);
  * followed by its Fossilize hash (8 bytes, little-endian). Thread-safe. */
 KILN_API struct kiln_key kiln_foz_key(uint64_t hash);
 
-/* What kiln_foz_import did with one archive. */
+/* What kiln_foz_import did with one archive. Growable: set `size` with
+ * KILN_FOZ_IMPORT_REPORT_INIT (docs/abi.md); only what it covers is written. */
 struct kiln_foz_import_report {
+    size_t size;          /* sizeof, as KILN_FOZ_IMPORT_REPORT_INIT sets it */
     uint64_t modules;     /* shader-module entries met (whole, damaged or not) */
     uint64_t imported;    /* stored by this call */
     uint64_t present;     /* skipped: the key was in the cache already */
@@ -281,6 +287,7 @@ struct kiln_foz_import_report {
     uint64_t spirv_bytes;     /* SPIR-V of the imported modules */
     uint64_t packed_bytes;    /* their payloads as stored */
 };
+#define KILN_FOZ_IMPORT_REPORT_INIT KILN_STRUCT_INIT(kiln_foz_import_report)
 
 /*
  * Imports the shader modules of the Fossilize archive at `path` into `c`
@@ -301,8 +308,9 @@ struct kiln_foz_import_report {
  * and the reader reads on from the next whole entry); KILN_EFORMAT for a file that is not a
  * Fossilize archive or of another version; KILN_ENOMEM, an I/O or cache
  * error, which
- * stops the import (what was stored before it is synced). *report is
- * filled in every case.
+ * stops the import (what was stored before it is synced); KILN_EINVAL for a
+ * NULL `c` or `path`, a read-only cache or a report whose size is refused.
+ * `report` may be NULL; else it is filled in every case but the last.
  * Not thread-safe on `c` (one import into a cache at a time).
  */
 KILN_API int kiln_foz_import(struct kiln_cache *c, const char *path,
@@ -555,8 +563,12 @@ KILN_API const char *kiln_foz_kind_name(enum kiln_foz_kind kind);
  * kiln_foz_pipeline_key. Opaque. */
 struct kiln_foz_pipelines;
 
-/* What kiln_foz_pipelines_open found, in all archives or in one. */
+/* What kiln_foz_pipelines_open found, in all archives or in one. Growable:
+ * set `size` with KILN_FOZ_PIPELINES_STATS_INIT (docs/abi.md). Inside
+ * kiln_foz_pipelines_report and kiln_foz_replay_report it is filled whole,
+ * `size` included. */
 struct kiln_foz_pipelines_stats {
+    size_t size;                              /* sizeof, as the INIT macro sets it */
     uint64_t found[KILN_FOZ_KIND_COUNT];      /* pipeline entries met */
     uint64_t unique[KILN_FOZ_KIND_COUNT];     /* in the set (first met in this archive) */
     uint64_t duplicates[KILN_FOZ_KIND_COUNT]; /* same key as one met before: left out */
@@ -578,6 +590,7 @@ struct kiln_foz_pipelines_stats {
     uint64_t skipped_bytes;   /* bytes those searches skipped */
     bool truncated;           /* a cut-off last entry was ignored (as the format says) */
 };
+#define KILN_FOZ_PIPELINES_STATS_INIT KILN_STRUCT_INIT(kiln_foz_pipelines_stats)
 
 /* One pipeline of the set. */
 struct kiln_foz_pipelines_entry {
@@ -625,7 +638,8 @@ KILN_API const struct kiln_foz_pipelines_entry *kiln_foz_pipelines_get(
 
 /*
  * Fills *stats with the counts of every archive together (`archive` ==
- * SIZE_MAX) or of archive `archive` alone. Thread-safe.
+ * SIZE_MAX) or of archive `archive` alone, as far as stats->size covers
+ * (a refused size: one error line, nothing written). Thread-safe.
  */
 KILN_API void kiln_foz_pipelines_get_stats(const struct kiln_foz_pipelines *fp, size_t archive,
                                            struct kiln_foz_pipelines_stats *stats);
@@ -652,8 +666,12 @@ KILN_API int kiln_foz_pipelines_load(const struct kiln_foz_pipelines *fp, size_t
 KILN_API void kiln_foz_pipelines_source(const struct kiln_foz_pipelines *fp,
                                         struct kiln_program_source *src);
 
-/* What kiln_foz_pipelines_import did with one archive's pipelines. */
+/* What kiln_foz_pipelines_import did with one archive's pipelines. An
+ * element of an array the library fills at the caller's stride
+ * (kiln_foz_pipelines_import_sized, docs/abi.md "Arrays"): `size` says how
+ * much of it this library wrote. */
 struct kiln_foz_pipelines_report {
+    size_t size;                            /* the bytes written: min(stride, this library's) */
     struct kiln_foz_pipelines_stats found;  /* what the open found (unique, duplicates, ...) */
     uint64_t imported[KILN_FOZ_KIND_COUNT]; /* stored by this call */
     uint64_t present[KILN_FOZ_KIND_COUNT];  /* skipped: the key was in the cache already */
@@ -685,25 +703,42 @@ struct kiln_foz_pipelines_report {
  * the report of the archive it was first met in: `reports` has
  * kiln_foz_pipelines_archives(fp) elements, each filled in every case.
  * The cache is synced at the end.
- * @return 0; KILN_EINVAL for a NULL argument or a read-only cache; a cache
+ * `report_size` is sizeof(struct kiln_foz_pipelines_report) as the
+ * caller's headers know it: the stride of `reports` (docs/abi.md,
+ * "Arrays"); call it through kiln_foz_pipelines_import, which passes it.
+ * `progress` (may be NULL) is called as kiln_cache_set_progress's is:
+ * "import", the pipelines looked at and kiln_foz_pipelines_count(fp), from
+ * the calling thread, at most ten times a second, and once at the end
+ * (done == total) when the import did not stop.
+ * @return 0; KILN_EINVAL for a NULL argument, a read-only cache or a
+ * report_size below a size_t; a cache
  * error (a failed put or sync, one error line), which stops the import
  * (what was stored before it is synced); KILN_ENOMEM. Not thread-safe on
  * `c`.
  */
-KILN_API int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
-                                       struct kiln_foz_pipelines_report *reports);
-
-/*
- * kiln_foz_pipelines_import, reporting its progress to `progress` (may be
- * NULL) as kiln_cache_set_progress does: "import", the pipelines looked at
- * and kiln_foz_pipelines_count(fp), from the calling thread, at most ten
- * times a second, and once at the end (done == total) when the import did
- * not stop. Thread safety: as kiln_foz_pipelines_import.
- */
-KILN_API int kiln_foz_pipelines_import_progress(struct kiln_cache *c,
-                                                const struct kiln_foz_pipelines *fp,
-                                                struct kiln_foz_pipelines_report *reports,
-                                                kiln_cache_progress_fn progress, void *user);
+KILN_API int kiln_foz_pipelines_import_sized(struct kiln_cache *c,
+                                             const struct kiln_foz_pipelines *fp,
+                                             size_t report_size,
+                                             struct kiln_foz_pipelines_report *reports,
+                                             kiln_cache_progress_fn progress, void *user);
+/* kiln_foz_pipelines_import_sized with the caller's stride and no progress. */
+static inline int kiln_foz_pipelines_import(struct kiln_cache *c,
+                                            const struct kiln_foz_pipelines *fp,
+                                            struct kiln_foz_pipelines_report *reports)
+{
+    return kiln_foz_pipelines_import_sized(c, fp, sizeof(struct kiln_foz_pipelines_report),
+                                           reports, NULL, NULL);
+}
+/* kiln_foz_pipelines_import_sized with the caller's stride. Thread safety:
+ * as kiln_foz_pipelines_import_sized. */
+static inline int kiln_foz_pipelines_import_progress(struct kiln_cache *c,
+                                                     const struct kiln_foz_pipelines *fp,
+                                                     struct kiln_foz_pipelines_report *reports,
+                                                     kiln_cache_progress_fn progress, void *user)
+{
+    return kiln_foz_pipelines_import_sized(c, fp, sizeof(struct kiln_foz_pipelines_report),
+                                           reports, progress, user);
+}
 #endif
 
 /* Frees the set and the archives it holds. NULL is a no-op. Not
@@ -1129,16 +1164,20 @@ struct kiln_foz_builder;
 /* What it builds on (declared above, with the Vulkan headers). */
 struct kiln_foz_builder_options;
 
-/* What a builder has done, per kind (kiln_foz_builder_get_stats). */
+/* What a builder has done, per kind (kiln_foz_builder_get_stats). Growable:
+ * set `size` with KILN_FOZ_BUILDER_STATS_INIT (docs/abi.md). */
 struct kiln_foz_builder_stats {
+    size_t size;                           /* sizeof, as the INIT macro sets it */
     uint64_t built[KILN_FOZ_KIND_COUNT];
     uint64_t skipped[KILN_FOZ_KIND_COUNT]; /* the device lacks what it needs */
     uint64_t failed[KILN_FOZ_KIND_COUNT];  /* malformed, or the driver refused */
     uint64_t objects;                      /* shared objects made (samplers, layouts, passes) */
     uint64_t derivatives_standalone;       /* derivatives built without their base */
 };
+#define KILN_FOZ_BUILDER_STATS_INIT KILN_STRUCT_INIT(kiln_foz_builder_stats)
 
-/* Copies the builder's counters into *stats. Thread-safe. */
+/* Copies the builder's counters into *stats, as far as stats->size covers
+ * (a refused size: one error line, nothing written). Thread-safe. */
 KILN_API void kiln_foz_builder_get_stats(const struct kiln_foz_builder *b,
                                          struct kiln_foz_builder_stats *stats);
 

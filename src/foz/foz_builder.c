@@ -1641,17 +1641,20 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
 
 void kiln_foz_builder_get_stats(const struct kiln_foz_builder *b, struct kiln_foz_builder_stats *s)
 {
-    if (!b || !s)
+    if (!b || !s || kiln__struct_out_check(s, "kiln_foz_builder_stats") < 0)
         return;
     struct kiln_foz_builder *m = (struct kiln_foz_builder *)b;
-    memset(s, 0, sizeof(*s));
+    struct kiln_foz_builder_stats st = KILN_FOZ_BUILDER_STATS_INIT;
+    memset(&st, 0, sizeof(st));
+    st.size = sizeof(st);
     for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
-        s->built[k] = atomic_load(&m->built[k]);
-        s->skipped[k] = atomic_load(&m->skipped[k]);
-        s->failed[k] = atomic_load(&m->failed[k]);
+        st.built[k] = atomic_load(&m->built[k]);
+        st.skipped[k] = atomic_load(&m->skipped[k]);
+        st.failed[k] = atomic_load(&m->failed[k]);
     }
-    s->objects = atomic_load(&m->objects);
-    s->derivatives_standalone = atomic_load(&m->standalone);
+    st.objects = atomic_load(&m->objects);
+    st.derivatives_standalone = atomic_load(&m->standalone);
+    KILN_STRUCT_OUT(s, &st);
 }
 
 void kiln_foz_builder_destroy(struct kiln_foz_builder *b)

@@ -250,7 +250,7 @@ static void finish(void *user)
     struct adapter *a = user;
     pthread_mutex_lock(&a->lock);
     if (a->b) {
-        struct kiln_foz_builder_stats st;
+        struct kiln_foz_builder_stats st = KILN_FOZ_BUILDER_STATS_INIT;
         kiln_foz_builder_get_stats(a->b, &st);
         for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
             a->done.built[k] += st.built[k];
@@ -309,26 +309,29 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
 void kiln_foz_kiln_builder_stats(const struct kiln_builder *builder,
                                  struct kiln_foz_builder_stats *stats)
 {
-    if (!builder || !stats)
+    if (!builder || !stats || kiln__struct_out_check(stats, "kiln_foz_builder_stats") < 0)
         return;
-    memset(stats, 0, sizeof(*stats));
-    struct adapter *a = builder ? builder->user : NULL;
-    if (!a)
-        return;
-    pthread_mutex_lock(&a->lock);
-    *stats = a->done;
-    if (a->b) {
-        struct kiln_foz_builder_stats st;
-        kiln_foz_builder_get_stats(a->b, &st);
-        for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
-            stats->built[k] += st.built[k];
-            stats->skipped[k] += st.skipped[k];
-            stats->failed[k] += st.failed[k];
+    struct kiln_foz_builder_stats sum = KILN_FOZ_BUILDER_STATS_INIT;
+    memset(&sum, 0, sizeof(sum));
+    struct adapter *a = builder->user;
+    if (a) {
+        pthread_mutex_lock(&a->lock);
+        sum = a->done;
+        if (a->b) {
+            struct kiln_foz_builder_stats st = KILN_FOZ_BUILDER_STATS_INIT;
+            kiln_foz_builder_get_stats(a->b, &st);
+            for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
+                sum.built[k] += st.built[k];
+                sum.skipped[k] += st.skipped[k];
+                sum.failed[k] += st.failed[k];
+            }
+            sum.objects += st.objects;
+            sum.derivatives_standalone += st.derivatives_standalone;
         }
-        stats->objects += st.objects;
-        stats->derivatives_standalone += st.derivatives_standalone;
+        pthread_mutex_unlock(&a->lock);
     }
-    pthread_mutex_unlock(&a->lock);
+    sum.size = sizeof(sum);
+    KILN_STRUCT_OUT(stats, &sum);
 }
 
 void kiln_foz_kiln_builder_destroy(struct kiln_builder *builder)

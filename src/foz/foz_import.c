@@ -109,15 +109,11 @@ static int store(struct kiln_cache *c, const char *path, const struct kiln_foz_e
     return rc;
 }
 
-int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_import_report *report)
+/* The import into the library's own report `r` (zeroed, size set). */
+static int import_modules(struct kiln_cache *c, const char *path, struct kiln_foz_import_report *r)
 {
-    if (!c || !path || !report)
-        return KILN_EINVAL;
-    struct kiln_foz_import_report tmp;
-    struct kiln_foz_import_report *r = report ? report : &tmp;
-    memset(r, 0, sizeof(*r));
     struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
-    if (!c || !path || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
+    if (kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
         return KILN_EINVAL;
     struct kiln_foz *foz;
     KILN_TRY(kiln_foz_open(NULL, path, &foz));
@@ -171,7 +167,7 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
             r->compute++;
         kiln_foz_module_free(&m);
     }
-    struct kiln_foz_stats fs;
+    struct kiln_foz_stats fs = KILN_FOZ_STATS_INIT;
     kiln_foz_get_stats(foz, &fs);
     r->truncated = fs.truncated;
     r->truncated_at = fs.truncated_at;
@@ -185,6 +181,21 @@ int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_impo
         if (rc == KILN_OK)
             rc = s;
     }
+    return rc;
+}
+
+int kiln_foz_import(struct kiln_cache *c, const char *path, struct kiln_foz_import_report *report)
+{
+    if (!c || !path)
+        return KILN_EINVAL;
+    if (report)
+        KILN_TRY(kiln__struct_out_check(report, "kiln_foz_import_report"));
+    struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    int rc = import_modules(c, path, &r);
+    if (report)
+        KILN_STRUCT_OUT(report, &r);
     return rc;
 }
 
@@ -209,24 +220,12 @@ static void note_invalid(const char *path, const struct kiln_foz_pipelines_entry
     r->invalid[kind]++;
 }
 
-int kiln_foz_pipelines_import(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
-                              struct kiln_foz_pipelines_report *reports)
+/* The import into the library's own reports `reports` (one per archive,
+ * zeroed, sizes set). */
+static int import_pipelines(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
+                            struct kiln_foz_pipelines_report *reports,
+                            kiln_cache_progress_fn progress, void *user)
 {
-    return kiln_foz_pipelines_import_progress(c, fp, reports, NULL, NULL);
-}
-
-int kiln_foz_pipelines_import_progress(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
-                                       struct kiln_foz_pipelines_report *reports,
-                                       kiln_cache_progress_fn progress, void *user)
-{
-    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
-    if (!c || !fp || !reports || kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
-        return KILN_EINVAL;
-    size_t na = kiln_foz_pipelines_archives(fp);
-    for (size_t a = 0; a < na; a++) {
-        memset(&reports[a], 0, sizeof(reports[a]));
-        kiln_foz_pipelines_get_stats(fp, a, &reports[a].found);
-    }
     int rc = KILN_OK;
     uint64_t stored = 0;
     size_t n = kiln_foz_pipelines_count(fp);
@@ -301,5 +300,29 @@ int kiln_foz_pipelines_import_progress(struct kiln_cache *c, const struct kiln_f
     }
     if (progress && rc == KILN_OK)
         progress(user, "import", n, n);
+    return rc;
+}
+
+int kiln_foz_pipelines_import_sized(struct kiln_cache *c, const struct kiln_foz_pipelines *fp,
+                                    size_t report_size, struct kiln_foz_pipelines_report *reports,
+                                    kiln_cache_progress_fn progress, void *user)
+{
+    struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
+    if (!c || !fp || !reports || report_size < sizeof(size_t) ||
+        kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
+        return KILN_EINVAL;
+    size_t na = kiln_foz_pipelines_archives(fp);
+    struct kiln_foz_pipelines_report *own = kiln__calloc(na ? na : 1, sizeof(*own));
+    if (!own)
+        return KILN_ENOMEM;
+    for (size_t a = 0; a < na; a++) {
+        own[a].size = KILN_MIN(report_size, sizeof(own[a]));
+        own[a].found.size = sizeof(own[a].found);
+        kiln_foz_pipelines_get_stats(fp, a, &own[a].found);
+    }
+    int rc = import_pipelines(c, fp, own, progress, user);
+    for (size_t a = 0; a < na; a++)
+        kiln__elem_out(reports, report_size, a, &own[a], sizeof(own[a]));
+    kiln__free(own);
     return rc;
 }

@@ -141,7 +141,7 @@ static int read_archive(struct kiln_foz_pipelines *fp, size_t a)
             KILN_ERROR("foz", "%s: cannot read the archive: %s", ar->path, kiln_strerror(rc));
         return rc;
     }
-    struct kiln_foz_stats fs;
+    struct kiln_foz_stats fs = KILN_FOZ_STATS_INIT;
     kiln__foz_index_reader_stats(ar->idx, &fs);
     ar->stats.entries_skipped = fs.damaged;
     ar->stats.resyncs = fs.resyncs;
@@ -276,19 +276,18 @@ const struct kiln_foz_pipelines_entry *kiln_foz_pipelines_get(const struct kiln_
     return fp && i < fp->n ? &fp->e[i] : NULL;
 }
 
-void kiln_foz_pipelines_get_stats(const struct kiln_foz_pipelines *fp, size_t archive,
-                                  struct kiln_foz_pipelines_stats *stats)
+/* The counts of `archive` (SIZE_MAX: all) in the library's layout. */
+static void sum_stats(const struct kiln_foz_pipelines *fp, size_t archive,
+                      struct kiln_foz_pipelines_stats *stats)
 {
-    if (!fp || !stats)
-        return;
     memset(stats, 0, sizeof(*stats));
-    if (!fp)
-        return;
     if (archive != SIZE_MAX) {
         if (archive < fp->narchives)
             *stats = fp->archives[archive].stats;
+        stats->size = sizeof(*stats);
         return;
     }
+    stats->size = sizeof(*stats);
     for (size_t a = 0; a < fp->narchives; a++) {
         const struct kiln_foz_pipelines_stats *s = &fp->archives[a].stats;
         for (int k = 0; k < KILN_FOZ_KIND_COUNT; k++) {
@@ -309,6 +308,16 @@ void kiln_foz_pipelines_get_stats(const struct kiln_foz_pipelines *fp, size_t ar
             snprintf(stats->first_unreadable, sizeof(stats->first_unreadable), "%s",
                      s->first_unreadable);
     }
+}
+
+void kiln_foz_pipelines_get_stats(const struct kiln_foz_pipelines *fp, size_t archive,
+                                  struct kiln_foz_pipelines_stats *stats)
+{
+    if (!fp || !stats || kiln__struct_out_check(stats, "kiln_foz_pipelines_stats") < 0)
+        return;
+    struct kiln_foz_pipelines_stats st = KILN_FOZ_PIPELINES_STATS_INIT;
+    sum_stats(fp, archive, &st);
+    KILN_STRUCT_OUT(stats, &st);
 }
 
 int kiln_foz_pipelines_load(const struct kiln_foz_pipelines *fp, size_t i,

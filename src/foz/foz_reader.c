@@ -240,9 +240,11 @@ int kiln_foz_rewind(struct kiln_foz *foz)
 
 void kiln_foz_get_stats(const struct kiln_foz *foz, struct kiln_foz_stats *stats)
 {
-    if (!foz || !stats)
+    if (!foz || !stats || kiln__struct_out_check(stats, "kiln_foz_stats") < 0)
         return;
-    *stats = foz->stats;
+    struct kiln_foz_stats st = foz->stats;
+    st.size = sizeof(st);
+    KILN_STRUCT_OUT(stats, &st);
 }
 
 const char *kiln_foz_name(const struct kiln_foz *foz)

@@ -243,6 +243,7 @@ static int replay(const struct kiln_foz_replay_options *o, struct kiln_foz_repla
     if (rc == KILN_OK)
         rc = kiln_foz_pipelines_open(o->paths, o->npaths, &fp);
     if (rc == KILN_OK) {
+        rep->found.size = sizeof(rep->found);
         kiln_foz_pipelines_get_stats(fp, SIZE_MAX, &rep->found);
         r.fp = fp;
         if (!r.vk && (rc = own_context(&own_vk)) == KILN_OK)

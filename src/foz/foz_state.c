@@ -196,6 +196,7 @@ int kiln_foz_index_create(struct kiln_foz *foz, struct kiln_foz_index **out)
     int rc = kiln_foz_rewind(foz);
     if (rc == 0)
         rc = read_entries(foz, idx);
+    idx->reader.size = sizeof(idx->reader);
     kiln_foz_get_stats(foz, &idx->reader);
     int rw = kiln_foz_rewind(foz);
     if (rc == 0)

@@ -409,7 +409,7 @@ static int foz_run(void *ctx, const char *dir)
     int orc = kiln_cache_open(dir, &o, &c);
     if (orc < 0)
         return orc;
-    struct kiln_foz_import_report r;
+    struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
     int rc = kiln_foz_import(c, f->archive, &r);
     kiln_cache_close(c);
     if (rc == 0 && r.imported + r.present != r.modules) {

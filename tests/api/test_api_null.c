@@ -193,7 +193,6 @@ static int job(void *arg, unsigned worker)
       kiln_foz_module_list_find(NULL, 1, 1))                                                       \
     E(foz_import_c, kiln_foz_import, KILN_EINVAL, kiln_foz_import(NULL, SCR, SCR))                 \
     E(foz_import_path, kiln_foz_import, KILN_EINVAL, kiln_foz_import(SCR, NULL, SCR))              \
-    E(foz_import_report, kiln_foz_import, KILN_EINVAL, kiln_foz_import(SCR, SCR, NULL))            \
     E(foz_programs_open_path, kiln_foz_programs_open, KILN_EINVAL,                                 \
       kiln_foz_programs_open(NULL, SCR))                                                           \
     E(foz_programs_open_out, kiln_foz_programs_open, KILN_EINVAL,                                  \
@@ -270,6 +269,12 @@ static int job(void *arg, unsigned worker)
       kiln_foz_pipelines_import_progress(SCR, NULL, SCR, NULL, NULL))                              \
     E(foz_pipelines_import_progress_reports, kiln_foz_pipelines_import_progress, KILN_EINVAL,      \
       kiln_foz_pipelines_import_progress(SCR, SCR, NULL, NULL, NULL))                              \
+    E(foz_pipelines_import_sized_c, kiln_foz_pipelines_import_sized, KILN_EINVAL,                  \
+      kiln_foz_pipelines_import_sized(NULL, SCR, 64, SCR, NULL, NULL))                             \
+    E(foz_pipelines_import_sized_fp, kiln_foz_pipelines_import_sized, KILN_EINVAL,                 \
+      kiln_foz_pipelines_import_sized(SCR, NULL, 64, SCR, NULL, NULL))                             \
+    E(foz_pipelines_import_sized_reports, kiln_foz_pipelines_import_sized, KILN_EINVAL,            \
+      kiln_foz_pipelines_import_sized(SCR, SCR, 64, NULL, NULL, NULL))                             \
     V(foz_pipelines_destroy, kiln_foz_pipelines_destroy, kiln_foz_pipelines_destroy(NULL))         \
     E(foz_replay_options, kiln_foz_replay, KILN_EINVAL, kiln_foz_replay(NULL, SCR))                \
     E(foz_replay_report, kiln_foz_replay, KILN_EINVAL, kiln_foz_replay(SCR, NULL))                 \

@@ -171,7 +171,7 @@ KT_CASE(import_corpus)
                 fresh++;
             }
         }
-        struct kiln_foz_import_report r;
+        struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
         KT_CHECK_OK(kiln_foz_import(c, paths[a], &r));
         KT_CHECK_EQ(r.modules, w.modules);
         /* A module the validator refuses is not stored: one line each. */
@@ -198,7 +198,7 @@ KT_CASE(import_corpus)
 
     /* A re-import adds nothing (and refuses the same modules again). */
     for (size_t a = 0; a < na; a++) {
-        struct kiln_foz_import_report r;
+        struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
         kiln_log_set_level(KILN_LOG_ERROR); /* the refusals, said above */
         KT_CHECK_OK(kiln_foz_import(c, paths[a], &r));
         kiln_log_set_level(KILN_LOG_WARN);
@@ -297,7 +297,7 @@ KT_CASE(import_damage)
     uint64_t len = n - w.last_start;
     for (uint64_t k = 1; k < len; k++) {
         KT_REQUIRE(write_all(file, t, (size_t)(w.last_start + k)) == 0);
-        struct kiln_foz_import_report r;
+        struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
         int rc = kiln_foz_import(c, file, &r);
         if (rc != KILN_OK || !r.truncated || r.modules != cut.modules) {
             kt_fail(__FILE__, __LINE__, "cut at %" PRIu64 ": %s, truncated %d, %" PRIu64 " modules",
@@ -326,7 +326,7 @@ KT_CASE(import_damage)
     KT_REQUIRE(kt_mkdir(cache2) == 0);
     c2 = open_foz_cache(cache2);
     KT_REQUIRE(c2);
-    struct kiln_foz_import_report r;
+    struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
     KT_CHECK_OK(kiln_foz_import(c2, file, &r));
     KT_CHECK_EQ(r.damaged, 1);
     KT_CHECK_EQ(r.imported, w.modules - 1);

@@ -177,7 +177,7 @@ KT_CASE(pipelines_dedup)
     KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 3, &fp));
     KT_CHECK_EQ(kiln_foz_pipelines_count(fp), 7);
     KT_CHECK_EQ(kiln_foz_pipelines_archives(fp), 3);
-    struct kiln_foz_pipelines_stats all, sb;
+    struct kiln_foz_pipelines_stats all = KILN_FOZ_PIPELINES_STATS_INIT, sb = KILN_FOZ_PIPELINES_STATS_INIT;
     kiln_foz_pipelines_get_stats(fp, SIZE_MAX, &all);
     kiln_foz_pipelines_get_stats(fp, 1, &sb);
     KT_CHECK_EQ(all.found[KILN_FOZ_KIND_GRAPHICS], 7);
@@ -258,7 +258,7 @@ KT_CASE(pipelines_unreadable)
     const char *paths[] = {cut};
     struct kiln_foz_pipelines *fp;
     KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 1, &fp));
-    struct kiln_foz_pipelines_stats st;
+    struct kiln_foz_pipelines_stats st = KILN_FOZ_PIPELINES_STATS_INIT;
     kiln_foz_pipelines_get_stats(fp, 0, &st);
     KT_CHECK_EQ(st.unreadable[KILN_FOZ_KIND_COMPUTE], 1);
     KT_CHECK_EQ(st.unique[KILN_FOZ_KIND_GRAPHICS], 2);

@@ -348,7 +348,7 @@ KT_CASE(corpus_modules)
             kiln_foz_module_free(&m);
         }
         KT_CHECK_EQ(rc, 0);
-        struct kiln_foz_stats st;
+        struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
         kiln_foz_get_stats(foz, &st);
         kiln_foz_close(foz);
 
@@ -511,7 +511,7 @@ static void check_every_cut(const char *path)
     for (uint64_t len = h.last_start; len < h.end; len++, cuts++) {
         KT_REQUIRE_OK(kiln_foz_open_memory(data, (size_t)len, path, &foz));
         read_all(foz, &cut);
-        struct kiln_foz_stats st;
+        struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
         kiln_foz_get_stats(foz, &st);
         kiln_foz_close(foz);
         KT_CHECK_EQ(cut.final, 0);
@@ -559,7 +559,7 @@ KT_CASE(truncated_tail)
     KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
     struct run r;
     read_all(foz, &r);
-    struct kiln_foz_stats st;
+    struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
     kiln_foz_get_stats(foz, &st);
     KT_CHECK_EQ(r.final, 0);
     KT_CHECK(st.truncated);
@@ -627,7 +627,7 @@ KT_CASE(flipped_crc)
         kiln_log_set_sink(capture, &c);
         KT_REQUIRE_OK(kiln_foz_open_memory(data, size, "flipped.foz", &foz));
         read_all(foz, &r);
-        struct kiln_foz_stats st;
+        struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
         kiln_foz_get_stats(foz, &st);
         kiln_foz_close(foz);
         kiln_log_set_sink(NULL, NULL);
@@ -660,7 +660,7 @@ KT_CASE(flipped_crc)
         KT_CHECK_EQ(r.rc[i], i == 4 ? KILN_ECORRUPT_RECORD : 1);
         KT_CHECK(r.hash[i] == full.hash[i]);
     }
-    struct kiln_foz_stats st;
+    struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
     kiln_foz_get_stats(foz, &st);
     KT_CHECK_EQ(st.damaged, 1);
     KT_CHECK_EQ(st.resyncs, 1);
@@ -729,7 +729,7 @@ KT_CASE(resync_bad_size)
             kiln__store_le32(data + off[k] + 40, bad[v]);
             KT_REQUIRE_OK(kiln_foz_open_memory(data, size, "bad-size.foz", &foz));
             read_all(foz, &r);
-            struct kiln_foz_stats st;
+            struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
             kiln_foz_get_stats(foz, &st);
             kiln_foz_close(foz);
             trials++;
@@ -786,7 +786,7 @@ KT_CASE(resync_budget)
     KT_REQUIRE_OK(kiln_foz_open_memory(d, size, "crafted.foz", &foz));
     struct run r;
     read_all(foz, &r);
-    struct kiln_foz_stats st;
+    struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
     kiln_foz_get_stats(foz, &st);
     kiln_foz_close(foz);
     kiln_log_set_sink(NULL, NULL);
@@ -849,7 +849,7 @@ KT_CASE(damaged_entries)
             kt_fail(__FILE__, __LINE__, "entry %zu: %d, expected %d", i, r.rc[i], want[i]);
         KT_CHECK_EQ(r.hash[i], i + 1);
     }
-    struct kiln_foz_stats st;
+    struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
     kiln_foz_get_stats(foz, &st);
     KT_CHECK_EQ(st.damaged, 6);
     KT_CHECK_EQ(st.entries, 5);

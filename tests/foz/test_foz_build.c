@@ -742,7 +742,7 @@ KT_CASE(corpus_build)
 {
     struct gpu g;
     gpu_open(&g, false);
-    struct kiln_foz_builder_stats st;
+    struct kiln_foz_builder_stats st = KILN_FOZ_BUILDER_STATS_INIT;
     if (build_corpus(&g, 4, &st))
         check_all_built(&st);
     gpu_close(&g);
@@ -788,7 +788,7 @@ KT_CASE(corpus_validation)
     if (!gpu_open(&g, true))
         return;
     atomic_store(&validation_errors, 0);
-    struct kiln_foz_builder_stats st;
+    struct kiln_foz_builder_stats st = KILN_FOZ_BUILDER_STATS_INIT;
     bool ran = build_corpus(&g, 1, &st);
     gpu_close(&g);
     if (!ran)
@@ -903,7 +903,7 @@ KT_CASE(refusals)
         kiln_foz_builder_build(b, bytes, size, &st, 1, VK_NULL_HANDLE, &p, why, sizeof(why)));
     if (p)
         g.DestroyPipeline(g.device, p, NULL);
-    struct kiln_foz_builder_stats s;
+    struct kiln_foz_builder_stats s = KILN_FOZ_BUILDER_STATS_INIT;
     kiln_foz_builder_get_stats(b, &s);
     KT_CHECK_EQ(s.built[KILN_FOZ_KIND_COMPUTE], 1);
     KT_CHECK_EQ(s.skipped[KILN_FOZ_KIND_COMPUTE], 1);
@@ -1121,7 +1121,7 @@ KT_CASE(unrecorded_states)
                            jparse("{\"dataSize\":8,\"data\":\"AQAAAAIAAAA=\","
                                   "\"mapEntries\":[{\"constantID\":7,\"offset\":0,\"size\":4},"
                                   "{\"constantID\":8,\"offset\":4,\"size\":4}]}"));
-    struct kiln_foz_builder_stats st0, st1;
+    struct kiln_foz_builder_stats st0 = KILN_FOZ_BUILDER_STATS_INIT, st1 = KILN_FOZ_BUILDER_STATS_INIT;
     kiln_foz_builder_get_stats(b, &st0);
     rc = build_doc(&g, b, doc, mods, why, sizeof(why));
     KT_CHECK_OK(rc);

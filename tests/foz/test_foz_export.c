@@ -115,7 +115,7 @@ static size_t read_all(struct kiln_foz *foz, uint64_t *modules)
         n++;
         *modules += e.tag == KILN_FOZ_TAG_SHADER_MODULE;
     }
-    struct kiln_foz_stats st;
+    struct kiln_foz_stats st = KILN_FOZ_STATS_INIT;
     kiln_foz_get_stats(foz, &st);
     KT_CHECK_EQ(st.damaged, 0);
     KT_CHECK(!st.truncated);

@@ -645,7 +645,7 @@ KT_CASE(foz_import_then_prepare)
                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
     struct kiln_cache *c;
     KT_REQUIRE_OK(kiln_cache_open(cache, &io, &c));
-    struct kiln_foz_import_report ir;
+    struct kiln_foz_import_report ir = KILN_FOZ_IMPORT_REPORT_INIT;
     KT_REQUIRE_OK(kiln_foz_import(c, foz, &ir));
     kiln_cache_close(c);
     KT_REQUIRE(ir.compute >= 1);
@@ -701,7 +701,7 @@ KT_CASE(foz_import_then_prepare)
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.translated, ir.compute);
     KT_REQUIRE_OK(kiln_cache_open(other, &io, &c));
-    struct kiln_foz_import_report ir2;
+    struct kiln_foz_import_report ir2 = KILN_FOZ_IMPORT_REPORT_INIT;
     KT_REQUIRE_OK(kiln_foz_import(c, foz, &ir2));
     kiln_cache_close(c);
     KT_CHECK_EQ(ir2.present, ir.compute);

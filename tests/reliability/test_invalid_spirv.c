@@ -223,7 +223,7 @@ KT_CASE(import_refuses)
     char cache[4200];
     snprintf(cache, sizeof(cache), "%s/cache", dir);
     uint64_t hashes[GOOD + MAX_VARIANTS];
-    struct kiln_foz_import_report r;
+    struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
     struct lines l = {.needle = "not imported"};
     import_set(&s, dir, cache, hashes, &r, &l);
     KT_CHECK_EQ(r.modules, GOOD + s.n);
@@ -365,7 +365,7 @@ KT_CASE(start_builds_only_valid)
 
     /* Import, then start. */
     uint64_t hashes[GOOD + MAX_VARIANTS];
-    struct kiln_foz_import_report r;
+    struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
     struct lines l = {0};
     import_set(&s, dir, imported, hashes, &r, &l);
     KT_CHECK_EQ(r.imported, GOOD);
@@ -435,7 +435,7 @@ KT_CASE(oversized_module)
     KT_REQUIRE_OK(fw_write_modules(foz, m, 3, hashes));
     free(big);
     struct kiln_cache *c = open_cache(cache, KILN_FOZ_STAMP);
-    struct kiln_foz_import_report r;
+    struct kiln_foz_import_report r = KILN_FOZ_IMPORT_REPORT_INIT;
     struct lines l = {.needle = "more than kiln stores"};
     kiln_log_set_sink(count_lines, &l);
     KT_CHECK_OK(kiln_foz_import(c, foz, &r));

@@ -178,7 +178,7 @@ static int set_open(const char *const *paths, size_t n, struct replay_set *s)
         return rc;
     s->n = kiln_foz_pipelines_count(s->fp);
     s->archives = kiln_foz_pipelines_archives(s->fp);
-    struct kiln_foz_pipelines_stats st;
+    struct kiln_foz_pipelines_stats st = KILN_FOZ_PIPELINES_STATS_INIT;
     kiln_foz_pipelines_get_stats(s->fp, SIZE_MAX, &st);
     for (int k = 0; k < NKINDS; k++) {
         s->met += st.found[k];
@@ -360,7 +360,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     /* Over the whole phase (the Fossilize builder itself ends with it).
      * Isolated workers build with builders of their own, which this
      * process cannot read: their split by kind is unknown here. */
-    struct kiln_foz_builder_stats st;
+    struct kiln_foz_builder_stats st = KILN_FOZ_BUILDER_STATS_INIT;
     kiln_foz_kiln_builder_stats(&fb, &st);
     r->kinds_known = !isolated;
     for (int i = 0; i < NKINDS; i++) {

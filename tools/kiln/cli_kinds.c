@@ -31,6 +31,7 @@ int cli_builders_make(const char *command, struct cli_builders *b)
 void cli_builders_foz_stats(const struct cli_builders *b, struct kiln_foz_builder_stats *st)
 {
     memset(st, 0, sizeof(*st));
+    st->size = sizeof(*st);
     if (b->n)
         kiln_foz_kiln_builder_stats(&b->foz, st);
 }

@@ -202,7 +202,7 @@ static void close_input(struct prep_input *in)
  * in another archive, unreadable (each logged when it was met). */
 static void print_json_archives(struct cli_json *j, const struct prep_input *in)
 {
-    struct kiln_foz_pipelines_stats st;
+    struct kiln_foz_pipelines_stats st = KILN_FOZ_PIPELINES_STATS_INIT;
     kiln_foz_pipelines_get_stats(in->foz, SIZE_MAX, &st);
     cli_json_array_begin(j, "archives");
     for (size_t i = 0; i < in->narchives; i++)
@@ -225,7 +225,7 @@ static void print_json_archives(struct cli_json *j, const struct prep_input *in)
 
 static void print_text_archives(const struct prep_input *in)
 {
-    struct kiln_foz_pipelines_stats st;
+    struct kiln_foz_pipelines_stats st = KILN_FOZ_PIPELINES_STATS_INIT;
     kiln_foz_pipelines_get_stats(in->foz, SIZE_MAX, &st);
     printf("  archives  ");
     const char *sep = "";
@@ -542,7 +542,7 @@ int cmd_prepare(int argc, char **argv)
         s.error = rc;
         s.step = step;
     }
-    struct kiln_foz_builder_stats fst;
+    struct kiln_foz_builder_stats fst = KILN_FOZ_BUILDER_STATS_INIT;
     cli_builders_foz_stats(&builders, &fst);
     bool ok = rc == KILN_OK && s.failed == 0 && s.pipelines_failed == 0 && s.crash_skipped == 0;
     if (s.memory_budget && s.peak_rss > s.memory_budget) {

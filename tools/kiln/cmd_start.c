@@ -227,7 +227,7 @@ int cmd_start(int argc, char **argv)
     cli_stop_install(name);
     int rc = kiln_warm_start(&o, cli_phase_progress, &ps, &s);
     cli_phase_progress_close(&ps);
-    struct kiln_foz_builder_stats fst;
+    struct kiln_foz_builder_stats fst = KILN_FOZ_BUILDER_STATS_INIT;
     cli_builders_foz_stats(&builders, &fst);
     cli_builders_free(&builders);
     bool ok = rc == KILN_OK && s.missing == 0 && s.bad == 0 && s.pipelines_failed == 0 &&
