@@ -726,8 +726,8 @@ static inline int kiln_foz_pipelines_import(struct kiln_cache *c,
                                             const struct kiln_foz_pipelines *fp,
                                             struct kiln_foz_pipelines_report *reports)
 {
-    return kiln_foz_pipelines_import_sized(c, fp, sizeof(struct kiln_foz_pipelines_report),
-                                           reports, NULL, NULL);
+    return kiln_foz_pipelines_import_sized(c, fp, sizeof(struct kiln_foz_pipelines_report), reports,
+                                           NULL, NULL);
 }
 /* kiln_foz_pipelines_import_sized with the caller's stride. Thread safety:
  * as kiln_foz_pipelines_import_sized. */
@@ -736,8 +736,8 @@ static inline int kiln_foz_pipelines_import_progress(struct kiln_cache *c,
                                                      struct kiln_foz_pipelines_report *reports,
                                                      kiln_cache_progress_fn progress, void *user)
 {
-    return kiln_foz_pipelines_import_sized(c, fp, sizeof(struct kiln_foz_pipelines_report),
-                                           reports, progress, user);
+    return kiln_foz_pipelines_import_sized(c, fp, sizeof(struct kiln_foz_pipelines_report), reports,
+                                           progress, user);
 }
 #endif
 
@@ -1167,7 +1167,7 @@ struct kiln_foz_builder_options;
 /* What a builder has done, per kind (kiln_foz_builder_get_stats). Growable:
  * set `size` with KILN_FOZ_BUILDER_STATS_INIT (docs/abi.md). */
 struct kiln_foz_builder_stats {
-    size_t size;                           /* sizeof, as the INIT macro sets it */
+    size_t size; /* sizeof, as the INIT macro sets it */
     uint64_t built[KILN_FOZ_KIND_COUNT];
     uint64_t skipped[KILN_FOZ_KIND_COUNT]; /* the device lacks what it needs */
     uint64_t failed[KILN_FOZ_KIND_COUNT];  /* malformed, or the driver refused */

@@ -392,7 +392,8 @@ struct kiln__prep_builders {
     size_t n;                  /* all of them */
     size_t ndefaults;          /* the core's, at the end */
 };
-int kiln__prep_builders_in(const struct kiln_builder *in, size_t n, struct kiln__prep_builders *out);
+int kiln__prep_builders_in(const struct kiln_builder *in, size_t n,
+                           struct kiln__prep_builders *out);
 void kiln__prep_builders_free(struct kiln__prep_builders *b);
 
 /* The platform's atomic rename that never replaces (io_unix.c, io_win.c):

@@ -308,8 +308,8 @@ int kiln_foz_pipelines_import_sized(struct kiln_cache *c, const struct kiln_foz_
                                     kiln_cache_progress_fn progress, void *user)
 {
     struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
-    if (!c || !fp || !reports || report_size < sizeof(size_t) ||
-        kiln_cache_get_stats(c, &cs) < 0 || cs.read_only)
+    if (!c || !fp || !reports || report_size < sizeof(size_t) || kiln_cache_get_stats(c, &cs) < 0 ||
+        cs.read_only)
         return KILN_EINVAL;
     size_t na = kiln_foz_pipelines_archives(fp);
     struct kiln_foz_pipelines_report *own = kiln__calloc(na ? na : 1, sizeof(*own));

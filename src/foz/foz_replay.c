@@ -221,8 +221,8 @@ static int replay_builder(const struct kiln_builder *given, struct kiln__prep_bu
         if (bl->list[i].kind == KILN_STATE_FOZ)
             *out = &bl->list[i];
     if (!*out || !(*out)->build) {
-        KILN_ERROR("foz", "replay: %s", *out ? "a builder without build"
-                                             : "the builder given is not of KILN_STATE_FOZ");
+        KILN_ERROR("foz", "replay: %s",
+                   *out ? "a builder without build" : "the builder given is not of KILN_STATE_FOZ");
         return KILN_EINVAL;
     }
     return KILN_OK;

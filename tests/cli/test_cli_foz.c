@@ -177,7 +177,8 @@ KT_CASE(pipelines_dedup)
     KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 3, &fp));
     KT_CHECK_EQ(kiln_foz_pipelines_count(fp), 7);
     KT_CHECK_EQ(kiln_foz_pipelines_archives(fp), 3);
-    struct kiln_foz_pipelines_stats all = KILN_FOZ_PIPELINES_STATS_INIT, sb = KILN_FOZ_PIPELINES_STATS_INIT;
+    struct kiln_foz_pipelines_stats all = KILN_FOZ_PIPELINES_STATS_INIT,
+                                    sb = KILN_FOZ_PIPELINES_STATS_INIT;
     kiln_foz_pipelines_get_stats(fp, SIZE_MAX, &all);
     kiln_foz_pipelines_get_stats(fp, 1, &sb);
     KT_CHECK_EQ(all.found[KILN_FOZ_KIND_GRAPHICS], 7);

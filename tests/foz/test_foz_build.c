@@ -1121,7 +1121,8 @@ KT_CASE(unrecorded_states)
                            jparse("{\"dataSize\":8,\"data\":\"AQAAAAIAAAA=\","
                                   "\"mapEntries\":[{\"constantID\":7,\"offset\":0,\"size\":4},"
                                   "{\"constantID\":8,\"offset\":4,\"size\":4}]}"));
-    struct kiln_foz_builder_stats st0 = KILN_FOZ_BUILDER_STATS_INIT, st1 = KILN_FOZ_BUILDER_STATS_INIT;
+    struct kiln_foz_builder_stats st0 = KILN_FOZ_BUILDER_STATS_INIT,
+                                  st1 = KILN_FOZ_BUILDER_STATS_INIT;
     kiln_foz_builder_get_stats(b, &st0);
     rc = build_doc(&g, b, doc, mods, why, sizeof(why));
     KT_CHECK_OK(rc);

@@ -35,7 +35,8 @@ int main(int argc, char **argv)
     if (rc < 0)
         return fail("kiln_foz_pipelines_open", rc);
     size_t n = kiln_foz_pipelines_count(fp);
-    struct kiln_cache_options co = {.size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     if ((rc = kiln_cache_open(cache_dir, &co, &c)) < 0)
         return fail("kiln_cache_open", rc);

@@ -36,7 +36,8 @@ static void import_archive(char *archive, size_t cap, char *cache, size_t ccap)
     struct kiln_foz_pipelines *fp = NULL;
     KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 1, &fp));
     KT_REQUIRE(kiln_foz_pipelines_count(fp) == COMPUTE + GRAPHICS);
-    struct kiln_cache_options co = {.size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
     struct kiln_foz_pipelines_report rep;
@@ -96,8 +97,11 @@ KT_CASE(warm_start_builds_imported)
 
     /* The application's builder of the kind wins over kiln's. */
     struct counting_builder cb = {0};
-    struct kiln_builder own = {
-        .size = sizeof(own), .kind = KILN_STATE_FOZ, .user = &cb, .build = count_build, .name = "app-foz"};
+    struct kiln_builder own = {.size = sizeof(own),
+                               .kind = KILN_STATE_FOZ,
+                               .user = &cb,
+                               .build = count_build,
+                               .name = "app-foz"};
     so.vk = vk;
     so.builders = &own;
     so.nbuilders = 1;
@@ -184,7 +188,8 @@ KT_CASE(export_imported)
     char archive[4200], cache[4200], out[4300];
     import_archive(archive, sizeof(archive), cache, sizeof(cache));
     snprintf(out, sizeof(out), "%s/back.foz", kt_case_dir());
-    struct kiln_cache_options co = {.size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = KILN_FOZ_STAMP, .flags = KILN_CACHE_READ_ONLY};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
     struct kiln_foz_export_report er = KILN_FOZ_EXPORT_REPORT_INIT;
