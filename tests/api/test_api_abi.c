@@ -300,7 +300,91 @@ KT_CASE(program_model_sizes)
                 KILN_EINVAL);
 }
 
+/* The committed Fossilize seed: one graphics pipeline over two modules. */
+#define TRIANGLE KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz"
+
+/* A cache for Fossilize imports in the case's folder. @return 0 or the error. */
+static int open_foz_cache(struct kiln_cache **c)
+{
+    struct kiln_cache_options o = KILN_CACHE_OPTIONS_INIT;
+    o.stamp = KILN_FOZ_STAMP;
+    o.flags = KILN_CACHE_CREATE;
+    return kiln_cache_open(kt_case_dir(), &o, c);
+}
+
+/* Counts the bytes of `p` from `from` to `to` that are not `canary`. */
+static size_t changed(const void *p, size_t from, size_t to, unsigned char canary)
+{
+    size_t bad = 0;
+    for (size_t i = from; i < to; i++)
+        bad += ((const unsigned char *)p)[i] != canary;
+    return bad;
+}
+
+/* Fossilize's reports and stats by the same rule: an older report is
+ * written to its size, a size of 0 refused (a get_stats writes nothing). */
+KT_CASE(foz_reports_to_their_size)
+{
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(open_foz_cache(&c));
+    struct kiln_foz_import_report r;
+    memset(&r, 0, sizeof(r));
+    KT_CHECK_EQ(kiln_foz_import(c, TRIANGLE, &r), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_cache_count(c), 0);
+    memset(&r, 0xa5, sizeof(r));
+    size_t cut = offsetof(struct kiln_foz_import_report, spirv_bytes);
+    r.size = cut;
+    KT_REQUIRE_OK(kiln_foz_import(c, TRIANGLE, &r));
+    KT_CHECK_EQ(r.size, cut);
+    KT_CHECK_EQ(r.modules, 2);
+    KT_CHECK_EQ(r.imported + r.present + r.invalid, 2);
+    KT_CHECK_EQ(changed(&r, cut, sizeof(r), 0xa5), 0);
+    kiln_cache_close(c);
+
+    const char *paths[] = {TRIANGLE};
+    struct kiln_foz_pipelines *fp = NULL;
+    KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 1, &fp));
+    struct kiln_foz_pipelines_stats st;
+    memset(&st, 0, sizeof(st));
+    kiln_foz_pipelines_get_stats(fp, SIZE_MAX, &st);
+    KT_CHECK_EQ(st.unique[KILN_FOZ_KIND_GRAPHICS], 0); /* size 0: not written */
+    st = (struct kiln_foz_pipelines_stats)KILN_FOZ_PIPELINES_STATS_INIT;
+    kiln_foz_pipelines_get_stats(fp, SIZE_MAX, &st);
+    KT_CHECK_EQ(st.size, sizeof(st));
+    KT_CHECK_EQ(st.unique[KILN_FOZ_KIND_GRAPHICS], 1);
+    kiln_foz_pipelines_destroy(fp);
+}
+
+/* The reports of kiln_foz_pipelines_import_sized are laid out at the
+ * caller's stride: an older caller's shorter elements are filled to their
+ * size and nothing past them is written. */
+KT_CASE(foz_pipelines_reports_at_stride)
+{
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(open_foz_cache(&c));
+    const char *paths[] = {TRIANGLE};
+    struct kiln_foz_pipelines *fp = NULL;
+    KT_REQUIRE_OK(kiln_foz_pipelines_open(paths, 1, &fp));
+    KT_REQUIRE(kiln_foz_pipelines_archives(fp) == 1);
+    size_t stride = offsetof(struct kiln_foz_pipelines_report, recorded_invalid);
+    unsigned char buf[2 * sizeof(struct kiln_foz_pipelines_report)];
+    memset(buf, 0xa5, sizeof(buf));
+    KT_CHECK_EQ(kiln_foz_pipelines_import_sized(c, fp, 4, (void *)buf, NULL, NULL), KILN_EINVAL);
+    KT_REQUIRE_OK(kiln_foz_pipelines_import_sized(c, fp, stride, (void *)buf, NULL, NULL));
+    struct kiln_foz_pipelines_report r;
+    memset(&r, 0, sizeof(r));
+    memcpy(&r, buf, stride);
+    KT_CHECK_EQ(r.size, stride);
+    KT_CHECK_EQ(r.found.size, sizeof(r.found));
+    KT_CHECK_EQ(r.found.unique[KILN_FOZ_KIND_GRAPHICS], 1);
+    KT_CHECK_EQ(r.imported[KILN_FOZ_KIND_GRAPHICS] + r.invalid[KILN_FOZ_KIND_GRAPHICS], 1);
+    KT_CHECK_EQ(changed(buf, stride, sizeof(buf), 0xa5), 0);
+    kiln_foz_pipelines_destroy(fp);
+    kiln_cache_close(c);
+}
+
 KT_MAIN(KT_ENTRY(program_model_sizes), KT_ENTRY(older_options_get_defaults),
         KT_ENTRY(older_report_written_to_its_size), KT_ENTRY(size_zero_refused),
         KT_ENTRY(newer_struct_tail), KT_ENTRY(array_at_caller_stride),
-        KT_ENTRY(builder_array_stride))
+        KT_ENTRY(builder_array_stride, KT_ENTRY(foz_reports_to_their_size),
+        KT_ENTRY(foz_pipelines_reports_at_stride))
