@@ -367,8 +367,8 @@ int kiln__win_utf8(const wchar_t *w, char **out);
  * (KILN_STATE_FOZ: the Fossilize builder, src/foz/foz_builder_kiln.c), for
  * the preparation and the warm start to use when the caller gives none of
  * that kind. The one call that goes up the layers: prep, below foz, names
- * it here rather than including kiln/foz.h (foz builds kiln_programs, which
- * prep defines), and libkiln links both. @return 1 with the builder in *out
+ * it here rather than including kiln/foz.h (foz fills a struct
+ * kiln_builder, which prep defines), and libkiln links both. @return 1 with the builder in *out
  * (release it with kiln__default_builder_destroy), 0 when the core has none
  * of `kind` (*out cleared), or KILN_ENOMEM.
  */
