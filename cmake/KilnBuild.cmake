@@ -188,6 +188,25 @@ function(kiln_module name)
   endif()
 endfunction()
 
+# kiln_vulkan_headers(TARGET...)
+# Gives each target that exists, and its DLL twin (kiln_<m>_dll, Windows),
+# the Vulkan headers: the found package's, else KILN_VULKAN_INCLUDE. Only the
+# headers: Vulkan itself is opened at run time (src/vk).
+function(kiln_vulkan_headers)
+  foreach(t ${ARGN})
+    foreach(v ${t} ${t}_dll)
+      if(NOT TARGET ${v})
+        continue()
+      endif()
+      if(VULKAN_FOUND)
+        target_include_directories(${v} PRIVATE ${VULKAN_INCLUDE_DIRS})
+      elseif(KILN_VULKAN_INCLUDE)
+        target_include_directories(${v} PRIVATE ${KILN_VULKAN_INCLUDE})
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+
 # kiln_spirv_tools: the SPIR-V validator's C API (SPIRV-Tools), used by the
 # vk module to check a stage before a driver sees it (KILN_HAVE_SPIRV_TOOLS
 # says whether there is one).
