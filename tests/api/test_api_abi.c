@@ -386,5 +386,5 @@ KT_CASE(foz_pipelines_reports_at_stride)
 KT_MAIN(KT_ENTRY(program_model_sizes), KT_ENTRY(older_options_get_defaults),
         KT_ENTRY(older_report_written_to_its_size), KT_ENTRY(size_zero_refused),
         KT_ENTRY(newer_struct_tail), KT_ENTRY(array_at_caller_stride),
-        KT_ENTRY(builder_array_stride, KT_ENTRY(foz_reports_to_their_size),
+        KT_ENTRY(builder_array_stride), KT_ENTRY(foz_reports_to_their_size),
         KT_ENTRY(foz_pipelines_reports_at_stride))
