@@ -796,9 +796,9 @@ struct kiln_foz_replay_report {
  * cannot build (a missing extension or feature, a limit) is skipped, one
  * that fails is counted, each with a warning line, and the others go on.
  * @return 0 when every pipeline was tried (see the report for how each
- * fared); KILN_EINVAL for NULL options or report, no paths, or a size
- * refused (docs/abi.md); kiln_foz_pipelines_open's errors for an archive
- * that cannot be read; kiln_vk_create's when no context can be made;
+ * fared); KILN_EINVAL for NULL options or report, no paths, a builder not
+ * of KILN_STATE_FOZ or without build, or a size refused (docs/abi.md); kiln_foz_pipelines_open's
+ * errors for an archive that cannot be read; kiln_vk_create's when no context can be made;
  * KILN_ENOMEM. *report is filled in every case.
  * Thread safety: any thread; several replays may run at once, also on one
  * context (kiln_vk is thread-safe for builds).

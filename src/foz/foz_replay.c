@@ -217,9 +217,9 @@ static int replay_builder(const struct kiln_builder *given, struct kiln__prep_bu
 {
     *out = NULL;
     KILN_TRY(kiln__prep_builders_in(given, given ? 1 : 0, bl));
-    for (size_t i = 0; bl->list && i < bl->n && !*out; i++)
-        if (bl->list[i].kind == KILN_STATE_FOZ)
-            *out = &bl->list[i];
+    /* The caller's comes first in the copy, the core's default after it. */
+    if (bl->list && bl->list[0].kind == KILN_STATE_FOZ)
+        *out = &bl->list[0];
     if (!*out || !(*out)->build) {
         KILN_ERROR("foz", "replay: %s",
                    *out ? "a builder without build" : "the builder given is not of KILN_STATE_FOZ");

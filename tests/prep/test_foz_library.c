@@ -110,6 +110,27 @@ KT_CASE(warm_start_builds_imported)
     KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].built, 0);
     KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].skipped, COMPUTE + GRAPHICS);
     KT_CHECK(strstr(ss.kinds[KILN_STATE_FOZ].skip_reason, "the application's builder") != NULL);
+
+    /* The core's default joins the caller's builders where prep_abi.c reads
+     * them: an array of a newer client's builders (a longer stride, a zero
+     * tail) of another kind still gets the Fossilize builder appended. */
+    struct newer_builder {
+        struct kiln_builder b;
+        uint64_t later;
+    } app[2];
+    memset(app, 0, sizeof(app));
+    for (int i = 0; i < 2; i++) {
+        app[i].b = own;
+        app[i].b.size = sizeof(app[i]);
+        app[i].b.kind = KILN_STATE_APP;
+    }
+    atomic_store(&cb.calls, 0);
+    so.builders = &app[0].b;
+    so.nbuilders = 2;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(atomic_load(&cb.calls), 0);
+    KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].built, COMPUTE + GRAPHICS);
+    KT_CHECK_EQ(ss.kinds[KILN_STATE_FOZ].skipped, 0);
     kiln_vk_destroy(vk);
 }
 
@@ -179,6 +200,16 @@ KT_CASE(replay_refuses)
     KT_CHECK_EQ(kiln_foz_replay(&ro, &rzero), KILN_EINVAL);
     KT_CHECK(kiln_foz_replay(&ro, &rr) < 0); /* the archive is not there */
     KT_CHECK_EQ(rr.pipelines, 0);
+    /* A builder given must be of KILN_STATE_FOZ, with a build function. */
+    struct counting_builder cb = {0};
+    struct kiln_builder app = {
+        .size = sizeof(app), .kind = KILN_STATE_APP, .user = &cb, .build = count_build};
+    ro.builder = &app;
+    KT_CHECK_EQ(kiln_foz_replay(&ro, &rr), KILN_EINVAL);
+    app.kind = KILN_STATE_FOZ;
+    app.build = NULL;
+    KT_CHECK_EQ(kiln_foz_replay(&ro, &rr), KILN_EINVAL);
+    KT_CHECK_EQ(atomic_load(&cb.calls), 0);
     kiln_log_set_level(KILN_LOG_WARN);
 }
 
