@@ -26,7 +26,7 @@ static void inspect_closure(void *user, const struct kiln_foz_pipeline_ref *p,
                             const uint8_t *closure, size_t len)
 {
     (void)user;
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     int rc = kiln_foz_closure_inspect(closure, len, &info);
     if (rc == 0 && (info.tag != p->tag || info.hash != p->hash))
         abort();
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     kiln_log_set_sink(quiet, NULL);
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     (void)kiln_foz_closure_inspect(data, size, &info);
 
     foz_each_closure(data, size, inspect_closure, NULL);

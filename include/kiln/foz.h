@@ -429,14 +429,17 @@ KILN_API int kiln_foz_closure_make(const struct kiln_foz_index *idx, uint64_t ta
 /* Frees bytes made by kiln_foz_closure_make. NULL is a no-op. Thread-safe. */
 KILN_API void kiln_foz_closure_free(uint8_t *bytes);
 
-/* What kiln_foz_closure_inspect finds in a closure. */
+/* What kiln_foz_closure_inspect finds in a closure. Growable: set `size`
+ * with KILN_FOZ_CLOSURE_INFO_INIT (docs/abi.md). */
 struct kiln_foz_closure_info {
+    size_t size;          /* sizeof, as KILN_FOZ_CLOSURE_INFO_INIT sets it */
     uint64_t tag;         /* KILN_FOZ_TAG_GRAPHICS_PIPELINE, _COMPUTE_ or _RAYTRACING_ */
     uint64_t hash;        /* the pipeline's Fossilize hash */
     uint32_t stage_count; /* its stages, in builder order (below) */
     uint32_t stages[KILN_FOZ_MAX_STAGES];  /* VkShaderStageFlagBits of each */
     uint64_t modules[KILN_FOZ_MAX_STAGES]; /* the shader module hash of each */
 };
+#define KILN_FOZ_CLOSURE_INFO_INIT KILN_STRUCT_INIT(kiln_foz_closure_info)
 
 /*
  * Reads a closure's pipeline kind, hash and stages in builder order: the
@@ -445,7 +448,8 @@ struct kiln_foz_closure_info {
  * stages in; a pipeline without libraries has its recorded order).
  * @return 0; KILN_EFORMAT when the bytes are not a kiln Fossilize closure
  * of a version this build reads; KILN_EPARSE when it is malformed;
- * KILN_ERANGE for more than KILN_FOZ_MAX_STAGES stages; KILN_ENOMEM.
+ * KILN_ERANGE for more than KILN_FOZ_MAX_STAGES stages; KILN_ENOMEM;
+ * KILN_EINVAL for NULL or an info whose size is refused (nothing written).
  * Thread-safe.
  */
 KILN_API int kiln_foz_closure_inspect(const void *bytes, size_t size,

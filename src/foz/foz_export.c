@@ -600,7 +600,7 @@ static int plan_member(struct exporter *x, struct json_object *dict, const char 
  * was left out (counted), or an error. */
 static int plan_foz(struct exporter *x, int n, const struct kiln_payload_state *state)
 {
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     int rc = kiln_foz_closure_inspect(state->bytes, state->size, &info);
     if (rc < 0) {
         note_damaged(x, "its state is not a closure this build reads", rc);

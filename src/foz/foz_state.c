@@ -675,11 +675,9 @@ int kiln__foz_closure_stages(struct json_object *doc, uint64_t tag, struct json_
     return rc;
 }
 
-int kiln_foz_closure_inspect(const void *bytes, size_t size, struct kiln_foz_closure_info *info)
+/* kiln_foz_closure_inspect into the library's own *info (zeroed, size set). */
+static int inspect(const void *bytes, size_t size, struct kiln_foz_closure_info *info)
 {
-    if (!bytes || !info)
-        return KILN_EINVAL;
-    memset(info, 0, sizeof(*info));
     struct json_object *doc, *p;
     KILN_TRY(kiln__foz_closure_parse(bytes, size, &doc, &info->tag, &info->hash, &p));
     struct json_object *recs[KILN_FOZ_MAX_STAGES];
@@ -699,6 +697,19 @@ int kiln_foz_closure_inspect(const void *bytes, size_t size, struct kiln_foz_clo
     info->stage_count = (uint32_t)n;
 out:
     json_object_put(doc);
+    return rc;
+}
+
+int kiln_foz_closure_inspect(const void *bytes, size_t size, struct kiln_foz_closure_info *info)
+{
+    if (!bytes || !info)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(info, "kiln_foz_closure_info"));
+    struct kiln_foz_closure_info own = KILN_FOZ_CLOSURE_INFO_INIT;
+    memset(&own, 0, sizeof(own));
+    own.size = sizeof(own);
+    int rc = inspect(bytes, size, &own);
+    KILN_STRUCT_OUT(info, &own);
     return rc;
 }
 

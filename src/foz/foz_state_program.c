@@ -82,7 +82,7 @@ static int stage_from_record(struct json_object *rec, struct kiln_program_stage 
 static int fill(const struct kiln_foz_index *idx, const struct kiln_foz_pipeline_ref *ref,
                 struct kiln_program *p, struct json_object *doc, struct json_object *pipe)
 {
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     KILN_TRY(kiln_foz_closure_inspect(p->state, p->state_size, &info));
     KILN_TRY(kiln_program_reserve(p, info.stage_count));
     struct kiln_foz_module mods[KILN_FOZ_MAX_STAGES];

@@ -116,7 +116,7 @@ KT_CASE(corpus_closures)
             uint8_t *bytes;
             size_t size;
             KT_REQUIRE_OK(kiln_foz_closure_make(idx, p[k].tag, p[k].hash, &bytes, &size));
-            struct kiln_foz_closure_info info;
+            struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
             KT_REQUIRE_OK(kiln_foz_closure_inspect(bytes, size, &info));
             KT_CHECK_EQ(info.tag, p[k].tag);
             KT_CHECK(info.hash == p[k].hash);
@@ -180,7 +180,7 @@ KT_CASE(corpus_closures)
 
 KT_CASE(closure_errors)
 {
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     KT_CHECK_EQ(kiln_foz_closure_inspect("{}", 2, &info), KILN_EFORMAT);
     KT_CHECK_EQ(kiln_foz_closure_inspect("not json", 8, &info), KILN_EFORMAT);
     const char *other = "{\"format\":\"kiln-foz-closure\",\"version\":99}";
@@ -311,7 +311,7 @@ KT_CASE(extensions_by_kind)
 
 KT_CASE(library_closures)
 {
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     /* A link of two parts, the second linking the first again. */
     KT_REQUIRE_OK(kiln_foz_closure_inspect(gpl_closure, strlen(gpl_closure), &info));
     KT_CHECK_EQ(info.tag, KILN_FOZ_TAG_GRAPHICS_PIPELINE);
@@ -692,6 +692,7 @@ static bool build_corpus(struct gpu *g, unsigned threads, struct kiln_foz_builde
         for (size_t k = 0; k < n; k++) {
             KT_CHECK_OK(
                 kiln_foz_closure_make(idx, p[k].tag, p[k].hash, &jobs[k].bytes, &jobs[k].size));
+            jobs[k].info.size = sizeof(jobs[k].info);
             KT_CHECK_OK(kiln_foz_closure_inspect(jobs[k].bytes, jobs[k].size, &jobs[k].info));
             snprintf(jobs[k].name, sizeof(jobs[k].name), "%.60s %016" PRIx64, base, p[k].hash);
         }
@@ -854,7 +855,7 @@ KT_CASE(refusals)
         }
     }
     KT_REQUIRE(bytes);
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     KT_REQUIRE_OK(kiln_foz_closure_inspect(bytes, size, &info));
     struct kiln_foz_module m;
     KT_REQUIRE_OK(kiln_foz_index_module(idx, info.modules[0], &m));
@@ -945,7 +946,7 @@ static int build_doc(struct gpu *g, struct kiln_foz_builder *b, struct json_obje
 {
     size_t n;
     const char *text = json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &n);
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     int rc = kiln_foz_closure_inspect(text, n, &info);
     if (rc < 0)
         return rc;
@@ -1000,7 +1001,7 @@ KT_CASE(unrecorded_states)
     uint8_t *bytes;
     size_t size;
     KT_REQUIRE_OK(kiln_foz_closure_make(idx, ref[0].tag, ref[0].hash, &bytes, &size));
-    struct kiln_foz_closure_info info;
+    struct kiln_foz_closure_info info = KILN_FOZ_CLOSURE_INFO_INIT;
     KT_REQUIRE_OK(kiln_foz_closure_inspect(bytes, size, &info));
     KT_REQUIRE(info.stage_count == 2);
     /* The closure as text (its bytes have no terminating NUL). */
