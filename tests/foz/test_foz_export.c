@@ -551,7 +551,7 @@ KT_CASE(export_foz_pipelines)
     corpus_archives(&arcs);
     if (arcs.n == 0) {
         char path[4096];
-        KT_REQUIRE(fw_archive("none", path, sizeof(path)) == 0);
+        FW_NEED(fw_archive("none", path, sizeof(path)));
         arcs.path[arcs.n++] = strdup(path);
     }
     size_t cap = 64, n = 0;
@@ -660,7 +660,7 @@ KT_CASE(export_foz_pipelines)
 KT_CASE(export_conflict)
 {
     char path[4096];
-    KT_REQUIRE(fw_archive("triangle.f93c6e96adcd7946.1.foz", path, sizeof(path)) == 0);
+    FW_NEED(fw_archive("triangle.f93c6e96adcd7946.1.foz", path, sizeof(path)));
     struct kiln_foz *foz = NULL;
     KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
     struct kiln_foz_index *idx = NULL;

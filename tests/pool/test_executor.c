@@ -19,6 +19,8 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,7 +167,7 @@ static void note_thread(const struct texec *e)
 
 /* @return the threads of this process (Linux), or 0 where that cannot be
  * read. */
-static unsigned thread_count(void)
+static unsigned task_entries(void)
 {
     DIR *d = opendir("/proc/self/task");
     if (!d)
@@ -175,6 +177,44 @@ static unsigned thread_count(void)
         n += de->d_name[0] != '.';
     closedir(d);
     return n;
+}
+
+static atomic_int probe_go;
+
+static void *probe_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&probe_go))
+        sched_yield();
+    return NULL;
+}
+
+/* Whether /proc/self/task counts this process's threads: one more while a
+ * thread of ours lives (under wine it lists the wine process's own, which
+ * do not follow the program's threads). Asked once. */
+static bool tasks_count_threads(void)
+{
+    static atomic_int known = -1;
+    if (atomic_load(&known) >= 0)
+        return atomic_load(&known);
+    unsigned before = task_entries();
+    pthread_t t;
+    atomic_store(&probe_go, 0);
+    if (before == 0 || pthread_create(&t, NULL, probe_thread, NULL) != 0) {
+        atomic_store(&known, 0);
+        return false;
+    }
+    unsigned during = task_entries();
+    atomic_store(&probe_go, 1);
+    pthread_join(t, NULL);
+    atomic_store(&known, during == before + 1);
+    return during == before + 1;
+}
+
+/* The threads of this process, or 0 where that cannot be counted. */
+static unsigned thread_count(void)
+{
+    return tasks_count_threads() ? task_entries() : 0;
 }
 
 static void nap_ms(long ms)
@@ -222,6 +262,7 @@ static void run_pool(const struct kiln_executor *x, const struct texec *e, unsig
 {
     memset(r, 0, sizeof(*r));
     r->e = e;
+    (void)tasks_count_threads(); /* asked here, before any job asks it */
     run_ctx = r;
     atomic_store(&foreign, 0);
     struct kiln_pool_options o = {
