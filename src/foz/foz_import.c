@@ -52,6 +52,14 @@ struct kiln_key kiln_foz_key(uint64_t hash)
     return kiln_hash128(b, sizeof(b));
 }
 
+const char *kiln__foz_pipeline_label(char *buf, size_t cap, enum kiln_foz_kind kind, uint64_t hash,
+                                     struct kiln_key k)
+{
+    snprintf(buf, cap, "program %016" PRIx64 "%016" PRIx64 " (%s pipeline %016" PRIx64 ")", k.hi,
+             k.lo, kiln_foz_kind_name(kind), hash);
+    return buf;
+}
+
 /* Seals a program quietly (its refusal is logged here, in the import's
  * words), as a caller's own layout: `st` and `p` on the stack. */
 static int seal(struct kiln_cache *c, struct kiln_program *p, uint32_t flags,
@@ -212,11 +220,11 @@ static void note_invalid(const char *path, const struct kiln_foz_pipelines_entry
                          const char *why, struct kiln_foz_pipelines_report *r)
 {
     enum kiln_foz_kind kind = kiln_foz_kind_of(x->tag);
-    KILN_WARN("foz", "%s: %s pipeline %016" PRIx64 " not imported: %s", path,
-              kiln_foz_kind_name(kind), x->hash, why);
+    char label[96];
+    kiln__foz_pipeline_label(label, sizeof(label), kind, x->hash, x->key);
+    KILN_WARN("foz", "%s: %s not imported: %s", path, label, why);
     if (!r->invalid[0] && !r->invalid[1] && !r->invalid[2])
-        snprintf(r->first_invalid, sizeof(r->first_invalid), "%s pipeline %016" PRIx64 ": %.280s",
-                 kiln_foz_kind_name(kind), x->hash, why);
+        snprintf(r->first_invalid, sizeof(r->first_invalid), "%s: %.200s", label, why);
     r->invalid[kind]++;
 }
 
@@ -272,11 +280,12 @@ static int import_pipelines(struct kiln_cache *c, const struct kiln_foz_pipeline
             rc = kiln_cache_put(c, sd.key, sd.payload, ps, (uint32_t)spirv, KILN_CODEC_KILN,
                                 (uint16_t)p->nstages);
         if (rc == KILN_OK && sd.recorded_invalid) {
+            char label[96];
             KILN_WARN("foz",
-                      "%s: %s pipeline %016" PRIx64
-                      " imported though the SPIR-V validator refuses %s (recorded from an "
+                      "%s: %s imported though the SPIR-V validator refuses %s (recorded from an "
                       "application; it parses)",
-                      kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
+                      kiln_foz_pipelines_path(fp, x->archive),
+                      kiln__foz_pipeline_label(label, sizeof(label), kind, x->hash, x->key),
                       sd.why);
             r->recorded_invalid[kind]++;
         }
@@ -286,8 +295,10 @@ static int import_pipelines(struct kiln_cache *c, const struct kiln_foz_pipeline
             r->packed_bytes += ps;
             stored++;
         } else {
-            KILN_ERROR("foz", "%s: %s pipeline %016" PRIx64 ": cannot store it: %s",
-                       kiln_foz_pipelines_path(fp, x->archive), kiln_foz_kind_name(kind), x->hash,
+            char label[96];
+            KILN_ERROR("foz", "%s: %s: cannot store it: %s",
+                       kiln_foz_pipelines_path(fp, x->archive),
+                       kiln__foz_pipeline_label(label, sizeof(label), kind, x->hash, x->key),
                        kiln_strerror(rc));
         }
         kiln_program_sealed_clear(&sd);

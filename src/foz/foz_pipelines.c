@@ -164,7 +164,8 @@ static int read_archive(struct kiln_foz_pipelines *fp, size_t a)
             snprintf(line, sizeof(line), "%s pipeline %016" PRIx64 ": %s", kiln_foz_kind_name(kind),
                      refs[i].hash, unreadable_why(rc));
             if (!ar->stats.first_unreadable[0])
-                memcpy(ar->stats.first_unreadable, line, sizeof(line));
+                snprintf(ar->stats.first_unreadable, sizeof(ar->stats.first_unreadable), "%s",
+                         line);
             KILN_WARN("foz", "%s: %s; left out", ar->path, line);
             continue;
         }
@@ -172,11 +173,12 @@ static int read_archive(struct kiln_foz_pipelines *fp, size_t a)
         if (kiln_foz_closure_check(p->state, p->state_size, NULL, rule, sizeof(rule)) < 0) {
             /* Never stored, never built: a driver may crash on it. */
             ar->stats.refused[kind]++;
-            char line[256];
-            snprintf(line, sizeof(line), "%s pipeline %016" PRIx64 ": refused: %.190s",
-                     kiln_foz_kind_name(kind), refs[i].hash, rule);
+            char line[256], label[96];
+            snprintf(line, sizeof(line), "%s: refused: %.160s",
+                     kiln__foz_pipeline_label(label, sizeof(label), kind, refs[i].hash, p->key),
+                     rule);
             if (!ar->stats.first_refused[0])
-                memcpy(ar->stats.first_refused, line, sizeof(line));
+                snprintf(ar->stats.first_refused, sizeof(ar->stats.first_refused), "%s", line);
             KILN_WARN("foz", "%s: %s; left out", ar->path, line);
             kiln_program_destroy(p);
             continue;

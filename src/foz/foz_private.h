@@ -40,4 +40,13 @@ static inline bool kiln__foz_parse_hex(const char *s, size_t n, uint64_t *out)
     return true;
 }
 
+/*
+ * A recorded pipeline's name in every line kiln writes of it (foz_import.c):
+ * "program <key, 32 hex> (<kind> pipeline <hash, 16 hex>)", `key` being the
+ * key its program is stored under, so the name prepare and start give it.
+ * @return buf. Thread-safe.
+ */
+const char *kiln__foz_pipeline_label(char *buf, size_t cap, enum kiln_foz_kind kind, uint64_t hash,
+                                     struct kiln_key key);
+
 #endif /* KILN_FOZ_PRIVATE_H */

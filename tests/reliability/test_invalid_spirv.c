@@ -482,6 +482,27 @@ static size_t count_in(const char *path, const char *text)
     return n;
 }
 
+/* How many lines of file `a` that contain `text` name a program ("program
+ * " and 32 hex digits) that file `b` names too: one name per pipeline, the
+ * import's and the start's. */
+static size_t programs_named_in_both(const char *a, const char *text, const char *b)
+{
+    FILE *f = fopen(a, "r");
+    if (!f)
+        return 0;
+    char line[8192], want[48];
+    size_t n = 0;
+    while (fgets(line, sizeof(line), f)) {
+        const char *at = strstr(line, "program ");
+        if (!strstr(line, text) || !at || strlen(at) < 40)
+            continue;
+        snprintf(want, sizeof(want), "%.40s", at);
+        n += count_in(b, want) > 0;
+    }
+    fclose(f);
+    return n;
+}
+
 /* Runs `kiln import foz --json` of `foz` into `cache`. @return its exit code. */
 static int cli_import(const char *dir, const char *cache, const char *foz, const char *json)
 {
@@ -631,6 +652,9 @@ KT_CASE(recorded_pipelines)
     KT_CHECK_EQ(json_u64(json, "recorded_invalid"), parses);
     KT_CHECK_EQ(json_u64(json, "invalid") + json_u64(json, "unreadable"), s.n - parses);
     KT_CHECK_EQ(count_in(err, "imported though the SPIR-V validator refuses"), parses);
+    char import_err[4300];
+    snprintf(import_err, sizeof(import_err), "%s.import", err);
+    KT_REQUIRE(rename(err, import_err) == 0);
 
     /* Start: every stored one built, the recorded-invalid ones counted.
      * lavapipe leaks compiling the out-of-order module and is unloaded
@@ -656,6 +680,8 @@ KT_CASE(recorded_pipelines)
     KT_CHECK_EQ(json_u64(json, "bad"), 0);
     KT_CHECK_EQ(json_u64(json, "pipelines_failed"), 0);
     KT_CHECK_EQ(count_in(err, "built though its compute stage breaks a rule"), parses);
+    /* The import named each of them as the start does. */
+    KT_CHECK_EQ(programs_named_in_both(import_err, "imported though", err), parses);
 
     /* Prepare from the archive: the same, the malformed ones failed. */
     snprintf(args, sizeof(args), "prepare --json --jobs 2 --cache '%s' --corpus '%s'", prepared,
