@@ -150,11 +150,11 @@ struct kiln_service_stats {
     uint64_t raised;         /* queued background builds raised to urgent by a merge */
     uint64_t built_urgent;   /* builds taken as urgent and built */
     uint64_t built_background;
-    uint64_t failed;   /* builds that failed or were skipped */
-    uint64_t canceled; /* tickets cancelled (by the caller, eviction or destroy) */
-    uint64_t dropped;  /* queued builds dropped because no ticket wanted them */
-    uint64_t refused;  /* requests refused with KILN_EBUSY: the queue was full */
-    uint64_t evicted;  /* queued background builds an urgent request evicted */
+    uint64_t failed;       /* builds that failed or were skipped */
+    uint64_t canceled;     /* tickets cancelled (by the caller, eviction or destroy) */
+    uint64_t dropped;      /* queued builds dropped because no ticket wanted them */
+    uint64_t refused;      /* requests refused with KILN_EBUSY: the queue was full */
+    uint64_t evicted;      /* queued background builds an urgent request evicted */
     uint64_t from_cache;   /* builds whose payload the cache held */
     uint64_t stored;       /* programs the cache lacked, stored after their build */
     uint64_t store_failed; /* stores that failed (logged) */
@@ -166,6 +166,13 @@ struct kiln_service_stats {
     uint64_t urgent_p99_ns;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
+
+/* ---------------------------------------------------------------------------
+ * The service and its tickets.
+ *
+ * Thread safety for this section: any thread, any number at once (render
+ * threads, workers' callbacks), but kiln_service_destroy (see its own).
+ * ------------------------------------------------------------------------ */
 
 /*
  * Starts a service: its build session and its workers.
@@ -226,6 +233,8 @@ KILN_API int kiln_service_get_stats(struct kiln_service *svc, struct kiln_servic
  * KILN_ECANCELED, their callbacks called), waits for the builds running,
  * calls the builders' finish, destroys every pipeline the service built,
  * frees the service. Tickets stay valid until released. NULL is a no-op.
+ * Thread safety: not beside any other call on the service or its tickets
+ * but kiln_ticket_poll and kiln_ticket_release; never from a callback.
  */
 KILN_API void kiln_service_destroy(struct kiln_service *svc);
 

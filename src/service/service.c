@@ -61,7 +61,7 @@ struct entry {
     struct entry *hnext;         /* the table's chain */
     struct entry *dnext;         /* the list of entries that ran */
     bool in_table;
-    struct kiln_ticket *tickets; /* attached, waiting for the answer */
+    struct kiln_ticket *tickets;  /* attached, waiting for the answer */
     struct kiln_program *program; /* the copy (NULL: by key); freed after the build */
     int error;
     struct kiln_vk_pipeline *pipe;
@@ -328,8 +328,8 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     }
     if (!e->program)
         return rc; /* by key, and the cache has no whole record of it */
-    struct kiln_program_seal_options so = {
-        .size = sizeof(so), .dict = svc->cache ? kiln_cache_dict(svc->cache) : NULL};
+    struct kiln_program_seal_options so = {.size = sizeof(so),
+                                           .dict = svc->cache ? kiln_cache_dict(svc->cache) : NULL};
     struct kiln_program_sealed s = {.size = sizeof(s)};
     rc = kiln_program_seal(e->program, &so, &s);
     if (rc == KILN_OK) {
@@ -425,8 +425,7 @@ static int request_key(const struct kiln_service_request *r, struct kiln_key *ke
 /* Makes room for one more queued entry (under the lock): with the queue
  * full, an urgent request evicts the oldest queued background entry.
  * @return 0, or KILN_EBUSY (refused). */
-static int make_room(struct kiln_service *svc, enum kiln_priority prio,
-                     struct kiln_ticket **notify)
+static int make_room(struct kiln_service *svc, enum kiln_priority prio, struct kiln_ticket **notify)
 {
     if (svc->nqueued < svc->capacity)
         return KILN_OK;
@@ -453,8 +452,7 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
     t->merged = true;
     if (e->state == E_DONE) {
         svc->st.answered_known++;
-        ticket_answer(svc, t, e->error ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error,
-                      e->pipe);
+        ticket_answer(svc, t, e->error ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error, e->pipe);
         atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); /* the list's */
         t->notify = *notify;
         *notify = t;
