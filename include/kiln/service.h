@@ -118,8 +118,9 @@ struct kiln_ticket_info {
 /*
  * A ticket's callback: called once when the ticket is answered (READY or
  * FAILED), evicted, or cancelled by kiln_service_destroy; not after the
- * caller's own kiln_ticket_cancel. It runs on a service worker, or on the
- * requesting thread before kiln_service_request returns when the answer is
+ * caller's own kiln_ticket_cancel. It runs just after the ticket's state
+ * changed: a thread polling may see the answer before the callback runs. It runs on a service
+ * worker, or on the requesting thread before kiln_service_request returns when the answer is
  * already known (a key built before), or on the thread in
  * kiln_service_destroy. It must not call kiln_service_destroy; `info` is
  * borrowed for the call. `t` is NULL for a request made without a ticket.

@@ -190,6 +190,14 @@ static struct kiln_service_stats stats_of(struct rig *g)
     return s;
 }
 
+/* Releases n tickets, then stops the rig. */
+static void release_and_stop(struct rig *g, struct kiln_ticket **t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        kiln_ticket_release(t[i]);
+    rig_stop(g);
+}
+
 /* ---- cases ------------------------------------------------------------------------ */
 
 /* One worker held in program 0's build; 1..3 queued background, then 9
@@ -217,9 +225,7 @@ KT_CASE(urgent_first)
     KT_CHECK_EQ(s.built_urgent, 1);
     KT_CHECK_EQ(s.built_background, 4);
     KT_CHECK(s.urgent_p99_ns >= s.urgent_p50_ns && s.urgent_p50_ns > 0);
-    for (int i = 0; i < 5; i++)
-        kiln_ticket_release(t[i]);
-    rig_stop(&g);
+    release_and_stop(&g, t, 5);
 }
 
 /* Equal requests share one build: every ticket answered, an urgent one
@@ -259,12 +265,8 @@ KT_CASE(merge)
     KT_CHECK_EQ(s.raised, 1);
     KT_CHECK_EQ(s.answered_known, 1);
     KT_CHECK_EQ(s.built_urgent + s.built_background, 3);
-    kiln_ticket_release(again);
-    kiln_ticket_release(t0);
-    kiln_ticket_release(b);
-    for (int i = 0; i < 3; i++)
-        kiln_ticket_release(a[i]);
-    rig_stop(&g);
+    struct kiln_ticket *all[] = {again, t0, b, a[0], a[1], a[2]};
+    release_and_stop(&g, all, sizeof(all) / sizeof(all[0]));
 }
 
 /* Cancel: a queued build nobody waits for is dropped, one still wanted
@@ -296,12 +298,8 @@ KT_CASE(cancel)
     struct kiln_service_stats s = stats_of(&g);
     KT_CHECK_EQ(s.canceled, 3);
     KT_CHECK_EQ(s.dropped, 1);
-    kiln_ticket_release(again);
-    kiln_ticket_release(run);
-    kiln_ticket_release(x);
-    kiln_ticket_release(y[0]);
-    kiln_ticket_release(y[1]);
-    rig_stop(&g);
+    struct kiln_ticket *all[] = {again, run, x, y[0], y[1]};
+    release_and_stop(&g, all, sizeof(all) / sizeof(all[0]));
 }
 
 /* A queue of 2 full: background refused, urgent evicts the oldest queued
@@ -340,9 +338,7 @@ KT_CASE(queue_full)
     KT_CHECK_OK(ask(&g, 1, KILN_PRIORITY_BACKGROUND, &b1again));
     KT_CHECK_EQ(wait_state(b1again), KILN_TICKET_READY);
     struct kiln_ticket *all[] = {run, b1, b2, u1, u2, m, b1again};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        kiln_ticket_release(all[i]);
-    rig_stop(&g);
+    release_and_stop(&g, all, sizeof(all) / sizeof(all[0]));
 }
 
 /* The destroy cancels what is queued (callbacks called), waits for the
@@ -387,6 +383,15 @@ KT_CASE(destroy_cancels)
     kiln_vk_destroy(g.vk);
 }
 
+/* A service of kiln's own builders over the cache `c`. */
+static int cache_service(struct kiln_vk *vk, struct kiln_cache *c, struct kiln_service **out)
+{
+    struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
+    o.vk = vk;
+    o.cache = c;
+    return kiln_service_create(&o, out);
+}
+
 /* A program the cache lacked is built (kiln's own compute shape: a real
  * pipeline), stored, found by kiln_cache_get_program and by the next warm
  * start; a second service builds it from the cache and stores nothing. */
@@ -405,11 +410,8 @@ KT_CASE(store_then_start)
     struct kiln_key key;
     KT_REQUIRE_OK(kiln_program_key(&tp.p, &key));
     for (int round = 0; round < 2; round++) {
-        struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
-        o.vk = vk;
-        o.cache = c;
         struct kiln_service *svc = NULL;
-        KT_REQUIRE_OK(kiln_service_create(&o, &svc));
+        KT_REQUIRE_OK(cache_service(vk, c, &svc));
         struct kiln_service_request r = KILN_SERVICE_REQUEST_INIT;
         r.program = &tp.p;
         r.priority = KILN_PRIORITY_URGENT;
@@ -440,11 +442,8 @@ KT_CASE(store_then_start)
         }
     }
     /* A request by key, read from the cache. */
-    struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
-    o.vk = vk;
-    o.cache = c;
     struct kiln_service *svc = NULL;
-    KT_REQUIRE_OK(kiln_service_create(&o, &svc));
+    KT_REQUIRE_OK(cache_service(vk, c, &svc));
     struct kiln_service_request r = KILN_SERVICE_REQUEST_INIT;
     r.key = key;
     struct kiln_ticket *t = NULL;
