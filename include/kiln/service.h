@@ -128,9 +128,9 @@ struct kiln_ticket_info {
 typedef void (*kiln_ticket_fn)(void *user, struct kiln_ticket *t,
                                const struct kiln_ticket_info *info);
 
-/* One request. */
-struct kiln_service_request {
-    size_t size; /* sizeof, as KILN_SERVICE_REQUEST_INIT sets it (docs/abi.md) */
+/* One request (kiln_service_request; named apart from the function for C++). */
+struct kiln_pipeline_request {
+    size_t size; /* sizeof, as KILN_PIPELINE_REQUEST_INIT sets it (docs/abi.md) */
     /* The program (every stage with its SPIR-V words): copied by the call,
      * keyed as kiln_program_seal keys it. NULL: the request is by `key`,
      * read from the service's cache. */
@@ -140,7 +140,7 @@ struct kiln_service_request {
     kiln_ticket_fn on_done; /* optional */
     void *user;             /* given to on_done */
 };
-#define KILN_SERVICE_REQUEST_INIT KILN_STRUCT_INIT(kiln_service_request)
+#define KILN_PIPELINE_REQUEST_INIT KILN_STRUCT_INIT(kiln_pipeline_request)
 
 /* What the service did. Times in nanoseconds. */
 struct kiln_service_stats {
@@ -193,7 +193,7 @@ KILN_API int kiln_service_create(const struct kiln_service_options *o, struct ki
  * program nor a cache to read its key from, a program without stages;
  * KILN_ENOMEM; KILN_ECANCELED while the service is being destroyed.
  */
-KILN_API int kiln_service_request(struct kiln_service *svc, const struct kiln_service_request *req,
+KILN_API int kiln_service_request(struct kiln_service *svc, const struct kiln_pipeline_request *req,
                                   struct kiln_ticket **out);
 
 /*

@@ -409,7 +409,7 @@ static int token_run(void *arg, unsigned worker)
 
 /* The request's key: its program's, as kiln_program_seal gives it, or the
  * key named. */
-static int request_key(const struct kiln_service_request *r, struct kiln_key *key)
+static int request_key(const struct kiln_pipeline_request *r, struct kiln_key *key)
 {
     if (!r->program) {
         *key = r->key;
@@ -510,11 +510,11 @@ static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_pr
     return KILN_OK;
 }
 
-static int request_body(struct kiln_service *svc, const struct kiln_service_request *in,
+static int request_body(struct kiln_service *svc, const struct kiln_pipeline_request *in,
                         struct kiln_ticket **out)
 {
-    struct kiln_service_request r;
-    KILN_TRY(KILN_STRUCT_IN(&r, in, "kiln_service_request"));
+    struct kiln_pipeline_request r;
+    KILN_TRY(KILN_STRUCT_IN(&r, in, "kiln_pipeline_request"));
     if (!r.program && !svc->cache) {
         KILN_ERROR("service", "a request by key needs a service with a cache");
         return KILN_EINVAL;
@@ -570,7 +570,7 @@ static int request_body(struct kiln_service *svc, const struct kiln_service_requ
     return rc;
 }
 
-int kiln_service_request(struct kiln_service *svc, const struct kiln_service_request *req,
+int kiln_service_request(struct kiln_service *svc, const struct kiln_pipeline_request *req,
                          struct kiln_ticket **out)
 {
     if (out)

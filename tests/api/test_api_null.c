@@ -91,7 +91,7 @@ static struct fixture {
     struct kiln_build_session_options session_options;
     struct kiln_build_session *session;
     struct kiln_service_options service_options;
-    struct kiln_service_request service_request;
+    struct kiln_pipeline_request service_request;
     struct kiln_service_stats service_stats;
     struct kiln_ticket_info ticket_info;
     struct kiln_service *service;

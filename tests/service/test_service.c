@@ -172,7 +172,7 @@ static int ask(struct rig *g, uint64_t id, enum kiln_priority prio, struct kiln_
 {
     struct test_program tp;
     make_program(&tp, id, KILN_STATE_APP);
-    struct kiln_service_request r = KILN_SERVICE_REQUEST_INIT;
+    struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
     r.program = &tp.p;
     r.priority = prio;
     return kiln_service_request(g->svc, &r, t);
@@ -365,7 +365,7 @@ KT_CASE(destroy_cancels)
     struct kiln_ticket *t[3] = {NULL};
     for (int i = 0; i < 3; i++) {
         make_program(&tp[i], (uint64_t)i, KILN_STATE_APP);
-        struct kiln_service_request r = KILN_SERVICE_REQUEST_INIT;
+        struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
         r.program = &tp[i].p;
         r.on_done = on_done;
         r.user = &c;
@@ -412,7 +412,7 @@ KT_CASE(store_then_start)
     for (int round = 0; round < 2; round++) {
         struct kiln_service *svc = NULL;
         KT_REQUIRE_OK(cache_service(vk, c, &svc));
-        struct kiln_service_request r = KILN_SERVICE_REQUEST_INIT;
+        struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
         r.program = &tp.p;
         r.priority = KILN_PRIORITY_URGENT;
         struct kiln_ticket *t = NULL;
@@ -444,7 +444,7 @@ KT_CASE(store_then_start)
     /* A request by key, read from the cache. */
     struct kiln_service *svc = NULL;
     KT_REQUIRE_OK(cache_service(vk, c, &svc));
-    struct kiln_service_request r = KILN_SERVICE_REQUEST_INIT;
+    struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
     r.key = key;
     struct kiln_ticket *t = NULL;
     KT_CHECK_OK(kiln_service_request(svc, &r, &t));
@@ -492,7 +492,7 @@ static void *render_thread(void *arg)
         unsigned id = (i + r->seed) % RT_PROGRAMS; /* each thread its own order */
         struct test_program tp;
         make_program(&tp, id, KILN_STATE_APP);
-        struct kiln_service_request q = KILN_SERVICE_REQUEST_INIT;
+        struct kiln_pipeline_request q = KILN_PIPELINE_REQUEST_INIT;
         q.program = &tp.p;
         q.priority = i % 3 == 0 ? KILN_PRIORITY_URGENT : KILN_PRIORITY_BACKGROUND;
         q.on_done = on_done;
@@ -555,7 +555,7 @@ KT_CASE(bad_input)
 {
     struct rig g;
     KT_REQUIRE_OK(rig_start(&g, 1, 0, 0, false));
-    struct kiln_service_request r = KILN_SERVICE_REQUEST_INIT;
+    struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
     struct kiln_ticket *t = NULL;
     KT_CHECK_EQ(kiln_service_request(g.svc, &r, &t), KILN_EINVAL); /* by key, no cache */
     struct kiln_program empty = {.name = (char *)"empty"};
