@@ -550,6 +550,70 @@ KT_CASE(render_threads_no_merge)
     KT_CHECK_EQ(run_render_threads(KILN_SERVICE_NO_MERGE), RT_THREADS * RT_PROGRAMS);
 }
 
+/* The application's executor: a thread per task it takes. The service's
+ * builds run there (the builder sees no thread of the service's own). */
+struct exec_task {
+    void (*fn)(void *);
+    void *arg;
+};
+
+static void *exec_thread(void *p)
+{
+    struct exec_task t = *(struct exec_task *)p;
+    free(p);
+    t.fn(t.arg);
+    return NULL;
+}
+
+static int exec_submit(void (*fn)(void *), void *arg, void *user)
+{
+    struct exec_task *t = malloc(sizeof(*t));
+    pthread_t th;
+    if (!t)
+        return -1;
+    *t = (struct exec_task){fn, arg};
+    if (pthread_create(&th, NULL, exec_thread, t) != 0) {
+        free(t);
+        return -1;
+    }
+    atomic_fetch_add((atomic_uint *)user, 1);
+    pthread_detach(th);
+    return 0;
+}
+
+KT_CASE(executor)
+{
+    need_words();
+    atomic_uint tasks = 0;
+    struct kiln_executor ex = KILN_EXECUTOR_INIT;
+    ex.submit = exec_submit;
+    ex.user = &tasks;
+    ex.concurrency = 2;
+    struct rig g;
+    g.vk = pf_vk(NULL);
+    rec_init(&g.rec, false);
+    g.builder = (struct kiln_builder)KILN_BUILDER_INIT;
+    g.builder.kind = KILN_STATE_APP;
+    g.builder.user = &g.rec;
+    g.builder.build = rec_build;
+    struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
+    o.vk = g.vk;
+    o.builders = &g.builder;
+    o.nbuilders = 1;
+    o.workers = 2;
+    o.executor = &ex;
+    KT_REQUIRE_OK(kiln_service_create(&o, &g.svc));
+    struct kiln_ticket *t[8] = {NULL};
+    for (int i = 0; i < 8; i++)
+        KT_CHECK_OK(ask(&g, (uint64_t)i, KILN_PRIORITY_BACKGROUND, &t[i]));
+    for (int i = 0; i < 8; i++)
+        KT_CHECK_EQ(wait_state(t[i]), KILN_TICKET_READY);
+    KT_CHECK_EQ(g.rec.n, 8);
+    KT_CHECK(atomic_load(&tasks) >= 1);
+    KT_CHECK_EQ(stats_of(&g).workers, 2);
+    release_and_stop(&g, t, 8);
+}
+
 /* Bad input: refused, nothing queued. */
 KT_CASE(bad_input)
 {
@@ -571,4 +635,4 @@ KT_CASE(bad_input)
 
 KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(merge), KT_ENTRY(cancel), KT_ENTRY(queue_full),
         KT_ENTRY(destroy_cancels), KT_ENTRY(store_then_start), KT_ENTRY(render_threads),
-        KT_ENTRY(render_threads_no_merge), KT_ENTRY(bad_input))
+        KT_ENTRY(render_threads_no_merge), KT_ENTRY(executor), KT_ENTRY(bad_input))
