@@ -81,8 +81,8 @@ struct kiln_service_options {
      * program first looks its key up there (a stored payload is built as
      * it is), a program the cache lacks is stored once it is built, and a
      * request by key reads its record from it. Must outlive the service;
-     * a read-only cache is read and not written (the store's failure is
-     * counted in store_failed). The caller syncs it (kiln_cache_sync). */
+     * a cache opened read-only is read and never written. The caller
+     * syncs it (kiln_cache_sync). */
     struct kiln_cache *cache;
     /* The builders, as in kiln_prepare_options (copied). May be NULL and 0. */
     const struct kiln_builder *builders;
@@ -162,7 +162,8 @@ struct kiln_service_stats {
     unsigned queued;       /* waiting now */
     unsigned running;      /* being built now */
     unsigned workers;
-    /* Urgent tickets' wait, request to READY, over the last 1024 (0: none). */
+    /* Urgent tickets' wait, request to READY, over the last 1024 that
+     * waited for a build (0: none). */
     uint64_t urgent_p50_ns;
     uint64_t urgent_p99_ns;
 };

@@ -96,6 +96,7 @@ struct kiln_service {
     pthread_cond_t answered; /* broadcast whenever a ticket is answered */
     struct kiln_vk *vk;
     struct kiln_cache *cache;
+    bool store; /* a cache that takes puts (not opened read-only) */
     struct kiln_build_session *session;
     struct kiln_pool *pool;
     unsigned workers;
@@ -241,7 +242,8 @@ static void ticket_detach(struct kiln_ticket *t)
 }
 
 /* Answers a ticket (under the lock): its fields, then its state. The
- * urgent wait of a READY one is sampled for the stats. */
+ * urgent wait of a READY one that waited for a build is sampled for the
+ * stats (one answered at once from the table waited for nothing). */
 static void ticket_answer(struct kiln_service *svc, struct kiln_ticket *t, int state, int error,
                           struct kiln_vk_pipeline *pipe)
 {
@@ -249,7 +251,7 @@ static void ticket_answer(struct kiln_service *svc, struct kiln_ticket *t, int s
     t->vk_pipeline = state == KILN_TICKET_READY ? pipe : NULL;
     t->pipeline = t->vk_pipeline ? kiln_vk_pipeline_handle(pipe) : 0;
     t->wait_ns = kiln_now_ns() - t->t0;
-    if (state == KILN_TICKET_READY && t->prio == KILN_PRIORITY_URGENT)
+    if (state == KILN_TICKET_READY && t->prio == KILN_PRIORITY_URGENT && t->entry)
         svc->waits[svc->nwaits++ % WAIT_SAMPLES] = t->wait_ns;
     if (state == KILN_TICKET_CANCELED)
         svc->st.canceled++;
@@ -276,8 +278,8 @@ static void answer_entry(struct kiln_service *svc, struct entry *e, int state, i
 {
     while (e->tickets) {
         struct kiln_ticket *t = e->tickets;
+        ticket_answer(svc, t, state, error, e->pipe); /* attached: it waited */
         ticket_detach(t);
-        ticket_answer(svc, t, state, error, e->pipe);
         t->notify = *notify;
         *notify = t;
     }
@@ -335,7 +337,7 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     if (rc == KILN_OK) {
         rc = kiln_build_session_run(svc->session, e->key, s.payload, s.payload_size, worker,
                                     &e->pipe);
-        *store = svc->cache != NULL;
+        *store = svc->store;
     }
     kiln_program_sealed_clear(&s);
     return rc;
@@ -726,6 +728,10 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
     pthread_cond_init(&svc->answered, NULL);
     svc->vk = o.vk;
     svc->cache = o.cache;
+    if (o.cache) {
+        struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
+        svc->store = kiln_cache_get_stats(o.cache, &cs) == KILN_OK && !cs.read_only;
+    }
     svc->flags = o.flags;
     svc->capacity = o.queue_capacity ? o.queue_capacity : KILN_SERVICE_DEFAULT_QUEUE;
     svc->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o.workers, NULL);

@@ -460,6 +460,24 @@ KT_CASE(store_then_start)
     kiln_cache_close(c);
     kiln_vk_destroy(vk);
 
+    /* A read-only cache is read, never written: a new program is built
+     * and not stored. */
+    co.flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &co, &c));
+    vk = pf_vk(NULL);
+    KT_REQUIRE_OK(cache_service(vk, c, &svc));
+    struct test_program other;
+    make_program(&other, 2, KILN_STATE_BUILTIN);
+    r = (struct kiln_pipeline_request)KILN_PIPELINE_REQUEST_INIT;
+    r.program = &other.p;
+    KT_CHECK_OK(kiln_service_request(svc, &r, &t));
+    KT_CHECK_EQ(wait_state(t), KILN_TICKET_READY);
+    kiln_ticket_release(t);
+    kiln_service_destroy(svc);
+    KT_CHECK_EQ(kiln_cache_count(c), 1);
+    kiln_cache_close(c);
+    kiln_vk_destroy(vk);
+
     struct kiln_start_options so = KILN_START_OPTIONS_INIT;
     so.cache_dir = dir;
     so.any_stamp = true;
