@@ -598,11 +598,12 @@ int kiln_ticket_poll(const struct kiln_ticket *t, struct kiln_ticket_info *info)
     return state;
 }
 
-/* An absolute CLOCK_REALTIME time `ns` from now, for a timed wait. */
+/* An absolute CLOCK_MONOTONIC time `ns` from now, for a timed wait on
+ * `answered` (made with that clock, as the pool's waits are). */
 static struct timespec deadline(uint64_t ns)
 {
     struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t sum = (uint64_t)ts.tv_nsec + ns % 1000000000u;
     ts.tv_sec += (time_t)(ns / 1000000000u + sum / 1000000000u);
     ts.tv_nsec = (long)(sum % 1000000000u);
@@ -725,7 +726,11 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
     if (!svc)
         return KILN_ENOMEM;
     pthread_mutex_init(&svc->lock, NULL);
-    pthread_cond_init(&svc->answered, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&svc->answered, &attr);
+    pthread_condattr_destroy(&attr);
     svc->vk = o.vk;
     svc->cache = o.cache;
     if (o.cache) {

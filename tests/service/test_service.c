@@ -212,7 +212,8 @@ KT_CASE(urgent_first)
     for (int i = 1; i <= 3; i++)
         KT_CHECK_OK(ask(&g, (uint64_t)i, KILN_PRIORITY_BACKGROUND, &t[i]));
     KT_CHECK_OK(ask(&g, 9, KILN_PRIORITY_URGENT, &t[4]));
-    KT_CHECK_EQ(kiln_ticket_poll(t[4], NULL), KILN_TICKET_PENDING); /* never blocks */
+    KT_CHECK_EQ(kiln_ticket_poll(t[4], NULL), KILN_TICKET_PENDING);           /* never blocks */
+    KT_CHECK_EQ(kiln_ticket_wait(t[4], 1000000u, NULL), KILN_TICKET_PENDING); /* timed out */
     KT_CHECK_EQ(stats_of(&g).queued, 4);
     rec_open_gate(&g.rec);
     for (int i = 0; i < 5; i++)
