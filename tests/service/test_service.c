@@ -122,6 +122,8 @@ static void make_program(struct test_program *t, uint64_t id, uint32_t kind)
     t->st.src = (struct kiln_source){.stage = KILN_VK_STAGE_COMPUTE_BIT, .name = t->name};
     t->st.words = g_words;
     t->st.nwords = g_nwords;
+    t->p.size = sizeof(t->p);
+    t->p.stage_size = sizeof(t->st);
     t->p.name = t->name;
     t->p.nstages = 1;
     t->p.stages = &t->st;
@@ -731,7 +733,8 @@ KT_CASE(bad_input)
     struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
     struct kiln_ticket *t = NULL;
     KT_CHECK_EQ(kiln_service_request(g.svc, &r, &t), KILN_EINVAL); /* by key, no cache */
-    struct kiln_program empty = {.name = (char *)"empty"};
+    struct kiln_program empty = KILN_PROGRAM_INIT;
+    empty.name = (char *)"empty";
     r.program = &empty;
     KT_CHECK_EQ(kiln_service_request(g.svc, &r, &t), KILN_EINVAL); /* no stages */
     KT_CHECK(t == NULL);
