@@ -22,8 +22,9 @@
 struct kiln_build_session {
     struct kiln_vk *vk;
     const struct kiln_pack_dict *dict;
-    struct kiln_builder *builders; /* the library's copy (NULL: none) */
-    size_t nbuilders;
+    /* The library's copy, with the default builders after the caller's
+     * (kiln__prep_builders_in: the Fossilize state builder). */
+    struct kiln__prep_builders builders;
 };
 
 int kiln_build_session_create(const struct kiln_build_session_options *o,
@@ -41,17 +42,22 @@ int kiln_build_session_create(const struct kiln_build_session_options *o,
     struct kiln_build_session *s = kiln__calloc(1, sizeof(*s));
     if (!s)
         return KILN_ENOMEM;
-    int rc = kiln__prep_builders_in(opt.builders, opt.nbuilders, &s->builders);
+    /* A missing array is refused here; the builders themselves in the copy
+     * (the caller's array is read at its own stride there). */
+    int rc = opt.nbuilders && !opt.builders
+                 ? kiln__prep_check_builders(NULL, opt.nbuilders, "build session")
+                 : KILN_OK;
     if (rc == KILN_OK)
-        rc = kiln__prep_check_builders(s->builders, opt.nbuilders, "build session");
+        rc = kiln__prep_builders_in(opt.builders, opt.nbuilders, &s->builders);
+    if (rc == KILN_OK)
+        rc = kiln__prep_check_builders(s->builders.list, s->builders.n, "build session");
     if (rc < 0) {
-        kiln__free(s->builders);
+        kiln__prep_builders_free(&s->builders);
         kiln__free(s);
         return rc;
     }
     s->vk = opt.vk;
     s->dict = opt.dict;
-    s->nbuilders = s->builders ? opt.nbuilders : 0;
     *out = s;
     return KILN_OK;
 }
@@ -75,8 +81,8 @@ int kiln_build_session_run(struct kiln_build_session *s, struct kiln_key key, co
                                  .dict = s->dict,
                                  .on_pipeline = take_pipeline,
                                  .pipeline_user = &got,
-                                 .builders = s->builders,
-                                 .nbuilders = s->nbuilders};
+                                 .builders = s->builders.list,
+                                 .nbuilders = s->builders.n};
     struct kiln__prep_item item = {.key = key, .payload = payload, .size = size};
     int rc = kiln__prep_build_one(&b, &item, worker);
     if (rc == KILN_OK)
@@ -93,9 +99,9 @@ void kiln_build_session_destroy(struct kiln_build_session *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->nbuilders; i++)
-        if (s->builders[i].finish)
-            s->builders[i].finish(s->builders[i].user);
-    kiln__free(s->builders);
+    for (size_t i = 0; i < s->builders.n; i++)
+        if (s->builders.list[i].finish)
+            s->builders.list[i].finish(s->builders.list[i].user);
+    kiln__prep_builders_free(&s->builders);
     kiln__free(s);
 }
