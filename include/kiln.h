@@ -20,5 +20,6 @@
 #include "kiln/vk.h"
 #include "kiln/prep.h"
 #include "kiln/foz.h"
+#include "kiln/service.h"
 
 #endif /* KILN_H */

@@ -10,7 +10,7 @@
 #
 # With --check it also holds the core to the order of docs/design.md
 # (common, then pack topo pages pool, then program, then cache, then vk,
-# then prep, then foz): a
+# then prep, then foz and service, side by side): a
 # core module may use only modules of a lower rank. Each break is one line;
 # the exit status is 1 when there is one. docs/design.md shows the output.
 set -u
@@ -33,6 +33,7 @@ rank() {
     vk) echo 4 ;;
     prep) echo 5 ;;
     foz) echo 6 ;;
+    service) echo 6 ;;
     *) echo 9 ;;
     esac
 }
@@ -68,7 +69,7 @@ closure() {
 }
 
 bad=0
-for dir in src/common src/pack src/topo src/pages src/pool src/program src/cache src/vk src/prep src/foz \
+for dir in src/common src/pack src/topo src/pages src/pool src/program src/cache src/vk src/prep src/foz src/service \
     $(ls -d tools/*/ 2>/dev/null | sed 's|/$||'); do
     [ -d "$dir" ] || continue
     name=${dir##*/}

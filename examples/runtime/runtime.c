@@ -13,10 +13,12 @@
  *    KILN_STATE_APP), which makes a compute pipeline in its own layout.
  * 3. Frame loop: at frame 3 the "guest" runs a shader the emulator has not
  *    seen: it is translated (here: SPIR-V written in code, a compute
- *    shader whose local size is the guest's value), and stored with one
- *    call, kiln_cache_put_program (checked, packed, keyed, marked
- *    validated). Its pipeline is built at once from kiln_cache_get_program
- *    (the words unpacked and checked once). A later run finds it stored.
+ *    shader whose local size is the guest's value) and asked of the
+ *    pipeline service (kiln/service.h) as urgent. The loop polls the
+ *    ticket each frame and skips the draw until the pipeline is ready; the
+ *    service built it through the emulator's builder on its own worker and
+ *    stored the program (kiln_cache_put_program: checked, packed, keyed,
+ *    marked validated). A later run finds it stored.
  * 4. Exit: the cache is closed (synced); the next start builds the program
  *    in step 2. With --expect-warm N the exit status is 1 when the warm
  *    start built fewer than N pipelines.
@@ -25,6 +27,7 @@
 #include <vulkan/vulkan.h>
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,9 +148,12 @@ static int build(void *user, struct kiln_build_request *req)
     return KILN_OK;
 }
 
-/* A program met during play: stored with one call unless it is there,
- * then built from the cache's copy. @return 0 or a kiln error. */
-static int meet(struct emu *e, struct kiln_cache *c, uint32_t guest_value)
+/* A program met during play: asked of the pipeline service, urgent (this
+ * frame draws with it). The service stores it in the cache unless it is
+ * there, and builds it through the emulator's builder on its worker; the
+ * frame loop never waits. @return 0 or a kiln error. */
+static int meet(struct kiln_service *svc, struct kiln_cache *c, uint32_t guest_value,
+                struct kiln_ticket **t)
 {
     uint32_t words[35];
     translate(guest_value, words);
@@ -165,34 +171,13 @@ static int meet(struct emu *e, struct kiln_cache *c, uint32_t guest_value)
                              .state_size = sizeof(app_state)};
     struct kiln_key key;
     int rc = kiln_program_key(&p, &key);
-    if (rc == KILN_OK && kiln_cache_find(c, key, NULL) == KILN_OK) {
-        printf("play: program met again: already in the cache\n");
-    } else if (rc == KILN_OK) {
-        rc = kiln_cache_put_program(c, &p, NULL, &key); /* check, pack, key, store */
-        printf("play: new program stored (%s)\n", kiln_strerror(rc));
-    }
-    struct kiln_program_opened *op = NULL;
     if (rc == KILN_OK)
-        rc = kiln_cache_get_program(c, key, NULL, &op);
-    if (rc != KILN_OK)
-        return rc;
-    VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                    .codeSize = op->stages[0].nwords * 4,
-                                    .pCode = op->stages[0].words};
-    VkShaderModule m = VK_NULL_HANDLE;
-    VkPipeline pipe = VK_NULL_HANDLE;
-    if (vkCreateShaderModule(e->device, &mci, NULL, &m) == VK_SUCCESS) {
-        VkPipelineShaderStageCreateInfo si = {
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = m,
-            .pName = "main"};
-        pipe = compute_pipeline(e, &si);
-        vkDestroyShaderModule(e->device, m, NULL);
-    }
-    kiln_program_opened_free(op);
-    vkDestroyPipeline(e->device, pipe, NULL); /* an emulator keeps it in its table */
-    return pipe ? KILN_OK : KILN_EVULKAN;
+        printf("play: %s\n", kiln_cache_find(c, key, NULL) == KILN_OK
+                                 ? "program met again: already in the cache"
+                                 : "new program: the service stores it");
+    struct kiln_pipeline_request r = {
+        .size = sizeof(r), .program = &p, .priority = KILN_PRIORITY_URGENT};
+    return rc == KILN_OK ? kiln_service_request(svc, &r, t) : rc; /* p is copied */
 }
 
 static void on_pipeline(void *user, struct kiln_key key, struct kiln_vk_pipeline *p)
@@ -239,24 +224,49 @@ int main(int argc, char **argv)
                                     .pipeline_user = vk};
     struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
     rc = kiln_warm_start(&so, NULL, NULL, &ss);
-    printf("warm start: %llu records, %u built (%s)\n", (unsigned long long)ss.loaded,
-           atomic_load(&e.warm_built), rc == KILN_ENOENT ? "no cache yet" : kiln_strerror(rc));
+    unsigned warm = atomic_load(&e.warm_built); /* the service's builds come after */
+    printf("warm start: %llu records, %u built (%s)\n", (unsigned long long)ss.loaded, warm,
+           rc == KILN_ENOENT ? "no cache yet" : kiln_strerror(rc));
 
-    /* Play: the frame loop, writing to the cache as programs turn up. */
+    /* Play: the frame loop asks the pipeline service for what it meets. */
     struct kiln_cache_options co = {.size = sizeof(co), .stamp = STAMP, .flags = KILN_CACHE_CREATE};
     struct kiln_cache *c = NULL;
     rc = kiln_cache_open(argv[1], &co, &c);
-    for (unsigned frame = 0; frame < 5 && rc == KILN_OK; frame++)
+    struct kiln_service_options svo = {
+        .size = sizeof(svo), .vk = vk, .cache = c, .builders = &b, .nbuilders = 1, .workers = 1};
+    struct kiln_service *svc = NULL;
+    if (rc == KILN_OK)
+        rc = kiln_service_create(&svo, &svc);
+    struct kiln_ticket *t = NULL;
+    unsigned skipped = 0;
+    bool ready = false;
+    for (unsigned frame = 0; frame < 5000 && rc == KILN_OK && !ready; frame++) {
         if (frame == 3)
-            rc = meet(&e, c, 64); /* the guest's shader of this frame */
-    kiln_cache_close(c);          /* synced: the next start finds it */
-    kiln_vk_destroy(vk);          /* the emulator's own objects stay */
+            rc = meet(svc, c, 64, &t); /* the guest's shader of this frame */
+        if (!t)
+            continue;
+        struct kiln_ticket_info info = KILN_TICKET_INFO_INIT;
+        int state = kiln_ticket_poll(t, &info); /* never blocks */
+        if (state == KILN_TICKET_PENDING) {
+            skipped++;                           /* this frame's draw is skipped */
+            kiln_ticket_wait(t, 2000000u, NULL); /* stands in for the rest of the frame */
+        } else {
+            ready = state == KILN_TICKET_READY;
+            rc = ready ? KILN_OK : info.error;
+            printf("play: pipeline %s after %u skipped draw%s\n", ready ? "ready" : "failed",
+                   skipped, skipped == 1 ? "" : "s");
+        }
+    }
+    kiln_ticket_release(t);
+    kiln_service_destroy(svc); /* its pipelines too: an emulator keeps the service to exit */
+    kiln_cache_close(c);       /* synced: the next start finds it */
+    kiln_vk_destroy(vk);       /* the emulator's own objects stay */
     vkDestroyPipelineLayout(e.device, e.layout, NULL);
     vkDestroyDevice(e.device, NULL);
     vkDestroyInstance(e.instance, NULL);
-    if (rc != KILN_OK || atomic_load(&e.warm_built) < expect) {
+    if (rc != KILN_OK || warm < expect) {
         fprintf(stderr, "runtime: %s; warm start built %u of %u expected\n", kiln_strerror(rc),
-                atomic_load(&e.warm_built), expect);
+                warm, expect);
         return 1;
     }
     return 0;

@@ -783,6 +783,67 @@ struct kiln_start_summary {
 KILN_API int kiln_warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                              void *progress_user, struct kiln_start_summary *summary);
 
+/* ---------------------------------------------------------------------------
+ * One program at a time: the build session.
+ *
+ * What the pipeline phase of kiln_warm_start does to each program, for a
+ * caller that builds programs as it meets them (kiln/service.h's service
+ * does): open and check the payload's stages, stage them, build through
+ * the builder for its state kind (kiln's own shapes for
+ * KILN_STATE_BUILTIN), release the stages.
+ * ------------------------------------------------------------------------ */
+
+struct kiln_build_session;
+
+/* What a build session builds with. Zero-initialise, then set vk. */
+struct kiln_build_session_options {
+    size_t size; /* sizeof, as KILN_BUILD_SESSION_OPTIONS_INIT sets it (docs/abi.md) */
+    /* The Vulkan context to build on. Required; must outlive the session. */
+    struct kiln_vk *vk;
+    /* The builders, as in kiln_prepare_options (copied). May be NULL and 0. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+    /* The dictionary the payloads were packed with (kiln_cache_dict of their
+     * cache); NULL: none. Must outlive the session. */
+    const struct kiln_pack_dict *dict;
+};
+#define KILN_BUILD_SESSION_OPTIONS_INIT KILN_STRUCT_INIT(kiln_build_session_options)
+
+/*
+ * Makes a build session.
+ * @return 0 and the session in *out; KILN_EINVAL (NULL, no vk, a builder
+ * of an unknown kind or without a build function: logged) or KILN_ENOMEM.
+ * Thread-safe (each call makes its own session).
+ */
+KILN_API int kiln_build_session_create(const struct kiln_build_session_options *o,
+                                       struct kiln_build_session **out);
+
+/*
+ * Builds the pipeline of one program payload (a cache record's, or
+ * kiln_program_seal's) on the calling thread, as the warm start would,
+ * `worker` being the calling thread's index for the builders' per-thread
+ * state (kiln_build_request.worker).
+ * @return 0 with the pipeline in *pipeline (the caller's: free it with
+ * kiln_vk_pipeline_destroy; NULL when the builder keeps the pipeline, or
+ * the payload is one graphics module of no pipeline alone); KILN_ENOTSUP
+ * when the program was skipped (no builder for its kind, a shape kiln's
+ * own builder lacks, the builder said so); the payload's or the build's
+ * error otherwise (one line logged, naming the program). KILN_EINVAL for a
+ * NULL argument.
+ * Thread-safe: any number of threads at once, each with its own `worker`
+ * when the builders keep per-thread state.
+ */
+KILN_API int kiln_build_session_run(struct kiln_build_session *s, struct kiln_key key,
+                                    const void *payload, size_t size, unsigned worker,
+                                    struct kiln_vk_pipeline **pipeline);
+
+/*
+ * Calls each builder's finish, then frees the session. NULL is a no-op.
+ * Thread safety: not beside another call on the session; the pipelines it
+ * built stay valid.
+ */
+KILN_API void kiln_build_session_destroy(struct kiln_build_session *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -88,6 +88,14 @@ static struct fixture {
     struct kiln_program *out_program;
     struct kiln_program_sealed sealed;
     struct kiln_program_opened *opened;
+    struct kiln_build_session_options session_options;
+    struct kiln_build_session *session;
+    struct kiln_service_options service_options;
+    struct kiln_pipeline_request service_request;
+    struct kiln_service_stats service_stats;
+    struct kiln_ticket_info ticket_info;
+    struct kiln_service *service;
+    struct kiln_ticket *ticket;
 } F;
 
 static int translate_none(void *user, const struct kiln_source *src, uint32_t **words,
@@ -129,6 +137,12 @@ static void fixture_open(void)
     kiln_prepare_options_init(&F.prepare);
     F.prepare.cache_dir = F.dir;
     F.start.cache_dir = F.dir;
+    F.session_options.size = sizeof(F.session_options);
+    F.service_options.size = sizeof(F.service_options);
+    F.service_request.size = sizeof(F.service_request);
+    F.service_request.program = F.program;
+    F.service_stats.size = sizeof(F.service_stats);
+    F.ticket_info.size = sizeof(F.ticket_info);
     F.decision.on = false;
     F.vk_stage.blob = F.blob;
     F.vk_stage.blob_size = F.blob_size;
@@ -657,6 +671,26 @@ static int job(void *arg, unsigned worker)
       kiln_warm_start(NULL, NULL, NULL, &F.start_summary))                                         \
     E(warm_start_summary, kiln_warm_start, KILN_EINVAL,                                            \
       kiln_warm_start(&F.start, NULL, NULL, NULL))                                                 \
+    E(build_session_create_o, kiln_build_session_create, KILN_EINVAL,                              \
+      kiln_build_session_create(NULL, &F.session))                                                 \
+    E(build_session_create_out, kiln_build_session_create, KILN_EINVAL,                            \
+      kiln_build_session_create(&F.session_options, NULL))                                         \
+    E(build_session_run_s, kiln_build_session_run, KILN_EINVAL,                                    \
+      kiln_build_session_run(NULL, F.key, F.buf, 64, 0, &F.pipeline))                              \
+    V(build_session_destroy, kiln_build_session_destroy, kiln_build_session_destroy(NULL))         \
+    /* service (test_vk_null_with_context has the rows that need a service) */                     \
+    E(service_create_o, kiln_service_create, KILN_EINVAL, kiln_service_create(NULL, &F.service))   \
+    E(service_create_out, kiln_service_create, KILN_EINVAL,                                        \
+      kiln_service_create(&F.service_options, NULL))                                               \
+    E(service_request_svc, kiln_service_request, KILN_EINVAL,                                      \
+      kiln_service_request(NULL, &F.service_request, &F.ticket))                                   \
+    E(ticket_poll, kiln_ticket_poll, KILN_EINVAL, kiln_ticket_poll(NULL, &F.ticket_info))          \
+    E(ticket_wait, kiln_ticket_wait, KILN_EINVAL, kiln_ticket_wait(NULL, 0, &F.ticket_info))       \
+    E(ticket_cancel, kiln_ticket_cancel, KILN_EINVAL, kiln_ticket_cancel(NULL))                    \
+    V(ticket_release, kiln_ticket_release, kiln_ticket_release(NULL))                              \
+    E(service_get_stats_svc, kiln_service_get_stats, KILN_EINVAL,                                  \
+      kiln_service_get_stats(NULL, &F.service_stats))                                              \
+    V(service_destroy, kiln_service_destroy, kiln_service_destroy(NULL))                           \
     FOZ_ROWS(E, P, V)
 
 /* Functions that take a pointer and have no row, with the reason. */
@@ -845,6 +879,23 @@ KT_CASE(vk_null_with_context)
     kiln_vk_stage_release(vk, NULL);
     kiln_vk_pipeline_destroy(vk, NULL);
     kiln_vk_module_destroy(vk, NULL);
+    /* The build session's and the service's rows that need a context. */
+    struct kiln_build_session_options bo = KILN_BUILD_SESSION_OPTIONS_INIT;
+    bo.vk = vk;
+    struct kiln_build_session *bs = NULL;
+    KT_CHECK_OK(kiln_build_session_create(&bo, &bs));
+    KT_CHECK_EQ(kiln_build_session_run(bs, F.key, NULL, 64, 0, &p), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_build_session_run(bs, F.key, F.buf, 64, 0, NULL), KILN_EINVAL);
+    kiln_build_session_destroy(bs);
+    struct kiln_service_options so = KILN_SERVICE_OPTIONS_INIT;
+    so.vk = vk;
+    struct kiln_service *svc = NULL;
+    KT_CHECK_OK(kiln_service_create(&so, &svc));
+    struct kiln_ticket *t = NULL;
+    KT_CHECK_EQ(kiln_service_request(svc, NULL, &t), KILN_EINVAL);
+    KT_CHECK(t == NULL);
+    KT_CHECK_EQ(kiln_service_get_stats(svc, NULL), KILN_EINVAL);
+    kiln_service_destroy(svc);
     struct kiln_vk_stats s = KILN_VK_STATS_INIT;
     kiln_vk_get_stats(vk, &s);
     KT_CHECK_EQ(s.live_pipelines, 0);

@@ -1,0 +1,247 @@
+/*
+ * kiln/service.h - the pipeline service: pipelines on demand during play.
+ *
+ * An emulator's frame loop meets a program whose pipeline nobody built. It
+ * asks the service (kiln_service_request) and goes on drawing: the call
+ * never blocks on a build. The answer comes in a ticket, polled each frame
+ * (kiln_ticket_poll, never blocks) or through a callback. The service
+ * builds on its own workers, through the same path as kiln_warm_start
+ * (kiln_build_session, kiln/prep.h), and stores a program it met that the
+ * cache did not hold (sealed once, then kiln_cache_put), so the next start
+ * has it. docs/runtime.md tells the model; in short:
+ *
+ * - Priorities. An urgent request (needed by this frame) is taken by the
+ *   next worker that comes free, before every queued background request
+ *   (prefetch, warm-up): it waits behind the builds already running, never
+ *   behind a queued background one.
+ * - Merging. Requests for the same key (the program's key covers its
+ *   stages and its state) share one build: every ticket is answered; an
+ *   urgent request joining a queued background one raises it to urgent.
+ *   A key already built (or failed) is answered at once from the
+ *   service's table: each program is built once per service.
+ * - A bounded queue. At most queue_capacity requests wait; with the queue
+ *   full, a background request is refused with KILN_EBUSY, and an urgent
+ *   one evicts the oldest queued background request (its tickets end
+ *   KILN_TICKET_CANCELED with error KILN_EBUSY: ask again later), or is
+ *   refused with KILN_EBUSY when every queued request is urgent.
+ * - Ownership. Pipelines the service built are the service's: valid until
+ *   kiln_service_destroy, which destroys them. A ticket is the caller's
+ *   until kiln_ticket_release.
+ *
+ * Thread safety for the whole header: every function may be called from
+ * any number of threads at once (render threads), except
+ * kiln_service_destroy, which must not overlap any other call on the
+ * service or its tickets but kiln_ticket_poll and kiln_ticket_release.
+ */
+#ifndef KILN_SERVICE_H
+#define KILN_SERVICE_H
+
+#include "kiln/common.h"
+#include "kiln/cache.h"
+#include "kiln/prep.h"
+#include "kiln/program.h"
+#include "kiln/vk.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kiln_service;
+struct kiln_ticket;
+
+/* A request's priority. */
+enum kiln_priority {
+    KILN_PRIORITY_BACKGROUND = 0, /* prefetch, warm-up: after every urgent request */
+    KILN_PRIORITY_URGENT = 1,     /* needed by this frame */
+};
+
+/* Where a ticket stands. */
+enum kiln_ticket_state {
+    KILN_TICKET_PENDING = 0,  /* queued or being built */
+    KILN_TICKET_READY = 1,    /* built: the pipeline is there */
+    KILN_TICKET_FAILED = 2,   /* the program could not be built (error says why) */
+    KILN_TICKET_CANCELED = 3, /* kiln_ticket_cancel, eviction (KILN_EBUSY) or the
+                               * service's destroy (KILN_ECANCELED) */
+};
+
+/* A flag of kiln_service_options: every request gets a build of its own
+ * (no merge, no table of built keys). For measurements and tests only. */
+#define KILN_SERVICE_NO_MERGE 0x1u
+
+/* The queue capacity when kiln_service_options.queue_capacity is 0. */
+#define KILN_SERVICE_DEFAULT_QUEUE 1024u
+
+/* What kiln_service_create makes. Zero-initialise, then set vk. */
+struct kiln_service_options {
+    size_t size; /* sizeof, as KILN_SERVICE_OPTIONS_INIT sets it (docs/abi.md) */
+    /* The Vulkan context to build on (its pipeline cache is used). Required;
+     * must outlive the service. */
+    struct kiln_vk *vk;
+    /* An open program cache (optional, NULL: none). With one, a request by
+     * program first looks its key up there (a stored payload is built as
+     * it is), a program the cache lacks is stored once it is built, and a
+     * request by key reads its record from it. Must outlive the service;
+     * a cache opened read-only is read and never written. The caller
+     * syncs it (kiln_cache_sync). */
+    struct kiln_cache *cache;
+    /* The builders, as in kiln_prepare_options (copied). May be NULL and 0. */
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+    /* Build workers; 0: kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0). */
+    unsigned workers;
+    /* Requests that may wait at once; 0: KILN_SERVICE_DEFAULT_QUEUE. */
+    size_t queue_capacity;
+    /* Run the workers on the application's job system (NULL: threads the
+     * service starts). A task the executor refuses runs on the requesting
+     * thread: then a request blocks for one build. */
+    const struct kiln_executor *executor;
+    /* KILN_SERVICE_* flags. */
+    uint32_t flags;
+};
+#define KILN_SERVICE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_service_options)
+
+/* What a ticket says (kiln_ticket_poll, kiln_ticket_wait, the callback). */
+struct kiln_ticket_info {
+    size_t size; /* sizeof, as KILN_TICKET_INFO_INIT sets it (docs/abi.md) */
+    enum kiln_ticket_state state;
+    int error; /* FAILED / CANCELED: why (a kiln error); 0 otherwise */
+    /* READY: the VkPipeline (0 when the builder keeps its pipelines) and
+     * kiln's handle over it; both the service's (see the top). */
+    uint64_t pipeline;
+    struct kiln_vk_pipeline *vk_pipeline;
+    struct kiln_key key;
+    bool merged;      /* answered by a build another request started */
+    uint64_t wait_ns; /* READY / FAILED: from the request to the answer */
+};
+#define KILN_TICKET_INFO_INIT KILN_STRUCT_INIT(kiln_ticket_info)
+
+/*
+ * A ticket's callback: called once when the ticket is answered (READY or
+ * FAILED), evicted, or cancelled by kiln_service_destroy; not after the
+ * caller's own kiln_ticket_cancel. It runs just after the ticket's state
+ * changed: a thread polling may see the answer before the callback runs. It runs on a service
+ * worker, or on the requesting thread before kiln_service_request returns when the answer is
+ * already known (a key built before), or on the thread in
+ * kiln_service_destroy. It must not call kiln_service_destroy; `info` is
+ * borrowed for the call. `t` is NULL for a request made without a ticket.
+ */
+typedef void (*kiln_ticket_fn)(void *user, struct kiln_ticket *t,
+                               const struct kiln_ticket_info *info);
+
+/* One request (kiln_service_request; named apart from the function for C++). */
+struct kiln_pipeline_request {
+    size_t size; /* sizeof, as KILN_PIPELINE_REQUEST_INIT sets it (docs/abi.md) */
+    /* The program (every stage with its SPIR-V words): copied by the call,
+     * keyed as kiln_program_seal keys it. NULL: the request is by `key`,
+     * read from the service's cache. */
+    const struct kiln_program *program;
+    struct kiln_key key;
+    enum kiln_priority priority;
+    kiln_ticket_fn on_done; /* optional */
+    void *user;             /* given to on_done */
+};
+#define KILN_PIPELINE_REQUEST_INIT KILN_STRUCT_INIT(kiln_pipeline_request)
+
+/* What the service did. Times in nanoseconds. */
+struct kiln_service_stats {
+    size_t size;             /* sizeof, as KILN_SERVICE_STATS_INIT sets it (docs/abi.md) */
+    uint64_t requested;      /* requests accepted (refusals not counted) */
+    uint64_t merged;         /* of those, joined to a build in flight */
+    uint64_t answered_known; /* of those, answered at once from the table */
+    uint64_t raised;         /* queued background builds raised to urgent by a merge */
+    uint64_t built_urgent;   /* builds taken as urgent and built */
+    uint64_t built_background;
+    uint64_t failed;       /* builds that failed or were skipped */
+    uint64_t canceled;     /* tickets cancelled (by the caller, eviction or destroy) */
+    uint64_t dropped;      /* queued builds dropped because no ticket wanted them */
+    uint64_t refused;      /* requests refused with KILN_EBUSY: the queue was full */
+    uint64_t evicted;      /* queued background builds an urgent request evicted */
+    uint64_t from_cache;   /* builds whose payload the cache held */
+    uint64_t stored;       /* programs the cache lacked, stored after their build */
+    uint64_t store_failed; /* stores that failed (logged) */
+    unsigned queued;       /* waiting now */
+    unsigned running;      /* being built now */
+    unsigned workers;
+    /* Urgent tickets' wait, request to READY, over the last 1024 that
+     * waited for a build (0: none). */
+    uint64_t urgent_p50_ns;
+    uint64_t urgent_p99_ns;
+};
+#define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
+
+/* ---------------------------------------------------------------------------
+ * The service and its tickets.
+ *
+ * Thread safety for this section: any thread, any number at once (render
+ * threads, workers' callbacks), but kiln_service_destroy (see its own).
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Starts a service: its build session and its workers.
+ * @return 0 and the service in *out; KILN_EINVAL (NULL, no vk, a bad
+ * builder or executor: logged), KILN_ENOMEM, or the pool's error.
+ */
+KILN_API int kiln_service_create(const struct kiln_service_options *o, struct kiln_service **out);
+
+/*
+ * Asks for a program's pipeline; never waits for a build. The key of the
+ * program is computed on the calling thread (a hash of its words); the
+ * copy, the seal and the build happen on a worker. `out` may be NULL: no
+ * ticket, the callback alone answers.
+ * @return 0 with a ticket in *out (release it with kiln_ticket_release);
+ * KILN_EBUSY when the queue is full (see the top; *out NULL);
+ * KILN_EINVAL for a NULL service or request, a request with neither a
+ * program nor a cache to read its key from, a program without stages;
+ * KILN_ENOMEM; KILN_ECANCELED while the service is being destroyed.
+ */
+KILN_API int kiln_service_request(struct kiln_service *svc, const struct kiln_pipeline_request *req,
+                                  struct kiln_ticket **out);
+
+/*
+ * Where the ticket stands, into *info when it is not NULL; never blocks.
+ * @return the enum kiln_ticket_state (>= 0), or KILN_EINVAL for a NULL
+ * ticket. Works also after kiln_service_destroy (the ticket is then
+ * answered or cancelled), but the pipeline is gone with the service.
+ */
+KILN_API int kiln_ticket_poll(const struct kiln_ticket *t, struct kiln_ticket_info *info);
+
+/*
+ * Waits until the ticket is answered or cancelled, at most timeout_ns
+ * (UINT64_MAX: no bound), for tests and shutdown, never for a frame.
+ * @return the state as kiln_ticket_poll (PENDING after a timeout), or
+ * KILN_EINVAL for a NULL ticket.
+ */
+KILN_API int kiln_ticket_wait(struct kiln_ticket *t, uint64_t timeout_ns,
+                              struct kiln_ticket_info *info);
+
+/*
+ * Cancels the ticket: a pending one ends CANCELED with KILN_ECANCELED (its
+ * callback is not called); a queued build no other ticket waits for is
+ * dropped; a build running goes on, and its pipeline is kept for the next
+ * request of the key. An answered ticket stays as it is.
+ * @return the ticket's state after the call, or KILN_EINVAL for NULL.
+ */
+KILN_API int kiln_ticket_cancel(struct kiln_ticket *t);
+
+/* Gives the ticket back (a pending one is cancelled first). NULL is a
+ * no-op. Works also after kiln_service_destroy. */
+KILN_API void kiln_ticket_release(struct kiln_ticket *t);
+
+/* Fills *stats. @return 0, or KILN_EINVAL for a NULL argument. */
+KILN_API int kiln_service_get_stats(struct kiln_service *svc, struct kiln_service_stats *stats);
+
+/*
+ * Stops the service: cancels every queued request (tickets CANCELED with
+ * KILN_ECANCELED, their callbacks called), waits for the builds running,
+ * calls the builders' finish, destroys every pipeline the service built,
+ * frees the service. Tickets stay valid until released. NULL is a no-op.
+ * Thread safety: not beside any other call on the service or its tickets
+ * but kiln_ticket_poll and kiln_ticket_release; never from a callback.
+ */
+KILN_API void kiln_service_destroy(struct kiln_service *svc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_SERVICE_H */

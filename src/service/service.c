@@ -1,0 +1,802 @@
+/*
+ * service.c - the pipeline service (kiln/service.h): requests from render
+ * threads, answered by builds on a pool.
+ *
+ * Invariants and why they hold:
+ *
+ * - One lock. Every entry (one build of one key), its queue place, its
+ *   tickets and the counters are changed under svc->lock only; a build
+ *   itself, a program's copy, its key, a store and every callback run
+ *   outside it, so no caller waits behind a build for the lock, and a
+ *   callback may call the service again.
+ *
+ * - Urgent first. Queued entries wait in two FIFO lists, urgent and
+ *   background. The pool holds no request: each pool job is a "token"
+ *   that takes the head of the urgent list, else of the background list,
+ *   when a worker runs it, and keeps taking until both are empty. So the
+ *   next worker that comes free takes an urgent entry, and no urgent entry
+ *   waits behind a queued background one. Tokens are at most the workers
+ *   (svc->tokens counts those queued or running; a request adds one only
+ *   below that), so a submit never blocks on the pool's queue; a token
+ *   that finds nothing leaves under the lock, so no entry is left queued
+ *   without a token that will see it.
+ *
+ * - One build per key. Unless KILN_SERVICE_NO_MERGE, every entry is in
+ *   the table by its key from its request until the service ends: a
+ *   request of a key in flight joins its entry (an urgent one moves a
+ *   queued background entry to the urgent tail), and a key built or
+ *   failed before is answered at once. An entry leaves the table only
+ *   when it never ran: dropped (no ticket left) or evicted.
+ *
+ * - A ticket is freed once, by the last of its two holders: the caller
+ *   (until kiln_ticket_release) and its entry (until it is answered,
+ *   cancelled or evicted). Its state is an atomic written last, after its
+ *   answer's fields, so kiln_ticket_poll reads it without the lock, also
+ *   after the service is gone: destroy answers every pending ticket.
+ *
+ * - Pipelines are the service's: each entry keeps what its build made and
+ *   kiln_service_destroy destroys it after the last build returned.
+ */
+#include "kiln_internal.h"
+
+#include "kiln/pool.h"
+#include "kiln/service.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { Q_BACKGROUND = 0, Q_URGENT = 1 };
+enum entry_state { E_QUEUED, E_RUNNING, E_DONE };
+
+#define WAIT_SAMPLES 1024u
+
+struct entry {
+    struct kiln_key key;
+    enum kiln_priority prio;
+    enum entry_state state;
+    struct entry *qprev, *qnext; /* the queue list while E_QUEUED */
+    struct entry *hnext;         /* the table's chain */
+    struct entry *dnext;         /* the list of entries that ran */
+    bool in_table;
+    struct kiln_ticket *tickets;  /* attached, waiting for the answer */
+    struct kiln_program *program; /* the copy (NULL: by key); freed after the build */
+    int error;
+    struct kiln_vk_pipeline *pipe;
+};
+
+struct kiln_ticket {
+    struct kiln_service *svc;
+    atomic_int refs;
+    atomic_int state;
+    /* The answer: written under the lock before `state`. */
+    int error;
+    uint64_t pipeline;
+    struct kiln_vk_pipeline *vk_pipeline;
+    struct kiln_key key;
+    bool merged;
+    uint64_t t0, wait_ns;
+    enum kiln_priority prio;
+    kiln_ticket_fn fn;
+    void *user;
+    bool owned; /* the caller holds it (kiln_service_request's out) */
+    struct entry *entry;
+    struct kiln_ticket *prev, *next; /* the entry's list */
+    struct kiln_ticket *notify;      /* a list of answers to hand out */
+};
+
+struct queue {
+    struct entry *head, *tail;
+};
+
+struct kiln_service {
+    pthread_mutex_t lock;
+    pthread_cond_t answered; /* broadcast whenever a ticket is answered */
+    struct kiln_vk *vk;
+    struct kiln_cache *cache;
+    bool store; /* a cache that takes puts (not opened read-only) */
+    struct kiln_build_session *session;
+    struct kiln_pool *pool;
+    unsigned workers;
+    size_t capacity;
+    uint32_t flags;
+    bool closing;
+    unsigned tokens, running;
+    size_t nqueued;
+    struct queue q[2];
+    struct entry **table;
+    size_t nbuckets, nentries;
+    struct entry *done;
+    struct kiln_service_stats st;
+    uint64_t waits[WAIT_SAMPLES];
+    uint64_t nwaits;
+};
+
+/* ---- the table and the queues (under the lock) --------------------------- */
+
+static size_t bucket(const struct kiln_service *svc, struct kiln_key key)
+{
+    return (size_t)(key.lo ^ key.hi >> 7) & (svc->nbuckets - 1);
+}
+
+static struct entry *table_find(const struct kiln_service *svc, struct kiln_key key)
+{
+    for (struct entry *e = svc->table[bucket(svc, key)]; e; e = e->hnext)
+        if (kiln_key_equal(e->key, key))
+            return e;
+    return NULL;
+}
+
+/* Doubles the buckets when the entries outnumber them; a failed grow
+ * keeps the table as it is (longer chains). */
+static void table_add(struct kiln_service *svc, struct entry *e)
+{
+    if (svc->nentries >= svc->nbuckets) {
+        size_t nb = svc->nbuckets * 2;
+        struct entry **t = kiln__calloc(nb, sizeof(*t));
+        if (t) {
+            struct entry **old = svc->table;
+            size_t oldn = svc->nbuckets;
+            svc->table = t;
+            svc->nbuckets = nb;
+            for (size_t i = 0; i < oldn; i++) {
+                for (struct entry *x = old[i], *next; x; x = next) {
+                    next = x->hnext;
+                    size_t b = bucket(svc, x->key);
+                    x->hnext = t[b];
+                    t[b] = x;
+                }
+            }
+            kiln__free(old);
+        }
+    }
+    size_t b = bucket(svc, e->key);
+    e->hnext = svc->table[b];
+    svc->table[b] = e;
+    e->in_table = true;
+    svc->nentries++;
+}
+
+static void table_remove(struct kiln_service *svc, struct entry *e)
+{
+    if (!e->in_table)
+        return;
+    for (struct entry **p = &svc->table[bucket(svc, e->key)]; *p; p = &(*p)->hnext) {
+        if (*p == e) {
+            *p = e->hnext;
+            break;
+        }
+    }
+    e->in_table = false;
+    svc->nentries--;
+}
+
+static void queue_push(struct kiln_service *svc, struct entry *e)
+{
+    struct queue *q = &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
+    e->qnext = NULL;
+    e->qprev = q->tail;
+    if (q->tail)
+        q->tail->qnext = e;
+    else
+        q->head = e;
+    q->tail = e;
+    svc->nqueued++;
+}
+
+static void queue_remove(struct kiln_service *svc, struct entry *e)
+{
+    struct queue *q = &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
+    if (e->qprev)
+        e->qprev->qnext = e->qnext;
+    else
+        q->head = e->qnext;
+    if (e->qnext)
+        e->qnext->qprev = e->qprev;
+    else
+        q->tail = e->qprev;
+    e->qprev = e->qnext = NULL;
+    svc->nqueued--;
+}
+
+/* The next entry to build: the urgent list's head, else the background's. */
+static struct entry *queue_pop(struct kiln_service *svc)
+{
+    struct entry *e = svc->q[Q_URGENT].head ? svc->q[Q_URGENT].head : svc->q[Q_BACKGROUND].head;
+    if (e)
+        queue_remove(svc, e);
+    return e;
+}
+
+/* ---- tickets ---------------------------------------------------------------- */
+
+static void ticket_unref(struct kiln_ticket *t)
+{
+    if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
+        kiln__free(t);
+}
+
+static void ticket_attach(struct entry *e, struct kiln_ticket *t)
+{
+    t->entry = e;
+    t->prev = NULL;
+    t->next = e->tickets;
+    if (e->tickets)
+        e->tickets->prev = t;
+    e->tickets = t;
+}
+
+static void ticket_detach(struct kiln_ticket *t)
+{
+    struct entry *e = t->entry;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        e->tickets = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    t->entry = NULL;
+    t->prev = t->next = NULL;
+}
+
+/* Answers a ticket (under the lock): its fields, then its state. The
+ * urgent wait of a READY one that waited for a build is sampled for the
+ * stats (one answered at once from the table waited for nothing). */
+static void ticket_answer(struct kiln_service *svc, struct kiln_ticket *t, int state, int error,
+                          struct kiln_vk_pipeline *pipe)
+{
+    t->error = error;
+    t->vk_pipeline = state == KILN_TICKET_READY ? pipe : NULL;
+    t->pipeline = t->vk_pipeline ? kiln_vk_pipeline_handle(pipe) : 0;
+    t->wait_ns = kiln_now_ns() - t->t0;
+    if (state == KILN_TICKET_READY && t->prio == KILN_PRIORITY_URGENT && t->entry)
+        svc->waits[svc->nwaits++ % WAIT_SAMPLES] = t->wait_ns;
+    if (state == KILN_TICKET_CANCELED)
+        svc->st.canceled++;
+    atomic_store_explicit(&t->state, state, memory_order_release);
+}
+
+static void ticket_info(const struct kiln_ticket *t, int state, struct kiln_ticket_info *out)
+{
+    *out = (struct kiln_ticket_info){.size = sizeof(*out), .state = (enum kiln_ticket_state)state};
+    if (state == KILN_TICKET_PENDING)
+        return;
+    out->error = t->error;
+    out->pipeline = t->pipeline;
+    out->vk_pipeline = t->vk_pipeline;
+    out->key = t->key;
+    out->merged = t->merged;
+    out->wait_ns = t->wait_ns;
+}
+
+/* Answers every ticket of `e` (under the lock), detaching each onto the
+ * list *notify for notify_all. */
+static void answer_entry(struct kiln_service *svc, struct entry *e, int state, int error,
+                         struct kiln_ticket **notify)
+{
+    while (e->tickets) {
+        struct kiln_ticket *t = e->tickets;
+        ticket_answer(svc, t, state, error, e->pipe); /* attached: it waited */
+        ticket_detach(t);
+        t->notify = *notify;
+        *notify = t;
+    }
+}
+
+/* Outside the lock: each answered ticket's callback, then the entry's
+ * hold on it goes. */
+static void notify_all(struct kiln_ticket *list)
+{
+    while (list) {
+        struct kiln_ticket *t = list;
+        list = t->notify;
+        if (t->fn) {
+            struct kiln_ticket_info info;
+            ticket_info(t, atomic_load_explicit(&t->state, memory_order_acquire), &info);
+            t->fn(t->user, t->owned ? t : NULL, &info);
+        }
+        ticket_unref(t);
+    }
+}
+
+static void entry_free(struct entry *e)
+{
+    kiln_program_destroy(e->program);
+    kiln__free(e);
+}
+
+/* ---- the build (outside the lock) ------------------------------------------- */
+
+/*
+ * Builds e's pipeline: the cache's record of its key when it has one, else
+ * the program sealed here. @return the build's result; *store is set when
+ * the program should be stored (the cache lacked it).
+ */
+static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worker, bool *store)
+{
+    *store = false;
+    struct kiln_cache_result r = {.data = NULL};
+    int rc = svc->cache ? kiln_cache_get(svc->cache, e->key, &r) : KILN_ENOTFOUND;
+    if (rc == KILN_OK) {
+        rc = kiln_build_session_run(svc->session, e->key, r.data ? r.data : "", r.size, worker,
+                                    &e->pipe);
+        kiln_cache_payload_free(r.data);
+        pthread_mutex_lock(&svc->lock);
+        svc->st.from_cache++;
+        pthread_mutex_unlock(&svc->lock);
+        return rc;
+    }
+    if (!e->program)
+        return rc; /* by key, and the cache has no whole record of it */
+    struct kiln_program_seal_options so = {.size = sizeof(so),
+                                           .dict = svc->cache ? kiln_cache_dict(svc->cache) : NULL};
+    struct kiln_program_sealed s = {.size = sizeof(s)};
+    rc = kiln_program_seal(e->program, &so, &s);
+    if (rc == KILN_OK) {
+        rc = kiln_build_session_run(svc->session, e->key, s.payload, s.payload_size, worker,
+                                    &e->pipe);
+        *store = svc->store;
+    }
+    kiln_program_sealed_clear(&s);
+    return rc;
+}
+
+/* Stores a program the cache lacked, after its answer went out: the
+ * one-call store, so the next start has it. */
+static void entry_store(struct kiln_service *svc, struct entry *e)
+{
+    int rc = kiln_cache_put_program(svc->cache, e->program, NULL, NULL);
+    pthread_mutex_lock(&svc->lock);
+    if (rc == KILN_OK)
+        svc->st.stored++;
+    else
+        svc->st.store_failed++;
+    pthread_mutex_unlock(&svc->lock);
+}
+
+/* Ends a build (under the lock): the entry is answered and kept. */
+static void entry_done(struct kiln_service *svc, struct entry *e, int rc,
+                       struct kiln_ticket **notify)
+{
+    e->state = E_DONE;
+    e->error = rc < 0 ? rc : 0;
+    if (rc == KILN_ENOTFOUND)
+        table_remove(svc, e); /* by key and not stored yet: it may be later */
+    e->dnext = svc->done;
+    svc->done = e;
+    svc->running--;
+    if (rc < 0)
+        svc->st.failed++;
+    else if (e->prio == KILN_PRIORITY_URGENT)
+        svc->st.built_urgent++;
+    else
+        svc->st.built_background++;
+    answer_entry(svc, e, rc < 0 ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error, notify);
+    pthread_cond_broadcast(&svc->answered);
+}
+
+/* A pool job: builds queued entries, urgent first, until none is left. */
+static int token_run(void *arg, unsigned worker)
+{
+    struct kiln_service *svc = arg;
+    pthread_mutex_lock(&svc->lock);
+    for (;;) {
+        struct entry *e = queue_pop(svc);
+        if (!e)
+            break;
+        e->state = E_RUNNING;
+        svc->running++;
+        pthread_mutex_unlock(&svc->lock);
+        bool store = false;
+        int rc = entry_build(svc, e, worker, &store);
+        struct kiln_ticket *notify = NULL;
+        pthread_mutex_lock(&svc->lock);
+        entry_done(svc, e, rc, &notify);
+        pthread_mutex_unlock(&svc->lock);
+        notify_all(notify);
+        if (store && rc == KILN_OK)
+            entry_store(svc, e);
+        kiln_program_destroy(e->program); /* only this worker holds it now */
+        e->program = NULL;
+        pthread_mutex_lock(&svc->lock);
+    }
+    svc->tokens--;
+    pthread_mutex_unlock(&svc->lock);
+    return KILN_OK;
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+/* The request's key: its program's, as kiln_program_seal gives it, or the
+ * key named. */
+static int request_key(const struct kiln_pipeline_request *r, struct kiln_key *key)
+{
+    if (!r->program) {
+        *key = r->key;
+        return KILN_OK;
+    }
+    if (r->program->has_key) {
+        *key = r->program->key;
+        return KILN_OK;
+    }
+    return kiln_program_key(r->program, key);
+}
+
+/* Makes room for one more queued entry (under the lock): with the queue
+ * full, an urgent request evicts the oldest queued background entry.
+ * @return 0, or KILN_EBUSY (refused). */
+static int make_room(struct kiln_service *svc, enum kiln_priority prio, struct kiln_ticket **notify)
+{
+    if (svc->nqueued < svc->capacity)
+        return KILN_OK;
+    struct entry *old = svc->q[Q_BACKGROUND].head;
+    if (prio != KILN_PRIORITY_URGENT || !old) {
+        svc->st.refused++;
+        return KILN_EBUSY;
+    }
+    queue_remove(svc, old);
+    table_remove(svc, old);
+    answer_entry(svc, old, KILN_TICKET_CANCELED, KILN_EBUSY, notify);
+    svc->st.evicted++;
+    entry_free(old); /* its tickets are on *notify, detached */
+    pthread_cond_broadcast(&svc->answered);
+    return KILN_OK;
+}
+
+/* Joins `t` to the entry `e` of its key (under the lock): answered at once
+ * when e ran, else attached (an urgent one raises a queued background e). */
+static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ticket *t,
+                       struct kiln_ticket **notify)
+{
+    svc->st.merged++;
+    t->merged = true;
+    if (e->state == E_DONE) {
+        svc->st.answered_known++;
+        ticket_answer(svc, t, e->error ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error, e->pipe);
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); /* the list's */
+        t->notify = *notify;
+        *notify = t;
+        return;
+    }
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    ticket_attach(e, t);
+    if (e->state == E_QUEUED && e->prio != KILN_PRIORITY_URGENT &&
+        t->prio == KILN_PRIORITY_URGENT) {
+        queue_remove(svc, e);
+        e->prio = KILN_PRIORITY_URGENT;
+        queue_push(svc, e);
+        svc->st.raised++;
+    }
+}
+
+/*
+ * Places the ticket (under the lock): joined to its key's entry, or in a
+ * new entry made of *copy (taken: set to NULL). *need_copy is set when a
+ * new entry is needed and no copy was made yet. @return 0, KILN_EBUSY or
+ * KILN_ENOMEM; *token is set when a pool job should be added.
+ */
+static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_program **copy,
+                 bool has_program, bool *need_copy, bool *token, struct kiln_ticket **notify)
+{
+    *need_copy = *token = false;
+    bool merge = !(svc->flags & KILN_SERVICE_NO_MERGE);
+    struct entry *e = merge ? table_find(svc, t->key) : NULL;
+    if (e) {
+        join_entry(svc, e, t, notify);
+        return KILN_OK;
+    }
+    if (has_program && !*copy) {
+        *need_copy = true;
+        return KILN_OK;
+    }
+    KILN_TRY(make_room(svc, t->prio, notify));
+    e = kiln__calloc(1, sizeof(*e));
+    if (!e)
+        return KILN_ENOMEM;
+    e->key = t->key;
+    e->prio = t->prio;
+    e->state = E_QUEUED;
+    e->program = *copy;
+    *copy = NULL;
+    if (merge)
+        table_add(svc, e);
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    ticket_attach(e, t);
+    queue_push(svc, e);
+    if (svc->tokens < svc->workers) {
+        svc->tokens++;
+        *token = true;
+    }
+    return KILN_OK;
+}
+
+static int request_body(struct kiln_service *svc, const struct kiln_pipeline_request *in,
+                        struct kiln_ticket **out)
+{
+    struct kiln_pipeline_request r;
+    KILN_TRY(KILN_STRUCT_IN(&r, in, "kiln_pipeline_request"));
+    if (!r.program && !svc->cache) {
+        KILN_ERROR("service", "a request by key needs a service with a cache");
+        return KILN_EINVAL;
+    }
+    struct kiln_ticket *t = kiln__calloc(1, sizeof(*t));
+    if (!t)
+        return KILN_ENOMEM;
+    int rc = request_key(&r, &t->key);
+    if (rc < 0) {
+        kiln__free(t);
+        return rc;
+    }
+    t->svc = svc;
+    t->prio = r.priority == KILN_PRIORITY_URGENT ? KILN_PRIORITY_URGENT : KILN_PRIORITY_BACKGROUND;
+    t->fn = r.on_done;
+    t->user = r.user;
+    t->owned = out != NULL;
+    t->t0 = kiln_now_ns();
+    /* Holders: the caller, the entry while attached, a notify list. */
+    atomic_init(&t->refs, t->owned ? 1 : 0);
+    atomic_init(&t->state, KILN_TICKET_PENDING);
+
+    struct kiln_program *copy = NULL;
+    struct kiln_ticket *notify = NULL;
+    bool need_copy = false, token = false;
+    pthread_mutex_lock(&svc->lock);
+    for (;;) {
+        rc = svc->closing ? KILN_ECANCELED
+                          : place(svc, t, &copy, r.program != NULL, &need_copy, &token, &notify);
+        if (rc < 0 || !need_copy)
+            break;
+        /* The copy is made outside the lock; the key is looked up again. */
+        pthread_mutex_unlock(&svc->lock);
+        rc = kiln_program_copy(r.program, &copy);
+        pthread_mutex_lock(&svc->lock);
+        if (rc < 0)
+            break;
+    }
+    if (rc == KILN_OK)
+        svc->st.requested++;
+    pthread_mutex_unlock(&svc->lock);
+    kiln_program_destroy(copy); /* a copy another request's entry made moot */
+    if (token && kiln_pool_submit(svc->pool, token_run, svc) < 0) {
+        pthread_mutex_lock(&svc->lock);
+        svc->tokens--; /* the pool is cancelled: only destroy does that */
+        pthread_mutex_unlock(&svc->lock);
+    }
+    if (rc < 0)
+        kiln__free(t); /* never placed */
+    notify_all(notify);
+    if (out)
+        *out = rc < 0 ? NULL : t;
+    return rc;
+}
+
+int kiln_service_request(struct kiln_service *svc, const struct kiln_pipeline_request *req,
+                         struct kiln_ticket **out)
+{
+    if (out)
+        *out = NULL;
+    if (!svc || !req)
+        return KILN_EINVAL;
+    return request_body(svc, req, out);
+}
+
+/* ---- tickets: the caller's side ---------------------------------------------- */
+
+int kiln_ticket_poll(const struct kiln_ticket *t, struct kiln_ticket_info *info)
+{
+    if (!t)
+        return KILN_EINVAL;
+    int state = atomic_load_explicit(&t->state, memory_order_acquire);
+    if (info) {
+        KILN_TRY(kiln__struct_out_check(info, "kiln_ticket_info"));
+        struct kiln_ticket_info own;
+        ticket_info(t, state, &own);
+        KILN_STRUCT_OUT(info, &own);
+    }
+    return state;
+}
+
+/* An absolute CLOCK_MONOTONIC time `ns` from now, for a timed wait on
+ * `answered` (made with that clock, as the pool's waits are). */
+static struct timespec deadline(uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t sum = (uint64_t)ts.tv_nsec + ns % 1000000000u;
+    ts.tv_sec += (time_t)(ns / 1000000000u + sum / 1000000000u);
+    ts.tv_nsec = (long)(sum % 1000000000u);
+    return ts;
+}
+
+int kiln_ticket_wait(struct kiln_ticket *t, uint64_t timeout_ns, struct kiln_ticket_info *info)
+{
+    if (!t)
+        return KILN_EINVAL;
+    if (atomic_load_explicit(&t->state, memory_order_acquire) == KILN_TICKET_PENDING) {
+        struct kiln_service *svc = t->svc; /* alive: destroy answers every pending ticket */
+        /* About 100 years stands for no bound (and keeps tv_sec in range). */
+        struct timespec end = deadline(timeout_ns > (3ull << 60) ? 3ull << 60 : timeout_ns);
+        pthread_mutex_lock(&svc->lock);
+        while (atomic_load_explicit(&t->state, memory_order_acquire) == KILN_TICKET_PENDING)
+            if (pthread_cond_timedwait(&svc->answered, &svc->lock, &end) != 0)
+                break;
+        pthread_mutex_unlock(&svc->lock);
+    }
+    return kiln_ticket_poll(t, info);
+}
+
+int kiln_ticket_cancel(struct kiln_ticket *t)
+{
+    if (!t)
+        return KILN_EINVAL;
+    if (atomic_load_explicit(&t->state, memory_order_acquire) != KILN_TICKET_PENDING)
+        return kiln_ticket_poll(t, NULL);
+    struct kiln_service *svc = t->svc;
+    struct entry *gone = NULL;
+    bool detached = false;
+    pthread_mutex_lock(&svc->lock);
+    struct entry *e = t->entry;
+    if (e) {
+        ticket_detach(t);
+        ticket_answer(svc, t, KILN_TICKET_CANCELED, KILN_ECANCELED, NULL);
+        detached = true;
+        if (e->state == E_QUEUED && !e->tickets) {
+            queue_remove(svc, e);
+            table_remove(svc, e);
+            svc->st.dropped++;
+            gone = e;
+        }
+        pthread_cond_broadcast(&svc->answered);
+    }
+    pthread_mutex_unlock(&svc->lock);
+    if (gone)
+        entry_free(gone);
+    if (detached)
+        ticket_unref(t); /* the entry's hold */
+    return kiln_ticket_poll(t, NULL);
+}
+
+void kiln_ticket_release(struct kiln_ticket *t)
+{
+    if (!t)
+        return;
+    kiln_ticket_cancel(t);
+    ticket_unref(t);
+}
+
+/* ---- the service ---------------------------------------------------------------- */
+
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int kiln_service_get_stats(struct kiln_service *svc, struct kiln_service_stats *stats)
+{
+    if (!svc || !stats)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(stats, "kiln_service_stats"));
+    uint64_t *w = kiln__malloc(sizeof(svc->waits));
+    pthread_mutex_lock(&svc->lock);
+    struct kiln_service_stats s = svc->st;
+    s.queued = (unsigned)svc->nqueued;
+    s.running = svc->running;
+    s.workers = svc->workers;
+    size_t n = svc->nwaits < WAIT_SAMPLES ? (size_t)svc->nwaits : WAIT_SAMPLES;
+    if (w)
+        memcpy(w, svc->waits, n * sizeof(*w));
+    pthread_mutex_unlock(&svc->lock);
+    if (w && n) {
+        qsort(w, n, sizeof(*w), by_value);
+        s.urgent_p50_ns = w[n / 2];
+        s.urgent_p99_ns = w[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+    }
+    kiln__free(w);
+    KILN_STRUCT_OUT(stats, &s);
+    return KILN_OK;
+}
+
+static void service_free(struct kiln_service *svc)
+{
+    kiln_pool_destroy(svc->pool);
+    kiln_build_session_destroy(svc->session);
+    for (struct entry *e = svc->done, *next; e; e = next) {
+        next = e->dnext;
+        kiln_vk_pipeline_destroy(svc->vk, e->pipe);
+        entry_free(e);
+    }
+    kiln__free(svc->table);
+    pthread_cond_destroy(&svc->answered);
+    pthread_mutex_destroy(&svc->lock);
+    kiln__free(svc);
+}
+
+static int create_body(const struct kiln_service_options *in, struct kiln_service **out)
+{
+    struct kiln_service_options o;
+    KILN_TRY(KILN_STRUCT_IN(&o, in, "kiln_service_options"));
+    if (!o.vk) {
+        KILN_ERROR("service", "no Vulkan context given");
+        return KILN_EINVAL;
+    }
+    struct kiln_service *svc = kiln__calloc(1, sizeof(*svc));
+    if (!svc)
+        return KILN_ENOMEM;
+    pthread_mutex_init(&svc->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&svc->answered, &attr);
+    pthread_condattr_destroy(&attr);
+    svc->vk = o.vk;
+    svc->cache = o.cache;
+    if (o.cache) {
+        struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
+        svc->store = kiln_cache_get_stats(o.cache, &cs) == KILN_OK && !cs.read_only;
+    }
+    svc->flags = o.flags;
+    svc->capacity = o.queue_capacity ? o.queue_capacity : KILN_SERVICE_DEFAULT_QUEUE;
+    svc->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o.workers, NULL);
+    svc->nbuckets = 256;
+    svc->table = kiln__calloc(svc->nbuckets, sizeof(*svc->table));
+    struct kiln_build_session_options so = {.size = sizeof(so),
+                                            .vk = o.vk,
+                                            .builders = o.builders,
+                                            .nbuilders = o.nbuilders,
+                                            .dict = o.cache ? kiln_cache_dict(o.cache) : NULL};
+    int rc = svc->table ? kiln_build_session_create(&so, &svc->session) : KILN_ENOMEM;
+    if (rc == KILN_OK) {
+        /* Tokens are at most the workers: the pool's queue never fills. */
+        struct kiln_pool_options po = {.size = sizeof(po),
+                                       .workers = svc->workers,
+                                       .queue_capacity = svc->workers,
+                                       .executor = o.executor};
+        rc = kiln_pool_create_with(&po, &svc->pool);
+    }
+    if (rc < 0) {
+        service_free(svc);
+        return rc;
+    }
+    svc->workers = kiln_pool_workers(svc->pool);
+    *out = svc;
+    return KILN_OK;
+}
+
+int kiln_service_create(const struct kiln_service_options *o, struct kiln_service **out)
+{
+    if (out)
+        *out = NULL;
+    if (!o || !out)
+        return KILN_EINVAL;
+    return create_body(o, out);
+}
+
+void kiln_service_destroy(struct kiln_service *svc)
+{
+    if (!svc)
+        return;
+    struct kiln_ticket *notify = NULL;
+    struct entry *dropped = NULL;
+    pthread_mutex_lock(&svc->lock);
+    svc->closing = true;
+    for (struct entry *e; (e = queue_pop(svc)) != NULL;) {
+        table_remove(svc, e);
+        answer_entry(svc, e, KILN_TICKET_CANCELED, KILN_ECANCELED, &notify);
+        e->dnext = dropped;
+        dropped = e;
+    }
+    pthread_cond_broadcast(&svc->answered);
+    pthread_mutex_unlock(&svc->lock);
+    notify_all(notify);
+    while (dropped) {
+        struct entry *e = dropped;
+        dropped = e->dnext;
+        entry_free(e);
+    }
+    /* The tokens find the queue empty and leave; running builds end. */
+    kiln_pool_wait(svc->pool);
+    service_free(svc);
+}
