@@ -484,8 +484,10 @@ static int pnext_one(struct build *c, struct json_object *s, VkBaseInStructure *
         break;
     }
     case STYPE_PIPELINE_LIBRARY: {
-        VkPipelineLibraryCreateInfoKHR *i;
+        VkPipelineLibraryCreateInfoKHR *i = NULL;
         KILN_TRY(kiln__fb_library_info(c, s, &i));
+        if (!i)
+            return KILN_ENOMEM;
         n = (VkBaseInStructure *)i;
         break;
     }
@@ -1492,8 +1494,10 @@ int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCac
     KILN_TRY(kiln__fb_chain(c, get(p, "pNext"), NULL, &ci.pNext));
     if (!get(p, "stage"))
         return kiln__fb_fail(c, KILN_EPARSE, "a compute pipeline has no stage");
-    VkPipelineShaderStageCreateInfo *st;
+    VkPipelineShaderStageCreateInfo *st = NULL;
     KILN_TRY(kiln__fb_own_stages(c, get(p, "stage"), 1, &st));
+    if (!st)
+        return KILN_ENOMEM;
     ci.stage = st[0];
     uint64_t lh;
     if (!kiln__fb_hash_of(get(p, "layout"), &lh))

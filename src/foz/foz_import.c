@@ -52,14 +52,6 @@ struct kiln_key kiln_foz_key(uint64_t hash)
     return kiln_hash128(b, sizeof(b));
 }
 
-const char *kiln__foz_pipeline_label(char *buf, size_t cap, enum kiln_foz_kind kind, uint64_t hash,
-                                     struct kiln_key k)
-{
-    snprintf(buf, cap, "program %016" PRIx64 "%016" PRIx64 " (%s pipeline %016" PRIx64 ")", k.hi,
-             k.lo, kiln_foz_kind_name(kind), hash);
-    return buf;
-}
-
 /* Seals a program quietly (its refusal is logged here, in the import's
  * words), as a caller's own layout: `st` and `p` on the stack. */
 static int seal(struct kiln_cache *c, struct kiln_program *p, uint32_t flags,

@@ -170,7 +170,7 @@ int kiln_foz_decode_module(const struct kiln_foz_entry *e, struct kiln_foz_modul
     }
     if (!json_object_is_type(mod, json_type_object) ||
         member_uint(mod, "codeSize", UINT64_MAX, &code_size) < 0 ||
-        (rc = member_uint(mod, "flags", UINT32_MAX, &flags)) == KILN_EPARSE) {
+        member_uint(mod, "flags", UINT32_MAX, &flags) == KILN_EPARSE) {
         json_object_put(root);
         return module_error(e->hash, KILN_EPARSE, "no valid codeSize or flags");
     }

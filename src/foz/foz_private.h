@@ -41,7 +41,7 @@ static inline bool kiln__foz_parse_hex(const char *s, size_t n, uint64_t *out)
 }
 
 /*
- * A recorded pipeline's name in every line kiln writes of it (foz_import.c):
+ * A recorded pipeline's name in every line kiln writes of it (foz_reader.c):
  * "program <key, 32 hex> (<kind> pipeline <hash, 16 hex>)", `key` being the
  * key its program is stored under, so the name prepare and start give it.
  * @return buf. Thread-safe.

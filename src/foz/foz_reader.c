@@ -700,3 +700,11 @@ const char *kiln_foz_kind_name(enum kiln_foz_kind kind)
         return "unknown";
     }
 }
+
+const char *kiln__foz_pipeline_label(char *buf, size_t cap, enum kiln_foz_kind kind, uint64_t hash,
+                                     struct kiln_key k)
+{
+    snprintf(buf, cap, "program %016" PRIx64 "%016" PRIx64 " (%s pipeline %016" PRIx64 ")", k.hi,
+             k.lo, kiln_foz_kind_name(kind), hash);
+    return buf;
+}
