@@ -68,6 +68,16 @@ enum kiln_ticket_state {
  * (no merge, no table of built keys). For measurements and tests only. */
 #define KILN_SERVICE_NO_MERGE 0x1u
 
+/* A flag of kiln_service_options: fast-link (docs/runtime.md, "Fast-link").
+ * Where the device has VK_EXT_graphics_pipeline_library, an urgent
+ * graphics request is answered at once with a pipeline linked from library
+ * parts (each part built once per key and reused), and the optimized
+ * pipeline is built in the background to replace it: the ticket is
+ * answered twice (READY with linked true, then READY with linked false;
+ * the callback runs once for each). Without the extension the flag does
+ * nothing. */
+#define KILN_SERVICE_FAST_LINK 0x2u
+
 /* The queue capacity when kiln_service_options.queue_capacity is 0. */
 #define KILN_SERVICE_DEFAULT_QUEUE 1024u
 
@@ -112,6 +122,10 @@ struct kiln_ticket_info {
     struct kiln_key key;
     bool merged;      /* answered by a build another request started */
     uint64_t wait_ns; /* READY / FAILED: from the request to the answer */
+    /* READY: `pipeline` is a fast-linked one (KILN_SERVICE_FAST_LINK); its
+     * optimized replacement follows (a second answer, linked false). The
+     * linked pipeline stays valid until kiln_service_destroy. */
+    bool linked;
 };
 #define KILN_TICKET_INFO_INIT KILN_STRUCT_INIT(kiln_ticket_info)
 
@@ -166,6 +180,11 @@ struct kiln_service_stats {
      * waited for a build (0: none). */
     uint64_t urgent_p50_ns;
     uint64_t urgent_p99_ns;
+    /* Fast-link (KILN_SERVICE_FAST_LINK). */
+    uint64_t fast_linked;  /* answers with a linked pipeline */
+    uint64_t optimized;    /* optimized pipelines that replaced a linked one */
+    uint64_t parts_built;  /* library parts built */
+    uint64_t parts_reused; /* library parts taken from the parts table */
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 
