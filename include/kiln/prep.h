@@ -675,6 +675,16 @@ struct kiln_start_options {
     /* (0.2) As in kiln_prepare_options: the Vulkan allocation callbacks
      * of the context kiln makes when `vk` is NULL. */
     const struct VkAllocationCallbacks *vk_allocator;
+    /* (0.2) A warm start of a subset: only the chosen records are read,
+     * unpacked and built, so a large cache costs memory for what the run
+     * uses. The records of the `nkeys` keys in `keys` (a key the cache
+     * does not hold is counted in keys_absent), and the `recent` most
+     * recently used records (by last use, a day; within a day the later
+     * record first). Both given: the union. Neither (NULL, 0, 0): every
+     * record. The array is read during the call only. */
+    const struct kiln_key *keys;
+    size_t nkeys;
+    uint64_t recent;
 };
 #define KILN_START_OPTIONS_INIT KILN_STRUCT_INIT(kiln_start_options)
 
@@ -738,6 +748,11 @@ struct kiln_start_summary {
      * pipelines were built, but the next start compiles them again. Not an
      * error of the start. */
     int vk_cache_save_error;
+    /* (0.2) The records chosen for this run: `records` without a subset
+     * (kiln_start_options.keys, .recent), else how many of them the subset
+     * named; and the keys asked for that the cache does not hold. */
+    uint64_t chosen;
+    uint64_t keys_absent;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 

@@ -783,6 +783,83 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
     kiln_cache_close(c);
 }
 
+/* ---- the subset (kiln_start_options.keys, .recent) ------------------------ */
+
+/* Whole records by file order: offsets ascend in kiln_cache_entries. */
+static int by_offset(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = ((const struct kiln_cache_entry *)y)->offset;
+    return a < b ? -1 : a > b;
+}
+
+struct use_rank {
+    uint32_t day;
+    size_t at;
+};
+
+/* The most recently used first; within a day the later record first. */
+static int more_recent_first(const void *x, const void *y)
+{
+    const struct use_rank *a = x, *b = y;
+    if (a->day != b->day)
+        return a->day > b->day ? -1 : 1;
+    return a->at > b->at ? -1 : a->at < b->at;
+}
+
+static int mark_recent(struct kiln_cache *cache, const struct kiln_cache_entry *e, size_t n,
+                       uint64_t recent, unsigned char *keep)
+{
+    if (recent >= n) {
+        memset(keep, 1, n);
+        return KILN_OK;
+    }
+    struct use_rank *r = kiln__malloc(n * sizeof(*r));
+    if (!r)
+        return KILN_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        r[i] = (struct use_rank){.day = 0, .at = i};
+        kiln_cache_last_use(cache, e[i].key, &r[i].day);
+    }
+    qsort(r, n, sizeof(*r), more_recent_first);
+    for (uint64_t i = 0; i < recent; i++)
+        keep[r[i].at] = 1;
+    kiln__free(r);
+    return KILN_OK;
+}
+
+/* Keeps in e[0..*n) only the records the subset names, in file order.
+ * Nothing is read from the records file here: the index's entries say
+ * where each record is. */
+static int start_choose(const struct kiln_start_options *o, struct kiln_cache *cache,
+                        struct kiln_cache_entry *e, size_t *n, struct kiln_start_summary *s)
+{
+    s->chosen = *n;
+    if (!o->nkeys && !o->recent)
+        return KILN_OK;
+    unsigned char *keep = kiln__calloc(*n ? *n : 1, 1);
+    if (!keep)
+        return KILN_ENOMEM;
+    int rc = o->recent ? mark_recent(cache, e, *n, o->recent, keep) : KILN_OK;
+    for (size_t k = 0; rc == KILN_OK && k < o->nkeys; k++) {
+        struct kiln_cache_entry hit;
+        const struct kiln_cache_entry *at = NULL;
+        if (kiln_cache_find(cache, o->keys[k], &hit) == KILN_OK)
+            at = bsearch(&hit.offset, e, *n, sizeof(*e), by_offset);
+        if (at)
+            keep[at - e] = 1;
+        else
+            s->keys_absent++;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (keep[i])
+            e[m++] = e[i];
+    kiln__free(keep);
+    *n = m;
+    s->chosen = m;
+    return rc;
+}
+
 static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                       void *progress_user, struct kiln_start_summary *s, uint64_t t0)
 {
@@ -792,6 +869,10 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     }
     if (kiln__prep_check_builders(o->builders, o->nbuilders, "warm start") < 0)
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    if (o->nkeys && !o->keys) {
+        KILN_ERROR("prep", "warm start: %zu keys asked for and no array", o->nkeys);
+        return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    }
     if (kiln__isolate_check(o->isolate, o->vk && o->on_pipeline) < 0)
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
 
@@ -841,6 +922,9 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     struct kiln_pack_dict *dict = NULL;
     unsigned char *retried = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
+    s->records = n;
+    if (rc == KILN_OK)
+        rc = start_choose(o, cache, entries, &n, s);
     if (rc == KILN_OK && n) {
         keys = kiln__malloc(n * sizeof(*keys));
         items = kiln__calloc(n, sizeof(*items));
@@ -854,7 +938,6 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
         const void *dbytes = kiln_pack_dict_bytes(kiln_cache_dict(cache), &dsize);
         rc = kiln_pack_dict_load(dbytes, dsize, &dict);
     }
-    s->records = n;
     s->open_ns = kiln_now_ns() - t0;
     if (rc != KILN_OK) {
         start_fail(s, KILN_PREP_STEP_OTHER, rc);

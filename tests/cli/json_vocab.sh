@@ -64,6 +64,8 @@ run() {
 # Successes, in an order that builds what the next one needs.
 run ok prepare --generate 3 --no-vulkan --jobs 1 --cache "$W/c"
 run ok start --no-vulkan --cache "$W/c"
+run ok start --no-vulkan --recent 2 --cache "$W/c"
+run ok bench start --recent 2 --cache "$W/c" --only "$W/c"
 run ok cache stats "$W/c"
 run ok cache check "$W/c"
 run ok cache repack --codec zstd "$W/c"
@@ -110,6 +112,8 @@ run fail bench pack --rounds 0
 run fail bench prepare --bogus
 run fail bench replay "$W/missing.foz"
 run fail bench replay --threads 0 "$foz"
+run fail bench start --recent 0 --cache "$W/c" --only "$W/c"
+run fail bench start --recent 2 --cache "$W/missing" --only "$W/c"
 run fail nosuchcommand
 run fail cache
 run fail cache nosuchcommand
@@ -130,7 +134,7 @@ passed=$((passed + 3))
 # beside --json.
 for words in "" cache import export bench "cache stats" "cache check" "cache repack" \
     "cache prune" "cache compact" "cache merge" "import foz" "export foz" topo prepare start \
-    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay"; do
+    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay" "bench start"; do
     # shellcheck disable=SC2086 # the words are meant to split
     if ! "$kiln" $words --help >"$W/out" 2>"$W/err"; then
         fail "kiln $words --help: exit $?"
