@@ -502,6 +502,11 @@ struct kiln_prepare_options {
      * isolated workers (another process). NULL: the driver's allocator.
      */
     const struct VkAllocationCallbacks *vk_allocator;
+    /* (0.2) Read-only layers beneath the cache (kiln_cache_options.layers):
+     * a program a layer holds counts as cached (not translated or stored
+     * again) and is built from the layer's record. */
+    const char *const *layers;
+    size_t nlayers;
 };
 /* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
 #if defined(__cplusplus)
@@ -685,6 +690,14 @@ struct kiln_start_options {
     const struct kiln_key *keys;
     size_t nkeys;
     uint64_t recent;
+    /* (0.2) Read-only layers beneath the cache (kiln_cache_options.layers):
+     * their records are loaded and built with the cache's own (a key held
+     * twice is the cache's), and never written (no last-use marks). With
+     * layers and no cache in cache_dir yet, the start makes an empty one
+     * there with the first usable layer's stamp and dictionary, so an
+     * emulator's first start on a shipped cache works. */
+    const char *const *layers;
+    size_t nlayers;
 };
 #define KILN_START_OPTIONS_INIT KILN_STRUCT_INIT(kiln_start_options)
 

@@ -639,6 +639,39 @@ static int start_fail(struct kiln_start_summary *s, enum kiln_prep_step step, in
  * dictionary when it can (so last use can be recorded), else read-only.
  * @return 0 with the cache in *out and *writer set, or the open's error.
  */
+/* No cache yet beneath layers: an empty one with the first usable layer's
+ * stamp and dictionary, so the layers can be used (kiln_start_options.layers).
+ * @return 0 when one was made. */
+static int start_make_top(const struct kiln_start_options *o)
+{
+    int rc = KILN_ENOENT;
+    for (size_t i = 0; rc != KILN_OK && i < o->nlayers; i++) {
+        struct kiln_cache_options lo = {.size = sizeof(lo),
+                                        .stamp = o->stamp,
+                                        .flags = KILN_CACHE_READ_ONLY |
+                                                 (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
+                                        .io = o->io};
+        struct kiln_cache *l = NULL;
+        if (!o->layers[i] || kiln_cache_open(o->layers[i], &lo, &l) < 0)
+            continue;
+        struct kiln_cache_stats ls = KILN_CACHE_STATS_INIT;
+        kiln_cache_get_stats(l, &ls);
+        struct kiln_cache_options top = {.size = sizeof(top),
+                                         .stamp = ls.stamp,
+                                         .flags = KILN_CACHE_CREATE,
+                                         .io = o->io,
+                                         .dict = kiln_cache_dict(l)};
+        struct kiln_cache *c = NULL;
+        rc = ls.dict_id && !top.dict ? KILN_ECORRUPT : kiln_cache_open(o->cache_dir, &top, &c);
+        kiln_cache_close(c);
+        kiln_cache_close(l);
+        if (rc == KILN_OK)
+            KILN_INFO("prep", "%s: a new cache beneath layer %s (its stamp %016" PRIx64 ")",
+                      o->cache_dir, o->layers[i], ls.stamp);
+    }
+    return rc;
+}
+
 static int start_open(const struct kiln_start_options *o, struct kiln_cache **out, bool *writer,
                       struct kiln_start_summary *s)
 {
@@ -650,8 +683,12 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
         struct kiln_cache_options wopt = {.size = sizeof(wopt),
                                           .flags = KILN_CACHE_KEEP_STAMP,
                                           .io = o->io,
-                                          .executor = o->executor};
+                                          .executor = o->executor,
+                                          .layers = o->layers,
+                                          .nlayers = o->nlayers};
         rc = kiln_cache_open(o->cache_dir, &wopt, out);
+        if (rc == KILN_ENOENT && start_make_top(o) == KILN_OK)
+            rc = kiln_cache_open(o->cache_dir, &wopt, out);
         if (rc == KILN_OK) {
             struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
             kiln_cache_get_stats(*out, &cs);
@@ -679,6 +716,8 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
         .io = o->io,
         .executor = o->executor,
+        .layers = o->layers,
+        .nlayers = o->nlayers,
     };
     rc = kiln_cache_open(o->cache_dir, &ropt, out);
     struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
@@ -785,11 +824,39 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
 
 /* ---- the subset (kiln_start_options.keys, .recent) ------------------------ */
 
-/* Whole records by file order: offsets ascend in kiln_cache_entries. */
-static int by_offset(const void *x, const void *y)
+struct key_at {
+    struct kiln_key key;
+    size_t at;
+};
+
+static int by_key(const void *x, const void *y)
 {
-    uint64_t a = *(const uint64_t *)x, b = ((const struct kiln_cache_entry *)y)->offset;
-    return a < b ? -1 : a > b;
+    const struct kiln_key *a = x, *b = y;
+    if (a->hi != b->hi)
+        return a->hi < b->hi ? -1 : 1;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Marks the entries of the asked keys; counts the keys none has. The
+ * entries are the cache's and its layers', so they are matched by key. */
+static int mark_keys(const struct kiln_start_options *o, const struct kiln_cache_entry *e, size_t n,
+                     unsigned char *keep, uint64_t *absent)
+{
+    struct key_at *sorted = kiln__malloc((n ? n : 1) * sizeof(*sorted));
+    if (!sorted)
+        return KILN_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = (struct key_at){.key = e[i].key, .at = i};
+    qsort(sorted, n, sizeof(*sorted), by_key);
+    for (size_t k = 0; k < o->nkeys; k++) {
+        const struct key_at *hit = bsearch(&o->keys[k], sorted, n, sizeof(*sorted), by_key);
+        if (hit)
+            keep[hit->at] = 1;
+        else
+            (*absent)++;
+    }
+    kiln__free(sorted);
+    return KILN_OK;
 }
 
 struct use_rank {
@@ -827,7 +894,7 @@ static int mark_recent(struct kiln_cache *cache, const struct kiln_cache_entry *
     return KILN_OK;
 }
 
-/* Keeps in e[0..*n) only the records the subset names, in file order.
+/* Keeps in e[0..*n) only the records the subset names, in their order.
  * Nothing is read from the records file here: the index's entries say
  * where each record is. */
 static int start_choose(const struct kiln_start_options *o, struct kiln_cache *cache,
@@ -840,16 +907,8 @@ static int start_choose(const struct kiln_start_options *o, struct kiln_cache *c
     if (!keep)
         return KILN_ENOMEM;
     int rc = o->recent ? mark_recent(cache, e, *n, o->recent, keep) : KILN_OK;
-    for (size_t k = 0; rc == KILN_OK && k < o->nkeys; k++) {
-        struct kiln_cache_entry hit;
-        const struct kiln_cache_entry *at = NULL;
-        if (kiln_cache_find(cache, o->keys[k], &hit) == KILN_OK)
-            at = bsearch(&hit.offset, e, *n, sizeof(*e), by_offset);
-        if (at)
-            keep[at - e] = 1;
-        else
-            s->keys_absent++;
-    }
+    if (rc == KILN_OK && o->nkeys)
+        rc = mark_keys(o, e, *n, keep, &s->keys_absent);
     size_t m = 0;
     for (size_t i = 0; i < *n; i++)
         if (keep[i])

@@ -65,6 +65,8 @@ run() {
 run ok prepare --generate 3 --no-vulkan --jobs 1 --cache "$W/c"
 run ok start --no-vulkan --cache "$W/c"
 run ok start --no-vulkan --recent 2 --cache "$W/c"
+run ok start --no-vulkan --cache "$W/top" --layer "$W/c"
+run ok cache stats "$W/top" --layer "$W/c" --layer "$W/missing"
 run ok bench start --recent 2 --cache "$W/c" --only "$W/c"
 run ok cache stats "$W/c"
 run ok cache check "$W/c"

@@ -714,19 +714,28 @@ KT_CASE(foz_import_then_prepare)
 /* The warm start records last use (what kiln cache prune goes by) and
  * never rewrites a record; read-only (asked, or another writer holds the
  * cache) it writes nothing at all. */
-KT_CASE(start_records_use)
+/* The fixture's corpus prepared without Vulkan into a cache of its own,
+ * named in cache[4200]. @return 0, or -1 with the failure reported. */
+static int prepared_cache(char *cache)
 {
     const char *root = kt_tmpdir();
-    char corpus[4200], cache[4200];
-    cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
+    char corpus[4200];
+    cache_path(cache, 4200, root);
+    if (pf_corpus(corpus, sizeof(corpus), root, false) != 0)
+        return -1;
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = corpus;
     o.no_vulkan = true;
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    return pf_prepare(&o, &in, NULL, NULL, &s) == KILN_OK ? 0 : -1;
+}
+
+KT_CASE(start_records_use)
+{
+    char cache[4200];
+    KT_REQUIRE(prepared_cache(cache) == 0);
 
     /* Age every record: last used on day 1000 (without the marks file,
      * every record counts as used on the open's day, and close writes it). */
@@ -1078,17 +1087,8 @@ static uint32_t last_use_of(const char *cache, struct kiln_key key)
  * last use stays as it was), and the whole start is the control. */
 KT_CASE(start_subset)
 {
-    const char *root = kt_tmpdir();
-    char corpus[4200], cache[4200];
-    cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
-    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
-    pf_options(&o, cache, 1);
-    struct pf_input in = PF_INPUT_INIT;
-    in.corpus = corpus;
-    o.no_vulkan = true;
-    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    char cache[4200];
+    KT_REQUIRE(prepared_cache(cache) == 0);
 
     struct kiln_key all[PF_GOOD_PROGRAMS];
     size_t n = 0;
@@ -1135,9 +1135,43 @@ KT_CASE(start_subset)
     KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
 }
 
+/* A first start on a shipped cache (issue 27): no cache of the user's yet,
+ * a layer beneath it; the start makes an empty one with the layer's stamp
+ * and loads (and builds) the layer's programs, writing nothing there. */
+KT_CASE(start_on_layer)
+{
+    char layer[4200], top[4300];
+    KT_REQUIRE(prepared_cache(layer) == 0);
+    snprintf(top, sizeof(top), "%s-user", layer); /* beside it, in the case's folder */
+    size_t nkpc = 0, nkpu = 0;
+    void *kpc = cache_file(layer, KILN_CACHE_RECORDS_FILE, &nkpc);
+    void *kpu = cache_file(layer, KILN_CACHE_USE_FILE, &nkpu);
+    KT_REQUIRE(kpc && kpu);
+    const char *layers[] = {layer};
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = top,
+                                    .any_stamp = true,
+                                    .jobs = 1,
+                                    .no_vulkan = true,
+                                    .layers = layers,
+                                    .nlayers = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK(same_file(layer, KILN_CACHE_RECORDS_FILE, kpc, nkpc));
+    KT_CHECK(same_file(layer, KILN_CACHE_USE_FILE, kpu, nkpu));
+    free(kpc);
+    free(kpu);
+    /* The control: the same start without the layer finds nothing. */
+    so.nlayers = 0;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, 0);
+}
+
 KT_MAIN(KT_ENTRY(program_key), KT_ENTRY(stamp), KT_ENTRY(generated_then_start),
         KT_ENTRY(broken_program_alone), KT_ENTRY(no_vulkan_and_damage), KT_ENTRY(bad_input),
         KT_ENTRY(threads), KT_ENTRY(dict_kept_after_repack), KT_ENTRY(prepare_dict),
         KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use), KT_ENTRY(own_source),
         KT_ENTRY(start_cancel_and_executor), KT_ENTRY(own_context_takes_vk_allocator),
-        KT_ENTRY(start_subset))
+        KT_ENTRY(start_subset), KT_ENTRY(start_on_layer))

@@ -21,7 +21,8 @@
 
 static const char help[] =
     "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
-    "       [--retry-failed] [--isolate] [--timeout-ms MS] [--recent N] [--json]\n"
+    "       [--retry-failed] [--isolate] [--timeout-ms MS] [--recent N] [--layer DIR]...\n"
+    "       [--json]\n"
     "\n"
     "The warm start: opens the program cache kiln prepare filled (by its index),\n"
     "loads every program in parallel, records their last use (for `kiln cache\n"
@@ -48,6 +49,8 @@ static const char help[] =
     "                  driver that crashes or hangs fails that pipeline only\n"
     "  --timeout-ms MS with --isolate: the most one pipeline may take (default\n"
     "                  60000); a worker past it is killed\n"
+    "  --layer DIR     a read-only cache beneath this one (one shipped with a game),\n"
+    "                  searched after it; repeatable, at most 8\n"
     "  --recent N      read and build only the N most recently used programs (a\n"
     "                  large cache then costs memory for what is used)\n"
     "  --json          one JSON object on stdout\n"
@@ -186,12 +189,19 @@ int cmd_start(int argc, char **argv)
 {
     const char *name = argv[0];
     static const struct option longopts[] = {
-        {"cache", required_argument, NULL, 'C'},  {"jobs", required_argument, NULL, 'j'},
-        {"no-vulkan", no_argument, NULL, 'V'},    {"read-only", no_argument, NULL, 'R'},
-        {"device", required_argument, NULL, 'd'}, {"json", no_argument, NULL, 'J'},
-        {"isolate", no_argument, NULL, 'I'},      {"timeout-ms", required_argument, NULL, 'T'},
-        {"retry-failed", no_argument, NULL, 'F'}, {"recent", required_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"cache", required_argument, NULL, 'C'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"no-vulkan", no_argument, NULL, 'V'},
+        {"read-only", no_argument, NULL, 'R'},
+        {"device", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'J'},
+        {"isolate", no_argument, NULL, 'I'},
+        {"timeout-ms", required_argument, NULL, 'T'},
+        {"retry-failed", no_argument, NULL, 'F'},
+        {"recent", required_argument, NULL, 'N'},
+        {"layer", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct kiln_start_options o = {.size = sizeof(o), .cache_dir = NULL, .any_stamp = true};
     struct cli_prep_flags f = {.cache_dir = &o.cache_dir,
@@ -221,6 +231,8 @@ int cmd_start(int argc, char **argv)
     CLI_TRY(cli_prep_setup(name, &f, &builders));
     if (f.isolate)
         o.isolate = &f.iso;
+    o.layers = f.layers;
+    o.nlayers = f.nlayers;
 
     struct cli_phase_progress ps = {.phase = -1};
     struct kiln_start_summary s = KILN_START_SUMMARY_INIT;
