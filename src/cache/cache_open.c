@@ -805,6 +805,8 @@ static void open_layers(struct kiln_cache *c, const struct kiln_cache_options *o
         lo.today = c->today;
         struct kiln_cache *l = NULL;
         int rc = dir ? kiln_cache_open(dir, &lo, &l) : KILN_EINVAL;
+        if (rc == KILN_OK && !l)
+            rc = KILN_EINVAL; /* an open that succeeds gives a handle; the analyser cannot see it */
         if (rc == KILN_OK && l->header.dict_id != c->header.dict_id) {
             KILN_WARN("cache",
                       "%s: layer %s left out: its dictionary %016" PRIx64
