@@ -17,6 +17,7 @@
 
 #ifndef _WIN32
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -125,4 +126,52 @@ int bench_child_run(const char *name, const char *what, bench_child_fn fn, void 
     return KILN_OK;
 }
 
-#endif /* !_WIN32 */
+bool bench_child_reset_peak(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+uint64_t bench_child_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    uint64_t v = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, n) == 0) {
+            v = strtoull(line + n, NULL, 10) * 1024u;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+#else /* _WIN32 */
+
+int bench_child_run(const char *name, const char *what, bench_child_fn fn, void *arg, void *result,
+                    size_t size)
+{
+    (void)what, (void)fn, (void)arg, (void)result, (void)size;
+    cli_error(name, "not available on this platform (each measurement runs in a forked process)");
+    return KILN_ENOTSUP;
+}
+
+bool bench_child_reset_peak(void)
+{
+    return false;
+}
+
+uint64_t bench_child_status_bytes(const char *key)
+{
+    (void)key;
+    return 0;
+}
+
+#endif /* _WIN32 */

@@ -195,38 +195,6 @@ static int set_open(const char *const *paths, size_t n, struct replay_set *s)
     return KILN_OK;
 }
 
-/* ---- peak resident memory, per process ---------------------------------- */
-
-/* Resets this process's resident high-water mark to its resident set now
- * (Linux 4.0 and later). @return whether it did. */
-static bool reset_peak(void)
-{
-    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    bool ok = write(fd, "5", 1) == 1;
-    close(fd);
-    return ok;
-}
-
-/* @return the field `key` ("VmHWM:") of /proc/self/status in bytes, or 0. */
-static uint64_t status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    if (!f)
-        return 0;
-    char line[256];
-    uint64_t v = 0;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, n) == 0) {
-            v = strtoull(line + n, NULL, 10) * 1024u;
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 /* ---- the memory of kiln and its worker processes -------------------------- */
 
 /*
@@ -285,7 +253,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
 {
     memset(r, 0, sizeof(*r));
     bench_child_no_disk_cache();
-    r->hwm_reset = reset_peak();
+    r->hwm_reset = bench_child_reset_peak();
     r->start_rss = kiln_rss_bytes();
 
     /* A pipeline cache in memory only, empty: nothing compiled before. The
@@ -367,7 +335,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
         r->built[i] = st.built[i];
         r->skipped[i] = st.skipped[i];
     }
-    r->own_peak_rss = r->hwm_reset ? status_bytes("VmHWM:") : kiln_peak_rss_bytes();
+    r->own_peak_rss = r->hwm_reset ? bench_child_status_bytes("VmHWM:") : kiln_peak_rss_bytes();
     if (r->own_peak_rss == 0)
         r->own_peak_rss = kiln_peak_rss_bytes();
     r->peak_rss = isolated && sampling && sm.peak > r->own_peak_rss ? sm.peak : r->own_peak_rss;

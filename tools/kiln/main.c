@@ -42,6 +42,7 @@ static const struct command commands[] = {
      true},
     {"bench", "pages", cmd_bench_pages, "page-table run queries: byte scan vs summaries", true},
     {"bench", "replay", cmd_bench_replay, "Fossilize archives replayed per thread count", true},
+    {"bench", "start", cmd_bench_start, "a warm start of a subset vs a cache of only it", true},
 };
 
 static void usage(FILE *out)
