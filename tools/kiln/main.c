@@ -42,6 +42,8 @@ static const struct command commands[] = {
      true},
     {"bench", "pages", cmd_bench_pages, "page-table run queries: byte scan vs summaries", true},
     {"bench", "replay", cmd_bench_replay, "Fossilize archives replayed per thread count", true},
+    {"bench", "stutter", cmd_bench_stutter,
+     "a frame loop: sync vs async vs fast-link pipelines, side by side", true},
 };
 
 static void usage(FILE *out)
