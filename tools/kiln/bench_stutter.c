@@ -82,7 +82,8 @@ static const char help[] =
     "pipeline is optimized and the peak memory, side by side; then a warm\n"
     "start against all-background service requests over the same cache.\n"
     "\n"
-    "  ARCHIVE.foz|DIR  Fossilize archives, or folders of them (*.foz, sorted)\n"
+    "  ARCHIVE.foz|DIR  Fossilize archives, or folders of them (their *.foz and\n"
+    "                  their subfolders', in name order)\n"
     "  --generate N    N programs of kiln's generator instead\n"
     "  --seed S        the schedule's and the generator's seed (default: a new\n"
     "                  one per run, printed)\n"
@@ -198,50 +199,71 @@ static void stutter_schedule(uint64_t seed, size_t n, unsigned frames, uint32_t 
 
 /* ---- the programs ---------------------------------------------------------- */
 
-static int foz_only(const struct dirent *e)
+/* A folder's entries to look at: *.foz and folders (not . and ..). */
+static int foz_or_dir(const struct dirent *e)
 {
     size_t n = strlen(e->d_name);
-    return n > 4 && strcmp(e->d_name + n - 4, ".foz") == 0;
+    if (e->d_name[0] == '.')
+        return 0;
+    return n <= 4 || strcmp(e->d_name + n - 4, ".foz") != 0 ? 2 : 1;
+}
+
+/* A growing list of archive paths. */
+struct paths {
+    char **v;
+    size_t n, cap;
+};
+
+static int paths_add(struct paths *p, const char *path)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 16;
+        char **grown = realloc(p->v, cap * sizeof(*grown));
+        if (!grown)
+            return KILN_ENOMEM;
+        p->v = grown;
+        p->cap = cap;
+    }
+    p->v[p->n] = strdup(path);
+    return p->v[p->n++] ? KILN_OK : KILN_ENOMEM;
 }
 
 /*
- * The archives the operands name: each file as it is, each folder's *.foz
- * in name order. @return how many are in *out (free it and its strings),
- * or -1 after one error line.
+ * Adds `path`: a file as it is, a folder's *.foz and its subfolders' in
+ * name order (depth first). @return 0, or an error after one error line.
  */
-static ssize_t collect_archives(const char *name, char **ops, int nops, char ***out)
+static int collect(const char *name, const char *path, bool operand, struct paths *p)
 {
-    char **list = NULL;
-    size_t n = 0;
-    for (int i = 0; i < nops; i++) {
-        struct stat st;
-        struct dirent **ents = NULL;
-        int m = stat(ops[i], &st) == 0 && S_ISDIR(st.st_mode)
-                    ? scandir(ops[i], &ents, foz_only, alphasort)
-                    : -2;
-        if (m == -1) {
-            cli_error(name, "%s: cannot list the folder: %s", ops[i], strerror(errno));
-            return -1;
-        }
-        size_t add = m == -2 ? 1 : (size_t)m;
-        char **grown = realloc(list, (n + add + 1) * sizeof(*list));
-        if (!grown)
-            return -1;
-        list = grown;
-        for (size_t k = 0; k < add; k++) {
-            char path[CLI_PATH_MAX + 260];
-            if (m == -2)
-                snprintf(path, sizeof(path), "%s", ops[i]);
-            else
-                snprintf(path, sizeof(path), "%s/%s", ops[i], ents[k]->d_name);
-            list[n++] = strdup(path);
-            if (ents)
-                free(ents[k]);
-        }
-        free(ents);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        size_t n = strlen(path);
+        bool foz = n > 4 && strcmp(path + n - 4, ".foz") == 0;
+        return operand || foz ? paths_add(p, path) : KILN_OK;
     }
-    *out = list;
-    return (ssize_t)n;
+    struct dirent **ents = NULL;
+    int m = scandir(path, &ents, foz_or_dir, alphasort);
+    if (m < 0) {
+        cli_error(name, "%s: cannot list the folder: %s", path, strerror(errno));
+        return KILN_EIO;
+    }
+    int rc = KILN_OK;
+    for (int k = 0; k < m; k++) {
+        char sub[CLI_PATH_MAX + 260];
+        snprintf(sub, sizeof(sub), "%s/%s", path, ents[k]->d_name);
+        if (rc == KILN_OK)
+            rc = collect(name, sub, false, p);
+        free(ents[k]);
+    }
+    free(ents);
+    return rc;
+}
+
+/* The archives the operands name. @return 0, or an error after one line. */
+static int collect_archives(const char *name, char **ops, int nops, struct paths *p)
+{
+    for (int i = 0; i < nops; i++)
+        CLI_TRY(collect(name, ops[i], true, p));
+    return KILN_OK;
 }
 
 /* Reads the archives' distinct pipelines into s->progs. @return an exit code. */
@@ -1182,19 +1204,22 @@ static int stutter_main(struct stutter *s, struct options *o, char **ops, int no
     if (s->draw_ns >= s->budget_ns)
         return cli_usage_error(s->name, "--draw-ms: %.0f ms leaves nothing of the %.1f ms budget",
                                ms_of(s->draw_ns), ms_of(s->budget_ns));
-    char **paths = NULL;
-    ssize_t npaths = o->generate ? 0 : collect_archives(s->name, ops, nops, &paths);
-    if (npaths < 0)
-        return KILN_EXIT_FAILED;
-    if (!o->generate && npaths == 0) {
-        free(paths);
-        return cli_usage_error(s->name, "no archives (*.foz) in the folders given");
-    }
+    struct paths p = {0};
+    int ex = o->generate ? KILN_OK : collect_archives(s->name, ops, nops, &p);
+    if (ex == KILN_OK && !o->generate && p.n == 0)
+        ex = cli_usage_error(s->name, "no archives (*.foz) in the folders given");
     uint64_t t0 = kiln_now_ns();
-    int ex = load_programs(s, o->generate, paths, (size_t)npaths);
-    for (ssize_t i = 0; i < npaths; i++)
-        free(paths[i]);
-    free(paths);
+    if (ex == KILN_OK)
+        ex = load_programs(s, o->generate, p.v, p.n);
+    else if (ex < 0)
+        ex = KILN_EXIT_FAILED;
+    for (size_t i = 0; i < p.n; i++)
+        free(p.v[i]);
+    free(p.v);
+    if (ex != KILN_EXIT_OK) {
+        free_programs(s);
+        return ex;
+    }
     double load_secs = cli_seconds(t0, kiln_now_ns());
     if (ex == KILN_EXIT_OK && bench_tmpdir(s->name, "bench-stutter", s->tmp, sizeof(s->tmp)) < 0)
         ex = KILN_EXIT_FAILED;
