@@ -89,6 +89,7 @@ if grep -q '"ok":true' "$W/out"; then
 fi
 run any bench prepare --programs 2 --threads 1 --memory-programs 1
 run any bench replay --threads 1 "$foz"
+run any bench stutter --frames 4 --background 0 --modes sync,async --no-warm-compare "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"
@@ -110,6 +111,8 @@ run fail bench pack --rounds 0
 run fail bench prepare --bogus
 run fail bench replay "$W/missing.foz"
 run fail bench replay --threads 0 "$foz"
+run fail bench stutter --modes bogus "$foz"
+run fail bench stutter
 run fail nosuchcommand
 run fail cache
 run fail cache nosuchcommand
@@ -130,7 +133,7 @@ passed=$((passed + 3))
 # beside --json.
 for words in "" cache import export bench "cache stats" "cache check" "cache repack" \
     "cache prune" "cache compact" "cache merge" "import foz" "export foz" topo prepare start \
-    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay"; do
+    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay" "bench stutter"; do
     # shellcheck disable=SC2086 # the words are meant to split
     if ! "$kiln" $words --help >"$W/out" 2>"$W/err"; then
         fail "kiln $words --help: exit $?"
