@@ -270,10 +270,8 @@ static int collect_archives(const char *name, char **ops, int nops, struct paths
 static int load_archives(struct stutter *s, char **paths, size_t npaths)
 {
     int rc = kiln_foz_pipelines_open((const char *const *)paths, npaths, &s->fp);
-    if (rc < 0) {
-        cli_error(s->name, "reading the archives failed: %s", kiln_strerror(rc));
-        return cli_exit_for(rc);
-    }
+    if (rc < 0)
+        return cli_exit_for(rc); /* the reader logged one line naming the file */
     s->archives = kiln_foz_pipelines_archives(s->fp);
     size_t n = kiln_foz_pipelines_count(s->fp);
     s->progs = calloc(n ? n : 1, sizeof(*s->progs));
@@ -364,6 +362,10 @@ struct slot {
     atomic_int state;
     _Atomic uint64_t first_wait; /* the first READY answer's wait_ns (+1: 0 is none) */
     _Atomic uint64_t final_at;   /* kiln_now_ns of the last answer (optimized or failed) */
+    /* The frame thread's own counts: draws and skipped draws of this
+     * pipeline, and whether its first-use draw was skipped. */
+    uint32_t draws, skipped;
+    bool first_skipped;
 };
 
 static void on_answer(void *user, struct kiln_ticket *t, const struct kiln_ticket_info *info)
@@ -494,14 +496,14 @@ static uint64_t run_frame(struct mode_ctx *c, uint32_t f, size_t *scene, struct 
     }
     sleep_until(start + s->draw_ns);
     for (size_t i = 0; i < *scene; i++) {
-        int st = c->slots[i].t ? kiln_ticket_poll(c->slots[i].t, NULL) : KILN_TICKET_FAILED;
+        struct slot *sl = &c->slots[i];
+        int st = sl->t ? kiln_ticket_poll(sl->t, NULL) : KILN_TICKET_FAILED;
         if (st == KILN_TICKET_FAILED || st == KILN_TICKET_CANCELED)
             continue; /* no pipeline to draw with, in any mode */
-        r->draws++;
-        r->draws_new += i >= first_new;
+        sl->draws++;
         if (st == KILN_TICKET_PENDING) {
-            r->draws_skipped++;
-            r->first_draws_skipped += i >= first_new;
+            sl->skipped++;
+            sl->first_skipped = sl->first_skipped || i >= first_new;
         }
     }
     return kiln_now_ns() - start;
@@ -558,9 +560,18 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
     uint64_t *w = calloc(s->n, sizeof(*w));
     size_t nw = 0;
     for (size_t i = 0; i < s->n; i++) {
-        int st = atomic_load(&c->slots[i].state);
+        const struct slot *sl = &c->slots[i];
+        int st = atomic_load(&sl->state);
         r->ready += st == S_READY;
         r->failed += st == S_FAILED;
+        if (st != S_FAILED) {
+            /* A pipeline that failed is drawn in no mode: its draws before
+             * the failure was known are not counted either. */
+            r->draws += sl->draws;
+            r->draws_new += sl->draws > 0;
+            r->draws_skipped += sl->skipped;
+            r->first_draws_skipped += sl->first_skipped;
+        }
         uint64_t fw = atomic_load(&c->slots[i].first_wait);
         if (w && fw)
             w[nw++] = fw - 1;
