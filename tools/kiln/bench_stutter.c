@@ -32,8 +32,10 @@
  * simulated draw cost (--draw-ms, slept: the game's own work, which leaves
  * the CPUs to the builds), then one draw per pipeline used so far, each
  * polling its ticket; a pipeline not ready is skipped and counted. The
- * frame's time is from its start to its last draw; the loop then sleeps to
- * the frame boundary (a late frame starts the next at once). The urgent
+ * frame's time is the frame thread's own work (its requests, with their
+ * builds in sync mode, and its polls) plus the draw cost, not how late a
+ * sleep woke on a busy machine; the loop then sleeps to the frame
+ * boundary (a frame whose wall time passed it starts the next at once). The urgent
  * wait is each ticket's own (request to its first answer); the time until
  * every pipeline is optimized, from frame 0 to the last non-linked answer.
  *
@@ -483,7 +485,12 @@ static void sleep_until(uint64_t t)
     }
 }
 
-/* One frame: its requests, the draw cost, its draws. @return the frame's time. */
+/*
+ * One frame: its requests, the draw cost (slept), its draws. @return the
+ * frame's time: the frame thread's own work (its requests, with their
+ * builds in sync mode, and its polls) plus the draw cost; how late the
+ * sleep woke up is the machine's, not the mode's, and is not counted.
+ */
 static uint64_t run_frame(struct mode_ctx *c, uint32_t f, size_t *scene, struct mode_result *r)
 {
     const struct stutter *s = c->s;
@@ -494,7 +501,9 @@ static uint64_t run_frame(struct mode_ctx *c, uint32_t f, size_t *scene, struct 
             r->request_errors++;
         (*scene)++;
     }
-    sleep_until(start + s->draw_ns);
+    uint64_t asked = kiln_now_ns();
+    sleep_until(asked + s->draw_ns);
+    uint64_t draws = kiln_now_ns();
     for (size_t i = 0; i < *scene; i++) {
         struct slot *sl = &c->slots[i];
         int st = sl->t ? kiln_ticket_poll(sl->t, NULL) : KILN_TICKET_FAILED;
@@ -506,7 +515,7 @@ static uint64_t run_frame(struct mode_ctx *c, uint32_t f, size_t *scene, struct 
             sl->first_skipped = sl->first_skipped || i >= first_new;
         }
     }
-    return kiln_now_ns() - start;
+    return (asked - start) + s->draw_ns + (kiln_now_ns() - draws);
 }
 
 static int cmp_u64(const void *a, const void *b)
