@@ -1040,6 +1040,28 @@ static void print_table(const struct report *rp)
     }
 }
 
+/* Sync's frames over budget against each async mode's, with and without
+ * background builds. */
+static void print_ratios(const struct report *rp)
+{
+    bool first = true;
+    for (int bg = 0; bg < 2; bg++)
+        for (int k = M_ASYNC; k < M_KINDS; k++) {
+            const struct mode_result *a = find(rp->modes, rp->res, rp->n, M_SYNC, bg);
+            const struct mode_result *b = find(rp->modes, rp->res, rp->n, (enum mode_kind)k, bg);
+            if (!a || !b)
+                continue;
+            const char *sfx = bg ? "_bg" : "";
+            printf("%s  frames over budget, sync%s / %s%s: %" PRIu64 " / %" PRIu64,
+                   first ? "\n" : "", sfx, kind_names[k], sfx, a->over_budget, b->over_budget);
+            first = false;
+            if (b->over_budget)
+                printf(" = %.1fx\n", (double)a->over_budget / (double)b->over_budget);
+            else
+                printf(" (none in %s%s)\n", kind_names[k], sfx);
+        }
+}
+
 static void print_text(const struct report *rp)
 {
     const struct stutter *s = rp->s;
@@ -1058,20 +1080,7 @@ static void print_text(const struct report *rp)
            rp->res[0].device, rp->res[0].driver, rp->res[rp->n - 1].workers,
            CLI_S(rp->res[rp->n - 1].workers));
     print_table(rp);
-    for (int bg = 0; bg < 2; bg++)
-        for (int k = M_ASYNC; k < M_KINDS; k++) {
-            const struct mode_result *a = find(rp->modes, rp->res, rp->n, M_SYNC, bg);
-            const struct mode_result *b = find(rp->modes, rp->res, rp->n, (enum mode_kind)k, bg);
-            if (!a || !b)
-                continue;
-            printf("%s  frames over budget, sync / %s%s: %" PRIu64 " / %" PRIu64,
-                   k == M_ASYNC && !bg ? "\n" : "", kind_names[k], bg ? "_bg" : "", a->over_budget,
-                   b->over_budget);
-            if (b->over_budget)
-                printf(" = %.1fx\n", (double)a->over_budget / (double)b->over_budget);
-            else
-                printf(" (none over budget in %s)\n", kind_names[k]);
-        }
+    print_ratios(rp);
     const struct warm_result *w = rp->warm;
     if (w)
         printf("\n  warm start (kiln_warm_start) %.3f s, %" PRIu64
