@@ -94,6 +94,7 @@ if grep -q '"ok":true' "$W/out"; then
 fi
 run any bench prepare --programs 2 --threads 1 --memory-programs 1
 run any bench replay --threads 1 "$foz"
+run any bench stutter --frames 4 --background 0 --modes sync,async --no-warm-compare "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"
@@ -117,6 +118,8 @@ run fail bench replay "$W/missing.foz"
 run fail bench replay --threads 0 "$foz"
 run fail bench start --recent 0 --cache "$W/c" --only "$W/c"
 run fail bench start --recent 2 --cache "$W/missing" --only "$W/c"
+run fail bench stutter --modes bogus "$foz"
+run fail bench stutter
 run fail nosuchcommand
 run fail cache
 run fail cache nosuchcommand
@@ -137,7 +140,7 @@ passed=$((passed + 3))
 # beside --json.
 for words in "" cache import export bench "cache stats" "cache check" "cache repack" \
     "cache prune" "cache compact" "cache merge" "import foz" "export foz" topo prepare start \
-    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay" "bench start"; do
+    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay" "bench start" "bench stutter"; do
     # shellcheck disable=SC2086 # the words are meant to split
     if ! "$kiln" $words --help >"$W/out" 2>"$W/err"; then
         fail "kiln $words --help: exit $?"

@@ -40,20 +40,43 @@ typedef void (*bench_child_fn)(void *arg, void *result);
 int bench_child_run(const char *name, const char *what, bench_child_fn fn, void *arg, void *result,
                     size_t size);
 
-/* Resets this process's resident high-water mark to its resident set now
- * (/proc/self/clear_refs, Linux 4.0 and later;
- * false elsewhere). @return whether it did. */
+/*
+ * Resets this process's resident high-water mark to its resident set now
+ * (Linux 4.0 and later: "5" written to /proc/self/clear_refs), so a
+ * child's peak is its own and not its parent's. @return whether it did
+ * (false where there is no such file).
+ */
 bool bench_child_reset_peak(void);
 
-/* @return the field `key` ("VmHWM:") of /proc/self/status in bytes, or 0 (0 also
- * where there is no /proc). */
-uint64_t bench_child_status_bytes(const char *key);
+/* This process's peak resident bytes: VmHWM when `reset` (the mark was
+ * reset by bench_child_reset_peak), else, or when it cannot be read,
+ * kiln_peak_rss_bytes (getrusage). */
+uint64_t bench_child_peak_rss(bool reset);
 
 #ifndef _WIN32
 
 /* Turns the drivers' disk caches off in this (child) process, so every
  * pipeline build in it compiles. */
 void bench_child_no_disk_cache(void);
+
+/*
+ * Makes a measurement's Vulkan context: its VkPipelineCache in memory only
+ * and empty, with the extensions kiln's own context has for Fossilize
+ * graphics closures, and the ray-tracing set only when `raytracing` (the
+ * driver can hold much memory for it, which would count in every peak).
+ * @return 0 and the context in *out, or kiln_vk_create's error.
+ */
+int bench_child_vk(bool use_device, unsigned device, bool raytracing, struct kiln_vk **out);
+
+/*
+ * Makes a private temporary folder "$TMPDIR/kiln-TAG-XXXXXX" (mkdtemp)
+ * into buf. @return 0, or KILN_EIO after one error line.
+ */
+int bench_tmpdir(const char *name, const char *tag, char *buf, size_t cap);
+
+/* Removes a folder bench_tmpdir made and what the run wrote in it.
+ * @return 0, or -1 with errno set. */
+int bench_remove_tree(const char *dir);
 
 #endif /* !_WIN32 */
 

@@ -74,9 +74,7 @@ static void start_child(void *arg, void *result)
     r->loaded = s.loaded;
     r->bytes = s.bytes;
     r->total_ns = s.total_ns;
-    r->peak_rss = reset ? bench_child_status_bytes("VmHWM:") : 0;
-    if (r->peak_rss == 0)
-        r->peak_rss = s.peak_rss;
+    r->peak_rss = bench_child_peak_rss(reset);
 }
 
 struct bench_start {
