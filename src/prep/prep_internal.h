@@ -33,6 +33,10 @@ struct kiln__prep_item {
      * sent): not the driver's word, so not recorded in the ledger. */
     bool unreached;
     int status;
+    /* What the driver said of its build (creation feedback), when valid. */
+    bool feedback_valid;
+    bool driver_cache_hit;
+    uint64_t driver_ns;
 };
 
 /*
@@ -85,7 +89,21 @@ struct kiln__prep_build {
     struct kiln__journal *journal;
     /* out: failures that never reached a driver (kiln__prep_item.unreached) */
     _Atomic uint64_t unreached;
+    /* Ask before compiling: KILN_BUILD_* flags for every build (a build
+     * session's probe), and out, the driver's word summed over the builds
+     * (kiln__prep_note_feedback) and the probes it answered
+     * KILN_ECOMPILE_REQUIRED (not failures: no warning, not counted). */
+    uint32_t build_flags;
+    _Atomic uint64_t feedback_pipelines;
+    _Atomic uint64_t feedback_cache_hits;
+    _Atomic uint64_t feedback_driver_ns;
+    _Atomic uint64_t compile_required;
 };
+
+/* Notes the driver's feedback of an item's build in the item and the
+ * phase's sums (start.c). */
+void kiln__prep_note_feedback(struct kiln__prep_build *b, struct kiln__prep_item *it, bool valid,
+                              bool cache_hit, uint64_t driver_ns);
 
 /* ---- the run's controls (prep_run.c) --------------------------------------- */
 

@@ -233,6 +233,26 @@ static void deliver(struct build_job *j, struct kiln_vk_pipeline *pipe)
         kiln_vk_pipeline_destroy(j->b->vk, pipe);
 }
 
+void kiln__prep_note_feedback(struct kiln__prep_build *b, struct kiln__prep_item *it, bool valid,
+                              bool cache_hit, uint64_t driver_ns)
+{
+    it->feedback_valid = valid;
+    it->driver_cache_hit = valid && cache_hit;
+    it->driver_ns = valid ? driver_ns : 0;
+    if (!valid)
+        return;
+    atomic_fetch_add_explicit(&b->feedback_pipelines, 1, memory_order_relaxed);
+    if (cache_hit)
+        atomic_fetch_add_explicit(&b->feedback_cache_hits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->feedback_driver_ns, driver_ns, memory_order_relaxed);
+}
+
+/* kiln's own shapes' flags for a phase's builds: the probe where asked. */
+static uint32_t probe_flags(const struct kiln__prep_build *b)
+{
+    return b->build_flags & KILN_BUILD_PROBE ? KILN_VK_PIPELINE_NO_COMPILE : 0;
+}
+
 /* kiln's own shapes: one compute stage, or a vertex and a fragment stage,
  * in kiln's layout. kiln_vk checks the stages against that layout first and
  * answers KILN_ENOTSUP for one it does not hold (a binding other than set 0
@@ -278,17 +298,22 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         struct kiln_vk_stage vs[2];
         for (int i = 0; i < ns; i++)
             vs[i] = vk_stage(&op->stages[i], &sp[i]);
-        if (compute) {
-            rc = kiln_vk_compute_pipeline(j->b->vk, name, &vs[0], &pipe);
-        } else {
-            struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &vs[0], .fragment = &vs[1]};
-            rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
-        }
+        struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &vs[0], .fragment = &vs[1]};
+        struct kiln_vk_pipeline_desc d = {.size = sizeof(d),
+                                          .name = name,
+                                          .compute = compute ? &vs[0] : NULL,
+                                          .graphics = compute ? NULL : &g,
+                                          .flags = probe_flags(j->b)};
+        rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
     }
     kiln__free(sp[0].map);
     kiln__free(sp[1].map);
     kiln_program_opened_free(op);
     it->status = rc;
+    if (rc == KILN_ECOMPILE_REQUIRED) {
+        atomic_fetch_add_explicit(&j->b->compile_required, 1, memory_order_relaxed);
+        return KILN_OK; /* a probe's answer: nothing built, nothing failed */
+    }
     if (rc == KILN_ENOTSUP) {
         count_skip(j->b, KILN_STATE_BUILTIN, name, "its stages do not fit kiln's layout");
         return KILN_OK;
@@ -298,6 +323,9 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         return rc; /* kiln_vk logged it, naming the program */
     }
     atomic_fetch_add_explicit(&j->b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
+    struct kiln_vk_feedback fb = KILN_VK_FEEDBACK_INIT;
+    if (kiln_vk_pipeline_feedback(pipe, &fb) == KILN_OK)
+        kiln__prep_note_feedback(j->b, it, fb.valid, fb.cache_hit, fb.driver_ns);
     deliver(j, pipe);
     return KILN_OK;
 }
@@ -351,6 +379,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         req.pipeline_cache = h.pipeline_cache;
         req.vk = b->vk;
         req.worker = worker;
+        req.flags = b->build_flags;
         rc = bld->build(bld->user, &req);
         req.why[sizeof(req.why) - 1] = '\0';
     } else if (rc == KILN_ENOMEM) {
@@ -366,6 +395,10 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     kiln_program_opened_free(op);
 
     it->status = rc;
+    if (rc == KILN_ECOMPILE_REQUIRED && (b->build_flags & KILN_BUILD_PROBE)) {
+        atomic_fetch_add_explicit(&b->compile_required, 1, memory_order_relaxed);
+        return KILN_OK; /* a probe's answer: nothing built, nothing failed */
+    }
     if (rc == KILN_ENOTSUP && made == n) {
         char why[sizeof(req.why) + 64];
         snprintf(why, sizeof(why), "%s: %s", bname, req.why[0] ? req.why : "not supported here");
@@ -380,6 +413,8 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         return rc;
     }
     atomic_fetch_add_explicit(&b->built[kind], 1, memory_order_relaxed);
+    kiln__prep_note_feedback(b, it, req.feedback_valid, req.feedback_cache_hit,
+                             req.feedback_driver_ns);
     if (req.pipeline == VK_NULL_HANDLE)
         return KILN_OK; /* the builder keeps it */
     struct kiln_vk_pipeline *pipe = NULL;
