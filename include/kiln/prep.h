@@ -623,6 +623,12 @@ struct kiln_prepare_summary {
      * (failed with KILN_ECRASH), so later runs skip them until
      * retry_failed. Counted as failed in the exit code of kiln prepare. */
     uint64_t crash_skipped;
+    /* The driver's word (VK_EXT_pipeline_creation_feedback) on the
+     * pipelines this run built in this process (not in isolated workers),
+     * also kept in the build ledger (kiln_ledger_last_run). */
+    uint64_t feedback_pipelines; /* pipelines the driver gave feedback for */
+    uint64_t driver_cache_hits;  /* of those, held by the pipeline cache: no compile */
+    uint64_t driver_ns;          /* the driver's own time for them */
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 
@@ -763,6 +769,12 @@ struct kiln_start_summary {
      * pipelines were built, but the next start compiles them again. Not an
      * error of the start. */
     int vk_cache_save_error;
+    /* As in kiln_prepare_summary: the driver's word on the pipelines this
+     * start built; a start whose every pipeline was a cache hit compiled
+     * nothing, by the driver's own word. */
+    uint64_t feedback_pipelines;
+    uint64_t driver_cache_hits;
+    uint64_t driver_ns;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 

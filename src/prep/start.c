@@ -774,21 +774,22 @@ static void start_ledger_begin(const struct kiln_start_options *o, struct kiln__
 /*
  * Records in the ledger, under the cache's writer lock taken again for
  * it, what the start learnt: programs that crashed or hung an isolated
- * worker (the driver's word), and the retried ones that were built (only
- * once pipelines.vkc was saved, as kiln_prepare does). Nothing to record:
- * nothing opened. Another writer holding the cache: not recorded (info).
+ * worker (the driver's word), the retried ones that were built (only
+ * once pipelines.vkc was saved, as kiln_prepare does), and the driver's
+ * word on the start's builds (`run`, when it built any). Nothing to
+ * record: nothing opened. Another writer holding the cache: not recorded (info).
  */
 static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk *own_vk,
                              const struct kiln__ledger_driver *d,
                              const struct kiln__prep_item *items, size_t n,
-                             const unsigned char *retried)
+                             const unsigned char *retried, const struct kiln__ledger_run *run)
 {
     bool crashed = false, rebuilt = false;
     for (size_t i = 0; i < n; i++) {
         crashed |= crash_error(items[i].status) && !items[i].unreached && items[i].payload;
         rebuilt |= retried[i] && items[i].status == KILN_OK;
     }
-    if (!crashed && !rebuilt)
+    if (!crashed && !rebuilt && !run->pipelines)
         return;
     struct kiln_cache *c = NULL;
     struct kiln_cache_options wopt = {
@@ -809,6 +810,8 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
         else if (retried[i] && items[i].status == KILN_OK && saved)
             rc = kiln__ledger_note(l, items[i].key, KILN__LEDGER_BUILT, 0, NULL);
     }
+    if (rc == KILN_OK && run->pipelines)
+        rc = kiln__ledger_note_run(l, run);
     if (rc == KILN_OK)
         rc = kiln__ledger_sync(l);
     if (rc < 0)
@@ -1019,7 +1022,12 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
         if (rc < 0)
             s->vk_cache_save_error = rc; /* its one line is the vk module's */
     }
-    start_ledger_end(o, own_vk, &drv, items, n, retried);
+    s->feedback_pipelines = atomic_load(&b.feedback_pipelines);
+    s->driver_cache_hits = atomic_load(&b.feedback_cache_hits);
+    s->driver_ns = atomic_load(&b.feedback_driver_ns);
+    struct kiln__ledger_run word;
+    kiln__prep_run_word(&b, s->pipelines_built, KILN_LEDGER_RUN_START, &word);
+    start_ledger_end(o, own_vk, &drv, items, n, retried, &word);
     /* Stopped: what was built is kept (pipelines.vkc, the ledger), and
      * the run says it did not finish. */
     if (atomic_load(&b.stopped)) {
