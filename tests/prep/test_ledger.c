@@ -309,17 +309,27 @@ KT_CASE(ledger_parse)
 /* A second prepare over the same programs on the same driver hands the
  * driver nothing; a new driver version builds again; the old driver's
  * records stay. Real pipelines (generated programs, lavapipe). */
+/* kiln_prepare's options and input for 3 generated programs, 2 workers,
+ * into the case's folder `cache`. */
+static void three_generated(char *cache, size_t cap, struct kiln_prepare_options *o,
+                            struct pf_input *in)
+{
+    path_in(cache, cap, kt_tmpdir(), "cache");
+    *o = (struct kiln_prepare_options)KILN_PREPARE_OPTIONS_INIT;
+    kiln_prepare_options_init(o);
+    *in = (struct pf_input)PF_INPUT_INIT;
+    in->generate = 3;
+    o->cache_dir = cache;
+    o->jobs = 2;
+}
+
 KT_CASE(second_prepare_compiles_nothing)
 {
     pf_need_vulkan();
     char cache[4200];
-    path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
-    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
-    kiln_prepare_options_init(&o);
-    struct pf_input in = PF_INPUT_INIT;
-    in.generate = 3;
-    o.cache_dir = cache;
-    o.jobs = 2;
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in);
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.pipelines_built, 3);
@@ -765,13 +775,9 @@ KT_CASE(second_start_by_the_drivers_word)
 {
     pf_need_vulkan();
     char cache[4200];
-    path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
-    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
-    kiln_prepare_options_init(&o);
-    struct pf_input in = PF_INPUT_INIT;
-    in.generate = 3;
-    o.cache_dir = cache;
-    o.jobs = 2;
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in);
     struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
     KT_CHECK_EQ(ps.pipelines_built, 3);
