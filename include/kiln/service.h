@@ -27,6 +27,11 @@
  * - Ownership. Pipelines the service built are the service's: valid until
  *   kiln_service_destroy, which destroys them. A ticket is the caller's
  *   until kiln_ticket_release.
+ * - Ask before compiling. Where the device has the probe
+ *   (kiln_vk_info.compile_probe), a worker first asks the driver for the
+ *   pipeline without a compile (KILN_BUILD_PROBE) and compiles only when
+ *   the driver says it must; the driver's creation feedback of every build
+ *   is counted (kiln_service_stats). Never on the requesting thread.
  *
  * Thread safety for the whole header: every function may be called from
  * any number of threads at once (render threads), except
