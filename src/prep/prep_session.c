@@ -136,9 +136,10 @@ static void count_word(struct session_word *w, const struct kiln_build_run *r, i
         if (rc == KILN_OK)
             atomic_fetch_add(&w->probe_hits, 1);
     }
-    if (rc < 0 || !r->pipeline)
+    if (rc < 0)
         return;
-    atomic_fetch_add(&w->pipelines, 1);
+    if (r->pipeline) /* (a builder may keep its pipeline: its feedback still counts) */
+        atomic_fetch_add(&w->pipelines, 1);
     if (!r->feedback_valid)
         return;
     atomic_fetch_add(&w->feedback, 1);
