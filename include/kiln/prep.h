@@ -922,9 +922,9 @@ KILN_API int kiln_build_session_run_with(struct kiln_build_session *s, struct ki
 /*
  * Writes what the session built to its build ledger
  * (kiln_build_session_options.ledger_dir): saves pipelines.vkc
- * (kiln_vk_cache_save), then notes every program built since the last
- * save as BUILT (only when the save worked) and every failure as FAILED (a
- * probe's KILN_ECOMPILE_REQUIRED and a skip are not failures), with the
+ * (kiln_vk_cache_save, when something was built since the last save),
+ * then notes every program built since the last save as BUILT (only when the save worked) and every
+ * failure as FAILED (a probe's KILN_ECOMPILE_REQUIRED and a skip are not failures), with the
  * driver's word on the session's builds (KILN_LEDGER_RUN_SERVICE, see
  * kiln_ledger_last_run), and syncs the ledger.
  * @return 0 (also with no ledger: nothing to do), the pipelines.vkc save's

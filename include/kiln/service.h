@@ -279,8 +279,11 @@ KILN_API int kiln_service_get_stats(struct kiln_service *svc, struct kiln_servic
 /*
  * Stops the service: cancels every queued request (tickets CANCELED with
  * KILN_ECANCELED, their callbacks called), waits for the builds running,
- * calls the builders' finish, destroys every pipeline the service built,
- * frees the service. Tickets stay valid until released. NULL is a no-op.
+ * with a cache that takes puts notes what was built in its build ledger
+ * (saving `vk`'s pipelines.vkc first when something was built:
+ * kiln_build_session_save), calls the builders' finish, destroys every
+ * pipeline the service built, frees the service. Tickets stay valid until
+ * released. NULL is a no-op.
  * Thread safety: not beside any other call on the service or its tickets
  * but kiln_ticket_poll and kiln_ticket_release; never from a callback.
  */

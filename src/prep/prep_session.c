@@ -211,7 +211,10 @@ int kiln_build_session_save(struct kiln_build_session *s)
         return KILN_EINVAL;
     if (!s->ledger)
         return KILN_OK;
-    int vrc = kiln_vk_cache_save(s->vk);
+    pthread_mutex_lock(&s->lock);
+    bool built = s->nbuilt > 0;
+    pthread_mutex_unlock(&s->lock);
+    int vrc = built ? kiln_vk_cache_save(s->vk) : KILN_OK; /* nothing new: no save */
     if (vrc == KILN_EINVAL) /* a context without a cache folder: nothing to save */
         KILN_INFO("prep", "build session: no pipelines.vkc to save: builds not noted as built");
     else if (vrc < 0)
