@@ -287,6 +287,15 @@ struct kiln_build_request {
  */
 #define KILN_BUILD_PROBE 0x1u
 
+/*
+ * A flag of kiln_build_run.flags, with KILN_BUILD_PROBE: a probe the
+ * driver answers "compile required" is compiled at once in the same run,
+ * from the stages already open and staged (no second unpack, check or
+ * stage), and kiln_build_run.probe_missed says so. What the pipeline
+ * service asks.
+ */
+#define KILN_BUILD_COMPILE_ON_MISS 0x2u
+
 /* What one state kind's programs came to in a pipeline phase. */
 struct kiln_kind_counts {
     uint64_t built;
@@ -892,7 +901,7 @@ struct kiln_build_run {
     const void *payload;
     size_t payload_size;
     unsigned worker;
-    uint32_t flags; /* KILN_BUILD_PROBE: ask before compiling */
+    uint32_t flags; /* KILN_BUILD_PROBE (ask before compiling), KILN_BUILD_COMPILE_ON_MISS */
     /* Out: the pipeline (the caller's, as kiln_build_session_run says). */
     struct kiln_vk_pipeline *pipeline;
     /* Out: the driver's creation feedback of the pipeline (kiln's own
@@ -903,6 +912,9 @@ struct kiln_build_run {
     bool feedback_valid;
     bool driver_cache_hit;
     uint64_t driver_ns;
+    /* Out: the probe missed and the run compiled
+     * (KILN_BUILD_COMPILE_ON_MISS). */
+    bool probe_missed;
 };
 #define KILN_BUILD_RUN_INIT KILN_STRUCT_INIT(kiln_build_run)
 

@@ -37,6 +37,7 @@ struct kiln__prep_item {
     bool feedback_valid;
     bool driver_cache_hit;
     uint64_t driver_ns;
+    bool probe_missed; /* a probe the driver answered "compile required", then compiled */
 };
 
 /*

@@ -14,7 +14,9 @@
  * pointed at the run's own slot. The builders' finish callbacks run once,
  * in kiln_build_session_destroy, as at the end of a pipeline phase.
  *
- * Ask before compiling. A run's flags (KILN_BUILD_PROBE) go to the phase
+ * Ask before compiling. A run's flags (KILN_BUILD_PROBE, and
+ * KILN_BUILD_COMPILE_ON_MISS: the miss compiled in the same build) go to
+ * the phase
  * (kiln__prep_build.build_flags), which hands them to the builder or to
  * kiln's own shapes, and the driver's feedback comes back in the run's
  * item; a probe the driver answers VK_PIPELINE_COMPILE_REQUIRED is an
@@ -133,7 +135,7 @@ static void count_word(struct session_word *w, const struct kiln_build_run *r, i
 {
     if (r->flags & KILN_BUILD_PROBE) {
         atomic_fetch_add(&w->probed, 1);
-        if (rc == KILN_OK)
+        if (rc == KILN_OK && !r->probe_missed)
             atomic_fetch_add(&w->probe_hits, 1);
     }
     if (rc < 0)
@@ -158,7 +160,8 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
                                  .pipeline_user = &got,
                                  .builders = s->builders.list,
                                  .nbuilders = s->builders.n,
-                                 .build_flags = r->flags & KILN_BUILD_PROBE};
+                                 .build_flags =
+                                     r->flags & (KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS)};
     struct kiln__prep_item item = {.key = r->key, .payload = r->payload, .size = r->payload_size};
     int rc = kiln__prep_build_one(&b, &item, r->worker);
     if (rc == KILN_OK)
@@ -171,6 +174,7 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
     r->feedback_valid = rc == KILN_OK && item.feedback_valid;
     r->driver_cache_hit = r->feedback_valid && item.driver_cache_hit;
     r->driver_ns = r->feedback_valid ? item.driver_ns : 0;
+    r->probe_missed = item.probe_missed;
     count_word(&s->word, r, rc);
     note_run(s, r->key, rc);
     return rc;
@@ -184,7 +188,7 @@ int kiln_build_session_run_with(struct kiln_build_session *s, struct kiln_build_
     KILN_TRY(KILN_STRUCT_IN(&r, run, "kiln_build_run"));
     KILN_TRY(kiln__struct_out_check(run, "kiln_build_run"));
     r.pipeline = NULL;
-    r.feedback_valid = r.driver_cache_hit = false;
+    r.feedback_valid = r.driver_cache_hit = r.probe_missed = false;
     r.driver_ns = 0;
     int rc = r.payload ? run_body(s, &r) : KILN_EINVAL;
     KILN_STRUCT_OUT(run, &r);

@@ -253,6 +253,33 @@ static uint32_t probe_flags(const struct kiln__prep_build *b)
     return b->build_flags & KILN_BUILD_PROBE ? KILN_VK_PIPELINE_NO_COMPILE : 0;
 }
 
+/* A probe's miss is compiled at once, in the same build (its stages
+ * staged once). */
+static bool compile_on_miss(const struct kiln__prep_build *b)
+{
+    return (b->build_flags & (KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS)) ==
+           (KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS);
+}
+
+/* Calls the builder with the phase's probe flag; a probe it answers
+ * KILN_ECOMPILE_REQUIRED is asked again without it when the phase
+ * compiles on a miss (the stages stay staged). */
+static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *bld,
+                        struct kiln__prep_item *it, struct kiln_build_request *req)
+{
+    req->flags = b->build_flags & KILN_BUILD_PROBE;
+    int rc = bld->build(bld->user, req);
+    if (rc == KILN_ECOMPILE_REQUIRED && req->flags && compile_on_miss(b)) {
+        it->probe_missed = true;
+        req->flags = 0;
+        req->pipeline = VK_NULL_HANDLE;
+        req->why[0] = '\0';
+        rc = bld->build(bld->user, req);
+    }
+    req->why[sizeof(req->why) - 1] = '\0';
+    return rc;
+}
+
 /* kiln's own shapes: one compute stage, or a vertex and a fragment stage,
  * in kiln's layout. kiln_vk checks the stages against that layout first and
  * answers KILN_ENOTSUP for one it does not hold (a binding other than set 0
@@ -305,6 +332,11 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
                                           .graphics = compute ? NULL : &g,
                                           .flags = probe_flags(j->b)};
         rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
+        if (rc == KILN_ECOMPILE_REQUIRED && compile_on_miss(j->b)) {
+            j->item->probe_missed = true; /* compiled now, the stages still open */
+            d.flags = 0;
+            rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
+        }
     }
     kiln__free(sp[0].map);
     kiln__free(sp[1].map);
@@ -379,9 +411,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         req.pipeline_cache = h.pipeline_cache;
         req.vk = b->vk;
         req.worker = worker;
-        req.flags = b->build_flags;
-        rc = bld->build(bld->user, &req);
-        req.why[sizeof(req.why) - 1] = '\0';
+        rc = call_builder(b, bld, it, &req);
     } else if (rc == KILN_ENOMEM) {
         KILN_WARN("prep", "%s: not built: out of memory", name);
     }

@@ -322,12 +322,12 @@ static void entry_free(struct entry *e)
 /* ---- the build (outside the lock) ------------------------------------------- */
 
 /* Counts a build's probe and the driver's feedback (under the lock). */
-static void count_driver_word(struct kiln_service *svc, bool probed, int probe_rc,
-                              const struct kiln_build_run *r, int rc)
+static void count_driver_word(struct kiln_service *svc, const struct kiln_build_run *r, int rc)
 {
+    bool probed = (r->flags & KILN_BUILD_PROBE) != 0;
     pthread_mutex_lock(&svc->lock);
     svc->st.probed += probed;
-    svc->st.probe_hits += probed && probe_rc == KILN_OK;
+    svc->st.probe_hits += probed && rc == KILN_OK && !r->probe_missed;
     if (rc == KILN_OK && r->feedback_valid) {
         svc->st.feedback_pipelines++;
         svc->st.driver_cache_hits += r->driver_cache_hit;
@@ -338,7 +338,8 @@ static void count_driver_word(struct kiln_service *svc, bool probed, int probe_r
 
 /* Builds one payload into e->pipe: a probe first where the device has it
  * (the driver answers at once), a compile only when the driver says one
- * is needed. @return the build's result. */
+ * is needed, in the same run (KILN_BUILD_COMPILE_ON_MISS: the stages are
+ * staged once). @return the build's result. */
 static int build_payload(struct kiln_service *svc, struct entry *e, const void *payload,
                          size_t size, unsigned worker)
 {
@@ -347,16 +348,10 @@ static int build_payload(struct kiln_service *svc, struct entry *e, const void *
                                .payload = payload,
                                .payload_size = size,
                                .worker = worker,
-                               .flags = svc->probe ? KILN_BUILD_PROBE : 0};
-    int probe_rc = 0, rc = kiln_build_session_run_with(svc->session, &r);
-    if (svc->probe) {
-        probe_rc = rc;
-        if (rc == KILN_ECOMPILE_REQUIRED) {
-            r.flags = 0;
-            rc = kiln_build_session_run_with(svc->session, &r);
-        }
-    }
-    count_driver_word(svc, svc->probe, probe_rc, &r, rc);
+                               .flags =
+                                   svc->probe ? KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS : 0};
+    int rc = kiln_build_session_run_with(svc->session, &r);
+    count_driver_word(svc, &r, rc);
     e->pipe = r.pipeline;
     return rc;
 }

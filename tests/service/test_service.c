@@ -807,6 +807,12 @@ KT_CASE(probe_and_feedback)
     KT_CHECK_EQ(s.feedback_pipelines, 1);
     KT_CHECK(s.driver_ns > 0);
     KT_CHECK_EQ(s.driver_cache_hits, 0);
+    struct kiln_vk_stats vs = KILN_VK_STATS_INIT;
+    kiln_vk_get_stats(vk, &vs);
+    if (lavapipe) /* the miss was compiled in the same build: one answer, one pipeline */
+        KT_CHECK_EQ(vs.compile_required, 1);
+    KT_CHECK_EQ(vs.pipelines_built, 1);
+    KT_CHECK_EQ(vs.pipelines_failed, 0);
     /* Negative control: no probe, the same feedback. */
     s = build_one_builtin(vk, NULL, 2, KILN_SERVICE_NO_PROBE);
     KT_CHECK_EQ(s.probed, 0);
