@@ -3,10 +3,12 @@
  * as ledger.kpl. The parse must stay inside the input, count every whole
  * slot as a record or as damage, and end appends at a slot boundary; every
  * record it hands out is one the writer could have written (writing it
- * again gives a slot that parses to the same record).
+ * again gives a slot that parses to the same record). Run records (the
+ * driver's word on a run) are handed out too, with a known run kind.
  */
 #include "exact_copy.h"
 #include "kiln_internal.h"
+#include "kiln/prep.h"
 #include "ledger.h"
 
 #include <stdlib.h>
@@ -22,7 +24,11 @@ static void check_one(void *user, const struct kiln__ledger_entry *e)
 {
     struct seen *s = user;
     s->n++;
-    if (e->state != KILN__LEDGER_BUILT && e->state != KILN__LEDGER_FAILED)
+    if (e->state != KILN__LEDGER_BUILT && e->state != KILN__LEDGER_FAILED &&
+        e->state != KILN__LEDGER_RUN)
+        abort();
+    if (e->state == KILN__LEDGER_RUN &&
+        (e->run.kind < KILN_LEDGER_RUN_PREPARE || e->run.kind > KILN_LEDGER_RUN_SERVICE))
         abort();
     if (memchr(e->reason, '\0', sizeof(e->reason)) == NULL)
         abort();

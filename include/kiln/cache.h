@@ -601,6 +601,14 @@ KILN_API int kiln_cache_check_output(const struct kiln_cache *c, const char *pat
 KILN_API const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c);
 
 /*
+ * @return the folder the cache was opened in (as kiln_cache_open was
+ * given it), owned by the cache and valid until kiln_cache_close; NULL
+ * for a NULL cache. The pipeline service finds the build ledger there.
+ * Thread-safe.
+ */
+KILN_API const char *kiln_cache_dir(const struct kiln_cache *c);
+
+/*
  * The day a record was last loaded (kiln_cache_load_many) or stored, in
  * days since 1970-01-01 UTC. Marks are kept in memory and written to
  * programs.kpu by kiln_cache_sync and kiln_cache_close of a writer (or

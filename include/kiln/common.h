@@ -174,6 +174,11 @@ enum kiln_error {
     KILN_EROFS = -20,      /* the file system is mounted read-only */
     /* A file to write is a kiln cache's, or lies in a cache's folder. */
     KILN_ECACHE_FILE = -21,
+    /* Asked to build only what the driver's caches hold (a probe:
+     * KILN_BUILD_PROBE, KILN_VK_PIPELINE_NO_COMPILE), and the driver
+     * answered VK_PIPELINE_COMPILE_REQUIRED: nothing was built, and
+     * building it means a compile. Not a failure of the program. */
+    KILN_ECOMPILE_REQUIRED = -22,
 
     /* Extended I/O codes: which step of an I/O sequence failed. */
     KILN_EIO_OPEN = -32,       /* open() failed */

@@ -1113,6 +1113,47 @@ KILN_API int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *clos
                                     uint32_t stage_count, VkPipelineCache cache,
                                     VkPipeline *pipeline, char *why, size_t cap);
 
+/* A flag of kiln_foz_build.flags: a probe (kiln/prep.h, KILN_BUILD_PROBE).
+ * Every create of the build adds
+ * VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT, and the driver's
+ * VK_PIPELINE_COMPILE_REQUIRED is answered KILN_ECOMPILE_REQUIRED. The
+ * device must have pipelineCreationCacheControl enabled. */
+#define KILN_FOZ_BUILD_NO_COMPILE 0x1u
+
+/* One build (kiln_foz_builder_build_with): kiln_foz_builder_build's
+ * arguments, flags, and the driver's feedback out. */
+struct kiln_foz_build {
+    size_t size; /* sizeof, as KILN_FOZ_BUILD_INIT sets it (docs/abi.md) */
+    /* In: as kiln_foz_builder_build's arguments of the same names. */
+    const void *closure;
+    size_t closure_size;
+    const VkPipelineShaderStageCreateInfo *stages;
+    uint32_t stage_count;
+    VkPipelineCache cache;
+    uint32_t flags; /* KILN_FOZ_BUILD_* */
+    char *why;      /* one line on failure (why_cap bytes; may be NULL) */
+    size_t why_cap;
+    /* Out: the pipeline, and the driver's creation feedback of it where the
+     * device has it (Vulkan 1.3 or VK_EXT_pipeline_creation_feedback among
+     * the options' extensions): valid, the pipeline cache held it (no
+     * compile), the driver's time. */
+    VkPipeline pipeline;
+    bool feedback_valid;
+    bool cache_hit;
+    uint64_t driver_ns;
+};
+#define KILN_FOZ_BUILD_INIT KILN_STRUCT_INIT(kiln_foz_build)
+
+/*
+ * kiln_foz_builder_build with a growable request: flags in
+ * (KILN_FOZ_BUILD_NO_COMPILE), the driver's feedback out.
+ * @return as kiln_foz_builder_build; also KILN_ECOMPILE_REQUIRED for a
+ * probe the driver answered VK_PIPELINE_COMPILE_REQUIRED (nothing made,
+ * not counted as failed); KILN_EINVAL for NULL or a bad size.
+ * Thread-safe, as kiln_foz_builder_build.
+ */
+KILN_API int kiln_foz_builder_build_with(struct kiln_foz_builder *b, struct kiln_foz_build *build);
+
 /*
  * Destroys every object the builder made (not the pipelines it returned).
  * NULL is a no-op. No build may be running.

@@ -258,9 +258,43 @@ struct kiln_build_request {
      * clause, no trailing period). */
     VkPipeline pipeline;
     char why[256];
+    /* Ask before compiling (docs/runtime.md, "Ask before compiling"). */
+    /* In: KILN_BUILD_* flags for this build (0: build as always). */
+    uint32_t flags;
+    /* Out, optional: what the driver said of req->pipeline when the builder
+     * chained a VkPipelineCreationFeedbackCreateInfo to its create (kiln's
+     * Fossilize builder does where kiln_vk_info.creation_feedback): the
+     * feedback is valid, the application's pipeline cache held the
+     * pipeline (no compile), and the driver's time. Left false and 0, kiln
+     * counts the pipeline as one without feedback. */
+    bool feedback_valid;
+    bool feedback_cache_hit;
+    uint64_t feedback_driver_ns;
 };
 #define KILN_BUILD_REQUEST_INIT KILN_STRUCT_INIT(kiln_build_request)
 #endif /* KILN_VK_TYPES */
+
+/*
+ * A flag of kiln_build_request.flags and kiln_build_run.flags: a probe.
+ * Build only what the driver's caches already hold: a builder that honours
+ * it adds VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT to its
+ * creates and answers KILN_ECOMPILE_REQUIRED (no pipeline; req->why may
+ * stay empty) when the driver says VK_PIPELINE_COMPILE_REQUIRED, which it
+ * answers at once, without compiling. kiln's own shapes and its Fossilize
+ * builder honour it. kiln sets it only where kiln_vk_info.compile_probe. A
+ * builder that ignores it just builds: the probe then costs a compile,
+ * and its answer is a pipeline as always.
+ */
+#define KILN_BUILD_PROBE 0x1u
+
+/*
+ * A flag of kiln_build_run.flags, with KILN_BUILD_PROBE: a probe the
+ * driver answers "compile required" is compiled at once in the same run,
+ * from the stages already open and staged (no second unpack, check or
+ * stage), and kiln_build_run.probe_missed says so. What the pipeline
+ * service asks.
+ */
+#define KILN_BUILD_COMPILE_ON_MISS 0x2u
 
 /* What one state kind's programs came to in a pipeline phase. */
 struct kiln_kind_counts {
@@ -603,6 +637,12 @@ struct kiln_prepare_summary {
      * (failed with KILN_ECRASH), so later runs skip them until
      * retry_failed. Counted as failed in the exit code of kiln prepare. */
     uint64_t crash_skipped;
+    /* The driver's word (VK_EXT_pipeline_creation_feedback) on the
+     * pipelines this run built in this process (not in isolated workers),
+     * also kept in the build ledger (kiln_ledger_last_run). */
+    uint64_t feedback_pipelines; /* pipelines the driver gave feedback for */
+    uint64_t driver_cache_hits;  /* of those, held by the pipeline cache: no compile */
+    uint64_t driver_ns;          /* the driver's own time for them */
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 
@@ -766,6 +806,12 @@ struct kiln_start_summary {
      * named; and the keys asked for that the cache does not hold. */
     uint64_t chosen;
     uint64_t keys_absent;
+    /* As in kiln_prepare_summary: the driver's word on the pipelines this
+     * start built; a start whose every pipeline was a cache hit compiled
+     * nothing, by the driver's own word. */
+    uint64_t feedback_pipelines;
+    uint64_t driver_cache_hits;
+    uint64_t driver_ns;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 
@@ -834,6 +880,15 @@ struct kiln_build_session_options {
     /* The dictionary the payloads were packed with (kiln_cache_dict of their
      * cache); NULL: none. Must outlive the session. */
     const struct kiln_pack_dict *dict;
+    /* The build ledger (optional, NULL: none): the cache folder whose
+     * ledger.kpl notes what the session builds, as kiln_prepare does. A
+     * failure is noted when kiln_build_session_save runs; a build as BUILT
+     * only once pipelines.vkc was saved after it (kiln_build_session_save
+     * saves it: `vk` must have been made with this cache_dir). The caller
+     * holds the cache's writer lock (an open kiln_cache that is not
+     * read-only) for the session's life. Must outlive the session. */
+    const char *ledger_dir;
+    const struct kiln_io *ledger_io; /* NULL: kiln_io_default() */
 };
 #define KILN_BUILD_SESSION_OPTIONS_INIT KILN_STRUCT_INIT(kiln_build_session_options)
 
@@ -865,12 +920,117 @@ KILN_API int kiln_build_session_run(struct kiln_build_session *s, struct kiln_ke
                                     const void *payload, size_t size, unsigned worker,
                                     struct kiln_vk_pipeline **pipeline);
 
+/* One build of a session (kiln_build_session_run_with). Zero-initialise,
+ * then set the program. */
+struct kiln_build_run {
+    size_t size; /* sizeof, as KILN_BUILD_RUN_INIT sets it (docs/abi.md) */
+    /* In: the program, as kiln_build_session_run takes it. */
+    struct kiln_key key;
+    const void *payload;
+    size_t payload_size;
+    unsigned worker;
+    uint32_t flags; /* KILN_BUILD_PROBE (ask before compiling), KILN_BUILD_COMPILE_ON_MISS */
+    /* Out: the pipeline (the caller's, as kiln_build_session_run says). */
+    struct kiln_vk_pipeline *pipeline;
+    /* Out: the driver's creation feedback of the pipeline (kiln's own
+     * shapes and the Fossilize builder give it where
+     * kiln_vk_info.creation_feedback; another builder when it fills
+     * kiln_build_request's feedback fields): valid, the application's
+     * pipeline cache held it (no compile), the driver's time. */
+    bool feedback_valid;
+    bool driver_cache_hit;
+    uint64_t driver_ns;
+    /* Out: the probe missed and the run compiled
+     * (KILN_BUILD_COMPILE_ON_MISS). */
+    bool probe_missed;
+};
+#define KILN_BUILD_RUN_INIT KILN_STRUCT_INIT(kiln_build_run)
+
 /*
- * Calls each builder's finish, then frees the session. NULL is a no-op.
+ * kiln_build_session_run with a growable request: the same build, plus
+ * flags in and the driver's feedback out. With KILN_BUILD_PROBE the build
+ * only takes what the driver's caches hold.
+ * @return as kiln_build_session_run; with KILN_BUILD_PROBE also
+ * KILN_ECOMPILE_REQUIRED (nothing built, nothing logged: building it means
+ * a compile) and KILN_ENOTSUP without building when the device has no
+ * probe (kiln_vk_info.compile_probe false). A builder that ignores the
+ * flag builds as always. KILN_EINVAL for NULL or a bad size.
+ * Thread-safe, as kiln_build_session_run.
+ */
+KILN_API int kiln_build_session_run_with(struct kiln_build_session *s, struct kiln_build_run *run);
+
+/*
+ * Writes what the session built to its build ledger
+ * (kiln_build_session_options.ledger_dir): saves pipelines.vkc
+ * (kiln_vk_cache_save, when something was built since the last save),
+ * then notes every program built since the last save as BUILT (only when the save worked) and every
+ * failure as FAILED (a probe's KILN_ECOMPILE_REQUIRED and a skip are not failures), with the
+ * driver's word on the session's builds (KILN_LEDGER_RUN_SERVICE, see
+ * kiln_ledger_last_run), and syncs the ledger.
+ * @return 0 (also with no ledger: nothing to do), the pipelines.vkc save's
+ * error (failures and the driver's word are still written), or the
+ * ledger's I/O error. KILN_EINVAL for NULL.
+ * Thread safety: any thread, beside runs of the session; not beside
+ * another save of it.
+ */
+KILN_API int kiln_build_session_save(struct kiln_build_session *s);
+
+/*
+ * Calls each builder's finish, then frees the session (without writing
+ * the ledger: kiln_build_session_save does). NULL is a no-op.
  * Thread safety: not beside another call on the session; the pipelines it
  * built stay valid.
  */
 KILN_API void kiln_build_session_destroy(struct kiln_build_session *s);
+
+/* ---------------------------------------------------------------------------
+ * The driver's word on the last runs (the build ledger's run records).
+ *
+ * Each kiln_prepare and kiln_warm_start that built pipelines, and each
+ * build session saved (the pipeline service), notes in the cache folder's
+ * ledger what the driver said of its builds through
+ * VK_EXT_pipeline_creation_feedback: so "a second run compiles nothing"
+ * is read from the driver, not assumed.
+ * ------------------------------------------------------------------------ */
+
+/* Which run a ledger run record tells of. */
+enum kiln_ledger_run_kind {
+    KILN_LEDGER_RUN_PREPARE = 1, /* kiln_prepare */
+    KILN_LEDGER_RUN_START = 2,   /* kiln_warm_start */
+    KILN_LEDGER_RUN_SERVICE = 3, /* a build session's save (the pipeline service) */
+};
+
+/* What the driver said of one run's builds (kiln_ledger_last_run). */
+struct kiln_ledger_run {
+    size_t size;   /* sizeof, as KILN_LEDGER_RUN_INIT sets it (docs/abi.md) */
+    uint32_t kind; /* enum kiln_ledger_run_kind */
+    /* The driver, as the ledger tells drivers apart. */
+    uint32_t vendor_id;
+    uint32_t device_id;
+    uint32_t driver_version;
+    uint8_t pipeline_cache_uuid[16];
+    uint64_t when;       /* seconds since 1970 (UTC) */
+    uint64_t pipelines;  /* pipelines the run built */
+    uint64_t feedback;   /* of those, with the driver's creation feedback */
+    uint64_t cache_hits; /* of those, held by the application's pipeline cache: no compile */
+    uint64_t driver_ns;  /* the driver's own time for them, summed */
+    uint64_t probed;     /* probes asked (KILN_BUILD_PROBE) */
+    uint64_t probe_hits; /* probes answered with a pipeline, without a compile */
+};
+#define KILN_LEDGER_RUN_INIT KILN_STRUCT_INIT(kiln_ledger_run)
+
+/*
+ * The last run of `kind` the build ledger of `cache_dir` tells of, on
+ * whatever driver.
+ * @return 0 with *out filled; KILN_ENOTFOUND when it tells of none (a
+ * ledger of an older kiln), KILN_ENOENT when the folder has no ledger, the
+ * ledger's header error (KILN_EFORMAT, KILN_ECORRUPT_HEADER), an I/O
+ * error, or KILN_EINVAL (NULL, a bad size or kind).
+ * Thread-safe; reads the file without the cache's lock (a record is
+ * whole or skipped).
+ */
+KILN_API int kiln_ledger_last_run(const char *cache_dir, uint32_t kind,
+                                  struct kiln_ledger_run *out);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,11 @@
  * - Ownership. Pipelines the service built are the service's: valid until
  *   kiln_service_destroy, which destroys them. A ticket is the caller's
  *   until kiln_ticket_release.
+ * - Ask before compiling. Where the device has the probe
+ *   (kiln_vk_info.compile_probe), a worker first asks the driver for the
+ *   pipeline without a compile (KILN_BUILD_PROBE) and compiles only when
+ *   the driver says it must; the driver's creation feedback of every build
+ *   is counted (kiln_service_stats). Never on the requesting thread.
  *
  * Thread safety for the whole header: every function may be called from
  * any number of threads at once (render threads), except
@@ -78,6 +83,11 @@ enum kiln_ticket_state {
  * nothing. */
 #define KILN_SERVICE_FAST_LINK 0x2u
 
+/* A flag of kiln_service_options: never probe (docs/runtime.md, "Ask
+ * before compiling"): every build compiles as kiln_warm_start's do. For
+ * measurements and tests (the probe's negative control). */
+#define KILN_SERVICE_NO_PROBE 0x10u
+
 /* The queue capacity when kiln_service_options.queue_capacity is 0. */
 #define KILN_SERVICE_DEFAULT_QUEUE 1024u
 
@@ -108,6 +118,11 @@ struct kiln_service_options {
     /* KILN_SERVICE_* flags. */
     uint32_t flags;
 };
+/* (The build ledger: with a cache that takes puts, what the service builds
+ * or fails is noted in its folder's ledger.kpl, as kiln_prepare notes it,
+ * when the service is destroyed; builds as built only when pipelines.vkc
+ * was saved then, which needs `vk` made with the cache's folder as its
+ * cache_dir. See docs/runtime.md, "The ledger".) */
 #define KILN_SERVICE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_service_options)
 
 /* What a ticket says (kiln_ticket_poll, kiln_ticket_wait, the callback). */
@@ -185,6 +200,18 @@ struct kiln_service_stats {
     uint64_t optimized;    /* optimized pipelines that replaced a linked one */
     uint64_t parts_built;  /* library parts built */
     uint64_t parts_reused; /* library parts taken from the parts table */
+    /* Ask before compiling (docs/runtime.md). Where the device has
+     * kiln_vk_info.compile_probe, a worker first asks the driver for the
+     * pipeline with KILN_BUILD_PROBE (no compile), and compiles only when
+     * the driver answers that it must. */
+    uint64_t probed;     /* builds asked as a probe first */
+    uint64_t probe_hits; /* of those, answered with a pipeline at once: no compile (a
+                          * builder that ignores KILN_BUILD_PROBE builds, and is counted
+                          * here: driver_cache_hits says whether the driver compiled) */
+    /* The driver's creation feedback of the pipelines the service built. */
+    uint64_t feedback_pipelines; /* pipelines built with valid feedback */
+    uint64_t driver_cache_hits;  /* of those, held by the pipeline cache: no compile */
+    uint64_t driver_ns;          /* the driver's own time for them */
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 
@@ -252,8 +279,11 @@ KILN_API int kiln_service_get_stats(struct kiln_service *svc, struct kiln_servic
 /*
  * Stops the service: cancels every queued request (tickets CANCELED with
  * KILN_ECANCELED, their callbacks called), waits for the builds running,
- * calls the builders' finish, destroys every pipeline the service built,
- * frees the service. Tickets stay valid until released. NULL is a no-op.
+ * with a cache that takes puts notes what was built in its build ledger
+ * (saving `vk`'s pipelines.vkc first when something was built:
+ * kiln_build_session_save), calls the builders' finish, destroys every
+ * pipeline the service built, frees the service. Tickets stay valid until
+ * released. NULL is a no-op.
  * Thread safety: not beside any other call on the service or its tickets
  * but kiln_ticket_poll and kiln_ticket_release; never from a callback.
  */

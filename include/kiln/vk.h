@@ -223,6 +223,16 @@ struct kiln_vk_info {
     enum kiln_vk_cache_state cache_state;
     size_t cache_loaded_bytes; /* bytes of pipelines.vkc handed to the driver */
     char cache_note[256];      /* why pipelines.vkc was rejected; "" otherwise */
+    /* Ask before compiling (docs/runtime.md, "Ask before compiling"). */
+    /* Pipelines kiln creates chain VkPipelineCreationFeedbackCreateInfo
+     * (Vulkan 1.3 or VK_EXT_pipeline_creation_feedback): the driver says
+     * per pipeline whether its caches held it and how long it took. */
+    bool creation_feedback;
+    /* pipelineCreationCacheControl is enabled (Vulkan 1.3 or
+     * VK_EXT_pipeline_creation_cache_control): a create may ask the driver
+     * to answer VK_PIPELINE_COMPILE_REQUIRED instead of compiling
+     * (KILN_VK_PIPELINE_NO_COMPILE, KILN_BUILD_PROBE). */
+    bool compile_probe;
 };
 
 /* Counters, all updated atomically as work happens. */
@@ -235,6 +245,15 @@ struct kiln_vk_stats {
     uint64_t pipelines_built;
     uint64_t pipelines_failed; /* a stage or the pipeline itself failed */
     int64_t live_pipelines;
+    /* Creation feedback of the pipelines kiln_vk creates itself
+     * (kiln_vk_compute_pipeline, kiln_vk_graphics_pipeline,
+     * kiln_vk_pipeline_create), with kiln_vk_info.creation_feedback. */
+    uint64_t feedback_pipelines;  /* pipelines the driver gave valid feedback for */
+    uint64_t feedback_cache_hits; /* of those, found in the application's pipeline cache */
+    uint64_t feedback_driver_ns;  /* the driver's own time for them, summed */
+    /* Creates with KILN_VK_PIPELINE_NO_COMPILE the driver answered with
+     * VK_PIPELINE_COMPILE_REQUIRED (not counted in pipelines_failed). */
+    uint64_t compile_required;
 };
 #define KILN_VK_STATS_INIT KILN_STRUCT_INIT(kiln_vk_stats)
 
@@ -413,6 +432,59 @@ KILN_API void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeli
  * Thread-safe. */
 KILN_API uint64_t kiln_vk_pipeline_handle(const struct kiln_vk_pipeline *pipeline);
 
+/* What the driver said of one pipeline it created
+ * (VkPipelineCreationFeedback), for kiln_vk_pipeline_feedback. */
+struct kiln_vk_feedback {
+    size_t size; /* sizeof, as KILN_VK_FEEDBACK_INIT sets it (docs/abi.md) */
+    /* The driver filled the feedback (false: no feedback on this device,
+     * a pipeline a builder made and kiln adopted, or the driver left it
+     * out); the two below mean nothing without it. */
+    bool valid;
+    /* The application's pipeline cache held the pipeline: the driver
+     * compiled nothing (VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT). */
+    bool cache_hit;
+    uint64_t driver_ns; /* the driver's own time to create it */
+};
+#define KILN_VK_FEEDBACK_INIT KILN_STRUCT_INIT(kiln_vk_feedback)
+
+/*
+ * Reads the creation feedback the driver gave for `pipeline` (kiln_vk's own
+ * creates chain it where kiln_vk_info.creation_feedback).
+ * @return 0 with *out filled (valid false when there is none), or
+ * KILN_EINVAL for a NULL argument or a bad size. Thread-safe.
+ */
+KILN_API int kiln_vk_pipeline_feedback(const struct kiln_vk_pipeline *pipeline,
+                                       struct kiln_vk_feedback *out);
+
+/* A flag of kiln_vk_pipeline_desc: create only what the driver's caches
+ * already hold (VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT);
+ * a pipeline that would need a compile is answered at once with
+ * KILN_ECOMPILE_REQUIRED. Needs kiln_vk_info.compile_probe (KILN_ENOTSUP
+ * without it). */
+#define KILN_VK_PIPELINE_NO_COMPILE 0x1u
+
+/* One pipeline of kiln's own shapes, for kiln_vk_pipeline_create. */
+struct kiln_vk_pipeline_desc {
+    size_t size;      /* sizeof, as KILN_VK_PIPELINE_DESC_INIT sets it (docs/abi.md) */
+    const char *name; /* for log lines; NULL: "(unnamed)" */
+    /* Exactly one of the two: a compute stage, or a graphics pair. */
+    const struct kiln_vk_stage *compute;
+    const struct kiln_vk_graphics *graphics;
+    uint32_t flags; /* KILN_VK_PIPELINE_* */
+};
+#define KILN_VK_PIPELINE_DESC_INIT KILN_STRUCT_INIT(kiln_vk_pipeline_desc)
+
+/*
+ * kiln_vk_compute_pipeline or kiln_vk_graphics_pipeline, with flags.
+ * @return as they do; also KILN_ECOMPILE_REQUIRED (no warning logged, not
+ * counted as failed) when KILN_VK_PIPELINE_NO_COMPILE is set and the
+ * driver's caches lack the pipeline, KILN_ENOTSUP for that flag on a
+ * device without kiln_vk_info.compile_probe, KILN_EINVAL for a desc with
+ * neither or both shapes. Thread-safe.
+ */
+KILN_API int kiln_vk_pipeline_create(struct kiln_vk *vk, const struct kiln_vk_pipeline_desc *desc,
+                                     struct kiln_vk_pipeline **pipeline);
+
 /*
  * The baseline "keep modules" mode: unpacks a blob and makes a
  * VkShaderModule that stays alive until kiln_vk_module_destroy (or
@@ -477,6 +549,11 @@ struct kiln_vk_external {
     uint32_t api_version;
     bool maintenance5;
     bool dynamic_rendering;
+    /* The application enabled pipelineCreationCacheControl (the 1.3
+     * feature or VK_EXT_pipeline_creation_cache_control's): kiln may
+     * probe with it (kiln_vk_info.compile_probe). Creation feedback needs
+     * no feature: kiln chains it on Vulkan 1.3 devices. */
+    bool pipeline_creation_cache_control;
 };
 #define KILN_VK_EXTERNAL_INIT KILN_STRUCT_INIT(kiln_vk_external)
 

@@ -39,6 +39,11 @@ const struct kiln_pack_dict *kiln_cache_dict(struct kiln_cache *c)
     return c->dict;
 }
 
+const char *kiln_cache_dir(const struct kiln_cache *c)
+{
+    return c ? c->dir : NULL;
+}
+
 static int dict_copy(const struct kiln_pack_dict *d, struct kiln_pack_dict **out)
 {
     size_t n = 0;

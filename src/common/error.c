@@ -37,6 +37,8 @@ static const struct error_row error_rows[] = {
     {KILN_ETIMEDOUT, "KILN_ETIMEDOUT", "the worker passed its time limit"},
     {KILN_EROFS, "KILN_EROFS", "read-only file system"},
     {KILN_ECACHE_FILE, "KILN_ECACHE_FILE", "a kiln cache's file or folder (never written over)"},
+    {KILN_ECOMPILE_REQUIRED, "KILN_ECOMPILE_REQUIRED",
+     "the driver's caches lack the pipeline: building it needs a compile"},
     {KILN_EIO_OPEN, "KILN_EIO_OPEN", "open failed"},
     {KILN_EIO_READ, "KILN_EIO_READ", "read failed"},
     {KILN_EIO_SHORTREAD, "KILN_EIO_SHORTREAD", "file ended early (short read)"},

@@ -1425,6 +1425,33 @@ int kiln__fb_own_stages(struct build *c, struct json_object *rs, uint32_t n,
     return KILN_OK;
 }
 
+void kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
+                  uint32_t nstages)
+{
+    *flags |= c->ask_flags;
+    memset(&c->feedback, 0, sizeof(c->feedback));
+    if (!c->b->creation_feedback || nstages > KILN_FOZ_MAX_STAGES ||
+        chain_has(*pnext, VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO))
+        return;
+    c->feedback_info = (VkPipelineCreationFeedbackCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+        .pNext = *pnext,
+        .pPipelineCreationFeedback = &c->feedback,
+        .pipelineStageCreationFeedbackCount = nstages,
+        .pPipelineStageCreationFeedbacks = c->stage_feedback,
+    };
+    *pnext = &c->feedback_info;
+}
+
+int kiln__fb_created(struct build *c, VkResult r, const char *call)
+{
+    if (r == VK_SUCCESS)
+        return KILN_OK;
+    if (r == VK_PIPELINE_COMPILE_REQUIRED && c->ask_flags)
+        return kiln__fb_fail(c, KILN_ECOMPILE_REQUIRED, "%s: the driver's caches lack it", call);
+    return kiln__fb_fail(c, KILN_EVULKAN, "%s: VkResult %d", call, (int)r);
+}
+
 /* VK_GRAPHICS_PIPELINE_LIBRARY_*_BIT_EXT: the parts that use a render pass. */
 #define GPL_PARTS_WITH_PASS 0xeu
 
@@ -1479,10 +1506,9 @@ int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCa
     ci.subpass = u32(p, "subpass");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
+    kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount);
     VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
-    if (r != VK_SUCCESS)
-        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateGraphicsPipelines: VkResult %d", (int)r);
-    return KILN_OK;
+    return kiln__fb_created(c, r, "vkCreateGraphicsPipelines");
 }
 
 int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCache cache,
@@ -1504,10 +1530,9 @@ int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCac
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
+    kiln__fb_ask(c, &ci.flags, &ci.pNext, 1);
     VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
-    if (r != VK_SUCCESS)
-        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateComputePipelines: VkResult %d", (int)r);
-    return KILN_OK;
+    return kiln__fb_created(c, r, "vkCreateComputePipelines");
 }
 
 /* A VkPipelineLibraryCreateInfoKHR over the libraries `o` names, which
@@ -1594,6 +1619,10 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
             if (o->extensions[i] && strcmp(o->extensions[i], ext_name[x]) == 0)
                 b->ext[x] = true;
     copy_features(b, o->features);
+    b->creation_feedback = b->api >= VK_API_VERSION_1_3;
+    for (uint32_t i = 0; i < o->extension_count; i++)
+        if (o->extensions[i] && strcmp(o->extensions[i], "VK_EXT_pipeline_creation_feedback") == 0)
+            b->creation_feedback = true;
     b->max_recursion = o->max_ray_recursion_depth;
     if (o->limits)
         kiln_foz_limits_from_vk(o->limits, &b->limits);

@@ -186,7 +186,7 @@ static const VkPhysicalDeviceLimits *kiln_device_limits(struct adapter *a, const
 static int make_builder(struct adapter *a, const struct kiln_build_request *req)
 {
     struct kiln_foz_builder_options o = a->options;
-    const char *exts[2 + KILN_ARRAY_LEN(foz_extensions)];
+    const char *exts[3 + KILN_ARRAY_LEN(foz_extensions)];
     if (!a->have_options_device) {
         /* Without kiln's context the device is taken as plain Vulkan 1.0. */
         const struct kiln_vk_info *info = req->vk ? kiln_vk_get_info(req->vk) : NULL;
@@ -195,6 +195,8 @@ static int make_builder(struct adapter *a, const struct kiln_build_request *req)
             exts[n++] = "VK_KHR_maintenance5";
         if (info && info->dynamic_rendering && info->api_version < VK_API_VERSION_1_3)
             exts[n++] = "VK_KHR_dynamic_rendering";
+        if (info && info->creation_feedback && info->api_version < VK_API_VERSION_1_3)
+            exts[n++] = "VK_EXT_pipeline_creation_feedback";
         /* The extras kiln's context enabled because this builder asked. */
         for (size_t i = 0; req->vk && i < KILN_ARRAY_LEN(foz_extensions); i++)
             if (kiln_vk_extension_enabled(req->vk, foz_extensions[i]))
@@ -239,8 +241,22 @@ static int build(void *user, struct kiln_build_request *req)
         snprintf(req->why, sizeof(req->why), "the Fossilize builder serves another device");
         return KILN_EINVAL;
     }
-    return kiln_foz_builder_build(b, req->state, req->state_size, req->stages, req->nstages,
-                                  req->pipeline_cache, &req->pipeline, req->why, sizeof(req->why));
+    struct kiln_foz_build d = {.size = sizeof(d),
+                               .closure = req->state,
+                               .closure_size = req->state_size,
+                               .stages = req->stages,
+                               .stage_count = req->nstages,
+                               .cache = req->pipeline_cache,
+                               .flags =
+                                   req->flags & KILN_BUILD_PROBE ? KILN_FOZ_BUILD_NO_COMPILE : 0,
+                               .why = req->why,
+                               .why_cap = sizeof(req->why)};
+    rc = kiln_foz_builder_build_with(b, &d);
+    req->pipeline = d.pipeline;
+    req->feedback_valid = d.feedback_valid;
+    req->feedback_cache_hit = d.cache_hit;
+    req->feedback_driver_ns = d.driver_ns;
+    return rc;
 }
 
 /* The end of a pipeline phase: the device may be destroyed next, so the

@@ -138,6 +138,7 @@ struct kiln_foz_builder {
     _Atomic uint64_t failed[KILN_FOZ_KIND_COUNT];
     _Atomic uint64_t objects;
     _Atomic uint64_t standalone;
+    bool creation_feedback; /* Vulkan 1.3 or VK_EXT_pipeline_creation_feedback */
 };
 
 struct block {
@@ -169,6 +170,13 @@ struct build {
     char *why;
     size_t cap;
     bool oom;
+    /* Ask before compiling (kiln__fb_ask): flags added to every create of
+     * the build (the probe's), and the driver's feedback of the last
+     * create, the pipeline's own (its libraries are made before it). */
+    VkPipelineCreateFlags ask_flags;
+    VkPipelineCreationFeedback feedback;
+    VkPipelineCreationFeedback stage_feedback[KILN_FOZ_MAX_STAGES];
+    VkPipelineCreationFeedbackCreateInfo feedback_info;
 };
 
 /* JSON access: a missing member reads as NULL or 0. */
@@ -240,6 +248,17 @@ void kiln__fb_arena_free(struct build *c);
 
 /* Builds the closure's graphics or compute pipeline `p` itself, its
  * libraries made already (foz_builder.c). */
+/* Ask before compiling: adds the probe's flag to a create's flags and
+ * chains the feedback request before *pnext (where the device has it and
+ * the recorded chain has none) for a create of `nstages` stages. */
+void kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
+                  uint32_t nstages);
+
+/* A create's VkResult as the build's answer: 0, KILN_ECOMPILE_REQUIRED
+ * for a probe the driver answered VK_PIPELINE_COMPILE_REQUIRED, else
+ * KILN_EVULKAN; `call` names the create in `why`. */
+int kiln__fb_created(struct build *c, VkResult r, const char *call);
+
 int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCache cache,
                             VkPipeline *out);
 int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCache cache,

@@ -163,12 +163,10 @@ int kiln__fb_build_raytracing(struct build *c, struct json_object *p, VkPipeline
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
+    kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount);
     VkResult r =
         b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, b->alloc, out);
-    if (r != VK_SUCCESS)
-        return kiln__fb_fail(c, KILN_EVULKAN, "vkCreateRayTracingPipelinesKHR: VkResult %d",
-                             (int)r);
-    return KILN_OK;
+    return kiln__fb_created(c, r, "vkCreateRayTracingPipelinesKHR");
 }
 
 /* Builds one pipeline of the closure: its libraries first, then itself. */
@@ -183,15 +181,35 @@ int kiln__fb_build_pipeline(struct build *c, struct json_object *p, int depth,
     return kiln__fb_build_raytracing(c, p, cache, out);
 }
 
-int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
-                           const VkPipelineShaderStageCreateInfo *stages, uint32_t stage_count,
-                           VkPipelineCache cache, VkPipeline *pipeline, char *why, size_t cap)
+/* The build's answer in the counts: a probe's KILN_ECOMPILE_REQUIRED is
+ * none of them (nothing built, nothing failed). */
+static void count_build(struct kiln_foz_builder *b, enum kiln_foz_kind kind, int rc)
 {
-    if (!b || !closure || !pipeline || (!stages && stage_count))
-        return KILN_EINVAL;
-    *pipeline = VK_NULL_HANDLE;
-    if (why && cap)
-        why[0] = '\0';
+    if (rc == 0)
+        atomic_fetch_add(&b->built[kind], 1);
+    else if (rc == KILN_ENOTSUP)
+        atomic_fetch_add(&b->skipped[kind], 1);
+    else if (rc != KILN_ECOMPILE_REQUIRED)
+        atomic_fetch_add(&b->failed[kind], 1);
+}
+
+/* The pipeline's feedback into the caller's build (see struct build). */
+static void take_feedback(const struct build *c, struct kiln_foz_build *d)
+{
+    const VkPipelineCreationFeedback *f = &c->feedback;
+    d->feedback_valid = (f->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) != 0;
+    d->cache_hit =
+        d->feedback_valid &&
+        (f->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0;
+    d->driver_ns = d->feedback_valid ? f->duration : 0;
+}
+
+static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d)
+{
+    char *why = d->why;
+    size_t cap = d->why_cap;
+    const VkPipelineShaderStageCreateInfo *stages = d->stages;
+    uint32_t stage_count = d->stage_count;
     struct build *c = kiln__calloc(1, sizeof(*c));
     if (!c) {
         atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
@@ -200,9 +218,11 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
         return KILN_ENOMEM;
     }
     *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages};
+    if (d->flags & KILN_FOZ_BUILD_NO_COMPILE)
+        c->ask_flags = VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
     uint64_t hash;
     struct json_object *p;
-    int rc = kiln__foz_closure_parse(closure, size, &c->doc, &c->tag, &hash, &p);
+    int rc = kiln__foz_closure_parse(d->closure, d->closure_size, &c->doc, &c->tag, &hash, &p);
     if (rc < 0) {
         atomic_fetch_add(&b->failed[KILN_FOZ_KIND_GRAPHICS], 1);
         kiln__fb_fail(c, rc, "%s",
@@ -234,7 +254,9 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                                kiln_foz_kind_name(kind), hash, rule);
     }
     if (rc == 0)
-        rc = kiln__fb_build_pipeline(c, p, 0, cache, pipeline);
+        rc = kiln__fb_build_pipeline(c, p, 0, d->cache, &d->pipeline);
+    if (rc == 0)
+        take_feedback(c, d);
     /* The linked pipeline does not need its libraries once it exists. One
      * thread at a time: lavapipe (Mesa 22.3) defers destroying a library
      * that was linked by appending it to a device-wide list, and
@@ -246,14 +268,50 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
     pthread_mutex_unlock(&b->lock);
     if (rc == KILN_ENOMEM)
         kiln__fb_fail(c, rc, "out of memory");
-    if (rc == 0)
-        atomic_fetch_add(&b->built[kind], 1);
-    else if (rc == KILN_ENOTSUP)
-        atomic_fetch_add(&b->skipped[kind], 1);
-    else
-        atomic_fetch_add(&b->failed[kind], 1);
+    count_build(b, kind, rc);
     json_object_put(c->doc);
     kiln__fb_arena_free(c);
     kiln__free(c);
+    return rc;
+}
+
+int kiln_foz_builder_build_with(struct kiln_foz_builder *b, struct kiln_foz_build *build)
+{
+    if (!b || !build)
+        return KILN_EINVAL;
+    struct kiln_foz_build d;
+    KILN_TRY(KILN_STRUCT_IN(&d, build, "kiln_foz_build"));
+    KILN_TRY(kiln__struct_out_check(build, "kiln_foz_build"));
+    if (!d.closure || (!d.stages && d.stage_count))
+        return KILN_EINVAL;
+    d.pipeline = VK_NULL_HANDLE;
+    d.feedback_valid = d.cache_hit = false;
+    d.driver_ns = 0;
+    if (d.why && d.why_cap)
+        d.why[0] = '\0';
+    int rc = build_body(b, &d);
+    KILN_STRUCT_OUT(build, &d);
+    return rc;
+}
+
+int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
+                           const VkPipelineShaderStageCreateInfo *stages, uint32_t stage_count,
+                           VkPipelineCache cache, VkPipeline *pipeline, char *why, size_t cap)
+{
+    if (!b || !closure || !pipeline || (!stages && stage_count))
+        return KILN_EINVAL;
+    *pipeline = VK_NULL_HANDLE;
+    if (why && cap)
+        why[0] = '\0';
+    struct kiln_foz_build d = {.size = sizeof(d),
+                               .closure = closure,
+                               .closure_size = size,
+                               .stages = stages,
+                               .stage_count = stage_count,
+                               .cache = cache,
+                               .why = why,
+                               .why_cap = cap};
+    int rc = build_body(b, &d);
+    *pipeline = d.pipeline;
     return rc;
 }

@@ -11,6 +11,17 @@
  *           u32 driverVersion, i32 error, u8 pipelineCacheUUID[16],
  *           u64 key lo, u64 key hi, char reason[64] (NUL-padded),
  *           u64 checksum of the 120 bytes before it
+ *   run:    u32 tag "KLPD", u16 run kind, u16 0, u32 vendorID, u32 deviceID,
+ *           u32 driverVersion, u32 0, u8 pipelineCacheUUID[16], u64 time
+ *           (seconds since 1970), u64 pipelines, u64 with feedback, u64
+ *           driver cache hits, u64 driver ns, u64 probed, u64 probe hits,
+ *           u8 0[24], u64 checksum of the 120 bytes before it
+ *
+ * A run record (the driver's word on one prepare, start or service run,
+ * added after version 1 shipped) is a slot of its own tag, so the version
+ * stays 1: a ledger of older kiln reads as before, and older kiln reading
+ * a newer ledger counts a run record as damaged and skips it (one warning
+ * line; the program records are read as ever).
  *
  * Invariants and why they hold:
  *
@@ -38,6 +49,7 @@
  *   other way round) is appended, and the parse keeps the last.
  */
 #include "kiln_internal.h"
+#include "kiln/prep.h"
 #include "ledger.h"
 
 #include <inttypes.h>
@@ -47,6 +59,7 @@
 
 #define LEDGER_VERSION 1u
 #define RECORD_TAG     0x52504c4bu /* "KLPR" little-endian */
+#define RUN_TAG        0x44504c4bu /* "KLPD" little-endian */
 /* A ledger larger than this is not read (half a million records). */
 #define LEDGER_MAX_BYTES (64u << 20)
 
@@ -63,16 +76,65 @@ void kiln__ledger_header(unsigned char *h)
     kiln__store_le64(h + 24, kiln_hash64(h, 24));
 }
 
+/* The fields a run record shares with a program's: its driver. */
+static void write_driver(const struct kiln__ledger_driver *d, unsigned char *r)
+{
+    kiln__store_le32(r + 8, d->vendor_id);
+    kiln__store_le32(r + 12, d->device_id);
+    kiln__store_le32(r + 16, d->driver_version);
+    memcpy(r + 24, d->cache_uuid, 16);
+}
+
+static void read_driver(const unsigned char *r, struct kiln__ledger_driver *d)
+{
+    d->vendor_id = kiln__load_le32(r + 8);
+    d->device_id = kiln__load_le32(r + 12);
+    d->driver_version = kiln__load_le32(r + 16);
+    memcpy(d->cache_uuid, r + 24, 16);
+}
+
+static void record_run(const struct kiln__ledger_entry *e, unsigned char *r)
+{
+    const struct kiln__ledger_run *u = &e->run;
+    kiln__store_le32(r, RUN_TAG);
+    kiln__store_le16(r + 4, (uint16_t)u->kind);
+    write_driver(&e->driver, r);
+    kiln__store_le64(r + 40, u->when);
+    kiln__store_le64(r + 48, u->pipelines);
+    kiln__store_le64(r + 56, u->feedback);
+    kiln__store_le64(r + 64, u->cache_hits);
+    kiln__store_le64(r + 72, u->driver_ns);
+    kiln__store_le64(r + 80, u->probed);
+    kiln__store_le64(r + 88, u->probe_hits);
+    kiln__store_le64(r + 120, kiln_hash64(r, 120));
+}
+
+static void read_run(const unsigned char *r, struct kiln__ledger_entry *e)
+{
+    struct kiln__ledger_run *u = &e->run;
+    e->state = KILN__LEDGER_RUN;
+    read_driver(r, &e->driver);
+    u->kind = kiln__load_le16(r + 4);
+    u->when = kiln__load_le64(r + 40);
+    u->pipelines = kiln__load_le64(r + 48);
+    u->feedback = kiln__load_le64(r + 56);
+    u->cache_hits = kiln__load_le64(r + 64);
+    u->driver_ns = kiln__load_le64(r + 72);
+    u->probed = kiln__load_le64(r + 80);
+    u->probe_hits = kiln__load_le64(r + 88);
+}
+
 void kiln__ledger_record(const struct kiln__ledger_entry *e, unsigned char *r)
 {
     memset(r, 0, KILN__LEDGER_RECORD);
+    if (e->state == KILN__LEDGER_RUN) {
+        record_run(e, r);
+        return;
+    }
     kiln__store_le32(r, RECORD_TAG);
     kiln__store_le16(r + 4, (uint16_t)e->state);
-    kiln__store_le32(r + 8, e->driver.vendor_id);
-    kiln__store_le32(r + 12, e->driver.device_id);
-    kiln__store_le32(r + 16, e->driver.driver_version);
+    write_driver(&e->driver, r);
     kiln__store_le32(r + 20, (uint32_t)e->error);
-    memcpy(r + 24, e->driver.cache_uuid, 16);
     kiln__store_le64(r + 40, e->key.lo);
     kiln__store_le64(r + 48, e->key.hi);
     size_t len = strnlen(e->reason, KILN__LEDGER_REASON - 1);
@@ -83,18 +145,21 @@ void kiln__ledger_record(const struct kiln__ledger_entry *e, unsigned char *r)
 /* Reads one slot. @return whether it is a whole, good record. */
 static bool read_record(const unsigned char *r, struct kiln__ledger_entry *e)
 {
-    if (kiln__load_le32(r) != RECORD_TAG || kiln__load_le64(r + 120) != kiln_hash64(r, 120))
+    uint32_t tag = kiln__load_le32(r);
+    if ((tag != RECORD_TAG && tag != RUN_TAG) || kiln__load_le64(r + 120) != kiln_hash64(r, 120))
         return false;
+    if (tag == RUN_TAG) {
+        memset(e, 0, sizeof(*e));
+        read_run(r, e);
+        return e->run.kind >= KILN_LEDGER_RUN_PREPARE && e->run.kind <= KILN_LEDGER_RUN_SERVICE;
+    }
     uint16_t state = kiln__load_le16(r + 4);
     if (state != KILN__LEDGER_BUILT && state != KILN__LEDGER_FAILED)
         return false;
     memset(e, 0, sizeof(*e));
     e->state = state;
-    e->driver.vendor_id = kiln__load_le32(r + 8);
-    e->driver.device_id = kiln__load_le32(r + 12);
-    e->driver.driver_version = kiln__load_le32(r + 16);
+    read_driver(r, &e->driver);
     e->error = (int32_t)kiln__load_le32(r + 20);
-    memcpy(e->driver.cache_uuid, r + 24, 16);
     e->key.lo = kiln__load_le64(r + 40);
     e->key.hi = kiln__load_le64(r + 48);
     memcpy(e->reason, r + 56, KILN__LEDGER_REASON - 1);
@@ -204,7 +269,7 @@ struct load_ctx {
 static void keep_mine(void *user, const struct kiln__ledger_entry *e)
 {
     struct load_ctx *c = user;
-    if (c->rc == KILN_OK && same_driver(&e->driver, &c->l->driver))
+    if (c->rc == KILN_OK && e->state != KILN__LEDGER_RUN && same_driver(&e->driver, &c->l->driver))
         c->rc = put(c->l, e->key, e->state, e->error);
 }
 
@@ -272,6 +337,29 @@ uint32_t kiln__ledger_lookup(const struct kiln__ledger *l, struct kiln_key key, 
     return s->state;
 }
 
+/* Room for one more pending record. @return 0 or KILN_ENOMEM. */
+static int pending_room(struct kiln__ledger *l)
+{
+    if (l->npending < l->pending_cap)
+        return KILN_OK;
+    size_t cap = l->pending_cap ? l->pending_cap * 2 : 64;
+    unsigned char *p = kiln__realloc(l->pending, cap * KILN__LEDGER_RECORD);
+    if (!p)
+        return KILN_ENOMEM;
+    l->pending = p;
+    l->pending_cap = cap;
+    return KILN_OK;
+}
+
+int kiln__ledger_note_run(struct kiln__ledger *l, const struct kiln__ledger_run *run)
+{
+    KILN_TRY(pending_room(l));
+    struct kiln__ledger_entry e = {.driver = l->driver, .state = KILN__LEDGER_RUN, .run = *run};
+    kiln__ledger_record(&e, l->pending + l->npending * KILN__LEDGER_RECORD);
+    l->npending++;
+    return KILN_OK;
+}
+
 int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t state, int error,
                       const char *reason)
 {
@@ -279,14 +367,7 @@ int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t stat
     uint32_t old = kiln__ledger_lookup(l, key, &old_error);
     if (old == state && (state != KILN__LEDGER_FAILED || old_error == error))
         return KILN_OK;
-    if (l->npending == l->pending_cap) {
-        size_t cap = l->pending_cap ? l->pending_cap * 2 : 64;
-        unsigned char *p = kiln__realloc(l->pending, cap * KILN__LEDGER_RECORD);
-        if (!p)
-            return KILN_ENOMEM;
-        l->pending = p;
-        l->pending_cap = cap;
-    }
+    KILN_TRY(pending_room(l));
     KILN_TRY(put(l, key, state, error));
     struct kiln__ledger_entry e = {.driver = l->driver, .key = key, .state = state, .error = error};
     if (reason)
@@ -340,4 +421,65 @@ void kiln__ledger_close(struct kiln__ledger *l)
     kiln__free(l->table);
     kiln__free(l->pending);
     kiln__free(l);
+}
+
+/* ---- the driver's word, for reports (kiln_ledger_last_run) ------------------- */
+
+struct last_run {
+    uint32_t kind;
+    struct kiln__ledger_entry e;
+    bool found;
+};
+
+static void keep_last_run(void *user, const struct kiln__ledger_entry *e)
+{
+    struct last_run *c = user;
+    if (e->state == KILN__LEDGER_RUN && e->run.kind == c->kind) {
+        c->e = *e;
+        c->found = true;
+    }
+}
+
+static int last_run_body(const char *cache_dir, uint32_t kind, struct kiln_ledger_run *out)
+{
+    char path[4096];
+    KILN_TRY(kiln__path_join(path, sizeof(path), cache_dir, KILN__LEDGER_FILE));
+    void *data = NULL;
+    size_t n = 0;
+    KILN_TRY(
+        kiln__io_read_file(kiln_io_default(), path, KILN_IO_NOFOLLOW, LEDGER_MAX_BYTES, &data, &n));
+    struct last_run c = {.kind = kind};
+    struct kiln__ledger_scan scan;
+    int rc = kiln__ledger_parse(data, n, keep_last_run, &c, &scan);
+    kiln__free(data);
+    if (rc < 0)
+        return rc;
+    if (!c.found)
+        return KILN_ENOTFOUND;
+    const struct kiln__ledger_run *u = &c.e.run;
+    struct kiln_ledger_run r = {.size = sizeof(r),
+                                .kind = u->kind,
+                                .vendor_id = c.e.driver.vendor_id,
+                                .device_id = c.e.driver.device_id,
+                                .driver_version = c.e.driver.driver_version,
+                                .when = u->when,
+                                .pipelines = u->pipelines,
+                                .feedback = u->feedback,
+                                .cache_hits = u->cache_hits,
+                                .driver_ns = u->driver_ns,
+                                .probed = u->probed,
+                                .probe_hits = u->probe_hits};
+    memcpy(r.pipeline_cache_uuid, c.e.driver.cache_uuid, 16);
+    KILN_STRUCT_OUT(out, &r);
+    return KILN_OK;
+}
+
+int kiln_ledger_last_run(const char *cache_dir, uint32_t kind, struct kiln_ledger_run *out)
+{
+    if (!cache_dir || !out)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(out, "kiln_ledger_run"));
+    if (kind < KILN_LEDGER_RUN_PREPARE || kind > KILN_LEDGER_RUN_SERVICE)
+        return KILN_EINVAL;
+    return last_run_body(cache_dir, kind, out);
 }

@@ -24,6 +24,22 @@ enum kiln__ledger_state {
     KILN__LEDGER_NONE = 0,   /* nothing recorded */
     KILN__LEDGER_BUILT = 1,  /* its pipeline was built and pipelines.vkc saved after */
     KILN__LEDGER_FAILED = 2, /* its build failed (reason and error kept) */
+    /* Not a program's: the driver's word on one run (struct
+     * kiln__ledger_run; the key is zero). Older kiln counts such a record
+     * as damaged and skips it. */
+    KILN__LEDGER_RUN = 3,
+};
+
+/* The driver's word on one run (kiln_ledger_run, kiln/prep.h). */
+struct kiln__ledger_run {
+    uint32_t kind;       /* enum kiln_ledger_run_kind */
+    uint64_t when;       /* seconds since 1970 */
+    uint64_t pipelines;  /* pipelines the run built */
+    uint64_t feedback;   /* of those, with the driver's creation feedback */
+    uint64_t cache_hits; /* of those, found in the application's pipeline cache */
+    uint64_t driver_ns;  /* the driver's time for them, summed */
+    uint64_t probed;     /* probes (KILN_BUILD_PROBE) asked */
+    uint64_t probe_hits; /* probes answered with a pipeline, no compile */
 };
 
 /* A driver, as the ledger tells drivers apart. */
@@ -41,6 +57,7 @@ struct kiln__ledger_entry {
     uint32_t state; /* enum kiln__ledger_state */
     int32_t error;  /* for FAILED: the kiln error */
     char reason[KILN__LEDGER_REASON];
+    struct kiln__ledger_run run; /* for KILN__LEDGER_RUN */
 };
 
 /* What a parse found. */
@@ -95,6 +112,10 @@ uint32_t kiln__ledger_lookup(const struct kiln__ledger *l, struct kiln_key key, 
  */
 int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t state, int error,
                       const char *reason);
+
+/* Notes the driver's word on a run of this ledger's driver (in memory;
+ * kiln__ledger_sync writes it). @return 0 or KILN_ENOMEM. */
+int kiln__ledger_note_run(struct kiln__ledger *l, const struct kiln__ledger_run *run);
 
 /*
  * Appends what was noted since the last sync to the file and syncs it (a

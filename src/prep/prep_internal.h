@@ -33,6 +33,11 @@ struct kiln__prep_item {
      * sent): not the driver's word, so not recorded in the ledger. */
     bool unreached;
     int status;
+    /* What the driver said of its build (creation feedback), when valid. */
+    bool feedback_valid;
+    bool driver_cache_hit;
+    uint64_t driver_ns;
+    bool probe_missed; /* a probe the driver answered "compile required", then compiled */
 };
 
 /*
@@ -85,7 +90,28 @@ struct kiln__prep_build {
     struct kiln__journal *journal;
     /* out: failures that never reached a driver (kiln__prep_item.unreached) */
     _Atomic uint64_t unreached;
+    /* Ask before compiling: KILN_BUILD_* flags for every build (a build
+     * session's probe), and out, the driver's word summed over the builds
+     * (kiln__prep_note_feedback) and the probes it answered
+     * KILN_ECOMPILE_REQUIRED (not failures: no warning, not counted). */
+    uint32_t build_flags;
+    _Atomic uint64_t feedback_pipelines;
+    _Atomic uint64_t feedback_cache_hits;
+    _Atomic uint64_t feedback_driver_ns;
+    _Atomic uint64_t compile_required;
 };
+
+/* Notes the driver's feedback of an item's build in the item and the
+ * phase's sums (start.c). */
+void kiln__prep_note_feedback(struct kiln__prep_build *b, struct kiln__prep_item *it, bool valid,
+                              bool cache_hit, uint64_t driver_ns);
+
+struct kiln__ledger_run;
+
+/* The driver's word on a phase's builds, as a ledger run record of
+ * `kind` (enum kiln_ledger_run_kind), stamped now (prep_run.c). */
+void kiln__prep_run_word(const struct kiln__prep_build *b, uint64_t built, uint32_t kind,
+                         struct kiln__ledger_run *out);
 
 /* ---- the run's controls (prep_run.c) --------------------------------------- */
 
@@ -163,11 +189,12 @@ uint64_t kiln__prep_skip_suspects(const struct kiln__journal_suspect *sus, size_
  * failure as FAILED (a skip for missing device features is not recorded,
  * nor an item never run, nor a failure that never reached a driver), each
  * pipeline built as BUILT when `vkc_saved`;
- * then syncs the ledger (a failure is logged as a warning: only builds are
- * lost) and frees it. NULL is a no-op.
+ * and the run's driver's word (`run`, when not NULL and it built
+ * something); then syncs the ledger (a failure is logged as a warning:
+ * only builds are lost) and frees it. NULL is a no-op.
  */
 void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep_item *items,
-                           size_t n, bool vkc_saved);
+                           size_t n, bool vkc_saved, const struct kiln__ledger_run *run);
 
 /*
  * The caller's structs an options struct points at, read into the

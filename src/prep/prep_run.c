@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 uint64_t kiln__prep_test_cancel_after;
 
@@ -187,7 +188,7 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
      * the whole run), then skipped this once even with retry_failed. */
     rc = kiln__journal_scan(o->cache_dir, o->io, &pl->journal);
     if (rc < 0) {
-        kiln__prep_ledger_end(pl, items, 0, false);
+        kiln__prep_ledger_end(pl, items, 0, false, NULL);
         return rc;
     }
     const struct kiln__journal_suspect *sus = NULL;
@@ -227,8 +228,20 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
     return KILN_OK;
 }
 
+void kiln__prep_run_word(const struct kiln__prep_build *b, uint64_t built, uint32_t kind,
+                         struct kiln__ledger_run *out)
+{
+    struct kiln__prep_build *m = (struct kiln__prep_build *)b; /* atomic loads */
+    *out = (struct kiln__ledger_run){.kind = kind,
+                                     .when = (uint64_t)time(NULL),
+                                     .pipelines = built,
+                                     .feedback = atomic_load(&m->feedback_pipelines),
+                                     .cache_hits = atomic_load(&m->feedback_cache_hits),
+                                     .driver_ns = atomic_load(&m->feedback_driver_ns)};
+}
+
 void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep_item *items,
-                           size_t n, bool vkc_saved)
+                           size_t n, bool vkc_saved, const struct kiln__ledger_run *run)
 {
     if (!pl)
         return;
@@ -244,6 +257,8 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
         else if (vkc_saved)
             rc = kiln__ledger_note(pl->ledger, items[i].key, KILN__LEDGER_BUILT, 0, NULL);
     }
+    if (rc == KILN_OK && pl->ledger && run && run->pipelines)
+        rc = kiln__ledger_note_run(pl->ledger, run);
     if (rc == KILN_OK)
         rc = kiln__ledger_sync(pl->ledger);
     if (rc < 0)

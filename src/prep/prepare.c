@@ -60,6 +60,7 @@
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
+#include "ledger.h"
 #include "prep_internal.h"
 
 #include "kiln/pool.h"
@@ -802,7 +803,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     /* Made by this run: counted when stored (one warning line each). */
     s->recorded_invalid += atomic_load(&b.recorded_invalid);
     if (built < 0) {
-        kiln__prep_ledger_end(ledger, items, n, false);
+        kiln__prep_ledger_end(ledger, items, n, false, NULL);
         fail_at(s, KILN_PREP_STEP_OTHER, (int)built);
         goto out;
     }
@@ -821,7 +822,12 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                    kiln_strerror(rc));
         fail_at(s, KILN_PREP_STEP_CACHE, rc);
     }
-    kiln__prep_ledger_end(ledger, items, n, rc == KILN_OK);
+    s->feedback_pipelines = atomic_load(&b.feedback_pipelines);
+    s->driver_cache_hits = atomic_load(&b.feedback_cache_hits);
+    s->driver_ns = atomic_load(&b.feedback_driver_ns);
+    struct kiln__ledger_run word;
+    kiln__prep_run_word(&b, s->pipelines_built, KILN_LEDGER_RUN_PREPARE, &word);
+    kiln__prep_ledger_end(ledger, items, n, rc == KILN_OK, &word);
     s->save_ns = kiln_now_ns() - t5;
     if (!s->error && (atomic_load(&b.stopped) || stopping(&r)))
         fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);

@@ -233,6 +233,53 @@ static void deliver(struct build_job *j, struct kiln_vk_pipeline *pipe)
         kiln_vk_pipeline_destroy(j->b->vk, pipe);
 }
 
+void kiln__prep_note_feedback(struct kiln__prep_build *b, struct kiln__prep_item *it, bool valid,
+                              bool cache_hit, uint64_t driver_ns)
+{
+    it->feedback_valid = valid;
+    it->driver_cache_hit = valid && cache_hit;
+    it->driver_ns = valid ? driver_ns : 0;
+    if (!valid)
+        return;
+    atomic_fetch_add_explicit(&b->feedback_pipelines, 1, memory_order_relaxed);
+    if (cache_hit)
+        atomic_fetch_add_explicit(&b->feedback_cache_hits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->feedback_driver_ns, driver_ns, memory_order_relaxed);
+}
+
+/* kiln's own shapes' flags for a phase's builds: the probe where asked. */
+static uint32_t probe_flags(const struct kiln__prep_build *b)
+{
+    return b->build_flags & KILN_BUILD_PROBE ? KILN_VK_PIPELINE_NO_COMPILE : 0;
+}
+
+/* A probe's miss is compiled at once, in the same build (its stages
+ * staged once). */
+static bool compile_on_miss(const struct kiln__prep_build *b)
+{
+    return (b->build_flags & (KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS)) ==
+           (KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS);
+}
+
+/* Calls the builder with the phase's probe flag; a probe it answers
+ * KILN_ECOMPILE_REQUIRED is asked again without it when the phase
+ * compiles on a miss (the stages stay staged). */
+static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *bld,
+                        struct kiln__prep_item *it, struct kiln_build_request *req)
+{
+    req->flags = b->build_flags & KILN_BUILD_PROBE;
+    int rc = bld->build(bld->user, req);
+    if (rc == KILN_ECOMPILE_REQUIRED && req->flags && compile_on_miss(b)) {
+        it->probe_missed = true;
+        req->flags = 0;
+        req->pipeline = VK_NULL_HANDLE;
+        req->why[0] = '\0';
+        rc = bld->build(bld->user, req);
+    }
+    req->why[sizeof(req->why) - 1] = '\0';
+    return rc;
+}
+
 /* kiln's own shapes: one compute stage, or a vertex and a fragment stage,
  * in kiln's layout. kiln_vk checks the stages against that layout first and
  * answers KILN_ENOTSUP for one it does not hold (a binding other than set 0
@@ -278,17 +325,27 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         struct kiln_vk_stage vs[2];
         for (int i = 0; i < ns; i++)
             vs[i] = vk_stage(&op->stages[i], &sp[i]);
-        if (compute) {
-            rc = kiln_vk_compute_pipeline(j->b->vk, name, &vs[0], &pipe);
-        } else {
-            struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &vs[0], .fragment = &vs[1]};
-            rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
+        struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &vs[0], .fragment = &vs[1]};
+        struct kiln_vk_pipeline_desc d = {.size = sizeof(d),
+                                          .name = name,
+                                          .compute = compute ? &vs[0] : NULL,
+                                          .graphics = compute ? NULL : &g,
+                                          .flags = probe_flags(j->b)};
+        rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
+        if (rc == KILN_ECOMPILE_REQUIRED && compile_on_miss(j->b)) {
+            j->item->probe_missed = true; /* compiled now, the stages still open */
+            d.flags = 0;
+            rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
         }
     }
     kiln__free(sp[0].map);
     kiln__free(sp[1].map);
     kiln_program_opened_free(op);
     it->status = rc;
+    if (rc == KILN_ECOMPILE_REQUIRED) {
+        atomic_fetch_add_explicit(&j->b->compile_required, 1, memory_order_relaxed);
+        return KILN_OK; /* a probe's answer: nothing built, nothing failed */
+    }
     if (rc == KILN_ENOTSUP) {
         count_skip(j->b, KILN_STATE_BUILTIN, name, "its stages do not fit kiln's layout");
         return KILN_OK;
@@ -298,6 +355,9 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         return rc; /* kiln_vk logged it, naming the program */
     }
     atomic_fetch_add_explicit(&j->b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
+    struct kiln_vk_feedback fb = KILN_VK_FEEDBACK_INIT;
+    if (kiln_vk_pipeline_feedback(pipe, &fb) == KILN_OK)
+        kiln__prep_note_feedback(j->b, it, fb.valid, fb.cache_hit, fb.driver_ns);
     deliver(j, pipe);
     return KILN_OK;
 }
@@ -351,8 +411,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         req.pipeline_cache = h.pipeline_cache;
         req.vk = b->vk;
         req.worker = worker;
-        rc = bld->build(bld->user, &req);
-        req.why[sizeof(req.why) - 1] = '\0';
+        rc = call_builder(b, bld, it, &req);
     } else if (rc == KILN_ENOMEM) {
         KILN_WARN("prep", "%s: not built: out of memory", name);
     }
@@ -366,6 +425,10 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     kiln_program_opened_free(op);
 
     it->status = rc;
+    if (rc == KILN_ECOMPILE_REQUIRED && (b->build_flags & KILN_BUILD_PROBE)) {
+        atomic_fetch_add_explicit(&b->compile_required, 1, memory_order_relaxed);
+        return KILN_OK; /* a probe's answer: nothing built, nothing failed */
+    }
     if (rc == KILN_ENOTSUP && made == n) {
         char why[sizeof(req.why) + 64];
         snprintf(why, sizeof(why), "%s: %s", bname, req.why[0] ? req.why : "not supported here");
@@ -380,6 +443,8 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         return rc;
     }
     atomic_fetch_add_explicit(&b->built[kind], 1, memory_order_relaxed);
+    kiln__prep_note_feedback(b, it, req.feedback_valid, req.feedback_cache_hit,
+                             req.feedback_driver_ns);
     if (req.pipeline == VK_NULL_HANDLE)
         return KILN_OK; /* the builder keeps it */
     struct kiln_vk_pipeline *pipe = NULL;
@@ -778,21 +843,22 @@ static void start_ledger_begin(const struct kiln_start_options *o, struct kiln__
 /*
  * Records in the ledger, under the cache's writer lock taken again for
  * it, what the start learnt: programs that crashed or hung an isolated
- * worker (the driver's word), and the retried ones that were built (only
- * once pipelines.vkc was saved, as kiln_prepare does). Nothing to record:
- * nothing opened. Another writer holding the cache: not recorded (info).
+ * worker (the driver's word), the retried ones that were built (only
+ * once pipelines.vkc was saved, as kiln_prepare does), and the driver's
+ * word on the start's builds (`run`, when it built any). Nothing to
+ * record: nothing opened. Another writer holding the cache: not recorded (info).
  */
 static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk *own_vk,
                              const struct kiln__ledger_driver *d,
                              const struct kiln__prep_item *items, size_t n,
-                             const unsigned char *retried)
+                             const unsigned char *retried, const struct kiln__ledger_run *run)
 {
     bool crashed = false, rebuilt = false;
     for (size_t i = 0; i < n; i++) {
         crashed |= crash_error(items[i].status) && !items[i].unreached && items[i].payload;
         rebuilt |= retried[i] && items[i].status == KILN_OK;
     }
-    if (!crashed && !rebuilt)
+    if (!crashed && !rebuilt && !run->pipelines)
         return;
     struct kiln_cache *c = NULL;
     struct kiln_cache_options wopt = {
@@ -813,6 +879,8 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
         else if (retried[i] && items[i].status == KILN_OK && saved)
             rc = kiln__ledger_note(l, items[i].key, KILN__LEDGER_BUILT, 0, NULL);
     }
+    if (rc == KILN_OK && run->pipelines)
+        rc = kiln__ledger_note_run(l, run);
     if (rc == KILN_OK)
         rc = kiln__ledger_sync(l);
     if (rc < 0)
@@ -1126,7 +1194,12 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
         if (rc < 0)
             s->vk_cache_save_error = rc; /* its one line is the vk module's */
     }
-    start_ledger_end(o, own_vk, &drv, items, n, retried);
+    s->feedback_pipelines = atomic_load(&b.feedback_pipelines);
+    s->driver_cache_hits = atomic_load(&b.feedback_cache_hits);
+    s->driver_ns = atomic_load(&b.feedback_driver_ns);
+    struct kiln__ledger_run word;
+    kiln__prep_run_word(&b, s->pipelines_built, KILN_LEDGER_RUN_START, &word);
+    start_ledger_end(o, own_vk, &drv, items, n, retried, &word);
     /* Stopped: what was built is kept (pipelines.vkc, the ledger), and
      * the run says it did not finish. */
     if (atomic_load(&b.stopped)) {

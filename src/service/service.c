@@ -36,6 +36,17 @@
  *
  * - Pipelines are the service's: each entry keeps what its build made and
  *   kiln_service_destroy destroys it after the last build returned.
+ *
+ * - Ask before compiling, on the workers only. Where the device has the
+ *   probe, a build first asks the session with KILN_BUILD_PROBE and
+ *   compiles only on KILN_ECOMPILE_REQUIRED; the requesting thread never
+ *   probes (docs/runtime.md says why). The driver's feedback of every
+ *   build is summed under the lock with the other counters.
+ *
+ * - The ledger: the session notes each build (kiln_build_session_options.
+ *   ledger_dir, only with a cache that takes puts: the process holds its
+ *   writer lock), and kiln_service_destroy saves it after the last build
+ *   returned (kiln_build_session_save).
  */
 #include "kiln_internal.h"
 
@@ -112,6 +123,7 @@ struct kiln_service {
     struct kiln_service_stats st;
     uint64_t waits[WAIT_SAMPLES];
     uint64_t nwaits;
+    bool probe; /* workers probe before compiling (see the top) */
 };
 
 /* ---- the table and the queues (under the lock) --------------------------- */
@@ -309,6 +321,41 @@ static void entry_free(struct entry *e)
 
 /* ---- the build (outside the lock) ------------------------------------------- */
 
+/* Counts a build's probe and the driver's feedback (under the lock). */
+static void count_driver_word(struct kiln_service *svc, const struct kiln_build_run *r, int rc)
+{
+    bool probed = (r->flags & KILN_BUILD_PROBE) != 0;
+    pthread_mutex_lock(&svc->lock);
+    svc->st.probed += probed;
+    svc->st.probe_hits += probed && rc == KILN_OK && !r->probe_missed;
+    if (rc == KILN_OK && r->feedback_valid) {
+        svc->st.feedback_pipelines++;
+        svc->st.driver_cache_hits += r->driver_cache_hit;
+        svc->st.driver_ns += r->driver_ns;
+    }
+    pthread_mutex_unlock(&svc->lock);
+}
+
+/* Builds one payload into e->pipe: a probe first where the device has it
+ * (the driver answers at once), a compile only when the driver says one
+ * is needed, in the same run (KILN_BUILD_COMPILE_ON_MISS: the stages are
+ * staged once). @return the build's result. */
+static int build_payload(struct kiln_service *svc, struct entry *e, const void *payload,
+                         size_t size, unsigned worker)
+{
+    struct kiln_build_run r = {.size = sizeof(r),
+                               .key = e->key,
+                               .payload = payload,
+                               .payload_size = size,
+                               .worker = worker,
+                               .flags =
+                                   svc->probe ? KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS : 0};
+    int rc = kiln_build_session_run_with(svc->session, &r);
+    count_driver_word(svc, &r, rc);
+    e->pipe = r.pipeline;
+    return rc;
+}
+
 /*
  * Builds e's pipeline: the cache's record of its key when it has one, else
  * the program sealed here. @return the build's result; *store is set when
@@ -320,8 +367,7 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     struct kiln_cache_result r = {.data = NULL};
     int rc = svc->cache ? kiln_cache_get(svc->cache, e->key, &r) : KILN_ENOTFOUND;
     if (rc == KILN_OK) {
-        rc = kiln_build_session_run(svc->session, e->key, r.data ? r.data : "", r.size, worker,
-                                    &e->pipe);
+        rc = build_payload(svc, e, r.data ? r.data : "", r.size, worker);
         kiln_cache_payload_free(r.data);
         pthread_mutex_lock(&svc->lock);
         svc->st.from_cache++;
@@ -335,8 +381,7 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     struct kiln_program_sealed s = {.size = sizeof(s)};
     rc = kiln_program_seal(e->program, &so, &s);
     if (rc == KILN_OK) {
-        rc = kiln_build_session_run(svc->session, e->key, s.payload, s.payload_size, worker,
-                                    &e->pipe);
+        rc = build_payload(svc, e, s.payload, s.payload_size, worker);
         *store = svc->store;
     }
     kiln_program_sealed_clear(&s);
@@ -738,6 +783,7 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         svc->store = kiln_cache_get_stats(o.cache, &cs) == KILN_OK && !cs.read_only;
     }
     svc->flags = o.flags;
+    svc->probe = kiln_vk_get_info(o.vk)->compile_probe && !(o.flags & KILN_SERVICE_NO_PROBE);
     svc->capacity = o.queue_capacity ? o.queue_capacity : KILN_SERVICE_DEFAULT_QUEUE;
     svc->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o.workers, NULL);
     svc->nbuckets = 256;
@@ -746,7 +792,9 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
                                             .vk = o.vk,
                                             .builders = o.builders,
                                             .nbuilders = o.nbuilders,
-                                            .dict = o.cache ? kiln_cache_dict(o.cache) : NULL};
+                                            .dict = o.cache ? kiln_cache_dict(o.cache) : NULL,
+                                            .ledger_dir =
+                                                svc->store ? kiln_cache_dir(o.cache) : NULL};
     int rc = svc->table ? kiln_build_session_create(&so, &svc->session) : KILN_ENOMEM;
     if (rc == KILN_OK) {
         /* Tokens are at most the workers: the pool's queue never fills. */
@@ -798,5 +846,6 @@ void kiln_service_destroy(struct kiln_service *svc)
     }
     /* The tokens find the queue empty and leave; running builds end. */
     kiln_pool_wait(svc->pool);
+    kiln_build_session_save(svc->session); /* logged when it fails */
     service_free(svc);
 }

@@ -558,6 +558,44 @@ static void pick_extras(struct kiln_vk *vk, const struct kiln_vk_options *opt,
         KILN_INFO(VK_MODULE, "%s: extra extensions enabled: %s", vk->info.device_name, list);
 }
 
+/*
+ * Ask before compiling (docs/runtime.md): creation feedback (Vulkan 1.3, or
+ * VK_EXT_pipeline_creation_feedback; no feature to enable) and
+ * pipelineCreationCacheControl (Vulkan 1.3, or
+ * VK_EXT_pipeline_creation_cache_control), each enabled where the device
+ * has it; `cc` is chained onto *chain when the feature is there.
+ * @return 0, or enable's error (no room for the extension).
+ */
+static int pick_compile_probe(struct kiln_vk *vk, const VkExtensionProperties *exts, uint32_t n,
+                              VkPhysicalDevicePipelineCreationCacheControlFeatures *cc,
+                              void **chain)
+{
+    bool core13 = vk->info.api_version >= VK_API_VERSION_1_3;
+    bool fb_ext = has_ext(exts, n, "VK_EXT_pipeline_creation_feedback");
+    bool cc_ext = has_ext(exts, n, "VK_EXT_pipeline_creation_cache_control");
+    if (!core13 && fb_ext)
+        KILN_TRY(enable(vk, "VK_EXT_pipeline_creation_feedback"));
+    vk->info.creation_feedback = core13 || fb_ext;
+    if (!core13 && !cc_ext)
+        return KILN_OK;
+    *cc = (VkPhysicalDevicePipelineCreationCacheControlFeatures){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_CREATION_CACHE_CONTROL_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                                    .pNext = cc};
+    vk->fn.vkGetPhysicalDeviceFeatures2(vk->phys, &f2);
+    if (!cc->pipelineCreationCacheControl)
+        return KILN_OK;
+    if (!core13)
+        KILN_TRY(enable(vk, "VK_EXT_pipeline_creation_cache_control"));
+    *cc = (VkPhysicalDevicePipelineCreationCacheControlFeatures){
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_CREATION_CACHE_CONTROL_FEATURES,
+        .pNext = *chain,
+        .pipelineCreationCacheControl = VK_TRUE};
+    *chain = cc;
+    vk->info.compile_probe = true;
+    return KILN_OK;
+}
+
 static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
 {
     uint32_t n = 0;
@@ -609,6 +647,9 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     }
     if (has_portability && rc == KILN_OK)
         rc = enable(vk, "VK_KHR_portability_subset"); /* required when offered */
+    VkPhysicalDevicePipelineCreationCacheControlFeatures cc;
+    if (rc == KILN_OK)
+        rc = pick_compile_probe(vk, exts, n, &cc, &chain);
     /* On the heap: the rows' structures take some 15 KiB. */
     struct extra_features *extra = kiln__calloc(1, sizeof(*extra));
     if (!extra && rc == KILN_OK)
@@ -753,6 +794,10 @@ static int wrap_external(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->info.maintenance5 = x->maintenance5;
     vk->info.chained_stages = x->maintenance5 && !opt->force_modules;
     vk->info.dynamic_rendering = x->dynamic_rendering && !opt->no_dynamic_rendering;
+    /* Feedback is core in 1.3 (no feature); the probe's feature only on the
+     * application's word. */
+    vk->info.creation_feedback = vk->info.api_version >= VK_API_VERSION_1_3;
+    vk->info.compile_probe = x->pipeline_creation_cache_control;
     if (opt->validate)
         kiln_vk_set_validation(vk, true);
     return KILN_OK;
@@ -825,13 +870,15 @@ static int create_body(const struct kiln_vk_options *options, struct kiln_vk **o
     }
     const struct kiln_vk_info *in = &vk->info;
     KILN_INFO(VK_MODULE,
-              "device %u of %u: %s (Vulkan %u.%u.%u%s%s), maintenance5 %s%s, dynamic rendering %s",
+              "device %u of %u: %s (Vulkan %u.%u.%u%s%s), maintenance5 %s%s, dynamic rendering %s, "
+              "creation feedback %s, compile probe %s",
               in->device_index, in->device_count, in->device_name,
               VK_API_VERSION_MAJOR(in->api_version), VK_API_VERSION_MINOR(in->api_version),
               VK_API_VERSION_PATCH(in->api_version), in->driver_info[0] ? ", " : "",
               in->driver_info, in->maintenance5 ? "on" : "off",
               in->maintenance5 && !in->chained_stages ? " (modules forced)" : "",
-              in->dynamic_rendering ? "on" : "off");
+              in->dynamic_rendering ? "on" : "off", in->creation_feedback ? "on" : "off",
+              in->compile_probe ? "on" : "off");
     *out = vk;
     return KILN_OK;
 }
@@ -904,6 +951,10 @@ void kiln_vk_get_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
         .pipelines_built = atomic_load(&v->pipelines_built),
         .pipelines_failed = atomic_load(&v->pipelines_failed),
         .live_pipelines = atomic_load(&v->live_pipelines),
+        .feedback_pipelines = atomic_load(&v->feedback_pipelines),
+        .feedback_cache_hits = atomic_load(&v->feedback_cache_hits),
+        .feedback_driver_ns = atomic_load(&v->feedback_driver_ns),
+        .compile_required = atomic_load(&v->compile_required),
     };
     KILN_STRUCT_OUT(s, &st);
 }

@@ -82,6 +82,9 @@ struct kiln_vk_object {
 struct kiln_vk_pipeline {
     struct kiln_vk_object link; /* first: the list holds pipelines and modules apart */
     VkPipeline pipeline;
+    /* The driver's creation feedback (kiln_vk_pipeline_feedback); all zero
+     * for an adopted pipeline or without the feature. */
+    VkPipelineCreationFeedback feedback;
 };
 
 struct kiln_vk_module {
@@ -129,6 +132,11 @@ struct kiln_vk {
     atomic_ullong pipelines_built;
     atomic_ullong pipelines_failed;
     atomic_llong live_pipelines;
+    /* Ask before compiling: the creation feedback of kiln_vk's creates. */
+    atomic_ullong feedback_pipelines;
+    atomic_ullong feedback_cache_hits;
+    atomic_ullong feedback_driver_ns;
+    atomic_ullong compile_required;
 
     bool validate;       /* run SPIR-V's validator on every stage (kiln_vk_set_validation) */
     bool external;       /* the instance and device are the application's: never destroyed */

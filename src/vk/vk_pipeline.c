@@ -22,6 +22,15 @@
  * program fails alone with a clear line, instead of taking a driver's
  * compiler into undefined ground (where one driver aborts the process).
  *
+ * Ask before compiling: every create here chains a
+ * VkPipelineCreationFeedbackCreateInfo when the device has it (struct
+ * ask, on the caller's stack for the one call), so the driver's word on a
+ * cache hit and its time lands in the pipeline and the context's sums; a
+ * create with KILN_VK_PIPELINE_NO_COMPILE adds
+ * FAIL_ON_PIPELINE_COMPILE_REQUIRED, and the driver's
+ * VK_PIPELINE_COMPILE_REQUIRED is an answer (KILN_ECOMPILE_REQUIRED), not
+ * a failure: no warning, not in pipelines_failed.
+ *
  * Pipelines and kept modules are linked into the context under its mutex so
  * kiln_vk_destroy can free what callers left behind. The mutex is held only
  * to link and unlink, never across a driver call, except the rare first
@@ -317,9 +326,60 @@ void kiln__vk_destroy_objects(struct kiln_vk *vk)
 
 /* ---- pipelines ------------------------------------------------------------ */
 
-static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *what, VkResult res,
-                           VkPipeline handle, struct kiln_vk_pipeline **out)
+/* One create's flags and feedback (see the top). */
+struct ask {
+    uint32_t flags; /* KILN_VK_PIPELINE_* */
+    VkPipelineCreationFeedback pipeline;
+    VkPipelineCreationFeedback stages[2];
+    VkPipelineCreationFeedbackCreateInfo info;
+};
+
+/* The create info's pNext: the feedback request before `next` where the
+ * device has it, else `next` alone. */
+static const void *ask_chain(const struct kiln_vk *vk, struct ask *a, uint32_t nstages,
+                             const void *next)
 {
+    memset(&a->pipeline, 0, sizeof(a->pipeline));
+    memset(a->stages, 0, sizeof(a->stages));
+    if (!vk->info.creation_feedback)
+        return next;
+    a->info = (VkPipelineCreationFeedbackCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+        .pNext = next,
+        .pPipelineCreationFeedback = &a->pipeline,
+        .pipelineStageCreationFeedbackCount = nstages,
+        .pPipelineStageCreationFeedbacks = a->stages,
+    };
+    return &a->info;
+}
+
+static VkPipelineCreateFlags ask_flags(const struct ask *a)
+{
+    return a->flags & KILN_VK_PIPELINE_NO_COMPILE
+               ? VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT
+               : 0;
+}
+
+/* Adds a created pipeline's feedback to the context's sums. */
+static void count_feedback(struct kiln_vk *vk, const VkPipelineCreationFeedback *f)
+{
+    if (!(f->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT))
+        return;
+    atomic_fetch_add(&vk->feedback_pipelines, 1);
+    if (f->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT)
+        atomic_fetch_add(&vk->feedback_cache_hits, 1);
+    atomic_fetch_add(&vk->feedback_driver_ns, f->duration);
+}
+
+static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *what, VkResult res,
+                           VkPipeline handle, const struct ask *a, struct kiln_vk_pipeline **out)
+{
+    if (res == VK_PIPELINE_COMPILE_REQUIRED && (a->flags & KILN_VK_PIPELINE_NO_COMPILE)) {
+        if (handle)
+            vk->fn.vkDestroyPipeline(vk->device, handle, vk->alloc);
+        atomic_fetch_add(&vk->compile_required, 1);
+        return KILN_ECOMPILE_REQUIRED;
+    }
     if (res != VK_SUCCESS) {
         KILN_WARN("vk", "%s: %s pipeline: vkCreate%sPipelines failed: %s", prog(name), what,
                   strcmp(what, "compute") == 0 ? "Compute" : "Graphics", kiln_vk_result_name(res));
@@ -335,6 +395,10 @@ static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *wha
         return KILN_ENOMEM;
     }
     p->pipeline = handle;
+    if (vk->info.creation_feedback) {
+        p->feedback = a->pipeline;
+        count_feedback(vk, &a->pipeline);
+    }
     link_object(vk, &vk->pipelines, &p->link);
     atomic_fetch_add(&vk->pipelines_built, 1);
     atomic_fetch_add(&vk->live_pipelines, 1);
@@ -343,7 +407,8 @@ static int finish_pipeline(struct kiln_vk *vk, const char *name, const char *wha
 }
 
 static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
-                                 const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
+                                 const struct kiln_vk_stage *stage, struct ask *a,
+                                 struct kiln_vk_pipeline **out)
 {
     if (!vk || !stage || !out)
         return KILN_EINVAL;
@@ -356,6 +421,8 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
     }
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .pNext = ask_chain(vk, a, 1, NULL),
+        .flags = ask_flags(a),
         .stage = st.info,
         .layout = vk->layout,
     };
@@ -363,15 +430,16 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
     VkResult res =
         vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &st);
-    return finish_pipeline(vk, name, "compute", res, handle, out);
+    return finish_pipeline(vk, name, "compute", res, handle, a, out);
 }
 
 int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
                              const struct kiln_vk_stage *stage, struct kiln_vk_pipeline **out)
 {
     uint64_t m = kiln__err_mark();
+    struct ask a = {.flags = 0};
     return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_compute_pipeline", name,
-                         compute_pipeline_body(vk, name, stage, out));
+                         compute_pipeline_body(vk, name, stage, &a, out));
 }
 
 /* The render pass for one color format (devices without dynamic rendering). */
@@ -426,7 +494,7 @@ static VkResult render_pass_for(struct kiln_vk *vk, VkFormat format, VkRenderPas
 }
 
 static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
-                                  const struct kiln_vk_graphics *desc,
+                                  const struct kiln_vk_graphics *desc, struct ask *a,
                                   struct kiln_vk_pipeline **out)
 {
     if (!vk || !desc || !out)
@@ -506,7 +574,8 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
     };
     VkGraphicsPipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-        .pNext = vk->info.dynamic_rendering ? &rendering : NULL,
+        .pNext = ask_chain(vk, a, 2, vk->info.dynamic_rendering ? &rendering : NULL),
+        .flags = ask_flags(a),
         .stageCount = 2,
         .pStages = stages,
         .pVertexInputState = &vin,
@@ -525,15 +594,65 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
         vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &fs);
     kiln_vk_stage_release(vk, &vs);
-    return finish_pipeline(vk, name, "graphics", res, handle, out);
+    return finish_pipeline(vk, name, "graphics", res, handle, a, out);
 }
 
 int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
                               const struct kiln_vk_graphics *desc, struct kiln_vk_pipeline **out)
 {
     uint64_t m = kiln__err_mark();
+    struct ask a = {.flags = 0};
     return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_graphics_pipeline", name,
-                         graphics_pipeline_body(vk, name, desc, out));
+                         graphics_pipeline_body(vk, name, desc, &a, out));
+}
+
+static int pipeline_create_body(struct kiln_vk *vk, const struct kiln_vk_pipeline_desc *in,
+                                struct kiln_vk_pipeline **out)
+{
+    if (out)
+        *out = NULL;
+    if (!vk || !in || !out)
+        return KILN_EINVAL;
+    struct kiln_vk_pipeline_desc d = KILN_VK_PIPELINE_DESC_INIT;
+    KILN_TRY(KILN_STRUCT_IN(&d, in, "kiln_vk_pipeline_desc"));
+    if (!d.compute == !d.graphics) {
+        KILN_ERROR("vk", "%s: kiln_vk_pipeline_desc: give a compute stage or a graphics pair",
+                   prog(d.name));
+        return KILN_EINVAL;
+    }
+    if ((d.flags & KILN_VK_PIPELINE_NO_COMPILE) && !vk->info.compile_probe) {
+        KILN_INFO("vk", "%s: no compile probe on this device (pipelineCreationCacheControl)",
+                  prog(d.name));
+        return KILN_ENOTSUP;
+    }
+    struct ask a = {.flags = d.flags};
+    return d.compute ? compute_pipeline_body(vk, d.name, d.compute, &a, out)
+                     : graphics_pipeline_body(vk, d.name, d.graphics, &a, out);
+}
+
+int kiln_vk_pipeline_create(struct kiln_vk *vk, const struct kiln_vk_pipeline_desc *desc,
+                            struct kiln_vk_pipeline **out)
+{
+    uint64_t m = kiln__err_mark();
+    int rc = pipeline_create_body(vk, desc, out);
+    if (rc == KILN_ECOMPILE_REQUIRED)
+        return rc; /* an answer, not a failure: the last error stays */
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_pipeline_create", NULL, rc);
+}
+
+int kiln_vk_pipeline_feedback(const struct kiln_vk_pipeline *p, struct kiln_vk_feedback *out)
+{
+    if (!p || !out)
+        return KILN_EINVAL;
+    KILN_TRY(kiln__struct_out_check(out, "kiln_vk_feedback"));
+    const VkPipelineCreationFeedback *f = &p->feedback;
+    struct kiln_vk_feedback own = {.size = sizeof(own)};
+    own.valid = (f->flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) != 0;
+    own.cache_hit =
+        own.valid && (f->flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
+    own.driver_ns = own.valid ? f->duration : 0;
+    KILN_STRUCT_OUT(out, &own);
+    return KILN_OK;
 }
 
 void kiln_vk_pipeline_destroy(struct kiln_vk *vk, struct kiln_vk_pipeline *p)

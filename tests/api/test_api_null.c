@@ -340,6 +340,10 @@ static int job(void *arg, unsigned worker)
       kiln_foz_builder_build(SCR, SCR, 1, NULL, 1, VK_NULL_HANDLE, SCR, SCR, 1))                   \
     E(foz_builder_build_pipeline, kiln_foz_builder_build, KILN_EINVAL,                             \
       kiln_foz_builder_build(SCR, SCR, 1, SCR, 1, VK_NULL_HANDLE, NULL, SCR, 1))                   \
+    E(foz_builder_build_with_b, kiln_foz_builder_build_with, KILN_EINVAL,                          \
+      kiln_foz_builder_build_with(NULL, SCR))                                                      \
+    E(foz_builder_build_with_build, kiln_foz_builder_build_with, KILN_EINVAL,                      \
+      kiln_foz_builder_build_with(SCR, NULL))                                                      \
     V(foz_builder_destroy, kiln_foz_builder_destroy, kiln_foz_builder_destroy(NULL))               \
     V(foz_builder_stats_b, kiln_foz_builder_get_stats, kiln_foz_builder_get_stats(NULL, SCR))      \
     V(foz_builder_stats_stats, kiln_foz_builder_get_stats, kiln_foz_builder_get_stats(SCR, NULL))  \
@@ -549,6 +553,7 @@ static int job(void *arg, unsigned worker)
     E(cache_check_report, kiln_cache_check, KILN_EINVAL,                                           \
       kiln_cache_check(F.dir, NULL, false, NULL))                                                  \
     P(cache_dict, kiln_cache_dict, kiln_cache_dict(NULL))                                          \
+    P(cache_dir, kiln_cache_dir, kiln_cache_dir(NULL))                                             \
     E(cache_last_use, kiln_cache_last_use, KILN_EINVAL, kiln_cache_last_use(NULL, F.key, &F.u32))  \
     E(cache_today, kiln_cache_today, 0, kiln_cache_today(NULL))                                    \
     E(cache_save_use, kiln_cache_save_use, KILN_EINVAL, kiln_cache_save_use(NULL))                 \
@@ -593,6 +598,12 @@ static int job(void *arg, unsigned worker)
       kiln_vk_graphics_pipeline(NULL, "p", &F.graphics, &F.pipeline))                              \
     V(vk_pipeline_destroy, kiln_vk_pipeline_destroy, kiln_vk_pipeline_destroy(NULL, NULL))         \
     E(vk_pipeline_handle, kiln_vk_pipeline_handle, 0, kiln_vk_pipeline_handle(NULL))               \
+    E(vk_pipeline_feedback_p, kiln_vk_pipeline_feedback, KILN_EINVAL,                              \
+      kiln_vk_pipeline_feedback(NULL, SCR))                                                        \
+    E(vk_pipeline_feedback_out, kiln_vk_pipeline_feedback, KILN_EINVAL,                            \
+      kiln_vk_pipeline_feedback(SCR, NULL))                                                        \
+    E(vk_pipeline_create_vk, kiln_vk_pipeline_create, KILN_EINVAL,                                 \
+      kiln_vk_pipeline_create(NULL, SCR, &F.pipeline))                                             \
     E(vk_module_create_vk, kiln_vk_module_create, KILN_EINVAL,                                     \
       kiln_vk_module_create(NULL, "p", &F.vk_stage, &F.module))                                    \
     V(vk_module_destroy, kiln_vk_module_destroy, kiln_vk_module_destroy(NULL, NULL))               \
@@ -677,6 +688,15 @@ static int job(void *arg, unsigned worker)
       kiln_build_session_create(&F.session_options, NULL))                                         \
     E(build_session_run_s, kiln_build_session_run, KILN_EINVAL,                                    \
       kiln_build_session_run(NULL, F.key, F.buf, 64, 0, &F.pipeline))                              \
+    E(build_session_run_with_s, kiln_build_session_run_with, KILN_EINVAL,                          \
+      kiln_build_session_run_with(NULL, SCR))                                                      \
+    E(build_session_run_with_run, kiln_build_session_run_with, KILN_EINVAL,                        \
+      kiln_build_session_run_with(SCR, NULL))                                                      \
+    E(build_session_save, kiln_build_session_save, KILN_EINVAL, kiln_build_session_save(NULL))     \
+    E(ledger_last_run_dir, kiln_ledger_last_run, KILN_EINVAL,                                      \
+      kiln_ledger_last_run(NULL, KILN_LEDGER_RUN_START, SCR))                                      \
+    E(ledger_last_run_out, kiln_ledger_last_run, KILN_EINVAL,                                      \
+      kiln_ledger_last_run(F.dir, KILN_LEDGER_RUN_START, NULL))                                    \
     V(build_session_destroy, kiln_build_session_destroy, kiln_build_session_destroy(NULL))         \
     /* service (test_vk_null_with_context has the rows that need a service) */                     \
     E(service_create_o, kiln_service_create, KILN_EINVAL, kiln_service_create(NULL, &F.service))   \

@@ -904,9 +904,38 @@ KT_CASE(refusals)
         kiln_foz_builder_build(b, bytes, size, &st, 1, VK_NULL_HANDLE, &p, why, sizeof(why)));
     if (p)
         g.DestroyPipeline(g.device, p, NULL);
+
+    /* Ask before compiling: the driver's feedback of a build, and a probe
+     * (the device was made with every 1.3 feature, pipelineCreationCacheControl
+     * among them): a pipeline the driver's caches held, or
+     * KILN_ECOMPILE_REQUIRED with nothing made, counted neither built nor
+     * failed (lavapipe answers the latter: its pipeline cache keeps nothing). */
+    struct kiln_foz_build fb = KILN_FOZ_BUILD_INIT;
+    fb.closure = bytes;
+    fb.closure_size = size;
+    fb.stages = &st;
+    fb.stage_count = 1;
+    fb.why = why;
+    fb.why_cap = sizeof(why);
+    KT_CHECK_OK(kiln_foz_builder_build_with(b, &fb));
+    KT_CHECK(fb.pipeline != VK_NULL_HANDLE);
+    KT_CHECK(fb.feedback_valid == (g.api >= VK_API_VERSION_1_3));
+    KT_CHECK(!fb.feedback_valid || fb.driver_ns > 0);
+    g.DestroyPipeline(g.device, fb.pipeline, NULL);
+    uint64_t built = 2;
+    if (g.f13.pipelineCreationCacheControl) {
+        fb.flags = KILN_FOZ_BUILD_NO_COMPILE;
+        int rc = kiln_foz_builder_build_with(b, &fb);
+        printf("probe: %s%s%s\n", kiln_errname(rc), why[0] ? ": " : "", why);
+        KT_CHECK(rc == KILN_OK || rc == KILN_ECOMPILE_REQUIRED);
+        KT_CHECK((rc == KILN_OK) == (fb.pipeline != VK_NULL_HANDLE));
+        built += rc == KILN_OK;
+        if (fb.pipeline)
+            g.DestroyPipeline(g.device, fb.pipeline, NULL);
+    }
     struct kiln_foz_builder_stats s = KILN_FOZ_BUILDER_STATS_INIT;
     kiln_foz_builder_get_stats(b, &s);
-    KT_CHECK_EQ(s.built[KILN_FOZ_KIND_COMPUTE], 1);
+    KT_CHECK_EQ(s.built[KILN_FOZ_KIND_COMPUTE], built);
     KT_CHECK_EQ(s.skipped[KILN_FOZ_KIND_COMPUTE], 1);
     KT_CHECK_EQ(s.failed[KILN_FOZ_KIND_COMPUTE], 1);
 

@@ -309,17 +309,27 @@ KT_CASE(ledger_parse)
 /* A second prepare over the same programs on the same driver hands the
  * driver nothing; a new driver version builds again; the old driver's
  * records stay. Real pipelines (generated programs, lavapipe). */
+/* kiln_prepare's options and input for 3 generated programs, 2 workers,
+ * into the case's folder `cache`. */
+static void three_generated(char *cache, size_t cap, struct kiln_prepare_options *o,
+                            struct pf_input *in)
+{
+    path_in(cache, cap, kt_tmpdir(), "cache");
+    *o = (struct kiln_prepare_options)KILN_PREPARE_OPTIONS_INIT;
+    kiln_prepare_options_init(o);
+    *in = (struct pf_input)PF_INPUT_INIT;
+    in->generate = 3;
+    o->cache_dir = cache;
+    o->jobs = 2;
+}
+
 KT_CASE(second_prepare_compiles_nothing)
 {
     pf_need_vulkan();
     char cache[4200];
-    path_in(cache, sizeof(cache), kt_tmpdir(), "cache");
-    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
-    kiln_prepare_options_init(&o);
-    struct pf_input in = PF_INPUT_INIT;
-    in.generate = 3;
-    o.cache_dir = cache;
-    o.jobs = 2;
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in);
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
     KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
     KT_CHECK_EQ(s.pipelines_built, 3);
@@ -670,7 +680,140 @@ KT_CASE(journal_file)
     free(t);
 }
 
+/* Writes n bytes to path. */
+static void write_all(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    KT_REQUIRE(f != NULL);
+    KT_CHECK_EQ(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+/* The driver's word: run records are appended beside the program records
+ * of a ledger an older kiln wrote (the committed seed six_built, version
+ * 1, six BUILT records), read back by kind (the last of each wins), and
+ * leave the program records as they were; a run record of an unknown kind
+ * is damage. The fuzz seed with_run_records is this file. */
+KT_CASE(ledger_run_records)
+{
+    const char *dir = kt_tmpdir();
+    char seed[4200], path[4200];
+    snprintf(seed, sizeof(seed), "%s/fuzz/corpus/ledger/six_built", KILN_SOURCE_DIR);
+    path_in(path, sizeof(path), dir, KILN__LEDGER_FILE);
+    size_t n = 0;
+    void *old = read_all(seed, &n);
+    KT_REQUIRE(old != NULL);
+    write_all(path, old, n);
+    struct kiln__ledger_scan scan;
+    KT_CHECK_OK(kiln__ledger_parse(old, n, NULL, NULL, &scan));
+    KT_CHECK_EQ(scan.records, 6);
+    KT_CHECK_EQ(scan.damaged, 0);
+    free(old);
+    struct kiln_ledger_run r = KILN_LEDGER_RUN_INIT;
+    KT_CHECK_EQ(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_START, &r), KILN_ENOTFOUND);
+
+    struct kiln__ledger_driver d = test_driver(1);
+    struct kiln__ledger *l;
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d, &l));
+    struct kiln__ledger_run prep = {.kind = KILN_LEDGER_RUN_PREPARE,
+                                    .when = 1000,
+                                    .pipelines = 6,
+                                    .feedback = 6,
+                                    .driver_ns = 123456789};
+    struct kiln__ledger_run start = {.kind = KILN_LEDGER_RUN_START,
+                                     .when = 1001,
+                                     .pipelines = 6,
+                                     .feedback = 6,
+                                     .cache_hits = 6,
+                                     .driver_ns = 4242};
+    KT_CHECK_OK(kiln__ledger_note_run(l, &prep));
+    KT_CHECK_OK(kiln__ledger_note_run(l, &start));
+    start.cache_hits = 5; /* a later start: the last one wins */
+    start.when = 1002;
+    KT_CHECK_OK(kiln__ledger_note_run(l, &start));
+    KT_CHECK_OK(kiln__ledger_sync(l));
+    kiln__ledger_close(l);
+
+    void *bytes = read_all(path, &n);
+    KT_REQUIRE(bytes != NULL);
+    KT_CHECK_EQ(n, KILN__LEDGER_HEADER + 9 * KILN__LEDGER_RECORD);
+    KT_CHECK_OK(kiln__ledger_parse(bytes, n, NULL, NULL, &scan));
+    KT_CHECK_EQ(scan.records, 9);
+    KT_CHECK_EQ(scan.damaged, 0);
+    if (getenv("KILN_WRITE_SEED")) /* how fuzz/corpus/ledger/with_run_records was made */
+        write_all(getenv("KILN_WRITE_SEED"), bytes, n);
+    free(bytes);
+    KT_CHECK_OK(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_PREPARE, &r));
+    KT_CHECK_EQ(r.pipelines, 6);
+    KT_CHECK_EQ(r.feedback, 6);
+    KT_CHECK_EQ(r.driver_ns, 123456789);
+    KT_CHECK_EQ(r.vendor_id, 0x10005);
+    KT_CHECK_EQ(r.device_id, 7);
+    KT_CHECK_EQ(r.driver_version, 1);
+    KT_CHECK_EQ(r.pipeline_cache_uuid[0], 0xab);
+    KT_CHECK_OK(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_START, &r));
+    KT_CHECK_EQ(r.cache_hits, 5);
+    KT_CHECK_EQ(r.when, 1002);
+    KT_CHECK_EQ(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_SERVICE, &r), KILN_ENOTFOUND);
+
+    /* A run slot of an unknown kind, checksum and all: damage, skipped. */
+    struct kiln__ledger_entry e = {.driver = d, .state = KILN__LEDGER_RUN, .run = {.kind = 9}};
+    unsigned char file[KILN__LEDGER_HEADER + KILN__LEDGER_RECORD];
+    kiln__ledger_header(file);
+    kiln__ledger_record(&e, file + KILN__LEDGER_HEADER);
+    KT_CHECK_OK(kiln__ledger_parse(file, sizeof(file), NULL, NULL, &scan));
+    KT_CHECK_EQ(scan.records, 0);
+    KT_CHECK_EQ(scan.damaged, 1);
+}
+
+/* A second kiln start over the same cache, by the driver's word: every
+ * pipeline comes with the driver's creation feedback, its time is there,
+ * and on lavapipe (whose VkPipelineCache keeps nothing) none was a cache
+ * hit: the driver compiled every pipeline again. The ledger keeps the
+ * start's word for kiln cache stats. */
+KT_CASE(second_start_by_the_drivers_word)
+{
+    pf_need_vulkan();
+    char cache[4200];
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in);
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK_EQ(ps.pipelines_built, 3);
+    KT_CHECK_EQ(ps.feedback_pipelines, 3);
+    KT_CHECK(ps.driver_ns > 0);
+    struct kiln_start_options so = KILN_START_OPTIONS_INIT;
+    so.cache_dir = cache;
+    so.any_stamp = true;
+    so.jobs = 2;
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
+    for (int round = 0; round < 2; round++) {
+        KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+        KT_CHECK_EQ(ss.vk_cache_state, KILN_VK_CACHE_LOADED);
+        KT_CHECK_EQ(ss.pipelines_built, 3);
+        KT_CHECK_EQ(ss.feedback_pipelines, 3);
+        KT_CHECK(ss.driver_ns > 0);
+        KT_CHECK(ss.driver_cache_hits <= ss.feedback_pipelines);
+    }
+    struct kiln_vk *vk = pf_vk(NULL);
+    KT_REQUIRE(vk);
+    if (strstr(kiln_vk_get_info(vk)->device_name, "llvmpipe"))
+        KT_CHECK_EQ(ss.driver_cache_hits, 0);
+    kiln_vk_destroy(vk);
+    struct kiln_ledger_run r = KILN_LEDGER_RUN_INIT;
+    KT_CHECK_OK(kiln_ledger_last_run(cache, KILN_LEDGER_RUN_START, &r));
+    KT_CHECK_EQ(r.pipelines, 3);
+    KT_CHECK_EQ(r.feedback, 3);
+    KT_CHECK_EQ(r.cache_hits, ss.driver_cache_hits);
+    KT_CHECK_EQ(r.driver_ns, ss.driver_ns);
+    KT_CHECK_OK(kiln_ledger_last_run(cache, KILN_LEDGER_RUN_PREPARE, &r));
+    KT_CHECK_EQ(r.pipelines, 3);
+    KT_CHECK_EQ(r.driver_ns, ps.driver_ns);
+}
+
 KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(journal_file),
         KT_ENTRY(second_prepare_compiles_nothing), KT_ENTRY(failure_skipped_then_retried),
         KT_ENTRY(damaged_ledger_rebuilds), KT_ENTRY(cancel_then_resume),
-        KT_ENTRY(memory_budget_kept))
+        KT_ENTRY(memory_budget_kept), KT_ENTRY(ledger_run_records),
+        KT_ENTRY(second_start_by_the_drivers_word))

@@ -147,12 +147,38 @@ KT_CASE(prepare_start_json)
              strcmp(json_object_get_string(v), "loaded") == 0);
     KT_CHECK(json_object_object_get_ex(j, "seconds", &secs) && json_has(secs, "open") &&
              json_has(secs, "read") && json_has(secs, "pipelines") && json_has(secs, "total"));
+    /* The driver's word on this (second) run over the cache: lavapipe gives
+     * feedback for every pipeline and its pipeline cache held none. */
+    bool lavapipe = json_object_object_get_ex(j, "device", &v) &&
+                    strstr(json_object_get_string(v), "llvmpipe") != NULL;
+    KT_CHECK(json_int(j, "feedback_pipelines") <= PF_GOOD_PROGRAMS);
+    KT_CHECK(json_int(j, "driver_cache_hits") <= json_int(j, "feedback_pipelines"));
+    if (lavapipe) {
+        KT_CHECK_EQ(json_int(j, "feedback_pipelines"), PF_GOOD_PROGRAMS);
+        KT_CHECK_EQ(json_int(j, "driver_cache_hits"), 0);
+        KT_CHECK(json_int(j, "driver_ns") > 0);
+    }
     json_object_put(j);
 
-    /* The plain table names every phase. */
+    /* The plain table names every phase, and the driver's word. */
     KT_CHECK_EQ(run_kiln(true, &o, (const char *[]){"start", "--cache", cache, NULL}), 0);
     KT_CHECK(strstr(o.text, "open") && strstr(o.text, "read") && strstr(o.text, "pipelines") &&
-             strstr(o.text, "total"));
+             strstr(o.text, "total") && strstr(o.text, "  driver     "));
+
+    /* kiln cache stats shows the last prepare's and start's word. */
+    KT_CHECK_EQ(run_kiln(true, &o, (const char *[]){"cache", "stats", cache, "--json", NULL}), 0);
+    j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    struct json_object *word, *run;
+    KT_REQUIRE(json_object_object_get_ex(j, "driver_word", &word));
+    KT_CHECK(json_object_object_get_ex(word, "start", &run) &&
+             json_int(run, "pipelines") == PF_GOOD_PROGRAMS);
+    KT_CHECK(json_object_object_get_ex(word, "prepare", &run) &&
+             json_int(run, "pipelines") == PF_GOOD_PROGRAMS);
+    KT_CHECK(json_object_object_get_ex(word, "service", &run) && run == NULL);
+    json_object_put(j);
+    KT_CHECK_EQ(run_kiln(true, &o, (const char *[]){"cache", "stats", cache, NULL}), 0);
+    KT_CHECK(strstr(o.text, "driver word prepare") != NULL);
 }
 
 /* The second prepare compiles nothing (the ledger answers), and says so in

@@ -13,7 +13,9 @@
  * builds a real pipeline with kiln's own compute shape.
  */
 #include "kiln_test.h"
+#include "ledger.h"
 #include "prep_fixture.h"
+#include "prep_internal.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -395,18 +397,27 @@ static int cache_service(struct kiln_vk *vk, struct kiln_cache *c, struct kiln_s
     return kiln_service_create(&o, out);
 }
 
+/* A new cache in the case's folder `dir` (the words compiled first), with
+ * the options it was made with in *co; the case ends when it fails. */
+static struct kiln_cache *new_cache(char *dir, size_t cap, struct kiln_cache_options *co)
+{
+    need_words();
+    snprintf(dir, cap, "%s/cache", kt_tmpdir());
+    struct kiln_cache *c = NULL;
+    *co = (struct kiln_cache_options)KILN_CACHE_OPTIONS_INIT;
+    co->flags = KILN_CACHE_CREATE;
+    KT_NEED(kiln_cache_open(dir, co, &c) == KILN_OK);
+    return c;
+}
+
 /* A program the cache lacked is built (kiln's own compute shape: a real
  * pipeline), stored, found by kiln_cache_get_program and by the next warm
  * start; a second service builds it from the cache and stores nothing. */
 KT_CASE(store_then_start)
 {
-    need_words();
     char dir[4200];
-    snprintf(dir, sizeof(dir), "%s/cache", kt_tmpdir());
-    struct kiln_cache *c = NULL;
-    struct kiln_cache_options co = KILN_CACHE_OPTIONS_INIT;
-    co.flags = KILN_CACHE_CREATE;
-    KT_REQUIRE_OK(kiln_cache_open(dir, &co, &c));
+    struct kiln_cache_options co;
+    struct kiln_cache *c = new_cache(dir, sizeof(dir), &co);
     struct kiln_vk *vk = pf_vk(NULL);
     struct test_program tp;
     make_program(&tp, 1, KILN_STATE_BUILTIN);
@@ -745,7 +756,120 @@ KT_CASE(bad_input)
     rig_stop(&g);
 }
 
+/* Builds program `id` of kiln's own compute shape on a new service with
+ * `flags` over vk (and cache `c`, or none), and destroys the service.
+ * @return its stats. */
+static struct kiln_service_stats build_one_builtin(struct kiln_vk *vk, struct kiln_cache *c,
+                                                   uint64_t id, uint32_t flags)
+{
+    struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
+    o.vk = vk;
+    o.cache = c;
+    o.flags = flags;
+    struct kiln_service *svc = NULL;
+    struct kiln_service_stats s = KILN_SERVICE_STATS_INIT;
+    KT_CHECK_OK(kiln_service_create(&o, &svc));
+    if (!svc)
+        return s;
+    struct test_program tp;
+    make_program(&tp, id, KILN_STATE_BUILTIN);
+    struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+    r.program = &tp.p;
+    r.priority = KILN_PRIORITY_URGENT;
+    struct kiln_ticket *t = NULL;
+    KT_CHECK_OK(kiln_service_request(svc, &r, &t));
+    KT_CHECK_EQ(wait_state(t), KILN_TICKET_READY);
+    kiln_ticket_release(t);
+    KT_CHECK_OK(kiln_service_get_stats(svc, &s));
+    kiln_service_destroy(svc);
+    return s;
+}
+
+/* Ask before compiling: on lavapipe (which has the probe) a worker probes
+ * first, the driver answers "compile required" (its VkPipelineCache keeps
+ * nothing), the build compiles, and the driver's feedback is counted. The
+ * negative control (KILN_SERVICE_NO_PROBE) probes nothing and still
+ * counts the feedback. A builder that ignores KILN_BUILD_PROBE just
+ * builds: its answer counts as a probe hit, with no feedback. */
+KT_CASE(probe_and_feedback)
+{
+    need_words();
+    struct kiln_vk *vk = pf_vk(NULL);
+    KT_REQUIRE(vk);
+    const struct kiln_vk_info *in = kiln_vk_get_info(vk);
+    KT_REQUIRE(in->compile_probe && in->creation_feedback);
+    bool lavapipe = strstr(in->device_name, "llvmpipe") != NULL;
+    struct kiln_service_stats s = build_one_builtin(vk, NULL, 1, 0);
+    KT_CHECK_EQ(s.probed, 1);
+    if (lavapipe)
+        KT_CHECK_EQ(s.probe_hits, 0);
+    KT_CHECK_EQ(s.built_urgent, 1);
+    KT_CHECK_EQ(s.feedback_pipelines, 1);
+    KT_CHECK(s.driver_ns > 0);
+    KT_CHECK_EQ(s.driver_cache_hits, 0);
+    struct kiln_vk_stats vs = KILN_VK_STATS_INIT;
+    kiln_vk_get_stats(vk, &vs);
+    if (lavapipe) /* the miss was compiled in the same build: one answer, one pipeline */
+        KT_CHECK_EQ(vs.compile_required, 1);
+    KT_CHECK_EQ(vs.pipelines_built, 1);
+    KT_CHECK_EQ(vs.pipelines_failed, 0);
+    /* Negative control: no probe, the same feedback. */
+    s = build_one_builtin(vk, NULL, 2, KILN_SERVICE_NO_PROBE);
+    KT_CHECK_EQ(s.probed, 0);
+    KT_CHECK_EQ(s.probe_hits, 0);
+    KT_CHECK_EQ(s.feedback_pipelines, 1);
+    kiln_vk_destroy(vk);
+
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 1, 0, 0, false));
+    struct kiln_ticket *t = NULL;
+    KT_CHECK_OK(ask(&g, 5, KILN_PRIORITY_URGENT, &t));
+    KT_CHECK_EQ(wait_state(t), KILN_TICKET_READY);
+    s = stats_of(&g);
+    KT_CHECK_EQ(s.probed, 1);
+    KT_CHECK_EQ(s.probe_hits, 1);
+    KT_CHECK_EQ(s.feedback_pipelines, 0);
+    KT_CHECK_EQ(atomic_load(&g.rec.builds[5]), 1); /* built once, by the probe */
+    release_and_stop(&g, &t, 1);
+}
+
+/* What the service builds is noted in the build ledger of its cache's
+ * folder when it is destroyed: BUILT once pipelines.vkc was saved (the
+ * context has the cache's folder), with the driver's word on the run. */
+KT_CASE(ledger_notes_service_builds)
+{
+    char dir[4200];
+    struct kiln_cache_options co;
+    struct kiln_cache *c = new_cache(dir, sizeof(dir), &co);
+    struct kiln_vk *vk = pf_vk(dir);
+    KT_REQUIRE(vk);
+    struct kiln_ledger_run run = KILN_LEDGER_RUN_INIT;
+    KT_CHECK_EQ(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_SERVICE, &run), KILN_ENOENT);
+    struct kiln_service_stats s = build_one_builtin(vk, c, 3, 0);
+    KT_CHECK_EQ(s.built_urgent, 1); /* (the store follows the answer: not waited for here) */
+    struct test_program tp;
+    make_program(&tp, 3, KILN_STATE_BUILTIN);
+    struct kiln_key key;
+    KT_REQUIRE_OK(kiln_program_key(&tp.p, &key));
+    struct kiln__ledger_driver d;
+    kiln__prep_driver(vk, &d);
+    struct kiln__ledger *l = NULL;
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d, &l));
+    KT_CHECK_EQ(kiln__ledger_lookup(l, key, NULL), KILN__LEDGER_BUILT);
+    kiln__ledger_close(l);
+    KT_CHECK_OK(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_SERVICE, &run));
+    KT_CHECK_EQ(run.pipelines, 1);
+    KT_CHECK_EQ(run.feedback, 1);
+    KT_CHECK_EQ(run.probed, 1);
+    KT_CHECK(run.driver_ns > 0);
+    KT_CHECK_EQ(run.vendor_id, kiln_vk_get_info(vk)->vendor_id);
+    KT_CHECK_EQ(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_PREPARE, &run), KILN_ENOTFOUND);
+    KT_CHECK_EQ(kiln_ledger_last_run(dir, 9, &run), KILN_EINVAL);
+    kiln_cache_close(c);
+    kiln_vk_destroy(vk);
+}
+
 KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(merge), KT_ENTRY(cancel), KT_ENTRY(queue_full),
         KT_ENTRY(destroy_cancels), KT_ENTRY(store_then_start), KT_ENTRY(render_threads),
         KT_ENTRY(render_threads_no_merge), KT_ENTRY(executor), KT_ENTRY(urgent_under_load),
-        KT_ENTRY(bad_input))
+        KT_ENTRY(bad_input), KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds))

@@ -87,6 +87,17 @@ void cli_json_kinds(struct cli_json *j, const struct kiln_kind_counts *kinds,
     cli_json_object_end(j);
 }
 
+void cli_print_driver_word(uint64_t feedback, uint64_t cache_hits, uint64_t driver_ns)
+{
+    if (!feedback) {
+        printf("  driver     no creation feedback for the pipelines built\n");
+        return;
+    }
+    printf("  driver     %" PRIu64 " pipeline%s with the driver's feedback: %" PRIu64
+           " held by its pipeline cache (no compile), %.1f ms of driver time\n",
+           feedback, CLI_S(feedback), cache_hits, (double)driver_ns / 1e6);
+}
+
 void cli_print_kinds(const struct kiln_kind_counts *kinds, const struct kiln_foz_builder_stats *foz)
 {
     for (unsigned k = 0; k < KILN_STATE_KINDS; k++) {

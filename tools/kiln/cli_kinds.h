@@ -40,6 +40,12 @@ void cli_json_kinds(struct cli_json *j, const struct kiln_kind_counts *kinds,
 
 /* Prints one "  kind ..." line per state kind that had pipelines, the FOZ
  * one split by Fossilize kind unless `foz` is NULL. */
+/* The driver's word line of kiln prepare and kiln start: how many of the
+ * pipelines built the driver gave creation feedback for, how many its
+ * pipeline cache held (no compile), and its own time; "no feedback" when
+ * it gave none. */
+void cli_print_driver_word(uint64_t feedback, uint64_t cache_hits, uint64_t driver_ns);
+
 void cli_print_kinds(const struct kiln_kind_counts *kinds,
                      const struct kiln_foz_builder_stats *foz);
 

@@ -22,7 +22,10 @@ static const char stats_help[] =
     "records (a superseded record does not count), their payload bytes, the\n"
     "records file's size, the stamp, and how the open went: from the index\n"
     "('index'), from the index plus records past its end ('index+tail'), by a\n"
-    "full scan ('rebuilt'), or 'new' for an empty cache. Nothing is written.\n"
+    "full scan ('rebuilt'), or 'new' for an empty cache, and the driver's word\n"
+    "on the last prepare, start and service run (the build ledger: pipelines\n"
+    "built, those the driver gave creation feedback for, its cache hits, its\n"
+    "time, the probes it answered without a compile). Nothing is written.\n"
     "\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
@@ -52,6 +55,66 @@ static int stats_options(int argc, char **argv, bool *json, const char **layers,
     return ex;
 }
 
+/* The ledger's run kinds, in kiln_ledger_run_kind order from 1. */
+static const char *const run_kinds[] = {"prepare", "start", "service"};
+
+/* The driver's word on the last run of each kind (kiln_ledger_last_run):
+ * found[k] tells which there were. */
+static void read_driver_word(const char *dir, struct kiln_ledger_run runs[3], bool found[3])
+{
+    for (uint32_t k = 0; k < 3; k++) {
+        runs[k] = (struct kiln_ledger_run)KILN_LEDGER_RUN_INIT;
+        found[k] = kiln_ledger_last_run(dir, k + KILN_LEDGER_RUN_PREPARE, &runs[k]) == KILN_OK;
+    }
+}
+
+static void json_driver_word(struct cli_json *j, const struct kiln_ledger_run runs[3],
+                             const bool found[3])
+{
+    cli_json_object_begin(j, "driver_word");
+    for (int k = 0; k < 3; k++) {
+        const struct kiln_ledger_run *r = &runs[k];
+        if (!found[k]) {
+            cli_json_null(j, run_kinds[k]);
+            continue;
+        }
+        cli_json_object_begin(j, run_kinds[k]);
+        cli_json_u64(j, "unix_time", r->when);
+        cli_json_u64(j, "vendor_id", r->vendor_id);
+        cli_json_u64(j, "device_id", r->device_id);
+        cli_json_u64(j, "driver_version", r->driver_version);
+        cli_json_u64(j, "pipelines", r->pipelines);
+        cli_json_u64(j, "feedback_pipelines", r->feedback);
+        cli_json_u64(j, "driver_cache_hits", r->cache_hits);
+        cli_json_u64(j, "driver_ns", r->driver_ns);
+        cli_json_u64(j, "probed", r->probed);
+        cli_json_u64(j, "probe_hits", r->probe_hits);
+        cli_json_object_end(j);
+    }
+    cli_json_object_end(j);
+}
+
+static void print_driver_word(const struct kiln_ledger_run runs[3], const bool found[3])
+{
+    bool any = false;
+    for (int k = 0; k < 3; k++) {
+        const struct kiln_ledger_run *r = &runs[k];
+        if (!found[k])
+            continue;
+        printf("%s %-8s %" PRIu64 " pipeline%s, %" PRIu64 " with feedback, %" PRIu64
+               " driver cache hit%s, %.1f ms of driver time",
+               any ? "           " : "driver word", run_kinds[k], r->pipelines, CLI_S(r->pipelines),
+               r->feedback, r->cache_hits, CLI_S(r->cache_hits), (double)r->driver_ns / 1e6);
+        if (r->probed)
+            printf(", %" PRIu64 " of %" PRIu64 " probes answered without a compile", r->probe_hits,
+                   r->probed);
+        printf(" (device %04x:%04x)\n", r->vendor_id, r->device_id);
+        any = true;
+    }
+    if (!any)
+        printf("driver word none recorded (no run with the driver's feedback yet)\n");
+}
+
 int cmd_cache_stats(int argc, char **argv)
 {
     bool json = false;
@@ -74,6 +137,9 @@ int cmd_cache_stats(int argc, char **argv)
     struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
     kiln_cache_get_stats(c, &st);
     kiln_cache_close(c);
+    struct kiln_ledger_run runs[3];
+    bool found[3];
+    read_driver_word(dir, runs, found);
     char stamp[20], dict[20];
     snprintf(stamp, sizeof(stamp), "%016" PRIx64, st.stamp);
     if (json) {
@@ -98,6 +164,7 @@ int cmd_cache_stats(int argc, char **argv)
             cli_json_u64(&j, "layer_records", st.layer_records);
         }
         cli_json_seconds(&j, "open", (double)st.open_ns / 1e9);
+        json_driver_word(&j, runs, found);
         cli_json_end(&j);
         return KILN_EXIT_OK;
     }
@@ -114,6 +181,7 @@ int cmd_cache_stats(int argc, char **argv)
     if (nlayers)
         printf("layers      %u used, %u left out; %" PRIu64 " record%s beneath this cache's own\n",
                st.layers, st.layers_left_out, st.layer_records, CLI_S(st.layer_records));
+    print_driver_word(runs, found);
     return KILN_EXIT_OK;
 }
 

@@ -291,6 +291,9 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "ledger_skipped", s->ledger_skipped);
     cli_json_u64(&j, "ledger_failed", s->ledger_failed);
     cli_json_u64(&j, "crash_skipped", s->crash_skipped);
+    cli_json_u64(&j, "feedback_pipelines", s->feedback_pipelines);
+    cli_json_u64(&j, "driver_cache_hits", s->driver_cache_hits);
+    cli_json_u64(&j, "driver_ns", s->driver_ns);
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
     if (s->memory_budget)
         cli_json_bool(&j, "within_budget", s->peak_rss <= s->memory_budget);
@@ -381,6 +384,7 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
         printf("  ledger     %" PRIu64 " driver compile%s, %" PRIu64
                " answered by the build ledger (%" PRIu64 " failed before)\n",
                s->driver_compiles, CLI_S(s->driver_compiles), s->ledger_skipped, s->ledger_failed);
+        cli_print_driver_word(s->feedback_pipelines, s->driver_cache_hits, s->driver_ns);
         if (s->crash_skipped)
             printf("  crashes    %" PRIu64 " in flight when a run died: not built, recorded\n",
                    s->crash_skipped);

@@ -110,6 +110,9 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "crash_skipped", s->crash_skipped);
     cli_json_bool(&j, "canceled", s->canceled);
     cli_json_u64(&j, "ledger_failed", s->ledger_failed);
+    cli_json_u64(&j, "feedback_pipelines", s->feedback_pipelines);
+    cli_json_u64(&j, "driver_cache_hits", s->driver_cache_hits);
+    cli_json_u64(&j, "driver_ns", s->driver_ns);
     cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
@@ -165,6 +168,7 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
                cli_vk_cache_state_name(s->vk_cache_state),
                cli_format_bytes(b1, sizeof(b1), s->vk_cache_loaded_bytes));
         cli_print_kinds(s->kinds, fst);
+        cli_print_driver_word(s->feedback_pipelines, s->driver_cache_hits, s->driver_ns);
         if (s->crash_skipped || s->ledger_failed)
             printf("  crashes    %" PRIu64 " in flight when a run died, %" PRIu64
                    " crashed before: not built\n",
