@@ -123,7 +123,8 @@ uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap)
     return budget;
 }
 
-int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers)
+int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers,
+                      const struct kiln_pool_memory_model *model)
 {
     memset(b, 0, sizeof(*b));
     if (!limit)
@@ -131,9 +132,21 @@ int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers)
     b->start = kiln__calloc(workers, sizeof(*b->start));
     b->peak = kiln__calloc(workers, sizeof(*b->peak));
     b->busy = kiln__calloc(workers, sizeof(*b->busy));
-    if (!b->start || !b->peak || !b->busy) {
+    b->pred = kiln__calloc(workers, sizeof(*b->pred));
+    b->seen = kiln__calloc(workers, sizeof(*b->seen));
+    if (!b->start || !b->peak || !b->busy || !b->pred || !b->seen) {
         kiln__budget_free(b);
         return KILN_ENOMEM;
+    }
+    if (model && model->predict) {
+        struct kiln_pool_memory_model m = KILN_POOL_MEMORY_MODEL_INIT;
+        int rc = KILN_STRUCT_IN(&m, model, "kiln_pool_memory_model");
+        if (rc < 0) {
+            kiln__budget_free(b);
+            return rc;
+        }
+        b->model = m;
+        b->has_model = true;
     }
     b->limit = limit;
     b->nworkers = workers;
@@ -146,7 +159,9 @@ void kiln__budget_free(struct kiln__budget *b)
     kiln__free(b->start);
     kiln__free(b->peak);
     kiln__free(b->busy);
-    b->start = b->peak = NULL;
+    kiln__free(b->pred);
+    kiln__free(b->seen);
+    b->start = b->peak = b->pred = b->seen = NULL;
     b->busy = NULL;
 }
 
@@ -155,6 +170,18 @@ void kiln__budget_sample(struct kiln__budget *b, uint64_t rss)
     for (unsigned i = 0; i < b->nworkers; i++)
         if (b->busy[i] && rss > b->peak[i])
             b->peak[i] = rss;
+    if (!b->has_model || b->committed == 0 || rss <= b->base)
+        return;
+    /* What is counted above the base belongs to the running jobs, each in
+     * proportion to what it was predicted to need. */
+    double per = (double)(rss - b->base) / (double)b->committed;
+    for (unsigned i = 0; i < b->nworkers; i++) {
+        if (!b->busy[i])
+            continue;
+        uint64_t share = (uint64_t)((double)b->pred[i] * per);
+        if (share > b->seen[i])
+            b->seen[i] = share;
+    }
 }
 
 /* Before any job finished: what a driver may need for one large pipeline
@@ -172,35 +199,66 @@ static uint64_t expected_growth(const struct kiln__budget *b)
     return g ? g : 1;
 }
 
-bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss)
+uint64_t kiln__budget_need(const struct kiln__budget *b, void *arg)
 {
-    uint64_t g = expected_growth(b);
-    uint64_t by_reading = rss + g;
-    uint64_t by_model = b->base + g * ((uint64_t)running + 1);
+    uint64_t need = b->has_model ? b->model.predict(b->model.user, arg) : 0;
+    return need ? need : expected_growth(b);
+}
+
+bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, uint64_t need)
+{
+    uint64_t by_reading = rss + need;
+    uint64_t by_model =
+        b->has_model ? b->base + b->committed + need : b->base + need * ((uint64_t)running + 1);
     uint64_t projected = by_reading > by_model ? by_reading : by_model;
     if (rss == 0 || projected <= b->limit)
         return false;
     if (!b->logged) {
         b->logged = true;
         KILN_INFO("pool",
-                  "memory budget: %u job%s running, resident %.0f MiB, %.0f MiB expected per "
-                  "job: one more would pass %.0f MiB; fewer jobs run at once",
-                  running, running == 1 ? "" : "s", mib(rss), mib(g), mib(b->limit));
+                  "memory budget: %u job%s running, resident %.0f MiB, %.0f MiB expected for the "
+                  "next: it would pass %.0f MiB; fewer jobs run at once",
+                  running, running == 1 ? "" : "s", mib(rss), mib(need), mib(b->limit));
     }
     return true;
 }
 
-void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss)
+void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t need)
 {
     b->busy[worker] = true;
     b->start[worker] = rss;
     b->peak[worker] = rss;
+    b->pred[worker] = need;
+    b->seen[worker] = 0;
+    b->committed += need;
 }
 
-void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss)
+void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t *predicted,
+                      uint64_t *grown)
 {
+    kiln__budget_sample(b, rss);
     uint64_t top = b->peak[worker] > rss ? b->peak[worker] : rss;
-    if (top > b->start[worker] && top - b->start[worker] > b->growth)
-        b->growth = top - b->start[worker];
+    uint64_t own = top > b->start[worker] ? top - b->start[worker] : 0;
+    if (own > b->growth)
+        b->growth = own;
     b->busy[worker] = false;
+    b->committed -= b->pred[worker];
+    *predicted = b->pred[worker];
+    *grown = b->seen[worker];
+    if (!b->has_model)
+        return;
+    /* The base follows what the driver keeps between jobs: the reading less
+     * what the jobs still running may hold (at least their predictions), or
+     * the reading itself once nothing runs. */
+    uint64_t held = 0;
+    bool any = false;
+    for (unsigned i = 0; i < b->nworkers; i++)
+        if (b->busy[i]) {
+            any = true;
+            held += b->pred[i] > b->seen[i] ? b->pred[i] : b->seen[i];
+        }
+    if (!any && rss)
+        b->base = rss;
+    else if (rss > held && rss - held > b->base)
+        b->base = rss - held;
 }
