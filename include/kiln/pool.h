@@ -137,9 +137,14 @@ struct kiln_pool_memory_model {
      * runs; 0: unknown (the pool then uses the largest growth it saw).
      * Asked when a worker is about to take the job, under the pool's lock,
      * so a correction made by `observe` counts for every job still queued:
-     * it must be quick, thread-safe and must not call the pool.
+     * it must be quick, thread-safe and must not call the pool. A job
+     * predicted at or above the budget runs alone (UINT64_MAX: "not while
+     * anything else runs").
      */
     uint64_t (*predict)(void *user, void *arg);
+    /* Optional (NULL: none). Job `arg` was taken with `predicted` bytes;
+     * called under the pool's lock right after, as predict is. */
+    void (*start)(void *user, void *arg, uint64_t predicted);
     /*
      * Job `arg` ended: it was predicted `predicted` bytes and was seen to
      * need `grown` (the memory counted while it ran above the pool's base,

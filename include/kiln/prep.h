@@ -502,6 +502,16 @@ struct kiln_prepare_options {
      * isolated workers (another process). NULL: the driver's allocator.
      */
     const struct VkAllocationCallbacks *vk_allocator;
+    /*
+     * (0.3) With a memory budget, admit the pipeline builds as kiln before
+     * 0.3 did: each taken to need the largest growth one build showed,
+     * instead of what it is predicted to need from its class (state kind,
+     * stage count, SPIR-V size) and this driver's figures learned in the
+     * build ledger (docs/prep.md, "Memory budget, background and
+     * stopping"). For comparison (kiln bench replay --budget-rule). false:
+     * the prediction.
+     */
+    bool largest_seen_budget;
 };
 /* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
 #if defined(__cplusplus)

@@ -202,7 +202,10 @@ static uint64_t expected_growth(const struct kiln__budget *b)
 uint64_t kiln__budget_need(const struct kiln__budget *b, void *arg)
 {
     uint64_t need = b->has_model ? b->model.predict(b->model.user, arg) : 0;
-    return need ? need : expected_growth(b);
+    if (!need)
+        need = expected_growth(b);
+    /* At or above the budget: alone (and the sums below cannot overflow). */
+    return need > b->limit ? b->limit : need;
 }
 
 bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, uint64_t need)
@@ -231,6 +234,12 @@ void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, u
     b->pred[worker] = need;
     b->seen[worker] = 0;
     b->committed += need;
+}
+
+void kiln__budget_started(struct kiln__budget *b, void *arg, uint64_t need)
+{
+    if (b->has_model && b->model.start)
+        b->model.start(b->model.user, arg, need);
 }
 
 void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t *predicted,

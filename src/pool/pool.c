@@ -61,6 +61,11 @@ struct kiln_pool {
     pthread_cond_t has_job;
     pthread_cond_t has_room;
     pthread_cond_t idle;
+    /* With a memory model and threads: a thread that reads the counted
+     * memory while jobs run, so a job's growth is seen while it lasts;
+     * woken to stop. */
+    pthread_cond_t sampler_wake;
+    pthread_t sampler; /* has_sampler: started */
 
     struct pool_job *ring;
     size_t capacity;
@@ -80,6 +85,7 @@ struct kiln_pool {
 
     struct kiln__budget budget; /* limit 0: none */
     bool background;
+    bool has_sampler;
 
     /* With an executor (kiln_pool_options.executor): no threads; drain
      * tasks run jobs until the queue is empty. */
@@ -91,11 +97,6 @@ struct kiln_pool {
     pthread_cond_t drained; /* every index is free */
     bool orphaned;          /* destroyed while tasks were pending: the last one frees it */
 
-    /* With a memory model and threads: a thread that reads the counted
-     * memory while jobs run, so a job's growth is seen while it lasts. */
-    pthread_t sampler;
-    bool has_sampler;
-    pthread_cond_t sampler_wake; /* stop */
 };
 
 /* How long a worker held back by the budget waits before it looks again. */
@@ -142,6 +143,7 @@ static bool run_next(struct kiln_pool *pool, unsigned index)
             return true; /* look again: a job may have ended meanwhile */
         }
         kiln__budget_start(&pool->budget, index, rss, need);
+        kiln__budget_started(&pool->budget, pool->ring[pool->head].arg, need);
     }
     struct pool_job job = pool->ring[pool->head];
     pool->head = (pool->head + 1) % pool->capacity;
