@@ -225,9 +225,14 @@ KILN_API int kiln_pool_create_with(const struct kiln_pool_options *options,
 KILN_API uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap);
 
 /*
- * The resident memory the budget counts: this process plus every worker
- * process registered with it (kiln's isolated workers), read from
- * /proc/<pid>/statm on Linux and GetProcessMemoryInfo on Windows.
+ * The memory the budget counts: this process plus every worker process
+ * registered with it (kiln's isolated workers). On Linux 4.14 and later
+ * each process's proportional set size (Pss of /proc/<pid>/smaps_rollup,
+ * so a page they share counts once over them all), read at most every
+ * 50 ms per process and followed in between by the change of its
+ * resident count (/proc/<pid>/statm); else the resident count itself
+ * (statm; GetProcessMemoryInfo on Windows). (Before 0.3: always the
+ * resident count.)
  * @return bytes (0 when it cannot be read). Thread-safe.
  */
 KILN_API uint64_t kiln_pool_resident_bytes(void);

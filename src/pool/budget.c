@@ -2,12 +2,21 @@
  * budget.c - the memory budget: what kiln and its worker processes hold
  * resident, the default budget, and the rule a pool's workers follow.
  *
- * Design. Resident memory is read, not estimated: /proc/<pid>/statm on
- * Linux (one small read, about ten microseconds) or GetProcessMemoryInfo
- * on Windows, for this process and for every worker process registered
- * (kiln__budget_add_pid), so what a driver allocates inside a compile is
- * counted too. A worker reads it before it takes a job and holds back
- * while it plus the growth one job may add would pass the budget.
+ * Design. Memory is read, not estimated, for this process and for every
+ * worker process registered (kiln__budget_add_pid), so what a driver
+ * allocates inside a compile is counted too. What counts is the
+ * proportional set size where the kernel has it (Pss of smaps_rollup,
+ * Linux 4.14 and later): a page kiln shares with its workers (the
+ * driver's libraries, a mapping made before the fork) counts once over
+ * them all, not once per process as resident sizes would. Reading it walks
+ * the page tables (about half a millisecond for a small process, more for
+ * a large one, with the process's mmap lock held for reading), so it is
+ * read at most every KILN__PSS_REFRESH_NS per process and followed in
+ * between by the change of the resident count (/proc/<pid>/statm, about
+ * ten microseconds). Without it (an older kernel, Windows) the resident
+ * count itself counts (GetProcessMemoryInfo's working set on Windows). A
+ * worker reads it before it takes a job and holds back while it plus the
+ * growth one job may add would pass the budget.
  *
  * Invariants and why they hold:
  *
@@ -73,9 +82,66 @@ void kiln__budget_remove_pid(long pid)
     pthread_mutex_unlock(&pids_lock);
 }
 
+/* The last PSS read per process: pid (0: this process), when, the PSS and
+ * the resident count then. Guarded by pss_lock; one reader at a time. */
+struct pss_seen {
+    long pid;
+    uint64_t at_ns;
+    uint64_t pss;
+    uint64_t rss;
+};
+static pthread_mutex_t pss_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pss_seen pss_cache[KILN__BUDGET_MAX_PIDS + 1];
+static unsigned npss;
+
+/* How much the resident count may move while the PSS is read for the pair
+ * to be kept. */
+#define PSS_STILL_BYTES (1u << 20)
+
+/* What the budget counts for `pid`: its PSS as last read (at most
+ * KILN__PSS_REFRESH_NS ago) plus how much its resident count changed since,
+ * or the resident count where there is no PSS. */
+static uint64_t counted_of(long pid)
+{
+    uint64_t rss = kiln__pool_rss_of(pid);
+    if (rss == 0)
+        return 0;
+    uint64_t now = kiln_now_ns();
+    pthread_mutex_lock(&pss_lock);
+    unsigned i = 0;
+    while (i < npss && pss_cache[i].pid != pid)
+        i++;
+    if (i == npss) {
+        if (npss == KILN__BUDGET_MAX_PIDS + 1)
+            i = pid == 0 ? 0 : 1 + (unsigned)((uint64_t)pid % KILN__BUDGET_MAX_PIDS);
+        else
+            npss++;
+        pss_cache[i] = (struct pss_seen){.pid = pid};
+    }
+    struct pss_seen *e = &pss_cache[i];
+    if (e->at_ns == 0 || now - e->at_ns >= KILN__PSS_REFRESH_NS) {
+        /* A pair read while the process's memory moved (the PSS read takes
+         * a while) would offset every estimate until the next one: kept
+         * only when the resident count stood still around it. */
+        uint64_t pss = kiln__pool_pss_of(pid);
+        uint64_t after = kiln__pool_rss_of(pid);
+        uint64_t moved = after > rss ? after - rss : rss - after;
+        if (moved <= PSS_STILL_BYTES)
+            *e = (struct pss_seen){.pid = pid, .at_ns = now, .pss = pss, .rss = after};
+        rss = after ? after : rss;
+    }
+    uint64_t v = rss;
+    if (e->pss) {
+        int64_t moved = (int64_t)(rss - e->rss);
+        v = moved < 0 && (uint64_t)-moved > e->pss ? 0 : e->pss + (uint64_t)moved;
+    }
+    pthread_mutex_unlock(&pss_lock);
+    return v;
+}
+
 uint64_t kiln_pool_resident_bytes(void)
 {
-    uint64_t total = kiln__pool_rss_of(0);
+    uint64_t total = counted_of(0);
     long copy[KILN__BUDGET_MAX_PIDS];
     pthread_mutex_lock(&pids_lock);
     unsigned n = npids;
@@ -84,7 +150,7 @@ uint64_t kiln_pool_resident_bytes(void)
     pthread_mutex_unlock(&pids_lock);
     /* Read outside the lock: a worker that exits meanwhile reads as 0. */
     for (unsigned i = 0; i < n; i++)
-        total += kiln__pool_rss_of(copy[i]);
+        total += counted_of(copy[i]);
     return total;
 }
 
@@ -254,6 +320,17 @@ void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uin
     b->committed -= b->pred[worker];
     *predicted = b->pred[worker];
     *grown = b->seen[worker];
+    bool alone = true;
+    for (unsigned i = 0; i < b->nworkers && alone; i++)
+        alone = !b->busy[i];
+    if (alone && rss) {
+        /* It ran alone at its end: what it held above the lower of its
+         * start and end (memory freed meanwhile, as the translate phase's
+         * leftovers, would otherwise be taken off its growth). */
+        uint64_t low = rss < b->start[worker] ? rss : b->start[worker];
+        if (top > low && top - low > *grown)
+            *grown = top - low;
+    }
     if (!b->has_model)
         return;
     /* The base follows what the driver keeps between jobs: the reading less

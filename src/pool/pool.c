@@ -21,10 +21,15 @@
  * - Destroy never leaves a thread behind: it sets `stopping` and wakes every
  *   worker; a worker exits only when the ring is empty and `stopping` is set.
  * - With a memory budget (budget.c), a worker that finds a job but sees the
- *   resident memory near the budget leaves it in the ring and looks again
- *   a few milliseconds later, but only while another job runs: the check
- *   of `running` and the take happen under one hold of the lock, so a job
- *   is always running or being taken, and the queue order is kept.
+ *   counted memory near the budget leaves it in the ring and looks again
+ *   when a job ends (`budget_freed`) or a few milliseconds later, but only
+ *   while another job runs: the check of `running` and the take happen
+ *   under one hold of the lock, so a job is always running or being
+ *   taken, and the queue order is kept. With a memory model the job's
+ *   prediction is asked at that moment, under the lock, so every
+ *   correction observed so far counts; a sampler thread reads the counted
+ *   memory every few milliseconds while jobs run, so a job's share of it
+ *   is seen while it lasts, not only at its ends.
  * - With an executor there are no threads: each job worked is run under a
  *   worker index taken from the `free_index` stack (so indexes stay unique
  *   among jobs running at once, as with threads), by a drain task the
@@ -65,7 +70,8 @@ struct kiln_pool {
      * memory while jobs run, so a job's growth is seen while it lasts;
      * woken to stop. */
     pthread_cond_t sampler_wake;
-    pthread_t sampler; /* has_sampler: started */
+    pthread_cond_t budget_freed; /* a job ended: held workers look again */
+    pthread_t sampler;           /* has_sampler: started */
 
     struct pool_job *ring;
     size_t capacity;
@@ -96,11 +102,25 @@ struct kiln_pool {
     unsigned nfree;
     pthread_cond_t drained; /* every index is free */
     bool orphaned;          /* destroyed while tasks were pending: the last one frees it */
-
 };
 
-/* How long a worker held back by the budget waits before it looks again. */
+/* How long a worker held back by the budget waits at most before it looks
+ * again (a job's end wakes it sooner). */
 #define BUDGET_RECHECK_NS 5000000L
+
+/* The monotonic clock `ns` nanoseconds from now (under one second), for
+ * timed waits on the pool's conditions (made with CLOCK_MONOTONIC). */
+static struct timespec after_ns(long ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_nsec += ns;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
 
 /* A job with a budget ended: its reading and, with a memory model, what it
  * was seen to need, told to the model outside the lock before the job
@@ -136,10 +156,8 @@ static bool run_next(struct kiln_pool *pool, unsigned index)
             return false;
         uint64_t need = kiln__budget_need(&pool->budget, pool->ring[pool->head].arg);
         if (pool->running > 0 && kiln__budget_hold(&pool->budget, pool->running, rss, need)) {
-            pthread_mutex_unlock(&pool->lock);
-            struct timespec ts = {0, BUDGET_RECHECK_NS};
-            nanosleep(&ts, NULL);
-            pthread_mutex_lock(&pool->lock);
+            struct timespec until = after_ns(BUDGET_RECHECK_NS);
+            pthread_cond_timedwait(&pool->budget_freed, &pool->lock, &until);
             return true; /* look again: a job may have ended meanwhile */
         }
         kiln__budget_start(&pool->budget, index, rss, need);
@@ -161,6 +179,8 @@ static bool run_next(struct kiln_pool *pool, unsigned index)
     pool->done++;
     if (rc < 0)
         pool->failed++;
+    if (pool->budget.limit)
+        pthread_cond_broadcast(&pool->budget_freed); /* held workers look again */
     if (pool->count == 0 && pool->running == 0)
         pthread_cond_broadcast(&pool->idle);
     return true;
@@ -270,13 +290,7 @@ static void *sampler_main(void *p)
     struct kiln_pool *pool = p;
     pthread_mutex_lock(&pool->lock);
     while (!pool->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += SAMPLE_NS;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = after_ns(SAMPLE_NS);
         pthread_cond_timedwait(&pool->sampler_wake, &pool->lock, &until);
         if (pool->stopping || pool->running == 0)
             continue;
@@ -307,6 +321,7 @@ static void free_pool(struct kiln_pool *pool)
 {
     kiln__budget_free(&pool->budget);
     pthread_cond_destroy(&pool->sampler_wake);
+    pthread_cond_destroy(&pool->budget_freed);
     pthread_cond_destroy(&pool->drained);
     pthread_cond_destroy(&pool->idle);
     pthread_cond_destroy(&pool->has_room);
@@ -364,6 +379,7 @@ static int pool_new(const struct kiln_pool_options *o, unsigned workers, size_t 
     pthread_cond_init(&pool->idle, &attr);
     pthread_cond_init(&pool->drained, NULL);
     pthread_cond_init(&pool->sampler_wake, &attr);
+    pthread_cond_init(&pool->budget_freed, &attr);
     pthread_condattr_destroy(&attr);
     *out = pool;
     return KILN_OK;

@@ -56,6 +56,17 @@ int kiln__pool_parse_statm(const char *text, size_t n, uint64_t page_size, uint6
 uint64_t kiln__pool_rss_of(long pid);
 
 /*
+ * The proportional set size of process `pid` (0: this process): Pss of
+ * /proc/<pid>/smaps_rollup (Linux 4.14 and later), where a page shared by
+ * several processes counts a share in each. 0 when it cannot be read (no
+ * such file, Windows). Costly (the kernel walks the page tables): the
+ * budget reads it at most every KILN__PSS_REFRESH_NS per process and
+ * follows the cheap resident count between reads. Platform file.
+ */
+uint64_t kiln__pool_pss_of(long pid);
+#define KILN__PSS_REFRESH_NS 50000000ull
+
+/*
  * The tightest cgroup v2 memory.max from this process's cgroup up to the
  * root, under `proc_root` / `cgroup_root` (NULL: the real ones).
  * @return 0 with the bytes (0: no limit), or KILN_ENOTSUP where there are

@@ -177,7 +177,7 @@ int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln
 /* The proportional set size (Pss in smaps_rollup, Linux 4.14 and later):
  * a page shared by kiln and its workers, or with any process, counts once
  * over all of them. @return bytes, or 0 when the kernel has no such file. */
-static uint64_t pss_of(long pid)
+uint64_t kiln__pool_pss_of(long pid)
 {
     char file[64], text[2048];
     if (pid == 0)
@@ -194,9 +194,6 @@ static uint64_t pss_of(long pid)
 uint64_t kiln__pool_rss_of(long pid)
 {
     char file[64], text[256];
-    uint64_t pss = pss_of(pid);
-    if (pss)
-        return pss;
     if (pid == 0)
         snprintf(file, sizeof(file), "/proc/self/statm");
     else

@@ -12,9 +12,11 @@
  * The pool tells what each build was seen to need (its share of the
  * counted memory while it ran); the figure rises to it at once when a
  * build needed more, and moves a quarter of the way down when it needed
- * less. The figures are kept per driver in the build ledger (ledger.c,
- * memory records), so a run starts with what the last run on this driver
- * learned.
+ * less. A prediction is the figure times the KiB plus an eighth: a figure
+ * a little low (a reading between samples) is multiplied by the builds
+ * running at once, so the margin keeps that under the budget. The figures are kept per driver in
+ * the build ledger (ledger.c, memory records), so a run starts with what the last run on this
+ * driver learned.
  *
  * Invariants and why they hold:
  *
@@ -97,7 +99,8 @@ uint64_t kiln__prep_memory_predict(struct kiln__prep_memory *m, unsigned cls, ui
     if (!per)
         return 0; /* nothing known: the pool's own rule */
     uint64_t kib = kib_of(spirv_bytes);
-    uint64_t need = per > UINT64_MAX / kib ? UINT64_MAX / 2 : per * kib;
+    uint64_t need = per > UINT64_MAX / 16 / kib ? UINT64_MAX / 16 : per * kib;
+    need += need / 8; /* a margin: a figure a little low, times the builds at once */
     return need < KILN__MEMORY_FLOOR ? KILN__MEMORY_FLOOR : need;
 }
 

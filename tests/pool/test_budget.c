@@ -273,6 +273,11 @@ KT_CASE(pss_counts_shared_once)
     char c;
     KT_REQUIRE(read(up[0], &c, 1) == 1);
     KT_CHECK_OK(kiln__budget_add_pid((long)pid));
+    /* Past the refresh interval: both processes' PSS read afresh (between
+     * reads the resident count's change is followed, which counts the
+     * shared pages whole). */
+    struct timespec pause = {0, (long)KILN__PSS_REFRESH_NS + 10000000L};
+    nanosleep(&pause, NULL);
     uint64_t counted = kiln_pool_resident_bytes();
     uint64_t rss_sum = statm_rss((long)getpid()) + statm_rss((long)pid);
     kiln__budget_remove_pid((long)pid);
