@@ -89,6 +89,7 @@ if grep -q '"ok":true' "$W/out"; then
 fi
 run any bench prepare --programs 2 --threads 1 --memory-programs 1
 run any bench replay --threads 1 "$foz"
+run any bench replay --threads 1 --memory-budget 90%,400M "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"
@@ -110,6 +111,7 @@ run fail bench pack --rounds 0
 run fail bench prepare --bogus
 run fail bench replay "$W/missing.foz"
 run fail bench replay --threads 0 "$foz"
+run fail bench replay --memory-budget 0% "$foz"
 run fail nosuchcommand
 run fail cache
 run fail cache nosuchcommand
