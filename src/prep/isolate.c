@@ -801,9 +801,11 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     for (size_t i = 0; i < n; i++)
         if (items[i].payload)
             jobs[k++] = (struct iso_job){.iso = &iso, .item = &items[i]};
-    for (size_t i = 0; b->memory && i < k; i++)
+    for (size_t i = 0; b->memory && i < k; i++) {
+        jobs[i].mem.item = jobs[i].item;
         jobs[i].mem.cls = kiln__prep_memory_class(jobs[i].item->payload, jobs[i].item->size,
                                                   &jobs[i].mem.spirv_bytes);
+    }
     qsort(jobs, todo, sizeof(*jobs), larger_first);
     rc = kiln__prep_run_pipelines(pool, iso_build_one, jobs, sizeof(*jobs), todo, b->progress,
                                   b->progress_user);

@@ -67,6 +67,9 @@ struct kiln__prep_memory {
 struct kiln__prep_memory_job {
     unsigned cls;
     uint64_t spirv_bytes;
+    /* Its item: a build that reached no driver (not started, unreached)
+     * teaches nothing. */
+    const struct kiln__prep_item *item;
 };
 
 void kiln__prep_memory_init(struct kiln__prep_memory *m);

@@ -154,6 +154,8 @@ void kiln__prep_memory_observe_job(void *user, void *arg, uint64_t predicted, ui
 {
     (void)predicted;
     const struct kiln__prep_memory_job *j = arg;
+    if (j->item && (j->item->unreached || j->item->status == KILN_ECANCELED))
+        grown = 0; /* no driver saw it: it ends the class's wait, teaches nothing */
     kiln__prep_memory_observe(user, j->cls, j->spirv_bytes, grown);
 }
 

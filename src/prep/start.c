@@ -601,9 +601,11 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     for (size_t i = 0; i < n; i++)
         if (items[i].payload)
             jobs[k++] = (struct build_job){.b = b, .item = &items[i]};
-    for (size_t i = 0; b->memory && i < todo; i++)
+    for (size_t i = 0; b->memory && i < todo; i++) {
+        jobs[i].mem.item = jobs[i].item;
         jobs[i].mem.cls = kiln__prep_memory_class(jobs[i].item->payload, jobs[i].item->size,
                                                   &jobs[i].mem.spirv_bytes);
+    }
     /* The largest programs first: the builds that start last are then short
      * ones, and no worker idles at the end while one long build finishes. */
     qsort(jobs, todo, sizeof(*jobs), larger_payload_first);
