@@ -108,6 +108,9 @@ enum {
     KILN_CACHE_RESET = 1 << 6,
 };
 
+/* The most read-only layers a cache opens beneath it (kiln_cache_options.layers). */
+#define KILN_CACHE_MAX_LAYERS 8u
+
 /* How kiln_cache_open opens a cache. */
 struct kiln_cache_options {
     size_t size; /* sizeof, as KILN_CACHE_OPTIONS_INIT sets it (docs/abi.md) */
@@ -141,6 +144,22 @@ struct kiln_cache_options {
      * system instead of threads kiln starts (see struct kiln_executor);
      * NULL: kiln's threads. Copied; its `user` must outlive the cache. */
     const struct kiln_executor *executor;
+    /* (0.2) Read-only layers beneath this cache: caches an emulator ships
+     * (one per title, or one shared), searched after this cache's own
+     * records and in their order. Lookups and loads (kiln_cache_find,
+     * _get, _load_many, _entries, _count, _last_use, and so the warm start
+     * and the pipeline service) see this cache, then layers[0],
+     * layers[1], ...; a key held twice is the first one's. Stores, syncs,
+     * last-use marks and every rewrite (compact, prune, repack, merge,
+     * check) touch this cache alone. A layer is opened read-only: never
+     * written, never locked. One that cannot be opened (missing, not a
+     * cache, a damaged header) or carries another stamp or dictionary than
+     * this cache is left out with one warning line saying why
+     * (kiln_cache_stats.layers_left_out counts them); the open itself
+     * succeeds. At most KILN_CACHE_MAX_LAYERS; the paths are read during
+     * the open only. */
+    const char *const *layers;
+    size_t nlayers;
 };
 #define KILN_CACHE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_cache_options)
 
@@ -182,6 +201,13 @@ struct kiln_cache_stats {
     /* One line saying how the open went, as logged (the why of a rebuild,
      * a cut tail, a restart). */
     char open_text[256];
+    /* (0.2) The read-only layers (kiln_cache_options.layers): how many are
+     * used, how many were left out, and the records they add (their live
+     * records that neither this cache nor an earlier layer holds). The
+     * fields above are this cache's own. */
+    unsigned layers;
+    unsigned layers_left_out;
+    uint64_t layer_records;
 };
 #define KILN_CACHE_STATS_INIT KILN_STRUCT_INIT(kiln_cache_stats)
 

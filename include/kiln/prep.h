@@ -502,6 +502,11 @@ struct kiln_prepare_options {
      * isolated workers (another process). NULL: the driver's allocator.
      */
     const struct VkAllocationCallbacks *vk_allocator;
+    /* (0.2) Read-only layers beneath the cache (kiln_cache_options.layers):
+     * a program a layer holds counts as cached (not translated or stored
+     * again) and is built from the layer's record. */
+    const char *const *layers;
+    size_t nlayers;
     /*
      * (0.3) With a memory budget, admit the pipeline builds as kiln before
      * 0.3 did: each taken to need the largest growth one build showed,
@@ -685,6 +690,24 @@ struct kiln_start_options {
     /* (0.2) As in kiln_prepare_options: the Vulkan allocation callbacks
      * of the context kiln makes when `vk` is NULL. */
     const struct VkAllocationCallbacks *vk_allocator;
+    /* (0.2) A warm start of a subset: only the chosen records are read,
+     * unpacked and built, so a large cache costs memory for what the run
+     * uses. The records of the `nkeys` keys in `keys` (a key the cache
+     * does not hold is counted in keys_absent), and the `recent` most
+     * recently used records (by last use, a day; within a day the later
+     * record first). Both given: the union. Neither (NULL, 0, 0): every
+     * record. The array is read during the call only. */
+    const struct kiln_key *keys;
+    size_t nkeys;
+    uint64_t recent;
+    /* (0.2) Read-only layers beneath the cache (kiln_cache_options.layers):
+     * their records are loaded and built with the cache's own (a key held
+     * twice is the cache's), and never written (no last-use marks). With
+     * layers and no cache in cache_dir yet, the start makes an empty one
+     * there with the first usable layer's stamp and dictionary, so an
+     * emulator's first start on a shipped cache works. */
+    const char *const *layers;
+    size_t nlayers;
 };
 #define KILN_START_OPTIONS_INIT KILN_STRUCT_INIT(kiln_start_options)
 
@@ -748,6 +771,11 @@ struct kiln_start_summary {
      * pipelines were built, but the next start compiles them again. Not an
      * error of the start. */
     int vk_cache_save_error;
+    /* (0.2) The records chosen for this run: `records` without a subset
+     * (kiln_start_options.keys, .recent), else how many of them the subset
+     * named; and the keys asked for that the cache does not hold. */
+    uint64_t chosen;
+    uint64_t keys_absent;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 

@@ -247,6 +247,8 @@ void kiln_cache_close(struct kiln_cache *c)
 {
     if (!c)
         return;
+    for (unsigned i = 0; i < c->nlayers; i++)
+        kiln_cache_close(c->layers[i]);
     if (!(c->flags & KILN_CACHE_READ_ONLY) && c->rec_fd >= 0 &&
         !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
         kiln_cache_save_use(c);
@@ -593,17 +595,41 @@ int kiln_cache_sync(struct kiln_cache *c)
 
 /* ---- lookups ------------------------------------------------------------ */
 
+/* This handle's own live record of `key` into *entry (may be NULL). */
+static bool find_own(struct kiln_cache *c, struct kiln_key key, struct kiln_cache_entry *entry)
+{
+    pthread_rwlock_rdlock(&c->lock);
+    int64_t i = kiln__cache_lookup(c, key);
+    if (i >= 0 && entry)
+        *entry = c->entries[i];
+    pthread_rwlock_unlock(&c->lock);
+    return i >= 0;
+}
+
+int kiln__cache_holder(struct kiln_cache *c, struct kiln_key key, unsigned below,
+                       struct kiln_cache_entry *entry)
+{
+    if (below == 0)
+        return -1;
+    if (find_own(c, key, entry))
+        return 0;
+    for (unsigned l = 0; l + 1 < below && l < c->nlayers; l++)
+        if (find_own(c->layers[l], key, entry))
+            return (int)l + 1;
+    return -1;
+}
+
 static int find_body(struct kiln_cache *c, struct kiln_key key, size_t entry_size,
                      struct kiln_cache_entry *entry)
 {
     if (!c || (entry && entry_size == 0))
         return KILN_EINVAL;
-    pthread_rwlock_rdlock(&c->lock);
-    int64_t i = kiln__cache_lookup(c, key);
-    if (i >= 0 && entry)
-        kiln__elem_out(entry, entry_size, 0, &c->entries[i], sizeof(c->entries[i]));
-    pthread_rwlock_unlock(&c->lock);
-    return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
+    struct kiln_cache_entry e;
+    if (kiln__cache_holder(c, key, c->nlayers + 1, &e) < 0)
+        return KILN_ENOTFOUND;
+    if (entry)
+        kiln__elem_out(entry, entry_size, 0, &e, sizeof(e));
+    return KILN_OK;
 }
 
 int kiln_cache_find_sized(struct kiln_cache *c, struct kiln_key key, size_t entry_size,
@@ -614,6 +640,39 @@ int kiln_cache_find_sized(struct kiln_cache *c, struct kiln_key key, size_t entr
     return rc == KILN_ENOTFOUND ? rc : KILN__CACHE_END(c, m, "kiln_cache_find", rc);
 }
 
+/* Calls fn(user, e) for each live record of layer `l` that neither this
+ * cache nor an earlier layer holds, in the layer's file order. */
+static int each_visible(struct kiln_cache *c, unsigned l,
+                        int (*fn)(void *user, const struct kiln_cache_entry *e), void *user)
+{
+    struct kiln_cache *layer = c->layers[l];
+    int rc = KILN_OK;
+    pthread_rwlock_rdlock(&layer->lock);
+    for (size_t i = 0; rc == KILN_OK && i < layer->count; i++)
+        if (kiln__cache_lookup(layer, layer->entries[i].key) == (int64_t)i &&
+            kiln__cache_holder(c, layer->entries[i].key, l + 1, NULL) < 0)
+            rc = fn(user, &layer->entries[i]);
+    pthread_rwlock_unlock(&layer->lock);
+    return rc;
+}
+
+static int count_one(void *user, const struct kiln_cache_entry *e)
+{
+    (void)e;
+    (*(size_t *)user)++;
+    return KILN_OK;
+}
+
+/* The records the layers add: their live records this cache and earlier
+ * layers do not hold. */
+static size_t layer_records(struct kiln_cache *c)
+{
+    size_t n = 0;
+    for (unsigned l = 0; l < c->nlayers; l++)
+        each_visible(c, l, count_one, &n);
+    return n;
+}
+
 size_t kiln_cache_count(struct kiln_cache *c)
 {
     if (!c)
@@ -621,7 +680,48 @@ size_t kiln_cache_count(struct kiln_cache *c)
     pthread_rwlock_rdlock(&c->lock);
     size_t n = c->live;
     pthread_rwlock_unlock(&c->lock);
-    return n;
+    return n + layer_records(c);
+}
+
+struct entries_out {
+    struct kiln_cache_entry *out;
+    size_t entry_size, n, cap;
+};
+
+static int entry_append(void *user, const struct kiln_cache_entry *e)
+{
+    struct entries_out *o = user;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 64;
+        void *p = kiln__realloc(o->out, cap * o->entry_size);
+        if (!p)
+            return KILN_ENOMEM;
+        memset((unsigned char *)p + o->cap * o->entry_size, 0, (cap - o->cap) * o->entry_size);
+        o->out = p;
+        o->cap = cap;
+    }
+    kiln__elem_out(o->out, o->entry_size, o->n++, e, sizeof(*e));
+    return KILN_OK;
+}
+
+/* Appends the layers' visible records to *entries (this cache's own, *n of
+ * them, in an array of *n elements). */
+static int entries_of_layers(struct kiln_cache *c, size_t entry_size,
+                             struct kiln_cache_entry **entries, size_t *n)
+{
+    struct entries_out o = {.out = *entries, .entry_size = entry_size, .n = *n, .cap = *n};
+    int rc = KILN_OK;
+    for (unsigned l = 0; rc == KILN_OK && l < c->nlayers; l++)
+        rc = each_visible(c, l, entry_append, &o);
+    if (rc < 0) {
+        kiln__free(o.out);
+        *entries = NULL;
+        *n = 0;
+        return rc;
+    }
+    *entries = o.out;
+    *n = o.n;
+    return KILN_OK;
 }
 
 static int entries_body(struct kiln_cache *c, size_t entry_size, struct kiln_cache_entry **entries,
@@ -651,6 +751,8 @@ static int entries_body(struct kiln_cache *c, size_t entry_size, struct kiln_cac
         }
     }
     pthread_rwlock_unlock(&c->lock);
+    if (rc == KILN_OK && c->nlayers)
+        rc = entries_of_layers(c, entry_size, entries, n);
     return rc;
 }
 
@@ -670,6 +772,10 @@ static int last_use_body(struct kiln_cache *c, struct kiln_key key, uint32_t *da
     if (i >= 0 && day)
         *day = __atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&c->lock);
+    /* A layer's record: the mark the layer carries (never written). */
+    for (unsigned l = 0; i < 0 && l < c->nlayers; l++)
+        if (last_use_body(c->layers[l], key, day) == KILN_OK)
+            return KILN_OK;
     return i >= 0 ? KILN_OK : KILN_ENOTFOUND;
 }
 
@@ -708,6 +814,9 @@ static int get_stats_body(struct kiln_cache *c, struct kiln_cache_stats *stats)
     st.bytes = c->live_bytes;
     st.file_bytes = c->rec_end;
     pthread_rwlock_unlock(&c->lock);
+    st.layers = c->nlayers;
+    st.layers_left_out = c->layers_left_out;
+    st.layer_records = layer_records(c);
     KILN_STRUCT_OUT(stats, &st);
     return KILN_OK;
 }

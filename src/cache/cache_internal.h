@@ -72,6 +72,12 @@ struct kiln_cache {
     bool has_executor;
     /* The last failure's text (kiln_cache_errmsg). */
     struct kiln__errbuf err;
+
+    /* Read-only layers beneath this cache (kiln_cache_options.layers), in
+     * search order; set by the open, never changed after it. */
+    struct kiln_cache *layers[KILN_CACHE_MAX_LAYERS];
+    unsigned nlayers;
+    unsigned layers_left_out;
 };
 
 /* Ends a public call on handle `c` (may be NULL) through kiln__err_end:
@@ -80,6 +86,15 @@ struct kiln_cache {
 #define KILN__CACHE_END(c, mark, fn, rc)                                       \
     kiln__err_end((c) ? (struct kiln__errbuf *)&(c)->err : NULL, (mark), (fn), \
                   (c) ? (c)->dir : NULL, (rc))
+
+/*
+ * Which of this cache (0) and its first `below - 1` layers (1..) holds a
+ * live record of `key` first, with the entry in *entry (may be NULL).
+ * @return that index, or -1 when none of them does (and when below is 0).
+ * Thread-safe like a lookup.
+ */
+int kiln__cache_holder(struct kiln_cache *c, struct kiln_key key, unsigned below,
+                       struct kiln_cache_entry *entry);
 
 /* Initialises the handle's locks (cache.c); kiln_cache_close destroys them.
  * @return 0 or KILN_ENOMEM (none left initialised). */

@@ -297,6 +297,53 @@ static struct kiln_cache_result *results_at_stride(struct kiln_cache_result *res
 
 static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
                               unsigned threads, size_t result_size,
+                              struct kiln_cache_result **results);
+
+/*
+ * The keys this cache does not hold, from its layers in order (see
+ * kiln_cache_options.layers): each layer loads what is still not found,
+ * and its payloads move into `res` (they are blocks of their own, freed
+ * the same way). A layer's failure leaves its keys not found.
+ */
+static void load_from_layers(struct kiln_cache *c, struct kiln_cache_result *res, size_t n,
+                             unsigned threads)
+{
+    struct kiln_key *keys = NULL;
+    size_t *slots = NULL;
+    for (unsigned l = 0; l < c->nlayers; l++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            m += res[i].status == KILN_ENOTFOUND;
+        if (m == 0)
+            break;
+        if (!keys) {
+            keys = kiln__malloc(m * sizeof(*keys));
+            slots = kiln__malloc(m * sizeof(*slots));
+            if (!keys || !slots)
+                break;
+        }
+        m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (res[i].status == KILN_ENOTFOUND) {
+                keys[m] = res[i].key;
+                slots[m++] = i;
+            }
+        struct kiln_cache_result *lr = NULL;
+        if (load_many_body(c->layers[l], keys, m, threads, sizeof(*lr), &lr) < 0)
+            continue;
+        for (size_t k = 0; k < m; k++)
+            if (lr[k].status != KILN_ENOTFOUND) {
+                res[slots[k]] = lr[k];
+                lr[k].data = NULL;
+            }
+        kiln_cache_results_free_sized(lr, m, sizeof(*lr));
+    }
+    kiln__free(keys);
+    kiln__free(slots);
+}
+
+static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
+                              unsigned threads, size_t result_size,
                               struct kiln_cache_result **results)
 {
     if (!results)
@@ -355,6 +402,8 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
 
     kiln__free(items);
     kiln__free(runs);
+    if (c->nlayers && found < n)
+        load_from_layers(c, res, n, threads);
     int fatal = atomic_load(&j.fatal);
     int64_t loaded = 0;
     for (size_t i = 0; i < n; i++)
@@ -390,8 +439,12 @@ static int cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cach
         kiln__cache_touch(c, (size_t)e);
     }
     pthread_rwlock_unlock(&c->lock);
-    if (e < 0)
+    if (e < 0) {
+        for (unsigned l = 0; l < c->nlayers; l++)
+            if (cache_get(c->layers[l], key, result) != KILN_ENOTFOUND)
+                return result->status;
         return result->status = KILN_ENOTFOUND;
+    }
     /* One pread on the handle's own descriptor into a block of its own, so
      * the payload keeps only its record alive. */
     struct job j = {.c = c, .res = result};

@@ -783,6 +783,47 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
     return KILN_OK;
 }
 
+/* ---- read-only layers ------------------------------------------------------ */
+
+/*
+ * Opens the layers beneath `c` (kiln_cache_options.layers), each read-only
+ * with c's stamp: a layer that cannot be opened, or whose stamp or
+ * dictionary is not c's (a payload is unpacked with c's dictionary), is
+ * left out with one warning line. Never an error of the open: a shipped
+ * cache that no longer fits costs its records, not the user's own.
+ */
+static void open_layers(struct kiln_cache *c, const struct kiln_cache_options *opt)
+{
+    for (size_t i = 0; i < opt->nlayers; i++) {
+        const char *dir = opt->layers[i];
+        struct kiln_cache_options lo = KILN_CACHE_OPTIONS_INIT;
+        lo.stamp = c->header.stamp;
+        lo.flags = KILN_CACHE_READ_ONLY;
+        lo.io = opt->io;
+        lo.threads = opt->threads;
+        lo.executor = opt->executor;
+        lo.today = c->today;
+        struct kiln_cache *l = NULL;
+        int rc = dir ? kiln_cache_open(dir, &lo, &l) : KILN_EINVAL;
+        if (rc == KILN_OK && !l)
+            rc = KILN_EINVAL; /* an open that succeeds gives a handle; the analyser cannot see it */
+        if (rc == KILN_OK && l->header.dict_id != c->header.dict_id) {
+            KILN_WARN("cache",
+                      "%s: layer %s left out: its dictionary %016" PRIx64
+                      " is not this cache's (%016" PRIx64 ")",
+                      c->dir, dir, l->header.dict_id, c->header.dict_id);
+        } else if (rc < 0) {
+            KILN_WARN("cache", "%s: layer %s left out: %s", c->dir, dir ? dir : "(null)",
+                      rc == KILN_ESTAMP ? "it carries another stamp" : kiln_strerror(rc));
+        } else {
+            c->layers[c->nlayers++] = l;
+            continue;
+        }
+        kiln_cache_close(l);
+        c->layers_left_out++;
+    }
+}
+
 static int open_body(const char *dir, const struct kiln_cache_options *opt, struct kiln_cache **out)
 {
     if (!out)
@@ -791,6 +832,11 @@ static int open_body(const char *dir, const struct kiln_cache_options *opt, stru
     struct kiln_cache_options eff = KILN_CACHE_OPTIONS_INIT;
     if (!dir || effective_options(opt, &eff) < 0)
         return KILN_EINVAL;
+    if (eff.nlayers > KILN_CACHE_MAX_LAYERS || (eff.nlayers && !eff.layers)) {
+        KILN_ERROR("cache", "%s: %zu layers (at most %u, in an array)", dir, eff.nlayers,
+                   KILN_CACHE_MAX_LAYERS);
+        return KILN_EINVAL;
+    }
     uint64_t t0 = kiln_now_ns();
     if ((eff.flags & (KILN_CACHE_CREATE | KILN_CACHE_RESET)) &&
         !(eff.flags & KILN_CACHE_READ_ONLY)) {
@@ -831,6 +877,7 @@ static int open_body(const char *dir, const struct kiln_cache_options *opt, stru
         KILN_WARN("cache", "%s", a.text);
     else
         KILN_INFO("cache", "%s (%.1f ms)", a.text, (double)c->st.open_ns / 1e6);
+    open_layers(c, &eff);
     *out = c;
     return KILN_OK;
 }

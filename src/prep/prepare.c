@@ -638,7 +638,9 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                       .stamp = s->stamp,
                                       .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
                                       .io = o->io,
-                                      .executor = o->executor};
+                                      .executor = o->executor,
+                                      .layers = o->layers,
+                                      .nlayers = o->nlayers};
     rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
     if (rc < 0) {
         /* Returned to the caller, who reports it (a folder holding another

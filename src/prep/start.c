@@ -647,6 +647,39 @@ static int start_fail(struct kiln_start_summary *s, enum kiln_prep_step step, in
  * dictionary when it can (so last use can be recorded), else read-only.
  * @return 0 with the cache in *out and *writer set, or the open's error.
  */
+/* No cache yet beneath layers: an empty one with the first usable layer's
+ * stamp and dictionary, so the layers can be used (kiln_start_options.layers).
+ * @return 0 when one was made. */
+static int start_make_top(const struct kiln_start_options *o)
+{
+    int rc = KILN_ENOENT;
+    for (size_t i = 0; rc != KILN_OK && i < o->nlayers; i++) {
+        struct kiln_cache_options lo = {.size = sizeof(lo),
+                                        .stamp = o->stamp,
+                                        .flags = KILN_CACHE_READ_ONLY |
+                                                 (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
+                                        .io = o->io};
+        struct kiln_cache *l = NULL;
+        if (!o->layers[i] || kiln_cache_open(o->layers[i], &lo, &l) < 0)
+            continue;
+        struct kiln_cache_stats ls = KILN_CACHE_STATS_INIT;
+        kiln_cache_get_stats(l, &ls);
+        struct kiln_cache_options top = {.size = sizeof(top),
+                                         .stamp = ls.stamp,
+                                         .flags = KILN_CACHE_CREATE,
+                                         .io = o->io,
+                                         .dict = kiln_cache_dict(l)};
+        struct kiln_cache *c = NULL;
+        rc = ls.dict_id && !top.dict ? KILN_ECORRUPT : kiln_cache_open(o->cache_dir, &top, &c);
+        kiln_cache_close(c);
+        kiln_cache_close(l);
+        if (rc == KILN_OK)
+            KILN_INFO("prep", "%s: a new cache beneath layer %s (its stamp %016" PRIx64 ")",
+                      o->cache_dir, o->layers[i], ls.stamp);
+    }
+    return rc;
+}
+
 static int start_open(const struct kiln_start_options *o, struct kiln_cache **out, bool *writer,
                       struct kiln_start_summary *s)
 {
@@ -658,8 +691,12 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
         struct kiln_cache_options wopt = {.size = sizeof(wopt),
                                           .flags = KILN_CACHE_KEEP_STAMP,
                                           .io = o->io,
-                                          .executor = o->executor};
+                                          .executor = o->executor,
+                                          .layers = o->layers,
+                                          .nlayers = o->nlayers};
         rc = kiln_cache_open(o->cache_dir, &wopt, out);
+        if (rc == KILN_ENOENT && start_make_top(o) == KILN_OK)
+            rc = kiln_cache_open(o->cache_dir, &wopt, out);
         if (rc == KILN_OK) {
             struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
             kiln_cache_get_stats(*out, &cs);
@@ -687,6 +724,8 @@ static int start_open(const struct kiln_start_options *o, struct kiln_cache **ou
             KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT | (o->any_stamp ? KILN_CACHE_ANY_STAMP : 0u),
         .io = o->io,
         .executor = o->executor,
+        .layers = o->layers,
+        .nlayers = o->nlayers,
     };
     rc = kiln_cache_open(o->cache_dir, &ropt, out);
     struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
@@ -791,6 +830,103 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
     kiln_cache_close(c);
 }
 
+/* ---- the subset (kiln_start_options.keys, .recent) ------------------------ */
+
+struct key_at {
+    struct kiln_key key;
+    size_t at;
+};
+
+static int by_key(const void *x, const void *y)
+{
+    const struct kiln_key *a = x, *b = y;
+    if (a->hi != b->hi)
+        return a->hi < b->hi ? -1 : 1;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Marks the entries of the asked keys; counts the keys none has. The
+ * entries are the cache's and its layers', so they are matched by key. */
+static int mark_keys(const struct kiln_start_options *o, const struct kiln_cache_entry *e, size_t n,
+                     unsigned char *keep, uint64_t *absent)
+{
+    struct key_at *sorted = kiln__malloc((n ? n : 1) * sizeof(*sorted));
+    if (!sorted)
+        return KILN_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = (struct key_at){.key = e[i].key, .at = i};
+    qsort(sorted, n, sizeof(*sorted), by_key);
+    for (size_t k = 0; k < o->nkeys; k++) {
+        const struct key_at *hit = bsearch(&o->keys[k], sorted, n, sizeof(*sorted), by_key);
+        if (hit)
+            keep[hit->at] = 1;
+        else
+            (*absent)++;
+    }
+    kiln__free(sorted);
+    return KILN_OK;
+}
+
+struct use_rank {
+    uint32_t day;
+    size_t at;
+};
+
+/* The most recently used first; within a day the later record first. */
+static int more_recent_first(const void *x, const void *y)
+{
+    const struct use_rank *a = x, *b = y;
+    if (a->day != b->day)
+        return a->day > b->day ? -1 : 1;
+    return a->at > b->at ? -1 : a->at < b->at;
+}
+
+static int mark_recent(struct kiln_cache *cache, const struct kiln_cache_entry *e, size_t n,
+                       uint64_t recent, unsigned char *keep)
+{
+    if (recent >= n) {
+        memset(keep, 1, n);
+        return KILN_OK;
+    }
+    struct use_rank *r = kiln__malloc(n * sizeof(*r));
+    if (!r)
+        return KILN_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        r[i] = (struct use_rank){.day = 0, .at = i};
+        kiln_cache_last_use(cache, e[i].key, &r[i].day);
+    }
+    qsort(r, n, sizeof(*r), more_recent_first);
+    for (uint64_t i = 0; i < recent; i++)
+        keep[r[i].at] = 1;
+    kiln__free(r);
+    return KILN_OK;
+}
+
+/* Keeps in e[0..*n) only the records the subset names, in their order.
+ * Nothing is read from the records file here: the index's entries say
+ * where each record is. */
+static int start_choose(const struct kiln_start_options *o, struct kiln_cache *cache,
+                        struct kiln_cache_entry *e, size_t *n, struct kiln_start_summary *s)
+{
+    s->chosen = *n;
+    if (!o->nkeys && !o->recent)
+        return KILN_OK;
+    unsigned char *keep = kiln__calloc(*n ? *n : 1, 1);
+    if (!keep)
+        return KILN_ENOMEM;
+    int rc = o->recent ? mark_recent(cache, e, *n, o->recent, keep) : KILN_OK;
+    if (rc == KILN_OK && o->nkeys)
+        rc = mark_keys(o, e, *n, keep, &s->keys_absent);
+    size_t m = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (keep[i])
+            e[m++] = e[i];
+    kiln__free(keep);
+    *n = m;
+    s->chosen = m;
+    return rc;
+}
+
 static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                       void *progress_user, struct kiln_start_summary *s, uint64_t t0)
 {
@@ -800,6 +936,10 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     }
     if (kiln__prep_check_builders(o->builders, o->nbuilders, "warm start") < 0)
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    if (o->nkeys && !o->keys) {
+        KILN_ERROR("prep", "warm start: %zu keys asked for and no array", o->nkeys);
+        return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    }
     if (kiln__isolate_check(o->isolate, o->vk && o->on_pipeline) < 0)
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
 
@@ -849,6 +989,9 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     struct kiln_pack_dict *dict = NULL;
     unsigned char *retried = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
+    s->records = n;
+    if (rc == KILN_OK)
+        rc = start_choose(o, cache, entries, &n, s);
     if (rc == KILN_OK && n) {
         keys = kiln__malloc(n * sizeof(*keys));
         items = kiln__calloc(n, sizeof(*items));
@@ -862,7 +1005,6 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
         const void *dbytes = kiln_pack_dict_bytes(kiln_cache_dict(cache), &dsize);
         rc = kiln_pack_dict_load(dbytes, dsize, &dict);
     }
-    s->records = n;
     s->open_ns = kiln_now_ns() - t0;
     if (rc != KILN_OK) {
         start_fail(s, KILN_PREP_STEP_OTHER, rc);

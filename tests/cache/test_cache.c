@@ -13,6 +13,7 @@
 #include "kiln_test.h"
 #include "cache_format.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -2346,6 +2347,168 @@ KT_CASE(put_threads)
     KT_CHECK_EQ(rep.index_state, KILN_CACHE_INDEX_OK);
 }
 
+/* ---- read-only layers (kiln_cache_options.layers) ------------------------ */
+
+static int open_with_layers(const char *dir, const char *const *layers, size_t n, unsigned flags,
+                            struct kiln_cache **c)
+{
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = STAMP, .flags = flags, .layers = layers, .nlayers = n};
+    return kiln_cache_open(dir, &opt, c);
+}
+
+/* Keys 0..9 in the layer (40 bytes each), 5..14 in the top (24 bytes): the
+ * top's record wins where both hold a key, every key is seen once. */
+KT_CASE(layers_lookup_order)
+{
+    const char *root = kt_tmpdir();
+    char layer[4096], top[4096];
+    path_of(layer, root, "layer");
+    path_of(top, root, "top");
+    static const size_t lsize[] = {40};
+    struct kiln_key keys[15];
+    make_cache(layer, 10, lsize, 1, keys, NULL);
+    struct kiln_cache *c;
+    const char *layers[] = {layer};
+    KT_REQUIRE_OK(open_with_layers(top, layers, 1, KILN_CACHE_CREATE, &c));
+    for (uint64_t i = 5; i < 15; i++) {
+        keys[i] = key_of(i);
+        KT_CHECK_OK(put_rec(c, keys[i], 24));
+    }
+    KT_CHECK_OK(kiln_cache_sync(c));
+    KT_CHECK_EQ(kiln_cache_count(c), 15);
+    struct kiln_cache_entry *e;
+    size_t n = 0;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &e, &n));
+    KT_CHECK_EQ(n, 15);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = i + 1; k < n; k++)
+            KT_CHECK(!kiln_key_equal(e[i].key, e[k].key));
+    kiln_cache_entries_free(e);
+    KT_CHECK_EQ(load_check(c, keys, 15, 2, NULL), 15);
+    struct kiln_cache_result r;
+    KT_CHECK_OK(kiln_cache_get(c, keys[2], &r)); /* the layer's alone */
+    KT_CHECK_EQ(r.size, 40);
+    kiln_cache_payload_free(r.data);
+    KT_CHECK_OK(kiln_cache_get(c, keys[7], &r)); /* both: the top's */
+    KT_CHECK_EQ(r.size, 24);
+    kiln_cache_payload_free(r.data);
+    struct kiln_cache_entry one;
+    KT_CHECK_OK(kiln_cache_find(c, keys[0], &one));
+    KT_CHECK_EQ(kiln_cache_find(c, key_of(99), &one), KILN_ENOTFOUND);
+    uint32_t day;
+    KT_CHECK_OK(kiln_cache_last_use(c, keys[1], &day));
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
+    KT_CHECK_OK(kiln_cache_get_stats(c, &st));
+    KT_CHECK_EQ(st.records, 10); /* the top's own */
+    KT_CHECK_EQ(st.layers, 1);
+    KT_CHECK_EQ(st.layer_records, 5);
+    kiln_cache_close(c);
+    /* The control: without the layer, the top alone. */
+    KT_REQUIRE_OK(open_cache(top, STAMP, 0, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), 10);
+    KT_CHECK_EQ(kiln_cache_get(c, keys[2], &r), KILN_ENOTFOUND);
+    kiln_cache_close(c);
+}
+
+/* Every byte of a layer's folder after a writer above it stored, synced,
+ * loaded, compacted and closed: as before; and no lock was taken on it. */
+KT_CASE(layers_never_written)
+{
+    const char *root = kt_tmpdir();
+    char layer[4096], top[4096], path[4096];
+    path_of(layer, root, "layer");
+    path_of(top, root, "top");
+    static const size_t lsize[] = {33};
+    struct kiln_key keys[12];
+    make_cache(layer, 12, lsize, 1, keys, NULL);
+    static const char *const files[] = {KILN_CACHE_RECORDS_FILE, KILN_CACHE_INDEX_FILE,
+                                        KILN_CACHE_USE_FILE};
+    void *before[3];
+    size_t nbefore[3];
+    for (int f = 0; f < 3; f++) {
+        path_of(path, layer, files[f]);
+        before[f] = read_all(path, &nbefore[f]);
+    }
+    struct kiln_cache *c, *w;
+    const char *layers[] = {layer};
+    KT_REQUIRE_OK(open_with_layers(top, layers, 1, KILN_CACHE_CREATE, &c));
+    KT_CHECK_OK(open_cache(layer, STAMP, 0, &w)); /* a writer of the layer: not locked */
+    kiln_cache_close(w);
+    KT_CHECK_OK(put_rec(c, key_of(50), 10));
+    KT_CHECK_OK(put_rec(c, keys[3], 10)); /* shadows the layer's */
+    KT_CHECK_EQ(load_check(c, keys, 12, 2, NULL), 12);
+    KT_CHECK_OK(kiln_cache_sync(c));
+    struct kiln_cache_rewrite_report rep = KILN_CACHE_REWRITE_REPORT_INIT;
+    KT_CHECK_OK(kiln_cache_compact(c, &rep));
+    KT_CHECK_OK(kiln_cache_save_use(c));
+    kiln_cache_close(c);
+    for (int f = 0; f < 3; f++) {
+        path_of(path, layer, files[f]);
+        size_t n = 0;
+        void *now = read_all(path, &n);
+        KT_CHECK(now && n == nbefore[f] && memcmp(now, before[f], n) == 0);
+        free(now);
+        free(before[f]);
+    }
+    size_t entries = 0;
+    DIR *d = opendir(layer);
+    KT_REQUIRE(d != NULL);
+    for (struct dirent *de; (de = readdir(d));)
+        entries += de->d_name[0] != '.';
+    closedir(d);
+    KT_CHECK_EQ(entries, 3);
+}
+
+/* A layer that cannot be used is left out, the open goes on; a damaged
+ * record in a used layer is reported missing, never returned. */
+KT_CASE(layers_left_out)
+{
+    const char *root = kt_tmpdir();
+    char good[4096], other[4096], broken[4096], missing[4096], top[4096], path[4096];
+    path_of(good, root, "good");
+    path_of(other, root, "other");
+    path_of(broken, root, "broken");
+    path_of(missing, root, "missing");
+    path_of(top, root, "top");
+    static const size_t lsize[] = {40};
+    struct kiln_key keys[6];
+    uint64_t off[6];
+    make_cache(good, 6, lsize, 1, keys, off);
+    make_cache(broken, 2, lsize, 1, keys, NULL);
+    path_of(path, broken, KILN_CACHE_RECORDS_FILE);
+    patch_file(path, 0, "XXXX", 4); /* not a kiln cache any more */
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(other, STAMP + 1, KILN_CACHE_CREATE, &c));
+    KT_CHECK_OK(put_rec(c, key_of(40), 8));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    path_of(path, good, KILN_CACHE_RECORDS_FILE);
+    flip_bit(path, off[4] + KILN__CACHE_HEAD_SIZE + 3, 2);
+
+    const char *layers[] = {other, broken, missing, good};
+    KT_REQUIRE_OK(open_with_layers(top, layers, 4, KILN_CACHE_CREATE, &c));
+    struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
+    KT_CHECK_OK(kiln_cache_get_stats(c, &st));
+    KT_CHECK_EQ(st.layers, 1);
+    KT_CHECK_EQ(st.layers_left_out, 3);
+    bool ok[6];
+    KT_CHECK_EQ(load_check(c, keys, 6, 1, ok), 5);
+    KT_CHECK(!ok[4]);
+    struct kiln_cache_result r;
+    KT_CHECK(kiln_cache_get(c, keys[4], &r) < 0);
+    KT_CHECK(r.data == NULL);
+    KT_CHECK_EQ(kiln_cache_find(c, key_of(40), NULL), KILN_ENOTFOUND); /* the other stamp's */
+    kiln_cache_close(c);
+
+    /* More layers than kiln opens, or a count without its array: refused. */
+    const char *many[KILN_CACHE_MAX_LAYERS + 1];
+    for (size_t i = 0; i < KILN_ARRAY_LEN(many); i++)
+        many[i] = good;
+    KT_CHECK_EQ(open_with_layers(top, many, KILN_ARRAY_LEN(many), 0, &c), KILN_EINVAL);
+    KT_CHECK_EQ(open_with_layers(top, NULL, 1, 0, &c), KILN_EINVAL);
+}
+
 KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_short),
         KT_ENTRY(last_entry_changed), KT_ENTRY(index_deleted), KT_ENTRY(index_of_other_cache),
         KT_ENTRY(index_other_stamp), KT_ENTRY(records_truncated_everywhere), KT_ENTRY(flipped_bit),
@@ -2358,4 +2521,5 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(planted_links), KT_ENTRY(output_guard), KT_ENTRY(replaced_under_writer),
         KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index),
         KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads),
-        KT_ENTRY(put_threads))
+        KT_ENTRY(put_threads), KT_ENTRY(layers_lookup_order), KT_ENTRY(layers_never_written),
+        KT_ENTRY(layers_left_out))

@@ -64,6 +64,10 @@ run() {
 # Successes, in an order that builds what the next one needs.
 run ok prepare --generate 3 --no-vulkan --jobs 1 --cache "$W/c"
 run ok start --no-vulkan --cache "$W/c"
+run ok start --no-vulkan --recent 2 --cache "$W/c"
+run ok start --no-vulkan --cache "$W/top" --layer "$W/c"
+run ok cache stats "$W/top" --layer "$W/c" --layer "$W/missing"
+run ok bench start --recent 2 --cache "$W/c" --only "$W/c"
 run ok cache stats "$W/c"
 run ok cache check "$W/c"
 run ok cache repack --codec zstd "$W/c"
@@ -78,6 +82,7 @@ run ok export foz --cache "$W/c" "$W/c.foz"
 run ok topo --sysfs "$fx/x3d"
 run ok topo --sysfs "$fx/x3d" --all-levels
 run ok bench store --records 20 --mean-kb 1
+run ok bench store --records 20 --mean-kb 1 --layer
 run ok bench store --records 40 --mean-kb 1 --prune-every 10 --max-size 20K
 run ok bench pages --rounds 1 --ranges 16
 run any bench pack --generate 20 --rounds 1
@@ -89,6 +94,7 @@ if grep -q '"ok":true' "$W/out"; then
 fi
 run any bench prepare --programs 2 --threads 1 --memory-programs 1
 run any bench replay --threads 1 "$foz"
+run any bench stutter --frames 4 --background 0 --modes sync,async --no-warm-compare "$foz"
 run any bench replay --threads 1 --memory-budget 90%,400M "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
@@ -111,6 +117,10 @@ run fail bench pack --rounds 0
 run fail bench prepare --bogus
 run fail bench replay "$W/missing.foz"
 run fail bench replay --threads 0 "$foz"
+run fail bench start --recent 0 --cache "$W/c" --only "$W/c"
+run fail bench start --recent 2 --cache "$W/missing" --only "$W/c"
+run fail bench stutter --modes bogus "$foz"
+run fail bench stutter
 run fail bench replay --memory-budget 0% "$foz"
 run fail nosuchcommand
 run fail cache
@@ -132,7 +142,7 @@ passed=$((passed + 3))
 # beside --json.
 for words in "" cache import export bench "cache stats" "cache check" "cache repack" \
     "cache prune" "cache compact" "cache merge" "import foz" "export foz" topo prepare start \
-    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay"; do
+    "bench store" "bench pack" "bench prepare" "bench pages" "bench replay" "bench start" "bench stutter"; do
     # shellcheck disable=SC2086 # the words are meant to split
     if ! "$kiln" $words --help >"$W/out" 2>"$W/err"; then
         fail "kiln $words --help: exit $?"

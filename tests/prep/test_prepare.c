@@ -714,19 +714,28 @@ KT_CASE(foz_import_then_prepare)
 /* The warm start records last use (what kiln cache prune goes by) and
  * never rewrites a record; read-only (asked, or another writer holds the
  * cache) it writes nothing at all. */
-KT_CASE(start_records_use)
+/* The fixture's corpus prepared without Vulkan into a cache of its own,
+ * named in cache[4200]. @return 0, or -1 with the failure reported. */
+static int prepared_cache(char *cache)
 {
     const char *root = kt_tmpdir();
-    char corpus[4200], cache[4200];
-    cache_path(cache, sizeof(cache), root);
-    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
+    char corpus[4200];
+    cache_path(cache, 4200, root);
+    if (pf_corpus(corpus, sizeof(corpus), root, false) != 0)
+        return -1;
     struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
     pf_options(&o, cache, 1);
     struct pf_input in = PF_INPUT_INIT;
     in.corpus = corpus;
     o.no_vulkan = true;
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &s));
+    return pf_prepare(&o, &in, NULL, NULL, &s) == KILN_OK ? 0 : -1;
+}
+
+KT_CASE(start_records_use)
+{
+    char cache[4200];
+    KT_REQUIRE(prepared_cache(cache) == 0);
 
     /* Age every record: last used on day 1000 (without the marks file,
      * every record counts as used on the open's day, and close writes it). */
@@ -1031,8 +1040,138 @@ KT_CASE(own_context_takes_vk_allocator)
     }
 }
 
+/* Marks every record of `cache` used on `day`, then `n` of them on `day + 1`. */
+static void age_records(const char *cache, uint32_t day, const struct kiln_key *recent, size_t n,
+                        struct kiln_key *all, size_t *nall)
+{
+    char kpu_path[4300];
+    snprintf(kpu_path, sizeof(kpu_path), "%s/%s", cache, KILN_CACHE_USE_FILE);
+    remove(kpu_path);
+    struct kiln_cache_options ko = {
+        .size = sizeof(ko), .flags = KILN_CACHE_KEEP_STAMP, .today = day};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &c));
+    struct kiln_cache_entry *e;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &e, nall));
+    for (size_t i = 0; i < *nall; i++)
+        all[i] = e[i].key;
+    kiln_cache_entries_free(e);
+    struct kiln_cache_result *res;
+    KT_CHECK_EQ(kiln_cache_load_many(c, all, *nall, 1, &res), (int64_t)*nall);
+    kiln_cache_results_free(res, *nall);
+    kiln_cache_close(c);
+    if (!n)
+        return;
+    ko.today = day + 1;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &ko, &c));
+    KT_CHECK_EQ(kiln_cache_load_many(c, recent, n, 1, &res), (int64_t)n);
+    kiln_cache_results_free(res, n);
+    kiln_cache_close(c);
+}
+
+static uint32_t last_use_of(const char *cache, struct kiln_key key)
+{
+    struct kiln_cache_options ko = {.size = sizeof(ko),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache *c;
+    uint32_t day = 0;
+    if (kiln_cache_open(cache, &ko, &c) == KILN_OK) {
+        kiln_cache_last_use(c, key, &day);
+        kiln_cache_close(c);
+    }
+    return day;
+}
+
+/* A warm start of a subset (issue 27): the N most recently used, or the
+ * records of some keys, are read and built; no other record is read (its
+ * last use stays as it was), and the whole start is the control. */
+KT_CASE(start_subset)
+{
+    char cache[4200];
+    KT_REQUIRE(prepared_cache(cache) == 0);
+
+    struct kiln_key all[PF_GOOD_PROGRAMS];
+    size_t n = 0;
+    age_records(cache, 1000, NULL, 0, all, &n);
+    KT_REQUIRE(n == PF_GOOD_PROGRAMS);
+    struct kiln_key recent[2] = {all[0], all[2]};
+    age_records(cache, 1000, recent, 2, all, &n);
+
+    /* The two most recently used: read, marked today; the other untouched. */
+    struct kiln_start_options so = {
+        .size = sizeof(so), .cache_dir = cache, .any_stamp = true, .jobs = 1, .recent = 2};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
+    /* Built on kiln's own context where there is a device. */
+    int rc = kiln_warm_start(&so, NULL, NULL, &ss);
+    KT_CHECK(rc == KILN_OK || ss.step == KILN_PREP_STEP_VULKAN);
+    KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.chosen, 2);
+    KT_CHECK_EQ(ss.loaded, 2);
+    KT_CHECK(!ss.vulkan ||
+             ss.pipelines_built + ss.pipelines_skipped + ss.pipelines_failed + ss.bad == 2);
+    KT_CHECK_EQ(last_use_of(cache, all[1]), 1000);
+    KT_CHECK(last_use_of(cache, all[0]) > 1001);
+    KT_CHECK(last_use_of(cache, all[2]) > 1001);
+
+    /* By key: one held, one the cache lacks. */
+    struct kiln_key asked[2] = {all[1], {.lo = 0x1234, .hi = 0x5678}};
+    so.recent = 0;
+    so.keys = asked;
+    so.nkeys = 2;
+    so.no_vulkan = true;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.chosen, 1);
+    KT_CHECK_EQ(ss.keys_absent, 1);
+    KT_CHECK_EQ(ss.loaded, 1);
+    KT_CHECK_EQ(ss.missing, 0);
+    /* Keys without their array: refused. */
+    so.keys = NULL;
+    KT_CHECK_EQ(kiln_warm_start(&so, NULL, NULL, &ss), KILN_EINVAL);
+
+    /* The control: no subset reads every record. */
+    so.nkeys = 0;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.chosen, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+}
+
+/* A first start on a shipped cache (issue 27): no cache of the user's yet,
+ * a layer beneath it; the start makes an empty one with the layer's stamp
+ * and loads (and builds) the layer's programs, writing nothing there. */
+KT_CASE(start_on_layer)
+{
+    char layer[4200], top[4300];
+    KT_REQUIRE(prepared_cache(layer) == 0);
+    snprintf(top, sizeof(top), "%s-user", layer); /* beside it, in the case's folder */
+    size_t nkpc = 0, nkpu = 0;
+    void *kpc = cache_file(layer, KILN_CACHE_RECORDS_FILE, &nkpc);
+    void *kpu = cache_file(layer, KILN_CACHE_USE_FILE, &nkpu);
+    KT_REQUIRE(kpc && kpu);
+    const char *layers[] = {layer};
+    struct kiln_start_options so = {.size = sizeof(so),
+                                    .cache_dir = top,
+                                    .any_stamp = true,
+                                    .jobs = 1,
+                                    .no_vulkan = true,
+                                    .layers = layers,
+                                    .nlayers = 1};
+    struct kiln_start_summary ss = KILN_START_SUMMARY_INIT;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.records, PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(ss.loaded, PF_GOOD_PROGRAMS);
+    KT_CHECK(same_file(layer, KILN_CACHE_RECORDS_FILE, kpc, nkpc));
+    KT_CHECK(same_file(layer, KILN_CACHE_USE_FILE, kpu, nkpu));
+    free(kpc);
+    free(kpu);
+    /* The control: the same start without the layer finds nothing. */
+    so.nlayers = 0;
+    KT_CHECK_OK(kiln_warm_start(&so, NULL, NULL, &ss));
+    KT_CHECK_EQ(ss.loaded, 0);
+}
+
 KT_MAIN(KT_ENTRY(program_key), KT_ENTRY(stamp), KT_ENTRY(generated_then_start),
         KT_ENTRY(broken_program_alone), KT_ENTRY(no_vulkan_and_damage), KT_ENTRY(bad_input),
         KT_ENTRY(threads), KT_ENTRY(dict_kept_after_repack), KT_ENTRY(prepare_dict),
         KT_ENTRY(foz_import_then_prepare), KT_ENTRY(start_records_use), KT_ENTRY(own_source),
-        KT_ENTRY(start_cancel_and_executor), KT_ENTRY(own_context_takes_vk_allocator))
+        KT_ENTRY(start_cancel_and_executor), KT_ENTRY(own_context_takes_vk_allocator),
+        KT_ENTRY(start_subset), KT_ENTRY(start_on_layer))

@@ -17,6 +17,9 @@
 
 #ifndef _WIN32
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -61,6 +64,77 @@ void bench_child_no_disk_cache(void)
     setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
     setenv("MESA_GLSL_CACHE_DISABLE", "true", 1);
     setenv("__GL_SHADER_DISK_CACHE", "0", 1);
+}
+
+bool bench_child_reset_peak(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+/* @return the field `key` ("VmHWM:") of /proc/self/status in bytes, or 0. */
+static uint64_t status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    uint64_t v = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, n) == 0) {
+            v = strtoull(line + n, NULL, 10) * 1024u;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+uint64_t bench_child_peak_rss(bool reset)
+{
+    uint64_t v = reset ? status_bytes("VmHWM:") : 0;
+    return v ? v : kiln_peak_rss_bytes();
+}
+
+int bench_child_vk(bool use_device, unsigned device, bool raytracing, struct kiln_vk **out)
+{
+    /* The ray-tracing set is last in the list. */
+    static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
+    struct kiln_vk_options vo = {.size = sizeof(vo),
+                                 .use_device_index = use_device,
+                                 .device = device,
+                                 .extra_extensions = extra,
+                                 .extra_extension_count =
+                                     CLI_ARRAY_LEN(extra) -
+                                     (raytracing ? 0 : KILN_FOZ_RAYTRACING_EXTENSION_COUNT)};
+    return kiln_vk_create(&vo, out);
+}
+
+int bench_tmpdir(const char *name, const char *tag, char *buf, size_t cap)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, cap, "%s/kiln-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+    if (!mkdtemp(buf)) {
+        cli_error(name, "%s: cannot make the temporary folder: %s", buf, strerror(errno));
+        return KILN_EIO;
+    }
+    return KILN_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
+}
+
+int bench_remove_tree(const char *dir)
+{
+    return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* In the child: runs the measurement into its own copy of `res`, sends it
@@ -125,4 +199,25 @@ int bench_child_run(const char *name, const char *what, bench_child_fn fn, void 
     return KILN_OK;
 }
 
-#endif /* !_WIN32 */
+#else /* _WIN32 */
+
+int bench_child_run(const char *name, const char *what, bench_child_fn fn, void *arg, void *result,
+                    size_t size)
+{
+    (void)what, (void)fn, (void)arg, (void)result, (void)size;
+    cli_error(name, "not available on this platform (each measurement runs in a forked process)");
+    return KILN_ENOTSUP;
+}
+
+bool bench_child_reset_peak(void)
+{
+    return false;
+}
+
+uint64_t bench_child_peak_rss(bool reset)
+{
+    (void)reset;
+    return kiln_peak_rss_bytes();
+}
+
+#endif /* _WIN32 */

@@ -8,7 +8,9 @@
 
 #include "cli.h"
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The most thread counts one --threads list holds. */
 #define BENCH_MAX_RUNS 32
@@ -23,12 +25,6 @@ int bench_parse_threads(const char *name, const char *text, unsigned *list, unsi
 /* Writes the "threads" array of a report: the counts in `list`. */
 void bench_json_threads(struct cli_json *j, const unsigned *list, unsigned n);
 
-#ifndef _WIN32
-
-/* Turns the drivers' disk caches off in this (child) process, so every
- * pipeline build in it compiles. */
-void bench_child_no_disk_cache(void);
-
 /* One measurement: fills `result` (bench_child_run's `size` bytes). */
 typedef void (*bench_child_fn)(void *arg, void *result);
 
@@ -38,10 +34,49 @@ typedef void (*bench_child_fn)(void *arg, void *result);
  * _exit after writing, so no atexit work or driver teardown runs there.
  * `what` names the child in the error line ("a measuring process").
  * @return 0 with the whole result read, or KILN_EIO after one error line:
- * pipe or fork failed, or the child died before reporting.
+ * pipe or fork failed, or the child died before reporting; KILN_ENOTSUP
+ * after one line where there is no fork (Windows).
  */
 int bench_child_run(const char *name, const char *what, bench_child_fn fn, void *arg, void *result,
                     size_t size);
+
+/*
+ * Resets this process's resident high-water mark to its resident set now
+ * (Linux 4.0 and later: "5" written to /proc/self/clear_refs), so a
+ * child's peak is its own and not its parent's. @return whether it did
+ * (false where there is no such file).
+ */
+bool bench_child_reset_peak(void);
+
+/* This process's peak resident bytes: VmHWM when `reset` (the mark was
+ * reset by bench_child_reset_peak), else, or when it cannot be read,
+ * kiln_peak_rss_bytes (getrusage). */
+uint64_t bench_child_peak_rss(bool reset);
+
+#ifndef _WIN32
+
+/* Turns the drivers' disk caches off in this (child) process, so every
+ * pipeline build in it compiles. */
+void bench_child_no_disk_cache(void);
+
+/*
+ * Makes a measurement's Vulkan context: its VkPipelineCache in memory only
+ * and empty, with the extensions kiln's own context has for Fossilize
+ * graphics closures, and the ray-tracing set only when `raytracing` (the
+ * driver can hold much memory for it, which would count in every peak).
+ * @return 0 and the context in *out, or kiln_vk_create's error.
+ */
+int bench_child_vk(bool use_device, unsigned device, bool raytracing, struct kiln_vk **out);
+
+/*
+ * Makes a private temporary folder "$TMPDIR/kiln-TAG-XXXXXX" (mkdtemp)
+ * into buf. @return 0, or KILN_EIO after one error line.
+ */
+int bench_tmpdir(const char *name, const char *tag, char *buf, size_t cap);
+
+/* Removes a folder bench_tmpdir made and what the run wrote in it.
+ * @return 0, or -1 with errno set. */
+int bench_remove_tree(const char *dir);
 
 #endif /* !_WIN32 */
 

@@ -63,13 +63,10 @@
 
 #ifndef _WIN32
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
-#include <ftw.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -214,38 +211,6 @@ static int set_open(const char *const *paths, size_t n, struct replay_set *s)
     return KILN_OK;
 }
 
-/* ---- peak resident memory, per process ---------------------------------- */
-
-/* Resets this process's resident high-water mark to its resident set now
- * (Linux 4.0 and later). @return whether it did. */
-static bool reset_peak(void)
-{
-    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    bool ok = write(fd, "5", 1) == 1;
-    close(fd);
-    return ok;
-}
-
-/* @return the field `key` ("VmHWM:") of /proc/self/status in bytes, or 0. */
-static uint64_t status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    if (!f)
-        return 0;
-    char line[256];
-    uint64_t v = 0;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, n) == 0) {
-            v = strtoull(line + n, NULL, 10) * 1024u;
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 /* ---- the memory of kiln and its worker processes -------------------------- */
 
 /*
@@ -305,26 +270,15 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, uin
 {
     memset(r, 0, sizeof(*r));
     bench_child_no_disk_cache();
-    r->hwm_reset = reset_peak();
+    r->hwm_reset = bench_child_reset_peak();
     r->start_rss = kiln_rss_bytes();
 
-    /* A pipeline cache in memory only, empty: nothing compiled before. The
-     * ray-tracing extensions only for a set with ray-tracing pipelines: the
-     * driver can hold much memory for them (~140 MiB on an NVIDIA H200),
-     * which would count in every peak; the others (the ray-tracing set
-     * is last in the list) are those kiln's own context has for graphics
-     * closures (kiln_builder.extensions_needed). */
-    static const char *const extra[] = {KILN_FOZ_DEVICE_EXTENSIONS};
+    /* A pipeline cache in memory only, empty: nothing compiled before; the
+     * ray-tracing extensions only for a set with ray-tracing pipelines
+     * (bench_child_vk). */
     bool rt = b->set->per_kind[KILN_FOZ_KIND_RAYTRACING] != 0;
-    struct kiln_vk_options vo = {.size = sizeof(vo),
-                                 .use_device_index = b->use_device,
-                                 .device = b->device,
-                                 .extra_extensions = extra,
-                                 .extra_extension_count =
-                                     CLI_ARRAY_LEN(extra) -
-                                     (rt ? 0 : KILN_FOZ_RAYTRACING_EXTENSION_COUNT)};
     struct kiln_vk *vk = NULL;
-    r->rc = kiln_vk_create(&vo, &vk);
+    r->rc = bench_child_vk(b->use_device, b->device, rt, &vk);
     if (r->rc < 0) {
         r->step = KILN_PREP_STEP_VULKAN;
         return;
@@ -388,9 +342,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, uin
         r->built[i] = st.built[i];
         r->skipped[i] = st.skipped[i];
     }
-    r->own_peak_rss = r->hwm_reset ? status_bytes("VmHWM:") : kiln_peak_rss_bytes();
-    if (r->own_peak_rss == 0)
-        r->own_peak_rss = kiln_peak_rss_bytes();
+    r->own_peak_rss = bench_child_peak_rss(r->hwm_reset);
     r->peak_rss = isolated && sampling && sm.peak > r->own_peak_rss ? sm.peak : r->own_peak_rss;
     r->counted_peak = sampling ? sm.peak : 0;
     /* Nothing else to free: the process ends here. */
@@ -429,21 +381,6 @@ static int measure(const struct bench *b, unsigned threads, bool variant, uint64
         return r->rc;
     }
     return KILN_OK;
-}
-
-/* ---- the private temporary folder ---------------------------------------- */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
-}
-
-/* Removes the folder mkdtemp made and what this run wrote in it. */
-static int remove_tree(const char *dir)
-{
-    return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ---- the generated corpus ------------------------------------------------- */
@@ -999,12 +936,8 @@ int cmd_bench_replay(int argc, char **argv)
     if (generate && !seed_given && kiln_random_bytes(&seed, sizeof(seed)) < 0)
         seed = kiln_now_ns();
 
-    const char *base = getenv("TMPDIR");
-    snprintf(b.tmp, sizeof(b.tmp), "%s/kiln-bench-replay-XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(b.tmp)) {
-        cli_error(name, "%s: cannot make the temporary folder: %s", b.tmp, strerror(errno));
+    if (bench_tmpdir(name, "bench-replay", b.tmp, sizeof(b.tmp)) < 0)
         return KILN_EXIT_FAILED;
-    }
 
     int ex = KILN_EXIT_OK;
     struct replay_set set = {0};
@@ -1074,7 +1007,7 @@ int cmd_bench_replay(int argc, char **argv)
     }
     free(all);
     kiln_foz_pipelines_destroy(set.fp);
-    if (remove_tree(b.tmp) != 0) {
+    if (bench_remove_tree(b.tmp) != 0) {
         cli_error(name, "%s: could not remove the temporary folder: %s", b.tmp, strerror(errno));
         if (ex == KILN_EXIT_OK)
             ex = KILN_EXIT_FAILED;

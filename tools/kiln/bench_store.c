@@ -21,6 +21,12 @@
  * (least recently used first), the size after noted too. scripts/plot.py
  * draws that sawtooth against the limit (size_timeline).
  *
+ * With --layer it also splits the same records between a read-only layer
+ * (the first half) and a cache above it (the rest), and times open + load
+ * of every record through the cache and its layer against the same in one
+ * cache, cold and warm: what a shipped layer costs a start
+ * (layer_vs_one_cold, layer_vs_one_warm).
+ *
  * Absolute times depend on the machine and on whoever else uses it; the
  * ratios are the figures to compare.
  */
@@ -52,7 +58,7 @@ int cmd_bench_store(int argc, char **argv)
 
 static const char help[] =
     "usage: %s [--records N] [--mean-kb K] [--threads T] [--cache DIR]\n"
-    "       [--prune-every P --max-size S] [--json]\n"
+    "       [--prune-every P --max-size S] [--layer] [--json]\n"
     "\n"
     "Makes a cache of N records averaging K KiB, then measures opening it by\n"
     "scanning every record head (the baseline) against opening it by its index,\n"
@@ -72,6 +78,8 @@ static const char help[] =
     "                G suffixes) and note the size again: the cache's size over\n"
     "                time with its prune cut-offs (size_timeline in --json)\n"
     "  --max-size S  the prunes' limit (with --prune-every)\n"
+    "  --layer       also: the same records split between a read-only layer and\n"
+    "                a cache above it, open + load against one cache\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
@@ -86,6 +94,7 @@ struct bench {
     bool json;
     uint64_t prune_every, max_size; /* --prune-every, --max-size (0: none) */
     uint64_t kept;                  /* records in the cache once written (and pruned) */
+    bool layer;                     /* --layer */
     struct size_timeline *tl;       /* with --prune-every */
 };
 
@@ -202,6 +211,44 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/*
+ * Writes the bench's records, the same bytes every run: record i goes to
+ * `first` below `split`, to `rest` from there (one cache: the same handle
+ * twice). With --prune-every (one cache only) it prunes as it goes.
+ */
+static int write_records(const struct bench *b, struct kiln_cache *first, struct kiln_cache *rest,
+                         uint64_t split)
+{
+    /* The largest record is 1.5 x the mean; multiply before dividing, so an
+     * odd --mean-kb does not round the buffer below it. */
+    size_t max = (size_t)(b->mean_kb * 1024 * 3 / 2) + 8;
+    uint64_t *buf = malloc(max);
+    if (!buf)
+        return KILN_ENOMEM;
+    int rc = KILN_OK;
+    struct cli_progress prog;
+    cli_progress_start(&prog, "writing", b->records, false);
+    uint64_t rng = 12345, t0 = kiln_now_ns();
+    for (uint64_t i = 0; i < b->records && rc == KILN_OK; i++) {
+        if (b->tl && first == rest && i && i % b->prune_every == 0)
+            rc = prune_point(b, first, t0, i);
+        if (rc < 0)
+            break;
+        uint64_t lo = b->mean_kb * 1024 / 2, span = b->mean_kb * 1024 + 1;
+        size_t size = (size_t)(lo + splitmix(&rng) % span);
+        for (size_t w = 0; w < size / 8 + 1; w++)
+            buf[w] = splitmix(&rng);
+        struct kiln_key key = {.lo = splitmix(&rng), .hi = i};
+        rc = kiln_cache_put(i < split ? first : rest, key, buf, size, (uint32_t)size, 0, 2);
+        cli_progress_update(&prog, i + 1);
+    }
+    if (rc == KILN_OK && b->tl && first == rest)
+        rc = prune_point(b, first, t0, b->records);
+    cli_progress_finish(&prog, b->records);
+    free(buf);
+    return rc;
+}
+
 static int make_cache(struct bench *b)
 {
     /* Always a fresh cache: an old one in DIR is started over under its
@@ -216,36 +263,9 @@ static int make_cache(struct bench *b)
                   rc == KILN_EBUSY ? " (another kiln holds it; not replaced)" : "");
         return rc;
     }
-    /* The largest record is 1.5 x the mean; multiply before dividing, so an
-     * odd --mean-kb does not round the buffer below it. */
-    size_t max = (size_t)(b->mean_kb * 1024 * 3 / 2) + 8;
-    uint64_t *buf = malloc(max);
-    if (!buf) {
-        kiln_cache_close(c);
-        return KILN_ENOMEM;
-    }
-    struct cli_progress prog;
-    cli_progress_start(&prog, "writing", b->records, false);
-    uint64_t rng = 12345, t0 = kiln_now_ns();
-    for (uint64_t i = 0; i < b->records && rc == KILN_OK; i++) {
-        if (b->tl && i && i % b->prune_every == 0)
-            rc = prune_point(b, c, t0, i);
-        if (rc < 0)
-            break;
-        uint64_t lo = b->mean_kb * 1024 / 2, span = b->mean_kb * 1024 + 1;
-        size_t size = (size_t)(lo + splitmix(&rng) % span);
-        for (size_t w = 0; w < size / 8 + 1; w++)
-            buf[w] = splitmix(&rng);
-        struct kiln_key key = {.lo = splitmix(&rng), .hi = i};
-        rc = kiln_cache_put(c, key, buf, size, (uint32_t)size, 0, 2);
-        cli_progress_update(&prog, i + 1);
-    }
-    if (rc == KILN_OK && b->tl)
-        rc = prune_point(b, c, t0, b->records);
+    rc = write_records(b, c, c, b->records);
     if (rc == KILN_OK)
         rc = kiln_cache_sync(c);
-    cli_progress_finish(&prog, b->records);
-    free(buf);
     b->kept = kiln_cache_count(c);
     kiln_cache_close(c);
     if (rc < 0)
@@ -389,6 +409,135 @@ static int remove_folder(const char *dir)
     return rmdir(dir);
 }
 
+/* ---- --layer: the same records in a layer and the cache above it -------- */
+
+struct split {
+    char root[4096], top[4200], layer[4200];
+};
+
+/* Drops every file of `dir` (a cache folder) from the page cache. */
+static int drop_folder(const struct bench *b, const char *dir)
+{
+    static const char *const files[] = {KILN_CACHE_RECORDS_FILE, KILN_CACHE_INDEX_FILE};
+    for (size_t i = 0; i < CLI_ARRAY_LEN(files); i++) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            cli_error(b->name, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+    return 0;
+}
+
+/* Half the records in s->layer, the rest in s->top. */
+static int make_split(const struct bench *b, struct split *s)
+{
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = BENCH_STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache *layer = NULL, *top = NULL;
+    int rc = kiln_cache_open(s->layer, &opt, &layer);
+    if (rc == KILN_OK)
+        rc = kiln_cache_open(s->top, &opt, &top);
+    if (rc == KILN_OK)
+        rc = write_records(b, layer, top, b->records / 2);
+    if (rc == KILN_OK)
+        rc = kiln_cache_sync(layer);
+    if (rc == KILN_OK)
+        rc = kiln_cache_sync(top);
+    kiln_cache_close(top);
+    kiln_cache_close(layer);
+    if (rc < 0)
+        cli_error(b->name, "%s: making the layer and the cache above it failed: %s", s->root,
+                  kiln_strerror(rc));
+    return rc;
+}
+
+/* Opens `dir` (with `layer` beneath it, when not NULL) and loads every
+ * record: what a start reads. @return seconds, or < 0. */
+static double open_load(const struct bench *b, const char *dir, const char *layer, bool cold)
+{
+    if (cold && (drop_folder(b, dir) < 0 || (layer && drop_folder(b, layer) < 0)))
+        return -1;
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .stamp = BENCH_STAMP,
+                                     .flags = KILN_CACHE_READ_ONLY,
+                                     .layers = &layer,
+                                     .nlayers = layer ? 1 : 0};
+    uint64_t t0 = kiln_now_ns();
+    struct kiln_cache *c;
+    if (kiln_cache_open(dir, &opt, &c) < 0)
+        return -1;
+    struct kiln_cache_entry *all = NULL;
+    size_t n = 0;
+    struct kiln_key *keys = NULL;
+    double secs = -1;
+    if (kiln_cache_entries(c, &all, &n) == KILN_OK && (keys = malloc((n + 1) * sizeof(*keys)))) {
+        for (size_t i = 0; i < n; i++)
+            keys[i] = all[i].key;
+        struct kiln_cache_result *res;
+        int64_t loaded = kiln_cache_load_many(c, keys, n, b->threads, &res);
+        secs = cli_seconds(t0, kiln_now_ns());
+        if (loaded != (int64_t)b->records) {
+            cli_error(b->name, "%s: loaded %" PRId64 " of %" PRIu64 " records", dir, loaded,
+                      b->records);
+            secs = -1;
+        }
+        if (loaded >= 0)
+            kiln_cache_results_free(res, n);
+    }
+    kiln_cache_entries_free(all);
+    free(keys);
+    kiln_cache_close(c);
+    return secs;
+}
+
+struct layer_times {
+    double one_cold, one_warm, layer_cold, layer_warm;
+};
+
+static void layer_json(struct cli_json *j, const struct layer_times *t)
+{
+    cli_json_double(j, "layer_vs_one_cold", t->layer_cold / t->one_cold);
+    cli_json_double(j, "layer_vs_one_warm", t->layer_warm / t->one_warm);
+}
+
+/* The best of three of each, alternating, so neither side gets the
+ * machine's quiet moments alone. @return 0, or -1 after one line. */
+static int time_layer(const struct bench *b, struct layer_times *t)
+{
+    struct split s;
+    const char *base = getenv("TMPDIR");
+    snprintf(s.root, sizeof(s.root), "%s/kiln-bench-layer-XXXXXX",
+             base && *base ? base : "/var/tmp");
+    if (!mkdtemp(s.root)) {
+        cli_error(b->name, "%s: %s", s.root, strerror(errno));
+        return -1;
+    }
+    snprintf(s.top, sizeof(s.top), "%s/top", s.root);
+    snprintf(s.layer, sizeof(s.layer), "%s/layer", s.root);
+    int rc = make_split(b, &s) < 0 ? -1 : 0;
+    *t = (struct layer_times){1e30, 1e30, 1e30, 1e30};
+    for (int round = 0; rc == 0 && round < 3; round++) {
+        double v[4] = {open_load(b, b->dir, NULL, true), open_load(b, s.top, s.layer, true),
+                       open_load(b, b->dir, NULL, false), open_load(b, s.top, s.layer, false)};
+        double *best[4] = {&t->one_cold, &t->layer_cold, &t->one_warm, &t->layer_warm};
+        for (int i = 0; i < 4; i++) {
+            if (v[i] < 0)
+                rc = -1;
+            else if (v[i] < *best[i])
+                *best[i] = v[i];
+        }
+    }
+    remove_folder(s.top);
+    remove_folder(s.layer);
+    rmdir(s.root);
+    return rc;
+}
+
 static int run(struct bench *b)
 {
     if (make_cache(b) < 0)
@@ -409,6 +558,9 @@ static int run(struct bench *b)
     if (scan_cold < 0 || scan_warm < 0 || index_cold < 0 || index_warm < 0 || load_1t < 0 ||
         load_nt < 0 || seq < 0)
         return KILN_EXIT_FAILED;
+    struct layer_times lt = {0};
+    if (b->layer && (b->kept != b->records || time_layer(b, &lt) < 0))
+        return KILN_EXIT_FAILED;
 
     if (b->json) {
         struct cli_json j;
@@ -423,6 +575,12 @@ static int run(struct bench *b)
         cli_json_double(&j, "load_1t", load_1t);
         cli_json_double(&j, "load_nt", load_nt);
         cli_json_double(&j, "seq_read", seq);
+        if (b->layer) {
+            cli_json_double(&j, "one_open_load_cold", lt.one_cold);
+            cli_json_double(&j, "layer_open_load_cold", lt.layer_cold);
+            cli_json_double(&j, "one_open_load_warm", lt.one_warm);
+            cli_json_double(&j, "layer_open_load_warm", lt.layer_warm);
+        }
         cli_json_object_end(&j);
         cli_json_double(&j, "open_speedup_cold", scan_cold / index_cold);
         cli_json_double(&j, "open_speedup_warm", scan_warm / index_warm);
@@ -430,6 +588,8 @@ static int run(struct bench *b)
         cli_json_double(&j, "load_vs_seqread", seq / load_nt);
         if (b->tl)
             timeline_json(&j, b);
+        if (b->layer)
+            layer_json(&j, &lt);
         cli_json_end(&j);
         return KILN_EXIT_OK;
     }
@@ -444,6 +604,11 @@ static int run(struct bench *b)
     printf("load, cold     1 thread %8.3f s   %u thread%s %8.3f s   sequential read %8.3f s\n",
            load_1t, b->threads, CLI_S(b->threads), load_nt, seq);
     printf("load vs sequential read: %.2f (1 thread: %.2f)\n", seq / load_nt, seq / load_1t);
+    if (b->layer)
+        printf("open + load, half in a layer: cold %.4f s vs %.4f s in one cache (%.3fx), warm "
+               "%.4f s vs %.4f s (%.3fx)\n",
+               lt.layer_cold, lt.one_cold, lt.layer_cold / lt.one_cold, lt.layer_warm, lt.one_warm,
+               lt.layer_warm / lt.one_warm);
     if (b->tl) {
         char mb[32];
         printf("prunes: %" PRIu64 " to %s (every %" PRIu64 " record%s written): %" PRIu64
@@ -463,6 +628,7 @@ int cmd_bench_store(int argc, char **argv)
                                          {"dir", required_argument, NULL, 'D'}, /* old */
                                          {"prune-every", required_argument, NULL, 'p'},
                                          {"max-size", required_argument, NULL, 'm'},
+                                         {"layer", no_argument, NULL, 'L'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -507,6 +673,9 @@ int cmd_bench_store(int argc, char **argv)
             break;
         case 'j':
             b.json = true;
+            break;
+        case 'L':
+            b.layer = true;
             break;
         case 'h':
             printf(help, argv[0]);

@@ -334,6 +334,15 @@ int cli_parse_cache_dir(const char *name, const char *text, const char **dir)
     return KILN_EXIT_OK;
 }
 
+int cli_parse_layer(const char *name, const char *text, const char **layers, size_t *n)
+{
+    CLI_TRY(cli_check_path(name, "--layer", text));
+    if (*n == KILN_CACHE_MAX_LAYERS)
+        return cli_usage_error(name, "--layer: at most %u layers", KILN_CACHE_MAX_LAYERS);
+    layers[(*n)++] = text;
+    return KILN_EXIT_OK;
+}
+
 int cli_option_error(const char *name, int ch, char **argv)
 {
     if (ch == ':')

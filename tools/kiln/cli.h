@@ -157,6 +157,10 @@ int cli_check_path(const char *name, const char *what, const char *text);
  * returns KILN_EXIT_USAGE. */
 int cli_parse_cache_dir(const char *name, const char *text, const char **dir);
 
+/* Parses one "--layer DIR" into layers[*n] (at most KILN_CACHE_MAX_LAYERS).
+ * Same return as cli_parse_cache_dir. */
+int cli_parse_layer(const char *name, const char *text, const char **layers, size_t *n);
+
 /*
  * The end of every command's getopt_long loop (opterr = 0): for ':' a
  * value is missing, anything else is an unknown option; prints the usage

@@ -135,6 +135,9 @@ int cli_prep_option(const char *name, int ch, char **argv, struct cli_prep_flags
     case 'I':
         f->isolate = true;
         return CLI_NEXT_OPTION;
+    case 'L':
+        return cli_parse_layer(name, optarg, f->layers, &f->nlayers) ? KILN_EXIT_USAGE
+                                                                     : CLI_NEXT_OPTION;
     case 'T':
         if (cli_parse_u64(name, "--timeout-ms", optarg, 1, UINT32_MAX, false, &v))
             return KILN_EXIT_USAGE;

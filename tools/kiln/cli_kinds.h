@@ -57,12 +57,14 @@ struct cli_prep_flags {
     unsigned *device;
     bool json;
     bool isolate;
-    struct kiln_isolate_options iso; /* --timeout-ms; the worker command with --isolate */
+    struct kiln_isolate_options iso;           /* --timeout-ms; the worker command with --isolate */
+    const char *layers[KILN_CACHE_MAX_LAYERS]; /* --layer DIR, repeatable */
+    size_t nlayers;
 };
 
 /*
  * Inside the getopt_long loop: takes one of the shared options, given by
- * the letters 'C', 'j', 'V', 'd', 'J', 'I', 'T' and 'h' ('h' prints the
+ * the letters 'C', 'j', 'V', 'd', 'J', 'I', 'T', 'L' and 'h' ('h' prints the
  * format `help` with the arguments after it on stdout); anything else is
  * cli_option_error(). @return CLI_NEXT_OPTION when it took an option that
  * lets parsing go on, else the exit code to return.

@@ -16,7 +16,7 @@
 #include <string.h>
 
 static const char stats_help[] =
-    "usage: %s [DIR | --cache DIR] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--layer DIR]... [--json]\n"
     "\n"
     "Opens the cache in DIR read-only (whatever its stamp) and reports its live\n"
     "records (a superseded record does not count), their payload bytes, the\n"
@@ -26,18 +26,45 @@ static const char stats_help[] =
     "\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
+    "  --layer DIR   a read-only cache beneath it (repeatable, at most 8): how many\n"
+    "                are used, left out (one line says why), and the records they add\n"
     "  --json    one JSON object on stdout\n"
     "  --help    this text\n";
+
+/* cache stats' options: the report options and --layer DIR. */
+static int stats_options(int argc, char **argv, bool *json, const char **layers, size_t *nlayers)
+{
+    static const struct option opts[] = {CLI_CACHE_OPTION,
+                                         {"layer", required_argument, NULL, 'L'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int ch, ex = CLI_NEXT_OPTION;
+    opterr = 0;
+    optind = 1;
+    while (ex == CLI_NEXT_OPTION && (ch = cli_getopt(argc, argv, "", opts)) != -1) {
+        if (ch == 'L')
+            ex = cli_parse_layer(argv[0], optarg, layers, nlayers) ? KILN_EXIT_USAGE
+                                                                   : CLI_NEXT_OPTION;
+        else
+            ex = cli_report_option(ch, argv, json, stats_help, argv[0]);
+    }
+    return ex;
+}
 
 int cmd_cache_stats(int argc, char **argv)
 {
     bool json = false;
-    int ex = cli_parse_report_options(argc, argv, &json, stats_help, argv[0]);
+    const char *layers[KILN_CACHE_MAX_LAYERS];
+    size_t nlayers = 0;
+    int ex = stats_options(argc, argv, &json, layers, &nlayers);
     if (ex != CLI_NEXT_OPTION)
         return ex;
     const char *dir;
     struct kiln_cache_options opt = {.size = sizeof(opt),
-                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP,
+                                     .layers = layers,
+                                     .nlayers = nlayers};
     struct kiln_cache *c;
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex == KILN_EXIT_OK)
@@ -65,6 +92,11 @@ int cmd_cache_stats(int argc, char **argv)
         cli_json_u64(&j, "tail_records", st.tail_records);
         cli_json_u64(&j, "torn_tail_bytes", st.cut_bytes);
         cli_json_u64(&j, "damaged_bytes", st.damaged_bytes);
+        if (nlayers) {
+            cli_json_u64(&j, "layers", st.layers);
+            cli_json_u64(&j, "layers_left_out", st.layers_left_out);
+            cli_json_u64(&j, "layer_records", st.layer_records);
+        }
         cli_json_seconds(&j, "open", (double)st.open_ns / 1e9);
         cli_json_end(&j);
         return KILN_EXIT_OK;
@@ -79,6 +111,9 @@ int cmd_cache_stats(int argc, char **argv)
            cli_format_dict(dict, sizeof(dict), st.dict_id));
     printf("open        %s in %.1f ms: %s\n", kiln_cache_open_kind_name(st.open_kind),
            (double)st.open_ns / 1e6, st.open_text);
+    if (nlayers)
+        printf("layers      %u used, %u left out; %" PRIu64 " record%s beneath this cache's own\n",
+               st.layers, st.layers_left_out, st.layer_records, CLI_S(st.layer_records));
     return KILN_EXIT_OK;
 }
 

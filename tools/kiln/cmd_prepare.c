@@ -29,7 +29,7 @@ static const char help[] =
     "usage: %s [--corpus DIR | --corpus FILE.foz [FILE.foz...] | --generate N]\n"
     "       [--seed S] [--cache DIR] [--jobs N|auto] [--dict] [--no-vulkan]\n"
     "       [--device N] [--retry-failed] [--memory-budget B] [--background]\n"
-    "       [--isolate] [--timeout-ms MS] [--reset] [--json]\n"
+    "       [--isolate] [--timeout-ms MS] [--reset] [--layer DIR]... [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -77,6 +77,8 @@ static const char help[] =
     "  --reset         start a new cache in DIR: the cache there (of any stamp,\n"
     "                  version, or with a damaged header) is set aside, its files\n"
     "                  renamed programs.*.<stamp>.old (never removed)\n"
+    "  --layer DIR     a read-only cache beneath this one: what it holds is not\n"
+    "                  translated or stored again; repeatable, at most 8\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -419,6 +421,7 @@ int cmd_prepare(int argc, char **argv)
         {"no-vulkan", no_argument, NULL, 'V'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
+        {"layer", required_argument, NULL, 'L'},
         {"dict", no_argument, NULL, 'D'},
         {"retry-failed", no_argument, NULL, 'R'},
         {"memory-budget", required_argument, NULL, 'M'},
@@ -511,6 +514,8 @@ int cmd_prepare(int argc, char **argv)
         return cli_usage_error(name, "--corpus and --generate exclude each other");
     struct cli_builders builders;
     CLI_TRY(cli_prep_setup(name, &f, &builders));
+    o.layers = f.layers;
+    o.nlayers = f.nlayers;
     if (f.isolate)
         o.isolate = &f.iso;
 

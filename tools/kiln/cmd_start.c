@@ -21,7 +21,8 @@
 
 static const char help[] =
     "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
-    "       [--retry-failed] [--isolate] [--timeout-ms MS] [--json]\n"
+    "       [--retry-failed] [--isolate] [--timeout-ms MS] [--recent N] [--layer DIR]...\n"
+    "       [--json]\n"
     "\n"
     "The warm start: opens the program cache kiln prepare filled (by its index),\n"
     "loads every program in parallel, records their last use (for `kiln cache\n"
@@ -48,6 +49,10 @@ static const char help[] =
     "                  driver that crashes or hangs fails that pipeline only\n"
     "  --timeout-ms MS with --isolate: the most one pipeline may take (default\n"
     "                  60000); a worker past it is killed\n"
+    "  --layer DIR     a read-only cache beneath this one (one shipped with a game),\n"
+    "                  searched after it; repeatable, at most 8\n"
+    "  --recent N      read and build only the N most recently used programs (a\n"
+    "                  large cache then costs memory for what is used)\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -87,6 +92,7 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_str(&j, "cache_open", kiln_cache_open_kind_name(s->open_kind));
     cli_json_str(&j, "cache_open_text", s->open_text);
     cli_json_u64(&j, "records", s->records);
+    cli_json_u64(&j, "chosen", s->chosen);
     cli_json_u64(&j, "loaded", s->loaded);
     cli_json_u64(&j, "missing", s->missing);
     cli_json_u64(&j, "damaged", s->bad);
@@ -140,6 +146,9 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
            " missing or damaged\n",
            s->records, CLI_S(s->records), s->loaded, cli_format_bytes(b1, sizeof(b1), s->bytes),
            s->missing + s->bad);
+    if (s->chosen != s->records)
+        printf("  subset     %" PRIu64 " most recently used of %" PRIu64 "\n", s->chosen,
+               s->records);
     if (s->lone_modules)
         printf("  modules    %" PRIu64 " single graphics module%s stored, not built\n",
                s->lone_modules, CLI_S(s->lone_modules));
@@ -189,6 +198,8 @@ int cmd_start(int argc, char **argv)
         {"isolate", no_argument, NULL, 'I'},
         {"timeout-ms", required_argument, NULL, 'T'},
         {"retry-failed", no_argument, NULL, 'F'},
+        {"recent", required_argument, NULL, 'N'},
+        {"layer", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -206,6 +217,8 @@ int cmd_start(int argc, char **argv)
             o.read_only = true;
         } else if (c == 'F') {
             o.retry_failed = true;
+        } else if (c == 'N') {
+            CLI_TRY(cli_parse_u64(name, "--recent", optarg, 1, UINT64_MAX, false, &o.recent));
         } else {
             ex = cli_prep_option(name, c, argv, &f, help, name);
             if (ex != CLI_NEXT_OPTION)
@@ -218,6 +231,8 @@ int cmd_start(int argc, char **argv)
     CLI_TRY(cli_prep_setup(name, &f, &builders));
     if (f.isolate)
         o.isolate = &f.iso;
+    o.layers = f.layers;
+    o.nlayers = f.nlayers;
 
     struct cli_phase_progress ps = {.phase = -1};
     struct kiln_start_summary s = KILN_START_SUMMARY_INIT;

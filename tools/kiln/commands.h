@@ -20,6 +20,8 @@ int cmd_bench_pack(int argc, char **argv);    /* bench_pack.c */
 int cmd_bench_prepare(int argc, char **argv); /* bench_prepare.c */
 int cmd_bench_pages(int argc, char **argv);   /* bench_pages.c */
 int cmd_bench_replay(int argc, char **argv);  /* bench_replay.c */
+int cmd_bench_start(int argc, char **argv);   /* bench_start.c */
+int cmd_bench_stutter(int argc, char **argv); /* bench_stutter.c */
 int cmd_worker(int argc, char **argv);        /* cmd_worker.c (private: kiln __worker) */
 
 #include <stdint.h>

@@ -42,6 +42,9 @@ static const struct command commands[] = {
      true},
     {"bench", "pages", cmd_bench_pages, "page-table run queries: byte scan vs summaries", true},
     {"bench", "replay", cmd_bench_replay, "Fossilize archives replayed per thread count", true},
+    {"bench", "start", cmd_bench_start, "a warm start of a subset vs a cache of only it", true},
+    {"bench", "stutter", cmd_bench_stutter,
+     "a frame loop: sync vs async vs fast-link pipelines, side by side", true},
 };
 
 static void usage(FILE *out)
