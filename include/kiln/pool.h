@@ -142,9 +142,6 @@ struct kiln_pool_memory_model {
      * anything else runs").
      */
     uint64_t (*predict)(void *user, void *arg);
-    /* Optional (NULL: none). Job `arg` was taken with `predicted` bytes;
-     * called under the pool's lock right after, as predict is. */
-    void (*start)(void *user, void *arg, uint64_t predicted);
     /*
      * Job `arg` ended: it was predicted `predicted` bytes and was seen to
      * need `grown` (the memory counted while it ran above the pool's base,

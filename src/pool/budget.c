@@ -316,12 +316,6 @@ void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, u
     b->committed += need;
 }
 
-void kiln__budget_started(struct kiln__budget *b, void *arg, uint64_t need)
-{
-    if (b->has_model && b->model.start)
-        b->model.start(b->model.user, arg, need);
-}
-
 void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t *predicted,
                       uint64_t *grown)
 {

@@ -161,7 +161,6 @@ static bool run_next(struct kiln_pool *pool, unsigned index)
             return true; /* look again: a job may have ended meanwhile */
         }
         kiln__budget_start(&pool->budget, index, rss, need);
-        kiln__budget_started(&pool->budget, pool->ring[pool->head].arg, need);
     }
     struct pool_job job = pool->ring[pool->head];
     pool->head = (pool->head + 1) % pool->capacity;

@@ -152,9 +152,6 @@ bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, u
  * resident. */
 void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t need);
 
-/* Tells the model (its `start`, if any) that job `arg` was taken. */
-void kiln__budget_started(struct kiln__budget *b, void *arg, uint64_t need);
-
 /* The job on `worker` ends with `rss` bytes resident; `*predicted` and
  * `*grown` get what it was predicted and what it was seen to need (for
  * kiln_pool_memory_model.observe). */

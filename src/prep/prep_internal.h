@@ -56,10 +56,9 @@ struct kiln__journal;
 
 struct kiln__prep_memory {
     pthread_mutex_t lock;
-    uint64_t per_kib[KILN__MEMORY_CLASSES];  /* bytes per KiB of SPIR-V; 0: not known */
-    bool changed[KILN__MEMORY_CLASSES];      /* learned in this run (written to the ledger) */
-    bool verified[KILN__MEMORY_CLASSES];     /* a build of it ended in this run */
-    unsigned inflight[KILN__MEMORY_CLASSES]; /* builds of it running */
+    uint64_t per_kib[KILN__MEMORY_CLASSES]; /* bytes per KiB of SPIR-V; 0: not known */
+    bool changed[KILN__MEMORY_CLASSES];     /* learned in this run (written to the ledger) */
+    bool verified[KILN__MEMORY_CLASSES];    /* a build of it ended in this run */
 };
 
 /* The head of a build job the pool's memory model reads (the job's arg
@@ -91,7 +90,6 @@ void kiln__prep_memory_observe(struct kiln__prep_memory *m, unsigned cls, uint64
 /* kiln_pool_memory_model callbacks over jobs that start with a struct
  * kiln__prep_memory_job; `user` is the struct kiln__prep_memory. */
 uint64_t kiln__prep_memory_predict_job(void *user, void *arg);
-void kiln__prep_memory_start_job(void *user, void *arg, uint64_t predicted);
 void kiln__prep_memory_observe_job(void *user, void *arg, uint64_t predicted, uint64_t grown);
 
 /* The pool's model over `m` (NULL: none) into *out. @return out, or NULL. */

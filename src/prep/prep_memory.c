@@ -20,17 +20,15 @@
  *
  * Invariants and why they hold:
  *
- * - A class nothing is known of is predicted with the largest figure of
- *   any known class (conservative); with nothing known at all the
- *   prediction is 0, which the pool reads as "unknown" and answers with
- *   its largest-seen rule, so the first builds of a first run behave as
- *   before.
- *
- * - A figure is trusted only once this run saw it hold: until a build of a
- *   class has ended in this run, a second build of it waits while the
- *   first runs (predicted UINT64_MAX: "alone"), so a figure that is too
- *   low (another driver build, a changed game) is corrected by one build
- *   before it can admit many at once, and the budget holds. After that the
+ * - A figure is trusted only once this run saw a build of its class end:
+ *   until then its builds are predicted 0, so the pool's largest-seen rule
+ *   admits them (before any build ended: half the budget or 512 MiB each,
+ *   whichever is less), as kiln before 0.3 did. So a figure that is too
+ *   low (another driver build, a changed game) admits no more than the
+ *   old rule would until a build corrected it, a large budget (the
+ *   default's) does not wait, and the builds sharing the counted memory
+ *   while they run are weighed alike (a share in proportion to a wrong
+ *   prediction would hide a build's growth behind another's guess). After that the
  *   pool asks for the prediction when a worker is about to take a job,
  *   after every observe so far, and its reading rule (the counted memory
  *   plus the next prediction) holds meanwhile.
@@ -86,9 +84,9 @@ uint64_t kiln__prep_memory_predict(struct kiln__prep_memory *m, unsigned cls, ui
     if (cls >= KILN__MEMORY_CLASSES)
         return 0;
     pthread_mutex_lock(&m->lock);
-    if (!m->verified[cls] && m->inflight[cls]) {
+    if (!m->verified[cls]) {
         pthread_mutex_unlock(&m->lock);
-        return UINT64_MAX; /* not while its first build of this run runs */
+        return 0; /* the pool's largest-seen rule until a build of it ends */
     }
     uint64_t per = m->per_kib[cls];
     if (!per)
@@ -111,8 +109,6 @@ void kiln__prep_memory_observe(struct kiln__prep_memory *m, unsigned cls, uint64
         return;
     uint64_t seen = grown / kib_of(spirv_bytes);
     pthread_mutex_lock(&m->lock);
-    if (m->inflight[cls])
-        m->inflight[cls]--;
     m->verified[cls] = true;
     if (grown == 0) {
         /* Nothing seen above the base: keeps the figure. */
@@ -138,18 +134,6 @@ uint64_t kiln__prep_memory_predict_job(void *user, void *arg)
     return kiln__prep_memory_predict(user, j->cls, j->spirv_bytes);
 }
 
-void kiln__prep_memory_start_job(void *user, void *arg, uint64_t predicted)
-{
-    (void)predicted;
-    struct kiln__prep_memory *m = user;
-    const struct kiln__prep_memory_job *j = arg;
-    if (j->cls >= KILN__MEMORY_CLASSES)
-        return;
-    pthread_mutex_lock(&m->lock);
-    m->inflight[j->cls]++;
-    pthread_mutex_unlock(&m->lock);
-}
-
 void kiln__prep_memory_observe_job(void *user, void *arg, uint64_t predicted, uint64_t grown)
 {
     (void)predicted;
@@ -166,7 +150,6 @@ const struct kiln_pool_memory_model *kiln__prep_memory_model(struct kiln__prep_m
         return NULL;
     *out = (struct kiln_pool_memory_model)KILN_POOL_MEMORY_MODEL_INIT;
     out->predict = kiln__prep_memory_predict_job;
-    out->start = kiln__prep_memory_start_job;
     out->observe = kiln__prep_memory_observe_job;
     out->user = m;
     return out;
