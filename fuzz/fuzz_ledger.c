@@ -4,7 +4,8 @@
  * slot as a record or as damage, and end appends at a slot boundary; every
  * record it hands out is one the writer could have written (writing it
  * again gives a slot that parses to the same record). Run records (the
- * driver's word on a run) are handed out too, with a known run kind.
+ * driver's word on a run) are handed out too, with a known run kind, and
+ * memory records (state 3, the budget's learned figures).
  */
 #include "exact_copy.h"
 #include "kiln_internal.h"
@@ -25,7 +26,7 @@ static void check_one(void *user, const struct kiln__ledger_entry *e)
     struct seen *s = user;
     s->n++;
     if (e->state != KILN__LEDGER_BUILT && e->state != KILN__LEDGER_FAILED &&
-        e->state != KILN__LEDGER_RUN)
+        e->state != KILN__LEDGER_RUN && e->state != KILN__LEDGER_MEMORY)
         abort();
     if (e->state == KILN__LEDGER_RUN &&
         (e->run.kind < KILN_LEDGER_RUN_PREPARE || e->run.kind > KILN_LEDGER_RUN_SERVICE))

@@ -1,8 +1,8 @@
 /*
  * fuzz_pool_probe.c - the parsers of the files the pool's probe reads from
  * the OS: cgroup v2 cpu.max and memory.max, /proc/meminfo,
- * /proc/self/cgroup and /proc/<pid>/statm, and the Windows heap header's
- * signature. Each input goes through all six;
+ * /proc/self/cgroup, /proc/<pid>/statm and smaps_rollup, and the Windows heap header's
+ * signature. Each input goes through all seven;
  * results are checked against what the parsers promise (a period is never
  * 0, a path starts with '/' and fits, a heap kind is one of the known ones).
  */
@@ -30,6 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = kiln__pool_parse_meminfo(text, size, &bytes);
     int mem_rc = rc;
     if (rc != KILN_OK && rc != KILN_ENOTFOUND && rc != KILN_EPARSE)
+        abort();
+
+    uint64_t pss = 1;
+    rc = kiln__pool_parse_kb_line(text, size, "Pss:", &pss);
+    if ((rc != KILN_OK && rc != KILN_ENOTFOUND && rc != KILN_EPARSE) ||
+        (rc == KILN_OK && pss % 1024 != 0))
         abort();
 
     uint64_t limit = 1;

@@ -124,6 +124,37 @@ KILN_API int kiln_pool_wait(struct kiln_pool *pool);
  */
 KILN_API int64_t kiln_pool_wait_for(struct kiln_pool *pool, uint64_t timeout_ns);
 
+/*
+ * (0.2) What the memory budget expects of each job, so it can admit jobs
+ * while their predicted total fits instead of assuming every job needs as
+ * much as the largest seen so far (see kiln_pool_options.memory_model and
+ * docs/pool.md, "The memory budget").
+ */
+struct kiln_pool_memory_model {
+    size_t size; /* sizeof, as KILN_POOL_MEMORY_MODEL_INIT sets it (docs/abi.md) */
+    /*
+     * The bytes job `arg` is expected to add to the counted memory while it
+     * runs; 0: unknown (the pool then uses the largest growth it saw).
+     * Asked when a worker is about to take the job, under the pool's lock,
+     * so a correction made by `observe` counts for every job still queued:
+     * it must be quick, thread-safe and must not call the pool. A job
+     * predicted at or above the budget runs alone (UINT64_MAX: "not while
+     * anything else runs").
+     */
+    uint64_t (*predict)(void *user, void *arg);
+    /*
+     * Job `arg` ended: it was predicted `predicted` bytes and was seen to
+     * need `grown` (the memory counted while it ran above the pool's base,
+     * shared among the jobs then running in proportion to their
+     * predictions; alone, its own peak growth). Called on the worker's
+     * thread, outside the pool's lock, before the job counts as done; may
+     * be NULL. Thread-safe as `predict` must be.
+     */
+    void (*observe)(void *user, void *arg, uint64_t predicted, uint64_t grown);
+    void *user;
+};
+#define KILN_POOL_MEMORY_MODEL_INIT KILN_STRUCT_INIT(kiln_pool_memory_model)
+
 /* What kiln_pool_create_with makes. Zeroed fields are defaults. */
 struct kiln_pool_options {
     size_t size;           /* sizeof, as KILN_POOL_OPTIONS_INIT sets it (docs/abi.md) */
@@ -159,6 +190,15 @@ struct kiln_pool_options {
      * Copied; its `user` must outlive every task it took.
      */
     const struct kiln_executor *executor;
+    /*
+     * (0.2) With a memory budget: each job's expected memory (NULL: every
+     * job is taken to need the largest growth one job showed). A worker
+     * then takes the next job while the pool's base plus the predictions
+     * of the running jobs and of this one fit the budget, and while the
+     * reading plus this one's prediction does. Copied; `user` must outlive
+     * the pool. Ignored without a budget.
+     */
+    const struct kiln_pool_memory_model *memory_model;
 };
 #define KILN_POOL_OPTIONS_INIT KILN_STRUCT_INIT(kiln_pool_options)
 
@@ -182,9 +222,14 @@ KILN_API int kiln_pool_create_with(const struct kiln_pool_options *options,
 KILN_API uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap);
 
 /*
- * The resident memory the budget counts: this process plus every worker
- * process registered with it (kiln's isolated workers), read from
- * /proc/<pid>/statm on Linux and GetProcessMemoryInfo on Windows.
+ * The memory the budget counts: this process plus every worker process
+ * registered with it (kiln's isolated workers). On Linux 4.14 and later
+ * each process's proportional set size (Pss of /proc/<pid>/smaps_rollup,
+ * so a page they share counts once over them all), read at most every
+ * 50 ms per process and followed in between by the change of its
+ * resident count (/proc/<pid>/statm); else the resident count itself
+ * (statm; GetProcessMemoryInfo on Windows). (Before 0.2: always the
+ * resident count.)
  * @return bytes (0 when it cannot be read). Thread-safe.
  */
 KILN_API uint64_t kiln_pool_resident_bytes(void);

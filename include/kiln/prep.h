@@ -541,6 +541,16 @@ struct kiln_prepare_options {
      * again) and is built from the layer's record. */
     const char *const *layers;
     size_t nlayers;
+    /*
+     * (0.2) With a memory budget, admit the pipeline builds as kiln before
+     * 0.2 did: each taken to need the largest growth one build showed,
+     * instead of what it is predicted to need from its class (state kind,
+     * stage count, SPIR-V size) and this driver's figures learned in the
+     * build ledger (docs/prep.md, "Memory budget, background and
+     * stopping"). For comparison (kiln bench replay --budget-rule). false:
+     * the prediction.
+     */
+    bool largest_seen_budget;
 };
 /* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
 #if defined(__cplusplus)

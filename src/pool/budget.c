@@ -2,12 +2,21 @@
  * budget.c - the memory budget: what kiln and its worker processes hold
  * resident, the default budget, and the rule a pool's workers follow.
  *
- * Design. Resident memory is read, not estimated: /proc/<pid>/statm on
- * Linux (one small read, about ten microseconds) or GetProcessMemoryInfo
- * on Windows, for this process and for every worker process registered
- * (kiln__budget_add_pid), so what a driver allocates inside a compile is
- * counted too. A worker reads it before it takes a job and holds back
- * while it plus the growth one job may add would pass the budget.
+ * Design. Memory is read, not estimated, for this process and for every
+ * worker process registered (kiln__budget_add_pid), so what a driver
+ * allocates inside a compile is counted too. What counts is the
+ * proportional set size where the kernel has it (Pss of smaps_rollup,
+ * Linux 4.14 and later): a page kiln shares with its workers (the
+ * driver's libraries, a mapping made before the fork) counts once over
+ * them all, not once per process as resident sizes would. Reading it walks
+ * the page tables (about half a millisecond for a small process, more for
+ * a large one, with the process's mmap lock held for reading), so it is
+ * read at most every KILN__PSS_REFRESH_NS per process and followed in
+ * between by the change of the resident count (/proc/<pid>/statm, about
+ * ten microseconds). Without it (an older kernel, Windows) the resident
+ * count itself counts (GetProcessMemoryInfo's working set on Windows). A
+ * worker reads it before it takes a job and holds back while it plus the
+ * growth one job may add would pass the budget.
  *
  * Invariants and why they hold:
  *
@@ -73,9 +82,80 @@ void kiln__budget_remove_pid(long pid)
     pthread_mutex_unlock(&pids_lock);
 }
 
+/* The last PSS read per process: pid (0: this process), when, the PSS and
+ * the resident count then. Guarded by pss_lock; one reader at a time. */
+struct pss_seen {
+    long pid;
+    uint64_t at_ns;
+    uint64_t pss;
+    uint64_t rss;
+    uint64_t cost_ns; /* how long the last read took */
+};
+static pthread_mutex_t pss_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pss_seen pss_cache[KILN__BUDGET_MAX_PIDS + 1];
+static unsigned npss;
+
+/* How much the resident count may move while the PSS is read for the pair
+ * to be kept. */
+#define PSS_STILL_BYTES (1u << 20)
+/* The PSS is read at most once per this many times its reading's cost. */
+#define PSS_COST_SHARE 50u
+
+/* What the budget counts for `pid`: its PSS as last read (at most
+ * KILN__PSS_REFRESH_NS ago) plus how much its resident count changed since,
+ * or the resident count where there is no PSS. */
+static uint64_t counted_of(long pid)
+{
+    uint64_t rss = kiln__pool_rss_of(pid);
+    if (rss == 0)
+        return 0;
+    uint64_t now = kiln_now_ns();
+    pthread_mutex_lock(&pss_lock);
+    unsigned i = 0;
+    while (i < npss && pss_cache[i].pid != pid)
+        i++;
+    if (i == npss) {
+        if (npss == KILN__BUDGET_MAX_PIDS + 1)
+            i = pid == 0 ? 0 : 1 + (unsigned)((uint64_t)pid % KILN__BUDGET_MAX_PIDS);
+        else
+            npss++;
+        pss_cache[i] = (struct pss_seen){.pid = pid};
+    }
+    struct pss_seen *e = &pss_cache[i];
+    /* At most every KILN__PSS_REFRESH_NS, and never more than a fiftieth
+     * of the time: the read walks the page tables (35 ms for 2 GiB of 4 KiB
+     * pages) with the process's mmap lock held for reading. */
+    uint64_t every = e->cost_ns * PSS_COST_SHARE;
+    if (every < KILN__PSS_REFRESH_NS)
+        every = KILN__PSS_REFRESH_NS;
+    if (e->at_ns == 0 || now - e->at_ns >= every) {
+        /* A pair read while the process's memory moved (the PSS read takes
+         * a while) would offset every estimate until the next one: kept
+         * only when the resident count stood still around it. */
+        uint64_t pss = kiln__pool_pss_of(pid);
+        uint64_t after = kiln__pool_rss_of(pid);
+        uint64_t cost = kiln_now_ns() - now;
+        uint64_t moved = after > rss ? after - rss : rss - after;
+        if (moved <= PSS_STILL_BYTES) {
+            e->pss = pss;
+            e->rss = after;
+        } /* else the last pair stays the base of the estimate */
+        e->at_ns = now;
+        e->cost_ns = cost;
+        rss = after ? after : rss;
+    }
+    uint64_t v = rss;
+    if (e->pss) {
+        int64_t moved = (int64_t)(rss - e->rss);
+        v = moved < 0 && (uint64_t)-moved > e->pss ? 0 : e->pss + (uint64_t)moved;
+    }
+    pthread_mutex_unlock(&pss_lock);
+    return v;
+}
+
 uint64_t kiln_pool_resident_bytes(void)
 {
-    uint64_t total = kiln__pool_rss_of(0);
+    uint64_t total = counted_of(0);
     long copy[KILN__BUDGET_MAX_PIDS];
     pthread_mutex_lock(&pids_lock);
     unsigned n = npids;
@@ -84,7 +164,7 @@ uint64_t kiln_pool_resident_bytes(void)
     pthread_mutex_unlock(&pids_lock);
     /* Read outside the lock: a worker that exits meanwhile reads as 0. */
     for (unsigned i = 0; i < n; i++)
-        total += kiln__pool_rss_of(copy[i]);
+        total += counted_of(copy[i]);
     return total;
 }
 
@@ -123,7 +203,8 @@ uint64_t kiln_pool_default_memory_budget(char *reason, size_t cap)
     return budget;
 }
 
-int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers)
+int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers,
+                      const struct kiln_pool_memory_model *model)
 {
     memset(b, 0, sizeof(*b));
     if (!limit)
@@ -131,9 +212,21 @@ int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers)
     b->start = kiln__calloc(workers, sizeof(*b->start));
     b->peak = kiln__calloc(workers, sizeof(*b->peak));
     b->busy = kiln__calloc(workers, sizeof(*b->busy));
-    if (!b->start || !b->peak || !b->busy) {
+    b->pred = kiln__calloc(workers, sizeof(*b->pred));
+    b->seen = kiln__calloc(workers, sizeof(*b->seen));
+    if (!b->start || !b->peak || !b->busy || !b->pred || !b->seen) {
         kiln__budget_free(b);
         return KILN_ENOMEM;
+    }
+    if (model && model->predict) {
+        struct kiln_pool_memory_model m = KILN_POOL_MEMORY_MODEL_INIT;
+        int rc = KILN_STRUCT_IN(&m, model, "kiln_pool_memory_model");
+        if (rc < 0) {
+            kiln__budget_free(b);
+            return rc;
+        }
+        b->model = m;
+        b->has_model = true;
     }
     b->limit = limit;
     b->nworkers = workers;
@@ -146,7 +239,9 @@ void kiln__budget_free(struct kiln__budget *b)
     kiln__free(b->start);
     kiln__free(b->peak);
     kiln__free(b->busy);
-    b->start = b->peak = NULL;
+    kiln__free(b->pred);
+    kiln__free(b->seen);
+    b->start = b->peak = b->pred = b->seen = NULL;
     b->busy = NULL;
 }
 
@@ -155,6 +250,18 @@ void kiln__budget_sample(struct kiln__budget *b, uint64_t rss)
     for (unsigned i = 0; i < b->nworkers; i++)
         if (b->busy[i] && rss > b->peak[i])
             b->peak[i] = rss;
+    if (!b->has_model || b->committed == 0 || rss <= b->base)
+        return;
+    /* What is counted above the base belongs to the running jobs, each in
+     * proportion to what it was predicted to need. */
+    double per = (double)(rss - b->base) / (double)b->committed;
+    for (unsigned i = 0; i < b->nworkers; i++) {
+        if (!b->busy[i])
+            continue;
+        uint64_t share = (uint64_t)((double)b->pred[i] * per);
+        if (share > b->seen[i])
+            b->seen[i] = share;
+    }
 }
 
 /* Before any job finished: what a driver may need for one large pipeline
@@ -172,35 +279,80 @@ static uint64_t expected_growth(const struct kiln__budget *b)
     return g ? g : 1;
 }
 
-bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss)
+uint64_t kiln__budget_need(const struct kiln__budget *b, void *arg)
 {
-    uint64_t g = expected_growth(b);
-    uint64_t by_reading = rss + g;
-    uint64_t by_model = b->base + g * ((uint64_t)running + 1);
+    uint64_t need = b->has_model ? b->model.predict(b->model.user, arg) : 0;
+    if (!need)
+        need = expected_growth(b);
+    /* At or above the budget: alone (and the sums below cannot overflow). */
+    return need > b->limit ? b->limit : need;
+}
+
+bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, uint64_t need)
+{
+    uint64_t by_reading = rss + need;
+    uint64_t by_model =
+        b->has_model ? b->base + b->committed + need : b->base + need * ((uint64_t)running + 1);
     uint64_t projected = by_reading > by_model ? by_reading : by_model;
     if (rss == 0 || projected <= b->limit)
         return false;
     if (!b->logged) {
         b->logged = true;
         KILN_INFO("pool",
-                  "memory budget: %u job%s running, resident %.0f MiB, %.0f MiB expected per "
-                  "job: one more would pass %.0f MiB; fewer jobs run at once",
-                  running, running == 1 ? "" : "s", mib(rss), mib(g), mib(b->limit));
+                  "memory budget: %u job%s running, resident %.0f MiB, %.0f MiB expected for the "
+                  "next: it would pass %.0f MiB; fewer jobs run at once",
+                  running, running == 1 ? "" : "s", mib(rss), mib(need), mib(b->limit));
     }
     return true;
 }
 
-void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss)
+void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t need)
 {
     b->busy[worker] = true;
     b->start[worker] = rss;
     b->peak[worker] = rss;
+    b->pred[worker] = need;
+    b->seen[worker] = 0;
+    b->committed += need;
 }
 
-void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss)
+void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t *predicted,
+                      uint64_t *grown)
 {
+    kiln__budget_sample(b, rss);
     uint64_t top = b->peak[worker] > rss ? b->peak[worker] : rss;
-    if (top > b->start[worker] && top - b->start[worker] > b->growth)
-        b->growth = top - b->start[worker];
+    uint64_t own = top > b->start[worker] ? top - b->start[worker] : 0;
+    if (own > b->growth)
+        b->growth = own;
     b->busy[worker] = false;
+    b->committed -= b->pred[worker];
+    *predicted = b->pred[worker];
+    *grown = b->seen[worker];
+    bool alone = true;
+    for (unsigned i = 0; i < b->nworkers && alone; i++)
+        alone = !b->busy[i];
+    if (alone && rss) {
+        /* It ran alone at its end: what it held above the lower of its
+         * start and end (memory freed meanwhile, as the translate phase's
+         * leftovers, would otherwise be taken off its growth). */
+        uint64_t low = rss < b->start[worker] ? rss : b->start[worker];
+        if (top > low && top - low > *grown)
+            *grown = top - low;
+    }
+    if (!b->has_model)
+        return;
+    /* The base follows what the driver keeps between jobs: the reading less
+     * what the jobs still running may hold (at least their predictions), or
+     * the reading itself once nothing runs. */
+    uint64_t held = 0;
+    bool any = false;
+    for (unsigned i = 0; i < b->nworkers; i++)
+        if (b->busy[i]) {
+            any = true;
+            held += b->pred[i] > b->seen[i] ? b->pred[i] : b->seen[i];
+        }
+    if (!any && rss)
+        b->base = rss;
+    else if (rss > held && rss - held > b->base)
+        b->base = rss - held;
 }

@@ -94,8 +94,12 @@ int kiln__pool_parse_cpu_max(const char *t, size_t n, uint64_t *quota_us, uint64
 
 int kiln__pool_parse_meminfo(const char *t, size_t n, uint64_t *bytes)
 {
-    static const char key[] = "MemAvailable:";
-    const size_t klen = sizeof(key) - 1;
+    return kiln__pool_parse_kb_line(t, n, "MemAvailable:", bytes);
+}
+
+int kiln__pool_parse_kb_line(const char *t, size_t n, const char *key, uint64_t *bytes)
+{
+    const size_t klen = strlen(key);
     size_t line = 0;
     while (line < n) {
         const char *nl = memchr(t + line, '\n', n - line);

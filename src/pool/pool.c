@@ -21,10 +21,15 @@
  * - Destroy never leaves a thread behind: it sets `stopping` and wakes every
  *   worker; a worker exits only when the ring is empty and `stopping` is set.
  * - With a memory budget (budget.c), a worker that finds a job but sees the
- *   resident memory near the budget leaves it in the ring and looks again
- *   a few milliseconds later, but only while another job runs: the check
- *   of `running` and the take happen under one hold of the lock, so a job
- *   is always running or being taken, and the queue order is kept.
+ *   counted memory near the budget leaves it in the ring and looks again
+ *   when a job ends (`budget_freed`) or a few milliseconds later, but only
+ *   while another job runs: the check of `running` and the take happen
+ *   under one hold of the lock, so a job is always running or being
+ *   taken, and the queue order is kept. With a memory model the job's
+ *   prediction is asked at that moment, under the lock, so every
+ *   correction observed so far counts; a sampler thread reads the counted
+ *   memory every few milliseconds while jobs run, so a job's share of it
+ *   is seen while it lasts, not only at its ends.
  * - With an executor there are no threads: each job worked is run under a
  *   worker index taken from the `free_index` stack (so indexes stay unique
  *   among jobs running at once, as with threads), by a drain task the
@@ -61,6 +66,12 @@ struct kiln_pool {
     pthread_cond_t has_job;
     pthread_cond_t has_room;
     pthread_cond_t idle;
+    /* With a memory model and threads: a thread that reads the counted
+     * memory while jobs run, so a job's growth is seen while it lasts;
+     * woken to stop. */
+    pthread_cond_t sampler_wake;
+    pthread_cond_t budget_freed; /* a job ended: held workers look again */
+    pthread_t sampler;           /* has_sampler: started */
 
     struct pool_job *ring;
     size_t capacity;
@@ -80,6 +91,7 @@ struct kiln_pool {
 
     struct kiln__budget budget; /* limit 0: none */
     bool background;
+    bool has_sampler;
 
     /* With an executor (kiln_pool_options.executor): no threads; drain
      * tasks run jobs until the queue is empty. */
@@ -92,8 +104,37 @@ struct kiln_pool {
     bool orphaned;          /* destroyed while tasks were pending: the last one frees it */
 };
 
-/* How long a worker held back by the budget waits before it looks again. */
+/* How long a worker held back by the budget waits at most before it looks
+ * again (a job's end wakes it sooner). */
 #define BUDGET_RECHECK_NS 5000000L
+
+/* The monotonic clock `ns` nanoseconds from now (under one second), for
+ * timed waits on the pool's conditions (made with CLOCK_MONOTONIC). */
+static struct timespec after_ns(long ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_nsec += ns;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+/* A job with a budget ended: its reading and, with a memory model, what it
+ * was seen to need, told to the model outside the lock before the job
+ * counts as done (so a waiter sees every observe made). */
+static void end_budget(struct kiln_pool *pool, unsigned index, void *arg)
+{
+    uint64_t rss = kiln_pool_resident_bytes(), predicted, grown;
+    pthread_mutex_lock(&pool->lock);
+    kiln__budget_end(&pool->budget, index, rss, &predicted, &grown);
+    bool tell = pool->budget.has_model && pool->budget.model.observe;
+    pthread_mutex_unlock(&pool->lock);
+    if (tell)
+        pool->budget.model.observe(pool->budget.model.user, arg, predicted, grown);
+}
 
 /*
  * Takes the next job and runs it as worker `index`, unlocking the pool
@@ -113,14 +154,13 @@ static bool run_next(struct kiln_pool *pool, unsigned index)
         kiln__budget_sample(&pool->budget, rss);
         if (pool->count == 0)
             return false;
-        if (pool->running > 0 && kiln__budget_hold(&pool->budget, pool->running, rss)) {
-            pthread_mutex_unlock(&pool->lock);
-            struct timespec ts = {0, BUDGET_RECHECK_NS};
-            nanosleep(&ts, NULL);
-            pthread_mutex_lock(&pool->lock);
+        uint64_t need = kiln__budget_need(&pool->budget, pool->ring[pool->head].arg);
+        if (pool->running > 0 && kiln__budget_hold(&pool->budget, pool->running, rss, need)) {
+            struct timespec until = after_ns(BUDGET_RECHECK_NS);
+            pthread_cond_timedwait(&pool->budget_freed, &pool->lock, &until);
             return true; /* look again: a job may have ended meanwhile */
         }
-        kiln__budget_start(&pool->budget, index, rss);
+        kiln__budget_start(&pool->budget, index, rss, need);
     }
     struct pool_job job = pool->ring[pool->head];
     pool->head = (pool->head + 1) % pool->capacity;
@@ -130,15 +170,16 @@ static bool run_next(struct kiln_pool *pool, unsigned index)
     pthread_mutex_unlock(&pool->lock);
 
     int rc = job.fn(job.arg, index);
-    uint64_t rss_end = pool->budget.limit ? kiln_pool_resident_bytes() : 0;
+    if (pool->budget.limit)
+        end_budget(pool, index, job.arg);
 
     pthread_mutex_lock(&pool->lock);
-    if (pool->budget.limit)
-        kiln__budget_end(&pool->budget, index, rss_end);
     pool->running--;
     pool->done++;
     if (rc < 0)
         pool->failed++;
+    if (pool->budget.limit)
+        pthread_cond_broadcast(&pool->budget_freed); /* held workers look again */
     if (pool->count == 0 && pool->running == 0)
         pthread_cond_broadcast(&pool->idle);
     return true;
@@ -240,12 +281,37 @@ static void drop_pending(struct kiln_pool *pool)
         pthread_cond_broadcast(&pool->idle);
 }
 
+/* How often the sampler reads the counted memory while a job runs. */
+#define SAMPLE_NS 5000000L
+
+static void *sampler_main(void *p)
+{
+    struct kiln_pool *pool = p;
+    pthread_mutex_lock(&pool->lock);
+    while (!pool->stopping) {
+        struct timespec until = after_ns(SAMPLE_NS);
+        pthread_cond_timedwait(&pool->sampler_wake, &pool->lock, &until);
+        if (pool->stopping || pool->running == 0)
+            continue;
+        pthread_mutex_unlock(&pool->lock);
+        uint64_t rss = kiln_pool_resident_bytes();
+        pthread_mutex_lock(&pool->lock);
+        kiln__budget_sample(&pool->budget, rss);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
 static void stop_workers(struct kiln_pool *pool, unsigned started)
 {
     pthread_mutex_lock(&pool->lock);
     pool->stopping = true;
     pthread_cond_broadcast(&pool->has_job);
+    pthread_cond_broadcast(&pool->sampler_wake);
     pthread_mutex_unlock(&pool->lock);
+    if (pool->has_sampler)
+        pthread_join(pool->sampler, NULL);
+    pool->has_sampler = false;
     for (unsigned i = 0; i < started; i++)
         pthread_join(pool->workers[i].thread, NULL);
 }
@@ -253,6 +319,8 @@ static void stop_workers(struct kiln_pool *pool, unsigned started)
 static void free_pool(struct kiln_pool *pool)
 {
     kiln__budget_free(&pool->budget);
+    pthread_cond_destroy(&pool->sampler_wake);
+    pthread_cond_destroy(&pool->budget_freed);
     pthread_cond_destroy(&pool->drained);
     pthread_cond_destroy(&pool->idle);
     pthread_cond_destroy(&pool->has_room);
@@ -281,14 +349,16 @@ static int pool_new(const struct kiln_pool_options *o, unsigned workers, size_t 
     pool->ring = kiln__calloc(capacity, sizeof(*pool->ring));
     pool->workers = kiln__calloc(workers, sizeof(*pool->workers));
     pool->free_index = kiln__calloc(workers, sizeof(*pool->free_index));
+    int rc = KILN_ENOMEM;
     if (!pool->ring || !pool->workers || !pool->free_index ||
-        kiln__budget_init(&pool->budget, o->memory_budget == UINT64_MAX ? 0 : o->memory_budget,
-                          workers) < 0) {
+        (rc =
+             kiln__budget_init(&pool->budget, o->memory_budget == UINT64_MAX ? 0 : o->memory_budget,
+                               workers, o->memory_model)) < 0) {
         kiln__free(pool->free_index);
         kiln__free(pool->ring);
         kiln__free(pool->workers);
         kiln__free(pool);
-        return KILN_ENOMEM;
+        return rc;
     }
     pool->capacity = capacity;
     pool->nworkers = workers;
@@ -307,6 +377,8 @@ static int pool_new(const struct kiln_pool_options *o, unsigned workers, size_t 
     pthread_cond_init(&pool->has_room, NULL);
     pthread_cond_init(&pool->idle, &attr);
     pthread_cond_init(&pool->drained, NULL);
+    pthread_cond_init(&pool->sampler_wake, &attr);
+    pthread_cond_init(&pool->budget_freed, &attr);
     pthread_condattr_destroy(&attr);
     *out = pool;
     return KILN_OK;
@@ -350,6 +422,12 @@ static int create_with_body(const struct kiln_pool_options *o, struct kiln_pool 
             free_pool(pool);
             return KILN_EIO;
         }
+    }
+    if (pool->budget.has_model) {
+        /* Without it a job's growth is read only as jobs start and end. */
+        pool->has_sampler = pthread_create(&pool->sampler, NULL, sampler_main, pool) == 0;
+        if (!pool->has_sampler)
+            KILN_INFO("pool", "no memory sampler thread: jobs' growth read at their ends only");
     }
     *out = pool;
     return KILN_OK;

@@ -21,6 +21,11 @@ int kiln__pool_parse_cpu_max(const char *text, size_t n, uint64_t *quota_us, uin
  */
 int kiln__pool_parse_meminfo(const char *text, size_t n, uint64_t *bytes);
 
+/* The first line of `text` that starts with `key` ("Pss:", "MemAvailable:"),
+ * as /proc/meminfo and /proc/<pid>/smaps_rollup write it ("<key> <n> kB"),
+ * in bytes. @return 0, KILN_ENOTFOUND (no such line) or KILN_EPARSE. */
+int kiln__pool_parse_kb_line(const char *text, size_t n, const char *key, uint64_t *bytes);
+
 /*
  * Finds the cgroup v2 line ("0::/path") of /proc/self/cgroup and copies the
  * path (starting with '/') into `path`.
@@ -49,6 +54,17 @@ int kiln__pool_parse_statm(const char *text, size_t n, uint64_t page_size, uint6
  * cannot be read (gone, another platform). Platform file.
  */
 uint64_t kiln__pool_rss_of(long pid);
+
+/*
+ * The proportional set size of process `pid` (0: this process): Pss of
+ * /proc/<pid>/smaps_rollup (Linux 4.14 and later), where a page shared by
+ * several processes counts a share in each. 0 when it cannot be read (no
+ * such file, Windows). Costly (the kernel walks the page tables): the
+ * budget reads it at most every KILN__PSS_REFRESH_NS per process and
+ * follows the cheap resident count between reads. Platform file.
+ */
+uint64_t kiln__pool_pss_of(long pid);
+#define KILN__PSS_REFRESH_NS 50000000ull
 
 /*
  * The tightest cgroup v2 memory.max from this process's cgroup up to the
@@ -91,35 +107,55 @@ int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature)
 /* One pool's budget. Every field is guarded by the pool's lock. */
 struct kiln__budget {
     uint64_t limit;    /* bytes; 0: none */
-    uint64_t base;     /* resident bytes when the pool was made */
+    uint64_t base;     /* counted bytes no job accounts for (see budget.c) */
     uint64_t growth;   /* the most one job was seen to add; 0 until a job finished */
     unsigned nworkers; /* the arrays' length */
     uint64_t *start;   /* per worker: resident bytes when its job started */
     uint64_t *peak;    /* per worker: the most resident bytes seen during its job */
     bool *busy;        /* per worker: runs a job */
     bool logged;       /* the first hold was logged */
+    /* With a memory model (kiln_pool_options.memory_model): */
+    bool has_model;
+    struct kiln_pool_memory_model model;
+    uint64_t *pred;     /* per worker: what its job was predicted to need */
+    uint64_t *seen;     /* per worker: the most of the reading its job was given */
+    uint64_t committed; /* the predictions of the running jobs, summed */
 };
 
-/* Makes the per-worker arrays. @return 0 or KILN_ENOMEM. */
-int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers);
+/* Makes the per-worker arrays; `model` may be NULL (copied). @return 0 or
+ * KILN_ENOMEM. */
+int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers,
+                      const struct kiln_pool_memory_model *model);
 
 /* Frees them. */
 void kiln__budget_free(struct kiln__budget *b);
 
-/* Notes a reading of resident memory: the peak of every running job. */
+/* Notes a reading of resident memory: the peak of every running job, and
+ * with a model each running job's share of it. */
 void kiln__budget_sample(struct kiln__budget *b, uint64_t rss);
 
+/* What the next job (argument `arg`) is expected to need: the model's
+ * prediction, or without one (or when it says 0) the largest growth seen. */
+uint64_t kiln__budget_need(const struct kiln__budget *b, void *arg);
+
 /*
- * Whether a worker should hold back from taking a job while `running` jobs
- * run and `rss` bytes are resident: when one more job's expected growth
- * would pass the limit, by the reading (rss + growth) or by the model
- * (base + growth x (running + 1)), whichever is larger: the model covers
+ * Whether a worker should hold back from taking a job that needs `need`
+ * bytes while `running` jobs run and `rss` bytes are resident: when it
+ * would pass the limit by the reading (rss + need) or by the model,
+ * whichever is larger: without a memory model base + need x (running + 1),
+ * with one base + the running jobs' predictions + need. The model covers
  * jobs that started but have not grown yet. Logs the first hold once.
  */
-bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss);
+bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, uint64_t need);
 
-/* A job starts, or ends, on `worker` with `rss` bytes resident. */
-void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss);
-void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss);
+/* A job that needs `need` bytes starts on `worker` with `rss` bytes
+ * resident. */
+void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t need);
+
+/* The job on `worker` ends with `rss` bytes resident; `*predicted` and
+ * `*grown` get what it was predicted and what it was seen to need (for
+ * kiln_pool_memory_model.observe). */
+void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t *predicted,
+                      uint64_t *grown);
 
 #endif /* KILN_POOL_INTERNAL_H */

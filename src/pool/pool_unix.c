@@ -174,6 +174,23 @@ int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln
 
 /* ---- the memory budget and background priority ---------------------------- */
 
+/* The proportional set size (Pss in smaps_rollup, Linux 4.14 and later):
+ * a page shared by kiln and its workers, or with any process, counts once
+ * over all of them. @return bytes, or 0 when the kernel has no such file. */
+uint64_t kiln__pool_pss_of(long pid)
+{
+    char file[64], text[2048];
+    if (pid == 0)
+        snprintf(file, sizeof(file), "/proc/self/smaps_rollup");
+    else
+        snprintf(file, sizeof(file), "/proc/%ld/smaps_rollup", pid);
+    int64_t n = read_small(file, text, sizeof(text));
+    uint64_t bytes;
+    if (n < 0 || kiln__pool_parse_kb_line(text, (size_t)n, "Pss:", &bytes) < 0)
+        return 0;
+    return bytes;
+}
+
 uint64_t kiln__pool_rss_of(long pid)
 {
     char file[64], text[256];

@@ -72,6 +72,13 @@ int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln
 
 /* ---- the memory budget and background priority ---------------------------- */
 
+/* Windows has no proportional set size to read: the working set counts. */
+uint64_t kiln__pool_pss_of(long pid)
+{
+    (void)pid;
+    return 0;
+}
+
 uint64_t kiln__pool_rss_of(long pid)
 {
     HANDLE h = pid == 0 ? GetCurrentProcess()

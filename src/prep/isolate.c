@@ -269,6 +269,7 @@ struct iso {
 };
 
 struct iso_job {
+    struct kiln__prep_memory_job mem; /* first: the pool's memory model reads it */
     struct iso *iso;
     struct kiln__prep_item *item;
 };
@@ -783,8 +784,10 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     if (rc == KILN_OK)
         rc = spawner_begin(&iso.spawner, b->background);
     struct kiln_pool *pool = NULL;
+    struct kiln_pool_memory_model mm;
     if (rc == KILN_OK)
-        rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor, &pool);
+        rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor,
+                             kiln__prep_memory_model(b->memory, &mm), &pool);
     if (rc < 0) {
         spawner_end(&iso.spawner);
         kiln__free(iso.slots);
@@ -798,6 +801,11 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     for (size_t i = 0; i < n; i++)
         if (items[i].payload)
             jobs[k++] = (struct iso_job){.iso = &iso, .item = &items[i]};
+    for (size_t i = 0; b->memory && i < k; i++) {
+        jobs[i].mem.item = jobs[i].item;
+        jobs[i].mem.cls = kiln__prep_memory_class(jobs[i].item->payload, jobs[i].item->size,
+                                                  &jobs[i].mem.spirv_bytes);
+    }
     qsort(jobs, todo, sizeof(*jobs), larger_first);
     rc = kiln__prep_run_pipelines(pool, iso_build_one, jobs, sizeof(*jobs), todo, b->progress,
                                   b->progress_user);

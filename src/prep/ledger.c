@@ -23,6 +23,12 @@
  * a newer ledger counts a run record as damaged and skips it (one warning
  * line; the program records are read as ever).
  *
+ * A record of state 3 (KILN__LEDGER_MEMORY, from 0.2) is no program's: its
+ * key holds a memory class (lo) and what a build of it needs per KiB of
+ * SPIR-V on that driver (hi), the pipeline budget's learned figure
+ * (prep_memory.c). An older kiln skips it as a damaged record (one warning
+ * line; every build record is still read), so the version stays 1.
+ *
  * Invariants and why they hold:
  *
  * - A crash loses at most what was not yet synced, and never makes the
@@ -154,7 +160,7 @@ static bool read_record(const unsigned char *r, struct kiln__ledger_entry *e)
         return e->run.kind >= KILN_LEDGER_RUN_PREPARE && e->run.kind <= KILN_LEDGER_RUN_SERVICE;
     }
     uint16_t state = kiln__load_le16(r + 4);
-    if (state != KILN__LEDGER_BUILT && state != KILN__LEDGER_FAILED)
+    if (state != KILN__LEDGER_BUILT && state != KILN__LEDGER_FAILED && state != KILN__LEDGER_MEMORY)
         return false;
     memset(e, 0, sizeof(*e));
     e->state = state;
@@ -212,6 +218,8 @@ struct kiln__ledger {
     unsigned char *pending;
     size_t npending;
     size_t pending_cap;
+    /* The driver's memory figures (KILN__LEDGER_MEMORY records); 0: none. */
+    uint64_t memory[KILN__LEDGER_MEMORY_CLASSES];
     /* Where the next append goes; `fresh`: the file must be written whole. */
     uint64_t end;
     bool fresh;
@@ -269,8 +277,14 @@ struct load_ctx {
 static void keep_mine(void *user, const struct kiln__ledger_entry *e)
 {
     struct load_ctx *c = user;
-    if (c->rc == KILN_OK && e->state != KILN__LEDGER_RUN && same_driver(&e->driver, &c->l->driver))
-        c->rc = put(c->l, e->key, e->state, e->error);
+    if (c->rc != KILN_OK || e->state == KILN__LEDGER_RUN || !same_driver(&e->driver, &c->l->driver))
+        return;
+    if (e->state == KILN__LEDGER_MEMORY) {
+        if (e->key.lo < KILN__LEDGER_MEMORY_CLASSES)
+            c->l->memory[e->key.lo] = e->key.hi;
+        return;
+    }
+    c->rc = put(c->l, e->key, e->state, e->error);
 }
 
 int kiln__ledger_open(const char *dir, const struct kiln_io *io,
@@ -372,6 +386,27 @@ int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t stat
     struct kiln__ledger_entry e = {.driver = l->driver, .key = key, .state = state, .error = error};
     if (reason)
         snprintf(e.reason, sizeof(e.reason), "%s", reason);
+    kiln__ledger_record(&e, l->pending + l->npending * KILN__LEDGER_RECORD);
+    l->npending++;
+    return KILN_OK;
+}
+
+uint64_t kiln__ledger_memory(const struct kiln__ledger *l, unsigned cls)
+{
+    return l && cls < KILN__LEDGER_MEMORY_CLASSES ? l->memory[cls] : 0;
+}
+
+int kiln__ledger_note_memory(struct kiln__ledger *l, unsigned cls, uint64_t per_kib)
+{
+    if (!l || cls >= KILN__LEDGER_MEMORY_CLASSES || l->memory[cls] == per_kib)
+        return KILN_OK;
+    KILN_TRY(pending_room(l));
+    l->memory[cls] = per_kib;
+    struct kiln__ledger_entry e = {.driver = l->driver,
+                                   .key = {.lo = cls, .hi = per_kib},
+                                   .state = KILN__LEDGER_MEMORY,
+                                   .error = 0};
+    snprintf(e.reason, sizeof(e.reason), "memory per KiB of SPIR-V");
     kiln__ledger_record(&e, l->pending + l->npending * KILN__LEDGER_RECORD);
     l->npending++;
     return KILN_OK;

@@ -18,16 +18,22 @@
 #define KILN__LEDGER_RECORD 128u
 /* The longest reason kept with a failure (NUL included). */
 #define KILN__LEDGER_REASON 64u
+/* Memory classes a ledger keeps (at least KILN__MEMORY_CLASSES). */
+#define KILN__LEDGER_MEMORY_CLASSES 64u
 
 /* What a record says of a program on a driver. */
 enum kiln__ledger_state {
     KILN__LEDGER_NONE = 0,   /* nothing recorded */
     KILN__LEDGER_BUILT = 1,  /* its pipeline was built and pipelines.vkc saved after */
     KILN__LEDGER_FAILED = 2, /* its build failed (reason and error kept) */
+    /* Not a program's: what a build of a memory class needs on this
+     * driver (key.lo the class, key.hi bytes per KiB of SPIR-V; see
+     * prep_memory.c). Kiln before 0.2 skips it as a damaged record. */
+    KILN__LEDGER_MEMORY = 3,
     /* Not a program's: the driver's word on one run (struct
      * kiln__ledger_run; the key is zero). Older kiln counts such a record
      * as damaged and skips it. */
-    KILN__LEDGER_RUN = 3,
+    KILN__LEDGER_RUN = 4, /* in memory only: a run record has a tag of its own */
 };
 
 /* The driver's word on one run (kiln_ledger_run, kiln/prep.h). */
@@ -132,6 +138,14 @@ void kiln__ledger_close(struct kiln__ledger *l);
  * Test hook: XORed into the driver version kiln_prepare reads, so a test
  * can act as a new driver. 0 outside tests.
  */
+/* The learned bytes per KiB of SPIR-V of memory class `cls` on this
+ * ledger's driver (its last memory record); 0: none. NULL answers 0. */
+uint64_t kiln__ledger_memory(const struct kiln__ledger *l, unsigned cls);
+
+/* Notes a memory record (written by the next sync). @return 0 or
+ * KILN_ENOMEM; NULL, or a class out of range, is a no-op. */
+int kiln__ledger_note_memory(struct kiln__ledger *l, unsigned cls, uint64_t per_kib);
+
 extern uint32_t kiln__ledger_test_version_xor;
 
 #endif /* KILN_LEDGER_H */

@@ -16,6 +16,7 @@
 #include "kiln_internal.h"
 #include "kiln/prep.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 /* ---- shared by prepare.c and start.c -------------------------------------- */
@@ -51,6 +52,55 @@ const char *kiln__prep_item_label(const struct kiln__prep_item *it, char *buf, s
 
 struct kiln__journal;
 
+/* ---- what a build is expected to need in memory (prep_memory.c) ------------ */
+
+/* Classes: state kind x stage count (1, 2, 3+) x SPIR-V size bucket (4). */
+#define KILN__MEMORY_CLASSES (KILN_STATE_KINDS * 3 * 4)
+/* No build is predicted below this. */
+#define KILN__MEMORY_FLOOR (1ull << 20)
+
+struct kiln__prep_memory {
+    pthread_mutex_t lock;
+    uint64_t per_kib[KILN__MEMORY_CLASSES]; /* bytes per KiB of SPIR-V; 0: not known */
+    bool changed[KILN__MEMORY_CLASSES];     /* learned in this run (written to the ledger) */
+    bool verified[KILN__MEMORY_CLASSES];    /* a build of it ended in this run */
+};
+
+/* The head of a build job the pool's memory model reads (the job's arg
+ * points to it). */
+struct kiln__prep_memory_job {
+    unsigned cls;
+    uint64_t spirv_bytes;
+    /* Its item: a build that reached no driver (not started, unreached)
+     * teaches nothing. */
+    const struct kiln__prep_item *item;
+};
+
+void kiln__prep_memory_init(struct kiln__prep_memory *m);
+void kiln__prep_memory_destroy(struct kiln__prep_memory *m);
+
+/* A payload's class and its SPIR-V bytes (0 and 0 for one that does not
+ * parse: its build fails before the driver). Headers only: no unpacking. */
+unsigned kiln__prep_memory_class(const void *payload, size_t size, uint64_t *spirv_bytes);
+
+/* What a build of class `cls` with `spirv_bytes` is expected to need;
+ * 0: nothing known yet. Thread-safe. */
+uint64_t kiln__prep_memory_predict(struct kiln__prep_memory *m, unsigned cls, uint64_t spirv_bytes);
+
+/* A build of class `cls` was seen to need `grown` bytes: the class's
+ * figure rises to it at once, or falls a quarter of the way. Thread-safe. */
+void kiln__prep_memory_observe(struct kiln__prep_memory *m, unsigned cls, uint64_t spirv_bytes,
+                               uint64_t grown);
+
+/* kiln_pool_memory_model callbacks over jobs that start with a struct
+ * kiln__prep_memory_job; `user` is the struct kiln__prep_memory. */
+uint64_t kiln__prep_memory_predict_job(void *user, void *arg);
+void kiln__prep_memory_observe_job(void *user, void *arg, uint64_t predicted, uint64_t grown);
+
+/* The pool's model over `m` (NULL: none) into *out. @return out, or NULL. */
+const struct kiln_pool_memory_model *kiln__prep_memory_model(struct kiln__prep_memory *m,
+                                                             struct kiln_pool_memory_model *out);
+
 /* What a pipeline phase builds with. */
 struct kiln__prep_build {
     struct kiln_vk *vk;
@@ -79,6 +129,9 @@ struct kiln__prep_build {
     /* The run's controls (prep_run.c): the pool's memory budget and
      * priority, and the cancel check (NULL: none). */
     uint64_t memory_budget;
+    /* What each build is expected to need (NULL: the pool's largest-seen
+     * rule); learned as builds finish. */
+    struct kiln__prep_memory *memory;
     bool background;
     const struct kiln_executor *executor; /* the options' (NULL: threads) */
     bool (*cancel)(void *user);
@@ -130,7 +183,8 @@ extern uint64_t kiln__prep_test_cancel_after;
  * priority and executor (NULL: threads). @return kiln_pool_create_with's
  * result. */
 int kiln__prep_pool(unsigned workers, uint64_t memory_budget, bool background,
-                    const struct kiln_executor *executor, struct kiln_pool **pool);
+                    const struct kiln_executor *executor,
+                    const struct kiln_pool_memory_model *model, struct kiln_pool **pool);
 
 /* The ledger's part of kiln_prepare's pipeline phase. */
 struct kiln__prep_ledger;
@@ -153,6 +207,12 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
 
 /* The run's crash journal (NULL: none), for kiln__prep_build.journal. */
 struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *pl);
+
+/* The driver's memory figures from the ledger into `m` (prep_memory.c),
+ * and the ones this run changed back, written by kiln__prep_ledger_end's
+ * sync. NULL `pl` or `m`: nothing. */
+void kiln__prep_ledger_memory_load(const struct kiln__prep_ledger *pl, struct kiln__prep_memory *m);
+void kiln__prep_ledger_memory_keep(struct kiln__prep_ledger *pl, struct kiln__prep_memory *m);
 
 struct kiln__ledger;
 struct kiln__ledger_driver;

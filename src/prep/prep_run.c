@@ -50,13 +50,15 @@ bool kiln__prep_stopping(bool (*cancel)(void *), void *user, _Atomic uint64_t *s
 }
 
 int kiln__prep_pool(unsigned workers, uint64_t memory_budget, bool background,
-                    const struct kiln_executor *executor, struct kiln_pool **pool)
+                    const struct kiln_executor *executor,
+                    const struct kiln_pool_memory_model *model, struct kiln_pool **pool)
 {
     struct kiln_pool_options po = {.size = sizeof(po),
                                    .workers = workers,
                                    .memory_budget = memory_budget,
                                    .background = background,
-                                   .executor = executor};
+                                   .executor = executor,
+                                   .memory_model = model};
     return kiln_pool_create_with(&po, pool);
 }
 
@@ -155,6 +157,23 @@ uint64_t kiln__prep_skip_suspects(const struct kiln__journal_suspect *sus, size_
         }
     }
     return skipped;
+}
+
+void kiln__prep_ledger_memory_load(const struct kiln__prep_ledger *pl, struct kiln__prep_memory *m)
+{
+    for (unsigned c = 0; pl && m && c < KILN__MEMORY_CLASSES; c++)
+        m->per_kib[c] = kiln__ledger_memory(pl->ledger, c);
+}
+
+void kiln__prep_ledger_memory_keep(struct kiln__prep_ledger *pl, struct kiln__prep_memory *m)
+{
+    int rc = KILN_OK;
+    for (unsigned c = 0; pl && pl->ledger && m && c < KILN__MEMORY_CLASSES && rc == KILN_OK; c++)
+        if (m->changed[c])
+            rc = kiln__ledger_note_memory(pl->ledger, c, m->per_kib[c]);
+    if (rc < 0)
+        KILN_WARN("prep", "%s: cannot note what builds needed in memory (%s): learned again",
+                  pl->dir, kiln_strerror(rc));
 }
 
 struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *pl)

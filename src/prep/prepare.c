@@ -472,7 +472,8 @@ static int translate_pass(struct run *r, struct prog *progs, size_t n, bool rema
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += !remakes || progs[i].remake;
-    int rc = kiln__prep_pool(workers, r->memory_budget, r->o->background, r->o->executor, &r->pool);
+    int rc = kiln__prep_pool(workers, r->memory_budget, r->o->background, r->o->executor, NULL,
+                             &r->pool);
     if (rc < 0)
         return rc;
     if (progress)
@@ -786,6 +787,14 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         goto out;
     }
     b.journal = kiln__prep_ledger_journal(ledger);
+    /* With a budget, builds are admitted by what each is expected to need
+     * (prep_memory.c), learned on this driver in earlier runs. */
+    struct kiln__prep_memory mem;
+    kiln__prep_memory_init(&mem);
+    if (r.memory_budget && !o->largest_seen_budget) {
+        kiln__prep_ledger_memory_load(ledger, &mem);
+        b.memory = &mem;
+    }
     int64_t built;
     if (o->isolate) {
         /* In worker processes; their pipeline caches are merged into vk's. */
@@ -802,6 +811,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     /* Made by this run: counted when stored (one warning line each). */
     s->recorded_invalid += atomic_load(&b.recorded_invalid);
+    kiln__prep_ledger_memory_keep(ledger, b.memory);
+    kiln__prep_memory_destroy(&mem);
     if (built < 0) {
         kiln__prep_ledger_end(ledger, items, n, false, NULL);
         fail_at(s, KILN_PREP_STEP_OTHER, (int)built);

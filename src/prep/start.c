@@ -95,6 +95,7 @@
 /* ---- the pipeline phase ---------------------------------------------------- */
 
 struct build_job {
+    struct kiln__prep_memory_job mem; /* first: the pool's memory model reads it */
     struct kiln__prep_build *b;
     struct kiln__prep_item *item;
 };
@@ -654,7 +655,9 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     if (!jobs)
         return KILN_ENOMEM;
     struct kiln_pool *pool;
-    int rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor, &pool);
+    struct kiln_pool_memory_model mm;
+    int rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor,
+                             kiln__prep_memory_model(b->memory, &mm), &pool);
     if (rc < 0) {
         kiln__free(jobs);
         return rc;
@@ -663,6 +666,11 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     for (size_t i = 0; i < n; i++)
         if (items[i].payload)
             jobs[k++] = (struct build_job){.b = b, .item = &items[i]};
+    for (size_t i = 0; b->memory && i < todo; i++) {
+        jobs[i].mem.item = jobs[i].item;
+        jobs[i].mem.cls = kiln__prep_memory_class(jobs[i].item->payload, jobs[i].item->size,
+                                                  &jobs[i].mem.spirv_bytes);
+    }
     /* The largest programs first: the builds that start last are then short
      * ones, and no worker idles at the end while one long build finishes. */
     qsort(jobs, todo, sizeof(*jobs), larger_payload_first);

@@ -95,6 +95,7 @@ fi
 run any bench prepare --programs 2 --threads 1 --memory-programs 1
 run any bench replay --threads 1 "$foz"
 run any bench stutter --frames 4 --background 0 --modes sync,async --no-warm-compare "$foz"
+run any bench replay --threads 1 --memory-budget 90%,400M "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"
@@ -120,6 +121,7 @@ run fail bench start --recent 0 --cache "$W/c" --only "$W/c"
 run fail bench start --recent 2 --cache "$W/missing" --only "$W/c"
 run fail bench stutter --modes bogus "$foz"
 run fail bench stutter
+run fail bench replay --memory-budget 0% "$foz"
 run fail nosuchcommand
 run fail cache
 run fail cache nosuchcommand

@@ -18,11 +18,13 @@
 #include "prep_fixture.h"
 #include "prep_internal.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -508,10 +510,30 @@ KT_CASE(cancel_then_resume)
 
 /* What a child reports: its peak resident memory and what it built. */
 struct mem_run {
-    uint64_t peak;
+    uint64_t peak;    /* resident (getrusage) */
+    uint64_t counted; /* what the budget counts (kiln_pool_resident_bytes), sampled */
     uint64_t built;
     int rc;
 };
+
+/* Reads what the budget counts every 2 ms until told to stop. */
+struct counter {
+    pthread_t thread;
+    atomic_bool stop;
+    uint64_t peak;
+};
+
+static void *count_loop(void *arg)
+{
+    struct counter *c = arg;
+    while (!atomic_load(&c->stop)) {
+        uint64_t v = kiln_pool_resident_bytes();
+        c->peak = v > c->peak ? v : c->peak;
+        struct timespec ts = {0, 2000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
 
 /* Prepares the set into a new folder in a child process, so the peak is
  * this run's own. */
@@ -529,7 +551,15 @@ static struct mem_run run_child(struct app_set *a, const char *dir, unsigned job
         o.jobs = jobs;
         o.memory_budget = budget;
         struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
+        struct counter c = {.peak = 0};
+        atomic_init(&c.stop, false);
+        bool counting = pthread_create(&c.thread, NULL, count_loop, &c) == 0;
         struct mem_run out = {.rc = kiln_prepare(&o, NULL, NULL, &s)};
+        if (counting) {
+            atomic_store(&c.stop, true);
+            pthread_join(c.thread, NULL);
+        }
+        out.counted = c.peak;
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         out.peak = (uint64_t)ru.ru_maxrss * 1024u;
@@ -578,6 +608,101 @@ KT_CASE(memory_budget_kept)
     KT_CHECK_EQ(kept.built, 8);
     KT_CHECK(kept.peak <= budget);
     KT_CHECK(kept.peak < wide.peak);
+    app_set_free(a);
+    free(a);
+}
+
+/* The memory records of a ledger (the last one read wins): the driver and
+ * class of the first, and the largest figure. */
+struct mem_records {
+    unsigned n;
+    struct kiln__ledger_driver driver;
+    unsigned cls;
+    uint64_t per_kib;
+};
+
+static void visit_memory(void *user, const struct kiln__ledger_entry *e)
+{
+    struct mem_records *m = user;
+    if (e->state != KILN__LEDGER_MEMORY)
+        return;
+    if (m->n++ == 0) {
+        m->driver = e->driver;
+        m->cls = (unsigned)e->key.lo;
+    }
+    if (e->key.lo == m->cls)
+        m->per_kib = e->key.hi; /* later records win */
+}
+
+static struct mem_records memory_records(const char *dir)
+{
+    struct mem_records m = {0};
+    char path[4200];
+    path_in(path, sizeof(path), dir, KILN__LEDGER_FILE);
+    size_t n = 0;
+    void *bytes = read_all(path, &n);
+    struct kiln__ledger_scan scan;
+    if (bytes)
+        kiln__ledger_parse(bytes, n, visit_memory, &m, &scan);
+    free(bytes);
+    return m;
+}
+
+/*
+ * The budget's prediction is learned per driver and kept in the ledger: a
+ * run with a budget records what its builds needed; a figure that is far
+ * too low (written into a new folder's ledger) is corrected by the first
+ * build before it admits more, the budget holds, and the figure kept is
+ * raised. The control: the same builds without a budget pass it.
+ */
+KT_CASE(memory_model_corrected)
+{
+    pf_need_vulkan();
+    struct app_set *a = malloc(sizeof(*a));
+    KT_REQUIRE(a != NULL);
+    app_set_init(a, 8, MAX_PROGS, 48);
+    const char *root = kt_tmpdir();
+    char d1[4200], d2[4200], d3[4200], d4[4200];
+    path_in(d1, sizeof(d1), root, "one");
+    path_in(d2, sizeof(d2), root, "unbounded");
+    path_in(d3, sizeof(d3), root, "learn");
+    path_in(d4, sizeof(d4), root, "low");
+    struct mem_run one = run_child(a, d1, 1, UINT64_MAX);
+    struct mem_run wide = run_child(a, d2, 4, UINT64_MAX);
+    KT_REQUIRE_OK(one.rc);
+    KT_REQUIRE_OK(wide.rc);
+    /* The budget counts PSS (a library's pages shared with other processes
+     * count a share): compared with the counted peaks. */
+    uint64_t budget = one.counted + (120u << 20); /* two builds and a half */
+    KT_REQUIRE(wide.counted > budget);            /* the control */
+    KT_CHECK_EQ(memory_records(d2).n, 0);         /* no budget: nothing learned */
+
+    struct mem_run learn = run_child(a, d3, 4, budget);
+    KT_REQUIRE_OK(learn.rc);
+    KT_CHECK_EQ(learn.built, 8);
+    KT_CHECK(learn.counted <= budget);
+    struct mem_records m = memory_records(d3);
+    KT_REQUIRE(m.n >= 1);
+    fprintf(stderr, "learned %.1f MiB per KiB of SPIR-V (class %u)\n",
+            (double)m.per_kib / (1 << 20), m.cls);
+    KT_CHECK(m.per_kib >= (8u << 20)); /* 48 MiB over a module of a few KiB */
+
+    /* A figure of one byte per KiB: every build would be taken as 1 MiB. */
+    KT_REQUIRE(mkdir(d4, 0700) == 0);
+    struct kiln__ledger *l = NULL;
+    KT_REQUIRE_OK(kiln__ledger_open(d4, NULL, &m.driver, &l));
+    KT_CHECK_OK(kiln__ledger_note_memory(l, m.cls, 1));
+    KT_CHECK_OK(kiln__ledger_sync(l));
+    kiln__ledger_close(l);
+    KT_CHECK_EQ(memory_records(d4).per_kib, 1);
+    struct mem_run low = run_child(a, d4, 4, budget);
+    KT_REQUIRE_OK(low.rc);
+    KT_CHECK_EQ(low.built, 8);
+    fprintf(stderr, "budget %.1f MiB: learning %.1f MiB, from a low figure %.1f MiB\n",
+            (double)budget / (1 << 20), (double)learn.counted / (1 << 20),
+            (double)low.counted / (1 << 20));
+    KT_CHECK(low.counted <= budget);
+    KT_CHECK(memory_records(d4).per_kib >= (8u << 20)); /* corrected */
     app_set_free(a);
     free(a);
 }
@@ -816,4 +941,4 @@ KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(journal_file),
         KT_ENTRY(second_prepare_compiles_nothing), KT_ENTRY(failure_skipped_then_retried),
         KT_ENTRY(damaged_ledger_rebuilds), KT_ENTRY(cancel_then_resume),
         KT_ENTRY(memory_budget_kept), KT_ENTRY(ledger_run_records),
-        KT_ENTRY(second_start_by_the_drivers_word))
+        KT_ENTRY(second_start_by_the_drivers_word), KT_ENTRY(memory_model_corrected))

@@ -73,7 +73,8 @@
 #define NKINDS KILN_FOZ_KIND_COUNT
 
 static const char help[] =
-    "usage: %s [--threads LIST] [--memory-budget B] [--isolate] [--device N] [--json]\n"
+    "usage: %s [--threads LIST] [--memory-budget B[,B...]] [--budget-rule R] [--isolate]\n"
+    "          [--device N] [--json]\n"
     "          ARCHIVE.foz...\n"
     "       %s --generate N [--seed S] [--keep-archive PATH] [--threads LIST] ... [--json]\n"
     "\n"
@@ -92,9 +93,15 @@ static const char help[] =
     "                  the same set\n"
     "  --seed S        the generator's seed (default: a new one per run)\n"
     "  --keep-archive PATH  keep the generated archive at PATH\n"
-    "  --memory-budget B  also run each count under a memory budget of B bytes\n"
-    "                  (suffixes K, M, G; kiln_prepare_options.memory_budget) and\n"
-    "                  print both peaks; the plain runs have no budget\n"
+    "  --memory-budget B[,B...]  also run each count under each memory budget:\n"
+    "                  B bytes (suffixes K, M, G; kiln_prepare_options.memory_budget)\n"
+    "                  or N%% of the plain run's counted peak at that count (first,\n"
+    "                  in the same run); prints each bounded rate, its ratio to\n"
+    "                  plain, the peak and the budget used (peak / B); the plain\n"
+    "                  runs have no budget. Up to 8, e.g. 25%%,50%%,75%%\n"
+    "  --budget-rule R  how a budget admits builds: predicted (the default: each\n"
+    "                  build's predicted memory) or largest-seen (kiln before 0.3:\n"
+    "                  every build as large as the largest seen)\n"
     "  --isolate       also run each count with the builds in worker processes\n"
     "                  (kiln_prepare_options.isolate), beside the threads (with\n"
     "                  --memory-budget: isolated and bounded together)\n"
@@ -115,12 +122,23 @@ struct replay_set {
     uint64_t per_kind[NKINDS];
 };
 
+/* One --memory-budget entry: bytes, or a percentage of the plain peak. */
+#define MAX_BUDGETS 8
+struct budget_spec {
+    uint64_t bytes;   /* 0: a percentage */
+    unsigned percent; /* of the plain run's peak at the same count */
+    char text[32];    /* as given */
+};
+
 struct bench {
     const char *name;
     bool use_device;
     unsigned device;
-    uint64_t budget; /* --memory-budget: the variant's budget; 0: none */
-    bool isolate;    /* --isolate: the variant builds in worker processes */
+    uint64_t budget; /* the first --memory-budget's bytes (0: none, or a percentage) */
+    struct budget_spec budgets[MAX_BUDGETS];
+    unsigned nbudgets;
+    bool largest_seen; /* --budget-rule largest-seen */
+    bool isolate;      /* --isolate: the variant builds in worker processes */
     struct kiln_isolate_options iso;
     const struct replay_set *set;
     char tmp[CLI_PATH_MAX]; /* the private temporary folder */
@@ -152,6 +170,7 @@ struct run_result {
     bool hwm_reset;        /* the peak was reset at the start (clear_refs) */
     bool kinds_known;      /* built[] and skipped[] were counted (not by isolated workers) */
     uint64_t own_peak_rss; /* this process alone (isolated: without its workers) */
+    uint64_t counted_peak; /* the most the budget counted (PSS, sampled), 0: not sampled */
     char device[256];
     char driver[256];
     char skip_reason[160];
@@ -246,7 +265,8 @@ static void *sample_loop(void *arg)
 
 /* ---- one thread count, in a child ---------------------------------------- */
 
-static void child_run(const struct bench *b, unsigned threads, bool variant, struct run_result *r)
+static void child_run(const struct bench *b, unsigned threads, bool variant, uint64_t budget,
+                      struct run_result *r)
 {
     memset(r, 0, sizeof(*r));
     bench_child_no_disk_cache();
@@ -285,8 +305,9 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     o.vk = vk;
     o.builders = &fb;
     o.nbuilders = 1;
-    /* The plain run has no budget; the variant the one asked for. */
-    o.memory_budget = variant && b->budget ? b->budget : UINT64_MAX;
+    /* The plain run has no budget; a variant the one asked for. */
+    o.memory_budget = variant && budget ? budget : UINT64_MAX;
+    o.largest_seen_budget = b->largest_seen;
     bool isolated = variant && b->isolate;
     if (isolated)
         o.isolate = &b->iso;
@@ -323,6 +344,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, str
     }
     r->own_peak_rss = bench_child_peak_rss(r->hwm_reset);
     r->peak_rss = isolated && sampling && sm.peak > r->own_peak_rss ? sm.peak : r->own_peak_rss;
+    r->counted_peak = sampling ? sm.peak : 0;
     /* Nothing else to free: the process ends here. */
 }
 
@@ -330,18 +352,21 @@ struct measure_arg {
     const struct bench *b;
     unsigned threads;
     bool variant;
+    uint64_t budget;
 };
 
 static void child_entry(void *arg, void *result)
 {
     const struct measure_arg *a = arg;
-    child_run(a->b, a->threads, a->variant, result);
+    child_run(a->b, a->threads, a->variant, a->budget, result);
 }
 
-/* Runs one thread count in a child process and reads its result. */
-static int measure(const struct bench *b, unsigned threads, bool variant, struct run_result *r)
+/* Runs one thread count in a child process and reads its result; a
+ * variant runs under `budget` bytes (0: none). */
+static int measure(const struct bench *b, unsigned threads, bool variant, uint64_t budget,
+                   struct run_result *r)
 {
-    struct measure_arg a = {.b = b, .threads = threads, .variant = variant};
+    struct measure_arg a = {.b = b, .threads = threads, .variant = variant, .budget = budget};
     char what[64];
     snprintf(what, sizeof(what), "the process replaying on %u thread%s", threads,
              threads == 1 ? "" : "s");
@@ -445,8 +470,9 @@ static uint64_t failed_of(const struct replay_set *set, const struct run_result 
 /* The runs of one kind (plain or the variant), one per thread count. */
 struct series {
     const char *prefix; /* "" for the plain runs; "isolated_" or "bounded_" for the variant */
-    const char *label;  /* the text table's: "plain", "isolated", "bounded" */
+    const char *label;  /* the text table's: "plain", "isolated", "bounded", or the budget */
     const struct run_result *runs;
+    const struct budget_spec *budget; /* the --memory-budget entry (NULL: none) */
 };
 
 /* @return the rate of the first run at 1 thread, or 0 when there is none. */
@@ -469,6 +495,21 @@ static void json_timeline(struct cli_json *j, const struct timeline *tl)
     cli_json_array_end(j);
     cli_json_u64_array(j, "bytes", tl->bytes, tl->n);
     cli_json_object_end(j);
+}
+
+/* What a budget is held to: the most the budget counted (PSS where the
+ * kernel has it, kiln and its workers, sampled every SAMPLE_MS), or the
+ * peak resident memory where nothing was sampled. */
+static uint64_t budget_peak(const struct run_result *r)
+{
+    return r->counted_peak ? r->counted_peak : r->peak_rss;
+}
+
+/* The used share of a run's budget (its budget_peak / budget); 0 without
+ * one. */
+static double budget_used(const struct run_result *r)
+{
+    return r->budget && r->budget != UINT64_MAX ? (double)budget_peak(r) / (double)r->budget : 0;
 }
 
 static void json_run(struct cli_json *j, const struct replay_set *s, unsigned threads,
@@ -503,10 +544,63 @@ static void json_run(struct cli_json *j, const struct replay_set *s, unsigned th
         cli_json_u64(j, "memory_budget_bytes", r->budget);
     else
         cli_json_null(j, "memory_budget_bytes");
-    if (budget)
-        cli_json_bool(j, "within_budget", r->peak_rss <= budget);
+    cli_json_u64(j, "counted_peak_bytes", r->counted_peak);
+    if (budget) {
+        cli_json_bool(j, "within_budget", budget_peak(r) <= budget);
+        cli_json_double(j, "budget_used", budget_used(r));
+    }
     json_timeline(j, &r->timeline);
     cli_json_object_end(j);
+}
+
+/* "budgets": one object per --memory-budget entry, each with an array per
+ * measure, one value per thread count. */
+static void json_budgets(struct cli_json *j, const unsigned *list, unsigned nlist,
+                         const struct series *series, unsigned nseries)
+{
+    cli_json_array_begin(j, "budgets");
+    for (unsigned v = 1; v < nseries; v++) {
+        const struct series *se = &series[v];
+        if (!se->budget)
+            continue;
+        cli_json_object_begin(j, NULL);
+        cli_json_str(j, "spec", se->budget->text);
+        cli_json_array_begin(j, "memory_budget_bytes");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_u64(j, NULL, se->runs[i].budget);
+        cli_json_array_end(j);
+        cli_json_array_begin(j, "builds_per_s");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_double(j, NULL, rate_of(&se->runs[i]));
+        cli_json_array_end(j);
+        cli_json_array_begin(j, "vs_plain");
+        for (unsigned i = 0; i < nlist; i++) {
+            double plain = rate_of(&series[0].runs[i]);
+            if (plain > 0)
+                cli_json_double(j, NULL, rate_of(&se->runs[i]) / plain);
+            else
+                cli_json_null(j, NULL);
+        }
+        cli_json_array_end(j);
+        cli_json_array_begin(j, "peak_rss_bytes");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_u64(j, NULL, se->runs[i].peak_rss);
+        cli_json_array_end(j);
+        cli_json_array_begin(j, "counted_peak_bytes");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_u64(j, NULL, se->runs[i].counted_peak);
+        cli_json_array_end(j);
+        cli_json_array_begin(j, "budget_used");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_double(j, NULL, budget_used(&se->runs[i]));
+        cli_json_array_end(j);
+        cli_json_array_begin(j, "within_budget");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_bool(j, NULL, budget_peak(&se->runs[i]) <= se->runs[i].budget);
+        cli_json_array_end(j);
+        cli_json_object_end(j);
+    }
+    cli_json_array_end(j);
 }
 
 static void print_json(const struct bench *b, const unsigned *list, unsigned nlist,
@@ -535,12 +629,14 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
     cli_json_object_end(&j);
     cli_json_u64(&j, "damaged_entries", s->damaged);
     cli_json_str(&j, "peak_rss_method", runs[0].hwm_reset ? "clear_refs" : "getrusage");
-    if (b->budget)
-        cli_json_u64(&j, "memory_budget_bytes", b->budget);
+    if (nseries > 1 && series[1].budget)
+        cli_json_u64(&j, "memory_budget_bytes", series[1].runs[0].budget);
     else
         cli_json_null(&j, "memory_budget_bytes");
+    cli_json_str(&j, "budget_rule", b->largest_seen ? "largest-seen" : "predicted");
     bench_json_threads(&j, list, nlist);
-    for (unsigned v = 0; v < nseries; v++) {
+    /* The plain runs and the first variant under their old names. */
+    for (unsigned v = 0; v < nseries && v < 2; v++) {
         const struct series *se = &series[v];
         char key[64];
         double rate1 = rate_at_one(list, nlist, se->runs);
@@ -566,9 +662,10 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
         snprintf(key, sizeof(key), "%sruns", se->prefix);
         cli_json_array_begin(&j, key);
         for (unsigned i = 0; i < nlist; i++)
-            json_run(&j, s, list[i], &se->runs[i], v ? b->budget : 0);
+            json_run(&j, s, list[i], &se->runs[i], v ? se->runs[i].budget : 0);
         cli_json_array_end(&j);
     }
+    json_budgets(&j, list, nlist, series, nseries);
     if (nseries > 1) {
         /* The variant beside the plain run at the same count. */
         char key[64];
@@ -587,10 +684,12 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
     cli_json_double(&j, "read", read_secs);
     for (unsigned v = 0; v < nseries; v++)
         for (unsigned i = 0; i < nlist; i++) {
-            char phase[64];
+            char phase[64], nth[16] = "";
             size_t len = strlen(series[v].prefix);
-            snprintf(phase, sizeof(phase), "pipelines_%ut%s%.*s", list[i], len ? "_" : "",
-                     len ? (int)len - 1 : 0, series[v].prefix);
+            if (v > 1)
+                snprintf(nth, sizeof(nth), "_%u", v);
+            snprintf(phase, sizeof(phase), "pipelines_%ut%s%.*s%s", list[i], len ? "_" : "",
+                     len ? (int)len - 1 : 0, series[v].prefix, nth);
             cli_json_double(&j, phase, (double)series[v].runs[i].pipelines_ns / 1e9);
         }
     cli_json_object_end(&j);
@@ -615,6 +714,30 @@ static void print_row(const struct replay_set *s, const char *label, unsigned th
            kinds[1], kinds[2]);
 }
 
+/* Per budget and count: the bounded rate, its ratio to plain, the peak
+ * and the budget used (peak / budget). */
+static void print_budgets(const unsigned *list, unsigned nlist, const struct series *series,
+                          unsigned nseries)
+{
+    printf("\n  %-10s %7s %10s %10s %10s %12s %10s %8s\n", "budget", "threads", "builds/s",
+           "vs plain", "peak MiB", "counted MiB", "budget MiB", "used");
+    bool within = true;
+    for (unsigned v = 1; v < nseries; v++)
+        for (unsigned i = 0; i < nlist; i++) {
+            const struct run_result *r = &series[v].runs[i];
+            double plain = rate_of(&series[0].runs[i]);
+            within = within && budget_peak(r) <= r->budget;
+            printf("  %-10s %7u %10.1f %10.2f %10.1f %12.1f %10.1f %7.0f%%\n",
+                   series[v].budget->text, list[i], rate_of(r), plain > 0 ? rate_of(r) / plain : 0,
+                   (double)r->peak_rss / (1024.0 * 1024.0),
+                   (double)budget_peak(r) / (1024.0 * 1024.0),
+                   (double)r->budget / (1024.0 * 1024.0), 100.0 * budget_used(r));
+        }
+    printf("\n  bounded peaks %s their budgets (the counted peak: PSS where the kernel has it, "
+           "kiln and its workers, sampled every %d ms; used = counted / budget)\n",
+           within ? "all within" : "NOT all within", SAMPLE_MS);
+}
+
 static void print_text(const struct bench *b, const unsigned *list, unsigned nlist,
                        const struct series *series, unsigned nseries, double read_secs,
                        const char *archive)
@@ -633,32 +756,26 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
            s->met, s->duplicates, s->unreadable, s->library_parts, read_secs);
     printf("  a fresh process and empty pipeline cache per run; peak memory per run (%s)\n",
            runs[0].hwm_reset ? "VmHWM reset by clear_refs" : "getrusage");
-    if (nseries > 1) {
-        char buf[32] = "";
-        if (b->budget)
-            cli_format_bytes(buf, sizeof(buf), b->budget);
-        printf("  plain: threads, no memory budget; %s:%s%s%s\n", series[1].label,
-               b->isolate ? " worker processes (--isolate; peak: kiln and its workers, sampled "
+    if (nseries > 1)
+        printf("  plain: threads, no memory budget; %s%s%s\n",
+               b->nbudgets ? "each budget: --memory-budget (a % of the plain peak at that count), "
+                             "the rule "
+                           : "isolated",
+               b->nbudgets ? (b->largest_seen ? "largest-seen" : "predicted") : "",
+               b->isolate ? "; worker processes (--isolate; peak: kiln and its workers, sampled "
                             "every 5 ms)"
-                          : "",
-               b->budget ? " --memory-budget " : "", buf);
-    }
+                          : "");
     printf("\n  %7s %-8s %10s %12s %8s %10s   %-14s %-14s %s\n", "threads", "run", "builds/s",
            "pipelines s", "speedup", "peak MiB", "graphics b/s/f", "compute b/s/f",
            "ray tr. b/s/f");
-    double rate1[2] = {0, 0};
+    double rate1[1 + MAX_BUDGETS] = {0};
     for (unsigned v = 0; v < nseries; v++)
         rate1[v] = rate_at_one(list, nlist, series[v].runs);
     for (unsigned i = 0; i < nlist; i++)
         for (unsigned v = 0; v < nseries; v++)
             print_row(s, series[v].label, list[i], &series[v].runs[i], rate1[v]);
-    if (b->budget) {
-        bool within = true;
-        for (unsigned i = 0; i < nlist; i++)
-            within = within && series[1].runs[i].peak_rss <= b->budget;
-        printf("\n  %s peaks %s the budget\n", series[1].label,
-               within ? "all within" : "NOT all within");
-    }
+    if (b->nbudgets)
+        print_budgets(list, nlist, series, nseries);
     for (unsigned i = 0; i < nlist; i++)
         if (runs[i].skip_reason[0]) {
             printf("\n  first skip: %s\n", runs[i].skip_reason);
@@ -672,6 +789,43 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
 
 #endif /* !_WIN32 */
 
+/* Parses --memory-budget's list: B (bytes, suffixes K, M, G) or N% of the
+ * plain peak (1 to 1000), comma-separated. @return 0, or prints one usage
+ * line and returns KILN_EXIT_USAGE. */
+static int parse_budgets(const char *name, const char *text, struct bench *b)
+{
+    b->nbudgets = 0;
+    const char *p = text;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (b->nbudgets == MAX_BUDGETS || len == 0 || len >= sizeof(b->budgets[0].text))
+            return cli_usage_error(name,
+                                   "--memory-budget: %s: expected up to %d budgets, each B "
+                                   "or N%%, comma-separated",
+                                   text, MAX_BUDGETS);
+        struct budget_spec *sp = &b->budgets[b->nbudgets++];
+        memcpy(sp->text, p, len);
+        sp->text[len] = '\0';
+        uint64_t v;
+        if (sp->text[len - 1] == '%') {
+            sp->text[len - 1] = '\0';
+            int bad = cli_parse_u64(name, "--memory-budget", sp->text, 1, 1000, false, &v);
+            sp->text[len - 1] = '%';
+            if (bad)
+                return KILN_EXIT_USAGE;
+            sp->percent = (unsigned)v;
+        } else {
+            if (cli_parse_u64(name, "--memory-budget", sp->text, 1, UINT64_MAX - 1, true, &v))
+                return KILN_EXIT_USAGE;
+            sp->bytes = v;
+        }
+        p = comma ? comma + 1 : p + len;
+    }
+    b->budget = b->nbudgets ? b->budgets[0].bytes : 0;
+    return b->nbudgets ? 0 : cli_usage_error(name, "--memory-budget: expected B or N%%");
+}
+
 int cmd_bench_replay(int argc, char **argv)
 {
     const char *name = argv[0];
@@ -681,6 +835,7 @@ int cmd_bench_replay(int argc, char **argv)
         {"seed", required_argument, NULL, 's'},
         {"keep-archive", required_argument, NULL, 'k'},
         {"memory-budget", required_argument, NULL, 'M'},
+        {"budget-rule", required_argument, NULL, 'R'},
         {"isolate", no_argument, NULL, 'I'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
@@ -722,9 +877,16 @@ int cmd_bench_replay(int argc, char **argv)
                 return KILN_EXIT_USAGE;
             break;
         case 'M':
-            if (cli_parse_u64(name, "--memory-budget", optarg, 1, UINT64_MAX - 1, true, &v))
+            if (parse_budgets(name, optarg, &b))
                 return KILN_EXIT_USAGE;
-            b.budget = v;
+            break;
+        case 'R':
+            if (strcmp(optarg, "predicted") != 0 && strcmp(optarg, "largest-seen") != 0)
+                return cli_usage_error(name,
+                                       "--budget-rule: %s: expected predicted or "
+                                       "largest-seen",
+                                       optarg);
+            b.largest_seen = strcmp(optarg, "largest-seen") == 0;
             break;
         case 'I':
             b.isolate = true;
@@ -806,20 +968,34 @@ int cmd_bench_replay(int argc, char **argv)
     }
     double read_secs = cli_seconds(t0, kiln_now_ns());
 
-    struct run_result runs[BENCH_MAX_RUNS], variant[BENCH_MAX_RUNS];
-    struct series series[2] = {
-        {.prefix = "", .label = "plain", .runs = runs},
-        {.prefix = b.isolate ? "isolated_" : "bounded_",
-         .label = b.isolate ? "isolated" : "bounded",
-         .runs = variant},
-    };
-    unsigned nseries = b.budget || b.isolate ? 2 : 1;
+    /* The plain runs, then one series per budget (or the isolated one). */
+    struct run_result *all = calloc((size_t)(1 + MAX_BUDGETS) * BENCH_MAX_RUNS, sizeof(*all));
+    struct series series[1 + MAX_BUDGETS];
+    unsigned nseries = 1 + (b.nbudgets ? b.nbudgets : b.isolate ? 1u : 0u);
+    for (unsigned k = 0; all && k < nseries; k++)
+        series[k] = (struct series){.prefix = k == 0      ? ""
+                                              : b.isolate ? "isolated_"
+                                                          : "bounded_",
+                                    .label = k == 0       ? "plain"
+                                             : b.nbudgets ? b.budgets[k - 1].text
+                                                          : "isolated",
+                                    .runs = all + (size_t)k * BENCH_MAX_RUNS,
+                                    .budget = k && b.nbudgets ? &b.budgets[k - 1] : NULL};
+    if (!all && ex == KILN_EXIT_OK) {
+        cli_error(name, "out of memory");
+        ex = KILN_EXIT_FAILED;
+    }
     for (unsigned i = 0; i < nlist && ex == KILN_EXIT_OK; i++)
         for (unsigned k = 0; k < nseries && ex == KILN_EXIT_OK; k++) {
+            /* A percentage is of the plain run's peak at this count, run first. */
+            const struct budget_spec *sp = series[k].budget;
+            uint64_t budget = !sp         ? 0
+                              : sp->bytes ? sp->bytes
+                                          : budget_peak(&all[i]) / 100u * sp->percent;
             if (!json)
                 fprintf(stderr, "replaying %zu pipelines on %u thread%s %s...\n", set.n, list[i],
-                        list[i] == 1 ? "" : "s", k ? series[1].label : "");
-            if (measure(&b, list[i], k == 1, k ? &variant[i] : &runs[i]) < 0)
+                        list[i] == 1 ? "" : "s", k ? series[k].label : "");
+            if (measure(&b, list[i], k > 0, budget, (struct run_result *)&series[k].runs[i]) < 0)
                 ex = KILN_EXIT_FAILED;
         }
     if (ex == KILN_EXIT_OK) {
@@ -829,6 +1005,7 @@ int cmd_bench_replay(int argc, char **argv)
         else
             print_text(&b, list, nlist, series, nseries, read_secs, arch);
     }
+    free(all);
     kiln_foz_pipelines_destroy(set.fp);
     if (bench_remove_tree(b.tmp) != 0) {
         cli_error(name, "%s: could not remove the temporary folder: %s", b.tmp, strerror(errno));
