@@ -193,6 +193,13 @@ struct kiln_vk_options {
      * kiln_vk_allocator. Copied by kiln_vk_create. NULL: the driver's own
      * allocator (kiln_set_allocator's is not handed to the driver). */
     const struct VkAllocationCallbacks *allocator;
+    /* Pipeline libraries (fast-link, docs/vk.md "Pipeline libraries").
+     * kiln enables VK_EXT_graphics_pipeline_library (with
+     * VK_KHR_pipeline_library and only its graphicsPipelineLibrary
+     * feature) wherever the device offers it; true leaves both out, as on
+     * a device without them (tests, or a driver bug). Ignored with
+     * `external`: the application's device has what it enabled. */
+    bool no_pipeline_library;
 };
 #define KILN_VK_OPTIONS_INIT KILN_STRUCT_INIT(kiln_vk_options)
 
@@ -223,6 +230,12 @@ struct kiln_vk_info {
     enum kiln_vk_cache_state cache_state;
     size_t cache_loaded_bytes; /* bytes of pipelines.vkc handed to the driver */
     char cache_note[256];      /* why pipelines.vkc was rejected; "" otherwise */
+    /* Pipeline libraries (vk_library.c). */
+    bool pipeline_library;     /* VK_EXT_graphics_pipeline_library is enabled:
+                                * kiln_vk_graphics.link can link from parts */
+    bool library_fast_linking; /* the device says linking without link-time
+                                * optimisation is fast
+                                * (graphicsPipelineLibraryFastLinking) */
 };
 
 /* Counters, all updated atomically as work happens. */
@@ -235,6 +248,11 @@ struct kiln_vk_stats {
     uint64_t pipelines_built;
     uint64_t pipelines_failed; /* a stage or the pipeline itself failed */
     int64_t live_pipelines;
+    /* Pipeline libraries (kiln_vk_graphics.link). */
+    uint64_t pipelines_linked; /* pipelines linked from library parts */
+    uint64_t parts_built;      /* library parts built (each once per key) */
+    uint64_t parts_reused;     /* library parts taken from the context's table */
+    int64_t live_parts;        /* parts held now (destroyed with the context) */
 };
 #define KILN_VK_STATS_INIT KILN_STRUCT_INIT(kiln_vk_stats)
 
@@ -370,6 +388,7 @@ struct kiln_vk_stage {
 #define KILN_VK_STAGE_INIT KILN_STRUCT_INIT(kiln_vk_stage)
 
 /* The stages and state of a graphics pipeline. */
+struct kiln_vk_link_result;
 struct kiln_vk_graphics {
     size_t size; /* sizeof, as KILN_VK_GRAPHICS_INIT sets it (docs/abi.md) */
     /* Each stage is its own growable struct (KILN_VK_STAGE_INIT), borrowed
@@ -377,8 +396,28 @@ struct kiln_vk_graphics {
     const struct kiln_vk_stage *vertex;
     const struct kiln_vk_stage *fragment;
     uint32_t color_format; /* a VkFormat; 0: KILN_VK_DEFAULT_COLOR_FORMAT */
+    /* How to build it: KILN_VK_LINK_NONE (0, one monolithic create) or
+     * KILN_VK_LINK_FAST (linked from library parts, no link-time
+     * optimisation, where kiln_vk_info.pipeline_library; a monolithic
+     * create elsewhere). */
+    uint32_t link;
+    /* Optional out (NULL: none): what the link did. */
+    struct kiln_vk_link_result *link_result;
 };
 #define KILN_VK_GRAPHICS_INIT KILN_STRUCT_INIT(kiln_vk_graphics)
+
+/* kiln_vk_graphics.link. */
+#define KILN_VK_LINK_NONE 0u
+#define KILN_VK_LINK_FAST 1u
+
+/* What a kiln_vk_graphics_pipeline with KILN_VK_LINK_FAST did. */
+struct kiln_vk_link_result {
+    size_t size;           /* sizeof, as KILN_VK_LINK_RESULT_INIT sets it (docs/abi.md) */
+    bool linked;           /* the pipeline was linked from parts (else monolithic) */
+    uint32_t parts_built;  /* parts this call built (0 to 4) */
+    uint32_t parts_reused; /* parts it took from the context's table */
+};
+#define KILN_VK_LINK_RESULT_INIT KILN_STRUCT_INIT(kiln_vk_link_result)
 
 /*
  * Builds a compute pipeline from one stage. `name` names the program in
@@ -400,6 +439,12 @@ KILN_API int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
 /*
  * Builds a graphics pipeline from a vertex and a fragment stage, as
  * kiln_vk_compute_pipeline does. At most two modules exist during the call.
+ * With desc->link KILN_VK_LINK_FAST on a context with pipeline libraries,
+ * the pipeline is linked from four library parts (vertex input,
+ * pre-rasterization, fragment shader, fragment output), each built once
+ * per key and kept in the context until kiln_vk_destroy; a part that
+ * cannot be built makes the call fall back to a monolithic create
+ * (link_result->linked false).
  * @return as kiln_vk_compute_pipeline. Thread-safe.
  */
 KILN_API int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,

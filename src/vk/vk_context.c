@@ -417,6 +417,8 @@ struct extra_features {
 /* Whether the caller asked for extension `name` in its extra list. */
 static bool asked(const struct kiln_vk_options *opt, const char *name)
 {
+    if (kiln__vk_library_wanted(opt, name))
+        return true; /* pipeline libraries: wherever offered (vk_library.c) */
     for (uint32_t i = 0; i < opt->extra_extension_count; i++)
         if (opt->extra_extensions[i] && strcmp(opt->extra_extensions[i], name) == 0)
             return true;
@@ -658,7 +660,7 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->info.dynamic_rendering = use_dr;
     if (opt->validate)
         kiln_vk_set_validation(vk, true);
-    return KILN_OK;
+    return kiln__vk_library_probe(vk);
 }
 
 static int make_layout(struct kiln_vk *vk)
@@ -856,6 +858,7 @@ void kiln_vk_destroy(struct kiln_vk *vk)
      * functions may be missing when wrapping failed half-way. */
     if (vk->device && vk->fn.vkDestroyDescriptorSetLayout) {
         kiln__vk_destroy_objects(vk);
+        kiln__vk_library_destroy(vk); /* after the pipelines linked from its parts */
         if (vk->cache && !vk->external_cache)
             vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, vk->alloc);
         if (vk->layout)
@@ -904,6 +907,10 @@ void kiln_vk_get_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
         .pipelines_built = atomic_load(&v->pipelines_built),
         .pipelines_failed = atomic_load(&v->pipelines_failed),
         .live_pipelines = atomic_load(&v->live_pipelines),
+        .pipelines_linked = atomic_load(&v->pipelines_linked),
+        .parts_built = atomic_load(&v->parts_built),
+        .parts_reused = atomic_load(&v->parts_reused),
+        .live_parts = atomic_load(&v->live_parts),
     };
     KILN_STRUCT_OUT(s, &st);
 }
