@@ -258,7 +258,19 @@ struct kiln_build_request {
      * clause, no trailing period). */
     VkPipeline pipeline;
     char why[256];
+    /* Fast-link (the service's KILN_SERVICE_FAST_LINK). In: KILN_BUILD_LINK_*
+     * bits; KILN_BUILD_LINK_FAST asks for a graphics pipeline linked from
+     * library parts (VK_EXT_graphics_pipeline_library, no link-time
+     * optimisation), to be replaced later by a build without the bit. A
+     * builder that cannot builds as usual and leaves `linked` false. Out:
+     * `linked`, set when the pipeline is such a linked one, and the parts
+     * it built and took from a table for it. */
+    uint32_t link;
+    bool linked;
+    uint32_t parts_built;
+    uint32_t parts_reused;
 };
+#define KILN_BUILD_LINK_FAST 0x1u
 #define KILN_BUILD_REQUEST_INIT KILN_STRUCT_INIT(kiln_build_request)
 #endif /* KILN_VK_TYPES */
 
@@ -836,6 +848,35 @@ KILN_API int kiln_build_session_create(const struct kiln_build_session_options *
 KILN_API int kiln_build_session_run(struct kiln_build_session *s, struct kiln_key key,
                                     const void *payload, size_t size, unsigned worker,
                                     struct kiln_vk_pipeline **pipeline);
+
+/* One run of kiln_build_session_run_with: kiln_build_session_run's
+ * arguments, and what only this form asks and answers. */
+struct kiln_build_run {
+    size_t size; /* sizeof, as KILN_BUILD_RUN_INIT sets it (docs/abi.md) */
+    struct kiln_key key;
+    const void *payload; /* borrowed for the call */
+    size_t payload_size;
+    unsigned worker;
+    /* In: KILN_BUILD_LINK_* (kiln_build_request.link): KILN_BUILD_LINK_FAST
+     * asks for a pipeline linked from library parts where the builder can
+     * (kiln's own graphics shape, on a context with pipeline libraries). */
+    uint32_t link;
+    /* Out: the pipeline (as kiln_build_session_run's *pipeline), whether
+     * it is a linked one, and the library parts built and reused for it. */
+    struct kiln_vk_pipeline *pipeline;
+    bool linked;
+    uint32_t parts_built;
+    uint32_t parts_reused;
+};
+#define KILN_BUILD_RUN_INIT KILN_STRUCT_INIT(kiln_build_run)
+
+/*
+ * kiln_build_session_run with a kiln_build_run: the same build, and the
+ * fast-link request and answer (run->link, run->linked).
+ * @return as kiln_build_session_run; KILN_EINVAL also for a run of a bad
+ * size or without a payload. Thread-safe as kiln_build_session_run.
+ */
+KILN_API int kiln_build_session_run_with(struct kiln_build_session *s, struct kiln_build_run *run);
 
 /*
  * Calls each builder's finish, then frees the session. NULL is a no-op.

@@ -33,6 +33,10 @@ struct kiln__prep_item {
      * sent): not the driver's word, so not recorded in the ledger. */
     bool unreached;
     int status;
+    /* Fast-link (kiln_build_run.link): asked, and what the build did. */
+    uint32_t link;
+    bool linked;
+    uint32_t parts_built, parts_reused;
 };
 
 /*

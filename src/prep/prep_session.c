@@ -69,13 +69,10 @@ static void take_pipeline(void *user, struct kiln_key key, struct kiln_vk_pipeli
     *(struct kiln_vk_pipeline **)user = pipeline;
 }
 
-int kiln_build_session_run(struct kiln_build_session *s, struct kiln_key key, const void *payload,
-                           size_t size, unsigned worker, struct kiln_vk_pipeline **pipeline)
+/* One run: the payload through kiln__prep_build_one, its pipeline into
+ * run->pipeline (and the fast-link answer). */
+static int session_run(struct kiln_build_session *s, struct kiln_build_run *run)
 {
-    if (pipeline)
-        *pipeline = NULL;
-    if (!s || !payload || !pipeline)
-        return KILN_EINVAL;
     struct kiln_vk_pipeline *got = NULL;
     struct kiln__prep_build b = {.vk = s->vk,
                                  .dict = s->dict,
@@ -83,15 +80,48 @@ int kiln_build_session_run(struct kiln_build_session *s, struct kiln_key key, co
                                  .pipeline_user = &got,
                                  .builders = s->builders.list,
                                  .nbuilders = s->builders.n};
-    struct kiln__prep_item item = {.key = key, .payload = payload, .size = size};
-    int rc = kiln__prep_build_one(&b, &item, worker);
+    struct kiln__prep_item item = {
+        .key = run->key, .payload = run->payload, .size = run->payload_size, .link = run->link};
+    int rc = kiln__prep_build_one(&b, &item, run->worker);
     if (rc == KILN_OK)
         rc = item.status; /* a skip answers KILN_OK with KILN_ENOTSUP here */
     if (rc < 0 && got) {
         kiln_vk_pipeline_destroy(s->vk, got);
         got = NULL;
     }
-    *pipeline = got;
+    run->pipeline = got;
+    run->linked = got && item.linked;
+    run->parts_built = item.parts_built;
+    run->parts_reused = item.parts_reused;
+    return rc;
+}
+
+int kiln_build_session_run(struct kiln_build_session *s, struct kiln_key key, const void *payload,
+                           size_t size, unsigned worker, struct kiln_vk_pipeline **pipeline)
+{
+    if (pipeline)
+        *pipeline = NULL;
+    if (!s || !payload || !pipeline)
+        return KILN_EINVAL;
+    struct kiln_build_run run = {
+        .size = sizeof(run), .key = key, .payload = payload, .payload_size = size, .worker = worker};
+    int rc = session_run(s, &run);
+    *pipeline = run.pipeline;
+    return rc;
+}
+
+int kiln_build_session_run_with(struct kiln_build_session *s, struct kiln_build_run *in)
+{
+    if (!s || !in)
+        return KILN_EINVAL;
+    struct kiln_build_run run;
+    KILN_TRY(KILN_STRUCT_IN(&run, in, "kiln_build_run"));
+    KILN_TRY(kiln__struct_out_check(in, "kiln_build_run"));
+    run.pipeline = NULL;
+    run.linked = false;
+    run.parts_built = run.parts_reused = 0;
+    int rc = run.payload ? session_run(s, &run) : KILN_EINVAL;
+    KILN_STRUCT_OUT(in, &run);
     return rc;
 }
 

@@ -281,8 +281,17 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         if (compute) {
             rc = kiln_vk_compute_pipeline(j->b->vk, name, &vs[0], &pipe);
         } else {
-            struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &vs[0], .fragment = &vs[1]};
+            struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
+            struct kiln_vk_graphics g = {.size = sizeof(g),
+                                         .vertex = &vs[0],
+                                         .fragment = &vs[1],
+                                         .link = it->link & KILN_BUILD_LINK_FAST ? KILN_VK_LINK_FAST
+                                                                                 : KILN_VK_LINK_NONE,
+                                         .link_result = &lr};
             rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
+            it->linked = lr.linked;
+            it->parts_built = lr.parts_built;
+            it->parts_reused = lr.parts_reused;
         }
     }
     kiln__free(sp[0].map);
@@ -351,8 +360,12 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         req.pipeline_cache = h.pipeline_cache;
         req.vk = b->vk;
         req.worker = worker;
+        req.link = it->link;
         rc = bld->build(bld->user, &req);
         req.why[sizeof(req.why) - 1] = '\0';
+        it->linked = req.linked && (it->link & KILN_BUILD_LINK_FAST);
+        it->parts_built = req.parts_built;
+        it->parts_reused = req.parts_reused;
     } else if (rc == KILN_ENOMEM) {
         KILN_WARN("prep", "%s: not built: out of memory", name);
     }
