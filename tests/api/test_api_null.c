@@ -90,6 +90,7 @@ static struct fixture {
     struct kiln_program_opened *opened;
     struct kiln_build_session_options session_options;
     struct kiln_build_session *session;
+    struct kiln_build_run build_run;
     struct kiln_service_options service_options;
     struct kiln_pipeline_request service_request;
     struct kiln_service_stats service_stats;
@@ -138,6 +139,9 @@ static void fixture_open(void)
     F.prepare.cache_dir = F.dir;
     F.start.cache_dir = F.dir;
     F.session_options.size = sizeof(F.session_options);
+    F.build_run.size = sizeof(F.build_run);
+    F.build_run.payload = F.buf;
+    F.build_run.payload_size = 64;
     F.service_options.size = sizeof(F.service_options);
     F.service_request.size = sizeof(F.service_request);
     F.service_request.program = F.program;
@@ -677,6 +681,8 @@ static int job(void *arg, unsigned worker)
       kiln_build_session_create(&F.session_options, NULL))                                         \
     E(build_session_run_s, kiln_build_session_run, KILN_EINVAL,                                    \
       kiln_build_session_run(NULL, F.key, F.buf, 64, 0, &F.pipeline))                              \
+    E(build_session_run_with_s, kiln_build_session_run_with, KILN_EINVAL,                          \
+      kiln_build_session_run_with(NULL, &F.build_run))                                             \
     V(build_session_destroy, kiln_build_session_destroy, kiln_build_session_destroy(NULL))         \
     /* service (test_vk_null_with_context has the rows that need a service) */                     \
     E(service_create_o, kiln_service_create, KILN_EINVAL, kiln_service_create(NULL, &F.service))   \
@@ -886,6 +892,9 @@ KT_CASE(vk_null_with_context)
     KT_CHECK_OK(kiln_build_session_create(&bo, &bs));
     KT_CHECK_EQ(kiln_build_session_run(bs, F.key, NULL, 64, 0, &p), KILN_EINVAL);
     KT_CHECK_EQ(kiln_build_session_run(bs, F.key, F.buf, 64, 0, NULL), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_build_session_run_with(bs, NULL), KILN_EINVAL);
+    struct kiln_build_run no_payload = KILN_BUILD_RUN_INIT;
+    KT_CHECK_EQ(kiln_build_session_run_with(bs, &no_payload), KILN_EINVAL);
     kiln_build_session_destroy(bs);
     struct kiln_service_options so = KILN_SERVICE_OPTIONS_INIT;
     so.vk = vk;
