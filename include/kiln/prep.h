@@ -270,7 +270,7 @@ struct kiln_build_request {
     uint32_t parts_built;
     uint32_t parts_reused;
 };
-#define KILN_BUILD_LINK_FAST 0x1u
+#define KILN_BUILD_LINK_FAST    0x1u
 #define KILN_BUILD_REQUEST_INIT KILN_STRUCT_INIT(kiln_build_request)
 #endif /* KILN_VK_TYPES */
 

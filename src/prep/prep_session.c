@@ -103,8 +103,11 @@ int kiln_build_session_run(struct kiln_build_session *s, struct kiln_key key, co
         *pipeline = NULL;
     if (!s || !payload || !pipeline)
         return KILN_EINVAL;
-    struct kiln_build_run run = {
-        .size = sizeof(run), .key = key, .payload = payload, .payload_size = size, .worker = worker};
+    struct kiln_build_run run = {.size = sizeof(run),
+                                 .key = key,
+                                 .payload = payload,
+                                 .payload_size = size,
+                                 .worker = worker};
     int rc = session_run(s, &run);
     *pipeline = run.pipeline;
     return rc;

@@ -282,12 +282,12 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
             rc = kiln_vk_compute_pipeline(j->b->vk, name, &vs[0], &pipe);
         } else {
             struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
-            struct kiln_vk_graphics g = {.size = sizeof(g),
-                                         .vertex = &vs[0],
-                                         .fragment = &vs[1],
-                                         .link = it->link & KILN_BUILD_LINK_FAST ? KILN_VK_LINK_FAST
-                                                                                 : KILN_VK_LINK_NONE,
-                                         .link_result = &lr};
+            struct kiln_vk_graphics g = {
+                .size = sizeof(g),
+                .vertex = &vs[0],
+                .fragment = &vs[1],
+                .link = it->link & KILN_BUILD_LINK_FAST ? KILN_VK_LINK_FAST : KILN_VK_LINK_NONE,
+                .link_result = &lr};
             rc = kiln_vk_graphics_pipeline(j->b->vk, name, &g, &pipe);
             it->linked = lr.linked;
             it->parts_built = lr.parts_built;

@@ -364,7 +364,8 @@ static void answer_entry(struct kiln_service *svc, struct entry *e, int state, i
 {
     while (e->tickets) {
         struct kiln_ticket *t = e->tickets;
-        bool keep = state != KILN_TICKET_READY && atomic_load_explicit(&t->pub, memory_order_relaxed);
+        bool keep =
+            state != KILN_TICKET_READY && atomic_load_explicit(&t->pub, memory_order_relaxed);
         if (!keep)
             ticket_answer(svc, t, state, error, e->pipe, false); /* attached: it waited */
         ticket_detach(t);

@@ -660,7 +660,8 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->info.dynamic_rendering = use_dr;
     if (opt->validate)
         kiln_vk_set_validation(vk, true);
-    return kiln__vk_library_probe(vk);
+    return kiln__vk_library_probe(
+        vk, kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library"));
 }
 
 static int make_layout(struct kiln_vk *vk)

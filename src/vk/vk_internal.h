@@ -218,10 +218,10 @@ const char *kiln__descriptor_type_name(int type);
  * libraries unless opt->no_pipeline_library (vk_context.c asks). */
 bool kiln__vk_library_wanted(const struct kiln_vk_options *opt, const char *name);
 
-/* After the device is made: fills info.pipeline_library and
- * library_fast_linking, and makes the parts table when the extension is
- * on. @return 0 or KILN_ENOMEM. */
-int kiln__vk_library_probe(struct kiln_vk *vk);
+/* After the device is made, `enabled` saying whether the extension is:
+ * fills info.pipeline_library and library_fast_linking, and makes the
+ * parts table when it is on. @return 0 or KILN_ENOMEM. */
+int kiln__vk_library_probe(struct kiln_vk *vk, bool enabled);
 
 /* Destroys every part and the table (after the pipelines linked from them). */
 void kiln__vk_library_destroy(struct kiln_vk *vk);

@@ -89,9 +89,9 @@ bool kiln__vk_library_wanted(const struct kiln_vk_options *opt, const char *name
                                          strcmp(name, "VK_EXT_graphics_pipeline_library") == 0);
 }
 
-int kiln__vk_library_probe(struct kiln_vk *vk)
+int kiln__vk_library_probe(struct kiln_vk *vk, bool enabled)
 {
-    vk->info.pipeline_library = kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library");
+    vk->info.pipeline_library = enabled;
     if (!vk->info.pipeline_library)
         return KILN_OK;
     VkPhysicalDeviceGraphicsPipelineLibraryPropertiesEXT lp = {

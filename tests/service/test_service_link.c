@@ -29,8 +29,7 @@ static uint32_t *g_vert[VARIANTS], *g_frag[VARIANTS];
 static size_t g_nvert[VARIANTS], g_nfrag[VARIANTS];
 
 /* Compiles head, the number v + 1, tail. */
-static uint32_t *compile(const char *head, unsigned v, const char *tail, uint32_t stage,
-                         size_t *n)
+static uint32_t *compile(const char *head, unsigned v, const char *tail, uint32_t stage, size_t *n)
 {
     char src[512];
     snprintf(src, sizeof(src), "%s%u%s", head, v + 1, tail);
