@@ -197,8 +197,9 @@ struct kiln_vk_options {
      * kiln enables VK_EXT_graphics_pipeline_library (with
      * VK_KHR_pipeline_library and only its graphicsPipelineLibrary
      * feature) wherever the device offers it; true leaves both out, as on
-     * a device without them (tests, or a driver bug). Ignored with
-     * `external`: the application's device has what it enabled. */
+     * a device without them (tests, or a driver bug). With `external`,
+     * the application says what it enabled
+     * (kiln_vk_external.graphics_pipeline_library). */
     bool no_pipeline_library;
 };
 #define KILN_VK_OPTIONS_INIT KILN_STRUCT_INIT(kiln_vk_options)
@@ -522,6 +523,11 @@ struct kiln_vk_external {
     uint32_t api_version;
     bool maintenance5;
     bool dynamic_rendering;
+    /* The application enabled VK_EXT_graphics_pipeline_library (and
+     * VK_KHR_pipeline_library) with the graphicsPipelineLibrary feature:
+     * kiln may link from library parts (kiln_vk_info.pipeline_library,
+     * unless kiln_vk_options.no_pipeline_library). */
+    bool graphics_pipeline_library;
 };
 #define KILN_VK_EXTERNAL_INIT KILN_STRUCT_INIT(kiln_vk_external)
 

@@ -758,7 +758,7 @@ static int wrap_external(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->info.dynamic_rendering = x->dynamic_rendering && !opt->no_dynamic_rendering;
     if (opt->validate)
         kiln_vk_set_validation(vk, true);
-    return KILN_OK;
+    return kiln__vk_library_probe(vk, x->graphics_pipeline_library && !opt->no_pipeline_library);
 }
 
 static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)

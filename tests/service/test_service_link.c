@@ -5,7 +5,8 @@
  * the optimized one, the callback once for each), parts reused across
  * programs that share a vertex stage (and a control that shares none),
  * the service without the flag and on a context without pipeline
- * libraries, the validation layer's silence, and render threads asking
+ * libraries, on the application's own device (kiln_vk_external), the
+ * validation layer's silence, and render threads asking
  * at once (also under TSan).
  *
  * The programs are kiln's own graphics shape (KILN_STATE_BUILTIN: a
@@ -313,6 +314,41 @@ KT_CASE(without_library)
     kiln_vk_destroy(vk);
 }
 
+/* The emulator's own device (kiln_vk_external), with the library enabled
+ * and said so: the hand-over as on kiln's own device (here with render
+ * passes: the application did not say it enabled dynamic rendering). */
+KT_CASE(external_device)
+{
+    need_words();
+    struct pf_own_vulkan v;
+    pf_own_vulkan_make_gpl(&v);
+    struct kiln_vk_external ext = pf_own_external(&v);
+    ext.graphics_pipeline_library = true;
+    struct kiln_vk_options o = KILN_VK_OPTIONS_INIT;
+    o.external = &ext;
+    struct kiln_vk *vk = NULL;
+    KT_REQUIRE_OK(kiln_vk_create(&o, &vk));
+    KT_CHECK(kiln_vk_get_info(vk)->pipeline_library);
+    struct kiln_service *svc = start(vk, 1, KILN_SERVICE_FAST_LINK);
+    struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct kiln_ticket *t = NULL;
+    KT_CHECK_OK(ask(svc, 3, 4, &s, &t));
+    struct kiln_ticket_info end = wait_optimized(t);
+    KT_CHECK(end.state == KILN_TICKET_READY && !end.linked);
+    kiln_service_destroy(svc);
+    KT_CHECK_EQ(seen_count(&s), 2);
+    KT_CHECK(s.info[0].linked && !s.info[1].linked);
+    kiln_ticket_release(t);
+    kiln_vk_destroy(vk);
+    /* Not said: no library, one answer. */
+    ext.graphics_pipeline_library = false;
+    KT_REQUIRE_OK(kiln_vk_create(&o, &vk));
+    KT_CHECK(!kiln_vk_get_info(vk)->pipeline_library);
+    answered_once(vk, KILN_SERVICE_FAST_LINK);
+    kiln_vk_destroy(vk);
+    pf_own_vulkan_destroy(&v);
+}
+
 /* ---- render threads --------------------------------------------------------------- */
 
 #define RT_THREADS  6
@@ -384,4 +420,4 @@ KT_CASE(render_threads)
 }
 
 KT_MAIN(KT_ENTRY(hand_over), KT_ENTRY(parts_reused), KT_ENTRY(without_flag),
-        KT_ENTRY(without_library), KT_ENTRY(render_threads))
+        KT_ENTRY(without_library), KT_ENTRY(external_device), KT_ENTRY(render_threads))
