@@ -593,6 +593,36 @@ KILN_API int kiln_vk_stage_module(struct kiln_vk *vk, const char *name,
 /* Destroys the stage's transient module and frees its words. Thread-safe. */
 KILN_API void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *staged);
 
+/* The parts of a graphics pipeline (kiln_vk_link_graphics's keys). */
+#define KILN_VK_PART_VERTEX_INPUT      0
+#define KILN_VK_PART_PRE_RASTERIZATION 1
+#define KILN_VK_PART_FRAGMENT_SHADER   2
+#define KILN_VK_PART_FRAGMENT_OUTPUT   3
+#define KILN_VK_PARTS                  4
+
+/*
+ * Creates the graphics pipeline of the whole create info `ci` (as
+ * vkCreateGraphicsPipelines would take it, on the context's device) by
+ * linking four library parts, without link-time optimisation: keys[k]
+ * names part k (KILN_VK_PART_*) in the context's parts table, where a
+ * part not there is cut from `ci` and built once (docs/vk.md, "Pipeline
+ * libraries"). The caller's keys must cover all the state the part
+ * depends on: two create infos whose part-k state differs must have
+ * different keys[k]. Only plain pipelines are linked: `ci` with flags 0,
+ * vertex, tessellation, geometry and fragment stages, rasterization on,
+ * and no pNext structure but VkPipelineRenderingCreateInfo; any other is
+ * refused with KILN_ENOTSUP before the driver, as is a context without
+ * pipeline libraries. When a part or the link fails, the pipeline is made
+ * by a monolithic create of `ci` (res->linked false).
+ * @return 0 with the pipeline in *out (the caller's: destroy it with
+ * vkDestroyPipeline and kiln_vk_allocator), *res (optional) saying what
+ * was done; KILN_ENOTSUP (nothing made); KILN_EVULKAN; KILN_EINVAL for a
+ * NULL vk, ci, keys or out. Thread-safe.
+ */
+KILN_API int kiln_vk_link_graphics(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *ci,
+                                   const struct kiln_key keys[KILN_VK_PARTS], VkPipeline *out,
+                                   struct kiln_vk_link_result *res);
+
 #endif /* KILN_VK_TYPES */
 
 #ifdef __cplusplus

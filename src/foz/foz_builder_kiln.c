@@ -16,6 +16,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include "foz_link.h"
 #include "foz_state_private.h"
 #include "kiln/vk.h"
 
@@ -239,8 +240,24 @@ static int build(void *user, struct kiln_build_request *req)
         snprintf(req->why, sizeof(req->why), "the Fossilize builder serves another device");
         return KILN_EINVAL;
     }
-    return kiln_foz_builder_build(b, req->state, req->state_size, req->stages, req->nstages,
-                                  req->pipeline_cache, &req->pipeline, req->why, sizeof(req->why));
+    /* Fast-link: only on kiln's own context, whose device this builder's is. */
+    struct kiln__fb_link link = {.vk = req->vk};
+    struct kiln__fb_request r = {
+        .closure = req->state,
+        .size = req->state_size,
+        .stages = req->stages,
+        .stage_count = req->nstages,
+        .cache = req->pipeline_cache,
+        .pipeline = &req->pipeline,
+        .why = req->why,
+        .cap = sizeof(req->why),
+        .link = req->vk && (req->link & KILN_BUILD_LINK_FAST) ? &link : NULL,
+    };
+    rc = kiln__foz_builder_run(b, &r);
+    req->linked = link.linked;
+    req->parts_built = link.parts_built;
+    req->parts_reused = link.parts_reused;
+    return rc;
 }
 
 /* The end of a pipeline phase: the device may be destroyed next, so the

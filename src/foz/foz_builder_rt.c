@@ -187,6 +187,27 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                            const VkPipelineShaderStageCreateInfo *stages, uint32_t stage_count,
                            VkPipelineCache cache, VkPipeline *pipeline, char *why, size_t cap)
 {
+    struct kiln__fb_request r = {.closure = closure,
+                                 .size = size,
+                                 .stages = stages,
+                                 .stage_count = stage_count,
+                                 .cache = cache,
+                                 .pipeline = pipeline,
+                                 .why = why,
+                                 .cap = cap};
+    return kiln__foz_builder_run(b, &r);
+}
+
+int kiln__foz_builder_run(struct kiln_foz_builder *b, const struct kiln__fb_request *r)
+{
+    const void *closure = r->closure;
+    size_t size = r->size;
+    const VkPipelineShaderStageCreateInfo *stages = r->stages;
+    uint32_t stage_count = r->stage_count;
+    VkPipelineCache cache = r->cache;
+    VkPipeline *pipeline = r->pipeline;
+    char *why = r->why;
+    size_t cap = r->cap;
     if (!b || !closure || !pipeline || (!stages && stage_count))
         return KILN_EINVAL;
     *pipeline = VK_NULL_HANDLE;
@@ -199,7 +220,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
             snprintf(why, cap, "out of memory");
         return KILN_ENOMEM;
     }
-    *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages};
+    *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages, .link = r->link};
     uint64_t hash;
     struct json_object *p;
     int rc = kiln__foz_closure_parse(closure, size, &c->doc, &c->tag, &hash, &p);

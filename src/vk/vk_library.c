@@ -375,3 +375,57 @@ VkResult kiln__vk_link_builtin(struct kiln_vk *vk, const struct kiln_vk_graphics
     };
     return kiln__vk_link(vk, ci, keys, out, res);
 }
+
+/* Whether the library split of vk_library.c keeps all of `ci`'s state
+ * (see kiln_vk_link_graphics). */
+static bool linkable(const VkGraphicsPipelineCreateInfo *ci)
+{
+    if (ci->flags || !ci->pRasterizationState || ci->pRasterizationState->rasterizerDiscardEnable)
+        return false;
+    for (const VkBaseInStructure *x = ci->pNext; x; x = x->pNext)
+        if (x->sType != VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO)
+            return false;
+    const VkShaderStageFlags ok = VK_SHADER_STAGE_VERTEX_BIT |
+                                  VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT |
+                                  VK_SHADER_STAGE_TESSELLATION_EVALUATION_BIT |
+                                  VK_SHADER_STAGE_GEOMETRY_BIT | VK_SHADER_STAGE_FRAGMENT_BIT;
+    if (ci->stageCount > KILN_PROGRAM_MAX_STAGES)
+        return false;
+    for (uint32_t i = 0; i < ci->stageCount; i++)
+        if (!(ci->pStages[i].stage & ok))
+            return false;
+    return true;
+}
+
+static int link_graphics_body(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *ci,
+                              const struct kiln_key keys[KILN_VK_PARTS], VkPipeline *out,
+                              struct kiln_vk_link_result *res)
+{
+    if (!vk || !ci || !keys || !out)
+        return KILN_EINVAL;
+    *out = VK_NULL_HANDLE;
+    if (res)
+        KILN_TRY(kiln__struct_out_check(res, "kiln_vk_link_result"));
+    if (!vk->parts || !linkable(ci))
+        return KILN_ENOTSUP;
+    struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
+    VkResult r = kiln__vk_link(vk, ci, keys, out, &lr);
+    if (res)
+        KILN_STRUCT_OUT(res, &lr);
+    if (r != VK_SUCCESS) {
+        *out = VK_NULL_HANDLE;
+        KILN_WARN("vk", "linked graphics pipeline: vkCreateGraphicsPipelines failed: %s",
+                  kiln_vk_result_name(r));
+        return KILN_EVULKAN;
+    }
+    return KILN_OK;
+}
+
+int kiln_vk_link_graphics(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *ci,
+                          const struct kiln_key keys[KILN_VK_PARTS], VkPipeline *out,
+                          struct kiln_vk_link_result *res)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_link_graphics", NULL,
+                         link_graphics_body(vk, ci, keys, out, res));
+}

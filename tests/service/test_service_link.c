@@ -349,6 +349,95 @@ KT_CASE(external_device)
     pf_own_vulkan_destroy(&v);
 }
 
+/* ---- recorded Fossilize pipelines -------------------------------------------------- */
+
+#define FOZ_MAX 96
+
+/*
+ * Recorded graphics pipelines of real archives (the Fossilize builder,
+ * KILN_STATE_FOZ), urgent with fast-link, under the validation layer:
+ * each built one ends READY with its optimized pipeline; those answered
+ * linked first (most: plain pipelines) had their callback twice, linked
+ * then not; parts were built and some reused (pipelines of one archive
+ * share stages and state); the layer reports nothing.
+ */
+KT_CASE(foz_hand_over)
+{
+    kt_require_corpus("foz/sascha-willems");
+    char log[4200];
+    bool validated = kt_validation_begin(kt_tmpdir(), log, sizeof(log));
+    if (!validated)
+        printf("skipped: the validation part (no Khronos validation layer installed)\n");
+    struct kiln_vk *vk = library_vk();
+    struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
+    static const char *const archives[] = {"pipelines", "texture",       "triangle",
+                                           "deferred",  "shadowmapping", "multisampling"};
+    static struct seen seen[FOZ_MAX];
+    struct kiln_ticket *t[FOZ_MAX] = {NULL};
+    size_t n = 0;
+    for (size_t a = 0; a < sizeof(archives) / sizeof(archives[0]); a++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/foz/sascha-willems/%s.f93c6e96adcd7946.1.foz",
+                 kt_corpus_dir(), archives[a]);
+        struct kiln_foz *foz = NULL;
+        KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
+        struct kiln_foz_index *idx = NULL;
+        KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+        const struct kiln_foz_pipeline_ref *refs = NULL;
+        size_t np = kiln_foz_index_pipelines(idx, &refs);
+        for (size_t i = 0; i < np && n < FOZ_MAX; i++) {
+            if (kiln_foz_kind_of(refs[i].tag) != KILN_FOZ_KIND_GRAPHICS)
+                continue;
+            struct kiln_program *prog = NULL;
+            KT_REQUIRE_OK(kiln_foz_pipeline_program(idx, &refs[i], &prog));
+            pthread_mutex_init(&seen[n].lock, NULL);
+            struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+            r.program = prog;
+            r.priority = KILN_PRIORITY_URGENT;
+            r.on_done = on_answer;
+            r.user = &seen[n];
+            KT_CHECK_OK(kiln_service_request(svc, &r, &t[n]));
+            kiln_program_destroy(prog);
+            n++;
+        }
+        kiln_foz_index_destroy(idx);
+        kiln_foz_close(foz);
+    }
+    unsigned ready = 0, linked = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct kiln_ticket_info end = wait_optimized(t[i]);
+        KT_CHECK(!end.linked);
+        ready += end.state == KILN_TICKET_READY;
+    }
+    struct kiln_service_stats st = stats_of(svc);
+    kiln_service_destroy(svc); /* every callback has run */
+    for (size_t i = 0; i < n; i++) {
+        struct seen *s = &seen[i];
+        KT_CHECK(s->n == 1 || s->n == 2);
+        if (s->n == 2) {
+            KT_CHECK(s->info[0].linked && !s->info[1].linked);
+            KT_CHECK(s->info[0].pipeline != s->info[1].pipeline);
+            linked++;
+        }
+        kiln_ticket_release(t[i]);
+    }
+    printf("%zu recorded graphics pipelines: %u ready, %u linked first; parts built %llu, "
+           "reused %llu\n",
+           n, ready, linked, (unsigned long long)st.parts_built,
+           (unsigned long long)st.parts_reused);
+    KT_CHECK(n > 10 && ready > n / 2);
+    KT_CHECK(linked > 0);
+    /* Per answer, and per key (equal pipelines of two archives merge). */
+    KT_CHECK_EQ(st.fast_linked, linked);
+    KT_CHECK(st.optimized > 0 && st.optimized <= linked);
+    KT_CHECK(st.parts_built > 0 && st.parts_reused > 0);
+    kiln_vk_destroy(vk);
+    if (validated) {
+        kt_validation_end();
+        KT_CHECK_EQ(kt_validation_errors(log), 0);
+    }
+}
+
 /* ---- render threads --------------------------------------------------------------- */
 
 #define RT_THREADS  6
@@ -420,4 +509,5 @@ KT_CASE(render_threads)
 }
 
 KT_MAIN(KT_ENTRY(hand_over), KT_ENTRY(parts_reused), KT_ENTRY(without_flag),
-        KT_ENTRY(without_library), KT_ENTRY(external_device), KT_ENTRY(render_threads))
+        KT_ENTRY(without_library), KT_ENTRY(external_device), KT_ENTRY(foz_hand_over),
+        KT_ENTRY(render_threads))

@@ -1,0 +1,41 @@
+/*
+ * foz_link.h - the Fossilize builder's fast-link ask, between kiln's
+ * adapter (foz_builder_kiln.c, which reads kiln_build_request.link) and
+ * the builder (foz_builder_rt.c, foz_builder.c, which link a recorded
+ * graphics pipeline from library parts through kiln_vk_link_graphics).
+ * Nothing here is part of any public header.
+ */
+#ifndef KILN_FOZ_LINK_H
+#define KILN_FOZ_LINK_H
+
+#include "kiln/foz.h"
+#include "kiln/vk.h"
+
+/* A fast-link ask: the context whose parts table links (the builder's
+ * device must be its device), and the answer. */
+struct kiln__fb_link {
+    struct kiln_vk *vk;
+    bool linked; /* out: the pipeline was linked from parts */
+    uint32_t parts_built, parts_reused;
+};
+
+/* kiln_foz_builder_build's arguments, and the fast-link ask (NULL: none). */
+struct kiln__fb_request {
+    const void *closure;
+    size_t size;
+    const VkPipelineShaderStageCreateInfo *stages;
+    uint32_t stage_count;
+    VkPipelineCache cache;
+    VkPipeline *pipeline;
+    char *why;
+    size_t cap;
+    struct kiln__fb_link *link;
+};
+
+/* kiln_foz_builder_build, with the fast-link ask: a plain recorded
+ * graphics pipeline is linked from parts keyed by the recorded state each
+ * depends on; any other is built as kiln_foz_builder_build builds it.
+ * @return as kiln_foz_builder_build. */
+int kiln__foz_builder_run(struct kiln_foz_builder *b, const struct kiln__fb_request *r);
+
+#endif /* KILN_FOZ_LINK_H */
