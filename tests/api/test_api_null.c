@@ -91,6 +91,9 @@ static struct fixture {
     struct kiln_build_session_options session_options;
     struct kiln_build_session *session;
     struct kiln_build_run build_run;
+    VkGraphicsPipelineCreateInfo link_ci;
+    struct kiln_key link_keys[KILN_VK_PARTS];
+    VkPipeline link_out;
     struct kiln_service_options service_options;
     struct kiln_pipeline_request service_request;
     struct kiln_service_stats service_stats;
@@ -604,6 +607,8 @@ static int job(void *arg, unsigned worker)
     E(vk_adopt, kiln_vk_pipeline_adopt, KILN_EINVAL,                                               \
       kiln_vk_pipeline_adopt(NULL, VK_NULL_HANDLE, &F.pipeline))                                   \
     V(vk_get_handles, kiln_vk_get_handles, kiln_vk_get_handles(NULL, NULL))                        \
+    E(vk_link_graphics_vk, kiln_vk_link_graphics, KILN_EINVAL,                                     \
+      kiln_vk_link_graphics(NULL, &F.link_ci, F.link_keys, &F.link_out, NULL))                     \
     E(vk_stage_module_out, kiln_vk_stage_module, KILN_EINVAL,                                      \
       kiln_vk_stage_module(NULL, "p", &F.vk_stage, VK_SHADER_STAGE_COMPUTE_BIT, NULL))             \
     V(vk_stage_release, kiln_vk_stage_release, kiln_vk_stage_release(NULL, NULL))                  \
@@ -876,6 +881,14 @@ KT_CASE(vk_null_with_context)
     KT_CHECK_EQ(kiln_vk_graphics_pipeline(vk, "p", NULL, &p), KILN_EINVAL);
     KT_CHECK_EQ(kiln_vk_module_create(vk, "p", NULL, &m), KILN_EINVAL);
     KT_CHECK_EQ(kiln_vk_pipeline_adopt(vk, VK_NULL_HANDLE, NULL), KILN_EINVAL);
+    VkPipeline lp = VK_NULL_HANDLE;
+    struct kiln_key lk[KILN_VK_PARTS] = {{0}};
+    VkGraphicsPipelineCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, NULL, lk, &lp, NULL), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, &lci, NULL, &lp, NULL), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, &lci, lk, NULL, NULL), KILN_EINVAL);
+    /* No rasterization state: not a plain pipeline, refused before the driver. */
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, &lci, lk, &lp, NULL), KILN_ENOTSUP);
     struct kiln_vk_staged st = KILN_VK_STAGED_INIT;
     KT_CHECK_EQ(kiln_vk_stage_module(vk, "p", NULL, VK_SHADER_STAGE_COMPUTE_BIT, &st), KILN_EINVAL);
     KT_CHECK(st.module == VK_NULL_HANDLE && st.words == NULL); /* needs no release */
