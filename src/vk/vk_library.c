@@ -339,12 +339,22 @@ VkResult kiln__vk_link(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *c
             .libraryCount = KILN__VK_PARTS,
             .pLibraries = libs,
         };
-        VkGraphicsPipelineCreateInfo lci = {
-            .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-            .pNext = &li,
-            .layout = ci->layout,
-            .basePipelineIndex = -1,
-        };
+        /* The whole state again, but the stages: the libraries' is taken
+         * and this ignored, yet the layer (1.3.2xx) judges a link with a
+         * render pass and without the state as if it had to be there
+         * (06061, 06631). */
+        VkGraphicsPipelineCreateInfo lci = *ci;
+        lci.pNext = &li;
+        lci.flags = 0;
+        lci.stageCount = 0;
+        lci.pStages = NULL;
+        lci.basePipelineHandle = VK_NULL_HANDLE;
+        lci.basePipelineIndex = -1;
+        if (!ci->renderPass) {
+            /* With dynamic rendering, the libraries' formats alone. */
+            lci = (VkGraphicsPipelineCreateInfo){
+                .sType = ci->sType, .pNext = &li, .layout = ci->layout, .basePipelineIndex = -1};
+        }
         r = vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &lci, vk->alloc, out);
         if (r == VK_SUCCESS) {
             res->linked = true;
