@@ -187,6 +187,8 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                            const VkPipelineShaderStageCreateInfo *stages, uint32_t stage_count,
                            VkPipelineCache cache, VkPipeline *pipeline, char *why, size_t cap)
 {
+    if (why && cap)
+        why[0] = '\0';
     struct kiln__fb_request r = {.closure = closure,
                                  .size = size,
                                  .stages = stages,
