@@ -36,6 +36,18 @@
  *
  * - Pipelines are the service's: each entry keeps what its build made and
  *   kiln_service_destroy destroys it after the last build returned.
+ *
+ * - Fast-link (KILN_SERVICE_FAST_LINK, docs/runtime.md). An urgent entry's
+ *   build asks for a linked pipeline; a linked answer leaves its tickets
+ *   attached (E_LINKED), and after the program is stored hand_over queues
+ *   the optimized build in the optimize queue (outside the capacity, taken
+ *   FIFO with the background queue), whose end answers them again. Each
+ *   answer is a write-once slot of the ticket published by `pub`, so a
+ *   poll without the lock never reads half a hand-over; a ticket is on one
+ *   notify list at a time (`notifying`), a later answer is handed out by
+ *   the same notifier after the earlier callback (`deferred`), so the
+ *   callbacks of one ticket run in order. Entries that ran are on
+ *   svc->done once (`listed`), whatever they go through after.
  */
 #include "kiln_internal.h"
 
