@@ -270,7 +270,19 @@ struct kiln_build_request {
     bool feedback_valid;
     bool feedback_cache_hit;
     uint64_t feedback_driver_ns;
+    /* Fast-link (the service's KILN_SERVICE_FAST_LINK). In: KILN_BUILD_LINK_*
+     * bits; KILN_BUILD_LINK_FAST asks for a graphics pipeline linked from
+     * library parts (VK_EXT_graphics_pipeline_library, no link-time
+     * optimisation), to be replaced later by a build without the bit. A
+     * builder that cannot builds as usual and leaves `linked` false. Out:
+     * `linked`, set when the pipeline is such a linked one, and the parts
+     * it built and took from a table for it. */
+    uint32_t link;
+    bool linked;
+    uint32_t parts_built;
+    uint32_t parts_reused;
 };
+#define KILN_BUILD_LINK_FAST    0x1u
 #define KILN_BUILD_REQUEST_INIT KILN_STRUCT_INIT(kiln_build_request)
 #endif /* KILN_VK_TYPES */
 
@@ -930,16 +942,21 @@ KILN_API int kiln_build_session_run(struct kiln_build_session *s, struct kiln_ke
                                     const void *payload, size_t size, unsigned worker,
                                     struct kiln_vk_pipeline **pipeline);
 
-/* One build of a session (kiln_build_session_run_with). Zero-initialise,
+/* One build of a session (kiln_build_session_run_with): kiln_build_session_run's
+ * arguments, and what only this form asks and answers. Zero-initialise,
  * then set the program. */
 struct kiln_build_run {
     size_t size; /* sizeof, as KILN_BUILD_RUN_INIT sets it (docs/abi.md) */
     /* In: the program, as kiln_build_session_run takes it. */
     struct kiln_key key;
-    const void *payload;
+    const void *payload; /* borrowed for the call */
     size_t payload_size;
     unsigned worker;
     uint32_t flags; /* KILN_BUILD_PROBE (ask before compiling), KILN_BUILD_COMPILE_ON_MISS */
+    /* In: KILN_BUILD_LINK_* (kiln_build_request.link): KILN_BUILD_LINK_FAST
+     * asks for a pipeline linked from library parts where the builder can
+     * (kiln's own graphics shape, on a context with pipeline libraries). */
+    uint32_t link;
     /* Out: the pipeline (the caller's, as kiln_build_session_run says). */
     struct kiln_vk_pipeline *pipeline;
     /* Out: the driver's creation feedback of the pipeline (kiln's own
@@ -953,13 +970,19 @@ struct kiln_build_run {
     /* Out: the probe missed and the run compiled
      * (KILN_BUILD_COMPILE_ON_MISS). */
     bool probe_missed;
+    /* Out: the pipeline is a linked one (KILN_BUILD_LINK_FAST), and the
+     * library parts built and reused for it. */
+    bool linked;
+    uint32_t parts_built;
+    uint32_t parts_reused;
 };
 #define KILN_BUILD_RUN_INIT KILN_STRUCT_INIT(kiln_build_run)
 
 /*
  * kiln_build_session_run with a growable request: the same build, plus
- * flags in and the driver's feedback out. With KILN_BUILD_PROBE the build
- * only takes what the driver's caches hold.
+ * flags in and the driver's feedback out, and the fast-link request and
+ * answer (run->link, run->linked). With KILN_BUILD_PROBE the build only
+ * takes what the driver's caches hold.
  * @return as kiln_build_session_run; with KILN_BUILD_PROBE also
  * KILN_ECOMPILE_REQUIRED (nothing built, nothing logged: building it means
  * a compile) and KILN_ENOTSUP without building when the device has no

@@ -193,6 +193,14 @@ struct kiln_vk_options {
      * kiln_vk_allocator. Copied by kiln_vk_create. NULL: the driver's own
      * allocator (kiln_set_allocator's is not handed to the driver). */
     const struct VkAllocationCallbacks *allocator;
+    /* Pipeline libraries (fast-link, docs/vk.md "Pipeline libraries").
+     * kiln enables VK_EXT_graphics_pipeline_library (with
+     * VK_KHR_pipeline_library and only its graphicsPipelineLibrary
+     * feature) wherever the device offers it; true leaves both out, as on
+     * a device without them (tests, or a driver bug). With `external`,
+     * the application says what it enabled
+     * (kiln_vk_external.graphics_pipeline_library). */
+    bool no_pipeline_library;
 };
 #define KILN_VK_OPTIONS_INIT KILN_STRUCT_INIT(kiln_vk_options)
 
@@ -233,6 +241,12 @@ struct kiln_vk_info {
      * to answer VK_PIPELINE_COMPILE_REQUIRED instead of compiling
      * (KILN_VK_PIPELINE_NO_COMPILE, KILN_BUILD_PROBE). */
     bool compile_probe;
+    /* Pipeline libraries (vk_library.c). */
+    bool pipeline_library;     /* VK_EXT_graphics_pipeline_library is enabled:
+                                * kiln_vk_graphics.link can link from parts */
+    bool library_fast_linking; /* the device says linking without link-time
+                                * optimisation is fast
+                                * (graphicsPipelineLibraryFastLinking) */
 };
 
 /* Counters, all updated atomically as work happens. */
@@ -254,6 +268,11 @@ struct kiln_vk_stats {
     /* Creates with KILN_VK_PIPELINE_NO_COMPILE the driver answered with
      * VK_PIPELINE_COMPILE_REQUIRED (not counted in pipelines_failed). */
     uint64_t compile_required;
+    /* Pipeline libraries (kiln_vk_graphics.link). */
+    uint64_t pipelines_linked; /* pipelines linked from library parts */
+    uint64_t parts_built;      /* library parts built (each once per key) */
+    uint64_t parts_reused;     /* library parts taken from the context's table */
+    int64_t live_parts;        /* parts held now (destroyed with the context) */
 };
 #define KILN_VK_STATS_INIT KILN_STRUCT_INIT(kiln_vk_stats)
 
@@ -389,6 +408,7 @@ struct kiln_vk_stage {
 #define KILN_VK_STAGE_INIT KILN_STRUCT_INIT(kiln_vk_stage)
 
 /* The stages and state of a graphics pipeline. */
+struct kiln_vk_link_result;
 struct kiln_vk_graphics {
     size_t size; /* sizeof, as KILN_VK_GRAPHICS_INIT sets it (docs/abi.md) */
     /* Each stage is its own growable struct (KILN_VK_STAGE_INIT), borrowed
@@ -396,8 +416,28 @@ struct kiln_vk_graphics {
     const struct kiln_vk_stage *vertex;
     const struct kiln_vk_stage *fragment;
     uint32_t color_format; /* a VkFormat; 0: KILN_VK_DEFAULT_COLOR_FORMAT */
+    /* How to build it: KILN_VK_LINK_NONE (0, one monolithic create) or
+     * KILN_VK_LINK_FAST (linked from library parts, no link-time
+     * optimisation, where kiln_vk_info.pipeline_library; a monolithic
+     * create elsewhere). */
+    uint32_t link;
+    /* Optional out (NULL: none): what the link did. */
+    struct kiln_vk_link_result *link_result;
 };
 #define KILN_VK_GRAPHICS_INIT KILN_STRUCT_INIT(kiln_vk_graphics)
+
+/* kiln_vk_graphics.link. */
+#define KILN_VK_LINK_NONE 0u
+#define KILN_VK_LINK_FAST 1u
+
+/* What a kiln_vk_graphics_pipeline with KILN_VK_LINK_FAST did. */
+struct kiln_vk_link_result {
+    size_t size;           /* sizeof, as KILN_VK_LINK_RESULT_INIT sets it (docs/abi.md) */
+    bool linked;           /* the pipeline was linked from parts (else monolithic) */
+    uint32_t parts_built;  /* parts this call built (0 to 4) */
+    uint32_t parts_reused; /* parts it took from the context's table */
+};
+#define KILN_VK_LINK_RESULT_INIT KILN_STRUCT_INIT(kiln_vk_link_result)
 
 /*
  * Builds a compute pipeline from one stage. `name` names the program in
@@ -419,6 +459,12 @@ KILN_API int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
 /*
  * Builds a graphics pipeline from a vertex and a fragment stage, as
  * kiln_vk_compute_pipeline does. At most two modules exist during the call.
+ * With desc->link KILN_VK_LINK_FAST on a context with pipeline libraries,
+ * the pipeline is linked from four library parts (vertex input,
+ * pre-rasterization, fragment shader, fragment output), each built once
+ * per key and kept in the context until kiln_vk_destroy; a part that
+ * cannot be built makes the call fall back to a monolithic create
+ * (link_result->linked false).
  * @return as kiln_vk_compute_pipeline. Thread-safe.
  */
 KILN_API int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
@@ -554,6 +600,11 @@ struct kiln_vk_external {
      * probe with it (kiln_vk_info.compile_probe). Creation feedback needs
      * no feature: kiln chains it on Vulkan 1.3 devices. */
     bool pipeline_creation_cache_control;
+    /* The application enabled VK_EXT_graphics_pipeline_library (and
+     * VK_KHR_pipeline_library) with the graphicsPipelineLibrary feature:
+     * kiln may link from library parts (kiln_vk_info.pipeline_library,
+     * unless kiln_vk_options.no_pipeline_library). */
+    bool graphics_pipeline_library;
 };
 #define KILN_VK_EXTERNAL_INIT KILN_STRUCT_INIT(kiln_vk_external)
 
@@ -618,6 +669,36 @@ KILN_API int kiln_vk_stage_module(struct kiln_vk *vk, const char *name,
 
 /* Destroys the stage's transient module and frees its words. Thread-safe. */
 KILN_API void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *staged);
+
+/* The parts of a graphics pipeline (kiln_vk_link_graphics's keys). */
+#define KILN_VK_PART_VERTEX_INPUT      0
+#define KILN_VK_PART_PRE_RASTERIZATION 1
+#define KILN_VK_PART_FRAGMENT_SHADER   2
+#define KILN_VK_PART_FRAGMENT_OUTPUT   3
+#define KILN_VK_PARTS                  4
+
+/*
+ * Creates the graphics pipeline of the whole create info `ci` (as
+ * vkCreateGraphicsPipelines would take it, on the context's device) by
+ * linking four library parts, without link-time optimisation: keys[k]
+ * names part k (KILN_VK_PART_*) in the context's parts table, where a
+ * part not there is cut from `ci` and built once (docs/vk.md, "Pipeline
+ * libraries"). The caller's keys must cover all the state the part
+ * depends on: two create infos whose part-k state differs must have
+ * different keys[k]. Only plain pipelines are linked: `ci` with flags 0,
+ * vertex, tessellation, geometry and fragment stages, rasterization on,
+ * and no pNext structure but VkPipelineRenderingCreateInfo; any other is
+ * refused with KILN_ENOTSUP before the driver, as is a context without
+ * pipeline libraries. When a part or the link fails, the pipeline is made
+ * by a monolithic create of `ci` (res->linked false).
+ * @return 0 with the pipeline in *out (the caller's: destroy it with
+ * vkDestroyPipeline and kiln_vk_allocator), *res (optional) saying what
+ * was done; KILN_ENOTSUP (nothing made); KILN_EVULKAN; KILN_EINVAL for a
+ * NULL vk, ci, keys or out. Thread-safe.
+ */
+KILN_API int kiln_vk_link_graphics(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *ci,
+                                   const struct kiln_key keys[KILN_VK_PARTS], VkPipeline *out,
+                                   struct kiln_vk_link_result *res);
 
 #endif /* KILN_VK_TYPES */
 

@@ -1465,6 +1465,73 @@ static uint32_t gpl_parts(struct json_object *p)
     return 0;
 }
 
+/* A hash of one recorded member (its JSON text; absent: none). */
+static uint64_t member_hash(struct json_object *p, const char *key)
+{
+    struct json_object *o = get(p, key);
+    const char *t = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : "";
+    return kiln_hash64(t, strlen(t));
+}
+
+/* The members each library part depends on (docs/vk.md, "Pipeline
+ * libraries"), beside the ones every part shares and its stages. */
+static const char *const part_members[KILN_VK_PARTS][4] = {
+    {"vertexInputState", "inputAssemblyState"},
+    {"viewportState", "rasterizationState", "tessellationState", "layout"},
+    {"multisampleState", "depthStencilState", "layout"},
+    {"colorBlendState", "multisampleState"},
+};
+
+/* Part k's key: this builder (its layouts and render passes are its own
+ * handles), the part, the recorded members it depends on (a render pass,
+ * layout or module is named by its Fossilize hash, a hash of its
+ * content), and its stages' records (module, entry point,
+ * specialization). */
+static struct kiln_key part_key(struct build *c, struct json_object *p, int k)
+{
+    uint64_t h[16] = {c->b->id,
+                      (uint64_t)k,
+                      member_hash(p, "dynamicState"),
+                      member_hash(p, "pNext"),
+                      member_hash(p, "renderPass"),
+                      u32(p, "subpass")};
+    size_t n = 6;
+    for (int i = 0; i < 4 && part_members[k][i]; i++)
+        h[n++] = member_hash(p, part_members[k][i]);
+    struct json_object *rs = get(p, "stages");
+    uint64_t stages = 0;
+    for (uint32_t i = 0; i < len(rs) && (k == 1 || k == 2); i++) {
+        bool frag = u32(at(rs, i), "stage") == VK_SHADER_STAGE_FRAGMENT_BIT;
+        if (frag == (k == 2)) {
+            const char *t = json_object_to_json_string_ext(at(rs, i), JSON_C_TO_STRING_PLAIN);
+            stages = stages * 31 + kiln_hash64(t, strlen(t));
+        }
+    }
+    h[n++] = stages;
+    return kiln_hash128(h, n * sizeof(h[0]));
+}
+
+/* Links the whole create info from parts (kiln_vk_link_graphics).
+ * @return 0 with *out; KILN_ENOTSUP when it cannot be linked (nothing
+ * made: the caller builds it as usual); the failure otherwise. */
+static int link_graphics(struct build *c, struct json_object *p,
+                         const VkGraphicsPipelineCreateInfo *ci, VkPipeline *out)
+{
+    struct kiln_key keys[KILN_VK_PARTS];
+    for (int k = 0; k < KILN_VK_PARTS; k++)
+        keys[k] = part_key(c, p, k);
+    struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
+    int rc = kiln_vk_link_graphics(c->link->vk, ci, keys, out, &lr);
+    if (rc == KILN_OK) {
+        c->link->linked = lr.linked;
+        c->link->parts_built = lr.parts_built;
+        c->link->parts_reused = lr.parts_reused;
+    } else if (rc != KILN_ENOTSUP) {
+        return kiln__fb_fail(c, rc, "linking from library parts: %s", kiln_vk_errmsg(c->link->vk));
+    }
+    return rc;
+}
+
 int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCache cache,
                             VkPipeline *out)
 {
@@ -1506,6 +1573,11 @@ int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCa
     ci.subpass = u32(p, "subpass");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
+    if (c->link && !ci.flags && !links && !c->ask_flags) { /* a link is no probe */
+        int lrc = link_graphics(c, p, &ci, out);
+        if (lrc != KILN_ENOTSUP)
+            return lrc; /* linked, or made monolithically by the link's fallback */
+    }
     kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount);
     VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateGraphicsPipelines");
@@ -1609,6 +1681,9 @@ int kiln_foz_builder_create(const struct kiln_foz_builder_options *options,
     if (!o->device || !o->get_device_proc_addr)
         return KILN_EINVAL;
     struct kiln_foz_builder *b = kiln__calloc(1, sizeof(*b));
+    static atomic_ullong next_id;
+    if (b)
+        b->id = atomic_fetch_add(&next_id, 1) + 1;
     if (!b)
         return KILN_ENOMEM;
     b->device = o->device;

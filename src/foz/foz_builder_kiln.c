@@ -16,6 +16,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include "foz_link.h"
 #include "foz_state_private.h"
 #include "kiln/vk.h"
 
@@ -251,11 +252,17 @@ static int build(void *user, struct kiln_build_request *req)
                                    req->flags & KILN_BUILD_PROBE ? KILN_FOZ_BUILD_NO_COMPILE : 0,
                                .why = req->why,
                                .why_cap = sizeof(req->why)};
-    rc = kiln_foz_builder_build_with(b, &d);
+    /* Fast-link: only on kiln's own context, whose device this builder's is. */
+    struct kiln__fb_link link = {.vk = req->vk};
+    rc = kiln__foz_builder_build_linked(
+        b, &d, req->vk && (req->link & KILN_BUILD_LINK_FAST) ? &link : NULL);
     req->pipeline = d.pipeline;
     req->feedback_valid = d.feedback_valid;
     req->feedback_cache_hit = d.cache_hit;
     req->feedback_driver_ns = d.driver_ns;
+    req->linked = link.linked;
+    req->parts_built = link.parts_built;
+    req->parts_reused = link.parts_reused;
     return rc;
 }
 

@@ -11,6 +11,7 @@
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
+#include "foz_link.h"
 #include "foz_state_private.h"
 
 #include <pthread.h>
@@ -123,6 +124,7 @@ struct shared {
 #define SHARED_BUCKETS 256u
 
 struct kiln_foz_builder {
+    uint64_t id; /* this process's number for it: parts are keyed by it */
     VkDevice device;
     const VkAllocationCallbacks *alloc; /* the options' allocator (NULL: the driver's) */
     struct fns vk;
@@ -177,6 +179,7 @@ struct build {
     VkPipelineCreationFeedback feedback;
     VkPipelineCreationFeedback stage_feedback[KILN_FOZ_MAX_STAGES];
     VkPipelineCreationFeedbackCreateInfo feedback_info;
+    struct kiln__fb_link *link; /* the fast-link ask, or NULL */
 };
 
 /* JSON access: a missing member reads as NULL or 0. */

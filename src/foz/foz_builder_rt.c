@@ -204,7 +204,8 @@ static void take_feedback(const struct build *c, struct kiln_foz_build *d)
     d->driver_ns = d->feedback_valid ? f->duration : 0;
 }
 
-static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d)
+static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d,
+                      struct kiln__fb_link *link)
 {
     char *why = d->why;
     size_t cap = d->why_cap;
@@ -217,7 +218,7 @@ static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d)
             snprintf(why, cap, "out of memory");
         return KILN_ENOMEM;
     }
-    *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages};
+    *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages, .link = link};
     if (d->flags & KILN_FOZ_BUILD_NO_COMPILE)
         c->ask_flags = VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
     uint64_t hash;
@@ -275,7 +276,8 @@ static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d)
     return rc;
 }
 
-int kiln_foz_builder_build_with(struct kiln_foz_builder *b, struct kiln_foz_build *build)
+int kiln__foz_builder_build_linked(struct kiln_foz_builder *b, struct kiln_foz_build *build,
+                                   struct kiln__fb_link *link)
 {
     if (!b || !build)
         return KILN_EINVAL;
@@ -289,9 +291,14 @@ int kiln_foz_builder_build_with(struct kiln_foz_builder *b, struct kiln_foz_buil
     d.driver_ns = 0;
     if (d.why && d.why_cap)
         d.why[0] = '\0';
-    int rc = build_body(b, &d);
+    int rc = build_body(b, &d, link);
     KILN_STRUCT_OUT(build, &d);
     return rc;
+}
+
+int kiln_foz_builder_build_with(struct kiln_foz_builder *b, struct kiln_foz_build *build)
+{
+    return kiln__foz_builder_build_linked(b, build, NULL);
 }
 
 int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
@@ -311,7 +318,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                                .cache = cache,
                                .why = why,
                                .why_cap = cap};
-    int rc = build_body(b, &d);
+    int rc = build_body(b, &d, NULL);
     *pipeline = d.pipeline;
     return rc;
 }

@@ -246,7 +246,8 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
             .cache_dir = hello.cache_dir[0] ? hello.cache_dir : NULL,
             .extra_extensions = extra,
             .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, masks,
-                                                                   extra, KILN_ARRAY_LEN(extra))};
+                                                                   extra, KILN_ARRAY_LEN(extra)),
+            .no_pipeline_library = true}; /* as the parent's own context (start.c) */
         rc = kiln_vk_create(&vopt, &vk);
         if (rc < 0)
             snprintf(why, sizeof(why), "no Vulkan context");

@@ -39,6 +39,10 @@ struct kiln__prep_item {
     bool driver_cache_hit;
     uint64_t driver_ns;
     bool probe_missed; /* a probe the driver answered "compile required", then compiled */
+    /* Fast-link (kiln_build_run.link): asked, and what the build did. */
+    uint32_t link;
+    bool linked;
+    uint32_t parts_built, parts_reused;
 };
 
 /*

@@ -162,7 +162,8 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
                                  .nbuilders = s->builders.n,
                                  .build_flags =
                                      r->flags & (KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS)};
-    struct kiln__prep_item item = {.key = r->key, .payload = r->payload, .size = r->payload_size};
+    struct kiln__prep_item item = {
+        .key = r->key, .payload = r->payload, .size = r->payload_size, .link = r->link};
     int rc = kiln__prep_build_one(&b, &item, r->worker);
     if (rc == KILN_OK)
         rc = item.status; /* a skip answers KILN_OK with KILN_ENOTSUP here */
@@ -175,6 +176,9 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
     r->driver_cache_hit = r->feedback_valid && item.driver_cache_hit;
     r->driver_ns = r->feedback_valid ? item.driver_ns : 0;
     r->probe_missed = item.probe_missed;
+    r->linked = got && item.linked;
+    r->parts_built = item.parts_built;
+    r->parts_reused = item.parts_reused;
     count_word(&s->word, r, rc);
     note_run(s, r->key, rc);
     return rc;
@@ -190,6 +194,8 @@ int kiln_build_session_run_with(struct kiln_build_session *s, struct kiln_build_
     r.pipeline = NULL;
     r.feedback_valid = r.driver_cache_hit = r.probe_missed = false;
     r.driver_ns = 0;
+    r.linked = false;
+    r.parts_built = r.parts_reused = 0;
     int rc = r.payload ? run_body(s, &r) : KILN_EINVAL;
     KILN_STRUCT_OUT(run, &r);
     return rc;

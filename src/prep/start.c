@@ -326,7 +326,13 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         struct kiln_vk_stage vs[2];
         for (int i = 0; i < ns; i++)
             vs[i] = vk_stage(&op->stages[i], &sp[i]);
-        struct kiln_vk_graphics g = {.size = sizeof(g), .vertex = &vs[0], .fragment = &vs[1]};
+        struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
+        struct kiln_vk_graphics g = {.size = sizeof(g),
+                                     .vertex = &vs[0],
+                                     .fragment = &vs[1],
+                                     .link = it->link & KILN_BUILD_LINK_FAST ? KILN_VK_LINK_FAST
+                                                                             : KILN_VK_LINK_NONE,
+                                     .link_result = &lr};
         struct kiln_vk_pipeline_desc d = {.size = sizeof(d),
                                           .name = name,
                                           .compute = compute ? &vs[0] : NULL,
@@ -338,6 +344,9 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
             d.flags = 0;
             rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
         }
+        it->linked = !compute && lr.linked;
+        it->parts_built = lr.parts_built;
+        it->parts_reused = lr.parts_reused;
     }
     kiln__free(sp[0].map);
     kiln__free(sp[1].map);
@@ -412,7 +421,11 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         req.pipeline_cache = h.pipeline_cache;
         req.vk = b->vk;
         req.worker = worker;
+        req.link = it->link;
         rc = call_builder(b, bld, it, &req);
+        it->linked = req.linked && (it->link & KILN_BUILD_LINK_FAST);
+        it->parts_built = req.parts_built;
+        it->parts_reused = req.parts_reused;
     } else if (rc == KILN_ENOMEM) {
         KILN_WARN("prep", "%s: not built: out of memory", name);
     }
@@ -628,7 +641,12 @@ int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_
             .allocator = w->allocator,
             .extra_extensions = extra,
             .extra_extension_count = kiln__prep_builder_extensions(
-                w->builders, w->nbuilders, got->masks, extra, KILN_ARRAY_LEN(extra))};
+                w->builders, w->nbuilders, got->masks, extra, KILN_ARRAY_LEN(extra)),
+            /* Pipeline libraries only where a program of the run needs them
+             * (a builder names them): the preparation and the warm start
+             * build monolithically, and an extension the run never uses
+             * can cost the driver memory. Fast-link is the service's. */
+            .no_pipeline_library = true};
         KILN_TRY(kiln_vk_create(&vopt, &got->own));
         got->vk = got->own;
     }

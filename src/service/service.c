@@ -47,20 +47,35 @@
  *   ledger_dir, only with a cache that takes puts: the process holds its
  *   writer lock), and kiln_service_destroy saves it after the last build
  *   returned (kiln_build_session_save).
+ *
+ * - Fast-link (KILN_SERVICE_FAST_LINK, docs/runtime.md). An urgent entry's
+ *   build asks for a linked pipeline; a linked answer leaves its tickets
+ *   attached (E_LINKED), and after the program is stored hand_over queues
+ *   the optimized build in the optimize queue (outside the capacity, taken
+ *   FIFO with the background queue), whose end answers them again. Each
+ *   answer is a write-once slot of the ticket published by `pub`, so a
+ *   poll without the lock never reads half a hand-over; a ticket is on one
+ *   notify list at a time (`notifying`), a later answer is handed out by
+ *   the same notifier after the earlier callback (`deferred`), so the
+ *   callbacks of one ticket run in order. Entries that ran are on
+ *   svc->done once (`listed`), whatever they go through after.
  */
 #include "kiln_internal.h"
 
 #include "kiln/pool.h"
 #include "kiln/service.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-enum { Q_BACKGROUND = 0, Q_URGENT = 1 };
-enum entry_state { E_QUEUED, E_RUNNING, E_DONE };
+enum { Q_BACKGROUND = 0, Q_URGENT = 1, Q_OPTIMIZE = 2 };
+/* E_LINKED: answered with a linked pipeline, its optimized build not
+ * queued yet (its worker is storing the program). */
+enum entry_state { E_QUEUED, E_RUNNING, E_LINKED, E_DONE };
 
 #define WAIT_SAMPLES 1024u
 
@@ -76,26 +91,50 @@ struct entry {
     struct kiln_program *program; /* the copy (NULL: by key); freed after the build */
     int error;
     struct kiln_vk_pipeline *pipe;
+    /* Fast-link: the linked pipeline (kept until destroy), whether the
+     * queued or running build is the optimized one, the entry's place on
+     * svc->done, and its queue order among background and optimize. */
+    struct kiln_vk_pipeline *linked_pipe;
+    bool optimizing;
+    bool listed;
+    uint64_t seq;
+};
+
+/* One answer of a ticket: written once, under the lock, before it is
+ * published (kiln_ticket.pub). */
+struct answer {
+    int state;
+    int error;
+    uint64_t pipeline;
+    struct kiln_vk_pipeline *vk_pipeline;
+    uint64_t wait_ns;
+    bool linked;
 };
 
 struct kiln_ticket {
     struct kiln_service *svc;
     atomic_int refs;
-    atomic_int state;
-    /* The answer: written under the lock before `state`. */
-    int error;
-    uint64_t pipeline;
-    struct kiln_vk_pipeline *vk_pipeline;
+    /* The answers published: 0 (pending), 1 (ans[0]: the answer, or the
+     * linked one), 2 (ans[1]: the optimized one after a linked one). Each
+     * slot is written before `pub` moves past it and never again. */
+    atomic_int pub;
+    struct answer ans[2];
     struct kiln_key key;
     bool merged;
-    uint64_t t0, wait_ns;
+    uint64_t t0;
     enum kiln_priority prio;
     kiln_ticket_fn fn;
     void *user;
     bool owned; /* the caller holds it (kiln_service_request's out) */
     struct entry *entry;
+    atomic_bool attached;            /* entry is set (written under the lock) */
     struct kiln_ticket *prev, *next; /* the entry's list */
     struct kiln_ticket *notify;      /* a list of answers to hand out */
+    /* Under the lock: the ticket is on a notify list (its callback runs
+     * for answer slot `notify_slot`), and a later answer came meanwhile,
+     * for the same notifier to hand out next (callbacks stay in order). */
+    bool notifying, deferred;
+    int notify_slot;
 };
 
 struct queue {
@@ -115,8 +154,11 @@ struct kiln_service {
     uint32_t flags;
     bool closing;
     unsigned tokens, running;
-    size_t nqueued;
-    struct queue q[2];
+    size_t nqueued; /* urgent and background: what capacity bounds */
+    size_t nopt;    /* optimized builds queued (one per fast-linked key) */
+    uint64_t seq;
+    bool fast_link; /* KILN_SERVICE_FAST_LINK on a context with pipeline libraries */
+    struct queue q[3];
     struct entry **table;
     size_t nbuckets, nentries;
     struct entry *done;
@@ -185,9 +227,17 @@ static void table_remove(struct kiln_service *svc, struct entry *e)
     svc->nentries--;
 }
 
+static struct queue *queue_of(struct kiln_service *svc, const struct entry *e)
+{
+    if (e->optimizing)
+        return &svc->q[Q_OPTIMIZE];
+    return &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
+}
+
 static void queue_push(struct kiln_service *svc, struct entry *e)
 {
-    struct queue *q = &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
+    struct queue *q = queue_of(svc, e);
+    e->seq = svc->seq++;
     e->qnext = NULL;
     e->qprev = q->tail;
     if (q->tail)
@@ -195,12 +245,15 @@ static void queue_push(struct kiln_service *svc, struct entry *e)
     else
         q->head = e;
     q->tail = e;
-    svc->nqueued++;
+    if (e->optimizing)
+        svc->nopt++;
+    else
+        svc->nqueued++;
 }
 
 static void queue_remove(struct kiln_service *svc, struct entry *e)
 {
-    struct queue *q = &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
+    struct queue *q = queue_of(svc, e);
     if (e->qprev)
         e->qprev->qnext = e->qnext;
     else
@@ -210,13 +263,20 @@ static void queue_remove(struct kiln_service *svc, struct entry *e)
     else
         q->tail = e->qprev;
     e->qprev = e->qnext = NULL;
-    svc->nqueued--;
+    if (e->optimizing)
+        svc->nopt--;
+    else
+        svc->nqueued--;
 }
 
-/* The next entry to build: the urgent list's head, else the background's. */
+/* The next entry to build: the urgent list's head, else the older of the
+ * background and optimize heads (both background priority, one FIFO). */
 static struct entry *queue_pop(struct kiln_service *svc)
 {
-    struct entry *e = svc->q[Q_URGENT].head ? svc->q[Q_URGENT].head : svc->q[Q_BACKGROUND].head;
+    struct entry *e = svc->q[Q_URGENT].head;
+    struct entry *b = svc->q[Q_BACKGROUND].head, *o = svc->q[Q_OPTIMIZE].head;
+    if (!e)
+        e = b && (!o || b->seq < o->seq) ? b : o;
     if (e)
         queue_remove(svc, e);
     return e;
@@ -233,6 +293,7 @@ static void ticket_unref(struct kiln_ticket *t)
 static void ticket_attach(struct entry *e, struct kiln_ticket *t)
 {
     t->entry = e;
+    atomic_store_explicit(&t->attached, true, memory_order_relaxed);
     t->prev = NULL;
     t->next = e->tickets;
     if (e->tickets)
@@ -250,64 +311,132 @@ static void ticket_detach(struct kiln_ticket *t)
     if (t->next)
         t->next->prev = t->prev;
     t->entry = NULL;
+    atomic_store_explicit(&t->attached, false, memory_order_release);
     t->prev = t->next = NULL;
 }
 
-/* Answers a ticket (under the lock): its fields, then its state. The
- * urgent wait of a READY one that waited for a build is sampled for the
- * stats (one answered at once from the table waited for nothing). */
-static void ticket_answer(struct kiln_service *svc, struct kiln_ticket *t, int state, int error,
-                          struct kiln_vk_pipeline *pipe)
+/* The state a ticket's published answer says (PENDING before any). */
+static int ticket_state(const struct kiln_ticket *t)
 {
-    t->error = error;
-    t->vk_pipeline = state == KILN_TICKET_READY ? pipe : NULL;
-    t->pipeline = t->vk_pipeline ? kiln_vk_pipeline_handle(pipe) : 0;
-    t->wait_ns = kiln_now_ns() - t->t0;
-    if (state == KILN_TICKET_READY && t->prio == KILN_PRIORITY_URGENT && t->entry)
-        svc->waits[svc->nwaits++ % WAIT_SAMPLES] = t->wait_ns;
-    if (state == KILN_TICKET_CANCELED)
-        svc->st.canceled++;
-    atomic_store_explicit(&t->state, state, memory_order_release);
+    int pub = atomic_load_explicit(&t->pub, memory_order_acquire);
+    return pub ? t->ans[pub - 1].state : KILN_TICKET_PENDING;
 }
 
-static void ticket_info(const struct kiln_ticket *t, int state, struct kiln_ticket_info *out)
+/* Answers a ticket (under the lock): the next slot, then `pub`. The
+ * urgent wait of the first READY answer of a ticket that waited for a
+ * build is sampled for the stats (one answered at once from the table
+ * waited for nothing). A ticket answered twice is one answered linked. */
+static void ticket_answer(struct kiln_service *svc, struct kiln_ticket *t, int state, int error,
+                          struct kiln_vk_pipeline *pipe, bool linked)
 {
+    int pub = atomic_load_explicit(&t->pub, memory_order_relaxed);
+    assert(pub < 2);
+    struct answer *a = &t->ans[pub];
+    a->state = state;
+    a->error = error;
+    a->vk_pipeline = state == KILN_TICKET_READY ? pipe : NULL;
+    a->pipeline = a->vk_pipeline ? kiln_vk_pipeline_handle(pipe) : 0;
+    a->linked = linked && state == KILN_TICKET_READY;
+    a->wait_ns = kiln_now_ns() - t->t0;
+    if (pub == 0 && state == KILN_TICKET_READY && t->prio == KILN_PRIORITY_URGENT && t->entry)
+        svc->waits[svc->nwaits++ % WAIT_SAMPLES] = a->wait_ns;
+    if (state == KILN_TICKET_CANCELED)
+        svc->st.canceled++;
+    if (a->linked)
+        svc->st.fast_linked++;
+    atomic_store_explicit(&t->pub, pub + 1, memory_order_release);
+}
+
+/* The answer in slot `pub` (0: pending) as the caller reads it. */
+static void ticket_info(const struct kiln_ticket *t, int pub, struct kiln_ticket_info *out)
+{
+    const struct answer *a = pub ? &t->ans[pub - 1] : NULL;
+    int state = a ? a->state : KILN_TICKET_PENDING;
     *out = (struct kiln_ticket_info){.size = sizeof(*out), .state = (enum kiln_ticket_state)state};
-    if (state == KILN_TICKET_PENDING)
+    if (!a)
         return;
-    out->error = t->error;
-    out->pipeline = t->pipeline;
-    out->vk_pipeline = t->vk_pipeline;
+    out->error = a->error;
+    out->pipeline = a->pipeline;
+    out->vk_pipeline = a->vk_pipeline;
     out->key = t->key;
     out->merged = t->merged;
-    out->wait_ns = t->wait_ns;
+    out->wait_ns = a->wait_ns;
+    out->linked = a->linked;
+}
+
+/* Puts a just-answered ticket on *notify (under the lock), the reference
+ * it holds going with it; when its notifier is still calling back for an
+ * earlier answer, that notifier hands this one out next instead. */
+static void push_notify(struct kiln_ticket *t, struct kiln_ticket **notify)
+{
+    if (t->notifying) {
+        t->deferred = true;
+        return;
+    }
+    t->notifying = true;
+    t->notify_slot = atomic_load_explicit(&t->pub, memory_order_relaxed);
+    t->notify = *notify;
+    *notify = t;
 }
 
 /* Answers every ticket of `e` (under the lock), detaching each onto the
- * list *notify for notify_all. */
+ * list *notify for notify_all. A ticket already answered linked and now
+ * cancelled (eviction never reaches one; destroy does) keeps its linked
+ * answer: detached, no callback. */
 static void answer_entry(struct kiln_service *svc, struct entry *e, int state, int error,
                          struct kiln_ticket **notify)
 {
     while (e->tickets) {
         struct kiln_ticket *t = e->tickets;
-        ticket_answer(svc, t, state, error, e->pipe); /* attached: it waited */
+        bool keep =
+            state != KILN_TICKET_READY && atomic_load_explicit(&t->pub, memory_order_relaxed);
+        if (!keep)
+            ticket_answer(svc, t, state, error, e->pipe, false); /* attached: it waited */
         ticket_detach(t);
-        t->notify = *notify;
-        *notify = t;
+        if (keep)
+            ticket_unref(t); /* the entry's hold; the caller's keeps it */
+        else
+            push_notify(t, notify);
     }
 }
 
-/* Outside the lock: each answered ticket's callback, then the entry's
- * hold on it goes. */
-static void notify_all(struct kiln_ticket *list)
+/* Answers every ticket of `e` with its linked pipeline (under the lock);
+ * each stays attached for the optimized answer, and goes on *notify
+ * with a reference of its own. */
+static void answer_linked(struct kiln_service *svc, struct entry *e, struct kiln_ticket **notify)
+{
+    for (struct kiln_ticket *t = e->tickets; t; t = t->next) {
+        if (atomic_load_explicit(&t->pub, memory_order_relaxed))
+            continue; /* joined after the link: answered then */
+        ticket_answer(svc, t, KILN_TICKET_READY, 0, e->linked_pipe, true);
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+        push_notify(t, notify);
+    }
+}
+
+/* Outside the lock: each answered ticket's callback (and a deferred later
+ * answer's, in order), then the list's hold on it goes. */
+static void notify_all(struct kiln_service *svc, struct kiln_ticket *list)
 {
     while (list) {
         struct kiln_ticket *t = list;
         list = t->notify;
-        if (t->fn) {
-            struct kiln_ticket_info info;
-            ticket_info(t, atomic_load_explicit(&t->state, memory_order_acquire), &info);
-            t->fn(t->user, t->owned ? t : NULL, &info);
+        int slot = t->notify_slot;
+        for (;;) {
+            if (t->fn) {
+                struct kiln_ticket_info info;
+                ticket_info(t, slot, &info);
+                t->fn(t->user, t->owned ? t : NULL, &info);
+            }
+            pthread_mutex_lock(&svc->lock);
+            bool again = t->deferred;
+            t->deferred = false;
+            t->notifying = again;
+            slot = atomic_load_explicit(&t->pub, memory_order_relaxed);
+            pthread_mutex_unlock(&svc->lock);
+            if (!again)
+                break;
+            ticket_unref(t); /* the deferred answer's hold */
         }
         ticket_unref(t);
     }
@@ -336,42 +465,56 @@ static void count_driver_word(struct kiln_service *svc, const struct kiln_build_
     pthread_mutex_unlock(&svc->lock);
 }
 
-/* Builds one payload into e->pipe: a probe first where the device has it
- * (the driver answers at once), a compile only when the driver says one
- * is needed, in the same run (KILN_BUILD_COMPILE_ON_MISS: the stages are
- * staged once). @return the build's result. */
-static int build_payload(struct kiln_service *svc, struct entry *e, const void *payload,
-                         size_t size, unsigned worker)
+/* What one build of an entry made (entry_build, outside the lock). */
+struct built {
+    struct kiln_vk_pipeline *pipe;
+    bool store;  /* the cache lacked the program: store it */
+    bool linked; /* pipe is a fast-linked one */
+    bool from_cache;
+    uint32_t parts_built, parts_reused;
+};
+
+/*
+ * One payload through the build session: with `link`, the fast-link ask
+ * (a link is no compile, so it is not probed); else a probe first where
+ * the device has it (the driver answers at once), a compile only when the
+ * driver says one is needed, in the same run (KILN_BUILD_COMPILE_ON_MISS:
+ * the stages are staged once). @return the build's result.
+ */
+static int run_payload(struct kiln_service *svc, struct entry *e, const void *payload, size_t size,
+                       unsigned worker, uint32_t link, struct built *b)
 {
-    struct kiln_build_run r = {.size = sizeof(r),
-                               .key = e->key,
-                               .payload = payload,
-                               .payload_size = size,
-                               .worker = worker,
-                               .flags =
-                                   svc->probe ? KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS : 0};
-    int rc = kiln_build_session_run_with(svc->session, &r);
-    count_driver_word(svc, &r, rc);
-    e->pipe = r.pipeline;
+    struct kiln_build_run run = KILN_BUILD_RUN_INIT;
+    run.key = e->key;
+    run.payload = payload;
+    run.payload_size = size;
+    run.worker = worker;
+    run.link = link;
+    run.flags = svc->probe && !link ? KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS : 0;
+    int rc = kiln_build_session_run_with(svc->session, &run);
+    count_driver_word(svc, &run, rc);
+    b->pipe = run.pipeline;
+    b->linked = run.linked;
+    b->parts_built = run.parts_built;
+    b->parts_reused = run.parts_reused;
     return rc;
 }
 
 /*
  * Builds e's pipeline: the cache's record of its key when it has one, else
- * the program sealed here. @return the build's result; *store is set when
- * the program should be stored (the cache lacked it).
+ * the program sealed here; `link` asks for a fast link (KILN_BUILD_LINK_*).
+ * @return the build's result, with what it made in *b.
  */
-static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worker, bool *store)
+static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worker, uint32_t link,
+                       struct built *b)
 {
-    *store = false;
+    *b = (struct built){.pipe = NULL};
     struct kiln_cache_result r = {.data = NULL};
     int rc = svc->cache ? kiln_cache_get(svc->cache, e->key, &r) : KILN_ENOTFOUND;
     if (rc == KILN_OK) {
-        rc = build_payload(svc, e, r.data ? r.data : "", r.size, worker);
+        rc = run_payload(svc, e, r.data ? r.data : "", r.size, worker, link, b);
         kiln_cache_payload_free(r.data);
-        pthread_mutex_lock(&svc->lock);
-        svc->st.from_cache++;
-        pthread_mutex_unlock(&svc->lock);
+        b->from_cache = true;
         return rc;
     }
     if (!e->program)
@@ -381,8 +524,8 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     struct kiln_program_sealed s = {.size = sizeof(s)};
     rc = kiln_program_seal(e->program, &so, &s);
     if (rc == KILN_OK) {
-        rc = build_payload(svc, e, s.payload, s.payload_size, worker);
-        *store = svc->store;
+        rc = run_payload(svc, e, s.payload, s.payload_size, worker, link, b);
+        b->store = svc->store;
     }
     kiln_program_sealed_clear(&s);
     return rc;
@@ -401,25 +544,84 @@ static void entry_store(struct kiln_service *svc, struct entry *e)
     pthread_mutex_unlock(&svc->lock);
 }
 
-/* Ends a build (under the lock): the entry is answered and kept. */
-static void entry_done(struct kiln_service *svc, struct entry *e, int rc,
+/* Ends the optimized build of a fast-linked entry (under the lock): its
+ * tickets get the optimized pipeline; when it failed they keep the
+ * linked one (no second answer), as do later requests of the key. */
+static void optimized_done(struct kiln_service *svc, struct entry *e, int rc, struct built *b,
+                           struct kiln_ticket **notify)
+{
+    e->optimizing = false;
+    e->state = E_DONE;
+    if (rc < 0) {
+        svc->st.failed++;
+        answer_entry(svc, e, KILN_TICKET_CANCELED, rc, notify); /* detaches: linked stays */
+        return;
+    }
+    e->pipe = b->pipe;
+    svc->st.built_background++;
+    svc->st.optimized++;
+    answer_entry(svc, e, KILN_TICKET_READY, 0, notify);
+}
+
+/* Ends a build (under the lock): the entry is answered and kept; a
+ * linked one waits in E_LINKED for hand_over to queue its optimized build. */
+static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct built *b,
                        struct kiln_ticket **notify)
 {
-    e->state = E_DONE;
-    e->error = rc < 0 ? rc : 0;
-    if (rc == KILN_ENOTFOUND)
-        table_remove(svc, e); /* by key and not stored yet: it may be later */
-    e->dnext = svc->done;
-    svc->done = e;
     svc->running--;
-    if (rc < 0)
-        svc->st.failed++;
-    else if (e->prio == KILN_PRIORITY_URGENT)
+    svc->st.from_cache += b->from_cache;
+    svc->st.parts_built += b->parts_built;
+    svc->st.parts_reused += b->parts_reused;
+    if (!e->listed) {
+        e->dnext = svc->done;
+        svc->done = e;
+        e->listed = true;
+    }
+    if (e->optimizing) {
+        optimized_done(svc, e, rc, b, notify);
+    } else if (rc == KILN_OK && b->linked) {
+        e->state = E_LINKED;
+        e->linked_pipe = b->pipe;
         svc->st.built_urgent++;
-    else
-        svc->st.built_background++;
-    answer_entry(svc, e, rc < 0 ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error, notify);
+        answer_linked(svc, e, notify);
+    } else {
+        e->state = E_DONE;
+        e->error = rc < 0 ? rc : 0;
+        e->pipe = b->pipe;
+        if (rc == KILN_ENOTFOUND)
+            table_remove(svc, e); /* by key and not stored yet: it may be later */
+        if (rc < 0)
+            svc->st.failed++;
+        else if (e->prio == KILN_PRIORITY_URGENT)
+            svc->st.built_urgent++;
+        else
+            svc->st.built_background++;
+        answer_entry(svc, e, rc < 0 ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error, notify);
+    }
     pthread_cond_broadcast(&svc->answered);
+}
+
+/* After a linked answer went out (and the program was stored): queues the
+ * optimized build at background priority, to this token's own loop.
+ * While the service closes, the entry ends here with its linked pipeline.
+ * @return whether the program copy is still wanted (by that build). */
+static bool hand_over(struct kiln_service *svc, struct entry *e)
+{
+    struct kiln_ticket *notify = NULL;
+    pthread_mutex_lock(&svc->lock);
+    bool queue = !svc->closing;
+    if (queue) {
+        e->state = E_QUEUED;
+        e->optimizing = true;
+        e->prio = KILN_PRIORITY_BACKGROUND;
+        queue_push(svc, e);
+    } else {
+        e->state = E_DONE;
+        answer_entry(svc, e, KILN_TICKET_CANCELED, KILN_ECANCELED, &notify);
+    }
+    pthread_mutex_unlock(&svc->lock);
+    notify_all(svc, notify);
+    return queue;
 }
 
 /* A pool job: builds queued entries, urgent first, until none is left. */
@@ -432,19 +634,27 @@ static int token_run(void *arg, unsigned worker)
         if (!e)
             break;
         e->state = E_RUNNING;
+        bool optimizing = e->optimizing;
+        uint32_t link = svc->fast_link && !optimizing && e->prio == KILN_PRIORITY_URGENT
+                            ? KILN_BUILD_LINK_FAST
+                            : 0u;
         svc->running++;
         pthread_mutex_unlock(&svc->lock);
-        bool store = false;
-        int rc = entry_build(svc, e, worker, &store);
+        struct built b;
+        int rc = entry_build(svc, e, worker, link, &b);
         struct kiln_ticket *notify = NULL;
         pthread_mutex_lock(&svc->lock);
-        entry_done(svc, e, rc, &notify);
+        entry_done(svc, e, rc, &b, &notify);
         pthread_mutex_unlock(&svc->lock);
-        notify_all(notify);
-        if (store && rc == KILN_OK)
+        notify_all(svc, notify);
+        if (b.store && rc == KILN_OK && !optimizing)
             entry_store(svc, e);
-        kiln_program_destroy(e->program); /* only this worker holds it now */
-        e->program = NULL;
+        /* Only this worker holds the copy now, or hands it to the
+         * optimized build. */
+        if (!(rc == KILN_OK && b.linked && !optimizing && hand_over(svc, e))) {
+            kiln_program_destroy(e->program);
+            e->program = NULL;
+        }
         pthread_mutex_lock(&svc->lock);
     }
     svc->tokens--;
@@ -498,16 +708,26 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
     svc->st.merged++;
     t->merged = true;
     if (e->state == E_DONE) {
+        /* The optimized pipeline, or the linked one when its build failed. */
+        bool linked = !e->pipe && e->linked_pipe;
         svc->st.answered_known++;
-        ticket_answer(svc, t, e->error ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error, e->pipe);
+        ticket_answer(svc, t, e->error ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error,
+                      linked ? e->linked_pipe : e->pipe, linked);
         atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); /* the list's */
-        t->notify = *notify;
-        *notify = t;
+        push_notify(t, notify);
         return;
+    }
+    if (e->linked_pipe) {
+        /* Linked, its optimized build on the way: the linked one now, the
+         * optimized one when it is built (attached below). */
+        svc->st.answered_known++;
+        ticket_answer(svc, t, KILN_TICKET_READY, 0, e->linked_pipe, true);
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); /* the list's */
+        push_notify(t, notify);
     }
     atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     ticket_attach(e, t);
-    if (e->state == E_QUEUED && e->prio != KILN_PRIORITY_URGENT &&
+    if (e->state == E_QUEUED && !e->optimizing && e->prio != KILN_PRIORITY_URGENT &&
         t->prio == KILN_PRIORITY_URGENT) {
         queue_remove(svc, e);
         e->prio = KILN_PRIORITY_URGENT;
@@ -582,7 +802,7 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
     t->t0 = kiln_now_ns();
     /* Holders: the caller, the entry while attached, a notify list. */
     atomic_init(&t->refs, t->owned ? 1 : 0);
-    atomic_init(&t->state, KILN_TICKET_PENDING);
+    atomic_init(&t->pub, 0);
 
     struct kiln_program *copy = NULL;
     struct kiln_ticket *notify = NULL;
@@ -611,7 +831,7 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
     }
     if (rc < 0)
         kiln__free(t); /* never placed */
-    notify_all(notify);
+    notify_all(svc, notify);
     if (out)
         *out = rc < 0 ? NULL : t;
     return rc;
@@ -633,14 +853,14 @@ int kiln_ticket_poll(const struct kiln_ticket *t, struct kiln_ticket_info *info)
 {
     if (!t)
         return KILN_EINVAL;
-    int state = atomic_load_explicit(&t->state, memory_order_acquire);
+    int pub = atomic_load_explicit(&t->pub, memory_order_acquire);
     if (info) {
         KILN_TRY(kiln__struct_out_check(info, "kiln_ticket_info"));
         struct kiln_ticket_info own;
-        ticket_info(t, state, &own);
+        ticket_info(t, pub, &own);
         KILN_STRUCT_OUT(info, &own);
     }
-    return state;
+    return pub ? t->ans[pub - 1].state : KILN_TICKET_PENDING;
 }
 
 /* An absolute CLOCK_MONOTONIC time `ns` from now, for a timed wait on
@@ -659,12 +879,12 @@ int kiln_ticket_wait(struct kiln_ticket *t, uint64_t timeout_ns, struct kiln_tic
 {
     if (!t)
         return KILN_EINVAL;
-    if (atomic_load_explicit(&t->state, memory_order_acquire) == KILN_TICKET_PENDING) {
+    if (ticket_state(t) == KILN_TICKET_PENDING) {
         struct kiln_service *svc = t->svc; /* alive: destroy answers every pending ticket */
         /* About 100 years stands for no bound (and keeps tv_sec in range). */
         struct timespec end = deadline(timeout_ns > (3ull << 60) ? 3ull << 60 : timeout_ns);
         pthread_mutex_lock(&svc->lock);
-        while (atomic_load_explicit(&t->state, memory_order_acquire) == KILN_TICKET_PENDING)
+        while (ticket_state(t) == KILN_TICKET_PENDING)
             if (pthread_cond_timedwait(&svc->answered, &svc->lock, &end) != 0)
                 break;
         pthread_mutex_unlock(&svc->lock);
@@ -676,7 +896,10 @@ int kiln_ticket_cancel(struct kiln_ticket *t)
 {
     if (!t)
         return KILN_EINVAL;
-    if (atomic_load_explicit(&t->state, memory_order_acquire) != KILN_TICKET_PENDING)
+    /* An answered ticket may still wait for its optimized answer (attached):
+     * cancelling it stops that one, and the linked answer stays. */
+    if (ticket_state(t) != KILN_TICKET_PENDING &&
+        !atomic_load_explicit(&t->attached, memory_order_acquire))
         return kiln_ticket_poll(t, NULL);
     struct kiln_service *svc = t->svc;
     struct entry *gone = NULL;
@@ -685,9 +908,10 @@ int kiln_ticket_cancel(struct kiln_ticket *t)
     struct entry *e = t->entry;
     if (e) {
         ticket_detach(t);
-        ticket_answer(svc, t, KILN_TICKET_CANCELED, KILN_ECANCELED, NULL);
+        if (!atomic_load_explicit(&t->pub, memory_order_relaxed))
+            ticket_answer(svc, t, KILN_TICKET_CANCELED, KILN_ECANCELED, NULL, false);
         detached = true;
-        if (e->state == E_QUEUED && !e->tickets) {
+        if (e->state == E_QUEUED && !e->optimizing && !e->tickets) {
             queue_remove(svc, e);
             table_remove(svc, e);
             svc->st.dropped++;
@@ -727,7 +951,7 @@ int kiln_service_get_stats(struct kiln_service *svc, struct kiln_service_stats *
     uint64_t *w = kiln__malloc(sizeof(svc->waits));
     pthread_mutex_lock(&svc->lock);
     struct kiln_service_stats s = svc->st;
-    s.queued = (unsigned)svc->nqueued;
+    s.queued = (unsigned)(svc->nqueued + svc->nopt);
     s.running = svc->running;
     s.workers = svc->workers;
     size_t n = svc->nwaits < WAIT_SAMPLES ? (size_t)svc->nwaits : WAIT_SAMPLES;
@@ -751,6 +975,7 @@ static void service_free(struct kiln_service *svc)
     for (struct entry *e = svc->done, *next; e; e = next) {
         next = e->dnext;
         kiln_vk_pipeline_destroy(svc->vk, e->pipe);
+        kiln_vk_pipeline_destroy(svc->vk, e->linked_pipe);
         entry_free(e);
     }
     kiln__free(svc->table);
@@ -784,6 +1009,10 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
     }
     svc->flags = o.flags;
     svc->probe = kiln_vk_get_info(o.vk)->compile_probe && !(o.flags & KILN_SERVICE_NO_PROBE);
+    const struct kiln_vk_info *vi = kiln_vk_get_info(o.vk);
+    svc->fast_link = (o.flags & KILN_SERVICE_FAST_LINK) && vi->pipeline_library;
+    if ((o.flags & KILN_SERVICE_FAST_LINK) && !svc->fast_link)
+        KILN_INFO("service", "%s: no pipeline libraries: fast-link is off", vi->device_name);
     svc->capacity = o.queue_capacity ? o.queue_capacity : KILN_SERVICE_DEFAULT_QUEUE;
     svc->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o.workers, NULL);
     svc->nbuckets = 256;
@@ -831,14 +1060,17 @@ void kiln_service_destroy(struct kiln_service *svc)
     pthread_mutex_lock(&svc->lock);
     svc->closing = true;
     for (struct entry *e; (e = queue_pop(svc)) != NULL;) {
-        table_remove(svc, e);
         answer_entry(svc, e, KILN_TICKET_CANCELED, KILN_ECANCELED, &notify);
+        e->state = E_DONE;
+        if (e->listed)
+            continue; /* an optimized build not run: its linked pipeline stays */
+        table_remove(svc, e);
         e->dnext = dropped;
         dropped = e;
     }
     pthread_cond_broadcast(&svc->answered);
     pthread_mutex_unlock(&svc->lock);
-    notify_all(notify);
+    notify_all(svc, notify);
     while (dropped) {
         struct entry *e = dropped;
         dropped = e->dnext;

@@ -417,6 +417,8 @@ struct extra_features {
 /* Whether the caller asked for extension `name` in its extra list. */
 static bool asked(const struct kiln_vk_options *opt, const char *name)
 {
+    if (kiln__vk_library_wanted(opt, name))
+        return true; /* pipeline libraries: wherever offered (vk_library.c) */
     for (uint32_t i = 0; i < opt->extra_extension_count; i++)
         if (opt->extra_extensions[i] && strcmp(opt->extra_extensions[i], name) == 0)
             return true;
@@ -699,7 +701,8 @@ static int make_device(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->info.dynamic_rendering = use_dr;
     if (opt->validate)
         kiln_vk_set_validation(vk, true);
-    return KILN_OK;
+    return kiln__vk_library_probe(
+        vk, kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library"));
 }
 
 static int make_layout(struct kiln_vk *vk)
@@ -800,7 +803,7 @@ static int wrap_external(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     vk->info.compile_probe = x->pipeline_creation_cache_control;
     if (opt->validate)
         kiln_vk_set_validation(vk, true);
-    return KILN_OK;
+    return kiln__vk_library_probe(vk, x->graphics_pipeline_library && !opt->no_pipeline_library);
 }
 
 static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
@@ -903,6 +906,7 @@ void kiln_vk_destroy(struct kiln_vk *vk)
      * functions may be missing when wrapping failed half-way. */
     if (vk->device && vk->fn.vkDestroyDescriptorSetLayout) {
         kiln__vk_destroy_objects(vk);
+        kiln__vk_library_destroy(vk); /* after the pipelines linked from its parts */
         if (vk->cache && !vk->external_cache)
             vk->fn.vkDestroyPipelineCache(vk->device, vk->cache, vk->alloc);
         if (vk->layout)
@@ -955,6 +959,10 @@ void kiln_vk_get_stats(const struct kiln_vk *vk, struct kiln_vk_stats *s)
         .feedback_cache_hits = atomic_load(&v->feedback_cache_hits),
         .feedback_driver_ns = atomic_load(&v->feedback_driver_ns),
         .compile_required = atomic_load(&v->compile_required),
+        .pipelines_linked = atomic_load(&v->pipelines_linked),
+        .parts_built = atomic_load(&v->parts_built),
+        .parts_reused = atomic_load(&v->parts_reused),
+        .live_parts = atomic_load(&v->live_parts),
     };
     KILN_STRUCT_OUT(s, &st);
 }

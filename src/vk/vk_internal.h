@@ -147,6 +147,14 @@ struct kiln_vk {
      * wrapping an application's). */
     char extensions[KILN_VK_MAX_EXTENSIONS][VK_MAX_EXTENSION_NAME_SIZE];
     uint32_t nextensions;
+
+    /* Pipeline libraries (vk_library.c): the parts table (NULL without
+     * the extension) and its counters. */
+    struct kiln__vk_parts *parts;
+    atomic_ullong pipelines_linked;
+    atomic_ullong parts_built;
+    atomic_ullong parts_reused;
+    atomic_llong live_parts;
 };
 
 /* Opens the loader; @return vkGetInstanceProcAddr or NULL with `why` filled. */
@@ -207,6 +215,41 @@ int kiln__spirv_reflect(const uint32_t *words, size_t n, struct kiln__spirv_ifac
 /* A VkDescriptorType's name for log lines ("storage buffer"); any other
  * value: "resource of unknown type". */
 const char *kiln__descriptor_type_name(int type);
+
+/* ---- pipeline libraries (vk_library.c) ---------------------------------- */
+
+/* The four library parts: vertex input, pre-rasterization, fragment
+ * shader, fragment output. */
+#define KILN__VK_PARTS 4
+
+/* Whether extension `name` is one kiln_vk_create enables for pipeline
+ * libraries unless opt->no_pipeline_library (vk_context.c asks). */
+bool kiln__vk_library_wanted(const struct kiln_vk_options *opt, const char *name);
+
+/* After the device is made, `enabled` saying whether the extension is:
+ * fills info.pipeline_library and library_fast_linking, and makes the
+ * parts table when it is on. @return 0 or KILN_ENOMEM. */
+int kiln__vk_library_probe(struct kiln_vk *vk, bool enabled);
+
+/* Destroys every part and the table (after the pipelines linked from them). */
+void kiln__vk_library_destroy(struct kiln_vk *vk);
+
+/*
+ * Creates the pipeline of the whole create info `ci` by linking its four
+ * parts (keys[k] names part k in the context's table; a part not there is
+ * built from `ci`), with no link-time optimisation; when a part or the
+ * link fails, by a monolithic create of `ci`. res->linked says which;
+ * parts_built and parts_reused are added to. @return the driver's answer.
+ */
+VkResult kiln__vk_link(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *ci,
+                       const struct kiln_key keys[KILN__VK_PARTS], VkPipeline *out,
+                       struct kiln_vk_link_result *res);
+
+/* kiln__vk_link for kiln's own graphics shape: the parts keyed by the
+ * format and each stage (vk_library.c, the top). */
+VkResult kiln__vk_link_builtin(struct kiln_vk *vk, const struct kiln_vk_graphics *g,
+                               VkFormat format, const VkGraphicsPipelineCreateInfo *ci,
+                               VkPipeline *out, struct kiln_vk_link_result *res);
 
 /* Destroys every pipeline, kept module and render pass of the context. */
 void kiln__vk_destroy_objects(struct kiln_vk *vk);

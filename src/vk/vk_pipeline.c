@@ -590,10 +590,16 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
         .subpass = 0,
     };
     VkPipeline handle = VK_NULL_HANDLE;
+    struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
     VkResult res =
-        vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
+        g.link == KILN_VK_LINK_FAST && vk->info.pipeline_library &&
+                !(a->flags & KILN_VK_PIPELINE_NO_COMPILE) /* a link is no probe */
+            ? kiln__vk_link_builtin(vk, &g, format, &ci, &handle, &lr)
+            : vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &fs);
     kiln_vk_stage_release(vk, &vs);
+    if (g.link_result && kiln__struct_out_check(g.link_result, "kiln_vk_link_result") == KILN_OK)
+        KILN_STRUCT_OUT(g.link_result, &lr);
     return finish_pipeline(vk, name, "graphics", res, handle, a, out);
 }
 

@@ -90,6 +90,10 @@ static struct fixture {
     struct kiln_program_opened *opened;
     struct kiln_build_session_options session_options;
     struct kiln_build_session *session;
+    struct kiln_build_run build_run;
+    VkGraphicsPipelineCreateInfo link_ci;
+    struct kiln_key link_keys[KILN_VK_PARTS];
+    VkPipeline link_out;
     struct kiln_service_options service_options;
     struct kiln_pipeline_request service_request;
     struct kiln_service_stats service_stats;
@@ -138,6 +142,9 @@ static void fixture_open(void)
     F.prepare.cache_dir = F.dir;
     F.start.cache_dir = F.dir;
     F.session_options.size = sizeof(F.session_options);
+    F.build_run.size = sizeof(F.build_run);
+    F.build_run.payload = F.buf;
+    F.build_run.payload_size = 64;
     F.service_options.size = sizeof(F.service_options);
     F.service_request.size = sizeof(F.service_request);
     F.service_request.program = F.program;
@@ -611,6 +618,8 @@ static int job(void *arg, unsigned worker)
     E(vk_adopt, kiln_vk_pipeline_adopt, KILN_EINVAL,                                               \
       kiln_vk_pipeline_adopt(NULL, VK_NULL_HANDLE, &F.pipeline))                                   \
     V(vk_get_handles, kiln_vk_get_handles, kiln_vk_get_handles(NULL, NULL))                        \
+    E(vk_link_graphics_vk, kiln_vk_link_graphics, KILN_EINVAL,                                     \
+      kiln_vk_link_graphics(NULL, &F.link_ci, F.link_keys, &F.link_out, NULL))                     \
     E(vk_stage_module_out, kiln_vk_stage_module, KILN_EINVAL,                                      \
       kiln_vk_stage_module(NULL, "p", &F.vk_stage, VK_SHADER_STAGE_COMPUTE_BIT, NULL))             \
     V(vk_stage_release, kiln_vk_stage_release, kiln_vk_stage_release(NULL, NULL))                  \
@@ -890,6 +899,14 @@ KT_CASE(vk_null_with_context)
     KT_CHECK_EQ(kiln_vk_graphics_pipeline(vk, "p", NULL, &p), KILN_EINVAL);
     KT_CHECK_EQ(kiln_vk_module_create(vk, "p", NULL, &m), KILN_EINVAL);
     KT_CHECK_EQ(kiln_vk_pipeline_adopt(vk, VK_NULL_HANDLE, NULL), KILN_EINVAL);
+    VkPipeline lp = VK_NULL_HANDLE;
+    struct kiln_key lk[KILN_VK_PARTS] = {{0}};
+    VkGraphicsPipelineCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO};
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, NULL, lk, &lp, NULL), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, &lci, NULL, &lp, NULL), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, &lci, lk, NULL, NULL), KILN_EINVAL);
+    /* No rasterization state: not a plain pipeline, refused before the driver. */
+    KT_CHECK_EQ(kiln_vk_link_graphics(vk, &lci, lk, &lp, NULL), KILN_ENOTSUP);
     struct kiln_vk_staged st = KILN_VK_STAGED_INIT;
     KT_CHECK_EQ(kiln_vk_stage_module(vk, "p", NULL, VK_SHADER_STAGE_COMPUTE_BIT, &st), KILN_EINVAL);
     KT_CHECK(st.module == VK_NULL_HANDLE && st.words == NULL); /* needs no release */
@@ -906,6 +923,9 @@ KT_CASE(vk_null_with_context)
     KT_CHECK_OK(kiln_build_session_create(&bo, &bs));
     KT_CHECK_EQ(kiln_build_session_run(bs, F.key, NULL, 64, 0, &p), KILN_EINVAL);
     KT_CHECK_EQ(kiln_build_session_run(bs, F.key, F.buf, 64, 0, NULL), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_build_session_run_with(bs, NULL), KILN_EINVAL);
+    struct kiln_build_run no_payload = KILN_BUILD_RUN_INIT;
+    KT_CHECK_EQ(kiln_build_session_run_with(bs, &no_payload), KILN_EINVAL);
     kiln_build_session_destroy(bs);
     struct kiln_service_options so = KILN_SERVICE_OPTIONS_INIT;
     so.vk = vk;

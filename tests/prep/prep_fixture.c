@@ -217,8 +217,10 @@ uint64_t pf_stamp(struct pf_input *in)
 }
 
 /* The application's instance and device, made with the loader; exit(77)
- * where there is none. */
-void pf_own_vulkan_make(struct pf_own_vulkan *v)
+ * where there is none. With `gpl`, the device has
+ * VK_EXT_graphics_pipeline_library (and VK_KHR_pipeline_library) with its
+ * graphicsPipelineLibrary feature; exit(77) where it is not offered. */
+static void own_vulkan_make(struct pf_own_vulkan *v, bool gpl)
 {
     memset(v, 0, sizeof(*v));
     v->lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -264,10 +266,23 @@ void pf_own_vulkan_make(struct pf_own_vulkan *v)
                                   .queueFamilyIndex = v->family,
                                   .queueCount = 1,
                                   .pQueuePriorities = &prio};
+    static const char *const gpl_ext[] = {"VK_KHR_pipeline_library",
+                                          "VK_EXT_graphics_pipeline_library"};
+    VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+        .graphicsPipelineLibrary = VK_TRUE};
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                              .pNext = gpl ? &gf : NULL,
                               .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &dq};
-    KT_REQUIRE(cd(v->phys, &dci, NULL, &v->device) == VK_SUCCESS);
+                              .pQueueCreateInfos = &dq,
+                              .enabledExtensionCount = gpl ? 2 : 0,
+                              .ppEnabledExtensionNames = gpl ? gpl_ext : NULL};
+    r = cd(v->phys, &dci, NULL, &v->device);
+    if (gpl && r == VK_ERROR_EXTENSION_NOT_PRESENT) {
+        fprintf(stderr, "SKIP: the device lacks VK_EXT_graphics_pipeline_library\n");
+        exit(77);
+    }
+    KT_REQUIRE(r == VK_SUCCESS);
     v->gdpa = (PFN_vkGetDeviceProcAddr)v->gipa(v->instance, "vkGetDeviceProcAddr");
     v->destroy_device = (PFN_vkDestroyDevice)v->gdpa(v->device, "vkDestroyDevice");
     PFN_vkCreatePipelineCache cpc =
@@ -278,6 +293,16 @@ void pf_own_vulkan_make(struct pf_own_vulkan *v)
     KT_REQUIRE(cpc && v->destroy_cache && v->cache_data);
     KT_REQUIRE(cpc(v->device, &pci, NULL, &v->cache) == VK_SUCCESS);
     pf_pin_loaded_libraries();
+}
+
+void pf_own_vulkan_make(struct pf_own_vulkan *v)
+{
+    own_vulkan_make(v, false);
+}
+
+void pf_own_vulkan_make_gpl(struct pf_own_vulkan *v)
+{
+    own_vulkan_make(v, true);
 }
 
 struct kiln_vk_external pf_own_external(const struct pf_own_vulkan *v)

@@ -117,6 +117,10 @@ struct pf_own_vulkan {
  * empty pipeline cache); exit(77) where there is none. */
 void pf_own_vulkan_make(struct pf_own_vulkan *v);
 
+/* pf_own_vulkan_make with VK_EXT_graphics_pipeline_library enabled on the
+ * device (exit(77) where it is not offered). */
+void pf_own_vulkan_make_gpl(struct pf_own_vulkan *v);
+
 /* What kiln_vk_options.external takes to wrap them (the cache included). */
 struct kiln_vk_external pf_own_external(const struct pf_own_vulkan *v);
 

@@ -1,0 +1,30 @@
+/*
+ * foz_link.h - the Fossilize builder's fast-link ask, between kiln's
+ * adapter (foz_builder_kiln.c, which reads kiln_build_request.link) and
+ * the builder (foz_builder_rt.c, foz_builder.c, which link a recorded
+ * graphics pipeline from library parts through kiln_vk_link_graphics).
+ * Nothing here is part of any public header.
+ */
+#ifndef KILN_FOZ_LINK_H
+#define KILN_FOZ_LINK_H
+
+#include "kiln/foz.h"
+#include "kiln/vk.h"
+
+/* A fast-link ask: the context whose parts table links (the builder's
+ * device must be its device), and the answer. */
+struct kiln__fb_link {
+    struct kiln_vk *vk;
+    bool linked; /* out: the pipeline was linked from parts */
+    uint32_t parts_built, parts_reused;
+};
+
+/* kiln_foz_builder_build_with, with the fast-link ask (NULL: none): a
+ * plain recorded graphics pipeline is linked from parts keyed by the
+ * recorded state each depends on; any other is built as
+ * kiln_foz_builder_build_with builds it. @return as
+ * kiln_foz_builder_build_with. */
+int kiln__foz_builder_build_linked(struct kiln_foz_builder *b, struct kiln_foz_build *build,
+                                   struct kiln__fb_link *link);
+
+#endif /* KILN_FOZ_LINK_H */
