@@ -117,6 +117,12 @@ struct kiln_service_options {
     const struct kiln_executor *executor;
     /* KILN_SERVICE_* flags. */
     uint32_t flags;
+    /* (0.2) The most workers background builds (and fast-link's optimized
+     * builds) take at once; 0: every worker but one (at least one), so an
+     * urgent request always finds a worker free and waits for no build at
+     * all (docs/runtime.md, "Priorities"). Give `workers` to let background
+     * builds take them all. */
+    unsigned background_workers;
 };
 /* (The build ledger: with a cache that takes puts, what the service builds
  * or fails is noted in its folder's ledger.kpl, as kiln_prepare notes it,
@@ -212,6 +218,9 @@ struct kiln_service_stats {
     uint64_t feedback_pipelines; /* pipelines built with valid feedback */
     uint64_t driver_cache_hits;  /* of those, held by the pipeline cache: no compile */
     uint64_t driver_ns;          /* the driver's own time for them */
+    /* (0.2) The most workers background builds take at once (see
+     * kiln_service_options.background_workers). */
+    unsigned background_workers;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 

@@ -66,6 +66,7 @@
 #include "kiln/service.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -166,6 +167,14 @@ struct kiln_service {
     uint64_t waits[WAIT_SAMPLES];
     uint64_t nwaits;
     bool probe; /* workers probe before compiling (see the top) */
+    /* Background and optimized builds running, and the most there may be
+     * (kiln_service_options.background_workers): the rest stay free for
+     * urgent requests. */
+    unsigned running_background, background_max;
+    /* Per state kind: its builder takes modules recorded from a working
+     * application as they are (KILN_BUILDER_RECORDED_SPIRV), so a program
+     * of the kind is sealed as kiln_prepare seals it. */
+    bool recorded[KILN_STATE_KINDS];
 };
 
 /* ---- the table and the queues (under the lock) --------------------------- */
@@ -271,14 +280,17 @@ static void queue_remove(struct kiln_service *svc, struct entry *e)
 
 /* The next entry to build: the urgent list's head, else the older of the
  * background and optimize heads (both background priority, one FIFO). */
-static struct entry *queue_pop(struct kiln_service *svc)
+static struct entry *queue_pop(struct kiln_service *svc, bool *background)
 {
     struct entry *e = svc->q[Q_URGENT].head;
     struct entry *b = svc->q[Q_BACKGROUND].head, *o = svc->q[Q_OPTIMIZE].head;
-    if (!e)
+    *background = !e;
+    /* A background build only where it leaves the urgent workers free. */
+    if (!e && svc->running_background < svc->background_max)
         e = b && (!o || b->seq < o->seq) ? b : o;
     if (e)
         queue_remove(svc, e);
+    svc->running_background += e && *background;
     return e;
 }
 
@@ -519,8 +531,11 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     }
     if (!e->program)
         return rc; /* by key, and the cache has no whole record of it */
-    struct kiln_program_seal_options so = {.size = sizeof(so),
-                                           .dict = svc->cache ? kiln_cache_dict(svc->cache) : NULL};
+    uint32_t kind = e->program->state_kind;
+    struct kiln_program_seal_options so = {
+        .size = sizeof(so),
+        .dict = svc->cache ? kiln_cache_dict(svc->cache) : NULL,
+        .flags = kind < KILN_STATE_KINDS && svc->recorded[kind] ? KILN_PROGRAM_RECORDED_SPIRV : 0u};
     struct kiln_program_sealed s = {.size = sizeof(s)};
     rc = kiln_program_seal(e->program, &so, &s);
     if (rc == KILN_OK) {
@@ -630,7 +645,8 @@ static int token_run(void *arg, unsigned worker)
     struct kiln_service *svc = arg;
     pthread_mutex_lock(&svc->lock);
     for (;;) {
-        struct entry *e = queue_pop(svc);
+        bool background;
+        struct entry *e = queue_pop(svc, &background);
         if (!e)
             break;
         e->state = E_RUNNING;
@@ -644,6 +660,7 @@ static int token_run(void *arg, unsigned worker)
         int rc = entry_build(svc, e, worker, link, &b);
         struct kiln_ticket *notify = NULL;
         pthread_mutex_lock(&svc->lock);
+        svc->running_background -= background;
         entry_done(svc, e, rc, &b, &notify);
         pthread_mutex_unlock(&svc->lock);
         notify_all(svc, notify);
@@ -954,6 +971,7 @@ int kiln_service_get_stats(struct kiln_service *svc, struct kiln_service_stats *
     s.queued = (unsigned)(svc->nqueued + svc->nopt);
     s.running = svc->running;
     s.workers = svc->workers;
+    s.background_workers = svc->background_max;
     size_t n = svc->nwaits < WAIT_SAMPLES ? (size_t)svc->nwaits : WAIT_SAMPLES;
     if (w)
         memcpy(w, svc->waits, n * sizeof(*w));
@@ -1008,6 +1026,18 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         svc->store = kiln_cache_get_stats(o.cache, &cs) == KILN_OK && !cs.read_only;
     }
     svc->flags = o.flags;
+    /* The caller's first builder of a kind decides; without one, the
+     * core's default builds it (the Fossilize builder, which takes
+     * recorded modules as they are). */
+    svc->recorded[KILN_STATE_FOZ] = true;
+    bool seen[KILN_STATE_KINDS] = {false};
+    for (size_t i = 0; i < o.nbuilders; i++) {
+        uint32_t k = o.builders[i].kind;
+        if (k < KILN_STATE_KINDS && !seen[k]) {
+            seen[k] = true;
+            svc->recorded[k] = (o.builders[i].flags & KILN_BUILDER_RECORDED_SPIRV) != 0;
+        }
+    }
     svc->probe = kiln_vk_get_info(o.vk)->compile_probe && !(o.flags & KILN_SERVICE_NO_PROBE);
     const struct kiln_vk_info *vi = kiln_vk_get_info(o.vk);
     svc->fast_link = (o.flags & KILN_SERVICE_FAST_LINK) && vi->pipeline_library;
@@ -1038,6 +1068,9 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         return rc;
     }
     svc->workers = kiln_pool_workers(svc->pool);
+    svc->background_max = o.background_workers ? o.background_workers
+                          : svc->workers > 1   ? svc->workers - 1
+                                               : 1;
     *out = svc;
     return KILN_OK;
 }
@@ -1059,7 +1092,9 @@ void kiln_service_destroy(struct kiln_service *svc)
     struct entry *dropped = NULL;
     pthread_mutex_lock(&svc->lock);
     svc->closing = true;
-    for (struct entry *e; (e = queue_pop(svc)) != NULL;) {
+    svc->background_max = UINT_MAX; /* every queue drained, whatever runs */
+    bool background;
+    for (struct entry *e; (e = queue_pop(svc, &background)) != NULL;) {
         answer_entry(svc, e, KILN_TICKET_CANCELED, KILN_ECANCELED, &notify);
         e->state = E_DONE;
         if (e->listed)

@@ -35,8 +35,9 @@ static const char k_comp[] = "#version 450\n"
 struct recorder {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    bool gate_closed; /* the first build waits until it opens */
-    bool in_first;    /* the first build has started */
+    bool gate_closed;    /* the first build waits until it opens */
+    bool in_first;       /* the first build has started */
+    uint64_t gate_below; /* builds of programs below this number wait too */
     unsigned n;
     uint64_t order[MAX_ORDER];
     atomic_uint builds[64]; /* per program number (below 64) */
@@ -66,6 +67,15 @@ static void rec_wait_first(struct recorder *r)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Waits until n builds have started. */
+static void rec_wait_started(struct recorder *r, unsigned n)
+{
+    pthread_mutex_lock(&r->lock);
+    while (r->n < n)
+        pthread_cond_wait(&r->cond, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+}
+
 static int rec_build(void *user, struct kiln_build_request *req)
 {
     struct recorder *r = user;
@@ -75,7 +85,8 @@ static int rec_build(void *user, struct kiln_build_request *req)
     pthread_mutex_lock(&r->lock);
     if (r->n < MAX_ORDER)
         r->order[r->n] = id;
-    if (r->n++ == 0) {
+    pthread_cond_broadcast(&r->cond); /* rec_wait_started */
+    if (r->n++ == 0 || id < r->gate_below) {
         r->in_first = true;
         pthread_cond_broadcast(&r->cond);
         while (r->gate_closed)
@@ -145,6 +156,9 @@ struct rig {
     struct kiln_service *svc;
 };
 
+/* kiln_service_options.background_workers for the next rig_start (0: the default). */
+static unsigned g_background_workers;
+
 static int rig_start(struct rig *g, unsigned workers, size_t capacity, uint32_t flags, bool gate)
 {
     need_words();
@@ -162,6 +176,7 @@ static int rig_start(struct rig *g, unsigned workers, size_t capacity, uint32_t 
     o.workers = workers;
     o.queue_capacity = capacity;
     o.flags = flags;
+    o.background_workers = g_background_workers;
     return kiln_service_create(&o, &g->svc);
 }
 
@@ -231,6 +246,47 @@ KT_CASE(urgent_first)
     KT_CHECK_EQ(s.built_background, 4);
     KT_CHECK(s.urgent_p99_ns >= s.urgent_p50_ns && s.urgent_p50_ns > 0);
     release_and_stop(&g, t, 5);
+}
+
+/* Two workers, background builds that hang in the driver: by default one
+ * worker stays free for urgent requests, so an urgent one is answered
+ * while both background builds still hang; the control lets background
+ * builds take both workers, and the urgent one then waits for them. */
+static void urgent_beside_hung_background(unsigned background_workers, bool answered)
+{
+    struct rig g;
+    g_background_workers = background_workers;
+    KT_REQUIRE_OK(rig_start(&g, 2, 0, 0, true));
+    g_background_workers = 0;
+    pthread_mutex_lock(&g.rec.lock);
+    g.rec.gate_below = 8;
+    pthread_mutex_unlock(&g.rec.lock);
+    struct kiln_ticket *t[3] = {NULL};
+    KT_CHECK_OK(ask(&g, 0, KILN_PRIORITY_BACKGROUND, &t[0]));
+    KT_CHECK_OK(ask(&g, 1, KILN_PRIORITY_BACKGROUND, &t[1]));
+    rec_wait_started(&g.rec, answered ? 1 : 2);
+    KT_CHECK_OK(ask(&g, 9, KILN_PRIORITY_URGENT, &t[2]));
+    if (answered) {
+        KT_CHECK_EQ(wait_state(t[2]), KILN_TICKET_READY);
+        KT_CHECK_EQ(kiln_ticket_poll(t[1], NULL), KILN_TICKET_PENDING); /* still queued */
+    } else {
+        KT_CHECK_EQ(kiln_ticket_wait(t[2], 200000000u, NULL), KILN_TICKET_PENDING);
+    }
+    KT_CHECK_EQ(stats_of(&g).background_workers, background_workers ? background_workers : 1);
+    rec_open_gate(&g.rec);
+    for (int i = 0; i < 3; i++)
+        KT_CHECK_EQ(wait_state(t[i]), KILN_TICKET_READY);
+    release_and_stop(&g, t, 3);
+}
+
+KT_CASE(urgent_worker_kept)
+{
+    urgent_beside_hung_background(0, true);
+}
+
+KT_CASE(urgent_worker_not_kept)
+{
+    urgent_beside_hung_background(2, false);
 }
 
 /* Equal requests share one build: every ticket answered, an urgent one
@@ -869,7 +925,8 @@ KT_CASE(ledger_notes_service_builds)
     kiln_vk_destroy(vk);
 }
 
-KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(merge), KT_ENTRY(cancel), KT_ENTRY(queue_full),
-        KT_ENTRY(destroy_cancels), KT_ENTRY(store_then_start), KT_ENTRY(render_threads),
-        KT_ENTRY(render_threads_no_merge), KT_ENTRY(executor), KT_ENTRY(urgent_under_load),
-        KT_ENTRY(bad_input), KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds))
+KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(urgent_worker_kept), KT_ENTRY(urgent_worker_not_kept),
+        KT_ENTRY(merge), KT_ENTRY(cancel), KT_ENTRY(queue_full), KT_ENTRY(destroy_cancels),
+        KT_ENTRY(store_then_start), KT_ENTRY(render_threads), KT_ENTRY(render_threads_no_merge),
+        KT_ENTRY(executor), KT_ENTRY(urgent_under_load), KT_ENTRY(bad_input),
+        KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds))
