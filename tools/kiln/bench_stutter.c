@@ -103,7 +103,6 @@ static const char help[] =
     "  --help          this text\n";
 
 enum mode_kind { M_SYNC, M_ASYNC, M_FAST, M_KINDS };
-static const char *const kind_names[M_KINDS] = {"sync", "async", "fastlink"};
 
 /* What the command was asked, and the programs every mode replays. */
 struct stutter {
@@ -158,6 +157,8 @@ struct mode {
 };
 
 #ifndef _WIN32
+
+static const char *const kind_names[M_KINDS] = {"sync", "async", "fastlink"};
 
 /* ---- the schedule ------------------------------------------------------------ */
 
