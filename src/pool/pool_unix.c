@@ -177,14 +177,22 @@ int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln
 /* The proportional set size (Pss in smaps_rollup, Linux 4.14 and later):
  * a page shared by kiln and its workers, or with any process, counts once
  * over all of them. @return bytes, or 0 when the kernel has no such file. */
+/* Reads /proc/<pid>/<name> (pid 0: this process) into text.
+ * @return as read_small. */
+static int64_t read_proc_of(long pid, const char *name, char *text, size_t cap)
+{
+    char file[64];
+    if (pid == 0)
+        snprintf(file, sizeof(file), "/proc/self/%s", name);
+    else
+        snprintf(file, sizeof(file), "/proc/%ld/%s", pid, name);
+    return read_small(file, text, cap);
+}
+
 uint64_t kiln__pool_pss_of(long pid)
 {
-    char file[64], text[2048];
-    if (pid == 0)
-        snprintf(file, sizeof(file), "/proc/self/smaps_rollup");
-    else
-        snprintf(file, sizeof(file), "/proc/%ld/smaps_rollup", pid);
-    int64_t n = read_small(file, text, sizeof(text));
+    char text[2048];
+    int64_t n = read_proc_of(pid, "smaps_rollup", text, sizeof(text));
     uint64_t bytes;
     if (n < 0 || kiln__pool_parse_kb_line(text, (size_t)n, "Pss:", &bytes) < 0)
         return 0;
@@ -193,12 +201,8 @@ uint64_t kiln__pool_pss_of(long pid)
 
 uint64_t kiln__pool_rss_of(long pid)
 {
-    char file[64], text[256];
-    if (pid == 0)
-        snprintf(file, sizeof(file), "/proc/self/statm");
-    else
-        snprintf(file, sizeof(file), "/proc/%ld/statm", pid);
-    int64_t n = read_small(file, text, sizeof(text));
+    char text[256];
+    int64_t n = read_proc_of(pid, "statm", text, sizeof(text));
     uint64_t bytes;
     long page = sysconf(_SC_PAGESIZE);
     if (n < 0 || page <= 0 || kiln__pool_parse_statm(text, (size_t)n, (uint64_t)page, &bytes) < 0)
