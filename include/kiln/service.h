@@ -107,7 +107,9 @@ struct kiln_service_options {
     /* The builders, as in kiln_prepare_options (copied). May be NULL and 0. */
     const struct kiln_builder *builders;
     size_t nbuilders;
-    /* Build workers; 0: kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0). */
+    /* Build workers; 0: kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0)
+     * plus one, the worker kept for urgent requests (background_workers),
+     * so background builds alone are as wide as kiln_warm_start's. */
     unsigned workers;
     /* Requests that may wait at once; 0: KILN_SERVICE_DEFAULT_QUEUE. */
     size_t queue_capacity;

@@ -1044,7 +1044,11 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
     if ((o.flags & KILN_SERVICE_FAST_LINK) && !svc->fast_link)
         KILN_INFO("service", "%s: no pipeline libraries: fast-link is off", vi->device_name);
     svc->capacity = o.queue_capacity ? o.queue_capacity : KILN_SERVICE_DEFAULT_QUEUE;
-    svc->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o.workers, NULL);
+    /* By default the machine's build workers for background work, plus
+     * the one kept for urgent requests (see background_max below): a
+     * service doing only background work builds as wide as a warm start. */
+    svc->workers =
+        o.workers ? o.workers : kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, NULL) + 1;
     svc->nbuckets = 256;
     svc->table = kiln__calloc(svc->nbuckets, sizeof(*svc->table));
     struct kiln_build_session_options so = {.size = sizeof(so),

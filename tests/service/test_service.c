@@ -769,6 +769,10 @@ KT_CASE(urgent_under_load)
         r.user = &log;
         KT_CHECK_OK(kiln_service_request(svc, &r, &t[i]));
     }
+    /* Answered once the urgent request was queued: the worker may have
+     * built these while the requests were being made (builds here take a
+     * fraction of a millisecond). */
+    unsigned answered_before = atomic_load(&log.next);
     struct kiln_ticket_info ui = KILN_TICKET_INFO_INIT;
     KT_CHECK_EQ(kiln_ticket_wait(t[UL_BACKGROUND], 600ull * 1000000000u, &ui), KILN_TICKET_READY);
     KT_CHECK(ui.pipeline != 0);
@@ -780,15 +784,14 @@ KT_CASE(urgent_under_load)
     for (int i = 0; i <= UL_BACKGROUND; i++)
         kiln_ticket_release(t[i]);
     kiln_service_destroy(svc); /* every callback has run */
-    /* At most the build running when it came (the first, or none yet). */
-    KT_CHECK(atomic_load(&log.urgent_at) <= 1);
+    /* After those, at most the build running when it came. */
+    KT_CHECK(atomic_load(&log.urgent_at) <= answered_before + 1);
     KT_CHECK_EQ(s.built_urgent, 1);
     KT_CHECK_EQ(s.built_background, UL_BACKGROUND);
     printf("urgent_under_load: 1 worker, %d background builds queued first: urgent answered "
-           "%u%s, wait %.2f ms; all %d built in %.2f ms\n",
-           UL_BACKGROUND, atomic_load(&log.urgent_at) + 1,
-           atomic_load(&log.urgent_at) ? "nd" : "st", (double)ui.wait_ns / 1e6, UL_BACKGROUND + 1,
-           (double)all_ns / 1e6);
+           "%u of %d (%u answered before it was queued), wait %.2f ms; all %d built in %.2f ms\n",
+           UL_BACKGROUND, atomic_load(&log.urgent_at) + 1, UL_BACKGROUND + 1, answered_before,
+           (double)ui.wait_ns / 1e6, UL_BACKGROUND + 1, (double)all_ns / 1e6);
     kiln_vk_destroy(vk);
 }
 
