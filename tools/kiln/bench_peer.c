@@ -174,7 +174,8 @@ void bench_peer_free(struct peer_bench *b)
 /* ---- the report ---------------------------------------------------------------- */
 
 /* The memory compared: the sampled tree for a run of several processes,
- * else the kernel's high-water mark of the one process. */
+ * else (or where no sample saw it alive: a process of a few ms) the
+ * kernel's high-water mark of the one process. */
 static uint64_t side_peak(const struct peer_run *r, const struct peer_side *s)
 {
     return r->isolated && s->tree_peak_bytes ? s->tree_peak_bytes : s->maxrss_bytes;
@@ -203,7 +204,7 @@ static void json_side(struct cli_json *j, const char *key, const struct peer_run
     cli_json_i64(j, "exit_code", s->exit_code);
     cli_json_u64(j, "peak_rss_bytes", side_peak(r, s));
     cli_json_u64(j, "maxrss_bytes", s->maxrss_bytes);
-    if (s->tree_peak_bytes)
+    if (s->sampled)
         cli_json_u64(j, "tree_peak_bytes", s->tree_peak_bytes);
     else
         cli_json_null(j, "tree_peak_bytes");
@@ -452,6 +453,7 @@ int cmd_bench_peer(int argc, char **argv)
     }
     if (b->nthreads == 0)
         default_threads(b);
+    b->quiet = json;
     int rc = bench_peer_measure(b);
     if (rc < 0) {
         ex = KILN_EXIT_FAILED;

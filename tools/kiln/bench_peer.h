@@ -30,7 +30,8 @@ struct peer_side {
     int exit_code;            /* 0..255, or 128 + the signal that ended it; -1: not started */
     uint64_t wall_ns;         /* from the spawn to the reaped exit */
     uint64_t maxrss_bytes;    /* wait4's ru_maxrss: the largest process of the tree */
-    uint64_t tree_peak_bytes; /* the sampled peak of the tree's summed PSS; 0: not sampled */
+    uint64_t tree_peak_bytes; /* the sampled peak of the tree's summed PSS */
+    bool sampled;             /* the tree was sampled (0: no sample saw it alive) */
     uint64_t pipelines;       /* handled: the peer's replayed, kiln's built + skipped + failed */
     uint64_t built, skipped, failed; /* kiln's; the peer's built is its replayed */
     struct peer_counts kinds;        /* the peer's per kind */
@@ -57,6 +58,7 @@ struct peer_bench {
     uint64_t seed;     /* the generator's */
     const char *keep;  /* --keep-archive */
     bool isolate, use_device, warmup;
+    bool quiet; /* --json: no progress lines */
     unsigned device;
     unsigned threads[BENCH_MAX_RUNS], nthreads;
     /* Filled by bench_peer_measure. */

@@ -181,6 +181,7 @@ static int spawn_measure(const char *name, const struct spawn_job *job, struct p
     }
     s->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     s->maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024u;
+    s->sampled = sampling;
     s->tree_peak_bytes = sampling ? t.peak : 0;
     return KILN_OK;
 }
