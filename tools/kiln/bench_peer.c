@@ -456,7 +456,8 @@ int cmd_bench_peer(int argc, char **argv)
     b->quiet = json;
     int rc = bench_peer_measure(b);
     if (rc < 0) {
-        ex = KILN_EXIT_FAILED;
+        cli_note_code(rc);
+        ex = rc == KILN_EINVAL ? KILN_EXIT_USAGE : KILN_EXIT_FAILED;
     } else {
         if (json)
             print_json(b);
