@@ -96,6 +96,12 @@ run any bench prepare --programs 2 --threads 1 --memory-programs 1
 run any bench replay --threads 1 "$foz"
 run any bench stutter --frames 4 --background 0 --modes sync,async --no-warm-compare "$foz"
 run any bench replay --threads 1 --memory-budget 90%,400M "$foz"
+# bench peer against a stand-in for fossilize-replay that prints its summary
+# (tests/cli/test_cli_peer.c checks the fields' values).
+printf '#!/bin/sh\necho "Fossilize INFO: Replayed 3 objects in 1 ms:" >&2\necho "Fossilize INFO:   graphics pipelines:  1" >&2\n' >"$W/standin.sh"
+chmod +x "$W/standin.sh"
+run any bench peer --peer "$W/standin.sh" --threads 1 "$foz"
+run any bench peer --peer "$W/standin.sh" --threads 1 --isolate "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"
@@ -117,6 +123,8 @@ run fail bench pack --rounds 0
 run fail bench prepare --bogus
 run fail bench replay "$W/missing.foz"
 run fail bench replay --threads 0 "$foz"
+run fail bench peer "$foz"
+run fail bench peer --peer "$W/missing" --threads 1 "$foz"
 run fail bench start --recent 0 --cache "$W/c" --only "$W/c"
 run fail bench start --recent 2 --cache "$W/missing" --only "$W/c"
 run fail bench stutter --modes bogus "$foz"

@@ -12,6 +12,7 @@
  */
 #include "bench_child.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,65 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 int bench_remove_tree(const char *dir)
 {
     return nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Without Vulkan (so no driver memory is held by this process before a
+ * measurement forks); the export writes beside its path and renames at the
+ * end, so a failure leaves no partial archive at `keep`. */
+int bench_generated_archive(const char *name, const char *tmp, uint32_t count, uint64_t seed,
+                            const char *keep, char *archive, size_t cap)
+{
+    struct kiln_glsl *g = NULL;
+    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
+    if (rc < 0) {
+        cli_error(name, "--generate: no GLSL translator: %s", kiln_strerror(rc));
+        return rc;
+    }
+    struct kiln_generator gen = {.seed = seed, .count = count};
+    struct kiln_program_source src;
+    kiln_generator_source(&gen, &src);
+    char dir[CLI_PATH_MAX + 32];
+    snprintf(dir, sizeof(dir), "%s/generated", tmp);
+    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
+    kiln_prepare_options_init(&o);
+    o.cache_dir = dir;
+    o.source = &src;
+    o.translator = kiln_glsl_translator(g);
+    o.no_vulkan = true;
+    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
+    rc = kiln_prepare(&o, NULL, NULL, &s);
+    kiln_glsl_destroy(g);
+    if (rc < 0 || s.failed) {
+        cli_error(name, "--generate: %s: preparing %u programs failed: %s", dir, count,
+                  rc < 0 ? kiln_strerror(rc) : "programs did not translate (logged above)");
+        return rc < 0 ? rc : KILN_ETRANSLATE;
+    }
+    struct kiln_cache_options co = {.size = sizeof(co),
+                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
+    struct kiln_cache *c = NULL;
+    if (cli_open_cache(name, dir, &co, &c) != KILN_EXIT_OK)
+        return KILN_EIO;
+    if (keep)
+        snprintf(archive, cap, "%s", keep);
+    else
+        snprintf(archive, cap, "%s/generated-%u.foz", tmp, count);
+    struct kiln_foz_export_report rep = KILN_FOZ_EXPORT_REPORT_INIT;
+    rc = kiln_foz_export(c, archive, &rep);
+    kiln_cache_close(c);
+    if (rc < 0) {
+        cli_error(name, "--generate: %s: exporting the generated programs failed: %s", archive,
+                  kiln_strerror(rc));
+        return rc;
+    }
+    if (rep.pipelines != count) {
+        cli_error(name,
+                  "--generate: %s: %" PRIu64 " of %u generated programs exported as pipelines "
+                  "(%" PRIu64 " skipped: %s)",
+                  archive, rep.pipelines, count, rep.skipped,
+                  rep.skip_reason[0] ? rep.skip_reason : "no reason given");
+        return KILN_ECORRUPT_RECORD;
+    }
+    return KILN_OK;
 }
 
 /* In the child: runs the measurement into its own copy of `res`, sends it

@@ -1,7 +1,8 @@
 /*
- * bench_child.h - what `kiln bench prepare` and `kiln bench replay` share:
- * the --threads list, and one measurement run in a forked child process
- * that reports a fixed-size result through a pipe.
+ * bench_child.h - what `kiln bench prepare`, `kiln bench replay` and `kiln
+ * bench peer` share: the --threads list, the generated archive, and one
+ * measurement run in a forked child process that reports a fixed-size
+ * result through a pipe.
  */
 #ifndef KILN_BENCH_CHILD_H
 #define KILN_BENCH_CHILD_H
@@ -73,6 +74,18 @@ int bench_child_vk(bool use_device, unsigned device, bool raytracing, struct kil
  * into buf. @return 0, or KILN_EIO after one error line.
  */
 int bench_tmpdir(const char *name, const char *tag, char *buf, size_t cap);
+
+/*
+ * Generates `count` programs of kiln's generator (GLSL, kiln's GLSL
+ * translator), prepares them without Vulkan into "TMP/generated" and
+ * exports that cache as one Fossilize archive (kiln_foz_export) at `keep`,
+ * or at "TMP/generated-COUNT.foz" (removed with the folder), so any
+ * replayer can be given the same set (`kiln bench replay`, `kiln bench
+ * peer`). @return 0 with the archive's path in `archive`, or the error,
+ * reported in one line naming `name`.
+ */
+int bench_generated_archive(const char *name, const char *tmp, uint32_t count, uint64_t seed,
+                            const char *keep, char *archive, size_t cap);
 
 /* Removes a folder bench_tmpdir made and what the run wrote in it.
  * @return 0, or -1 with errno set. */

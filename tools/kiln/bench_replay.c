@@ -383,75 +383,6 @@ static int measure(const struct bench *b, unsigned threads, bool variant, uint64
     return KILN_OK;
 }
 
-/* ---- the generated corpus ------------------------------------------------- */
-
-/*
- * Generates `count` programs of kiln's generator (GLSL, translated by kiln's
- * GLSL translator), prepares them into a cache under the private folder
- * without Vulkan (so nothing is compiled and no driver memory is held by
- * this process before the counts fork), and exports that cache as an
- * archive (kiln_foz_export) at `keep`, or in the private folder, where it
- * is removed with the folder. The export writes beside its path and
- * renames at the end, so a failure leaves no partial archive at `keep`.
- * @return 0 with the archive's path in `archive`, or the error, reported
- * in one line.
- */
-static int make_generated_archive(const struct bench *b, uint32_t count, uint64_t seed,
-                                  const char *keep, char *archive, size_t cap)
-{
-    struct kiln_glsl *g = NULL;
-    int rc = kiln_glsl_create(KILN_GLSL_OPT_NONE, &g);
-    if (rc < 0) {
-        cli_error(b->name, "--generate: no GLSL translator: %s", kiln_strerror(rc));
-        return rc;
-    }
-    struct kiln_generator gen = {.seed = seed, .count = count};
-    struct kiln_program_source src;
-    kiln_generator_source(&gen, &src);
-    char dir[CLI_PATH_MAX + 32];
-    snprintf(dir, sizeof(dir), "%s/generated", b->tmp);
-    struct kiln_prepare_options o = KILN_PREPARE_OPTIONS_INIT;
-    kiln_prepare_options_init(&o);
-    o.cache_dir = dir;
-    o.source = &src;
-    o.translator = kiln_glsl_translator(g);
-    o.no_vulkan = true;
-    struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
-    rc = kiln_prepare(&o, NULL, NULL, &s);
-    kiln_glsl_destroy(g);
-    if (rc < 0 || s.failed) {
-        cli_error(b->name, "--generate: %s: preparing %u programs failed: %s", dir, count,
-                  rc < 0 ? kiln_strerror(rc) : "programs did not translate (logged above)");
-        return rc < 0 ? rc : KILN_ETRANSLATE;
-    }
-    struct kiln_cache_options co = {.size = sizeof(co),
-                                    .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP};
-    struct kiln_cache *c = NULL;
-    if (cli_open_cache(b->name, dir, &co, &c) != KILN_EXIT_OK)
-        return KILN_EIO;
-    if (keep)
-        snprintf(archive, cap, "%s", keep);
-    else
-        snprintf(archive, cap, "%s/generated-%u.foz", b->tmp, count);
-    struct kiln_foz_export_report rep = KILN_FOZ_EXPORT_REPORT_INIT;
-    rc = kiln_foz_export(c, archive, &rep);
-    kiln_cache_close(c);
-    if (rc < 0) {
-        cli_error(b->name, "--generate: %s: exporting the generated programs failed: %s", archive,
-                  kiln_strerror(rc));
-        return rc;
-    }
-    if (rep.pipelines != count) {
-        cli_error(b->name,
-                  "--generate: %s: %" PRIu64 " of %u generated programs exported as pipelines "
-                  "(%" PRIu64 " skipped: %s)",
-                  archive, rep.pipelines, count, rep.skipped,
-                  rep.skip_reason[0] ? rep.skip_reason : "no reason given");
-        return KILN_ECORRUPT_RECORD;
-    }
-    return KILN_OK;
-}
-
 /* ---- the report ------------------------------------------------------------ */
 
 static double rate_of(const struct run_result *r)
@@ -948,7 +879,8 @@ int cmd_bench_replay(int argc, char **argv)
     size_t npaths = (size_t)(argc - optind);
     const char *gen_paths[1];
     if (generate) {
-        int rc = make_generated_archive(&b, generate, seed, keep, archive, sizeof(archive));
+        int rc =
+            bench_generated_archive(name, b.tmp, generate, seed, keep, archive, sizeof(archive));
         if (rc < 0)
             ex = cli_exit_for(rc) == KILN_EXIT_USAGE ? KILN_EXIT_USAGE : KILN_EXIT_FAILED;
         else if (!json)

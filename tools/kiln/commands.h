@@ -22,6 +22,7 @@ int cmd_bench_pages(int argc, char **argv);   /* bench_pages.c */
 int cmd_bench_replay(int argc, char **argv);  /* bench_replay.c */
 int cmd_bench_start(int argc, char **argv);   /* bench_start.c */
 int cmd_bench_stutter(int argc, char **argv); /* bench_stutter.c */
+int cmd_bench_peer(int argc, char **argv);    /* bench_peer.c */
 int cmd_worker(int argc, char **argv);        /* cmd_worker.c (private: kiln __worker) */
 
 #include <stdint.h>

@@ -45,6 +45,8 @@ static const struct command commands[] = {
     {"bench", "start", cmd_bench_start, "a warm start of a subset vs a cache of only it", true},
     {"bench", "stutter", cmd_bench_stutter,
      "a frame loop: sync vs async vs fast-link pipelines, side by side", true},
+    {"bench", "peer", cmd_bench_peer, "fossilize-replay vs kiln prepare: whole process, one run",
+     true},
 };
 
 static void usage(FILE *out)

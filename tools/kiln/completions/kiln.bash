@@ -8,7 +8,7 @@ _kiln_commands="prepare start cache import export topo bench help version"
 _kiln_groups_cache="stats check repack prune compact merge"
 _kiln_groups_import="foz"
 _kiln_groups_export="foz"
-_kiln_groups_bench="store pack prepare pages replay start stutter"
+_kiln_groups_bench="store pack prepare pages replay start stutter peer"
 
 _kiln() {
     local cur words cword

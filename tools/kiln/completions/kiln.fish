@@ -29,7 +29,7 @@ complete -c kiln -f
 complete -c kiln -n "not __fish_seen_subcommand_from $kiln_commands" -a "$kiln_commands"
 complete -c kiln -n "__fish_seen_subcommand_from cache; and not __fish_seen_subcommand_from stats check repack prune compact merge" -a "stats check repack prune compact merge"
 complete -c kiln -n "__fish_seen_subcommand_from import export; and not __fish_seen_subcommand_from foz" -a foz
-complete -c kiln -n "__fish_seen_subcommand_from bench; and not __fish_seen_subcommand_from store pack prepare pages replay start stutter" -a "store pack prepare pages replay start stutter"
+complete -c kiln -n "__fish_seen_subcommand_from bench; and not __fish_seen_subcommand_from store pack prepare pages replay start stutter peer" -a "store pack prepare pages replay start stutter peer"
 complete -c kiln -n "__fish_seen_subcommand_from help" -a "$kiln_commands"
 complete -c kiln -n "string match -q -- '-*' (commandline -ct)" -a "(__kiln_options)"
 complete -c kiln -n "__fish_seen_subcommand_from $kiln_commands" -F
