@@ -118,14 +118,14 @@ int kiln__cache_locks_init(struct kiln_cache *c);
  * Puts a rewritten records file in place of the handle's (cache.c): `fd`
  * (locked, synced, already renamed over the records path) with header `h`
  * and its `n` entries in file order with their last-use days, ending at
- * `end` (with their marks of use by this handle). The old descriptor is closed; the index is marked behind (the
- * caller rewrites it). The handle is held alone.
+ * `end` (with their marks of use by this handle). The old descriptor is closed; the index is marked
+ * behind (the caller rewrites it). The handle is held alone.
  * @return 0, or the table's error (the handle then refuses puts: reopen).
  */
 struct kiln__cache_kept {
     const struct kiln_cache_entry *entries;
-    const uint32_t *uses;   /* last-use days */
-    const uint8_t *run;     /* used by this handle (kiln__cache_mark_run) */
+    const uint32_t *uses; /* last-use days */
+    const uint8_t *run;   /* used by this handle (kiln__cache_mark_run) */
     size_t n;
 };
 int kiln__cache_switch(struct kiln_cache *c, int fd, const struct kiln__cache_header *h,

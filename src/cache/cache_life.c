@@ -561,7 +561,8 @@ static int evict(struct kiln_cache *c)
     __atomic_store_n(&c->cap_spent, rc == KILN_OK && spare == 0, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&c->lock);
     if (rc == KILN_OK && picked)
-        KILN_INFO("cache", "%s: over its cap of %" PRIu64 " bytes: %" PRIu64 " least recently used "
+        KILN_INFO("cache",
+                  "%s: over its cap of %" PRIu64 " bytes: %" PRIu64 " least recently used "
                   "record%s evicted (%" PRIu64 " -> %" PRIu64 " bytes)",
                   c->dir, cap, picked, picked == 1 ? "" : "s", before, c->rec_end);
     if (rc == KILN_OK && over && c->st.cap_overflows == 1)
@@ -949,8 +950,8 @@ static int merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
         }
         rc = lr;
         if (rc == KILN_OK)
-            rc = kiln__cache_put_record(out, e->key, buf + KILN__CACHE_HEAD_SIZE, e->size, e->raw_size,
-                                e->codec, e->stages);
+            rc = kiln__cache_put_record(out, e->key, buf + KILN__CACHE_HEAD_SIZE, e->size,
+                                        e->raw_size, e->codec, e->stages);
         if (rc == KILN_OK) {
             kiln__cache_set_use(out, e->key, day, false);
             r->added++;

@@ -333,6 +333,5 @@ KT_CASE(rewrites_keep_cap)
     kiln_cache_close(c);
 }
 
-KT_MAIN(KT_ENTRY(evict_lru_order), KT_ENTRY(run_records_kept),
-        KT_ENTRY(cap_remembered_and_cleared), KT_ENTRY(damaged_settings_no_cap),
-        KT_ENTRY(layers_untouched), KT_ENTRY(rewrites_keep_cap))
+KT_MAIN(KT_ENTRY(evict_lru_order), KT_ENTRY(run_records_kept), KT_ENTRY(cap_remembered_and_cleared),
+        KT_ENTRY(damaged_settings_no_cap), KT_ENTRY(layers_untouched), KT_ENTRY(rewrites_keep_cap))
