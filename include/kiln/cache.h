@@ -168,7 +168,7 @@ struct kiln_cache_options {
     size_t nlayers;
     /* (0.2) A size cap the cache keeps itself, in bytes of programs.kpc:
      * 0 keeps the cap the cache remembers (none for a cache that never had
-     * one); KILN_CACHE_NO_CAP clears it; any other value (at least 4096) is
+     * one); KILN_CACHE_NO_CAP clears it; any other value (at least 64, the records header) is
      * the new cap. A writer's open remembers it in programs.kpm (read-only
      * opens only read it). A put that makes programs.kpc pass the cap
      * evicts least recently used records (last-use day, then the earliest

@@ -11,8 +11,8 @@
 #include <pthread.h>
 
 #define KILN__CACHE_PATH_MAX 4096
-/* The smallest size cap (kiln_cache_options.max_size): a records header and a few records. */
-#define KILN__CACHE_MIN_CAP 4096u
+/* The smallest size cap (kiln_cache_options.max_size): the records header. */
+#define KILN__CACHE_MIN_CAP 64u
 /* What an eviction goes down to: a quarter below the cap. */
 #define KILN__CACHE_LOW_WATER(cap) ((cap) - (cap) / 4)
 

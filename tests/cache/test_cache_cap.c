@@ -219,7 +219,7 @@ KT_CASE(cap_remembered_and_cleared)
     kiln_cache_close(c);
 
     /* Too small a cap is refused; nothing is written. */
-    KT_CHECK_EQ(open_cap(dir, DAY0, 100, 0, &c), KILN_EINVAL);
+    KT_CHECK_EQ(open_cap(dir, DAY0, 63, 0, &c), KILN_EINVAL);
 }
 
 /* A settings file that does not check out means no cap; the cache opens

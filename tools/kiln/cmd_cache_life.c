@@ -215,7 +215,7 @@ static int prune_dry_run(const char *name, const char *dir,
 int cmd_cache_prune(int argc, char **argv)
 {
     static const struct option opts[] = {{"older-than", required_argument, NULL, 'o'},
-                                         {"max-size", required_argument, NULL, 's'},
+                                         CLI_MAX_SIZE_OPTION,
                                          CLI_CACHE_OPTION,
                                          {"dry-run", no_argument, NULL, 'n'},
                                          {"json", no_argument, NULL, 'j'},
@@ -236,11 +236,6 @@ int cmd_cache_prune(int argc, char **argv)
             any = true;
         } else if (ch == 'n') {
             dry = true;
-        } else if (ch == 's') {
-            if (cli_parse_u64(argv[0], "--max-size", optarg, 64, UINT64_MAX / 2, true, &v))
-                return KILN_EXIT_USAGE;
-            po.max_file_bytes = v;
-            any = true;
         } else {
             ex = cli_report_option(ch, argv, &json, prune_help, argv[0]);
             if (ex != CLI_NEXT_OPTION)
@@ -251,7 +246,11 @@ int cmd_cache_prune(int argc, char **argv)
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex != KILN_EXIT_OK)
         return ex;
-    if (!any)
+    /* --max-size prunes to SIZE now and keeps it as the cache's cap ("none":
+     * no size limit now, and the cap cleared). */
+    uint64_t cap = cli_max_size_option();
+    po.max_file_bytes = cap == KILN_CACHE_NO_CAP ? 0 : cap;
+    if (!any && !cap)
         return cli_usage_error(argv[0], "give --older-than DAYS and/or --max-size SIZE");
     if (dry)
         return prune_dry_run(argv[0], dir, &po, json);
@@ -401,7 +400,8 @@ int cmd_cache_merge(int argc, char **argv)
                                     .stamp = st.stamp,
                                     .dict = kiln_cache_dict(first),
                                     .dict_id = st.dict_id,
-                                    .flags = KILN_CACHE_KEEP_STAMP | KILN_CACHE_CREATE};
+                                    .flags = KILN_CACHE_KEEP_STAMP | KILN_CACHE_CREATE,
+                                    .max_size = cli_max_size_option()};
     struct kiln_cache *out;
     int rc = kiln_cache_open(out_dir, &wo, &out);
     kiln_cache_close(first);

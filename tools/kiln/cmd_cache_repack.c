@@ -51,6 +51,7 @@ int cmd_cache_repack(int argc, char **argv)
                                          {"dict", no_argument, NULL, 'd'},
                                          {"no-dict", no_argument, NULL, 'n'},
                                          CLI_CACHE_OPTION,
+                                         CLI_MAX_SIZE_OPTION,
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};

@@ -222,7 +222,8 @@ int cmd_import_foz(int argc, char **argv)
     }
     struct kiln_cache_options opt = {.size = sizeof(opt),
                                      .stamp = KILN_FOZ_STAMP,
-                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
+                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
+                                     .max_size = cli_max_size_option()};
     struct kiln_cache *c;
     rc = kiln_cache_open(dir, &opt, &c);
     if (rc < 0) {

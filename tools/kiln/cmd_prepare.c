@@ -426,6 +426,7 @@ int cmd_prepare(int argc, char **argv)
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
         {"layer", required_argument, NULL, 'L'},
+        CLI_MAX_SIZE_OPTION,
         {"dict", no_argument, NULL, 'D'},
         {"retry-failed", no_argument, NULL, 'R'},
         {"memory-budget", required_argument, NULL, 'M'},
@@ -520,6 +521,7 @@ int cmd_prepare(int argc, char **argv)
     CLI_TRY(cli_prep_setup(name, &f, &builders));
     o.layers = f.layers;
     o.nlayers = f.nlayers;
+    o.max_size = f.max_size;
     if (f.isolate)
         o.isolate = &f.iso;
 
