@@ -172,7 +172,7 @@ struct kiln_cache_options {
      * the new cap. A writer's open remembers it in programs.kpm (read-only
      * opens only read it). A put that makes programs.kpc pass the cap
      * evicts least recently used records (last-use day, then the earliest
-     * in the file) down to 3/4 of the cap in one crash-safe rewrite, so
+     * in the file) down to half the cap in one crash-safe rewrite, so
      * the puts until the next pass cost nothing extra. Records this
      * handle stored, loaded or found are never evicted: when they alone
      * are over the cap the put still succeeds and the overflow is counted

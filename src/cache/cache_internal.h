@@ -13,8 +13,8 @@
 #define KILN__CACHE_PATH_MAX 4096
 /* The smallest size cap (kiln_cache_options.max_size): the records header. */
 #define KILN__CACHE_MIN_CAP 64u
-/* What an eviction goes down to: a quarter below the cap. */
-#define KILN__CACHE_LOW_WATER(cap) ((cap) - (cap) / 4)
+/* What an eviction goes down to: half the cap (cache_life.c says why). */
+#define KILN__CACHE_LOW_WATER(cap) ((cap) / 2)
 
 /* Reports `done` of `total` of the operation c->progress_what names to the
  * handle's progress callback, at most ten times a second, and always when

@@ -21,13 +21,17 @@
  * the handle's gate for writing (no put, sync, get or load is running
  * then: each holds it for reading), picks the least recently used records
  * with the prune's selection down to the low-water mark
- * (KILN__CACHE_LOW_WATER: a quarter below the cap), sparing every record this handle
+ * (KILN__CACHE_LOW_WATER: half the cap), sparing every record this handle
  * stored, loaded or found (run_used), and rewrites the file as prune does:
  * a kill at any moment leaves the old file or the new one, each whole.
  * Evicting down to the low-water mark, not to the cap, is what bounds the
- * work: the puts of the next quarter of the cap cost nothing extra, and
- * the copying amortizes to three bytes copied per byte stored (3/4 of the
- * cap copied per 1/4 of the cap stored), whatever the cache's size.
+ * work: the puts of the next half of the cap cost nothing extra, and the
+ * copying amortizes to at most one byte copied per byte stored (half the
+ * cap copied per half the cap stored), whatever the cache's size. A higher
+ * mark evicts less at a time but copies more: at 3/4 of the cap (three
+ * bytes copied per byte stored) kiln bench store measured 0.38 of the
+ * uncapped store rate on a 2-core machine, at 1/2 0.53 to 0.66
+ * (docs/bench-store.md).
  * When only this handle's records are left, nothing is rewritten again:
  * the puts succeed and count an overflow (cap_spent). compact, prune,
  * repack and merge keep the cap at their end.

@@ -81,7 +81,8 @@ static int compact(struct kiln_cache *c, const void *arg, struct kiln_cache_rewr
 }
 
 static const char prune_help[] =
-    "usage: %s [DIR | --cache DIR] [--older-than DAYS] [--max-size SIZE] [--dry-run] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--older-than DAYS] [--max-size SIZE|none] [--dry-run]\n"
+    "       [--json]\n"
     "\n"
     "Drops the records of the cache in DIR that were not used (loaded or\n"
     "stored) in the last DAYS days, then the least recently used ones until\n"
@@ -91,7 +92,9 @@ static const char prune_help[] =
     "programs.kpu, at a day's resolution.\n"
     "\n"
     "  --older-than DAYS  drop records unused for more than DAYS days\n"
-    "  --max-size SIZE    keep the records file at most SIZE bytes\n"
+    "  --max-size SIZE    keep the records file at most SIZE bytes: now, and from\n"
+    "                     now on as the cache's size cap, which it keeps itself\n"
+    "                     (none: no size limit, and the cap cleared)\n"
     "  --cache DIR        the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                     $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --dry-run          list what would go (one line per record: key, size,\n"
@@ -262,7 +265,7 @@ int cmd_cache_prune(int argc, char **argv)
 }
 
 static const char compact_help[] =
-    "usage: %s [DIR | --cache DIR] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--max-size SIZE|none] [--json]\n"
     "\n"
     "Rewrites the records file of the cache in DIR without superseded or\n"
     "damaged records and dead bytes, and its index and last-use marks with it\n"
@@ -274,6 +277,9 @@ static const char compact_help[] =
     "\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
+    "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
+    "                keeps itself and remembers: a store past it evicts the least\n"
+    "                recently used records (never this run's); none clears it\n"
     "  --json    one JSON object on stdout: rewritten, records_read,\n"
     "            records_before and records_after (live), dropped, superseded,\n"
     "            damaged, damaged_bytes, file_bytes_before, file_bytes_after,\n"
@@ -299,8 +305,8 @@ int cmd_cache_compact(int argc, char **argv)
 }
 
 static const char merge_help[] =
-    "usage: %s OUT IN... [--json]\n"
-    "       %s --cache OUT IN... [--json]\n"
+    "usage: %s OUT IN... [--max-size SIZE|none] [--json]\n"
+    "       %s --cache OUT IN... [--max-size SIZE|none] [--json]\n"
     "\n"
     "Joins the caches IN... into the cache OUT (made when missing). Every cache\n"
     "must have the same stamp and dictionary, else nothing is merged. Packed\n"
@@ -316,6 +322,9 @@ static const char merge_help[] =
     "\n"
     "  --cache OUT   the output folder, as an option (then every operand is\n"
     "                an input)\n"
+    "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
+    "                keeps itself and remembers: a store past it evicts the least\n"
+    "                recently used records (never this run's); none clears it\n"
     "  --json    one JSON object on stdout: inputs, records_read, added,\n"
     "            replaced, superseded, same, damaged, records_after,\n"
     "            file_bytes_after\n"
