@@ -300,7 +300,12 @@ KILN_API void kiln_cache_close(struct kiln_cache *c);
  * its place in the file last wins). When the call returns 0 the record is
  * found by every lookup; it is durable after the next successful
  * kiln_cache_sync, which also writes its index entry. `payload` is only
- * read during the call.
+ * read during the call. (0.2) With a size cap (kiln_cache_options.max_size)
+ * a put that leaves programs.kpc over it evicts the least recently used
+ * records down to half the cap in one crash-safe rewrite, never a record
+ * this handle stored, loaded or found; it waits for the handle's running
+ * puts, syncs, gets and loads first. A failed eviction is logged and does
+ * not fail the put (the record is stored; the next put tries again).
  * @return 0; KILN_EINVAL on a read-only cache; KILN_ERANGE for a payload
  * over KILN_CACHE_MAX_PAYLOAD; the I/O error of the failed write (the cache
  * stays usable and openable; the record is not stored); or the earlier

@@ -708,13 +708,7 @@ static void cap_json(struct cli_json *j, const struct bench *b)
     cli_json_u64(j, "max_size", b->max_size);
     cli_json_u64(j, "run_records", b->prune_every);
     cli_json_u64(j, "payload_bytes", t->bytes);
-    cli_json_double(j, "store_capped_s", t->store_capped);
-    cli_json_double(j, "store_uncapped_s", t->store_uncapped);
     cli_json_double(j, "store_rate_ratio", t->store_uncapped / t->store_capped);
-    cli_json_double(j, "open_capped_cold_s", t->open_capped_cold);
-    cli_json_double(j, "open_uncapped_cold_s", t->open_ref_cold);
-    cli_json_double(j, "open_capped_warm_s", t->open_capped_warm);
-    cli_json_double(j, "open_uncapped_warm_s", t->open_ref_warm);
     cli_json_double(j, "open_ratio_cold", t->open_capped_cold / t->open_ref_cold);
     cli_json_double(j, "open_ratio_warm", t->open_capped_warm / t->open_ref_warm);
     cli_json_u64(j, "evictions", t->evictions);
@@ -777,6 +771,14 @@ static int run(struct bench *b)
         cli_json_double(&j, "load_1t", load_1t);
         cli_json_double(&j, "load_nt", load_nt);
         cli_json_double(&j, "seq_read", seq);
+        if (b->cap) {
+            cli_json_double(&j, "store_capped", b->cap->store_capped);
+            cli_json_double(&j, "store_uncapped", b->cap->store_uncapped);
+            cli_json_double(&j, "open_capped_cold", b->cap->open_capped_cold);
+            cli_json_double(&j, "open_uncapped_cold", b->cap->open_ref_cold);
+            cli_json_double(&j, "open_capped_warm", b->cap->open_capped_warm);
+            cli_json_double(&j, "open_uncapped_warm", b->cap->open_ref_warm);
+        }
         if (b->layer) {
             cli_json_double(&j, "one_open_load_cold", lt.one_cold);
             cli_json_double(&j, "layer_open_load_cold", lt.layer_cold);
