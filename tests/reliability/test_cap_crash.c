@@ -399,15 +399,21 @@ static int check(const char *dir, uint32_t acked, const char *what, unsigned *ev
     return problems;
 }
 
-KT_CASE(kill_during_eviction)
+/* The case's template (made) and trial folder paths, logs quiet. */
+static void setup(char tmpl[4200], char trial[4200])
 {
     const char *root = kt_tmpdir();
-    char tmpl[4200], trial[4200];
-    snprintf(tmpl, sizeof(tmpl), "%s/template", root);
-    snprintf(trial, sizeof(trial), "%s/trial", root);
+    snprintf(tmpl, 4200, "%s/template", root);
+    snprintf(trial, 4200, "%s/trial", root);
     uint64_t cap;
     make_template(tmpl, &cap);
     rel_quiet(true);
+}
+
+KT_CASE(kill_during_eviction)
+{
+    char tmpl[4200], trial[4200];
+    setup(tmpl, trial);
 
     /* The unkilled run: its calls, which of them are an eviction's. */
     static uint8_t evict[MAXCALL];
@@ -454,13 +460,8 @@ KT_CASE(kill_during_eviction)
  * of order (removed from the middle by a prune that ignores last use). */
 KT_CASE(control_check_catches)
 {
-    const char *root = kt_tmpdir();
     char tmpl[4200], trial[4200];
-    snprintf(tmpl, sizeof(tmpl), "%s/template", root);
-    snprintf(trial, sizeof(trial), "%s/trial", root);
-    uint64_t cap;
-    make_template(tmpl, &cap);
-    rel_quiet(true);
+    setup(tmpl, trial);
     counting = true;
     unsigned gone;
 
