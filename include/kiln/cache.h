@@ -68,6 +68,12 @@ extern "C" {
 #define KILN_CACHE_DICT_COPY_FILE "programs.kpd2"
 /* Last use of each record, in days (see kiln_cache_last_use). */
 #define KILN_CACHE_USE_FILE "programs.kpu"
+/* (0.2) The cache's remembered settings: its size cap
+ * (kiln_cache_options.max_size). No file: no cap. */
+#define KILN_CACHE_META_FILE "programs.kpm"
+
+/* (0.2) kiln_cache_options.max_size that clears a remembered cap. */
+#define KILN_CACHE_NO_CAP UINT64_MAX
 
 /* The largest payload one record may hold (1 GiB). */
 #define KILN_CACHE_MAX_PAYLOAD (1u << 30)
@@ -160,6 +166,18 @@ struct kiln_cache_options {
      * the open only. */
     const char *const *layers;
     size_t nlayers;
+    /* (0.2) A size cap the cache keeps itself, in bytes of programs.kpc:
+     * 0 keeps the cap the cache remembers (none for a cache that never had
+     * one); KILN_CACHE_NO_CAP clears it; any other value (at least 64, the records header) is
+     * the new cap. A writer's open remembers it in programs.kpm (read-only
+     * opens only read it). A put that makes programs.kpc pass the cap
+     * evicts least recently used records (last-use day, then the earliest
+     * in the file) down to half the cap in one crash-safe rewrite, so
+     * the puts until the next pass cost nothing extra. Records this
+     * handle stored, loaded or found are never evicted: when they alone
+     * are over the cap the put still succeeds and the overflow is counted
+     * (kiln_cache_stats.cap_overflows). Layers are never evicted from. */
+    uint64_t max_size;
 };
 #define KILN_CACHE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_cache_options)
 
@@ -208,6 +226,16 @@ struct kiln_cache_stats {
     unsigned layers;
     unsigned layers_left_out;
     uint64_t layer_records;
+    /* (0.2) The size cap (kiln_cache_options.max_size; 0: none) and what
+     * keeping it did through this handle: evictions (one rewrite each),
+     * the records and the record bytes (heads, payloads, padding) they
+     * evicted, and the evictions that could not get under the cap because
+     * the rest was used by this handle (nothing of it is evicted). */
+    uint64_t max_size;
+    uint64_t evictions;
+    uint64_t evicted_records;
+    uint64_t evicted_bytes;
+    uint64_t cap_overflows;
 };
 #define KILN_CACHE_STATS_INIT KILN_STRUCT_INIT(kiln_cache_stats)
 
@@ -272,7 +300,12 @@ KILN_API void kiln_cache_close(struct kiln_cache *c);
  * its place in the file last wins). When the call returns 0 the record is
  * found by every lookup; it is durable after the next successful
  * kiln_cache_sync, which also writes its index entry. `payload` is only
- * read during the call.
+ * read during the call. (0.2) With a size cap (kiln_cache_options.max_size)
+ * a put that leaves programs.kpc over it evicts the least recently used
+ * records down to half the cap in one crash-safe rewrite, never a record
+ * this handle stored, loaded or found; it waits for the handle's running
+ * puts, syncs, gets and loads first. A failed eviction is logged and does
+ * not fail the put (the record is stored; the next put tries again).
  * @return 0; KILN_EINVAL on a read-only cache; KILN_ERANGE for a payload
  * over KILN_CACHE_MAX_PAYLOAD; the I/O error of the failed write (the cache
  * stays usable and openable; the record is not stored); or the earlier

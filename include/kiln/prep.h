@@ -563,6 +563,12 @@ struct kiln_prepare_options {
      * the prediction.
      */
     bool largest_seen_budget;
+    /* (0.2) The cache's size cap (kiln_cache_options.max_size): 0 keeps
+     * the cap the cache remembers, KILN_CACHE_NO_CAP clears it, any other
+     * value is the new cap, remembered by the cache and kept as the
+     * preparation stores its programs (the programs it stores are never
+     * evicted by it). */
+    uint64_t max_size;
 };
 /* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
 #if defined(__cplusplus)

@@ -49,8 +49,16 @@
  *   records file is locked before it is renamed into place, so a second
  *   writer that opens the path at any moment finds the lock.
  *
- * Lock order: put_lock, then the table's rwlock; sync_lock, then the
- * rwlock. No lock is held across a record's write.
+ * - A cap's eviction never moves a record under a call. An eviction
+ *   (cache_life.c) rewrites the file, so it takes the gate for writing;
+ *   puts (from the reservation to the publication), syncs, gets, loads and
+ *   save_use hold it for reading, so none of them sees the file switched
+ *   under it. Records this handle stored, loaded or found are marked
+ *   (run_used) and never evicted by it.
+ *
+ * Lock order: the gate first; then put_lock, then the table's rwlock;
+ * sync_lock, then the rwlock. No lock but the gate (for reading) is held
+ * across a record's write.
  */
 #include "cache_internal.h"
 
@@ -120,6 +128,7 @@ int kiln__cache_add(struct kiln_cache *c, const struct kiln_cache_entry *e)
         KILN_TRY(table_grow(c));
     c->entries[c->count] = *e;
     c->last_use[c->count] = c->today;
+    c->run_used[c->count] = 0;
     __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
     size_t mask = c->nslots - 1;
     size_t i = slot_of(e->key, mask);
@@ -192,8 +201,7 @@ int kiln__cache_index_write_whole(struct kiln_cache *c)
 
 /* Moves or removes the files of a cache being started over. */
 int kiln__cache_switch(struct kiln_cache *c, int fd, const struct kiln__cache_header *h,
-                       const struct kiln_cache_entry *entries, const uint32_t *uses, size_t n,
-                       uint64_t end)
+                       const struct kiln__cache_kept *kept, uint64_t end)
 {
     pthread_rwlock_wrlock(&c->lock);
     c->io->close(c->io, c->rec_fd); /* drops the old file's lock; the new one holds it */
@@ -201,10 +209,12 @@ int kiln__cache_switch(struct kiln_cache *c, int fd, const struct kiln__cache_he
     c->header = *h;
     kiln__cache_table_clear(c);
     int rc = KILN_OK;
-    for (size_t i = 0; i < n && rc == KILN_OK; i++) {
-        rc = kiln__cache_add(c, &entries[i]);
-        if (rc == KILN_OK)
-            c->last_use[i] = uses[i];
+    for (size_t i = 0; i < kept->n && rc == KILN_OK; i++) {
+        rc = kiln__cache_add(c, &kept->entries[i]);
+        if (rc == KILN_OK) {
+            c->last_use[i] = kept->uses[i];
+            c->run_used[i] = kept->run ? kept->run[i] : 0;
+        }
     }
     c->rec_end = end;
     c->append_at = end;
@@ -223,21 +233,28 @@ int kiln__cache_switch(struct kiln_cache *c, int fd, const struct kiln__cache_he
 
 int kiln__cache_locks_init(struct kiln_cache *c)
 {
-    if (pthread_rwlock_init(&c->lock, NULL) != 0)
+    if (pthread_rwlock_init(&c->gate, NULL) != 0)
         return KILN_ENOMEM;
+    if (pthread_rwlock_init(&c->lock, NULL) != 0) {
+        pthread_rwlock_destroy(&c->gate);
+        return KILN_ENOMEM;
+    }
     if (pthread_mutex_init(&c->put_lock, NULL) != 0) {
         pthread_rwlock_destroy(&c->lock);
+        pthread_rwlock_destroy(&c->gate);
         return KILN_ENOMEM;
     }
     if (pthread_mutex_init(&c->sync_lock, NULL) != 0) {
         pthread_mutex_destroy(&c->put_lock);
         pthread_rwlock_destroy(&c->lock);
+        pthread_rwlock_destroy(&c->gate);
         return KILN_ENOMEM;
     }
     if (pthread_cond_init(&c->put_turn, NULL) != 0) {
         pthread_mutex_destroy(&c->sync_lock);
         pthread_mutex_destroy(&c->put_lock);
         pthread_rwlock_destroy(&c->lock);
+        pthread_rwlock_destroy(&c->gate);
         return KILN_ENOMEM;
     }
     return KILN_OK;
@@ -251,7 +268,7 @@ void kiln_cache_close(struct kiln_cache *c)
         kiln_cache_close(c->layers[i]);
     if (!(c->flags & KILN_CACHE_READ_ONLY) && c->rec_fd >= 0 &&
         !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE))
-        kiln_cache_save_use(c);
+        kiln__cache_save_use(c);
     if (c->idx_fd >= 0)
         c->io->close(c->io, c->idx_fd);
     if (c->rec_fd >= 0) {
@@ -260,11 +277,13 @@ void kiln_cache_close(struct kiln_cache *c)
         c->io->close(c->io, c->rec_fd);
     }
     pthread_rwlock_destroy(&c->lock);
+    pthread_rwlock_destroy(&c->gate);
     pthread_mutex_destroy(&c->put_lock);
     pthread_mutex_destroy(&c->sync_lock);
     pthread_cond_destroy(&c->put_turn);
     kiln_pack_dict_destroy(c->dict);
     kiln__free(c->last_use);
+    kiln__free(c->run_used);
     kiln__free(c->entries);
     kiln__free(c->slots);
     kiln__free(c);
@@ -355,6 +374,8 @@ static int publish(struct kiln_cache *c, const struct kiln_cache_entry *e, uint6
     } else {
         pthread_rwlock_wrlock(&c->lock);
         rc = kiln__cache_add(c, e);
+        if (rc == KILN_OK)
+            c->run_used[c->count - 1] = 1; /* stored by this handle: never evicted by it */
         /* Even when the table is full, the record is in the file: the next
          * open finds it. */
         if (c->rec_end < end)
@@ -367,8 +388,8 @@ static int publish(struct kiln_cache *c, const struct kiln_cache_entry *e, uint6
     return rc;
 }
 
-static int put_body(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
-                    uint32_t raw_size, uint8_t codec, uint16_t stages)
+int kiln__cache_put_record(struct kiln_cache *c, struct kiln_key key, const void *payload,
+                           size_t size, uint32_t raw_size, uint8_t codec, uint16_t stages)
 {
     if (!c)
         return KILN_EINVAL;
@@ -385,20 +406,17 @@ static int put_body(struct kiln_cache *c, struct kiln_key key, const void *paylo
         .key = key, .size = (uint32_t)size, .raw_size = raw_size, .codec = codec, .stages = stages};
     e.checksum = kiln__cache_record_checksum(&e, payload);
     uint64_t ticket;
+    /* From the reservation to the publication the record's offset is the
+     * file's: no eviction may rewrite the file in between. */
+    pthread_rwlock_rdlock(&c->gate);
     reserve(c, kiln__cache_rec_len(e.size), &e.offset, &ticket);
     int rc = write_record(c, &e, payload);
     if (rc < 0)
         KILN_WARN("cache", "%s: writing a record of %zu bytes at offset %" PRIu64 " failed: %s",
                   c->rec_path, size, e.offset, kiln_strerror(rc));
-    return publish(c, &e, ticket, rc);
-}
-
-int kiln_cache_put(struct kiln_cache *c, struct kiln_key key, const void *payload, size_t size,
-                   uint32_t raw_size, uint8_t codec, uint16_t stages)
-{
-    uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_put",
-                           put_body(c, key, payload, size, raw_size, codec, stages));
+    rc = publish(c, &e, ticket, rc);
+    pthread_rwlock_unlock(&c->gate);
+    return rc;
 }
 
 /*
@@ -571,7 +589,7 @@ static int sync_locked(struct kiln_cache *c)
             return rc;
         }
     }
-    kiln_cache_save_use(c); /* advisory: a failure is logged, not returned */
+    kiln__cache_save_use(c); /* advisory: a failure is logged, not returned */
     return KILN_OK;
 }
 
@@ -581,9 +599,11 @@ static int sync_body(struct kiln_cache *c)
         return KILN_EINVAL;
     if (c->flags & KILN_CACHE_READ_ONLY)
         return KILN_OK;
+    pthread_rwlock_rdlock(&c->gate);
     pthread_mutex_lock(&c->sync_lock);
     int rc = sync_locked(c);
     pthread_mutex_unlock(&c->sync_lock);
+    pthread_rwlock_unlock(&c->gate);
     return rc;
 }
 
@@ -602,6 +622,8 @@ static bool find_own(struct kiln_cache *c, struct kiln_key key, struct kiln_cach
     int64_t i = kiln__cache_lookup(c, key);
     if (i >= 0 && entry)
         *entry = c->entries[i];
+    if (i >= 0)
+        kiln__cache_mark_run(c, (size_t)i); /* found by this handle: never evicted by it */
     pthread_rwlock_unlock(&c->lock);
     return i >= 0;
 }
@@ -813,6 +835,7 @@ static int get_stats_body(struct kiln_cache *c, struct kiln_cache_stats *stats)
     st.records = c->live;
     st.bytes = c->live_bytes;
     st.file_bytes = c->rec_end;
+    st.max_size = c->max_size;
     pthread_rwlock_unlock(&c->lock);
     st.layers = c->nlayers;
     st.layers_left_out = c->layers_left_out;

@@ -11,6 +11,10 @@
 #include <pthread.h>
 
 #define KILN__CACHE_PATH_MAX 4096
+/* The smallest size cap (kiln_cache_options.max_size): the records header. */
+#define KILN__CACHE_MIN_CAP 64u
+/* What an eviction goes down to: half the cap (cache_life.c says why). */
+#define KILN__CACHE_LOW_WATER(cap) ((cap) / 2)
 
 /* Reports `done` of `total` of the operation c->progress_what names to the
  * handle's progress callback, at most ten times a second, and always when
@@ -32,6 +36,15 @@ struct kiln_cache {
     int rec_fd; /* -1 when the cache is empty and read-only with no file */
     int idx_fd; /* writers only; -1 otherwise */
     struct kiln__cache_header header;
+
+    /* The gate between the calls that run side by side (put, sync, get,
+     * load_many, save_use: read) and an eviction, which rewrites the file
+     * under them (write; cache_life.c). Taken before every other lock. */
+    pthread_rwlock_t gate;
+    /* The size cap (kiln_cache_options.max_size, remembered in programs.kpm;
+     * 0: none): set by the open, read by the evictions (cache_life.c). */
+    uint64_t max_size;
+    bool cap_spent; /* every record left is this handle's: nothing to evict (atomic) */
 
     /* Stores from many threads (see cache.c): a put reserves its bytes and
      * a ticket under put_lock, writes outside any lock, and waits for its
@@ -65,6 +78,7 @@ struct kiln_cache {
     struct kiln_pack_dict *dict; /* loaded programs.kpd, or NULL */
     uint32_t today;              /* the day uses are marked with */
     uint32_t *last_use;          /* per entry (same positions and capacity as entries) */
+    uint8_t *run_used;           /* per entry: stored, loaded or found by this handle (atomic) */
     bool use_dirty;              /* a mark changed since programs.kpu was written (atomic) */
 
     /* kiln_cache_options.executor, for load_many (has_executor: one was given). */
@@ -104,13 +118,18 @@ int kiln__cache_locks_init(struct kiln_cache *c);
  * Puts a rewritten records file in place of the handle's (cache.c): `fd`
  * (locked, synced, already renamed over the records path) with header `h`
  * and its `n` entries in file order with their last-use days, ending at
- * `end`. The old descriptor is closed; the index is marked behind (the
- * caller rewrites it). The handle is held alone.
+ * `end` (with their marks of use by this handle). The old descriptor is closed; the index is marked
+ * behind (the caller rewrites it). The handle is held alone.
  * @return 0, or the table's error (the handle then refuses puts: reopen).
  */
+struct kiln__cache_kept {
+    const struct kiln_cache_entry *entries;
+    const uint32_t *uses; /* last-use days */
+    const uint8_t *run;   /* used by this handle (kiln__cache_mark_run) */
+    size_t n;
+};
 int kiln__cache_switch(struct kiln_cache *c, int fd, const struct kiln__cache_header *h,
-                       const struct kiln_cache_entry *entries, const uint32_t *uses, size_t n,
-                       uint64_t end);
+                       const struct kiln__cache_kept *kept, uint64_t end);
 
 /* Sets the last use of `key` to `day` (only when later, with only_raise).
  * Thread-safe like a lookup. */
@@ -214,18 +233,52 @@ int kiln__cache_index_write_whole(struct kiln_cache *c);
 
 /* ---- cache_use.c and cache_dict.c: units below the store ------------------- */
 
-/* Grows last_use to `cap` entries (called where entries grows).
- * @return 0 or KILN_ENOMEM. */
+/* Grows last_use and run_used to `cap` entries (called where entries
+ * grows). @return 0 or KILN_ENOMEM. */
 int kiln__cache_use_reserve(struct kiln_cache *c, size_t cap);
 
-/* Marks entry `i` used today (under the read or write lock). */
+/* Marks entry `i` used by this handle: never evicted by the cap (under
+ * the read or write lock). */
+static inline void kiln__cache_mark_run(struct kiln_cache *c, size_t i)
+{
+    if (!__atomic_load_n(&c->run_used[i], __ATOMIC_RELAXED))
+        __atomic_store_n(&c->run_used[i], 1, __ATOMIC_RELAXED);
+}
+
+/* Marks entry `i` used today (under the read or write lock), and used by
+ * this handle. */
 static inline void kiln__cache_touch(struct kiln_cache *c, size_t i)
 {
+    kiln__cache_mark_run(c, i);
     if (__atomic_load_n(&c->last_use[i], __ATOMIC_RELAXED) != c->today) {
         __atomic_store_n(&c->last_use[i], c->today, __ATOMIC_RELAXED);
         __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
     }
 }
+
+/* Writes programs.kpu when a mark changed (kiln_cache_save_use without
+ * the gate: for sync, close and the rewrites, which hold it or need none).
+ * @return 0 or the error (logged). */
+int kiln__cache_save_use(struct kiln_cache *c);
+
+/* Reads programs.kpm (cache_meta.c) into c->max_size: 0 when there is no
+ * file, or one that cannot be used (one info line says why: a damaged
+ * settings file costs the cap, never a record). */
+void kiln__cache_meta_load(struct kiln_cache *c);
+
+/* Writes programs.kpm with cap `max_size` (0: the file is removed),
+ * crash-safely, and sets c->max_size. @return 0 or the error. */
+int kiln__cache_meta_write(struct kiln_cache *c, uint64_t max_size);
+
+/* Appends a record as kiln_cache_put does, without keeping the cap
+ * (cache.c; kiln_cache_put in cache_cap.c adds that). */
+int kiln__cache_put_record(struct kiln_cache *c, struct kiln_key key, const void *payload,
+                           size_t size, uint32_t raw_size, uint8_t codec, uint16_t stages);
+
+/* Keeps the cap after a put (cache_life.c): when programs.kpc is over it,
+ * takes the gate for writing and evicts. @return 0 or the rewrite's error
+ * (the records put are kept either way). */
+int kiln__cache_keep_cap(struct kiln_cache *c);
 
 /* Reads programs.kpu into last_use (entries it does not cover keep today). */
 void kiln__cache_use_load(struct kiln_cache *c);

@@ -12,8 +12,29 @@
  * switches the handle to the new file (kiln__cache_switch), and the index
  * (tied to the records by the file id), the dictionary (see cache_dict.c)
  * and the last-use file (tied the same way) follow; an open repairs
- * whichever did not. merge appends instead, through kiln_cache_put: the
+ * whichever did not. merge appends instead, through the store's put: the
  * cache format is append-only and crash-safe by itself.
+ *
+ * The size cap (kiln_cache_options.max_size) is kept here too, because
+ * keeping it is a prune: a put that makes programs.kpc pass the cap
+ * (kiln_cache_put, cache_cap.c) calls kiln__cache_keep_cap, which takes
+ * the handle's gate for writing (no put, sync, get or load is running
+ * then: each holds it for reading), picks the least recently used records
+ * with the prune's selection down to the low-water mark
+ * (KILN__CACHE_LOW_WATER: half the cap), sparing every record this handle
+ * stored, loaded or found (run_used), and rewrites the file as prune does:
+ * a kill at any moment leaves the old file or the new one, each whole.
+ * Evicting down to the low-water mark, not to the cap, is what bounds the
+ * work: the puts of the next half of the cap cost nothing extra, and the
+ * copying amortizes to at most one byte copied per byte stored (half the
+ * cap copied per half the cap stored), whatever the cache's size. A higher
+ * mark evicts less at a time but copies more: at 3/4 of the cap (three
+ * bytes copied per byte stored) kiln bench store measured 0.38 of the
+ * uncapped store rate on a 2-core machine, at 1/2 0.53 to 0.66
+ * (docs/bench-store.md).
+ * When only this handle's records are left, nothing is rewritten again:
+ * the puts succeed and count an overflow (cap_spent). compact, prune,
+ * repack and merge keep the cap at their end.
  */
 #include "cache_internal.h"
 
@@ -184,12 +205,13 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
 
     struct kiln_cache_entry *ne = kiln__malloc((nkeep ? nkeep : 1) * sizeof(*ne));
     uint32_t *nu = kiln__malloc((nkeep ? nkeep : 1) * sizeof(*nu));
+    uint8_t *nr = kiln__malloc(nkeep ? nkeep : 1);
     struct out_file o = {.io = io, .fd = -1, .buf = kiln__malloc(OUT_BUF)};
     unsigned char *in = NULL;
     size_t incap = 0, m = 0;
     bool wrote_kpd = false, made_tmp = false;
     const char *step = "allocating";
-    int rc = ne && nu && o.buf ? KILN_OK : KILN_ENOMEM;
+    int rc = ne && nu && nr && o.buf ? KILN_OK : KILN_ENOMEM;
     if (rc == KILN_OK) {
         step = "reading the bytes between records";
         rc = count_gaps(c, r);
@@ -280,6 +302,7 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
         kiln_pack_free(np);
         ne[m] = x;
         nu[m] = c->last_use[keep[k]];
+        nr[m] = c->run_used[keep[k]];
         m++;
         r->payload_bytes_after += x.size;
     }
@@ -309,6 +332,7 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
             io->unlink(io, kpd_new);
         kiln__free(ne);
         kiln__free(nu);
+        kiln__free(nr);
         return rc;
     }
 
@@ -318,14 +342,16 @@ static int rewrite(struct kiln_cache *c, const size_t *keep, size_t nkeep, bool 
         int d = kiln__cache_dict_switch(c, new_dict);
         after = after < 0 ? after : d;
     }
-    int sw = kiln__cache_switch(c, o.fd, &h, ne, nu, m, o.buf_off);
+    struct kiln__cache_kept kept = {.entries = ne, .uses = nu, .run = nr, .n = m};
+    int sw = kiln__cache_switch(c, o.fd, &h, &kept, o.buf_off);
     kiln__free(ne);
     kiln__free(nu);
+    kiln__free(nr);
     if (sw < 0)
         return sw;
     int ix = kiln__cache_index_write_whole(c);
     __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
-    kiln_cache_save_use(c);
+    kiln__cache_save_use(c);
     r->rewritten = true;
     r->records_after = m;
     r->file_bytes_after = c->rec_end;
@@ -419,7 +445,7 @@ static void prune_sel_free(struct prune_sel *s)
  * cutoff, then the least recently used (ties: earliest in the file) while
  * the file would be over max_file_bytes. */
 static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
-                        struct prune_sel *s)
+                        bool spare_run, struct prune_sel *s)
 {
     memset(s, 0, sizeof(*s));
     KILN_TRY(live_entries(c, &s->live, &s->n));
@@ -447,7 +473,8 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
         const struct kiln_cache_entry *e = &c->entries[s->live[lru[i].live]];
         bool old = lru[i].day < s->cutoff;
         bool big = o->max_file_bytes && s->total > o->max_file_bytes;
-        if (!old && !big)
+        if ((!old && !big) ||
+            (spare_run && __atomic_load_n(&c->run_used[s->live[lru[i].live]], __ATOMIC_RELAXED)))
             continue;
         s->why[lru[i].live] = old ? KILN_CACHE_PRUNE_OLD : KILN_CACHE_PRUNE_SIZE;
         s->order[s->picked++] = lru[i].live;
@@ -467,7 +494,7 @@ static int prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
         return KILN_EINVAL;
     KILN_TRY(writable(c));
     struct prune_sel s;
-    KILN_TRY(prune_select(c, o, &s));
+    KILN_TRY(prune_select(c, o, false, &s));
     size_t k = 0;
     for (size_t i = 0; i < s.n; i++)
         if (!s.why[i])
@@ -481,13 +508,109 @@ static int prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
     return rc;
 }
 
+/* ---- the cap ---------------------------------------------------------------- */
+
+/* Bytes of the records that `s` picked. */
+static uint64_t picked_bytes(const struct kiln_cache *c, const struct prune_sel *s)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < s->picked; i++)
+        b += kiln__cache_rec_len(c->entries[s->live[s->order[i]]].size);
+    return b;
+}
+
+/*
+ * One eviction, under the gate held for writing: the prune's selection
+ * (least recently used first: last-use day, then the earliest in the file)
+ * down to the low-water mark, sparing every record this handle used, then
+ * the prune's crash-safe rewrite. Nothing to evict and nothing dead in the
+ * file: an overflow, counted, and no rewrite.
+ */
+static int evict(struct kiln_cache *c)
+{
+    uint64_t cap = c->max_size;
+    struct kiln_cache_prune_options o = {.size = sizeof(o),
+                                         .older_than_days = UINT32_MAX,
+                                         .max_file_bytes = KILN__CACHE_LOW_WATER(cap)};
+    struct prune_sel s;
+    KILN_TRY(prune_select(c, &o, true, &s));
+    size_t k = 0;
+    for (size_t i = 0; i < s.n; i++)
+        if (!s.why[i])
+            s.live[k++] = s.live[i];
+    uint64_t before = c->rec_end, bytes = picked_bytes(c, &s), picked = s.picked;
+    size_t spare = 0;
+    for (size_t i = 0; i < k; i++)
+        spare += !__atomic_load_n(&c->run_used[s.live[i]], __ATOMIC_RELAXED);
+    int rc = KILN_OK;
+    if (s.picked || s.total != c->rec_end || s.n != c->count) {
+        struct kiln_cache_rewrite_report r;
+        report_before(c, NULL, &r);
+        const char *what = c->progress_what;
+        c->progress_what = NULL; /* a put's eviction reports no progress */
+        rc = rewrite(c, s.live, k, false, NULL, NULL, NULL, &r);
+        c->progress_what = what;
+    }
+    prune_sel_free(&s);
+    pthread_rwlock_wrlock(&c->lock);
+    if (rc == KILN_OK && c->rec_end < before) {
+        c->st.evictions++;
+        c->st.evicted_records += picked;
+        c->st.evicted_bytes += bytes;
+    }
+    bool over = c->rec_end > cap;
+    if (over)
+        c->st.cap_overflows++;
+    /* Every record left is this handle's: the next puts need not look. */
+    __atomic_store_n(&c->cap_spent, rc == KILN_OK && spare == 0, __ATOMIC_RELAXED);
+    pthread_rwlock_unlock(&c->lock);
+    if (rc == KILN_OK && picked)
+        KILN_INFO("cache",
+                  "%s: over its cap of %" PRIu64 " bytes: %" PRIu64 " least recently used "
+                  "record%s evicted (%" PRIu64 " -> %" PRIu64 " bytes)",
+                  c->dir, cap, picked, picked == 1 ? "" : "s", before, c->rec_end);
+    if (rc == KILN_OK && over && c->st.cap_overflows == 1)
+        KILN_WARN("cache",
+                  "%s: %" PRIu64 " bytes, over its cap of %" PRIu64 " bytes: the rest are "
+                  "records this handle used, which the cap never evicts",
+                  c->dir, c->rec_end, cap);
+    return rc;
+}
+
+int kiln__cache_keep_cap(struct kiln_cache *c)
+{
+    if (!c->max_size || (c->flags & KILN_CACHE_READ_ONLY))
+        return KILN_OK;
+    bool over;
+    if (__atomic_load_n(&c->cap_spent, __ATOMIC_RELAXED)) {
+        /* Nothing left to evict: the overflow is only counted. */
+        pthread_rwlock_wrlock(&c->lock);
+        over = c->rec_end > c->max_size;
+        c->st.cap_overflows += over;
+        pthread_rwlock_unlock(&c->lock);
+        return KILN_OK;
+    }
+    pthread_rwlock_rdlock(&c->lock);
+    over = c->rec_end > c->max_size;
+    pthread_rwlock_unlock(&c->lock);
+    if (!over)
+        return KILN_OK;
+    pthread_rwlock_wrlock(&c->gate);
+    int rc = __atomic_load_n(&c->failed, __ATOMIC_ACQUIRE);
+    /* Another put's eviction may have kept the cap meanwhile. */
+    if (rc == KILN_OK && c->rec_end > c->max_size)
+        rc = evict(c);
+    pthread_rwlock_unlock(&c->gate);
+    return rc;
+}
+
 /* Fills the library's own plan (items at the caller's stride). */
 static int plan_prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o, size_t stride,
                       struct kiln_cache_prune_plan *plan)
 {
     pthread_rwlock_rdlock(&c->lock);
     struct prune_sel s = {0};
-    int rc = prune_select(c, o, &s);
+    int rc = prune_select(c, o, false, &s);
     if (rc == KILN_OK) {
         plan->items = kiln__calloc(s.picked ? s.picked : 1, stride);
         rc = plan->items ? KILN_OK : KILN_ENOMEM;
@@ -831,8 +954,8 @@ static int merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
         }
         rc = lr;
         if (rc == KILN_OK)
-            rc = kiln_cache_put(out, e->key, buf + KILN__CACHE_HEAD_SIZE, e->size, e->raw_size,
-                                e->codec, e->stages);
+            rc = kiln__cache_put_record(out, e->key, buf + KILN__CACHE_HEAD_SIZE, e->size,
+                                        e->raw_size, e->codec, e->stages);
         if (rc == KILN_OK) {
             kiln__cache_set_use(out, e->key, day, false);
             r->added++;
@@ -849,6 +972,10 @@ static int merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,
     int sr = kiln_cache_sync(out);
     if (rc == KILN_OK)
         rc = sr;
+    /* The cap is kept once, after the whole merge (its records are this
+     * handle's: only the output's older ones can go). */
+    if (rc == KILN_OK)
+        rc = kiln__cache_keep_cap(out);
     r->records_after = out->live;
     r->file_bytes_after = out->rec_end;
     return rc;
@@ -867,6 +994,8 @@ static int compact_body(struct kiln_cache *c, struct kiln_cache_rewrite_report *
     KILN_TRY(report_ok(report, "kiln_cache_rewrite_report"));
     struct kiln_cache_rewrite_report r = {.size = sizeof(r)};
     int rc = c ? compact(c, &r) : KILN_EINVAL;
+    if (rc == KILN_OK)
+        rc = kiln__cache_keep_cap(c);
     KILN_STRUCT_OUT(report, &r);
     return rc;
 }
@@ -880,6 +1009,8 @@ static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_option
     int rc = !c || !o ? KILN_EINVAL : KILN_STRUCT_IN(&opt, o, "kiln_cache_prune_options");
     if (rc == KILN_OK)
         rc = prune(c, &opt, &r);
+    if (rc == KILN_OK)
+        rc = kiln__cache_keep_cap(c);
     KILN_STRUCT_OUT(report, &r);
     return rc;
 }
@@ -890,6 +1021,8 @@ static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_ca
     KILN_TRY(report_ok(report, "kiln_cache_rewrite_report"));
     struct kiln_cache_rewrite_report r = {.size = sizeof(r)};
     int rc = c ? repack(c, codec, mode, &r) : KILN_EINVAL;
+    if (rc == KILN_OK)
+        rc = kiln__cache_keep_cap(c);
     KILN_STRUCT_OUT(report, &r);
     return rc;
 }

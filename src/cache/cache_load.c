@@ -362,6 +362,9 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
         return KILN_ENOMEM;
     }
     size_t found = 0;
+    /* The entries taken here must stay the file's until the workers are
+     * done: no eviction may rewrite it meanwhile. */
+    pthread_rwlock_rdlock(&c->gate);
     pthread_rwlock_rdlock(&c->lock);
     for (size_t i = 0; i < n; i++) {
         res[i].key = keys[i];
@@ -399,6 +402,7 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
     /* The calling thread works too; on the application's executor when the
      * open was given one. */
     kiln__exec_run(c->has_executor ? &c->executor : NULL, want, worker, &j);
+    pthread_rwlock_unlock(&c->gate);
 
     kiln__free(items);
     kiln__free(runs);
@@ -461,7 +465,9 @@ static int get_body(struct kiln_cache *c, struct kiln_key key, size_t result_siz
         return KILN_EINVAL;
     KILN_TRY(result_size_ok(result_size));
     struct kiln_cache_result r;
+    pthread_rwlock_rdlock(&c->gate); /* no eviction moves the record under the read */
     int rc = cache_get(c, key, &r);
+    pthread_rwlock_unlock(&c->gate);
     memset(result, 0, result_size);
     kiln__elem_out(result, result_size, 0, &r, sizeof(r));
     return rc;

@@ -748,6 +748,8 @@ static int effective_options(const struct kiln_cache_options *opt, struct kiln_c
         return KILN_EINVAL;
     if ((f & KILN_CACHE_RESET) && (f & (KILN_CACHE_READ_ONLY | KILN_CACHE_KEEP_STAMP)))
         return KILN_EINVAL;
+    if (eff->max_size && eff->max_size != KILN_CACHE_NO_CAP && eff->max_size < KILN__CACHE_MIN_CAP)
+        return KILN_EINVAL;
     return KILN_OK;
 }
 
@@ -869,6 +871,16 @@ static int open_body(const char *dir, const struct kiln_cache_options *opt, stru
     c->idx_count = c->count;
     c->append_at = c->rec_end;
     kiln__cache_use_load(c);
+    kiln__cache_meta_load(c);
+    uint64_t cap = eff.max_size == KILN_CACHE_NO_CAP ? 0 : eff.max_size;
+    if (eff.max_size && !(c->flags & KILN_CACHE_READ_ONLY) && cap != c->max_size) {
+        /* The caller's new cap (or none), remembered for the opens after. */
+        rc = kiln__cache_meta_write(c, cap);
+        if (rc < 0) {
+            kiln_cache_close(c);
+            return rc;
+        }
+    }
     c->st.stamp = c->header.stamp;
     c->st.dict_id = c->header.dict_id;
     c->st.open_ns = kiln_now_ns() - t0;

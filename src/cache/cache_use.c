@@ -37,6 +37,10 @@ int kiln__cache_use_reserve(struct kiln_cache *c, size_t cap)
     if (!n)
         return KILN_ENOMEM;
     c->last_use = n;
+    uint8_t *r = kiln__realloc(c->run_used, cap * sizeof(*r));
+    if (!r)
+        return KILN_ENOMEM;
+    c->run_used = r;
     return KILN_OK;
 }
 
@@ -103,10 +107,8 @@ void kiln__cache_use_load(struct kiln_cache *c)
     __atomic_store_n(&c->use_dirty, matched != c->count || count != c->count, __ATOMIC_RELAXED);
 }
 
-static int save_use_body(struct kiln_cache *c)
+int kiln__cache_save_use(struct kiln_cache *c)
 {
-    if (!c)
-        return KILN_EINVAL;
     if (!__atomic_load_n(&c->use_dirty, __ATOMIC_RELAXED) || c->rec_fd < 0)
         return KILN_OK;
     char path[KILN__CACHE_PATH_MAX];
@@ -139,6 +141,17 @@ static int save_use_body(struct kiln_cache *c)
         __atomic_store_n(&c->use_dirty, true, __ATOMIC_RELAXED);
         KILN_WARN("cache", "%s: cannot write the last-use marks: %s", path, kiln_strerror(rc));
     }
+    return rc;
+}
+
+/* The public call takes the gate: an eviction rewrites the file it describes. */
+static int save_use_body(struct kiln_cache *c)
+{
+    if (!c)
+        return KILN_EINVAL;
+    pthread_rwlock_rdlock(&c->gate);
+    int rc = kiln__cache_save_use(c);
+    pthread_rwlock_unlock(&c->gate);
     return rc;
 }
 

@@ -641,7 +641,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                       .io = o->io,
                                       .executor = o->executor,
                                       .layers = o->layers,
-                                      .nlayers = o->nlayers};
+                                      .nlayers = o->nlayers,
+                                      .max_size = o->max_size};
     rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
     if (rc < 0) {
         /* Returned to the caller, who reports it (a folder holding another

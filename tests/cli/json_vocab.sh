@@ -84,6 +84,7 @@ run ok topo --sysfs "$fx/x3d" --all-levels
 run ok bench store --records 20 --mean-kb 1
 run ok bench store --records 20 --mean-kb 1 --layer
 run ok bench store --records 40 --mean-kb 1 --prune-every 10 --max-size 20K
+run ok bench store --records 40 --mean-kb 1 --max-size 20K
 run ok bench pages --rounds 1 --ranges 16
 run any bench pack --generate 20 --rounds 1
 # Both of kiln's speeds against zstd -1's: with the dictionary and without.

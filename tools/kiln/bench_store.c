@@ -15,11 +15,18 @@
  *   threads, cold, against a plain sequential read() of the whole records
  *   file in 1 MiB chunks, cold: the storage's own limit.
  *
- * With --prune-every P --max-size S it also records the cache's size over
- * time as it is written: after every P records the cache is synced, its
- * records file's size noted, and kiln_cache_prune cuts it to S bytes
- * (least recently used first), the size after noted too. scripts/plot.py
- * draws that sawtooth against the limit (size_timeline).
+ * With --max-size S the cache is made with a size cap of S bytes, which it
+ * keeps itself (kiln_cache_options.max_size): the records are written in
+ * runs of P records (--prune-every P, default a twentieth of them), each
+ * through a handle of its own (open, puts, sync, close), so each run's
+ * puts evict the earlier runs' least recently used records (a handle never
+ * evicts its own). The same runs are written once more into a cache
+ * without a cap, and the two are compared side by side: the store rate
+ * (capped over uncapped) and the open of the capped cache at its cap
+ * against an uncapped cache of the same records (made by merging the
+ * capped one into a new one), cold and warm, the best of three alternating.
+ * The cache's size after each run is size_timeline (scripts/plot.py draws
+ * it against the cap); the opens and loads then measure the capped cache.
  *
  * With --layer it also splits the same records between a read-only layer
  * (the first half) and a cache above it (the rest), and times open + load
@@ -58,7 +65,7 @@ int cmd_bench_store(int argc, char **argv)
 
 static const char help[] =
     "usage: %s [--records N] [--mean-kb K] [--threads T] [--cache DIR]\n"
-    "       [--prune-every P --max-size S] [--layer] [--json]\n"
+    "       [--max-size S [--prune-every P]] [--layer] [--json]\n"
     "\n"
     "Makes a cache of N records averaging K KiB, then measures opening it by\n"
     "scanning every record head (the baseline) against opening it by its index,\n"
@@ -73,11 +80,13 @@ static const char help[] =
     "                folder under $TMPDIR or /var/tmp, removed afterwards); a\n"
     "                kiln cache there is started over, unless another kiln\n"
     "                holds it (then nothing is written, exit 1)\n"
-    "  --prune-every P  while writing, after every P records: sync, note the\n"
-    "                records file's size, prune it to --max-size S bytes (K, M,\n"
-    "                G suffixes) and note the size again: the cache's size over\n"
-    "                time with its prune cut-offs (size_timeline in --json)\n"
-    "  --max-size S  the prunes' limit (with --prune-every)\n"
+    "  --max-size S  give the cache a size cap of S bytes (K, M, G suffixes),\n"
+    "                which it keeps itself as it is written; the same records\n"
+    "                written without a cap too: store rate and open time, capped\n"
+    "                against uncapped, side by side (cap_* in --json), and the\n"
+    "                cache's size after each run (size_timeline)\n"
+    "  --prune-every P  with --max-size: records written per run, each through a\n"
+    "                handle of its own (default: a twentieth of the records)\n"
     "  --layer       also: the same records split between a read-only layer and\n"
     "                a cache above it, open + load against one cache\n"
     "  --json        one JSON object on stdout\n"
@@ -92,14 +101,25 @@ struct bench {
     uint64_t mean_kb;
     unsigned threads;
     bool json;
-    uint64_t prune_every, max_size; /* --prune-every, --max-size (0: none) */
+    uint64_t prune_every, max_size; /* records per run, --max-size (0: no cap) */
     uint64_t kept;                  /* records in the cache once written (and pruned) */
     bool layer;                     /* --layer */
-    struct size_timeline *tl;       /* with --prune-every */
+    struct size_timeline *tl;       /* with --max-size */
+    struct cap_times *cap;          /* with --max-size */
 };
 
-/* The cache's size as it was written and pruned: a point after every
- * --prune-every records, before and after its prune. */
+/* --max-size: the capped cache against an uncapped one, side by side. */
+struct cap_times {
+    double store_capped, store_uncapped;    /* seconds to write every run */
+    uint64_t bytes;                         /* payload bytes written (each) */
+    double open_capped_cold, open_ref_cold; /* open at the cap vs the same records uncapped */
+    double open_capped_warm, open_ref_warm;
+    uint64_t evictions, evicted, overflows; /* summed over the runs */
+};
+
+/* The capped cache's size as it was written: a point after every run
+ * (after_prune: the run evicted; prunes and dropped: evictions and the
+ * records they evicted, over all runs). */
 struct size_timeline {
     uint64_t *ms, *written, *file_bytes, *records;
     bool *after_prune;
@@ -133,25 +153,6 @@ static void timeline_note(struct size_timeline *tl, uint64_t t0, uint64_t writte
     tl->records[tl->n] = st.records;
     tl->after_prune[tl->n] = after_prune;
     tl->n++;
-}
-
-/* After `written` records: sync, note, prune to the limit, note. */
-static int prune_point(const struct bench *b, struct kiln_cache *c, uint64_t t0, uint64_t written)
-{
-    int rc = kiln_cache_sync(c);
-    if (rc < 0)
-        return rc;
-    timeline_note(b->tl, t0, written, c, false);
-    struct kiln_cache_prune_options po = {
-        .size = sizeof(po), .older_than_days = UINT32_MAX, .max_file_bytes = b->max_size};
-    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
-    rc = kiln_cache_prune(c, &po, &r);
-    if (rc < 0)
-        return rc;
-    b->tl->prunes++;
-    b->tl->dropped += r.dropped;
-    timeline_note(b->tl, t0, written, c, true);
-    return KILN_OK;
 }
 
 static void timeline_json(struct cli_json *j, const struct bench *b)
@@ -211,42 +212,112 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* The bench's records, the same bytes every time: a buffer for the
+ * largest, and the generator's state. */
+struct recgen {
+    uint64_t *buf;
+    uint64_t rng;
+    uint64_t bytes; /* payload bytes stored so far */
+};
+
+static int recgen_init(const struct bench *b, struct recgen *g)
+{
+    /* The largest record is 1.5 x the mean; multiply before dividing, so an
+     * odd --mean-kb does not round the buffer below it. */
+    g->buf = malloc((size_t)(b->mean_kb * 1024 * 3 / 2) + 8);
+    g->rng = 12345;
+    g->bytes = 0;
+    return g->buf ? KILN_OK : KILN_ENOMEM;
+}
+
+/* Stores record i (the next of the generator) in `c`. */
+static int put_next(const struct bench *b, struct recgen *g, struct kiln_cache *c, uint64_t i)
+{
+    uint64_t lo = b->mean_kb * 1024 / 2, span = b->mean_kb * 1024 + 1;
+    size_t size = (size_t)(lo + splitmix(&g->rng) % span);
+    for (size_t w = 0; w < size / 8 + 1; w++)
+        g->buf[w] = splitmix(&g->rng);
+    struct kiln_key key = {.lo = splitmix(&g->rng), .hi = i};
+    g->bytes += size;
+    return kiln_cache_put(c, key, g->buf, size, (uint32_t)size, 0, 2);
+}
+
 /*
- * Writes the bench's records, the same bytes every run: record i goes to
- * `first` below `split`, to `rest` from there (one cache: the same handle
- * twice). With --prune-every (one cache only) it prunes as it goes.
+ * Writes the bench's records: record i goes to `first` below `split`, to
+ * `rest` from there (one cache: the same handle twice).
  */
 static int write_records(const struct bench *b, struct kiln_cache *first, struct kiln_cache *rest,
                          uint64_t split)
 {
-    /* The largest record is 1.5 x the mean; multiply before dividing, so an
-     * odd --mean-kb does not round the buffer below it. */
-    size_t max = (size_t)(b->mean_kb * 1024 * 3 / 2) + 8;
-    uint64_t *buf = malloc(max);
-    if (!buf)
-        return KILN_ENOMEM;
-    int rc = KILN_OK;
+    struct recgen g;
+    int rc = recgen_init(b, &g);
     struct cli_progress prog;
     cli_progress_start(&prog, "writing", b->records, false);
-    uint64_t rng = 12345, t0 = kiln_now_ns();
     for (uint64_t i = 0; i < b->records && rc == KILN_OK; i++) {
-        if (b->tl && first == rest && i && i % b->prune_every == 0)
-            rc = prune_point(b, first, t0, i);
-        if (rc < 0)
-            break;
-        uint64_t lo = b->mean_kb * 1024 / 2, span = b->mean_kb * 1024 + 1;
-        size_t size = (size_t)(lo + splitmix(&rng) % span);
-        for (size_t w = 0; w < size / 8 + 1; w++)
-            buf[w] = splitmix(&rng);
-        struct kiln_key key = {.lo = splitmix(&rng), .hi = i};
-        rc = kiln_cache_put(i < split ? first : rest, key, buf, size, (uint32_t)size, 0, 2);
+        rc = put_next(b, &g, i < split ? first : rest, i);
         cli_progress_update(&prog, i + 1);
     }
-    if (rc == KILN_OK && b->tl && first == rest)
-        rc = prune_point(b, first, t0, b->records);
     cli_progress_finish(&prog, b->records);
-    free(buf);
+    free(g.buf);
     return rc;
+}
+
+/*
+ * Writes the records into the cache in `dir` in runs of b->prune_every, each
+ * through a handle of its own (open, puts, sync, close), with size cap
+ * `cap` (KILN_CACHE_NO_CAP: none), noting each run's end in `tl` (may be
+ * NULL). @return the seconds it took, or < 0 after one error line.
+ */
+static double write_runs(struct bench *b, const char *dir, uint64_t cap, struct size_timeline *tl)
+{
+    struct recgen g;
+    if (recgen_init(b, &g) < 0)
+        return -1;
+    struct cli_progress prog;
+    cli_progress_start(&prog, cap == KILN_CACHE_NO_CAP ? "writing, no cap" : "writing, capped",
+                       b->records, false);
+    int rc = KILN_OK;
+    uint64_t t0 = kiln_now_ns();
+    for (uint64_t i = 0; i < b->records && rc == KILN_OK;) {
+        struct kiln_cache_options opt = {.size = sizeof(opt),
+                                         .stamp = BENCH_STAMP,
+                                         .flags = i ? 0u : KILN_CACHE_RESET,
+                                         .max_size = i ? 0 : cap};
+        struct kiln_cache *c;
+        rc = kiln_cache_open(dir, &opt, &c);
+        if (rc < 0)
+            break;
+        uint64_t end = i + b->prune_every < b->records ? i + b->prune_every : b->records;
+        for (; i < end && rc == KILN_OK; i++) {
+            rc = put_next(b, &g, c, i);
+            cli_progress_update(&prog, i + 1);
+        }
+        if (rc == KILN_OK)
+            rc = kiln_cache_sync(c);
+        struct kiln_cache_stats st = KILN_CACHE_STATS_INIT;
+        kiln_cache_get_stats(c, &st);
+        if (tl) {
+            timeline_note(tl, t0, i, c, st.evictions > 0);
+            tl->prunes += st.evictions;
+            tl->dropped += st.evicted_records;
+        }
+        if (b->cap)
+            b->cap->bytes = g.bytes;
+        if (cap != KILN_CACHE_NO_CAP && b->cap) {
+            b->cap->evictions += st.evictions;
+            b->cap->evicted += st.evicted_records;
+            b->cap->overflows += st.cap_overflows;
+        }
+        kiln_cache_close(c);
+    }
+    double secs = cli_seconds(t0, kiln_now_ns());
+    cli_progress_finish(&prog, b->records);
+    free(g.buf);
+    if (rc < 0) {
+        cli_error(b->name, "%s: writing the cache failed: %s", dir, kiln_strerror(rc));
+        return -1;
+    }
+    return secs;
 }
 
 static int make_cache(struct bench *b)
@@ -538,9 +609,134 @@ static int time_layer(const struct bench *b, struct layer_times *t)
     return rc;
 }
 
+/* ---- --max-size: a cache that keeps its cap, against one without ------- */
+
+/* Opens the cache in `dir` as a writer, as an emulator does at its start.
+ * @return seconds, or < 0. */
+static double open_once(const struct bench *b, const char *dir, bool cold, uint64_t want)
+{
+    if (cold && drop_folder(b, dir) < 0)
+        return -1;
+    struct kiln_cache_options opt = {.size = sizeof(opt), .stamp = BENCH_STAMP};
+    uint64_t t0 = kiln_now_ns();
+    struct kiln_cache *c;
+    if (kiln_cache_open(dir, &opt, &c) < 0)
+        return -1;
+    double secs = cli_seconds(t0, kiln_now_ns());
+    size_t n = kiln_cache_count(c);
+    kiln_cache_close(c);
+    if (n != want) {
+        cli_error(b->name, "%s: opened %zu of %" PRIu64 " records", dir, n, want);
+        return -1;
+    }
+    return secs;
+}
+
+/* The uncapped cache of the same records as the capped one in b->dir. */
+static int make_reference(struct bench *b, const char *ref)
+{
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .stamp = BENCH_STAMP, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache *c;
+    int rc = kiln_cache_open(ref, &opt, &c);
+    const char *in[] = {b->dir};
+    struct kiln_cache_merge_report r = KILN_CACHE_MERGE_REPORT_INIT;
+    if (rc == KILN_OK)
+        rc = kiln_cache_merge(c, in, 1, &r);
+    if (rc == KILN_OK)
+        kiln_cache_close(c);
+    if (rc < 0)
+        cli_error(b->name, "%s: making the uncapped cache of the same records failed: %s", ref,
+                  kiln_strerror(rc));
+    return rc;
+}
+
+/* Writes the runs without a cap, then with it (into b->dir), then times
+ * the open of the capped cache against the uncapped one of its records. */
+static int make_capped(struct bench *b)
+{
+    struct cap_times *t = b->cap;
+    char root[4096], plain[4200], ref[4200];
+    const char *base = getenv("TMPDIR");
+    snprintf(root, sizeof(root), "%s/kiln-bench-cap-XXXXXX", base && *base ? base : "/var/tmp");
+    if (!mkdtemp(root)) {
+        cli_error(b->name, "%s: %s", root, strerror(errno));
+        return -1;
+    }
+    snprintf(plain, sizeof(plain), "%s/uncapped", root);
+    snprintf(ref, sizeof(ref), "%s/reference", root);
+    int rc = mkdir(plain, 0755) == 0 && mkdir(ref, 0755) == 0 ? 0 : -1;
+    if (rc == 0)
+        t->store_uncapped = write_runs(b, plain, KILN_CACHE_NO_CAP, NULL);
+    remove_folder(plain); /* its disk space, before the capped run */
+    if (rc == 0 && t->store_uncapped >= 0)
+        t->store_capped = write_runs(b, b->dir, b->max_size, b->tl);
+    if (rc < 0 || t->store_uncapped < 0 || t->store_capped < 0)
+        rc = -1;
+    struct kiln_cache_options ro = {
+        .size = sizeof(ro), .stamp = BENCH_STAMP, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache *c;
+    if (rc == 0 && kiln_cache_open(b->dir, &ro, &c) == KILN_OK) {
+        b->kept = kiln_cache_count(c);
+        kiln_cache_close(c);
+    }
+    if (rc == 0)
+        rc = make_reference(b, ref) < 0 ? -1 : 0;
+    double *best[4] = {&t->open_capped_cold, &t->open_ref_cold, &t->open_capped_warm,
+                       &t->open_ref_warm};
+    for (int i = 0; i < 4; i++)
+        *best[i] = 1e30;
+    for (int round = 0; rc == 0 && round < 3; round++) {
+        double v[4] = {open_once(b, b->dir, true, b->kept), open_once(b, ref, true, b->kept),
+                       open_once(b, b->dir, false, b->kept), open_once(b, ref, false, b->kept)};
+        for (int i = 0; i < 4; i++) {
+            if (v[i] < 0)
+                rc = -1;
+            else if (v[i] < *best[i])
+                *best[i] = v[i];
+        }
+    }
+    remove_folder(ref);
+    rmdir(root);
+    return rc;
+}
+
+static void cap_json(struct cli_json *j, const struct bench *b)
+{
+    const struct cap_times *t = b->cap;
+    cli_json_object_begin(j, "cap");
+    cli_json_u64(j, "max_size", b->max_size);
+    cli_json_u64(j, "run_records", b->prune_every);
+    cli_json_u64(j, "payload_bytes", t->bytes);
+    cli_json_double(j, "store_rate_ratio", t->store_uncapped / t->store_capped);
+    cli_json_double(j, "open_ratio_cold", t->open_capped_cold / t->open_ref_cold);
+    cli_json_double(j, "open_ratio_warm", t->open_capped_warm / t->open_ref_warm);
+    cli_json_u64(j, "evictions", t->evictions);
+    cli_json_u64(j, "evicted_records", t->evicted);
+    cli_json_u64(j, "cap_overflows", t->overflows);
+    cli_json_object_end(j);
+}
+
+static void cap_text(const struct bench *b)
+{
+    const struct cap_times *t = b->cap;
+    char mb[32];
+    double mib = (double)t->bytes / (1024.0 * 1024.0);
+    printf("store, cap %s (runs of %" PRIu64 "): capped %.1f MiB/s, uncapped %.1f MiB/s, "
+           "ratio %.3f; %" PRIu64 " eviction%s, %" PRIu64 " record%s evicted, %" PRIu64
+           " overflow%s\n",
+           cli_format_bytes(mb, sizeof(mb), b->max_size), b->prune_every, mib / t->store_capped,
+           mib / t->store_uncapped, t->store_uncapped / t->store_capped, t->evictions,
+           CLI_S(t->evictions), t->evicted, CLI_S(t->evicted), t->overflows, CLI_S(t->overflows));
+    printf("open at the cap, cold  capped %9.4f s   uncapped, same records %9.4f s   ratio %.3f\n",
+           t->open_capped_cold, t->open_ref_cold, t->open_capped_cold / t->open_ref_cold);
+    printf("open at the cap, warm  capped %9.4f s   uncapped, same records %9.4f s   ratio %.3f\n",
+           t->open_capped_warm, t->open_ref_warm, t->open_capped_warm / t->open_ref_warm);
+}
+
 static int run(struct bench *b)
 {
-    if (make_cache(b) < 0)
+    if (b->cap ? make_capped(b) < 0 : make_cache(b) < 0)
         return KILN_EXIT_FAILED;
     struct stat st;
     stat(b->rec, &st);
@@ -575,6 +771,14 @@ static int run(struct bench *b)
         cli_json_double(&j, "load_1t", load_1t);
         cli_json_double(&j, "load_nt", load_nt);
         cli_json_double(&j, "seq_read", seq);
+        if (b->cap) {
+            cli_json_double(&j, "store_capped", b->cap->store_capped);
+            cli_json_double(&j, "store_uncapped", b->cap->store_uncapped);
+            cli_json_double(&j, "open_capped_cold", b->cap->open_capped_cold);
+            cli_json_double(&j, "open_uncapped_cold", b->cap->open_ref_cold);
+            cli_json_double(&j, "open_capped_warm", b->cap->open_capped_warm);
+            cli_json_double(&j, "open_uncapped_warm", b->cap->open_ref_warm);
+        }
         if (b->layer) {
             cli_json_double(&j, "one_open_load_cold", lt.one_cold);
             cli_json_double(&j, "layer_open_load_cold", lt.layer_cold);
@@ -588,6 +792,8 @@ static int run(struct bench *b)
         cli_json_double(&j, "load_vs_seqread", seq / load_nt);
         if (b->tl)
             timeline_json(&j, b);
+        if (b->cap)
+            cap_json(&j, b);
         if (b->layer)
             layer_json(&j, &lt);
         cli_json_end(&j);
@@ -609,13 +815,8 @@ static int run(struct bench *b)
                "%.4f s vs %.4f s (%.3fx)\n",
                lt.layer_cold, lt.one_cold, lt.layer_cold / lt.one_cold, lt.layer_warm, lt.one_warm,
                lt.layer_warm / lt.one_warm);
-    if (b->tl) {
-        char mb[32];
-        printf("prunes: %" PRIu64 " to %s (every %" PRIu64 " record%s written): %" PRIu64
-               " record%s dropped\n",
-               b->tl->prunes, cli_format_bytes(mb, sizeof(mb), b->max_size), b->prune_every,
-               CLI_S(b->prune_every), b->tl->dropped, CLI_S(b->tl->dropped));
-    }
+    if (b->cap)
+        cap_text(b);
     return KILN_EXIT_OK;
 }
 
@@ -668,7 +869,7 @@ int cmd_bench_store(int argc, char **argv)
                 return KILN_EXIT_USAGE;
             break;
         case 'm':
-            if (cli_parse_u64(argv[0], "--max-size", optarg, 1, UINT64_MAX, true, &b.max_size))
+            if (cli_parse_u64(argv[0], "--max-size", optarg, 64, UINT64_MAX - 1, true, &b.max_size))
                 return KILN_EXIT_USAGE;
             break;
         case 'j':
@@ -686,11 +887,16 @@ int cmd_bench_store(int argc, char **argv)
     }
     if (optind != argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
-    if (!b.prune_every != !b.max_size)
-        return cli_usage_error(argv[0], "--prune-every and --max-size go together");
+    if (b.prune_every && !b.max_size)
+        return cli_usage_error(argv[0], "--prune-every goes with --max-size");
     struct size_timeline tl = {0};
-    if (b.prune_every)
+    struct cap_times cap = {0};
+    if (b.max_size) {
         b.tl = &tl;
+        b.cap = &cap;
+        if (!b.prune_every)
+            b.prune_every = b.records / 20 ? b.records / 20 : 1;
+    }
 
     if (dir) {
         struct stat st;

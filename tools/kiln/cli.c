@@ -172,7 +172,8 @@ int cli_reset_cache(const char *name, const char *dir, uint64_t stamp)
 
 int cli_open_cache_writer(const char *name, const char *dir, struct kiln_cache **c)
 {
-    struct kiln_cache_options opt = {.size = sizeof(opt), .flags = KILN_CACHE_KEEP_STAMP};
+    struct kiln_cache_options opt = {
+        .size = sizeof(opt), .flags = KILN_CACHE_KEEP_STAMP, .max_size = cli_max_size_option()};
     return cli_open_cache(name, dir, &opt, c);
 }
 
@@ -359,11 +360,31 @@ static int report_option(int ch, char **argv, bool *json, const char *help, va_l
 
 /* --cache DIR as an option of a cache command; NULL when not given. */
 static const char *given_cache_dir;
+/* --max-size SIZE|none of a writing command; 0 when not given. */
+static uint64_t given_max_size;
+
+int cli_parse_max_size(const char *name, const char *text, uint64_t *out)
+{
+    if (text && strcmp(text, "none") == 0) {
+        *out = KILN_CACHE_NO_CAP;
+        return KILN_EXIT_OK;
+    }
+    return cli_parse_u64(name, "--max-size", text, 64, UINT64_MAX - 1, true, out);
+}
+
+uint64_t cli_max_size_option(void)
+{
+    return given_max_size;
+}
 
 static int report_option(int ch, char **argv, bool *json, const char *help, va_list ap)
 {
     if (ch == CLI_OPT_CACHE) {
         CLI_TRY(cli_parse_cache_dir(argv[0], optarg, &given_cache_dir));
+        return CLI_NEXT_OPTION;
+    }
+    if (ch == CLI_OPT_MAX_SIZE) {
+        CLI_TRY(cli_parse_max_size(argv[0], optarg, &given_max_size));
         return CLI_NEXT_OPTION;
     }
     if (ch == 'j') {
@@ -389,6 +410,7 @@ int cli_report_option(int ch, char **argv, bool *json, const char *help, ...)
 int cli_parse_report_options(int argc, char **argv, bool *json, const char *help, ...)
 {
     static const struct option opts[] = {CLI_CACHE_OPTION,
+                                         CLI_MAX_SIZE_OPTION,
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -413,6 +435,7 @@ int cli_parse_cache_options(int argc, char **argv, const char **dir, bool *reset
                                          {NULL, 0, NULL, 0}};
     static const struct option with_reset[] = {{"cache", required_argument, NULL, 'c'},
                                                {"reset", no_argument, NULL, 'r'},
+                                               CLI_MAX_SIZE_OPTION,
                                                {"json", no_argument, NULL, 'j'},
                                                {"help", no_argument, NULL, 'h'},
                                                {NULL, 0, NULL, 0}};

@@ -236,6 +236,25 @@ void cli_silence_stdout(void);
 /* The folder --cache DIR gave to cli_report_option(), or NULL. */
 const char *cli_cache_option(void);
 
+/*
+ * --max-size SIZE|none in a writing command's option table: the cache's
+ * size cap (kiln_cache_options.max_size), remembered by the cache; "none"
+ * clears it. cli_report_option() and cli_prep_option() take it;
+ * cli_open_cache_writer() passes it.
+ */
+#define CLI_OPT_MAX_SIZE 0x1002
+#define CLI_MAX_SIZE_OPTION                                   \
+    {                                                         \
+        "max-size", required_argument, NULL, CLI_OPT_MAX_SIZE \
+    }
+
+/* Parses --max-size: SIZE (K, M, G suffixes; at least 64) or "none"
+ * (KILN_CACHE_NO_CAP). Same return as cli_parse_u64. */
+int cli_parse_max_size(const char *name, const char *text, uint64_t *out);
+
+/* The cap --max-size gave to cli_report_option(): 0 when not given. */
+uint64_t cli_max_size_option(void);
+
 /* A cli_report_option() result: the option was --json; parsing goes on. */
 #define CLI_NEXT_OPTION (-1)
 
@@ -249,7 +268,8 @@ int cli_report_option(int ch, char **argv, bool *json, const char *help, ...)
     __attribute__((format(CLI_PRINTF_KIND, 4, 5)));
 
 /*
- * The whole option parsing of a command whose only options are --json and
+ * The whole option parsing of a command whose only options are --cache
+ * DIR, --max-size SIZE|none (cache compact and merge write), --json and
  * --help (cli_report_option); its operands start at optind after it.
  * @return CLI_NEXT_OPTION to go on, else the exit code to return.
  */
@@ -258,8 +278,9 @@ int cli_parse_report_options(int argc, char **argv, bool *json, const char *help
 
 /*
  * The whole option parsing of a command whose options are --cache DIR
- * (cli_parse_cache_dir; else the default folder), --reset when `reset` is
- * not NULL (it sets *reset), --json and --help (cli_report_option); its
+ * (cli_parse_cache_dir; else the default folder), --reset and --max-size
+ * SIZE|none (cli_max_size_option) when `reset` is not NULL (it sets
+ * *reset: a writing command), --json and --help (cli_report_option); its
  * operands start at optind after it. `help` is a format, printed with the
  * arguments after it.
  * @return CLI_NEXT_OPTION to go on, else the exit code to return.

@@ -149,6 +149,8 @@ int cli_prep_option(const char *name, int ch, char **argv, struct cli_prep_flags
     case 'L':
         return cli_parse_layer(name, optarg, f->layers, &f->nlayers) ? KILN_EXIT_USAGE
                                                                      : CLI_NEXT_OPTION;
+    case CLI_OPT_MAX_SIZE:
+        return cli_parse_max_size(name, optarg, &f->max_size) ? KILN_EXIT_USAGE : CLI_NEXT_OPTION;
     case 'T':
         if (cli_parse_u64(name, "--timeout-ms", optarg, 1, UINT32_MAX, false, &v))
             return KILN_EXIT_USAGE;

@@ -66,11 +66,12 @@ struct cli_prep_flags {
     struct kiln_isolate_options iso;           /* --timeout-ms; the worker command with --isolate */
     const char *layers[KILN_CACHE_MAX_LAYERS]; /* --layer DIR, repeatable */
     size_t nlayers;
+    uint64_t max_size; /* --max-size SIZE|none (CLI_OPT_MAX_SIZE; kiln prepare): 0 not given */
 };
 
 /*
  * Inside the getopt_long loop: takes one of the shared options, given by
- * the letters 'C', 'j', 'V', 'd', 'J', 'I', 'T', 'L' and 'h' ('h' prints the
+ * the letters 'C', 'j', 'V', 'd', 'J', 'I', 'T', 'L', CLI_OPT_MAX_SIZE and 'h' ('h' prints the
  * format `help` with the arguments after it on stdout); anything else is
  * cli_option_error(). @return CLI_NEXT_OPTION when it took an option that
  * lets parsing go on, else the exit code to return.

@@ -158,6 +158,7 @@ int cmd_cache_stats(int argc, char **argv)
         cli_json_u64(&j, "tail_records", st.tail_records);
         cli_json_u64(&j, "torn_tail_bytes", st.cut_bytes);
         cli_json_u64(&j, "damaged_bytes", st.damaged_bytes);
+        cli_json_u64(&j, "max_size", st.max_size);
         if (nlayers) {
             cli_json_u64(&j, "layers", st.layers);
             cli_json_u64(&j, "layers_left_out", st.layers_left_out);
@@ -178,6 +179,12 @@ int cmd_cache_stats(int argc, char **argv)
            cli_format_dict(dict, sizeof(dict), st.dict_id));
     printf("open        %s in %.1f ms: %s\n", kiln_cache_open_kind_name(st.open_kind),
            (double)st.open_ns / 1e6, st.open_text);
+    if (st.max_size)
+        printf("size cap    %s (the records file; a store past it evicts the least recently "
+               "used records)\n",
+               cli_format_bytes(b1, sizeof(b1), st.max_size));
+    else
+        printf("size cap    none\n");
     if (nlayers)
         printf("layers      %u used, %u left out; %" PRIu64 " record%s beneath this cache's own\n",
                st.layers, st.layers_left_out, st.layer_records, CLI_S(st.layer_records));

@@ -81,7 +81,8 @@ static int compact(struct kiln_cache *c, const void *arg, struct kiln_cache_rewr
 }
 
 static const char prune_help[] =
-    "usage: %s [DIR | --cache DIR] [--older-than DAYS] [--max-size SIZE] [--dry-run] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--older-than DAYS] [--max-size SIZE|none] [--dry-run]\n"
+    "       [--json]\n"
     "\n"
     "Drops the records of the cache in DIR that were not used (loaded or\n"
     "stored) in the last DAYS days, then the least recently used ones until\n"
@@ -91,7 +92,9 @@ static const char prune_help[] =
     "programs.kpu, at a day's resolution.\n"
     "\n"
     "  --older-than DAYS  drop records unused for more than DAYS days\n"
-    "  --max-size SIZE    keep the records file at most SIZE bytes\n"
+    "  --max-size SIZE    keep the records file at most SIZE bytes: now, and from\n"
+    "                     now on as the cache's size cap, which it keeps itself\n"
+    "                     (none: no size limit, and the cap cleared)\n"
     "  --cache DIR        the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                     $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --dry-run          list what would go (one line per record: key, size,\n"
@@ -215,7 +218,7 @@ static int prune_dry_run(const char *name, const char *dir,
 int cmd_cache_prune(int argc, char **argv)
 {
     static const struct option opts[] = {{"older-than", required_argument, NULL, 'o'},
-                                         {"max-size", required_argument, NULL, 's'},
+                                         CLI_MAX_SIZE_OPTION,
                                          CLI_CACHE_OPTION,
                                          {"dry-run", no_argument, NULL, 'n'},
                                          {"json", no_argument, NULL, 'j'},
@@ -236,11 +239,6 @@ int cmd_cache_prune(int argc, char **argv)
             any = true;
         } else if (ch == 'n') {
             dry = true;
-        } else if (ch == 's') {
-            if (cli_parse_u64(argv[0], "--max-size", optarg, 64, UINT64_MAX / 2, true, &v))
-                return KILN_EXIT_USAGE;
-            po.max_file_bytes = v;
-            any = true;
         } else {
             ex = cli_report_option(ch, argv, &json, prune_help, argv[0]);
             if (ex != CLI_NEXT_OPTION)
@@ -251,7 +249,11 @@ int cmd_cache_prune(int argc, char **argv)
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex != KILN_EXIT_OK)
         return ex;
-    if (!any)
+    /* --max-size prunes to SIZE now and keeps it as the cache's cap ("none":
+     * no size limit now, and the cap cleared). */
+    uint64_t cap = cli_max_size_option();
+    po.max_file_bytes = cap == KILN_CACHE_NO_CAP ? 0 : cap;
+    if (!any && !cap)
         return cli_usage_error(argv[0], "give --older-than DAYS and/or --max-size SIZE");
     if (dry)
         return prune_dry_run(argv[0], dir, &po, json);
@@ -263,7 +265,7 @@ int cmd_cache_prune(int argc, char **argv)
 }
 
 static const char compact_help[] =
-    "usage: %s [DIR | --cache DIR] [--json]\n"
+    "usage: %s [DIR | --cache DIR] [--max-size SIZE|none] [--json]\n"
     "\n"
     "Rewrites the records file of the cache in DIR without superseded or\n"
     "damaged records and dead bytes, and its index and last-use marks with it\n"
@@ -275,6 +277,9 @@ static const char compact_help[] =
     "\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
+    "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
+    "                keeps itself and remembers: a store past it evicts the least\n"
+    "                recently used records (never this run's); none clears it\n"
     "  --json    one JSON object on stdout: rewritten, records_read,\n"
     "            records_before and records_after (live), dropped, superseded,\n"
     "            damaged, damaged_bytes, file_bytes_before, file_bytes_after,\n"
@@ -300,8 +305,8 @@ int cmd_cache_compact(int argc, char **argv)
 }
 
 static const char merge_help[] =
-    "usage: %s OUT IN... [--json]\n"
-    "       %s --cache OUT IN... [--json]\n"
+    "usage: %s OUT IN... [--max-size SIZE|none] [--json]\n"
+    "       %s --cache OUT IN... [--max-size SIZE|none] [--json]\n"
     "\n"
     "Joins the caches IN... into the cache OUT (made when missing). Every cache\n"
     "must have the same stamp and dictionary, else nothing is merged. Packed\n"
@@ -317,6 +322,9 @@ static const char merge_help[] =
     "\n"
     "  --cache OUT   the output folder, as an option (then every operand is\n"
     "                an input)\n"
+    "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
+    "                keeps itself and remembers: a store past it evicts the least\n"
+    "                recently used records (never this run's); none clears it\n"
     "  --json    one JSON object on stdout: inputs, records_read, added,\n"
     "            replaced, superseded, same, damaged, records_after,\n"
     "            file_bytes_after\n"
@@ -401,7 +409,8 @@ int cmd_cache_merge(int argc, char **argv)
                                     .stamp = st.stamp,
                                     .dict = kiln_cache_dict(first),
                                     .dict_id = st.dict_id,
-                                    .flags = KILN_CACHE_KEEP_STAMP | KILN_CACHE_CREATE};
+                                    .flags = KILN_CACHE_KEEP_STAMP | KILN_CACHE_CREATE,
+                                    .max_size = cli_max_size_option()};
     struct kiln_cache *out;
     int rc = kiln_cache_open(out_dir, &wo, &out);
     kiln_cache_close(first);

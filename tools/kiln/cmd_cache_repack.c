@@ -31,6 +31,9 @@ static const char help[] =
     "  --no-dict     no dictionary\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
+    "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
+    "                keeps itself and remembers: a store past it evicts the least\n"
+    "                recently used records (never this run's); none clears it\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
@@ -51,6 +54,7 @@ int cmd_cache_repack(int argc, char **argv)
                                          {"dict", no_argument, NULL, 'd'},
                                          {"no-dict", no_argument, NULL, 'n'},
                                          CLI_CACHE_OPTION,
+                                         CLI_MAX_SIZE_OPTION,
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};

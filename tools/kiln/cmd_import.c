@@ -29,7 +29,7 @@
 #endif
 
 static const char help[] =
-    "usage: %s FILE.foz... [--cache DIR] [--reset] [--json]\n"
+    "usage: %s FILE.foz... [--cache DIR] [--reset] [--max-size SIZE|none] [--json]\n"
     "\n"
     "Reads Fossilize stream archives (versions 5 and 6) and stores each recorded\n"
     "pipeline (graphics, compute, ray-tracing) in the kiln cache in DIR (made when\n"
@@ -58,6 +58,9 @@ static const char help[] =
     "  --reset       start a new cache in DIR: the cache there (of any stamp,\n"
     "                version, or with a damaged header) is set aside, its\n"
     "                files renamed programs.*.<stamp>.old (never removed)\n"
+    "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
+    "                keeps itself and remembers: a store past it evicts the least\n"
+    "                recently used records (never this run's); none clears it\n"
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
@@ -222,7 +225,8 @@ int cmd_import_foz(int argc, char **argv)
     }
     struct kiln_cache_options opt = {.size = sizeof(opt),
                                      .stamp = KILN_FOZ_STAMP,
-                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT};
+                                     .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
+                                     .max_size = cli_max_size_option()};
     struct kiln_cache *c;
     rc = kiln_cache_open(dir, &opt, &c);
     if (rc < 0) {

@@ -29,7 +29,8 @@ static const char help[] =
     "usage: %s [--corpus DIR | --corpus FILE.foz [FILE.foz...] | --generate N]\n"
     "       [--seed S] [--cache DIR] [--jobs N|auto] [--dict] [--no-vulkan]\n"
     "       [--device N] [--retry-failed] [--memory-budget B] [--background]\n"
-    "       [--isolate] [--timeout-ms MS] [--reset] [--layer DIR]... [--json]\n"
+    "       [--isolate] [--timeout-ms MS] [--reset] [--layer DIR]... [--max-size SIZE|none]\n"
+    "       [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -79,6 +80,9 @@ static const char help[] =
     "                  renamed programs.*.<stamp>.old (never removed)\n"
     "  --layer DIR     a read-only cache beneath this one: what it holds is not\n"
     "                  translated or stored again; repeatable, at most 8\n"
+    "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
+    "                keeps itself and remembers: a store past it evicts the least\n"
+    "                recently used records (never this run's); none clears it\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -426,6 +430,7 @@ int cmd_prepare(int argc, char **argv)
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
         {"layer", required_argument, NULL, 'L'},
+        CLI_MAX_SIZE_OPTION,
         {"dict", no_argument, NULL, 'D'},
         {"retry-failed", no_argument, NULL, 'R'},
         {"memory-budget", required_argument, NULL, 'M'},
@@ -520,6 +525,7 @@ int cmd_prepare(int argc, char **argv)
     CLI_TRY(cli_prep_setup(name, &f, &builders));
     o.layers = f.layers;
     o.nlayers = f.nlayers;
+    o.max_size = f.max_size;
     if (f.isolate)
         o.isolate = &f.iso;
 
