@@ -36,6 +36,9 @@ static inline ZSTD_customMem kiln__zstd_mem(void)
 /* SPIR-V's magic number, as a host-order word. */
 #define KILN__SPIRV_MAGIC 0x07230203u
 
+/* The serialized dictionary's header; the zstd dictionary follows it. */
+#define KILN__KPD_HEAD 16u
+
 struct kiln_pack_dict {
     uint64_t id;             /* kiln_hash64 of the zstd dictionary's bytes */
     void *bytes;             /* serialized form: the .kpd header, then the zstd dictionary */
@@ -62,6 +65,15 @@ struct kiln_pack_dict {
  * of 2^15 entries, large ones at KILN__LARGE_LEVEL. */
 #define KILN__DICT_LEVEL     6
 #define KILN__DICT_TABLE_LOG 15
+/* KILN_PACK_LEVEL_MAX, the shipping level: the zstd level of every kiln-codec
+ * module, with literals stored raw and matches of at least
+ * KILN__MAX_MIN_MATCH bytes (docs/pack-format.md, "Levels", has the
+ * measurements behind it). */
+#define KILN__MAX_LEVEL     19
+#define KILN__MAX_MIN_MATCH 4
+/* The default level's check that the built-in dictionary made a module no
+ * larger: the module's streams at this zstd level without a dictionary. */
+#define KILN__PLAIN_LEVEL 3
 
 /*
  * The id of the built-in dictionary (kiln_hash64 of its zstd bytes,
