@@ -389,6 +389,8 @@ struct pack_req {
     enum kiln_codec codec;
     int level; /* KILN_PACK_LEVEL_DEFAULT, 1 to 22, or KILN_PACK_LEVEL_MAX */
     const struct kiln_pack_dict *dict;
+    bool plain; /* the kiln codec without any dictionary, format 3's kind (tests) */
+    bool raw;   /* literals raw in every module (the shipping level's rule) */
 };
 
 /* How one zstd frame is made. */
@@ -526,30 +528,66 @@ static struct frame_opts kiln_frame_opts(const struct pack_req *q, size_t nwords
      * least 4 bytes. zstd's strongest levels write a Huffman table of their
      * own for most small blobs and many 3-byte matches, and both cost more
      * at unpack than they save (pack-format.md, "Levels"). */
-    if (q->level == KILN_PACK_LEVEL_MAX) {
+    if (q->level == KILN_PACK_LEVEL_MAX || q->raw)
         o.raw_literals = true;
+    if (q->level == KILN_PACK_LEVEL_MAX)
         o.min_match = KILN__MAX_MIN_MATCH;
-    }
     return o;
 }
 
-/* The candidate payloads of one module, in the thread's work buffer. */
+/* A candidate payload of one module, in the thread's work buffer, and the
+ * format and dictionary its blob is written with. */
 struct candidate {
     uint8_t *z;
-    size_t n;
+    size_t n; /* SIZE_MAX: none yet */
+    unsigned format;
+    const struct kiln_pack_dict *use;
 };
 
-/* Compresses the transformed streams `x` (xn bytes) into c->z (`cap`
- * bytes). @return 0 or KILN_ENOMEM, logged. */
-static int compress_streams(ZSTD_CCtx *cctx, const struct frame_opts *o, struct candidate *c,
-                            size_t cap, const uint8_t *x, size_t xn)
+/* The transformed streams of one module and the buffers that compete for
+ * them. */
+struct streams {
+    ZSTD_CCtx *cctx;
+    const uint8_t *x;
+    size_t xn, cap; /* the streams' bytes; each candidate's room */
+    struct candidate best, spare;
+};
+
+/* Compresses the streams with `o` into the spare buffer and keeps the
+ * result as the best when it is smaller. @return 0 or KILN_ENOMEM, logged. */
+static int consider(struct streams *st, const struct frame_opts *o, unsigned format)
 {
-    c->n = zstd_frame(cctx, o, c->z, cap, x, xn);
-    if (!ZSTD_isError(c->n))
+    size_t n = zstd_frame(st->cctx, o, st->spare.z, st->cap, st->x, st->xn);
+    if (ZSTD_isError(n)) {
+        KILN_ERROR("pack", "zstd compression of %zu transformed bytes failed: %s", st->xn,
+                   ZSTD_getErrorName(n));
+        return KILN_ENOMEM;
+    }
+    if (n < st->best.n) {
+        struct candidate won = {st->spare.z, n, format, o->dict};
+        st->spare = st->best;
+        st->best = won;
+    }
+    return 0;
+}
+
+/*
+ * The kiln codec's candidates at one level: with the dictionary `use` (or
+ * none), and, with `plain`, without any, written with format 3's kind.
+ */
+static int consider_level(struct streams *st, const struct pack_req *q, size_t nwords,
+                          const struct kiln_pack_dict *use, bool builtin, bool plain)
+{
+    struct frame_opts o = kiln_frame_opts(q, nwords, use, builtin);
+    KILN_TRY(consider(st, &o, q->format));
+    if (!plain)
         return 0;
-    KILN_ERROR("pack", "zstd compression of %zu transformed bytes failed: %s", xn,
-               ZSTD_getErrorName(c->n));
-    return KILN_ENOMEM;
+    /* Without a dictionary, at the level's rules; at the default level with
+     * zstd -3, which costs less packing time than level 5. */
+    struct frame_opts p = kiln_frame_opts(q, nwords, NULL, false);
+    if (q->level == KILN_PACK_LEVEL_DEFAULT)
+        p.level = KILN__PLAIN_LEVEL;
+    return consider(st, &p, 3);
 }
 
 /*
@@ -559,7 +597,10 @@ static int compress_streams(ZSTD_CCtx *cctx, const struct frame_opts *o, struct 
  * streams (and at the shipping level the caller's) are compressed without
  * it too, and the smaller is kept; a blob without a dictionary is then
  * written with format 3's kind, which says so to every reader since format
- * 3 (pack-format.md, "A dictionary never makes a module larger").
+ * 3 (pack-format.md, "A dictionary never makes a module larger"). The
+ * shipping level also tries the default level's candidates with its own
+ * literal rule (raw), so that it is never larger than those; Huffman-coded
+ * ones would unpack slower. `q->plain` (tests) packs without any.
  * @return 0, KILN_EFORMAT when the module does not parse (the caller falls
  * back), or an error.
  */
@@ -576,35 +617,35 @@ static int pack_kiln(struct kiln__pack_tls *tls, const struct pack_req *q, const
                              : kiln__spirv2_encode(words, nwords, tls->xbuf, work, -1);
     if (xn < 0)
         return (int)xn;
-    bool builtin = packs_with_builtin(format, q->dict != NULL, (uint32_t)(nwords * 4));
-    const struct kiln_pack_dict *use = builtin ? kiln__pack_builtin() : q->dict;
+    bool builtin = !q->plain && packs_with_builtin(format, q->dict != NULL, (uint32_t)(nwords * 4));
+    const struct kiln_pack_dict *use = builtin ? kiln__pack_builtin() : q->plain ? NULL : q->dict;
     if (builtin && !use)
         return KILN_ENOMEM;
-    struct frame_opts o = kiln_frame_opts(q, nwords, use, builtin);
-    struct candidate best = {tls->xbuf + work, 0}, plain = {tls->xbuf + work + zbound, 0};
-    KILN_TRY(compress_streams(tls->cctx, &o, &best, zbound, tls->xbuf, (size_t)xn));
-    bool try_plain = format >= 4 && (builtin || (use && q->level == KILN_PACK_LEVEL_MAX));
-    if (try_plain) {
-        /* Without a dictionary, at the level's rules; at the default level
-         * with zstd -3, which costs less packing time than level 5. */
-        struct frame_opts p = kiln_frame_opts(q, nwords, NULL, false);
-        if (q->level == KILN_PACK_LEVEL_DEFAULT)
-            p.level = KILN__PLAIN_LEVEL;
-        KILN_TRY(compress_streams(tls->cctx, &p, &plain, zbound, tls->xbuf, (size_t)xn));
-        if (plain.n < best.n) {
-            best = plain;
-            format = 3;
-            use = NULL;
-        }
+    struct streams st = {.cctx = tls->cctx,
+                         .x = tls->xbuf,
+                         .xn = (size_t)xn,
+                         .cap = zbound,
+                         .best = {tls->xbuf + work + zbound, SIZE_MAX, format, NULL},
+                         .spare = {tls->xbuf + work, 0, format, NULL}};
+    bool plain = format >= 4 && (builtin || (use && q->level == KILN_PACK_LEVEL_MAX));
+    KILN_TRY(consider_level(&st, q, nwords, use, builtin, plain));
+    if (q->level == KILN_PACK_LEVEL_MAX) {
+        struct pack_req d = *q;
+        d.level = KILN_PACK_LEVEL_DEFAULT;
+        d.raw = true;
+        KILN_TRY(consider_level(&st, &d, nwords, use, builtin, plain));
     }
+    struct candidate *b = &st.best;
+    if (q->plain)
+        b->format = 3;
     unsigned block = 0;
-    size_t skip = format >= 2 ? strip_frame(best.z, best.n, &block) : 0;
+    size_t skip = b->format >= 2 ? strip_frame(b->z, b->n, &block) : 0;
     uint8_t head[BLOB_HEAD_DICT];
-    const struct kiln_pack_dict *named = use == q->dict ? q->dict : NULL;
-    size_t hs =
-        write_head(head, format, KILN_CODEC_KILN, named, (uint32_t)(nwords * 4), checksum, block);
-    return finish_blob(format, nwords, use ? use->id : 0, head, hs, best.z + skip, best.n - skip,
-                       blob, blob_size);
+    const struct kiln_pack_dict *named = b->use && b->use == q->dict ? q->dict : NULL;
+    size_t hs = write_head(head, b->format, KILN_CODEC_KILN, named, (uint32_t)(nwords * 4),
+                           checksum, block);
+    return finish_blob(b->format, nwords, b->use ? b->use->id : 0, head, hs, b->z + skip,
+                       b->n - skip, blob, blob_size);
 }
 
 static int pack_format(const struct pack_req *q, const uint32_t *words, size_t nwords, void **blob,
@@ -668,6 +709,13 @@ static int pack_old(unsigned format, const uint32_t *words, size_t nwords, enum 
                     const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
     struct pack_req q = {.format = format, .codec = codec, .dict = dict};
+    return pack_format(&q, words, nwords, blob, blob_size);
+}
+
+int kiln__pack_plain(const uint32_t *words, size_t nwords, int level, void **blob,
+                     size_t *blob_size)
+{
+    struct pack_req q = {.format = 4, .codec = KILN_CODEC_KILN, .level = level, .plain = true};
     return pack_format(&q, words, nwords, blob, blob_size);
 }
 

@@ -168,6 +168,14 @@ int kiln__pack_format2(const uint32_t *words, size_t nwords, enum kiln_codec cod
 int kiln__pack_format3(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
 
+/*
+ * The kiln codec's blob of a module packed without any dictionary at zstd
+ * `level` (format 3's kind, as kiln_pack writes it when the built-in
+ * dictionary would make the module larger): for the tests of that rule.
+ */
+int kiln__pack_plain(const uint32_t *words, size_t nwords, int level, void **blob,
+                     size_t *blob_size);
+
 /* @return a blob's format (1 to 4), or KILN_ECORRUPT_BLOB. */
 int kiln__blob_format(const void *blob, size_t blob_size);
 
