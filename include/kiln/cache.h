@@ -826,6 +826,30 @@ KILN_API int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec,
                                enum kiln_cache_dict_mode mode,
                                struct kiln_cache_rewrite_report *report);
 
+/* (0.2) How kiln_cache_repack_with repacks. Growable (kiln/common.h): set it
+ * with KILN_CACHE_REPACK_OPTIONS_INIT. */
+struct kiln_cache_repack_options {
+    size_t size;    /* sizeof, as KILN_CACHE_REPACK_OPTIONS_INIT sets it (docs/abi.md) */
+    uint32_t codec; /* enum kiln_codec; 0 is KILN_CODEC_RAW */
+    uint32_t dict;  /* enum kiln_cache_dict_mode */
+    /* kiln_pack_options.level: KILN_PACK_LEVEL_DEFAULT, 1 to 22, or
+     * KILN_PACK_LEVEL_MAX, the shipping level for a layer packed once and
+     * read by every user (about a hundred times slower to pack). */
+    int32_t level;
+};
+#define KILN_CACHE_REPACK_OPTIONS_INIT KILN_STRUCT_INIT(kiln_cache_repack_options)
+
+/*
+ * (0.2) kiln_cache_repack with options: the codec, the dictionary mode and
+ * the packing level. kiln_cache_repack(c, codec, mode, r) is this with
+ * level KILN_PACK_LEVEL_DEFAULT.
+ * @return as kiln_cache_repack; also KILN_EINVAL for a NULL `o` or a bad
+ * `size`, or a bad level (kiln_pack_with's, when a stage is packed: nothing
+ * is changed then). Thread safety: as kiln_cache_compact.
+ */
+KILN_API int kiln_cache_repack_with(struct kiln_cache *c, const struct kiln_cache_repack_options *o,
+                                    struct kiln_cache_rewrite_report *report);
+
 /* What kiln_cache_merge did. */
 struct kiln_cache_merge_report {
     size_t size;            /* sizeof, as KILN_CACHE_MERGE_REPORT_INIT sets it (docs/abi.md) */

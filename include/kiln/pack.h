@@ -62,6 +62,41 @@ struct kiln_pack_dict;
 KILN_API int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
 
+/*
+ * Packing levels (kiln_pack_options.level). The default is what a cache
+ * filled during play gets: fast to pack, the kiln codec's zstd levels of
+ * docs/pack-format.md. 1 to 22 pack the kiln codec's streams (and the zstd
+ * codec's SPIR-V) at that zstd level, with the same dictionary and literal
+ * rules. KILN_PACK_LEVEL_MAX is the shipping level, for a layer packed once
+ * and read by every user: the smallest blobs kiln makes that still unpack
+ * at least as fast as zstd -1's (docs/pack-format.md, "Levels"); it packs
+ * about a hundred times slower than the default. A level never changes
+ * what reads a blob: every level's blobs unpack with every reader of blob
+ * format 4.
+ */
+#define KILN_PACK_LEVEL_DEFAULT 0
+#define KILN_PACK_LEVEL_MAX     100
+
+/* How kiln_pack_with packs. Growable (kiln/common.h): set it with
+ * KILN_PACK_OPTIONS_INIT; every field's zero is kiln_pack's default. */
+struct kiln_pack_options {
+    size_t size;    /* sizeof, as KILN_PACK_OPTIONS_INIT sets it (docs/abi.md) */
+    uint32_t codec; /* enum kiln_codec; 0 is KILN_CODEC_RAW */
+    int32_t level;  /* KILN_PACK_LEVEL_DEFAULT, 1 to 22, or KILN_PACK_LEVEL_MAX */
+    const struct kiln_pack_dict *dict; /* as kiln_pack's `dict`; NULL: none */
+};
+#define KILN_PACK_OPTIONS_INIT KILN_STRUCT_INIT(kiln_pack_options)
+
+/*
+ * (0.2) kiln_pack with options: the codec, the dictionary and the level
+ * (KILN_PACK_LEVEL_MAX for a layer shipped to every user). kiln_pack(w, n,
+ * codec, dict, ...) is this with level KILN_PACK_LEVEL_DEFAULT.
+ * @return as kiln_pack; also KILN_EINVAL for a NULL `o`, a bad `size` or a
+ * level that is none of the above. Thread-safe, as kiln_pack.
+ */
+KILN_API int kiln_pack_with(const uint32_t *words, size_t nwords, const struct kiln_pack_options *o,
+                            void **blob, size_t *blob_size);
+
 /* Frees a blob made by kiln_pack. NULL is a no-op. Thread-safe. */
 KILN_API void kiln_pack_free(void *blob);
 

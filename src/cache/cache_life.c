@@ -678,6 +678,7 @@ void kiln_cache_prune_plan_free(struct kiln_cache_prune_plan *plan)
 
 struct repack {
     enum kiln_codec codec;
+    int32_t level;
     const struct kiln_pack_dict *old_dict, *new_dict;
     struct kiln_cache_rewrite_report *r;
     const char *dir;
@@ -709,7 +710,9 @@ static int repack_fn(void *user, const struct kiln_cache_entry *e, const void *p
         }
         void *blob = NULL;
         size_t bs = 0;
-        rc = kiln_pack(w, (size_t)nw, rp->codec, rp->new_dict, &blob, &bs);
+        struct kiln_pack_options po = {
+            .size = sizeof(po), .codec = rp->codec, .level = rp->level, .dict = rp->new_dict};
+        rc = kiln_pack_with(w, (size_t)nw, &po, &blob, &bs);
         if (rc < 0)
             break;
         ns[s] = st[s]; /* entry point and specialization kept */
@@ -799,11 +802,13 @@ static int train(struct kiln_cache *c, const size_t *live, size_t n, struct kiln
     return rc;
 }
 
-static int repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+static int repack(struct kiln_cache *c, const struct kiln_cache_repack_options *o,
                   struct kiln_cache_rewrite_report *report)
 {
     if (!c)
         return KILN_EINVAL;
+    enum kiln_codec codec = (enum kiln_codec)o->codec;
+    enum kiln_cache_dict_mode mode = (enum kiln_cache_dict_mode)o->dict;
     struct kiln_cache_rewrite_report tmp, *r = report_before(c, report, &tmp);
     KILN_TRY(writable(c));
     if (!kiln_codec_name(codec) || (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN) ||
@@ -828,7 +833,12 @@ static int repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_d
     nd = mode == KILN_CACHE_DICT_TRAIN                              ? trained
          : mode == KILN_CACHE_DICT_KEEP && codec == KILN_CODEC_KILN ? c->dict
                                                                     : NULL;
-    struct repack rp = {.codec = codec, .old_dict = c->dict, .new_dict = nd, .r = r, .dir = c->dir};
+    struct repack rp = {.codec = codec,
+                        .level = o->level,
+                        .old_dict = c->dict,
+                        .new_dict = nd,
+                        .r = r,
+                        .dir = c->dir};
     bool change = kiln_pack_dict_id(nd) != c->header.dict_id;
     c->progress_what = "repack";
     if (rc == KILN_OK)
@@ -1015,12 +1025,17 @@ static int prune_body(struct kiln_cache *c, const struct kiln_cache_prune_option
     return rc;
 }
 
-static int repack_body(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cache_dict_mode mode,
+static int repack_body(struct kiln_cache *c, const struct kiln_cache_repack_options *o,
                        struct kiln_cache_rewrite_report *report)
 {
     KILN_TRY(report_ok(report, "kiln_cache_rewrite_report"));
+    struct kiln_cache_repack_options opt;
+    /* A bad level is refused by kiln_pack_with, at the first stage: nothing
+     * is changed then. */
+    int rc = !c || !o ? KILN_EINVAL : KILN_STRUCT_IN(&opt, o, "kiln_cache_repack_options");
     struct kiln_cache_rewrite_report r = {.size = sizeof(r)};
-    int rc = c ? repack(c, codec, mode, &r) : KILN_EINVAL;
+    if (rc == KILN_OK)
+        rc = repack(c, &opt, &r);
     if (rc == KILN_OK)
         rc = kiln__cache_keep_cap(c);
     KILN_STRUCT_OUT(report, &r);
@@ -1065,7 +1080,16 @@ int kiln_cache_repack(struct kiln_cache *c, enum kiln_codec codec, enum kiln_cac
                       struct kiln_cache_rewrite_report *report)
 {
     uint64_t m = kiln__err_mark();
-    return KILN__CACHE_END(c, m, "kiln_cache_repack", repack_body(c, codec, mode, report));
+    struct kiln_cache_repack_options o = {
+        .size = sizeof(o), .codec = (uint32_t)codec, .dict = (uint32_t)mode};
+    return KILN__CACHE_END(c, m, "kiln_cache_repack", repack_body(c, &o, report));
+}
+
+int kiln_cache_repack_with(struct kiln_cache *c, const struct kiln_cache_repack_options *o,
+                           struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    return KILN__CACHE_END(c, m, "kiln_cache_repack_with", repack_body(c, o, report));
 }
 
 int kiln_cache_merge(struct kiln_cache *out, const char *const *in_dirs, size_t n,

@@ -383,35 +383,61 @@ static int finish_blob(unsigned format, size_t nwords, uint64_t dict_id, const u
     return 0;
 }
 
+/* What one call packs with: kiln_pack_options, read, and the format. */
+struct pack_req {
+    unsigned format;
+    enum kiln_codec codec;
+    int level; /* KILN_PACK_LEVEL_DEFAULT, 1 to 22, or KILN_PACK_LEVEL_MAX */
+    const struct kiln_pack_dict *dict;
+    bool plain; /* the kiln codec without any dictionary, format 3's kind (tests) */
+    bool raw;   /* literals raw in every module (the shipping level's rule) */
+};
+
+/* How one zstd frame is made. */
+struct frame_opts {
+    unsigned format;
+    int level;
+    /* The dictionary, or NULL. With `cdict` it is used as digested there
+     * (at the default level's parameters); without, it is loaded at
+     * `level` (slower: for the numbered levels and the shipping one). */
+    const struct kiln_pack_dict *dict;
+    const ZSTD_CDict *cdict;
+    bool raw_literals; /* literals stored as they are instead of Huffman-coded */
+    int min_match;     /* zstd's shortest match; 0: the level's */
+};
+
 /*
  * One zstd frame of `src` into `dst`: no dictionary id and no checksum in
  * the frame (the blob header has both); format 2's frames without zstd's
- * magic number either; with `raw_literals`, literals stored as they are
- * instead of Huffman-coded. @return its size, or a zstd error code.
+ * magic number either. @return its size, or a zstd error code.
  */
-static size_t zstd_frame(ZSTD_CCtx *c, unsigned format, int level,
-                         const struct kiln_pack_dict *dict, bool large, bool raw_literals,
-                         void *dst, size_t cap, const void *src, size_t n)
+static size_t zstd_frame(ZSTD_CCtx *c, const struct frame_opts *o, void *dst, size_t cap,
+                         const void *src, size_t n)
 {
     size_t rc = ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
     if (!ZSTD_isError(rc))
-        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, o->level);
     if (!ZSTD_isError(rc))
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
     if (!ZSTD_isError(rc))
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
-    if (!ZSTD_isError(rc) && format >= 2)
+    if (!ZSTD_isError(rc) && o->format >= 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
     /* No content size either: the decoder has room for the bound. */
-    if (!ZSTD_isError(rc) && format >= 2)
+    if (!ZSTD_isError(rc) && o->format >= 2)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 0);
-    if (!ZSTD_isError(rc) && dict)
-        rc = ZSTD_CCtx_refCDict(c, large ? dict->cdict_large : dict->cdict);
-    if (!ZSTD_isError(rc) && raw_literals)
+    if (!ZSTD_isError(rc) && o->cdict)
+        rc = ZSTD_CCtx_refCDict(c, o->cdict);
+    else if (!ZSTD_isError(rc) && o->dict)
+        rc = ZSTD_CCtx_loadDictionary_byReference(
+            c, (const uint8_t *)o->dict->bytes + KILN__KPD_HEAD, o->dict->size - KILN__KPD_HEAD);
+    if (!ZSTD_isError(rc) && o->raw_literals)
         rc = ZSTD_CCtx_setParameter(c, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
+    if (!ZSTD_isError(rc) && o->min_match)
+        rc = ZSTD_CCtx_setParameter(c, ZSTD_c_minMatch, o->min_match);
     size_t out = ZSTD_isError(rc) ? rc : ZSTD_compress2(c, dst, cap, src, n);
-    if (dict)
-        ZSTD_CCtx_refCDict(c, NULL);
+    if (o->dict)
+        ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters); /* drops the dictionary */
     return out;
 }
 
@@ -450,50 +476,45 @@ static bool rebuild_frame(uint8_t *dst, const uint8_t *payload, size_t n, unsign
     return true;
 }
 
-static int pack_zstd(struct kiln__pack_tls *tls, unsigned format, const uint32_t *words,
+static int pack_zstd(struct kiln__pack_tls *tls, const struct pack_req *q, const uint32_t *words,
                      size_t nwords, uint64_t checksum, void **blob, size_t *blob_size)
 {
     size_t bytes = nwords * 4;
     size_t bound = ZSTD_compressBound(bytes);
     KILN_TRY(kiln__pack_tls_xbuf(tls, bound));
-    size_t n = format == 1 ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
-                           : zstd_frame(tls->cctx, format, 1, NULL, false, false, tls->xbuf, bound,
-                                        words, bytes);
+    int level = q->level == KILN_PACK_LEVEL_MAX ? KILN__MAX_LEVEL : q->level ? q->level : 1;
+    struct frame_opts o = {.format = q->format, .level = level};
+    size_t n = q->format == 1 ? ZSTD_compressCCtx(tls->cctx, tls->xbuf, bound, words, bytes, 1)
+                              : zstd_frame(tls->cctx, &o, tls->xbuf, bound, words, bytes);
     if (ZSTD_isError(n)) {
         KILN_ERROR("pack", "zstd compression of %zu bytes failed: %s", bytes, ZSTD_getErrorName(n));
         return KILN_ENOMEM;
     }
     unsigned block = 0;
-    size_t skip = format >= 2 ? strip_frame(tls->xbuf, n, &block) : 0;
+    size_t skip = q->format >= 2 ? strip_frame(tls->xbuf, n, &block) : 0;
     uint8_t head[BLOB_HEAD_DICT];
-    size_t hs = write_head(head, format, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum, block);
-    return finish_blob(format, nwords, 0, head, hs, tls->xbuf + skip, n - skip, blob, blob_size);
+    size_t hs =
+        write_head(head, q->format, KILN_CODEC_ZSTD, NULL, (uint32_t)bytes, checksum, block);
+    return finish_blob(q->format, nwords, 0, head, hs, tls->xbuf + skip, n - skip, blob, blob_size);
 }
 
 /*
- * The kiln codec: transform into the front of xbuf, compress into its back,
- * with the caller's dictionary or, from format 4, the built-in one.
- * @return 0, KILN_EFORMAT when the module does not parse (the caller falls
- * back), or an error.
+ * The frame options of the kiln codec for a module of `nwords` words packed
+ * with `use` (the caller's dictionary, the built-in one, or NULL).
  */
-static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t *words,
-                     size_t nwords, const struct kiln_pack_dict *dict, uint64_t checksum,
-                     void **blob, size_t *blob_size)
+static struct frame_opts kiln_frame_opts(const struct pack_req *q, size_t nwords,
+                                         const struct kiln_pack_dict *use, bool builtin)
 {
-    size_t work = format == 1 ? kiln__spirv1_work_bound(nwords) : kiln__spirv2_work_bound(nwords);
-    size_t xbound =
-        format == 1 ? kiln__spirv1_xform_bound(nwords) : kiln__spirv2_xform_bound(nwords);
-    size_t zbound = ZSTD_compressBound(xbound);
-    KILN_TRY(kiln__pack_tls_xbuf(tls, work + zbound));
-    int64_t xn = format == 1 ? kiln__spirv1_encode(words, nwords, tls->xbuf, work, -1)
-                             : kiln__spirv2_encode(words, nwords, tls->xbuf, work, -1);
-    if (xn < 0)
-        return (int)xn;
     bool large = nwords * 4 > KILN__LARGE_BYTES;
-    bool builtin = packs_with_builtin(format, dict != NULL, (uint32_t)(nwords * 4));
-    const struct kiln_pack_dict *use = builtin ? kiln__pack_builtin() : dict;
-    if (builtin && !use)
-        return KILN_ENOMEM;
+    struct frame_opts o = {.format = q->format, .dict = use};
+    if (q->format == 1) {
+        o.level = 3;
+    } else if (q->level == KILN_PACK_LEVEL_DEFAULT) {
+        o.level = large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
+        o.cdict = use ? large ? use->cdict_large : use->cdict : NULL;
+    } else {
+        o.level = q->level == KILN_PACK_LEVEL_MAX ? KILN__MAX_LEVEL : q->level;
+    }
     /* Format 4 stores literals raw with the built-in dictionary: a small
      * module's literals would otherwise bring a Huffman table that zstd
      * builds again at every unpack (about a quarter of the instructions of
@@ -502,29 +523,135 @@ static int pack_kiln(struct kiln__pack_tls *tls, unsigned format, const uint32_t
      * table of its own too. Small modules packed with the caller's
      * dictionary keep Huffman-coded literals: mostly the dictionary's
      * table, which costs nothing to unpack (pack-format.md). */
-    bool raw_literals = format >= 4 && (builtin || nwords * 4 >= KILN__RAW_LITERALS_BYTES);
-    uint8_t *z = tls->xbuf + work;
-    int level = format == 1 ? 3 : large ? KILN__LARGE_LEVEL : KILN__KILN_LEVEL;
-    size_t n = zstd_frame(tls->cctx, format, level, use, large, raw_literals, z, zbound, tls->xbuf,
-                          (size_t)xn);
+    o.raw_literals = q->format >= 4 && (builtin || nwords * 4 >= KILN__RAW_LITERALS_BYTES);
+    /* The shipping level: literals raw in every module, and matches of at
+     * least 4 bytes. zstd's strongest levels write a Huffman table of their
+     * own for most small blobs and many 3-byte matches, and both cost more
+     * at unpack than they save (pack-format.md, "Levels"). */
+    if (q->level == KILN_PACK_LEVEL_MAX || q->raw)
+        o.raw_literals = true;
+    if (q->level == KILN_PACK_LEVEL_MAX)
+        o.min_match = KILN__MAX_MIN_MATCH;
+    return o;
+}
+
+/* A candidate payload of one module, in the thread's work buffer, and the
+ * format and dictionary its blob is written with. */
+struct candidate {
+    uint8_t *z;
+    size_t n; /* SIZE_MAX: none yet */
+    unsigned format;
+    const struct kiln_pack_dict *use;
+};
+
+/* The transformed streams of one module and the buffers that compete for
+ * them. */
+struct streams {
+    ZSTD_CCtx *cctx;
+    const uint8_t *x;
+    size_t xn, cap; /* the streams' bytes; each candidate's room */
+    struct candidate best, spare;
+};
+
+/* Compresses the streams with `o` into the spare buffer and keeps the
+ * result as the best when it is smaller. @return 0 or KILN_ENOMEM, logged. */
+static int consider(struct streams *st, const struct frame_opts *o, unsigned format)
+{
+    size_t n = zstd_frame(st->cctx, o, st->spare.z, st->cap, st->x, st->xn);
     if (ZSTD_isError(n)) {
-        KILN_ERROR("pack", "zstd compression of %" PRId64 " transformed bytes failed: %s", xn,
+        KILN_ERROR("pack", "zstd compression of %zu transformed bytes failed: %s", st->xn,
                    ZSTD_getErrorName(n));
         return KILN_ENOMEM;
     }
-    unsigned block = 0;
-    size_t skip = format >= 2 ? strip_frame(z, n, &block) : 0;
-    uint8_t head[BLOB_HEAD_DICT];
-    size_t hs =
-        write_head(head, format, KILN_CODEC_KILN, dict, (uint32_t)(nwords * 4), checksum, block);
-    return finish_blob(format, nwords, use ? use->id : 0, head, hs, z + skip, n - skip, blob,
-                       blob_size);
+    if (n < st->best.n) {
+        struct candidate won = {st->spare.z, n, format, o->dict};
+        st->spare = st->best;
+        st->best = won;
+    }
+    return 0;
 }
 
-static int pack_format(unsigned format, const uint32_t *words, size_t nwords, enum kiln_codec codec,
-                       const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+/*
+ * The kiln codec's candidates at one level: with the dictionary `use` (or
+ * none), and, with `plain`, without any, written with format 3's kind.
+ */
+static int consider_level(struct streams *st, const struct pack_req *q, size_t nwords,
+                          const struct kiln_pack_dict *use, bool builtin, bool plain)
 {
-    if (!blob || !blob_size || (nwords && !words) || (unsigned)codec > KILN_CODEC_KILN)
+    struct frame_opts o = kiln_frame_opts(q, nwords, use, builtin);
+    KILN_TRY(consider(st, &o, q->format));
+    if (!plain)
+        return 0;
+    /* Without a dictionary, at the level's rules; at the default level with
+     * zstd -3, which costs less packing time than level 5. */
+    struct frame_opts p = kiln_frame_opts(q, nwords, NULL, false);
+    if (q->level == KILN_PACK_LEVEL_DEFAULT)
+        p.level = KILN__PLAIN_LEVEL;
+    return consider(st, &p, 3);
+}
+
+/*
+ * The kiln codec: transform into the front of xbuf, compress into its back,
+ * with the caller's dictionary or, from format 4, the built-in one. From
+ * format 4 a dictionary never makes a module larger: the built-in one's
+ * streams (and at the shipping level the caller's) are compressed without
+ * it too, and the smaller is kept; a blob without a dictionary is then
+ * written with format 3's kind, which says so to every reader since format
+ * 3 (pack-format.md, "A dictionary never makes a module larger"). The
+ * shipping level also tries the default level's candidates with its own
+ * literal rule (raw), so that it is never larger than those; Huffman-coded
+ * ones would unpack slower. `q->plain` (tests) packs without any.
+ * @return 0, KILN_EFORMAT when the module does not parse (the caller falls
+ * back), or an error.
+ */
+static int pack_kiln(struct kiln__pack_tls *tls, const struct pack_req *q, const uint32_t *words,
+                     size_t nwords, uint64_t checksum, void **blob, size_t *blob_size)
+{
+    unsigned format = q->format;
+    size_t work = format == 1 ? kiln__spirv1_work_bound(nwords) : kiln__spirv2_work_bound(nwords);
+    size_t xbound =
+        format == 1 ? kiln__spirv1_xform_bound(nwords) : kiln__spirv2_xform_bound(nwords);
+    size_t zbound = ZSTD_compressBound(xbound);
+    KILN_TRY(kiln__pack_tls_xbuf(tls, work + 2 * zbound));
+    int64_t xn = format == 1 ? kiln__spirv1_encode(words, nwords, tls->xbuf, work, -1)
+                             : kiln__spirv2_encode(words, nwords, tls->xbuf, work, -1);
+    if (xn < 0)
+        return (int)xn;
+    bool builtin = !q->plain && packs_with_builtin(format, q->dict != NULL, (uint32_t)(nwords * 4));
+    const struct kiln_pack_dict *use = builtin ? kiln__pack_builtin() : q->plain ? NULL : q->dict;
+    if (builtin && !use)
+        return KILN_ENOMEM;
+    struct streams st = {.cctx = tls->cctx,
+                         .x = tls->xbuf,
+                         .xn = (size_t)xn,
+                         .cap = zbound,
+                         .best = {tls->xbuf + work + zbound, SIZE_MAX, format, NULL},
+                         .spare = {tls->xbuf + work, 0, format, NULL}};
+    bool plain = format >= 4 && (builtin || (use && q->level == KILN_PACK_LEVEL_MAX));
+    KILN_TRY(consider_level(&st, q, nwords, use, builtin, plain));
+    if (q->level == KILN_PACK_LEVEL_MAX) {
+        struct pack_req d = *q;
+        d.level = KILN_PACK_LEVEL_DEFAULT;
+        d.raw = true;
+        KILN_TRY(consider_level(&st, &d, nwords, use, builtin, plain));
+    }
+    struct candidate *b = &st.best;
+    if (q->plain)
+        b->format = 3;
+    unsigned block = 0;
+    size_t skip = b->format >= 2 ? strip_frame(b->z, b->n, &block) : 0;
+    uint8_t head[BLOB_HEAD_DICT];
+    const struct kiln_pack_dict *named = b->use && b->use == q->dict ? q->dict : NULL;
+    size_t hs = write_head(head, b->format, KILN_CODEC_KILN, named, (uint32_t)(nwords * 4),
+                           checksum, block);
+    return finish_blob(b->format, nwords, b->use ? b->use->id : 0, head, hs, b->z + skip,
+                       b->n - skip, blob, blob_size);
+}
+
+static int pack_format(const struct pack_req *q, const uint32_t *words, size_t nwords, void **blob,
+                       size_t *blob_size)
+{
+    if (!blob || !blob_size || (nwords && !words) || (unsigned)q->codec > KILN_CODEC_KILN)
         return KILN_EINVAL;
     *blob = NULL;
     *blob_size = 0;
@@ -534,45 +661,80 @@ static int pack_format(unsigned format, const uint32_t *words, size_t nwords, en
         return KILN_ERANGE;
     }
     /* Formats 3 and 4 seal the blob once it is made instead. */
-    uint64_t checksum = format < 3 ? kiln_hash64(words, nwords * 4) : 0;
-    if (codec == KILN_CODEC_RAW || !is_spirv(words, nwords))
-        return pack_raw(format, words, nwords, checksum, blob, blob_size);
+    uint64_t checksum = q->format < 3 ? kiln_hash64(words, nwords * 4) : 0;
+    if (q->codec == KILN_CODEC_RAW || !is_spirv(words, nwords))
+        return pack_raw(q->format, words, nwords, checksum, blob, blob_size);
     struct kiln__pack_tls *tls = kiln__pack_tls();
     if (!tls)
         return KILN_ENOMEM;
-    if (codec == KILN_CODEC_KILN) {
-        int rc = pack_kiln(tls, format, words, nwords, dict, checksum, blob, blob_size);
+    if (q->codec == KILN_CODEC_KILN) {
+        int rc = pack_kiln(tls, q, words, nwords, checksum, blob, blob_size);
         if (rc != KILN_EFORMAT)
             return rc;
         /* A module whose instructions do not parse still packs, with zstd. */
         KILN_DEBUG("pack", "module of %zu words does not parse as SPIR-V; packed with zstd",
                    nwords);
     }
-    return pack_zstd(tls, format, words, nwords, checksum, blob, blob_size);
+    return pack_zstd(tls, q, words, nwords, checksum, blob, blob_size);
 }
 
 int kiln_pack(const uint32_t *words, size_t nwords, enum kiln_codec codec,
               const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
-    return pack_format(4, words, nwords, codec, dict, blob, blob_size);
+    struct pack_req q = {.format = 4, .codec = codec, .dict = dict};
+    return pack_format(&q, words, nwords, blob, blob_size);
+}
+
+int kiln_pack_with(const uint32_t *words, size_t nwords, const struct kiln_pack_options *o,
+                   void **blob, size_t *blob_size)
+{
+    struct kiln_pack_options opt;
+    if (!o)
+        return KILN_EINVAL;
+    KILN_TRY(KILN_STRUCT_IN(&opt, o, "kiln_pack_options"));
+    if (opt.level != KILN_PACK_LEVEL_MAX && (opt.level < 0 || opt.level > ZSTD_maxCLevel())) {
+        KILN_ERROR("pack",
+                   "kiln_pack_options: level %d is none of 0 (the default), 1 to %d "
+                   "and KILN_PACK_LEVEL_MAX",
+                   (int)opt.level, ZSTD_maxCLevel());
+        return KILN_EINVAL;
+    }
+    struct pack_req q = {
+        .format = 4, .codec = (enum kiln_codec)opt.codec, .level = opt.level, .dict = opt.dict};
+    return pack_format(&q, words, nwords, blob, blob_size);
+}
+
+/* kiln_pack making blob format `format` (1 to 3), for tests of old readers. */
+static int pack_old(unsigned format, const uint32_t *words, size_t nwords, enum kiln_codec codec,
+                    const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
+{
+    struct pack_req q = {.format = format, .codec = codec, .dict = dict};
+    return pack_format(&q, words, nwords, blob, blob_size);
+}
+
+int kiln__pack_plain(const uint32_t *words, size_t nwords, int level, void **blob,
+                     size_t *blob_size)
+{
+    struct pack_req q = {.format = 4, .codec = KILN_CODEC_KILN, .level = level, .plain = true};
+    return pack_format(&q, words, nwords, blob, blob_size);
 }
 
 int kiln__pack_format3(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
-    return pack_format(3, words, nwords, codec, dict, blob, blob_size);
+    return pack_old(3, words, nwords, codec, dict, blob, blob_size);
 }
 
 int kiln__pack_format2(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
-    return pack_format(2, words, nwords, codec, dict, blob, blob_size);
+    return pack_old(2, words, nwords, codec, dict, blob, blob_size);
 }
 
 int kiln__pack_format1(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size)
 {
-    return pack_format(1, words, nwords, codec, dict, blob, blob_size);
+    return pack_old(1, words, nwords, codec, dict, blob, blob_size);
 }
 
 int kiln__blob_format(const void *blob, size_t blob_size)

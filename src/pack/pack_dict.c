@@ -38,7 +38,7 @@
 #define ZDICT_STATIC_LINKING_ONLY /* the COVER trainer */
 #include <zdict.h>
 
-#define KPD_HEAD        16u
+#define KPD_HEAD        KILN__KPD_HEAD
 #define KPD_DEFAULT_MAX ((size_t)64 * 1024)
 /* zstd refuses to train on fewer samples than this. */
 #define KPD_MIN_SAMPLES 8u

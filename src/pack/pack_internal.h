@@ -36,6 +36,9 @@ static inline ZSTD_customMem kiln__zstd_mem(void)
 /* SPIR-V's magic number, as a host-order word. */
 #define KILN__SPIRV_MAGIC 0x07230203u
 
+/* The serialized dictionary's header; the zstd dictionary follows it. */
+#define KILN__KPD_HEAD 16u
+
 struct kiln_pack_dict {
     uint64_t id;             /* kiln_hash64 of the zstd dictionary's bytes */
     void *bytes;             /* serialized form: the .kpd header, then the zstd dictionary */
@@ -62,6 +65,15 @@ struct kiln_pack_dict {
  * of 2^15 entries, large ones at KILN__LARGE_LEVEL. */
 #define KILN__DICT_LEVEL     6
 #define KILN__DICT_TABLE_LOG 15
+/* KILN_PACK_LEVEL_MAX, the shipping level: the zstd level of every kiln-codec
+ * module, with literals stored raw and matches of at least
+ * KILN__MAX_MIN_MATCH bytes (docs/pack-format.md, "Levels", has the
+ * measurements behind it). */
+#define KILN__MAX_LEVEL     19
+#define KILN__MAX_MIN_MATCH 4
+/* The default level's check that the built-in dictionary made a module no
+ * larger: the module's streams at this zstd level without a dictionary. */
+#define KILN__PLAIN_LEVEL 3
 
 /*
  * The id of the built-in dictionary (kiln_hash64 of its zstd bytes,
@@ -155,6 +167,14 @@ int kiln__pack_format2(const uint32_t *words, size_t nwords, enum kiln_codec cod
  */
 int kiln__pack_format3(const uint32_t *words, size_t nwords, enum kiln_codec codec,
                        const struct kiln_pack_dict *dict, void **blob, size_t *blob_size);
+
+/*
+ * The kiln codec's blob of a module packed without any dictionary at zstd
+ * `level` (format 3's kind, as kiln_pack writes it when the built-in
+ * dictionary would make the module larger): for the tests of that rule.
+ */
+int kiln__pack_plain(const uint32_t *words, size_t nwords, int level, void **blob,
+                     size_t *blob_size);
 
 /* @return a blob's format (1 to 4), or KILN_ECORRUPT_BLOB. */
 int kiln__blob_format(const void *blob, size_t blob_size);

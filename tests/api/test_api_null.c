@@ -399,6 +399,8 @@ static int job(void *arg, unsigned worker)
     E(random_bytes, kiln_random_bytes, KILN_EINVAL, kiln_random_bytes(NULL, 8))                    \
     /* pack */                                                                                     \
     E(pack_words, kiln_pack, KILN_EINVAL, kiln_pack(NULL, 5, KILN_CODEC_RAW, NULL, &F.data, &F.n)) \
+    E(pack_with_opts, kiln_pack_with, KILN_EINVAL,                                                 \
+      kiln_pack_with(F.words, 5, NULL, &F.data, &F.n))                                             \
     E(pack_blob, kiln_pack, KILN_EINVAL, kiln_pack(F.words, 5, KILN_CODEC_RAW, NULL, NULL, &F.n))  \
     E(pack_size, kiln_pack, KILN_EINVAL,                                                           \
       kiln_pack(F.words, 5, KILN_CODEC_RAW, NULL, &F.data, NULL))                                  \
@@ -579,6 +581,8 @@ static int job(void *arg, unsigned worker)
     V(cache_plan_free, kiln_cache_prune_plan_free, kiln_cache_prune_plan_free(NULL))               \
     E(cache_repack, kiln_cache_repack, KILN_EINVAL,                                                \
       kiln_cache_repack(NULL, KILN_CODEC_ZSTD, KILN_CACHE_DICT_KEEP, NULL))                        \
+    E(cache_repack_with, kiln_cache_repack_with, KILN_EINVAL,                                      \
+      kiln_cache_repack_with(NULL, NULL, NULL))                                                    \
     E(cache_merge_out, kiln_cache_merge, KILN_EINVAL, kiln_cache_merge(NULL, NULL, 0, NULL))       \
     E(cache_merge_dirs, kiln_cache_merge, KILN_EINVAL, kiln_cache_merge(F.cache, NULL, 1, NULL))   \
     /* vk, without a context (test_vk_null_with_context has the rest) */                           \

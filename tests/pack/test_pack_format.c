@@ -284,8 +284,11 @@ KT_CASE(format_header)
         size_t bs;
         KT_REQUIRE_OK(pack_in(f, g.head, n, codec, d, &blob, &bs));
         uint8_t *b = blob;
-        KT_CHECK_EQ(kiln__blob_format(blob, bs), f);
-        KT_CHECK_EQ(b[0] & 0xE3, format_tag(f) | (unsigned)codec);
+        /* Format 4's kiln codec without a caller's dictionary writes format
+         * 3's kind when the module packs smaller without the built-in one. */
+        int want = f == 4 && v == 2 && (b[0] & 0xE0) == 0xC0 ? 3 : f;
+        KT_CHECK_EQ(kiln__blob_format(blob, bs), want);
+        KT_CHECK_EQ(b[0] & 0xE3, format_tag(want) | (unsigned)codec);
         KT_CHECK_EQ((b[0] & 0x04) != 0, v == 3);
         KT_CHECK_EQ((b[0] & 0x08) != 0, codec != KILN_CODEC_RAW); /* one block */
         /* kind, the word count, the checksum, the dictionary's low 16 bits */
@@ -575,7 +578,7 @@ KT_CASE(builtin_dictionary)
     KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
     struct kiln_pack_dict *other;
     KT_REQUIRE_OK(train_on_eighths(&c, &other));
-    size_t bytes3 = 0, bytes4 = 0, small = 0, large = 0;
+    size_t bytes3 = 0, bytes4 = 0, small = 0, large = 0, plains = 0;
     for (size_t i = 0; i < c.n; i++) {
         const struct pc_module *m = &c.m[i];
         void *b3, *b4;
@@ -585,15 +588,23 @@ KT_CASE(builtin_dictionary)
         enum kiln_codec codec;
         KT_CHECK_OK(kiln_blob_info(b4, s4, &codec, NULL));
         const uint8_t *k = b4;
-        KT_CHECK_EQ(k[0] & 0xE4, 0xE0); /* format 4, no caller's dictionary */
-        if (codec == KILN_CODEC_KILN && m->nwords * 4 > 64 * 1024) {
+        /* Format 4, no caller's dictionary; or format 3's kind, no
+         * dictionary at all, where the built-in one would have made the
+         * module larger (builtin_never_larger). */
+        bool plain = (k[0] & 0xE0) == 0xC0;
+        KT_CHECK_EQ(k[0] & 0xE4, plain ? 0xC0 : 0xE0);
+        if (plain) {
+            KT_CHECK_EQ(codec, KILN_CODEC_KILN);
+            KT_CHECK(m->nwords * 4 <= 64 * 1024);
+            plains++;
+        } else if (codec == KILN_CODEC_KILN && m->nwords * 4 > 64 * 1024) {
             KT_CHECK_EQ(k[0] & 0xE7, 0xE2); /* packed without a dictionary */
             large++;
         } else if (codec == KILN_CODEC_KILN) {
             small++;
         }
         /* Its literals are stored raw (when a block is compressed at all). */
-        int literals = codec == KILN_CODEC_KILN ? literals_type(b4, s4) : -1;
+        int literals = codec == KILN_CODEC_KILN && !plain ? literals_type(b4, s4) : -1;
         if (literals >= 0)
             KT_CHECK_EQ(literals, 0);
         bytes3 += s3;
@@ -626,10 +637,162 @@ KT_CASE(builtin_dictionary)
     kiln_pack_free(b3);
     kiln_pack_free(b4);
     gen_free(&g);
-    printf("built-in dictionary: %zu modules (%zu with it, %zu over 64 KiB): %zu bytes, "
-           "format 3 %zu\n",
-           c.n, small, large, bytes4, bytes3);
+    printf("built-in dictionary: %zu modules (%zu with it, %zu smaller without it, %zu over 64 "
+           "KiB): %zu bytes, format 3 %zu\n",
+           c.n, small, plains, large, bytes4, bytes3);
     kiln_pack_dict_destroy(other);
+    pc_free(&c);
+    kiln_pack_thread_cleanup();
+}
+
+/*
+ * A module unlike anything the built-in dictionary was trained on: a header
+ * and `names` OpNames of 23 random letters out of 16 each. Nothing repeats
+ * for zstd to match; Huffman-coded literals halve the names, and the
+ * built-in dictionary's blobs store literals raw. @return its word count.
+ */
+static size_t unlike_module(uint32_t *w, size_t names, uint64_t seed)
+{
+    size_t n = 0;
+    w[n++] = 0x07230203u;
+    w[n++] = 0x00010000u;
+    w[n++] = 0;
+    w[n++] = (uint32_t)names + 1;
+    w[n++] = 0;
+    w[n++] = 2u << 16 | 17; /* OpCapability Shader */
+    w[n++] = 1;
+    w[n++] = 3u << 16 | 14; /* OpMemoryModel Logical GLSL450 */
+    w[n++] = 0;
+    w[n++] = 1;
+    for (size_t i = 0; i < names; i++) {
+        w[n++] = 8u << 16 | 5; /* OpName: target, 24 bytes of string */
+        w[n++] = (uint32_t)i + 1;
+        uint8_t str[24];
+        for (int k = 0; k < 23; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            str[k] = (uint8_t)('a' + (seed >> 60));
+        }
+        str[23] = 0;
+        memcpy(&w[n], str, 24);
+        n += 6;
+    }
+    return n;
+}
+
+KT_CASE(builtin_never_larger)
+{
+    /* The built-in dictionary never makes a module larger than the
+     * module's streams at zstd -3 without one: kiln_pack keeps the smaller
+     * and writes format 3's kind (no dictionary) for the plain one. A
+     * module unlike the dictionary's training set gets the plain blob; the
+     * corpus (the negative control) mostly keeps the dictionary, and every
+     * module is no larger than its plain blob. */
+    static uint32_t w[300 * 8 + 16];
+    size_t n = unlike_module(w, 300, 5);
+    void *b, *p;
+    size_t bs, ps;
+    KT_REQUIRE_OK(kiln_pack(w, n, KILN_CODEC_KILN, NULL, &b, &bs));
+    KT_REQUIRE_OK(kiln__pack_plain(w, n, 3, &p, &ps));
+    KT_CHECK_EQ(((const uint8_t *)b)[0] & 0xE7, 0xC2); /* format 3's kind, kiln, no dictionary */
+    KT_CHECK_EQ(kiln__blob_format(b, bs), 3);
+    KT_CHECK_EQ(bs, ps);
+    KT_CHECK(memcmp(b, p, bs) == 0);
+    const uint32_t *out;
+    KT_CHECK_EQ(kiln_unpack_scratch(b, bs, NULL, &out), (int64_t)n);
+    KT_CHECK(memcmp(out, w, n * 4) == 0);
+    kiln_pack_free(b);
+    kiln_pack_free(p);
+
+    struct pc_corpus c;
+    KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
+    size_t with = 0, without = 0, bytes = 0, plain_bytes = 0;
+    for (size_t i = 0; i < c.n; i++) {
+        const struct pc_module *m = &c.m[i];
+        if (m->nwords * 4 > 64 * 1024)
+            continue;
+        KT_REQUIRE_OK(kiln_pack(m->words, m->nwords, KILN_CODEC_KILN, NULL, &b, &bs));
+        KT_REQUIRE_OK(kiln__pack_plain(m->words, m->nwords, 3, &p, &ps));
+        enum kiln_codec codec;
+        KT_CHECK_OK(kiln_blob_info(b, bs, &codec, NULL));
+        if (codec == KILN_CODEC_KILN) {
+            KT_CHECK(bs <= ps);
+            bool used = (((const uint8_t *)b)[0] & 0xE0) == 0xE0;
+            with += used;
+            without += !used;
+            bytes += bs;
+            plain_bytes += ps;
+        }
+        KT_CHECK_EQ(kiln_unpack_scratch(b, bs, NULL, &out), (int64_t)m->nwords);
+        KT_CHECK(memcmp(out, m->words, m->nwords * 4) == 0);
+        kiln_pack_free(b);
+        kiln_pack_free(p);
+    }
+    KT_CHECK(with > 0); /* the negative control: the dictionary wins and is used */
+    KT_CHECK(bytes < plain_bytes);
+    printf("built-in dictionary kept for %zu modules, left out for %zu: %zu bytes, plain zstd -3 "
+           "%zu\n",
+           with, without, bytes, plain_bytes);
+    pc_free(&c);
+    kiln_pack_thread_cleanup();
+}
+
+KT_CASE(level_max)
+{
+    /* kiln_pack_with at the shipping level: the same words back, with or
+     * without a caller's dictionary, every codec, and without one no larger
+     * than the default level; numbered levels pack too; bad options are
+     * refused. */
+    struct pc_corpus c;
+    KT_REQUIRE_OK(gm_load_any_or_skip(&c, 24));
+    struct kiln_pack_dict *dict;
+    KT_REQUIRE_OK(train_on_eighths(&c, &dict));
+    size_t count = KILN_MIN(c.n, (size_t)120);
+    size_t bytes[2][2] = {{0}}; /* [dictionary][max] */
+    for (size_t i = 0; i < count; i++) {
+        const struct pc_module *m = &c.m[i * c.n / count];
+        for (int v = 0; v < 6; v++) {
+            struct kiln_pack_options o = KILN_PACK_OPTIONS_INIT;
+            o.codec = v < 4 ? KILN_CODEC_KILN : v == 4 ? KILN_CODEC_ZSTD : KILN_CODEC_RAW;
+            o.dict = v == 1 || v == 3 ? dict : NULL;
+            o.level = v < 2 ? KILN_PACK_LEVEL_DEFAULT : KILN_PACK_LEVEL_MAX;
+            void *b;
+            size_t bs;
+            KT_REQUIRE_OK(kiln_pack_with(m->words, m->nwords, &o, &b, &bs));
+            if (v < 4)
+                bytes[v % 2][v / 2] += bs;
+            const uint32_t *out;
+            KT_CHECK_EQ(kiln_unpack_scratch(b, bs, o.dict, &out), (int64_t)m->nwords);
+            KT_CHECK(memcmp(out, m->words, m->nwords * 4) == 0);
+            kiln_pack_free(b);
+        }
+    }
+    /* Without the caller's dictionary the shipping level is never larger.
+     * With this small one (4 KiB, eight modules) its raw literals cost more
+     * than the default's Huffman-coded ones: not asserted (pack-format.md,
+     * "Levels"). */
+    KT_CHECK(bytes[0][1] <= bytes[0][0]);
+    printf("%zu modules: default %zu B (dictionary %zu B), max %zu B (dictionary %zu B)\n", count,
+           bytes[0][0], bytes[1][0], bytes[0][1], bytes[1][1]);
+    const struct pc_module *m = &c.m[0];
+    struct kiln_pack_options o = KILN_PACK_OPTIONS_INIT;
+    o.codec = KILN_CODEC_KILN;
+    void *b;
+    size_t bs;
+    o.level = 19;
+    KT_CHECK_OK(kiln_pack_with(m->words, m->nwords, &o, &b, &bs));
+    kiln_pack_free(b);
+    kiln_log_set_level(KILN_LOG_ERROR + 1);
+    static const int32_t bad[] = {-1, 23, KILN_PACK_LEVEL_MAX + 1};
+    for (size_t i = 0; i < KILN_ARRAY_LEN(bad); i++) {
+        o.level = bad[i];
+        KT_CHECK_EQ(kiln_pack_with(m->words, m->nwords, &o, &b, &bs), KILN_EINVAL);
+    }
+    KT_CHECK_EQ(kiln_pack_with(m->words, m->nwords, NULL, &b, &bs), KILN_EINVAL);
+    o.level = 0;
+    o.size = 0;
+    KT_CHECK_EQ(kiln_pack_with(m->words, m->nwords, &o, &b, &bs), KILN_EINVAL);
+    kiln_log_set_level(KILN_LOG_WARN);
+    kiln_pack_dict_destroy(dict);
     pc_free(&c);
     kiln_pack_thread_cleanup();
 }
@@ -931,6 +1094,7 @@ KT_CASE(strings_every_length)
 }
 
 KT_MAIN(KT_ENTRY(format_header), KT_ENTRY(v1_fixtures_unpack), KT_ENTRY(v2_fixtures_unpack),
-        KT_ENTRY(v3_fixtures_unpack), KT_ENTRY(builtin_dictionary), KT_ENTRY(raw_literals_from_16k),
-        KT_ENTRY(format1_corpus_round_trip), KT_ENTRY(format2_smaller_than_format1),
-        KT_ENTRY(generated_round_trip), KT_ENTRY(damage_refused), KT_ENTRY(strings_every_length))
+        KT_ENTRY(v3_fixtures_unpack), KT_ENTRY(builtin_dictionary), KT_ENTRY(builtin_never_larger),
+        KT_ENTRY(level_max), KT_ENTRY(raw_literals_from_16k), KT_ENTRY(format1_corpus_round_trip),
+        KT_ENTRY(format2_smaller_than_format1), KT_ENTRY(generated_round_trip),
+        KT_ENTRY(damage_refused), KT_ENTRY(strings_every_length))

@@ -160,6 +160,7 @@ struct result {
 
 struct bench {
     const struct set *s;
+    int32_t level;                  /* kiln's codec's packing level (kiln_pack_options.level) */
     struct kiln_pack_dict *dict[2]; /* [k]: trained on modules with index % 2 == k */
     struct blob *blobs[C_COUNT];
     ZSTD_CCtx *zc;
@@ -212,9 +213,11 @@ static int pack_range(struct bench *b, int c, size_t lo, size_t hi, bool keep)
                 return KILN_EINVAL;
             }
         } else {
-            enum kiln_codec codec = c == C_RAW ? KILN_CODEC_RAW : KILN_CODEC_KILN;
-            const struct kiln_pack_dict *d = c == C_KILN ? dict_for(b, i) : NULL;
-            int rc = kiln_pack(m->words, m->nwords, codec, d, &data, &size);
+            struct kiln_pack_options o = KILN_PACK_OPTIONS_INIT;
+            o.codec = c == C_RAW ? KILN_CODEC_RAW : KILN_CODEC_KILN;
+            o.dict = c == C_KILN ? dict_for(b, i) : NULL;
+            o.level = c == C_RAW ? KILN_PACK_LEVEL_DEFAULT : b->level;
+            int rc = kiln_pack_with(m->words, m->nwords, &o, &data, &size);
             if (rc < 0)
                 return rc;
         }
@@ -295,9 +298,10 @@ static void measure_memory(struct bench *b, struct result *r)
     free(packed);
 }
 
-static int run_bench(const struct set *s, unsigned rounds, bool quiet, struct result *r)
+static int run_bench(const struct set *s, unsigned rounds, int32_t level, bool quiet,
+                     struct result *r)
 {
-    struct bench b = {.s = s};
+    struct bench b = {.s = s, .level = level};
     memset(r, 0, sizeof(*r));
     r->modules = s->n;
     r->programs = s->programs ? s->programs : s->n;
@@ -402,9 +406,40 @@ static double speed_vs_zstd1(const double *seconds, int c)
     return seconds[c] > 0 ? seconds[C_ZSTD1] / seconds[c] : 0;
 }
 
+/*
+ * The issue's SMOL-V figures for the shared corpus (1,585 modules, 4,317,048
+ * B of SPIR-V), measured outside kiln (SMOL-V is C++ and not a dependency):
+ * cited, not measured by this bench, and printed only beside that corpus.
+ */
+#define CITED_SMOLV_ZSTD20      1007119u /* SMOL-V + zstd -20, no dictionary */
+#define CITED_SMOLV_ZSTD19_DICT 573404u  /* SMOL-V + zstd -19, 2-fold dictionary */
+#define CITED_MODULES           1585u
+#define CITED_SPIRV_BYTES       4317048u
+static const char *const cited_text =
+    "cited from issue 27 (SMOL-V built outside kiln), not measured by this run; they apply to "
+    "../shared/corpus/spirv (1,585 modules, 4,317,048 B)";
+
+static bool cited_applies(const struct result *r)
+{
+    return r->modules == CITED_MODULES && r->spirv_bytes == CITED_SPIRV_BYTES;
+}
+
 static const char *const split_text =
     "2-fold by path order: the dictionary trained on even-indexed modules packs the "
     "odd-indexed ones, the one trained on odd-indexed modules packs the even ones";
+
+static void json_cited(struct cli_json *j, const struct result *r)
+{
+    if (!cited_applies(r))
+        return;
+    cli_json_object_begin(j, "cited");
+    cli_json_str(j, "source", cited_text);
+    cli_json_u64(j, "smolv_zstd20_bytes", CITED_SMOLV_ZSTD20);
+    cli_json_u64(j, "smolv_zstd19_dict_bytes", CITED_SMOLV_ZSTD19_DICT);
+    cli_json_bool(j, "kiln_nodict_smaller", r->bytes[C_KILN_NODICT] < CITED_SMOLV_ZSTD20);
+    cli_json_bool(j, "kiln_smaller", r->bytes[C_KILN] < CITED_SMOLV_ZSTD19_DICT);
+    cli_json_object_end(j);
+}
 
 static void json_result(struct cli_json *j, const struct result *r)
 {
@@ -432,6 +467,7 @@ static void json_result(struct cli_json *j, const struct result *r)
     cli_json_double(j, "nodict_unpack_speed_vs_zstd1", speed_vs_zstd1(r->unpack_s, C_KILN_NODICT));
     cli_json_double(j, "nodict_pack_speed_vs_zstd1", speed_vs_zstd1(r->pack_s, C_KILN_NODICT));
     cli_json_bool(j, "roundtrip_ok", r->roundtrip_ok);
+    json_cited(j, r);
     cli_json_str(j, "dict_split", split_text);
     cli_json_u64(j, "dict_bytes_even", r->dict_bytes[0]);
     cli_json_u64(j, "dict_bytes_odd", r->dict_bytes[1]);
@@ -465,11 +501,12 @@ static void json_result(struct cli_json *j, const struct result *r)
     cli_json_object_end(j);
 }
 
-static void text_result(const char *title, const struct result *r)
+static void text_result(const char *title, const struct result *r, int32_t level)
 {
     char a[32], b[32];
-    printf("%s: %zu module%s, %s of SPIR-V\n", title, r->modules, CLI_S(r->modules),
-           cli_format_bytes(a, sizeof(a), r->spirv_bytes));
+    printf("%s: %zu module%s, %s of SPIR-V, kiln at level %s\n", title, r->modules,
+           CLI_S(r->modules), cli_format_bytes(a, sizeof(a), r->spirv_bytes),
+           cli_pack_level_name(b, sizeof(b), level));
     /* Text in IEC units (JSON keeps its documented MB/s). */
     printf("  %-12s %12s %7s %12s %12s\n", "codec", "size", "ratio", "pack MiB/s", "unpack MiB/s");
     for (int c = 0; c < C_COUNT; c++)
@@ -483,6 +520,15 @@ static void text_result(const char *title, const struct result *r)
     printf("  without the dictionary: %.2fx smaller; unpack %.2fx, pack %.2fx its speed\n",
            ratio(r->bytes[C_ZSTD1], r->bytes[C_KILN_NODICT]),
            speed_vs_zstd1(r->unpack_s, C_KILN_NODICT), speed_vs_zstd1(r->pack_s, C_KILN_NODICT));
+    if (cited_applies(r)) {
+        printf("  SMOL-V + zstd -20, no dictionary: %u B (cited); kiln without the caller's "
+               "dictionary %.3fx its size\n",
+               CITED_SMOLV_ZSTD20, ratio(r->bytes[C_KILN_NODICT], CITED_SMOLV_ZSTD20));
+        printf("  SMOL-V + zstd -19, 2-fold dictionary: %u B (cited); kiln with the dictionary "
+               "%.3fx its size\n",
+               CITED_SMOLV_ZSTD19_DICT, ratio(r->bytes[C_KILN], CITED_SMOLV_ZSTD19_DICT));
+        printf("  (%s)\n", cited_text);
+    }
     printf("  round trip: %s\n", r->roundtrip_ok ? "every module byte-exact" : "FAILED");
     printf("  dictionary: %s\n", split_text);
     printf("  memory, %zu program%s: raw %s allocated (resident +%s), ", r->programs,
@@ -545,7 +591,8 @@ static int load_generated(struct set *s, unsigned n, bool quiet)
 static void help(void)
 {
     printf(
-        "usage: kiln bench pack [--corpus DIR ...] [--generate N] [--rounds R] [--json]\n\n"
+        "usage: kiln bench pack [--corpus DIR ...] [--generate N] [--level L] [--rounds R]\n"
+        "                       [--json]\n\n"
         "Packs every module side by side with raw, zstd level 1 (the baseline), and\n"
         "kiln's codec without and with a dictionary; reports sizes, single-thread pack\n"
         "and unpack speed (SPIR-V MiB/s, MB/s in --json; per 64 KiB chunk of modules\n"
@@ -561,6 +608,9 @@ static void help(void)
         "  --generate N     measure N (>= 10) generated emulator-like programs\n"
         "                   (kiln_generate_spirv, default seed, GLSL through shaderc\n"
         "                   without optimization); with --corpus, both are measured\n"
+        "  --level L        kiln's packing level: default, max (the shipping level, for\n"
+        "                   layers) or a zstd level 1..22; beside the shared corpus,\n"
+        "                   the issue's SMOL-V sizes are printed as cited references\n"
         "  --rounds R       timed passes per chunk and codec (default 5)\n"
         "  --json           one JSON object on stdout\n");
 }
@@ -573,6 +623,7 @@ int cmd_bench_pack(int argc, char **argv)
         {"generate", required_argument, NULL, 'g'},
         {"generated", required_argument, NULL, 'G'}, /* the old spelling */
         {"rounds", required_argument, NULL, 'r'},
+        {"level", required_argument, NULL, 'l'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -580,6 +631,7 @@ int cmd_bench_pack(int argc, char **argv)
     const char *corpora[MAX_CORPORA];
     size_t ncorpora = 0;
     uint64_t generated = 0, rounds = 5;
+    int32_t level = KILN_PACK_LEVEL_DEFAULT;
     bool json = false;
     int c;
     optind = 1;
@@ -600,6 +652,10 @@ int cmd_bench_pack(int argc, char **argv)
             break;
         case 'r':
             if (cli_parse_u64(name, "--rounds", optarg, 1, 1000, false, &rounds))
+                return KILN_EXIT_USAGE;
+            break;
+        case 'l':
+            if (cli_parse_pack_level(name, optarg, &level))
                 return KILN_EXIT_USAGE;
             break;
         case 'j':
@@ -651,7 +707,7 @@ int cmd_bench_pack(int argc, char **argv)
             return KILN_EXIT_USAGE;
         }
         qsort(corpus.m, corpus.n, sizeof(*corpus.m), cmp_path);
-        int rc = run_bench(&corpus, (unsigned)rounds, json, &rc_corpus);
+        int rc = run_bench(&corpus, (unsigned)rounds, level, json, &rc_corpus);
         if (rc < 0) {
             cli_error(name, "corpus: %s", kiln_strerror(rc));
             status = KILN_EXIT_FAILED;
@@ -664,7 +720,7 @@ int cmd_bench_pack(int argc, char **argv)
             cli_error(name, "--generate: this build has no GLSL translator (shaderc), so "
                             "no generated programs");
             status = KILN_EXIT_FAILED;
-        } else if (rc < 0 || (rc = run_bench(&gen, (unsigned)rounds, json, &rc_gen)) < 0) {
+        } else if (rc < 0 || (rc = run_bench(&gen, (unsigned)rounds, level, json, &rc_gen)) < 0) {
             cli_error(name, "generated programs: %s", kiln_strerror(rc));
             status = KILN_EXIT_FAILED;
         } else {
@@ -674,7 +730,9 @@ int cmd_bench_pack(int argc, char **argv)
     if (status == KILN_EXIT_OK) {
         if (json) {
             struct cli_json j;
+            char lv[16];
             cli_json_begin(&j);
+            cli_json_str(&j, "level", cli_pack_level_name(lv, sizeof(lv), level));
             if (use_corpus) {
                 json_result(&j, &rc_corpus);
                 cli_json_u64(&j, "skipped_files", corpus.skipped);
@@ -689,9 +747,9 @@ int cmd_bench_pack(int argc, char **argv)
             cli_json_end(&j);
         } else {
             if (use_corpus)
-                text_result("corpus", &rc_corpus);
+                text_result("corpus", &rc_corpus, level);
             if (gen_ok)
-                text_result("generated programs", &rc_gen);
+                text_result("generated programs", &rc_gen, level);
         }
         if ((use_corpus && !rc_corpus.roundtrip_ok) || (gen_ok && !rc_gen.roundtrip_ok))
             status = KILN_EXIT_FAILED;

@@ -239,6 +239,37 @@ int cli_usage_error(const char *name, const char *fmt, ...)
     return KILN_EXIT_USAGE;
 }
 
+int cli_parse_pack_level(const char *name, const char *text, int32_t *out)
+{
+    if (text && strcmp(text, "default") == 0) {
+        *out = KILN_PACK_LEVEL_DEFAULT;
+        return KILN_EXIT_OK;
+    }
+    if (text && strcmp(text, "max") == 0) {
+        *out = KILN_PACK_LEVEL_MAX;
+        return KILN_EXIT_OK;
+    }
+    uint64_t v;
+    if (!text || *text < '0' || *text > '9')
+        return cli_usage_error(name, "--level: expected default, max or 1..22, got '%s'",
+                               text ? text : "");
+    int ex = cli_parse_u64(name, "--level", text, 1, 22, false, &v);
+    if (ex == KILN_EXIT_OK)
+        *out = (int32_t)v;
+    return ex;
+}
+
+const char *cli_pack_level_name(char *buf, size_t n, int32_t level)
+{
+    if (level == KILN_PACK_LEVEL_DEFAULT)
+        (void)snprintf(buf, n, "default");
+    else if (level == KILN_PACK_LEVEL_MAX)
+        (void)snprintf(buf, n, "max");
+    else
+        (void)snprintf(buf, n, "%d", (int)level);
+    return buf;
+}
+
 int cli_parse_u64(const char *name, const char *flag, const char *text, uint64_t lo, uint64_t hi,
                   bool sizes, uint64_t *out)
 {

@@ -116,6 +116,14 @@ int cli_usage_error(const char *name, const char *fmt, ...)
 int cli_parse_u64(const char *name, const char *flag, const char *text, uint64_t lo, uint64_t hi,
                   bool sizes, uint64_t *out);
 
+/* Parses "--level default|max|N" (a packing level, kiln_pack_options.level):
+ * default is KILN_PACK_LEVEL_DEFAULT, max KILN_PACK_LEVEL_MAX, N a zstd level
+ * of 1 to 22. Same return as cli_parse_u64. */
+int cli_parse_pack_level(const char *name, const char *text, int32_t *out);
+
+/* A packing level's name: "default", "max" or its number, in buf. */
+const char *cli_pack_level_name(char *buf, size_t n, int32_t level);
+
 /* Parses "--jobs N|auto": 0 means auto. Same return as cli_parse_u64. */
 int cli_parse_jobs(const char *name, const char *text, unsigned *jobs);
 

@@ -16,7 +16,8 @@
 #include <string.h>
 
 static const char help[] =
-    "usage: %s [DIR | --cache DIR] --codec raw|zstd|kiln [--dict|--no-dict] [--json]\n"
+    "usage: %s [DIR | --cache DIR] --codec raw|zstd|kiln [--dict|--no-dict]\n"
+    "       [--level default|max|N] [--json]\n"
     "\n"
     "Rewrites every program of the cache in DIR with another codec: each stage\n"
     "is unpacked and packed again. With the kiln codec, --dict trains a\n"
@@ -29,6 +30,10 @@ static const char help[] =
     "  --codec NAME  raw, zstd (level 1) or kiln\n"
     "  --dict        train a dictionary (kiln codec only)\n"
     "  --no-dict     no dictionary\n"
+    "  --level L     default, max (the shipping level: the smallest blobs that\n"
+    "                still unpack at zstd -1's speed, for a layer packed once and\n"
+    "                read by every user; about 100x slower to pack), or a zstd\n"
+    "                level 1..22\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
     "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
@@ -37,15 +42,9 @@ static const char help[] =
     "  --json        one JSON object on stdout\n"
     "  --help        this text\n";
 
-struct repack_arg {
-    enum kiln_codec codec;
-    enum kiln_cache_dict_mode mode;
-};
-
 static int repack(struct kiln_cache *c, const void *arg, struct kiln_cache_rewrite_report *r)
 {
-    const struct repack_arg *a = arg;
-    return kiln_cache_repack(c, a->codec, a->mode, r);
+    return kiln_cache_repack_with(c, arg, r);
 }
 
 int cmd_cache_repack(int argc, char **argv)
@@ -53,6 +52,7 @@ int cmd_cache_repack(int argc, char **argv)
     static const struct option opts[] = {{"codec", required_argument, NULL, 'c'},
                                          {"dict", no_argument, NULL, 'd'},
                                          {"no-dict", no_argument, NULL, 'n'},
+                                         {"level", required_argument, NULL, 'l'},
                                          CLI_CACHE_OPTION,
                                          CLI_MAX_SIZE_OPTION,
                                          {"json", no_argument, NULL, 'j'},
@@ -61,6 +61,7 @@ int cmd_cache_repack(int argc, char **argv)
     bool json = false, have_codec = false, dict = false, no_dict = false;
     enum kiln_codec codec = KILN_CODEC_KILN;
     enum kiln_cache_dict_mode mode = KILN_CACHE_DICT_KEEP;
+    int32_t level = KILN_PACK_LEVEL_DEFAULT;
     int ch, ex;
     opterr = 0;
     optind = 1;
@@ -76,6 +77,9 @@ int cmd_cache_repack(int argc, char **argv)
         } else if (ch == 'n') {
             mode = KILN_CACHE_DICT_NONE;
             no_dict = true;
+        } else if (ch == 'l') {
+            if (cli_parse_pack_level(argv[0], optarg, &level))
+                return KILN_EXIT_USAGE;
         } else {
             ex = cli_report_option(ch, argv, &json, help, argv[0]);
             if (ex != CLI_NEXT_OPTION)
@@ -92,7 +96,12 @@ int cmd_cache_repack(int argc, char **argv)
         return cli_usage_error(argv[0], "--dict and --no-dict exclude each other");
     if (mode == KILN_CACHE_DICT_TRAIN && codec != KILN_CODEC_KILN)
         return cli_usage_error(argv[0], "--dict goes only with --codec kiln");
-    struct repack_arg arg = {.codec = codec, .mode = mode};
+    struct kiln_cache_repack_options arg = KILN_CACHE_REPACK_OPTIONS_INIT;
+    arg.codec = (uint32_t)codec;
+    arg.dict = (uint32_t)mode;
+    arg.level = level;
+    char lv[16];
+    cli_pack_level_name(lv, sizeof(lv), level);
     struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
     double secs;
     CLI_TRY(cli_cache_rewrite(argv[0], dir, "repack", repack, &arg, &r, &secs));
@@ -108,6 +117,7 @@ int cmd_cache_repack(int argc, char **argv)
         cli_json_begin(&j);
         cli_json_str(&j, "cache_dir", dir);
         cli_json_str(&j, "codec", kiln_codec_name(codec));
+        cli_json_str(&j, "level", lv);
         cli_json_u64(&j, "records", r.records_after);
         cli_json_u64(&j, "repacked", r.repacked);
         cli_json_u64(&j, "kept_as_is", r.kept_as_is);
@@ -128,9 +138,9 @@ int cmd_cache_repack(int argc, char **argv)
     }
     char b1[32], b2[32], b3[32];
     printf("cache       %s\n", dir);
-    printf("records     %" PRIu64 " (%" PRIu64 " repacked with %s, %" PRIu64
+    printf("records     %" PRIu64 " (%" PRIu64 " repacked with %s at level %s, %" PRIu64
            " copied as they were; %" PRIu64 " superseded and %" PRIu64 " damaged left out)\n",
-           r.records_after, r.repacked, kiln_codec_name(codec), r.kept_as_is, r.superseded,
+           r.records_after, r.repacked, kiln_codec_name(codec), lv, r.kept_as_is, r.superseded,
            r.damaged);
     printf("payloads    %s -> %s for %s of SPIR-V (ratio %.2fx -> %.2fx)\n",
            cli_format_bytes(b1, sizeof(b1), r.payload_bytes_before),
