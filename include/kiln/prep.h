@@ -665,6 +665,18 @@ struct kiln_prepare_summary {
     uint64_t feedback_pipelines; /* pipelines the driver gave feedback for */
     uint64_t driver_cache_hits;  /* of those, held by the pipeline cache: no compile */
     uint64_t driver_ns;          /* the driver's own time for them */
+    /* Isolation (options.isolate; 0 without): the worker processes started
+     * (sized for the work: fewer than `workers` when the run is short),
+     * the messages that carried programs to them (several programs each),
+     * the programs sent again after their batch's worker died or hung
+     * while building another, the programs killed at the learned time
+     * limit (under the fixed one: not recorded in the build ledger), and
+     * that limit over all builds at the end (0: none learned). */
+    uint64_t isolated_workers;
+    uint64_t isolated_batches;
+    uint64_t isolated_resent;
+    uint64_t isolated_early_timeouts;
+    uint64_t isolated_time_limit_ms;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 
