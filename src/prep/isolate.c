@@ -340,6 +340,9 @@ struct iso {
     unsigned waiting;  /* pool threads waiting in acquire */
     int broken;        /* a worker could not start: no more are started */
     uint64_t greet_ns; /* the slowest greeting so far (0: none yet) */
+    uint64_t fastest;  /* the fastest greeting so far (0: none yet) */
+    unsigned starting; /* workers being started now */
+    unsigned window;   /* how many may be (kiln__iso_start_window) */
     size_t unsent;     /* programs no worker has received yet */
     struct kiln__iso_times times;
     _Atomic uint64_t done;   /* programs with an outcome, for the progress */
@@ -597,6 +600,8 @@ static int start_worker(struct iso *iso, struct slot *s, const char *name)
     uint64_t took = kiln_now_ns() - t0;
     pthread_mutex_lock(&iso->mu);
     iso->greet_ns = took > iso->greet_ns ? took : iso->greet_ns;
+    iso->window = kiln__iso_start_window(iso->window, iso->nslots, took, iso->fastest);
+    iso->fastest = !iso->fastest || took < iso->fastest ? took : iso->fastest;
     iso->stats.workers_started++;
     pthread_mutex_unlock(&iso->mu);
     return KILN_OK;
@@ -610,8 +615,9 @@ static uint64_t mean_build_ns(const struct iso *iso)
 }
 
 /* Takes a worker for a batch whose first program is `name`: an idle one,
- * else a new one when kiln__iso_worth_starting says so, else waits for one
- * to be given back. A worker that cannot start stops all later starts
+ * else a new one when kiln__iso_worth_starting says so and fewer than the
+ * window are starting (kiln__iso_start_window), else waits for one to be
+ * given back or started. A worker that cannot start stops all later starts
  * (no loop of restarts): the batch then waits for a running worker, or
  * fails with that error when none runs. @return the slot, or NULL with
  * *rc set. */
@@ -633,20 +639,24 @@ static struct slot *acquire(struct iso *iso, const char *name, int *rc)
             *rc = KILN_OK;
             return idle;
         }
-        if (!iso->broken && empty &&
+        if (!iso->broken && empty && iso->starting < iso->window &&
             kiln__iso_worth_starting(iso->unsent, iso->running, mean_build_ns(iso),
                                      iso->greet_ns)) {
             empty->busy = true;
             iso->running++;
+            iso->starting++;
             pthread_mutex_unlock(&iso->mu);
             *rc = start_worker(iso, empty, name);
-            if (*rc == KILN_OK)
-                return empty;
             pthread_mutex_lock(&iso->mu);
+            iso->starting--;
+            pthread_cond_broadcast(&iso->cv); /* the window may have grown */
+            if (*rc == KILN_OK) {
+                pthread_mutex_unlock(&iso->mu);
+                return empty;
+            }
             empty->busy = false;
             iso->running--;
             iso->broken = *rc;
-            pthread_cond_broadcast(&iso->cv);
             continue;
         }
         if (iso->running == 0) {
@@ -1028,6 +1038,7 @@ static int iso_begin(struct iso *iso, struct kiln__prep_item *items, size_t n, s
 {
     iso->nslots = workers;
     iso->unsent = todo;
+    iso->window = 1;
     iso->slots = kiln__calloc(workers, sizeof(struct slot));
     iso->order = kiln__calloc(todo, sizeof(*iso->order));
     iso->cls = kiln__calloc(todo, sizeof(*iso->cls));

@@ -202,6 +202,14 @@ size_t kiln__iso_batches(const size_t *sizes, size_t n, unsigned workers, unsign
 bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns,
                               uint64_t greet_ns);
 
+/* How many workers may be starting at once, after a greeting that took
+ * `took` ns when the fastest so far took `fastest` (0: this is the
+ * first): a start as fast as the first (within half again) doubles the
+ * window, up to `most`; a slower one, a sign that starts contend (a
+ * driver that serializes device creation across processes), brings it
+ * back to one. The phase starts at one. */
+unsigned kiln__iso_start_window(unsigned window, unsigned most, uint64_t took, uint64_t fastest);
+
 /* Build times seen so far, per memory class (kiln__prep_memory_class) and
  * over all: how many took under 2^(b+1) microseconds, per bucket b.
  * Updated by many threads at once (atomics). Zero-initialise. */

@@ -23,7 +23,13 @@
  *   the mean build so far); before anything was timed, only when each
  *   would get KILN__ISO_MIN_PER_WORKER programs. So 20 cheap programs get
  *   two or three workers, not sixteen, and a long run still gets one per
- *   thread.
+ *   thread. And starts are paced: one at first, then twice as many at
+ *   once after each start as fast as the first, back to one after a slow
+ *   one. A driver that serializes device creation across processes (16
+ *   workers starting at once took about 2 s on the H200 where one takes a
+ *   fraction of it) then sees one start at a time, each decided on fresh
+ *   figures, while one whose starts run in parallel (lavapipe) ramps up
+ *   in a few rounds.
  *
  * - A learned time limit only shortens the wait for a hung build, never
  *   lengthens it past the fixed cap, and is used only once enough builds
@@ -70,6 +76,14 @@ bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns,
     /* left x build / (running + 1) >= 2 x greet, without overflow. */
     double each = (double)left * (double)build_ns / (double)(running + 1u);
     return each >= 2.0 * (double)greet_ns;
+}
+
+unsigned kiln__iso_start_window(unsigned window, unsigned most, uint64_t took, uint64_t fastest)
+{
+    if (fastest && took > fastest + fastest / 2)
+        return 1;
+    unsigned twice = window * 2u;
+    return twice < most ? twice : most ? most : 1u;
 }
 
 static unsigned bucket_of(uint64_t ns)

@@ -88,6 +88,24 @@ KT_CASE(workers_sized_for_the_work)
     KT_CHECK(kiln__iso_worth_starting(12, 3, 300000000u, 25000000u));
 }
 
+/* Starts are paced: one, then doubling while they stay as fast as the
+ * first, back to one when one is slow (starts that contend). */
+KT_CASE(start_window)
+{
+    unsigned w = 1;
+    w = kiln__iso_start_window(w, 16, 100, 0); /* the first start */
+    KT_CHECK_EQ(w, 2);
+    w = kiln__iso_start_window(w, 16, 120, 100);
+    KT_CHECK_EQ(w, 4);
+    w = kiln__iso_start_window(w, 16, 140, 100);
+    KT_CHECK_EQ(w, 8);
+    w = kiln__iso_start_window(w, 16, 150, 100);
+    KT_CHECK_EQ(w, 16);
+    KT_CHECK_EQ(kiln__iso_start_window(w, 16, 100, 100), 16); /* never past the most */
+    KT_CHECK_EQ(kiln__iso_start_window(w, 16, 400, 100), 1);  /* contended */
+    KT_CHECK_EQ(kiln__iso_start_window(1, 1, 100, 0), 1);
+}
+
 /* The limit: none before `samples` builds, K x the p99 bucket's bound
  * after, never under the floor nor over the cap; a class with history of
  * its own uses it, one without uses all builds. */
@@ -153,5 +171,5 @@ KT_CASE(batch_frame_round_trip)
     KT_CHECK_EQ(kiln__iso_batch_make(in, KILN__ISO_BATCH_MAX + 1, &body, &size), KILN_ERANGE);
 }
 
-KT_MAIN(KT_ENTRY(batches_by_cost), KT_ENTRY(workers_sized_for_the_work),
+KT_MAIN(KT_ENTRY(batches_by_cost), KT_ENTRY(workers_sized_for_the_work), KT_ENTRY(start_window),
         KT_ENTRY(learned_time_limit), KT_ENTRY(batch_frame_round_trip))
