@@ -323,12 +323,14 @@ struct kiln_kind_counts {
  * with it. With kiln_prepare_options.isolate (kiln_start_options.isolate)
  * set, kiln_prepare (kiln_warm_start) builds every pipeline in worker
  * processes instead: it starts the worker command (an
- * executable that calls kiln_isolate_worker_main), one process per pool
- * thread, hands each a program's payload and waits for its answer up to a
- * time limit. A worker that dies, or passes the limit (it is killed), has
- * that program counted as a failed pipeline with KILN_ECRASH or
- * KILN_ETIMEDOUT and one warning line naming the program and the signal or
- * exit code; a new worker takes its place and the run goes on. At the end
+ * executable that calls kiln_isolate_worker_main), at most one process per
+ * pool thread and only as many as the work pays for, hands them batches
+ * of programs (several per message, answered one by one) and waits for
+ * each answer up to a time limit. A worker that dies, or passes the limit
+ * (it is killed), has the program it was building counted as a failed
+ * pipeline with KILN_ECRASH or KILN_ETIMEDOUT and one warning line naming
+ * the program and the signal or exit code; the programs after it in its
+ * batch go to another worker, and the run goes on. At the end
  * every worker sends its VkPipelineCache's data, which is merged into the
  * parent's (vkMergePipelineCaches) before pipelines.vkc is saved; what a
  * worker compiled before it died is lost (those pipelines are built again
@@ -347,8 +349,12 @@ struct kiln_isolate_options {
      * Required. */
     const char *const *argv;
     /* The most one pipeline may take in a worker, in milliseconds (also the
-     * most a new worker may take to make its Vulkan context); 0:
-     * KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS. */
+     * most a new worker may take to make its Vulkan context), fixed. 0:
+     * learned, per run, from the builds seen (10 times the 99th percentile
+     * of similar builds once 16 were seen, at least 10 s), never over
+     * KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS, which applies until then; a
+     * program killed at a learned limit under that one fails this run but
+     * is not recorded in the build ledger (a guess, not the driver's word). */
     unsigned time_limit_ms;
     /* Worker processes; 0: the preparation's workers (its `jobs`). */
     unsigned workers;
