@@ -7,27 +7,35 @@
  *
  * Invariants and why they hold:
  *
- * - One worker process per pool thread, touched by that thread only: slot
- *   w belongs to pool worker w, which starts it, talks to it, and ends and
- *   replaces it. So no lock guards a slot, and the counters every thread
- *   updates are the phase's atomics (kiln__prep_build), as in-process.
+ * - Workers are shared by the pool's threads, each held by one thread at
+ *   a time: a thread takes an idle worker (or starts one, or waits) under
+ *   the phase's mutex, talks to it alone, and gives it back
+ *   (acquire, release). A slot's fields change only while it is held,
+ *   or under the mutex; after the pool joined they are the caller's.
+ *   How many are started, and when, is isolate_plan.c's rule: as many as
+ *   the work pays for, paced, never more than the pool's threads.
  *
  * - Nothing waits without a bound. Every send and receive has a deadline:
- *   the per-pipeline time limit for a job and for a new worker's greeting,
- *   the same for the final cache; the parent's channel is non-blocking and
- *   waited on with a timeout (isolate_unix.c). A worker past its deadline
- *   is killed, then reaped.
+ *   the per-pipeline time limit for each program (learned or fixed) and
+ *   the fixed one for a new worker's greeting and for the final cache;
+ *   the parent's channel is non-blocking and waited on with a timeout
+ *   (isolate_unix.c). A worker past its deadline is killed, then reaped.
+ *   A thread waiting for a worker waits for one that is bounded so.
  *
- * - Every program gets exactly one outcome. A worker's answer says which
- *   (built, skipped, failed, bad, lone), and the parent counts it as the
- *   in-process phase would; a worker that dies, passes the limit or
- *   answers garbage fails the program it held (KILN_ECRASH, KILN_ETIMEDOUT,
+ * - Every program gets exactly one outcome. Programs travel in batches
+ *   (one JOB frame, up to KILN__ISO_BATCH_MAX), and the worker answers
+ *   each in order as it ends (built, skipped, failed, bad, lone); the
+ *   parent counts it as the in-process phase would. A worker that dies,
+ *   passes the limit or answers garbage has answered every program before
+ *   the one it was building: that one fails (KILN_ECRASH, KILN_ETIMEDOUT,
  *   KILN_EFORMAT) with one warning line naming it and how the worker
- *   ended, and the next program on that thread gets a new worker. A
- *   program no worker received (its worker could not start or missed its
- *   greeting, the send failed) fails as `unreached`: kiln's failure, not
- *   the driver's word, so the ledger does not record it and the next run
- *   tries it again.
+ *   ended, and the batch's programs after it, which were never started,
+ *   go to another worker as a batch of their own. A
+ *   program no worker received (no worker could start or greet, the send
+ *   failed) fails as `unreached`: kiln's failure, not the driver's word,
+ *   so the ledger does not record it and the next run tries it again; a
+ *   program killed at a learned limit under the fixed one is not recorded
+ *   either (early_timeout: kiln's guess).
  *
  * - Bytes from a worker are checked before use: a frame head's magic, type
  *   and size bound, the body's checksum, and each body's fields against its
@@ -49,7 +57,7 @@
  *   Linux a worker asks for SIGKILL when its parent goes
  *   (PR_SET_PDEATHSIG). The kernel sends it when the *thread* that started
  *   the child ends, not the process, and the pool's threads end before
- *   the workers are sent END (finish_worker runs after the pool joined).
+ *   the workers are sent END (finish_workers runs after the pool joined).
  *   So every worker is started by one spawner thread of the phase's own,
  *   which a pool thread asks and waits for, and which is joined only
  *   after every worker was ended and reaped: it outlives them all.
@@ -63,8 +71,8 @@
  *   worker whose builder array is ordered otherwise still enables the right
  *   ones.
  *
- * - What workers compiled reaches pipelines.vkc: at the end each worker
- *   sends its pipeline cache's data, merged into the parent's
+ * - What workers compiled reaches pipelines.vkc: at the end every worker
+ *   is sent END at once, and each sends its pipeline cache's data, merged into the parent's
  *   (vkMergePipelineCaches) on the caller's thread after the pool has
  *   joined, before kiln_prepare saves it. A worker that died loses what it
  *   compiled (said in docs/prep.md).
@@ -345,11 +353,11 @@ struct iso {
     unsigned window;   /* how many may be (kiln__iso_start_window) */
     size_t unsent;     /* programs no worker has received yet */
     struct kiln__iso_times times;
-    _Atomic uint64_t done;   /* programs with an outcome, for the progress */
-    _Atomic uint64_t failed; /* programs that failed (the pool counts batches) */
-    _Atomic uint64_t early;  /* programs killed at the learned limit */
+    _Atomic uint64_t done;            /* programs with an outcome, for the progress */
+    _Atomic uint64_t failed;          /* programs that failed (the pool counts batches) */
+    _Atomic uint64_t early;           /* programs killed at the learned limit */
     struct kiln__isolate_stats stats; /* under mu */
-    uint8_t *hello; /* the greeting's body, the same for every worker */
+    uint8_t *hello;                   /* the greeting's body, the same for every worker */
     uint32_t hello_size;
     struct kiln__prep_item **order; /* the programs to build, larger first */
     unsigned *cls;                  /* each one's memory class, in that order */
@@ -454,8 +462,9 @@ static void drop_worker(struct iso *iso, struct slot *s, const char *name, int r
      * so its signal or exit code can be named. */
     end_worker(s, rc == KILN_ECRASH ? 2000u : 0u, how, sizeof(how));
     if (after)
-        snprintf(rest, sizeof(rest), "; the %zu program%s after it in its batch go%s to another worker",
-                 after, after == 1 ? "" : "s", after == 1 ? "es" : "");
+        snprintf(rest, sizeof(rest),
+                 "; the %zu program%s after it in its batch go%s to another worker", after,
+                 after == 1 ? "" : "s", after == 1 ? "es" : "");
     if (rc == KILN_ETIMEDOUT && learned_ms)
         KILN_WARN("prep",
                   "%s: not built: the worker passed its learned time limit and was killed (%u ms, "
@@ -469,8 +478,8 @@ static void drop_worker(struct iso *iso, struct slot *s, const char *name, int r
         KILN_WARN("prep", "%s: not built: %s (worker %ld %s)%s", name, what_ended(rc), pid, how,
                   rest);
     else
-        KILN_WARN("prep", "%s: not built: %s (worker %ld %s): %s%s", name, what_ended(rc), pid,
-                  how, kiln_strerror(rc), rest);
+        KILN_WARN("prep", "%s: not built: %s (worker %ld %s): %s%s", name, what_ended(rc), pid, how,
+                  kiln_strerror(rc), rest);
 }
 
 static void *spawner_main(void *arg)
@@ -904,8 +913,8 @@ static void finish_workers(struct iso *iso)
         long pid = kiln__iso_pid(s->proc);
         end_worker(s, 5000u, how, sizeof(how));
         if (rc < 0) {
-            KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid,
-                      how, kiln_strerror(rc));
+            KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid, how,
+                      kiln_strerror(rc));
             kiln__free(body);
             continue;
         }
@@ -1187,11 +1196,11 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
             iso->tune.samples ? iso->tune.samples : LEARNED_SAMPLES,
             iso->tune.floor_ms ? iso->tune.floor_ms : LEARNED_FLOOR_MS, iso->limit_ms, &seen);
     KILN_INFO("prep",
-              "%" PRIu64 " worker processes started for %zu programs, %" PRIu64
-              " batches (%" PRIu64 " programs sent again after a worker died); learned limit %u "
+              "%" PRIu64 " worker processes started for %zu programs, %" PRIu64 " batches (%" PRIu64
+              " programs sent again after a worker died); learned limit %u "
               "ms from %" PRIu64 " builds",
-              stats->workers_started, todo, stats->batches, stats->resent,
-              stats->learned_limit_ms, seen);
+              stats->workers_started, todo, stats->batches, stats->resent, stats->learned_limit_ms,
+              seen);
     *failed = atomic_load(&iso->failed);
     iso_end(iso);
     kiln__free(jobs);

@@ -44,8 +44,8 @@ enum kiln__iso_outcome {
 /* The most programs one JOB frame carries. The worker builds them in
  * order and answers one RESULT per program as each ends, so the parent
  * always knows which one a dying worker held: the first unanswered. */
-#define KILN__ISO_BATCH_MAX 32u
-#define KILN__ISO_HELLO_DEVICE  1u /* HELLO.flags: use the device index given */
+#define KILN__ISO_BATCH_MAX    32u
+#define KILN__ISO_HELLO_DEVICE 1u /* HELLO.flags: use the device index given */
 
 struct kiln__iso_head {
     uint32_t type;
@@ -199,8 +199,7 @@ size_t kiln__iso_batches(const size_t *sizes, size_t n, unsigned workers, unsign
  * the work left, shared among them, would keep each busy at least twice
  * as long as the slowest greeting took (build_ns: the mean build so far). */
 #define KILN__ISO_MIN_PER_WORKER 8u
-bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns,
-                              uint64_t greet_ns);
+bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, uint64_t greet_ns);
 
 /* How many workers may be starting at once, after a greeting that took
  * `took` ns when the fastest so far took `fastest` (0: this is the

@@ -51,8 +51,8 @@ size_t kiln__iso_batches(const size_t *sizes, size_t n, unsigned workers, unsign
         total += sizes[i];
     uint64_t shares = (uint64_t)(workers ? workers : 1u) * KILN__ISO_BATCHES_PER_WORKER;
     uint64_t cap = total / shares ? total / shares : 1;
-    unsigned most = fixed ? (fixed < KILN__ISO_BATCH_MAX ? fixed : KILN__ISO_BATCH_MAX)
-                          : KILN__ISO_BATCH_MAX;
+    unsigned most =
+        fixed ? (fixed < KILN__ISO_BATCH_MAX ? fixed : KILN__ISO_BATCH_MAX) : KILN__ISO_BATCH_MAX;
     size_t nb = 0;
     for (size_t i = 0; i < n;) {
         first[nb++] = i;
@@ -66,8 +66,7 @@ size_t kiln__iso_batches(const size_t *sizes, size_t n, unsigned workers, unsign
     return nb;
 }
 
-bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns,
-                              uint64_t greet_ns)
+bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, uint64_t greet_ns)
 {
     if (running == 0)
         return left > 0;

@@ -101,8 +101,8 @@ int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
 int kiln__prep_run_pipelines(struct kiln_pool *pool, const struct kiln__prep_jobs *j,
                              kiln_prep_progress_fn progress, void *user)
 {
-    struct meter m = {pool,  j->done, 0, j->done ? j->total : j->count, KILN_PREP_PHASE_PIPELINES,
-                      progress, user};
+    struct meter m = {
+        pool, j->done, 0, j->done ? j->total : j->count, KILN_PREP_PHASE_PIPELINES, progress, user};
     int rc = KILN_OK;
     uint64_t last = kiln_now_ns();
     for (size_t i = 0; i < j->count && rc == KILN_OK; i++) {

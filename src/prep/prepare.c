@@ -804,8 +804,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                         .cache_dir = o->cache_dir};
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
         struct kiln__isolate_stats ist;
-        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed,
-                                        &ist);
+        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);
         s->isolated_workers = ist.workers_started;
         s->isolated_batches = ist.batches;
         s->isolated_resent = ist.resent;

@@ -882,8 +882,8 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
 {
     bool crashed = false, rebuilt = false;
     for (size_t i = 0; i < n; i++) {
-        crashed |= crash_error(items[i].status) && !items[i].unreached &&
-                   !items[i].early_timeout && items[i].payload;
+        crashed |= crash_error(items[i].status) && !items[i].unreached && !items[i].early_timeout &&
+                   items[i].payload;
         rebuilt |= retried[i] && items[i].status == KILN_OK;
     }
     if (!crashed && !rebuilt && !run->pipelines)
@@ -1194,8 +1194,7 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
                                         .cache_dir = o->cache_dir};
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
         struct kiln__isolate_stats ist; /* the start's summary has no field for them yet */
-        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed,
-                                        &ist);
+        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }
