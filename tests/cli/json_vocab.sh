@@ -96,6 +96,7 @@ run any bench prepare --programs 2 --threads 1 --memory-programs 1
 run any bench replay --threads 1 "$foz"
 run any bench stutter --frames 4 --background 0 --modes sync,async --no-warm-compare "$foz"
 run any bench replay --threads 1 --memory-budget 90%,400M "$foz"
+run any bench replay --threads 1 --isolate "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"
