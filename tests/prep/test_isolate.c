@@ -120,19 +120,28 @@ static void case_end(struct isolate_case *c)
     free(c->r);
 }
 
-/* An isolated prepare of the twelve programs into `cache`, with `fault`. */
-static int prepare_isolated(const char *cache, const char *fault, const char *timeout_ms,
-                            struct run *r)
+/* An isolated prepare of the twelve programs into `cache` on `jobs`
+ * workers, with `fault`, `env` (run_kiln_env) and --timeout-ms (NULL:
+ * none). */
+static int prepare_jobs(const char *cache, const char *jobs, const char *fault, const char *env,
+                        const char *timeout_ms, struct run *r)
 {
     const char *args[16] = {"prepare", "--generate", PROGRAMS,    "--cache", cache,
-                            "--jobs",  "2",          "--isolate", "--json"};
+                            "--jobs",  jobs,         "--isolate", "--json"};
     size_t n = 9;
     if (timeout_ms) {
         args[n++] = "--timeout-ms";
         args[n++] = timeout_ms;
     }
     args[n] = NULL;
-    return run_kiln(fault, NULL, args, r);
+    return run_kiln_env(fault, env, NULL, args, r);
+}
+
+/* The same on two workers. */
+static int prepare_isolated(const char *cache, const char *fault, const char *timeout_ms,
+                            struct run *r)
+{
+    return prepare_jobs(cache, "2", fault, NULL, timeout_ms, r);
 }
 
 /* ---- cases ------------------------------------------------------------------ */
@@ -887,15 +896,7 @@ static int prepare_batched(const char *cache, const char *fault, const char *tun
 {
     char env[128];
     snprintf(env, sizeof(env), "KILN_TEST_ISOLATE=%s", tuning);
-    const char *args[16] = {"prepare", "--generate", PROGRAMS,    "--cache", cache,
-                            "--jobs",  "1",          "--isolate", "--json"};
-    size_t n = 9;
-    if (timeout_ms) {
-        args[n++] = "--timeout-ms";
-        args[n++] = timeout_ms;
-    }
-    args[n] = NULL;
-    return run_kiln_env(fault, env, NULL, args, r);
+    return prepare_jobs(cache, "1", fault, env, timeout_ms, r);
 }
 
 /* A member of the run's "isolated" object; -1 (a failure) when missing. */

@@ -53,6 +53,7 @@
  */
 #include "bench_child.h"
 #include "cli.h"
+#include "cli_kinds.h"
 #include "commands.h"
 
 #include <assert.h>
@@ -172,9 +173,7 @@ struct run_result {
     uint64_t own_peak_rss; /* this process alone (isolated: without its workers) */
     uint64_t counted_peak; /* the most the budget counted (PSS, sampled), 0: not sampled */
     bool isolated;         /* built in worker processes: iso says what they did */
-    struct {
-        uint64_t workers, batches, resent, early_timeouts, time_limit_ms;
-    } iso;
+    struct cli_isolated iso;
     char device[256];
     char driver[256];
     char skip_reason[160];
@@ -343,11 +342,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, uin
     kiln_foz_kiln_builder_stats(&fb, &st);
     r->kinds_known = !isolated;
     r->isolated = isolated;
-    r->iso.workers = s.isolated_workers;
-    r->iso.batches = s.isolated_batches;
-    r->iso.resent = s.isolated_resent;
-    r->iso.early_timeouts = s.isolated_early_timeouts;
-    r->iso.time_limit_ms = s.isolated_time_limit_ms;
+    cli_isolated_of(&s, &r->iso);
     for (int i = 0; i < NKINDS; i++) {
         r->built[i] = st.built[i];
         r->skipped[i] = st.skipped[i];
@@ -555,17 +550,7 @@ static void json_run(struct cli_json *j, const struct replay_set *s, unsigned th
     else
         cli_json_null(j, "memory_budget_bytes");
     cli_json_u64(j, "counted_peak_bytes", r->counted_peak);
-    if (r->isolated) {
-        cli_json_object_begin(j, "isolated");
-        cli_json_u64(j, "workers", r->iso.workers);
-        cli_json_u64(j, "batches", r->iso.batches);
-        cli_json_u64(j, "resent", r->iso.resent);
-        cli_json_u64(j, "early_timeouts", r->iso.early_timeouts);
-        cli_json_u64(j, "time_limit_ms", r->iso.time_limit_ms);
-        cli_json_object_end(j);
-    } else {
-        cli_json_null(j, "isolated");
-    }
+    cli_json_isolated(j, r->isolated ? &r->iso : NULL);
     if (budget) {
         cli_json_bool(j, "within_budget", budget_peak(r) <= budget);
         cli_json_double(j, "budget_used", budget_used(r));

@@ -297,17 +297,9 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "feedback_pipelines", s->feedback_pipelines);
     cli_json_u64(&j, "driver_cache_hits", s->driver_cache_hits);
     cli_json_u64(&j, "driver_ns", s->driver_ns);
-    if (o->isolate) {
-        cli_json_object_begin(&j, "isolated");
-        cli_json_u64(&j, "workers", s->isolated_workers);
-        cli_json_u64(&j, "batches", s->isolated_batches);
-        cli_json_u64(&j, "resent", s->isolated_resent);
-        cli_json_u64(&j, "early_timeouts", s->isolated_early_timeouts);
-        cli_json_u64(&j, "time_limit_ms", s->isolated_time_limit_ms);
-        cli_json_object_end(&j);
-    } else {
-        cli_json_null(&j, "isolated");
-    }
+    struct cli_isolated iso;
+    cli_isolated_of(s, &iso);
+    cli_json_isolated(&j, o->isolate ? &iso : NULL);
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
     if (s->memory_budget)
         cli_json_bool(&j, "within_budget", s->peak_rss <= s->memory_budget);
