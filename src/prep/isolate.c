@@ -1047,7 +1047,10 @@ static int iso_begin(struct iso *iso, struct kiln__prep_item *items, size_t n, s
 {
     iso->nslots = workers;
     iso->unsent = todo;
-    iso->window = 1;
+    /* Two at first: where starts serialize, the second is ready when it
+     * would have been after the first; where they run in parallel, both
+     * are ready at once (kiln__iso_start_window). */
+    iso->window = workers < 2 ? workers : 2;
     iso->slots = kiln__calloc(workers, sizeof(struct slot));
     iso->order = kiln__calloc(todo, sizeof(*iso->order));
     iso->cls = kiln__calloc(todo, sizeof(*iso->cls));

@@ -206,7 +206,7 @@ bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, 
  * first): a start as fast as the first (within half again) doubles the
  * window, up to `most`; a slower one, a sign that starts contend (a
  * driver that serializes device creation across processes), brings it
- * back to one. The phase starts at one. */
+ * back to one. The phase starts at two. */
 unsigned kiln__iso_start_window(unsigned window, unsigned most, uint64_t took, uint64_t fastest);
 
 /* Build times seen so far, per memory class (kiln__prep_memory_class) and

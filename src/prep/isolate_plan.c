@@ -23,7 +23,7 @@
  *   the mean build so far); before anything was timed, only when each
  *   would get KILN__ISO_MIN_PER_WORKER programs. So 20 cheap programs get
  *   two or three workers, not sixteen, and a long run still gets one per
- *   thread. And starts are paced: one at first, then twice as many at
+ *   thread. And starts are paced: two at first, then twice as many at
  *   once after each start as fast as the first, back to one after a slow
  *   one. A driver that serializes device creation across processes (16
  *   workers starting at once took about 2 s on the H200 where one takes a
