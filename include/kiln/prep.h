@@ -356,7 +356,9 @@ struct kiln_isolate_options {
      * program killed at a learned limit under that one fails this run but
      * is not recorded in the build ledger (a guess, not the driver's word). */
     unsigned time_limit_ms;
-    /* Worker processes; 0: the preparation's workers (its `jobs`). */
+    /* Worker processes at most; 0: the preparation's workers (its `jobs`),
+     * at most one per usable CPU. Fewer are started when the work does not
+     * pay for them (docs/prep.md, "Sizing"). */
     unsigned workers;
 };
 #define KILN_ISOLATE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_isolate_options)

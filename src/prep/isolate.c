@@ -1123,6 +1123,22 @@ static size_t make_batches(struct iso *iso, size_t todo, bool memory, struct iso
     return nb;
 }
 
+/* Every driver compiles on the CPU: a worker past the usable CPUs adds a
+ * process and a device, not throughput (threads cost nothing idle; a
+ * worker does). So the workers a preparation's jobs give are at most the
+ * CPUs (kiln_pool_policy's count: affinity and quota); an explicit
+ * isolate->workers is kept. */
+static unsigned at_most_cpus(unsigned workers)
+{
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
+    struct kiln_pool_limits none = KILN_POOL_LIMITS_INIT;
+    struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
+    if (kiln_pool_probe(NULL, NULL, &m) < 0 || kiln_pool_policy(&m, &none, &plan) < 0 ||
+        plan.cpus == 0)
+        return workers;
+    return workers < plan.cpus ? workers : plan.cpus;
+}
+
 int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__isolate_run *run,
                                 struct kiln__prep_item *items, size_t n, unsigned workers,
                                 uint64_t *failed, struct kiln__isolate_stats *stats)
@@ -1131,6 +1147,8 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     *stats = (struct kiln__isolate_stats){0};
     if (run->iso->workers)
         workers = run->iso->workers;
+    else
+        workers = at_most_cpus(workers);
     size_t todo = 0;
     for (size_t i = 0; i < n; i++)
         todo += items[i].payload != NULL;
