@@ -85,6 +85,9 @@ unsigned kiln__iso_start_window(unsigned window, unsigned most, uint64_t took, u
     return twice < most ? twice : most ? most : 1u;
 }
 
+/* The histogram's row over every class, after the classes' own. */
+static const unsigned all_row = KILN__MEMORY_CLASSES;
+
 static unsigned bucket_of(uint64_t ns)
 {
     uint64_t us = ns / 1000u;
@@ -99,7 +102,7 @@ void kiln__iso_times_note(struct kiln__iso_times *t, unsigned cls, uint64_t ns)
     unsigned b = bucket_of(ns);
     if (cls < KILN__MEMORY_CLASSES)
         atomic_fetch_add_explicit(&t->hist[cls][b], 1u, memory_order_relaxed);
-    atomic_fetch_add_explicit(&t->hist[KILN__MEMORY_CLASSES][b], 1u, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->hist[all_row][b], 1u, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->sum_ns, ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->count, 1u, memory_order_relaxed);
 }
@@ -131,7 +134,7 @@ unsigned kiln__iso_times_limit(const struct kiln__iso_times *t, unsigned cls, un
 {
     uint64_t p = cls < KILN__MEMORY_CLASSES ? p99_us(t->hist[cls], samples, seen) : 0;
     if (!p)
-        p = p99_us(t->hist[KILN__MEMORY_CLASSES], samples, seen);
+        p = p99_us(t->hist[all_row], samples, seen);
     if (!p)
         return 0;
     uint64_t ms = (p * KILN__ISO_LIMIT_K + 999u) / 1000u;
