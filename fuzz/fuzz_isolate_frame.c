@@ -29,9 +29,17 @@ static void parse_all(const uint8_t *body, size_t n)
         for (uint32_t k = 0; k <= KILN_STATE_KINDS; k++)
             (void)kiln__iso_hello_wants(&h, k, "VK_KHR_ray_tracing_pipeline");
     }
-    struct kiln__iso_job j;
-    if (kiln__iso_job_parse(body, n, &j) == KILN_OK) {
-        if (j.size == 0 || strlen(j.name) + 25 + j.size != n)
+    struct kiln__iso_job j[KILN__ISO_BATCH_MAX];
+    uint32_t count = 0;
+    if (kiln__iso_batch_parse(body, n, j, KILN__ISO_BATCH_MAX, &count) == KILN_OK) {
+        /* The programs fill the body exactly, none empty. */
+        size_t sum = 4;
+        for (uint32_t i = 0; i < count; i++) {
+            if (j[i].size == 0)
+                abort();
+            sum += 32 + strlen(j[i].name) + 1 + j[i].size;
+        }
+        if (count == 0 || count > KILN__ISO_BATCH_MAX || sum != n)
             abort();
     }
     struct kiln__iso_result r;

@@ -323,12 +323,14 @@ struct kiln_kind_counts {
  * with it. With kiln_prepare_options.isolate (kiln_start_options.isolate)
  * set, kiln_prepare (kiln_warm_start) builds every pipeline in worker
  * processes instead: it starts the worker command (an
- * executable that calls kiln_isolate_worker_main), one process per pool
- * thread, hands each a program's payload and waits for its answer up to a
- * time limit. A worker that dies, or passes the limit (it is killed), has
- * that program counted as a failed pipeline with KILN_ECRASH or
- * KILN_ETIMEDOUT and one warning line naming the program and the signal or
- * exit code; a new worker takes its place and the run goes on. At the end
+ * executable that calls kiln_isolate_worker_main), at most one process per
+ * pool thread and only as many as the work pays for, hands them batches
+ * of programs (several per message, answered one by one) and waits for
+ * each answer up to a time limit. A worker that dies, or passes the limit
+ * (it is killed), has the program it was building counted as a failed
+ * pipeline with KILN_ECRASH or KILN_ETIMEDOUT and one warning line naming
+ * the program and the signal or exit code; the programs after it in its
+ * batch go to another worker, and the run goes on. At the end
  * every worker sends its VkPipelineCache's data, which is merged into the
  * parent's (vkMergePipelineCaches) before pipelines.vkc is saved; what a
  * worker compiled before it died is lost (those pipelines are built again
@@ -347,10 +349,16 @@ struct kiln_isolate_options {
      * Required. */
     const char *const *argv;
     /* The most one pipeline may take in a worker, in milliseconds (also the
-     * most a new worker may take to make its Vulkan context); 0:
-     * KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS. */
+     * most a new worker may take to make its Vulkan context), fixed. 0:
+     * learned, per run, from the builds seen (10 times the 99th percentile
+     * of similar builds once 16 were seen, at least 10 s), never over
+     * KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS, which applies until then; a
+     * program killed at a learned limit under that one fails this run but
+     * is not recorded in the build ledger (a guess, not the driver's word). */
     unsigned time_limit_ms;
-    /* Worker processes; 0: the preparation's workers (its `jobs`). */
+    /* Worker processes at most; 0: the preparation's workers (its `jobs`),
+     * at most one per usable CPU. Fewer are started when the work does not
+     * pay for them (docs/prep.md, "Sizing"). */
     unsigned workers;
 };
 #define KILN_ISOLATE_OPTIONS_INIT KILN_STRUCT_INIT(kiln_isolate_options)
@@ -671,6 +679,18 @@ struct kiln_prepare_summary {
     uint64_t feedback_pipelines; /* pipelines the driver gave feedback for */
     uint64_t driver_cache_hits;  /* of those, held by the pipeline cache: no compile */
     uint64_t driver_ns;          /* the driver's own time for them */
+    /* Isolation (options.isolate; 0 without): the worker processes started
+     * (sized for the work: fewer than `workers` when the run is short),
+     * the messages that carried programs to them (several programs each),
+     * the programs sent again after their batch's worker died or hung
+     * while building another, the programs killed at the learned time
+     * limit (under the fixed one: not recorded in the build ledger), and
+     * that limit over all builds at the end (0: none learned). */
+    uint64_t isolated_workers;
+    uint64_t isolated_batches;
+    uint64_t isolated_resent;
+    uint64_t isolated_early_timeouts;
+    uint64_t isolated_time_limit_ms;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 

@@ -7,27 +7,35 @@
  *
  * Invariants and why they hold:
  *
- * - One worker process per pool thread, touched by that thread only: slot
- *   w belongs to pool worker w, which starts it, talks to it, and ends and
- *   replaces it. So no lock guards a slot, and the counters every thread
- *   updates are the phase's atomics (kiln__prep_build), as in-process.
+ * - Workers are shared by the pool's threads, each held by one thread at
+ *   a time: a thread takes an idle worker (or starts one, or waits) under
+ *   the phase's mutex, talks to it alone, and gives it back
+ *   (acquire, release). A slot's fields change only while it is held,
+ *   or under the mutex; after the pool joined they are the caller's.
+ *   How many are started, and when, is isolate_plan.c's rule: as many as
+ *   the work pays for, paced, never more than the pool's threads.
  *
  * - Nothing waits without a bound. Every send and receive has a deadline:
- *   the per-pipeline time limit for a job and for a new worker's greeting,
- *   the same for the final cache; the parent's channel is non-blocking and
- *   waited on with a timeout (isolate_unix.c). A worker past its deadline
- *   is killed, then reaped.
+ *   the per-pipeline time limit for each program (learned or fixed) and
+ *   the fixed one for a new worker's greeting and for the final cache;
+ *   the parent's channel is non-blocking and waited on with a timeout
+ *   (isolate_unix.c). A worker past its deadline is killed, then reaped.
+ *   A thread waiting for a worker waits for one that is bounded so.
  *
- * - Every program gets exactly one outcome. A worker's answer says which
- *   (built, skipped, failed, bad, lone), and the parent counts it as the
- *   in-process phase would; a worker that dies, passes the limit or
- *   answers garbage fails the program it held (KILN_ECRASH, KILN_ETIMEDOUT,
+ * - Every program gets exactly one outcome. Programs travel in batches
+ *   (one JOB frame, up to KILN__ISO_BATCH_MAX), and the worker answers
+ *   each in order as it ends (built, skipped, failed, bad, lone); the
+ *   parent counts it as the in-process phase would. A worker that dies,
+ *   passes the limit or answers garbage has answered every program before
+ *   the one it was building: that one fails (KILN_ECRASH, KILN_ETIMEDOUT,
  *   KILN_EFORMAT) with one warning line naming it and how the worker
- *   ended, and the next program on that thread gets a new worker. A
- *   program no worker received (its worker could not start or missed its
- *   greeting, the send failed) fails as `unreached`: kiln's failure, not
- *   the driver's word, so the ledger does not record it and the next run
- *   tries it again.
+ *   ended, and the batch's programs after it, which were never started,
+ *   go to another worker as a batch of their own. A
+ *   program no worker received (no worker could start or greet, the send
+ *   failed) fails as `unreached`: kiln's failure, not the driver's word,
+ *   so the ledger does not record it and the next run tries it again; a
+ *   program killed at a learned limit under the fixed one is not recorded
+ *   either (early_timeout: kiln's guess).
  *
  * - Bytes from a worker are checked before use: a frame head's magic, type
  *   and size bound, the body's checksum, and each body's fields against its
@@ -49,7 +57,7 @@
  *   Linux a worker asks for SIGKILL when its parent goes
  *   (PR_SET_PDEATHSIG). The kernel sends it when the *thread* that started
  *   the child ends, not the process, and the pool's threads end before
- *   the workers are sent END (finish_worker runs after the pool joined).
+ *   the workers are sent END (finish_workers runs after the pool joined).
  *   So every worker is started by one spawner thread of the phase's own,
  *   which a pool thread asks and waits for, and which is joined only
  *   after every worker was ended and reaped: it outlives them all.
@@ -63,8 +71,8 @@
  *   worker whose builder array is ordered otherwise still enables the right
  *   ones.
  *
- * - What workers compiled reaches pipelines.vkc: at the end each worker
- *   sends its pipeline cache's data, merged into the parent's
+ * - What workers compiled reaches pipelines.vkc: at the end every worker
+ *   is sent END at once, and each sends its pipeline cache's data, merged into the parent's
  *   (vkMergePipelineCaches) on the caller's thread after the pool has
  *   joined, before kiln_prepare saves it. A worker that died loses what it
  *   compiled (said in docs/prep.md).
@@ -166,22 +174,80 @@ bool kiln__iso_hello_wants(const struct kiln__iso_hello *h, uint32_t kind, const
     return false;
 }
 
-int kiln__iso_job_parse(const void *body, size_t n, struct kiln__iso_job *out)
+/* A batch's fixed part, and each program's before its name. */
+#define BATCH_HEAD   4u
+#define PROGRAM_HEAD 32u
+
+int kiln__iso_batch_make(const struct kiln__iso_job *jobs, uint32_t count, uint8_t **body,
+                         uint32_t *size)
+{
+    *body = NULL;
+    if (count == 0 || count > KILN__ISO_BATCH_MAX)
+        return KILN_ERANGE;
+    size_t n = BATCH_HEAD;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t one = PROGRAM_HEAD + strlen(jobs[i].name) + 1 + jobs[i].size;
+        if (jobs[i].size > KILN__ISO_BODY_MAX || one > KILN__ISO_BODY_MAX - n)
+            return KILN_ERANGE;
+        n += one;
+    }
+    uint8_t *p = kiln__malloc(n);
+    if (!p)
+        return KILN_ENOMEM;
+    kiln__store_le32(p, count);
+    size_t at = BATCH_HEAD;
+    for (uint32_t i = 0; i < count; i++) {
+        const struct kiln__iso_job *j = &jobs[i];
+        size_t nlen = strlen(j->name);
+        kiln__store_le64(p + at, j->key.hi);
+        kiln__store_le64(p + at + 8, j->key.lo);
+        kiln__store_le32(p + at + 16, j->flags);
+        kiln__store_le32(p + at + 20, (uint32_t)nlen);
+        kiln__store_le64(p + at + 24, (uint64_t)j->size);
+        memcpy(p + at + PROGRAM_HEAD, j->name, nlen + 1);
+        at += PROGRAM_HEAD + nlen + 1;
+        memcpy(p + at, j->payload, j->size);
+        at += j->size;
+    }
+    *body = p;
+    *size = (uint32_t)n;
+    return KILN_OK;
+}
+
+int kiln__iso_batch_parse(const void *body, size_t n, struct kiln__iso_job *out, uint32_t cap,
+                          uint32_t *count)
 {
     const uint8_t *p = body;
-    if (n < 24)
+    *count = 0;
+    if (n < BATCH_HEAD)
         return KILN_EFORMAT;
-    out->key.hi = kiln__load_le64(p);
-    out->key.lo = kiln__load_le64(p + 8);
-    out->flags = kiln__load_le32(p + 16);
-    uint32_t nlen = kiln__load_le32(p + 20);
-    if (str_at(p, n, 24, nlen) < 0)
+    uint32_t c = kiln__load_le32(p);
+    if (c == 0 || c > cap)
         return KILN_EFORMAT;
-    out->name = (const char *)p + 24;
-    size_t at = 24 + (size_t)nlen + 1;
-    out->size = n - at;
-    out->payload = p + at;
-    return out->size ? KILN_OK : KILN_EFORMAT;
+    size_t at = BATCH_HEAD;
+    for (uint32_t i = 0; i < c; i++) {
+        if (n - at < PROGRAM_HEAD)
+            return KILN_EFORMAT;
+        struct kiln__iso_job *j = &out[i];
+        j->key.hi = kiln__load_le64(p + at);
+        j->key.lo = kiln__load_le64(p + at + 8);
+        j->flags = kiln__load_le32(p + at + 16);
+        uint32_t nlen = kiln__load_le32(p + at + 20);
+        uint64_t size = kiln__load_le64(p + at + 24);
+        if (str_at(p, n, at + PROGRAM_HEAD, nlen) < 0)
+            return KILN_EFORMAT;
+        j->name = (const char *)p + at + PROGRAM_HEAD;
+        at += PROGRAM_HEAD + (size_t)nlen + 1;
+        if (size == 0 || size > n - at)
+            return KILN_EFORMAT;
+        j->payload = p + at;
+        j->size = (size_t)size;
+        at += (size_t)size;
+    }
+    if (at != n)
+        return KILN_EFORMAT;
+    *count = c;
+    return KILN_OK;
 }
 
 int kiln__iso_result_parse(const void *body, size_t n, struct kiln__iso_result *out)
@@ -234,10 +300,12 @@ int kiln__isolate_check(const struct kiln_isolate_options *iso, bool on_pipeline
     return KILN_OK;
 }
 
-/* One worker process, owned by one pool thread. */
+/* One worker process. Held by one pool thread at a time (busy), taken
+ * and given back under iso.mu (acquire, release). */
 struct slot {
     struct kiln__iso_proc *proc; /* NULL: none running */
-    int broken;                  /* a worker could not start: every later job fails with it */
+    bool busy;                   /* held by a pool thread, or being started by it */
+    int end_rc;                  /* END's send, at the end of the phase */
     void *cache;                 /* its pipeline cache's data, at the end */
     size_t cache_size;
 };
@@ -257,21 +325,50 @@ struct spawner {
     int rc;
 };
 
+/* The default floor of the learned limit, and the builds it needs seen
+ * (isolate_plan.c; $KILN_TEST_ISOLATE changes both in kiln-faults). */
+#define LEARNED_FLOOR_MS 10000u
+#define LEARNED_SAMPLES  16u
+
 struct iso {
     struct kiln__prep_build *b;
     struct spawner spawner;
     const struct kiln__isolate_run *run;
     uint64_t limit_ns;
-    unsigned limit_ms;
+    unsigned limit_ms; /* the fixed limit, or the learned one's cap */
+    bool learn;        /* no limit given: learned under limit_ms (isolate_plan.c) */
+    struct kiln__iso_tuning tune;
     struct slot *slots;
-    uint8_t *hello; /* the greeting's body, the same for every worker */
+    unsigned nslots;
+    /* The workers, shared by the pool's threads: mu guards every slot's
+     * busy and proc fields while a slot is not held, and what follows. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a slot was given back, or a worker could not start */
+    unsigned running;  /* slots with a worker running or being started */
+    unsigned waiting;  /* pool threads waiting in acquire */
+    int broken;        /* a worker could not start: no more are started */
+    uint64_t greet_ns; /* the slowest greeting so far (0: none yet) */
+    uint64_t fastest;  /* the fastest greeting so far (0: none yet) */
+    unsigned starting; /* workers being started now */
+    unsigned window;   /* how many may be (kiln__iso_start_window) */
+    size_t unsent;     /* programs no worker has received yet */
+    struct kiln__iso_times times;
+    _Atomic uint64_t done;            /* programs with an outcome, for the progress */
+    _Atomic uint64_t failed;          /* programs that failed (the pool counts batches) */
+    _Atomic uint64_t early;           /* programs killed at the learned limit */
+    struct kiln__isolate_stats stats; /* under mu */
+    uint8_t *hello;                   /* the greeting's body, the same for every worker */
     uint32_t hello_size;
+    struct kiln__prep_item **order; /* the programs to build, larger first */
+    unsigned *cls;                  /* each one's memory class, in that order */
+    bool locks;                     /* mu and cv were made */
 };
 
+/* One pool job: a batch, programs order[first, first + count). */
 struct iso_job {
     struct kiln__prep_memory_job mem; /* first: the pool's memory model reads it */
     struct iso *iso;
-    struct kiln__prep_item *item;
+    size_t first, count;
 };
 
 /* A worker's resident memory counts toward the pool's memory budget while
@@ -352,22 +449,37 @@ static const char *what_ended(int rc)
     }
 }
 
-/* Ends a slot's worker after a failure, logging how it ended. */
-static void drop_worker(struct iso *iso, struct slot *s, const char *name, int rc)
+/* Ends a slot's worker after a failure, logging how it ended, for the
+ * program `name` it held. `learned_ms`: the learned limit it passed (0:
+ * the fixed one); `after`: the programs of its batch after it, which go
+ * to another worker. */
+static void drop_worker(struct iso *iso, struct slot *s, const char *name, int rc,
+                        unsigned learned_ms, size_t after)
 {
-    char how[96];
+    char how[96], rest[96] = "";
     long pid = kiln__iso_pid(s->proc);
     /* A worker that closed its end may still be exiting: give it a moment,
      * so its signal or exit code can be named. */
     end_worker(s, rc == KILN_ECRASH ? 2000u : 0u, how, sizeof(how));
-    if (rc == KILN_ETIMEDOUT)
-        KILN_WARN("prep", "%s: not built: %s (%u ms; worker %ld)", name, what_ended(rc),
-                  iso->limit_ms, pid);
+    if (after)
+        snprintf(rest, sizeof(rest),
+                 "; the %zu program%s after it in its batch go%s to another worker", after,
+                 after == 1 ? "" : "s", after == 1 ? "es" : "");
+    if (rc == KILN_ETIMEDOUT && learned_ms)
+        KILN_WARN("prep",
+                  "%s: not built: the worker passed its learned time limit and was killed (%u ms, "
+                  "%u x the p99 of similar builds, at most %u ms; worker %ld): not recorded in the "
+                  "build ledger, the next run tries it again%s",
+                  name, learned_ms, KILN__ISO_LIMIT_K, iso->limit_ms, pid, rest);
+    else if (rc == KILN_ETIMEDOUT)
+        KILN_WARN("prep", "%s: not built: %s (%u ms; worker %ld)%s", name, what_ended(rc),
+                  iso->limit_ms, pid, rest);
     else if (rc == KILN_ECRASH || rc == KILN_EFORMAT)
-        KILN_WARN("prep", "%s: not built: %s (worker %ld %s)", name, what_ended(rc), pid, how);
+        KILN_WARN("prep", "%s: not built: %s (worker %ld %s)%s", name, what_ended(rc), pid, how,
+                  rest);
     else
-        KILN_WARN("prep", "%s: not built: %s (worker %ld %s): %s", name, what_ended(rc), pid, how,
-                  kiln_strerror(rc));
+        KILN_WARN("prep", "%s: not built: %s (worker %ld %s): %s%s", name, what_ended(rc), pid, how,
+                  kiln_strerror(rc), rest);
 }
 
 static void *spawner_main(void *arg)
@@ -457,18 +569,21 @@ static int spawn_worker(struct spawner *sp, const char *const *argv, struct kiln
     return rc;
 }
 
-/* Starts a slot's worker and waits for its greeting's answer. */
+/* Starts a slot's worker and waits for its greeting's answer; `name`
+ * is the program it is started for, for the log lines. The greeting's
+ * time is kept (iso.greet_ns: the slowest) for the rule that sizes the
+ * workers. @return 0, or the error (the slot left without a worker). */
 static int start_worker(struct iso *iso, struct slot *s, const char *name)
 {
+    uint64_t t0 = kiln_now_ns();
     int rc = spawn_worker(&iso->spawner, iso->run->iso->argv, &s->proc);
     if (rc < 0) {
         KILN_ERROR("prep", "%s: cannot start the worker %s: %s", name, iso->run->iso->argv[0],
                    kiln_strerror(rc));
-        s->broken = rc;
         return rc;
     }
     budget_add(s->proc);
-    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
+    uint64_t deadline = t0 + iso->limit_ns;
     rc = send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
     void *body = NULL;
     uint32_t size = 0;
@@ -483,37 +598,106 @@ static int start_worker(struct iso *iso, struct slot *s, const char *name)
                    kiln_strerror(status));
         char how[96];
         end_worker(s, 2000u, how, sizeof(how));
-        s->broken = status;
         kiln__free(body);
         return status;
     }
     kiln__free(body);
     if (rc < 0) {
-        drop_worker(iso, s, name, rc);
-        /* A worker that cannot start would fail every program after it. */
-        s->broken = rc;
+        drop_worker(iso, s, name, rc, 0, 0);
+        return rc;
     }
-    return rc;
+    uint64_t took = kiln_now_ns() - t0;
+    pthread_mutex_lock(&iso->mu);
+    iso->greet_ns = took > iso->greet_ns ? took : iso->greet_ns;
+    iso->window = kiln__iso_start_window(iso->window, iso->nslots, took, iso->fastest);
+    iso->fastest = !iso->fastest || took < iso->fastest ? took : iso->fastest;
+    iso->stats.workers_started++;
+    pthread_mutex_unlock(&iso->mu);
+    return KILN_OK;
 }
 
-/* The JOB body: key, flags, name with its NUL, payload. */
-static void *job_body(const struct kiln__prep_item *it, const char *name, uint32_t *size)
+/* The mean build so far, in ns (0: none yet). */
+static uint64_t mean_build_ns(const struct iso *iso)
 {
-    size_t nlen = strlen(name);
-    size_t n = 24 + nlen + 1 + it->size;
-    if (n > KILN__ISO_BODY_MAX)
-        return NULL;
-    uint8_t *p = kiln__malloc(n);
-    if (!p)
-        return NULL;
-    kiln__store_le64(p, it->key.hi);
-    kiln__store_le64(p + 8, it->key.lo);
-    kiln__store_le32(p + 16, it->validated ? KILN__ISO_JOB_VALIDATED : 0u);
-    kiln__store_le32(p + 20, (uint32_t)nlen);
-    memcpy(p + 24, name, nlen + 1);
-    memcpy(p + 24 + nlen + 1, it->payload, it->size);
-    *size = (uint32_t)n;
-    return p;
+    uint64_t n = atomic_load_explicit(&iso->times.count, memory_order_relaxed);
+    return n ? atomic_load_explicit(&iso->times.sum_ns, memory_order_relaxed) / n : 0;
+}
+
+/* Takes a worker for a batch whose first program is `name`: an idle one,
+ * else a new one when kiln__iso_worth_starting says so and fewer than the
+ * window are starting (kiln__iso_start_window), else waits for one to be
+ * given back or started. A worker that cannot start stops all later starts
+ * (no loop of restarts): the batch then waits for a running worker, or
+ * fails with that error when none runs. @return the slot, or NULL with
+ * *rc set. */
+static struct slot *acquire(struct iso *iso, const char *name, int *rc)
+{
+    pthread_mutex_lock(&iso->mu);
+    for (;;) {
+        struct slot *idle = NULL, *empty = NULL;
+        for (unsigned w = 0; w < iso->nslots && !idle; w++) {
+            struct slot *s = &iso->slots[w];
+            if (!s->busy && s->proc)
+                idle = s;
+            else if (!s->busy && !empty)
+                empty = s;
+        }
+        if (idle) {
+            idle->busy = true;
+            pthread_mutex_unlock(&iso->mu);
+            *rc = KILN_OK;
+            return idle;
+        }
+        if (!iso->broken && empty && iso->starting < iso->window &&
+            kiln__iso_worth_starting(iso->unsent, iso->running, mean_build_ns(iso),
+                                     iso->greet_ns)) {
+            empty->busy = true;
+            iso->running++;
+            iso->starting++;
+            pthread_mutex_unlock(&iso->mu);
+            *rc = start_worker(iso, empty, name);
+            pthread_mutex_lock(&iso->mu);
+            iso->starting--;
+            pthread_cond_broadcast(&iso->cv); /* the window may have grown */
+            if (*rc == KILN_OK) {
+                pthread_mutex_unlock(&iso->mu);
+                return empty;
+            }
+            empty->busy = false;
+            iso->running--;
+            iso->broken = *rc;
+            continue;
+        }
+        if (iso->running == 0) {
+            *rc = iso->broken ? iso->broken : KILN_ECRASH;
+            pthread_mutex_unlock(&iso->mu);
+            return NULL;
+        }
+        iso->waiting++;
+        pthread_cond_wait(&iso->cv, &iso->mu);
+        iso->waiting--;
+    }
+}
+
+/* Lets the threads waiting in acquire ask the rule again: a build was
+ * timed. */
+static void wake_waiters(struct iso *iso)
+{
+    pthread_mutex_lock(&iso->mu);
+    if (iso->waiting)
+        pthread_cond_broadcast(&iso->cv);
+    pthread_mutex_unlock(&iso->mu);
+}
+
+/* Gives a slot back (its worker idle, or gone after a failure). */
+static void release(struct iso *iso, struct slot *s)
+{
+    pthread_mutex_lock(&iso->mu);
+    s->busy = false;
+    if (!s->proc)
+        iso->running--;
+    pthread_cond_broadcast(&iso->cv);
+    pthread_mutex_unlock(&iso->mu);
 }
 
 /* Counts a worker's answer as the in-process phase would (start.c). */
@@ -554,96 +738,196 @@ static uint32_t payload_kind(const struct kiln__prep_item *it)
     return n >= 0 && state.kind < KILN_STATE_KINDS ? state.kind : KILN_STATE_BUILTIN;
 }
 
-/* One program, on pool thread `worker`, through that thread's process. */
-static int iso_build_one(void *arg, unsigned worker)
+/* Fails a program the worker did not answer for (rc: how the worker
+ * ended), or that no worker received (`unreached`: kiln's failure, not
+ * the driver's word on it, so not recorded in the ledger and tried again
+ * by the next run). */
+static void fail_program(struct iso *iso, struct kiln__prep_item *it, int rc, bool unreached)
 {
-    struct iso_job *j = arg;
-    struct iso *iso = j->iso;
-    struct kiln__prep_item *it = j->item;
-    struct slot *s = &iso->slots[worker];
-    /* Cancelled (kiln_prepare_options.cancel): not handed out, as in-process. */
-    if (kiln__prep_stopping(iso->b->cancel, iso->b->cancel_user, &iso->b->started)) {
-        atomic_store(&iso->b->stopped, true);
-        it->status = KILN_ECANCELED;
-        return KILN_OK;
-    }
-    /* The log lines name it as every run does (kiln__prep_item_label); the
-     * worker gets the source's own name, for the test faults' hook. */
-    char label[KILN__PREP_LABEL_MAX], hex[48];
-    const char *name = kiln__prep_item_label(it, label, sizeof(label));
-    snprintf(hex, sizeof(hex), "program %016" PRIx64 "%016" PRIx64, it->key.hi, it->key.lo);
-    const char *hook_name = it->name ? it->name : hex;
-    int rc = s->broken;
-    if (rc == KILN_OK && !s->proc)
-        rc = start_worker(iso, s, name);
-    uint32_t size = 0;
-    void *body = NULL;
-    if (rc == KILN_OK) {
-        body = job_body(it, hook_name, &size);
-        rc = body ? KILN_OK : KILN_ENOMEM;
-    }
-    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
-    if (rc == KILN_OK) {
-        rc = send_frame(s->proc, KILN__ISO_JOB, body, size, deadline);
-        kiln__free(body);
-        body = NULL;
-        if (rc < 0)
-            drop_worker(iso, s, name, rc);
-    }
-    if (rc < 0) {
-        /* No worker got the program: kiln's failure, not the driver's word
-         * on it (not recorded in the ledger; the next run tries again). */
-        it->unreached = true;
+    it->unreached = unreached;
+    if (unreached)
         atomic_fetch_add_explicit(&iso->b->unreached, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&iso->b->failed[payload_kind(it)], 1, memory_order_relaxed);
-        it->status = rc;
-        return rc;
-    }
-    rc = recv_frame(s->proc, KILN__ISO_RESULT, &body, &size, deadline);
-    struct kiln__iso_result r;
-    if (rc == KILN_OK)
-        rc = kiln__iso_result_parse(body, size, &r);
-    if (rc == KILN_OK) {
-        rc = count_result(iso, it, name, &r);
-        kiln__free(body);
-        return rc;
-    }
-    kiln__free(body);
-    drop_worker(iso, s, name, rc);
     atomic_fetch_add_explicit(&iso->b->failed[payload_kind(it)], 1, memory_order_relaxed);
     it->status = rc;
+    atomic_fetch_add_explicit(&iso->failed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&iso->done, 1, memory_order_relaxed);
+}
+
+/* The learned limit of the program at order[i] in ms, or 0: the fixed one
+ * (none learned yet, or not below it, or a limit was given). */
+static unsigned learned_limit(struct iso *iso, size_t i)
+{
+    if (!iso->learn)
+        return 0;
+    uint64_t seen = 0;
+    unsigned ms = kiln__iso_times_limit(
+        &iso->times, iso->cls[i], iso->tune.samples ? iso->tune.samples : LEARNED_SAMPLES,
+        iso->tune.floor_ms ? iso->tune.floor_ms : LEARNED_FLOOR_MS, iso->limit_ms, &seen);
+    return ms < iso->limit_ms ? ms : 0;
+}
+
+/* Sends order[first, first + count) to s's worker as one JOB frame. */
+static int send_batch(struct iso *iso, struct slot *s, size_t first, size_t count)
+{
+    struct kiln__iso_job jobs[KILN__ISO_BATCH_MAX];
+    char hex[KILN__ISO_BATCH_MAX][48];
+    for (size_t k = 0; k < count; k++) {
+        const struct kiln__prep_item *it = iso->order[first + k];
+        /* The worker gets the source's own name, for the test faults' hook. */
+        snprintf(hex[k], sizeof(hex[k]), "program %016" PRIx64 "%016" PRIx64, it->key.hi,
+                 it->key.lo);
+        jobs[k] = (struct kiln__iso_job){.key = it->key,
+                                         .flags = it->validated ? KILN__ISO_JOB_VALIDATED : 0u,
+                                         .name = it->name ? it->name : hex[k],
+                                         .payload = it->payload,
+                                         .size = it->size};
+    }
+    uint8_t *body = NULL;
+    uint32_t size = 0;
+    int rc = kiln__iso_batch_make(jobs, (uint32_t)count, &body, &size);
+    if (rc == KILN_OK)
+        rc = send_frame(s->proc, KILN__ISO_JOB, body, size, kiln_now_ns() + iso->limit_ns);
+    kiln__free(body);
     return rc;
 }
 
-/* Ends a slot's worker at the end of the phase, keeping its cache data. */
-static void finish_worker(struct iso *iso, struct slot *s)
+/* Reads the answers for order[*at, end) from s's worker, in order, each by
+ * its own deadline (from the previous answer: the worker starts the next
+ * program as it sends one). @return 0 when all were answered; else the
+ * error that ended the worker, charged to the first unanswered program
+ * alone (*at is past it): the rest were not started. */
+static int collect(struct iso *iso, struct slot *s, size_t *at, size_t end)
 {
-    if (!s->proc)
-        return;
-    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
-    void *body = NULL;
-    uint32_t size = 0;
-    int rc = send_frame(s->proc, KILN__ISO_END, NULL, 0, deadline);
-    if (rc == KILN_OK)
-        rc = recv_frame(s->proc, KILN__ISO_CACHE, &body, &size, deadline);
-    char how[96];
-    long pid = kiln__iso_pid(s->proc);
-    end_worker(s, 5000u, how, sizeof(how));
-    if (rc < 0) {
-        KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid, how,
-                  kiln_strerror(rc));
+    uint64_t begun = kiln_now_ns();
+    while (*at < end) {
+        size_t i = (*at)++;
+        struct kiln__prep_item *it = iso->order[i];
+        unsigned learned = learned_limit(iso, i);
+        uint64_t deadline = begun + (uint64_t)(learned ? learned : iso->limit_ms) * 1000000u;
+        void *body = NULL;
+        uint32_t size = 0;
+        int rc = recv_frame(s->proc, KILN__ISO_RESULT, &body, &size, deadline);
+        struct kiln__iso_result r;
+        if (rc == KILN_OK)
+            rc = kiln__iso_result_parse(body, size, &r);
+        char label[KILN__PREP_LABEL_MAX];
+        const char *name = kiln__prep_item_label(it, label, sizeof(label));
+        if (rc == KILN_OK) {
+            uint64_t now = kiln_now_ns();
+            /* What the driver compiled teaches the limit; a refusal or a
+             * skip took no compile. */
+            if (r.outcome == KILN__ISO_BUILT || r.outcome == KILN__ISO_FAILED)
+                kiln__iso_times_note(&iso->times, iso->cls[i], now - begun);
+            begun = now;
+            wake_waiters(iso); /* the rule may start another worker now */
+            if (count_result(iso, it, name, &r) < 0)
+                atomic_fetch_add_explicit(&iso->failed, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&iso->done, 1, memory_order_relaxed);
+            kiln__free(body);
+            continue;
+        }
         kiln__free(body);
-        return;
+        bool early = rc == KILN_ETIMEDOUT && learned;
+        drop_worker(iso, s, name, rc, early ? learned : 0, end - *at);
+        /* Killed at the learned limit: kiln's guess, not the driver's word. */
+        it->early_timeout = early;
+        fail_program(iso, it, rc, false);
+        if (early)
+            atomic_fetch_add_explicit(&iso->early, 1, memory_order_relaxed);
+        return rc;
     }
-    s->cache = body;
-    s->cache_size = size;
+    return KILN_OK;
+}
+
+/* One pool job: a batch, through whichever worker is free. A worker that
+ * dies or hangs fails the program it was building; the batch's programs
+ * after it go to another worker, as a batch of their own. */
+static int iso_build_batch(void *arg, unsigned worker)
+{
+    (void)worker;
+    const struct iso_job *j = arg;
+    struct iso *iso = j->iso;
+    size_t at = j->first, end = j->first + j->count;
+    while (at < end) {
+        /* Cancelled (kiln_prepare_options.cancel): not handed out, as
+         * in-process. */
+        if (kiln__prep_stopping(iso->b->cancel, iso->b->cancel_user, &iso->b->started)) {
+            atomic_store(&iso->b->stopped, true);
+            for (; at < end; at++)
+                iso->order[at]->status = KILN_ECANCELED;
+            break;
+        }
+        char label[KILN__PREP_LABEL_MAX];
+        const char *name = kiln__prep_item_label(iso->order[at], label, sizeof(label));
+        int rc;
+        struct slot *s = acquire(iso, name, &rc);
+        if (s) {
+            rc = send_batch(iso, s, at, end - at);
+            if (rc < 0) {
+                drop_worker(iso, s, name, rc, 0, 0);
+                release(iso, s);
+            }
+        }
+        if (rc < 0) {
+            for (; at < end; at++)
+                fail_program(iso, iso->order[at], rc, true);
+            break;
+        }
+        pthread_mutex_lock(&iso->mu);
+        iso->unsent -= end - at;
+        iso->stats.batches++;
+        pthread_mutex_unlock(&iso->mu);
+        rc = collect(iso, s, &at, end);
+        release(iso, s);
+        if (rc < 0 && at < end) {
+            pthread_mutex_lock(&iso->mu);
+            iso->unsent += end - at;
+            iso->stats.resent += end - at;
+            pthread_mutex_unlock(&iso->mu);
+        }
+    }
+    return KILN_OK;
+}
+
+/* Ends every worker at the end of the phase, keeping its cache data: END
+ * to all of them first, so that they send, tear down and exit at once,
+ * then each one's answer. */
+static void finish_workers(struct iso *iso)
+{
+    uint64_t deadline = kiln_now_ns() + iso->limit_ns;
+    for (unsigned w = 0; w < iso->nslots; w++) {
+        struct slot *s = &iso->slots[w];
+        if (s->proc)
+            s->end_rc = send_frame(s->proc, KILN__ISO_END, NULL, 0, deadline);
+    }
+    for (unsigned w = 0; w < iso->nslots; w++) {
+        struct slot *s = &iso->slots[w];
+        if (!s->proc)
+            continue;
+        void *body = NULL;
+        uint32_t size = 0;
+        int rc = s->end_rc;
+        if (rc == KILN_OK)
+            rc = recv_frame(s->proc, KILN__ISO_CACHE, &body, &size, deadline);
+        char how[96];
+        long pid = kiln__iso_pid(s->proc);
+        end_worker(s, 5000u, how, sizeof(how));
+        if (rc < 0) {
+            KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid, how,
+                      kiln_strerror(rc));
+            kiln__free(body);
+            continue;
+        }
+        s->cache = body;
+        s->cache_size = size;
+    }
 }
 
 /* The fixed part of VkPipelineCacheHeaderVersionOne. */
 #define CACHE_HEADER_BYTES (16u + VK_UUID_SIZE)
 
 /* Merges every worker's pipeline cache into the parent's. */
-static void merge_caches(struct iso *iso, unsigned workers)
+static void merge_caches(struct iso *iso)
 {
     struct kiln_vk_handles h = KILN_VK_HANDLES_INIT;
     kiln_vk_get_handles(iso->b->vk, &h);
@@ -662,7 +946,7 @@ static void merge_caches(struct iso *iso, unsigned workers)
     const struct kiln_vk_info *vi = kiln_vk_get_info(iso->b->vk);
     unsigned merged = 0;
     size_t bytes = 0;
-    for (unsigned w = 0; w < workers; w++) {
+    for (unsigned w = 0; w < iso->nslots; w++) {
         const uint8_t *d = iso->slots[w].cache;
         size_t n = iso->slots[w].cache_size;
         if (!d || n < CACHE_HEADER_BYTES)
@@ -750,18 +1034,121 @@ static int make_hello(struct iso *iso)
 /* Larger payloads first, as in-process (start.c). */
 static int larger_first(const void *x, const void *y)
 {
-    size_t a = ((const struct iso_job *)x)->item->size;
-    size_t b = ((const struct iso_job *)y)->item->size;
+    size_t a = (*(struct kiln__prep_item *const *)x)->size;
+    size_t b = (*(struct kiln__prep_item *const *)y)->size;
     return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* The phase's state, for `todo` programs of `items` on `workers` pool
+ * threads: the programs larger first with their classes, the slots, the
+ * lock, the greeting. @return 0 or KILN_ENOMEM. */
+static int iso_begin(struct iso *iso, struct kiln__prep_item *items, size_t n, size_t todo,
+                     unsigned workers)
+{
+    iso->nslots = workers;
+    iso->unsent = todo;
+    /* Two at first: where starts serialize, the second is ready when it
+     * would have been after the first; where they run in parallel, both
+     * are ready at once (kiln__iso_start_window). */
+    iso->window = workers < 2 ? workers : 2;
+    iso->slots = kiln__calloc(workers, sizeof(struct slot));
+    iso->order = kiln__calloc(todo, sizeof(*iso->order));
+    iso->cls = kiln__calloc(todo, sizeof(*iso->cls));
+    if (!iso->slots || !iso->order || !iso->cls)
+        return KILN_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].payload)
+            iso->order[k++] = &items[i];
+    qsort(iso->order, todo, sizeof(*iso->order), larger_first);
+    for (size_t i = 0; i < todo; i++) {
+        uint64_t spirv = 0;
+        iso->cls[i] = kiln__prep_memory_class(iso->order[i]->payload, iso->order[i]->size, &spirv);
+    }
+    if (pthread_mutex_init(&iso->mu, NULL) != 0)
+        return KILN_ENOMEM;
+    if (pthread_cond_init(&iso->cv, NULL) != 0) {
+        pthread_mutex_destroy(&iso->mu);
+        return KILN_ENOMEM;
+    }
+    iso->locks = true;
+    return make_hello(iso);
+}
+
+static void iso_end(struct iso *iso)
+{
+    for (unsigned w = 0; iso->slots && w < iso->nslots; w++)
+        kiln__free(iso->slots[w].cache);
+    if (iso->locks) {
+        pthread_cond_destroy(&iso->cv);
+        pthread_mutex_destroy(&iso->mu);
+    }
+    kiln__free(iso->slots);
+    kiln__free(iso->order);
+    kiln__free(iso->cls);
+    kiln__free(iso->hello);
+    kiln__free(iso);
+}
+
+/* The pool's jobs: the batches (kiln__iso_batches) of iso's order, each
+ * weighed by the pool's memory model as its first, largest program.
+ * @return the count, or 0 with no memory (*jobs NULL). */
+static size_t make_batches(struct iso *iso, size_t todo, bool memory, struct iso_job **jobs)
+{
+    size_t *sizes = kiln__calloc(todo, sizeof(*sizes));
+    size_t *first = kiln__calloc(todo, sizeof(*first));
+    *jobs = kiln__calloc(todo, sizeof(**jobs));
+    size_t nb = 0;
+    if (sizes && first && *jobs) {
+        for (size_t i = 0; i < todo; i++)
+            sizes[i] = iso->order[i]->size;
+        nb = kiln__iso_batches(sizes, todo, iso->nslots, iso->tune.batch, first);
+    }
+    for (size_t k = 0; k < nb; k++) {
+        struct iso_job *j = &(*jobs)[k];
+        size_t end = k + 1 < nb ? first[k + 1] : todo;
+        *j = (struct iso_job){.iso = iso, .first = first[k], .count = end - first[k]};
+        if (memory) {
+            const struct kiln__prep_item *it = iso->order[first[k]];
+            j->mem.item = it;
+            j->mem.cls = kiln__prep_memory_class(it->payload, it->size, &j->mem.spirv_bytes);
+        }
+    }
+    kiln__free(sizes);
+    kiln__free(first);
+    if (!nb) {
+        kiln__free(*jobs);
+        *jobs = NULL;
+    }
+    return nb;
+}
+
+/* Every driver compiles on the CPU: a worker past the usable CPUs adds a
+ * process and a device, not throughput (threads cost nothing idle; a
+ * worker does). So the workers a preparation's jobs give are at most the
+ * CPUs (kiln_pool_policy's count: affinity and quota); an explicit
+ * isolate->workers is kept. */
+static unsigned at_most_cpus(unsigned workers)
+{
+    struct kiln_pool_machine m = KILN_POOL_MACHINE_INIT;
+    struct kiln_pool_limits none = KILN_POOL_LIMITS_INIT;
+    struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
+    if (kiln_pool_probe(NULL, NULL, &m) < 0 || kiln_pool_policy(&m, &none, &plan) < 0 ||
+        plan.cpus == 0)
+        return workers;
+    return workers < plan.cpus ? workers : plan.cpus;
 }
 
 int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__isolate_run *run,
                                 struct kiln__prep_item *items, size_t n, unsigned workers,
-                                uint64_t *failed)
+                                uint64_t *failed, struct kiln__isolate_stats *stats)
 {
     *failed = 0;
+    *stats = (struct kiln__isolate_stats){0};
     if (run->iso->workers)
         workers = run->iso->workers;
+    else
+        workers = at_most_cpus(workers);
     size_t todo = 0;
     for (size_t i = 0; i < n; i++)
         todo += items[i].payload != NULL;
@@ -772,60 +1159,73 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     if (workers > todo)
         workers = (unsigned)todo; /* no process that would get no program */
 
-    unsigned limit_ms =
+    struct iso *iso = kiln__calloc(1, sizeof(*iso));
+    if (!iso)
+        return KILN_ENOMEM;
+    iso->b = b;
+    iso->run = run;
+    iso->learn = run->iso->time_limit_ms == 0;
+    iso->limit_ms =
         run->iso->time_limit_ms ? run->iso->time_limit_ms : KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS;
-    struct iso iso = {.b = b,
-                      .run = run,
-                      .limit_ms = limit_ms,
-                      .limit_ns = (uint64_t)limit_ms * 1000000u,
-                      .slots = kiln__calloc(workers, sizeof(struct slot))};
-    struct iso_job *jobs = kiln__calloc(todo, sizeof(*jobs));
-    int rc = iso.slots && jobs ? make_hello(&iso) : KILN_ENOMEM;
+    iso->limit_ns = (uint64_t)iso->limit_ms * 1000000u;
+    kiln__prep_isolate_tuning(&iso->tune);
+    struct iso_job *jobs = NULL;
+    size_t nb = 0;
+    int rc = iso_begin(iso, items, n, todo, workers);
+    if (rc == KILN_OK) {
+        nb = make_batches(iso, todo, b->memory != NULL, &jobs);
+        rc = nb ? KILN_OK : KILN_ENOMEM;
+    }
     if (rc == KILN_OK)
-        rc = spawner_begin(&iso.spawner, b->background);
+        rc = spawner_begin(&iso->spawner, b->background);
     struct kiln_pool *pool = NULL;
     struct kiln_pool_memory_model mm;
     if (rc == KILN_OK)
         rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor,
                              kiln__prep_memory_model(b->memory, &mm), &pool);
     if (rc < 0) {
-        spawner_end(&iso.spawner);
-        kiln__free(iso.slots);
+        spawner_end(&iso->spawner);
         kiln__free(jobs);
-        kiln__free(iso.hello);
+        iso_end(iso);
         return rc;
     }
-    KILN_INFO("prep", "building in %u worker processes (%s), %u ms per pipeline at most", workers,
-              run->iso->argv[0], limit_ms);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (items[i].payload)
-            jobs[k++] = (struct iso_job){.iso = &iso, .item = &items[i]};
-    for (size_t i = 0; b->memory && i < k; i++) {
-        jobs[i].mem.item = jobs[i].item;
-        jobs[i].mem.cls = kiln__prep_memory_class(jobs[i].item->payload, jobs[i].item->size,
-                                                  &jobs[i].mem.spirv_bytes);
-    }
-    qsort(jobs, todo, sizeof(*jobs), larger_first);
-    rc = kiln__prep_run_pipelines(pool, iso_build_one, jobs, sizeof(*jobs), todo, b->progress,
-                                  b->progress_user);
-    struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
-    kiln_pool_get_progress(pool, &pp);
+    KILN_INFO("prep",
+              "building %zu programs in %zu batches by at most %u worker processes (%s); %u ms "
+              "per pipeline at most%s",
+              todo, nb, workers, run->iso->argv[0], iso->limit_ms,
+              iso->learn ? ", less once learned" : "");
+    struct kiln__prep_jobs pj = {.fn = iso_build_batch,
+                                 .jobs = jobs,
+                                 .stride = sizeof(*jobs),
+                                 .count = nb,
+                                 .total = todo,
+                                 .done = &iso->done};
+    rc = kiln__prep_run_pipelines(pool, &pj, b->progress, b->progress_user);
     kiln_pool_destroy(pool);
 
     /* The pool has joined: the slots are this thread's now. */
-    for (unsigned w = 0; w < workers; w++)
-        finish_worker(&iso, &iso.slots[w]);
+    finish_workers(iso);
     /* Every worker was reaped: the thread that started them may end. */
-    spawner_end(&iso.spawner);
-    merge_caches(&iso, workers);
-    for (unsigned w = 0; w < workers; w++)
-        kiln__free(iso.slots[w].cache);
-    kiln__free(iso.slots);
-    kiln__free(iso.hello);
+    spawner_end(&iso->spawner);
+    merge_caches(iso);
+    *stats = iso->stats;
+    stats->early_timeouts = atomic_load(&iso->early);
+    uint64_t seen = 0;
+    if (iso->learn)
+        stats->learned_limit_ms = kiln__iso_times_limit(
+            &iso->times, KILN__MEMORY_CLASSES,
+            iso->tune.samples ? iso->tune.samples : LEARNED_SAMPLES,
+            iso->tune.floor_ms ? iso->tune.floor_ms : LEARNED_FLOOR_MS, iso->limit_ms, &seen);
+    KILN_INFO("prep",
+              "%" PRIu64 " worker processes started for %zu programs, %" PRIu64 " batches (%" PRIu64
+              " programs sent again after a worker died); learned limit %u "
+              "ms from %" PRIu64 " builds",
+              stats->workers_started, todo, stats->batches, stats->resent, stats->learned_limit_ms,
+              seen);
+    *failed = atomic_load(&iso->failed);
+    iso_end(iso);
     kiln__free(jobs);
     if (rc < 0)
         return rc;
-    *failed = pp.failed;
     return kiln__prep_pipelines_done(b);
 }

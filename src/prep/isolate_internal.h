@@ -19,13 +19,14 @@
 #define KILN__ISO_MAGIC      0x3157494bu /* "KIW1" */
 #define KILN__ISO_HEAD_BYTES 16u
 #define KILN__ISO_BODY_MAX   ((uint32_t)1 << 30) /* a pipeline cache's data may be large */
-#define KILN__ISO_VERSION    2u                  /* 2: HELLO carries the device extensions */
+/* 2: HELLO carries the device extensions; 3: JOB carries a batch */
+#define KILN__ISO_VERSION 3u
 
 enum kiln__iso_type {
     KILN__ISO_HELLO = 1,  /* parent: version, device, cache folder, extensions, dictionary */
     KILN__ISO_READY = 2,  /* worker: its Vulkan context's status */
-    KILN__ISO_JOB = 3,    /* parent: one program (key, flags, name, payload) */
-    KILN__ISO_RESULT = 4, /* worker: status, outcome, state kind, why */
+    KILN__ISO_JOB = 3,    /* parent: a batch of programs (each: key, flags, name, payload) */
+    KILN__ISO_RESULT = 4, /* worker: one program's status, outcome, state kind, why */
     KILN__ISO_END = 5,    /* parent: no more jobs; send the pipeline cache */
     KILN__ISO_CACHE = 6,  /* worker: its pipeline cache's data */
 };
@@ -40,7 +41,11 @@ enum kiln__iso_outcome {
 };
 
 #define KILN__ISO_JOB_VALIDATED 1u /* JOB.flags: the stages were validated already */
-#define KILN__ISO_HELLO_DEVICE  1u /* HELLO.flags: use the device index given */
+/* The most programs one JOB frame carries. The worker builds them in
+ * order and answers one RESULT per program as each ends, so the parent
+ * always knows which one a dying worker held: the first unanswered. */
+#define KILN__ISO_BATCH_MAX    32u
+#define KILN__ISO_HELLO_DEVICE 1u /* HELLO.flags: use the device index given */
 
 struct kiln__iso_head {
     uint32_t type;
@@ -109,9 +114,19 @@ bool kiln__iso_hello_wants(const struct kiln__iso_hello *h, uint32_t kind, const
 
 /* Each parses a body of its type. @return 0 or KILN_EFORMAT. */
 int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *out);
-int kiln__iso_job_parse(const void *body, size_t n, struct kiln__iso_job *out);
 int kiln__iso_result_parse(const void *body, size_t n, struct kiln__iso_result *out);
 int kiln__iso_ready_parse(const void *body, size_t n, int32_t *status, const char **why);
+
+/* A JOB body: a count, then per program its key, flags, name length,
+ * payload length, name with its NUL and payload. kiln__iso_batch_make
+ * @return 0 with a malloc'd *body, KILN_ERANGE (no program, more than
+ * KILN__ISO_BATCH_MAX, past KILN__ISO_BODY_MAX) or KILN_ENOMEM.
+ * kiln__iso_batch_parse fills out[0..*count) (count at most `cap`, at
+ * least 1, every payload non-empty). @return 0 or KILN_EFORMAT. */
+int kiln__iso_batch_make(const struct kiln__iso_job *jobs, uint32_t count, uint8_t **body,
+                         uint32_t *size);
+int kiln__iso_batch_parse(const void *body, size_t n, struct kiln__iso_job *out, uint32_t cap,
+                          uint32_t *count);
 
 /* ---- the parent's side ---------------------------------------------------- */
 
@@ -139,6 +154,15 @@ struct kiln__isolate_run {
 void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t nbuilders,
                                    const uint64_t *masks, struct kiln__isolate_run *run);
 
+/* What the workers of a phase did (the summaries' isolated_* fields). */
+struct kiln__isolate_stats {
+    uint64_t workers_started;  /* worker processes that answered their greeting */
+    uint64_t batches;          /* JOB frames sent */
+    uint64_t resent;           /* programs sent again after their batch's worker died */
+    uint64_t early_timeouts;   /* programs killed at the learned limit, under the fixed one */
+    unsigned learned_limit_ms; /* the learned limit over all builds at the end (0: none) */
+};
+
 /*
  * kiln__prep_build_all in worker processes: builds every item whose payload
  * is set, counting outcomes in `b` as the in-process phase does (a worker
@@ -148,7 +172,61 @@ void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t n
  */
 int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__isolate_run *run,
                                 struct kiln__prep_item *items, size_t n, unsigned workers,
-                                uint64_t *failed);
+                                uint64_t *failed, struct kiln__isolate_stats *stats);
+
+/* ---- the parent's rules (isolate_plan.c) -----------------------------------
+ *
+ * How many programs one message carries, when one more worker is started,
+ * and how long a program may take: pure functions of what the phase knows,
+ * so that tests check them without processes. */
+
+/* Cuts `n` programs of payload sizes `sizes` (larger first, as the phase
+ * orders them) into batches for `workers` workers: writes each batch's
+ * first index into `first` (n entries at most) and @return the number of
+ * batches. A batch gathers programs while their payload bytes, the
+ * expected cost, stay under the run's total / (workers x
+ * KILN__ISO_BATCHES_PER_WORKER), so heavy programs go one at a time,
+ * cheap ones many together (up to KILN__ISO_BATCH_MAX), and every worker
+ * can still get several batches. `fixed` > 0: that many per batch. */
+#define KILN__ISO_BATCHES_PER_WORKER 8u
+size_t kiln__iso_batches(const size_t *sizes, size_t n, unsigned workers, unsigned fixed,
+                         size_t *first);
+
+/* Whether to start one more worker when `running` are started and none is
+ * idle, with `left` programs no worker has received. Before a greeting
+ * and a build were timed (greet_ns or build_ns 0): when each worker, the
+ * new one too, would get KILN__ISO_MIN_PER_WORKER programs. After: when
+ * the work left, shared among them, would keep each busy at least twice
+ * as long as the slowest greeting took (build_ns: the mean build so far). */
+#define KILN__ISO_MIN_PER_WORKER 8u
+bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, uint64_t greet_ns);
+
+/* How many workers may be starting at once, after a greeting that took
+ * `took` ns when the fastest so far took `fastest` (0: this is the
+ * first): a start as fast as the first (within half again) doubles the
+ * window, up to `most`; a slower one, a sign that starts contend (a
+ * driver that serializes device creation across processes), brings it
+ * back to one. The phase starts at two. */
+unsigned kiln__iso_start_window(unsigned window, unsigned most, uint64_t took, uint64_t fastest);
+
+/* Build times seen so far, per memory class (kiln__prep_memory_class) and
+ * over all: how many took under 2^(b+1) microseconds, per bucket b.
+ * Updated by many threads at once (atomics). Zero-initialise. */
+#define KILN__ISO_TIME_BUCKETS 32
+struct kiln__iso_times {
+    _Atomic uint32_t hist[KILN__MEMORY_CLASSES + 1][KILN__ISO_TIME_BUCKETS];
+    _Atomic uint64_t sum_ns, count;
+};
+void kiln__iso_times_note(struct kiln__iso_times *t, unsigned cls, uint64_t ns);
+
+/* The learned per-program limit: K x the 99th percentile (its bucket's
+ * upper bound) of the class's builds when it has `samples` of them, else
+ * of all builds when they are that many, never under `floor_ms` nor over
+ * `cap_ms`. @return the limit in ms, or 0 when too few builds were seen
+ * (the cap applies); *seen: the builds it was learned from. */
+#define KILN__ISO_LIMIT_K 10u
+unsigned kiln__iso_times_limit(const struct kiln__iso_times *t, unsigned cls, unsigned samples,
+                               unsigned floor_ms, unsigned cap_ms, uint64_t *seen);
 
 /* Called right before each pipeline build, with the program's name. An
  * empty function in libkiln (prep_build_hook.c); the test build's
@@ -156,6 +234,19 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
  * the process when $KILN_TEST_FAULT names this program ("crash:NAME",
  * "abort:NAME", "hang:NAME"). */
 void kiln__prep_before_build(const char *name);
+
+/* How the parent batches and times isolated builds, for tests: every
+ * field 0 means kiln's own rule (isolate.c). libkiln's hook
+ * (prep_build_hook.c) leaves them 0; kiln-faults' (prep_fault.c) reads
+ * $KILN_TEST_ISOLATE, e.g. "batch=12,floor=1000,samples=1": the programs
+ * per batch, the learned time limit's floor in ms, and the builds it needs
+ * seen before it applies. */
+struct kiln__iso_tuning {
+    unsigned batch;
+    unsigned floor_ms;
+    unsigned samples;
+};
+void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t);
 
 /* The name the fault gives a worker's greeting: "hang:(greeting)" makes a
  * worker hang before it answers, "crash:(greeting)" die. */

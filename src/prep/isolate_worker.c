@@ -1,8 +1,8 @@
 /*
  * isolate_worker.c - the worker's side of isolation
  * (kiln_isolate_worker_main): greeted by the parent, it makes its own
- * Vulkan context, builds the programs it is sent one at a time, and at
- * the end sends its pipeline cache's data.
+ * Vulkan context once, builds the batches of programs it is sent, one
+ * program after another, and at the end sends its pipeline cache's data.
  *
  * Invariants and why they hold:
  *
@@ -22,6 +22,11 @@
  * - The worker writes nothing to the cache folder: its context loads
  *   pipelines.vkc and is never saved; its data goes to the parent, which
  *   merges and saves it. So workers never race each other on the file.
+ *
+ * - A batch's programs are built in the order sent and each is answered
+ *   (RESULT) as soon as it ends, before the next starts: when the worker
+ *   dies or hangs, the parent has the answers of those before and knows
+ *   the first unanswered one is the one that was being built.
  *
  * - Bytes from the parent are checked like those from a worker (frame
  *   checksum, each field against the body's length); a malformed frame ends
@@ -165,7 +170,7 @@ static int send_cache(int fd, struct kiln_vk *vk)
     return rc;
 }
 
-/* The session after the context was made: jobs until END. */
+/* The session after the context was made: batches until END. */
 static int serve(int in, int out, struct kiln__prep_build *b)
 {
     for (;;) {
@@ -178,10 +183,15 @@ static int serve(int in, int out, struct kiln__prep_build *b)
             kiln__free(body);
             return send_cache(out, b->vk);
         }
-        struct kiln__iso_job job;
-        rc = h.type == KILN__ISO_JOB ? kiln__iso_job_parse(body, h.size, &job) : KILN_EFORMAT;
-        if (rc == KILN_OK)
-            rc = do_job(out, b, &job);
+        struct kiln__iso_job jobs[KILN__ISO_BATCH_MAX];
+        uint32_t count = 0;
+        rc = h.type == KILN__ISO_JOB
+                 ? kiln__iso_batch_parse(body, h.size, jobs, KILN__ISO_BATCH_MAX, &count)
+                 : KILN_EFORMAT;
+        /* In order, each answered as it ends: the parent blames a death on
+         * the first program it has no answer for. */
+        for (uint32_t i = 0; i < count && rc == KILN_OK; i++)
+            rc = do_job(out, b, &jobs[i]);
         kiln__free(body);
         if (rc < 0)
             return rc;

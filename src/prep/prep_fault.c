@@ -8,12 +8,14 @@
  * fault. The translation's ("hang-translate:SOURCE", kiln_translate calls
  * kiln__prep_before_translate before each translation) stands in for a
  * translator that never returns and heeds no stop flag, as shaderc waiting
- * on glslang's lock.
+ * on glslang's lock. $KILN_TEST_ISOLATE sets isolation's batch size and
+ * learned time limit (kiln__prep_isolate_tuning), so that a test puts a
+ * crash in the middle of a batch, or a hang after a few fast builds.
  *
  * Invariant: this file is never part of libkiln or of the installed kiln.
  * It is compiled only into kiln_prep_faults (src/prep/CMakeLists.txt), an
  * object library that the test build's kiln-faults command alone links;
- * its definitions of both hooks then stand in for libkiln's empty ones
+ * its definitions of the three hooks then stand in for libkiln's empty ones
  * (prep_build_hook.c), which the linker no longer pulls from the archive.
  * package.no_test_faults checks an install has none of it.
  */
@@ -21,6 +23,7 @@
 #include "isolate_internal.h"
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,4 +82,24 @@ void kiln__prep_before_translate(const char *name)
     fprintf(stderr, "kiln: test fault: %s: hanging in translation\n", name);
     fflush(stderr);
     kiln__iso_sleep_forever();
+}
+
+/* $KILN_TEST_ISOLATE: "batch=N,floor=MS,samples=N", any of them, in any
+ * order; a field not given or not a number stays 0 (kiln's own rule). */
+void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t)
+{
+    *t = (struct kiln__iso_tuning){0};
+    const char *e = getenv("KILN_TEST_ISOLATE");
+    static const struct {
+        const char *key;
+        size_t off;
+    } keys[] = {{"batch=", offsetof(struct kiln__iso_tuning, batch)},
+                {"floor=", offsetof(struct kiln__iso_tuning, floor_ms)},
+                {"samples=", offsetof(struct kiln__iso_tuning, samples)}};
+    for (size_t k = 0; e && k < sizeof(keys) / sizeof(keys[0]); k++) {
+        const char *at = strstr(e, keys[k].key);
+        if (at)
+            *(unsigned *)((char *)t + keys[k].off) =
+                (unsigned)strtoul(at + strlen(keys[k].key), NULL, 10);
+    }
 }

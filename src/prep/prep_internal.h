@@ -33,6 +33,10 @@ struct kiln__prep_item {
      * start or greet, a channel or memory failure before the program was
      * sent): not the driver's word, so not recorded in the ledger. */
     bool unreached;
+    /* An isolated worker was killed at the learned time limit, under the
+     * fixed one, while it built this program (isolate.c): a guess, not the
+     * driver's word, so not recorded in the ledger either. */
+    bool early_timeout;
     int status;
     /* What the driver said of its build (creation feedback), when valid. */
     bool feedback_valid;
@@ -389,14 +393,24 @@ int kiln__prep_build_one(struct kiln__prep_build *b, struct kiln__prep_item *ite
 int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
                     enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user);
 
-/* Submits `count` jobs to `pool` in array order (job i is `jobs` + i *
+/* Submits j's `count` jobs to `pool` in array order (job i is `jobs` + i *
  * `stride`, run by `fn`), reporting the pipelines phase's progress while it
  * submits and until the pool is done; submitting stops at the first error.
  * The pipeline phase of both kiln__prep_build_all and
  * kiln__isolate_build_all. @return the first submit error, else
  * kiln_pool_wait's result. */
-int kiln__prep_run_pipelines(struct kiln_pool *pool, kiln_pool_job_fn fn, void *jobs, size_t stride,
-                             size_t count, kiln_prep_progress_fn progress, void *user);
+struct kiln__prep_jobs {
+    kiln_pool_job_fn fn;
+    void *jobs;
+    size_t stride;
+    size_t count;
+    /* The progress counts `total` programs, of which *done have ended
+     * (jobs of several programs); NULL: one program per job. */
+    uint64_t total;
+    const _Atomic uint64_t *done;
+};
+int kiln__prep_run_pipelines(struct kiln_pool *pool, const struct kiln__prep_jobs *j,
+                             kiln_prep_progress_fn progress, void *user);
 
 /* The end of the pipelines phase of kiln__prep_build_all and
  * kiln__isolate_build_all, after the pool joined: one warning for each

@@ -30,56 +30,86 @@ const char *kiln_prep_phase_name(enum kiln_prep_phase phase)
     return "?";
 }
 
+/* What a phase's progress reads: the pool's jobs done, or a counter of
+ * its own (a job of several programs, isolate.c). */
+struct meter {
+    struct kiln_pool *pool;
+    const _Atomic uint64_t *done; /* NULL: the pool's jobs done */
+    uint64_t base, total;
+    enum kiln_prep_phase phase;
+    kiln_prep_progress_fn progress;
+    void *user;
+};
+
 /* Reports the jobs done: finished ones only, so a stopped phase (its
  * pending jobs dropped) ends at what was done, never at `total`. */
-static void report(struct kiln_pool *pool, uint64_t base, uint64_t total,
-                   enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user)
+static void report(const struct meter *m)
 {
-    struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
-    kiln_pool_get_progress(pool, &pp);
-    uint64_t done = pp.done > base ? pp.done - base : 0;
-    progress(user, phase, done < total ? done : total, total);
+    uint64_t now;
+    if (m->done) {
+        now = atomic_load_explicit(m->done, memory_order_relaxed);
+    } else {
+        struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
+        kiln_pool_get_progress(m->pool, &pp);
+        now = pp.done;
+    }
+    uint64_t done = now > m->base ? now - m->base : 0;
+    m->progress(m->user, m->phase, done < m->total ? done : m->total, m->total);
+}
+
+static void tick(const struct meter *m, uint64_t *last_ns)
+{
+    if (!m->progress)
+        return;
+    uint64_t now = kiln_now_ns();
+    if (now - *last_ns < TICK_NS)
+        return;
+    *last_ns = now;
+    report(m);
+}
+
+static int wait_done(const struct meter *m)
+{
+    if (!m->progress)
+        return kiln_pool_wait(m->pool);
+    for (;;) {
+        int64_t left = kiln_pool_wait_for(m->pool, TICK_NS);
+        if (left <= 0)
+            break;
+        report(m);
+    }
+    int rc = kiln_pool_wait(m->pool);
+    report(m);
+    return rc;
 }
 
 void kiln__prep_tick(struct kiln_pool *pool, uint64_t base, uint64_t total,
                      enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user,
                      uint64_t *last_ns)
 {
-    if (!progress)
-        return;
-    uint64_t now = kiln_now_ns();
-    if (now - *last_ns < TICK_NS)
-        return;
-    *last_ns = now;
-    report(pool, base, total, phase, progress, user);
+    struct meter m = {pool, NULL, base, total, phase, progress, user};
+    tick(&m, last_ns);
 }
 
 int kiln__prep_wait(struct kiln_pool *pool, uint64_t base, uint64_t total,
                     enum kiln_prep_phase phase, kiln_prep_progress_fn progress, void *user)
 {
-    if (!progress)
-        return kiln_pool_wait(pool);
-    for (;;) {
-        int64_t left = kiln_pool_wait_for(pool, TICK_NS);
-        if (left <= 0)
-            break;
-        report(pool, base, total, phase, progress, user);
-    }
-    int rc = kiln_pool_wait(pool);
-    report(pool, base, total, phase, progress, user);
-    return rc;
+    struct meter m = {pool, NULL, base, total, phase, progress, user};
+    return wait_done(&m);
 }
 
-int kiln__prep_run_pipelines(struct kiln_pool *pool, kiln_pool_job_fn fn, void *jobs, size_t stride,
-                             size_t count, kiln_prep_progress_fn progress, void *user)
+int kiln__prep_run_pipelines(struct kiln_pool *pool, const struct kiln__prep_jobs *j,
+                             kiln_prep_progress_fn progress, void *user)
 {
+    struct meter m = {
+        pool, j->done, 0, j->done ? j->total : j->count, KILN_PREP_PHASE_PIPELINES, progress, user};
     int rc = KILN_OK;
     uint64_t last = kiln_now_ns();
-    for (size_t i = 0; i < count && rc == KILN_OK; i++) {
-        rc = kiln_pool_submit(pool, fn, (char *)jobs + i * stride);
-        kiln__prep_tick(pool, 0, count, KILN_PREP_PHASE_PIPELINES, progress, user, &last);
+    for (size_t i = 0; i < j->count && rc == KILN_OK; i++) {
+        rc = kiln_pool_submit(pool, j->fn, (char *)j->jobs + i * j->stride);
+        tick(&m, &last);
     }
-    int wrc = kiln__prep_wait(pool, 0, count, KILN_PREP_PHASE_PIPELINES, progress, user);
+    int wrc = wait_done(&m);
     return rc == KILN_OK ? wrc : rc;
 }
 

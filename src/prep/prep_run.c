@@ -268,7 +268,8 @@ void kiln__prep_ledger_end(struct kiln__prep_ledger *pl, const struct kiln__prep
     int rc = KILN_OK;
     for (size_t i = 0; pl->ledger && i < n && i < pl->n && rc == KILN_OK; i++) {
         int st = items[i].status;
-        if (!pl->handed[i] || st == KILN_ECANCELED || st == KILN_ENOTSUP || items[i].unreached)
+        if (!pl->handed[i] || st == KILN_ECANCELED || st == KILN_ENOTSUP || items[i].unreached ||
+            items[i].early_timeout)
             continue;
         if (st < 0)
             rc = kiln__ledger_note(pl->ledger, items[i].key, KILN__LEDGER_FAILED, st,

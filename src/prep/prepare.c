@@ -804,7 +804,13 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                         .device = o->device,
                                         .cache_dir = o->cache_dir};
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
-        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
+        struct kiln__isolate_stats ist;
+        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);
+        s->isolated_workers = ist.workers_started;
+        s->isolated_batches = ist.batches;
+        s->isolated_resent = ist.resent;
+        s->isolated_early_timeouts = ist.early_timeouts;
+        s->isolated_time_limit_ms = ist.learned_limit_ms;
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }

@@ -692,8 +692,9 @@ static int64_t build_all(struct kiln__prep_build *b, struct kiln__prep_item *ite
     /* The largest programs first: the builds that start last are then short
      * ones, and no worker idles at the end while one long build finishes. */
     qsort(jobs, todo, sizeof(*jobs), larger_payload_first);
-    rc = kiln__prep_run_pipelines(pool, journaled_build_one, jobs, sizeof(*jobs), todo, b->progress,
-                                  b->progress_user);
+    struct kiln__prep_jobs pj = {
+        .fn = journaled_build_one, .jobs = jobs, .stride = sizeof(*jobs), .count = todo};
+    rc = kiln__prep_run_pipelines(pool, &pj, b->progress, b->progress_user);
     struct kiln_pool_progress pp = KILN_POOL_PROGRESS_INIT;
     kiln_pool_get_progress(pool, &pp);
     kiln_pool_destroy(pool);
@@ -881,7 +882,8 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
 {
     bool crashed = false, rebuilt = false;
     for (size_t i = 0; i < n; i++) {
-        crashed |= crash_error(items[i].status) && !items[i].unreached && items[i].payload;
+        crashed |= crash_error(items[i].status) && !items[i].unreached && !items[i].early_timeout &&
+                   items[i].payload;
         rebuilt |= retried[i] && items[i].status == KILN_OK;
     }
     if (!crashed && !rebuilt && !run->pipelines)
@@ -899,7 +901,8 @@ static void start_ledger_end(const struct kiln_start_options *o, struct kiln_vk 
     struct kiln__ledger *l = NULL;
     rc = kiln__ledger_open(o->cache_dir, o->io, d, &l);
     for (size_t i = 0; i < n && rc == KILN_OK; i++) {
-        if (crash_error(items[i].status) && !items[i].unreached && items[i].payload)
+        if (crash_error(items[i].status) && !items[i].unreached && !items[i].early_timeout &&
+            items[i].payload)
             rc = kiln__ledger_note(l, items[i].key, KILN__LEDGER_FAILED, items[i].status,
                                    kiln_errname(items[i].status));
         else if (retried[i] && items[i].status == KILN_OK && saved)
@@ -1190,7 +1193,8 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
                                         .device = o->device,
                                         .cache_dir = o->cache_dir};
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
-        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed);
+        struct kiln__isolate_stats ist; /* the start's summary has no field for them yet */
+        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }

@@ -103,6 +103,7 @@ printf '#!/bin/sh\necho "Fossilize INFO: Replayed 3 objects in 1 ms:" >&2\necho 
 chmod +x "$W/standin.sh"
 run any bench peer --peer "$W/standin.sh" --threads 1 "$foz"
 run any bench peer --peer "$W/standin.sh" --threads 1 --isolate "$foz"
+run any bench replay --threads 1 --isolate "$foz"
 
 # Failures: still one object, with ok false and error {code, message}.
 run fail cache stats "$W/missing"

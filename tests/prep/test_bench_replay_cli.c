@@ -218,6 +218,21 @@ KT_CASE(isolate_json)
     KT_CHECK(!json_object_object_get_ex(r, "within_budget", NULL));
     KT_CHECK_EQ(json_object_array_length(field(j, "isolated_vs_plain")), 1);
     KT_CHECK(json_object_object_get_ex(field(j, "seconds"), "pipelines_1t_isolated", NULL));
+    /* What the workers did: one program, one worker, one message, nothing
+     * sent again; the threads' run has no such object. Both peaks per
+     * count, the isolated one kiln's and its workers'. */
+    struct json_object *w = field(r, "isolated");
+    KT_CHECK_EQ(num(w, "workers"), 1);
+    KT_CHECK_EQ(num(w, "batches"), 1);
+    KT_CHECK_EQ(num(w, "resent"), 0);
+    KT_CHECK_EQ(num(w, "early_timeouts"), 0);
+    KT_CHECK(json_object_object_get_ex(w, "time_limit_ms", NULL));
+    struct json_object *plain = json_object_array_get_idx(field(j, "runs"), 0);
+    KT_CHECK(json_object_is_type(field(plain, "isolated"), json_type_null));
+    KT_CHECK_EQ(json_object_array_length(field(j, "counted_peak_bytes")), 1);
+    KT_CHECK_EQ(json_object_array_length(field(j, "isolated_counted_peak_bytes")), 1);
+    KT_CHECK(json_object_get_int64(
+                 json_object_array_get_idx(field(j, "isolated_counted_peak_bytes"), 0)) > 0);
     json_object_put(j);
 }
 

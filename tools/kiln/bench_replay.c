@@ -53,6 +53,7 @@
  */
 #include "bench_child.h"
 #include "cli.h"
+#include "cli_kinds.h"
 #include "commands.h"
 
 #include <assert.h>
@@ -171,6 +172,8 @@ struct run_result {
     bool kinds_known;      /* built[] and skipped[] were counted (not by isolated workers) */
     uint64_t own_peak_rss; /* this process alone (isolated: without its workers) */
     uint64_t counted_peak; /* the most the budget counted (PSS, sampled), 0: not sampled */
+    bool isolated;         /* built in worker processes: iso says what they did */
+    struct cli_isolated iso;
     char device[256];
     char driver[256];
     char skip_reason[160];
@@ -338,6 +341,8 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, uin
     struct kiln_foz_builder_stats st = KILN_FOZ_BUILDER_STATS_INIT;
     kiln_foz_kiln_builder_stats(&fb, &st);
     r->kinds_known = !isolated;
+    r->isolated = isolated;
+    cli_isolated_of(&s, &r->iso);
     for (int i = 0; i < NKINDS; i++) {
         r->built[i] = st.built[i];
         r->skipped[i] = st.skipped[i];
@@ -476,6 +481,7 @@ static void json_run(struct cli_json *j, const struct replay_set *s, unsigned th
     else
         cli_json_null(j, "memory_budget_bytes");
     cli_json_u64(j, "counted_peak_bytes", r->counted_peak);
+    cli_json_isolated(j, r->isolated ? &r->iso : NULL);
     if (budget) {
         cli_json_bool(j, "within_budget", budget_peak(r) <= budget);
         cli_json_double(j, "budget_used", budget_used(r));
@@ -590,6 +596,12 @@ static void print_json(const struct bench *b, const unsigned *list, unsigned nli
         for (unsigned i = 0; i < nlist; i++)
             cli_json_u64(&j, NULL, se->runs[i].peak_rss);
         cli_json_array_end(&j);
+        /* Kiln and its workers where isolated: PSS, sampled (counted_peak). */
+        snprintf(key, sizeof(key), "%scounted_peak_bytes", se->prefix);
+        cli_json_array_begin(&j, key);
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_u64(&j, NULL, se->runs[i].counted_peak);
+        cli_json_array_end(&j);
         snprintf(key, sizeof(key), "%sruns", se->prefix);
         cli_json_array_begin(&j, key);
         for (unsigned i = 0; i < nlist; i++)
@@ -669,6 +681,31 @@ static void print_budgets(const unsigned *list, unsigned nlist, const struct ser
            within ? "all within" : "NOT all within", SAMPLE_MS);
 }
 
+/* Per count: the isolated run beside the threads': rates and their ratio,
+ * the peaks (resident high-water mark; PSS of kiln and its workers,
+ * sampled), and what the workers did. */
+static void print_isolated(const unsigned *list, unsigned nlist, const struct series *series)
+{
+    printf("\n  %7s %11s %11s %7s %11s %11s %11s %11s %8s %8s %9s\n", "threads", "threads b/s",
+           "isolated", "ratio", "thr. peak", "iso. peak", "thr. PSS", "iso. PSS", "workers",
+           "batches", "limit ms");
+    for (unsigned i = 0; i < nlist; i++) {
+        const struct run_result *t = &series[0].runs[i], *r = &series[1].runs[i];
+        double plain = rate_of(t);
+        printf("  %7u %11.1f %11.1f %7.2f %11.1f %11.1f %11.1f %11.1f %8" PRIu64 " %8" PRIu64
+               " %9" PRIu64 "\n",
+               list[i], plain, rate_of(r), plain > 0 ? rate_of(r) / plain : 0,
+               (double)t->peak_rss / (1024.0 * 1024.0), (double)r->peak_rss / (1024.0 * 1024.0),
+               (double)t->counted_peak / (1024.0 * 1024.0),
+               (double)r->counted_peak / (1024.0 * 1024.0), r->iso.workers, r->iso.batches,
+               r->iso.time_limit_ms);
+    }
+    printf("\n  isolated: kiln and its worker processes (peaks in MiB: the resident high-water "
+           "mark, and PSS sampled every %d ms); workers started for the work, batches sent, the "
+           "learned time limit (0: none)\n",
+           SAMPLE_MS);
+}
+
 static void print_text(const struct bench *b, const unsigned *list, unsigned nlist,
                        const struct series *series, unsigned nseries, double read_secs,
                        const char *archive)
@@ -707,6 +744,8 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
             print_row(s, series[v].label, list[i], &series[v].runs[i], rate1[v]);
     if (b->nbudgets)
         print_budgets(list, nlist, series, nseries);
+    else if (b->isolate && nseries > 1)
+        print_isolated(list, nlist, series);
     for (unsigned i = 0; i < nlist; i++)
         if (runs[i].skip_reason[0]) {
             printf("\n  first skip: %s\n", runs[i].skip_reason);

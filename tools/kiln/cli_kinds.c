@@ -98,6 +98,30 @@ void cli_print_driver_word(uint64_t feedback, uint64_t cache_hits, uint64_t driv
            feedback, CLI_S(feedback), cache_hits, (double)driver_ns / 1e6);
 }
 
+void cli_isolated_of(const struct kiln_prepare_summary *s, struct cli_isolated *out)
+{
+    *out = (struct cli_isolated){.workers = s->isolated_workers,
+                                 .batches = s->isolated_batches,
+                                 .resent = s->isolated_resent,
+                                 .early_timeouts = s->isolated_early_timeouts,
+                                 .time_limit_ms = s->isolated_time_limit_ms};
+}
+
+void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso)
+{
+    if (!iso) {
+        cli_json_null(j, "isolated");
+        return;
+    }
+    cli_json_object_begin(j, "isolated");
+    cli_json_u64(j, "workers", iso->workers);
+    cli_json_u64(j, "batches", iso->batches);
+    cli_json_u64(j, "resent", iso->resent);
+    cli_json_u64(j, "early_timeouts", iso->early_timeouts);
+    cli_json_u64(j, "time_limit_ms", iso->time_limit_ms);
+    cli_json_object_end(j);
+}
+
 void cli_print_kinds(const struct kiln_kind_counts *kinds, const struct kiln_foz_builder_stats *foz)
 {
     for (unsigned k = 0; k < KILN_STATE_KINDS; k++) {

@@ -49,6 +49,17 @@ void cli_print_driver_word(uint64_t feedback, uint64_t cache_hits, uint64_t driv
 void cli_print_kinds(const struct kiln_kind_counts *kinds,
                      const struct kiln_foz_builder_stats *foz);
 
+/* What isolated workers did in a preparation (kiln_prepare_summary's
+ * isolated_* fields), as kiln prepare and kiln bench replay report it. */
+struct cli_isolated {
+    uint64_t workers, batches, resent, early_timeouts, time_limit_ms;
+};
+void cli_isolated_of(const struct kiln_prepare_summary *s, struct cli_isolated *out);
+
+/* Writes "isolated": {workers, batches, resent, early_timeouts,
+ * time_limit_ms}, or null for `iso` NULL (a run in threads). */
+void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso);
+
 /*
  * The options kiln prepare and kiln start share: --cache DIR, --jobs
  * N|auto, --no-vulkan, --device N, --json, --isolate, --timeout-ms MS and

@@ -70,11 +70,14 @@ static const char help[] =
     "  --background    idle CPU and I/O priority, at most a quarter of the CPUs\n"
     "                  (unless --jobs); Ctrl-C or SIGTERM stops it cleanly, and the\n"
     "                  next run resumes where it stopped\n"
-    "  --isolate       build the pipelines in worker processes (one per job): a\n"
-    "                  driver that crashes or hangs fails that pipeline only\n"
+    "  --isolate       build the pipelines in worker processes (at most one per\n"
+    "                  job, as many as the work pays for; several programs per\n"
+    "                  message): a driver that crashes or hangs fails that\n"
+    "                  pipeline only\n"
     "                  (KILN_ECRASH, KILN_ETIMEDOUT), and the run goes on\n"
-    "  --timeout-ms MS with --isolate: the most one pipeline may take (default\n"
-    "                  60000); a worker past it is killed\n"
+    "  --timeout-ms MS with --isolate: the most one pipeline may take, fixed; a\n"
+    "                  worker past it is killed (default: learned from the builds\n"
+    "                  seen, 10 x their p99, at least 10 s, at most 60 s)\n"
     "  --reset         start a new cache in DIR: the cache there (of any stamp,\n"
     "                  version, or with a damaged header) is set aside, its files\n"
     "                  renamed programs.*.<stamp>.old (never removed)\n"
@@ -298,6 +301,9 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "feedback_pipelines", s->feedback_pipelines);
     cli_json_u64(&j, "driver_cache_hits", s->driver_cache_hits);
     cli_json_u64(&j, "driver_ns", s->driver_ns);
+    struct cli_isolated iso;
+    cli_isolated_of(s, &iso);
+    cli_json_isolated(&j, o->isolate ? &iso : NULL);
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
     if (s->memory_budget)
         cli_json_bool(&j, "within_budget", s->peak_rss <= s->memory_budget);
