@@ -484,6 +484,24 @@ static int prune_select(struct kiln_cache *c, const struct kiln_cache_prune_opti
     return KILN_OK;
 }
 
+/* Moves the records `s` keeps to the front of s->live, in file order.
+ * @return how many. */
+static size_t prune_sel_keep(struct prune_sel *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->why[i])
+            s->live[k++] = s->live[i];
+    return k;
+}
+
+/* Whether a rewrite changes anything: records picked, or dead bytes or
+ * entries in the file to drop. */
+static bool prune_sel_rewrites(const struct kiln_cache *c, const struct prune_sel *s)
+{
+    return s->picked || s->total != c->rec_end || s->n != c->count;
+}
+
 static int prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
                  struct kiln_cache_rewrite_report *report)
 {
@@ -495,14 +513,11 @@ static int prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
     KILN_TRY(writable(c));
     struct prune_sel s;
     KILN_TRY(prune_select(c, o, false, &s));
-    size_t k = 0;
-    for (size_t i = 0; i < s.n; i++)
-        if (!s.why[i])
-            s.live[k++] = s.live[i];
+    size_t k = prune_sel_keep(&s);
     int rc = KILN_OK;
     r->dropped = s.picked;
     c->progress_what = "prune";
-    if (s.picked || s.total != c->rec_end || s.n != c->count)
+    if (prune_sel_rewrites(c, &s))
         rc = rewrite(c, s.live, k, false, NULL, NULL, NULL, r);
     prune_sel_free(&s);
     return rc;
@@ -534,16 +549,13 @@ static int evict(struct kiln_cache *c)
                                          .max_file_bytes = KILN__CACHE_LOW_WATER(cap)};
     struct prune_sel s;
     KILN_TRY(prune_select(c, &o, true, &s));
-    size_t k = 0;
-    for (size_t i = 0; i < s.n; i++)
-        if (!s.why[i])
-            s.live[k++] = s.live[i];
+    size_t k = prune_sel_keep(&s);
     uint64_t before = c->rec_end, bytes = picked_bytes(c, &s), picked = s.picked;
     size_t spare = 0;
     for (size_t i = 0; i < k; i++)
         spare += !__atomic_load_n(&c->run_used[s.live[i]], __ATOMIC_RELAXED);
     int rc = KILN_OK;
-    if (s.picked || s.total != c->rec_end || s.n != c->count) {
+    if (prune_sel_rewrites(c, &s)) {
         struct kiln_cache_rewrite_report r;
         report_before(c, NULL, &r);
         const char *what = c->progress_what;
