@@ -167,4 +167,11 @@ struct kiln__cache_index_parse {
 int kiln__cache_index_parse(const void *data, size_t n, uint64_t rec_size,
                             struct kiln_cache_entry *entries, struct kiln__cache_index_parse *out);
 
+/*
+ * Decodes programs.kpm (the cache's settings, laid out in cache_meta.c):
+ * `n` bytes at `data`. @return NULL with the cap in *max_size (0: none),
+ * or why the file cannot be used (a constant string; *max_size is 0 then).
+ */
+const char *kiln__cache_meta_parse(const void *data, size_t n, uint64_t *max_size);
+
 #endif /* KILN_CACHE_FORMAT_H */

@@ -266,7 +266,7 @@ int kiln__cache_save_use(struct kiln_cache *c);
  * settings file costs the cap, never a record). */
 void kiln__cache_meta_load(struct kiln_cache *c);
 
-/* Writes programs.kpm with cap `max_size` (0: the file is removed),
+/* Writes programs.kpm with cap `max_size` (0: no cap, written as such),
  * crash-safely, and sets c->max_size. @return 0 or the error. */
 int kiln__cache_meta_write(struct kiln_cache *c, uint64_t max_size);
 

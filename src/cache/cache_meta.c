@@ -29,6 +29,20 @@
 #define KPM_VERSION 1u
 #define KPM_SIZE    32u
 
+const char *kiln__cache_meta_parse(const void *data, size_t n, uint64_t *max_size)
+{
+    const unsigned char *b = data;
+    *max_size = 0;
+    if (n != KPM_SIZE || memcmp(b, KPM_MAGIC, 8) != 0)
+        return "not a settings file";
+    if (kiln__load_le32(b + 8) != KPM_VERSION)
+        return "another format version";
+    if (kiln__load_le64(b + 24) != XXH3_64bits(b, 24))
+        return "its checksum does not match";
+    *max_size = kiln__load_le64(b + 16);
+    return NULL;
+}
+
 static int meta_path(const struct kiln_cache *c, char *out, size_t cap)
 {
     return kiln__path_join(out, cap, c->dir, KILN_CACHE_META_FILE);
@@ -49,18 +63,9 @@ void kiln__cache_meta_load(struct kiln_cache *c)
                       kiln_strerror(rc));
         return;
     }
-    const unsigned char *b = data;
-    const char *why = NULL;
-    if (n != KPM_SIZE || memcmp(b, KPM_MAGIC, 8) != 0)
-        why = "not a settings file";
-    else if (kiln__load_le32(b + 8) != KPM_VERSION)
-        why = "another format version";
-    else if (kiln__load_le64(b + 24) != XXH3_64bits(b, 24))
-        why = "its checksum does not match";
+    const char *why = kiln__cache_meta_parse(data, n, &c->max_size);
     if (why)
         KILN_INFO("cache", "%s: not used (%s); the cache has no size cap", path, why);
-    else
-        c->max_size = kiln__load_le64(b + 16);
     kiln__free(data);
 }
 
