@@ -44,7 +44,6 @@ struct kiln_cache {
     /* The size cap (kiln_cache_options.max_size, remembered in programs.kpm;
      * 0: none): set by the open, read by the evictions (cache_life.c). */
     uint64_t max_size;
-    bool cap_spent; /* every record left is this handle's: nothing to evict (atomic) */
 
     /* Stores from many threads (see cache.c): a put reserves its bytes and
      * a ticket under put_lock, writes outside any lock, and waits for its
@@ -57,7 +56,6 @@ struct kiln_cache {
     /* One sync at a time; guards idx_fd, idx_end, idx_count, idx_behind. */
     pthread_mutex_t sync_lock;
     size_t idx_count; /* table entries the index file holds */
-    bool renewed;     /* this handle gave the records a new identity (cache_format.h) */
 
     /* Guards everything below: publishing takes it for writing, lookups for reading. */
     pthread_rwlock_t lock;
@@ -69,7 +67,6 @@ struct kiln_cache {
     uint64_t live_bytes;
     uint64_t rec_end; /* end of the last published record (holes of failed puts included) */
     uint64_t idx_end; /* where the next index entry goes */
-    bool idx_behind;  /* an index append failed: the index is rewritten at sync */
     int failed;       /* a records sync failed: the error every later put/sync returns (atomic) */
 
     struct kiln_cache_stats st; /* how the open went (records/bytes are filled on demand) */
@@ -79,11 +76,9 @@ struct kiln_cache {
     uint32_t today;              /* the day uses are marked with */
     uint32_t *last_use;          /* per entry (same positions and capacity as entries) */
     uint8_t *run_used;           /* per entry: stored, loaded or found by this handle (atomic) */
-    bool use_dirty;              /* a mark changed since programs.kpu was written (atomic) */
 
     /* kiln_cache_options.executor, for load_many (has_executor: one was given). */
     struct kiln_executor executor;
-    bool has_executor;
     /* The last failure's text (kiln_cache_errmsg). */
     struct kiln__errbuf err;
 
@@ -92,6 +87,13 @@ struct kiln_cache {
     struct kiln_cache *layers[KILN_CACHE_MAX_LAYERS];
     unsigned nlayers;
     unsigned layers_left_out;
+
+    /* The flags, together at the end so that they pack; each names its guard. */
+    bool cap_spent;    /* every record left is this handle's: nothing to evict (atomic) */
+    bool renewed;      /* this handle gave the records a new identity (cache_format.h) */
+    bool idx_behind;   /* an index append failed: the index is rewritten at sync (sync_lock) */
+    bool use_dirty;    /* a mark changed since programs.kpu was written (atomic) */
+    bool has_executor; /* kiln_cache_options.executor was given (set by the open) */
 };
 
 /* Ends a public call on handle `c` (may be NULL) through kiln__err_end:
