@@ -88,6 +88,15 @@ enum kiln_ticket_state {
  * measurements and tests (the probe's negative control). */
 #define KILN_SERVICE_NO_PROBE 0x10u
 
+/* A flag of kiln_service_options: background builds run at the caller's
+ * priority. By default the background lane's workers run at idle priority
+ * (SCHED_IDLE, else nice 19, and the idle I/O class on Linux;
+ * THREAD_MODE_BACKGROUND_BEGIN on Windows), so a background build takes
+ * only what the urgent builds, the frame thread and the rest of the
+ * machine leave (docs/runtime.md, "Priorities"). Ignored with an
+ * executor (the threads are the application's). */
+#define KILN_SERVICE_SAME_PRIORITY 0x20u
+
 /* The queue capacity when kiln_service_options.queue_capacity is 0. */
 #define KILN_SERVICE_DEFAULT_QUEUE 1024u
 
@@ -122,8 +131,11 @@ struct kiln_service_options {
     /* (0.2) The most workers background builds (and fast-link's optimized
      * builds) take at once; 0: every worker but one (at least one), so an
      * urgent request always finds a worker free and waits for no build at
-     * all (docs/runtime.md, "Priorities"). Give `workers` to let background
-     * builds take them all. */
+     * all (docs/runtime.md, "Priorities"). They are the background lane,
+     * at idle priority (KILN_SERVICE_SAME_PRIORITY); the urgent lane has
+     * the rest. Give `workers` to let background builds take them all (the
+     * urgent lane's worker then takes background work when it has no
+     * urgent work). */
     unsigned background_workers;
 };
 /* (The build ledger: with a cache that takes puts, what the service builds

@@ -10,16 +10,28 @@
  *   outside it, so no caller waits behind a build for the lock, and a
  *   callback may call the service again.
  *
- * - Urgent first. Queued entries wait in two FIFO lists, urgent and
- *   background. The pool holds no request: each pool job is a "token"
- *   that takes the head of the urgent list, else of the background list,
- *   when a worker runs it, and keeps taking until both are empty. So the
- *   next worker that comes free takes an urgent entry, and no urgent entry
- *   waits behind a queued background one. Tokens are at most the workers
- *   (svc->tokens counts those queued or running; a request adds one only
- *   below that), so a submit never blocks on the pool's queue; a token
- *   that finds nothing leaves under the lock, so no entry is left queued
- *   without a token that will see it.
+ * - Urgent first, in two lanes. Queued entries wait in FIFO lists,
+ *   urgent and background (with fast-link's optimized builds). The
+ *   workers are two pools: the urgent lane (one worker by default, at the
+ *   caller's priority) and the background lane (the rest, at idle
+ *   priority: a background build never takes a CPU an urgent build, the
+ *   frame thread or the game wants; the OS cannot raise a thread back
+ *   from idle without privilege, hence two pools, not one that changes
+ *   priority). The pools hold no request: each pool job is a "token" of a
+ *   lane that takes what its lane takes (queue_pop) when a worker runs it,
+ *   and keeps taking until nothing is left for it. The urgent lane takes
+ *   urgent entries only (background ones too when background_workers is
+ *   every worker); the background lane takes background work, and urgent
+ *   entries while more wait than the urgent lane has tokens about to take
+ *   them (a burst at a level load spreads over every worker). So no urgent
+ *   entry waits behind a queued background one. A lane's tokens are at
+ *   most its workers (lane.tokens counts those queued or running; a
+ *   request adds one only below that), so a submit never blocks on a
+ *   pool's queue; a token that finds nothing leaves under the lock, and
+ *   every queued entry has a token of a lane that takes it: a queued
+ *   urgent entry one of the urgent lane (added at its request, or a token
+ *   that is building and will look again), background work one of the
+ *   background lane.
  *
  * - One build per key. Unless KILN_SERVICE_NO_MERGE, every entry is in
  *   the table by its key from its request until the service ends: a
@@ -142,6 +154,19 @@ struct queue {
     struct entry *head, *tail;
 };
 
+enum { LANE_URGENT = 0, LANE_BACKGROUND = 1 };
+
+/* A pool and the tokens on it (counts under the service's lock). */
+struct lane {
+    struct kiln_service *svc;
+    int id;
+    struct kiln_pool *pool; /* NULL: a lane of no worker */
+    unsigned workers;
+    unsigned first_worker; /* its workers' indices start here (kiln_build_run.worker) */
+    unsigned tokens;       /* queued or running */
+    unsigned running;      /* building */
+};
+
 struct kiln_service {
     pthread_mutex_t lock;
     pthread_cond_t answered; /* broadcast whenever a ticket is answered */
@@ -149,13 +174,14 @@ struct kiln_service {
     struct kiln_cache *cache;
     bool store; /* a cache that takes puts (not opened read-only) */
     struct kiln_build_session *session;
-    struct kiln_pool *pool;
-    unsigned workers;
+    struct lane lanes[2]; /* LANE_URGENT, LANE_BACKGROUND (see the top) */
+    unsigned workers;     /* of both lanes */
     size_t capacity;
     uint32_t flags;
     bool closing;
-    unsigned tokens, running;
+    unsigned running;
     size_t nqueued; /* urgent and background: what capacity bounds */
+    size_t nurgent; /* urgent queued */
     size_t nopt;    /* optimized builds queued (one per fast-linked key) */
     uint64_t seq;
     bool fast_link; /* KILN_SERVICE_FAST_LINK on a context with pipeline libraries */
@@ -167,10 +193,11 @@ struct kiln_service {
     uint64_t waits[WAIT_SAMPLES];
     uint64_t nwaits;
     bool probe; /* workers probe before compiling (see the top) */
-    /* Background and optimized builds running, and the most there may be
-     * (kiln_service_options.background_workers): the rest stay free for
-     * urgent requests. */
-    unsigned running_background, background_max;
+    /* The most workers background and optimized builds take at once
+     * (kiln_service_options.background_workers, at most `workers`): the
+     * background lane's, and the urgent lane's too when it is `workers`. */
+    unsigned background_max;
+    bool urgent_takes_background;
     /* Per state kind: its builder takes modules recorded from a working
      * application as they are (KILN_BUILDER_RECORDED_SPIRV), so a program
      * of the kind is sealed as kiln_prepare seals it. */
@@ -258,6 +285,7 @@ static void queue_push(struct kiln_service *svc, struct entry *e)
         svc->nopt++;
     else
         svc->nqueued++;
+    svc->nurgent += q == &svc->q[Q_URGENT];
 }
 
 static void queue_remove(struct kiln_service *svc, struct entry *e)
@@ -276,22 +304,79 @@ static void queue_remove(struct kiln_service *svc, struct entry *e)
         svc->nopt--;
     else
         svc->nqueued--;
+    svc->nurgent -= q == &svc->q[Q_URGENT];
 }
 
-/* The next entry to build: the urgent list's head, else the older of the
- * background and optimize heads (both background priority, one FIFO). */
-static struct entry *queue_pop(struct kiln_service *svc, bool *background)
+/* The older of the background and optimize heads (both background
+ * priority, one FIFO), or NULL. */
+static struct entry *background_head(struct kiln_service *svc)
 {
-    struct entry *e = svc->q[Q_URGENT].head;
     struct entry *b = svc->q[Q_BACKGROUND].head, *o = svc->q[Q_OPTIMIZE].head;
-    *background = !e;
-    /* A background build only where it leaves the urgent workers free. */
-    if (!e && svc->running_background < svc->background_max)
-        e = b && (!o || b->seq < o->seq) ? b : o;
+    return b && (!o || b->seq < o->seq) ? b : o;
+}
+
+/* The next entry lane `l` builds, taken off its queue, or NULL. The urgent
+ * lane: the urgent head (and background work only where it may take it).
+ * The background lane: background work, and the urgent head only while
+ * more urgent entries wait than the urgent lane has tokens about to take
+ * them (a burst: every worker helps; one request: it is left to the urgent
+ * lane, at the normal priority). */
+static struct entry *queue_pop(struct kiln_service *svc, const struct lane *l)
+{
+    struct entry *u = svc->q[Q_URGENT].head, *e;
+    if (l->id == LANE_URGENT) {
+        e = u ? u : svc->urgent_takes_background ? background_head(svc) : NULL;
+    } else {
+        const struct lane *ul = &svc->lanes[LANE_URGENT];
+        e = u && svc->nurgent > ul->tokens - ul->running ? u : background_head(svc);
+    }
     if (e)
         queue_remove(svc, e);
-    svc->running_background += e && *background;
     return e;
+}
+
+/* Every queued entry, for destroy: the urgent list's head, else the
+ * background work. */
+static struct entry *queue_pop_any(struct kiln_service *svc)
+{
+    struct entry *e = svc->q[Q_URGENT].head;
+    if (!e)
+        e = background_head(svc);
+    if (e)
+        queue_remove(svc, e);
+    return e;
+}
+
+/* The tokens to add (under the lock) after an entry of priority `urgent`
+ * was queued: on the urgent lane for urgent work (and background work when
+ * it takes it), on the background lane for both; each lane below its
+ * workers. Marks want[lane]; submit_tokens adds them outside the lock. */
+static void tokens_wanted(struct kiln_service *svc, bool urgent, bool want[2])
+{
+    for (int i = 0; i < 2; i++) {
+        struct lane *l = &svc->lanes[i];
+        bool takes = i == LANE_BACKGROUND || urgent || svc->urgent_takes_background;
+        if (l->pool && takes && l->tokens < l->workers) {
+            l->tokens++;
+            want[i] = true;
+        }
+    }
+}
+
+static int token_run(void *arg, unsigned worker);
+
+/* Submits the tokens tokens_wanted counted (outside the lock). The pools'
+ * queues hold a token per worker, so a submit never blocks. */
+static void submit_tokens(struct kiln_service *svc, const bool want[2])
+{
+    for (int i = 0; i < 2; i++) {
+        struct lane *l = &svc->lanes[i];
+        if (want[i] && kiln_pool_submit(l->pool, token_run, l) < 0) {
+            pthread_mutex_lock(&svc->lock);
+            l->tokens--; /* the pool is cancelled: only destroy does that */
+            pthread_mutex_unlock(&svc->lock);
+        }
+    }
 }
 
 /* ---- tickets ---------------------------------------------------------------- */
@@ -617,12 +702,14 @@ static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct
 }
 
 /* After a linked answer went out (and the program was stored): queues the
- * optimized build at background priority, to this token's own loop.
- * While the service closes, the entry ends here with its linked pipeline.
+ * optimized build at background priority, with a token for it on the lane
+ * that takes background work. While the service closes, the entry ends
+ * here with its linked pipeline.
  * @return whether the program copy is still wanted (by that build). */
 static bool hand_over(struct kiln_service *svc, struct entry *e)
 {
     struct kiln_ticket *notify = NULL;
+    bool want[2] = {false, false};
     pthread_mutex_lock(&svc->lock);
     bool queue = !svc->closing;
     if (queue) {
@@ -630,23 +717,26 @@ static bool hand_over(struct kiln_service *svc, struct entry *e)
         e->optimizing = true;
         e->prio = KILN_PRIORITY_BACKGROUND;
         queue_push(svc, e);
+        tokens_wanted(svc, false, want);
     } else {
         e->state = E_DONE;
         answer_entry(svc, e, KILN_TICKET_CANCELED, KILN_ECANCELED, &notify);
     }
     pthread_mutex_unlock(&svc->lock);
+    submit_tokens(svc, want);
     notify_all(svc, notify);
     return queue;
 }
 
-/* A pool job: builds queued entries, urgent first, until none is left. */
+/* A pool job of lane `arg`: builds the entries the lane takes (queue_pop)
+ * until none is left. */
 static int token_run(void *arg, unsigned worker)
 {
-    struct kiln_service *svc = arg;
+    struct lane *l = arg;
+    struct kiln_service *svc = l->svc;
     pthread_mutex_lock(&svc->lock);
     for (;;) {
-        bool background;
-        struct entry *e = queue_pop(svc, &background);
+        struct entry *e = queue_pop(svc, l);
         if (!e)
             break;
         e->state = E_RUNNING;
@@ -655,12 +745,13 @@ static int token_run(void *arg, unsigned worker)
                             ? KILN_BUILD_LINK_FAST
                             : 0u;
         svc->running++;
+        l->running++;
         pthread_mutex_unlock(&svc->lock);
         struct built b;
-        int rc = entry_build(svc, e, worker, link, &b);
+        int rc = entry_build(svc, e, l->first_worker + worker, link, &b);
         struct kiln_ticket *notify = NULL;
         pthread_mutex_lock(&svc->lock);
-        svc->running_background -= background;
+        l->running--;
         entry_done(svc, e, rc, &b, &notify);
         pthread_mutex_unlock(&svc->lock);
         notify_all(svc, notify);
@@ -674,7 +765,7 @@ static int token_run(void *arg, unsigned worker)
         }
         pthread_mutex_lock(&svc->lock);
     }
-    svc->tokens--;
+    l->tokens--;
     pthread_mutex_unlock(&svc->lock);
     return KILN_OK;
 }
@@ -720,7 +811,7 @@ static int make_room(struct kiln_service *svc, enum kiln_priority prio, struct k
 /* Joins `t` to the entry `e` of its key (under the lock): answered at once
  * when e ran, else attached (an urgent one raises a queued background e). */
 static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ticket *t,
-                       struct kiln_ticket **notify)
+                       bool want[2], struct kiln_ticket **notify)
 {
     svc->st.merged++;
     t->merged = true;
@@ -750,6 +841,7 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
         e->prio = KILN_PRIORITY_URGENT;
         queue_push(svc, e);
         svc->st.raised++;
+        tokens_wanted(svc, true, want);
     }
 }
 
@@ -757,16 +849,16 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
  * Places the ticket (under the lock): joined to its key's entry, or in a
  * new entry made of *copy (taken: set to NULL). *need_copy is set when a
  * new entry is needed and no copy was made yet. @return 0, KILN_EBUSY or
- * KILN_ENOMEM; *token is set when a pool job should be added.
+ * KILN_ENOMEM; want[lane] is set when a token should be added to it.
  */
 static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_program **copy,
-                 bool has_program, bool *need_copy, bool *token, struct kiln_ticket **notify)
+                 bool has_program, bool *need_copy, bool want[2], struct kiln_ticket **notify)
 {
-    *need_copy = *token = false;
+    *need_copy = false;
     bool merge = !(svc->flags & KILN_SERVICE_NO_MERGE);
     struct entry *e = merge ? table_find(svc, t->key) : NULL;
     if (e) {
-        join_entry(svc, e, t, notify);
+        join_entry(svc, e, t, want, notify);
         return KILN_OK;
     }
     if (has_program && !*copy) {
@@ -787,10 +879,7 @@ static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_pr
     atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     ticket_attach(e, t);
     queue_push(svc, e);
-    if (svc->tokens < svc->workers) {
-        svc->tokens++;
-        *token = true;
-    }
+    tokens_wanted(svc, e->prio == KILN_PRIORITY_URGENT, want);
     return KILN_OK;
 }
 
@@ -823,11 +912,11 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
 
     struct kiln_program *copy = NULL;
     struct kiln_ticket *notify = NULL;
-    bool need_copy = false, token = false;
+    bool need_copy = false, want[2] = {false, false};
     pthread_mutex_lock(&svc->lock);
     for (;;) {
         rc = svc->closing ? KILN_ECANCELED
-                          : place(svc, t, &copy, r.program != NULL, &need_copy, &token, &notify);
+                          : place(svc, t, &copy, r.program != NULL, &need_copy, want, &notify);
         if (rc < 0 || !need_copy)
             break;
         /* The copy is made outside the lock; the key is looked up again. */
@@ -841,11 +930,7 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
         svc->st.requested++;
     pthread_mutex_unlock(&svc->lock);
     kiln_program_destroy(copy); /* a copy another request's entry made moot */
-    if (token && kiln_pool_submit(svc->pool, token_run, svc) < 0) {
-        pthread_mutex_lock(&svc->lock);
-        svc->tokens--; /* the pool is cancelled: only destroy does that */
-        pthread_mutex_unlock(&svc->lock);
-    }
+    submit_tokens(svc, want);
     if (rc < 0)
         kiln__free(t); /* never placed */
     notify_all(svc, notify);
@@ -988,7 +1073,8 @@ int kiln_service_get_stats(struct kiln_service *svc, struct kiln_service_stats *
 
 static void service_free(struct kiln_service *svc)
 {
-    kiln_pool_destroy(svc->pool);
+    kiln_pool_destroy(svc->lanes[LANE_URGENT].pool);
+    kiln_pool_destroy(svc->lanes[LANE_BACKGROUND].pool);
     kiln_build_session_destroy(svc->session);
     for (struct entry *e = svc->done, *next; e; e = next) {
         next = e->dnext;
@@ -1000,6 +1086,45 @@ static void service_free(struct kiln_service *svc)
     pthread_cond_destroy(&svc->answered);
     pthread_mutex_destroy(&svc->lock);
     kiln__free(svc);
+}
+
+/*
+ * The two lanes (see the top): of `workers`, the background lane gets
+ * background_workers (every worker but one by default, and at most every
+ * worker but one: the urgent lane keeps one), at idle priority unless
+ * KILN_SERVICE_SAME_PRIORITY; the urgent lane the rest, at the caller's
+ * priority. With background_workers >= workers the urgent lane takes
+ * background work too (background builds may then take every worker).
+ */
+static int lanes_create(struct kiln_service *svc, const struct kiln_service_options *o)
+{
+    unsigned n = svc->workers ? svc->workers : 1;
+    unsigned bmax = o->background_workers ? o->background_workers : n > 1 ? n - 1 : 1;
+    svc->urgent_takes_background = bmax >= n;
+    unsigned nb = bmax < n ? bmax : n - 1;
+    unsigned count[2] = {n - nb, nb};
+    svc->workers = 0;
+    for (int i = 0; i < 2; i++) {
+        struct lane *l = &svc->lanes[i];
+        l->svc = svc;
+        l->id = i;
+        l->first_worker = svc->workers;
+        if (!count[i])
+            continue;
+        /* Tokens are at most the workers: the pool's queue never fills. */
+        struct kiln_pool_options po = {.size = sizeof(po),
+                                       .workers = count[i],
+                                       .queue_capacity = count[i],
+                                       .background = i == LANE_BACKGROUND &&
+                                                     !(svc->flags & KILN_SERVICE_SAME_PRIORITY),
+                                       .executor = o->executor};
+        KILN_TRY(kiln_pool_create_with(&po, &l->pool));
+        l->workers = kiln_pool_workers(l->pool);
+        svc->workers += l->workers;
+    }
+    svc->background_max = svc->lanes[LANE_BACKGROUND].workers +
+                          (svc->urgent_takes_background ? svc->lanes[LANE_URGENT].workers : 0);
+    return KILN_OK;
 }
 
 static int create_body(const struct kiln_service_options *in, struct kiln_service **out)
@@ -1059,22 +1184,12 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
                                             .ledger_dir =
                                                 svc->store ? kiln_cache_dir(o.cache) : NULL};
     int rc = svc->table ? kiln_build_session_create(&so, &svc->session) : KILN_ENOMEM;
-    if (rc == KILN_OK) {
-        /* Tokens are at most the workers: the pool's queue never fills. */
-        struct kiln_pool_options po = {.size = sizeof(po),
-                                       .workers = svc->workers,
-                                       .queue_capacity = svc->workers,
-                                       .executor = o.executor};
-        rc = kiln_pool_create_with(&po, &svc->pool);
-    }
+    if (rc == KILN_OK)
+        rc = lanes_create(svc, &o);
     if (rc < 0) {
         service_free(svc);
         return rc;
     }
-    svc->workers = kiln_pool_workers(svc->pool);
-    svc->background_max = o.background_workers ? o.background_workers
-                          : svc->workers > 1   ? svc->workers - 1
-                                               : 1;
     *out = svc;
     return KILN_OK;
 }
@@ -1096,9 +1211,7 @@ void kiln_service_destroy(struct kiln_service *svc)
     struct entry *dropped = NULL;
     pthread_mutex_lock(&svc->lock);
     svc->closing = true;
-    svc->background_max = UINT_MAX; /* every queue drained, whatever runs */
-    bool background;
-    for (struct entry *e; (e = queue_pop(svc, &background)) != NULL;) {
+    for (struct entry *e; (e = queue_pop_any(svc)) != NULL;) {
         answer_entry(svc, e, KILN_TICKET_CANCELED, KILN_ECANCELED, &notify);
         e->state = E_DONE;
         if (e->listed)
@@ -1116,7 +1229,9 @@ void kiln_service_destroy(struct kiln_service *svc)
         entry_free(e);
     }
     /* The tokens find the queue empty and leave; running builds end. */
-    kiln_pool_wait(svc->pool);
+    for (int i = 0; i < 2; i++)
+        if (svc->lanes[i].pool)
+            kiln_pool_wait(svc->lanes[i].pool);
     kiln_build_session_save(svc->session); /* logged when it fails */
     service_free(svc);
 }

@@ -18,7 +18,13 @@
 #include "prep_internal.h"
 
 #include <pthread.h>
+#include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +47,7 @@ struct recorder {
     unsigned n;
     uint64_t order[MAX_ORDER];
     atomic_uint builds[64]; /* per program number (below 64) */
+    atomic_bool idle[64];   /* per program number: built at idle priority */
 };
 
 static void rec_init(struct recorder *r, bool gate)
@@ -76,6 +83,20 @@ static void rec_wait_started(struct recorder *r, unsigned n)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Whether the calling thread runs at idle priority, as the pool's
+ * background workers do (SCHED_IDLE, else nice 19). */
+static bool thread_is_idle(void)
+{
+#if defined(__linux__) && defined(SCHED_IDLE)
+    if (sched_getscheduler(0) == SCHED_IDLE) /* 0: the calling thread */
+        return true;
+    errno = 0;
+    return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)) == 19 && errno == 0;
+#else
+    return false;
+#endif
+}
+
 static int rec_build(void *user, struct kiln_build_request *req)
 {
     struct recorder *r = user;
@@ -93,8 +114,10 @@ static int rec_build(void *user, struct kiln_build_request *req)
             pthread_cond_wait(&r->cond, &r->lock);
     }
     pthread_mutex_unlock(&r->lock);
-    if (id < 64)
+    if (id < 64) {
         atomic_fetch_add(&r->builds[id], 1);
+        atomic_store(&r->idle[id], thread_is_idle());
+    }
     req->pipeline = VK_NULL_HANDLE; /* kept by the builder: none made */
     return 0;
 }
@@ -287,6 +310,47 @@ KT_CASE(urgent_worker_kept)
 KT_CASE(urgent_worker_not_kept)
 {
     urgent_beside_hung_background(2, false);
+}
+
+/* Background builds run on the background lane at idle priority and urgent
+ * ones at the caller's; the control (KILN_SERVICE_SAME_PRIORITY) builds
+ * both at the caller's priority. */
+static void lanes_priority(uint32_t flags, bool background_idle)
+{
+#if !defined(__linux__) || !defined(SCHED_IDLE)
+    printf("skipped: thread priorities are read on Linux only\n");
+    exit(77);
+#endif
+    KT_CHECK(!thread_is_idle()); /* the test itself runs at normal priority */
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 2, 0, flags, false));
+    struct kiln_ticket *t[4] = {NULL};
+    KT_CHECK_OK(ask(&g, 1, KILN_PRIORITY_BACKGROUND, &t[0]));
+    KT_CHECK_OK(ask(&g, 2, KILN_PRIORITY_BACKGROUND, &t[1]));
+    KT_CHECK_EQ(wait_state(t[0]), KILN_TICKET_READY);
+    KT_CHECK_EQ(wait_state(t[1]), KILN_TICKET_READY);
+    KT_CHECK_OK(ask(&g, 3, KILN_PRIORITY_URGENT, &t[2]));
+    KT_CHECK_EQ(wait_state(t[2]), KILN_TICKET_READY);
+    KT_CHECK_OK(ask(&g, 4, KILN_PRIORITY_URGENT, &t[3]));
+    KT_CHECK_EQ(wait_state(t[3]), KILN_TICKET_READY);
+    KT_CHECK_EQ(atomic_load(&g.rec.idle[1]), background_idle);
+    KT_CHECK_EQ(atomic_load(&g.rec.idle[2]), background_idle);
+    KT_CHECK(!atomic_load(&g.rec.idle[3])); /* the urgent lane: the caller's priority */
+    KT_CHECK(!atomic_load(&g.rec.idle[4]));
+    struct kiln_service_stats s = stats_of(&g);
+    KT_CHECK_EQ(s.workers, 2);
+    KT_CHECK_EQ(s.background_workers, 1);
+    release_and_stop(&g, t, 4);
+}
+
+KT_CASE(background_idle_priority)
+{
+    lanes_priority(0, true);
+}
+
+KT_CASE(background_same_priority)
+{
+    lanes_priority(KILN_SERVICE_SAME_PRIORITY, false);
 }
 
 /* Equal requests share one build: every ticket answered, an urgent one
@@ -929,7 +993,8 @@ KT_CASE(ledger_notes_service_builds)
 }
 
 KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(urgent_worker_kept), KT_ENTRY(urgent_worker_not_kept),
-        KT_ENTRY(merge), KT_ENTRY(cancel), KT_ENTRY(queue_full), KT_ENTRY(destroy_cancels),
+        KT_ENTRY(background_idle_priority), KT_ENTRY(background_same_priority), KT_ENTRY(merge),
+        KT_ENTRY(cancel), KT_ENTRY(queue_full), KT_ENTRY(destroy_cancels),
         KT_ENTRY(store_then_start), KT_ENTRY(render_threads), KT_ENTRY(render_threads_no_merge),
         KT_ENTRY(executor), KT_ENTRY(urgent_under_load), KT_ENTRY(bad_input),
         KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds))

@@ -98,6 +98,8 @@ static const char help[] =
     "  --jobs N|auto   the service's workers (default auto)\n"
     "  --modes LIST    of sync,async,fastlink (default all three)\n"
     "  --no-warm-compare  skip the warm-start comparison\n"
+    "  --same-priority  background builds at the frame's priority, not idle\n"
+    "                  (the service's KILN_SERVICE_SAME_PRIORITY)\n"
     "  --device N      the Vulkan device by index\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n";
@@ -110,6 +112,7 @@ struct stutter {
     bool use_device;
     unsigned device;
     unsigned jobs; /* the services' workers; 0: auto */
+    bool same_priority; /* --same-priority: KILN_SERVICE_SAME_PRIORITY */
     unsigned fps, frames, background;
     uint64_t seed, budget_ns, draw_ns;
     struct kiln_program **progs; /* the schedule's, in order; NULL: left out */
@@ -441,6 +444,8 @@ static int make_service(struct mode_ctx *c, bool sync, struct kiln_service **out
     o.workers = sync ? 1 : c->s->jobs;
     o.executor = sync ? &refuse : NULL;
     o.flags = c->m.kind == M_FAST && !sync ? KILN_SERVICE_FAST_LINK : 0;
+    if (c->s->same_priority)
+        o.flags |= KILN_SERVICE_SAME_PRIORITY;
     return kiln_service_create(&o, out);
 }
 
@@ -927,6 +932,7 @@ static void print_json(const struct report *rp)
     cli_json_u64(&j, "pipelines", s->n);
     cli_json_u64(&j, "unreadable", s->unloadable);
     cli_json_u64(&j, "background_programs", s->nbg);
+    cli_json_bool(&j, "same_priority", s->same_priority);
     cli_json_u64(&j, "seed", s->seed);
     cli_json_u64(&j, "fps", s->fps);
     cli_json_double(&j, "budget_ms", ms_of(s->budget_ns));
@@ -1139,6 +1145,7 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
         {"jobs", required_argument, NULL, 'j'},
         {"modes", required_argument, NULL, 'm'},
         {"no-warm-compare", no_argument, NULL, 'W'},
+        {"same-priority", no_argument, NULL, 'P'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
@@ -1184,6 +1191,9 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
             break;
         case 'W':
             o->warm = false;
+            break;
+        case 'P':
+            s->same_priority = true;
             break;
         case 'd':
             CLI_TRY(cli_parse_device(name, optarg, &s->use_device, &s->device));
