@@ -20,18 +20,24 @@
  *
  * Invariants and why they hold:
  *
- * - A figure is trusted only once this run saw a build of its class end:
- *   until then its builds are predicted 0, so the pool's largest-seen rule
- *   admits them (before any build ended: half the budget or 512 MiB each,
- *   whichever is less), as kiln before 0.2 did. So a figure that is too
- *   low (another driver build, a changed game) admits no more than the
- *   old rule would until a build corrected it, a large budget (the
- *   default's) does not wait, and the builds sharing the counted memory
- *   while they run are weighed alike (a share in proportion to a wrong
- *   prediction would hide a build's growth behind another's guess). After that the
- *   pool asks for the prediction when a worker is about to take a job,
- *   after every observe so far, and its reading rule (the counted memory
- *   plus the next prediction) holds meanwhile.
+ * - A figure is trusted only once this run saw a build of its class end.
+ *   Until then a build of the class is predicted with the largest trusted
+ *   figure of any class (per KiB of its own SPIR-V), and before any build
+ *   ended it is predicted 0, so the pool's first-job rule admits it (half
+ *   the budget or 512 MiB each, whichever is less). So a figure the ledger
+ *   kept that is too low (another driver build, a changed game) admits
+ *   nothing until this run confirmed it, a large budget (the default's)
+ *   does not wait, and the builds sharing the counted memory while they
+ *   run are weighed alike (a share in proportion to a wrong prediction
+ *   would hide a build's growth behind another's guess). The pool's
+ *   largest-seen rule is not the fallback after the first build: its
+ *   figure is the process's growth over one build, every build running
+ *   beside it included, and with a class per kind, stage count and size
+ *   it held most classes' first builds to one or two at once (0.52 of the
+ *   plain rate at a budget of the plain peak, on the H100). After that
+ *   the pool asks for the prediction when a worker is about to take a
+ *   job, after every observe so far, and its reading rule (the counted
+ *   memory plus the next prediction) holds meanwhile.
  *
  * - One mutex guards the figures: predict and observe run on the pool's
  *   workers at once.
@@ -84,18 +90,19 @@ uint64_t kiln__prep_memory_predict(struct kiln__prep_memory *m, unsigned cls, ui
     if (cls >= KILN__MEMORY_CLASSES)
         return 0;
     pthread_mutex_lock(&m->lock);
-    if (!m->verified[cls]) {
-        pthread_mutex_unlock(&m->lock);
-        return 0; /* the pool's largest-seen rule until a build of it ends */
-    }
-    uint64_t per = m->per_kib[cls];
+    /* Its own figure once trusted; else (or when it is 0) the largest
+     * trusted figure of any class: a figure this run saw, per KiB, so a
+     * class's first build is weighed by what builds of this driver needed,
+     * not by the largest growth the whole process showed over one build
+     * (which counts every build running beside it). */
+    uint64_t per = m->verified[cls] ? m->per_kib[cls] : 0;
     if (!per)
         for (unsigned c = 0; c < KILN__MEMORY_CLASSES; c++)
-            if (m->per_kib[c] > per)
+            if (m->verified[c] && m->per_kib[c] > per)
                 per = m->per_kib[c];
     pthread_mutex_unlock(&m->lock);
     if (!per)
-        return 0; /* nothing known: the pool's own rule */
+        return 0; /* nothing trusted yet: the pool's own rule */
     uint64_t kib = kib_of(spirv_bytes);
     uint64_t need = per > UINT64_MAX / 16 / kib ? UINT64_MAX / 16 : per * kib;
     need += need / 8; /* a margin: a figure a little low, times the builds at once */

@@ -707,6 +707,33 @@ KT_CASE(memory_model_corrected)
     free(a);
 }
 
+/*
+ * A class no build of which ended yet is predicted with the largest figure
+ * this run trusts (per KiB of its own SPIR-V), not left to the pool's
+ * largest-seen rule; a figure only the ledger gave (not trusted) is not
+ * borrowed; before any build ended nothing is predicted (the pool's first-job
+ * rule). Class numbers and sizes here are the predictor's own units.
+ */
+KT_CASE(memory_class_borrows)
+{
+    struct kiln__prep_memory m;
+    kiln__prep_memory_init(&m);
+    const unsigned a = 1, b = 2, c = 3;
+    const uint64_t kib = 1024;
+    KT_CHECK_EQ(kiln__prep_memory_predict(&m, b, 64 * kib), 0); /* nothing trusted */
+    m.per_kib[c] = 100u << 20; /* from the ledger: not trusted, not borrowed */
+    KT_CHECK_EQ(kiln__prep_memory_predict(&m, b, 64 * kib), 0);
+    kiln__prep_memory_observe(&m, a, 16 * kib, 32u << 20); /* 2 MiB per KiB */
+    uint64_t own = kiln__prep_memory_predict(&m, a, 16 * kib);
+    KT_CHECK_EQ(own, (32u << 20) + (4u << 20)); /* plus an eighth */
+    uint64_t borrowed = kiln__prep_memory_predict(&m, b, 64 * kib);
+    KT_CHECK_EQ(borrowed, (128u << 20) + (16u << 20));                 /* a's figure, b's size */
+    KT_CHECK_EQ(kiln__prep_memory_predict(&m, c, 64 * kib), borrowed); /* c still borrows */
+    kiln__prep_memory_observe(&m, b, 64 * kib, 64u << 20);             /* b's own: 1 MiB per KiB */
+    KT_CHECK_EQ(kiln__prep_memory_predict(&m, b, 64 * kib), (64u << 20) + (8u << 20));
+    kiln__prep_memory_destroy(&m);
+}
+
 /* The suspects a fresh scan of `dir` finds (the scan is let go of). */
 static size_t suspects_now(const char *dir, struct kiln__journal_suspect *first)
 {
@@ -941,4 +968,5 @@ KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(journal_file),
         KT_ENTRY(second_prepare_compiles_nothing), KT_ENTRY(failure_skipped_then_retried),
         KT_ENTRY(damaged_ledger_rebuilds), KT_ENTRY(cancel_then_resume),
         KT_ENTRY(memory_budget_kept), KT_ENTRY(ledger_run_records),
-        KT_ENTRY(second_start_by_the_drivers_word), KT_ENTRY(memory_model_corrected))
+        KT_ENTRY(second_start_by_the_drivers_word), KT_ENTRY(memory_model_corrected),
+        KT_ENTRY(memory_class_borrows))
