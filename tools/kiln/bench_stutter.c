@@ -111,7 +111,7 @@ struct stutter {
     const char *name;
     bool use_device;
     unsigned device;
-    unsigned jobs; /* the services' workers; 0: auto */
+    unsigned jobs;      /* the services' workers; 0: auto */
     bool same_priority; /* --same-priority: KILN_SERVICE_SAME_PRIORITY */
     unsigned fps, frames, background;
     uint64_t seed, budget_ns, draw_ns;
