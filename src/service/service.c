@@ -172,19 +172,13 @@ struct kiln_service {
     pthread_cond_t answered; /* broadcast whenever a ticket is answered */
     struct kiln_vk *vk;
     struct kiln_cache *cache;
-    bool store; /* a cache that takes puts (not opened read-only) */
     struct kiln_build_session *session;
     struct lane lanes[2]; /* LANE_URGENT, LANE_BACKGROUND (see the top) */
-    unsigned workers;     /* of both lanes */
     size_t capacity;
-    uint32_t flags;
-    bool closing;
-    unsigned running;
     size_t nqueued; /* urgent and background: what capacity bounds */
     size_t nurgent; /* urgent queued */
     size_t nopt;    /* optimized builds queued (one per fast-linked key) */
     uint64_t seq;
-    bool fast_link; /* KILN_SERVICE_FAST_LINK on a context with pipeline libraries */
     struct queue q[3];
     struct entry **table;
     size_t nbuckets, nentries;
@@ -192,12 +186,18 @@ struct kiln_service {
     struct kiln_service_stats st;
     uint64_t waits[WAIT_SAMPLES];
     uint64_t nwaits;
-    bool probe; /* workers probe before compiling (see the top) */
+    unsigned workers; /* of both lanes */
+    uint32_t flags;
+    unsigned running;
     /* The most workers background and optimized builds take at once
      * (kiln_service_options.background_workers, at most `workers`): the
      * background lane's, and the urgent lane's too when it is `workers`. */
     unsigned background_max;
     bool urgent_takes_background;
+    bool store; /* a cache that takes puts (not opened read-only) */
+    bool closing;
+    bool fast_link; /* KILN_SERVICE_FAST_LINK on a context with pipeline libraries */
+    bool probe;     /* workers probe before compiling (see the top) */
     /* Per state kind: its builder takes modules recorded from a working
      * application as they are (KILN_BUILDER_RECORDED_SPIRV), so a program
      * of the kind is sealed as kiln_prepare seals it. */
