@@ -159,7 +159,6 @@ enum { LANE_URGENT = 0, LANE_BACKGROUND = 1 };
 /* A pool and the tokens on it (counts under the service's lock). */
 struct lane {
     struct kiln_service *svc;
-    int id;
     struct kiln_pool *pool; /* NULL: a lane of no worker */
     unsigned workers;
     unsigned first_worker; /* its workers' indices start here (kiln_build_run.worker) */
@@ -324,7 +323,7 @@ static struct entry *background_head(struct kiln_service *svc)
 static struct entry *queue_pop(struct kiln_service *svc, const struct lane *l)
 {
     struct entry *u = svc->q[Q_URGENT].head, *e;
-    if (l->id == LANE_URGENT) {
+    if (l == &svc->lanes[LANE_URGENT]) {
         e = u ? u : svc->urgent_takes_background ? background_head(svc) : NULL;
     } else {
         const struct lane *ul = &svc->lanes[LANE_URGENT];
@@ -1107,7 +1106,6 @@ static int lanes_create(struct kiln_service *svc, const struct kiln_service_opti
     for (int i = 0; i < 2; i++) {
         struct lane *l = &svc->lanes[i];
         l->svc = svc;
-        l->id = i;
         l->first_worker = svc->workers;
         if (!count[i])
             continue;
@@ -1170,7 +1168,7 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         KILN_INFO("service", "%s: no pipeline libraries: fast-link is off", vi->device_name);
     svc->capacity = o.queue_capacity ? o.queue_capacity : KILN_SERVICE_DEFAULT_QUEUE;
     /* By default the machine's build workers for background work, plus
-     * the one kept for urgent requests (see background_max below): a
+     * the one kept for urgent requests (the urgent lane: lanes_create): a
      * service doing only background work builds as wide as a warm start. */
     svc->workers =
         o.workers ? o.workers : kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, NULL) + 1;
