@@ -186,12 +186,43 @@ KT_CASE(memory_budget_json)
     KT_CHECK_EQ(num(r, "driver_compiles"), 1);
     KT_CHECK_EQ(num(r, "memory_budget_bytes"), INT64_C(64) << 30);
     KT_CHECK(json_object_get_boolean(field(r, "within_budget")));
+    KT_CHECK(json_object_get_boolean(field(r, "reachable")));
+    KT_CHECK(num(r, "base_bytes") > 0);
     KT_CHECK_EQ(json_object_array_length(field(j, "bounded_vs_plain")), 1);
     KT_CHECK(json_object_object_get_ex(field(j, "seconds"), "pipelines_1t_bounded", NULL));
     /* The plain run has no budget. */
     r = json_object_array_get_idx(field(j, "runs"), 0);
     KT_CHECK(json_object_is_type(field(r, "memory_budget_bytes"), json_type_null));
     json_object_put(j);
+}
+
+/* A budget at or under what kiln holds before its first build (the device,
+ * the archive) is reported unreachable, not merely exceeded; one above it
+ * is reachable, in the run and in "budgets". */
+KT_CASE(memory_budget_unreachable)
+{
+    pf_need_vulkan();
+    struct out o;
+    const char *tri = KILN_SOURCE_DIR "/fuzz/corpus/foz/triangle.foz";
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1", "--memory-budget",
+                                             "1M,64G", "--json", tri, NULL}) == 0);
+    struct json_object *j = json_tokener_parse(o.text);
+    struct json_object *budgets = field(j, "budgets");
+    KT_REQUIRE(budgets && json_object_array_length(budgets) == 2);
+    static const bool want[] = {false, true};
+    for (size_t b = 0; b < 2; b++) {
+        struct json_object *reach = field(json_object_array_get_idx(budgets, b), "reachable");
+        KT_REQUIRE(reach && json_object_array_length(reach) == 1);
+        KT_CHECK_EQ(json_object_get_boolean(json_object_array_get_idx(reach, 0)), want[b]);
+    }
+    struct json_object *r = json_object_array_get_idx(field(j, "bounded_runs"), 0);
+    KT_CHECK(!json_object_get_boolean(field(r, "reachable")));
+    KT_CHECK(num(r, "base_bytes") > (INT64_C(1) << 20));
+    json_object_put(j);
+    /* The text says which budgets could not be held, and why. */
+    KT_REQUIRE(run_kiln(&o, (const char *[]){"bench", "replay", "--threads", "1", "--memory-budget",
+                                             "1M", tri, NULL}) == 0);
+    KT_CHECK(strstr(o.text, "* unreachable") != NULL);
 }
 
 /* --isolate: each count also builds in worker processes (kiln __worker,
@@ -327,4 +358,5 @@ KT_CASE(generate_json)
 }
 
 KT_MAIN(KT_ENTRY(usage), KT_ENTRY(triangle_json), KT_ENTRY(memory_budget_json),
-        KT_ENTRY(isolate_json), KT_ENTRY(corpus_dedupe), KT_ENTRY(generate_json))
+        KT_ENTRY(memory_budget_unreachable), KT_ENTRY(isolate_json), KT_ENTRY(corpus_dedupe),
+        KT_ENTRY(generate_json))

@@ -172,6 +172,7 @@ struct run_result {
     bool kinds_known;      /* built[] and skipped[] were counted (not by isolated workers) */
     uint64_t own_peak_rss; /* this process alone (isolated: without its workers) */
     uint64_t counted_peak; /* the most the budget counted (PSS, sampled), 0: not sampled */
+    uint64_t base;         /* what the budget counted before the first build (device, archive) */
     bool isolated;         /* built in worker processes: iso says what they did */
     struct cli_isolated iso;
     char device[256];
@@ -319,6 +320,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, uin
     atomic_init(&sm.stop, false);
     bool sampling = pthread_create(&sm.thread, NULL, sample_loop, &sm) == 0;
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
+    r->base = kiln_pool_resident_bytes();
     r->rc = kiln_prepare(&o, NULL, NULL, &s);
     if (sampling) {
         atomic_store(&sm.stop, true);
@@ -448,6 +450,15 @@ static double budget_used(const struct run_result *r)
     return r->budget && r->budget != UINT64_MAX ? (double)budget_peak(r) / (double)r->budget : 0;
 }
 
+/* Whether a run's budget is above what was counted before its first build
+ * (the Vulkan device, the archive read): a budget at or under that base
+ * cannot be held by any admission rule, since the pools always let one
+ * build run (kiln_prepare_options.memory_budget). */
+static bool budget_reachable(const struct run_result *r)
+{
+    return r->budget > r->base;
+}
+
 static void json_run(struct cli_json *j, const struct replay_set *s, unsigned threads,
                      const struct run_result *r, uint64_t budget)
 {
@@ -481,9 +492,11 @@ static void json_run(struct cli_json *j, const struct replay_set *s, unsigned th
     else
         cli_json_null(j, "memory_budget_bytes");
     cli_json_u64(j, "counted_peak_bytes", r->counted_peak);
+    cli_json_u64(j, "base_bytes", r->base);
     cli_json_isolated(j, r->isolated ? &r->iso : NULL);
     if (budget) {
         cli_json_bool(j, "within_budget", budget_peak(r) <= budget);
+        cli_json_bool(j, "reachable", budget_reachable(r));
         cli_json_double(j, "budget_used", budget_used(r));
     }
     json_timeline(j, &r->timeline);
@@ -534,6 +547,10 @@ static void json_budgets(struct cli_json *j, const unsigned *list, unsigned nlis
         cli_json_array_begin(j, "within_budget");
         for (unsigned i = 0; i < nlist; i++)
             cli_json_bool(j, NULL, budget_peak(&se->runs[i]) <= se->runs[i].budget);
+        cli_json_array_end(j);
+        cli_json_array_begin(j, "reachable");
+        for (unsigned i = 0; i < nlist; i++)
+            cli_json_bool(j, NULL, budget_reachable(&se->runs[i]));
         cli_json_array_end(j);
         cli_json_object_end(j);
     }
@@ -665,20 +682,32 @@ static void print_budgets(const unsigned *list, unsigned nlist, const struct ser
     printf("\n  %-10s %7s %10s %10s %10s %12s %10s %8s\n", "budget", "threads", "builds/s",
            "vs plain", "peak MiB", "counted MiB", "budget MiB", "used");
     bool within = true;
+    unsigned unreachable = 0;
+    uint64_t base = 0;
     for (unsigned v = 1; v < nseries; v++)
         for (unsigned i = 0; i < nlist; i++) {
             const struct run_result *r = &series[v].runs[i];
             double plain = rate_of(&series[0].runs[i]);
+            bool reachable = budget_reachable(r);
             within = within && budget_peak(r) <= r->budget;
-            printf("  %-10s %7u %10.1f %10.2f %10.1f %12.1f %10.1f %7.0f%%\n",
+            if (!reachable) {
+                unreachable++;
+                base = r->base > base ? r->base : base;
+            }
+            printf("  %-10s %7u %10.1f %10.2f %10.1f %12.1f %10.1f %7.0f%%%s\n",
                    series[v].budget->text, list[i], rate_of(r), plain > 0 ? rate_of(r) / plain : 0,
                    (double)r->peak_rss / (1024.0 * 1024.0),
                    (double)budget_peak(r) / (1024.0 * 1024.0),
-                   (double)r->budget / (1024.0 * 1024.0), 100.0 * budget_used(r));
+                   (double)r->budget / (1024.0 * 1024.0), 100.0 * budget_used(r),
+                   reachable ? "" : " *");
         }
     printf("\n  bounded peaks %s their budgets (the counted peak: PSS where the kernel has it, "
            "kiln and its workers, sampled every %d ms; used = counted / budget)\n",
            within ? "all within" : "NOT all within", SAMPLE_MS);
+    if (unreachable)
+        printf("  * unreachable: at or under what was counted before the first build (up to "
+               "%.1f MiB: the device, the archive); no budget there can be held\n",
+               (double)base / (1024.0 * 1024.0));
 }
 
 /* Per count: the isolated run beside the threads': rates and their ratio,
