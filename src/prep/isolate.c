@@ -674,11 +674,15 @@ static uint64_t mean_build_ns(const struct iso *iso)
 }
 
 /* The start cost the sizing rule assumes, in ns: the slowest start that
- * ended (before any, the default), or the longest one under way when
- * longer. Under iso.mu. */
+ * ended (before any, what the parent's own context took, plus the
+ * tuning's start delay; without that figure, the default), or the longest
+ * one under way when longer. Under iso.mu. */
 static uint64_t start_cost_ns(const struct iso *iso)
 {
-    uint64_t cost = iso->start_ns ? iso->start_ns : KILN__ISO_DEFAULT_START_NS;
+    uint64_t guess = iso->run->start_hint_ns
+                         ? iso->run->start_hint_ns + (uint64_t)iso->tune.start_delay_ms * 1000000u
+                         : KILN__ISO_DEFAULT_START_NS;
+    uint64_t cost = iso->start_ns ? iso->start_ns : guess;
     uint64_t now = kiln_now_ns();
     for (unsigned w = 0; w < iso->nslots; w++) {
         const struct slot *s = &iso->slots[w];

@@ -150,6 +150,10 @@ struct kiln__isolate_run {
      * run record: driver time over pipelines with feedback), for the
      * sizing rule before this run timed a build; 0: not known. */
     uint64_t build_hint_ns;
+    /* What making this process's own Vulkan context took (a worker's start
+     * makes the same), for the sizing rule before a start ended; 0: not
+     * known (the application's context). */
+    uint64_t start_hint_ns;
 };
 
 /* Fills run's ext_* fields from the phase's builders and their masks
@@ -209,7 +213,8 @@ bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, 
 /* What the sizing rule assumes before this run timed anything: a build
  * (unless the build ledger knows this driver's: kiln__isolate_run's
  * build_hint_ns) and a worker's start (a process and a Vulkan device:
- * about 100 ms on a discrete GPU's driver, less on lavapipe). */
+ * about 100 ms on a discrete GPU's driver, less on lavapipe; unless the
+ * parent timed its own context: start_hint_ns). */
 #define KILN__ISO_DEFAULT_BUILD_NS 10000000u  /* 10 ms */
 #define KILN__ISO_DEFAULT_START_NS 100000000u /* 100 ms */
 
@@ -249,7 +254,9 @@ void kiln__prep_before_build(const char *name);
  * not; "serial=1": one worker start at a time (the
  * negative control of parallel starts); "start_delay=N": each worker
  * sleeps N ms before it makes its Vulkan context, and prints when on
- * stderr ("start delay in process P from T0 to T1 ms", kiln_now_ns). */
+ * stderr ("start delay in process P from T0 to T1 ms", kiln_now_ns), and
+ * the parent's first guess of a start (start_hint_ns) counts it, as it
+ * would a slower driver's. */
 struct kiln__iso_tuning {
     unsigned batch;
     unsigned floor_ms;

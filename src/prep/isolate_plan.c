@@ -26,8 +26,9 @@
  *   barely pay (and its memory) out. m is this run's mean once a build was
  *   timed, before that the build ledger's figure for this driver (its
  *   last run) or KILN__ISO_DEFAULT_BUILD_NS; S is the slowest start that
- *   ended or the longest one still under way, before either
- *   KILN__ISO_DEFAULT_START_NS. So 20 cheap programs get one or two
+ *   ended or the longest one still under way, before either what the
+ *   parent's own Vulkan context took (a worker's start makes the same),
+ *   else KILN__ISO_DEFAULT_START_NS. So 20 cheap programs get one or two
  *   workers, not sixteen, and a long or heavy run gets one per thread.
  *   Starts run in parallel (isolate.c): the rule, not a pacing window,
  *   bounds how many are under way, and it is asked again as each start

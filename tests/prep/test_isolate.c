@@ -1073,7 +1073,7 @@ KT_CASE(workers_start_in_parallel)
     KT_REQUIRE(case_begin(&c, true));
     struct run *r = c.r;
     char tuning[96];
-    snprintf(tuning, sizeof(tuning), "build_ms=1000,start_delay=%d", START_DELAY_MS);
+    snprintf(tuning, sizeof(tuning), "build_ms=5000,start_delay=%d", START_DELAY_MS);
     KT_REQUIRE(prepare_four(c.cache, tuning, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
@@ -1094,7 +1094,7 @@ KT_CASE(workers_start_in_parallel)
 
     char cache[4300];
     snprintf(cache, sizeof(cache), "%s-serial", c.cache);
-    snprintf(tuning, sizeof(tuning), "build_ms=1000,start_delay=%d,serial=1", START_DELAY_MS);
+    snprintf(tuning, sizeof(tuning), "build_ms=5000,start_delay=%d,serial=1", START_DELAY_MS);
     KT_REQUIRE(prepare_four(cache, tuning, r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
@@ -1128,7 +1128,7 @@ KT_CASE(workers_sized_for_the_work_run)
 
     char cache[4300];
     snprintf(cache, sizeof(cache), "%s-heavy", c.cache);
-    KT_REQUIRE(prepare_four(cache, "start_delay=1500,build_ms=1000", r) == 0);
+    KT_REQUIRE(prepare_four(cache, "start_delay=1500,build_ms=5000", r) == 0);
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
     KT_CHECK_EQ(isolated(r, "workers_started"), 4);
