@@ -8,12 +8,22 @@
  * Invariants and why they hold:
  *
  * - Workers are shared by the pool's threads, each held by one thread at
- *   a time: a thread takes an idle worker (or starts one, or waits) under
- *   the phase's mutex, talks to it alone, and gives it back
+ *   a time: a thread takes an idle worker (or has one started, or waits)
+ *   under the phase's mutex, talks to it alone, and gives it back
  *   (acquire, release). A slot's fields change only while it is held,
- *   or under the mutex; after the pool joined they are the caller's.
- *   How many are started, and when, is isolate_plan.c's rule: as many as
- *   the work pays for, paced, never more than the pool's threads.
+ *   or under the mutex; after the pool joined and the starters were
+ *   joined they are the caller's. How many are started, and when, is
+ *   isolate_plan.c's rule: as many as the work pays for, never more than
+ *   the pool's threads.
+ *
+ * - Workers start in parallel, and work goes to whichever is ready first.
+ *   A start (spawn, greeting, the worker's Vulkan device, its READY) runs
+ *   on a starter thread of its own, which holds the slot until the worker
+ *   answered; the pool thread that asked for it does not wait for that
+ *   worker but for any idle one. So N starts take about the slowest one,
+ *   not their sum, and the first build begins when the first worker is
+ *   ready. A starter thread is joined before its slot is started again
+ *   and at the end of the phase, before the slots are read.
  *
  * - Nothing waits without a bound. Every send and receive has a deadline:
  *   the per-pipeline time limit for each program (learned or fixed) and
@@ -72,10 +82,17 @@
  *   ones.
  *
  * - What workers compiled reaches pipelines.vkc: at the end every worker
- *   is sent END at once, and each sends its pipeline cache's data, merged into the parent's
- *   (vkMergePipelineCaches) on the caller's thread after the pool has
- *   joined, before kiln_prepare saves it. A worker that died loses what it
- *   compiled (said in docs/prep.md).
+ *   is sent END at once, and each sends its pipeline cache's data, merged
+ *   into the parent's (vkMergePipelineCaches) on the caller's thread after
+ *   the pool has joined, before kiln_prepare saves it. A worker that died
+ *   loses what it compiled (said in docs/prep.md).
+ *
+ * - Teardown costs no orderly Vulkan teardown: once a worker's cache data
+ *   is in, nothing more is wanted from it, so the workers get
+ *   QUIT_GRACE_MS together to exit and are killed after; a device's
+ *   destruction (tens of ms, each) is not waited for. Every program's
+ *   outcome was received before, so no result depends on how a worker
+ *   ends.
  */
 #include "kiln_internal.h"
 #include "isolate_internal.h"
@@ -304,10 +321,15 @@ int kiln__isolate_check(const struct kiln_isolate_options *iso, bool on_pipeline
  * and given back under iso.mu (acquire, release). */
 struct slot {
     struct kiln__iso_proc *proc; /* NULL: none running */
-    bool busy;                   /* held by a pool thread, or being started by it */
-    int end_rc;                  /* END's send, at the end of the phase */
+    struct iso *iso;             /* for its starter thread */
+    uint64_t start_t0;           /* when its start began (kiln_now_ns), while starting */
+    pthread_t starter;           /* the thread that started it, while starter_live */
     void *cache;                 /* its pipeline cache's data, at the end */
     size_t cache_size;
+    int end_rc;        /* END's send, at the end of the phase */
+    bool busy;         /* held by a pool thread, or by its starter */
+    bool starting;     /* its starter holds it */
+    bool starter_live; /* starter is to be joined */
 };
 
 /* The thread that starts the phase's workers (the design comment says
@@ -343,15 +365,14 @@ struct iso {
     /* The workers, shared by the pool's threads: mu guards every slot's
      * busy and proc fields while a slot is not held, and what follows. */
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* a slot was given back, or a worker could not start */
-    unsigned running;  /* slots with a worker running or being started */
-    unsigned waiting;  /* pool threads waiting in acquire */
-    int broken;        /* a worker could not start: no more are started */
-    uint64_t greet_ns; /* the slowest greeting so far (0: none yet) */
-    uint64_t fastest;  /* the fastest greeting so far (0: none yet) */
-    unsigned starting; /* workers being started now */
-    unsigned window;   /* how many may be (kiln__iso_start_window) */
-    size_t unsent;     /* programs no worker has received yet */
+    pthread_cond_t cv;      /* a slot was given back, or a worker could not start */
+    unsigned running;       /* slots with a worker running or being started */
+    unsigned waiting;       /* pool threads waiting in acquire */
+    int broken;             /* a worker could not start: no more are started */
+    uint64_t start_ns;      /* the slowest start that ended so far (0: none yet) */
+    unsigned starting;      /* workers being started now */
+    unsigned most_starting; /* how many may be at once (1: the tuning's serial) */
+    size_t unsent;          /* programs no worker has received yet */
     struct kiln__iso_times times;
     _Atomic uint64_t done;            /* programs with an outcome, for the progress */
     _Atomic uint64_t failed;          /* programs that failed (the pool counts batches) */
@@ -569,20 +590,21 @@ static int spawn_worker(struct spawner *sp, const char *const *argv, struct kiln
     return rc;
 }
 
-/* Starts a slot's worker and waits for its greeting's answer; `name`
- * is the program it is started for, for the log lines. The greeting's
- * time is kept (iso.greet_ns: the slowest) for the rule that sizes the
- * workers. @return 0, or the error (the slot left without a worker). */
-static int start_worker(struct iso *iso, struct slot *s, const char *name)
+/* Starts a slot's worker and waits for its greeting's answer, on the
+ * slot's starter thread. The start's time is kept (iso.start_ns: the
+ * slowest) for the rule that sizes the workers. @return 0, or the error
+ * (the slot left without a worker). */
+static int start_worker(struct iso *iso, struct slot *s)
 {
     uint64_t t0 = kiln_now_ns();
     int rc = spawn_worker(&iso->spawner, iso->run->iso->argv, &s->proc);
     if (rc < 0) {
-        KILN_ERROR("prep", "%s: cannot start the worker %s: %s", name, iso->run->iso->argv[0],
+        KILN_ERROR("prep", "cannot start the worker %s: %s", iso->run->iso->argv[0],
                    kiln_strerror(rc));
         return rc;
     }
     budget_add(s->proc);
+    long pid = kiln__iso_pid(s->proc);
     uint64_t deadline = t0 + iso->limit_ns;
     rc = send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
     void *body = NULL;
@@ -593,44 +615,125 @@ static int start_worker(struct iso *iso, struct slot *s, const char *name)
     const char *why = "";
     if (rc == KILN_OK)
         rc = kiln__iso_ready_parse(body, size, &status, &why);
+    char how[96];
     if (rc == KILN_OK && status < 0) {
-        KILN_ERROR("prep", "a worker could not make its Vulkan context: %s (%s)", why,
+        KILN_ERROR("prep", "worker %ld could not make its Vulkan context: %s (%s)", pid, why,
                    kiln_strerror(status));
-        char how[96];
         end_worker(s, 2000u, how, sizeof(how));
         kiln__free(body);
         return status;
     }
     kiln__free(body);
     if (rc < 0) {
-        drop_worker(iso, s, name, rc, 0, 0);
+        /* A worker that closed its end may still be exiting: a moment, so
+         * its signal or exit code can be named. */
+        end_worker(s, rc == KILN_ECRASH ? 2000u : 0u, how, sizeof(how));
+        KILN_ERROR("prep", "worker %ld did not answer its greeting: %s (%s): %s", pid,
+                   what_ended(rc), how, kiln_strerror(rc));
         return rc;
     }
     uint64_t took = kiln_now_ns() - t0;
+    KILN_INFO("prep", "worker %ld ready in %.1f ms", pid, (double)took / 1e6);
     pthread_mutex_lock(&iso->mu);
-    iso->greet_ns = took > iso->greet_ns ? took : iso->greet_ns;
-    iso->window = kiln__iso_start_window(iso->window, iso->nslots, took, iso->fastest);
-    iso->fastest = !iso->fastest || took < iso->fastest ? took : iso->fastest;
+    iso->start_ns = took > iso->start_ns ? took : iso->start_ns;
     iso->stats.workers_started++;
     pthread_mutex_unlock(&iso->mu);
     return KILN_OK;
 }
 
-/* The mean build so far, in ns (0: none yet). */
-static uint64_t mean_build_ns(const struct iso *iso)
+/* A starter thread: starts its slot's worker, then gives the slot to the
+ * pool (idle, or empty when the start failed: then no more are started). */
+static void *starter_main(void *arg)
 {
-    uint64_t n = atomic_load_explicit(&iso->times.count, memory_order_relaxed);
-    return n ? atomic_load_explicit(&iso->times.sum_ns, memory_order_relaxed) / n : 0;
+    struct slot *s = arg;
+    struct iso *iso = s->iso;
+    int rc = start_worker(iso, s);
+    pthread_mutex_lock(&iso->mu);
+    s->starting = false;
+    s->busy = false;
+    iso->starting--;
+    if (rc < 0) {
+        iso->running--;
+        iso->broken = rc;
+    }
+    pthread_cond_broadcast(&iso->cv); /* a worker is ready, or the rule may say more */
+    pthread_mutex_unlock(&iso->mu);
+    return NULL;
 }
 
-/* Takes a worker for a batch whose first program is `name`: an idle one,
- * else a new one when kiln__iso_worth_starting says so and fewer than the
- * window are starting (kiln__iso_start_window), else waits for one to be
- * given back or started. A worker that cannot start stops all later starts
+/* The mean build the sizing rule assumes, in ns: the tuning's, else this
+ * run's once a build was timed, else the ledger's hint, else the default. */
+static uint64_t mean_build_ns(const struct iso *iso)
+{
+    if (iso->tune.build_ms)
+        return (uint64_t)iso->tune.build_ms * 1000000u;
+    uint64_t n = atomic_load_explicit(&iso->times.count, memory_order_relaxed);
+    if (n)
+        return atomic_load_explicit(&iso->times.sum_ns, memory_order_relaxed) / n;
+    return iso->run->build_hint_ns ? iso->run->build_hint_ns : KILN__ISO_DEFAULT_BUILD_NS;
+}
+
+/* The start cost the sizing rule assumes, in ns: the slowest start that
+ * ended (before any, what the parent's own context took, plus the
+ * tuning's start delay; without that figure, the default), or the longest
+ * one under way when longer. Under iso.mu. */
+static uint64_t start_cost_ns(const struct iso *iso)
+{
+    uint64_t guess = iso->run->start_hint_ns
+                         ? iso->run->start_hint_ns + (uint64_t)iso->tune.start_delay_ms * 1000000u
+                         : KILN__ISO_DEFAULT_START_NS;
+    uint64_t cost = iso->start_ns ? iso->start_ns : guess;
+    uint64_t now = kiln_now_ns();
+    for (unsigned w = 0; w < iso->nslots; w++) {
+        const struct slot *s = &iso->slots[w];
+        if (s->starting && now - s->start_t0 > cost)
+            cost = now - s->start_t0;
+    }
+    return cost;
+}
+
+/* Starts `s`'s worker on a starter thread of its own (on this thread when
+ * none can be made). Under iso.mu, which it may drop and take again. */
+static void launch_start(struct iso *iso, struct slot *s)
+{
+    if (s->starter_live) { /* its last start ended: the thread is leaving */
+        pthread_join(s->starter, NULL);
+        s->starter_live = false;
+    }
+    s->busy = true;
+    s->starting = true;
+    s->iso = iso;
+    s->start_t0 = kiln_now_ns();
+    iso->running++;
+    iso->starting++;
+    if (pthread_create(&s->starter, NULL, starter_main, s) == 0) {
+        s->starter_live = true;
+        return;
+    }
+    pthread_mutex_unlock(&iso->mu);
+    starter_main(s);
+    pthread_mutex_lock(&iso->mu);
+}
+
+/* Joins every starter thread, after the pool joined (the design comment). */
+static void join_starters(struct iso *iso)
+{
+    for (unsigned w = 0; w < iso->nslots; w++) {
+        struct slot *s = &iso->slots[w];
+        if (s->starter_live)
+            pthread_join(s->starter, NULL);
+        s->starter_live = false;
+    }
+}
+
+/* Takes a worker: an idle one, whichever was ready first; else has more
+ * started, on their own threads, while kiln__iso_worth_starting says so
+ * (and fewer than most_starting are under way), and waits for one to be
+ * ready or given back. A worker that cannot start stops all later starts
  * (no loop of restarts): the batch then waits for a running worker, or
  * fails with that error when none runs. @return the slot, or NULL with
  * *rc set. */
-static struct slot *acquire(struct iso *iso, const char *name, int *rc)
+static struct slot *acquire(struct iso *iso, int *rc)
 {
     pthread_mutex_lock(&iso->mu);
     for (;;) {
@@ -648,25 +751,11 @@ static struct slot *acquire(struct iso *iso, const char *name, int *rc)
             *rc = KILN_OK;
             return idle;
         }
-        if (!iso->broken && empty && iso->starting < iso->window &&
+        if (!iso->broken && empty && iso->starting < iso->most_starting &&
             kiln__iso_worth_starting(iso->unsent, iso->running, mean_build_ns(iso),
-                                     iso->greet_ns)) {
-            empty->busy = true;
-            iso->running++;
-            iso->starting++;
-            pthread_mutex_unlock(&iso->mu);
-            *rc = start_worker(iso, empty, name);
-            pthread_mutex_lock(&iso->mu);
-            iso->starting--;
-            pthread_cond_broadcast(&iso->cv); /* the window may have grown */
-            if (*rc == KILN_OK) {
-                pthread_mutex_unlock(&iso->mu);
-                return empty;
-            }
-            empty->busy = false;
-            iso->running--;
-            iso->broken = *rc;
-            continue;
+                                     start_cost_ns(iso))) {
+            launch_start(iso, empty);
+            continue; /* the rule may want more */
         }
         if (iso->running == 0) {
             *rc = iso->broken ? iso->broken : KILN_ECRASH;
@@ -860,7 +949,7 @@ static int iso_build_batch(void *arg, unsigned worker)
         char label[KILN__PREP_LABEL_MAX];
         const char *name = kiln__prep_item_label(iso->order[at], label, sizeof(label));
         int rc;
-        struct slot *s = acquire(iso, name, &rc);
+        struct slot *s = acquire(iso, &rc);
         if (s) {
             rc = send_batch(iso, s, at, end - at);
             if (rc < 0) {
@@ -889,9 +978,14 @@ static int iso_build_batch(void *arg, unsigned worker)
     return KILN_OK;
 }
 
+/* How long the workers get, together, to exit once their cache data is
+ * in: past it they are killed (the design comment). */
+#define QUIT_GRACE_MS 50u
+
 /* Ends every worker at the end of the phase, keeping its cache data: END
- * to all of them first, so that they send, tear down and exit at once,
- * then each one's answer. */
+ * to all of them first, so that they send at once, then each one's answer;
+ * then each is ended by one shared deadline, QUIT_GRACE_MS after the last
+ * answer, killed when still tearing down. */
 static void finish_workers(struct iso *iso)
 {
     uint64_t deadline = kiln_now_ns() + iso->limit_ns;
@@ -909,10 +1003,10 @@ static void finish_workers(struct iso *iso)
         int rc = s->end_rc;
         if (rc == KILN_OK)
             rc = recv_frame(s->proc, KILN__ISO_CACHE, &body, &size, deadline);
-        char how[96];
-        long pid = kiln__iso_pid(s->proc);
-        end_worker(s, 5000u, how, sizeof(how));
         if (rc < 0) {
+            char how[96];
+            long pid = kiln__iso_pid(s->proc);
+            end_worker(s, 0u, how, sizeof(how));
             KILN_WARN("prep", "worker %ld: its pipeline cache was not received (%s): %s", pid, how,
                       kiln_strerror(rc));
             kiln__free(body);
@@ -920,6 +1014,13 @@ static void finish_workers(struct iso *iso)
         }
         s->cache = body;
         s->cache_size = size;
+    }
+    uint64_t quit = kiln_now_ns() + (uint64_t)QUIT_GRACE_MS * 1000000u;
+    for (unsigned w = 0; w < iso->nslots; w++) {
+        struct slot *s = &iso->slots[w];
+        uint64_t now = kiln_now_ns();
+        if (s->proc)
+            end_worker(s, now < quit ? (unsigned)((quit - now + 999999u) / 1000000u) : 0u, NULL, 0);
     }
 }
 
@@ -1047,10 +1148,7 @@ static int iso_begin(struct iso *iso, struct kiln__prep_item *items, size_t n, s
 {
     iso->nslots = workers;
     iso->unsent = todo;
-    /* Two at first: where starts serialize, the second is ready when it
-     * would have been after the first; where they run in parallel, both
-     * are ready at once (kiln__iso_start_window). */
-    iso->window = workers < 2 ? workers : 2;
+    iso->most_starting = iso->tune.serial ? 1u : workers;
     iso->slots = kiln__calloc(workers, sizeof(struct slot));
     iso->order = kiln__calloc(todo, sizeof(*iso->order));
     iso->cls = kiln__calloc(todo, sizeof(*iso->cls));
@@ -1145,8 +1243,10 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
 {
     *failed = 0;
     *stats = (struct kiln__isolate_stats){0};
-    if (run->iso->workers)
-        workers = run->iso->workers;
+    struct kiln__iso_tuning tune;
+    kiln__prep_isolate_tuning(&tune);
+    if (run->iso->workers || tune.workers)
+        workers = tune.workers ? tune.workers : run->iso->workers;
     else
         workers = at_most_cpus(workers);
     size_t todo = 0;
@@ -1168,7 +1268,7 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     iso->limit_ms =
         run->iso->time_limit_ms ? run->iso->time_limit_ms : KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS;
     iso->limit_ns = (uint64_t)iso->limit_ms * 1000000u;
-    kiln__prep_isolate_tuning(&iso->tune);
+    iso->tune = tune;
     struct iso_job *jobs = NULL;
     size_t nb = 0;
     int rc = iso_begin(iso, items, n, todo, workers);
@@ -1203,7 +1303,9 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
     rc = kiln__prep_run_pipelines(pool, &pj, b->progress, b->progress_user);
     kiln_pool_destroy(pool);
 
-    /* The pool has joined: the slots are this thread's now. */
+    /* The pool has joined, and once the starters are, the slots are this
+     * thread's. */
+    join_starters(iso);
     finish_workers(iso);
     /* Every worker was reaped: the thread that started them may end. */
     spawner_end(&iso->spawner);

@@ -146,6 +146,14 @@ struct kiln__isolate_run {
     uint32_t ext_known_kinds;
     uint32_t next_names;
     const char *ext_names[KILN__ISO_MAX_NAMES];
+    /* The mean build on this driver in its last run (the build ledger's
+     * run record: driver time over pipelines with feedback), for the
+     * sizing rule before this run timed a build; 0: not known. */
+    uint64_t build_hint_ns;
+    /* What making this process's own Vulkan context took (a worker's start
+     * makes the same), for the sizing rule before a start ended; 0: not
+     * known (the application's context). */
+    uint64_t start_hint_ns;
 };
 
 /* Fills run's ext_* fields from the phase's builders and their masks
@@ -192,22 +200,23 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
 size_t kiln__iso_batches(const size_t *sizes, size_t n, unsigned workers, unsigned fixed,
                          size_t *first);
 
-/* Whether to start one more worker when `running` are started and none is
- * idle, with `left` programs no worker has received. Before a greeting
- * and a build were timed (greet_ns or build_ns 0): when each worker, the
- * new one too, would get KILN__ISO_MIN_PER_WORKER programs. After: when
- * the work left, shared among them, would keep each busy at least twice
- * as long as the slowest greeting took (build_ns: the mean build so far). */
-#define KILN__ISO_MIN_PER_WORKER 8u
-bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, uint64_t greet_ns);
+/* Whether to start one more worker, with `left` programs no worker has
+ * received, `running` workers running or starting, a mean build of
+ * `build_ns` and the slowest worker start seen so far `start_ns` (the
+ * callers pass defaults, KILN__ISO_DEFAULT_*, while nothing was timed):
+ * the first always (when there is work); another only while
+ * left x build_ns / running >= 2 x start_ns, the work each running worker
+ * has left paying twice over for the start of one more (isolate_plan.c's
+ * design comment says why). The caller caps the count at its threads. */
+bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, uint64_t start_ns);
 
-/* How many workers may be starting at once, after a greeting that took
- * `took` ns when the fastest so far took `fastest` (0: this is the
- * first): a start as fast as the first (within half again) doubles the
- * window, up to `most`; a slower one, a sign that starts contend (a
- * driver that serializes device creation across processes), brings it
- * back to one. The phase starts at two. */
-unsigned kiln__iso_start_window(unsigned window, unsigned most, uint64_t took, uint64_t fastest);
+/* What the sizing rule assumes before this run timed anything: a build
+ * (unless the build ledger knows this driver's: kiln__isolate_run's
+ * build_hint_ns) and a worker's start (a process and a Vulkan device:
+ * about 100 ms on a discrete GPU's driver, less on lavapipe; unless the
+ * parent timed its own context: start_hint_ns). */
+#define KILN__ISO_DEFAULT_BUILD_NS 10000000u  /* 10 ms */
+#define KILN__ISO_DEFAULT_START_NS 100000000u /* 100 ms */
 
 /* Build times seen so far, per memory class (kiln__prep_memory_class) and
  * over all: how many took under 2^(b+1) microseconds, per bucket b.
@@ -235,21 +244,33 @@ unsigned kiln__iso_times_limit(const struct kiln__iso_times *t, unsigned cls, un
  * "abort:NAME", "hang:NAME"). */
 void kiln__prep_before_build(const char *name);
 
-/* How the parent batches and times isolated builds, for tests: every
- * field 0 means kiln's own rule (isolate.c). libkiln's hook
+/* How the parent batches, times and starts isolated builds, for tests:
+ * every field 0 means kiln's own rule (isolate.c). libkiln's hook
  * (prep_build_hook.c) leaves them 0; kiln-faults' (prep_fault.c) reads
  * $KILN_TEST_ISOLATE, e.g. "batch=12,floor=1000,samples=1": the programs
  * per batch, the learned time limit's floor in ms, and the builds it needs
- * seen before it applies. */
+ * seen before it applies; "workers=N": at most N workers whatever the
+ * CPUs; "build_ms=N": the mean build the sizing rule assumes, measured or
+ * not; "serial=1": one worker start at a time (the
+ * negative control of parallel starts); "start_delay=N": each worker
+ * sleeps N ms before it makes its Vulkan context, and prints when on
+ * stderr ("start delay in process P from T0 to T1 ms", kiln_now_ns), and
+ * the parent's first guess of a start (start_hint_ns) counts it, as it
+ * would a slower driver's. */
 struct kiln__iso_tuning {
     unsigned batch;
     unsigned floor_ms;
     unsigned samples;
+    unsigned workers;
+    unsigned build_ms;
+    unsigned serial;
+    unsigned start_delay_ms;
 };
 void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t);
 
 /* The name the fault gives a worker's greeting: "hang:(greeting)" makes a
- * worker hang before it answers, "crash:(greeting)" die. */
+ * worker hang before it answers, "crash:(greeting)" die; the hook called
+ * with it also sleeps the tuning's start_delay. */
 #define KILN__PREP_FAULT_GREETING "(greeting)"
 
 /* The same for a translation (kiln_translate), empty in libkiln too: in

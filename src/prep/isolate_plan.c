@@ -16,20 +16,23 @@
  *
  * - Workers are sized for the work, not for the thread count: a worker
  *   costs a process and a Vulkan device (tens of milliseconds on lavapipe,
- *   much more on a discrete GPU's driver) and its memory for the whole
- *   run. One more is started only when the work no worker has yet would
- *   keep every worker, the new one included, busy twice as long as a
- *   worker takes to start (measured: the slowest greeting so far, against
- *   the mean build so far); before anything was timed, only when each
- *   would get KILN__ISO_MIN_PER_WORKER programs. So 20 cheap programs get
- *   two or three workers, not sixteen, and a long run still gets one per
- *   thread. And starts are paced: two at first, then twice as many at
- *   once after each start as fast as the first, back to one after a slow
- *   one. A driver that serializes device creation across processes (16
- *   workers starting at once took about 2 s on the H200 where one takes a
- *   fraction of it) then sees one start at a time, each decided on fresh
- *   figures, while one whose starts run in parallel (lavapipe) ramps up
- *   in a few rounds.
+ *   100 ms and more on a discrete GPU's driver) and its memory for the
+ *   whole run. With L programs no worker has received, R workers running
+ *   or starting, a mean build m and the slowest start S seen so far, one
+ *   more is started only while L x m / R >= 2 x S, never past the
+ *   threads. Why: the R workers end the work in L m / R; with one more
+ *   that starts now and helps after S, in (L m + S) / (R + 1), sooner
+ *   exactly when L m / R > S; the factor 2 keeps a worker that would
+ *   barely pay (and its memory) out. m is this run's mean once a build was
+ *   timed, before that the build ledger's figure for this driver (its
+ *   last run) or KILN__ISO_DEFAULT_BUILD_NS; S is the slowest start that
+ *   ended or the longest one still under way, before either what the
+ *   parent's own Vulkan context took (a worker's start makes the same),
+ *   else KILN__ISO_DEFAULT_START_NS. So 20 cheap programs get one or two
+ *   workers, not sixteen, and a long or heavy run gets one per thread.
+ *   Starts run in parallel (isolate.c): the rule, not a pacing window,
+ *   bounds how many are under way, and it is asked again as each start
+ *   and each build ends.
  *
  * - A learned time limit only shortens the wait for a hung build, never
  *   lengthens it past the fixed cap, and is used only once enough builds
@@ -66,23 +69,13 @@ size_t kiln__iso_batches(const size_t *sizes, size_t n, unsigned workers, unsign
     return nb;
 }
 
-bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, uint64_t greet_ns)
+bool kiln__iso_worth_starting(size_t left, unsigned running, uint64_t build_ns, uint64_t start_ns)
 {
-    if (running == 0)
+    if (running == 0 || left == 0)
         return left > 0;
-    if (!build_ns || !greet_ns)
-        return left >= (size_t)(running + 1u) * KILN__ISO_MIN_PER_WORKER;
-    /* left x build / (running + 1) >= 2 x greet, without overflow. */
-    double each = (double)left * (double)build_ns / (double)(running + 1u);
-    return each >= 2.0 * (double)greet_ns;
-}
-
-unsigned kiln__iso_start_window(unsigned window, unsigned most, uint64_t took, uint64_t fastest)
-{
-    if (fastest && took > fastest + fastest / 2)
-        return 1;
-    unsigned twice = window * 2u;
-    return twice < most ? twice : most ? most : 1u;
+    /* left x build / running >= 2 x start, without overflow. */
+    double each = (double)left * (double)build_ns / (double)running;
+    return each >= 2.0 * (double)start_ns;
 }
 
 /* The histogram's row over every class, after the classes' own. */

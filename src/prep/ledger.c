@@ -21,7 +21,10 @@
  * added after version 1 shipped) is a slot of its own tag, so the version
  * stays 1: a ledger of older kiln reads as before, and older kiln reading
  * a newer ledger counts a run record as damaged and skips it (one warning
- * line; the program records are read as ever).
+ * line; the program records are read as ever). Opened for a driver, the
+ * ledger keeps that driver's last run with creation feedback, whose mean
+ * driver time per pipeline starts isolation's worker sizing
+ * (kiln__ledger_build_ns).
  *
  * A record of state 3 (KILN__LEDGER_MEMORY, from 0.2) is no program's: its
  * key holds a memory class (lo) and what a build of it needs per KiB of
@@ -220,6 +223,9 @@ struct kiln__ledger {
     size_t pending_cap;
     /* The driver's memory figures (KILN__LEDGER_MEMORY records); 0: none. */
     uint64_t memory[KILN__LEDGER_MEMORY_CLASSES];
+    /* The driver's last run with creation feedback: its driver time and
+     * the pipelines it was measured over (0: none). */
+    uint64_t run_driver_ns, run_feedback;
     /* Where the next append goes; `fresh`: the file must be written whole. */
     uint64_t end;
     bool fresh;
@@ -277,8 +283,15 @@ struct load_ctx {
 static void keep_mine(void *user, const struct kiln__ledger_entry *e)
 {
     struct load_ctx *c = user;
-    if (c->rc != KILN_OK || e->state == KILN__LEDGER_RUN || !same_driver(&e->driver, &c->l->driver))
+    if (c->rc != KILN_OK || !same_driver(&e->driver, &c->l->driver))
         return;
+    if (e->state == KILN__LEDGER_RUN) {
+        if (e->run.feedback && e->run.driver_ns) {
+            c->l->run_driver_ns = e->run.driver_ns;
+            c->l->run_feedback = e->run.feedback;
+        }
+        return;
+    }
     if (e->state == KILN__LEDGER_MEMORY) {
         if (e->key.lo < KILN__LEDGER_MEMORY_CLASSES)
             c->l->memory[e->key.lo] = e->key.hi;
@@ -394,6 +407,11 @@ int kiln__ledger_note(struct kiln__ledger *l, struct kiln_key key, uint32_t stat
 uint64_t kiln__ledger_memory(const struct kiln__ledger *l, unsigned cls)
 {
     return l && cls < KILN__LEDGER_MEMORY_CLASSES ? l->memory[cls] : 0;
+}
+
+uint64_t kiln__ledger_build_ns(const struct kiln__ledger *l)
+{
+    return l && l->run_feedback ? l->run_driver_ns / l->run_feedback : 0;
 }
 
 int kiln__ledger_note_memory(struct kiln__ledger *l, unsigned cls, uint64_t per_kib)

@@ -142,6 +142,11 @@ void kiln__ledger_close(struct kiln__ledger *l);
  * ledger's driver (its last memory record); 0: none. NULL answers 0. */
 uint64_t kiln__ledger_memory(const struct kiln__ledger *l, unsigned cls);
 
+/* The mean driver time of one pipeline in this driver's last run with
+ * creation feedback (its run record: driver time over the pipelines with
+ * feedback), in ns; 0: no such run. NULL answers 0. */
+uint64_t kiln__ledger_build_ns(const struct kiln__ledger *l);
+
 /* Notes a memory record (written by the next sync). @return 0 or
  * KILN_ENOMEM; NULL, or a class out of range, is a no-op. */
 int kiln__ledger_note_memory(struct kiln__ledger *l, unsigned cls, uint64_t per_kib);

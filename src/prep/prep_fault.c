@@ -8,9 +8,11 @@
  * fault. The translation's ("hang-translate:SOURCE", kiln_translate calls
  * kiln__prep_before_translate before each translation) stands in for a
  * translator that never returns and heeds no stop flag, as shaderc waiting
- * on glslang's lock. $KILN_TEST_ISOLATE sets isolation's batch size and
- * learned time limit (kiln__prep_isolate_tuning), so that a test puts a
- * crash in the middle of a batch, or a hang after a few fast builds.
+ * on glslang's lock. $KILN_TEST_ISOLATE sets isolation's batch size,
+ * learned time limit and worker sizing (kiln__prep_isolate_tuning), so
+ * that a test puts a crash in the middle of a batch, or a hang after a few
+ * fast builds, and slows each worker's start to see starts overlap (or,
+ * serial, not).
  *
  * Invariant: this file is never part of libkiln or of the installed kiln.
  * It is compiled only into kiln_prep_faults (src/prep/CMakeLists.txt), an
@@ -22,6 +24,7 @@
 #include "kiln_internal.h"
 #include "isolate_internal.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,11 +33,39 @@
 #ifdef _WIN32
 #include <windows.h>
 #else
+#include <time.h>
 #include <unistd.h>
 #endif
 
+/* The tuning's start_delay: a worker's greeting (device creation) made
+ * slow, with when it slept on stderr, for the test of parallel starts. */
+static void start_delay(void)
+{
+    struct kiln__iso_tuning t;
+    kiln__prep_isolate_tuning(&t);
+    if (!t.start_delay_ms)
+        return;
+    uint64_t t0 = kiln_now_ns();
+#ifdef _WIN32
+    Sleep(t.start_delay_ms);
+    unsigned long pid = (unsigned long)GetCurrentProcessId();
+#else
+    struct timespec ts = {(time_t)(t.start_delay_ms / 1000u),
+                          (long)(t.start_delay_ms % 1000u) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    unsigned long pid = (unsigned long)getpid();
+#endif
+    fprintf(stderr,
+            "kiln: test fault: start delay in process %lu from %" PRIu64 " to %" PRIu64 " ms\n",
+            pid, t0 / 1000000u, kiln_now_ns() / 1000000u);
+    fflush(stderr);
+}
+
 void kiln__prep_before_build(const char *name)
 {
+    if (name && strcmp(name, KILN__PREP_FAULT_GREETING) == 0)
+        start_delay();
     const char *f = getenv("KILN_TEST_FAULT");
     if (!f || !name)
         return;
@@ -84,8 +115,9 @@ void kiln__prep_before_translate(const char *name)
     kiln__iso_sleep_forever();
 }
 
-/* $KILN_TEST_ISOLATE: "batch=N,floor=MS,samples=N", any of them, in any
- * order; a field not given or not a number stays 0 (kiln's own rule). */
+/* $KILN_TEST_ISOLATE: "batch=N,floor=MS,samples=N,workers=N,build_ms=N,
+ * serial=1,start_delay=MS", any of them, in any order; a field not given or not a
+ * number stays 0 (kiln's own rule). */
 void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t)
 {
     *t = (struct kiln__iso_tuning){0};
@@ -95,7 +127,11 @@ void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t)
         size_t off;
     } keys[] = {{"batch=", offsetof(struct kiln__iso_tuning, batch)},
                 {"floor=", offsetof(struct kiln__iso_tuning, floor_ms)},
-                {"samples=", offsetof(struct kiln__iso_tuning, samples)}};
+                {"samples=", offsetof(struct kiln__iso_tuning, samples)},
+                {"workers=", offsetof(struct kiln__iso_tuning, workers)},
+                {"build_ms=", offsetof(struct kiln__iso_tuning, build_ms)},
+                {"serial=", offsetof(struct kiln__iso_tuning, serial)},
+                {"start_delay=", offsetof(struct kiln__iso_tuning, start_delay_ms)}};
     for (size_t k = 0; e && k < sizeof(keys) / sizeof(keys[0]); k++) {
         const char *at = strstr(e, keys[k].key);
         if (at)

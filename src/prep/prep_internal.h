@@ -222,6 +222,11 @@ struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *
 void kiln__prep_ledger_memory_load(const struct kiln__prep_ledger *pl, struct kiln__prep_memory *m);
 void kiln__prep_ledger_memory_keep(struct kiln__prep_ledger *pl, struct kiln__prep_memory *m);
 
+/* The mean driver time of a pipeline on this driver in its last run with
+ * creation feedback (kiln__ledger_build_ns), for isolation's sizing rule;
+ * 0: not known (or NULL `pl`). */
+uint64_t kiln__prep_ledger_build_ns(const struct kiln__prep_ledger *pl);
+
 struct kiln__ledger;
 struct kiln__ledger_driver;
 struct kiln__journal_suspect;

@@ -176,6 +176,11 @@ void kiln__prep_ledger_memory_keep(struct kiln__prep_ledger *pl, struct kiln__pr
                   pl->dir, kiln_strerror(rc));
 }
 
+uint64_t kiln__prep_ledger_build_ns(const struct kiln__prep_ledger *pl)
+{
+    return pl ? kiln__ledger_build_ns(pl->ledger) : 0;
+}
+
 struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *pl)
 {
     return pl ? pl->journal : NULL;

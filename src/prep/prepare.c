@@ -802,7 +802,9 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         struct kiln__isolate_run iso = {.iso = o->isolate,
                                         .use_device_index = o->use_device_index,
                                         .device = o->device,
-                                        .cache_dir = o->cache_dir};
+                                        .cache_dir = o->cache_dir,
+                                        .build_hint_ns = kiln__prep_ledger_build_ns(ledger),
+                                        .start_hint_ns = own_vk ? s->vulkan_ns : 0};
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
         struct kiln__isolate_stats ist;
         built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);

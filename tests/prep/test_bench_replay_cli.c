@@ -254,6 +254,7 @@ KT_CASE(isolate_json)
      * count, the isolated one kiln's and its workers'. */
     struct json_object *w = field(r, "isolated");
     KT_CHECK_EQ(num(w, "workers"), 1);
+    KT_CHECK_EQ(num(w, "workers_started"), 1);
     KT_CHECK_EQ(num(w, "batches"), 1);
     KT_CHECK_EQ(num(w, "resent"), 0);
     KT_CHECK_EQ(num(w, "early_timeouts"), 0);

@@ -960,6 +960,7 @@ KT_CASE(crash_mid_batch_blames_one)
     KT_CHECK_EQ(isolated(r, "resent"), after);
     KT_CHECK_EQ(isolated(r, "batches"), 2);
     KT_CHECK_EQ(isolated(r, "workers"), 2);
+    KT_CHECK_EQ(isolated(r, "workers_started"), 2); /* the same count, its newer name */
     char vkc[4400];
     snprintf(vkc, sizeof(vkc), "%s/pipelines.vkc", cache);
     KT_CHECK(file_size(vkc) > 0);
@@ -1014,6 +1015,125 @@ KT_CASE(learned_limit_ends_hang_sooner)
     case_end(&c);
 }
 
+/* ---- parallel starts, sizing and teardown --------------------------------- */
+
+/* The most workers whose start delays one run reports. */
+#define MAX_STARTS 16
+
+/* One worker's start delay, as the fault reports it on stderr. */
+struct start_span {
+    unsigned long long from, to; /* ms, kiln_now_ns's clock */
+};
+
+/* Reads the "start delay in process P from T0 to T1 ms" lines of `err`
+ * into `out` (at most MAX_STARTS), in the order printed. @return how many. */
+static size_t start_spans(const char *err, struct start_span *out)
+{
+    static const char tag[] = "start delay in process ";
+    size_t n = 0;
+    for (const char *at = strstr(err, tag); at && n < MAX_STARTS; at = strstr(at + 1, tag)) {
+        unsigned long pid;
+        if (sscanf(at + strlen(tag), "%lu from %llu to %llu ms", &pid, &out[n].from, &out[n].to) ==
+            3)
+            n++;
+    }
+    return n;
+}
+
+/* An isolated prepare of the twelve programs into `cache` on four workers
+ * whatever the CPUs (`tuning` after "workers=4,"), with -v (the workers'
+ * start and the caches merged are info lines). */
+static int prepare_four(const char *cache, const char *tuning, struct run *r)
+{
+    char env[160];
+    snprintf(env, sizeof(env), "KILN_TEST_ISOLATE=workers=4,%s", tuning);
+    const char *args[] = {"-v",     "prepare", "--generate", PROGRAMS, "--cache", cache,
+                          "--jobs", "4",       "--isolate",  "--json", NULL};
+    return run_kiln_env(NULL, env, NULL, args, r);
+}
+
+/* The start delay of each worker, in ms: long against a lavapipe device
+ * (about 30 ms), so that overlapping or not is the delays' doing. */
+#define START_DELAY_MS 800
+
+/*
+ * Workers start in parallel: each of four workers sleeps START_DELAY_MS
+ * in its start (the tuning's start_delay, standing in for a slow
+ * driver's device creation) and the rule is told builds are heavy
+ * (build_ms), so it wants all four at once. Every delay overlaps every
+ * other (the last one began before the first one ended) and the four
+ * together take well under 4 x the delay; every program is built and
+ * every worker's pipeline cache merged (teardown lost nothing). The
+ * negative control, one start at a time (serial=1): no two delays
+ * overlap, and the starts take a delay each.
+ */
+KT_CASE(workers_start_in_parallel)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    char tuning[96];
+    snprintf(tuning, sizeof(tuning), "build_ms=5000,start_delay=%d", START_DELAY_MS);
+    KT_REQUIRE(prepare_four(c.cache, tuning, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(isolated(r, "workers_started"), 4);
+    KT_CHECK(strstr(r->err, "merged 4 worker pipeline caches") != NULL);
+    struct start_span sp[MAX_STARTS];
+    size_t n = start_spans(r->err, sp);
+    KT_CHECK_EQ(n, 4);
+    /* Every delay began before any ended: all four at once (an order of
+     * events, not a wall-clock bound, which a loaded machine would break). */
+    unsigned long long last_from = 0, first_to = ~0ull;
+    for (size_t i = 0; i < n; i++) {
+        last_from = sp[i].from > last_from ? sp[i].from : last_from;
+        first_to = sp[i].to < first_to ? sp[i].to : first_to;
+    }
+    KT_CHECK(n > 0 && last_from < first_to);
+
+    char cache[4300];
+    snprintf(cache, sizeof(cache), "%s-serial", c.cache);
+    snprintf(tuning, sizeof(tuning), "build_ms=5000,start_delay=%d,serial=1", START_DELAY_MS);
+    KT_REQUIRE(prepare_four(cache, tuning, r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    n = start_spans(r->err, sp);
+    KT_CHECK(n >= 2); /* a second start while the first worker builds */
+    KT_CHECK_EQ(isolated(r, "workers_started"), (int64_t)n);
+    for (size_t i = 1; i < n; i++)
+        KT_CHECK(sp[i].from >= sp[i - 1].to); /* each after the one before */
+    if (n >= 2)
+        KT_CHECK(sp[n - 1].to - sp[0].from >= (unsigned long long)n * START_DELAY_MS);
+    case_end(&c);
+}
+
+/*
+ * The workers are sized for the work: twelve programs of about 100 ms on
+ * lavapipe on four threads, against starts made slow (1.5 s each), pay
+ * for fewer workers than threads (the rule: L x m / R >= 2 x S; here one
+ * or two); the same programs said to be heavy (build_ms) get all four.
+ * Both build everything.
+ */
+KT_CASE(workers_sized_for_the_work_run)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    KT_REQUIRE(prepare_four(c.cache, "start_delay=1500", r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    int64_t cheap = isolated(r, "workers_started");
+    KT_CHECK(cheap >= 1 && cheap < 4);
+
+    char cache[4300];
+    snprintf(cache, sizeof(cache), "%s-heavy", c.cache);
+    KT_REQUIRE(prepare_four(cache, "start_delay=1500,build_ms=5000", r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(isolated(r, "workers_started"), 4);
+    case_end(&c);
+}
+
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(crasher_skipped_then_retried), KT_ENTRY(worker_abort), KT_ENTRY(worker_hang),
         KT_ENTRY(orphan_worker_dies), KT_ENTRY(group_interrupt_spares_workers),
@@ -1023,4 +1143,5 @@ KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(crash_costs_one_prepare), KT_ENTRY(crash_costs_one_start),
         KT_ENTRY(isolated_start_records_crash), KT_ENTRY(worker_cannot_start),
         KT_ENTRY(worker_misses_greeting), KT_ENTRY(crash_mid_batch_blames_one),
-        KT_ENTRY(learned_limit_ends_hang_sooner))
+        KT_ENTRY(learned_limit_ends_hang_sooner), KT_ENTRY(workers_start_in_parallel),
+        KT_ENTRY(workers_sized_for_the_work_run))

@@ -60,50 +60,41 @@ KT_CASE(batches_by_cost)
     KT_CHECK_EQ(kiln__iso_batches(sizes, 1, 16, 0, first), 1);
 }
 
-/* The worker count follows the work: 20 cheap programs do not get 16
- * workers; a long run does; a slow start needs more work per worker. */
-KT_CASE(workers_sized_for_the_work)
+/* How many workers the rule starts for `left` programs, one at a time,
+ * up to `most`. */
+static unsigned sized(size_t left, unsigned most, uint64_t build_ns, uint64_t start_ns)
 {
-    /* The first worker always. */
-    KT_CHECK(kiln__iso_worth_starting(1, 0, 0, 0));
-    KT_CHECK(!kiln__iso_worth_starting(0, 0, 0, 0));
-    /* Before anything was timed: KILN__ISO_MIN_PER_WORKER programs each. */
-    unsigned running = 1;
-    while (running < 16 && kiln__iso_worth_starting(20, running, 0, 0))
+    unsigned running = 0;
+    while (running < most && kiln__iso_worth_starting(left, running, build_ns, start_ns))
         running++;
-    KT_CHECK_EQ(running, 20 / KILN__ISO_MIN_PER_WORKER);
-    running = 1;
-    while (running < 16 && kiln__iso_worth_starting(1000, running, 0, 0))
-        running++;
-    KT_CHECK_EQ(running, 16);
-    /* Timed: 20 builds of 2 ms left, workers that take 25 ms to start:
-     * 40 ms of work pays for no second worker (each would need 50 ms). */
-    KT_CHECK(!kiln__iso_worth_starting(20, 1, 2000000u, 25000000u));
-    /* 116 such builds (232 ms): a few workers, not 16. */
-    running = 1;
-    while (running < 16 && kiln__iso_worth_starting(116, running, 2000000u, 25000000u))
-        running++;
-    KT_CHECK(running >= 2 && running <= 5);
-    /* Slow builds (300 ms) of a short run still spread out. */
-    KT_CHECK(kiln__iso_worth_starting(12, 3, 300000000u, 25000000u));
+    return running;
 }
 
-/* Starts are paced: one, then doubling while they stay as fast as the
- * first, back to one when one is slow (starts that contend). */
-KT_CASE(start_window)
+/* The worker count follows the work: L x m / R >= 2 x S. Cheap programs
+ * get fewer workers than threads, heavy ones all of them; a slow start
+ * needs more work per worker. */
+KT_CASE(workers_sized_for_the_work)
 {
-    unsigned w = 1;
-    w = kiln__iso_start_window(w, 16, 100, 0); /* the first start */
-    KT_CHECK_EQ(w, 2);
-    w = kiln__iso_start_window(w, 16, 120, 100);
-    KT_CHECK_EQ(w, 4);
-    w = kiln__iso_start_window(w, 16, 140, 100);
-    KT_CHECK_EQ(w, 8);
-    w = kiln__iso_start_window(w, 16, 150, 100);
-    KT_CHECK_EQ(w, 16);
-    KT_CHECK_EQ(kiln__iso_start_window(w, 16, 100, 100), 16); /* never past the most */
-    KT_CHECK_EQ(kiln__iso_start_window(w, 16, 400, 100), 1);  /* contended */
-    KT_CHECK_EQ(kiln__iso_start_window(1, 1, 100, 0), 1);
+    /* The first worker always, when there is work. */
+    KT_CHECK(kiln__iso_worth_starting(1, 0, 1, 1000000000u));
+    KT_CHECK(!kiln__iso_worth_starting(0, 0, 1, 1));
+    KT_CHECK(!kiln__iso_worth_starting(0, 3, 1000000000u, 1));
+    /* The rule's edge: 100 programs of 2 ms on 1 worker is 200 ms, twice a
+     * 100 ms start: a second one; 99 are not. */
+    KT_CHECK(kiln__iso_worth_starting(100, 1, 2000000u, 100000000u));
+    KT_CHECK(!kiln__iso_worth_starting(99, 1, 2000000u, 100000000u));
+    /* 116 short pipelines (2 ms) against 100 ms starts (the H100 figures
+     * of issue 28): two workers, not sixteen. */
+    KT_CHECK_EQ(sized(116, 16, 2000000u, 100000000u), 2);
+    /* The defaults, before anything was timed: 116 programs pay for 6. */
+    KT_CHECK_EQ(sized(116, 16, KILN__ISO_DEFAULT_BUILD_NS, KILN__ISO_DEFAULT_START_NS), 6);
+    /* 20 cheap programs of 5 ms against 25 ms starts: 3 of 16. */
+    KT_CHECK_EQ(sized(20, 16, 5000000u, 25000000u), 3);
+    /* Heavy programs (300 ms each) get every thread, even a few of them. */
+    KT_CHECK_EQ(sized(16, 16, 300000000u, 100000000u), 16);
+    KT_CHECK_EQ(sized(1000, 16, 300000000u, 100000000u), 16);
+    /* A slower start asks for more work per worker. */
+    KT_CHECK(sized(200, 16, 5000000u, 400000000u) < sized(200, 16, 5000000u, 25000000u));
 }
 
 /* The limit: none before `samples` builds, K x the p99 bucket's bound
@@ -171,5 +162,5 @@ KT_CASE(batch_frame_round_trip)
     KT_CHECK_EQ(kiln__iso_batch_make(in, KILN__ISO_BATCH_MAX + 1, &body, &size), KILN_ERANGE);
 }
 
-KT_MAIN(KT_ENTRY(batches_by_cost), KT_ENTRY(workers_sized_for_the_work), KT_ENTRY(start_window),
+KT_MAIN(KT_ENTRY(batches_by_cost), KT_ENTRY(workers_sized_for_the_work),
         KT_ENTRY(learned_time_limit), KT_ENTRY(batch_frame_round_trip))

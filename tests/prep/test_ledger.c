@@ -867,6 +867,7 @@ KT_CASE(ledger_run_records)
     struct kiln__ledger_driver d = test_driver(1);
     struct kiln__ledger *l;
     KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d, &l));
+    KT_CHECK_EQ(kiln__ledger_build_ns(l), 0); /* no run yet: nothing known */
     struct kiln__ledger_run prep = {.kind = KILN_LEDGER_RUN_PREPARE,
                                     .when = 1000,
                                     .pipelines = 6,
@@ -895,6 +896,15 @@ KT_CASE(ledger_run_records)
     if (getenv("KILN_WRITE_SEED")) /* how fuzz/corpus/ledger/with_run_records was made */
         write_all(getenv("KILN_WRITE_SEED"), bytes, n);
     free(bytes);
+    /* The mean build isolation's sizing starts from: the driver's last run
+     * with feedback (the second start: 4242 ns over 6), this driver's only. */
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &d, &l));
+    KT_CHECK_EQ(kiln__ledger_build_ns(l), 4242 / 6);
+    kiln__ledger_close(l);
+    struct kiln__ledger_driver other = test_driver(2);
+    KT_REQUIRE_OK(kiln__ledger_open(dir, NULL, &other, &l));
+    KT_CHECK_EQ(kiln__ledger_build_ns(l), 0);
+    kiln__ledger_close(l);
     KT_CHECK_OK(kiln_ledger_last_run(dir, KILN_LEDGER_RUN_PREPARE, &r));
     KT_CHECK_EQ(r.pipelines, 6);
     KT_CHECK_EQ(r.feedback, 6);

@@ -115,6 +115,7 @@ void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso)
     }
     cli_json_object_begin(j, "isolated");
     cli_json_u64(j, "workers", iso->workers);
+    cli_json_u64(j, "workers_started", iso->workers);
     cli_json_u64(j, "batches", iso->batches);
     cli_json_u64(j, "resent", iso->resent);
     cli_json_u64(j, "early_timeouts", iso->early_timeouts);

@@ -56,8 +56,10 @@ struct cli_isolated {
 };
 void cli_isolated_of(const struct kiln_prepare_summary *s, struct cli_isolated *out);
 
-/* Writes "isolated": {workers, batches, resent, early_timeouts,
- * time_limit_ms}, or null for `iso` NULL (a run in threads). */
+/* Writes "isolated": {workers, workers_started (the same count: the
+ * worker processes the sizing rule started; `workers` is its kiln/1
+ * name), batches, resent, early_timeouts, time_limit_ms}, or null for
+ * `iso` NULL (a run in threads). */
 void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso);
 
 /*
