@@ -2593,6 +2593,31 @@ KT_CASE(layers_one_pass)
     KT_CHECK_EQ(load_check(c, keys + 70, 1, 2, NULL), 0);
     KT_CHECK_EQ(load_passes(c) - passes, 2);
     kiln_cache_close(c);
+
+    /* Opened after the top, with the stamp its header carries (ANY_STAMP:
+     * the layers cannot open beside it), the same answers. */
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP,
+                                     .layers = layers,
+                                     .nlayers = 2};
+    KT_REQUIRE_OK(kiln_cache_open(top, &opt, &c));
+    KT_CHECK(c->nlayers == 2);
+    KT_CHECK_EQ(load_check(c, keys, N, 2, NULL), N - 3);
+    kiln_cache_close(c);
+    /* A damaged cache fails beside its layers as it does alone: the same
+     * code, the same text on the calling thread, no handle. */
+    char path[4096];
+    path_of(path, top, KILN_CACHE_RECORDS_FILE);
+    patch_file(path, 0, "XXXX", 4);
+    int alone = open_cache(top, STAMP, KILN_CACHE_READ_ONLY, &c);
+    KT_CHECK(alone < 0);
+    char text[512];
+    snprintf(text, sizeof(text), "%s", kiln_last_errmsg());
+    KT_CHECK(strstr(text, top) != NULL);
+    c = NULL;
+    KT_CHECK_EQ(open_with_layers(top, layers, 2, KILN_CACHE_READ_ONLY, &c), alone);
+    KT_CHECK(c == NULL);
+    KT_CHECK_EQ(strcmp(kiln_last_errmsg(), text), 0);
 }
 
 KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_short),
