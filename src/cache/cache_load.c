@@ -390,6 +390,28 @@ static void cut_runs(struct job *j, size_t found)
     }
 }
 
+/*
+ * Takes (or gives back) every file's gate for reading, in search order
+ * (back in the reverse order). Under KILN_CACHE_BROKEN_GATE, the negative
+ * control of the test cache_cap_threads.loads_while_evicting, none is
+ * taken: an eviction may then rewrite the cache between the look-ups and
+ * the reads, which the test must catch.
+ */
+static void gates(struct job *j, bool take)
+{
+#ifdef KILN_CACHE_BROKEN_GATE
+    (void)j;
+    (void)take;
+#else
+    if (take)
+        for (unsigned f = 0; f < j->nfiles; f++)
+            pthread_rwlock_rdlock(&j->files[f]->gate);
+    else
+        for (unsigned f = j->nfiles; f-- > 0;)
+            pthread_rwlock_unlock(&j->files[f]->gate);
+#endif
+}
+
 static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
                               unsigned threads, size_t result_size,
                               struct kiln_cache_result **results)
@@ -417,8 +439,7 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
     atomic_init(&j.replaced, 0);
     /* The entries taken here must stay their files' until the workers are
      * done: no eviction may rewrite one meanwhile. */
-    for (unsigned f = 0; f < j.nfiles; f++)
-        pthread_rwlock_rdlock(&j.files[f]->gate);
+    gates(&j, true);
     size_t found = look_up(&j, keys, n);
     cut_runs(&j, found);
     unsigned want = threads ? threads : c->threads;
@@ -429,8 +450,7 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
      * the application's executor when the open was given one. */
     __atomic_fetch_add(&c->load_passes, 1, __ATOMIC_RELAXED);
     kiln__exec_run(c->has_executor ? &c->executor : NULL, want, worker, &j);
-    for (unsigned f = j.nfiles; f-- > 0;)
-        pthread_rwlock_unlock(&j.files[f]->gate);
+    gates(&j, false);
 
     kiln__free(j.items);
     kiln__free(j.runs);
