@@ -290,7 +290,7 @@ static void worker(void *arg)
 {
     struct job *j = arg;
     struct loader l;
-    for (unsigned f = 0; f < j->nfiles; f++) {
+    for (unsigned f = 0; f < MAX_FILES; f++) {
         l.rc[f] = 1;
         l.own[f] = false;
     }
