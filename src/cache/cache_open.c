@@ -871,6 +871,7 @@ struct opening {
     struct kiln_cache *got[KILN_CACHE_MAX_LAYERS];
     int rc[KILN_CACHE_MAX_LAYERS];
     atomic_uint next;        /* the next layer to open */
+    atomic_bool top_failed;  /* no more layers to open: the open fails */
     struct kiln_executor ex; /* has_ex: the options' executor, read */
     pthread_t caller;
     int top_rc;
@@ -881,9 +882,14 @@ struct opening {
 static void opener(void *arg)
 {
     struct opening *o = arg;
-    if (o->with_top && pthread_equal(pthread_self(), o->caller))
+    if (o->with_top && pthread_equal(pthread_self(), o->caller)) {
         o->top_rc = open_top(o->dir, o->eff, &o->top);
-    for (;;) {
+        /* A layer's open would log after the failure, and its line would
+         * become the calling thread's error text. */
+        if (o->top_rc < 0)
+            atomic_store(&o->top_failed, true);
+    }
+    while (!atomic_load(&o->top_failed)) {
         unsigned i = atomic_fetch_add(&o->next, 1);
         if (i >= o->eff->nlayers)
             break;
@@ -910,6 +916,7 @@ static void open_side_by_side(struct opening *o, uint64_t stamp, uint32_t today)
     o->lo.today = today;
     o->caller = pthread_self();
     atomic_init(&o->next, 0);
+    atomic_init(&o->top_failed, false);
     kiln__exec_run(o->has_ex ? &o->ex : NULL, (unsigned)eff->nlayers + o->with_top, opener, o);
 }
 

@@ -2532,6 +2532,15 @@ static void make_range(const char *dir, uint64_t from, uint64_t to, size_t size,
     }
 }
 
+/* An executor's submit that takes no task: kiln works on the calling thread. */
+static int refuse_task(void (*fn)(void *), void *arg, void *user)
+{
+    (void)fn;
+    (void)arg;
+    (void)user;
+    return -1;
+}
+
 /* The passes of workers load_many ran on `c` and its layers together. */
 static uint64_t load_passes(struct kiln_cache *c)
 {
@@ -2617,6 +2626,21 @@ KT_CASE(layers_one_pass)
     c = NULL;
     KT_CHECK_EQ(open_with_layers(top, layers, 2, KILN_CACHE_READ_ONLY, &c), alone);
     KT_CHECK(c == NULL);
+    KT_CHECK_EQ(strcmp(kiln_last_errmsg(), text), 0);
+    /* The same on the calling thread alone (an executor that takes no
+     * task), with a layer whose open warns (its index gone): no layer
+     * opens after the cache failed, so its line is not the text. */
+    path_of(path, l1, KILN_CACHE_INDEX_FILE);
+    KT_CHECK(remove(path) == 0);
+    struct kiln_executor ex = KILN_EXECUTOR_INIT;
+    ex.submit = refuse_task;
+    opt = (struct kiln_cache_options){.size = sizeof(opt),
+                                      .stamp = STAMP,
+                                      .flags = KILN_CACHE_READ_ONLY,
+                                      .executor = &ex,
+                                      .layers = layers,
+                                      .nlayers = 2};
+    KT_CHECK_EQ(kiln_cache_open(top, &opt, &c), alone);
     KT_CHECK_EQ(strcmp(kiln_last_errmsg(), text), 0);
 }
 
