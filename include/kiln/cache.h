@@ -163,7 +163,11 @@ struct kiln_cache_options {
      * this cache is left out with one warning line saying why
      * (kiln_cache_stats.layers_left_out counts them); the open itself
      * succeeds. At most KILN_CACHE_MAX_LAYERS; the paths are read during
-     * the open only. */
+     * the open only. The layers open at once, each on a thread of its own
+     * (on `executor` when given; `io` is then called from those threads),
+     * beside this cache unless the open takes KILN_CACHE_ANY_STAMP or
+     * KILN_CACHE_KEEP_STAMP (then after it); kiln_cache_load_many reads
+     * this cache's records and the layers' in one pass of its readers. */
     const char *const *layers;
     size_t nlayers;
     /* (0.2) A size cap the cache keeps itself, in bytes of programs.kpc:

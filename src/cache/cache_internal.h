@@ -44,6 +44,9 @@ struct kiln_cache {
     /* The size cap (kiln_cache_options.max_size, remembered in programs.kpm;
      * 0: none): set by the open, read by the evictions (cache_life.c). */
     uint64_t max_size;
+    /* The worker passes kiln_cache_load_many ran on this handle (atomic):
+     * one a call, whatever its layers (cache_load.c); the tests read it. */
+    uint64_t load_passes;
 
     /* Stores from many threads (see cache.c): a put reserves its bytes and
      * a ticket under put_lock, writes outside any lock, and waits for its

@@ -29,6 +29,20 @@
  * index describes (issue 17: loads used to read the new file at the old
  * offsets and report every record damaged).
  *
+ * A cache with read-only layers loads in one pass (issue 27): every key is
+ * looked up first, in the cache's index and then in each layer's index in
+ * order (memory only), which names the one file that holds it - the first
+ * holder, as for kiln_cache_find - and the runs of all the files go to one
+ * set of workers, so no file waits for another's last run and the threads
+ * start and join once. A run never spans two files; a worker opens each
+ * file's records when it first takes one of its runs, under the file-id
+ * rule above, file by file. The holder's answer is final: its damaged
+ * record is reported missing (KILN_ECORRUPT_RECORD), never looked for
+ * further down. Every file's gate is held (read) from the look-ups until
+ * the workers are done, taken in search order (the cache's, then its
+ * layers'); a layer's is never taken for writing (nothing evicts from a
+ * read-only handle), so the order cannot deadlock.
+ *
  * Results are written only by the thread that owns the record's run, to
  * distinct slots; the caller reads them after every worker returned. The
  * workers are threads started here, or the tasks of the executor the open
@@ -55,29 +69,37 @@ struct block {
     unsigned char data[];
 };
 
+/* The files one pass reads: the cache's own records (0), then its layers'. */
+#define MAX_FILES (1u + KILN_CACHE_MAX_LAYERS)
+
 struct item {
     struct kiln_cache_entry e;
-    size_t slot; /* index into the results */
+    size_t slot;   /* index into the results */
+    unsigned file; /* index into job.files */
 };
 
 struct run {
-    size_t first, last; /* items [first, last) */
+    size_t first, last; /* items [first, last), all of one file */
 };
 
 struct job {
-    struct kiln_cache *c;
+    struct kiln_cache *files[MAX_FILES];
+    unsigned nfiles;
     struct item *items;
     struct run *runs;
     size_t nruns;
     atomic_size_t next_run;
     struct kiln_cache_result *res;
     atomic_int fatal;     /* an error that is not about one record (ENOMEM, open) */
-    atomic_bool replaced; /* the path names another file than the handle's (logged once) */
+    atomic_uint replaced; /* per file, a bit: its path names another file (logged once) */
 };
 
-static int by_offset(const void *a, const void *b)
+/* File by file, each in file order. */
+static int by_place(const void *a, const void *b)
 {
     const struct item *x = a, *y = b;
+    if (x->file != y->file)
+        return x->file < y->file ? -1 : 1;
     return x->e.offset < y->e.offset ? -1 : x->e.offset > y->e.offset;
 }
 
@@ -99,7 +121,7 @@ static bool finish(struct job *j, const struct item *it, struct block *b, unsign
         KILN_WARN("cache",
                   "%s: record at offset %" PRIu64 " (key %016" PRIx64 "%016" PRIx64
                   ") does not match its index entry or checksum; reported missing",
-                  j->c->rec_path, it->e.offset, it->e.key.hi, it->e.key.lo);
+                  j->files[it->file]->rec_path, it->e.offset, it->e.key.hi, it->e.key.lo);
         r->status = KILN_ECORRUPT_RECORD;
         return false;
     }
@@ -147,17 +169,18 @@ static void block_publish(struct block *b, unsigned refs)
 static void load_one(struct job *j, int fd, const struct item *it)
 {
     struct kiln_cache_result *r = &j->res[it->slot];
+    const struct kiln_cache *c = j->files[it->file];
     struct block *b = block_new(rec_len(&it->e));
     if (!b) {
         r->status = KILN_ENOMEM;
         return;
     }
-    int rc = kiln_io_read_full(j->c->io, fd, b->data, (size_t)rec_len(&it->e), it->e.offset);
+    int rc = kiln_io_read_full(c->io, fd, b->data, (size_t)rec_len(&it->e), it->e.offset);
     if (rc < 0) {
         KILN_WARN("cache",
                   "%s: reading the record at offset %" PRIu64 " failed (%s); reported "
                   "missing",
-                  j->c->rec_path, it->e.offset, kiln_strerror(rc));
+                  c->rec_path, it->e.offset, kiln_strerror(rc));
         r->status = rc == KILN_EIO_SHORTREAD ? KILN_ECORRUPT_RECORD : rc;
         block_free(b);
         return;
@@ -168,6 +191,7 @@ static void load_one(struct job *j, int fd, const struct item *it)
 /* Reads a run into one block: batch after batch, each one pread. */
 static void load_run(struct job *j, int fd, const struct run *run)
 {
+    const struct kiln_io *io = j->files[j->items[run->first].file]->io;
     uint64_t total = 0;
     for (size_t i = run->first; i < run->last; i++)
         total += rec_len(&j->items[i].e);
@@ -188,7 +212,7 @@ static void load_run(struct job *j, int fd, const struct run *run)
                end + rec_len(&j->items[k].e) - start <= BATCH_BYTES)
             end += rec_len(&j->items[k++].e);
         unsigned char *at = b->data + pos;
-        int rc = kiln_io_read_full(j->c->io, fd, at, (size_t)(end - start), start);
+        int rc = kiln_io_read_full(io, fd, at, (size_t)(end - start), start);
         for (size_t m = i; m < k; m++) {
             if (rc == KILN_OK)
                 refs += finish(j, &j->items[m], b, at + (j->items[m].e.offset - start));
@@ -202,68 +226,89 @@ static void load_run(struct job *j, int fd, const struct run *run)
 }
 
 /*
- * Opens the records file for one loader thread. By path, so that it has a
- * read-ahead state of its own, when the path still names the file the
- * handle opened (the same file id in its header); when another process has
- * rewritten the cache since (compact, prune, repack rename a new file over
- * the path), the handle's own descriptor, which still reads the file its
- * index describes. @return 0 with *fd (*own: close it after), or the error.
+ * Opens the records file of job file `f` for one loader thread. By path,
+ * so that it has a read-ahead state of its own, when the path still names
+ * the file the handle opened (the same file id in its header); when
+ * another process has rewritten the cache since (compact, prune, repack
+ * rename a new file over the path), the handle's own descriptor, which
+ * still reads the file its index describes. @return 0 with *fd (*own:
+ * close it after), or the error.
  */
-static int loader_fd(struct job *j, int *fd, bool *own)
+static int loader_fd(struct job *j, unsigned f, int *fd, bool *own)
 {
-    struct kiln_cache *c = j->c;
+    struct kiln_cache *c = j->files[f];
     const struct kiln_io *io = c->io;
     *own = false;
-    int f;
-    int rc = io->open(io, c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &f);
+    int h;
+    int rc = io->open(io, c->rec_path, KILN_IO_READ | KILN_IO_NOFOLLOW, &h);
     if (rc == KILN_OK) {
         unsigned char hb[KILN__CACHE_HEADER_SIZE];
-        struct kiln__cache_header h;
-        if (kiln_io_read_full(io, f, hb, sizeof(hb), 0) == KILN_OK &&
-            kiln__cache_header_decode(hb, sizeof(hb), KILN__CACHE_REC_MAGIC, &h) ==
+        struct kiln__cache_header head;
+        if (kiln_io_read_full(io, h, hb, sizeof(hb), 0) == KILN_OK &&
+            kiln__cache_header_decode(hb, sizeof(hb), KILN__CACHE_REC_MAGIC, &head) ==
                 KILN__HEADER_OK &&
-            memcmp(h.file_id, c->header.file_id, sizeof(h.file_id)) == 0) {
-            *fd = f;
+            memcmp(head.file_id, c->header.file_id, sizeof(head.file_id)) == 0) {
+            *fd = h;
             *own = true;
             return KILN_OK;
         }
-        io->close(io, f);
+        io->close(io, h);
     }
     if (c->rec_fd < 0)
         return rc < 0 ? rc : KILN_EIO_OPEN;
-    if (!atomic_exchange(&j->replaced, true))
+    if (!(atomic_fetch_or(&j->replaced, 1u << f) & (1u << f)))
         KILN_INFO("cache", "%s: replaced since the open (%s); reading the file this handle opened",
                   c->rec_path, rc < 0 ? kiln_strerror(rc) : "another file id");
     *fd = c->rec_fd;
     return KILN_OK;
 }
 
+/* One worker's descriptors, one per file, opened at its first run there. */
+struct loader {
+    int fd[MAX_FILES];
+    int rc[MAX_FILES]; /* 1: not opened yet */
+    bool own[MAX_FILES];
+};
+
+/* @return the descriptor for file `f`, or the error opening it (one
+ * warning line; the first such error is the job's fatal one). */
+static int loader_get(struct job *j, struct loader *l, unsigned f)
+{
+    if (l->rc[f] > 0) {
+        l->rc[f] = loader_fd(j, f, &l->fd[f], &l->own[f]);
+        if (l->rc[f] < 0) {
+            KILN_WARN("cache", "%s: a loader could not open the records: %s", j->files[f]->rec_path,
+                      kiln_strerror(l->rc[f]));
+            int zero = 0;
+            atomic_compare_exchange_strong(&j->fatal, &zero, l->rc[f]);
+        }
+    }
+    return l->rc[f] < 0 ? l->rc[f] : l->fd[f];
+}
+
 static void worker(void *arg)
 {
     struct job *j = arg;
-    const struct kiln_io *io = j->c->io;
-    int fd = -1;
-    bool own = false;
-    int rc = loader_fd(j, &fd, &own);
-    if (rc < 0) {
-        KILN_WARN("cache", "%s: a loader could not open the records: %s", j->c->rec_path,
-                  kiln_strerror(rc));
-        int zero = 0;
-        atomic_compare_exchange_strong(&j->fatal, &zero, rc);
+    struct loader l;
+    for (unsigned f = 0; f < MAX_FILES; f++) {
+        l.rc[f] = 1;
+        l.own[f] = false;
     }
     for (;;) {
         size_t r = atomic_fetch_add(&j->next_run, 1);
         if (r >= j->nruns)
             break;
-        if (rc < 0) {
+        int fd = loader_get(j, &l, j->items[j->runs[r].first].file);
+        if (fd < 0) {
             for (size_t m = j->runs[r].first; m < j->runs[r].last; m++)
-                j->res[j->items[m].slot].status = rc;
+                j->res[j->items[m].slot].status = fd;
             continue;
         }
         load_run(j, fd, &j->runs[r]);
     }
-    if (own)
-        io->close(io, fd);
+    for (unsigned f = 0; f < j->nfiles; f++)
+        if (l.own[f])
+            j->files[f]->io->close(j->files[f]->io, l.fd[f]);
 }
 
 /* The caller's results need room for the payload pointer, which
@@ -295,51 +340,76 @@ static struct kiln_cache_result *results_at_stride(struct kiln_cache_result *res
     return out;
 }
 
-static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
-                              unsigned threads, size_t result_size,
-                              struct kiln_cache_result **results);
+/*
+ * Looks every key up, in the cache and then, for the keys still not found,
+ * in each layer in order, under each file's lock in turn, and makes an
+ * item of each in the file that holds it first (its use marked there).
+ * Every result gets its key, and KILN_ENOTFOUND when no file holds it.
+ * The caller holds every file's gate. @return the items made.
+ */
+static size_t look_up(struct job *j, const struct kiln_key *keys, size_t n)
+{
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        j->res[i].key = keys[i];
+        j->res[i].status = KILN_ENOTFOUND;
+    }
+    for (unsigned f = 0; f < j->nfiles && found < n; f++) {
+        struct kiln_cache *c = j->files[f];
+        pthread_rwlock_rdlock(&c->lock);
+        for (size_t i = 0; i < n; i++) {
+            if (j->res[i].status != KILN_ENOTFOUND)
+                continue;
+            int64_t e = kiln__cache_lookup(c, keys[i]);
+            if (e < 0)
+                continue;
+            j->items[found] = (struct item){.e = c->entries[e], .slot = i, .file = f};
+            kiln__cache_touch(c, (size_t)e); /* in memory only: written at sync/close */
+            j->res[i].status = KILN_OK;      /* the worker that reads it says how it went */
+            found++;
+        }
+        pthread_rwlock_unlock(&c->lock);
+    }
+    return found;
+}
+
+/* Sorts the items file by file in file order and cuts them into runs of
+ * up to RUN_BYTES, none spanning two files. */
+static void cut_runs(struct job *j, size_t found)
+{
+    qsort(j->items, found, sizeof(*j->items), by_place);
+    j->nruns = 0;
+    for (size_t i = 0; i < found;) {
+        uint64_t bytes = 0;
+        size_t k = i;
+        while (k < found && (k == i || (j->items[k].file == j->items[i].file &&
+                                        bytes + rec_len(&j->items[k].e) <= RUN_BYTES)))
+            bytes += rec_len(&j->items[k++].e);
+        j->runs[j->nruns++] = (struct run){i, k};
+        i = k;
+    }
+}
 
 /*
- * The keys this cache does not hold, from its layers in order (see
- * kiln_cache_options.layers): each layer loads what is still not found,
- * and its payloads move into `res` (they are blocks of their own, freed
- * the same way). A layer's failure leaves its keys not found.
+ * Takes (or gives back) every file's gate for reading, in search order
+ * (back in the reverse order). Under KILN_CACHE_BROKEN_GATE, the negative
+ * control of the test cache_cap_threads.loads_while_evicting, none is
+ * taken: an eviction may then rewrite the cache between the look-ups and
+ * the reads, which the test must catch.
  */
-static void load_from_layers(struct kiln_cache *c, struct kiln_cache_result *res, size_t n,
-                             unsigned threads)
+static void gates(struct job *j, bool take)
 {
-    struct kiln_key *keys = NULL;
-    size_t *slots = NULL;
-    for (unsigned l = 0; l < c->nlayers; l++) {
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++)
-            m += res[i].status == KILN_ENOTFOUND;
-        if (m == 0)
-            break;
-        if (!keys) {
-            keys = kiln__malloc(m * sizeof(*keys));
-            slots = kiln__malloc(m * sizeof(*slots));
-            if (!keys || !slots)
-                break;
-        }
-        m = 0;
-        for (size_t i = 0; i < n; i++)
-            if (res[i].status == KILN_ENOTFOUND) {
-                keys[m] = res[i].key;
-                slots[m++] = i;
-            }
-        struct kiln_cache_result *lr = NULL;
-        if (load_many_body(c->layers[l], keys, m, threads, sizeof(*lr), &lr) < 0)
-            continue;
-        for (size_t k = 0; k < m; k++)
-            if (lr[k].status != KILN_ENOTFOUND) {
-                res[slots[k]] = lr[k];
-                lr[k].data = NULL;
-            }
-        kiln_cache_results_free_sized(lr, m, sizeof(*lr));
-    }
-    kiln__free(keys);
-    kiln__free(slots);
+#ifdef KILN_CACHE_BROKEN_GATE
+    (void)j;
+    (void)take;
+#else
+    if (take)
+        for (unsigned f = 0; f < j->nfiles; f++)
+            pthread_rwlock_rdlock(&j->files[f]->gate);
+    else
+        for (unsigned f = j->nfiles; f-- > 0;)
+            pthread_rwlock_unlock(&j->files[f]->gate);
+#endif
 }
 
 static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys, size_t n,
@@ -352,71 +422,47 @@ static int64_t load_many_body(struct kiln_cache *c, const struct kiln_key *keys,
     if (!c || (n && !keys))
         return KILN_EINVAL;
     KILN_TRY(result_size_ok(result_size));
-    struct kiln_cache_result *res = kiln__calloc(n ? n : 1, sizeof(*res));
-    struct item *items = kiln__malloc((n ? n : 1) * sizeof(*items));
-    struct run *runs = kiln__malloc((n ? n : 1) * sizeof(*runs));
-    if (!res || !items || !runs) {
-        kiln__free(res);
-        kiln__free(items);
-        kiln__free(runs);
+    struct job j = {.files = {c}, .nfiles = 1 + c->nlayers};
+    for (unsigned l = 0; l < c->nlayers; l++)
+        j.files[1 + l] = c->layers[l];
+    j.res = kiln__calloc(n ? n : 1, sizeof(*j.res));
+    j.items = kiln__malloc((n ? n : 1) * sizeof(*j.items));
+    j.runs = kiln__malloc((n ? n : 1) * sizeof(*j.runs));
+    if (!j.res || !j.items || !j.runs) {
+        kiln__free(j.res);
+        kiln__free(j.items);
+        kiln__free(j.runs);
         return KILN_ENOMEM;
     }
-    size_t found = 0;
-    /* The entries taken here must stay the file's until the workers are
-     * done: no eviction may rewrite it meanwhile. */
-    pthread_rwlock_rdlock(&c->gate);
-    pthread_rwlock_rdlock(&c->lock);
-    for (size_t i = 0; i < n; i++) {
-        res[i].key = keys[i];
-        int64_t e = kiln__cache_lookup(c, keys[i]);
-        if (e < 0) {
-            res[i].status = KILN_ENOTFOUND;
-            continue;
-        }
-        items[found].e = c->entries[e];
-        kiln__cache_touch(c, (size_t)e); /* in memory only: written at sync/close */
-        items[found].slot = i;
-        found++;
-    }
-    pthread_rwlock_unlock(&c->lock);
-
-    qsort(items, found, sizeof(*items), by_offset);
-    size_t nruns = 0;
-    for (size_t i = 0; i < found;) {
-        uint64_t bytes = 0;
-        size_t k = i;
-        while (k < found && (k == i || bytes + rec_len(&items[k].e) <= RUN_BYTES))
-            bytes += rec_len(&items[k++].e);
-        runs[nruns++] = (struct run){i, k};
-        i = k;
-    }
-
-    struct job j = {.c = c, .items = items, .runs = runs, .nruns = nruns, .res = res};
     atomic_init(&j.next_run, 0);
     atomic_init(&j.fatal, 0);
-    atomic_init(&j.replaced, false);
+    atomic_init(&j.replaced, 0);
+    /* The entries taken here must stay their files' until the workers are
+     * done: no eviction may rewrite one meanwhile. */
+    gates(&j, true);
+    size_t found = look_up(&j, keys, n);
+    cut_runs(&j, found);
     unsigned want = threads ? threads : c->threads;
     want = KILN_MIN(want, KILN_POOL_MAX_READERS);
-    if (want > nruns)
-        want = nruns ? (unsigned)nruns : 1;
-    /* The calling thread works too; on the application's executor when the
-     * open was given one. */
+    if (want > j.nruns)
+        want = j.nruns ? (unsigned)j.nruns : 1;
+    /* One pass over every file's runs; the calling thread works too, on
+     * the application's executor when the open was given one. */
+    __atomic_fetch_add(&c->load_passes, 1, __ATOMIC_RELAXED);
     kiln__exec_run(c->has_executor ? &c->executor : NULL, want, worker, &j);
-    pthread_rwlock_unlock(&c->gate);
+    gates(&j, false);
 
-    kiln__free(items);
-    kiln__free(runs);
-    if (c->nlayers && found < n)
-        load_from_layers(c, res, n, threads);
+    kiln__free(j.items);
+    kiln__free(j.runs);
     int fatal = atomic_load(&j.fatal);
     int64_t loaded = 0;
     for (size_t i = 0; i < n; i++)
-        loaded += res[i].status == KILN_OK;
+        loaded += j.res[i].status == KILN_OK;
     if (fatal < 0 && loaded == 0 && found > 0) {
-        kiln_cache_results_free_sized(res, n, sizeof(*res));
+        kiln_cache_results_free_sized(j.res, n, sizeof(*j.res));
         return fatal;
     }
-    *results = results_at_stride(res, n, result_size);
+    *results = results_at_stride(j.res, n, result_size);
     return *results ? loaded : KILN_ENOMEM;
 }
 
@@ -451,9 +497,9 @@ static int cache_get(struct kiln_cache *c, struct kiln_key key, struct kiln_cach
     }
     /* One pread on the handle's own descriptor into a block of its own, so
      * the payload keeps only its record alive. */
-    struct job j = {.c = c, .res = result};
+    struct job j = {.files = {c}, .nfiles = 1, .res = result};
     atomic_init(&j.fatal, 0);
-    atomic_init(&j.replaced, false);
+    atomic_init(&j.replaced, 0);
     load_one(&j, c->rec_fd, &it);
     return result->status;
 }

@@ -12,6 +12,9 @@
  *   5. dict     load the dictionary the header names.
  *   6. records  the index (when it matches) or a scan, then what lies past it.
  *   7. repair   a writer cuts a torn tail, syncs, and brings the index up.
+ *   8. layers   the read-only layers beneath it, each opened on a worker of
+ *               its own, beside steps 1 to 7 when their stamp is known
+ *               before (see "read-only layers" below).
  *
  * Invariants and why they hold:
  *
@@ -32,7 +35,9 @@
 #include "cache_internal.h"
 #include "kiln/pool.h"
 
+#include <assert.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -785,30 +790,149 @@ static int handle_new(const char *dir, const struct kiln_cache_options *opt,
     return KILN_OK;
 }
 
+/* ---- the cache itself ------------------------------------------------------ */
+
+/* Steps 1 to 7 for the cache at `dir` (its layers aside). */
+static int open_top(const char *dir, const struct kiln_cache_options *eff, struct kiln_cache **out)
+{
+    uint64_t t0 = kiln_now_ns();
+    if ((eff->flags & (KILN_CACHE_CREATE | KILN_CACHE_RESET)) &&
+        !(eff->flags & KILN_CACHE_READ_ONLY)) {
+        int rc = kiln__cache_make_dirs(dir);
+        if (rc < 0) {
+            KILN_INFO("cache", "%s: cannot make the folder: %s", dir, kiln_strerror(rc));
+            return rc;
+        }
+    }
+    struct kiln_cache *c;
+    KILN_TRY(handle_new(dir, eff, &c));
+    struct account a;
+    int rc;
+    /* A racing creator can make the records file appear between our open
+     * and our create: then open what it made. */
+    for (int attempt = 0;; attempt++) {
+        a.text[0] = '\0';
+        a.warn = false;
+        rc = open_files(c, eff, &a);
+        if (rc != KILN_EEXIST || attempt == 2)
+            break;
+        kiln__cache_table_clear(c);
+    }
+    if (rc < 0) {
+        kiln_cache_close(c);
+        return rc;
+    }
+    if (c->idx_end == 0)
+        c->idx_end = KILN__CACHE_HEADER_SIZE + c->count * (uint64_t)KILN__CACHE_ENTRY_SIZE;
+    c->idx_count = c->count;
+    c->append_at = c->rec_end;
+    kiln__cache_use_load(c);
+    kiln__cache_meta_load(c);
+    uint64_t cap = eff->max_size == KILN_CACHE_NO_CAP ? 0 : eff->max_size;
+    if (eff->max_size && !(c->flags & KILN_CACHE_READ_ONLY) && cap != c->max_size) {
+        /* The caller's new cap (or none), remembered for the opens after. */
+        rc = kiln__cache_meta_write(c, cap);
+        if (rc < 0) {
+            kiln_cache_close(c);
+            return rc;
+        }
+    }
+    c->st.stamp = c->header.stamp;
+    c->st.dict_id = c->header.dict_id;
+    c->st.open_ns = kiln_now_ns() - t0;
+    memcpy(c->st.open_text, a.text, sizeof(a.text));
+    if (a.warn)
+        KILN_WARN("cache", "%s", a.text);
+    else
+        KILN_INFO("cache", "%s (%.1f ms)", a.text, (double)c->st.open_ns / 1e6);
+    *out = c;
+    return KILN_OK;
+}
+
 /* ---- read-only layers ------------------------------------------------------ */
 
 /*
- * Opens the layers beneath `c` (kiln_cache_options.layers), each read-only
- * with c's stamp: a layer that cannot be opened, or whose stamp or
- * dictionary is not c's (a payload is unpacked with c's dictionary), is
- * left out with one warning line. Never an error of the open: a shipped
- * cache that no longer fits costs its records, not the user's own.
+ * The layers open side by side, each on a worker of its own, and beside
+ * the cache itself when their stamp is known before it opens: when the
+ * open takes neither KILN_CACHE_ANY_STAMP nor KILN_CACHE_KEEP_STAMP, a
+ * cache that opens carries the options' stamp (check_stamp), so that is
+ * the layers' stamp too. Otherwise they open after it, with its header's
+ * stamp. Each open reads its own folder and its own handle; what is
+ * shared is the job below, each slot written by the one worker that took
+ * it, read after every worker returned. The cache itself always opens on
+ * the calling thread, so that its failure's text is that thread's
+ * (kiln_last_errmsg).
  */
-static void open_layers(struct kiln_cache *c, const struct kiln_cache_options *opt)
+struct opening {
+    const char *dir;                      /* the cache itself, when with_top */
+    const struct kiln_cache_options *eff; /* its options; the layers' paths */
+    struct kiln_cache_options lo;         /* a layer's options */
+    struct kiln_cache *top;               /* with_top: what the open gave */
+    struct kiln_cache *got[KILN_CACHE_MAX_LAYERS];
+    int rc[KILN_CACHE_MAX_LAYERS];
+    atomic_uint next;        /* the next layer to open */
+    atomic_bool top_failed;  /* no more layers to open: the open fails */
+    struct kiln_executor ex; /* has_ex: the options' executor, read */
+    pthread_t caller;
+    int top_rc;
+    bool with_top;
+    bool has_ex;
+};
+
+static void opener(void *arg)
 {
-    for (size_t i = 0; i < opt->nlayers; i++) {
-        const char *dir = opt->layers[i];
-        struct kiln_cache_options lo = KILN_CACHE_OPTIONS_INIT;
-        lo.stamp = c->header.stamp;
-        lo.flags = KILN_CACHE_READ_ONLY;
-        lo.io = opt->io;
-        lo.threads = opt->threads;
-        lo.executor = opt->executor;
-        lo.today = c->today;
-        struct kiln_cache *l = NULL;
-        int rc = dir ? kiln_cache_open(dir, &lo, &l) : KILN_EINVAL;
-        if (rc == KILN_OK && !l)
-            rc = KILN_EINVAL; /* an open that succeeds gives a handle; the analyser cannot see it */
+    struct opening *o = arg;
+    if (o->with_top && pthread_equal(pthread_self(), o->caller)) {
+        o->top_rc = open_top(o->dir, o->eff, &o->top);
+        /* A layer's open would log after the failure, and its line would
+         * become the calling thread's error text. */
+        if (o->top_rc < 0)
+            atomic_store(&o->top_failed, true);
+    }
+    while (!atomic_load(&o->top_failed)) {
+        unsigned i = atomic_fetch_add(&o->next, 1);
+        if (i >= o->eff->nlayers)
+            break;
+        const char *dir = o->eff->layers[i];
+        o->got[i] = NULL;
+        o->rc[i] = dir ? kiln_cache_open(dir, &o->lo, &o->got[i]) : KILN_EINVAL;
+        if (o->rc[i] == KILN_OK && !o->got[i])
+            o->rc[i] =
+                KILN_EINVAL; /* an open that succeeds gives a handle; the analyser cannot see it */
+    }
+}
+
+/* Opens the layers (and, with o->with_top, the cache itself beside them)
+ * on one worker each. */
+static void open_side_by_side(struct opening *o, uint64_t stamp, uint32_t today)
+{
+    const struct kiln_cache_options *eff = o->eff;
+    o->lo = (struct kiln_cache_options)KILN_CACHE_OPTIONS_INIT;
+    o->lo.stamp = stamp;
+    o->lo.flags = KILN_CACHE_READ_ONLY;
+    o->lo.io = eff->io;
+    o->lo.threads = eff->threads;
+    o->lo.executor = eff->executor;
+    o->lo.today = today;
+    o->caller = pthread_self();
+    atomic_init(&o->next, 0);
+    atomic_init(&o->top_failed, false);
+    kiln__exec_run(o->has_ex ? &o->ex : NULL, (unsigned)eff->nlayers + o->with_top, opener, o);
+}
+
+/*
+ * Keeps the layers that opened beneath `c`, in the options' order: a layer
+ * that could not be opened, or whose stamp or dictionary is not c's (a
+ * payload is unpacked with c's dictionary), is left out with one warning
+ * line. Never an error of the open: a shipped cache that no longer fits
+ * costs its records, not the user's own.
+ */
+static void keep_layers(struct kiln_cache *c, struct opening *o)
+{
+    for (size_t i = 0; i < o->eff->nlayers; i++) {
+        const char *dir = o->eff->layers[i];
+        struct kiln_cache *l = o->got[i];
+        int rc = o->rc[i];
         if (rc == KILN_OK && l->header.dict_id != c->header.dict_id) {
             KILN_WARN("cache",
                       "%s: layer %s left out: its dictionary %016" PRIx64
@@ -839,59 +963,34 @@ static int open_body(const char *dir, const struct kiln_cache_options *opt, stru
                    KILN_CACHE_MAX_LAYERS);
         return KILN_EINVAL;
     }
-    uint64_t t0 = kiln_now_ns();
-    if ((eff.flags & (KILN_CACHE_CREATE | KILN_CACHE_RESET)) &&
-        !(eff.flags & KILN_CACHE_READ_ONLY)) {
-        int rc = kiln__cache_make_dirs(dir);
-        if (rc < 0) {
-            KILN_INFO("cache", "%s: cannot make the folder: %s", dir, kiln_strerror(rc));
-            return rc;
-        }
+    if (!eff.nlayers)
+        return open_top(dir, &eff, out);
+    if (!eff.today)
+        eff.today = kiln__cache_clock_day(); /* one day for the cache and its layers */
+    struct opening o = {.dir = dir, .eff = &eff};
+    if (kiln__exec_in(&o.ex, &o.has_ex, eff.executor) < 0)
+        return KILN_EINVAL;
+    o.with_top = !(eff.flags & (KILN_CACHE_ANY_STAMP | KILN_CACHE_KEEP_STAMP));
+    struct kiln_cache *c = NULL;
+    int rc = KILN_OK;
+    if (o.with_top) {
+        open_side_by_side(&o, eff.stamp, eff.today);
+        c = o.top;
+        rc = o.top_rc;
+    } else {
+        rc = open_top(dir, &eff, &c);
+        if (rc == KILN_OK)
+            open_side_by_side(&o, c->header.stamp, eff.today);
     }
-    struct kiln_cache *c;
-    KILN_TRY(handle_new(dir, &eff, &c));
-    struct account a;
-    int rc;
-    /* A racing creator can make the records file appear between our open
-     * and our create: then open what it made. */
-    for (int attempt = 0;; attempt++) {
-        a.text[0] = '\0';
-        a.warn = false;
-        rc = open_files(c, &eff, &a);
-        if (rc != KILN_EEXIST || attempt == 2)
-            break;
-        kiln__cache_table_clear(c);
+    if (rc == KILN_OK) {
+        assert(c->header.stamp == o.lo.stamp); /* check_stamp: see struct opening */
+        keep_layers(c, &o);
+    } else {
+        for (size_t i = 0; o.with_top && i < eff.nlayers; i++)
+            kiln_cache_close(o.got[i]);
     }
-    if (rc < 0) {
-        kiln_cache_close(c);
-        return rc;
-    }
-    if (c->idx_end == 0)
-        c->idx_end = KILN__CACHE_HEADER_SIZE + c->count * (uint64_t)KILN__CACHE_ENTRY_SIZE;
-    c->idx_count = c->count;
-    c->append_at = c->rec_end;
-    kiln__cache_use_load(c);
-    kiln__cache_meta_load(c);
-    uint64_t cap = eff.max_size == KILN_CACHE_NO_CAP ? 0 : eff.max_size;
-    if (eff.max_size && !(c->flags & KILN_CACHE_READ_ONLY) && cap != c->max_size) {
-        /* The caller's new cap (or none), remembered for the opens after. */
-        rc = kiln__cache_meta_write(c, cap);
-        if (rc < 0) {
-            kiln_cache_close(c);
-            return rc;
-        }
-    }
-    c->st.stamp = c->header.stamp;
-    c->st.dict_id = c->header.dict_id;
-    c->st.open_ns = kiln_now_ns() - t0;
-    memcpy(c->st.open_text, a.text, sizeof(a.text));
-    if (a.warn)
-        KILN_WARN("cache", "%s", a.text);
-    else
-        KILN_INFO("cache", "%s (%.1f ms)", a.text, (double)c->st.open_ns / 1e6);
-    open_layers(c, &eff);
-    *out = c;
-    return KILN_OK;
+    *out = rc == KILN_OK ? c : NULL;
+    return rc;
 }
 
 /* No handle comes back from a failed open: its text is the thread's

@@ -12,6 +12,7 @@
 #endif
 #include "kiln_test.h"
 #include "cache_format.h"
+#include "cache_internal.h" /* load_passes: the one-pass load of layers */
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -2509,6 +2510,140 @@ KT_CASE(layers_left_out)
     KT_CHECK_EQ(open_with_layers(top, NULL, 1, 0, &c), KILN_EINVAL);
 }
 
+/* Makes a cache of keys [from, to) of `size` bytes each in `dir`; with
+ * `damage` in that range, flips a payload bit of that key's record. */
+static void make_range(const char *dir, uint64_t from, uint64_t to, size_t size, uint64_t damage)
+{
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
+    uint64_t off = UINT64_MAX;
+    for (uint64_t i = from; i < to; i++) {
+        KT_CHECK_OK(put_rec(c, key_of(i), size));
+        struct kiln_cache_entry e;
+        if (i == damage && kiln_cache_find(c, key_of(i), &e) == KILN_OK)
+            off = e.offset;
+    }
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+    if (off != UINT64_MAX) {
+        char path[4096];
+        path_of(path, dir, KILN_CACHE_RECORDS_FILE);
+        flip_bit(path, off + KILN__CACHE_HEAD_SIZE + 1, 4);
+    }
+}
+
+/* An executor's submit that takes no task: kiln works on the calling thread. */
+static int refuse_task(void (*fn)(void *), void *arg, void *user)
+{
+    (void)fn;
+    (void)arg;
+    (void)user;
+    return -1;
+}
+
+/* The passes of workers load_many ran on `c` and its layers together. */
+static uint64_t load_passes(struct kiln_cache *c)
+{
+    uint64_t n = __atomic_load_n(&c->load_passes, __ATOMIC_RELAXED);
+    for (unsigned l = 0; l < c->nlayers; l++)
+        n += __atomic_load_n(&c->layers[l]->load_passes, __ATOMIC_RELAXED);
+    return n;
+}
+
+/*
+ * Records spread over the top (keys 40..69, 24 bytes) and two layers (the
+ * first: 20..49, 56 bytes; the second: 0..29, 40 bytes) load in one call
+ * and one pass of workers: each key from the first file that holds it,
+ * every byte checked. The first layer's record of key 25 and the second's
+ * of key 5 are damaged: both reported missing, and key 25 does not fall
+ * through to the second layer's whole copy (the holder's answer is final,
+ * as kiln_cache_get's).
+ */
+KT_CASE(layers_one_pass)
+{
+    const char *root = kt_tmpdir();
+    char l1[4096], l2[4096], top[4096];
+    path_of(l1, root, "l1");
+    path_of(l2, root, "l2");
+    path_of(top, root, "top");
+    make_range(l1, 20, 50, 56, 25);
+    make_range(l2, 0, 30, 40, 5);
+    make_range(top, 40, 70, 24, UINT64_MAX);
+    const char *layers[] = {l1, l2};
+    struct kiln_cache *c;
+    KT_REQUIRE_OK(open_with_layers(top, layers, 2, KILN_CACHE_READ_ONLY, &c));
+    KT_REQUIRE(c->nlayers == 2);
+    enum { N = 71 };
+    struct kiln_key keys[N];
+    for (uint64_t i = 0; i < N; i++)
+        keys[i] = key_of(i == 70 ? 99 : i); /* the last: in no file */
+    for (unsigned threads = 1; threads <= 4; threads += 3) {
+        uint64_t passes = load_passes(c);
+        struct kiln_cache_result *res;
+        KT_REQUIRE(kiln_cache_load_many(c, keys, N, threads, &res) == N - 3);
+        KT_CHECK_EQ(load_passes(c) - passes, 1);
+        for (size_t i = 0; i < N; i++) {
+            size_t want = i >= 40 ? 24 : i >= 20 ? 56 : 40;
+            if (i == 5 || i == 25) {
+                KT_CHECK_EQ(res[i].status, KILN_ECORRUPT_RECORD);
+                KT_CHECK(res[i].data == NULL);
+            } else if (i == 70) {
+                KT_CHECK_EQ(res[i].status, KILN_ENOTFOUND);
+            } else {
+                KT_CHECK(result_ok(&res[i], keys[i]));
+                KT_CHECK_EQ(res[i].size, want);
+            }
+        }
+        kiln_cache_results_free(res, N);
+    }
+    /* The keys of one layer alone, and of none: still one pass each. */
+    uint64_t passes = load_passes(c);
+    KT_CHECK_EQ(load_check(c, keys + 30, 10, 2, NULL), 10);
+    KT_CHECK_EQ(load_check(c, keys + 70, 1, 2, NULL), 0);
+    KT_CHECK_EQ(load_passes(c) - passes, 2);
+    kiln_cache_close(c);
+
+    /* Opened after the top, with the stamp its header carries (ANY_STAMP:
+     * the layers cannot open beside it), the same answers. */
+    struct kiln_cache_options opt = {.size = sizeof(opt),
+                                     .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_ANY_STAMP,
+                                     .layers = layers,
+                                     .nlayers = 2};
+    KT_REQUIRE_OK(kiln_cache_open(top, &opt, &c));
+    KT_CHECK(c->nlayers == 2);
+    KT_CHECK_EQ(load_check(c, keys, N, 2, NULL), N - 3);
+    kiln_cache_close(c);
+    /* A damaged cache fails beside its layers as it does alone: the same
+     * code, the same text on the calling thread, no handle. */
+    char path[4096];
+    path_of(path, top, KILN_CACHE_RECORDS_FILE);
+    patch_file(path, 0, "XXXX", 4);
+    int alone = open_cache(top, STAMP, KILN_CACHE_READ_ONLY, &c);
+    KT_CHECK(alone < 0);
+    char text[512];
+    snprintf(text, sizeof(text), "%s", kiln_last_errmsg());
+    KT_CHECK(strstr(text, top) != NULL);
+    c = NULL;
+    KT_CHECK_EQ(open_with_layers(top, layers, 2, KILN_CACHE_READ_ONLY, &c), alone);
+    KT_CHECK(c == NULL);
+    KT_CHECK_EQ(strcmp(kiln_last_errmsg(), text), 0);
+    /* The same on the calling thread alone (an executor that takes no
+     * task), with a layer whose open warns (its index gone): no layer
+     * opens after the cache failed, so its line is not the text. */
+    path_of(path, l1, KILN_CACHE_INDEX_FILE);
+    KT_CHECK(remove(path) == 0);
+    struct kiln_executor ex = KILN_EXECUTOR_INIT;
+    ex.submit = refuse_task;
+    opt = (struct kiln_cache_options){.size = sizeof(opt),
+                                      .stamp = STAMP,
+                                      .flags = KILN_CACHE_READ_ONLY,
+                                      .executor = &ex,
+                                      .layers = layers,
+                                      .nlayers = 2};
+    KT_CHECK_EQ(kiln_cache_open(top, &opt, &c), alone);
+    KT_CHECK_EQ(strcmp(kiln_last_errmsg(), text), 0);
+}
+
 KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_short),
         KT_ENTRY(last_entry_changed), KT_ENTRY(index_deleted), KT_ENTRY(index_of_other_cache),
         KT_ENTRY(index_other_stamp), KT_ENTRY(records_truncated_everywhere), KT_ENTRY(flipped_bit),
@@ -2522,4 +2657,4 @@ KT_MAIN(KT_ENTRY(round_trip), KT_ENTRY(later_record_wins), KT_ENTRY(index_cut_sh
         KT_ENTRY(special_files), KT_ENTRY(reader_across_rewrite), KT_ENTRY(sibling_index),
         KT_ENTRY(v1_fixture_opens), KT_ENTRY(v1_sibling_sampled), KT_ENTRY(threads),
         KT_ENTRY(put_threads), KT_ENTRY(layers_lookup_order), KT_ENTRY(layers_never_written),
-        KT_ENTRY(layers_left_out))
+        KT_ENTRY(layers_left_out), KT_ENTRY(layers_one_pass))

@@ -5,12 +5,16 @@
  * evicted (an overflow counted instead), the cap remembered across opens
  * and cleared, read-only layers never touched, a bad cap refused, a
  * damaged settings file read as no cap, and the maintenance rewrites
- * keeping the cap. The kills during an eviction are in
- * tests/reliability/test_cap_crash.c.
+ * keeping the cap; and loads from the cache and its layer while another
+ * thread's stores evict (loads_while_evicting, label threads, with its
+ * negative control: the cache built with KILN_CACHE_BROKEN_GATE). The
+ * kills during an eviction are in tests/reliability/test_cap_crash.c.
  */
 #include "kiln_test.h"
 #include "kiln/cache.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,5 +338,108 @@ KT_CASE(rewrites_keep_cap)
     kiln_cache_close(c);
 }
 
+/* ---- loads while another thread's stores evict --------------------------- */
+
+/* The layer's records of loads_while_evicting: ids LAYER_FIRST.. */
+#define LAYER_FIRST 900000u
+#define LAYER_N     32u
+
+/* One round: the loader loads one record stored this round (never
+ * evicted: this handle's) and one of the layer's, in one call, again and
+ * again while the main thread stores. */
+struct race {
+    struct kiln_cache *c;
+    uint32_t first;     /* this round's first id */
+    atomic_uint stored; /* ids first.. stored so far */
+    atomic_bool done;
+    unsigned loads, wrong; /* the loader's counts */
+};
+
+/* Whether a result holds record `id`'s own bytes. */
+static bool result_is(const struct kiln_cache_result *r, uint32_t id)
+{
+    unsigned char want[PAYLOAD];
+    payload_of(id, want);
+    return r->status == KILN_OK && r->size == PAYLOAD && memcmp(r->data, want, PAYLOAD) == 0;
+}
+
+static void *loader(void *arg)
+{
+    struct race *r = arg;
+    uint64_t s = r->first + 1;
+    while (!atomic_load(&r->done)) {
+        unsigned n = atomic_load(&r->stored);
+        if (n == 0)
+            continue;
+        uint32_t ids[2] = {r->first + (uint32_t)(kt_rand(&s) % n),
+                           LAYER_FIRST + (uint32_t)(kt_rand(&s) % LAYER_N)};
+        struct kiln_key keys[2] = {key_of(ids[0]), key_of(ids[1])};
+        struct kiln_cache_result *res;
+        int64_t got = kiln_cache_load_many(r->c, keys, 2, 1, &res);
+        r->loads++;
+        if (got < 0) {
+            r->wrong++;
+            continue;
+        }
+        r->wrong += got != 2 || !result_is(&res[0], ids[0]) || !result_is(&res[1], ids[1]);
+        kiln_cache_results_free(res, 2);
+    }
+    return NULL;
+}
+
+/*
+ * Rounds of one handle each, a day apart, with a cap of 64 records over a
+ * layer: the main thread stores 48 records while a loader thread loads,
+ * again and again, one of them (already stored) and one of the layer's.
+ * From the second round on, a store passes the cap and evicts the earlier
+ * rounds' records, which moves this round's down the file: the gate keeps
+ * each load's look-ups and reads on one file, so every load returns both
+ * records whole. Built with KILN_CACHE_BROKEN_GATE (the load takes no
+ * gate), a load that looked up before an eviction reads the new file at
+ * the old places: cache_cap_broken_gate.loads_while_evicting must fail.
+ */
+KT_CASE(loads_while_evicting)
+{
+    enum { ROUNDS = 40, PER_ROUND = 48 };
+    const char *root = kt_tmpdir();
+    char top[4200], layer[4200];
+    snprintf(top, sizeof(top), "%s/top", root);
+    snprintf(layer, sizeof(layer), "%s/layer", root);
+    fill(layer, DAY0, 0, LAYER_FIRST, LAYER_FIRST + LAYER_N);
+    const char *layers[] = {layer};
+    uint64_t evictions = 0;
+    unsigned loads = 0, wrong = 0;
+    for (uint32_t round = 0; round < ROUNDS; round++) {
+        struct kiln_cache_options o = KILN_CACHE_OPTIONS_INIT;
+        o.stamp = STAMP;
+        o.flags = KILN_CACHE_CREATE;
+        o.today = DAY0 + round;
+        o.max_size = HEADER + 64 * REC;
+        o.layers = layers;
+        o.nlayers = 1;
+        struct race r = {.first = 1000 * (round + 1)};
+        KT_REQUIRE_OK(kiln_cache_open(top, &o, &r.c));
+        atomic_init(&r.stored, 0);
+        atomic_init(&r.done, false);
+        pthread_t tid;
+        KT_REQUIRE(pthread_create(&tid, NULL, loader, &r) == 0);
+        for (uint32_t i = 0; i < PER_ROUND; i++) {
+            KT_CHECK_OK(put_id(r.c, r.first + i));
+            atomic_store(&r.stored, i + 1);
+        }
+        atomic_store(&r.done, true);
+        pthread_join(tid, NULL);
+        evictions += stats_of(r.c).evictions;
+        loads += r.loads;
+        wrong += r.wrong;
+        kiln_cache_close(r.c);
+    }
+    printf("%u loads, %u wrong, %llu evictions\n", loads, wrong, (unsigned long long)evictions);
+    KT_CHECK(evictions >= ROUNDS - 1); /* the race was run: one eviction a round at least */
+    KT_CHECK(loads >= ROUNDS);
+    KT_CHECK_EQ(wrong, 0);
+}
+
 KT_MAIN(KT_ENTRY(evict_lru_order), KT_ENTRY(run_records_kept), KT_ENTRY(cap_remembered_and_cleared),
-        KT_ENTRY(damaged_settings_no_cap), KT_ENTRY(layers_untouched), KT_ENTRY(rewrites_keep_cap))
+        KT_ENTRY(damaged_settings_no_cap), KT_ENTRY(layers_untouched), KT_ENTRY(rewrites_keep_cap),
+        KT_ENTRY(loads_while_evicting))
