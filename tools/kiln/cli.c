@@ -315,6 +315,38 @@ int cli_parse_jobs(const char *name, const char *text, unsigned *jobs)
     return rc;
 }
 
+int cli_parse_binaries(const char *name, const char *text, uint32_t *mode)
+{
+    static const char *const names[] = {"off", "on", "auto"};
+    for (uint32_t i = 0; i < 3; i++) {
+        if (strcmp(text, names[i]) == 0) {
+            *mode = i; /* KILN_BINARIES_OFF, _ON, _AUTO */
+            return KILN_EXIT_OK;
+        }
+    }
+    return cli_usage_error(name, "--binaries: '%s' is not off, on or auto", text);
+}
+
+void cli_json_binaries(struct cli_json *j, bool used, uint64_t kept, uint64_t stale,
+                       uint64_t dropped, uint64_t damaged)
+{
+    cli_json_bool(j, "binaries_used", used);
+    cli_json_u64(j, "binaries_kept", kept);
+    cli_json_u64(j, "binaries_stale", stale);
+    cli_json_u64(j, "binaries_stale_dropped", dropped);
+    cli_json_u64(j, "binaries_damaged", damaged);
+}
+
+void cli_print_binaries(bool used, uint64_t kept, uint64_t stale, uint64_t dropped,
+                        uint64_t damaged)
+{
+    if (!used)
+        return;
+    printf("  binaries   %" PRIu64 " kept, %" PRIu64 " damaged; %" PRIu64
+           " stale folder%s (driver update), %" PRIu64 " removed\n",
+           kept, damaged, stale, CLI_S(stale), dropped);
+}
+
 int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index)
 {
     uint64_t v = 0; /* as in cli_parse_jobs */

@@ -131,6 +131,18 @@ int cli_parse_jobs(const char *name, const char *text, unsigned *jobs);
  * cli_parse_u64. */
 int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index);
 
+/* Parses "--binaries off|on|auto" (enum kiln_binaries_mode). Same return
+ * as cli_parse_u64. */
+int cli_parse_binaries(const char *name, const char *text, uint32_t *mode);
+
+/* The host tier's counts (kiln_prepare_summary / kiln_start_summary
+ * binaries_*) as JSON keys, and as one text line when the tier was used. */
+struct cli_json;
+void cli_json_binaries(struct cli_json *j, bool used, uint64_t kept, uint64_t stale,
+                       uint64_t dropped, uint64_t damaged);
+void cli_print_binaries(bool used, uint64_t kept, uint64_t stale, uint64_t dropped,
+                        uint64_t damaged);
+
 /* Parses "--seed S" (decimal, or hex with 0x). @return 0, or prints one line
  * and returns KILN_EXIT_USAGE. */
 int cli_parse_seed(const char *name, const char *text, uint64_t *seed);
