@@ -320,6 +320,7 @@ struct kiln__prep_vk_want {
     size_t nbuilders;
     const struct kiln__prep_item *items;
     size_t n;
+    uint32_t binaries; /* enum kiln_binaries_mode: asks for VK_KHR_pipeline_binary */
 };
 
 /* The want of a run whose options `o` (kiln_prepare_options or
@@ -335,7 +336,8 @@ struct kiln__prep_vk_want {
                                  .builders = (o)->builders,                 \
                                  .nbuilders = (o)->nbuilders,               \
                                  .items = (items_),                         \
-                                 .n = (n_)})
+                                 .n = (n_),                                 \
+                                 .binaries = (o)->binaries})
 
 /* What kiln__prep_vk_open gives back. */
 struct kiln__prep_vk_got {

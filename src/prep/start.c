@@ -667,6 +667,11 @@ int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_
             kiln__prep_needed_extensions(w->builders, w->nbuilders, w->items, w->n, &got->masks));
     if (!w->given) {
         const char *extra[64];
+        uint32_t nextra = kiln__prep_builder_extensions(w->builders, w->nbuilders, got->masks,
+                                                        extra, KILN_ARRAY_LEN(extra) - 1);
+        /* The host tier's extension, where the headers know it (vk_binary.c). */
+        if (w->binaries != KILN_BINARIES_OFF && !w->isolate)
+            extra[nextra++] = "VK_KHR_pipeline_binary";
         struct kiln_vk_options vopt = {
             .size = sizeof(vopt),
             .use_device_index = w->use_device_index,
@@ -675,8 +680,7 @@ int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_
             .io = w->io,
             .allocator = w->allocator,
             .extra_extensions = extra,
-            .extra_extension_count = kiln__prep_builder_extensions(
-                w->builders, w->nbuilders, got->masks, extra, KILN_ARRAY_LEN(extra)),
+            .extra_extension_count = nextra,
             /* Pipeline libraries only where a program of the run needs them
              * (a builder names them): the preparation and the warm start
              * build monolithically, and an extension the run never uses
