@@ -715,11 +715,16 @@ struct kiln_prepare_summary {
     uint64_t isolated_time_limit_ms;
     /* (0.2) The host tier (kiln_prepare_options.binaries), as in
      * kiln_start_summary: used or not, binaries kept this run, stale
-     * folders found and removed, damaged records refused. */
+     * folders found and removed, damaged records refused, the tier's
+     * folder, global key, pipelines and bytes. */
     uint64_t binaries_kept;
     uint64_t binaries_stale;
     uint64_t binaries_stale_dropped;
     uint64_t binaries_damaged;
+    uint64_t binaries_records;
+    uint64_t binaries_bytes;
+    char binaries_dir[512];
+    char binaries_global_key[72];
     bool binaries_used;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
@@ -913,6 +918,12 @@ struct kiln_start_summary {
     uint64_t binaries_stale;
     uint64_t binaries_stale_dropped;
     uint64_t binaries_damaged;
+    /* The tier's folder for this device and driver, its global key in
+     * hex, and the pipelines and payload bytes it holds at the end. */
+    uint64_t binaries_records;
+    uint64_t binaries_bytes;
+    char binaries_dir[512];
+    char binaries_global_key[72];
     bool binaries_used;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)

@@ -338,17 +338,11 @@ void kiln__bin_tier_get_stats(struct kiln__bin_tier *t, struct kiln__bin_tier_st
     out->refused = atomic_load(&t->refused);
 }
 
-void kiln__prep_binaries_counts(struct kiln__bin_tier *t, uint64_t *kept, uint64_t *stale,
-                                uint64_t *dropped, uint64_t *damaged)
+void kiln__bin_tier_stats_or_zero(struct kiln__bin_tier *t, struct kiln__bin_tier_stats *out)
 {
-    struct kiln__bin_tier_stats st;
-    memset(&st, 0, sizeof(st));
+    memset(out, 0, sizeof(*out));
     if (t)
-        kiln__bin_tier_get_stats(t, &st);
-    *kept = st.kept;
-    *stale = st.stale;
-    *dropped = st.stale_dropped;
-    *damaged = st.damaged;
+        kiln__bin_tier_get_stats(t, out);
 }
 
 struct kiln__bin_tier *kiln__bin_tier_for_run(uint32_t mode, struct kiln_vk *vk,

@@ -128,10 +128,27 @@ struct kiln__bin_tier *kiln__bin_tier_for_run(uint32_t mode, struct kiln_vk *vk,
                                               struct kiln__bin_provider *provider,
                                               const struct kiln__bin_tier_options *o);
 
-/* A run's counts from its tier (NULL: zeros): binaries kept, stale
- * folders found and removed, damaged records refused. */
-void kiln__prep_binaries_counts(struct kiln__bin_tier *t, uint64_t *kept, uint64_t *stale,
-                                uint64_t *dropped, uint64_t *damaged);
+/* A run's counts from its tier (NULL: zeros) into a summary's fields:
+ * `s` is a struct kiln_prepare_summary or kiln_start_summary (the fields
+ * have the same names). */
+#define KILN__PREP_BINARIES_COUNTS(t, s)                                           \
+    do {                                                                           \
+        struct kiln__bin_tier_stats bst_;                                          \
+        kiln__bin_tier_stats_or_zero((t), &bst_);                                  \
+        (s)->binaries_used = (t) != NULL;                                          \
+        (s)->binaries_kept = bst_.kept;                                            \
+        (s)->binaries_stale = bst_.stale;                                          \
+        (s)->binaries_stale_dropped = bst_.stale_dropped;                          \
+        (s)->binaries_damaged = bst_.damaged;                                      \
+        (s)->binaries_records = bst_.records;                                      \
+        (s)->binaries_bytes = bst_.bytes;                                          \
+        snprintf((s)->binaries_dir, sizeof((s)->binaries_dir), "%s", bst_.dir);    \
+        snprintf((s)->binaries_global_key, sizeof((s)->binaries_global_key), "%s", \
+                 bst_.global_hex);                                                 \
+    } while (0)
+
+/* kiln__bin_tier_get_stats, or all zero (empty strings) for NULL. */
+void kiln__bin_tier_stats_or_zero(struct kiln__bin_tier *t, struct kiln__bin_tier_stats *out);
 
 /* Test hook: when set, runs use this provider instead of the device's. */
 extern const struct kiln__bin_provider *kiln__bin_test_provider;

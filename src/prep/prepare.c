@@ -840,9 +840,6 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }
     s->pipelines_ns = kiln_now_ns() - t4;
-    kiln__prep_binaries_counts(bins, &s->binaries_kept, &s->binaries_stale,
-                               &s->binaries_stale_dropped, &s->binaries_damaged);
-    s->binaries_used = bins != NULL;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     /* Made by this run: counted when stored (one warning line each). */
     s->recorded_invalid += atomic_load(&b.recorded_invalid);
@@ -888,6 +885,7 @@ out:
         if (d && kiln_pack_dict_bytes(d, &dsize))
             s->dict_bytes = dsize;
     }
+    KILN__PREP_BINARIES_COUNTS(bins, s);
     kiln__bin_tier_close(bins);
     kiln_vk_destroy(own_vk);
     kiln__free(ext_masks);

@@ -1073,9 +1073,7 @@ static struct kiln__bin_tier *start_binaries(const struct kiln_start_options *o,
 /* Where the start's pipelines came from (kiln_start_summary.from_*). */
 static void start_binaries_counts(struct kiln__prep_build *b, struct kiln_start_summary *s)
 {
-    kiln__prep_binaries_counts(b->bins, &s->binaries_kept, &s->binaries_stale,
-                               &s->binaries_stale_dropped, &s->binaries_damaged);
-    s->binaries_used = b->bins != NULL;
+    KILN__PREP_BINARIES_COUNTS(b->bins, s);
     s->from_binaries = atomic_load(&b->from_binaries);
     s->from_pipeline_cache = atomic_load(&b->feedback_cache_hits);
     uint64_t known = s->from_binaries + s->from_pipeline_cache;

@@ -65,6 +65,10 @@ KT_CASE(fake_prepare_then_start)
     KT_CHECK_EQ(s.from_binaries, 3);
     KT_CHECK_EQ(s.compiled, 0);
     KT_CHECK_EQ(s.binaries_kept, 0);
+    KT_CHECK_EQ(s.binaries_records, 3);
+    KT_CHECK(s.binaries_bytes > 3 * 2 * BIN_FAKE_DATA);
+    KT_CHECK(strstr(s.binaries_dir, "binaries/10005-1234-4141") != NULL);
+    KT_CHECK_EQ(strlen(s.binaries_global_key), 40);
     KT_CHECK_EQ(atomic_load(&f.creates), 3);
     KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
 

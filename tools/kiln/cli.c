@@ -327,24 +327,34 @@ int cli_parse_binaries(const char *name, const char *text, uint32_t *mode)
     return cli_usage_error(name, "--binaries: '%s' is not off, on or auto", text);
 }
 
-void cli_json_binaries(struct cli_json *j, bool used, uint64_t kept, uint64_t stale,
-                       uint64_t dropped, uint64_t damaged)
+void cli_json_binaries(struct cli_json *j, const struct cli_binaries *b)
 {
-    cli_json_bool(j, "binaries_used", used);
-    cli_json_u64(j, "binaries_kept", kept);
-    cli_json_u64(j, "binaries_stale", stale);
-    cli_json_u64(j, "binaries_stale_dropped", dropped);
-    cli_json_u64(j, "binaries_damaged", damaged);
+    cli_json_bool(j, "binaries_used", b->used);
+    cli_json_u64(j, "binaries_kept", b->kept);
+    cli_json_u64(j, "binaries_stale", b->stale);
+    cli_json_u64(j, "binaries_stale_dropped", b->dropped);
+    cli_json_u64(j, "binaries_damaged", b->damaged);
+    cli_json_u64(j, "binaries_records", b->records);
+    cli_json_u64(j, "binaries_bytes", b->bytes);
+    if (b->used) {
+        cli_json_str(j, "binaries_dir", b->dir);
+        cli_json_str(j, "binaries_global_key", b->global_key);
+    } else {
+        cli_json_null(j, "binaries_dir");
+        cli_json_null(j, "binaries_global_key");
+    }
 }
 
-void cli_print_binaries(bool used, uint64_t kept, uint64_t stale, uint64_t dropped,
-                        uint64_t damaged)
+void cli_print_binaries(const struct cli_binaries *b)
 {
-    if (!used)
+    if (!b->used)
         return;
-    printf("  binaries   %" PRIu64 " kept, %" PRIu64 " damaged; %" PRIu64
-           " stale folder%s (driver update), %" PRIu64 " removed\n",
-           kept, damaged, stale, CLI_S(stale), dropped);
+    char size[32];
+    printf("  binaries   %" PRIu64 " pipeline%s (%s) in %s\n", b->records, CLI_S(b->records),
+           cli_format_bytes(size, sizeof(size), b->bytes), b->dir);
+    printf("             %" PRIu64 " kept this run, %" PRIu64 " damaged; %" PRIu64
+           " stale folder%s (another driver), %" PRIu64 " removed\n",
+           b->kept, b->damaged, b->stale, CLI_S(b->stale), b->dropped);
 }
 
 int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index)

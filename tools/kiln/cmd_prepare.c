@@ -305,8 +305,8 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "crash_skipped", s->crash_skipped);
     cli_json_u64(&j, "feedback_pipelines", s->feedback_pipelines);
     cli_json_u64(&j, "driver_cache_hits", s->driver_cache_hits);
-    cli_json_binaries(&j, s->binaries_used, s->binaries_kept, s->binaries_stale,
-                      s->binaries_stale_dropped, s->binaries_damaged);
+    struct cli_binaries bins = CLI_BINARIES(s);
+    cli_json_binaries(&j, &bins);
     cli_json_u64(&j, "driver_ns", s->driver_ns);
     struct cli_isolated iso;
     cli_isolated_of(s, &iso);
@@ -402,8 +402,8 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
                " answered by the build ledger (%" PRIu64 " failed before)\n",
                s->driver_compiles, CLI_S(s->driver_compiles), s->ledger_skipped, s->ledger_failed);
         cli_print_driver_word(s->feedback_pipelines, s->driver_cache_hits, s->driver_ns);
-        cli_print_binaries(s->binaries_used, s->binaries_kept, s->binaries_stale,
-                           s->binaries_stale_dropped, s->binaries_damaged);
+        struct cli_binaries bins = CLI_BINARIES(s);
+        cli_print_binaries(&bins);
         if (s->crash_skipped)
             printf("  crashes    %" PRIu64 " in flight when a run died: not built, recorded\n",
                    s->crash_skipped);

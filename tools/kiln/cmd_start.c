@@ -124,8 +124,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "from_binaries", s->from_binaries);
     cli_json_u64(&j, "from_pipeline_cache", s->from_pipeline_cache);
     cli_json_u64(&j, "compiled", s->compiled);
-    cli_json_binaries(&j, s->binaries_used, s->binaries_kept, s->binaries_stale,
-                      s->binaries_stale_dropped, s->binaries_damaged);
+    struct cli_binaries bins = CLI_BINARIES(s);
+    cli_json_binaries(&j, &bins);
     cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
@@ -186,8 +186,8 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
             printf("  from       %" PRIu64 " driver binaries, %" PRIu64 " pipeline cache, %" PRIu64
                    " compiled\n",
                    s->from_binaries, s->from_pipeline_cache, s->compiled);
-        cli_print_binaries(s->binaries_used, s->binaries_kept, s->binaries_stale,
-                           s->binaries_stale_dropped, s->binaries_damaged);
+        struct cli_binaries bins = CLI_BINARIES(s);
+        cli_print_binaries(&bins);
         if (s->crash_skipped || s->ledger_failed)
             printf("  crashes    %" PRIu64 " in flight when a run died, %" PRIu64
                    " crashed before: not built\n",
