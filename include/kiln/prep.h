@@ -724,7 +724,7 @@ struct kiln_prepare_summary {
     uint64_t binaries_records;
     uint64_t binaries_bytes;
     char binaries_dir[512];
-    char binaries_global_key[72];
+    char binaries_global_key[71]; /* 71: the bool after it ends the struct unpadded */
     bool binaries_used;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
@@ -923,7 +923,7 @@ struct kiln_start_summary {
     uint64_t binaries_records;
     uint64_t binaries_bytes;
     char binaries_dir[512];
-    char binaries_global_key[72];
+    char binaries_global_key[71]; /* 71: the bool after it ends the struct unpadded */
     bool binaries_used;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)

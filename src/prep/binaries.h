@@ -63,8 +63,8 @@ struct kiln__bin_tier_options {
 
 /* What the tier saw and did (counts of the run so far). */
 struct kiln__bin_tier_stats {
-    char dir[512];          /* this device's and driver's folder */
-    char global_hex[72];    /* its global key in hex */
+    char dir[512];                              /* this device's and driver's folder */
+    char global_hex[2 * KILN__BIN_KEY_MAX + 1]; /* its global key in hex */
     uint64_t records;       /* pipelines held (at open, plus those kept since) */
     uint64_t bytes;         /* their payload bytes */
     uint64_t stale;         /* folders of this device with another global key */
