@@ -6,8 +6,14 @@
  *
  * - The warm start never adds, changes or drops a record. It writes only
  *   the last-use marks (programs.kpu, through kiln_cache_save_use's
- *   temporary file and rename) and pipelines.vkc (only when it was missing
- *   or not used: the driver's data is then new).
+ *   temporary file and rename), pipelines.vkc (only when it was missing
+ *   or not used: the driver's data is then new) and, with the host tier
+ *   of driver binaries on (binaries.c), the binaries of the pipelines it
+ *   built that the tier lacked, in the tier's own cache folder.
+ *
+ * - A pipeline made from the tier's binaries skips the SPIR-V checks
+ *   below: no SPIR-V reaches the driver, only the driver's own binaries,
+ *   checked by the tier's cache (checksum) and parser (sizes) first.
  *
  * - Last use is recorded under the writer lock, or not at all. Marks are
  *   a whole-file snapshot of one handle's view, so two handles writing
@@ -397,9 +403,9 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         return rc; /* kiln_vk logged it, naming the program */
     }
     atomic_fetch_add_explicit(&j->b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
+    /* A failure to keep is logged: only the binaries are lost, not the build. */
     if (capture_flag(j->b))
-        kiln__bin_tier_keep(j->b->bins, it->key,
-                            pipe); /* a failure is logged: only its binaries are lost */
+        kiln__bin_tier_keep(j->b->bins, it->key, pipe);
     struct kiln_vk_feedback fb = KILN_VK_FEEDBACK_INIT;
     if (kiln_vk_pipeline_feedback(pipe, &fb) == KILN_OK)
         kiln__prep_note_feedback(j->b, it, fb.valid, fb.cache_hit, fb.driver_ns);
