@@ -188,6 +188,11 @@ function(kiln_module name)
   endif()
 endfunction()
 
+# Vulkan headers to put before the system's (a folder holding vulkan/), for
+# what newer headers declare: the host tier of driver binaries
+# (VK_KHR_pipeline_binary) is compiled only where they know it.
+set(KILN_VULKAN_INCLUDE_DIR "" CACHE PATH "Vulkan headers to use before the system's")
+
 # kiln_vulkan_headers(TARGET...)
 # Gives each target that exists, and its DLL twin (kiln_<m>_dll, Windows),
 # the Vulkan headers: the found package's, else KILN_VULKAN_INCLUDE. Only the
@@ -197,6 +202,10 @@ function(kiln_vulkan_headers)
     foreach(v ${t} ${t}_dll)
       if(NOT TARGET ${v})
         continue()
+      endif()
+      if(KILN_VULKAN_INCLUDE_DIR)
+        # Newer headers first (VK_KHR_pipeline_binary: docs/vk.md).
+        target_include_directories(${v} BEFORE PRIVATE ${KILN_VULKAN_INCLUDE_DIR})
       endif()
       if(VULKAN_FOUND)
         target_include_directories(${v} PRIVATE ${VULKAN_INCLUDE_DIRS})

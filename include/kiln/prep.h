@@ -458,6 +458,22 @@ typedef void (*kiln_prep_progress_fn)(void *user, enum kiln_prep_phase phase, ui
 typedef void (*kiln_prep_pipeline_fn)(void *user, struct kiln_key key,
                                       struct kiln_vk_pipeline *pipeline);
 
+/*
+ * (0.2) The host tier of driver binaries (docs/vk.md, "Host tier of driver
+ * binaries"): where the device offers VK_KHR_pipeline_binary and
+ * maintenance5, each pipeline's driver binaries are captured and kept per
+ * pipeline under cache_dir/binaries/, keyed by the driver's global key, and
+ * a warm start makes its pipelines from them (no SPIR-V unpacked, no
+ * compile). Off by default: measured against pipelines.vkc first.
+ */
+enum kiln_binaries_mode {
+    KILN_BINARIES_OFF = 0,  /* pipelines.vkc alone, as before */
+    KILN_BINARIES_ON = 1,   /* the tier; where the device lacks it, one warning line and
+                               pipelines.vkc */
+    KILN_BINARIES_AUTO = 2, /* the tier where the device has it, quietly pipelines.vkc
+                               elsewhere */
+};
+
 /* What kiln_prepare does. Fill it with kiln_prepare_options_init first. */
 struct kiln_prepare_options {
     size_t size; /* sizeof, as KILN_PREPARE_OPTIONS_INIT sets it (docs/abi.md) */
@@ -577,6 +593,12 @@ struct kiln_prepare_options {
      * preparation stores its programs (the programs it stores are never
      * evicted by it). */
     uint64_t max_size;
+    /* (0.2) The host tier of driver binaries (enum kiln_binaries_mode):
+     * with it on, the run captures each pipeline's binaries it builds, and
+     * stores those of programs built before that the tier lacks (a driver
+     * update made it stale: its old folder is removed). Not with `isolate`
+     * (the workers' pipelines are not captured). */
+    uint32_t binaries;
 };
 /* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
 #if defined(__cplusplus)
@@ -691,6 +713,19 @@ struct kiln_prepare_summary {
     uint64_t isolated_resent;
     uint64_t isolated_early_timeouts;
     uint64_t isolated_time_limit_ms;
+    /* (0.2) The host tier (kiln_prepare_options.binaries), as in
+     * kiln_start_summary: used or not, binaries kept this run, stale
+     * folders found and removed, damaged records refused, the tier's
+     * folder, global key, pipelines and bytes. */
+    uint64_t binaries_kept;
+    uint64_t binaries_stale;
+    uint64_t binaries_stale_dropped;
+    uint64_t binaries_damaged;
+    uint64_t binaries_records;
+    uint64_t binaries_bytes;
+    char binaries_dir[512];
+    char binaries_global_key[71]; /* 71: the bool after it ends the struct unpadded */
+    bool binaries_used;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 
@@ -786,6 +821,13 @@ struct kiln_start_options {
      * emulator's first start on a shipped cache works. */
     const char *const *layers;
     size_t nlayers;
+    /* (0.2) As in kiln_prepare_options: pipelines made from the host
+     * tier's driver binaries where it holds them; those it lacks are built
+     * and their binaries kept (unless read_only). */
+    uint32_t binaries;
+    /* (0.2) With `binaries`: remove this device's stale tier folders (a
+     * driver update) and keep the binaries again as the start builds. */
+    bool binaries_rebuild;
 };
 #define KILN_START_OPTIONS_INIT KILN_STRUCT_INIT(kiln_start_options)
 
@@ -860,6 +902,29 @@ struct kiln_start_summary {
     uint64_t feedback_pipelines;
     uint64_t driver_cache_hits;
     uint64_t driver_ns;
+    /* (0.2) Where the start's pipelines came from: made from the host
+     * tier's driver binaries (binaries), found in the VkPipelineCache by
+     * the driver's word (driver_cache_hits), and the rest of those built,
+     * compiled (where the driver gives no feedback, a pipeline cache hit
+     * counts here). */
+    uint64_t from_binaries;
+    uint64_t from_pipeline_cache;
+    uint64_t compiled;
+    /* (0.2) The tier (kiln_start_options.binaries): whether it was used,
+     * the binaries it kept this run, the stale folders of this device it
+     * found and removed, and the damaged records it refused (built from
+     * SPIR-V; never handed to the driver). */
+    uint64_t binaries_kept;
+    uint64_t binaries_stale;
+    uint64_t binaries_stale_dropped;
+    uint64_t binaries_damaged;
+    /* The tier's folder for this device and driver, its global key in
+     * hex, and the pipelines and payload bytes it holds at the end. */
+    uint64_t binaries_records;
+    uint64_t binaries_bytes;
+    char binaries_dir[512];
+    char binaries_global_key[71]; /* 71: the bool after it ends the struct unpadded */
+    bool binaries_used;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 

@@ -396,6 +396,73 @@ int kiln__prep_builders_in(const struct kiln_builder *in, size_t n,
                            struct kiln__prep_builders *out);
 void kiln__prep_builders_free(struct kiln__prep_builders *b);
 
+/*
+ * The host tier of driver binaries (src/prep/binaries.c stores them,
+ * src/vk/vk_binary.c talks to the driver, VK_KHR_pipeline_binary): a
+ * provider is what the tier asks of a device, so that tests drive the
+ * tier's storage, staleness and pruning with a fake one where the device
+ * has no such extension (lavapipe). Every callback is thread-safe.
+ */
+#define KILN__BIN_KEY_MAX 32u /* VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR */
+
+/* The device and its driver's global key: binaries are valid only for it. */
+struct kiln__bin_global {
+    uint32_t vendor_id;
+    uint32_t device_id;
+    uint32_t key_size; /* at most KILN__BIN_KEY_MAX */
+    uint8_t key[KILN__BIN_KEY_MAX];
+};
+
+/* One binary of a pipeline: its driver key and its data (borrowed). */
+struct kiln__bin_entry {
+    const uint8_t *key;
+    const uint8_t *data;
+    uint64_t data_size;
+    uint32_t key_size;
+};
+
+/* Called by a provider's capture for each binary: copies it. */
+typedef int (*kiln__bin_add_fn)(void *ctx, const struct kiln__bin_entry *e);
+
+struct kiln_vk;
+struct kiln_vk_pipeline;
+struct kiln_key;
+
+struct kiln__bin_provider {
+    void *user;
+    /* The device's global key (vkGetPipelineKeyKHR without create info). */
+    int (*global_key)(void *user, struct kiln__bin_global *out);
+    /* Hands each binary of `pipe` (built with KILN__VK_PIPELINE_CAPTURE)
+     * to add(ctx, ...), then lets the driver release its captured data.
+     * `key` is the program's (a fake provider derives its binaries from
+     * it). @return 0 or the error (nothing kept then). */
+    int (*capture)(void *user, const struct kiln_key *key, struct kiln_vk_pipeline *pipe,
+                   kiln__bin_add_fn add, void *ctx);
+    /* Makes the pipeline of program `key` (kiln's own shapes: compute, or
+     * a vertex and a fragment stage in kiln's layout) from its `n`
+     * binaries, already parsed and checked; no SPIR-V. @return 0 with
+     * *out (NULL: made, nothing to hand out; the tests' fake), or the
+     * error: the program is then built from its SPIR-V. */
+    int (*create_from)(void *user, const struct kiln_key *key, bool compute,
+                       const struct kiln__bin_entry *bins, uint32_t n,
+                       struct kiln_vk_pipeline **out);
+};
+
+/*
+ * The real provider of `vk`'s device (src/vk/vk_binary.c): only where kiln
+ * was built with headers that know VK_KHR_pipeline_binary and the device
+ * enabled it with maintenance5. @return 0 with *out filled, or
+ * KILN_ENOTSUP with `why` saying why (a line for the log).
+ */
+int kiln__vk_binary_provider(struct kiln_vk *vk, struct kiln__bin_provider *out, char *why,
+                             size_t cap);
+
+/* A kiln_vk_pipeline_desc flag only the tier sets: build with the driver's
+ * data captured (VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR) and without the
+ * VkPipelineCache (a captured build leaves it empty; the tier is the one
+ * path). Ignored where the provider is absent. */
+#define KILN__VK_PIPELINE_CAPTURE (1u << 31)
+
 /* The platform's atomic rename that never replaces (io_unix.c, io_win.c):
  * KILN_EEXIST when `to` exists. */
 int kiln__io_rename_noreplace(const char *from, const char *to);

@@ -160,6 +160,11 @@ struct kiln__prep_build {
     _Atomic uint64_t feedback_cache_hits;
     _Atomic uint64_t feedback_driver_ns;
     _Atomic uint64_t compile_required;
+    /* The host tier of driver binaries (binaries.h; NULL: off): kiln's own
+     * shapes are made from it where it holds them (from_binaries counts
+     * them), and built with their binaries captured and kept otherwise. */
+    struct kiln__bin_tier *bins;
+    _Atomic uint64_t from_binaries;
 };
 
 /* Notes the driver's feedback of an item's build in the item and the
@@ -200,18 +205,18 @@ struct kiln__prep_ledger;
 /*
  * Opens the cache folder's ledger for vk's driver and takes from `items`
  * (payload set to NULL) what it answers: programs built before on this
- * driver, when pipelines.vkc was loaded and no on_pipeline wants the
- * pipelines, and programs that failed before unless retry_failed. Counts
- * them in s->ledger_skipped / ledger_failed. A ledger that cannot be read
- * answers nothing (logged). First the crash journals: what a dead run had
- * in flight is recorded as crashed and taken from `items` this once
- * (s->crash_skipped); then, unless isolated, this run's journal is
+ * driver, when pipelines.vkc was loaded, no on_pipeline wants the
+ * pipelines and the host tier (`bins`, NULL: off) is not new (a new one
+ * is filled by building everything once), and programs that failed before unless retry_failed.
+ * Counts them in s->ledger_skipped / ledger_failed. A ledger that cannot be read answers nothing
+ * (logged). First the crash journals: what a dead run had in flight is recorded as crashed and
+ * taken from `items` this once (s->crash_skipped); then, unless isolated, this run's journal is
  * claimed with s->workers slots (kiln__prep_ledger_journal).
  * @return 0 or KILN_ENOMEM; *out may be NULL.
  */
 int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk *vk,
-                            struct kiln__prep_item *items, size_t n, struct kiln_prepare_summary *s,
-                            struct kiln__prep_ledger **out);
+                            struct kiln__bin_tier *bins, struct kiln__prep_item *items, size_t n,
+                            struct kiln_prepare_summary *s, struct kiln__prep_ledger **out);
 
 /* The run's crash journal (NULL: none), for kiln__prep_build.journal. */
 struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *pl);
@@ -315,6 +320,7 @@ struct kiln__prep_vk_want {
     size_t nbuilders;
     const struct kiln__prep_item *items;
     size_t n;
+    uint32_t binaries; /* enum kiln_binaries_mode: asks for VK_KHR_pipeline_binary */
 };
 
 /* The want of a run whose options `o` (kiln_prepare_options or
@@ -330,7 +336,8 @@ struct kiln__prep_vk_want {
                                  .builders = (o)->builders,                 \
                                  .nbuilders = (o)->nbuilders,               \
                                  .items = (items_),                         \
-                                 .n = (n_)})
+                                 .n = (n_),                                 \
+                                 .binaries = (o)->binaries})
 
 /* What kiln__prep_vk_open gives back. */
 struct kiln__prep_vk_got {

@@ -30,6 +30,7 @@
  */
 #include "kiln_internal.h"
 #include "journal.h"
+#include "binaries.h"
 #include "ledger.h"
 #include "prep_internal.h"
 
@@ -187,8 +188,8 @@ struct kiln__journal *kiln__prep_ledger_journal(const struct kiln__prep_ledger *
 }
 
 int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk *vk,
-                            struct kiln__prep_item *items, size_t n, struct kiln_prepare_summary *s,
-                            struct kiln__prep_ledger **out)
+                            struct kiln__bin_tier *bins, struct kiln__prep_item *items, size_t n,
+                            struct kiln_prepare_summary *s, struct kiln__prep_ledger **out)
 {
     *out = NULL;
     struct kiln__prep_ledger *pl = kiln__calloc(1, sizeof(*pl));
@@ -224,7 +225,11 @@ int kiln__prep_ledger_begin(const struct kiln_prepare_options *o, struct kiln_vk
     s->crash_skipped = kiln__prep_skip_suspects(sus, nsus, &d, items, n, "kiln prepare");
     if (!o->isolate) /* an isolated worker's crash costs no run */
         kiln__journal_claim(pl->journal, &d, s->workers);
-    bool built_answers = vi->cache_state == KILN_VK_CACHE_LOADED && !(o->vk && o->on_pipeline);
+    /* A new tier folder (the first run with it, or a driver update made
+     * the old one stale) is filled from the programs: everything is built
+     * once more, its binaries captured. */
+    bool built_answers = vi->cache_state == KILN_VK_CACHE_LOADED && !(o->vk && o->on_pipeline) &&
+                         !kiln__bin_tier_fresh(bins);
     for (size_t i = 0; i < n; i++) {
         if (!items[i].payload)
             continue;

@@ -59,6 +59,7 @@
  *   leaves a whole cache, index included.
  */
 #include "kiln_internal.h"
+#include "binaries.h"
 #include "isolate_internal.h"
 #include "ledger.h"
 #include "prep_internal.h"
@@ -579,6 +580,24 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
     s->packed_bytes = r->packed_bytes;
 }
 
+/* The host tier for the run (options.binaries), in vk's device: a stale
+ * folder of this device is removed, and the run fills a new one. NULL: off,
+ * not offered, or isolated (one info line). */
+static struct kiln__bin_tier *prepare_binaries(const struct kiln_prepare_options *o,
+                                               struct kiln_vk *vk,
+                                               struct kiln__bin_provider *provider)
+{
+    if (o->binaries != KILN_BINARIES_OFF && o->isolate) {
+        KILN_INFO("prep",
+                  "%s: driver binaries are not captured in isolated workers: "
+                  "pipelines.vkc serves",
+                  o->cache_dir);
+        return NULL;
+    }
+    struct kiln__bin_tier_options bo = {.cache_dir = o->cache_dir, .io = o->io, .drop_stale = true};
+    return kiln__bin_tier_for_run(o->binaries, vk, provider, &bo);
+}
+
 static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                    void *progress_user, struct kiln_prepare_summary *s, uint64_t t0)
 {
@@ -614,6 +633,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     struct kiln__prep_item *items = NULL;
     struct kiln_vk *own_vk = NULL;
     uint64_t *ext_masks = NULL;
+    struct kiln__bin_provider bin_provider;
+    struct kiln__bin_tier *bins = NULL;
     size_t n = 0;
     bool lock_made = false;
     int rc;
@@ -781,8 +802,10 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                  .executor = o->executor,
                                  .cancel = o->cancel,
                                  .cancel_user = o->cancel_user};
+    bins = prepare_binaries(o, vk, &bin_provider);
+    b.bins = bins;
     struct kiln__prep_ledger *ledger = NULL;
-    rc = kiln__prep_ledger_begin(o, vk, items, n, s, &ledger);
+    rc = kiln__prep_ledger_begin(o, vk, bins, items, n, s, &ledger);
     if (rc < 0) {
         fail_at(s, KILN_PREP_STEP_OTHER, rc);
         goto out;
@@ -862,6 +885,8 @@ out:
         if (d && kiln_pack_dict_bytes(d, &dsize))
             s->dict_bytes = dsize;
     }
+    KILN__PREP_BINARIES_COUNTS(bins, s);
+    kiln__bin_tier_close(bins);
     kiln_vk_destroy(own_vk);
     kiln__free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {

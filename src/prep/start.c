@@ -6,8 +6,14 @@
  *
  * - The warm start never adds, changes or drops a record. It writes only
  *   the last-use marks (programs.kpu, through kiln_cache_save_use's
- *   temporary file and rename) and pipelines.vkc (only when it was missing
- *   or not used: the driver's data is then new).
+ *   temporary file and rename), pipelines.vkc (only when it was missing
+ *   or not used: the driver's data is then new) and, with the host tier
+ *   of driver binaries on (binaries.c), the binaries of the pipelines it
+ *   built that the tier lacked, in the tier's own cache folder.
+ *
+ * - A pipeline made from the tier's binaries skips the SPIR-V checks
+ *   below: no SPIR-V reaches the driver, only the driver's own binaries,
+ *   checked by the tier's cache (checksum) and parser (sizes) first.
  *
  * - Last use is recorded under the writer lock, or not at all. Marks are
  *   a whole-file snapshot of one handle's view, so two handles writing
@@ -80,6 +86,7 @@
  *   callback needs no lock.
  */
 #include "kiln_internal.h"
+#include "binaries.h"
 #include "isolate_internal.h"
 #include "journal.h"
 #include "ledger.h"
@@ -228,6 +235,8 @@ static struct kiln_vk_stage vk_stage(const struct kiln_program_open_stage *os,
 /* Hands a built pipeline to the caller's callback, or destroys it. */
 static void deliver(struct build_job *j, struct kiln_vk_pipeline *pipe)
 {
+    if (!pipe)
+        return; /* made by the tests' fake provider of binaries: nothing to hand out */
     if (j->b->on_pipeline)
         j->b->on_pipeline(j->b->pipeline_user, j->item->key, pipe);
     else
@@ -252,6 +261,15 @@ void kiln__prep_note_feedback(struct kiln__prep_build *b, struct kiln__prep_item
 static uint32_t probe_flags(const struct kiln__prep_build *b)
 {
     return b->build_flags & KILN_BUILD_PROBE ? KILN_VK_PIPELINE_NO_COMPILE : 0;
+}
+
+/* The host tier's flag for a build: capture its binaries where the tier
+ * keeps them (and the build is not a probe). */
+static uint32_t capture_flag(const struct kiln__prep_build *b)
+{
+    return kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE)
+               ? KILN__VK_PIPELINE_CAPTURE
+               : 0;
 }
 
 /* A probe's miss is compiled at once, in the same build (its stages
@@ -279,6 +297,24 @@ static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *b
     }
     req->why[sizeof(req->why) - 1] = '\0';
     return rc;
+}
+
+/* The program's pipeline from the host tier's binaries, where it holds
+ * them: no stage opened, no compile. @return true when made (counted and
+ * delivered); false: build it from its SPIR-V. */
+static bool from_binaries(struct build_job *j, bool compute)
+{
+    struct kiln__prep_build *b = j->b;
+    if (!b->bins || (b->build_flags & KILN_BUILD_PROBE))
+        return false;
+    struct kiln_vk_pipeline *pipe = NULL;
+    if (kiln__bin_tier_make(b->bins, j->item->key, compute, &pipe) < 0)
+        return false;
+    atomic_fetch_add_explicit(&b->from_binaries, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
+    j->item->status = KILN_OK;
+    deliver(j, pipe);
+    return true;
 }
 
 /* kiln's own shapes: one compute stage, or a vertex and a fragment stage,
@@ -313,6 +349,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         it->status = KILN_ENOTSUP;
         return KILN_OK;
     }
+    if (from_binaries(j, compute))
+        return KILN_OK;
     struct kiln_program_opened *op = NULL;
     int rc = open_stages(j, name, false, &op);
     if (rc < 0)
@@ -337,7 +375,7 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
                                           .name = name,
                                           .compute = compute ? &vs[0] : NULL,
                                           .graphics = compute ? NULL : &g,
-                                          .flags = probe_flags(j->b)};
+                                          .flags = probe_flags(j->b) | capture_flag(j->b)};
         rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
         if (rc == KILN_ECOMPILE_REQUIRED && compile_on_miss(j->b)) {
             j->item->probe_missed = true; /* compiled now, the stages still open */
@@ -365,6 +403,9 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         return rc; /* kiln_vk logged it, naming the program */
     }
     atomic_fetch_add_explicit(&j->b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
+    /* A failure to keep is logged: only the binaries are lost, not the build. */
+    if (capture_flag(j->b))
+        kiln__bin_tier_keep(j->b->bins, it->key, pipe);
     struct kiln_vk_feedback fb = KILN_VK_FEEDBACK_INIT;
     if (kiln_vk_pipeline_feedback(pipe, &fb) == KILN_OK)
         kiln__prep_note_feedback(j->b, it, fb.valid, fb.cache_hit, fb.driver_ns);
@@ -632,6 +673,11 @@ int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_
             kiln__prep_needed_extensions(w->builders, w->nbuilders, w->items, w->n, &got->masks));
     if (!w->given) {
         const char *extra[64];
+        uint32_t nextra = kiln__prep_builder_extensions(w->builders, w->nbuilders, got->masks,
+                                                        extra, KILN_ARRAY_LEN(extra) - 1);
+        /* The host tier's extension, where the headers know it (vk_binary.c). */
+        if (w->binaries != KILN_BINARIES_OFF && !w->isolate)
+            extra[nextra++] = "VK_KHR_pipeline_binary";
         struct kiln_vk_options vopt = {
             .size = sizeof(vopt),
             .use_device_index = w->use_device_index,
@@ -640,8 +686,7 @@ int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_
             .io = w->io,
             .allocator = w->allocator,
             .extra_extensions = extra,
-            .extra_extension_count = kiln__prep_builder_extensions(
-                w->builders, w->nbuilders, got->masks, extra, KILN_ARRAY_LEN(extra)),
+            .extra_extension_count = nextra,
             /* Pipeline libraries only where a program of the run needs them
              * (a builder names them): the preparation and the warm start
              * build monolithically, and an extension the run never uses
@@ -1016,6 +1061,31 @@ static int start_choose(const struct kiln_start_options *o, struct kiln_cache *c
     return rc;
 }
 
+/* The host tier for the start (options.binaries): read-only with the
+ * cache; stale folders removed only when a rebuild is asked. NULL: off,
+ * not offered, or isolated. */
+static struct kiln__bin_tier *start_binaries(const struct kiln_start_options *o, struct kiln_vk *vk,
+                                             struct kiln__bin_provider *provider)
+{
+    if (o->binaries == KILN_BINARIES_OFF || o->isolate)
+        return NULL;
+    struct kiln__bin_tier_options bo = {.cache_dir = o->cache_dir,
+                                        .io = o->io,
+                                        .read_only = o->read_only,
+                                        .drop_stale = o->binaries_rebuild};
+    return kiln__bin_tier_for_run(o->binaries, vk, provider, &bo);
+}
+
+/* Where the start's pipelines came from (kiln_start_summary.from_*). */
+static void start_binaries_counts(struct kiln__prep_build *b, struct kiln_start_summary *s)
+{
+    KILN__PREP_BINARIES_COUNTS(b->bins, s);
+    s->from_binaries = atomic_load(&b->from_binaries);
+    s->from_pipeline_cache = atomic_load(&b->feedback_cache_hits);
+    uint64_t known = s->from_binaries + s->from_pipeline_cache;
+    s->compiled = s->pipelines_built > known ? s->pipelines_built - known : 0;
+}
+
 static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                       void *progress_user, struct kiln_start_summary *s, uint64_t t0)
 {
@@ -1077,6 +1147,8 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     uint64_t *ext_masks = NULL;
     struct kiln_pack_dict *dict = NULL;
     unsigned char *retried = NULL;
+    struct kiln__bin_provider bin_provider;
+    struct kiln__bin_tier *bins = NULL;
     rc = kiln_cache_entries(cache, &entries, &n);
     s->records = n;
     if (rc == KILN_OK)
@@ -1185,6 +1257,8 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
                                  .cancel = o->cancel,
                                  .cancel_user = o->cancel_user,
                                  .journal = journal};
+    bins = start_binaries(o, vk, &bin_provider);
+    b.bins = bins;
     int64_t built;
     if (o->isolate) {
         /* In worker processes; their pipeline caches are merged into vk's. */
@@ -1211,6 +1285,7 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
         goto out;
     }
     s->pipelines_built = (uint64_t)built;
+    start_binaries_counts(&b, s);
     if (s->lone_modules)
         KILN_INFO("prep",
                   "%s: %" PRIu64 " records are single graphics modules (no pipeline alone): "
@@ -1238,6 +1313,7 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     }
 
 out:
+    kiln__bin_tier_close(bins);
     kiln__journal_close(journal);
     kiln__free(retried);
     kiln_vk_destroy(own_vk);

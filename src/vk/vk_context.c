@@ -396,6 +396,15 @@ static const struct extra_row extra_rows[] = {
     {.name = "VK_NV_mesh_shader",
      .feat = FEAT(VkPhysicalDeviceMeshShaderFeaturesNV,
                   VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_NV, meshShader)},
+#ifdef VK_KHR_pipeline_binary
+    /* The host tier of driver binaries (vk_binary.c): asked for by a run
+     * with the tier on; it needs maintenance5, which kiln enables itself
+     * where offered (vk_binary.c checks it is on). */
+    {.name = VK_KHR_PIPELINE_BINARY_EXTENSION_NAME,
+     .feat = FEAT(VkPhysicalDevicePipelineBinaryFeaturesKHR,
+                  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR, pipelineBinaries),
+     .minimal = true},
+#endif
 };
 
 #define EXTRA_ROWS KILN_ARRAY_LEN(extra_rows)

@@ -97,6 +97,18 @@ struct kiln_vk_module {
 /* The most device extensions kiln enables: its own three and the extras. */
 #define KILN_VK_MAX_EXTENSIONS 64u
 
+#ifdef VK_KHR_pipeline_binary
+/* VK_KHR_pipeline_binary's calls (vk_binary.c), loaded under the context's
+ * lock by the first provider asked for. */
+struct kiln__vk_bin_fns {
+    PFN_vkCreatePipelineBinariesKHR create;
+    PFN_vkDestroyPipelineBinaryKHR destroy;
+    PFN_vkGetPipelineKeyKHR key;
+    PFN_vkGetPipelineBinaryDataKHR data;
+    PFN_vkReleaseCapturedPipelineDataKHR release;
+};
+#endif
+
 struct kiln_vk {
     struct kiln__errbuf err; /* the last failure's text (kiln_vk_errmsg) */
     struct kiln_vk_fns fn;
@@ -155,7 +167,21 @@ struct kiln_vk {
     atomic_ullong parts_built;
     atomic_ullong parts_reused;
     atomic_llong live_parts;
+#ifdef VK_KHR_pipeline_binary
+    struct kiln__vk_bin_fns bin;
+    bool bin_loaded;
+#endif
 };
+
+/*
+ * Makes one of kiln's own shapes (compute, or the vertex and fragment pair
+ * in kiln's layout and the default color format) from driver binaries:
+ * `binary_info` is a VkPipelineBinaryInfoKHR (vk_binary.c) chained first;
+ * no stage, no pipeline cache. @return 0 with *out, or KILN_EVULKAN
+ * (logged at info: the caller builds from SPIR-V).
+ */
+int kiln__vk_pipeline_from_binaries(struct kiln_vk *vk, bool compute, void *binary_info,
+                                    struct kiln_vk_pipeline **out);
 
 /* Opens the loader; @return vkGetInstanceProcAddr or NULL with `why` filled. */
 PFN_vkGetInstanceProcAddr kiln__vk_load(const char *loader, char *why, size_t cap);

@@ -328,19 +328,70 @@ void kiln__vk_destroy_objects(struct kiln_vk *vk)
 
 /* One create's flags and feedback (see the top). */
 struct ask {
-    uint32_t flags; /* KILN_VK_PIPELINE_* */
+    uint32_t flags; /* KILN_VK_PIPELINE_*, KILN__VK_PIPELINE_CAPTURE */
     VkPipelineCreationFeedback pipeline;
     VkPipelineCreationFeedback stages[2];
     VkPipelineCreationFeedbackCreateInfo info;
+    /* The host tier of driver binaries (vk_binary.c): a VkPipelineBinaryInfoKHR to make the
+     * pipeline from (NULL: its stages), and the flags that capture its data. */
+    VkBaseInStructure *binaries;
+#ifdef VK_KHR_pipeline_binary
+    VkPipelineCreateFlags2CreateInfoKHR flags2;
+#endif
 };
 
+/* Whether the create goes through the host tier of binaries, which
+ * keeps the VkPipelineCache out of it (docs/vk.md: one path per device). */
+static bool ask_tier(const struct kiln_vk *vk, const struct ask *a)
+{
+#ifdef VK_KHR_pipeline_binary
+    if (vk->bin_loaded && (a->binaries || (a->flags & KILN__VK_PIPELINE_CAPTURE)))
+        return true;
+#endif
+    (void)vk;
+    (void)a;
+    return false;
+}
+
+/* The pipeline cache of a create: none through the host tier. */
+static VkPipelineCache ask_cache(const struct kiln_vk *vk, const struct ask *a)
+{
+    return ask_tier(vk, a) ? VK_NULL_HANDLE : vk->cache;
+}
+
+/* The tier's structures before `next`: the binaries to make it from, or
+ * the capture flag (VkPipelineCreateFlags2CreateInfoKHR, which then holds
+ * every flag of the create). */
+static const void *ask_tier_chain(const struct kiln_vk *vk, struct ask *a, const void *next)
+{
+    if (!ask_tier(vk, a))
+        return next;
+    if (a->binaries) {
+        a->binaries->pNext = next;
+        return a->binaries;
+    }
+#ifdef VK_KHR_pipeline_binary
+    a->flags2 = (VkPipelineCreateFlags2CreateInfoKHR){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR,
+        .pNext = next,
+        .flags = VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR |
+                 (a->flags & KILN_VK_PIPELINE_NO_COMPILE
+                      ? VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR
+                      : 0)};
+    return &a->flags2;
+#else
+    return next;
+#endif
+}
+
 /* The create info's pNext: the feedback request before `next` where the
- * device has it, else `next` alone. */
+ * device has it, else `next` alone; the host tier's structures first. */
 static const void *ask_chain(const struct kiln_vk *vk, struct ask *a, uint32_t nstages,
                              const void *next)
 {
     memset(&a->pipeline, 0, sizeof(a->pipeline));
     memset(a->stages, 0, sizeof(a->stages));
+    next = ask_tier_chain(vk, a, next);
     if (!vk->info.creation_feedback)
         return next;
     a->info = (VkPipelineCreationFeedbackCreateInfo){
@@ -428,7 +479,7 @@ static int compute_pipeline_body(struct kiln_vk *vk, const char *name,
     };
     VkPipeline handle = VK_NULL_HANDLE;
     VkResult res =
-        vk->fn.vkCreateComputePipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
+        vk->fn.vkCreateComputePipelines(vk->device, ask_cache(vk, a), 1, &ci, vk->alloc, &handle);
     kiln_vk_stage_release(vk, &st);
     return finish_pipeline(vk, name, "compute", res, handle, a, out);
 }
@@ -440,6 +491,86 @@ int kiln_vk_compute_pipeline(struct kiln_vk *vk, const char *name,
     struct ask a = {.flags = 0};
     return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_compute_pipeline", name,
                          compute_pipeline_body(vk, name, stage, &a, out));
+}
+
+/* The fixed state of kiln's own graphics shape (a triangle list, one color
+ * attachment of `format`, viewport and scissor dynamic), in one place for
+ * the builds from SPIR-V and from driver binaries. */
+struct builtin_state {
+    VkPipelineVertexInputStateCreateInfo vin;
+    VkPipelineInputAssemblyStateCreateInfo ia;
+    VkPipelineViewportStateCreateInfo vp;
+    VkPipelineRasterizationStateCreateInfo rs;
+    VkPipelineMultisampleStateCreateInfo ms;
+    VkPipelineColorBlendAttachmentState blend;
+    VkPipelineColorBlendStateCreateInfo cb;
+    VkDynamicState dyn[2];
+    VkPipelineDynamicStateCreateInfo ds;
+    VkPipelineRenderingCreateInfo rendering;
+    VkFormat format;
+};
+
+/* Fills *s and a create info pointing at it: no stages, no flags; pNext is
+ * the rendering info with dynamic rendering, else NULL. */
+static void builtin_state_fill(const struct kiln_vk *vk, struct builtin_state *s, VkFormat format,
+                               VkRenderPass pass, VkGraphicsPipelineCreateInfo *ci)
+{
+    memset(s, 0, sizeof(*s));
+    s->format = format;
+    s->vin.sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO;
+    s->ia = (VkPipelineInputAssemblyStateCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+        .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+    };
+    s->vp = (VkPipelineViewportStateCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+        .viewportCount = 1,
+        .scissorCount = 1,
+    };
+    s->rs = (VkPipelineRasterizationStateCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+        .polygonMode = VK_POLYGON_MODE_FILL,
+        .cullMode = VK_CULL_MODE_NONE,
+        .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+        .lineWidth = 1.0f,
+    };
+    s->ms = (VkPipelineMultisampleStateCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+        .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
+    };
+    s->blend.colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+                              VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT;
+    s->cb = (VkPipelineColorBlendStateCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+        .attachmentCount = 1,
+        .pAttachments = &s->blend,
+    };
+    s->dyn[0] = VK_DYNAMIC_STATE_VIEWPORT;
+    s->dyn[1] = VK_DYNAMIC_STATE_SCISSOR;
+    s->ds = (VkPipelineDynamicStateCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
+        .dynamicStateCount = 2,
+        .pDynamicStates = s->dyn,
+    };
+    s->rendering = (VkPipelineRenderingCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+        .colorAttachmentCount = 1,
+        .pColorAttachmentFormats = &s->format,
+    };
+    *ci = (VkGraphicsPipelineCreateInfo){
+        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+        .pNext = vk->info.dynamic_rendering ? &s->rendering : NULL,
+        .pVertexInputState = &s->vin,
+        .pInputAssemblyState = &s->ia,
+        .pViewportState = &s->vp,
+        .pRasterizationState = &s->rs,
+        .pMultisampleState = &s->ms,
+        .pColorBlendState = &s->cb,
+        .pDynamicState = &s->ds,
+        .layout = vk->layout,
+        .renderPass = pass,
+        .subpass = 0,
+    };
 }
 
 /* The render pass for one color format (devices without dynamic rendering). */
@@ -529,73 +660,20 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
         return rc;
     }
     VkPipelineShaderStageCreateInfo stages[2] = {vs.info, fs.info};
-
-    VkPipelineVertexInputStateCreateInfo vin = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
-    VkPipelineInputAssemblyStateCreateInfo ia = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
-        .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
-    };
-    VkPipelineViewportStateCreateInfo vp = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
-        .viewportCount = 1,
-        .scissorCount = 1,
-    };
-    VkPipelineRasterizationStateCreateInfo rs = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
-        .polygonMode = VK_POLYGON_MODE_FILL,
-        .cullMode = VK_CULL_MODE_NONE,
-        .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
-        .lineWidth = 1.0f,
-    };
-    VkPipelineMultisampleStateCreateInfo ms = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
-        .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
-    };
-    VkPipelineColorBlendAttachmentState blend = {
-        .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
-                          VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
-    };
-    VkPipelineColorBlendStateCreateInfo cb = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
-        .attachmentCount = 1,
-        .pAttachments = &blend,
-    };
-    VkDynamicState dyn[] = {VK_DYNAMIC_STATE_VIEWPORT, VK_DYNAMIC_STATE_SCISSOR};
-    VkPipelineDynamicStateCreateInfo ds = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
-        .dynamicStateCount = 2,
-        .pDynamicStates = dyn,
-    };
-    VkPipelineRenderingCreateInfo rendering = {
-        .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
-        .colorAttachmentCount = 1,
-        .pColorAttachmentFormats = &format,
-    };
-    VkGraphicsPipelineCreateInfo ci = {
-        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-        .pNext = ask_chain(vk, a, 2, vk->info.dynamic_rendering ? &rendering : NULL),
-        .flags = ask_flags(a),
-        .stageCount = 2,
-        .pStages = stages,
-        .pVertexInputState = &vin,
-        .pInputAssemblyState = &ia,
-        .pViewportState = &vp,
-        .pRasterizationState = &rs,
-        .pMultisampleState = &ms,
-        .pColorBlendState = &cb,
-        .pDynamicState = &ds,
-        .layout = vk->layout,
-        .renderPass = pass,
-        .subpass = 0,
-    };
+    struct builtin_state bs;
+    VkGraphicsPipelineCreateInfo ci;
+    builtin_state_fill(vk, &bs, format, pass, &ci);
+    ci.pNext = ask_chain(vk, a, 2, ci.pNext);
+    ci.flags = ask_flags(a);
+    ci.stageCount = 2;
+    ci.pStages = stages;
     VkPipeline handle = VK_NULL_HANDLE;
     struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
-    VkResult res =
-        g.link == KILN_VK_LINK_FAST && vk->info.pipeline_library &&
-                !(a->flags & KILN_VK_PIPELINE_NO_COMPILE) /* a link is no probe */
-            ? kiln__vk_link_builtin(vk, &g, format, &ci, &handle, &lr)
-            : vk->fn.vkCreateGraphicsPipelines(vk->device, vk->cache, 1, &ci, vk->alloc, &handle);
+    VkResult res = g.link == KILN_VK_LINK_FAST && vk->info.pipeline_library &&
+                           !(a->flags & KILN_VK_PIPELINE_NO_COMPILE) /* a link is no probe */
+                       ? kiln__vk_link_builtin(vk, &g, format, &ci, &handle, &lr)
+                       : vk->fn.vkCreateGraphicsPipelines(vk->device, ask_cache(vk, a), 1, &ci,
+                                                          vk->alloc, &handle);
     kiln_vk_stage_release(vk, &fs);
     kiln_vk_stage_release(vk, &vs);
     if (g.link_result && kiln__struct_out_check(g.link_result, "kiln_vk_link_result") == KILN_OK)
@@ -610,6 +688,46 @@ int kiln_vk_graphics_pipeline(struct kiln_vk *vk, const char *name,
     struct ask a = {.flags = 0};
     return kiln__err_end(vk ? &vk->err : NULL, m, "kiln_vk_graphics_pipeline", name,
                          graphics_pipeline_body(vk, name, desc, &a, out));
+}
+
+int kiln__vk_pipeline_from_binaries(struct kiln_vk *vk, bool compute, void *binary_info,
+                                    struct kiln_vk_pipeline **out)
+{
+    *out = NULL;
+    struct ask a = {.flags = 0, .binaries = binary_info};
+    VkPipeline handle = VK_NULL_HANDLE;
+    VkResult res;
+    if (compute) {
+        /* The stage is ignored when made from binaries; it names the kind. */
+        VkComputePipelineCreateInfo ci = {
+            .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+            .pNext = ask_chain(vk, &a, 1, NULL),
+            .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                      .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                      .pName = "main"},
+            .layout = vk->layout,
+        };
+        res =
+            vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &ci, vk->alloc, &handle);
+    } else {
+        VkFormat format = (VkFormat)KILN_VK_DEFAULT_COLOR_FORMAT;
+        VkRenderPass pass = VK_NULL_HANDLE;
+        res = vk->info.dynamic_rendering ? VK_SUCCESS : render_pass_for(vk, format, &pass);
+        struct builtin_state bs;
+        VkGraphicsPipelineCreateInfo ci;
+        builtin_state_fill(vk, &bs, format, pass, &ci);
+        ci.pNext = ask_chain(vk, &a, 2, ci.pNext);
+        if (res == VK_SUCCESS)
+            res = vk->fn.vkCreateGraphicsPipelines(vk->device, VK_NULL_HANDLE, 1, &ci, vk->alloc,
+                                                   &handle);
+    }
+    if (res != VK_SUCCESS) {
+        KILN_INFO("vk", "a pipeline from driver binaries: %s", kiln_vk_result_name(res));
+        if (handle)
+            vk->fn.vkDestroyPipeline(vk->device, handle, vk->alloc);
+        return KILN_EVULKAN;
+    }
+    return finish_pipeline(vk, NULL, compute ? "compute" : "graphics", res, handle, &a, out);
 }
 
 static int pipeline_create_body(struct kiln_vk *vk, const struct kiln_vk_pipeline_desc *in,

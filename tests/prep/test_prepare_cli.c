@@ -226,6 +226,51 @@ KT_CASE(second_prepare_json)
                 2);
 }
 
+/* --binaries on where the device lacks VK_KHR_pipeline_binary (or kiln's
+ * headers do): one warning line, pipelines.vkc serves, the counts say
+ * where the start's pipelines came from; a bad mode is a usage error. */
+KT_CASE(binaries_fallback_json)
+{
+    pf_need_vulkan();
+    const char *root = kt_tmpdir();
+    char corpus[4200], cache[4200], err[4200];
+    snprintf(cache, sizeof(cache), "%s/cache", root);
+    snprintf(err, sizeof(err), "%s/err", root);
+    KT_REQUIRE(pf_corpus(corpus, sizeof(corpus), root, false) == 0);
+    struct out o, e;
+    KT_CHECK_EQ(run_kiln_err(true, &o, err,
+                             (const char *[]){"prepare", "--corpus", corpus, "--cache", cache,
+                                              "--binaries", "on", "--json", NULL}),
+                0);
+    struct json_object *j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    struct json_object *v;
+    bool used = json_object_object_get_ex(j, "binaries_used", &v) && json_object_get_boolean(v);
+    json_object_put(j);
+    if (used) {
+        printf("skipped: the device offers VK_KHR_pipeline_binary\n");
+        exit(77);
+    }
+    KT_CHECK_EQ(read_lines(err, &e), 1);
+    KT_CHECK(strstr(e.text, "driver binaries") != NULL);
+
+    KT_CHECK_EQ(run_kiln(true, &o,
+                         (const char *[]){"start", "--cache", cache, "--binaries", "auto",
+                                          "--binaries-rebuild", "--json", NULL}),
+                0);
+    j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK_EQ(json_int(j, "pipelines_built"), PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(json_int(j, "from_binaries"), 0);
+    KT_CHECK_EQ(json_int(j, "from_pipeline_cache") + json_int(j, "compiled"), PF_GOOD_PROGRAMS);
+    KT_CHECK_EQ(json_int(j, "binaries_stale"), 0);
+    KT_CHECK(json_has(j, "binaries_kept") && json_has(j, "binaries_damaged"));
+    json_object_put(j);
+    KT_CHECK_EQ(
+        run_kiln(false, &o, (const char *[]){"start", "--cache", cache, "--binaries", "yes", NULL}),
+        2);
+}
+
 /* One broken program: the rest is made, and the exit code says 1. */
 KT_CASE(failure_exit_code)
 {
@@ -336,4 +381,5 @@ KT_CASE(dict_json)
 }
 
 KT_MAIN(KT_ENTRY(usage), KT_ENTRY(prepare_start_json), KT_ENTRY(failure_exit_code),
-        KT_ENTRY(bad_corpus_one_line), KT_ENTRY(dict_json), KT_ENTRY(second_prepare_json))
+        KT_ENTRY(bad_corpus_one_line), KT_ENTRY(dict_json), KT_ENTRY(second_prepare_json),
+        KT_ENTRY(binaries_fallback_json))

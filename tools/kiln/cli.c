@@ -315,6 +315,48 @@ int cli_parse_jobs(const char *name, const char *text, unsigned *jobs)
     return rc;
 }
 
+int cli_parse_binaries(const char *name, const char *text, uint32_t *mode)
+{
+    static const char *const names[] = {"off", "on", "auto"};
+    for (uint32_t i = 0; i < 3; i++) {
+        if (strcmp(text, names[i]) == 0) {
+            *mode = i; /* KILN_BINARIES_OFF, _ON, _AUTO */
+            return KILN_EXIT_OK;
+        }
+    }
+    return cli_usage_error(name, "--binaries: '%s' is not off, on or auto", text);
+}
+
+void cli_json_binaries(struct cli_json *j, const struct cli_binaries *b)
+{
+    cli_json_bool(j, "binaries_used", b->used);
+    cli_json_u64(j, "binaries_kept", b->kept);
+    cli_json_u64(j, "binaries_stale", b->stale);
+    cli_json_u64(j, "binaries_stale_dropped", b->dropped);
+    cli_json_u64(j, "binaries_damaged", b->damaged);
+    cli_json_u64(j, "binaries_records", b->records);
+    cli_json_u64(j, "binaries_bytes", b->bytes);
+    if (b->used) {
+        cli_json_str(j, "binaries_dir", b->dir);
+        cli_json_str(j, "binaries_global_key", b->global_key);
+    } else {
+        cli_json_null(j, "binaries_dir");
+        cli_json_null(j, "binaries_global_key");
+    }
+}
+
+void cli_print_binaries(const struct cli_binaries *b)
+{
+    if (!b->used)
+        return;
+    char size[32];
+    printf("  binaries   %" PRIu64 " pipeline%s (%s) in %s\n", b->records, CLI_S(b->records),
+           cli_format_bytes(size, sizeof(size), b->bytes), b->dir);
+    printf("             %" PRIu64 " kept this run, %" PRIu64 " damaged; %" PRIu64
+           " stale folder%s (another driver), %" PRIu64 " removed\n",
+           b->kept, b->damaged, b->stale, CLI_S(b->stale), b->dropped);
+}
+
 int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index)
 {
     uint64_t v = 0; /* as in cli_parse_jobs */

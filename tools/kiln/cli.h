@@ -131,6 +131,34 @@ int cli_parse_jobs(const char *name, const char *text, unsigned *jobs);
  * cli_parse_u64. */
 int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index);
 
+/* Parses "--binaries off|on|auto" (enum kiln_binaries_mode). Same return
+ * as cli_parse_u64. */
+int cli_parse_binaries(const char *name, const char *text, uint32_t *mode);
+
+/* The host tier's figures (kiln_prepare_summary / kiln_start_summary
+ * binaries_*), read from either summary with CLI_BINARIES. */
+struct cli_binaries {
+    uint64_t kept, stale, dropped, damaged, records, bytes;
+    const char *dir, *global_key;
+    bool used;
+};
+#define CLI_BINARIES(s)                                            \
+    ((struct cli_binaries){.kept = (s)->binaries_kept,             \
+                           .stale = (s)->binaries_stale,           \
+                           .dropped = (s)->binaries_stale_dropped, \
+                           .damaged = (s)->binaries_damaged,       \
+                           .records = (s)->binaries_records,       \
+                           .bytes = (s)->binaries_bytes,           \
+                           .dir = (s)->binaries_dir,               \
+                           .global_key = (s)->binaries_global_key, \
+                           .used = (s)->binaries_used})
+
+/* The figures as JSON keys (binaries_*), and as text lines when the tier
+ * was used. */
+struct cli_json;
+void cli_json_binaries(struct cli_json *j, const struct cli_binaries *b);
+void cli_print_binaries(const struct cli_binaries *b);
+
 /* Parses "--seed S" (decimal, or hex with 0x). @return 0, or prints one line
  * and returns KILN_EXIT_USAGE. */
 int cli_parse_seed(const char *name, const char *text, uint64_t *seed);

@@ -30,7 +30,7 @@ static const char help[] =
     "       [--seed S] [--cache DIR] [--jobs N|auto] [--dict] [--no-vulkan]\n"
     "       [--device N] [--retry-failed] [--memory-budget B] [--background]\n"
     "       [--isolate] [--timeout-ms MS] [--reset] [--layer DIR]... [--max-size SIZE|none]\n"
-    "       [--json]\n"
+    "       [--binaries off|on|auto] [--json]\n"
     "\n"
     "Translates every program to SPIR-V (skipping those the cache holds already),\n"
     "packs and stores them in the program cache, then builds every pipeline with\n"
@@ -86,6 +86,11 @@ static const char help[] =
     "  --max-size SIZE|none  give the cache a size cap (K, M, G suffixes), which it\n"
     "                keeps itself and remembers: a store past it evicts the least\n"
     "                recently used records (never this run's); none clears it\n"
+    "  --binaries off|on|auto  also keep each pipeline's driver binaries\n"
+    "                  (VK_KHR_pipeline_binary) per pipeline under DIR/binaries/, for\n"
+    "                  kiln start --binaries; binaries of an older driver are removed\n"
+    "                  and kept again (on: one warning where the device lacks it,\n"
+    "                  auto: quietly pipelines.vkc; default off)\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -300,6 +305,8 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     cli_json_u64(&j, "crash_skipped", s->crash_skipped);
     cli_json_u64(&j, "feedback_pipelines", s->feedback_pipelines);
     cli_json_u64(&j, "driver_cache_hits", s->driver_cache_hits);
+    struct cli_binaries bins = CLI_BINARIES(s);
+    cli_json_binaries(&j, &bins);
     cli_json_u64(&j, "driver_ns", s->driver_ns);
     struct cli_isolated iso;
     cli_isolated_of(s, &iso);
@@ -395,6 +402,8 @@ static void print_text(const struct kiln_prepare_options *o, const struct prep_i
                " answered by the build ledger (%" PRIu64 " failed before)\n",
                s->driver_compiles, CLI_S(s->driver_compiles), s->ledger_skipped, s->ledger_failed);
         cli_print_driver_word(s->feedback_pipelines, s->driver_cache_hits, s->driver_ns);
+        struct cli_binaries bins = CLI_BINARIES(s);
+        cli_print_binaries(&bins);
         if (s->crash_skipped)
             printf("  crashes    %" PRIu64 " in flight when a run died: not built, recorded\n",
                    s->crash_skipped);
@@ -444,6 +453,7 @@ int cmd_prepare(int argc, char **argv)
         {"isolate", no_argument, NULL, 'I'},
         {"timeout-ms", required_argument, NULL, 'T'},
         {"reset", no_argument, NULL, 'X'},
+        {"binaries", required_argument, NULL, 'b'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -501,6 +511,10 @@ int cmd_prepare(int argc, char **argv)
             break;
         case 'X':
             reset = true;
+            break;
+        case 'b':
+            if (cli_parse_binaries(name, optarg, &o.binaries))
+                return KILN_EXIT_USAGE;
             break;
         default:
             ex = cli_prep_option(name, c, argv, &f, help, name, KILN_PREPARE_DEFAULT_PROGRAMS,

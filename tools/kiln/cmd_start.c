@@ -22,7 +22,7 @@
 static const char help[] =
     "usage: %s [--cache DIR] [--jobs N|auto] [--no-vulkan] [--read-only] [--device N]\n"
     "       [--retry-failed] [--isolate] [--timeout-ms MS] [--recent N] [--layer DIR]...\n"
-    "       [--json]\n"
+    "       [--binaries off|on|auto] [--binaries-rebuild] [--json]\n"
     "\n"
     "The warm start: opens the program cache kiln prepare filled (by its index),\n"
     "loads every program in parallel, records their last use (for `kiln cache\n"
@@ -56,6 +56,11 @@ static const char help[] =
     "                  searched after it; repeatable, at most 8\n"
     "  --recent N      read and build only the N most recently used programs (a\n"
     "                  large cache then costs memory for what is used)\n"
+    "  --binaries off|on|auto  make pipelines from the driver binaries kiln prepare\n"
+    "                  kept per pipeline (VK_KHR_pipeline_binary; on: one warning where\n"
+    "                  the device lacks it, auto: quietly pipelines.vkc; default off)\n"
+    "  --binaries-rebuild  with --binaries: remove this device's binaries of an older\n"
+    "                  driver and keep them again as the start builds\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -116,6 +121,11 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     cli_json_u64(&j, "feedback_pipelines", s->feedback_pipelines);
     cli_json_u64(&j, "driver_cache_hits", s->driver_cache_hits);
     cli_json_u64(&j, "driver_ns", s->driver_ns);
+    cli_json_u64(&j, "from_binaries", s->from_binaries);
+    cli_json_u64(&j, "from_pipeline_cache", s->from_pipeline_cache);
+    cli_json_u64(&j, "compiled", s->compiled);
+    struct cli_binaries bins = CLI_BINARIES(s);
+    cli_json_binaries(&j, &bins);
     cli_json_kinds(&j, s->kinds, fst);
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
@@ -172,6 +182,12 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
                cli_format_bytes(b1, sizeof(b1), s->vk_cache_loaded_bytes));
         cli_print_kinds(s->kinds, fst);
         cli_print_driver_word(s->feedback_pipelines, s->driver_cache_hits, s->driver_ns);
+        if (s->binaries_used)
+            printf("  from       %" PRIu64 " driver binaries, %" PRIu64 " pipeline cache, %" PRIu64
+                   " compiled\n",
+                   s->from_binaries, s->from_pipeline_cache, s->compiled);
+        struct cli_binaries bins = CLI_BINARIES(s);
+        cli_print_binaries(&bins);
         if (s->crash_skipped || s->ledger_failed)
             printf("  crashes    %" PRIu64 " in flight when a run died, %" PRIu64
                    " crashed before: not built\n",
@@ -207,6 +223,8 @@ int cmd_start(int argc, char **argv)
         {"retry-failed", no_argument, NULL, 'F'},
         {"recent", required_argument, NULL, 'N'},
         {"layer", required_argument, NULL, 'L'},
+        {"binaries", required_argument, NULL, 'b'},
+        {"binaries-rebuild", no_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -226,6 +244,10 @@ int cmd_start(int argc, char **argv)
             o.retry_failed = true;
         } else if (c == 'N') {
             CLI_TRY(cli_parse_u64(name, "--recent", optarg, 1, UINT64_MAX, false, &o.recent));
+        } else if (c == 'b') {
+            CLI_TRY(cli_parse_binaries(name, optarg, &o.binaries));
+        } else if (c == 'r') {
+            o.binaries_rebuild = true;
         } else {
             ex = cli_prep_option(name, c, argv, &f, help, name);
             if (ex != CLI_NEXT_OPTION)

@@ -1,0 +1,7 @@
+if(TARGET kiln_prep)
+  kiln_fuzz(binaries SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_binaries.c LIBS kiln_prep)
+  target_include_directories(fuzz_replay_binaries PRIVATE ${PROJECT_SOURCE_DIR}/src/prep)
+  if(KILN_FUZZ)
+    target_include_directories(fuzz_binaries PRIVATE ${PROJECT_SOURCE_DIR}/src/prep)
+  endif()
+endif()

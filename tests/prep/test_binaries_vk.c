@@ -1,0 +1,235 @@
+/*
+ * test_binaries_vk.c - the host tier of driver binaries in kiln_prepare and
+ * kiln_warm_start on a Vulkan device (lavapipe in CI). The fake provider
+ * (bin_fake.h) stands in for a device with VK_KHR_pipeline_binary, so the
+ * runs' use of the tier (capture, make, counts, a driver update) is tested
+ * where the device lacks it; `tier` uses the device's own provider and
+ * skips with one line where there is none.
+ */
+#include <vulkan/vulkan.h>
+
+#include "bin_fake.h"
+#include "kiln_test.h"
+#include "prep_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void three_generated(char *cache, size_t cap, struct kiln_prepare_options *o,
+                            struct pf_input *in, uint32_t binaries)
+{
+    snprintf(cache, cap, "%s/cache", kt_tmpdir());
+    pf_options(o, cache, 2);
+    *in = (struct pf_input)PF_INPUT_INIT;
+    in->generate = 3;
+    o->binaries = binaries;
+}
+
+static int start(const char *cache, uint32_t binaries, bool rebuild, bool read_only,
+                 struct kiln_start_summary *s)
+{
+    struct kiln_start_options so = KILN_START_OPTIONS_INIT;
+    so.cache_dir = cache;
+    so.any_stamp = true;
+    so.jobs = 2;
+    so.binaries = binaries;
+    so.binaries_rebuild = rebuild;
+    so.read_only = read_only;
+    *s = (struct kiln_start_summary)KILN_START_SUMMARY_INIT;
+    return kiln_warm_start(&so, NULL, NULL, s);
+}
+
+KT_CASE(fake_prepare_then_start)
+{
+    pf_need_vulkan();
+    struct bin_fake f;
+    bin_fake_init(&f, 0x41);
+    kiln__bin_test_provider = &f.p;
+    char cache[4200];
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK(ps.binaries_used);
+    KT_CHECK_EQ(ps.pipelines_built, 3);
+    KT_CHECK_EQ(ps.binaries_kept, 3);
+    KT_CHECK_EQ(atomic_load(&f.captures), 3);
+
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK(s.binaries_used);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.from_binaries, 3);
+    KT_CHECK_EQ(s.compiled, 0);
+    KT_CHECK_EQ(s.binaries_kept, 0);
+    KT_CHECK_EQ(s.binaries_records, 3);
+    KT_CHECK(s.binaries_bytes > 3 * 2 * BIN_FAKE_DATA);
+    KT_CHECK(strstr(s.binaries_dir, "binaries/10005-1234-4141") != NULL);
+    KT_CHECK_EQ(strlen(s.binaries_global_key), 40);
+    KT_CHECK_EQ(atomic_load(&f.creates), 3);
+    KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
+
+    /* The same cache with the tier off: pipelines.vkc, nothing from binaries. */
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_OFF, false, false, &s));
+    KT_CHECK(!s.binaries_used);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.from_binaries, 0);
+    KT_CHECK_EQ(s.from_binaries + s.from_pipeline_cache + s.compiled, 3);
+    kiln__bin_test_provider = NULL;
+}
+
+KT_CASE(fake_stale_key_rebuilds)
+{
+    pf_need_vulkan();
+    struct bin_fake f;
+    bin_fake_init(&f, 0x51);
+    kiln__bin_test_provider = &f.p;
+    char cache[4200];
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK_EQ(ps.binaries_kept, 3);
+    /* A second prepare: the ledger answers, nothing built or kept. */
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK_EQ(ps.pipelines_built, 0);
+    KT_CHECK_EQ(ps.binaries_kept, 0);
+    KT_CHECK_EQ(ps.binaries_stale, 0);
+
+    /* A driver update: a read-only start sees the stale folder, makes
+     * nothing from it, removes nothing. */
+    f.global = 0x52;
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, true, &s));
+    KT_CHECK_EQ(s.binaries_stale, 1);
+    KT_CHECK_EQ(s.binaries_stale_dropped, 0);
+    KT_CHECK_EQ(s.from_binaries, 0);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.binaries_kept, 0);
+
+    /* The next prepare fills the new folder from the programs and drops
+     * the stale one. */
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK_EQ(ps.binaries_stale, 1);
+    KT_CHECK_EQ(ps.binaries_stale_dropped, 1);
+    KT_CHECK_EQ(ps.pipelines_built, 3);
+    KT_CHECK_EQ(ps.binaries_kept, 3);
+    KT_CHECK_EQ(ps.cached, 3); /* the programs were kept */
+
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK_EQ(s.binaries_stale, 0);
+    KT_CHECK_EQ(s.from_binaries, 3);
+    KT_CHECK_EQ(s.compiled, 0);
+    KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
+
+    /* Another update, and a start asked to rebuild: it drops the stale
+     * folder and keeps what it builds. */
+    f.global = 0x53;
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, true, false, &s));
+    KT_CHECK_EQ(s.binaries_stale, 1);
+    KT_CHECK_EQ(s.binaries_stale_dropped, 1);
+    KT_CHECK_EQ(s.from_binaries, 0);
+    KT_CHECK_EQ(s.binaries_kept, 3);
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK_EQ(s.from_binaries, 3);
+    kiln__bin_test_provider = NULL;
+}
+
+struct lines {
+    _Atomic unsigned binaries_warnings;
+};
+
+static void count_lines(void *user, enum kiln_log_level level, const char *module, const char *line)
+{
+    struct lines *l = user;
+    (void)module;
+    if (level == KILN_LOG_WARN && strstr(line, "driver binaries"))
+        atomic_fetch_add(&l->binaries_warnings, 1);
+}
+
+/* Whether the device kiln picks offers the real tier (then the fallback
+ * cannot be seen on it). */
+static bool device_has_binaries(char *why, size_t cap)
+{
+    struct kiln_vk *vk = pf_vk(NULL);
+    struct kiln__bin_provider p;
+    bool has = vk && kiln__vk_binary_provider(vk, &p, why, cap) == KILN_OK;
+    kiln_vk_destroy(vk);
+    return has;
+}
+
+KT_CASE(on_without_extension_falls_back)
+{
+    pf_need_vulkan();
+    char why[256];
+    if (device_has_binaries(why, sizeof(why))) {
+        printf("skipped: the device offers VK_KHR_pipeline_binary\n");
+        exit(77);
+    }
+    kiln__bin_test_provider = NULL;
+    char cache[4200], vkc[4300];
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
+    struct lines l = {0};
+    kiln_log_set_sink(count_lines, &l);
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
+    int rc = pf_prepare(&o, &in, NULL, NULL, &ps);
+    kiln_log_set_sink(NULL, NULL);
+    KT_REQUIRE_OK(rc);
+    KT_CHECK(!ps.binaries_used);
+    KT_CHECK_EQ(ps.pipelines_built, 3);
+    KT_CHECK_EQ(atomic_load(&l.binaries_warnings), 1); /* one line for the run */
+    snprintf(vkc, sizeof(vkc), "%s/%s", cache, KILN_VK_CACHE_FILE);
+    struct stat st;
+    KT_CHECK(stat(vkc, &st) == 0 && st.st_size > 0);
+    char bins[4300];
+    snprintf(bins, sizeof(bins), "%s/binaries", cache);
+    KT_CHECK(stat(bins, &st) != 0); /* no tier made */
+
+    /* auto says nothing at warning level; the start is pipelines.vkc's. */
+    struct kiln_start_summary s;
+    kiln_log_set_sink(count_lines, &l);
+    rc = start(cache, KILN_BINARIES_AUTO, false, false, &s);
+    kiln_log_set_sink(NULL, NULL);
+    KT_REQUIRE_OK(rc);
+    KT_CHECK_EQ(atomic_load(&l.binaries_warnings), 1);
+    KT_CHECK(!s.binaries_used);
+    KT_CHECK_EQ(s.vk_cache_state, KILN_VK_CACHE_LOADED);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.from_binaries, 0);
+}
+
+/* The real provider: the device's binaries captured by a prepare, and a
+ * start that makes every pipeline from them. */
+KT_CASE(tier)
+{
+    pf_need_vulkan();
+    char why[256] = "";
+    if (!device_has_binaries(why, sizeof(why))) {
+        printf("skipped: %s\n", why);
+        exit(77);
+    }
+    kiln__bin_test_provider = NULL;
+    char cache[4200];
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK(ps.binaries_used);
+    KT_CHECK_EQ(ps.binaries_kept, ps.pipelines_built);
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK(s.binaries_used);
+    KT_CHECK_EQ(s.from_binaries, ps.pipelines_built);
+    KT_CHECK_EQ(s.compiled, 0);
+    KT_CHECK_EQ(s.binaries_damaged, 0);
+}
+
+KT_MAIN(KT_ENTRY(fake_prepare_then_start), KT_ENTRY(fake_stale_key_rebuilds),
+        KT_ENTRY(on_without_extension_falls_back), KT_ENTRY(tier))
