@@ -103,7 +103,9 @@ static const char prune_help[] =
     "the records file is at most SIZE bytes (K, M, G suffixes), and rewrites\n"
     "the cache without them (crash-safe: the old cache stays whole until the\n"
     "new one is renamed into place). Last use is kept per record in\n"
-    "programs.kpu, at a day's resolution.\n"
+    "programs.kpu, at a day's resolution. The host tier's driver binaries\n"
+    "(DIR/binaries/) of programs no longer in the cache go with them\n"
+    "(binaries_swept).\n"
     "\n"
     "  --older-than DAYS  drop records unused for more than DAYS days\n"
     "  --max-size SIZE    keep the records file at most SIZE bytes: now, and from\n"
@@ -289,7 +291,8 @@ static const char compact_help[] =
     "Damaged records count whether the index names them or a repair left them\n"
     "out of it. Nothing is written when the file is already compact and every\n"
     "record checks out (each is read to know). Every record read is counted\n"
-    "once: kept, superseded or damaged (records_read is their sum).\n"
+    "once: kept, superseded or damaged (records_read is their sum). Then the\n"
+    "host tier's driver binaries of programs no longer in the cache go.\n"
     "\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
@@ -299,7 +302,7 @@ static const char compact_help[] =
     "  --json    one JSON object on stdout: rewritten, records_read,\n"
     "            records_before and records_after (live), dropped, superseded,\n"
     "            damaged, damaged_bytes, file_bytes_before, file_bytes_after,\n"
-    "            payload_bytes_before, payload_bytes_after\n"
+    "            payload_bytes_before, payload_bytes_after, binaries_swept\n"
     "  --help    this text\n";
 
 int cmd_cache_compact(int argc, char **argv)
