@@ -474,6 +474,34 @@ enum kiln_binaries_mode {
                                elsewhere */
 };
 
+/* (0.2) What kiln_binaries_sweep did. */
+struct kiln_binaries_sweep_report {
+    size_t size;              /* sizeof, as KILN_BINARIES_SWEEP_REPORT_INIT sets it (docs/abi.md) */
+    uint64_t folders;         /* tier folders looked at (every device and driver) */
+    uint64_t folders_skipped; /* of those, not swept: busy (another run) or not opened (logged) */
+    uint64_t records_before;  /* records of the folders swept, before */
+    uint64_t swept;           /* records dropped: their program is no longer in the cache */
+    uint64_t damaged;         /* damaged records the rewrites left out */
+};
+#define KILN_BINARIES_SWEEP_REPORT_INIT KILN_STRUCT_INIT(kiln_binaries_sweep_report)
+
+/*
+ * (0.2) Makes the host tier follow its programs: in every folder of
+ * `programs`'s binaries/ (this device's, stale ones, other devices'),
+ * drops the records of the pipelines whose program `programs` (with its
+ * layers) no longer holds, after a prune, a compaction or the cap's
+ * eviction. Nothing else is dropped; each folder is rewritten only when
+ * it has something to drop, with kiln_cache_prune's crash-safe rewrite.
+ * A folder another run writes is skipped (counted, logged). kiln cache
+ * prune and compact call it, and so do kiln_prepare and kiln_start with
+ * the tier on. `programs` must be open for writing, so that no program
+ * comes while the sweep looks. `report` may be NULL.
+ * @return 0, KILN_EINVAL, or the error listing binaries/.
+ * Thread safety: no other call on `programs` may write meanwhile.
+ */
+KILN_API int kiln_binaries_sweep(struct kiln_cache *programs,
+                                 struct kiln_binaries_sweep_report *report);
+
 /* What kiln_prepare does. Fill it with kiln_prepare_options_init first. */
 struct kiln_prepare_options {
     size_t size; /* sizeof, as KILN_PREPARE_OPTIONS_INIT sets it (docs/abi.md) */
@@ -726,6 +754,9 @@ struct kiln_prepare_summary {
     char binaries_dir[512];
     char binaries_global_key[71]; /* 71: the bool after it ends the struct unpadded */
     bool binaries_used;
+    /* (0.2) Records of the tier dropped at the run's start because their
+     * program is no longer in the cache (kiln_binaries_sweep). */
+    uint64_t binaries_swept;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 
@@ -925,6 +956,10 @@ struct kiln_start_summary {
     char binaries_dir[512];
     char binaries_global_key[71]; /* 71: the bool after it ends the struct unpadded */
     bool binaries_used;
+    /* (0.2) Records of the tier dropped before the build because their
+     * program is no longer in the cache (kiln_binaries_sweep; a start
+     * that holds the cache for writing). */
+    uint64_t binaries_swept;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 

@@ -523,6 +523,50 @@ static int prune(struct kiln_cache *c, const struct kiln_cache_prune_options *o,
     return rc;
 }
 
+/* A drop the caller asked for (kiln__cache_drop_where), beside the
+ * prune's reasons in prune_sel.why. */
+#define DROP_ASKED 0xffu
+
+/* The prune's rewrite of a selection the caller's predicate makes; the
+ * tier of driver binaries sweeps with it (src/prep/binaries.c). */
+static int drop_where(struct kiln_cache *c, kiln__cache_drop_fn drop, void *user,
+                      struct kiln_cache_rewrite_report *r)
+{
+    struct prune_sel s;
+    memset(&s, 0, sizeof(s));
+    KILN_TRY(live_entries(c, &s.live, &s.n));
+    s.why = kiln__calloc(s.n ? s.n : 1, sizeof(*s.why));
+    if (!s.why) {
+        prune_sel_free(&s);
+        return KILN_ENOMEM;
+    }
+    for (size_t i = 0; i < s.n; i++)
+        if (drop(user, &c->entries[s.live[i]].key)) {
+            s.why[i] = DROP_ASKED;
+            s.picked++;
+        }
+    int rc = KILN_OK;
+    r->dropped = s.picked;
+    if (s.picked) {
+        size_t k = prune_sel_keep(&s);
+        c->progress_what = "prune";
+        rc = rewrite(c, s.live, k, false, NULL, NULL, NULL, r);
+    }
+    prune_sel_free(&s);
+    return rc;
+}
+
+int kiln__cache_drop_where(struct kiln_cache *c, kiln__cache_drop_fn drop, void *user,
+                           struct kiln_cache_rewrite_report *report)
+{
+    uint64_t m = kiln__err_mark();
+    struct kiln_cache_rewrite_report tmp;
+    int rc = !c || !drop ? KILN_EINVAL : writable(c);
+    if (rc == KILN_OK)
+        rc = drop_where(c, drop, user, report_before(c, report, &tmp));
+    return KILN__CACHE_END(c, m, "kiln__cache_drop_where", rc);
+}
+
 /* ---- the cap ---------------------------------------------------------------- */
 
 /* Bytes of the records that `s` picked. */

@@ -463,6 +463,21 @@ int kiln__vk_binary_provider(struct kiln_vk *vk, struct kiln__bin_provider *out,
  * path). Ignored where the provider is absent. */
 #define KILN__VK_PIPELINE_CAPTURE (1u << 31)
 
+/*
+ * Drops every live record of `c` for whose key drop(user, key) says true,
+ * with the prune's crash-safe rewrite (src/cache/cache_life.c); nothing is
+ * written when nothing is dropped. report (may be NULL; the library's own
+ * layout, not read for a size) says what the rewrite did, damaged records
+ * it left out among them. `c` must be writable; no other call on it may
+ * run meanwhile. @return 0 or the rewrite's error (the cache is then left
+ * as it was, as kiln_cache_prune says).
+ */
+struct kiln_cache;
+struct kiln_cache_rewrite_report;
+typedef bool (*kiln__cache_drop_fn)(void *user, const struct kiln_key *key);
+int kiln__cache_drop_where(struct kiln_cache *c, kiln__cache_drop_fn drop, void *user,
+                           struct kiln_cache_rewrite_report *report);
+
 /* The platform's atomic rename that never replaces (io_unix.c, io_win.c):
  * KILN_EEXIST when `to` exists. */
 int kiln__io_rename_noreplace(const char *from, const char *to);

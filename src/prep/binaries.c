@@ -22,6 +22,13 @@
  *   a payload of binaries_format.c. Nothing unchecked reaches the driver:
  *   a record the cache reports damaged, or a payload that does not parse,
  *   is counted damaged and the program is built from its SPIR-V.
+ * - The tier follows its programs: a sweep (kiln__bin_sweep; kiln cache
+ *   prune and compact, and a prepare or start with the tier on, run it)
+ *   drops, in every folder of binaries/, the records whose program the
+ *   program cache no longer holds, and nothing else, with the cache
+ *   module's crash-safe rewrite (kiln__cache_drop_where). The program
+ *   cache is held for writing meanwhile, so no program comes while the
+ *   sweep looks; a folder another run writes (busy) is left for the next.
  * - The tier is one path per device: where it is on, builds capture the
  *   driver's data and skip the VkPipelineCache (a captured build left it
  *   empty in a probe), so a start finds each pipeline in one place.
@@ -367,4 +374,88 @@ struct kiln__bin_tier *kiln__bin_tier_for_run(uint32_t mode, struct kiln_vk *vk,
     to.provider = provider;
     struct kiln__bin_tier *t = NULL;
     return kiln__bin_tier_open(&to, &t) == KILN_OK ? t : NULL;
+}
+
+/* ---- the sweep: the tier follows its programs ------------------------------ */
+
+struct sweep {
+    struct kiln_cache *programs;
+    const struct kiln_io *io;
+    const char *parent;
+    struct kiln_binaries_sweep_report r;
+};
+
+/* A record goes when the program cache (its layers included) lacks its
+ * program; the look-up marks no use. */
+static bool program_gone(void *user, const struct kiln_key *key)
+{
+    struct kiln_cache *programs = user;
+    return kiln_cache_last_use(programs, *key, NULL) == KILN_ENOTFOUND;
+}
+
+static int sweep_folder(struct sweep *w, const char *dir)
+{
+    struct kiln_cache_options co = {.size = sizeof(co), .stamp = BIN_STAMP, .io = w->io};
+    struct kiln_cache *c = NULL;
+    KILN_TRY(kiln_cache_open(dir, &co, &c));
+    struct kiln_cache_rewrite_report rr = {.size = sizeof(rr)};
+    int rc = kiln__cache_drop_where(c, program_gone, w->programs, &rr);
+    w->r.records_before += rr.records_before;
+    if (rc == KILN_OK) {
+        w->r.swept += rr.dropped;
+        w->r.damaged += rr.damaged;
+    }
+    kiln_cache_close(c);
+    if (rc == KILN_OK && rr.dropped)
+        KILN_INFO("prep", "%s: %" PRIu64 " pipeline%s of pruned programs dropped", dir, rr.dropped,
+                  rr.dropped == 1 ? "" : "s");
+    return rc;
+}
+
+static void sweep_one(void *user, const char *name)
+{
+    struct sweep *w = user;
+    char dir[1024];
+    int rc = kiln__path_join(dir, sizeof(dir), w->parent, name);
+    w->r.folders++;
+    if (rc == KILN_OK)
+        rc = sweep_folder(w, dir);
+    if (rc < 0) {
+        /* Busy (another run keeps binaries there), or not a tier: next time. */
+        w->r.folders_skipped++;
+        KILN_INFO("prep", "%s: driver binaries not swept: %s", dir, kiln_strerror(rc));
+    }
+}
+
+int kiln__bin_sweep(struct kiln_cache *programs, const struct kiln_io *io,
+                    struct kiln_binaries_sweep_report *out)
+{
+    struct sweep w = {.programs = programs, .io = io ? io : kiln_io_default()};
+    w.r.size = sizeof(w.r);
+    char parent[1024];
+    int rc = kiln__path_join(parent, sizeof(parent), kiln_cache_dir(programs), KILN__BIN_DIR);
+    w.parent = parent;
+    if (rc == KILN_OK)
+        rc = kiln__bin_list(parent, true, sweep_one, &w);
+    if (rc == KILN_ENOENT)
+        rc = KILN_OK; /* no tier: nothing to sweep */
+    if (rc < 0)
+        KILN_WARN("prep", "%s: driver binaries not swept: %s", parent, kiln_strerror(rc));
+    *out = w.r;
+    return rc;
+}
+
+int kiln_binaries_sweep(struct kiln_cache *programs, struct kiln_binaries_sweep_report *report)
+{
+    if (report)
+        KILN_TRY(kiln__struct_out_check(report, "kiln_binaries_sweep_report"));
+    struct kiln_binaries_sweep_report r = {.size = sizeof(r)};
+    int rc = KILN_EINVAL;
+    if (programs)
+        rc = kiln__bin_sweep(programs, NULL, &r);
+    else
+        KILN_ERROR("prep", "kiln_binaries_sweep: no program cache given");
+    if (report)
+        KILN_STRUCT_OUT(report, &r);
+    return rc;
 }

@@ -150,6 +150,18 @@ struct kiln__bin_tier *kiln__bin_tier_for_run(uint32_t mode, struct kiln_vk *vk,
 /* kiln__bin_tier_get_stats, or all zero (empty strings) for NULL. */
 void kiln__bin_tier_stats_or_zero(struct kiln__bin_tier *t, struct kiln__bin_tier_stats *out);
 
+/*
+ * Drops, in every tier folder beneath `programs`'s folder (any device,
+ * any driver), the records whose program `programs` (with its layers) no
+ * longer holds, with the cache's crash-safe rewrite; only a folder with
+ * something to drop is rewritten. A folder that does not open (another
+ * run writes it, damage) is counted skipped and logged; damaged records
+ * are left out by the rewrite. `programs` must be held for writing.
+ * @return 0 with *out filled, or the listing's error.
+ */
+int kiln__bin_sweep(struct kiln_cache *programs, const struct kiln_io *io,
+                    struct kiln_binaries_sweep_report *out);
+
 /* Test hook: when set, runs use this provider instead of the device's. */
 extern const struct kiln__bin_provider *kiln__bin_test_provider;
 

@@ -802,6 +802,12 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                  .executor = o->executor,
                                  .cancel = o->cancel,
                                  .cancel_user = o->cancel_user};
+    if (o->binaries != KILN_BINARIES_OFF && !o->isolate) {
+        /* The tier follows the programs (a prune or the cap dropped some). */
+        struct kiln_binaries_sweep_report sw;
+        if (kiln__bin_sweep(r.cache, o->io, &sw) == KILN_OK)
+            s->binaries_swept = sw.swept;
+    }
     bins = prepare_binaries(o, vk, &bin_provider);
     b.bins = bins;
     struct kiln__prep_ledger *ledger = NULL;

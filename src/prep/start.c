@@ -1218,6 +1218,12 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     } else {
         KILN_INFO("prep", "%s: last use not recorded (%s)", o->cache_dir, s->use_text);
     }
+    /* The tier follows the programs, while no program can come (writer). */
+    if (writer && o->binaries != KILN_BINARIES_OFF && !o->isolate && !o->no_vulkan) {
+        struct kiln_binaries_sweep_report sw;
+        if (kiln__bin_sweep(cache, o->io, &sw) == KILN_OK)
+            s->binaries_swept = sw.swept;
+    }
     kiln_cache_close(cache);
     cache = NULL;
 

@@ -695,6 +695,9 @@ static int job(void *arg, unsigned worker)
       kiln_warm_start(NULL, NULL, NULL, &F.start_summary))                                         \
     E(warm_start_summary, kiln_warm_start, KILN_EINVAL,                                            \
       kiln_warm_start(&F.start, NULL, NULL, NULL))                                                 \
+    E(binaries_sweep_programs, kiln_binaries_sweep, KILN_EINVAL,                                   \
+      kiln_binaries_sweep(NULL,                                                                    \
+                          &(struct kiln_binaries_sweep_report)KILN_BINARIES_SWEEP_REPORT_INIT))    \
     E(build_session_create_o, kiln_build_session_create, KILN_EINVAL,                              \
       kiln_build_session_create(NULL, &F.session))                                                 \
     E(build_session_create_out, kiln_build_session_create, KILN_EINVAL,                            \

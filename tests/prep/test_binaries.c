@@ -1,7 +1,8 @@
 /*
  * test_binaries.c - the host tier of driver binaries without a device: the
  * payload's parser (truncation, lengths, overflow) and the tier's storage,
- * staleness and damage through the fake provider (bin_fake.h).
+ * staleness and damage through the fake provider (bin_fake.h), and its
+ * sweep after the programs shrink (kiln__bin_sweep).
  */
 #include "bin_fake.h"
 #include "kiln_test.h"
@@ -246,5 +247,170 @@ KT_CASE(tier_damaged_payload)
     kiln__bin_tier_close(t);
 }
 
+/* ---- the sweep: the tier follows its programs ------------------------------ */
+
+/* A program cache in dir holding records {k,k} for k in keys. */
+static struct kiln_cache *programs(const char *dir, const uint64_t *keys, size_t n)
+{
+    struct kiln_cache_options co = {.size = sizeof(co), .stamp = 7, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache *c = NULL;
+    KT_NEED(kiln_cache_open(dir, &co, &c) == KILN_OK);
+    for (size_t i = 0; i < n; i++)
+        KT_CHECK_OK(kiln_cache_put(c, (struct kiln_key){keys[i], keys[i]}, "program", 7, 7, 0, 0));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    return c;
+}
+
+/* Keeps binaries for {k,k}, k in keys, in the fake's tier over dir. */
+static void keep_binaries(const char *dir, struct bin_fake *f, const uint64_t *keys, size_t n,
+                          struct kiln__bin_tier_stats *st)
+{
+    struct kiln__bin_tier *t = tier(dir, f, false, false);
+    for (size_t i = 0; i < n; i++)
+        KT_CHECK_OK(kiln__bin_tier_keep(t, (struct kiln_key){keys[i], keys[i]}, NULL));
+    kiln__bin_tier_get_stats(t, st);
+    kiln__bin_tier_close(t);
+}
+
+/* Which of {k,k}, k in keys, the tier folder `dir` holds, as a bit mask. */
+static unsigned held(const char *dir, const uint64_t *keys, size_t n)
+{
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = 0x4b4c4e42u, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache *c = NULL;
+    KT_NEED(kiln_cache_open(dir, &co, &c) == KILN_OK);
+    unsigned m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (kiln_cache_find_sized(c, (struct kiln_key){keys[i], keys[i]}, 0, NULL) == KILN_OK)
+            m |= 1u << i;
+    kiln_cache_close(c);
+    return m;
+}
+
+/* Drops the least recently used program of `c` (the earliest in the file:
+ * all were used today) with a prune to one byte under its file. */
+static void prune_one(struct kiln_cache *c)
+{
+    struct kiln_cache_prune_options po = {.size = sizeof(po), .older_than_days = UINT32_MAX};
+    struct kiln_cache_prune_plan plan = KILN_CACHE_PRUNE_PLAN_INIT;
+    KT_REQUIRE_OK(kiln_cache_plan_prune(c, &po, &plan));
+    po.max_file_bytes = plan.file_bytes_before - 1;
+    kiln_cache_prune_plan_free(&plan);
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
+    KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
+    KT_REQUIRE(r.dropped == 1);
+}
+
+KT_CASE(sweep_follows_programs)
+{
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s/cache", kt_tmpdir());
+    const uint64_t all[] = {1, 2, 3, 9}; /* 9: binaries whose program never was */
+    struct kiln_cache *c = programs(dir, all, 3);
+    struct bin_fake f;
+    bin_fake_init(&f, 0x61);
+    struct kiln__bin_tier_stats own, other, stale;
+    keep_binaries(dir, &f, all, 4, &own);
+    f.device_id = 0x9999; /* another device's tier */
+    keep_binaries(dir, &f, all, 3, &other);
+    f.device_id = 0x1234;
+    f.global = 0x62; /* this device's folder of another driver */
+    keep_binaries(dir, &f, all, 2, &stale);
+
+    /* Negative control: every program there, only 9 goes. */
+    struct kiln_binaries_sweep_report r;
+    KT_REQUIRE_OK(kiln__bin_sweep(c, NULL, &r));
+    KT_CHECK_EQ(r.folders, 3);
+    KT_CHECK_EQ(r.folders_skipped, 0);
+    KT_CHECK_EQ(r.records_before, 4 + 3 + 2);
+    KT_CHECK_EQ(r.swept, 1);
+    KT_CHECK_EQ(held(own.dir, all, 4), 0x7u);
+    /* Again: nothing to drop, nothing rewritten (the same file). */
+    char kpc[4300];
+    snprintf(kpc, sizeof(kpc), "%s/programs.kpc", own.dir);
+    struct stat before, after;
+    KT_REQUIRE(stat(kpc, &before) == 0);
+    KT_REQUIRE_OK(kiln__bin_sweep(c, NULL, &r));
+    KT_CHECK_EQ(r.swept, 0);
+    KT_CHECK_EQ(r.records_before, 3 + 3 + 2);
+    KT_REQUIRE(stat(kpc, &after) == 0);
+    KT_CHECK(before.st_ino == after.st_ino && before.st_size == after.st_size);
+
+    /* Program 1 pruned: its binaries go from every folder, nothing else. */
+    prune_one(c);
+    KT_CHECK_EQ(kiln_cache_last_use(c, (struct kiln_key){1, 1}, NULL), KILN_ENOTFOUND);
+    KT_REQUIRE_OK(kiln_binaries_sweep(c, &r));
+    KT_CHECK_EQ(r.folders, 3);
+    KT_CHECK_EQ(r.swept, 3);
+    KT_CHECK_EQ(r.damaged, 0);
+    KT_CHECK_EQ(held(own.dir, all, 4), 0x6u);
+    KT_CHECK_EQ(held(other.dir, all, 4), 0x6u);
+    KT_CHECK_EQ(held(stale.dir, all, 4), 0x2u);
+    /* The programs are untouched by the sweep. */
+    KT_CHECK_EQ(kiln_cache_count(c), 2);
+
+    /* What is left reaches the driver as before. */
+    f.global = 0x61;
+    struct kiln__bin_tier *t = tier(dir, &f, true, false);
+    struct kiln_vk_pipeline *p = NULL;
+    KT_CHECK_OK(kiln__bin_tier_make(t, (struct kiln_key){2, 2}, true, &p));
+    KT_CHECK_OK(kiln__bin_tier_make(t, (struct kiln_key){3, 3}, true, &p));
+    KT_CHECK_EQ(kiln__bin_tier_make(t, (struct kiln_key){1, 1}, true, &p), KILN_ENOTFOUND);
+    KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
+    kiln__bin_tier_close(t);
+    kiln_cache_close(c);
+}
+
+/* Flips a byte of the payload of `key` in the tier folder `dir`. */
+static void damage(const char *dir, struct kiln_key key)
+{
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = 0x4b4c4e42u, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &co, &c));
+    struct kiln_cache_entry e;
+    KT_REQUIRE_OK(kiln_cache_find(c, key, &e));
+    kiln_cache_close(c);
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/programs.kpc", dir);
+    FILE *fp = fopen(path, "r+b");
+    KT_REQUIRE(fp != NULL);
+    KT_REQUIRE(fseek(fp, (long)e.offset + 48 + 20, SEEK_SET) == 0);
+    int ch = fgetc(fp);
+    KT_REQUIRE(fseek(fp, (long)e.offset + 48 + 20, SEEK_SET) == 0);
+    fputc(ch ^ 0x5a, fp);
+    fclose(fp);
+}
+
+KT_CASE(sweep_damaged_record)
+{
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s/cache", kt_tmpdir());
+    const uint64_t all[] = {1, 2, 3};
+    struct kiln_cache *c = programs(dir, all, 3);
+    struct bin_fake f;
+    bin_fake_init(&f, 0x71);
+    struct kiln__bin_tier_stats st;
+    keep_binaries(dir, &f, all, 3, &st);
+    /* A tier record damaged on disk (not the last: an open cuts a torn
+     * tail itself), and a folder that is no tier. */
+    damage(st.dir, (struct kiln_key){2, 2});
+    char junk[4300];
+    snprintf(junk, sizeof(junk), "%s/binaries/not-a-tier", dir);
+    KT_REQUIRE(kt_mkdir(junk) == 0);
+    prune_one(c);
+
+    struct kiln_binaries_sweep_report r;
+    KT_REQUIRE_OK(kiln__bin_sweep(c, NULL, &r));
+    KT_CHECK_EQ(r.folders, 2);
+    KT_CHECK_EQ(r.folders_skipped, 1);
+    KT_CHECK_EQ(r.swept, 1);
+    KT_CHECK_EQ(r.damaged, 1); /* left out by the rewrite, never read as binaries */
+    KT_CHECK_EQ(held(st.dir, all, 3), 0x4u);
+    KT_CHECK(is_dir(junk));
+    kiln_cache_close(c);
+}
+
 KT_MAIN(KT_ENTRY(format_round_trip), KT_ENTRY(format_truncation), KT_ENTRY(format_lengths),
-        KT_ENTRY(tier_round_trip), KT_ENTRY(tier_stale_dropped), KT_ENTRY(tier_damaged_payload))
+        KT_ENTRY(tier_round_trip), KT_ENTRY(tier_stale_dropped), KT_ENTRY(tier_damaged_payload),
+        KT_ENTRY(sweep_follows_programs), KT_ENTRY(sweep_damaged_record))

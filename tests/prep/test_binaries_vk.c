@@ -139,6 +139,85 @@ KT_CASE(fake_stale_key_rebuilds)
     kiln__bin_test_provider = NULL;
 }
 
+/* Drops the least recently used program (all used today: the earliest
+ * in the file) from the program cache, as kiln cache prune --max-size. */
+static void prune_one_program(const char *cache)
+{
+    struct kiln_cache_options co = {.size = sizeof(co), .flags = KILN_CACHE_KEEP_STAMP};
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
+    struct kiln_cache_prune_options po = {.size = sizeof(po), .older_than_days = UINT32_MAX};
+    struct kiln_cache_prune_plan plan = KILN_CACHE_PRUNE_PLAN_INIT;
+    KT_REQUIRE_OK(kiln_cache_plan_prune(c, &po, &plan));
+    po.max_file_bytes = plan.file_bytes_before - 1;
+    kiln_cache_prune_plan_free(&plan);
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
+    KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
+    KT_REQUIRE(r.dropped == 1);
+    kiln_cache_close(c);
+}
+
+KT_CASE(fake_pruned_program_swept)
+{
+    pf_need_vulkan();
+    struct bin_fake f;
+    bin_fake_init(&f, 0x61);
+    kiln__bin_test_provider = &f.p;
+    char cache[4200];
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
+    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK_EQ(ps.binaries_kept, 3);
+    KT_CHECK_EQ(ps.binaries_swept, 0);
+
+    /* Negative control: every program there, the start drops nothing. */
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK_EQ(s.binaries_swept, 0);
+    KT_CHECK_EQ(s.from_binaries, 3);
+
+    /* A program pruned: a read-only start sweeps nothing (it cannot hold
+     * the programs still), the next start drops its binaries and makes
+     * the two left from theirs. */
+    prune_one_program(cache);
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, true, &s));
+    KT_CHECK_EQ(s.binaries_swept, 0);
+    KT_CHECK_EQ(s.binaries_records, 3);
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK_EQ(s.binaries_swept, 1);
+    KT_CHECK_EQ(s.binaries_records, 2);
+    KT_CHECK_EQ(s.pipelines_built, 2);
+    KT_CHECK_EQ(s.from_binaries, 2);
+    KT_CHECK_EQ(s.compiled, 0);
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK_EQ(s.binaries_swept, 0);
+
+    /* Pruned again: a prepare sweeps before its builds, after its stores,
+     * so the program it makes again keeps the binaries it had (the same
+     * program, the same driver), and the one pruned before comes back. */
+    prune_one_program(cache);
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK_EQ(ps.cached, 1);
+    KT_CHECK_EQ(ps.binaries_swept, 0);
+    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK_EQ(s.binaries_swept, 0);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+
+    /* Binaries of a program the cache never had: the prepare drops them. */
+    struct kiln__bin_tier_options to = {.cache_dir = cache, .provider = &f.p};
+    struct kiln__bin_tier *t = NULL;
+    KT_REQUIRE_OK(kiln__bin_tier_open(&to, &t));
+    KT_CHECK_OK(kiln__bin_tier_keep(t, (struct kiln_key){77, 77}, NULL));
+    kiln__bin_tier_close(t);
+    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
+    KT_CHECK_EQ(ps.binaries_swept, 1);
+    KT_CHECK_EQ(ps.binaries_records, 3);
+    KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
+    kiln__bin_test_provider = NULL;
+}
+
 struct lines {
     _Atomic unsigned binaries_warnings;
 };
@@ -232,4 +311,5 @@ KT_CASE(tier)
 }
 
 KT_MAIN(KT_ENTRY(fake_prepare_then_start), KT_ENTRY(fake_stale_key_rebuilds),
-        KT_ENTRY(on_without_extension_falls_back), KT_ENTRY(tier))
+        KT_ENTRY(fake_pruned_program_swept), KT_ENTRY(on_without_extension_falls_back),
+        KT_ENTRY(tier))

@@ -14,6 +14,7 @@
 #include "prep_fixture.h"
 
 #include <json-c/json.h>
+#include <sys/stat.h>
 
 struct out {
     char text[65536];
@@ -380,6 +381,69 @@ KT_CASE(dict_json)
     json_object_put(j);
 }
 
+/* A kiln cache in `dir` (made) with records {k,k}, k in keys, under `stamp`. */
+static void put_keys(const char *dir, uint64_t stamp, const uint64_t *keys, size_t n)
+{
+    struct kiln_cache_options co = {.size = sizeof(co), .stamp = stamp, .flags = KILN_CACHE_CREATE};
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(kiln_cache_open(dir, &co, &c));
+    for (size_t i = 0; i < n; i++)
+        KT_CHECK_OK(kiln_cache_put(c, (struct kiln_key){keys[i], keys[i]}, "bytes", 5, 5, 0, 0));
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+}
+
+/* kiln cache prune and compact drop the host tier's records of programs
+ * the cache no longer holds (binaries_swept), and nothing else. The tier
+ * folders are written through the cache API with the tier's stamp. */
+KT_CASE(prune_sweeps_binaries_json)
+{
+    const char *root = kt_tmpdir();
+    char cache[4200], own[4300], other[4300], kpc[4300], size[32];
+    snprintf(cache, sizeof(cache), "%s/cache", root);
+    snprintf(own, sizeof(own), "%s/binaries/10005-1234-aa", cache);
+    snprintf(other, sizeof(other), "%s/binaries/10de-2335-bb", cache);
+    const uint64_t keys[] = {1, 2, 3};
+    put_keys(cache, 7, keys, 3);
+    put_keys(own, 0x4b4c4e42u, keys, 3);
+    put_keys(other, 0x4b4c4e42u, keys, 2);
+
+    /* Negative control: every program there, nothing swept. */
+    struct out o;
+    KT_CHECK_EQ(run_kiln(false, &o, (const char *[]){"cache", "compact", cache, "--json", NULL}),
+                0);
+    struct json_object *j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK_EQ(json_int(j, "binaries_swept"), 0);
+    json_object_put(j);
+
+    /* A prune to one byte under the file drops program 1 (all used today:
+     * the earliest), and its binaries in both folders. */
+    snprintf(kpc, sizeof(kpc), "%s/programs.kpc", cache);
+    struct stat st;
+    KT_REQUIRE(stat(kpc, &st) == 0);
+    snprintf(size, sizeof(size), "%lld", (long long)st.st_size - 1);
+    KT_CHECK_EQ(
+        run_kiln(false, &o,
+                 (const char *[]){"cache", "prune", cache, "--max-size", size, "--json", NULL}),
+        0);
+    j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    KT_CHECK_EQ(json_int(j, "dropped"), 1);
+    KT_CHECK_EQ(json_int(j, "binaries_swept"), 2);
+    json_object_put(j);
+    struct kiln_cache_options ro = {
+        .size = sizeof(ro), .stamp = 0x4b4c4e42u, .flags = KILN_CACHE_READ_ONLY};
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(kiln_cache_open(own, &ro, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), 2);
+    KT_CHECK_EQ(kiln_cache_find_sized(c, (struct kiln_key){1, 1}, 0, NULL), KILN_ENOTFOUND);
+    kiln_cache_close(c);
+    KT_REQUIRE_OK(kiln_cache_open(other, &ro, &c));
+    KT_CHECK_EQ(kiln_cache_count(c), 1);
+    kiln_cache_close(c);
+}
+
 KT_MAIN(KT_ENTRY(usage), KT_ENTRY(prepare_start_json), KT_ENTRY(failure_exit_code),
         KT_ENTRY(bad_corpus_one_line), KT_ENTRY(dict_json), KT_ENTRY(second_prepare_json),
-        KT_ENTRY(binaries_fallback_json))
+        KT_ENTRY(binaries_fallback_json), KT_ENTRY(prune_sweeps_binaries_json))

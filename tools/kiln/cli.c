@@ -336,6 +336,7 @@ void cli_json_binaries(struct cli_json *j, const struct cli_binaries *b)
     cli_json_u64(j, "binaries_damaged", b->damaged);
     cli_json_u64(j, "binaries_records", b->records);
     cli_json_u64(j, "binaries_bytes", b->bytes);
+    cli_json_u64(j, "binaries_swept", b->swept);
     if (b->used) {
         cli_json_str(j, "binaries_dir", b->dir);
         cli_json_str(j, "binaries_global_key", b->global_key);
@@ -355,6 +356,9 @@ void cli_print_binaries(const struct cli_binaries *b)
     printf("             %" PRIu64 " kept this run, %" PRIu64 " damaged; %" PRIu64
            " stale folder%s (another driver), %" PRIu64 " removed\n",
            b->kept, b->damaged, b->stale, CLI_S(b->stale), b->dropped);
+    if (b->swept)
+        printf("             %" PRIu64 " dropped: their programs are no longer in the cache\n",
+               b->swept);
 }
 
 int cli_parse_device(const char *name, const char *text, bool *use_index, unsigned *index)

@@ -138,7 +138,7 @@ int cli_parse_binaries(const char *name, const char *text, uint32_t *mode);
 /* The host tier's figures (kiln_prepare_summary / kiln_start_summary
  * binaries_*), read from either summary with CLI_BINARIES. */
 struct cli_binaries {
-    uint64_t kept, stale, dropped, damaged, records, bytes;
+    uint64_t kept, stale, dropped, damaged, records, bytes, swept;
     const char *dir, *global_key;
     bool used;
 };
@@ -149,6 +149,7 @@ struct cli_binaries {
                            .damaged = (s)->binaries_damaged,       \
                            .records = (s)->binaries_records,       \
                            .bytes = (s)->binaries_bytes,           \
+                           .swept = (s)->binaries_swept,           \
                            .dir = (s)->binaries_dir,               \
                            .global_key = (s)->binaries_global_key, \
                            .used = (s)->binaries_used})

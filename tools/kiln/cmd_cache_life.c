@@ -6,7 +6,9 @@
  * _merge; crash-safety is argued in src/cache/cache_life.c): the cache is
  * opened as a writer that keeps whatever stamp and dictionary it has
  * (KILN_CACHE_KEEP_STAMP), so a running writer makes these fail with
- * "busy" rather than race it.
+ * "busy" rather than race it. prune and compact then sweep the host tier
+ * of driver binaries (kiln_binaries_sweep) while the writer lock is still
+ * held: the binaries of the programs they dropped go with them.
  */
 #include "cli.h"
 #include "commands.h"
@@ -25,8 +27,15 @@
 #define make_dir(p) mkdir(p, 0777)
 #endif
 
+/* What prune and compact are given, and the tier's sweep after them. */
+struct life {
+    const struct kiln_cache_prune_options *po; /* prune's; NULL: compact */
+    struct kiln_binaries_sweep_report *sweep;
+};
+
 static void print_rewrite(const char *what, const char *dir, bool json,
-                          const struct kiln_cache_rewrite_report *r, double secs)
+                          const struct kiln_cache_rewrite_report *r, double secs,
+                          const struct kiln_binaries_sweep_report *sw)
 {
     if (json) {
         struct cli_json j;
@@ -44,12 +53,16 @@ static void print_rewrite(const char *what, const char *dir, bool json,
         cli_json_u64(&j, "file_bytes_after", r->file_bytes_after);
         cli_json_u64(&j, "payload_bytes_before", r->payload_bytes_before);
         cli_json_u64(&j, "payload_bytes_after", r->payload_bytes_after);
+        cli_json_u64(&j, "binaries_swept", sw->swept);
         cli_json_seconds(&j, what, secs);
         cli_json_end(&j);
         return;
     }
     char b1[32], b2[32];
     printf("cache       %s\n", dir);
+    if (sw->swept)
+        printf("binaries    %" PRIu64 " pipeline%s of dropped programs removed\n", sw->swept,
+               sw->swept == 1 ? "" : "s");
     if (!r->rewritten) {
         printf("result      nothing to %s: %" PRIu64 " record%s, %s, unchanged\n", what,
                r->records_before, r->records_before == 1 ? "" : "s",
@@ -69,15 +82,16 @@ static void print_rewrite(const char *what, const char *dir, bool json,
            cli_format_bytes(b2, sizeof(b2), r->file_bytes_after), secs);
 }
 
-static int prune(struct kiln_cache *c, const void *po, struct kiln_cache_rewrite_report *r)
+/* The rewrite, then the sweep of the tier (a failed sweep is logged by
+ * the library: the rewrite's result stands). */
+static int prune_or_compact(struct kiln_cache *c, const void *arg,
+                            struct kiln_cache_rewrite_report *r)
 {
-    return kiln_cache_prune(c, po, r);
-}
-
-static int compact(struct kiln_cache *c, const void *arg, struct kiln_cache_rewrite_report *r)
-{
-    (void)arg;
-    return kiln_cache_compact(c, r);
+    const struct life *l = arg;
+    int rc = l->po ? kiln_cache_prune(c, l->po, r) : kiln_cache_compact(c, r);
+    if (rc == KILN_OK)
+        kiln_binaries_sweep(c, l->sweep);
+    return rc;
 }
 
 static const char prune_help[] =
@@ -89,7 +103,9 @@ static const char prune_help[] =
     "the records file is at most SIZE bytes (K, M, G suffixes), and rewrites\n"
     "the cache without them (crash-safe: the old cache stays whole until the\n"
     "new one is renamed into place). Last use is kept per record in\n"
-    "programs.kpu, at a day's resolution.\n"
+    "programs.kpu, at a day's resolution. The host tier's driver binaries\n"
+    "(DIR/binaries/) of programs no longer in the cache go with them\n"
+    "(binaries_swept).\n"
     "\n"
     "  --older-than DAYS  drop records unused for more than DAYS days\n"
     "  --max-size SIZE    keep the records file at most SIZE bytes: now, and from\n"
@@ -258,9 +274,11 @@ int cmd_cache_prune(int argc, char **argv)
     if (dry)
         return prune_dry_run(argv[0], dir, &po, json);
     struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
+    struct kiln_binaries_sweep_report sw = KILN_BINARIES_SWEEP_REPORT_INIT;
+    struct life l = {&po, &sw};
     double secs;
-    CLI_TRY(cli_cache_rewrite(argv[0], dir, "prune", prune, &po, &r, &secs));
-    print_rewrite("prune", dir, json, &r, secs);
+    CLI_TRY(cli_cache_rewrite(argv[0], dir, "prune", prune_or_compact, &l, &r, &secs));
+    print_rewrite("prune", dir, json, &r, secs, &sw);
     return KILN_EXIT_OK;
 }
 
@@ -273,7 +291,8 @@ static const char compact_help[] =
     "Damaged records count whether the index names them or a repair left them\n"
     "out of it. Nothing is written when the file is already compact and every\n"
     "record checks out (each is read to know). Every record read is counted\n"
-    "once: kept, superseded or damaged (records_read is their sum).\n"
+    "once: kept, superseded or damaged (records_read is their sum). Then the\n"
+    "host tier's driver binaries of programs no longer in the cache go.\n"
     "\n"
     "  --cache DIR   the same as DIR; with neither: $KILN_CACHE_DIR, else\n"
     "                $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
@@ -283,7 +302,7 @@ static const char compact_help[] =
     "  --json    one JSON object on stdout: rewritten, records_read,\n"
     "            records_before and records_after (live), dropped, superseded,\n"
     "            damaged, damaged_bytes, file_bytes_before, file_bytes_after,\n"
-    "            payload_bytes_before, payload_bytes_after\n"
+    "            payload_bytes_before, payload_bytes_after, binaries_swept\n"
     "  --help    this text\n";
 
 int cmd_cache_compact(int argc, char **argv)
@@ -294,13 +313,15 @@ int cmd_cache_compact(int argc, char **argv)
         return ex;
     const char *dir;
     struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
+    struct kiln_binaries_sweep_report sw = KILN_BINARIES_SWEEP_REPORT_INIT;
+    struct life l = {NULL, &sw};
     double secs;
     ex = cli_one_cache_dir(argc, argv, &dir);
     if (ex == KILN_EXIT_OK)
-        ex = cli_cache_rewrite(argv[0], dir, "compact", compact, NULL, &r, &secs);
+        ex = cli_cache_rewrite(argv[0], dir, "compact", prune_or_compact, &l, &r, &secs);
     if (ex != KILN_EXIT_OK)
         return ex;
-    print_rewrite("compact", dir, json, &r, secs);
+    print_rewrite("compact", dir, json, &r, secs, &sw);
     return KILN_EXIT_OK;
 }
 
