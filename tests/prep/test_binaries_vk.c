@@ -27,6 +27,26 @@ static void three_generated(char *cache, size_t cap, struct kiln_prepare_options
     o->binaries = binaries;
 }
 
+/* One case's run: the fake provider, its cache, options and last summary. */
+struct faked {
+    struct bin_fake f;
+    struct kiln_prepare_options o;
+    struct pf_input in;
+    struct kiln_prepare_summary ps;
+    char cache[4200];
+};
+
+/* Installs the fake provider (global key byte `global`) and prepares three
+ * generated programs with the tier on. @return whether the prepare ran. */
+static bool faked_prepare(struct faked *r, uint8_t global)
+{
+    bin_fake_init(&r->f, global);
+    kiln__bin_test_provider = &r->f.p;
+    three_generated(r->cache, sizeof(r->cache), &r->o, &r->in, KILN_BINARIES_ON);
+    r->ps = (struct kiln_prepare_summary)KILN_PREPARE_SUMMARY_INIT;
+    return pf_prepare(&r->o, &r->in, NULL, NULL, &r->ps) == KILN_OK;
+}
+
 static int start(const char *cache, uint32_t binaries, bool rebuild, bool read_only,
                  struct kiln_start_summary *s)
 {
@@ -44,22 +64,15 @@ static int start(const char *cache, uint32_t binaries, bool rebuild, bool read_o
 KT_CASE(fake_prepare_then_start)
 {
     pf_need_vulkan();
-    struct bin_fake f;
-    bin_fake_init(&f, 0x41);
-    kiln__bin_test_provider = &f.p;
-    char cache[4200];
-    struct kiln_prepare_options o;
-    struct pf_input in;
-    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
-    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
-    KT_CHECK(ps.binaries_used);
-    KT_CHECK_EQ(ps.pipelines_built, 3);
-    KT_CHECK_EQ(ps.binaries_kept, 3);
-    KT_CHECK_EQ(atomic_load(&f.captures), 3);
+    struct faked r;
+    KT_REQUIRE(faked_prepare(&r, 0x41));
+    KT_CHECK(r.ps.binaries_used);
+    KT_CHECK_EQ(r.ps.pipelines_built, 3);
+    KT_CHECK_EQ(r.ps.binaries_kept, 3);
+    KT_CHECK_EQ(atomic_load(&r.f.captures), 3);
 
     struct kiln_start_summary s;
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
     KT_CHECK(s.binaries_used);
     KT_CHECK_EQ(s.pipelines_built, 3);
     KT_CHECK_EQ(s.from_binaries, 3);
@@ -69,11 +82,11 @@ KT_CASE(fake_prepare_then_start)
     KT_CHECK(s.binaries_bytes > 3 * 2 * BIN_FAKE_DATA);
     KT_CHECK(strstr(s.binaries_dir, "binaries/10005-1234-4141") != NULL);
     KT_CHECK_EQ(strlen(s.binaries_global_key), 40);
-    KT_CHECK_EQ(atomic_load(&f.creates), 3);
-    KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
+    KT_CHECK_EQ(atomic_load(&r.f.creates), 3);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
 
-    /* The same cache with the tier off: pipelines.vkc, nothing from binaries. */
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_OFF, false, false, &s));
+    /* The same r.cache with the tier off: pipelines.vkc, nothing from binaries. */
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_OFF, false, false, &s));
     KT_CHECK(!s.binaries_used);
     KT_CHECK_EQ(s.pipelines_built, 3);
     KT_CHECK_EQ(s.from_binaries, 0);
@@ -84,27 +97,20 @@ KT_CASE(fake_prepare_then_start)
 KT_CASE(fake_stale_key_rebuilds)
 {
     pf_need_vulkan();
-    struct bin_fake f;
-    bin_fake_init(&f, 0x51);
-    kiln__bin_test_provider = &f.p;
-    char cache[4200];
-    struct kiln_prepare_options o;
-    struct pf_input in;
-    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
-    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
-    KT_CHECK_EQ(ps.binaries_kept, 3);
+    struct faked r;
+    KT_REQUIRE(faked_prepare(&r, 0x51));
+    KT_CHECK_EQ(r.ps.binaries_kept, 3);
     /* A second prepare: the ledger answers, nothing built or kept. */
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
-    KT_CHECK_EQ(ps.pipelines_built, 0);
-    KT_CHECK_EQ(ps.binaries_kept, 0);
-    KT_CHECK_EQ(ps.binaries_stale, 0);
+    KT_REQUIRE_OK(pf_prepare(&r.o, &r.in, NULL, NULL, &r.ps));
+    KT_CHECK_EQ(r.ps.pipelines_built, 0);
+    KT_CHECK_EQ(r.ps.binaries_kept, 0);
+    KT_CHECK_EQ(r.ps.binaries_stale, 0);
 
     /* A driver update: a read-only start sees the stale folder, makes
      * nothing from it, removes nothing. */
-    f.global = 0x52;
+    r.f.global = 0x52;
     struct kiln_start_summary s;
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, true, &s));
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, true, &s));
     KT_CHECK_EQ(s.binaries_stale, 1);
     KT_CHECK_EQ(s.binaries_stale_dropped, 0);
     KT_CHECK_EQ(s.from_binaries, 0);
@@ -113,28 +119,28 @@ KT_CASE(fake_stale_key_rebuilds)
 
     /* The next prepare fills the new folder from the programs and drops
      * the stale one. */
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
-    KT_CHECK_EQ(ps.binaries_stale, 1);
-    KT_CHECK_EQ(ps.binaries_stale_dropped, 1);
-    KT_CHECK_EQ(ps.pipelines_built, 3);
-    KT_CHECK_EQ(ps.binaries_kept, 3);
-    KT_CHECK_EQ(ps.cached, 3); /* the programs were kept */
+    KT_REQUIRE_OK(pf_prepare(&r.o, &r.in, NULL, NULL, &r.ps));
+    KT_CHECK_EQ(r.ps.binaries_stale, 1);
+    KT_CHECK_EQ(r.ps.binaries_stale_dropped, 1);
+    KT_CHECK_EQ(r.ps.pipelines_built, 3);
+    KT_CHECK_EQ(r.ps.binaries_kept, 3);
+    KT_CHECK_EQ(r.ps.cached, 3); /* the programs were kept */
 
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
     KT_CHECK_EQ(s.binaries_stale, 0);
     KT_CHECK_EQ(s.from_binaries, 3);
     KT_CHECK_EQ(s.compiled, 0);
-    KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
 
     /* Another update, and a start asked to rebuild: it drops the stale
      * folder and keeps what it builds. */
-    f.global = 0x53;
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, true, false, &s));
+    r.f.global = 0x53;
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, true, false, &s));
     KT_CHECK_EQ(s.binaries_stale, 1);
     KT_CHECK_EQ(s.binaries_stale_dropped, 1);
     KT_CHECK_EQ(s.from_binaries, 0);
     KT_CHECK_EQ(s.binaries_kept, 3);
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
     KT_CHECK_EQ(s.from_binaries, 3);
     kiln__bin_test_provider = NULL;
 }
@@ -160,61 +166,54 @@ static void prune_one_program(const char *cache)
 KT_CASE(fake_pruned_program_swept)
 {
     pf_need_vulkan();
-    struct bin_fake f;
-    bin_fake_init(&f, 0x61);
-    kiln__bin_test_provider = &f.p;
-    char cache[4200];
-    struct kiln_prepare_options o;
-    struct pf_input in;
-    three_generated(cache, sizeof(cache), &o, &in, KILN_BINARIES_ON);
-    struct kiln_prepare_summary ps = KILN_PREPARE_SUMMARY_INIT;
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
-    KT_CHECK_EQ(ps.binaries_kept, 3);
-    KT_CHECK_EQ(ps.binaries_swept, 0);
+    struct faked r;
+    KT_REQUIRE(faked_prepare(&r, 0x61));
+    KT_CHECK_EQ(r.ps.binaries_kept, 3);
+    KT_CHECK_EQ(r.ps.binaries_swept, 0);
 
     /* Negative control: every program there, the start drops nothing. */
     struct kiln_start_summary s;
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
     KT_CHECK_EQ(s.binaries_swept, 0);
     KT_CHECK_EQ(s.from_binaries, 3);
 
     /* A program pruned: a read-only start sweeps nothing (it cannot hold
      * the programs still), the next start drops its binaries and makes
      * the two left from theirs. */
-    prune_one_program(cache);
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, true, &s));
+    prune_one_program(r.cache);
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, true, &s));
     KT_CHECK_EQ(s.binaries_swept, 0);
     KT_CHECK_EQ(s.binaries_records, 3);
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
     KT_CHECK_EQ(s.binaries_swept, 1);
     KT_CHECK_EQ(s.binaries_records, 2);
     KT_CHECK_EQ(s.pipelines_built, 2);
     KT_CHECK_EQ(s.from_binaries, 2);
     KT_CHECK_EQ(s.compiled, 0);
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
     KT_CHECK_EQ(s.binaries_swept, 0);
 
     /* Pruned again: a prepare sweeps before its builds, after its stores,
      * so the program it makes again keeps the binaries it had (the same
      * program, the same driver), and the one pruned before comes back. */
-    prune_one_program(cache);
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
-    KT_CHECK_EQ(ps.cached, 1);
-    KT_CHECK_EQ(ps.binaries_swept, 0);
-    KT_REQUIRE_OK(start(cache, KILN_BINARIES_ON, false, false, &s));
+    prune_one_program(r.cache);
+    KT_REQUIRE_OK(pf_prepare(&r.o, &r.in, NULL, NULL, &r.ps));
+    KT_CHECK_EQ(r.ps.cached, 1);
+    KT_CHECK_EQ(r.ps.binaries_swept, 0);
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
     KT_CHECK_EQ(s.binaries_swept, 0);
     KT_CHECK_EQ(s.pipelines_built, 3);
 
-    /* Binaries of a program the cache never had: the prepare drops them. */
-    struct kiln__bin_tier_options to = {.cache_dir = cache, .provider = &f.p};
+    /* Binaries of a program the r.cache never had: the prepare drops them. */
+    struct kiln__bin_tier_options to = {.cache_dir = r.cache, .provider = &r.f.p};
     struct kiln__bin_tier *t = NULL;
     KT_REQUIRE_OK(kiln__bin_tier_open(&to, &t));
     KT_CHECK_OK(kiln__bin_tier_keep(t, (struct kiln_key){77, 77}, NULL));
     kiln__bin_tier_close(t);
-    KT_REQUIRE_OK(pf_prepare(&o, &in, NULL, NULL, &ps));
-    KT_CHECK_EQ(ps.binaries_swept, 1);
-    KT_CHECK_EQ(ps.binaries_records, 3);
-    KT_CHECK_EQ(atomic_load(&f.mismatches), 0);
+    KT_REQUIRE_OK(pf_prepare(&r.o, &r.in, NULL, NULL, &r.ps));
+    KT_CHECK_EQ(r.ps.binaries_swept, 1);
+    KT_CHECK_EQ(r.ps.binaries_records, 3);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
     kiln__bin_test_provider = NULL;
 }
 
