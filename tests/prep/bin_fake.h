@@ -10,6 +10,7 @@
 #define KILN_TESTS_BIN_FAKE_H
 
 #include "binaries.h"
+#include "kiln_test.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -93,6 +94,21 @@ static void bin_fake_init(struct bin_fake *f, uint8_t global)
                                        .global_key = bin_fake_global,
                                        .capture = bin_fake_capture,
                                        .create_from = bin_fake_create};
+}
+
+/* Drops the least recently used program of `c` (the earliest in the file:
+ * all were used today) with a prune to one byte under its file, as `kiln
+ * cache prune --max-size` would. */
+static void bin_prune_one(struct kiln_cache *c)
+{
+    struct kiln_cache_prune_options po = {.size = sizeof(po), .older_than_days = UINT32_MAX};
+    struct kiln_cache_prune_plan plan = KILN_CACHE_PRUNE_PLAN_INIT;
+    KT_REQUIRE_OK(kiln_cache_plan_prune(c, &po, &plan));
+    po.max_file_bytes = plan.file_bytes_before - 1;
+    kiln_cache_prune_plan_free(&plan);
+    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
+    KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
+    KT_REQUIRE(r.dropped == 1);
 }
 
 #endif /* KILN_TESTS_BIN_FAKE_H */

@@ -287,20 +287,6 @@ static unsigned held(const char *dir, const uint64_t *keys, size_t n)
     return m;
 }
 
-/* Drops the least recently used program of `c` (the earliest in the file:
- * all were used today) with a prune to one byte under its file. */
-static void prune_one(struct kiln_cache *c)
-{
-    struct kiln_cache_prune_options po = {.size = sizeof(po), .older_than_days = UINT32_MAX};
-    struct kiln_cache_prune_plan plan = KILN_CACHE_PRUNE_PLAN_INIT;
-    KT_REQUIRE_OK(kiln_cache_plan_prune(c, &po, &plan));
-    po.max_file_bytes = plan.file_bytes_before - 1;
-    kiln_cache_prune_plan_free(&plan);
-    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
-    KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
-    KT_REQUIRE(r.dropped == 1);
-}
-
 KT_CASE(sweep_follows_programs)
 {
     char dir[4200];
@@ -337,7 +323,7 @@ KT_CASE(sweep_follows_programs)
     KT_CHECK(before.st_ino == after.st_ino && before.st_size == after.st_size);
 
     /* Program 1 pruned: its binaries go from every folder, nothing else. */
-    prune_one(c);
+    bin_prune_one(c);
     KT_CHECK_EQ(kiln_cache_last_use(c, (struct kiln_key){1, 1}, NULL), KILN_ENOTFOUND);
     KT_REQUIRE_OK(kiln_binaries_sweep(c, &r));
     KT_CHECK_EQ(r.folders, 3);
@@ -398,7 +384,7 @@ KT_CASE(sweep_damaged_record)
     char junk[4300];
     snprintf(junk, sizeof(junk), "%s/binaries/not-a-tier", dir);
     KT_REQUIRE(kt_mkdir(junk) == 0);
-    prune_one(c);
+    bin_prune_one(c);
 
     struct kiln_binaries_sweep_report r;
     KT_REQUIRE_OK(kiln__bin_sweep(c, NULL, &r));

@@ -152,14 +152,7 @@ static void prune_one_program(const char *cache)
     struct kiln_cache_options co = {.size = sizeof(co), .flags = KILN_CACHE_KEEP_STAMP};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
-    struct kiln_cache_prune_options po = {.size = sizeof(po), .older_than_days = UINT32_MAX};
-    struct kiln_cache_prune_plan plan = KILN_CACHE_PRUNE_PLAN_INIT;
-    KT_REQUIRE_OK(kiln_cache_plan_prune(c, &po, &plan));
-    po.max_file_bytes = plan.file_bytes_before - 1;
-    kiln_cache_prune_plan_free(&plan);
-    struct kiln_cache_rewrite_report r = KILN_CACHE_REWRITE_REPORT_INIT;
-    KT_REQUIRE_OK(kiln_cache_prune(c, &po, &r));
-    KT_REQUIRE(r.dropped == 1);
+    bin_prune_one(c);
     kiln_cache_close(c);
 }
 
