@@ -40,6 +40,10 @@
  *   takes the larger of the reading (resident + one job) and a model
  *   (resident when the pool was made + one job for each running job and
  *   the new one), and the model keeps a burst of starts under the budget.
+ *   With a memory model each running job counts what it was seen to grow
+ *   so far (its share of the counted memory above the base), never less
+ *   than its prediction: a job predicted too low counts at its real size
+ *   from the first sample on, not only once it ended.
  *
  * - The registry is a fixed array under one mutex: adding, removing and
  *   summing never allocate, and a pid is read only while registered.
@@ -288,11 +292,24 @@ uint64_t kiln__budget_need(const struct kiln__budget *b, void *arg)
     return need > b->limit ? b->limit : need;
 }
 
+/* What the running jobs hold by the model: each what it has been seen to
+ * grow so far (its share of the counted memory above the base), never
+ * less than its prediction, so a job predicted too low counts as large as
+ * it already is. */
+static uint64_t held_by_running(const struct kiln__budget *b)
+{
+    uint64_t held = 0;
+    for (unsigned i = 0; i < b->nworkers; i++)
+        if (b->busy[i])
+            held += b->pred[i] > b->seen[i] ? b->pred[i] : b->seen[i];
+    return held;
+}
+
 bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, uint64_t need)
 {
     uint64_t by_reading = rss + need;
-    uint64_t by_model =
-        b->has_model ? b->base + b->committed + need : b->base + need * ((uint64_t)running + 1);
+    uint64_t by_model = b->has_model ? b->base + held_by_running(b) + need
+                                     : b->base + need * ((uint64_t)running + 1);
     uint64_t projected = by_reading > by_model ? by_reading : by_model;
     if (rss == 0 || projected <= b->limit)
         return false;
@@ -344,13 +361,10 @@ void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uin
     /* The base follows what the driver keeps between jobs: the reading less
      * what the jobs still running may hold (at least their predictions), or
      * the reading itself once nothing runs. */
-    uint64_t held = 0;
+    uint64_t held = held_by_running(b);
     bool any = false;
-    for (unsigned i = 0; i < b->nworkers; i++)
-        if (b->busy[i]) {
-            any = true;
-            held += b->pred[i] > b->seen[i] ? b->pred[i] : b->seen[i];
-        }
+    for (unsigned i = 0; i < b->nworkers && !any; i++)
+        any = b->busy[i];
     if (!any && rss)
         b->base = rss;
     else if (rss > held && rss - held > b->base)

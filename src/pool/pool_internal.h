@@ -143,8 +143,9 @@ uint64_t kiln__budget_need(const struct kiln__budget *b, void *arg);
  * bytes while `running` jobs run and `rss` bytes are resident: when it
  * would pass the limit by the reading (rss + need) or by the model,
  * whichever is larger: without a memory model base + need x (running + 1),
- * with one base + the running jobs' predictions + need. The model covers
- * jobs that started but have not grown yet. Logs the first hold once.
+ * with one base + what the running jobs hold (each the larger of its
+ * prediction and the share it was seen to grow so far) + need. The model
+ * covers jobs that started but have not grown yet. Logs the first hold once.
  */
 bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, uint64_t need);
 

@@ -288,6 +288,47 @@ KT_CASE(pss_counts_shared_once)
     KT_CHECK(rss_sum > before + n + n / 2); /* the control: RSS counts it twice */
 }
 
+/* The predict of the arithmetic cases: the job's argument is its prediction. */
+static uint64_t fixed_predict(void *user, void *arg)
+{
+    (void)user;
+    return *(const uint64_t *)arg;
+}
+
+/*
+ * A running job predicted 10 MiB that has been seen to grow 60 MiB counts
+ * 60 MiB when the next job asks (the model's rule, with the reading still
+ * low as one that lags): a 45 MiB job does not fit 100 MiB over the base.
+ * The control: the running job's prediction alone (what the rule counted
+ * before) would admit it. Arithmetic on the budget's own state: no
+ * threads, no timing.
+ */
+KT_CASE(running_growth_counts)
+{
+    struct kiln_pool_memory_model model = KILN_POOL_MEMORY_MODEL_INIT;
+    model.predict = fixed_predict;
+    struct kiln__budget b;
+    KT_CHECK_EQ(kiln__budget_init(&b, 1000 * MIB, 4, &model), KILN_OK);
+    b.base = 900 * MIB; /* the limit is 100 MiB over it */
+    uint64_t lagging = b.base + 10 * MIB;
+    kiln__budget_start(&b, 0, b.base, 10 * MIB);
+    uint64_t next = 45 * MIB;
+    /* Before any sample: its prediction counts, the next job fits. */
+    KT_CHECK(!kiln__budget_hold(&b, 1, lagging, next));
+    kiln__budget_sample(&b, b.base + 60 * MIB); /* it grew to 60 MiB */
+    KT_CHECK_EQ(b.seen[0], 60 * MIB);
+    KT_CHECK(kiln__budget_hold(&b, 1, lagging, next));
+    /* The control: by the predictions alone it would have started. */
+    KT_CHECK(b.base + b.committed + next <= b.limit);
+    KT_CHECK(lagging + next <= b.limit);
+    /* A job that fits beside what the first has grown still starts. */
+    KT_CHECK(!kiln__budget_hold(&b, 1, lagging, 30 * MIB));
+    uint64_t predicted = 0, grown = 0;
+    kiln__budget_end(&b, 0, b.base + 60 * MIB, &predicted, &grown);
+    KT_CHECK_EQ(predicted, 10 * MIB);
+    kiln__budget_free(&b);
+}
+
 KT_MAIN(KT_ENTRY(prediction_admits_more), KT_ENTRY(largest_seen_serialises),
         KT_ENTRY(low_prediction_corrected), KT_ENTRY(low_prediction_uncorrected_passes),
-        KT_ENTRY(pss_counts_shared_once))
+        KT_ENTRY(pss_counts_shared_once), KT_ENTRY(running_growth_counts))
