@@ -72,6 +72,7 @@ struct kiln__prep_memory {
     uint64_t per_kib[KILN__MEMORY_CLASSES]; /* bytes per KiB of SPIR-V; 0: not known */
     bool changed[KILN__MEMORY_CLASSES];     /* learned in this run (written to the ledger) */
     bool verified[KILN__MEMORY_CLASSES];    /* a build of it ended in this run */
+    uint64_t largest; /* the most one build was seen to need in this run (0: none yet) */
 };
 
 /* The head of a build job the pool's memory model reads (the job's arg

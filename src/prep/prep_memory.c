@@ -39,6 +39,14 @@
  *   job, after every observe so far, and its reading rule (the counted
  *   memory plus the next prediction) holds meanwhile.
  *
+ * - A borrowed prediction is never below the most one build of this run
+ *   needed (`largest`), plus the margin. Borrowing alone predicts a heavy
+ *   class's first builds by a lighter class's figure per KiB, and with 16
+ *   workers a tight budget admits several of them at once before any
+ *   ended. So an unseen class starts beside others only while the
+ *   headroom holds the largest build seen: at once under a large budget,
+ *   one at a time under a tight one, until its own first build ended.
+ *
  * - One mutex guards the figures: predict and observe run on the pool's
  *   workers at once.
  */
@@ -95,16 +103,27 @@ uint64_t kiln__prep_memory_predict(struct kiln__prep_memory *m, unsigned cls, ui
      * class's first build is weighed by what builds of this driver needed,
      * not by the largest growth the whole process showed over one build
      * (which counts every build running beside it). */
-    uint64_t per = m->verified[cls] ? m->per_kib[cls] : 0;
+    bool own = m->verified[cls] && m->per_kib[cls];
+    uint64_t per = own ? m->per_kib[cls] : 0;
     if (!per)
         for (unsigned c = 0; c < KILN__MEMORY_CLASSES; c++)
             if (m->verified[c] && m->per_kib[c] > per)
                 per = m->per_kib[c];
+    uint64_t largest = m->largest;
     pthread_mutex_unlock(&m->lock);
     if (!per)
         return 0; /* nothing trusted yet: the pool's own rule */
     uint64_t kib = kib_of(spirv_bytes);
     uint64_t need = per > UINT64_MAX / 16 / kib ? UINT64_MAX / 16 : per * kib;
+    /* A class no build of which ended is not weighed below the most one
+     * build needed in this run: a borrowed figure per KiB says nothing of
+     * a class whose builds cost more per KiB (a small module with a large
+     * fixed cost, another kind), and with many workers every build
+     * predicted too low starts at once. So it starts only where the
+     * headroom holds the largest build seen, which a large budget has and
+     * a tight one does not, until its own first build ended. */
+    if (!own && need < largest)
+        need = largest;
     need += need / 8; /* a margin: a figure a little low, times the builds at once */
     return need < KILN__MEMORY_FLOOR ? KILN__MEMORY_FLOOR : need;
 }
@@ -122,6 +141,8 @@ void kiln__prep_memory_observe(struct kiln__prep_memory *m, unsigned cls, uint64
         pthread_mutex_unlock(&m->lock);
         return;
     }
+    if (grown > m->largest)
+        m->largest = grown;
     if (seen == 0)
         seen = 1;
     uint64_t *per = &m->per_kib[cls];

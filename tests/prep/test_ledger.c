@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "kiln_test.h"
 #include "ledger.h"
+#include "pool_internal.h"
 #include "prep_fixture.h"
 #include "prep_internal.h"
 
@@ -734,6 +735,54 @@ KT_CASE(memory_class_borrows)
     kiln__prep_memory_destroy(&m);
 }
 
+/*
+ * A class no build of which ended in this run waits where the budget would
+ * not hold the largest build seen: a heavy build (64 MiB over 1 MiB of
+ * SPIR-V) runs, and the first build of another class with 16 KiB of SPIR-V
+ * asks to start beside it under 128 MiB. Borrowing the heavy class's figure
+ * per KiB alone predicts about 1 MiB, and the pool's rule admits it (the
+ * control, the prediction computed as that rule made it); it is predicted
+ * at least the largest build seen and held. A large budget admits it at
+ * once, and once its own first build ended its own figure counts and it
+ * starts beside the heavy one. The pool's budget arithmetic itself, with
+ * this model: no threads, no timing.
+ */
+KT_CASE(memory_unseen_class_waits)
+{
+    const uint64_t kib = 1024, mib = 1024 * 1024;
+    const unsigned heavy = 1, light = 2;
+    struct kiln__prep_memory m;
+    kiln__prep_memory_init(&m);
+    kiln__prep_memory_observe(&m, heavy, 1024 * kib, 64 * mib); /* alone, the first */
+    struct kiln_pool_memory_model mm;
+    struct kiln__budget b;
+    KT_CHECK_EQ(kiln__budget_init(&b, 128 * mib, 4, kiln__prep_memory_model(&m, &mm)), KILN_OK);
+    b.base = 0; /* the arithmetic over the budget alone */
+    struct kiln__prep_memory_job hj = {.cls = heavy, .spirv_bytes = 1024 * kib};
+    struct kiln__prep_memory_job lj = {.cls = light, .spirv_bytes = 16 * kib};
+    uint64_t hneed = kiln__budget_need(&b, &hj);
+    KT_CHECK_EQ(hneed, 72 * mib); /* its own figure, plus an eighth */
+    kiln__budget_start(&b, 0, 1, hneed);
+    uint64_t lneed = kiln__budget_need(&b, &lj);
+    KT_CHECK(lneed >= 64 * mib);
+    KT_CHECK(kiln__budget_hold(&b, 1, 1, lneed));
+    /* The control: the borrowed figure per KiB alone, as predicted before. */
+    uint64_t borrowed = 64 * kib * 16;
+    borrowed += borrowed / 8;
+    KT_CHECK(!kiln__budget_hold(&b, 1, 1, borrowed));
+    /* A large budget: it starts at once beside the heavy build. */
+    b.limit = 1024 * mib;
+    KT_CHECK(!kiln__budget_hold(&b, 1, 1, lneed));
+    b.limit = 128 * mib;
+    /* Its own first build ended (alone, 2 MiB): its own figure from now on. */
+    kiln__prep_memory_observe(&m, light, 16 * kib, 2 * mib);
+    lneed = kiln__budget_need(&b, &lj);
+    KT_CHECK_EQ(lneed, 2 * mib + mib / 4);
+    KT_CHECK(!kiln__budget_hold(&b, 1, 1, lneed));
+    kiln__budget_free(&b);
+    kiln__prep_memory_destroy(&m);
+}
+
 /* The suspects a fresh scan of `dir` finds (the scan is let go of). */
 static size_t suspects_now(const char *dir, struct kiln__journal_suspect *first)
 {
@@ -979,4 +1028,4 @@ KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(journal_file),
         KT_ENTRY(damaged_ledger_rebuilds), KT_ENTRY(cancel_then_resume),
         KT_ENTRY(memory_budget_kept), KT_ENTRY(ledger_run_records),
         KT_ENTRY(second_start_by_the_drivers_word), KT_ENTRY(memory_model_corrected),
-        KT_ENTRY(memory_class_borrows))
+        KT_ENTRY(memory_class_borrows), KT_ENTRY(memory_unseen_class_waits))
