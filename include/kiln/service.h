@@ -188,8 +188,33 @@ struct kiln_pipeline_request {
     enum kiln_priority priority;
     kiln_ticket_fn on_done; /* optional */
     void *user;             /* given to on_done */
+    /* (0.2) KILN_REQUEST_* flags (0: the pipeline, as always). */
+    uint32_t flags;
 };
 #define KILN_PIPELINE_REQUEST_INIT KILN_STRUCT_INIT(kiln_pipeline_request)
+
+/*
+ * A flag of kiln_pipeline_request.flags: parts ahead of the draw
+ * (docs/runtime.md, "Parts ahead"). Ask when the guest's shader is first
+ * seen, long before a draw needs its pipeline: the service builds the
+ * program's four library parts (vertex input, pre-rasterization, fragment
+ * shader, fragment output) at background priority, through the same
+ * builder path fast-link uses, and nothing else: no pipeline, nothing
+ * stored in the cache or noted in the ledger. The ticket is answered READY
+ * with no pipeline (pipeline 0, vk_pipeline NULL) once the parts are built
+ * (or the program has none: compute, a shape that is not linked), or at
+ * once when a full request of the key is already known; FAILED when a
+ * part failed. A later urgent request of the program then only links. A
+ * full request of the key arriving while the parts-only one is queued
+ * takes its place (the parts-only tickets are answered READY then, and
+ * the entry is built as the full request asks, urgent first); one
+ * arriving while its parts are being built gets a build of its own, whose
+ * link waits for those parts rather than building them again. The
+ * priority is always background. Without fast-link (no
+ * KILN_SERVICE_FAST_LINK, or a device without pipeline libraries) the
+ * request is refused with KILN_ENOTSUP: there are no parts to build.
+ */
+#define KILN_REQUEST_PARTS_ONLY 0x1u
 
 /* What the service did. Times in nanoseconds. */
 struct kiln_service_stats {
@@ -235,6 +260,11 @@ struct kiln_service_stats {
     /* (0.2) The most workers background builds take at once (see
      * kiln_service_options.background_workers). */
     unsigned background_workers;
+    /* (0.2) Parts ahead (KILN_REQUEST_PARTS_ONLY): parts-only builds run
+     * to their end (their parts are in parts_built), and queued or
+     * running parts-only entries a full request of their key took over. */
+    uint64_t parts_only_built;
+    uint64_t parts_only_superseded;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 
@@ -261,6 +291,7 @@ KILN_API int kiln_service_create(const struct kiln_service_options *o, struct ki
  * KILN_EBUSY when the queue is full (see the top; *out NULL);
  * KILN_EINVAL for a NULL service or request, a request with neither a
  * program nor a cache to read its key from, a program without stages;
+ * KILN_ENOTSUP for a KILN_REQUEST_PARTS_ONLY request without fast-link;
  * KILN_ENOMEM; KILN_ECANCELED while the service is being destroyed.
  */
 KILN_API int kiln_service_request(struct kiln_service *svc, const struct kiln_pipeline_request *req,

@@ -38,7 +38,9 @@
  *   request of a key in flight joins its entry (an urgent one moves a
  *   queued background entry to the urgent tail), and a key built or
  *   failed before is answered at once. An entry leaves the table only
- *   when it never ran: dropped (no ticket left) or evicted.
+ *   when it never ran: dropped (no ticket left) or evicted; or when it is
+ *   a parts-only one (below) that ended or that a full request took over
+ *   while it ran.
  *
  * - A ticket is freed once, by the last of its two holders: the caller
  *   (until kiln_ticket_release) and its entry (until it is answered,
@@ -71,6 +73,19 @@
  *   the same notifier after the earlier callback (`deferred`), so the
  *   callbacks of one ticket run in order. Entries that ran are on
  *   svc->done once (`listed`), whatever they go through after.
+ *
+ * - Parts ahead (KILN_REQUEST_PARTS_ONLY, only with fast-link). A
+ *   parts-only entry is background work whose build asks for the library
+ *   parts alone (KILN_BUILD_LINK_PARTS): no pipeline, no store, never on
+ *   svc->done; when it ends it leaves the table and its worker frees it.
+ *   The two kinds of one key never wait on each other wrongly: a
+ *   parts-only request meeting a full entry is answered at once (the
+ *   full build makes the parts or needs none); a full request meeting a
+ *   queued parts-only entry takes it over (parts-only tickets answered,
+ *   the entry re-queued at the full request's priority, urgent first);
+ *   one meeting a running parts-only entry takes it out of the table and
+ *   gets its own entry, whose link waits in the parts table for the parts
+ *   in flight (vk_library.c builds each part once), never for the rest.
  */
 #include "kiln_internal.h"
 
@@ -111,6 +126,10 @@ struct entry {
     bool optimizing;
     bool listed;
     uint64_t seq;
+    /* Parts ahead (KILN_REQUEST_PARTS_ONLY): the build makes the library
+     * parts alone; the entry leaves the table when it ends and its worker
+     * frees it (no pipeline to keep). */
+    bool parts_only;
 };
 
 /* One answer of a ticket: written once, under the lock, before it is
@@ -138,7 +157,8 @@ struct kiln_ticket {
     enum kiln_priority prio;
     kiln_ticket_fn fn;
     void *user;
-    bool owned; /* the caller holds it (kiln_service_request's out) */
+    bool owned;      /* the caller holds it (kiln_service_request's out) */
+    bool parts_only; /* KILN_REQUEST_PARTS_ONLY: answered READY with no pipeline */
     struct entry *entry;
     atomic_bool attached;            /* entry is set (written under the lock) */
     struct kiln_ticket *prev, *next; /* the entry's list */
@@ -624,7 +644,7 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     rc = kiln_program_seal(e->program, &so, &s);
     if (rc == KILN_OK) {
         rc = run_payload(svc, e, s.payload, s.payload_size, worker, link, b);
-        b->store = svc->store;
+        b->store = svc->store && !e->parts_only;
     }
     kiln_program_sealed_clear(&s);
     return rc;
@@ -662,6 +682,25 @@ static void optimized_done(struct kiln_service *svc, struct entry *e, int rc, st
     answer_entry(svc, e, KILN_TICKET_READY, 0, notify);
 }
 
+/* Ends a parts-only build (under the lock): its tickets are answered READY
+ * with no pipeline (also when the program has no parts: KILN_ENOTSUP), or
+ * FAILED; the entry leaves the table (a later request builds anew) and
+ * its worker frees it. */
+static void parts_done(struct kiln_service *svc, struct entry *e, int rc,
+                       struct kiln_ticket **notify)
+{
+    bool ok = rc == KILN_OK || rc == KILN_ENOTSUP;
+    e->state = E_DONE;
+    e->error = ok ? 0 : rc;
+    table_remove(svc, e);
+    if (ok)
+        svc->st.parts_only_built++;
+    else
+        svc->st.failed++;
+    answer_entry(svc, e, ok ? KILN_TICKET_READY : KILN_TICKET_FAILED, e->error, notify);
+    pthread_cond_broadcast(&svc->answered);
+}
+
 /* Ends a build (under the lock): the entry is answered and kept; a
  * linked one waits in E_LINKED for hand_over to queue its optimized build. */
 static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct built *b,
@@ -671,6 +710,10 @@ static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct
     svc->st.from_cache += b->from_cache;
     svc->st.parts_built += b->parts_built;
     svc->st.parts_reused += b->parts_reused;
+    if (e->parts_only) {
+        parts_done(svc, e, rc, notify);
+        return;
+    }
     if (!e->listed) {
         e->dnext = svc->done;
         svc->done = e;
@@ -739,8 +782,9 @@ static int token_run(void *arg, unsigned worker)
         if (!e)
             break;
         e->state = E_RUNNING;
-        bool optimizing = e->optimizing;
-        uint32_t link = svc->fast_link && !optimizing && e->prio == KILN_PRIORITY_URGENT
+        bool optimizing = e->optimizing, parts = e->parts_only;
+        uint32_t link = parts ? KILN_BUILD_LINK_PARTS
+                        : svc->fast_link && !optimizing && e->prio == KILN_PRIORITY_URGENT
                             ? KILN_BUILD_LINK_FAST
                             : 0u;
         svc->running++;
@@ -748,12 +792,21 @@ static int token_run(void *arg, unsigned worker)
         pthread_mutex_unlock(&svc->lock);
         struct built b;
         int rc = entry_build(svc, e, l->first_worker + worker, link, &b);
+        if (parts && b.pipe) {
+            kiln_vk_pipeline_destroy(svc->vk, b.pipe); /* a builder that ignored the ask */
+            b.pipe = NULL;
+        }
         struct kiln_ticket *notify = NULL;
         pthread_mutex_lock(&svc->lock);
         l->running--;
         entry_done(svc, e, rc, &b, &notify);
         pthread_mutex_unlock(&svc->lock);
         notify_all(svc, notify);
+        if (parts) {
+            entry_free(e); /* out of the table, no ticket: only this worker has it */
+            pthread_mutex_lock(&svc->lock);
+            continue;
+        }
         if (b.store && rc == KILN_OK && !optimizing)
             entry_store(svc, e);
         /* Only this worker holds the copy now, or hands it to the
@@ -844,6 +897,54 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
     }
 }
 
+/* Answers `t` at once (under the lock), READY with no pipeline: a
+ * parts-only request of a key a full request has (its build makes the
+ * parts or needs none). */
+static void answer_parts_known(struct kiln_service *svc, struct kiln_ticket *t,
+                               struct kiln_ticket **notify)
+{
+    svc->st.merged++;
+    svc->st.answered_known++;
+    t->merged = true;
+    ticket_answer(svc, t, KILN_TICKET_READY, 0, NULL, false);
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); /* the list's */
+    push_notify(t, notify);
+}
+
+/*
+ * A request meets its key's entry of the other kind (under the lock).
+ * A parts-only `t` meeting a full entry is answered at once. A full `t`
+ * meeting a parts-only entry takes it over: a queued one becomes t's
+ * (its parts-only tickets answered READY, re-queued at t's priority, t
+ * attached); a running one leaves the table and t gets an entry of its
+ * own, whose link waits for the parts in flight (the parts table builds
+ * each once). @return the entry to join (never: NULL), with t placed or
+ * answered, or with neither for a new entry.
+ */
+static struct entry *parts_meet(struct kiln_service *svc, struct entry *e, struct kiln_ticket *t,
+                                bool want[2], struct kiln_ticket **notify)
+{
+    if (t->parts_only) {
+        answer_parts_known(svc, t, notify);
+        return NULL;
+    }
+    svc->st.parts_only_superseded++;
+    if (e->state != E_QUEUED) {
+        table_remove(svc, e); /* its worker frees it */
+        return NULL;
+    }
+    queue_remove(svc, e);
+    answer_entry(svc, e, KILN_TICKET_READY, 0, notify);
+    e->parts_only = false;
+    e->prio = t->prio;
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    ticket_attach(e, t);
+    queue_push(svc, e);
+    tokens_wanted(svc, e->prio == KILN_PRIORITY_URGENT, want);
+    pthread_cond_broadcast(&svc->answered);
+    return NULL;
+}
+
 /*
  * Places the ticket (under the lock): joined to its key's entry, or in a
  * new entry made of *copy (taken: set to NULL). *need_copy is set when a
@@ -856,10 +957,14 @@ static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_pr
     *need_copy = false;
     bool merge = !(svc->flags & KILN_SERVICE_NO_MERGE);
     struct entry *e = merge ? table_find(svc, t->key) : NULL;
+    if (e && e->parts_only != t->parts_only)
+        e = parts_meet(svc, e, t, want, notify);
     if (e) {
         join_entry(svc, e, t, want, notify);
         return KILN_OK;
     }
+    if (t->entry || atomic_load_explicit(&t->pub, memory_order_relaxed))
+        return KILN_OK; /* placed or answered by parts_meet */
     if (has_program && !*copy) {
         *need_copy = true;
         return KILN_OK;
@@ -870,6 +975,7 @@ static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_pr
         return KILN_ENOMEM;
     e->key = t->key;
     e->prio = t->prio;
+    e->parts_only = t->parts_only;
     e->state = E_QUEUED;
     e->program = *copy;
     *copy = NULL;
@@ -891,6 +997,9 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
         KILN_ERROR("service", "a request by key needs a service with a cache");
         return KILN_EINVAL;
     }
+    bool parts = (r.flags & KILN_REQUEST_PARTS_ONLY) != 0;
+    if (parts && !svc->fast_link)
+        return KILN_ENOTSUP; /* no parts without fast-link (kiln/service.h) */
     struct kiln_ticket *t = kiln__calloc(1, sizeof(*t));
     if (!t)
         return KILN_ENOMEM;
@@ -900,7 +1009,9 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
         return rc;
     }
     t->svc = svc;
-    t->prio = r.priority == KILN_PRIORITY_URGENT ? KILN_PRIORITY_URGENT : KILN_PRIORITY_BACKGROUND;
+    t->prio = r.priority == KILN_PRIORITY_URGENT && !parts ? KILN_PRIORITY_URGENT
+                                                           : KILN_PRIORITY_BACKGROUND;
+    t->parts_only = parts;
     t->fn = r.on_done;
     t->user = r.user;
     t->owned = out != NULL;
