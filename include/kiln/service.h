@@ -204,7 +204,9 @@ struct kiln_pipeline_request {
  * with no pipeline (pipeline 0, vk_pipeline NULL) once the parts are built
  * (or the program has none: compute, a shape that is not linked), or at
  * once when a full request of the key is already known; FAILED when a
- * part failed. A later urgent request of the program then only links. A
+ * part failed. A later urgent request of the program then only links.
+ * Queued parts-only requests are taken before other background work (the
+ * draw is their deadline), after every urgent one. A
  * full request of the key arriving while the parts-only one is queued
  * takes its place (the parts-only tickets are answered READY then, and
  * the entry is built as the full request asks, urgent first); one

@@ -78,6 +78,10 @@
  *   parts-only entry is background work whose build asks for the library
  *   parts alone (KILN_BUILD_LINK_PARTS): no pipeline, no store, never on
  *   svc->done; when it ends it leaves the table and its worker frees it.
+ *   It waits in a queue of its own (Q_PARTS), counted by the capacity,
+ *   that background work takes before the background and optimize FIFO:
+ *   parts asked ahead have a deadline (the draw), the rest has none; an
+ *   urgent request evicts a queued background entry before a parts one.
  *   The two kinds of one key never wait on each other wrongly: a
  *   parts-only request meeting a full entry is answered at once (the
  *   full build makes the parts or needs none); a full request meeting a
@@ -100,7 +104,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { Q_BACKGROUND = 0, Q_URGENT = 1, Q_OPTIMIZE = 2 };
+enum { Q_BACKGROUND = 0, Q_URGENT = 1, Q_OPTIMIZE = 2, Q_PARTS = 3 };
 /* E_LINKED: answered with a linked pipeline, its optimized build not
  * queued yet (its worker is storing the program). */
 enum entry_state { E_QUEUED, E_RUNNING, E_LINKED, E_DONE };
@@ -198,7 +202,7 @@ struct kiln_service {
     size_t nurgent; /* urgent queued */
     size_t nopt;    /* optimized builds queued (one per fast-linked key) */
     uint64_t seq;
-    struct queue q[3];
+    struct queue q[4];
     struct entry **table;
     size_t nbuckets, nentries;
     struct entry *done;
@@ -286,6 +290,8 @@ static struct queue *queue_of(struct kiln_service *svc, const struct entry *e)
 {
     if (e->optimizing)
         return &svc->q[Q_OPTIMIZE];
+    if (e->parts_only)
+        return &svc->q[Q_PARTS];
     return &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
 }
 
@@ -326,10 +332,13 @@ static void queue_remove(struct kiln_service *svc, struct entry *e)
     svc->nurgent -= q == &svc->q[Q_URGENT];
 }
 
-/* The older of the background and optimize heads (both background
- * priority, one FIFO), or NULL. */
+/* The parts-only head (parts ahead have a deadline: the draw), else the
+ * older of the background and optimize heads (both background priority,
+ * one FIFO), or NULL. */
 static struct entry *background_head(struct kiln_service *svc)
 {
+    if (svc->q[Q_PARTS].head)
+        return svc->q[Q_PARTS].head;
     struct entry *b = svc->q[Q_BACKGROUND].head, *o = svc->q[Q_OPTIMIZE].head;
     return b && (!o || b->seq < o->seq) ? b : o;
 }
@@ -847,6 +856,8 @@ static int make_room(struct kiln_service *svc, enum kiln_priority prio, struct k
     if (svc->nqueued < svc->capacity)
         return KILN_OK;
     struct entry *old = svc->q[Q_BACKGROUND].head;
+    if (!old)
+        old = svc->q[Q_PARTS].head;
     if (prio != KILN_PRIORITY_URGENT || !old) {
         svc->st.refused++;
         return KILN_EBUSY;

@@ -496,7 +496,9 @@ KT_CASE(queue_full)
  * queued, then an urgent request of 5 takes it over: the parts-only
  * ticket is READY at once with no pipeline, and 5 is built once, as the
  * urgent request asks (the fast-link ask), right after 0. The control
- * asks no urgent request: 5 is built once, parts only. */
+ * asks no urgent request: 5 is built once, parts only, also before the
+ * background program 3 asked before it (parts ahead have a deadline;
+ * urgent_first shows plain background work is FIFO). */
 static void parts_then_urgent(bool urgent)
 {
     struct rig g;
@@ -518,6 +520,7 @@ static void parts_then_urgent(bool urgent)
     KT_CHECK_EQ(wait_state(p), KILN_TICKET_READY);
     if (urgent)
         KT_CHECK_EQ(wait_state(u), KILN_TICKET_READY);
+    KT_CHECK_EQ(wait_state(t3), KILN_TICKET_READY);
     struct kiln_service_stats s = stats_of(&g);
     KT_CHECK_EQ(s.parts_only_superseded, urgent ? 1 : 0);
     KT_CHECK_EQ(s.parts_only_built, urgent ? 0 : 1);
@@ -526,7 +529,9 @@ static void parts_then_urgent(bool urgent)
     KT_CHECK_EQ(atomic_load(&g.rec.builds[5]), 1);
     KT_CHECK_EQ(atomic_load(&g.rec.links[5]),
                 urgent ? KILN_BUILD_LINK_FAST : KILN_BUILD_LINK_PARTS);
-    KT_CHECK_EQ(g.rec.order[1], urgent ? 5 : 3); /* urgent: before 3, asked first */
+    /* Before 3, asked first: urgent, or parts-only (ahead of background). */
+    KT_CHECK_EQ(g.rec.order[1], 5);
+    KT_CHECK_EQ(g.rec.order[2], 3);
     kiln_ticket_release(t0);
     kiln_ticket_release(t3);
     kiln_ticket_release(p);
