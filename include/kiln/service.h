@@ -97,6 +97,15 @@ enum kiln_ticket_state {
  * executor (the threads are the application's). */
 #define KILN_SERVICE_SAME_PRIORITY 0x20u
 
+/* A flag of kiln_service_options: no urgent hold. By default, while an
+ * urgent request is queued or being built, no new background work
+ * (background requests, fast-link's optimized builds, parts-only ones)
+ * starts once max(1, workers / 4) background builds run: those running
+ * finish, the rest wait until no urgent work is left (docs/runtime.md,
+ * "Less contention"). With this flag background work starts whenever a
+ * worker of its lane is free, as before. For measurements and tests. */
+#define KILN_SERVICE_NO_URGENT_HOLD 0x40u
+
 /* The queue capacity when kiln_service_options.queue_capacity is 0. */
 #define KILN_SERVICE_DEFAULT_QUEUE 1024u
 
@@ -267,6 +276,11 @@ struct kiln_service_stats {
      * running parts-only entries a full request of their key took over. */
     uint64_t parts_only_built;
     uint64_t parts_only_superseded;
+    /* (0.2) The urgent hold (KILN_SERVICE_NO_URGENT_HOLD): the most
+     * background builds in flight while urgent work exists (0: no hold),
+     * and the times a worker left background work waiting for it. */
+    unsigned urgent_hold_max;
+    uint64_t background_holds;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 

@@ -31,7 +31,20 @@
  *   every queued entry has a token of a lane that takes it: a queued
  *   urgent entry one of the urgent lane (added at its request, or a token
  *   that is building and will look again), background work one of the
- *   background lane.
+ *   background lane, except while the hold below keeps it: then the
+ *   token that ends the last urgent work (or the cancel that drops it)
+ *   adds the lanes' tokens back (background_wake).
+ *
+ * - Less contention while urgent work waits. The OS priority of the
+ *   background lane does not keep its builds off the driver's shared
+ *   locks, memory bandwidth and caches: on the H200 urgent waits doubled
+ *   with 16 background builds beside them. So while an urgent entry is
+ *   queued or running (nurgent + urgent_running), no lane takes NEW
+ *   background work (background, optimized, parts-only) once hold_max
+ *   such builds run (max(1, workers / 4); 0 with
+ *   KILN_SERVICE_NO_URGENT_HOLD): a token finds it held and leaves
+ *   (st.background_holds). Builds already running finish; none is
+ *   stopped. Urgent entries are never held.
  *
  * - One build per key. Unless KILN_SERVICE_NO_MERGE, every entry is in
  *   the table by its key from its request until the service ends: a
@@ -217,6 +230,11 @@ struct kiln_service {
      * background lane's, and the urgent lane's too when it is `workers`. */
     unsigned background_max;
     bool urgent_takes_background;
+    /* Less contention while urgent work waits (see the top): builds
+     * running that were taken as urgent and as background work (parts,
+     * optimized builds too), and the most background builds in flight
+     * while urgent work exists (0: no hold, KILN_SERVICE_NO_URGENT_HOLD). */
+    unsigned urgent_running, background_running, hold_max;
     bool store; /* a cache that takes puts (not opened read-only) */
     bool closing;
     bool fast_link; /* KILN_SERVICE_FAST_LINK on a context with pipeline libraries */
@@ -343,20 +361,41 @@ static struct entry *background_head(struct kiln_service *svc)
     return b && (!o || b->seq < o->seq) ? b : o;
 }
 
+/* Whether background work waits now: urgent work is queued or running,
+ * and hold_max background builds are in flight already. */
+static bool background_held(const struct kiln_service *svc)
+{
+    return svc->hold_max && svc->nurgent + svc->urgent_running > 0 &&
+           svc->background_running >= svc->hold_max;
+}
+
+/* The background work lane `l` may take now (under the lock), or NULL: a
+ * hold is counted once per token that leaves because of it. */
+static struct entry *background_pick(struct kiln_service *svc)
+{
+    struct entry *b = background_head(svc);
+    if (b && background_held(svc)) {
+        svc->st.background_holds++;
+        return NULL;
+    }
+    return b;
+}
+
 /* The next entry lane `l` builds, taken off its queue, or NULL. The urgent
  * lane: the urgent head (and background work only where it may take it).
  * The background lane: background work, and the urgent head only while
  * more urgent entries wait than the urgent lane has tokens about to take
  * them (a burst: every worker helps; one request: it is left to the urgent
- * lane, at the normal priority). */
+ * lane, at the normal priority). Background work only where no hold
+ * (background_held). */
 static struct entry *queue_pop(struct kiln_service *svc, const struct lane *l)
 {
     struct entry *u = svc->q[Q_URGENT].head, *e;
     if (l == &svc->lanes[LANE_URGENT]) {
-        e = u ? u : svc->urgent_takes_background ? background_head(svc) : NULL;
+        e = u ? u : svc->urgent_takes_background ? background_pick(svc) : NULL;
     } else {
         const struct lane *ul = &svc->lanes[LANE_URGENT];
-        e = u && svc->nurgent > ul->tokens - ul->running ? u : background_head(svc);
+        e = u && svc->nurgent > ul->tokens - ul->running ? u : background_pick(svc);
     }
     if (e)
         queue_remove(svc, e);
@@ -378,31 +417,49 @@ static struct entry *queue_pop_any(struct kiln_service *svc)
 /* The tokens to add (under the lock) after an entry of priority `urgent`
  * was queued: on the urgent lane for urgent work (and background work when
  * it takes it), on the background lane for both; each lane below its
- * workers. Marks want[lane]; submit_tokens adds them outside the lock. */
-static void tokens_wanted(struct kiln_service *svc, bool urgent, bool want[2])
+ * workers. Counts want[lane]; submit_tokens adds them outside the lock. */
+static void tokens_wanted(struct kiln_service *svc, bool urgent, unsigned want[2])
 {
     for (int i = 0; i < 2; i++) {
         struct lane *l = &svc->lanes[i];
         bool takes = i == LANE_BACKGROUND || urgent || svc->urgent_takes_background;
         if (l->pool && takes && l->tokens < l->workers) {
             l->tokens++;
-            want[i] = true;
+            want[i]++;
         }
     }
 }
 
 static int token_run(void *arg, unsigned worker);
 
+/* After urgent work ended or left the queue (under the lock): where no
+ * urgent work is left and background work waits, each lane that takes it
+ * gets tokens up to its workers (the tokens that left held are gone; one
+ * too many finds nothing and leaves). */
+static void background_wake(struct kiln_service *svc, unsigned want[2])
+{
+    if (!svc->hold_max || svc->nurgent + svc->urgent_running > 0 || !background_head(svc))
+        return;
+    for (int i = 0; i < 2; i++) {
+        struct lane *l = &svc->lanes[i];
+        bool takes = i == LANE_BACKGROUND || svc->urgent_takes_background;
+        for (; l->pool && takes && l->tokens < l->workers; l->tokens++)
+            want[i]++;
+    }
+}
+
 /* Submits the tokens tokens_wanted counted (outside the lock). The pools'
  * queues hold a token per worker, so a submit never blocks. */
-static void submit_tokens(struct kiln_service *svc, const bool want[2])
+static void submit_tokens(struct kiln_service *svc, const unsigned want[2])
 {
     for (int i = 0; i < 2; i++) {
         struct lane *l = &svc->lanes[i];
-        if (want[i] && kiln_pool_submit(l->pool, token_run, l) < 0) {
-            pthread_mutex_lock(&svc->lock);
-            l->tokens--; /* the pool is cancelled: only destroy does that */
-            pthread_mutex_unlock(&svc->lock);
+        for (unsigned k = 0; k < want[i]; k++) {
+            if (kiln_pool_submit(l->pool, token_run, l) < 0) {
+                pthread_mutex_lock(&svc->lock);
+                l->tokens--; /* the pool is cancelled: only destroy does that */
+                pthread_mutex_unlock(&svc->lock);
+            }
         }
     }
 }
@@ -760,7 +817,7 @@ static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct
 static bool hand_over(struct kiln_service *svc, struct entry *e)
 {
     struct kiln_ticket *notify = NULL;
-    bool want[2] = {false, false};
+    unsigned want[2] = {0, 0};
     pthread_mutex_lock(&svc->lock);
     bool queue = !svc->closing;
     if (queue) {
@@ -796,8 +853,13 @@ static int token_run(void *arg, unsigned worker)
                         : svc->fast_link && !optimizing && e->prio == KILN_PRIORITY_URGENT
                             ? KILN_BUILD_LINK_FAST
                             : 0u;
+        bool urgent = e->prio == KILN_PRIORITY_URGENT && !optimizing && !parts;
         svc->running++;
         l->running++;
+        if (urgent)
+            svc->urgent_running++;
+        else
+            svc->background_running++;
         pthread_mutex_unlock(&svc->lock);
         struct built b;
         int rc = entry_build(svc, e, l->first_worker + worker, link, &b);
@@ -806,10 +868,18 @@ static int token_run(void *arg, unsigned worker)
             b.pipe = NULL;
         }
         struct kiln_ticket *notify = NULL;
+        unsigned want[2] = {0, 0};
         pthread_mutex_lock(&svc->lock);
         l->running--;
+        if (urgent)
+            svc->urgent_running--;
+        else
+            svc->background_running--;
         entry_done(svc, e, rc, &b, &notify);
+        if (urgent)
+            background_wake(svc, want); /* the hold may have lifted */
         pthread_mutex_unlock(&svc->lock);
+        submit_tokens(svc, want);
         notify_all(svc, notify);
         if (parts) {
             entry_free(e); /* out of the table, no ticket: only this worker has it */
@@ -874,7 +944,7 @@ static int make_room(struct kiln_service *svc, enum kiln_priority prio, struct k
 /* Joins `t` to the entry `e` of its key (under the lock): answered at once
  * when e ran, else attached (an urgent one raises a queued background e). */
 static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ticket *t,
-                       bool want[2], struct kiln_ticket **notify)
+                       unsigned want[2], struct kiln_ticket **notify)
 {
     svc->st.merged++;
     t->merged = true;
@@ -933,7 +1003,7 @@ static void answer_parts_known(struct kiln_service *svc, struct kiln_ticket *t,
  * answered, or with neither for a new entry.
  */
 static struct entry *parts_meet(struct kiln_service *svc, struct entry *e, struct kiln_ticket *t,
-                                bool want[2], struct kiln_ticket **notify)
+                                unsigned want[2], struct kiln_ticket **notify)
 {
     if (t->parts_only) {
         answer_parts_known(svc, t, notify);
@@ -960,10 +1030,10 @@ static struct entry *parts_meet(struct kiln_service *svc, struct entry *e, struc
  * Places the ticket (under the lock): joined to its key's entry, or in a
  * new entry made of *copy (taken: set to NULL). *need_copy is set when a
  * new entry is needed and no copy was made yet. @return 0, KILN_EBUSY or
- * KILN_ENOMEM; want[lane] is set when a token should be added to it.
+ * KILN_ENOMEM; want[lane] counts the tokens to add to it.
  */
 static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_program **copy,
-                 bool has_program, bool *need_copy, bool want[2], struct kiln_ticket **notify)
+                 bool has_program, bool *need_copy, unsigned want[2], struct kiln_ticket **notify)
 {
     *need_copy = false;
     bool merge = !(svc->flags & KILN_SERVICE_NO_MERGE);
@@ -1033,7 +1103,8 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
 
     struct kiln_program *copy = NULL;
     struct kiln_ticket *notify = NULL;
-    bool need_copy = false, want[2] = {false, false};
+    bool need_copy = false;
+    unsigned want[2] = {0, 0};
     pthread_mutex_lock(&svc->lock);
     for (;;) {
         rc = svc->closing ? KILN_ECANCELED
@@ -1127,6 +1198,7 @@ int kiln_ticket_cancel(struct kiln_ticket *t)
     struct kiln_service *svc = t->svc;
     struct entry *gone = NULL;
     bool detached = false;
+    unsigned want[2] = {0, 0};
     pthread_mutex_lock(&svc->lock);
     struct entry *e = t->entry;
     if (e) {
@@ -1139,10 +1211,12 @@ int kiln_ticket_cancel(struct kiln_ticket *t)
             table_remove(svc, e);
             svc->st.dropped++;
             gone = e;
+            background_wake(svc, want); /* an urgent one gone may lift the hold */
         }
         pthread_cond_broadcast(&svc->answered);
     }
     pthread_mutex_unlock(&svc->lock);
+    submit_tokens(svc, want);
     if (gone)
         entry_free(gone);
     if (detached)
@@ -1178,6 +1252,7 @@ int kiln_service_get_stats(struct kiln_service *svc, struct kiln_service_stats *
     s.running = svc->running;
     s.workers = svc->workers;
     s.background_workers = svc->background_max;
+    s.urgent_hold_max = svc->hold_max;
     size_t n = svc->nwaits < WAIT_SAMPLES ? (size_t)svc->nwaits : WAIT_SAMPLES;
     if (w)
         memcpy(w, svc->waits, n * sizeof(*w));
@@ -1244,6 +1319,8 @@ static int lanes_create(struct kiln_service *svc, const struct kiln_service_opti
     }
     svc->background_max = svc->lanes[LANE_BACKGROUND].workers +
                           (svc->urgent_takes_background ? svc->lanes[LANE_URGENT].workers : 0);
+    unsigned quarter = svc->workers / 4 ? svc->workers / 4 : 1;
+    svc->hold_max = svc->flags & KILN_SERVICE_NO_URGENT_HOLD ? 0 : quarter;
     return KILN_OK;
 }
 

@@ -70,6 +70,7 @@ static void check_mode(struct json_object *m, uint64_t pipelines, uint64_t frame
                                        "parts_ahead_refused",
                                        "parts_only_built",
                                        "loading_screen_ms",
+                                       "background_holds",
                                        "fast_linked",
                                        "optimized",
                                        "peak_rss_bytes",
@@ -117,6 +118,8 @@ static void check_report(struct json_object *o, bool warm)
     uint64_t pipelines = num(o, "pipelines"), frames = num(o, "frames");
     KT_CHECK(pipelines > 0);
     KT_CHECK_EQ(num(o, "shader_lead_frames"), 0); /* off by default: no parts asked */
+    struct json_object *hold = NULL;
+    KT_CHECK(json_object_object_get_ex(o, "urgent_hold", &hold) && json_object_get_boolean(hold));
     KT_CHECK(num(o, "last_first_use_frame") < frames);
     struct json_object *modes = NULL;
     KT_NEED(json_object_object_get_ex(o, "modes", &modes));

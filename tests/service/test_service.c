@@ -589,6 +589,71 @@ KT_CASE(parts_without_fast_link)
     rig_stop(&g);
 }
 
+/* ---- the urgent hold --------------------------------------------------------------- */
+
+/* Polls (1 ms apart, at most a minute) until builds started >= n or, with
+ * holds, the service counted that many holds. @return whether it came. */
+static bool wait_for(struct rig *g, unsigned n, uint64_t holds)
+{
+    for (int i = 0; i < 60000; i++) {
+        pthread_mutex_lock(&g->rec.lock);
+        unsigned started = g->rec.n;
+        pthread_mutex_unlock(&g->rec.lock);
+        if (holds ? stats_of(g).background_holds >= holds : started >= n)
+            return true;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return false;
+}
+
+/* Four workers (three in the background lane), every build held in the
+ * test builder: urgent 50 is in flight, then six background requests.
+ * With the hold (max(1, 4 / 4) = 1 background build while urgent work
+ * exists) one background build starts and the two other tokens leave
+ * held; the control (KILN_SERVICE_NO_URGENT_HOLD) starts three, one per
+ * background worker, beside the urgent one. Once the gate opens every
+ * request is answered (the end of the urgent build wakes the lane). */
+static void urgent_hold(bool hold)
+{
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 4, 0, hold ? 0 : KILN_SERVICE_NO_URGENT_HOLD, true));
+    pthread_mutex_lock(&g.rec.lock);
+    g.rec.gate_below = 100; /* every build waits for the gate */
+    pthread_mutex_unlock(&g.rec.lock);
+    KT_CHECK_EQ(stats_of(&g).urgent_hold_max, hold ? 1 : 0);
+    struct kiln_ticket *t[7] = {NULL};
+    KT_CHECK_OK(ask(&g, 50, KILN_PRIORITY_URGENT, &t[0]));
+    rec_wait_started(&g.rec, 1);
+    for (int i = 1; i <= 6; i++)
+        KT_CHECK_OK(ask(&g, (uint64_t)i, KILN_PRIORITY_BACKGROUND, &t[i]));
+    if (hold) {
+        KT_CHECK(wait_for(&g, 0, 2)); /* both other tokens left, held */
+        KT_CHECK_EQ(g.rec.n, 2);      /* the urgent build and one background */
+        KT_CHECK_EQ(stats_of(&g).background_holds, 2);
+    } else {
+        KT_CHECK(wait_for(&g, 4, 0));
+        KT_CHECK_EQ(stats_of(&g).background_holds, 0);
+    }
+    KT_CHECK_EQ(kiln_ticket_poll(t[0], NULL), KILN_TICKET_PENDING); /* still in flight */
+    KT_CHECK_EQ(stats_of(&g).queued, hold ? 5 : 3);
+    rec_open_gate(&g.rec);
+    for (int i = 0; i < 7; i++)
+        KT_CHECK_EQ(wait_state(t[i]), KILN_TICKET_READY);
+    KT_CHECK_EQ(g.rec.n, 7);
+    release_and_stop(&g, t, 7);
+}
+
+KT_CASE(urgent_hold_on)
+{
+    urgent_hold(true);
+}
+
+KT_CASE(urgent_hold_off)
+{
+    urgent_hold(false);
+}
+
 /* The destroy cancels what is queued (callbacks called), waits for the
  * build running, and tickets outlive it. */
 struct calls {
@@ -1122,4 +1187,4 @@ KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(urgent_worker_kept), KT_ENTRY(urgent_wo
         KT_ENTRY(executor), KT_ENTRY(urgent_under_load), KT_ENTRY(bad_input),
         KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds),
         KT_ENTRY(parts_taken_over), KT_ENTRY(parts_alone), KT_ENTRY(parts_running_superseded),
-        KT_ENTRY(parts_without_fast_link))
+        KT_ENTRY(parts_without_fast_link), KT_ENTRY(urgent_hold_on), KT_ENTRY(urgent_hold_off))

@@ -110,6 +110,8 @@ static const char help[] =
     "  --no-warm-compare  skip the warm-start comparison\n"
     "  --same-priority  background builds at the frame's priority, not idle\n"
     "                  (the service's KILN_SERVICE_SAME_PRIORITY)\n"
+    "  --no-urgent-hold  background builds start while urgent ones wait (the\n"
+    "                  service's KILN_SERVICE_NO_URGENT_HOLD; default: held)\n"
     "  --shader-lead F  ask each pipeline's library parts (parts only, background)\n"
     "                  F frames before its first use; frame 0's on a loading\n"
     "                  screen before the loop (default 0: none)\n"
@@ -126,6 +128,7 @@ struct stutter {
     unsigned device;
     unsigned jobs;      /* the services' workers; 0: auto */
     bool same_priority; /* --same-priority: KILN_SERVICE_SAME_PRIORITY */
+    bool no_hold;       /* --no-urgent-hold: KILN_SERVICE_NO_URGENT_HOLD */
     unsigned fps, frames, background;
     unsigned lead; /* --shader-lead: frames of parts ahead (0: none) */
     uint64_t seed, budget_ns, draw_ns;
@@ -157,6 +160,7 @@ struct mode_result {
     /* --shader-lead: parts-only requests taken and refused, the service's
      * parts-only builds, and the loading screen's time. */
     uint64_t parts_asked, parts_refused, parts_only_built, loading_ns;
+    uint64_t background_holds; /* the frame service's (kiln_service_stats) */
     uint64_t fast_linked, optimized, built_urgent, built_background;
     bool all_optimized, bg_all_done;
     uint64_t all_optimized_ns, bg_built, bg_done_ns;
@@ -466,6 +470,8 @@ static int make_service(struct mode_ctx *c, bool sync, struct kiln_service **out
     o.flags = c->m.kind == M_FAST && !sync ? KILN_SERVICE_FAST_LINK : 0;
     if (c->s->same_priority)
         o.flags |= KILN_SERVICE_SAME_PRIORITY;
+    if (c->s->no_hold)
+        o.flags |= KILN_SERVICE_NO_URGENT_HOLD;
     return kiln_service_create(&o, out);
 }
 
@@ -663,6 +669,7 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
         r->built_urgent = st.built_urgent;
         r->built_background = st.built_background;
         r->parts_only_built = st.parts_only_built;
+        r->background_holds = st.background_holds;
     }
 }
 
@@ -921,6 +928,7 @@ static void json_mode(struct cli_json *j, const struct stutter *s, struct mode m
     cli_json_u64(j, "parts_ahead_refused", r->parts_refused);
     cli_json_u64(j, "parts_only_built", r->parts_only_built);
     cli_json_double(j, "loading_screen_ms", ms_of(r->loading_ns));
+    cli_json_u64(j, "background_holds", r->background_holds);
     cli_json_double(j, "service_urgent_p50_ms", ms_of(r->svc_p50_ns));
     cli_json_double(j, "service_urgent_p99_ms", ms_of(r->svc_p99_ns));
     cli_json_u64(j, "fast_linked", r->fast_linked);
@@ -1004,6 +1012,7 @@ static void print_json(const struct report *rp)
     cli_json_u64(&j, "background_programs", s->nbg);
     cli_json_bool(&j, "same_priority", s->same_priority);
     cli_json_u64(&j, "shader_lead_frames", s->lead);
+    cli_json_bool(&j, "urgent_hold", !s->no_hold);
     cli_json_u64(&j, "seed", s->seed);
     cli_json_u64(&j, "fps", s->fps);
     cli_json_double(&j, "budget_ms", ms_of(s->budget_ns));
@@ -1163,8 +1172,8 @@ static void print_text(const struct report *rp)
     printf("  %zu at the level load, the last first used at frame %" PRIu32
            "; *_bg: %zu generated programs built in the background\n",
            s->n / 4 ? s->n / 4 : (size_t)1, s->first[s->n - 1], s->nbg);
-    printf("  shader lead %u frame%s%s; play wait: urgent requests after frame 0\n", s->lead,
-           CLI_S(s->lead),
+    printf("  urgent hold %s; shader lead %u frame%s%s; play wait: urgent requests after frame 0\n",
+           s->no_hold ? "off" : "on", s->lead, CLI_S(s->lead),
            s->lead ? " (parts only, asked ahead; frame 0's on a loading screen)" : " (off)");
     printf("  on %s (%s), %u service worker%s; each mode in a fresh process, empty pipeline "
            "cache\n",
@@ -1231,6 +1240,7 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
         {"no-warm-compare", no_argument, NULL, 'W'},
         {"same-priority", no_argument, NULL, 'P'},
         {"shader-lead", required_argument, NULL, 'L'},
+        {"no-urgent-hold", no_argument, NULL, 'H'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
@@ -1279,6 +1289,9 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
             break;
         case 'P':
             s->same_priority = true;
+            break;
+        case 'H':
+            s->no_hold = true;
             break;
         case 'L':
             CLI_TRY(cli_parse_u64(name, "--shader-lead", optarg, 0, 1000000, false, &v));
