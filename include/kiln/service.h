@@ -13,7 +13,8 @@
  * - Priorities. An urgent request (needed by this frame) is taken by the
  *   next worker that comes free, before every queued background request
  *   (prefetch, warm-up): it waits behind the builds already running, never
- *   behind a queued background one.
+ *   behind a queued background one. While urgent work waits, background
+ *   builds beyond a few in flight wait too (KILN_SERVICE_NO_URGENT_HOLD).
  * - Merging. Requests for the same key (the program's key covers its
  *   stages and its state) share one build: every ticket is answered; an
  *   urgent request joining a queued background one raises it to urgent.
