@@ -282,7 +282,15 @@ struct kiln_build_request {
     uint32_t parts_built;
     uint32_t parts_reused;
 };
-#define KILN_BUILD_LINK_FAST    0x1u
+#define KILN_BUILD_LINK_FAST 0x1u
+/* kiln_build_request.link / kiln_build_run.link: build the program's
+ * library parts only (parts ahead of the draw, docs/runtime.md): no
+ * pipeline (req->pipeline stays VK_NULL_HANDLE), nothing noted in the
+ * ledger; a later KILN_BUILD_LINK_FAST build of the program only links.
+ * kiln's own graphics shape and its Fossilize builder honour it; a
+ * builder that does not may build the whole pipeline (the caller then
+ * destroys it). A program that cannot be linked answers KILN_ENOTSUP. */
+#define KILN_BUILD_LINK_PARTS   0x2u
 #define KILN_BUILD_REQUEST_INIT KILN_STRUCT_INIT(kiln_build_request)
 #endif /* KILN_VK_TYPES */
 

@@ -13,7 +13,8 @@
  * - Priorities. An urgent request (needed by this frame) is taken by the
  *   next worker that comes free, before every queued background request
  *   (prefetch, warm-up): it waits behind the builds already running, never
- *   behind a queued background one.
+ *   behind a queued background one. While urgent work waits, background
+ *   builds beyond a few in flight wait too (KILN_SERVICE_NO_URGENT_HOLD).
  * - Merging. Requests for the same key (the program's key covers its
  *   stages and its state) share one build: every ticket is answered; an
  *   urgent request joining a queued background one raises it to urgent.
@@ -96,6 +97,15 @@ enum kiln_ticket_state {
  * machine leave (docs/runtime.md, "Priorities"). Ignored with an
  * executor (the threads are the application's). */
 #define KILN_SERVICE_SAME_PRIORITY 0x20u
+
+/* A flag of kiln_service_options: no urgent hold. By default, while an
+ * urgent request is queued or being built, no new background work
+ * (background requests, fast-link's optimized builds, parts-only ones)
+ * starts once max(1, workers / 4) background builds run: those running
+ * finish, the rest wait until no urgent work is left (docs/runtime.md,
+ * "Less contention"). With this flag background work starts whenever a
+ * worker of its lane is free, as before. For measurements and tests. */
+#define KILN_SERVICE_NO_URGENT_HOLD 0x40u
 
 /* The queue capacity when kiln_service_options.queue_capacity is 0. */
 #define KILN_SERVICE_DEFAULT_QUEUE 1024u
@@ -188,8 +198,35 @@ struct kiln_pipeline_request {
     enum kiln_priority priority;
     kiln_ticket_fn on_done; /* optional */
     void *user;             /* given to on_done */
+    /* (0.2) KILN_REQUEST_* flags (0: the pipeline, as always). */
+    uint32_t flags;
 };
 #define KILN_PIPELINE_REQUEST_INIT KILN_STRUCT_INIT(kiln_pipeline_request)
+
+/*
+ * A flag of kiln_pipeline_request.flags: parts ahead of the draw
+ * (docs/runtime.md, "Parts ahead"). Ask when the guest's shader is first
+ * seen, long before a draw needs its pipeline: the service builds the
+ * program's four library parts (vertex input, pre-rasterization, fragment
+ * shader, fragment output) at background priority, through the same
+ * builder path fast-link uses, and nothing else: no pipeline, nothing
+ * stored in the cache or noted in the ledger. The ticket is answered READY
+ * with no pipeline (pipeline 0, vk_pipeline NULL) once the parts are built
+ * (or the program has none: compute, a shape that is not linked), or at
+ * once when a full request of the key is already known; FAILED when a
+ * part failed. A later urgent request of the program then only links.
+ * Queued parts-only requests are taken before other background work (the
+ * draw is their deadline), after every urgent one. A
+ * full request of the key arriving while the parts-only one is queued
+ * takes its place (the parts-only tickets are answered READY then, and
+ * the entry is built as the full request asks, urgent first); one
+ * arriving while its parts are being built gets a build of its own, whose
+ * link waits for those parts rather than building them again. The
+ * priority is always background. Without fast-link (no
+ * KILN_SERVICE_FAST_LINK, or a device without pipeline libraries) the
+ * request is refused with KILN_ENOTSUP: there are no parts to build.
+ */
+#define KILN_REQUEST_PARTS_ONLY 0x1u
 
 /* What the service did. Times in nanoseconds. */
 struct kiln_service_stats {
@@ -235,6 +272,16 @@ struct kiln_service_stats {
     /* (0.2) The most workers background builds take at once (see
      * kiln_service_options.background_workers). */
     unsigned background_workers;
+    /* (0.2) Parts ahead (KILN_REQUEST_PARTS_ONLY): parts-only builds run
+     * to their end (their parts are in parts_built), and queued or
+     * running parts-only entries a full request of their key took over. */
+    uint64_t parts_only_built;
+    uint64_t parts_only_superseded;
+    /* (0.2) The urgent hold (KILN_SERVICE_NO_URGENT_HOLD): the most
+     * background builds in flight while urgent work exists (0: no hold),
+     * and the times a worker left background work waiting for it. */
+    unsigned urgent_hold_max;
+    uint64_t background_holds;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 
@@ -261,6 +308,7 @@ KILN_API int kiln_service_create(const struct kiln_service_options *o, struct ki
  * KILN_EBUSY when the queue is full (see the top; *out NULL);
  * KILN_EINVAL for a NULL service or request, a request with neither a
  * program nor a cache to read its key from, a program without stages;
+ * KILN_ENOTSUP for a KILN_REQUEST_PARTS_ONLY request without fast-link;
  * KILN_ENOMEM; KILN_ECANCELED while the service is being destroyed.
  */
 KILN_API int kiln_service_request(struct kiln_service *svc, const struct kiln_pipeline_request *req,

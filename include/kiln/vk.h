@@ -426,9 +426,13 @@ struct kiln_vk_graphics {
 };
 #define KILN_VK_GRAPHICS_INIT KILN_STRUCT_INIT(kiln_vk_graphics)
 
-/* kiln_vk_graphics.link. */
-#define KILN_VK_LINK_NONE 0u
-#define KILN_VK_LINK_FAST 1u
+/* kiln_vk_graphics.link. KILN_VK_LINK_PARTS builds the four library
+ * parts only (parts ahead of the draw; docs/runtime.md): the call answers
+ * 0 with *pipeline NULL, KILN_ENOTSUP on a context without pipeline
+ * libraries, KILN_EVULKAN when a part failed. */
+#define KILN_VK_LINK_NONE  0u
+#define KILN_VK_LINK_FAST  1u
+#define KILN_VK_LINK_PARTS 2u
 
 /* What a kiln_vk_graphics_pipeline with KILN_VK_LINK_FAST did. */
 struct kiln_vk_link_result {
@@ -690,11 +694,14 @@ KILN_API void kiln_vk_stage_release(struct kiln_vk *vk, struct kiln_vk_staged *s
  * and no pNext structure but VkPipelineRenderingCreateInfo; any other is
  * refused with KILN_ENOTSUP before the driver, as is a context without
  * pipeline libraries. When a part or the link fails, the pipeline is made
- * by a monolithic create of `ci` (res->linked false).
+ * by a monolithic create of `ci` (res->linked false). With `out` NULL,
+ * only the parts are built into the table (parts ahead of the draw: a
+ * later call with the same keys only links), and a failed part answers
+ * KILN_EVULKAN (no fallback).
  * @return 0 with the pipeline in *out (the caller's: destroy it with
  * vkDestroyPipeline and kiln_vk_allocator), *res (optional) saying what
  * was done; KILN_ENOTSUP (nothing made); KILN_EVULKAN; KILN_EINVAL for a
- * NULL vk, ci, keys or out. Thread-safe.
+ * NULL vk, ci or keys. Thread-safe.
  */
 KILN_API int kiln_vk_link_graphics(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *ci,
                                    const struct kiln_key keys[KILN_VK_PARTS], VkPipeline *out,

@@ -1521,7 +1521,7 @@ static int link_graphics(struct build *c, struct json_object *p,
     for (int k = 0; k < KILN_VK_PARTS; k++)
         keys[k] = part_key(c, p, k);
     struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
-    int rc = kiln_vk_link_graphics(c->link->vk, ci, keys, out, &lr);
+    int rc = kiln_vk_link_graphics(c->link->vk, ci, keys, c->link->parts_only ? NULL : out, &lr);
     if (rc == KILN_OK) {
         c->link->linked = lr.linked;
         c->link->parts_built = lr.parts_built;
@@ -1575,9 +1575,11 @@ int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCa
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
     if (c->link && !ci.flags && !links && !c->ask_flags) { /* a link is no probe */
         int lrc = link_graphics(c, p, &ci, out);
-        if (lrc != KILN_ENOTSUP)
+        if (lrc != KILN_ENOTSUP || c->link->parts_only)
             return lrc; /* linked, or made monolithically by the link's fallback */
     }
+    if (c->link && c->link->parts_only)
+        return KILN_ENOTSUP; /* no parts to build ahead for this one */
     kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount);
     VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateGraphicsPipelines");

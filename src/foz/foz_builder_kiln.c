@@ -253,9 +253,13 @@ static int build(void *user, struct kiln_build_request *req)
                                .why = req->why,
                                .why_cap = sizeof(req->why)};
     /* Fast-link: only on kiln's own context, whose device this builder's is. */
-    struct kiln__fb_link link = {.vk = req->vk};
+    struct kiln__fb_link link = {.vk = req->vk,
+                                 .parts_only = (req->link & KILN_BUILD_LINK_PARTS) != 0};
+    if (link.parts_only && !req->vk)
+        return KILN_ENOTSUP; /* parts need kiln's parts table */
     rc = kiln__foz_builder_build_linked(
-        b, &d, req->vk && (req->link & KILN_BUILD_LINK_FAST) ? &link : NULL);
+        b, &d,
+        req->vk && (req->link & (KILN_BUILD_LINK_FAST | KILN_BUILD_LINK_PARTS)) ? &link : NULL);
     req->pipeline = d.pipeline;
     req->feedback_valid = d.feedback_valid;
     req->feedback_cache_hit = d.cache_hit;

@@ -254,7 +254,12 @@ static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d,
             rc = kiln__fb_fail(c, KILN_ENOTSUP, "%s pipeline %016" PRIx64 ": refused: %s",
                                kiln_foz_kind_name(kind), hash, rule);
     }
-    if (rc == 0)
+    /* Parts ahead (link->parts_only): only a graphics pipeline has them,
+     * and they are no build of the pipeline (not counted). */
+    bool parts = link && link->parts_only;
+    if (rc == 0 && parts && c->tag != KILN_FOZ_TAG_GRAPHICS_PIPELINE)
+        rc = KILN_ENOTSUP;
+    else if (rc == 0)
         rc = kiln__fb_build_pipeline(c, p, 0, d->cache, &d->pipeline);
     if (rc == 0)
         take_feedback(c, d);
@@ -269,7 +274,8 @@ static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d,
     pthread_mutex_unlock(&b->lock);
     if (rc == KILN_ENOMEM)
         kiln__fb_fail(c, rc, "out of memory");
-    count_build(b, kind, rc);
+    if (!parts)
+        count_build(b, kind, rc);
     json_object_put(c->doc);
     kiln__fb_arena_free(c);
     kiln__free(c);

@@ -15,15 +15,18 @@
  * device must be its device), and the answer. */
 struct kiln__fb_link {
     struct kiln_vk *vk;
-    bool linked; /* out: the pipeline was linked from parts */
+    bool parts_only; /* in: build the library parts alone (KILN_BUILD_LINK_PARTS) */
+    bool linked;     /* out: the pipeline was linked from parts */
     uint32_t parts_built, parts_reused;
 };
 
 /* kiln_foz_builder_build_with, with the fast-link ask (NULL: none): a
  * plain recorded graphics pipeline is linked from parts keyed by the
  * recorded state each depends on; any other is built as
- * kiln_foz_builder_build_with builds it. @return as
- * kiln_foz_builder_build_with. */
+ * kiln_foz_builder_build_with builds it. With link->parts_only, a plain
+ * recorded graphics pipeline's parts are built and no pipeline (0,
+ * build->pipeline VK_NULL_HANDLE); any other answers KILN_ENOTSUP, built
+ * nothing. @return as kiln_foz_builder_build_with. */
 int kiln__foz_builder_build_linked(struct kiln_foz_builder *b, struct kiln_foz_build *build,
                                    struct kiln__fb_link *link);
 

@@ -180,7 +180,8 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
     r->parts_built = item.parts_built;
     r->parts_reused = item.parts_reused;
     count_word(&s->word, r, rc);
-    note_run(s, r->key, rc);
+    if (!(r->link & KILN_BUILD_LINK_PARTS))
+        note_run(s, r->key, rc); /* parts alone are no build of the program */
     return rc;
 }
 

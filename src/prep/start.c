@@ -305,7 +305,7 @@ static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *b
 static bool from_binaries(struct build_job *j, bool compute)
 {
     struct kiln__prep_build *b = j->b;
-    if (!b->bins || (b->build_flags & KILN_BUILD_PROBE))
+    if (!b->bins || (b->build_flags & KILN_BUILD_PROBE) || (j->item->link & KILN_BUILD_LINK_PARTS))
         return false;
     struct kiln_vk_pipeline *pipe = NULL;
     if (kiln__bin_tier_make(b->bins, j->item->key, compute, &pipe) < 0)
@@ -315,6 +315,14 @@ static bool from_binaries(struct build_job *j, bool compute)
     j->item->status = KILN_OK;
     deliver(j, pipe);
     return true;
+}
+
+/* kiln_vk_graphics.link for a run's KILN_BUILD_LINK_* bits. */
+static uint32_t link_mode(uint32_t link)
+{
+    return link & KILN_BUILD_LINK_PARTS  ? KILN_VK_LINK_PARTS
+           : link & KILN_BUILD_LINK_FAST ? KILN_VK_LINK_FAST
+                                         : KILN_VK_LINK_NONE;
 }
 
 /* kiln's own shapes: one compute stage, or a vertex and a fragment stage,
@@ -329,6 +337,10 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
     /* A one-module record whose stage bits include compute (an imported
      * module used by compute and other stages) is a compute program. */
     bool compute = n == 1 && (st[0].stage & KILN_VK_STAGE_COMPUTE_BIT);
+    if (compute && (it->link & KILN_BUILD_LINK_PARTS)) {
+        it->status = KILN_ENOTSUP; /* a compute pipeline has no library parts */
+        return KILN_OK;
+    }
     bool graphics = n == 2 && st[0].stage == KILN_VK_STAGE_VERTEX_BIT &&
                     st[1].stage == KILN_VK_STAGE_FRAGMENT_BIT;
     if (n == 1 && !compute) {
@@ -368,8 +380,7 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         struct kiln_vk_graphics g = {.size = sizeof(g),
                                      .vertex = &vs[0],
                                      .fragment = &vs[1],
-                                     .link = it->link & KILN_BUILD_LINK_FAST ? KILN_VK_LINK_FAST
-                                                                             : KILN_VK_LINK_NONE,
+                                     .link = link_mode(it->link),
                                      .link_result = &lr};
         struct kiln_vk_pipeline_desc d = {.size = sizeof(d),
                                           .name = name,
@@ -394,6 +405,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         atomic_fetch_add_explicit(&j->b->compile_required, 1, memory_order_relaxed);
         return KILN_OK; /* a probe's answer: nothing built, nothing failed */
     }
+    if (rc == KILN_ENOTSUP && (it->link & KILN_BUILD_LINK_PARTS))
+        return KILN_OK; /* no parts here (compute, no libraries): nothing skipped */
     if (rc == KILN_ENOTSUP) {
         count_skip(j->b, KILN_STATE_BUILTIN, name, "its stages do not fit kiln's layout");
         return KILN_OK;
@@ -402,6 +415,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         atomic_fetch_add_explicit(&j->b->failed[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
         return rc; /* kiln_vk logged it, naming the program */
     }
+    if (!pipe)
+        return KILN_OK; /* the parts alone (KILN_BUILD_LINK_PARTS): no pipeline built */
     atomic_fetch_add_explicit(&j->b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
     /* A failure to keep is logged: only the binaries are lost, not the build. */
     if (capture_flag(j->b))
@@ -484,6 +499,9 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         atomic_fetch_add_explicit(&b->compile_required, 1, memory_order_relaxed);
         return KILN_OK; /* a probe's answer: nothing built, nothing failed */
     }
+    bool parts = (it->link & KILN_BUILD_LINK_PARTS) != 0;
+    if (rc == KILN_ENOTSUP && parts)
+        return KILN_OK; /* no parts for this one: nothing skipped, nothing failed */
     if (rc == KILN_ENOTSUP && made == n) {
         char why[sizeof(req.why) + 64];
         snprintf(why, sizeof(why), "%s: %s", bname, req.why[0] ? req.why : "not supported here");
@@ -497,6 +515,8 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         atomic_fetch_add_explicit(&b->failed[kind], 1, memory_order_relaxed);
         return rc;
     }
+    if (parts && req.pipeline == VK_NULL_HANDLE)
+        return KILN_OK; /* the parts alone: no pipeline built */
     atomic_fetch_add_explicit(&b->built[kind], 1, memory_order_relaxed);
     kiln__prep_note_feedback(b, it, req.feedback_valid, req.feedback_cache_hit,
                              req.feedback_driver_ns);

@@ -31,14 +31,29 @@
  *   every queued entry has a token of a lane that takes it: a queued
  *   urgent entry one of the urgent lane (added at its request, or a token
  *   that is building and will look again), background work one of the
- *   background lane.
+ *   background lane, except while the hold below keeps it: then the
+ *   token that ends the last urgent work (or the cancel that drops it)
+ *   adds the lanes' tokens back (background_wake).
+ *
+ * - Less contention while urgent work waits. The OS priority of the
+ *   background lane does not keep its builds off the driver's shared
+ *   locks, memory bandwidth and caches: on the H200 urgent waits doubled
+ *   with 16 background builds beside them. So while an urgent entry is
+ *   queued or running (nurgent + urgent_running), no lane takes NEW
+ *   background work (background, optimized, parts-only) once hold_max
+ *   such builds run (max(1, workers / 4); 0 with
+ *   KILN_SERVICE_NO_URGENT_HOLD): a token finds it held and leaves
+ *   (st.background_holds). Builds already running finish; none is
+ *   stopped. Urgent entries are never held.
  *
  * - One build per key. Unless KILN_SERVICE_NO_MERGE, every entry is in
  *   the table by its key from its request until the service ends: a
  *   request of a key in flight joins its entry (an urgent one moves a
  *   queued background entry to the urgent tail), and a key built or
  *   failed before is answered at once. An entry leaves the table only
- *   when it never ran: dropped (no ticket left) or evicted.
+ *   when it never ran: dropped (no ticket left) or evicted; or when it is
+ *   a parts-only one (below) that ended or that a full request took over
+ *   while it ran.
  *
  * - A ticket is freed once, by the last of its two holders: the caller
  *   (until kiln_ticket_release) and its entry (until it is answered,
@@ -71,6 +86,23 @@
  *   the same notifier after the earlier callback (`deferred`), so the
  *   callbacks of one ticket run in order. Entries that ran are on
  *   svc->done once (`listed`), whatever they go through after.
+ *
+ * - Parts ahead (KILN_REQUEST_PARTS_ONLY, only with fast-link). A
+ *   parts-only entry is background work whose build asks for the library
+ *   parts alone (KILN_BUILD_LINK_PARTS): no pipeline, no store, never on
+ *   svc->done; when it ends it leaves the table and its worker frees it.
+ *   It waits in a queue of its own (Q_PARTS), counted by the capacity,
+ *   that background work takes before the background and optimize FIFO:
+ *   parts asked ahead have a deadline (the draw), the rest has none; an
+ *   urgent request evicts a queued background entry before a parts one.
+ *   The two kinds of one key never wait on each other wrongly: a
+ *   parts-only request meeting a full entry is answered at once (the
+ *   full build makes the parts or needs none); a full request meeting a
+ *   queued parts-only entry takes it over (parts-only tickets answered,
+ *   the entry re-queued at the full request's priority, urgent first);
+ *   one meeting a running parts-only entry takes it out of the table and
+ *   gets its own entry, whose link waits in the parts table for the parts
+ *   in flight (vk_library.c builds each part once), never for the rest.
  */
 #include "kiln_internal.h"
 
@@ -85,7 +117,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { Q_BACKGROUND = 0, Q_URGENT = 1, Q_OPTIMIZE = 2 };
+enum { Q_BACKGROUND = 0, Q_URGENT = 1, Q_OPTIMIZE = 2, Q_PARTS = 3 };
 /* E_LINKED: answered with a linked pipeline, its optimized build not
  * queued yet (its worker is storing the program). */
 enum entry_state { E_QUEUED, E_RUNNING, E_LINKED, E_DONE };
@@ -111,6 +143,10 @@ struct entry {
     bool optimizing;
     bool listed;
     uint64_t seq;
+    /* Parts ahead (KILN_REQUEST_PARTS_ONLY): the build makes the library
+     * parts alone; the entry leaves the table when it ends and its worker
+     * frees it (no pipeline to keep). */
+    bool parts_only;
 };
 
 /* One answer of a ticket: written once, under the lock, before it is
@@ -138,7 +174,8 @@ struct kiln_ticket {
     enum kiln_priority prio;
     kiln_ticket_fn fn;
     void *user;
-    bool owned; /* the caller holds it (kiln_service_request's out) */
+    bool owned;      /* the caller holds it (kiln_service_request's out) */
+    bool parts_only; /* KILN_REQUEST_PARTS_ONLY: answered READY with no pipeline */
     struct entry *entry;
     atomic_bool attached;            /* entry is set (written under the lock) */
     struct kiln_ticket *prev, *next; /* the entry's list */
@@ -178,7 +215,7 @@ struct kiln_service {
     size_t nurgent; /* urgent queued */
     size_t nopt;    /* optimized builds queued (one per fast-linked key) */
     uint64_t seq;
-    struct queue q[3];
+    struct queue q[4];
     struct entry **table;
     size_t nbuckets, nentries;
     struct entry *done;
@@ -193,6 +230,11 @@ struct kiln_service {
      * background lane's, and the urgent lane's too when it is `workers`. */
     unsigned background_max;
     bool urgent_takes_background;
+    /* Less contention while urgent work waits (see the top): builds
+     * running that were taken as urgent and as background work (parts,
+     * optimized builds too), and the most background builds in flight
+     * while urgent work exists (0: no hold, KILN_SERVICE_NO_URGENT_HOLD). */
+    unsigned urgent_running, background_running, hold_max;
     bool store; /* a cache that takes puts (not opened read-only) */
     bool closing;
     bool fast_link; /* KILN_SERVICE_FAST_LINK on a context with pipeline libraries */
@@ -266,6 +308,8 @@ static struct queue *queue_of(struct kiln_service *svc, const struct entry *e)
 {
     if (e->optimizing)
         return &svc->q[Q_OPTIMIZE];
+    if (e->parts_only)
+        return &svc->q[Q_PARTS];
     return &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
 }
 
@@ -306,12 +350,35 @@ static void queue_remove(struct kiln_service *svc, struct entry *e)
     svc->nurgent -= q == &svc->q[Q_URGENT];
 }
 
-/* The older of the background and optimize heads (both background
- * priority, one FIFO), or NULL. */
+/* The parts-only head (parts ahead have a deadline: the draw), else the
+ * older of the background and optimize heads (both background priority,
+ * one FIFO), or NULL. */
 static struct entry *background_head(struct kiln_service *svc)
 {
+    if (svc->q[Q_PARTS].head)
+        return svc->q[Q_PARTS].head;
     struct entry *b = svc->q[Q_BACKGROUND].head, *o = svc->q[Q_OPTIMIZE].head;
     return b && (!o || b->seq < o->seq) ? b : o;
+}
+
+/* Whether background work waits now: urgent work is queued or running,
+ * and hold_max background builds are in flight already. */
+static bool background_held(const struct kiln_service *svc)
+{
+    return svc->hold_max && svc->nurgent + svc->urgent_running > 0 &&
+           svc->background_running >= svc->hold_max;
+}
+
+/* The background work lane `l` may take now (under the lock), or NULL: a
+ * hold is counted once per token that leaves because of it. */
+static struct entry *background_pick(struct kiln_service *svc)
+{
+    struct entry *b = background_head(svc);
+    if (b && background_held(svc)) {
+        svc->st.background_holds++;
+        return NULL;
+    }
+    return b;
 }
 
 /* The next entry lane `l` builds, taken off its queue, or NULL. The urgent
@@ -319,15 +386,16 @@ static struct entry *background_head(struct kiln_service *svc)
  * The background lane: background work, and the urgent head only while
  * more urgent entries wait than the urgent lane has tokens about to take
  * them (a burst: every worker helps; one request: it is left to the urgent
- * lane, at the normal priority). */
+ * lane, at the normal priority). Background work only where no hold
+ * (background_held). */
 static struct entry *queue_pop(struct kiln_service *svc, const struct lane *l)
 {
     struct entry *u = svc->q[Q_URGENT].head, *e;
     if (l == &svc->lanes[LANE_URGENT]) {
-        e = u ? u : svc->urgent_takes_background ? background_head(svc) : NULL;
+        e = u ? u : svc->urgent_takes_background ? background_pick(svc) : NULL;
     } else {
         const struct lane *ul = &svc->lanes[LANE_URGENT];
-        e = u && svc->nurgent > ul->tokens - ul->running ? u : background_head(svc);
+        e = u && svc->nurgent > ul->tokens - ul->running ? u : background_pick(svc);
     }
     if (e)
         queue_remove(svc, e);
@@ -349,31 +417,49 @@ static struct entry *queue_pop_any(struct kiln_service *svc)
 /* The tokens to add (under the lock) after an entry of priority `urgent`
  * was queued: on the urgent lane for urgent work (and background work when
  * it takes it), on the background lane for both; each lane below its
- * workers. Marks want[lane]; submit_tokens adds them outside the lock. */
-static void tokens_wanted(struct kiln_service *svc, bool urgent, bool want[2])
+ * workers. Counts want[lane]; submit_tokens adds them outside the lock. */
+static void tokens_wanted(struct kiln_service *svc, bool urgent, unsigned want[2])
 {
     for (int i = 0; i < 2; i++) {
         struct lane *l = &svc->lanes[i];
         bool takes = i == LANE_BACKGROUND || urgent || svc->urgent_takes_background;
         if (l->pool && takes && l->tokens < l->workers) {
             l->tokens++;
-            want[i] = true;
+            want[i]++;
         }
     }
 }
 
 static int token_run(void *arg, unsigned worker);
 
+/* After urgent work ended or left the queue (under the lock): where no
+ * urgent work is left and background work waits, each lane that takes it
+ * gets tokens up to its workers (the tokens that left held are gone; one
+ * too many finds nothing and leaves). */
+static void background_wake(struct kiln_service *svc, unsigned want[2])
+{
+    if (!svc->hold_max || svc->nurgent + svc->urgent_running > 0 || !background_head(svc))
+        return;
+    for (int i = 0; i < 2; i++) {
+        struct lane *l = &svc->lanes[i];
+        bool takes = i == LANE_BACKGROUND || svc->urgent_takes_background;
+        for (; l->pool && takes && l->tokens < l->workers; l->tokens++)
+            want[i]++;
+    }
+}
+
 /* Submits the tokens tokens_wanted counted (outside the lock). The pools'
  * queues hold a token per worker, so a submit never blocks. */
-static void submit_tokens(struct kiln_service *svc, const bool want[2])
+static void submit_tokens(struct kiln_service *svc, const unsigned want[2])
 {
     for (int i = 0; i < 2; i++) {
         struct lane *l = &svc->lanes[i];
-        if (want[i] && kiln_pool_submit(l->pool, token_run, l) < 0) {
-            pthread_mutex_lock(&svc->lock);
-            l->tokens--; /* the pool is cancelled: only destroy does that */
-            pthread_mutex_unlock(&svc->lock);
+        for (unsigned k = 0; k < want[i]; k++) {
+            if (kiln_pool_submit(l->pool, token_run, l) < 0) {
+                pthread_mutex_lock(&svc->lock);
+                l->tokens--; /* the pool is cancelled: only destroy does that */
+                pthread_mutex_unlock(&svc->lock);
+            }
         }
     }
 }
@@ -624,7 +710,7 @@ static int entry_build(struct kiln_service *svc, struct entry *e, unsigned worke
     rc = kiln_program_seal(e->program, &so, &s);
     if (rc == KILN_OK) {
         rc = run_payload(svc, e, s.payload, s.payload_size, worker, link, b);
-        b->store = svc->store;
+        b->store = svc->store && !e->parts_only;
     }
     kiln_program_sealed_clear(&s);
     return rc;
@@ -662,6 +748,25 @@ static void optimized_done(struct kiln_service *svc, struct entry *e, int rc, st
     answer_entry(svc, e, KILN_TICKET_READY, 0, notify);
 }
 
+/* Ends a parts-only build (under the lock): its tickets are answered READY
+ * with no pipeline (also when the program has no parts: KILN_ENOTSUP), or
+ * FAILED; the entry leaves the table (a later request builds anew) and
+ * its worker frees it. */
+static void parts_done(struct kiln_service *svc, struct entry *e, int rc,
+                       struct kiln_ticket **notify)
+{
+    bool ok = rc == KILN_OK || rc == KILN_ENOTSUP;
+    e->state = E_DONE;
+    e->error = ok ? 0 : rc;
+    table_remove(svc, e);
+    if (ok)
+        svc->st.parts_only_built++;
+    else
+        svc->st.failed++;
+    answer_entry(svc, e, ok ? KILN_TICKET_READY : KILN_TICKET_FAILED, e->error, notify);
+    pthread_cond_broadcast(&svc->answered);
+}
+
 /* Ends a build (under the lock): the entry is answered and kept; a
  * linked one waits in E_LINKED for hand_over to queue its optimized build. */
 static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct built *b,
@@ -671,6 +776,10 @@ static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct
     svc->st.from_cache += b->from_cache;
     svc->st.parts_built += b->parts_built;
     svc->st.parts_reused += b->parts_reused;
+    if (e->parts_only) {
+        parts_done(svc, e, rc, notify);
+        return;
+    }
     if (!e->listed) {
         e->dnext = svc->done;
         svc->done = e;
@@ -708,7 +817,7 @@ static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct
 static bool hand_over(struct kiln_service *svc, struct entry *e)
 {
     struct kiln_ticket *notify = NULL;
-    bool want[2] = {false, false};
+    unsigned want[2] = {0, 0};
     pthread_mutex_lock(&svc->lock);
     bool queue = !svc->closing;
     if (queue) {
@@ -739,21 +848,44 @@ static int token_run(void *arg, unsigned worker)
         if (!e)
             break;
         e->state = E_RUNNING;
-        bool optimizing = e->optimizing;
-        uint32_t link = svc->fast_link && !optimizing && e->prio == KILN_PRIORITY_URGENT
+        bool optimizing = e->optimizing, parts = e->parts_only;
+        uint32_t link = parts ? KILN_BUILD_LINK_PARTS
+                        : svc->fast_link && !optimizing && e->prio == KILN_PRIORITY_URGENT
                             ? KILN_BUILD_LINK_FAST
                             : 0u;
+        bool urgent = e->prio == KILN_PRIORITY_URGENT && !optimizing && !parts;
         svc->running++;
         l->running++;
+        if (urgent)
+            svc->urgent_running++;
+        else
+            svc->background_running++;
         pthread_mutex_unlock(&svc->lock);
         struct built b;
         int rc = entry_build(svc, e, l->first_worker + worker, link, &b);
+        if (parts && b.pipe) {
+            kiln_vk_pipeline_destroy(svc->vk, b.pipe); /* a builder that ignored the ask */
+            b.pipe = NULL;
+        }
         struct kiln_ticket *notify = NULL;
+        unsigned want[2] = {0, 0};
         pthread_mutex_lock(&svc->lock);
         l->running--;
+        if (urgent)
+            svc->urgent_running--;
+        else
+            svc->background_running--;
         entry_done(svc, e, rc, &b, &notify);
+        if (urgent)
+            background_wake(svc, want); /* the hold may have lifted */
         pthread_mutex_unlock(&svc->lock);
+        submit_tokens(svc, want);
         notify_all(svc, notify);
+        if (parts) {
+            entry_free(e); /* out of the table, no ticket: only this worker has it */
+            pthread_mutex_lock(&svc->lock);
+            continue;
+        }
         if (b.store && rc == KILN_OK && !optimizing)
             entry_store(svc, e);
         /* Only this worker holds the copy now, or hands it to the
@@ -794,6 +926,8 @@ static int make_room(struct kiln_service *svc, enum kiln_priority prio, struct k
     if (svc->nqueued < svc->capacity)
         return KILN_OK;
     struct entry *old = svc->q[Q_BACKGROUND].head;
+    if (!old)
+        old = svc->q[Q_PARTS].head;
     if (prio != KILN_PRIORITY_URGENT || !old) {
         svc->st.refused++;
         return KILN_EBUSY;
@@ -810,7 +944,7 @@ static int make_room(struct kiln_service *svc, enum kiln_priority prio, struct k
 /* Joins `t` to the entry `e` of its key (under the lock): answered at once
  * when e ran, else attached (an urgent one raises a queued background e). */
 static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ticket *t,
-                       bool want[2], struct kiln_ticket **notify)
+                       unsigned want[2], struct kiln_ticket **notify)
 {
     svc->st.merged++;
     t->merged = true;
@@ -844,22 +978,74 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
     }
 }
 
+/* Answers `t` at once (under the lock), READY with no pipeline: a
+ * parts-only request of a key a full request has (its build makes the
+ * parts or needs none). */
+static void answer_parts_known(struct kiln_service *svc, struct kiln_ticket *t,
+                               struct kiln_ticket **notify)
+{
+    svc->st.merged++;
+    svc->st.answered_known++;
+    t->merged = true;
+    ticket_answer(svc, t, KILN_TICKET_READY, 0, NULL, false);
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed); /* the list's */
+    push_notify(t, notify);
+}
+
+/*
+ * A request meets its key's entry of the other kind (under the lock).
+ * A parts-only `t` meeting a full entry is answered at once. A full `t`
+ * meeting a parts-only entry takes it over: a queued one becomes t's
+ * (its parts-only tickets answered READY, re-queued at t's priority, t
+ * attached); a running one leaves the table and t gets an entry of its
+ * own, whose link waits for the parts in flight (the parts table builds
+ * each once). @return the entry to join (never: NULL), with t placed or
+ * answered, or with neither for a new entry.
+ */
+static struct entry *parts_meet(struct kiln_service *svc, struct entry *e, struct kiln_ticket *t,
+                                unsigned want[2], struct kiln_ticket **notify)
+{
+    if (t->parts_only) {
+        answer_parts_known(svc, t, notify);
+        return NULL;
+    }
+    svc->st.parts_only_superseded++;
+    if (e->state != E_QUEUED) {
+        table_remove(svc, e); /* its worker frees it */
+        return NULL;
+    }
+    queue_remove(svc, e);
+    answer_entry(svc, e, KILN_TICKET_READY, 0, notify);
+    e->parts_only = false;
+    e->prio = t->prio;
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    ticket_attach(e, t);
+    queue_push(svc, e);
+    tokens_wanted(svc, e->prio == KILN_PRIORITY_URGENT, want);
+    pthread_cond_broadcast(&svc->answered);
+    return NULL;
+}
+
 /*
  * Places the ticket (under the lock): joined to its key's entry, or in a
  * new entry made of *copy (taken: set to NULL). *need_copy is set when a
  * new entry is needed and no copy was made yet. @return 0, KILN_EBUSY or
- * KILN_ENOMEM; want[lane] is set when a token should be added to it.
+ * KILN_ENOMEM; want[lane] counts the tokens to add to it.
  */
 static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_program **copy,
-                 bool has_program, bool *need_copy, bool want[2], struct kiln_ticket **notify)
+                 bool has_program, bool *need_copy, unsigned want[2], struct kiln_ticket **notify)
 {
     *need_copy = false;
     bool merge = !(svc->flags & KILN_SERVICE_NO_MERGE);
     struct entry *e = merge ? table_find(svc, t->key) : NULL;
+    if (e && e->parts_only != t->parts_only)
+        e = parts_meet(svc, e, t, want, notify);
     if (e) {
         join_entry(svc, e, t, want, notify);
         return KILN_OK;
     }
+    if (t->entry || atomic_load_explicit(&t->pub, memory_order_relaxed))
+        return KILN_OK; /* placed or answered by parts_meet */
     if (has_program && !*copy) {
         *need_copy = true;
         return KILN_OK;
@@ -870,6 +1056,7 @@ static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_pr
         return KILN_ENOMEM;
     e->key = t->key;
     e->prio = t->prio;
+    e->parts_only = t->parts_only;
     e->state = E_QUEUED;
     e->program = *copy;
     *copy = NULL;
@@ -891,6 +1078,9 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
         KILN_ERROR("service", "a request by key needs a service with a cache");
         return KILN_EINVAL;
     }
+    bool parts = (r.flags & KILN_REQUEST_PARTS_ONLY) != 0;
+    if (parts && !svc->fast_link)
+        return KILN_ENOTSUP; /* no parts without fast-link (kiln/service.h) */
     struct kiln_ticket *t = kiln__calloc(1, sizeof(*t));
     if (!t)
         return KILN_ENOMEM;
@@ -900,7 +1090,9 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
         return rc;
     }
     t->svc = svc;
-    t->prio = r.priority == KILN_PRIORITY_URGENT ? KILN_PRIORITY_URGENT : KILN_PRIORITY_BACKGROUND;
+    t->prio = r.priority == KILN_PRIORITY_URGENT && !parts ? KILN_PRIORITY_URGENT
+                                                           : KILN_PRIORITY_BACKGROUND;
+    t->parts_only = parts;
     t->fn = r.on_done;
     t->user = r.user;
     t->owned = out != NULL;
@@ -911,7 +1103,8 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
 
     struct kiln_program *copy = NULL;
     struct kiln_ticket *notify = NULL;
-    bool need_copy = false, want[2] = {false, false};
+    bool need_copy = false;
+    unsigned want[2] = {0, 0};
     pthread_mutex_lock(&svc->lock);
     for (;;) {
         rc = svc->closing ? KILN_ECANCELED
@@ -1005,6 +1198,7 @@ int kiln_ticket_cancel(struct kiln_ticket *t)
     struct kiln_service *svc = t->svc;
     struct entry *gone = NULL;
     bool detached = false;
+    unsigned want[2] = {0, 0};
     pthread_mutex_lock(&svc->lock);
     struct entry *e = t->entry;
     if (e) {
@@ -1017,10 +1211,12 @@ int kiln_ticket_cancel(struct kiln_ticket *t)
             table_remove(svc, e);
             svc->st.dropped++;
             gone = e;
+            background_wake(svc, want); /* an urgent one gone may lift the hold */
         }
         pthread_cond_broadcast(&svc->answered);
     }
     pthread_mutex_unlock(&svc->lock);
+    submit_tokens(svc, want);
     if (gone)
         entry_free(gone);
     if (detached)
@@ -1056,6 +1252,7 @@ int kiln_service_get_stats(struct kiln_service *svc, struct kiln_service_stats *
     s.running = svc->running;
     s.workers = svc->workers;
     s.background_workers = svc->background_max;
+    s.urgent_hold_max = svc->hold_max;
     size_t n = svc->nwaits < WAIT_SAMPLES ? (size_t)svc->nwaits : WAIT_SAMPLES;
     if (w)
         memcpy(w, svc->waits, n * sizeof(*w));
@@ -1122,6 +1319,8 @@ static int lanes_create(struct kiln_service *svc, const struct kiln_service_opti
     }
     svc->background_max = svc->lanes[LANE_BACKGROUND].workers +
                           (svc->urgent_takes_background ? svc->lanes[LANE_URGENT].workers : 0);
+    unsigned quarter = svc->workers / 4 ? svc->workers / 4 : 1;
+    svc->hold_max = svc->flags & KILN_SERVICE_NO_URGENT_HOLD ? 0 : quarter;
     return KILN_OK;
 }
 

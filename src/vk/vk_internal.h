@@ -265,7 +265,9 @@ void kiln__vk_library_destroy(struct kiln_vk *vk);
  * parts (keys[k] names part k in the context's table; a part not there is
  * built from `ci`), with no link-time optimisation; when a part or the
  * link fails, by a monolithic create of `ci`. res->linked says which;
- * parts_built and parts_reused are added to. @return the driver's answer.
+ * parts_built and parts_reused are added to. With `out` NULL, only the
+ * parts are built (no link, no fallback: parts ahead of the draw).
+ * @return the driver's answer.
  */
 VkResult kiln__vk_link(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *ci,
                        const struct kiln_key keys[KILN__VK_PARTS], VkPipeline *out,

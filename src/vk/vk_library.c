@@ -38,6 +38,12 @@
  *   (kiln__vk_library_destroy), so no part goes before a pipeline linked
  *   from it.
  *
+ * - Parts ahead. kiln__vk_link with no `out` (kiln_vk_link_graphics with
+ *   out NULL, KILN_VK_LINK_PARTS) builds the parts into the table and
+ *   stops: a renderer asks when it first sees a shader, and the draw that
+ *   needs the pipeline later only links (the parts are found, or waited
+ *   for while another thread builds them, never built twice).
+ *
  * - Fast link only here. A link passes no
  *   VK_PIPELINE_CREATE_LINK_TIME_OPTIMIZATION_BIT_EXT and the parts no
  *   RETAIN_LINK_TIME_OPTIMIZATION_INFO: the optimized pipeline that
@@ -333,6 +339,8 @@ VkResult kiln__vk_link(struct kiln_vk *vk, const VkGraphicsPipelineCreateInfo *c
     VkResult r = vk->parts ? VK_SUCCESS : VK_ERROR_FEATURE_NOT_PRESENT;
     for (int k = 0; k < KILN__VK_PARTS && r == VK_SUCCESS; k++)
         r = part_get(vk, k, keys[k], ci, &libs[k], res);
+    if (!out)
+        return r; /* the parts alone, ahead of the draw that links them */
     if (r == VK_SUCCESS) {
         VkPipelineLibraryCreateInfoKHR li = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_LIBRARY_CREATE_INFO_KHR,
@@ -411,9 +419,10 @@ static int link_graphics_body(struct kiln_vk *vk, const VkGraphicsPipelineCreate
                               const struct kiln_key keys[KILN_VK_PARTS], VkPipeline *out,
                               struct kiln_vk_link_result *res)
 {
-    if (!vk || !ci || !keys || !out)
+    if (!vk || !ci || !keys)
         return KILN_EINVAL;
-    *out = VK_NULL_HANDLE;
+    if (out)
+        *out = VK_NULL_HANDLE;
     if (res)
         KILN_TRY(kiln__struct_out_check(res, "kiln_vk_link_result"));
     if (!vk->parts || !linkable(ci))
@@ -423,7 +432,8 @@ static int link_graphics_body(struct kiln_vk *vk, const VkGraphicsPipelineCreate
     if (res)
         KILN_STRUCT_OUT(res, &lr);
     if (r != VK_SUCCESS) {
-        *out = VK_NULL_HANDLE;
+        if (out)
+            *out = VK_NULL_HANDLE;
         KILN_WARN("vk", "linked graphics pipeline: vkCreateGraphicsPipelines failed: %s",
                   kiln_vk_result_name(r));
         return KILN_EVULKAN;

@@ -635,6 +635,9 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
     KILN_TRY(KILN_STRUCT_IN(&g, desc, "kiln_vk_graphics"));
     if (!g.vertex || !g.fragment)
         return KILN_EINVAL;
+    bool parts = g.link == KILN_VK_LINK_PARTS;
+    if (parts && (!vk->info.pipeline_library || (a->flags & KILN_VK_PIPELINE_NO_COMPILE)))
+        return KILN_ENOTSUP; /* parts need libraries, and are no probe */
     VkFormat format = (VkFormat)(g.color_format ? g.color_format : KILN_VK_DEFAULT_COLOR_FORMAT);
     VkRenderPass pass = VK_NULL_HANDLE;
     if (!vk->info.dynamic_rendering) {
@@ -669,15 +672,17 @@ static int graphics_pipeline_body(struct kiln_vk *vk, const char *name,
     ci.pStages = stages;
     VkPipeline handle = VK_NULL_HANDLE;
     struct kiln_vk_link_result lr = KILN_VK_LINK_RESULT_INIT;
-    VkResult res = g.link == KILN_VK_LINK_FAST && vk->info.pipeline_library &&
+    VkResult res = (g.link == KILN_VK_LINK_FAST || parts) && vk->info.pipeline_library &&
                            !(a->flags & KILN_VK_PIPELINE_NO_COMPILE) /* a link is no probe */
-                       ? kiln__vk_link_builtin(vk, &g, format, &ci, &handle, &lr)
+                       ? kiln__vk_link_builtin(vk, &g, format, &ci, parts ? NULL : &handle, &lr)
                        : vk->fn.vkCreateGraphicsPipelines(vk->device, ask_cache(vk, a), 1, &ci,
                                                           vk->alloc, &handle);
     kiln_vk_stage_release(vk, &fs);
     kiln_vk_stage_release(vk, &vs);
     if (g.link_result && kiln__struct_out_check(g.link_result, "kiln_vk_link_result") == KILN_OK)
         KILN_STRUCT_OUT(g.link_result, &lr);
+    if (parts)
+        return res == VK_SUCCESS ? KILN_OK : KILN_EVULKAN; /* the part's failure was logged */
     return finish_pipeline(vk, name, "graphics", res, handle, a, out);
 }
 

@@ -63,6 +63,14 @@ static void check_mode(struct json_object *m, uint64_t pipelines, uint64_t frame
                                        "urgent_wait_p50_ms",
                                        "urgent_wait_p99_ms",
                                        "urgent_wait_p99_frames",
+                                       "play_urgent_wait_p50_ms",
+                                       "play_urgent_wait_p99_ms",
+                                       "play_urgent_wait_p99_frames",
+                                       "parts_ahead_asked",
+                                       "parts_ahead_refused",
+                                       "parts_only_built",
+                                       "loading_screen_ms",
+                                       "background_holds",
                                        "fast_linked",
                                        "optimized",
                                        "peak_rss_bytes",
@@ -80,6 +88,9 @@ static void check_mode(struct json_object *m, uint64_t pipelines, uint64_t frame
     KT_CHECK_EQ(num(m, "pipelines_ready") + num(m, "pipelines_failed"), pipelines);
     KT_CHECK(num(m, "draws_new") <= pipelines);
     KT_CHECK(num(m, "urgent_wait_p50_ms") <= num(m, "urgent_wait_p99_ms") + 1);
+    KT_CHECK(num(m, "play_urgent_wait_p50_ms") <= num(m, "play_urgent_wait_p99_ms") + 1);
+    KT_CHECK(num(m, "play_urgent_wait_p99_ms") <= num(m, "urgent_wait_p99_ms") + 1);
+    KT_CHECK(num(m, "parts_only_built") <= num(m, "parts_ahead_asked"));
     KT_CHECK(num(m, "peak_rss_bytes") > 0);
     KT_CHECK(json_object_object_get_ex(m, "all_optimized_ms", NULL));
     if (with_bg)
@@ -106,6 +117,9 @@ static void check_report(struct json_object *o, bool warm)
                                        "async_bg", "fastlink", "fastlink_bg"};
     uint64_t pipelines = num(o, "pipelines"), frames = num(o, "frames");
     KT_CHECK(pipelines > 0);
+    KT_CHECK_EQ(num(o, "shader_lead_frames"), 0); /* off by default: no parts asked */
+    struct json_object *hold = NULL;
+    KT_CHECK(json_object_object_get_ex(o, "urgent_hold", &hold) && json_object_get_boolean(hold));
     KT_CHECK(num(o, "last_first_use_frame") < frames);
     struct json_object *modes = NULL;
     KT_NEED(json_object_object_get_ex(o, "modes", &modes));
@@ -115,6 +129,7 @@ static void check_report(struct json_object *o, bool warm)
         const char *mode = json_object_get_string(json_object_object_get(m, "mode"));
         KT_CHECK(mode && strcmp(mode, want[i]) == 0);
         check_mode(m, pipelines, frames, i % 2 == 1);
+        KT_CHECK_EQ(num(m, "parts_ahead_asked") + num(m, "parts_ahead_refused"), 0);
     }
     struct json_object *ratios = NULL;
     KT_CHECK(json_object_object_get_ex(o, "ratios", &ratios));
@@ -159,4 +174,31 @@ KT_CASE(archives)
     json_object_put(o);
 }
 
-KT_MAIN(KT_ENTRY(generated), KT_ENTRY(archives))
+/* --shader-lead 2: every scheduled pipeline's parts are asked once; the
+ * fastlink service takes them where the device has pipeline libraries,
+ * sync's (no fast-link) refuses them all; the control is `generated`
+ * (lead 0: none asked, none refused). */
+KT_CASE(shader_lead)
+{
+    struct json_object *o = run_stutter("--generate 8 --background 0 --frames 40 "
+                                        "--modes sync,fastlink --no-warm-compare --shader-lead 2");
+    KT_CHECK_EQ(num(o, "shader_lead_frames"), 2);
+    uint64_t pipelines = num(o, "pipelines");
+    struct json_object *modes = NULL;
+    KT_NEED(json_object_object_get_ex(o, "modes", &modes));
+    KT_CHECK_EQ(json_object_array_length(modes), 2);
+    for (size_t i = 0; i < json_object_array_length(modes) && i < 2; i++) {
+        struct json_object *m = json_object_array_get_idx(modes, i);
+        check_mode(m, pipelines, 40, false);
+        bool sync = i == 0;
+        uint64_t asked = num(m, "parts_ahead_asked"), refused = num(m, "parts_ahead_refused");
+        KT_CHECK_EQ(asked + refused, pipelines);
+        if (sync)
+            KT_CHECK_EQ(asked, 0);
+        else if (asked == 0)
+            printf("the fastlink service took no parts: no pipeline libraries here\n");
+    }
+    json_object_put(o);
+}
+
+KT_MAIN(KT_ENTRY(generated), KT_ENTRY(archives), KT_ENTRY(shader_lead))

@@ -48,6 +48,7 @@ struct recorder {
     uint64_t order[MAX_ORDER];
     atomic_uint builds[64]; /* per program number (below 64) */
     atomic_bool idle[64];   /* per program number: built at idle priority */
+    atomic_uint links[64];  /* per program number: the last build's req->link */
 };
 
 static void rec_init(struct recorder *r, bool gate)
@@ -115,6 +116,7 @@ static int rec_build(void *user, struct kiln_build_request *req)
     }
     pthread_mutex_unlock(&r->lock);
     if (id < 64) {
+        atomic_store(&r->links[id], req->link);
         atomic_fetch_add(&r->builds[id], 1);
         atomic_store(&r->idle[id], thread_is_idle());
     }
@@ -218,6 +220,28 @@ static int ask(struct rig *g, uint64_t id, enum kiln_priority prio, struct kiln_
     r.program = &tp.p;
     r.priority = prio;
     return kiln_service_request(g->svc, &r, t);
+}
+
+/* A parts-only request of program `id` (KILN_REQUEST_PARTS_ONLY). */
+static int ask_parts(struct rig *g, uint64_t id, struct kiln_ticket **t)
+{
+    struct test_program tp;
+    make_program(&tp, id, KILN_STATE_APP);
+    struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+    r.program = &tp.p;
+    r.priority = KILN_PRIORITY_URGENT; /* ignored: parts-only is background */
+    r.flags = KILN_REQUEST_PARTS_ONLY;
+    return kiln_service_request(g->svc, &r, t);
+}
+
+/* Skips (exit 77) where the service has no fast-link: parts-only needs it. */
+static void need_library(struct rig *g)
+{
+    if (g->vk && kiln_vk_get_info(g->vk)->pipeline_library)
+        return;
+    rig_stop(g);
+    printf("skipped: the device lacks VK_EXT_graphics_pipeline_library\n");
+    exit(77);
 }
 
 static int wait_state(struct kiln_ticket *t)
@@ -464,6 +488,170 @@ KT_CASE(queue_full)
     KT_CHECK_EQ(wait_state(b1again), KILN_TICKET_READY);
     struct kiln_ticket *all[] = {run, b1, b2, u1, u2, m, b1again};
     release_and_stop(&g, all, sizeof(all) / sizeof(all[0]));
+}
+
+/* ---- parts ahead (KILN_REQUEST_PARTS_ONLY) ---------------------------------------- */
+
+/* One worker held in program 0's build; a parts-only request of 5 waits
+ * queued, then an urgent request of 5 takes it over: the parts-only
+ * ticket is READY at once with no pipeline, and 5 is built once, as the
+ * urgent request asks (the fast-link ask), right after 0. The control
+ * asks no urgent request: 5 is built once, parts only, also before the
+ * background program 3 asked before it (parts ahead have a deadline;
+ * urgent_first shows plain background work is FIFO). */
+static void parts_then_urgent(bool urgent)
+{
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 1, 0, KILN_SERVICE_FAST_LINK, true));
+    need_library(&g);
+    struct kiln_ticket *t0 = NULL, *t3 = NULL, *p = NULL, *u = NULL;
+    KT_CHECK_OK(ask(&g, 0, KILN_PRIORITY_BACKGROUND, &t0));
+    rec_wait_first(&g.rec);
+    KT_CHECK_OK(ask(&g, 3, KILN_PRIORITY_BACKGROUND, &t3)); /* queued before 5 */
+    KT_CHECK_OK(ask_parts(&g, 5, &p));
+    KT_CHECK_EQ(kiln_ticket_poll(p, NULL), KILN_TICKET_PENDING);
+    if (urgent) {
+        KT_CHECK_OK(ask(&g, 5, KILN_PRIORITY_URGENT, &u));
+        struct kiln_ticket_info pi = KILN_TICKET_INFO_INIT;
+        KT_CHECK_EQ(kiln_ticket_poll(p, &pi), KILN_TICKET_READY);
+        KT_CHECK(pi.pipeline == 0 && pi.vk_pipeline == NULL && !pi.linked);
+    }
+    rec_open_gate(&g.rec);
+    KT_CHECK_EQ(wait_state(p), KILN_TICKET_READY);
+    if (urgent)
+        KT_CHECK_EQ(wait_state(u), KILN_TICKET_READY);
+    KT_CHECK_EQ(wait_state(t3), KILN_TICKET_READY);
+    struct kiln_service_stats s = stats_of(&g);
+    KT_CHECK_EQ(s.parts_only_superseded, urgent ? 1 : 0);
+    KT_CHECK_EQ(s.parts_only_built, urgent ? 0 : 1);
+    kiln_service_destroy(g.svc); /* joins the worker: every build ended */
+    g.svc = NULL;
+    KT_CHECK_EQ(atomic_load(&g.rec.builds[5]), 1);
+    KT_CHECK_EQ(atomic_load(&g.rec.links[5]),
+                urgent ? KILN_BUILD_LINK_FAST : KILN_BUILD_LINK_PARTS);
+    /* Before 3, asked first: urgent, or parts-only (ahead of background). */
+    KT_CHECK_EQ(g.rec.order[1], 5);
+    KT_CHECK_EQ(g.rec.order[2], 3);
+    kiln_ticket_release(t0);
+    kiln_ticket_release(t3);
+    kiln_ticket_release(p);
+    kiln_ticket_release(u);
+    rig_stop(&g);
+}
+
+KT_CASE(parts_taken_over)
+{
+    parts_then_urgent(true);
+}
+
+KT_CASE(parts_alone)
+{
+    parts_then_urgent(false);
+}
+
+/* A parts-only build running when the urgent request of its key comes:
+ * the urgent request gets a build of its own and is answered while the
+ * parts-only build is still held; a parts-only request of a key built is
+ * answered at once, with no build. */
+KT_CASE(parts_running_superseded)
+{
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 2, 0, KILN_SERVICE_FAST_LINK, true));
+    need_library(&g);
+    struct kiln_ticket *p = NULL, *u = NULL, *late = NULL;
+    KT_CHECK_OK(ask_parts(&g, 5, &p));
+    rec_wait_first(&g.rec); /* the parts-only build, held */
+    KT_CHECK_OK(ask(&g, 5, KILN_PRIORITY_URGENT, &u));
+    KT_CHECK_EQ(wait_state(u), KILN_TICKET_READY);
+    KT_CHECK_EQ(kiln_ticket_poll(p, NULL), KILN_TICKET_PENDING);
+    KT_CHECK_OK(ask_parts(&g, 5, &late));
+    KT_CHECK_EQ(kiln_ticket_poll(late, NULL), KILN_TICKET_READY); /* the full entry's key */
+    rec_open_gate(&g.rec);
+    KT_CHECK_EQ(wait_state(p), KILN_TICKET_READY);
+    struct kiln_service_stats s = stats_of(&g);
+    KT_CHECK_EQ(s.parts_only_superseded, 1);
+    KT_CHECK_EQ(s.parts_only_built, 1);
+    KT_CHECK_EQ(s.answered_known, 1);
+    KT_CHECK_EQ(atomic_load(&g.rec.builds[5]), 2);
+    struct kiln_ticket *all[] = {p, u, late};
+    release_and_stop(&g, all, 3);
+}
+
+/* Without fast-link there are no parts: refused with KILN_ENOTSUP. */
+KT_CASE(parts_without_fast_link)
+{
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 1, 0, 0, false));
+    struct kiln_ticket *p = NULL;
+    KT_CHECK_EQ(ask_parts(&g, 5, &p), KILN_ENOTSUP);
+    KT_CHECK(p == NULL);
+    KT_CHECK_EQ(stats_of(&g).requested, 0);
+    rig_stop(&g);
+}
+
+/* ---- the urgent hold --------------------------------------------------------------- */
+
+/* Polls (1 ms apart, at most a minute) until builds started >= n or, with
+ * holds, the service counted that many holds. @return whether it came. */
+static bool wait_for(struct rig *g, unsigned n, uint64_t holds)
+{
+    for (int i = 0; i < 60000; i++) {
+        pthread_mutex_lock(&g->rec.lock);
+        unsigned started = g->rec.n;
+        pthread_mutex_unlock(&g->rec.lock);
+        if (holds ? stats_of(g).background_holds >= holds : started >= n)
+            return true;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return false;
+}
+
+/* Four workers (three in the background lane), every build held in the
+ * test builder: urgent 50 is in flight, then six background requests.
+ * With the hold (max(1, 4 / 4) = 1 background build while urgent work
+ * exists) one background build starts and the two other tokens leave
+ * held; the control (KILN_SERVICE_NO_URGENT_HOLD) starts three, one per
+ * background worker, beside the urgent one. Once the gate opens every
+ * request is answered (the end of the urgent build wakes the lane). */
+static void urgent_hold(bool hold)
+{
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 4, 0, hold ? 0 : KILN_SERVICE_NO_URGENT_HOLD, true));
+    pthread_mutex_lock(&g.rec.lock);
+    g.rec.gate_below = 100; /* every build waits for the gate */
+    pthread_mutex_unlock(&g.rec.lock);
+    KT_CHECK_EQ(stats_of(&g).urgent_hold_max, hold ? 1 : 0);
+    struct kiln_ticket *t[7] = {NULL};
+    KT_CHECK_OK(ask(&g, 50, KILN_PRIORITY_URGENT, &t[0]));
+    rec_wait_started(&g.rec, 1);
+    for (int i = 1; i <= 6; i++)
+        KT_CHECK_OK(ask(&g, (uint64_t)i, KILN_PRIORITY_BACKGROUND, &t[i]));
+    if (hold) {
+        KT_CHECK(wait_for(&g, 0, 2)); /* both other tokens left, held */
+        KT_CHECK_EQ(g.rec.n, 2);      /* the urgent build and one background */
+        KT_CHECK_EQ(stats_of(&g).background_holds, 2);
+    } else {
+        KT_CHECK(wait_for(&g, 4, 0));
+        KT_CHECK_EQ(stats_of(&g).background_holds, 0);
+    }
+    KT_CHECK_EQ(kiln_ticket_poll(t[0], NULL), KILN_TICKET_PENDING); /* still in flight */
+    KT_CHECK_EQ(stats_of(&g).queued, hold ? 5 : 3);
+    rec_open_gate(&g.rec);
+    for (int i = 0; i < 7; i++)
+        KT_CHECK_EQ(wait_state(t[i]), KILN_TICKET_READY);
+    KT_CHECK_EQ(g.rec.n, 7);
+    release_and_stop(&g, t, 7);
+}
+
+KT_CASE(urgent_hold_on)
+{
+    urgent_hold(true);
+}
+
+KT_CASE(urgent_hold_off)
+{
+    urgent_hold(false);
 }
 
 /* The destroy cancels what is queued (callbacks called), waits for the
@@ -997,4 +1185,6 @@ KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(urgent_worker_kept), KT_ENTRY(urgent_wo
         KT_ENTRY(cancel), KT_ENTRY(queue_full), KT_ENTRY(destroy_cancels),
         KT_ENTRY(store_then_start), KT_ENTRY(render_threads), KT_ENTRY(render_threads_no_merge),
         KT_ENTRY(executor), KT_ENTRY(urgent_under_load), KT_ENTRY(bad_input),
-        KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds))
+        KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds),
+        KT_ENTRY(parts_taken_over), KT_ENTRY(parts_alone), KT_ENTRY(parts_running_superseded),
+        KT_ENTRY(parts_without_fast_link), KT_ENTRY(urgent_hold_on), KT_ENTRY(urgent_hold_off))

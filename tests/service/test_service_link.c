@@ -266,6 +266,68 @@ KT_CASE(parts_reused)
     KT_CHECK_EQ(apart.parts_reused, 2);
 }
 
+/* Parts ahead: program (3, 3)'s parts asked first (parts only: READY
+ * with no pipeline, four parts built, nothing linked or stored), then its
+ * urgent request is answered linked and builds no part again (all four
+ * reused). The control asks no parts first: the urgent request builds the
+ * four itself. */
+static struct kiln_service_stats parts_then_urgent(bool ahead)
+{
+    struct kiln_vk *vk = library_vk();
+    struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
+    if (ahead) {
+        struct gprog g;
+        make_gprog(&g, 3, 3);
+        struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+        r.program = &g.p;
+        r.flags = KILN_REQUEST_PARTS_ONLY;
+        struct kiln_ticket *p = NULL;
+        KT_CHECK_OK(kiln_service_request(svc, &r, &p));
+        struct kiln_ticket_info pi = KILN_TICKET_INFO_INIT;
+        KT_CHECK_EQ(kiln_ticket_wait(p, 60ull * 1000000000u, &pi), KILN_TICKET_READY);
+        KT_CHECK(pi.pipeline == 0 && pi.vk_pipeline == NULL && !pi.linked);
+        struct kiln_service_stats mid = stats_of(svc);
+        KT_CHECK_EQ(mid.parts_only_built, 1);
+        KT_CHECK_EQ(mid.parts_built, 4);
+        KT_CHECK_EQ(mid.fast_linked + mid.built_urgent + mid.built_background, 0);
+        kiln_ticket_release(p);
+    }
+    struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct kiln_ticket *t = NULL;
+    KT_CHECK_OK(ask(svc, 3, 3, &s, &t));
+    KT_CHECK(!wait_optimized(t).linked);
+    struct kiln_service_stats st = stats_of(svc);
+    kiln_service_destroy(svc); /* joins the workers: the callbacks ran */
+    KT_CHECK_EQ(seen_count(&s), 2);
+    KT_CHECK(s.info[0].state == KILN_TICKET_READY && s.info[0].linked);
+    kiln_ticket_release(t);
+    struct kiln_vk_stats vs = KILN_VK_STATS_INIT;
+    kiln_vk_get_stats(vk, &vs);
+    KT_CHECK_EQ(vs.parts_built, 4); /* once each, whoever asked first */
+    kiln_vk_destroy(vk);
+    return st;
+}
+
+KT_CASE(parts_ahead)
+{
+    need_words();
+    struct kiln_service_stats st = parts_then_urgent(true);
+    KT_CHECK_EQ(st.parts_only_built, 1);
+    KT_CHECK_EQ(st.fast_linked, 1);
+    KT_CHECK_EQ(st.parts_built, 4); /* all by the parts-only build */
+    KT_CHECK_EQ(st.parts_reused, 4);
+}
+
+KT_CASE(parts_ahead_control)
+{
+    need_words();
+    struct kiln_service_stats st = parts_then_urgent(false);
+    KT_CHECK_EQ(st.parts_only_built, 0);
+    KT_CHECK_EQ(st.fast_linked, 1);
+    KT_CHECK_EQ(st.parts_built, 4); /* by the urgent build */
+    KT_CHECK_EQ(st.parts_reused, 0);
+}
+
 /* Without the flag, or on a context without pipeline libraries: one
  * answer, not linked, no part. */
 static void answered_once(struct kiln_vk *vk, uint32_t flags)
@@ -508,6 +570,66 @@ KT_CASE(render_threads)
     kiln_vk_destroy(vk);
 }
 
+/* Parts ahead through the Fossilize builder: the graphics pipelines of
+ * one archive asked parts-only first (each READY with no pipeline), then
+ * urgent: the urgent builds link from those parts and build none again. */
+KT_CASE(foz_parts_ahead)
+{
+    kt_require_corpus("foz/sascha-willems");
+    struct kiln_vk *vk = library_vk();
+    struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/foz/sascha-willems/deferred.f93c6e96adcd7946.1.foz",
+             kt_corpus_dir());
+    struct kiln_foz *foz = NULL;
+    KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
+    struct kiln_foz_index *idx = NULL;
+    KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+    const struct kiln_foz_pipeline_ref *refs = NULL;
+    size_t np = kiln_foz_index_pipelines(idx, &refs), n = 0;
+    struct kiln_program *prog[FOZ_MAX] = {NULL};
+    for (size_t i = 0; i < np && n < FOZ_MAX; i++)
+        if (kiln_foz_kind_of(refs[i].tag) == KILN_FOZ_KIND_GRAPHICS)
+            KT_REQUIRE_OK(kiln_foz_pipeline_program(idx, &refs[i], &prog[n++]));
+    struct kiln_ticket *t[FOZ_MAX] = {NULL};
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+            r.program = prog[i];
+            r.priority = KILN_PRIORITY_URGENT;
+            r.flags = pass == 0 ? KILN_REQUEST_PARTS_ONLY : 0;
+            KT_CHECK_OK(kiln_service_request(svc, &r, &t[i]));
+        }
+        for (size_t i = 0; i < n; i++) {
+            struct kiln_ticket_info info = KILN_TICKET_INFO_INIT;
+            if (pass == 0) {
+                KT_CHECK_EQ(kiln_ticket_wait(t[i], 60ull * 1000000000u, &info), KILN_TICKET_READY);
+                KT_CHECK(info.pipeline == 0);
+            } else {
+                info = wait_optimized(t[i]);
+                KT_CHECK(info.state == KILN_TICKET_READY && !info.linked);
+            }
+            kiln_ticket_release(t[i]);
+        }
+    }
+    struct kiln_service_stats st = stats_of(svc);
+    kiln_service_destroy(svc);
+    printf("%zu graphics pipelines: parts-only %llu, parts built %llu, reused %llu, linked %llu\n",
+           n, (unsigned long long)st.parts_only_built, (unsigned long long)st.parts_built,
+           (unsigned long long)st.parts_reused, (unsigned long long)st.fast_linked);
+    KT_CHECK(n > 2);
+    KT_CHECK_EQ(st.parts_only_built, n);
+    KT_CHECK(st.fast_linked > 0 && st.parts_built > 0);
+    /* Every part the urgent builds linked from was there: 4 per link. */
+    KT_CHECK(st.parts_reused >= 4 * st.fast_linked);
+    for (size_t i = 0; i < n; i++)
+        kiln_program_destroy(prog[i]);
+    kiln_foz_index_destroy(idx);
+    kiln_foz_close(foz);
+    kiln_vk_destroy(vk);
+}
+
 KT_MAIN(KT_ENTRY(hand_over), KT_ENTRY(parts_reused), KT_ENTRY(without_flag),
         KT_ENTRY(without_library), KT_ENTRY(external_device), KT_ENTRY(foz_hand_over),
-        KT_ENTRY(render_threads))
+        KT_ENTRY(render_threads), KT_ENTRY(parts_ahead), KT_ENTRY(parts_ahead_control),
+        KT_ENTRY(foz_parts_ahead))

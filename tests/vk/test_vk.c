@@ -947,6 +947,9 @@ KT_CASE(allocation_callbacks)
 
 /* Builds the graphics pipeline of vertex `vv` and fragment `fv` linked
  * from parts (KILN_VK_LINK_FAST), into *p, with what the link did. */
+/* kiln_vk_graphics.link for build_linked (library_parts_ahead sets it). */
+static uint32_t g_link = KILN_VK_LINK_FAST;
+
 static int build_linked(struct kiln_vk *vk, unsigned vv, unsigned fv, uint32_t format,
                         struct kiln_vk_link_result *lr, struct kiln_vk_pipeline **p)
 {
@@ -963,7 +966,7 @@ static int build_linked(struct kiln_vk *vk, unsigned vv, unsigned fv, uint32_t f
                                  .vertex = &vs,
                                  .fragment = &fs,
                                  .color_format = format,
-                                 .link = KILN_VK_LINK_FAST,
+                                 .link = g_link,
                                  .link_result = lr};
     *lr = (struct kiln_vk_link_result)KILN_VK_LINK_RESULT_INIT;
     int rc = kiln_vk_graphics_pipeline(vk, "test-linked", &g, p);
@@ -1036,6 +1039,43 @@ KT_CASE(library_fast_link)
     KT_CHECK(!kiln_vk_extension_enabled(vk, "VK_EXT_graphics_pipeline_library"));
     KT_CHECK_OK(build_linked(vk, 1, 1, 0, &lr, &a));
     KT_CHECK(!lr.linked && lr.parts_built == 0 && lr.parts_reused == 0);
+    kiln_vk_destroy(vk);
+}
+
+/* Parts ahead (KILN_VK_LINK_PARTS): the four parts and no pipeline; the
+ * fast link of the same stages then builds no part (all four reused). The
+ * control: a context without pipeline libraries refuses parts alone. */
+KT_CASE(library_parts_ahead)
+{
+    struct kiln_vk *vk = vkt_context(NULL);
+    KT_REQUIRE(vk);
+    if (!kiln_vk_get_info(vk)->pipeline_library) {
+        kiln_vk_destroy(vk);
+        printf("skipped: the device lacks VK_EXT_graphics_pipeline_library\n");
+        exit(77);
+    }
+    struct kiln_vk_link_result lr;
+    struct kiln_vk_pipeline *p = NULL;
+    g_link = KILN_VK_LINK_PARTS;
+    KT_CHECK_OK(build_linked(vk, 5, 5, 0, &lr, &p));
+    KT_CHECK(p == NULL && !lr.linked && lr.parts_built == 4 && lr.parts_reused == 0);
+    g_link = KILN_VK_LINK_FAST;
+    KT_CHECK_OK(build_linked(vk, 5, 5, 0, &lr, &p));
+    KT_CHECK(p != NULL && lr.linked && lr.parts_built == 0 && lr.parts_reused == 4);
+    struct kiln_vk_stats s = KILN_VK_STATS_INIT;
+    kiln_vk_get_stats(vk, &s);
+    KT_CHECK_EQ(s.parts_built, 4);
+    KT_CHECK_EQ(s.pipelines_linked, 1);
+    KT_CHECK_EQ(s.live_pipelines, 1);
+    kiln_vk_destroy(vk);
+    struct kiln_vk_options opt = {.size = sizeof(opt), .no_pipeline_library = true};
+    vk = vkt_context(&opt);
+    KT_REQUIRE(vk);
+    g_link = KILN_VK_LINK_PARTS;
+    p = NULL;
+    KT_CHECK_EQ(build_linked(vk, 5, 5, 0, &lr, &p), KILN_ENOTSUP);
+    KT_CHECK(p == NULL && lr.parts_built == 0);
+    g_link = KILN_VK_LINK_FAST;
     kiln_vk_destroy(vk);
 }
 
@@ -1128,4 +1168,5 @@ KT_MAIN(KT_ENTRY(spirv_reflect), KT_ENTRY(builtin_layout_checked),
         KT_ENTRY(keep_modules_mode), KT_ENTRY(pipeline_cache_round_trip), KT_ENTRY(device_index),
         KT_ENTRY(cache_header_check), KT_ENTRY(spirv_check), KT_ENTRY(extra_extensions),
         KT_ENTRY(extra_extension_features), KT_ENTRY(allocation_callbacks),
-        KT_ENTRY(library_fast_link), KT_ENTRY(creation_feedback_and_probe))
+        KT_ENTRY(library_fast_link), KT_ENTRY(library_parts_ahead),
+        KT_ENTRY(creation_feedback_and_probe))

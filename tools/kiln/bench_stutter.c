@@ -23,6 +23,14 @@
  * - fastlink: async with KILN_SERVICE_FAST_LINK (where the service and the
  *   device have it; else it reports fast_linked 0).
  *
+ * With --shader-lead F (parts ahead of the draw, docs/runtime.md), each
+ * schedule pipeline's library parts are asked for (KILN_REQUEST_PARTS_ONLY,
+ * background) at the start of the frame F frames before its first use, and
+ * those first used by frame F before the loop: a loading screen that lasts
+ * until the frame-0 pipelines' parts are answered (timed apart, not a
+ * frame). Only a service with fast-link takes them; elsewhere they are
+ * refused (KILN_ENOTSUP) and counted, and the mode runs as without.
+ *
  * Each also runs with the background programs asked for before frame 0:
  * at background priority on the mode's service (async modes), or on a
  * second service of its own workers (sync: background threads beside the
@@ -36,8 +44,10 @@
  * builds in sync mode, and its polls) plus the draw cost, not how late a
  * sleep woke on a busy machine; the loop then sleeps to the frame
  * boundary (a frame whose wall time passed it starts the next at once). The urgent
- * wait is each ticket's own (request to its first answer); the time until
- * every pipeline is optimized, from frame 0 to the last non-linked answer.
+ * wait is each ticket's own (request to its first answer), over every
+ * request and over those after frame 0 alone (the play, the level load's
+ * burst apart); the time until every pipeline is optimized, from frame 0
+ * to the last non-linked answer.
  *
  * The warm-start comparison: the schedule's programs stored in a cache in
  * the private folder (kiln_cache_put_program), then, each in a child of its
@@ -100,6 +110,11 @@ static const char help[] =
     "  --no-warm-compare  skip the warm-start comparison\n"
     "  --same-priority  background builds at the frame's priority, not idle\n"
     "                  (the service's KILN_SERVICE_SAME_PRIORITY)\n"
+    "  --no-urgent-hold  background builds start while urgent ones wait (the\n"
+    "                  service's KILN_SERVICE_NO_URGENT_HOLD; default: held)\n"
+    "  --shader-lead F  ask each pipeline's library parts (parts only, background)\n"
+    "                  F frames before its first use; frame 0's on a loading\n"
+    "                  screen before the loop (default 0: none)\n"
     "  --device N      the Vulkan device by index\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n";
@@ -113,7 +128,9 @@ struct stutter {
     unsigned device;
     unsigned jobs;      /* the services' workers; 0: auto */
     bool same_priority; /* --same-priority: KILN_SERVICE_SAME_PRIORITY */
+    bool no_hold;       /* --no-urgent-hold: KILN_SERVICE_NO_URGENT_HOLD */
     unsigned fps, frames, background;
+    unsigned lead; /* --shader-lead: frames of parts ahead (0: none) */
     uint64_t seed, budget_ns, draw_ns;
     struct kiln_program **progs; /* the schedule's, in order; NULL: left out */
     size_t n;
@@ -139,6 +156,11 @@ struct mode_result {
     uint64_t draws, draws_new, draws_skipped, first_draws_skipped;
     uint64_t ready, failed, request_errors;
     uint64_t wait_p50_ns, wait_p99_ns, svc_p50_ns, svc_p99_ns;
+    uint64_t play_p50_ns, play_p99_ns; /* the urgent waits after frame 0 */
+    /* --shader-lead: parts-only requests taken and refused, the service's
+     * parts-only builds, and the loading screen's time. */
+    uint64_t parts_asked, parts_refused, parts_only_built, loading_ns;
+    uint64_t background_holds; /* the frame service's (kiln_service_stats) */
     uint64_t fast_linked, optimized, built_urgent, built_background;
     bool all_optimized, bg_all_done;
     uint64_t all_optimized_ns, bg_built, bg_done_ns;
@@ -431,6 +453,8 @@ struct mode_ctx {
     struct kiln_service *svc, *bg_svc;
     struct slot *slots, *bg_slots;
     uint64_t *frame_ns;
+    struct kiln_ticket **parts; /* --shader-lead: the parts-only tickets */
+    size_t ahead;               /* the schedule's pipelines whose parts were asked */
 };
 
 static int make_service(struct mode_ctx *c, bool sync, struct kiln_service **out)
@@ -446,6 +470,8 @@ static int make_service(struct mode_ctx *c, bool sync, struct kiln_service **out
     o.flags = c->m.kind == M_FAST && !sync ? KILN_SERVICE_FAST_LINK : 0;
     if (c->s->same_priority)
         o.flags |= KILN_SERVICE_SAME_PRIORITY;
+    if (c->s->no_hold)
+        o.flags |= KILN_SERVICE_NO_URGENT_HOLD;
     return kiln_service_create(&o, out);
 }
 
@@ -471,7 +497,8 @@ static int mode_setup(struct mode_ctx *c, struct mode_result *r)
     c->slots = calloc(c->s->n, sizeof(*c->slots));
     c->bg_slots = calloc(c->s->nbg ? c->s->nbg : 1, sizeof(*c->bg_slots));
     c->frame_ns = calloc(c->s->frames, sizeof(*c->frame_ns));
-    if (rc == KILN_OK && (!c->slots || !c->bg_slots || !c->frame_ns))
+    c->parts = calloc(c->s->n, sizeof(*c->parts));
+    if (rc == KILN_OK && (!c->slots || !c->bg_slots || !c->frame_ns || !c->parts))
         rc = KILN_ENOMEM;
     if (rc < 0)
         snprintf(r->why, sizeof(r->why), "starting the service");
@@ -491,6 +518,39 @@ static void sleep_until(uint64_t t)
     }
 }
 
+/* --shader-lead: asks the parts of the schedule's pipelines first used by
+ * frame `by` not asked yet (parts only, background; a service without
+ * fast-link refuses them: counted). */
+static void ask_parts_until(struct mode_ctx *c, uint64_t by, struct mode_result *r)
+{
+    const struct stutter *s = c->s;
+    for (; s->lead && c->ahead < s->n && s->first[c->ahead] <= by; c->ahead++) {
+        struct kiln_pipeline_request q = KILN_PIPELINE_REQUEST_INIT;
+        q.program = s->progs[c->ahead];
+        q.priority = KILN_PRIORITY_BACKGROUND;
+        q.flags = KILN_REQUEST_PARTS_ONLY;
+        if (kiln_service_request(c->svc, &q, &c->parts[c->ahead]) == KILN_OK)
+            r->parts_asked++;
+        else
+            r->parts_refused++;
+    }
+}
+
+/* --shader-lead: the loading screen before frame 0: the parts of the
+ * pipelines first used by frame F asked, those of frame 0 waited for. */
+static void loading_screen(struct mode_ctx *c, struct mode_result *r)
+{
+    const struct stutter *s = c->s;
+    uint64_t t0 = kiln_now_ns();
+    ask_parts_until(c, s->lead, r);
+    for (size_t i = 0; s->lead && i < s->n && s->first[i] == 0; i++) {
+        uint64_t spent = kiln_now_ns() - t0;
+        if (c->parts[i] && spent < DRAIN_NS)
+            kiln_ticket_wait(c->parts[i], DRAIN_NS - spent, NULL);
+    }
+    r->loading_ns = kiln_now_ns() - t0;
+}
+
 /*
  * One frame: its requests, the draw cost (slept), its draws. @return the
  * frame's time: the frame thread's own work (its requests, with their
@@ -502,6 +562,7 @@ static uint64_t run_frame(struct mode_ctx *c, uint32_t f, size_t *scene, struct 
     const struct stutter *s = c->s;
     uint64_t start = kiln_now_ns();
     size_t first_new = *scene;
+    ask_parts_until(c, (uint64_t)f + s->lead, r); /* the shaders seen F frames ahead */
     while (*scene < s->n && s->first[*scene] == f) {
         if (ask(c->svc, s->progs[*scene], KILN_PRIORITY_URGENT, &c->slots[*scene]) < 0)
             r->request_errors++;
@@ -572,8 +633,8 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
     }
     r->frame_p50_ns = percentile(c->frame_ns, s->frames, 50);
     r->frame_p99_ns = percentile(c->frame_ns, s->frames, 99);
-    uint64_t *w = calloc(s->n, sizeof(*w));
-    size_t nw = 0;
+    uint64_t *w = calloc(s->n, sizeof(*w)), *play = calloc(s->n, sizeof(*play));
+    size_t nw = 0, np = 0;
     for (size_t i = 0; i < s->n; i++) {
         const struct slot *sl = &c->slots[i];
         int st = atomic_load(&sl->state);
@@ -590,10 +651,15 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
         uint64_t fw = atomic_load(&c->slots[i].first_wait);
         if (w && fw)
             w[nw++] = fw - 1;
+        if (play && fw && s->first[i] > 0)
+            play[np++] = fw - 1;
     }
     r->wait_p50_ns = percentile(w, nw, 50);
     r->wait_p99_ns = percentile(w, nw, 99);
+    r->play_p50_ns = percentile(play, np, 50);
+    r->play_p99_ns = percentile(play, np, 99);
     free(w);
+    free(play);
     struct kiln_service_stats st = KILN_SERVICE_STATS_INIT;
     if (kiln_service_get_stats(c->svc, &st) == 0) {
         r->svc_p50_ns = st.urgent_p50_ns;
@@ -602,6 +668,8 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
         r->optimized = st.optimized;
         r->built_urgent = st.built_urgent;
         r->built_background = st.built_background;
+        r->parts_only_built = st.parts_only_built;
+        r->background_holds = st.background_holds;
     }
 }
 
@@ -616,6 +684,7 @@ static void mode_child(const struct stutter *s, struct mode m, struct mode_resul
     r->rc = mode_setup(&c, r);
     if (r->rc < 0)
         return;
+    loading_screen(&c, r);
     uint64_t t0 = kiln_now_ns();
     struct kiln_service *bg_svc = c.bg_svc ? c.bg_svc : c.svc;
     for (size_t i = 0; m.with_bg && i < s->nbg; i++)
@@ -851,6 +920,15 @@ static void json_mode(struct cli_json *j, const struct stutter *s, struct mode m
     cli_json_double(j, "urgent_wait_p50_ms", ms_of(r->wait_p50_ns));
     cli_json_double(j, "urgent_wait_p99_ms", ms_of(r->wait_p99_ns));
     cli_json_double(j, "urgent_wait_p99_frames", (double)r->wait_p99_ns / (double)s->budget_ns);
+    cli_json_double(j, "play_urgent_wait_p50_ms", ms_of(r->play_p50_ns));
+    cli_json_double(j, "play_urgent_wait_p99_ms", ms_of(r->play_p99_ns));
+    cli_json_double(j, "play_urgent_wait_p99_frames",
+                    (double)r->play_p99_ns / (double)s->budget_ns);
+    cli_json_u64(j, "parts_ahead_asked", r->parts_asked);
+    cli_json_u64(j, "parts_ahead_refused", r->parts_refused);
+    cli_json_u64(j, "parts_only_built", r->parts_only_built);
+    cli_json_double(j, "loading_screen_ms", ms_of(r->loading_ns));
+    cli_json_u64(j, "background_holds", r->background_holds);
     cli_json_double(j, "service_urgent_p50_ms", ms_of(r->svc_p50_ns));
     cli_json_double(j, "service_urgent_p99_ms", ms_of(r->svc_p99_ns));
     cli_json_u64(j, "fast_linked", r->fast_linked);
@@ -933,6 +1011,8 @@ static void print_json(const struct report *rp)
     cli_json_u64(&j, "unreadable", s->unloadable);
     cli_json_u64(&j, "background_programs", s->nbg);
     cli_json_bool(&j, "same_priority", s->same_priority);
+    cli_json_u64(&j, "shader_lead_frames", s->lead);
+    cli_json_bool(&j, "urgent_hold", !s->no_hold);
     cli_json_u64(&j, "seed", s->seed);
     cli_json_u64(&j, "fps", s->fps);
     cli_json_double(&j, "budget_ms", ms_of(s->budget_ns));
@@ -982,6 +1062,11 @@ CELL(c_fskip, "%" PRIu64 "/%" PRIu64, r->first_draws_skipped, r->draws_new)
 CELL(c_w50, "%.1f", ms_of(r->wait_p50_ns))
 CELL(c_w99, "%.1f", ms_of(r->wait_p99_ns))
 CELL(c_w99f, "%.2f", (double)r->wait_p99_ns / (double)s->budget_ns)
+CELL(c_p50play, "%.1f", ms_of(r->play_p50_ns))
+CELL(c_p99play, "%.1f", ms_of(r->play_p99_ns))
+CELL(c_p99playf, "%.2f", (double)r->play_p99_ns / (double)s->budget_ns)
+CELL(c_parts, "%" PRIu64 "/%" PRIu64, r->parts_asked, r->parts_asked + r->parts_refused)
+CELL(c_loading, "%.0f", ms_of(r->loading_ns))
 CELL(c_linked, "%" PRIu64, r->fast_linked)
 CELL(c_failed, "%" PRIu64, r->failed)
 CELL(c_peak, "%.0f", (double)r->peak_rss / (1024.0 * 1024.0))
@@ -1023,6 +1108,11 @@ static void print_table(const struct report *rp)
         {"urgent wait p50 ms", c_w50},
         {"urgent wait p99 ms", c_w99},
         {"urgent wait p99 frames", c_w99f},
+        {"play wait p50 ms", c_p50play},
+        {"play wait p99 ms", c_p99play},
+        {"play wait p99 frames", c_p99playf},
+        {"parts ahead taken/asked", c_parts},
+        {"loading screen ms", c_loading},
         {"fast-linked", c_linked},
         {"pipelines failed", c_failed},
         {"all optimized ms", c_allopt},
@@ -1082,6 +1172,9 @@ static void print_text(const struct report *rp)
     printf("  %zu at the level load, the last first used at frame %" PRIu32
            "; *_bg: %zu generated programs built in the background\n",
            s->n / 4 ? s->n / 4 : (size_t)1, s->first[s->n - 1], s->nbg);
+    printf("  urgent hold %s; shader lead %u frame%s%s; play wait: urgent requests after frame 0\n",
+           s->no_hold ? "off" : "on", s->lead, CLI_S(s->lead),
+           s->lead ? " (parts only, asked ahead; frame 0's on a loading screen)" : " (off)");
     printf("  on %s (%s), %u service worker%s; each mode in a fresh process, empty pipeline "
            "cache\n",
            rp->res[0].device, rp->res[0].driver, rp->res[rp->n - 1].workers,
@@ -1146,6 +1239,8 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
         {"modes", required_argument, NULL, 'm'},
         {"no-warm-compare", no_argument, NULL, 'W'},
         {"same-priority", no_argument, NULL, 'P'},
+        {"shader-lead", required_argument, NULL, 'L'},
+        {"no-urgent-hold", no_argument, NULL, 'H'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
@@ -1194,6 +1289,13 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
             break;
         case 'P':
             s->same_priority = true;
+            break;
+        case 'H':
+            s->no_hold = true;
+            break;
+        case 'L':
+            CLI_TRY(cli_parse_u64(name, "--shader-lead", optarg, 0, 1000000, false, &v));
+            s->lead = (unsigned)v;
             break;
         case 'd':
             CLI_TRY(cli_parse_device(name, optarg, &s->use_device, &s->device));
