@@ -638,6 +638,9 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     size_t n = 0;
     bool lock_made = false;
     int rc;
+    /* The Vulkan context, made beside the translation (prep_vk_early.c). */
+    struct kiln__prep_vk_want early_want = KILN__PREP_VK_WANT(o, NULL, 0);
+    struct kiln__prep_vk_early early = {.started = false};
 
     /* The programs. */
     n = r.src.count;
@@ -647,6 +650,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         goto out;
     }
     s->programs = n;
+    if (!o->no_vulkan)
+        kiln__prep_vk_early_start(&early, &early_want);
 
     /* The cache. */
     s->stamp = kiln_prepare_stamp(o);
@@ -771,15 +776,14 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         items[i].size = progs[i].size;
     }
 
-    /* Vulkan, with the builders' extensions these items need. */
-    uint64_t t3 = kiln_now_ns();
+    /* Vulkan, with the builders' extensions these items need: the
+     * context begun beside the translation is finished with them. */
     struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
     struct kiln__prep_vk_got got;
-    rc = kiln__prep_vk_open(&want, &got, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    rc = kiln__prep_vk_early_finish(&early, &want, &got, s);
     struct kiln_vk *vk = got.vk;
     own_vk = got.own;
     ext_masks = got.masks;
-    s->vulkan_ns = kiln_now_ns() - t3;
     if (rc < 0) {
         fail_at(s, KILN_PREP_STEP_VULKAN, rc);
         goto out;
@@ -893,6 +897,7 @@ out:
     }
     KILN__PREP_BINARIES_COUNTS(bins, s);
     kiln__bin_tier_close(bins);
+    kiln__prep_vk_early_abandon(&early); /* a run that ended before its pipelines */
     kiln_vk_destroy(own_vk);
     kiln__free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {
