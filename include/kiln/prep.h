@@ -766,6 +766,10 @@ struct kiln_prepare_summary {
      * translate_ns + dict_ns + load_ns + vulkan_ns - vulkan_overlap_ns +
      * pipelines_ns + save_ns is about total_ns. 0 with a given context. */
     uint64_t vulkan_overlap_ns;
+    /* (0.2) Isolation: of isolated_workers, those started with the run
+     * (beside the translation, their Vulkan context begun there), which
+     * the pipeline phase found ready but for their device. */
+    uint64_t isolated_early_workers;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 

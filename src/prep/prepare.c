@@ -641,6 +641,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     /* The Vulkan context, made beside the translation (prep_vk_early.c). */
     struct kiln__prep_vk_want early_want = KILN__PREP_VK_WANT(o, NULL, 0);
     struct kiln__prep_vk_early early = {.started = false};
+    /* Isolated workers, started with the run (isolate.c). */
+    struct kiln__isolate_early *early_iso = NULL;
 
     /* The programs. */
     n = r.src.count;
@@ -704,6 +706,20 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     }
     s->memory_budget = r.memory_budget;
     s->open_ns = kiln_now_ns() - t0;
+
+    /* Isolated workers start now, their Vulkan contexts begun beside the
+     * translation; the pipeline phase greets them (kiln__isolate_early_begin). */
+    if (o->isolate && !o->no_vulkan) {
+        struct kiln__isolate_early_want ew = {.iso = o->isolate,
+                                              .use_device_index = o->use_device_index,
+                                              .device = o->device,
+                                              .cache_dir = o->cache_dir,
+                                              .background = o->background,
+                                              .programs = n,
+                                              .workers = s->workers};
+        if (kiln__isolate_early_begin(&ew, &early_iso) < 0)
+            KILN_INFO("prep", "isolated workers start with the pipeline phase (out of memory)");
+    }
 
     /* Translate, pack and store, on the pool. */
     uint64_t t1 = kiln_now_ns();
@@ -837,7 +853,11 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                         .device = o->device,
                                         .cache_dir = o->cache_dir,
                                         .build_hint_ns = kiln__prep_ledger_build_ns(ledger),
-                                        .start_hint_ns = own_vk ? s->vulkan_ns : 0};
+                                        .start_hint_ns = !own_vk ? 0
+                                                         : early_iso
+                                                             ? s->vulkan_ns - s->vulkan_overlap_ns
+                                                             : s->vulkan_ns,
+                                        .early = early_iso};
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
         struct kiln__isolate_stats ist;
         built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);
@@ -846,6 +866,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         s->isolated_resent = ist.resent;
         s->isolated_early_timeouts = ist.early_timeouts;
         s->isolated_time_limit_ms = ist.learned_limit_ms;
+        s->isolated_early_workers = ist.early_taken;
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }
@@ -898,6 +919,7 @@ out:
     KILN__PREP_BINARIES_COUNTS(bins, s);
     kiln__bin_tier_close(bins);
     kiln__prep_vk_early_abandon(&early); /* a run that ended before its pipelines */
+    kiln__isolate_early_end(early_iso);  /* those not taken, then their thread */
     kiln_vk_destroy(own_vk);
     kiln__free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {
