@@ -309,6 +309,11 @@ static int make_context(struct greeting *g, const struct kiln__iso_head *h, void
     rc = early ? kiln__vk_create_late(&vopt, &late, vk) : kiln_vk_create(&vopt, vk);
     if (early)
         kiln__free(body);
+    /* Failed before the greeting (no device): answered only once greeted,
+     * as a worker started late; a parent that never greets (its own
+     * context failed alike) ends this one without a word from it. */
+    if (rc < 0 && early && !g->body && !g->read_rc && read_hello(g, NULL, NULL) < 0)
+        return g->read_rc ? g->read_rc : rc;
     if (rc < 0 && !g->why[0])
         snprintf(g->why, sizeof(g->why), "no Vulkan context");
     return rc;
