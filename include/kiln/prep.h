@@ -597,7 +597,10 @@ struct kiln_prepare_options {
      * not apply to its threads. With `isolate`, the pool that talks to the
      * worker processes runs on it too, but the one thread that starts the
      * worker processes is still kiln's (a process must not be forked from
-     * a thread the application shares). NULL: kiln's threads.
+     * a thread the application shares), and so is the one that makes the
+     * Vulkan context beside the translation (it waits in the driver and
+     * then for the translation: no job for a shared pool). NULL: kiln's
+     * threads.
      */
     const struct kiln_executor *executor;
     /*
@@ -765,6 +768,16 @@ struct kiln_prepare_summary {
     /* (0.2) Records of the tier dropped at the run's start because their
      * program is no longer in the cache (kiln_binaries_sweep). */
     uint64_t binaries_swept;
+    /* (0.2) Of vulkan_ns, the part the run did not wait for: the context
+     * kiln makes is begun beside the translation (the instance and the
+     * device choice), and only the rest follows it. So open_ns +
+     * translate_ns + dict_ns + load_ns + vulkan_ns - vulkan_overlap_ns +
+     * pipelines_ns + save_ns is about total_ns. 0 with a given context. */
+    uint64_t vulkan_overlap_ns;
+    /* (0.2) Isolation: of isolated_workers, those started with the run
+     * (beside the translation, their Vulkan context begun there), which
+     * the pipeline phase found ready but for their device. */
+    uint64_t isolated_early_workers;
 };
 #define KILN_PREPARE_SUMMARY_INIT KILN_STRUCT_INIT(kiln_prepare_summary)
 

@@ -42,6 +42,11 @@ uint64_t kiln__err_mark(void)
     return detail_seq;
 }
 
+const char *kiln__err_detail_since(uint64_t mark)
+{
+    return detail_seq != mark ? detail : "";
+}
+
 static void lock(struct kiln__errbuf *eb)
 {
     while (atomic_flag_test_and_set_explicit(&eb->busy, memory_order_acquire))

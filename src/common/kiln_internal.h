@@ -397,6 +397,31 @@ int kiln__prep_builders_in(const struct kiln_builder *in, size_t n,
 void kiln__prep_builders_free(struct kiln__prep_builders *b);
 
 /*
+ * kiln_vk_create with the extra extensions asked late (vk_context.c):
+ * late->fn is called once, on the creating thread, after the instance is
+ * made and the device chosen and right before the device is made, and
+ * sets the extra_extensions list and its count (names that stay valid
+ * until kiln__vk_create_late returns). A negative answer stops the
+ * creation there with that error; the half-made context is destroyed.
+ * So kiln_prepare makes the slow first part beside its translation, whose
+ * programs decide the extensions (start.c). Not with `external`
+ * (KILN_EINVAL). @return as kiln_vk_create.
+ */
+struct kiln_vk;
+struct kiln_vk_options;
+struct kiln__vk_late {
+    int (*fn)(void *user, const char *const **names, uint32_t *count);
+    void *user;
+};
+int kiln__vk_create_late(const struct kiln_vk_options *o, const struct kiln__vk_late *late,
+                         struct kiln_vk **out);
+
+/* The detail this thread logged since `mark` (kiln__err_mark), or "": a
+ * worker thread's failure handed to the thread that reports it, which
+ * keeps it with kiln__err_detail. */
+const char *kiln__err_detail_since(uint64_t mark);
+
+/*
  * The host tier of driver binaries (src/prep/binaries.c stores them,
  * src/vk/vk_binary.c talks to the driver, VK_KHR_pipeline_binary): a
  * provider is what the tier asks of a device, so that tests drive the

@@ -25,6 +25,18 @@
  *   ready. A starter thread is joined before its slot is started again
  *   and at the end of the phase, before the slots are read.
  *
+ * - Workers start with the run (kiln__isolate_early_begin): before the
+ *   translation, the spawner thread starts the count the sizing rule
+ *   starts with nothing timed and sends each START, so their Vulkan
+ *   instance and device choice overlap the translation; a starter then
+ *   takes one of those (take_early) before it spawns another, and greets
+ *   it as any other: the HELLO, read by the worker inside its context's
+ *   creation, still decides the device's extensions, so a worker started
+ *   early builds exactly as one started late. The phase counts as a
+ *   start's cost only what it waited for (HELLO to READY). Those never
+ *   taken are ended by kiln__isolate_early_end, which waits until the
+ *   spawner thread started them all, ends them, then the thread.
+ *
  * - Nothing waits without a bound. Every send and receive has a deadline:
  *   the per-pipeline time limit for each program (learned or fixed) and
  *   the fixed one for a new worker's greeting and for the final cache;
@@ -68,9 +80,10 @@
  *   (PR_SET_PDEATHSIG). The kernel sends it when the *thread* that started
  *   the child ends, not the process, and the pool's threads end before
  *   the workers are sent END (finish_workers runs after the pool joined).
- *   So every worker is started by one spawner thread of the phase's own,
- *   which a pool thread asks and waits for, and which is joined only
- *   after every worker was ended and reaped: it outlives them all.
+ *   So every worker is started by one spawner thread of the phase's own
+ *   (of the run's, with workers started early), which a pool thread asks
+ *   and waits for, and which is joined only after every worker was ended
+ *   and reaped: it outlives them all.
  *
  * - Workers enable the device extensions this process would: the greeting
  *   carries the names this process's builders found the programs need
@@ -126,7 +139,7 @@ int kiln__iso_head_get(const uint8_t in[KILN__ISO_HEAD_BYTES], struct kiln__iso_
     h->type = kiln__load_le32(in + 4);
     h->size = kiln__load_le32(in + 8);
     h->check = kiln__load_le32(in + 12);
-    if (h->type < KILN__ISO_HELLO || h->type > KILN__ISO_CACHE || h->size > KILN__ISO_BODY_MAX)
+    if (h->type < KILN__ISO_HELLO || h->type > KILN__ISO_START || h->size > KILN__ISO_BODY_MAX)
         return KILN_EFORMAT;
     return KILN_OK;
 }
@@ -345,6 +358,26 @@ struct spawner {
     bool background;
     struct kiln__iso_proc *proc; /* the answer */
     int rc;
+    /* Workers started with the run (kiln__isolate_early_begin): the thread
+     * starts them first, then serves requests. NULL: none. */
+    struct kiln__isolate_early *early;
+};
+
+/* Workers started at the run's start, each sent START (their Vulkan
+ * context begun), for the pipeline phase to greet (take_early). Every
+ * field after `spawner` is under spawner.mu. */
+struct kiln__isolate_early {
+    struct spawner spawner;
+    const char *const *argv;
+    unsigned want;     /* how many the spawner thread starts */
+    unsigned limit_ms; /* the deadline of START's send */
+    uint8_t *start;    /* START's body */
+    uint32_t start_size;
+    struct kiln__iso_proc **procs; /* started and sent START, not taken yet */
+    unsigned nprocs;
+    unsigned started; /* all it started (the summary's word) */
+    unsigned taken;   /* greeted by the pipeline phase */
+    bool done;        /* the thread has started them all */
 };
 
 /* The default floor of the learned limit, and the builds it needs seen
@@ -354,7 +387,8 @@ struct spawner {
 
 struct iso {
     struct kiln__prep_build *b;
-    struct spawner spawner;
+    struct spawner own_spawner; /* without early workers */
+    struct spawner *sp;         /* the one that starts this phase's workers */
     const struct kiln__isolate_run *run;
     uint64_t limit_ns;
     unsigned limit_ms; /* the fixed limit, or the learned one's cap */
@@ -503,6 +537,41 @@ static void drop_worker(struct iso *iso, struct slot *s, const char *name, int r
                   kiln_strerror(rc), rest);
 }
 
+/* The spawner thread's first work with early workers: starts each and
+ * sends it START, keeping those that took it. Called under sp->mu, which
+ * it drops while it spawns. */
+static void start_early(struct spawner *sp)
+{
+    struct kiln__isolate_early *e = sp->early;
+    pthread_mutex_unlock(&sp->mu);
+    for (unsigned i = 0; i < e->want; i++) {
+        struct kiln__iso_proc *proc = NULL;
+        if (kiln__iso_spawn(e->argv, sp->background, &proc) < 0)
+            break; /* the pipeline phase starts its own and says why */
+        budget_add(proc);
+        uint8_t head[KILN__ISO_HEAD_BYTES];
+        kiln__iso_head_put(head, KILN__ISO_START, e->start, e->start_size);
+        uint64_t deadline = kiln_now_ns() + (uint64_t)e->limit_ms * 1000000u;
+        int rc = kiln__iso_send(proc, head, sizeof(head), deadline);
+        if (rc == KILN_OK)
+            rc = kiln__iso_send(proc, e->start, e->start_size, deadline);
+        if (rc < 0) {
+            char how[96];
+            long pid = kiln__iso_pid(proc);
+            kiln__iso_end(proc, 0, how, sizeof(how));
+            kiln__budget_remove_pid(pid);
+            continue;
+        }
+        pthread_mutex_lock(&sp->mu);
+        e->procs[e->nprocs++] = proc;
+        e->started++;
+        pthread_mutex_unlock(&sp->mu);
+    }
+    pthread_mutex_lock(&sp->mu);
+    e->done = true;
+    pthread_cond_broadcast(&sp->cv);
+}
+
 static void *spawner_main(void *arg)
 {
     struct spawner *sp = arg;
@@ -513,6 +582,8 @@ static void *spawner_main(void *arg)
         if (brc < 0)
             KILN_INFO("prep", "workers' background priority only in part: %s", kiln_strerror(brc));
     }
+    if (sp->early)
+        start_early(sp);
     for (;;) {
         while (!sp->quit && !(sp->asked && !sp->answered))
             pthread_cond_wait(&sp->cv, &sp->mu);
@@ -532,11 +603,13 @@ static void *spawner_main(void *arg)
     return NULL;
 }
 
-/* Starts the spawner thread. @return 0 or KILN_ENOMEM. */
-static int spawner_begin(struct spawner *sp, bool background)
+/* Starts the spawner thread (first starting `early`'s workers, when not
+ * NULL). @return 0 or KILN_ENOMEM. */
+static int spawner_begin(struct spawner *sp, bool background, struct kiln__isolate_early *early)
 {
     memset(sp, 0, sizeof(*sp));
     sp->background = background;
+    sp->early = early;
     if (pthread_mutex_init(&sp->mu, NULL) != 0)
         return KILN_ENOMEM;
     if (pthread_cond_init(&sp->cv, NULL) != 0) {
@@ -590,23 +663,42 @@ static int spawn_worker(struct spawner *sp, const char *const *argv, struct kiln
     return rc;
 }
 
-/* Starts a slot's worker and waits for its greeting's answer, on the
- * slot's starter thread. The start's time is kept (iso.start_ns: the
- * slowest) for the rule that sizes the workers. @return 0, or the error
- * (the slot left without a worker). */
+/* A worker started with the run, once the spawner thread started them
+ * all; NULL when none is left (or there were none). */
+static struct kiln__iso_proc *take_early(struct kiln__isolate_early *e)
+{
+    if (!e)
+        return NULL;
+    pthread_mutex_lock(&e->spawner.mu);
+    while (!e->done)
+        pthread_cond_wait(&e->spawner.cv, &e->spawner.mu);
+    struct kiln__iso_proc *p = e->nprocs ? e->procs[--e->nprocs] : NULL;
+    e->taken += p != NULL;
+    pthread_mutex_unlock(&e->spawner.mu);
+    return p;
+}
+
+/* Starts a slot's worker (or takes one started with the run, whose
+ * Vulkan context is begun) and waits for its greeting's answer, on the
+ * slot's starter thread. The start's time, only what this phase waited
+ * for, is kept (iso.start_ns: the slowest) for the rule that sizes the
+ * workers. @return 0, or the error (the slot left without a worker). */
 static int start_worker(struct iso *iso, struct slot *s)
 {
     uint64_t t0 = kiln_now_ns();
-    int rc = spawn_worker(&iso->spawner, iso->run->iso->argv, &s->proc);
-    if (rc < 0) {
-        KILN_ERROR("prep", "cannot start the worker %s: %s", iso->run->iso->argv[0],
-                   kiln_strerror(rc));
-        return rc;
+    s->proc = take_early(iso->run->early);
+    if (!s->proc) {
+        int rc = spawn_worker(iso->sp, iso->run->iso->argv, &s->proc);
+        if (rc < 0) {
+            KILN_ERROR("prep", "cannot start the worker %s: %s", iso->run->iso->argv[0],
+                       kiln_strerror(rc));
+            return rc;
+        }
+        budget_add(s->proc);
     }
-    budget_add(s->proc);
     long pid = kiln__iso_pid(s->proc);
     uint64_t deadline = t0 + iso->limit_ns;
-    rc = send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
+    int rc = send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
     void *body = NULL;
     uint32_t size = 0;
     if (rc == KILN_OK)
@@ -1237,6 +1329,92 @@ static unsigned at_most_cpus(unsigned workers)
     return workers < plan.cpus ? workers : plan.cpus;
 }
 
+/* How many workers a run of `programs` on `workers` threads starts
+ * before it knows its work: the sizing rule's count with nothing timed
+ * (kiln__iso_worth_starting, the defaults or the tuning's build), none
+ * with the tuning's serial starts (their test waits for each start). */
+static unsigned early_count(const struct kiln__isolate_early_want *w,
+                            const struct kiln__iso_tuning *tune)
+{
+    unsigned workers = w->workers;
+    if (w->iso->workers || tune->workers)
+        workers = tune->workers ? tune->workers : w->iso->workers;
+    else
+        workers = at_most_cpus(workers);
+    if (tune->serial || w->programs == 0)
+        return 0;
+    uint64_t build =
+        tune->build_ms ? (uint64_t)tune->build_ms * 1000000u : KILN__ISO_DEFAULT_BUILD_NS;
+    unsigned r = 0;
+    while (r < workers && r < w->programs &&
+           kiln__iso_worth_starting(w->programs, r, build, KILN__ISO_DEFAULT_START_NS))
+        r++;
+    return r;
+}
+
+int kiln__isolate_early_begin(const struct kiln__isolate_early_want *w,
+                              struct kiln__isolate_early **out)
+{
+    *out = NULL;
+    struct kiln__iso_tuning tune;
+    kiln__prep_isolate_tuning(&tune);
+    unsigned want = early_count(w, &tune);
+    if (!want)
+        return KILN_OK;
+    struct kiln__isolate_early *e = kiln__calloc(1, sizeof(*e));
+    if (!e)
+        return KILN_ENOMEM;
+    e->argv = w->iso->argv;
+    e->want = want;
+    e->limit_ms =
+        w->iso->time_limit_ms ? w->iso->time_limit_ms : KILN_ISOLATE_DEFAULT_TIME_LIMIT_MS;
+    e->procs = kiln__calloc(want, sizeof(*e->procs));
+    int rc = e->procs ? kiln__iso_hello_make(w->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u,
+                                             w->device, w->cache_dir, 0, NULL, 0, NULL, 0,
+                                             &e->start, &e->start_size)
+                      : KILN_ENOMEM;
+    if (rc == KILN_OK)
+        rc = spawner_begin(&e->spawner, w->background, e);
+    if (rc < 0) {
+        kiln__free(e->start);
+        kiln__free(e->procs);
+        kiln__free(e);
+        return rc;
+    }
+    KILN_INFO("prep", "starting %u worker processes with the run (%s)", want, e->argv[0]);
+    *out = e;
+    return KILN_OK;
+}
+
+unsigned kiln__isolate_early_started(const struct kiln__isolate_early *e)
+{
+    return e ? e->started : 0;
+}
+
+void kiln__isolate_early_end(struct kiln__isolate_early *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->spawner.mu);
+    while (!e->done)
+        pthread_cond_wait(&e->spawner.cv, &e->spawner.mu);
+    unsigned left = e->nprocs;
+    e->nprocs = 0;
+    pthread_mutex_unlock(&e->spawner.mu);
+    /* Not greeted: nothing is wanted from them (their device was never
+     * made); ended at once, before the thread that started them ends. */
+    for (unsigned i = 0; i < left; i++) {
+        char how[96];
+        long pid = kiln__iso_pid(e->procs[i]);
+        kiln__iso_end(e->procs[i], 0, how, sizeof(how));
+        budget_remove(pid);
+    }
+    spawner_end(&e->spawner);
+    kiln__free(e->start);
+    kiln__free(e->procs);
+    kiln__free(e);
+}
+
 int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__isolate_run *run,
                                 struct kiln__prep_item *items, size_t n, unsigned workers,
                                 uint64_t *failed, struct kiln__isolate_stats *stats)
@@ -1276,15 +1454,16 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
         nb = make_batches(iso, todo, b->memory != NULL, &jobs);
         rc = nb ? KILN_OK : KILN_ENOMEM;
     }
-    if (rc == KILN_OK)
-        rc = spawner_begin(&iso->spawner, b->background);
+    iso->sp = run->early ? &run->early->spawner : &iso->own_spawner;
+    if (rc == KILN_OK && !run->early)
+        rc = spawner_begin(&iso->own_spawner, b->background, NULL);
     struct kiln_pool *pool = NULL;
     struct kiln_pool_memory_model mm;
     if (rc == KILN_OK)
         rc = kiln__prep_pool(workers, b->memory_budget, b->background, b->executor,
                              kiln__prep_memory_model(b->memory, &mm), &pool);
     if (rc < 0) {
-        spawner_end(&iso->spawner);
+        spawner_end(&iso->own_spawner);
         kiln__free(jobs);
         iso_end(iso);
         return rc;
@@ -1307,10 +1486,13 @@ int64_t kiln__isolate_build_all(struct kiln__prep_build *b, const struct kiln__i
      * thread's. */
     join_starters(iso);
     finish_workers(iso);
-    /* Every worker was reaped: the thread that started them may end. */
-    spawner_end(&iso->spawner);
+    /* Every worker was reaped: the thread that started them may end (the
+     * early workers' one ends in kiln__isolate_early_end, after the
+     * workers this phase did not take). */
+    spawner_end(&iso->own_spawner);
     merge_caches(iso);
     *stats = iso->stats;
+    stats->early_taken = run->early ? run->early->taken : 0;
     stats->early_timeouts = atomic_load(&iso->early);
     uint64_t seen = 0;
     if (iso->learn)

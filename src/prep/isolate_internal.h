@@ -19,8 +19,8 @@
 #define KILN__ISO_MAGIC      0x3157494bu /* "KIW1" */
 #define KILN__ISO_HEAD_BYTES 16u
 #define KILN__ISO_BODY_MAX   ((uint32_t)1 << 30) /* a pipeline cache's data may be large */
-/* 2: HELLO carries the device extensions; 3: JOB carries a batch */
-#define KILN__ISO_VERSION 3u
+/* 2: HELLO carries the device extensions; 3: JOB carries a batch; 4: START */
+#define KILN__ISO_VERSION 4u
 
 enum kiln__iso_type {
     KILN__ISO_HELLO = 1,  /* parent: version, device, cache folder, extensions, dictionary */
@@ -29,6 +29,11 @@ enum kiln__iso_type {
     KILN__ISO_RESULT = 4, /* worker: one program's status, outcome, state kind, why */
     KILN__ISO_END = 5,    /* parent: no more jobs; send the pipeline cache */
     KILN__ISO_CACHE = 6,  /* worker: its pipeline cache's data */
+    /* parent, instead of a first HELLO: a HELLO body without extensions or
+     * dictionary, sent to a worker started at the run's start. The worker
+     * begins its Vulkan context (instance, device choice) at once and
+     * reads the HELLO that follows before it makes the device. */
+    KILN__ISO_START = 7,
 };
 
 /* What became of one program in a worker (RESULT.outcome). */
@@ -152,9 +157,43 @@ struct kiln__isolate_run {
     uint64_t build_hint_ns;
     /* What making this process's own Vulkan context took (a worker's start
      * makes the same), for the sizing rule before a start ended; 0: not
-     * known (the application's context). */
+     * known (the application's context). With early workers, only the
+     * part of it the run waited for (a started worker's context is begun
+     * too: its visible start is the rest). */
     uint64_t start_hint_ns;
+    /* Workers started with the run (kiln__isolate_early_begin), taken
+     * before any other is started; NULL: none. */
+    struct kiln__isolate_early *early;
 };
+
+/*
+ * Worker processes started at the run's start, beside the translation
+ * (isolate.c): as many as the sizing rule starts with nothing timed
+ * (kiln__iso_worth_starting with `programs` left and the defaults), at
+ * most the threads, the CPUs or isolate->workers, none with the tuning's
+ * serial starts. Each is sent START, so its Vulkan instance and device
+ * choice are made while the run translates; the pipeline phase greets
+ * them (HELLO, with the extensions) before it starts any other, and finds
+ * them ready but for their device. kiln__isolate_early_end ends those the
+ * phase did not take and then the thread that started them all (the
+ * PR_SET_PDEATHSIG rule), after kiln__isolate_build_all. @return 0 with
+ * *out (NULL: none started), or KILN_ENOMEM.
+ */
+struct kiln__isolate_early;
+struct kiln__isolate_early_want {
+    const struct kiln_isolate_options *iso;
+    bool use_device_index;
+    unsigned device;
+    const char *cache_dir;
+    bool background;
+    size_t programs;
+    unsigned workers; /* the run's threads */
+};
+int kiln__isolate_early_begin(const struct kiln__isolate_early_want *w,
+                              struct kiln__isolate_early **out);
+/* How many it started (and sent START). */
+unsigned kiln__isolate_early_started(const struct kiln__isolate_early *e);
+void kiln__isolate_early_end(struct kiln__isolate_early *e);
 
 /* Fills run's ext_* fields from the phase's builders and their masks
  * (kiln__prep_needed_extensions; NULL: nothing known). In start.c, beside
@@ -169,6 +208,7 @@ struct kiln__isolate_stats {
     uint64_t resent;           /* programs sent again after their batch's worker died */
     uint64_t early_timeouts;   /* programs killed at the learned limit, under the fixed one */
     unsigned learned_limit_ms; /* the learned limit over all builds at the end (0: none) */
+    uint64_t early_taken;      /* of workers_started, those started with the run */
 };
 
 /*

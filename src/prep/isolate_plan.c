@@ -28,7 +28,11 @@
  *   last run) or KILN__ISO_DEFAULT_BUILD_NS; S is the slowest start that
  *   ended or the longest one still under way, before either what the
  *   parent's own Vulkan context took (a worker's start makes the same),
- *   else KILN__ISO_DEFAULT_START_NS. So 20 cheap programs get one or two
+ *   else KILN__ISO_DEFAULT_START_NS. S counts only what the phase waits
+ *   for: a worker started with the run (isolate.c) began its context
+ *   beside the translation, so its start is timed from its greeting, and
+ *   the first guess is the part of the parent's context the run waited
+ *   for (vulkan_ns less vulkan_overlap_ns). So 20 cheap programs get one or two
  *   workers, not sixteen, and a long or heavy run gets one per thread.
  *   Starts run in parallel (isolate.c): the rule, not a pacing window,
  *   bounds how many are under way, and it is asked again as each start

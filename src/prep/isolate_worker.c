@@ -28,6 +28,13 @@
  *   dies or hangs, the parent has the answers of those before and knows
  *   the first unanswered one is the one that was being built.
  *
+ * - A worker started with the run gets START first (a greeting without
+ *   extensions or dictionary): it begins its Vulkan context at once and
+ *   reads the HELLO inside its creation (kiln__vk_create_late's callback),
+ *   right before the device is made, so the device's extensions are the
+ *   HELLO's, as for a worker greeted first; only the slow first part of
+ *   the context overlapped the parent's translation.
+ *
  * - Bytes from the parent are checked like those from a worker (frame
  *   checksum, each field against the body's length); a malformed frame ends
  *   the worker with KILN_EFORMAT, never a build of half a payload.
@@ -198,6 +205,120 @@ static int serve(int in, int out, struct kiln__prep_build *b)
     }
 }
 
+/* The greeting (HELLO) and what the worker makes of it: the extensions
+ * to enable (names borrowed from the builders) and why a step failed. */
+struct greeting {
+    int in;
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+    void *body; /* the HELLO frame's body: hello points into it */
+    struct kiln__iso_hello hello;
+    const char *names[64];
+    uint32_t nnames;
+    int read_rc; /* the greeting's read or parse failed: the channel's word */
+    char why[160];
+};
+
+/* The extensions the parent found the run's programs need, as names. */
+static int greeting_names(struct greeting *g)
+{
+    uint64_t *masks = g->nbuilders ? kiln__calloc(g->nbuilders, sizeof(*masks)) : NULL;
+    if (g->nbuilders && !masks) {
+        snprintf(g->why, sizeof(g->why), "out of memory");
+        return KILN_ENOMEM;
+    }
+    for (size_t i = 0; masks && i < g->nbuilders; i++)
+        for (uint32_t k = 0; k < g->builders[i].ndevice_extensions; k++)
+            if (g->builders[i].device_extensions[k] &&
+                kiln__iso_hello_wants(&g->hello, g->builders[i].kind,
+                                      g->builders[i].device_extensions[k]))
+                masks[i] |= (uint64_t)1 << k;
+    g->nnames = kiln__prep_builder_extensions(g->builders, g->nbuilders, masks, g->names,
+                                              KILN_ARRAY_LEN(g->names));
+    kiln__free(masks);
+    return KILN_OK;
+}
+
+/* Reads and parses the greeting; `body` is a first frame already read
+ * (NULL: read it here). */
+static int read_hello(struct greeting *g, const struct kiln__iso_head *first, void *body)
+{
+    struct kiln__iso_head h;
+    int rc = KILN_OK;
+    if (first) {
+        h = *first;
+    } else {
+        rc = read_frame(g->in, &h, &body);
+    }
+    g->body = body;
+    if (rc == KILN_OK)
+        rc = h.type == KILN__ISO_HELLO ? kiln__iso_hello_parse(body, h.size, &g->hello)
+                                       : KILN_EFORMAT;
+    if (rc < 0) {
+        g->read_rc = rc;
+        return rc;
+    }
+    /* The test fault "hang:" KILN__PREP_FAULT_GREETING: a worker that misses
+     * its greeting's deadline (a no-op outside test builds). */
+    kiln__prep_before_build(KILN__PREP_FAULT_GREETING);
+    return greeting_names(g);
+}
+
+/* kiln__vk_create_late's callback for a worker started early (START):
+ * the instance is made and the device chosen while the parent's run
+ * translated; the greeting now says which extensions the device gets. */
+static int late_hello(void *user, const char *const **names, uint32_t *count)
+{
+    struct greeting *g = user;
+    KILN_TRY(read_hello(g, NULL, NULL));
+    *names = g->names;
+    *count = g->nnames;
+    return KILN_OK;
+}
+
+/*
+ * The worker's Vulkan context, for a first frame `h` with `body`: a HELLO
+ * (the context made with its extensions), or a START (the parent started
+ * this worker at its run's start: the context is begun with START's
+ * device and cache folder, and the HELLO read in its late callback).
+ * @return 0 with *vk, or the error: g->read_rc set when the greeting
+ * never came whole (no READY is then sent).
+ */
+static int make_context(struct greeting *g, const struct kiln__iso_head *h, void *body,
+                        struct kiln_vk **vk)
+{
+    struct kiln__iso_hello start;
+    bool early = h->type == KILN__ISO_START;
+    int rc = early ? kiln__iso_hello_parse(body, h->size, &start) : read_hello(g, h, body);
+    if (rc < 0) {
+        g->read_rc = rc;
+        if (early)
+            kiln__free(body);
+        return rc;
+    }
+    const struct kiln__iso_hello *where = early ? &start : &g->hello;
+    struct kiln_vk_options vopt = {.size = sizeof(vopt),
+                                   .use_device_index = (where->flags & KILN__ISO_HELLO_DEVICE) != 0,
+                                   .device = where->device,
+                                   .cache_dir = where->cache_dir[0] ? where->cache_dir : NULL,
+                                   .extra_extensions = g->names,
+                                   .extra_extension_count = g->nnames,
+                                   .no_pipeline_library =
+                                       true}; /* as the parent's own context (start.c) */
+    struct kiln__vk_late late = {.fn = late_hello, .user = g};
+    rc = early ? kiln__vk_create_late(&vopt, &late, vk) : kiln_vk_create(&vopt, vk);
+    if (early)
+        kiln__free(body);
+    /* Failed before the greeting (no device): answered only once greeted,
+     * as a worker started late; a parent that never greets (its own
+     * context failed alike) ends this one without a word from it. */
+    if (rc < 0 && early && !g->body && !g->read_rc && read_hello(g, NULL, NULL) < 0)
+        return g->read_rc ? g->read_rc : rc;
+    if (rc < 0 && !g->why[0])
+        snprintf(g->why, sizeof(g->why), "no Vulkan context");
+    return rc;
+}
+
 /* The worker builds with the builders its parent has: the application's
  * and the core's defaults (kiln__prep_builders_in). */
 int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_worker_options *o)
@@ -208,66 +329,37 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
     KILN_TRY(KILN_STRUCT_IN(&opt, o, "kiln_isolate_worker_options"));
     struct kiln__prep_builders own;
     KILN_TRY(kiln__prep_builders_in(opt.builders, opt.nbuilders, &own));
-    const struct kiln_builder *builders = own.list ? own.list : opt.builders;
-    size_t nbuilders = own.list ? own.n : opt.nbuilders;
-    if (kiln__prep_check_builders(builders, nbuilders, "worker") < 0) {
+    struct greeting g = {.in = in,
+                         .builders = own.list ? own.list : opt.builders,
+                         .nbuilders = own.list ? own.n : opt.nbuilders};
+    if (kiln__prep_check_builders(g.builders, g.nbuilders, "worker") < 0) {
         kiln__prep_builders_free(&own);
         return KILN_EINVAL;
     }
     struct kiln__iso_head h;
     void *body = NULL;
-    int rc = read_frame(in, &h, &body);
-    struct kiln__iso_hello hello;
-    if (rc == KILN_OK)
-        rc = h.type == KILN__ISO_HELLO ? kiln__iso_hello_parse(body, h.size, &hello) : KILN_EFORMAT;
-    if (rc < 0) {
-        kiln__free(body);
-        kiln__prep_builders_free(&own);
-        return worker_end(rc);
-    }
-    /* The test fault "hang:" KILN__PREP_FAULT_GREETING: a worker that misses
-     * its greeting's deadline (a no-op outside test builds). */
-    kiln__prep_before_build(KILN__PREP_FAULT_GREETING);
-    struct kiln_pack_dict *dict = NULL;
     struct kiln_vk *vk = NULL;
-    char why[160] = "";
-    if (hello.dict_size) {
-        rc = kiln_pack_dict_load(hello.dict, hello.dict_size, &dict);
+    int rc = read_frame(in, &h, &body);
+    if (rc == KILN_OK)
+        rc = make_context(&g, &h, body, &vk);
+    else
+        g.read_rc = rc;
+    if (g.read_rc < 0) { /* no greeting: nobody to answer */
+        kiln__free(g.body);
+        kiln__prep_builders_free(&own);
+        return worker_end(g.read_rc);
+    }
+    struct kiln_pack_dict *dict = NULL;
+    if (rc == KILN_OK && g.hello.dict_size) {
+        rc = kiln_pack_dict_load(g.hello.dict, g.hello.dict_size, &dict);
         if (rc < 0)
-            snprintf(why, sizeof(why), "the packing dictionary could not be loaded");
+            snprintf(g.why, sizeof(g.why), "the packing dictionary could not be loaded");
     }
-    /* The extensions the parent found the run's programs need. */
-    uint64_t *masks = nbuilders ? kiln__calloc(nbuilders, sizeof(*masks)) : NULL;
-    if (rc == KILN_OK && nbuilders && !masks) {
-        rc = KILN_ENOMEM;
-        snprintf(why, sizeof(why), "out of memory");
-    }
-    for (size_t i = 0; masks && i < nbuilders; i++)
-        for (uint32_t k = 0; k < builders[i].ndevice_extensions; k++)
-            if (builders[i].device_extensions[k] &&
-                kiln__iso_hello_wants(&hello, builders[i].kind, builders[i].device_extensions[k]))
-                masks[i] |= (uint64_t)1 << k;
-    if (rc == KILN_OK) {
-        const char *extra[64];
-        struct kiln_vk_options vopt = {
-            .size = sizeof(vopt),
-            .use_device_index = (hello.flags & KILN__ISO_HELLO_DEVICE) != 0,
-            .device = hello.device,
-            .cache_dir = hello.cache_dir[0] ? hello.cache_dir : NULL,
-            .extra_extensions = extra,
-            .extra_extension_count = kiln__prep_builder_extensions(builders, nbuilders, masks,
-                                                                   extra, KILN_ARRAY_LEN(extra)),
-            .no_pipeline_library = true}; /* as the parent's own context (start.c) */
-        rc = kiln_vk_create(&vopt, &vk);
-        if (rc < 0)
-            snprintf(why, sizeof(why), "no Vulkan context");
-    }
-    kiln__free(masks);
-    kiln__free(body);
-    int wrc = send_ready(out, rc, why);
+    kiln__free(g.body);
+    int wrc = send_ready(out, rc, g.why);
     if (rc == KILN_OK && wrc == KILN_OK) {
         struct kiln__prep_build b = {
-            .vk = vk, .dict = dict, .builders = builders, .nbuilders = nbuilders};
+            .vk = vk, .dict = dict, .builders = g.builders, .nbuilders = g.nbuilders};
         rc = serve(in, out, &b);
     } else if (rc == KILN_OK) {
         rc = wrc;

@@ -365,6 +365,66 @@ int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_
                        size_t *cache_loaded_bytes);
 
 /*
+ * The parts of kiln__prep_vk_open, for a context made beside the
+ * translation (prep_vk_early.c):
+ * kiln__prep_vk_extensions computes *masks as kiln__prep_vk_open does
+ * (NULL, or malloc'd: the caller frees it, also on failure) and, for a
+ * context kiln makes, the extra extension names (names[0..cap), at most
+ * cap, borrowed from the builders) into *count; @return 0 or KILN_ENOMEM.
+ * kiln__prep_vk_options fills the options of a context kiln makes for
+ * `w`, without extra extensions. kiln__prep_vk_describe fills the
+ * summary's device name and pipelines.vkc state from `vk`.
+ */
+int kiln__prep_vk_extensions(const struct kiln__prep_vk_want *w, uint64_t **masks,
+                             const char **names, uint32_t cap, uint32_t *count);
+void kiln__prep_vk_options(const struct kiln__prep_vk_want *w, struct kiln_vk_options *vopt);
+void kiln__prep_vk_describe(struct kiln_vk *vk, char (*device_name)[256],
+                            enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes);
+
+/*
+ * The Vulkan context of kiln_prepare made beside its translation
+ * (prep_vk_early.c): kiln__prep_vk_early_start starts making the context
+ * of `w` (its items are not read yet) on a thread of kiln's own, which
+ * makes the instance and chooses the device, then waits for the run's
+ * items. kiln__prep_vk_early_finish hands them over (w with its items),
+ * waits for the context and fills got (as kiln__prep_vk_open) and the
+ * summary's device, pipelines.vkc state, vulkan_ns (the context's own
+ * time) and vulkan_overlap_ns (of it, what the run did not wait for);
+ * when no thread was started it makes the context here, as before.
+ * kiln__prep_vk_early_abandon stops it (a run that ends before its
+ * pipelines): the device is never made, the thread joined. Each is
+ * called once, on the run's thread; after finish, abandon is a no-op.
+ */
+struct kiln__prep_vk_early {
+    const struct kiln__prep_vk_want *want;
+    pthread_t thread;
+    bool started; /* a thread runs: finish or abandon joins it */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    /* Under lock: 0 waiting for the items, 1 handed over, -1 abandoned. */
+    int state;
+    bool waiting; /* the thread is in its late callback */
+    /* The hand-over: the extra extension names. */
+    const char *names[64];
+    uint32_t nnames;
+    /* Written by the thread, read after the join. */
+    struct kiln_vk *vk;
+    int rc;
+    char detail[KILN__ERRMSG_MAX]; /* the thread's logged failure, or "" */
+    uint64_t before_ns, after_ns;  /* its own time before and after the wait */
+};
+void kiln__prep_vk_early_start(struct kiln__prep_vk_early *e, const struct kiln__prep_vk_want *w);
+int kiln__prep_vk_early_finish(struct kiln__prep_vk_early *e, const struct kiln__prep_vk_want *w,
+                               struct kiln__prep_vk_got *got, struct kiln_prepare_summary *s);
+void kiln__prep_vk_early_abandon(struct kiln__prep_vk_early *e);
+
+/* Test hooks (0 outside tests): kiln__prep_test_vk_serial makes the
+ * context after the translation, as before (the negative control), and
+ * kiln__prep_test_vk_begun counts the contexts whose making began. */
+extern bool kiln__prep_test_vk_serial;
+extern _Atomic uint64_t kiln__prep_test_vk_begun;
+
+/*
  * Which of each builder's device extensions the `n` items to build need:
  * (*masks)[b] has bit i set when some item of builder b's state kind needs
  * builders[b].device_extensions[i] (kiln_builder.extensions_needed; every

@@ -638,6 +638,11 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     size_t n = 0;
     bool lock_made = false;
     int rc;
+    /* The Vulkan context, made beside the translation (prep_vk_early.c). */
+    struct kiln__prep_vk_want early_want = KILN__PREP_VK_WANT(o, NULL, 0);
+    struct kiln__prep_vk_early early = {.started = false};
+    /* Isolated workers, started with the run (isolate.c). */
+    struct kiln__isolate_early *early_iso = NULL;
 
     /* The programs. */
     n = r.src.count;
@@ -647,6 +652,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         goto out;
     }
     s->programs = n;
+    if (!o->no_vulkan)
+        kiln__prep_vk_early_start(&early, &early_want);
 
     /* The cache. */
     s->stamp = kiln_prepare_stamp(o);
@@ -699,6 +706,20 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     }
     s->memory_budget = r.memory_budget;
     s->open_ns = kiln_now_ns() - t0;
+
+    /* Isolated workers start now, their Vulkan contexts begun beside the
+     * translation; the pipeline phase greets them (kiln__isolate_early_begin). */
+    if (o->isolate && !o->no_vulkan) {
+        struct kiln__isolate_early_want ew = {.iso = o->isolate,
+                                              .use_device_index = o->use_device_index,
+                                              .device = o->device,
+                                              .cache_dir = o->cache_dir,
+                                              .background = o->background,
+                                              .programs = n,
+                                              .workers = s->workers};
+        if (kiln__isolate_early_begin(&ew, &early_iso) < 0)
+            KILN_INFO("prep", "isolated workers start with the pipeline phase (out of memory)");
+    }
 
     /* Translate, pack and store, on the pool. */
     uint64_t t1 = kiln_now_ns();
@@ -771,15 +792,14 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         items[i].size = progs[i].size;
     }
 
-    /* Vulkan, with the builders' extensions these items need. */
-    uint64_t t3 = kiln_now_ns();
+    /* Vulkan, with the builders' extensions these items need: the
+     * context begun beside the translation is finished with them. */
     struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
     struct kiln__prep_vk_got got;
-    rc = kiln__prep_vk_open(&want, &got, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    rc = kiln__prep_vk_early_finish(&early, &want, &got, s);
     struct kiln_vk *vk = got.vk;
     own_vk = got.own;
     ext_masks = got.masks;
-    s->vulkan_ns = kiln_now_ns() - t3;
     if (rc < 0) {
         fail_at(s, KILN_PREP_STEP_VULKAN, rc);
         goto out;
@@ -833,7 +853,11 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                         .device = o->device,
                                         .cache_dir = o->cache_dir,
                                         .build_hint_ns = kiln__prep_ledger_build_ns(ledger),
-                                        .start_hint_ns = own_vk ? s->vulkan_ns : 0};
+                                        .start_hint_ns = !own_vk ? 0
+                                                         : early_iso
+                                                             ? s->vulkan_ns - s->vulkan_overlap_ns
+                                                             : s->vulkan_ns,
+                                        .early = early_iso};
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
         struct kiln__isolate_stats ist;
         built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);
@@ -842,6 +866,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         s->isolated_resent = ist.resent;
         s->isolated_early_timeouts = ist.early_timeouts;
         s->isolated_time_limit_ms = ist.learned_limit_ms;
+        s->isolated_early_workers = ist.early_taken;
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }
@@ -893,6 +918,8 @@ out:
     }
     KILN__PREP_BINARIES_COUNTS(bins, s);
     kiln__bin_tier_close(bins);
+    kiln__prep_vk_early_abandon(&early); /* a run that ended before its pipelines */
+    kiln__isolate_early_end(early_iso);  /* those not taken, then their thread */
     kiln_vk_destroy(own_vk);
     kiln__free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {

@@ -683,42 +683,66 @@ void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t n
                                                     KILN_ARRAY_LEN(run->ext_names));
 }
 
+int kiln__prep_vk_extensions(const struct kiln__prep_vk_want *w, uint64_t **masks,
+                             const char **names, uint32_t cap, uint32_t *count)
+{
+    *masks = NULL;
+    *count = 0;
+    if (w->given && !w->isolate)
+        return KILN_OK;
+    KILN_TRY(kiln__prep_needed_extensions(w->builders, w->nbuilders, w->items, w->n, masks));
+    if (w->given)
+        return KILN_OK;
+    uint32_t n = kiln__prep_builder_extensions(w->builders, w->nbuilders, *masks, names, cap - 1);
+    /* The host tier's extension, where the headers know it (vk_binary.c). */
+    if (w->binaries != KILN_BINARIES_OFF && !w->isolate)
+        names[n++] = "VK_KHR_pipeline_binary";
+    *count = n;
+    return KILN_OK;
+}
+
+void kiln__prep_vk_options(const struct kiln__prep_vk_want *w, struct kiln_vk_options *vopt)
+{
+    *vopt =
+        (struct kiln_vk_options){.size = sizeof(*vopt),
+                                 .use_device_index = w->use_device_index,
+                                 .device = w->device,
+                                 .cache_dir = w->cache_dir,
+                                 .io = w->io,
+                                 .allocator = w->allocator,
+                                 /* Pipeline libraries only where a program of the run needs them
+                                  * (a builder names them): the preparation and the warm start
+                                  * build monolithically, and an extension the run never uses
+                                  * can cost the driver memory. Fast-link is the service's. */
+                                 .no_pipeline_library = true};
+}
+
+void kiln__prep_vk_describe(struct kiln_vk *vk, char (*device_name)[256],
+                            enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes)
+{
+    const struct kiln_vk_info *vi = kiln_vk_get_info(vk);
+    snprintf(*device_name, sizeof(*device_name), "%s", vi->device_name);
+    *cache_state = vi->cache_state;
+    *cache_loaded_bytes = vi->cache_loaded_bytes;
+}
+
 int kiln__prep_vk_open(const struct kiln__prep_vk_want *w, struct kiln__prep_vk_got *got,
                        char (*device_name)[256], enum kiln_vk_cache_state *cache_state,
                        size_t *cache_loaded_bytes)
 {
     *got = (struct kiln__prep_vk_got){.vk = w->given};
-    if (!w->given || w->isolate)
-        KILN_TRY(
-            kiln__prep_needed_extensions(w->builders, w->nbuilders, w->items, w->n, &got->masks));
+    const char *extra[64];
+    uint32_t nextra;
+    KILN_TRY(kiln__prep_vk_extensions(w, &got->masks, extra, KILN_ARRAY_LEN(extra), &nextra));
     if (!w->given) {
-        const char *extra[64];
-        uint32_t nextra = kiln__prep_builder_extensions(w->builders, w->nbuilders, got->masks,
-                                                        extra, KILN_ARRAY_LEN(extra) - 1);
-        /* The host tier's extension, where the headers know it (vk_binary.c). */
-        if (w->binaries != KILN_BINARIES_OFF && !w->isolate)
-            extra[nextra++] = "VK_KHR_pipeline_binary";
-        struct kiln_vk_options vopt = {
-            .size = sizeof(vopt),
-            .use_device_index = w->use_device_index,
-            .device = w->device,
-            .cache_dir = w->cache_dir,
-            .io = w->io,
-            .allocator = w->allocator,
-            .extra_extensions = extra,
-            .extra_extension_count = nextra,
-            /* Pipeline libraries only where a program of the run needs them
-             * (a builder names them): the preparation and the warm start
-             * build monolithically, and an extension the run never uses
-             * can cost the driver memory. Fast-link is the service's. */
-            .no_pipeline_library = true};
+        struct kiln_vk_options vopt;
+        kiln__prep_vk_options(w, &vopt);
+        vopt.extra_extensions = extra;
+        vopt.extra_extension_count = nextra;
         KILN_TRY(kiln_vk_create(&vopt, &got->own));
         got->vk = got->own;
     }
-    const struct kiln_vk_info *vi = kiln_vk_get_info(got->vk);
-    snprintf(*device_name, sizeof(*device_name), "%s", vi->device_name);
-    *cache_state = vi->cache_state;
-    *cache_loaded_bytes = vi->cache_loaded_bytes;
+    kiln__prep_vk_describe(got->vk, device_name, cache_state, cache_loaded_bytes);
     return KILN_OK;
 }
 

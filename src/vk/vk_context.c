@@ -815,7 +815,7 @@ static int wrap_external(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     return kiln__vk_library_probe(vk, x->graphics_pipeline_library && !opt->no_pipeline_library);
 }
 
-static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
+static int setup(struct kiln_vk *vk, struct kiln_vk_options *opt, const struct kiln__vk_late *late)
 {
     if (opt->external) {
         KILN_TRY(wrap_external(vk, opt));
@@ -823,6 +823,10 @@ static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
         KILN_TRY(make_instance(vk, opt->loader));
         KILN_TRY(choose_device(vk, opt));
         read_properties(vk);
+        /* The extensions asked late: the caller's work decided them while
+         * the instance was made (kiln__vk_create_late). */
+        if (late)
+            KILN_TRY(late->fn(late->user, &opt->extra_extensions, &opt->extra_extension_count));
         KILN_TRY(make_device(vk, opt));
     }
     KILN_TRY(make_layout(vk));
@@ -846,7 +850,8 @@ static int setup(struct kiln_vk *vk, const struct kiln_vk_options *opt)
     return kiln__vk_cache_open(vk, opt->cache_dir == NULL);
 }
 
-static int create_body(const struct kiln_vk_options *options, struct kiln_vk **out)
+static int create_body(const struct kiln_vk_options *options, const struct kiln__vk_late *late,
+                       struct kiln_vk **out)
 {
     if (!out)
         return KILN_EINVAL;
@@ -862,7 +867,9 @@ static int create_body(const struct kiln_vk_options *options, struct kiln_vk **o
     }
     if (o.io)
         KILN_TRY(kiln__io_check(o.io));
-    const struct kiln_vk_options *opt = &o;
+    struct kiln_vk_options *opt = &o;
+    if (late && opt->external)
+        return KILN_EINVAL; /* an application's device is made already */
     struct kiln_vk *vk = kiln__calloc(1, sizeof(*vk));
     if (!vk)
         return KILN_ENOMEM;
@@ -875,7 +882,7 @@ static int create_body(const struct kiln_vk_options *options, struct kiln_vk **o
         vk->alloc = &vk->alloc_copy;
     }
 
-    int rc = setup(vk, opt);
+    int rc = setup(vk, opt, late);
     if (rc < 0) {
         kiln_vk_destroy(vk);
         return rc;
@@ -898,7 +905,14 @@ static int create_body(const struct kiln_vk_options *options, struct kiln_vk **o
 int kiln_vk_create(const struct kiln_vk_options *options, struct kiln_vk **out)
 {
     uint64_t m = kiln__err_mark();
-    return kiln__err_end(NULL, m, "kiln_vk_create", NULL, create_body(options, out));
+    return kiln__err_end(NULL, m, "kiln_vk_create", NULL, create_body(options, NULL, out));
+}
+
+int kiln__vk_create_late(const struct kiln_vk_options *options, const struct kiln__vk_late *late,
+                         struct kiln_vk **out)
+{
+    uint64_t m = kiln__err_mark();
+    return kiln__err_end(NULL, m, "kiln_vk_create", NULL, create_body(options, late, out));
 }
 
 const struct VkAllocationCallbacks *kiln_vk_allocator(const struct kiln_vk *vk)

@@ -1078,6 +1078,9 @@ KT_CASE(workers_start_in_parallel)
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
     KT_CHECK_EQ(isolated(r, "workers_started"), 4);
+    /* Heavy builds: the rule starts all four with the run, before it
+     * translates (isolate.c), and the phase greets those. */
+    KT_CHECK_EQ(isolated(r, "workers_ready_at_phase"), 4);
     KT_CHECK(strstr(r->err, "merged 4 worker pipeline caches") != NULL);
     struct start_span sp[MAX_STARTS];
     size_t n = start_spans(r->err, sp);
@@ -1100,6 +1103,7 @@ KT_CASE(workers_start_in_parallel)
     n = start_spans(r->err, sp);
     KT_CHECK(n >= 2); /* a second start while the first worker builds */
     KT_CHECK_EQ(isolated(r, "workers_started"), (int64_t)n);
+    KT_CHECK_EQ(isolated(r, "workers_ready_at_phase"), 0); /* serial: none early */
     for (size_t i = 1; i < n; i++)
         KT_CHECK(sp[i].from >= sp[i - 1].to); /* each after the one before */
     if (n >= 2)

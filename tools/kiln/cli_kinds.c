@@ -104,7 +104,8 @@ void cli_isolated_of(const struct kiln_prepare_summary *s, struct cli_isolated *
                                  .batches = s->isolated_batches,
                                  .resent = s->isolated_resent,
                                  .early_timeouts = s->isolated_early_timeouts,
-                                 .time_limit_ms = s->isolated_time_limit_ms};
+                                 .time_limit_ms = s->isolated_time_limit_ms,
+                                 .ready_at_phase = s->isolated_early_workers};
 }
 
 void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso)
@@ -116,6 +117,7 @@ void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso)
     cli_json_object_begin(j, "isolated");
     cli_json_u64(j, "workers", iso->workers);
     cli_json_u64(j, "workers_started", iso->workers);
+    cli_json_u64(j, "workers_ready_at_phase", iso->ready_at_phase);
     cli_json_u64(j, "batches", iso->batches);
     cli_json_u64(j, "resent", iso->resent);
     cli_json_u64(j, "early_timeouts", iso->early_timeouts);

@@ -53,12 +53,14 @@ void cli_print_kinds(const struct kiln_kind_counts *kinds,
  * isolated_* fields), as kiln prepare and kiln bench replay report it. */
 struct cli_isolated {
     uint64_t workers, batches, resent, early_timeouts, time_limit_ms;
+    uint64_t ready_at_phase; /* of workers, those started with the run */
 };
 void cli_isolated_of(const struct kiln_prepare_summary *s, struct cli_isolated *out);
 
 /* Writes "isolated": {workers, workers_started (the same count: the
  * worker processes the sizing rule started; `workers` is its kiln/1
- * name), batches, resent, early_timeouts, time_limit_ms}, or null for
+ * name), workers_ready_at_phase (of them, those started with the run),
+ * batches, resent, early_timeouts, time_limit_ms}, or null for
  * `iso` NULL (a run in threads). */
 void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso);
 

@@ -255,11 +255,13 @@ static void print_text_archives(const struct prep_input *in)
     printf("\n");
 }
 
-#define PREPARE_PHASES 8
+#define PREPARE_PHASES 9
 
 /* The phases of a run, as the table and "seconds" give them: the table
- * has the dict row only after --dict trained one. @return how many rows
- * it wrote. */
+ * has the dict row only after --dict trained one, and the vulkan_overlap
+ * row (the part of vulkan hidden beside the translation, counted in
+ * vulkan but not in total) only when some was hidden. @return how many
+ * rows it wrote. */
 static size_t prepare_phases(const struct kiln_prepare_summary *s, bool table,
                              struct cli_phase_time rows[PREPARE_PHASES])
 {
@@ -268,9 +270,11 @@ static size_t prepare_phases(const struct kiln_prepare_summary *s, bool table,
     rows[2] = (struct cli_phase_time){table && !s->dict_ns ? NULL : "dict", s->dict_ns};
     rows[3] = (struct cli_phase_time){"load", s->load_ns};
     rows[4] = (struct cli_phase_time){"vulkan", s->vulkan_ns};
-    rows[5] = (struct cli_phase_time){"pipelines", s->pipelines_ns};
-    rows[6] = (struct cli_phase_time){"save", s->save_ns};
-    rows[7] = (struct cli_phase_time){"total", s->total_ns};
+    rows[5] = (struct cli_phase_time){table && !s->vulkan_overlap_ns ? NULL : "vulkan_overlap",
+                                      s->vulkan_overlap_ns};
+    rows[6] = (struct cli_phase_time){"pipelines", s->pipelines_ns};
+    rows[7] = (struct cli_phase_time){"save", s->save_ns};
+    rows[8] = (struct cli_phase_time){"total", s->total_ns};
     return PREPARE_PHASES;
 }
 
