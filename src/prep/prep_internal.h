@@ -161,8 +161,9 @@ struct kiln__prep_build {
     _Atomic uint64_t feedback_driver_ns;
     _Atomic uint64_t compile_required;
     /* The host tier of driver binaries (binaries.h; NULL: off): kiln's own
-     * shapes are made from it where it holds them (from_binaries counts
-     * them), and built with their binaries captured and kept otherwise. */
+     * shapes and builders with KILN_BUILDER_BINARIES are made from it where
+     * it holds them (from_binaries counts them), and built with their
+     * binaries captured and kept otherwise. */
     struct kiln__bin_tier *bins;
     _Atomic uint64_t from_binaries;
 };
