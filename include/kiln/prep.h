@@ -1061,6 +1061,14 @@ struct kiln_build_session_options {
      * read-only) for the session's life. Must outlive the session. */
     const char *ledger_dir;
     const struct kiln_io *ledger_io; /* NULL: kiln_io_default() */
+    /* (0.2) The host tier of driver binaries (enum kiln_binaries_mode; 0:
+     * off) of the cache folder binaries_dir (docs/vk.md): a run makes a
+     * pipeline from its binaries where the tier holds them (no compile;
+     * kiln_build_run.from_binaries), and builds it as always otherwise.
+     * The session only reads the tier: it captures and stores nothing.
+     * binaries_dir must outlive the session. */
+    uint32_t binaries;
+    const char *binaries_dir;
 };
 #define KILN_BUILD_SESSION_OPTIONS_INIT KILN_STRUCT_INIT(kiln_build_session_options)
 
@@ -1125,6 +1133,9 @@ struct kiln_build_run {
     bool linked;
     uint32_t parts_built;
     uint32_t parts_reused;
+    /* (0.2) Out: the pipeline was made from the host tier's binaries (the
+     * session's `binaries`): no compile. */
+    bool from_binaries;
 };
 #define KILN_BUILD_RUN_INIT KILN_STRUCT_INIT(kiln_build_run)
 

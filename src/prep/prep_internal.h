@@ -47,6 +47,7 @@ struct kiln__prep_item {
     uint32_t link;
     bool linked;
     uint32_t parts_built, parts_reused;
+    bool from_binaries; /* made from the host tier's binaries (no compile) */
 };
 
 /*

@@ -307,12 +307,13 @@ static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *b
 }
 
 /* The program's pipeline from the host tier's binaries, where it holds
- * them: no stage opened, no compile. @return true when made (counted and
- * delivered); false: build it from its SPIR-V. */
+ * them: no stage opened, no compile, so also a probe's answer (the
+ * service probes first). @return true when made (counted and delivered);
+ * false: build it from its SPIR-V. */
 static bool from_binaries(struct build_job *j, bool compute)
 {
     struct kiln__prep_build *b = j->b;
-    if (!b->bins || (b->build_flags & KILN_BUILD_PROBE))
+    if (!b->bins)
         return false;
     struct kiln_vk_pipeline *pipe = NULL;
     if (kiln__bin_tier_make(b->bins, j->item->key, compute, &pipe) < 0)
@@ -320,6 +321,7 @@ static bool from_binaries(struct build_job *j, bool compute)
     atomic_fetch_add_explicit(&b->from_binaries, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
     j->item->status = KILN_OK;
+    j->item->from_binaries = true;
     deliver(j, pipe);
     return true;
 }
@@ -421,8 +423,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
 }
 
 /* The host tier for a builder's pipeline (kiln_build_request.tier_*): on
- * for a builder with KILN_BUILDER_BINARIES, outside probes and fast
- * links. */
+ * for a builder with KILN_BUILDER_BINARIES, outside fast links; a probe
+ * may be made from binaries (no compile) but captures nothing. */
 struct tier_ask {
     bool on;
     bool bound; /* the binaries were read, checked and bound (info: what to chain) */
@@ -436,14 +438,13 @@ static void tier_ask(struct kiln__prep_build *b, const struct kiln_builder *bld,
                      struct kiln__prep_item *it, struct kiln_build_request *req, struct tier_ask *t)
 {
     *t = (struct tier_ask){.on = b->bins && (bld->flags & KILN_BUILDER_BINARIES) &&
-                                 !(b->build_flags & KILN_BUILD_PROBE) &&
                                  !(it->link & KILN_BUILD_LINK_FAST)};
     if (!t->on)
         return;
     if (kiln__bin_tier_bind(b->bins, it->key, &t->info) == KILN_OK) {
         t->bound = true;
         req->tier_binaries = t->info;
-    } else if (kiln__bin_tier_capturing(b->bins)) {
+    } else if (kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE)) {
         req->tier_flags2 = kiln__bin_tier_capture_flags2(b->bins);
     }
 }
@@ -462,8 +463,10 @@ static bool tier_done(struct kiln__prep_build *b, struct kiln__prep_item *it,
         return false;
     if (t->bound)
         return req->tier_used || !t->info;
+    /* Asked with the capture flags and taken, or a provider that needs none. */
+    bool captured = req->tier_flags2 ? req->tier_used : !kiln__bin_tier_capture_flags2(b->bins);
     if (kiln__bin_tier_capturing(b->bins) && req->pipeline != VK_NULL_HANDLE &&
-        (req->tier_used || !req->tier_flags2))
+        !(b->build_flags & KILN_BUILD_PROBE) && captured)
         kiln__bin_tier_keep_handle(b->bins, it->key, (uint64_t)(uintptr_t)req->pipeline);
     return false;
 }
@@ -487,7 +490,7 @@ static int call_tiered(struct kiln__prep_build *b, const struct kiln_builder *bl
         req->tier_used = false;
         req->pipeline = VK_NULL_HANDLE;
         req->why[0] = '\0';
-        if (kiln__bin_tier_capturing(b->bins))
+        if (kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE))
             req->tier_flags2 = kiln__bin_tier_capture_flags2(b->bins);
         rc = call_builder(b, bld, it, req);
     }
@@ -501,6 +504,7 @@ static void builder_built(struct kiln__prep_build *b, struct kiln__prep_item *it
                           const struct kiln_build_request *req, bool from_bins)
 {
     atomic_fetch_add_explicit(&b->built[kind], 1, memory_order_relaxed);
+    it->from_binaries = from_bins;
     if (from_bins)
         atomic_fetch_add_explicit(&b->from_binaries, 1, memory_order_relaxed);
     else

@@ -15,6 +15,8 @@
 #include "kiln_test.h"
 #include "prep_fixture.h"
 
+#include "kiln/service.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,6 +413,75 @@ KT_CASE(fake_archive_damaged_from_spirv)
     kiln__bin_test_provider = NULL;
 }
 
+/* Every record of `cache` requested from a pipeline service with the tier
+ * `binaries` (by key, read from the cache); *st gets the service's stats,
+ * *ready the requests answered READY. */
+static void service_all(const char *cache, uint64_t stamp, uint32_t binaries,
+                        struct kiln_service_stats *st, unsigned *ready)
+{
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = stamp, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
+    struct kiln_cache_entry *all = NULL;
+    size_t n = 0;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &all, &n));
+    struct kiln_vk *vk = pf_vk(NULL);
+    struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
+    o.vk = vk;
+    o.cache = c;
+    o.workers = 2;
+    o.binaries = binaries;
+    struct kiln_service *svc = NULL;
+    KT_REQUIRE_OK(kiln_service_create(&o, &svc));
+    *ready = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct kiln_pipeline_request rq = KILN_PIPELINE_REQUEST_INIT;
+        rq.key = all[i].key;
+        struct kiln_ticket *t = NULL;
+        KT_REQUIRE_OK(kiln_service_request(svc, &rq, &t));
+        struct kiln_ticket_info ti = KILN_TICKET_INFO_INIT;
+        *ready += kiln_ticket_wait(t, UINT64_MAX, &ti) == KILN_TICKET_READY;
+        kiln_ticket_release(t);
+    }
+    *st = (struct kiln_service_stats)KILN_SERVICE_STATS_INIT;
+    KT_CHECK_OK(kiln_service_get_stats(svc, st));
+    kiln_service_destroy(svc);
+    kiln_vk_destroy(vk);
+    kiln_cache_entries_free(all);
+    kiln_cache_close(c);
+}
+
+/* The pipeline service reads the tier: an archive's pipelines, prepared
+ * with it on, are made from their binaries when requested by key; with
+ * the service's tier off (the negative control) none is. */
+KT_CASE(fake_archive_service_reads_tier)
+{
+    pf_need_vulkan();
+    struct faked r;
+    char archive[4200];
+    bin_fake_init(&r.f, 0x64);
+    kiln__bin_test_provider = &r.f.p;
+    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_REQUIRE(r.ps.binaries_kept == ARCHIVE_PIPES);
+
+    struct kiln_service_stats st;
+    unsigned ready = 0;
+    service_all(r.cache, r.ps.stamp, KILN_BINARIES_OFF, &st, &ready);
+    KT_CHECK_EQ(ready, ARCHIVE_PIPES);
+    KT_CHECK_EQ(st.from_binaries, 0);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), 0);
+
+    service_all(r.cache, r.ps.stamp, KILN_BINARIES_ON, &st, &ready);
+    KT_CHECK_EQ(ready, ARCHIVE_PIPES);
+    KT_CHECK_EQ(st.from_binaries, ARCHIVE_PIPES);
+    KT_CHECK_EQ(st.failed, 0);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), ARCHIVE_PIPES);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
+    KT_CHECK_EQ(atomic_load(&r.f.captures), ARCHIVE_PIPES); /* the prepare's: none since */
+    kiln__bin_test_provider = NULL;
+}
+
 /* The real provider: the device's binaries captured by a prepare, and a
  * start that makes every pipeline from them. */
 KT_CASE(tier)
@@ -452,4 +523,5 @@ KT_CASE(tier)
 KT_MAIN(KT_ENTRY(fake_prepare_then_start), KT_ENTRY(fake_stale_key_rebuilds),
         KT_ENTRY(fake_pruned_program_swept), KT_ENTRY(on_without_extension_falls_back),
         KT_ENTRY(fake_archive_prepare_then_start), KT_ENTRY(fake_archive_off_stays_empty),
-        KT_ENTRY(fake_archive_damaged_from_spirv), KT_ENTRY(tier))
+        KT_ENTRY(fake_archive_damaged_from_spirv), KT_ENTRY(fake_archive_service_reads_tier),
+        KT_ENTRY(tier))
