@@ -224,6 +224,16 @@ struct kiln_builder {
  */
 #define KILN_BUILDER_RECORDED_SPIRV 0x1u
 
+/*
+ * A builder flag: the builder honours kiln_build_request's host tier
+ * fields (tier_flags2, tier_binaries, tier_used; docs/vk.md, "Host tier of
+ * driver binaries"), so its pipelines' driver binaries are captured into
+ * the tier and made from it. Without it kiln never sets those fields and
+ * the builder's pipelines keep pipelines.vkc. kiln's Fossilize builder
+ * has it.
+ */
+#define KILN_BUILDER_BINARIES 0x2u
+
 #if KILN_VK_TYPES
 /*
  * What a builder receives for one program. Every pointer is borrowed for
@@ -281,6 +291,20 @@ struct kiln_build_request {
     bool linked;
     uint32_t parts_built;
     uint32_t parts_reused;
+    /* The host tier of driver binaries (docs/vk.md), set only for a builder
+     * with KILN_BUILDER_BINARIES. In: tier_flags2, VkPipelineCreateFlags2KHR
+     * bits to add to the pipeline's create (VK_PIPELINE_CREATE_2_CAPTURE_
+     * DATA_BIT_KHR: kiln captures its binaries after) through a
+     * VkPipelineCreateFlags2CreateInfoKHR, which then carries the create's
+     * own flags too; tier_binaries, a VkPipelineBinaryInfoKHR (its pNext
+     * NULL) to chain into the create: the pipeline is made from those
+     * binaries, no compile. A builder that takes either builds that
+     * pipeline without pipeline_cache (one path per device) and sets
+     * tier_used (out); one that cannot (a pipeline library, a linked
+     * pipeline) builds as usual and leaves it false. */
+    uint64_t tier_flags2;
+    void *tier_binaries;
+    bool tier_used;
 };
 #define KILN_BUILD_LINK_FAST 0x1u
 /* kiln_build_request.link / kiln_build_run.link: build the program's
@@ -1058,6 +1082,14 @@ struct kiln_build_session_options {
      * read-only) for the session's life. Must outlive the session. */
     const char *ledger_dir;
     const struct kiln_io *ledger_io; /* NULL: kiln_io_default() */
+    /* (0.2) The host tier of driver binaries (enum kiln_binaries_mode; 0:
+     * off) of the cache folder binaries_dir (docs/vk.md): a run makes a
+     * pipeline from its binaries where the tier holds them (no compile;
+     * kiln_build_run.from_binaries), and builds it as always otherwise.
+     * The session only reads the tier: it captures and stores nothing.
+     * binaries_dir must outlive the session. */
+    uint32_t binaries;
+    const char *binaries_dir;
 };
 #define KILN_BUILD_SESSION_OPTIONS_INIT KILN_STRUCT_INIT(kiln_build_session_options)
 
@@ -1122,6 +1154,9 @@ struct kiln_build_run {
     bool linked;
     uint32_t parts_built;
     uint32_t parts_reused;
+    /* (0.2) Out: the pipeline was made from the host tier's binaries (the
+     * session's `binaries`): no compile. */
+    bool from_binaries;
 };
 #define KILN_BUILD_RUN_INIT KILN_STRUCT_INIT(kiln_build_run)
 

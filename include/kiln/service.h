@@ -147,6 +147,12 @@ struct kiln_service_options {
      * urgent lane's worker then takes background work when it has no
      * urgent work). */
     unsigned background_workers;
+    /* (0.2) The host tier of driver binaries of `cache`'s folder (enum
+     * kiln_binaries_mode; 0: off; docs/vk.md): a request whose program the
+     * tier holds is made from its binaries, no compile (counted in
+     * kiln_service_stats.from_binaries); the service only reads the tier
+     * (a prepare or start with it on fills it). Needs `cache`. */
+    uint32_t binaries;
 };
 /* (The build ledger: with a cache that takes puts, what the service builds
  * or fails is noted in its folder's ledger.kpl, as kiln_prepare notes it,
@@ -282,6 +288,9 @@ struct kiln_service_stats {
      * and the times a worker left background work waiting for it. */
     unsigned urgent_hold_max;
     uint64_t background_holds;
+    /* (0.2) Pipelines made from the host tier's binaries (no compile; see
+     * kiln_service_options.binaries). */
+    uint64_t from_binaries;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 

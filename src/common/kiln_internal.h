@@ -457,12 +457,13 @@ struct kiln__bin_provider {
     void *user;
     /* The device's global key (vkGetPipelineKeyKHR without create info). */
     int (*global_key)(void *user, struct kiln__bin_global *out);
-    /* Hands each binary of `pipe` (built with KILN__VK_PIPELINE_CAPTURE)
-     * to add(ctx, ...), then lets the driver release its captured data.
+    /* Hands each binary of `pipeline` (a VkPipeline as an integer, built
+     * with KILN__VK_PIPELINE_CAPTURE or a builder's capture_flags2) to
+     * add(ctx, ...), then lets the driver release its captured data.
      * `key` is the program's (a fake provider derives its binaries from
      * it). @return 0 or the error (nothing kept then). */
-    int (*capture)(void *user, const struct kiln_key *key, struct kiln_vk_pipeline *pipe,
-                   kiln__bin_add_fn add, void *ctx);
+    int (*capture)(void *user, const struct kiln_key *key, uint64_t pipeline, kiln__bin_add_fn add,
+                   void *ctx);
     /* Makes the pipeline of program `key` (kiln's own shapes: compute, or
      * a vertex and a fragment stage in kiln's layout) from its `n`
      * binaries, already parsed and checked; no SPIR-V. @return 0 with
@@ -471,6 +472,20 @@ struct kiln__bin_provider {
     int (*create_from)(void *user, const struct kiln_key *key, bool compute,
                        const struct kiln__bin_entry *bins, uint32_t n,
                        struct kiln_vk_pipeline **out);
+    /* For a builder's pipeline (kiln_build_request.tier_*): makes the
+     * driver's binary objects from the `n` checked binaries of program
+     * `key` and a VkPipelineBinaryInfoKHR over them (*info, its pNext
+     * NULL) for the builder to chain into its create; unbind destroys
+     * them after the create. *info may be NULL (the tests' fake: checked,
+     * nothing to chain). @return 0, or the error: the program is then
+     * built from its SPIR-V. */
+    int (*bind)(void *user, const struct kiln_key *key, const struct kiln__bin_entry *bins,
+                uint32_t n, void **info);
+    void (*unbind)(void *user, void *info);
+    /* The VkPipelineCreateFlags2KHR a builder adds to a create whose
+     * binaries are to be captured (VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR;
+     * 0 for the tests' fake, which needs none). */
+    uint64_t capture_flags2;
 };
 
 /*

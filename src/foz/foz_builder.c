@@ -1425,14 +1425,55 @@ int kiln__fb_own_stages(struct build *c, struct json_object *rs, uint32_t n,
     return KILN_OK;
 }
 
-void kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
+/* The recorded VkPipelineCreateFlags2CreateInfoKHR of a chain, or NULL
+ * (the chain's structures are the build's own, in its arena). */
+static struct flags2_info *chain_flags2(const void *pnext)
+{
+    for (const VkBaseInStructure *s = pnext; s; s = s->pNext)
+        if ((uint32_t)s->sType == STYPE_PIPELINE_CREATE_FLAGS_2)
+            return (struct flags2_info *)(uintptr_t)s;
+    return NULL;
+}
+
+/* The host tier's ask (foz_link.h), for a monolithic graphics or compute
+ * pipeline only: a library or a linked pipeline builds as usual. The
+ * capture flags go in the recorded VkPipelineCreateFlags2CreateInfoKHR, or
+ * in one made here that carries the create's flags (it replaces them). */
+static bool ask_tier(struct build *c, VkPipelineCreateFlags flags, const void **pnext)
+{
+    struct kiln__fb_tier *t = c->tier;
+    struct flags2_info *f2 = chain_flags2(*pnext);
+    if (!t || (!t->flags2 && !t->binaries) || c->tag == KILN_FOZ_TAG_RAYTRACING_PIPELINE ||
+        (flags & FLAG_LIBRARY) || (f2 && (f2->flags & FLAG_LIBRARY)) ||
+        chain_has(*pnext, STYPE_PIPELINE_LIBRARY))
+        return false;
+    if (t->binaries) {
+        ((VkBaseOutStructure *)t->binaries)->pNext = (VkBaseOutStructure *)(uintptr_t)*pnext;
+        *pnext = t->binaries;
+    } else if (f2) {
+        f2->flags |= t->flags2;
+    } else {
+        f2 = kiln__fb_alloc(c, sizeof(*f2));
+        if (!f2)
+            return false;
+        *f2 = (struct flags2_info){.sType = (VkStructureType)STYPE_PIPELINE_CREATE_FLAGS_2,
+                                   .pNext = *pnext,
+                                   .flags = flags | t->flags2};
+        *pnext = f2;
+    }
+    t->used = true;
+    return true;
+}
+
+bool kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
                   uint32_t nstages)
 {
     *flags |= c->ask_flags;
+    bool tier = ask_tier(c, *flags, pnext);
     memset(&c->feedback, 0, sizeof(c->feedback));
     if (!c->b->creation_feedback || nstages > KILN_FOZ_MAX_STAGES ||
         chain_has(*pnext, VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO))
-        return;
+        return tier;
     c->feedback_info = (VkPipelineCreationFeedbackCreateInfo){
         .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
         .pNext = *pnext,
@@ -1441,6 +1482,7 @@ void kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pn
         .pPipelineStageCreationFeedbacks = c->stage_feedback,
     };
     *pnext = &c->feedback_info;
+    return tier;
 }
 
 int kiln__fb_created(struct build *c, VkResult r, const char *call)
@@ -1580,7 +1622,8 @@ int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCa
     }
     if (c->link && c->link->parts_only)
         return KILN_ENOTSUP; /* no parts to build ahead for this one */
-    kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount);
+    if (kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount))
+        cache = VK_NULL_HANDLE;
     VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateGraphicsPipelines");
 }
@@ -1604,7 +1647,8 @@ int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCac
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    kiln__fb_ask(c, &ci.flags, &ci.pNext, 1);
+    if (kiln__fb_ask(c, &ci.flags, &ci.pNext, 1))
+        cache = VK_NULL_HANDLE;
     VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateComputePipelines");
 }

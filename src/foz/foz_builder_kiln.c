@@ -257,9 +257,13 @@ static int build(void *user, struct kiln_build_request *req)
                                  .parts_only = (req->link & KILN_BUILD_LINK_PARTS) != 0};
     if (link.parts_only && !req->vk)
         return KILN_ENOTSUP; /* parts need kiln's parts table */
+    /* The host tier (KILN_BUILDER_BINARIES): its binaries or capture flags. */
+    struct kiln__fb_tier tier = {.flags2 = req->tier_flags2, .binaries = req->tier_binaries};
     rc = kiln__foz_builder_build_linked(
         b, &d,
-        req->vk && (req->link & (KILN_BUILD_LINK_FAST | KILN_BUILD_LINK_PARTS)) ? &link : NULL);
+        req->vk && (req->link & (KILN_BUILD_LINK_FAST | KILN_BUILD_LINK_PARTS)) ? &link : NULL,
+        &tier);
+    req->tier_used = tier.used;
     req->pipeline = d.pipeline;
     req->feedback_valid = d.feedback_valid;
     req->feedback_cache_hit = d.cache_hit;
@@ -322,7 +326,7 @@ int kiln_foz_kiln_builder_create(const struct kiln_foz_builder_options *options,
     out->finish = finish;
     /* An archive's modules were recorded from a running application: only
      * what does not parse is refused (docs/foz.md). */
-    out->flags = KILN_BUILDER_RECORDED_SPIRV;
+    out->flags = KILN_BUILDER_RECORDED_SPIRV | KILN_BUILDER_BINARIES;
     /* Pipeline libraries, state structures and ray tracing, where the
      * device has them. */
     out->device_extensions = foz_extensions;

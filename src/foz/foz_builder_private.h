@@ -180,6 +180,7 @@ struct build {
     VkPipelineCreationFeedback stage_feedback[KILN_FOZ_MAX_STAGES];
     VkPipelineCreationFeedbackCreateInfo feedback_info;
     struct kiln__fb_link *link; /* the fast-link ask, or NULL */
+    struct kiln__fb_tier *tier; /* the host tier's ask, or NULL */
 };
 
 /* JSON access: a missing member reads as NULL or 0. */
@@ -253,8 +254,11 @@ void kiln__fb_arena_free(struct build *c);
  * libraries made already (foz_builder.c). */
 /* Ask before compiling: adds the probe's flag to a create's flags and
  * chains the feedback request before *pnext (where the device has it and
- * the recorded chain has none) for a create of `nstages` stages. */
-void kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
+ * the recorded chain has none) for a create of `nstages` stages; puts
+ * the host tier's ask (struct kiln__fb_tier) in where the pipeline takes
+ * it. @return true when it did: the create goes without the pipeline
+ * cache (one path per device). */
+bool kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
                   uint32_t nstages);
 
 /* A create's VkResult as the build's answer: 0, KILN_ECOMPILE_REQUIRED

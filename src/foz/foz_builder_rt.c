@@ -163,7 +163,7 @@ int kiln__fb_build_raytracing(struct build *c, struct json_object *p, VkPipeline
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount);
+    (void)kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount); /* the tier takes no ray tracing */
     VkResult r =
         b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateRayTracingPipelinesKHR");
@@ -205,7 +205,7 @@ static void take_feedback(const struct build *c, struct kiln_foz_build *d)
 }
 
 static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d,
-                      struct kiln__fb_link *link)
+                      struct kiln__fb_link *link, struct kiln__fb_tier *tier)
 {
     char *why = d->why;
     size_t cap = d->why_cap;
@@ -218,7 +218,8 @@ static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d,
             snprintf(why, cap, "out of memory");
         return KILN_ENOMEM;
     }
-    *c = (struct build){.b = b, .why = why, .cap = cap, .stages = stages, .link = link};
+    *c = (struct build){
+        .b = b, .why = why, .cap = cap, .stages = stages, .link = link, .tier = tier};
     if (d->flags & KILN_FOZ_BUILD_NO_COMPILE)
         c->ask_flags = VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
     uint64_t hash;
@@ -283,7 +284,7 @@ static int build_body(struct kiln_foz_builder *b, struct kiln_foz_build *d,
 }
 
 int kiln__foz_builder_build_linked(struct kiln_foz_builder *b, struct kiln_foz_build *build,
-                                   struct kiln__fb_link *link)
+                                   struct kiln__fb_link *link, struct kiln__fb_tier *tier)
 {
     if (!b || !build)
         return KILN_EINVAL;
@@ -297,14 +298,14 @@ int kiln__foz_builder_build_linked(struct kiln_foz_builder *b, struct kiln_foz_b
     d.driver_ns = 0;
     if (d.why && d.why_cap)
         d.why[0] = '\0';
-    int rc = build_body(b, &d, link);
+    int rc = build_body(b, &d, link, tier);
     KILN_STRUCT_OUT(build, &d);
     return rc;
 }
 
 int kiln_foz_builder_build_with(struct kiln_foz_builder *b, struct kiln_foz_build *build)
 {
-    return kiln__foz_builder_build_linked(b, build, NULL);
+    return kiln__foz_builder_build_linked(b, build, NULL, NULL);
 }
 
 int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size_t size,
@@ -324,7 +325,7 @@ int kiln_foz_builder_build(struct kiln_foz_builder *b, const void *closure, size
                                .cache = cache,
                                .why = why,
                                .why_cap = cap};
-    int rc = build_body(b, &d, NULL);
+    int rc = build_body(b, &d, NULL, NULL);
     *pipeline = d.pipeline;
     return rc;
 }

@@ -20,7 +20,19 @@ struct kiln__fb_link {
     uint32_t parts_built, parts_reused;
 };
 
-/* kiln_foz_builder_build_with, with the fast-link ask (NULL: none): a
+/* The host tier's ask (kiln_build_request.tier_*): capture flags to add
+ * (VkPipelineCreateFlags2KHR) or a VkPipelineBinaryInfoKHR to chain, taken
+ * only by a monolithic graphics or compute pipeline (no library made or
+ * linked), which then goes without the pipeline cache; `used` (out) says
+ * it was taken. */
+struct kiln__fb_tier {
+    uint64_t flags2;
+    void *binaries;
+    bool used;
+};
+
+/* kiln_foz_builder_build_with, with the fast-link ask (NULL: none) and the
+ * host tier's (NULL: none): a
  * plain recorded graphics pipeline is linked from parts keyed by the
  * recorded state each depends on; any other is built as
  * kiln_foz_builder_build_with builds it. With link->parts_only, a plain
@@ -28,6 +40,6 @@ struct kiln__fb_link {
  * build->pipeline VK_NULL_HANDLE); any other answers KILN_ENOTSUP, built
  * nothing. @return as kiln_foz_builder_build_with. */
 int kiln__foz_builder_build_linked(struct kiln_foz_builder *b, struct kiln_foz_build *build,
-                                   struct kiln__fb_link *link);
+                                   struct kiln__fb_link *link, struct kiln__fb_tier *tier);
 
 #endif /* KILN_FOZ_LINK_H */

@@ -224,17 +224,19 @@ bool kiln__bin_tier_capturing(const struct kiln__bin_tier *t)
     return t && t->cache && !t->read_only;
 }
 
-int kiln__bin_tier_make(struct kiln__bin_tier *t, struct kiln_key key, bool compute,
-                        struct kiln_vk_pipeline **out)
+/* Reads and parses the binaries of `key` into bins[] (pointing into
+ * *data, which the caller frees with kiln_cache_payload_free). @return
+ * the count, KILN_ENOTFOUND, or KILN_ECORRUPT_RECORD (counted, logged). */
+static int read_bins(struct kiln__bin_tier *t, struct kiln_key key,
+                     struct kiln__bin_entry bins[KILN__BIN_MAX_COUNT], void **data)
 {
-    *out = NULL;
+    *data = NULL;
     if (!t->cache)
         return KILN_ENOTFOUND;
     struct kiln_cache_result r;
     int rc = kiln_cache_get(t->cache, key, &r);
     if (rc == KILN_ENOTFOUND)
         return rc;
-    struct kiln__bin_entry bins[KILN__BIN_MAX_COUNT];
     if (rc == KILN_OK)
         rc = kiln__bin_payload_parse(r.data, r.size, bins, KILN__BIN_MAX_COUNT);
     if (rc < 0) {
@@ -246,8 +248,13 @@ int kiln__bin_tier_make(struct kiln__bin_tier *t, struct kiln_key key, bool comp
         kiln_cache_payload_free(r.data);
         return KILN_ECORRUPT_RECORD;
     }
-    rc = t->p->create_from(t->p->user, &key, compute, bins, (uint32_t)rc, out);
-    kiln_cache_payload_free(r.data);
+    *data = r.data;
+    return rc;
+}
+
+/* Counts the provider's answer: refused (logged) or made. */
+static int count_made(struct kiln__bin_tier *t, struct kiln_key key, int rc)
+{
     if (rc < 0) {
         atomic_fetch_add_explicit(&t->refused, 1, memory_order_relaxed);
         KILN_INFO("prep",
@@ -258,6 +265,54 @@ int kiln__bin_tier_make(struct kiln__bin_tier *t, struct kiln_key key, bool comp
     }
     atomic_fetch_add_explicit(&t->made, 1, memory_order_relaxed);
     return KILN_OK;
+}
+
+int kiln__bin_tier_make(struct kiln__bin_tier *t, struct kiln_key key, bool compute,
+                        struct kiln_vk_pipeline **out)
+{
+    *out = NULL;
+    struct kiln__bin_entry bins[KILN__BIN_MAX_COUNT];
+    void *data;
+    int rc = read_bins(t, key, bins, &data);
+    if (rc < 0)
+        return rc;
+    rc = t->p->create_from(t->p->user, &key, compute, bins, (uint32_t)rc, out);
+    kiln_cache_payload_free(data);
+    return count_made(t, key, rc);
+}
+
+int kiln__bin_tier_bind(struct kiln__bin_tier *t, struct kiln_key key, void **info)
+{
+    *info = NULL;
+    if (!t->p->bind)
+        return KILN_ENOTSUP;
+    struct kiln__bin_entry bins[KILN__BIN_MAX_COUNT];
+    void *data;
+    int rc = read_bins(t, key, bins, &data);
+    if (rc < 0)
+        return rc;
+    rc = t->p->bind(t->p->user, &key, bins, (uint32_t)rc, info);
+    kiln_cache_payload_free(data);
+    if (rc < 0)
+        *info = NULL;
+    return count_made(t, key, rc);
+}
+
+void kiln__bin_tier_refused(struct kiln__bin_tier *t, struct kiln_key key, int rc)
+{
+    atomic_fetch_sub_explicit(&t->made, 1, memory_order_relaxed);
+    count_made(t, key, rc < 0 ? rc : KILN_EVULKAN);
+}
+
+void kiln__bin_tier_unbind(struct kiln__bin_tier *t, void *info)
+{
+    if (t && info && t->p->unbind)
+        t->p->unbind(t->p->user, info);
+}
+
+uint64_t kiln__bin_tier_capture_flags2(const struct kiln__bin_tier *t)
+{
+    return t ? t->p->capture_flags2 : 0;
 }
 
 /* The binaries a capture hands over, copied into one growing block. */
@@ -311,12 +366,17 @@ static int put_gathered(struct kiln__bin_tier *t, struct kiln_key key, const str
 int kiln__bin_tier_keep(struct kiln__bin_tier *t, struct kiln_key key,
                         struct kiln_vk_pipeline *pipe)
 {
+    return kiln__bin_tier_keep_handle(t, key, kiln_vk_pipeline_handle(pipe));
+}
+
+int kiln__bin_tier_keep_handle(struct kiln__bin_tier *t, struct kiln_key key, uint64_t pipeline)
+{
     if (!kiln__bin_tier_capturing(t))
         return KILN_EINVAL;
     struct gather *g = kiln__calloc(1, sizeof(*g));
     if (!g)
         return KILN_ENOMEM;
-    int rc = t->p->capture(t->p->user, &key, pipe, gather_add, g);
+    int rc = t->p->capture(t->p->user, &key, pipeline, gather_add, g);
     if (rc == KILN_OK && g->n == 0)
         rc = KILN_ENOTFOUND; /* the driver handed out nothing */
     if (rc == KILN_OK)

@@ -109,6 +109,30 @@ bool kiln__bin_tier_capturing(const struct kiln__bin_tier *t);
 int kiln__bin_tier_make(struct kiln__bin_tier *t, struct kiln_key key, bool compute,
                         struct kiln_vk_pipeline **out);
 
+/*
+ * For a builder's pipeline: reads and checks the binaries of `key` as
+ * kiln__bin_tier_make does and has the provider bind them: *info is a
+ * VkPipelineBinaryInfoKHR (its pNext NULL) for the builder's create, or
+ * NULL (the tests' fake: nothing to chain). Pass it to
+ * kiln__bin_tier_unbind after the create, whatever it answered. A count
+ * of `made` assumes the builder uses it. @return as kiln__bin_tier_make
+ * (KILN_ENOTSUP: the provider cannot bind). Thread-safe.
+ */
+int kiln__bin_tier_bind(struct kiln__bin_tier *t, struct kiln_key key, void **info);
+void kiln__bin_tier_unbind(struct kiln__bin_tier *t, void *info);
+
+/* A bound record whose create the driver refused after all: counted
+ * refused (not made) and logged; the caller builds from SPIR-V. */
+void kiln__bin_tier_refused(struct kiln__bin_tier *t, struct kiln_key key, int rc);
+
+/* The VkPipelineCreateFlags2KHR a builder's capturing create adds (the
+ * provider's capture_flags2; 0 for NULL or the tests' fake). */
+uint64_t kiln__bin_tier_capture_flags2(const struct kiln__bin_tier *t);
+
+/* kiln__bin_tier_keep for a pipeline a builder made (a VkPipeline as an
+ * integer). */
+int kiln__bin_tier_keep_handle(struct kiln__bin_tier *t, struct kiln_key key, uint64_t pipeline);
+
 /* Captures the binaries of `pipe` and stores them under `key`. @return 0
  * or the error (logged at info: the pipeline is built, only its binaries
  * are not kept). Thread-safe. */

@@ -47,6 +47,7 @@ struct kiln__prep_item {
     uint32_t link;
     bool linked;
     uint32_t parts_built, parts_reused;
+    bool from_binaries; /* made from the host tier's binaries (no compile) */
 };
 
 /*
@@ -162,8 +163,9 @@ struct kiln__prep_build {
     _Atomic uint64_t feedback_driver_ns;
     _Atomic uint64_t compile_required;
     /* The host tier of driver binaries (binaries.h; NULL: off): kiln's own
-     * shapes are made from it where it holds them (from_binaries counts
-     * them), and built with their binaries captured and kept otherwise. */
+     * shapes and builders with KILN_BUILDER_BINARIES are made from it where
+     * it holds them (from_binaries counts them), and built with their
+     * binaries captured and kept otherwise. */
     struct kiln__bin_tier *bins;
     _Atomic uint64_t from_binaries;
 };

@@ -30,6 +30,7 @@
  * The caller holds the cache's writer lock, the ledger's one-writer rule.
  */
 #include "kiln_internal.h"
+#include "binaries.h"
 #include "ledger.h"
 #include "prep_internal.h"
 
@@ -54,6 +55,9 @@ struct kiln_build_session {
     struct kiln__ledger *ledger;
     struct kiln_key *built;
     size_t nbuilt, built_cap;
+    /* The host tier, read only (NULL: off), and its provider's storage. */
+    struct kiln__bin_tier *bins;
+    struct kiln__bin_provider bin_provider;
 };
 
 /* Opens the ledger of options' ledger_dir for vk's driver; one that cannot
@@ -103,6 +107,11 @@ int kiln_build_session_create(const struct kiln_build_session_options *o,
     s->dict = opt.dict;
     pthread_mutex_init(&s->lock, NULL);
     open_ledger(s, &opt);
+    if (opt.binaries != KILN_BINARIES_OFF && opt.binaries_dir) {
+        struct kiln__bin_tier_options bo = {
+            .cache_dir = opt.binaries_dir, .io = opt.ledger_io, .read_only = true};
+        s->bins = kiln__bin_tier_for_run(opt.binaries, s->vk, &s->bin_provider, &bo);
+    }
     *out = s;
     return KILN_OK;
 }
@@ -160,6 +169,7 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
                                  .pipeline_user = &got,
                                  .builders = s->builders.list,
                                  .nbuilders = s->builders.n,
+                                 .bins = s->bins,
                                  .build_flags =
                                      r->flags & (KILN_BUILD_PROBE | KILN_BUILD_COMPILE_ON_MISS)};
     struct kiln__prep_item item = {
@@ -179,6 +189,7 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
     r->linked = got && item.linked;
     r->parts_built = item.parts_built;
     r->parts_reused = item.parts_reused;
+    r->from_binaries = rc == KILN_OK && item.from_binaries;
     count_word(&s->word, r, rc);
     if (!(r->link & KILN_BUILD_LINK_PARTS))
         note_run(s, r->key, rc); /* parts alone are no build of the program */
@@ -197,6 +208,7 @@ int kiln_build_session_run_with(struct kiln_build_session *s, struct kiln_build_
     r.driver_ns = 0;
     r.linked = false;
     r.parts_built = r.parts_reused = 0;
+    r.from_binaries = false;
     int rc = r.payload ? run_body(s, &r) : KILN_EINVAL;
     KILN_STRUCT_OUT(run, &r);
     return rc;
@@ -265,6 +277,7 @@ void kiln_build_session_destroy(struct kiln_build_session *s)
             s->builders.list[i].finish(s->builders.list[i].user);
     kiln__prep_builders_free(&s->builders);
     kiln__ledger_close(s->ledger);
+    kiln__bin_tier_close(s->bins);
     kiln__free(s->built);
     pthread_mutex_destroy(&s->lock);
     kiln__free(s);

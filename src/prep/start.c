@@ -13,7 +13,14 @@
  *
  * - A pipeline made from the tier's binaries skips the SPIR-V checks
  *   below: no SPIR-V reaches the driver, only the driver's own binaries,
- *   checked by the tier's cache (checksum) and parser (sizes) first.
+ *   checked by the tier's cache (checksum) and parser (sizes) first. A
+ *   builder's pipeline (KILN_BUILDER_BINARIES: the Fossilize builder) goes
+ *   through the tier too: its stages are opened and checked as always
+ *   (the builder's create info needs them; the driver ignores them beside
+ *   the binaries), the binaries are bound for that one create and
+ *   unbound right after it whatever the builder answered, and only a
+ *   pipeline the builder made with the capture flags has its binaries
+ *   kept (capturing one made without them is invalid usage).
  *
  * - Last use is recorded under the writer lock, or not at all. Marks are
  *   a whole-file snapshot of one handle's view, so two handles writing
@@ -300,12 +307,13 @@ static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *b
 }
 
 /* The program's pipeline from the host tier's binaries, where it holds
- * them: no stage opened, no compile. @return true when made (counted and
- * delivered); false: build it from its SPIR-V. */
+ * them: no stage opened, no compile, so also a probe's answer (the
+ * service probes first). @return true when made (counted and delivered);
+ * false: build it from its SPIR-V. */
 static bool from_binaries(struct build_job *j, bool compute)
 {
     struct kiln__prep_build *b = j->b;
-    if (!b->bins || (b->build_flags & KILN_BUILD_PROBE) || (j->item->link & KILN_BUILD_LINK_PARTS))
+    if (!b->bins || (j->item->link & KILN_BUILD_LINK_PARTS))
         return false;
     struct kiln_vk_pipeline *pipe = NULL;
     if (kiln__bin_tier_make(b->bins, j->item->key, compute, &pipe) < 0)
@@ -313,6 +321,7 @@ static bool from_binaries(struct build_job *j, bool compute)
     atomic_fetch_add_explicit(&b->from_binaries, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
     j->item->status = KILN_OK;
+    j->item->from_binaries = true;
     deliver(j, pipe);
     return true;
 }
@@ -428,6 +437,108 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
     return KILN_OK;
 }
 
+/* The host tier for a builder's pipeline (kiln_build_request.tier_*): on
+ * for a builder with KILN_BUILDER_BINARIES, outside fast links; a probe
+ * may be made from binaries (no compile) but captures nothing. */
+struct tier_ask {
+    bool on;
+    bool bound; /* the binaries were read, checked and bound (info: what to chain) */
+    void *info;
+};
+
+/* Right before the builder's call: the program's binaries where the tier
+ * holds them (a damaged or refused record leaves the request as it was:
+ * built from SPIR-V), else the capture flags where the tier captures. */
+static void tier_ask(struct kiln__prep_build *b, const struct kiln_builder *bld,
+                     struct kiln__prep_item *it, struct kiln_build_request *req, struct tier_ask *t)
+{
+    *t = (struct tier_ask){.on = b->bins && (bld->flags & KILN_BUILDER_BINARIES) &&
+                                 !(it->link & (KILN_BUILD_LINK_FAST | KILN_BUILD_LINK_PARTS))};
+    if (!t->on)
+        return;
+    if (kiln__bin_tier_bind(b->bins, it->key, &t->info) == KILN_OK) {
+        t->bound = true;
+        req->tier_binaries = t->info;
+    } else if (kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE)) {
+        req->tier_flags2 = kiln__bin_tier_capture_flags2(b->bins);
+    }
+}
+
+/* Right after it, whatever it answered: the binaries are unbound, and a
+ * pipeline the builder made with the capture flags has its binaries kept
+ * (a provider with no flags, the tests' fake, needs none). @return true
+ * when the pipeline came from the binaries. */
+static bool tier_done(struct kiln__prep_build *b, struct kiln__prep_item *it,
+                      const struct kiln_build_request *req, struct tier_ask *t, int rc)
+{
+    if (!t->on)
+        return false;
+    kiln__bin_tier_unbind(b->bins, t->info);
+    if (rc != KILN_OK)
+        return false;
+    if (t->bound)
+        return req->tier_used || !t->info;
+    /* Asked with the capture flags and taken, or a provider that needs none. */
+    bool captured = req->tier_flags2 ? req->tier_used : !kiln__bin_tier_capture_flags2(b->bins);
+    if (kiln__bin_tier_capturing(b->bins) && req->pipeline != VK_NULL_HANDLE &&
+        !(b->build_flags & KILN_BUILD_PROBE) && captured)
+        kiln__bin_tier_keep_handle(b->bins, it->key, (uint64_t)(uintptr_t)req->pipeline);
+    return false;
+}
+
+/* Calls the builder through the host tier (tier_ask, tier_done). A
+ * create the driver refused with the binaries bound (another driver
+ * build, damage the checks missed) is asked again from the SPIR-V, as
+ * kiln's own shapes are, with the capture flags where the tier captures,
+ * so the record is replaced. @return the builder's answer, *from_bins. */
+static int call_tiered(struct kiln__prep_build *b, const struct kiln_builder *bld,
+                       struct kiln__prep_item *it, struct kiln_build_request *req, bool *from_bins)
+{
+    struct tier_ask t;
+    tier_ask(b, bld, it, req, &t);
+    int rc = call_builder(b, bld, it, req);
+    if (t.bound && t.info && req->tier_used && rc < 0 && rc != KILN_ENOTSUP) {
+        kiln__bin_tier_unbind(b->bins, t.info);
+        kiln__bin_tier_refused(b->bins, it->key, rc);
+        t = (struct tier_ask){.on = true};
+        req->tier_binaries = NULL;
+        req->tier_used = false;
+        req->pipeline = VK_NULL_HANDLE;
+        req->why[0] = '\0';
+        if (kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE))
+            req->tier_flags2 = kiln__bin_tier_capture_flags2(b->bins);
+        rc = call_builder(b, bld, it, req);
+    }
+    *from_bins = tier_done(b, it, req, &t, rc);
+    return rc;
+}
+
+/* A builder's built pipeline: counted, its feedback noted (not for one
+ * from binaries: counted there), handed to on_pipeline or destroyed. */
+static void builder_built(struct kiln__prep_build *b, struct kiln__prep_item *it, uint32_t kind,
+                          const struct kiln_build_request *req, bool from_bins)
+{
+    atomic_fetch_add_explicit(&b->built[kind], 1, memory_order_relaxed);
+    it->from_binaries = from_bins;
+    if (from_bins)
+        atomic_fetch_add_explicit(&b->from_binaries, 1, memory_order_relaxed);
+    else
+        kiln__prep_note_feedback(b, it, req->feedback_valid, req->feedback_cache_hit,
+                                 req->feedback_driver_ns);
+    if (req->pipeline == VK_NULL_HANDLE)
+        return; /* the builder keeps it */
+    struct kiln_vk_pipeline *pipe = NULL;
+    if (b->on_pipeline && kiln_vk_pipeline_adopt(b->vk, req->pipeline, &pipe) == KILN_OK) {
+        b->on_pipeline(b->pipeline_user, it->key, pipe);
+    } else if (!b->on_pipeline) {
+        /* Nobody takes it: the pipeline cache keeps what the driver made. */
+        PFN_vkDestroyPipeline destroy =
+            (PFN_vkDestroyPipeline)req->get_device_proc_addr(req->device, "vkDestroyPipeline");
+        if (destroy)
+            destroy(req->device, req->pipeline, NULL);
+    }
+}
+
 /* Stages every stage and calls the builder; releases the stages after,
  * whatever it answered. */
 static int build_with(struct build_job *j, unsigned worker, const struct kiln_builder *bld,
@@ -458,6 +569,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         infos[i] = staged[i].info;
         made++;
     }
+    bool from_bins = false;
     struct kiln_build_request req = KILN_BUILD_REQUEST_INIT;
     memset(&req, 0, sizeof(req));
     req.size = sizeof(req);
@@ -478,7 +590,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
         req.vk = b->vk;
         req.worker = worker;
         req.link = it->link;
-        rc = call_builder(b, bld, it, &req);
+        rc = call_tiered(b, bld, it, &req, &from_bins);
         it->linked = req.linked && (it->link & KILN_BUILD_LINK_FAST);
         it->parts_built = req.parts_built;
         it->parts_reused = req.parts_reused;
@@ -517,21 +629,7 @@ static int build_with(struct build_job *j, unsigned worker, const struct kiln_bu
     }
     if (parts && req.pipeline == VK_NULL_HANDLE)
         return KILN_OK; /* the parts alone: no pipeline built */
-    atomic_fetch_add_explicit(&b->built[kind], 1, memory_order_relaxed);
-    kiln__prep_note_feedback(b, it, req.feedback_valid, req.feedback_cache_hit,
-                             req.feedback_driver_ns);
-    if (req.pipeline == VK_NULL_HANDLE)
-        return KILN_OK; /* the builder keeps it */
-    struct kiln_vk_pipeline *pipe = NULL;
-    if (b->on_pipeline && kiln_vk_pipeline_adopt(b->vk, req.pipeline, &pipe) == KILN_OK) {
-        b->on_pipeline(b->pipeline_user, it->key, pipe);
-    } else if (!b->on_pipeline) {
-        /* Nobody takes it: the pipeline cache keeps what the driver made. */
-        PFN_vkDestroyPipeline destroy =
-            (PFN_vkDestroyPipeline)req.get_device_proc_addr(req.device, "vkDestroyPipeline");
-        if (destroy)
-            destroy(req.device, req.pipeline, NULL);
-    }
+    builder_built(b, it, kind, &req, from_bins);
     return KILN_OK;
 }
 

@@ -639,6 +639,7 @@ static void count_driver_word(struct kiln_service *svc, const struct kiln_build_
     pthread_mutex_lock(&svc->lock);
     svc->st.probed += probed;
     svc->st.probe_hits += probed && rc == KILN_OK && !r->probe_missed;
+    svc->st.from_binaries += rc == KILN_OK && r->from_binaries;
     if (rc == KILN_OK && r->feedback_valid) {
         svc->st.feedback_pipelines++;
         svc->st.driver_cache_hits += r->driver_cache_hit;
@@ -1373,13 +1374,15 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         o.workers ? o.workers : kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, NULL) + 1;
     svc->nbuckets = 256;
     svc->table = kiln__calloc(svc->nbuckets, sizeof(*svc->table));
-    struct kiln_build_session_options so = {.size = sizeof(so),
-                                            .vk = o.vk,
-                                            .builders = o.builders,
-                                            .nbuilders = o.nbuilders,
-                                            .dict = o.cache ? kiln_cache_dict(o.cache) : NULL,
-                                            .ledger_dir =
-                                                svc->store ? kiln_cache_dir(o.cache) : NULL};
+    struct kiln_build_session_options so = {
+        .size = sizeof(so),
+        .vk = o.vk,
+        .builders = o.builders,
+        .nbuilders = o.nbuilders,
+        .dict = o.cache ? kiln_cache_dict(o.cache) : NULL,
+        .ledger_dir = svc->store ? kiln_cache_dir(o.cache) : NULL,
+        .binaries = o.binaries,
+        .binaries_dir = o.cache ? kiln_cache_dir(o.cache) : NULL};
     int rc = svc->table ? kiln_build_session_create(&so, &svc->session) : KILN_ENOMEM;
     if (rc == KILN_OK)
         rc = lanes_create(svc, &o);

@@ -15,8 +15,10 @@
  * - Every VkPipelineBinaryKHR made here is destroyed before the call
  *   returns, whatever the driver answered: a capture hands out copies of
  *   their keys and data, a create_from needs them only for its create
- *   call. A captured pipeline's data is released (vkReleaseCapturedPipeline
- *   DataKHR) right after its binaries were made, so the driver holds it no
+ *   call. The one exception, bind (a builder's pipeline), hands them out
+ *   for one create and unbind destroys them right after it (start.c
+ *   calls it whatever the builder answered). A captured pipeline's data is released
+ * (vkReleaseCapturedPipeline DataKHR) right after its binaries were made, so the driver holds it no
  *   longer than one capture.
  * - The calls are loaded once, under the context's lock, before any build
  *   (the provider is asked for on the run's own thread); after that they
@@ -84,13 +86,14 @@ static int capture_one(struct kiln_vk *vk, VkPipelineBinaryKHR b, kiln__bin_add_
     return rc;
 }
 
-static int capture(void *user, const struct kiln_key *pkey, struct kiln_vk_pipeline *pipe,
-                   kiln__bin_add_fn add, void *ctx)
+static int capture(void *user, const struct kiln_key *pkey, uint64_t pipeline, kiln__bin_add_fn add,
+                   void *ctx)
 {
     struct kiln_vk *vk = user;
     (void)pkey;
+    VkPipeline handle = (VkPipeline)(uintptr_t)pipeline;
     VkPipelineBinaryCreateInfoKHR ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_CREATE_INFO_KHR,
-                                        .pipeline = pipe->pipeline};
+                                        .pipeline = handle};
     VkPipelineBinaryKHR bins[BIN_MAX];
     VkPipelineBinaryHandlesInfoKHR h = {.sType =
                                             VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR};
@@ -108,8 +111,7 @@ static int capture(void *user, const struct kiln_key *pkey, struct kiln_vk_pipel
     for (uint32_t i = 0; i < made; i++)
         vk->bin.destroy(vk->device, bins[i], vk->alloc);
     VkReleaseCapturedPipelineDataInfoKHR rel = {
-        .sType = VK_STRUCTURE_TYPE_RELEASE_CAPTURED_PIPELINE_DATA_INFO_KHR,
-        .pipeline = pipe->pipeline};
+        .sType = VK_STRUCTURE_TYPE_RELEASE_CAPTURED_PIPELINE_DATA_INFO_KHR, .pipeline = handle};
     vk->bin.release(vk->device, &rel, vk->alloc);
     if (rc == KILN_EVULKAN)
         KILN_INFO("vk", "vkCreatePipelineBinariesKHR / vkGetPipelineBinaryDataKHR: %s",
@@ -117,12 +119,10 @@ static int capture(void *user, const struct kiln_key *pkey, struct kiln_vk_pipel
     return rc;
 }
 
-static int create_from(void *user, const struct kiln_key *pkey, bool compute,
-                       const struct kiln__bin_entry *e, uint32_t n, struct kiln_vk_pipeline **out)
+/* The driver's binary objects of `n` checked binaries, in h (bins[]). */
+static int make_binaries(struct kiln_vk *vk, const struct kiln__bin_entry *e, uint32_t n,
+                         VkPipelineBinaryKHR *bins, VkPipelineBinaryHandlesInfoKHR *h)
 {
-    struct kiln_vk *vk = user;
-    (void)pkey;
-    *out = NULL;
     if (n == 0 || n > BIN_MAX)
         return KILN_EINVAL;
     VkPipelineBinaryKeyKHR keys[BIN_MAX];
@@ -140,15 +140,27 @@ static int create_from(void *user, const struct kiln_key *pkey, bool compute,
         .binaryCount = n, .pPipelineBinaryKeys = keys, .pPipelineBinaryData = data};
     VkPipelineBinaryCreateInfoKHR ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_CREATE_INFO_KHR,
                                         .pKeysAndDataInfo = &kd};
-    VkPipelineBinaryKHR bins[BIN_MAX];
-    VkPipelineBinaryHandlesInfoKHR h = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
-                                        .pipelineBinaryCount = n,
-                                        .pPipelineBinaries = bins};
-    VkResult res = vk->bin.create(vk->device, &ci, vk->alloc, &h);
+    *h = (VkPipelineBinaryHandlesInfoKHR){.sType =
+                                              VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
+                                          .pipelineBinaryCount = n,
+                                          .pPipelineBinaries = bins};
+    VkResult res = vk->bin.create(vk->device, &ci, vk->alloc, h);
     if (res != VK_SUCCESS) {
         KILN_INFO("vk", "vkCreatePipelineBinariesKHR from data: %s", kiln_vk_result_name(res));
         return KILN_EVULKAN;
     }
+    return KILN_OK;
+}
+
+static int create_from(void *user, const struct kiln_key *pkey, bool compute,
+                       const struct kiln__bin_entry *e, uint32_t n, struct kiln_vk_pipeline **out)
+{
+    struct kiln_vk *vk = user;
+    (void)pkey;
+    *out = NULL;
+    VkPipelineBinaryKHR bins[BIN_MAX];
+    VkPipelineBinaryHandlesInfoKHR h;
+    KILN_TRY(make_binaries(vk, e, n, bins, &h));
     VkPipelineBinaryInfoKHR bi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_INFO_KHR,
                                   .binaryCount = h.pipelineBinaryCount,
                                   .pPipelineBinaries = bins};
@@ -156,6 +168,43 @@ static int create_from(void *user, const struct kiln_key *pkey, bool compute,
     for (uint32_t i = 0; i < h.pipelineBinaryCount; i++)
         vk->bin.destroy(vk->device, bins[i], vk->alloc);
     return rc;
+}
+
+/* A builder's binaries: the info and the objects it names, in one block. */
+struct bound {
+    VkPipelineBinaryInfoKHR info; /* first: what the builder chains */
+    VkPipelineBinaryKHR bins[BIN_MAX];
+};
+
+static int bind(void *user, const struct kiln_key *pkey, const struct kiln__bin_entry *e,
+                uint32_t n, void **info)
+{
+    struct kiln_vk *vk = user;
+    (void)pkey;
+    *info = NULL;
+    struct bound *b = kiln__calloc(1, sizeof(*b));
+    if (!b)
+        return KILN_ENOMEM;
+    VkPipelineBinaryHandlesInfoKHR h;
+    int rc = make_binaries(vk, e, n, b->bins, &h);
+    if (rc < 0) {
+        kiln__free(b);
+        return rc;
+    }
+    b->info = (VkPipelineBinaryInfoKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_INFO_KHR,
+                                        .binaryCount = h.pipelineBinaryCount,
+                                        .pPipelineBinaries = b->bins};
+    *info = b;
+    return KILN_OK;
+}
+
+static void unbind(void *user, void *info)
+{
+    struct kiln_vk *vk = user;
+    struct bound *b = info;
+    for (uint32_t i = 0; i < b->info.binaryCount; i++)
+        vk->bin.destroy(vk->device, b->bins[i], vk->alloc);
+    kiln__free(b);
 }
 
 /* Loads the extension's calls once. @return 0 or KILN_ENOTSUP. */
@@ -196,8 +245,13 @@ int kiln__vk_binary_provider(struct kiln_vk *vk, struct kiln__bin_provider *out,
         return KILN_ENOTSUP;
     }
     KILN_TRY(load(vk, why, cap));
-    *out = (struct kiln__bin_provider){
-        .user = vk, .global_key = global_key, .capture = capture, .create_from = create_from};
+    *out = (struct kiln__bin_provider){.user = vk,
+                                       .global_key = global_key,
+                                       .capture = capture,
+                                       .create_from = create_from,
+                                       .bind = bind,
+                                       .unbind = unbind,
+                                       .capture_flags2 = VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR};
     return KILN_OK;
 }
 

@@ -3,7 +3,8 @@
  * tests (struct kiln__bin_provider, kiln_internal.h): its global key is
  * whatever the test sets, a capture hands out two binaries derived from the
  * program's key and that key, and create_from checks that it got exactly
- * those back (counting calls and mismatches), so a test sees what reached
+ * those back (counting calls and mismatches; bind, for a builder's
+ * pipeline, checks the same and hands nothing to chain), so a test sees what reached
  * "the driver" without a device that has VK_KHR_pipeline_binary.
  */
 #ifndef KILN_TESTS_BIN_FAKE_H
@@ -19,6 +20,7 @@ struct bin_fake {
     uint8_t global; /* the global key's byte: change it for a driver update */
     uint32_t device_id;
     _Atomic unsigned captures, creates, mismatches;
+    _Atomic unsigned binds; /* of those creates, for a builder's pipeline */
     struct kiln__bin_provider p;
 };
 
@@ -41,11 +43,11 @@ static int bin_fake_global(void *user, struct kiln__bin_global *out)
     return KILN_OK;
 }
 
-static int bin_fake_capture(void *user, const struct kiln_key *key, struct kiln_vk_pipeline *pipe,
+static int bin_fake_capture(void *user, const struct kiln_key *key, uint64_t pipeline,
                             kiln__bin_add_fn add, void *ctx)
 {
     struct bin_fake *f = user;
-    (void)pipe;
+    (void)pipeline;
     atomic_fetch_add(&f->captures, 1);
     for (uint32_t w = 0; w < 2; w++) {
         uint8_t k[16 + 1], data[BIN_FAKE_DATA];
@@ -85,6 +87,18 @@ static int bin_fake_create(void *user, const struct kiln_key *key, bool compute,
     return KILN_OK;
 }
 
+/* A builder's pipeline: the same check, nothing to chain (lavapipe has no
+ * VK_KHR_pipeline_binary, so the builder builds from its stages). */
+static int bin_fake_bind(void *user, const struct kiln_key *key, const struct kiln__bin_entry *bins,
+                         uint32_t n, void **info)
+{
+    struct bin_fake *f = user;
+    struct kiln_vk_pipeline *none = NULL;
+    *info = NULL;
+    atomic_fetch_add(&f->binds, 1);
+    return bin_fake_create(user, key, false, bins, n, &none);
+}
+
 static void bin_fake_init(struct bin_fake *f, uint8_t global)
 {
     memset(f, 0, sizeof(*f));
@@ -93,7 +107,8 @@ static void bin_fake_init(struct bin_fake *f, uint8_t global)
     f->p = (struct kiln__bin_provider){.user = f,
                                        .global_key = bin_fake_global,
                                        .capture = bin_fake_capture,
-                                       .create_from = bin_fake_create};
+                                       .create_from = bin_fake_create,
+                                       .bind = bin_fake_bind};
 }
 
 /* Drops the least recently used program of `c` (the earliest in the file:

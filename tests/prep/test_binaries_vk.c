@@ -4,13 +4,18 @@
  * (bin_fake.h) stands in for a device with VK_KHR_pipeline_binary, so the
  * runs' use of the tier (capture, make, counts, a driver update) is tested
  * where the device lacks it; `tier` uses the device's own provider and
- * skips with one line where there is none.
+ * skips with one line where there is none. The archive cases prepare a
+ * Fossilize archive (fw_write_pipelines; they skip without shaderc): its
+ * pipelines go through the Fossilize builder (KILN_BUILDER_BINARIES).
  */
 #include <vulkan/vulkan.h>
 
 #include "bin_fake.h"
+#include "foz_writer.h"
 #include "kiln_test.h"
 #include "prep_fixture.h"
+
+#include "kiln/service.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +280,208 @@ KT_CASE(on_without_extension_falls_back)
     KT_CHECK_EQ(s.from_binaries, 0);
 }
 
+/* A Fossilize archive of ARCHIVE_COMPUTE + ARCHIVE_GRAPHICS whole pipelines
+ * in the case's folder, prepared into its cache with the tier `binaries`. */
+#define ARCHIVE_COMPUTE  3
+#define ARCHIVE_GRAPHICS 2
+#define ARCHIVE_PIPES    (ARCHIVE_COMPUTE + ARCHIVE_GRAPHICS)
+
+static int archive_prepare(struct faked *r, char *archive, size_t cap, uint32_t binaries)
+{
+    snprintf(archive, cap, "%s/app.foz", kt_case_dir());
+    FW_NEED(fw_write_pipelines(archive, ARCHIVE_COMPUTE, ARCHIVE_GRAPHICS, 0x7000));
+    snprintf(r->cache, sizeof(r->cache), "%s/cache", kt_case_dir());
+    pf_options(&r->o, r->cache, 2);
+    r->o.binaries = binaries;
+    r->ps = (struct kiln_prepare_summary)KILN_PREPARE_SUMMARY_INIT;
+    /* As kiln prepare --corpus FILE.foz reads it: whole pipelines. */
+    const char *paths[] = {archive};
+    struct kiln_foz_pipelines *fp = NULL;
+    int rc = kiln_foz_pipelines_open(paths, 1, &fp);
+    if (rc < 0)
+        return rc;
+    struct kiln_program_source src;
+    kiln_foz_pipelines_source(fp, &src);
+    r->o.source = &src;
+    rc = kiln_prepare(&r->o, NULL, NULL, &r->ps);
+    r->o.source = NULL;
+    kiln_foz_pipelines_destroy(fp);
+    return rc;
+}
+
+/* An archive's pipelines (the Fossilize builder's) are captured by a
+ * prepare with the tier on and made from their binaries by a start: every
+ * one handed to "the driver" (the fake's bind) exactly as captured. */
+KT_CASE(fake_archive_prepare_then_start)
+{
+    pf_need_vulkan();
+    struct faked r;
+    char archive[4200];
+    bin_fake_init(&r.f, 0x61);
+    kiln__bin_test_provider = &r.f.p;
+    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_CHECK(r.ps.binaries_used);
+    KT_CHECK_EQ(r.ps.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
+    KT_CHECK_EQ(r.ps.pipelines_failed, 0);
+    KT_CHECK_EQ(r.ps.binaries_kept, ARCHIVE_PIPES);
+    KT_CHECK_EQ(atomic_load(&r.f.captures), ARCHIVE_PIPES);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), 0);
+
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK(s.binaries_used);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
+    KT_CHECK_EQ(s.from_binaries, ARCHIVE_PIPES);
+    KT_CHECK_EQ(s.compiled, 0);
+    KT_CHECK_EQ(s.binaries_kept, 0);
+    KT_CHECK_EQ(s.binaries_records, ARCHIVE_PIPES);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), ARCHIVE_PIPES);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
+
+    /* The same cache with the tier off: nothing from binaries. */
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_OFF, false, false, &s));
+    KT_CHECK(!s.binaries_used);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
+    KT_CHECK_EQ(s.from_binaries, 0);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), ARCHIVE_PIPES);
+    kiln__bin_test_provider = NULL;
+}
+
+/* The negative control: the same archive prepared with the tier off
+ * captures nothing and makes no tier folder; a start with it on then
+ * builds every pipeline from SPIR-V and keeps their binaries. */
+KT_CASE(fake_archive_off_stays_empty)
+{
+    pf_need_vulkan();
+    struct faked r;
+    char archive[4200], dir[4300];
+    bin_fake_init(&r.f, 0x62);
+    kiln__bin_test_provider = &r.f.p;
+    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_OFF));
+    KT_CHECK(!r.ps.binaries_used);
+    KT_CHECK_EQ(r.ps.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
+    KT_CHECK_EQ(r.ps.binaries_kept, 0);
+    KT_CHECK_EQ(atomic_load(&r.f.captures), 0);
+    snprintf(dir, sizeof(dir), "%s/binaries", r.cache);
+    struct stat st;
+    KT_CHECK(stat(dir, &st) != 0);
+
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK(s.binaries_used);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
+    KT_CHECK_EQ(s.from_binaries, 0);
+    KT_CHECK_EQ(s.binaries_kept, ARCHIVE_PIPES);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), 0);
+    kiln__bin_test_provider = NULL;
+}
+
+/* An archive pipeline's tier record that is not binaries (its checksum
+ * holds, the parse refuses it) is never handed to "the driver": the start
+ * builds it from its SPIR-V through the Fossilize builder, as before. */
+KT_CASE(fake_archive_damaged_from_spirv)
+{
+    pf_need_vulkan();
+    struct faked r;
+    char archive[4200];
+    bin_fake_init(&r.f, 0x63);
+    kiln__bin_test_provider = &r.f.p;
+    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_REQUIRE(r.ps.binaries_kept == ARCHIVE_PIPES);
+
+    struct kiln_cache_options co = {.size = sizeof(co), .stamp = 0x4b4c4e42u};
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(kiln_cache_open(r.ps.binaries_dir, &co, &c));
+    struct kiln_cache_entry *all = NULL;
+    size_t n = 0;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &all, &n));
+    KT_REQUIRE(n == ARCHIVE_PIPES);
+    for (size_t i = 0; i < n; i++)
+        KT_CHECK_OK(kiln_cache_put(c, all[i].key, "nonsense", 8, 8, 0, 0));
+    kiln_cache_entries_free(all);
+    KT_CHECK_OK(kiln_cache_sync(c));
+    kiln_cache_close(c);
+
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, true, &s));
+    KT_CHECK_EQ(s.binaries_damaged, ARCHIVE_PIPES);
+    KT_CHECK_EQ(s.from_binaries, 0);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), 0);
+    KT_CHECK_EQ(atomic_load(&r.f.creates), 0);
+    kiln__bin_test_provider = NULL;
+}
+
+/* Every record of `cache` requested from a pipeline service with the tier
+ * `binaries` (by key, read from the cache); *st gets the service's stats,
+ * *ready the requests answered READY. */
+static void service_all(const char *cache, uint64_t stamp, uint32_t binaries,
+                        struct kiln_service_stats *st, unsigned *ready)
+{
+    struct kiln_cache_options co = {
+        .size = sizeof(co), .stamp = stamp, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    struct kiln_cache *c = NULL;
+    KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
+    struct kiln_cache_entry *all = NULL;
+    size_t n = 0;
+    KT_REQUIRE_OK(kiln_cache_entries(c, &all, &n));
+    struct kiln_vk *vk = pf_vk(NULL);
+    struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
+    o.vk = vk;
+    o.cache = c;
+    o.workers = 2;
+    o.binaries = binaries;
+    struct kiln_service *svc = NULL;
+    KT_REQUIRE_OK(kiln_service_create(&o, &svc));
+    *ready = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct kiln_pipeline_request rq = KILN_PIPELINE_REQUEST_INIT;
+        rq.key = all[i].key;
+        struct kiln_ticket *t = NULL;
+        KT_REQUIRE_OK(kiln_service_request(svc, &rq, &t));
+        struct kiln_ticket_info ti = KILN_TICKET_INFO_INIT;
+        *ready += kiln_ticket_wait(t, UINT64_MAX, &ti) == KILN_TICKET_READY;
+        kiln_ticket_release(t);
+    }
+    *st = (struct kiln_service_stats)KILN_SERVICE_STATS_INIT;
+    KT_CHECK_OK(kiln_service_get_stats(svc, st));
+    kiln_service_destroy(svc);
+    kiln_vk_destroy(vk);
+    kiln_cache_entries_free(all);
+    kiln_cache_close(c);
+}
+
+/* The pipeline service reads the tier: an archive's pipelines, prepared
+ * with it on, are made from their binaries when requested by key; with
+ * the service's tier off (the negative control) none is. */
+KT_CASE(fake_archive_service_reads_tier)
+{
+    pf_need_vulkan();
+    struct faked r;
+    char archive[4200];
+    bin_fake_init(&r.f, 0x64);
+    kiln__bin_test_provider = &r.f.p;
+    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_REQUIRE(r.ps.binaries_kept == ARCHIVE_PIPES);
+
+    struct kiln_service_stats st;
+    unsigned ready = 0;
+    service_all(r.cache, r.ps.stamp, KILN_BINARIES_OFF, &st, &ready);
+    KT_CHECK_EQ(ready, ARCHIVE_PIPES);
+    KT_CHECK_EQ(st.from_binaries, 0);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), 0);
+
+    service_all(r.cache, r.ps.stamp, KILN_BINARIES_ON, &st, &ready);
+    KT_CHECK_EQ(ready, ARCHIVE_PIPES);
+    KT_CHECK_EQ(st.from_binaries, ARCHIVE_PIPES);
+    KT_CHECK_EQ(st.failed, 0);
+    KT_CHECK_EQ(atomic_load(&r.f.binds), ARCHIVE_PIPES);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
+    KT_CHECK_EQ(atomic_load(&r.f.captures), ARCHIVE_PIPES); /* the prepare's: none since */
+    kiln__bin_test_provider = NULL;
+}
+
 /* The real provider: the device's binaries captured by a prepare, and a
  * start that makes every pipeline from them. */
 KT_CASE(tier)
@@ -300,8 +507,21 @@ KT_CASE(tier)
     KT_CHECK_EQ(s.from_binaries, ps.pipelines_built);
     KT_CHECK_EQ(s.compiled, 0);
     KT_CHECK_EQ(s.binaries_damaged, 0);
+
+    /* An archive's pipelines, through the Fossilize builder. */
+    struct faked r;
+    char archive[4200];
+    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_CHECK(r.ps.binaries_used);
+    KT_CHECK_EQ(r.ps.binaries_kept, r.ps.pipelines_built);
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK_EQ(s.from_binaries, r.ps.pipelines_built);
+    KT_CHECK_EQ(s.compiled, 0);
+    KT_CHECK_EQ(s.binaries_damaged, 0);
 }
 
 KT_MAIN(KT_ENTRY(fake_prepare_then_start), KT_ENTRY(fake_stale_key_rebuilds),
         KT_ENTRY(fake_pruned_program_swept), KT_ENTRY(on_without_extension_falls_back),
+        KT_ENTRY(fake_archive_prepare_then_start), KT_ENTRY(fake_archive_off_stays_empty),
+        KT_ENTRY(fake_archive_damaged_from_spirv), KT_ENTRY(fake_archive_service_reads_tier),
         KT_ENTRY(tier))
