@@ -1431,7 +1431,7 @@ static struct flags2_info *chain_flags2(const void *pnext)
 {
     for (const VkBaseInStructure *s = pnext; s; s = s->pNext)
         if ((uint32_t)s->sType == STYPE_PIPELINE_CREATE_FLAGS_2)
-            return (struct flags2_info *)(uintptr_t)s;
+            return (struct flags2_info *)s;
     return NULL;
 }
 
@@ -1448,7 +1448,7 @@ static bool ask_tier(struct build *c, VkPipelineCreateFlags flags, const void **
         chain_has(*pnext, STYPE_PIPELINE_LIBRARY))
         return false;
     if (t->binaries) {
-        ((VkBaseOutStructure *)t->binaries)->pNext = (VkBaseOutStructure *)(uintptr_t)*pnext;
+        ((VkBaseOutStructure *)t->binaries)->pNext = (VkBaseOutStructure *)*pnext;
         *pnext = t->binaries;
     } else if (f2) {
         f2->flags |= t->flags2;
