@@ -78,6 +78,16 @@ static int from_win(DWORD err, int fallback)
     }
 }
 
+/* from_win for the calling thread's last error, with one line naming the
+ * call that failed and the error: a spawn that fails says what and where. */
+static int win_fail(const char *call, int fallback)
+{
+    DWORD err = GetLastError();
+    KILN_ERROR("prep", "starting a worker: %s failed (Windows error %lu)", call,
+               (unsigned long)err);
+    return from_win(err, fallback);
+}
+
 static wchar_t *wide(const char *s)
 {
     int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
@@ -188,13 +198,19 @@ static int make_channel(struct kiln__iso_proc *p, HANDLE *child)
         65536, 0, NULL);
     if (p->pipe == INVALID_HANDLE_VALUE) {
         p->pipe = NULL;
-        return from_win(GetLastError(), KILN_EIO);
+        return win_fail("CreateNamedPipeW", KILN_EIO);
     }
+    /* The client's side as Windows documents it: a pipe that is busy (its
+     * instance not yet listening; seen under wine with a loaded machine) is
+     * waited for, with a bound, and opened again. */
     SECURITY_ATTRIBUTES sa = {sizeof(sa), NULL, TRUE};
-    *child = CreateFileW(name, GENERIC_READ | GENERIC_WRITE, 0, &sa, OPEN_EXISTING, 0, NULL);
-    if (*child == INVALID_HANDLE_VALUE) {
+    for (int tries = 0;; tries++) {
+        *child = CreateFileW(name, GENERIC_READ | GENERIC_WRITE, 0, &sa, OPEN_EXISTING, 0, NULL);
+        if (*child != INVALID_HANDLE_VALUE)
+            break;
         *child = NULL;
-        return from_win(GetLastError(), KILN_EIO);
+        if (GetLastError() != ERROR_PIPE_BUSY || tries == 3 || !WaitNamedPipeW(name, 2000))
+            return win_fail("opening the channel's client end (CreateFileW)", KILN_EIO);
     }
     /* The client is connected already; this only confirms it. */
     OVERLAPPED ov = {.hEvent = p->event};
@@ -205,8 +221,10 @@ static int make_channel(struct kiln__iso_proc *p, HANDLE *child)
             err = GetLastError();
         else if (err == ERROR_IO_PENDING)
             err = ERROR_PIPE_CONNECTED;
-        if (err != ERROR_PIPE_CONNECTED)
-            return from_win(err, KILN_EIO);
+        if (err != ERROR_PIPE_CONNECTED) {
+            SetLastError(err);
+            return win_fail("ConnectNamedPipe", KILN_EIO);
+        }
     }
     return KILN_OK;
 }
@@ -259,12 +277,12 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
         return KILN_ENOMEM;
     if (!InitializeProcThreadAttributeList(attrs, 1, 0, &size)) {
         kiln__free(attrs);
-        return from_win(GetLastError(), KILN_EIO);
+        return win_fail("InitializeProcThreadAttributeList", KILN_EIO);
     }
     int rc = KILN_OK;
     if (!UpdateProcThreadAttribute(attrs, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, list,
                                    (err ? 2 : 1) * sizeof(HANDLE), NULL, NULL))
-        rc = from_win(GetLastError(), KILN_EIO);
+        rc = win_fail("UpdateProcThreadAttribute", KILN_EIO);
     STARTUPINFOEXW si;
     memset(&si, 0, sizeof(si));
     si.StartupInfo.cb = sizeof(si);
@@ -281,13 +299,13 @@ static int create(struct kiln__iso_proc *p, const wchar_t *app, wchar_t *cmd, HA
                   (background ? IDLE_PRIORITY_CLASS : 0);
     if (rc == KILN_OK &&
         !CreateProcessW(app, cmd, NULL, NULL, TRUE, flags, NULL, NULL, &si.StartupInfo, &pi))
-        rc = from_win(GetLastError(), KILN_EIO);
+        rc = win_fail("CreateProcessW", KILN_EIO);
     DeleteProcThreadAttributeList(attrs);
     kiln__free(attrs);
     if (rc == KILN_OK) {
         join_job(pi.hProcess);
         if (ResumeThread(pi.hThread) == (DWORD)-1) {
-            rc = from_win(GetLastError(), KILN_EIO);
+            rc = win_fail("ResumeThread", KILN_EIO);
             TerminateProcess(pi.hProcess, KILLED_CODE);
             WaitForSingleObject(pi.hProcess, 5000);
             CloseHandle(pi.hThread);
@@ -312,7 +330,7 @@ int kiln__iso_spawn(const char *const *argv, bool background, struct kiln__iso_p
     if (rc == KILN_OK && !p)
         rc = KILN_ENOMEM;
     if (p && !(p->event = CreateEventW(NULL, TRUE, FALSE, NULL)))
-        rc = from_win(GetLastError(), KILN_EIO);
+        rc = win_fail("CreateEventW", KILN_EIO);
     HANDLE child = NULL, err = NULL;
     if (rc == KILN_OK)
         rc = make_channel(p, &child);
