@@ -536,6 +536,10 @@ static void builder_built(struct kiln__prep_build *b, struct kiln__prep_item *it
             (PFN_vkDestroyPipeline)req->get_device_proc_addr(req->device, "vkDestroyPipeline");
         if (destroy)
             destroy(req->device, req->pipeline, NULL);
+        /* Freed now, not at the device's end, where a driver defers it
+         * to a queue submission (lavapipe): what it keeps would otherwise
+         * grow with every build, past any memory budget. */
+        (void)kiln__vk_settle(b->vk);
     }
 }
 

@@ -874,6 +874,7 @@ static int create_body(const struct kiln_vk_options *options, const struct kiln_
     if (!vk)
         return KILN_ENOMEM;
     pthread_mutex_init(&vk->lock, NULL);
+    pthread_mutex_init(&vk->queue_lock, NULL);
     vk->pipelines.prev = vk->pipelines.next = &vk->pipelines;
     vk->modules.prev = vk->modules.next = &vk->modules;
     vk->io = opt->io ? opt->io : kiln_io_default();
@@ -942,6 +943,7 @@ void kiln_vk_destroy(struct kiln_vk *vk)
     if (vk->instance && vk->fn.vkDestroyInstance && !vk->external)
         vk->fn.vkDestroyInstance(vk->instance, vk->alloc);
     pthread_mutex_destroy(&vk->lock);
+    pthread_mutex_destroy(&vk->queue_lock);
     kiln__free(vk);
 }
 
@@ -1020,6 +1022,31 @@ void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
         .set_layout = vk->set_layout,
     };
     KILN_STRUCT_OUT(out, &h);
+}
+
+/*
+ * Some drivers only queue a destroyed pipeline and free it at the queue's
+ * next submission or wait (lavapipe of Mesa 22: `vkDestroyPipeline` appends
+ * it to the queue's list, and only a submit empties that list). kiln never
+ * submits, so without this every pipeline a preparation built stays alive
+ * until the device goes (measured: 24 generated pipelines, 239 -> 107 MiB).
+ * Waiting on the idle queue costs microseconds on other drivers. Only on
+ * kiln's own device: an application's queue is the application's to
+ * synchronise.
+ */
+int kiln__vk_settle(struct kiln_vk *vk)
+{
+    if (!vk || vk->external || vk->queue == VK_NULL_HANDLE || !vk->fn.vkQueueWaitIdle)
+        return KILN_OK;
+    pthread_mutex_lock(&vk->queue_lock);
+    VkResult res = vk->fn.vkQueueWaitIdle(vk->queue);
+    pthread_mutex_unlock(&vk->queue_lock);
+    if (res != VK_SUCCESS) {
+        KILN_ERROR(VK_MODULE, "vkQueueWaitIdle (freeing destroyed pipelines) failed: %s",
+                   kiln_vk_result_name(res));
+        return KILN_EVULKAN;
+    }
+    return KILN_OK;
 }
 
 const char *kiln_vk_errmsg(const struct kiln_vk *vk)

@@ -47,6 +47,7 @@ struct kiln_vk_maintenance5_features {
 #define KILN_VK_DEVICE_FNS(X)       \
     X(vkDestroyDevice)              \
     X(vkGetDeviceQueue)             \
+    X(vkQueueWaitIdle)              \
     X(vkCreateShaderModule)         \
     X(vkDestroyShaderModule)        \
     X(vkCreatePipelineCache)        \
@@ -129,6 +130,7 @@ struct kiln_vk {
     char cache_path[4096]; /* "" without a cache folder */
 
     pthread_mutex_t lock;            /* guards the object lists and the render passes */
+    pthread_mutex_t queue_lock;      /* the queue's external synchronisation (kiln__vk_settle) */
     struct kiln_vk_object pipelines; /* list heads */
     struct kiln_vk_object modules;
     struct {
