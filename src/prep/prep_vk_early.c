@@ -39,6 +39,7 @@
  *   on the run's thread through kiln__prep_vk_open, the serial order.
  */
 #include "kiln_internal.h"
+#include "isolate_internal.h"
 #include "prep_internal.h"
 
 #include "kiln/vk.h"
@@ -64,6 +65,8 @@ static int late_names(void *user, const char *const **names, uint32_t *count)
     e->after_ns = kiln_now_ns();
     *names = e->names;
     *count = e->nnames;
+    if (state > 0) /* the test faults' vk_delay (a slow driver): empty in libkiln */
+        kiln__prep_before_build(KILN__PREP_FAULT_DEVICE);
     return state > 0 ? KILN_OK : KILN_ECANCELED;
 }
 
@@ -133,11 +136,15 @@ int kiln__prep_vk_early_finish(struct kiln__prep_vk_early *e, const struct kiln_
         int rc =
             kiln__prep_vk_open(w, got, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
         s->vulkan_ns = kiln_now_ns() - t0;
+        if (rc == KILN_OK && e->extensions_known)
+            e->extensions_known(e->extensions_user, got->masks);
         return rc;
     }
     *got = (struct kiln__prep_vk_got){0};
     int rc =
         kiln__prep_vk_extensions(w, &got->masks, e->names, KILN_ARRAY_LEN(e->names), &e->nnames);
+    if (rc == KILN_OK && e->extensions_known)
+        e->extensions_known(e->extensions_user, got->masks);
     hand_over(e, rc == KILN_OK ? 1 : -1);
     uint64_t waited = kiln_now_ns() - t0;
     s->vulkan_ns = e->before_ns + e->after_ns;
