@@ -28,14 +28,19 @@
  * - Workers start with the run (kiln__isolate_early_begin): before the
  *   translation, the spawner thread starts the count the sizing rule
  *   starts with nothing timed and sends each START, so their Vulkan
- *   instance and device choice overlap the translation; a starter then
- *   takes one of those (take_early) before it spawns another, and greets
- *   it as any other: the HELLO, read by the worker inside its context's
- *   creation, still decides the device's extensions, so a worker started
- *   early builds exactly as one started late. The phase counts as a
- *   start's cost only what it waited for (HELLO to READY). Those never
- *   taken are ended by kiln__isolate_early_end, which waits until the
- *   spawner thread started them all, ends them, then the thread.
+ *   instance and device choice overlap the translation. Once the run
+ *   knows the greeting (kiln__isolate_early_greet, right before it makes
+ *   its own device) the spawner thread sends each the HELLO the phase
+ *   would send (make_hello, from the same run and dictionary), so their
+ *   devices are made beside the parent's; a starter then takes one of
+ *   those (take_early, which waits until the thread is done with them)
+ *   before it spawns another, and only reads its READY (or greets it,
+ *   when the run did not). The HELLO, read by the worker inside its
+ *   context's creation, still decides the device's extensions, so a
+ *   worker started early builds exactly as one started late. A start's
+ *   cost is counted from its greeting to its READY. Those never taken are
+ *   ended by kiln__isolate_early_end, which waits until the spawner thread
+ *   started (and greeted) them all, ends them, then the thread.
  *
  * - Nothing waits without a bound. Every send and receive has a deadline:
  *   the per-pipeline time limit for each program (learned or fixed) and

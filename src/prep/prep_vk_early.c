@@ -34,6 +34,14 @@
  *   thread, where the serial order reported it (KILN_PREP_STEP_VULKAN,
  *   after the translation), so kiln_last_errmsg says the same.
  *
+ * - The run hears of the extensions before its device is made: finish
+ *   calls extensions_known (the isolated workers' greeting, prepare.c)
+ *   right after it computed them and before the hand-over, so the
+ *   workers' devices are made beside this one; without a thread, right
+ *   after kiln__prep_vk_open. The test faults' hook (KILN__PREP_FAULT_DEVICE,
+ *   empty in libkiln) runs in the callback after the hand-over, inside
+ *   the context's own time, where the device is about to be made.
+ *
  * - Without a thread (pthread_create failed, the caller gave a context,
  *   or the test hook kiln__prep_test_vk_serial) finish makes the context
  *   on the run's thread through kiln__prep_vk_open, the serial order.
