@@ -28,14 +28,19 @@
  * - Workers start with the run (kiln__isolate_early_begin): before the
  *   translation, the spawner thread starts the count the sizing rule
  *   starts with nothing timed and sends each START, so their Vulkan
- *   instance and device choice overlap the translation; a starter then
- *   takes one of those (take_early) before it spawns another, and greets
- *   it as any other: the HELLO, read by the worker inside its context's
- *   creation, still decides the device's extensions, so a worker started
- *   early builds exactly as one started late. The phase counts as a
- *   start's cost only what it waited for (HELLO to READY). Those never
- *   taken are ended by kiln__isolate_early_end, which waits until the
- *   spawner thread started them all, ends them, then the thread.
+ *   instance and device choice overlap the translation. Once the run
+ *   knows the greeting (kiln__isolate_early_greet, right before it makes
+ *   its own device) the spawner thread sends each the HELLO the phase
+ *   would send (make_hello, from the same run and dictionary), so their
+ *   devices are made beside the parent's; a starter then takes one of
+ *   those (take_early, which waits until the thread is done with them)
+ *   before it spawns another, and only reads its READY (or greets it,
+ *   when the run did not). The HELLO, read by the worker inside its
+ *   context's creation, still decides the device's extensions, so a
+ *   worker started early builds exactly as one started late. A start's
+ *   cost is counted from its greeting to its READY. Those never taken are
+ *   ended by kiln__isolate_early_end, which waits until the spawner thread
+ *   started (and greeted) them all, ends them, then the thread.
  *
  * - Nothing waits without a bound. Every send and receive has a deadline:
  *   the per-pipeline time limit for each program (learned or fixed) and
@@ -363,9 +368,18 @@ struct spawner {
     struct kiln__isolate_early *early;
 };
 
+/* A worker started with the run: greeted_at is when the spawner thread
+ * sent its HELLO (0: not greeted yet), greet_rc that send's result. */
+struct early_worker {
+    struct kiln__iso_proc *proc;
+    uint64_t greeted_at;
+    int greet_rc;
+};
+
 /* Workers started at the run's start, each sent START (their Vulkan
- * context begun), for the pipeline phase to greet (take_early). Every
- * field after `spawner` is under spawner.mu. */
+ * context begun), greeted once the run knows the greeting, and taken by
+ * the pipeline phase (take_early). Every field after `spawner` is under
+ * spawner.mu. */
 struct kiln__isolate_early {
     struct spawner spawner;
     const char *const *argv;
@@ -373,11 +387,18 @@ struct kiln__isolate_early {
     unsigned limit_ms; /* the deadline of START's send */
     uint8_t *start;    /* START's body */
     uint32_t start_size;
-    struct kiln__iso_proc **procs; /* started and sent START, not taken yet */
+    struct early_worker *procs; /* started and sent START, not taken yet */
     unsigned nprocs;
     unsigned started; /* all it started (the summary's word) */
-    unsigned taken;   /* greeted by the pipeline phase */
+    unsigned taken;   /* taken by the pipeline phase */
     bool done;        /* the thread has started them all */
+    /* The greeting, once the run knows it (kiln__isolate_early_greet): the
+     * thread sends it to every worker not taken yet. */
+    uint8_t *hello;
+    uint32_t hello_size;
+    bool greet_asked; /* hello is set: the thread is to send it */
+    bool greeted;     /* the thread sent it (or tried) to each of procs */
+    unsigned greeted_count;
 };
 
 /* The default floor of the learned limit, and the builds it needs seen
@@ -563,13 +584,41 @@ static void start_early(struct spawner *sp)
             continue;
         }
         pthread_mutex_lock(&sp->mu);
-        e->procs[e->nprocs++] = proc;
+        e->procs[e->nprocs++] = (struct early_worker){.proc = proc};
         e->started++;
         pthread_mutex_unlock(&sp->mu);
     }
     pthread_mutex_lock(&sp->mu);
     e->done = true;
     pthread_cond_broadcast(&sp->cv);
+}
+
+/* Sends the run's greeting to every early worker not taken yet, each
+ * by its own deadline (the fixed limit; a failed send is the taker's to
+ * report, as a greeting it sent itself). Called under sp->mu, which it
+ * drops while it sends: the workers are the thread's until `greeted`. */
+static void greet_early(struct spawner *sp)
+{
+    struct kiln__isolate_early *e = sp->early;
+    unsigned n = e->nprocs;
+    pthread_mutex_unlock(&sp->mu);
+    for (unsigned i = 0; i < n; i++) {
+        struct early_worker *w = &e->procs[i];
+        w->greeted_at = kiln_now_ns();
+        w->greet_rc = send_frame(w->proc, KILN__ISO_HELLO, e->hello, e->hello_size,
+                                 w->greeted_at + (uint64_t)e->limit_ms * 1000000u);
+    }
+    pthread_mutex_lock(&sp->mu);
+    e->greeted = true;
+    e->greeted_count = n;
+    pthread_cond_broadcast(&sp->cv);
+}
+
+/* Whether the spawner thread has work: a request, or a greeting to send. */
+static bool spawner_wanted(const struct spawner *sp)
+{
+    const struct kiln__isolate_early *e = sp->early;
+    return sp->quit || (sp->asked && !sp->answered) || (e && e->greet_asked && !e->greeted);
 }
 
 static void *spawner_main(void *arg)
@@ -585,10 +634,14 @@ static void *spawner_main(void *arg)
     if (sp->early)
         start_early(sp);
     for (;;) {
-        while (!sp->quit && !(sp->asked && !sp->answered))
+        while (!spawner_wanted(sp))
             pthread_cond_wait(&sp->cv, &sp->mu);
         if (sp->quit)
             break;
+        if (sp->early && sp->early->greet_asked && !sp->early->greeted) {
+            greet_early(sp);
+            continue;
+        }
         const char *const *argv = sp->argv;
         pthread_mutex_unlock(&sp->mu);
         struct kiln__iso_proc *proc = NULL;
@@ -663,30 +716,43 @@ static int spawn_worker(struct spawner *sp, const char *const *argv, struct kiln
     return rc;
 }
 
-/* A worker started with the run, once the spawner thread started them
- * all; NULL when none is left (or there were none). */
-static struct kiln__iso_proc *take_early(struct kiln__isolate_early *e)
+/* Waits until the spawner thread started every early worker and, when
+ * the greeting was asked for, sent it. Under e->spawner.mu. */
+static void early_settled(struct kiln__isolate_early *e)
 {
-    if (!e)
-        return NULL;
-    pthread_mutex_lock(&e->spawner.mu);
-    while (!e->done)
+    while (!e->done || (e->greet_asked && !e->greeted))
         pthread_cond_wait(&e->spawner.cv, &e->spawner.mu);
-    struct kiln__iso_proc *p = e->nprocs ? e->procs[--e->nprocs] : NULL;
-    e->taken += p != NULL;
+}
+
+/* A worker started with the run (greeted or not), once the spawner
+ * thread is done with them; proc NULL when none is left (or there were
+ * none). */
+static struct early_worker take_early(struct kiln__isolate_early *e)
+{
+    struct early_worker w = {.proc = NULL};
+    if (!e)
+        return w;
+    pthread_mutex_lock(&e->spawner.mu);
+    early_settled(e);
+    if (e->nprocs)
+        w = e->procs[--e->nprocs];
+    e->taken += w.proc != NULL;
     pthread_mutex_unlock(&e->spawner.mu);
-    return p;
+    return w;
 }
 
 /* Starts a slot's worker (or takes one started with the run, whose
- * Vulkan context is begun) and waits for its greeting's answer, on the
- * slot's starter thread. The start's time, only what this phase waited
- * for, is kept (iso.start_ns: the slowest) for the rule that sizes the
- * workers. @return 0, or the error (the slot left without a worker). */
+ * Vulkan context is begun, greeted already when the run greeted them) and
+ * waits for its greeting's answer, on the slot's starter thread. The
+ * start's time, from the greeting to its READY (for an early worker
+ * greeted before the phase, from that greeting: its device's making), is
+ * kept (iso.start_ns: the slowest) for the rule that sizes the workers.
+ * @return 0, or the error (the slot left without a worker). */
 static int start_worker(struct iso *iso, struct slot *s)
 {
     uint64_t t0 = kiln_now_ns();
-    s->proc = take_early(iso->run->early);
+    struct early_worker ew = take_early(iso->run->early);
+    s->proc = ew.proc;
     if (!s->proc) {
         int rc = spawn_worker(iso->sp, iso->run->iso->argv, &s->proc);
         if (rc < 0) {
@@ -698,7 +764,10 @@ static int start_worker(struct iso *iso, struct slot *s)
     }
     long pid = kiln__iso_pid(s->proc);
     uint64_t deadline = t0 + iso->limit_ns;
-    int rc = send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
+    uint64_t greeted = ew.greeted_at ? ew.greeted_at : t0;
+    int rc = ew.greeted_at
+                 ? ew.greet_rc
+                 : send_frame(s->proc, KILN__ISO_HELLO, iso->hello, iso->hello_size, deadline);
     void *body = NULL;
     uint32_t size = 0;
     if (rc == KILN_OK)
@@ -724,8 +793,9 @@ static int start_worker(struct iso *iso, struct slot *s)
                    what_ended(rc), how, kiln_strerror(rc));
         return rc;
     }
-    uint64_t took = kiln_now_ns() - t0;
-    KILN_INFO("prep", "worker %ld ready in %.1f ms", pid, (double)took / 1e6);
+    uint64_t now = kiln_now_ns(), took = now - greeted;
+    KILN_INFO("prep", "worker %ld ready %.1f ms after its greeting; the phase waited %.1f ms", pid,
+              (double)took / 1e6, (double)(now - t0) / 1e6);
     pthread_mutex_lock(&iso->mu);
     iso->start_ns = took > iso->start_ns ? took : iso->start_ns;
     iso->stats.workers_started++;
@@ -1211,17 +1281,19 @@ int kiln__iso_hello_make(uint32_t flags, uint32_t device, const char *cache_dir,
     return KILN_OK;
 }
 
-/* The greeting, the same for every worker: the extensions are the names
- * this process's builders found the programs need, for the kinds it has a
- * builder of (the workers' builders are their own, kiln_isolate_worker_options). */
-static int make_hello(struct iso *iso)
+/* The greeting, the same for every worker, whether the run sends it to
+ * its early workers or the phase to one it started: the extensions are
+ * the names this process's builders found the programs need, for the
+ * kinds it has a builder of (the workers' builders are their own,
+ * kiln_isolate_worker_options). */
+static int make_hello(const struct kiln__isolate_run *run, const struct kiln_pack_dict *d,
+                      uint8_t **body, uint32_t *size)
 {
     size_t dict_size = 0;
-    const void *dict = iso->b->dict ? kiln_pack_dict_bytes(iso->b->dict, &dict_size) : NULL;
-    return kiln__iso_hello_make(iso->run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u,
-                                iso->run->device, iso->run->cache_dir, iso->run->ext_known_kinds,
-                                iso->run->ext_names, iso->run->next_names, dict, dict_size,
-                                &iso->hello, &iso->hello_size);
+    const void *dict = d ? kiln_pack_dict_bytes(d, &dict_size) : NULL;
+    return kiln__iso_hello_make(run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u, run->device,
+                                run->cache_dir, run->ext_known_kinds, run->ext_names,
+                                run->next_names, dict, dict_size, body, size);
 }
 
 /* Larger payloads first, as in-process (start.c). */
@@ -1262,7 +1334,7 @@ static int iso_begin(struct iso *iso, struct kiln__prep_item *items, size_t n, s
         return KILN_ENOMEM;
     }
     iso->locks = true;
-    return make_hello(iso);
+    return make_hello(iso->run, iso->b->dict, &iso->hello, &iso->hello_size);
 }
 
 static void iso_end(struct iso *iso)
@@ -1386,6 +1458,37 @@ int kiln__isolate_early_begin(const struct kiln__isolate_early_want *w,
     return KILN_OK;
 }
 
+int kiln__isolate_early_greet(struct kiln__isolate_early *e, const struct kiln__isolate_run *run,
+                              const struct kiln_pack_dict *dict)
+{
+    if (!e)
+        return KILN_OK;
+    struct kiln__iso_tuning tune;
+    kiln__prep_isolate_tuning(&tune);
+    if (tune.late_greeting)
+        return KILN_OK; /* the test's negative control: the phase greets them */
+    uint8_t *body = NULL;
+    uint32_t size = 0;
+    int rc = make_hello(run, dict, &body, &size);
+    if (rc < 0) {
+        KILN_INFO("prep", "isolated workers are greeted by the pipeline phase: %s",
+                  kiln_strerror(rc));
+        return rc;
+    }
+    pthread_mutex_lock(&e->spawner.mu);
+    if (e->greet_asked) { /* once per run */
+        pthread_mutex_unlock(&e->spawner.mu);
+        kiln__free(body);
+        return KILN_OK;
+    }
+    e->hello = body;
+    e->hello_size = size;
+    e->greet_asked = true;
+    pthread_cond_broadcast(&e->spawner.cv);
+    pthread_mutex_unlock(&e->spawner.mu);
+    return KILN_OK;
+}
+
 unsigned kiln__isolate_early_started(const struct kiln__isolate_early *e)
 {
     return e ? e->started : 0;
@@ -1396,20 +1499,21 @@ void kiln__isolate_early_end(struct kiln__isolate_early *e)
     if (!e)
         return;
     pthread_mutex_lock(&e->spawner.mu);
-    while (!e->done)
-        pthread_cond_wait(&e->spawner.cv, &e->spawner.mu);
+    early_settled(e);
     unsigned left = e->nprocs;
     e->nprocs = 0;
     pthread_mutex_unlock(&e->spawner.mu);
-    /* Not greeted: nothing is wanted from them (their device was never
-     * made); ended at once, before the thread that started them ends. */
+    /* Not taken: nothing is wanted from them (greeted or not, their
+     * device is not waited for); ended at once, before the thread that
+     * started them ends. */
     for (unsigned i = 0; i < left; i++) {
         char how[96];
-        long pid = kiln__iso_pid(e->procs[i]);
-        kiln__iso_end(e->procs[i], 0, how, sizeof(how));
+        long pid = kiln__iso_pid(e->procs[i].proc);
+        kiln__iso_end(e->procs[i].proc, 0, how, sizeof(how));
         budget_remove(pid);
     }
     spawner_end(&e->spawner);
+    kiln__free(e->hello);
     kiln__free(e->start);
     kiln__free(e->procs);
     kiln__free(e);

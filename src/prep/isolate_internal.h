@@ -172,12 +172,22 @@ struct kiln__isolate_run {
  * (kiln__iso_worth_starting with `programs` left and the defaults), at
  * most the threads, the CPUs or isolate->workers, none with the tuning's
  * serial starts. Each is sent START, so its Vulkan instance and device
- * choice are made while the run translates; the pipeline phase greets
- * them (HELLO, with the extensions) before it starts any other, and finds
- * them ready but for their device. kiln__isolate_early_end ends those the
- * phase did not take and then the thread that started them all (the
- * PR_SET_PDEATHSIG rule), after kiln__isolate_build_all. @return 0 with
- * *out (NULL: none started), or KILN_ENOMEM.
+ * choice are made while the run translates. kiln__isolate_early_begin
+ * @return 0 with *out (NULL: none started), or KILN_ENOMEM.
+ *
+ * kiln__isolate_early_greet: once the run knows the greeting (run's
+ * device, cache folder and ext_* fields, the dictionary `dict`), right
+ * before the run makes its own device, the spawner thread sends that
+ * HELLO to every early worker, so each makes its device beside the
+ * parent's; the pipeline phase then only reads their READY. Called once,
+ * on the run's thread; it does not wait for the sends. A no-op for NULL
+ * or under the tuning's late_greeting (then the phase greets them, as
+ * before). @return 0, or KILN_ENOMEM / KILN_ERANGE when the greeting
+ * could not be made (the phase then greets them).
+ *
+ * kiln__isolate_early_end ends those the phase did not take and then the
+ * thread that started them all (the PR_SET_PDEATHSIG rule), after
+ * kiln__isolate_build_all.
  */
 struct kiln__isolate_early;
 struct kiln__isolate_early_want {
@@ -192,6 +202,8 @@ struct kiln__isolate_early_want {
 int kiln__isolate_early_begin(const struct kiln__isolate_early_want *w,
                               struct kiln__isolate_early **out);
 /* How many it started (and sent START). */
+int kiln__isolate_early_greet(struct kiln__isolate_early *e, const struct kiln__isolate_run *run,
+                              const struct kiln_pack_dict *dict);
 unsigned kiln__isolate_early_started(const struct kiln__isolate_early *e);
 void kiln__isolate_early_end(struct kiln__isolate_early *e);
 
@@ -296,7 +308,12 @@ void kiln__prep_before_build(const char *name);
  * sleeps N ms before it makes its Vulkan context, and prints when on
  * stderr ("start delay in process P from T0 to T1 ms", kiln_now_ns), and
  * the parent's first guess of a start (start_hint_ns) counts it, as it
- * would a slower driver's. */
+ * would a slower driver's; "vk_delay=N": kiln_prepare's own device (the
+ * late part of the context made beside the translation) sleeps N ms
+ * before it is made, printing "device delay in process P from T0 to T1
+ * ms", a slow driver's parent beside its slow workers; "late_greeting=1":
+ * early workers are greeted by the pipeline phase, not beside the
+ * parent's device (the negative control of kiln__isolate_early_greet). */
 struct kiln__iso_tuning {
     unsigned batch;
     unsigned floor_ms;
@@ -305,6 +322,8 @@ struct kiln__iso_tuning {
     unsigned build_ms;
     unsigned serial;
     unsigned start_delay_ms;
+    unsigned vk_delay_ms;
+    unsigned late_greeting;
 };
 void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t);
 
@@ -312,6 +331,11 @@ void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t);
  * worker hang before it answers, "crash:(greeting)" die; the hook called
  * with it also sleeps the tuning's start_delay. */
 #define KILN__PREP_FAULT_GREETING "(greeting)"
+
+/* The name the hook is called with in kiln_prepare's own process right
+ * before its device is made (prep_vk_early.c): the fault sleeps the
+ * tuning's vk_delay there. */
+#define KILN__PREP_FAULT_DEVICE "(device)"
 
 /* The same for a translation (kiln_translate), empty in libkiln too: in
  * kiln-faults it hangs, heeding no stop, when $KILN_TEST_FAULT is

@@ -32,8 +32,10 @@
  *   extensions or dictionary): it begins its Vulkan context at once and
  *   reads the HELLO inside its creation (kiln__vk_create_late's callback),
  *   right before the device is made, so the device's extensions are the
- *   HELLO's, as for a worker greeted first; only the slow first part of
- *   the context overlapped the parent's translation.
+ *   HELLO's, as for a worker greeted first. The parent sends that HELLO
+ *   as it makes its own device (isolate.c), so the instance overlapped
+ *   its translation and the device overlaps its device; when the HELLO
+ *   comes does not change what the worker does with it.
  *
  * - Bytes from the parent are checked like those from a worker (frame
  *   checksum, each field against the body's length); a malformed frame ends

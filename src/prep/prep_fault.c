@@ -12,7 +12,8 @@
  * learned time limit and worker sizing (kiln__prep_isolate_tuning), so
  * that a test puts a crash in the middle of a batch, or a hang after a few
  * fast builds, and slows each worker's start to see starts overlap (or,
- * serial, not).
+ * serial, not), and the parent's own device to see the workers' made
+ * beside it (or, with late_greeting, not).
  *
  * Invariant: this file is never part of libkiln or of the installed kiln.
  * It is compiled only into kiln_prep_faults (src/prep/CMakeLists.txt), an
@@ -37,35 +38,38 @@
 #include <unistd.h>
 #endif
 
-/* The tuning's start_delay: a worker's greeting (device creation) made
- * slow, with when it slept on stderr, for the test of parallel starts. */
-static void start_delay(void)
+/* A device creation made slow by `ms`, with when it slept on stderr
+ * ("kiln: test fault: WHAT delay in process P from T0 to T1 ms"): the
+ * tuning's start_delay in a worker's greeting, for the test of parallel
+ * starts, and its vk_delay before kiln_prepare's own device. */
+static void delay(unsigned ms, const char *what)
 {
-    struct kiln__iso_tuning t;
-    kiln__prep_isolate_tuning(&t);
-    if (!t.start_delay_ms)
+    if (!ms)
         return;
     uint64_t t0 = kiln_now_ns();
 #ifdef _WIN32
-    Sleep(t.start_delay_ms);
+    Sleep(ms);
     unsigned long pid = (unsigned long)GetCurrentProcessId();
 #else
-    struct timespec ts = {(time_t)(t.start_delay_ms / 1000u),
-                          (long)(t.start_delay_ms % 1000u) * 1000000L};
+    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
     while (nanosleep(&ts, &ts) != 0)
         ;
     unsigned long pid = (unsigned long)getpid();
 #endif
     fprintf(stderr,
-            "kiln: test fault: start delay in process %lu from %" PRIu64 " to %" PRIu64 " ms\n",
+            "kiln: test fault: %s delay in process %lu from %" PRIu64 " to %" PRIu64 " ms\n", what,
             pid, t0 / 1000000u, kiln_now_ns() / 1000000u);
     fflush(stderr);
 }
 
 void kiln__prep_before_build(const char *name)
 {
-    if (name && strcmp(name, KILN__PREP_FAULT_GREETING) == 0)
-        start_delay();
+    bool greeting = name && strcmp(name, KILN__PREP_FAULT_GREETING) == 0;
+    if (greeting || (name && strcmp(name, KILN__PREP_FAULT_DEVICE) == 0)) {
+        struct kiln__iso_tuning t;
+        kiln__prep_isolate_tuning(&t);
+        delay(greeting ? t.start_delay_ms : t.vk_delay_ms, greeting ? "start" : "device");
+    }
     const char *f = getenv("KILN_TEST_FAULT");
     if (!f || !name)
         return;
@@ -116,8 +120,8 @@ void kiln__prep_before_translate(const char *name)
 }
 
 /* $KILN_TEST_ISOLATE: "batch=N,floor=MS,samples=N,workers=N,build_ms=N,
- * serial=1,start_delay=MS", any of them, in any order; a field not given or not a
- * number stays 0 (kiln's own rule). */
+ * serial=1,start_delay=MS,vk_delay=MS,late_greeting=1", any of them, in any order; a field not
+ * given or not a number stays 0 (kiln's own rule). */
 void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t)
 {
     *t = (struct kiln__iso_tuning){0};
@@ -131,7 +135,9 @@ void kiln__prep_isolate_tuning(struct kiln__iso_tuning *t)
                 {"workers=", offsetof(struct kiln__iso_tuning, workers)},
                 {"build_ms=", offsetof(struct kiln__iso_tuning, build_ms)},
                 {"serial=", offsetof(struct kiln__iso_tuning, serial)},
-                {"start_delay=", offsetof(struct kiln__iso_tuning, start_delay_ms)}};
+                {"start_delay=", offsetof(struct kiln__iso_tuning, start_delay_ms)},
+                {"vk_delay=", offsetof(struct kiln__iso_tuning, vk_delay_ms)},
+                {"late_greeting=", offsetof(struct kiln__iso_tuning, late_greeting)}};
     for (size_t k = 0; e && k < sizeof(keys) / sizeof(keys[0]); k++) {
         const char *at = strstr(e, keys[k].key);
         if (at)

@@ -409,6 +409,11 @@ struct kiln__prep_vk_early {
     /* The hand-over: the extra extension names. */
     const char *names[64];
     uint32_t nnames;
+    /* Called on the run's thread by finish once the items' extensions are
+     * known (masks as got->masks), right before the device is made (after
+     * it without a thread): the run greets its isolated workers there. */
+    void (*extensions_known)(void *user, const uint64_t *masks);
+    void *extensions_user;
     /* Written by the thread, read after the join. */
     struct kiln_vk *vk;
     int rc;

@@ -34,11 +34,20 @@
  *   thread, where the serial order reported it (KILN_PREP_STEP_VULKAN,
  *   after the translation), so kiln_last_errmsg says the same.
  *
+ * - The run hears of the extensions before its device is made: finish
+ *   calls extensions_known (the isolated workers' greeting, prepare.c)
+ *   right after it computed them and before the hand-over, so the
+ *   workers' devices are made beside this one; without a thread, right
+ *   after kiln__prep_vk_open. The test faults' hook (KILN__PREP_FAULT_DEVICE,
+ *   empty in libkiln) runs in the callback after the hand-over, inside
+ *   the context's own time, where the device is about to be made.
+ *
  * - Without a thread (pthread_create failed, the caller gave a context,
  *   or the test hook kiln__prep_test_vk_serial) finish makes the context
  *   on the run's thread through kiln__prep_vk_open, the serial order.
  */
 #include "kiln_internal.h"
+#include "isolate_internal.h"
 #include "prep_internal.h"
 
 #include "kiln/vk.h"
@@ -64,6 +73,8 @@ static int late_names(void *user, const char *const **names, uint32_t *count)
     e->after_ns = kiln_now_ns();
     *names = e->names;
     *count = e->nnames;
+    if (state > 0) /* the test faults' vk_delay (a slow driver): empty in libkiln */
+        kiln__prep_before_build(KILN__PREP_FAULT_DEVICE);
     return state > 0 ? KILN_OK : KILN_ECANCELED;
 }
 
@@ -133,11 +144,15 @@ int kiln__prep_vk_early_finish(struct kiln__prep_vk_early *e, const struct kiln_
         int rc =
             kiln__prep_vk_open(w, got, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
         s->vulkan_ns = kiln_now_ns() - t0;
+        if (rc == KILN_OK && e->extensions_known)
+            e->extensions_known(e->extensions_user, got->masks);
         return rc;
     }
     *got = (struct kiln__prep_vk_got){0};
     int rc =
         kiln__prep_vk_extensions(w, &got->masks, e->names, KILN_ARRAY_LEN(e->names), &e->nnames);
+    if (rc == KILN_OK && e->extensions_known)
+        e->extensions_known(e->extensions_user, got->masks);
     hand_over(e, rc == KILN_OK ? 1 : -1);
     uint64_t waited = kiln_now_ns() - t0;
     s->vulkan_ns = e->before_ns + e->after_ns;

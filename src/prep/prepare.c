@@ -598,6 +598,25 @@ static struct kiln__bin_tier *prepare_binaries(const struct kiln_prepare_options
     return kiln__bin_tier_for_run(o->binaries, vk, provider, &bo);
 }
 
+/* What the run tells its early isolated workers (kiln__isolate_early_greet),
+ * once the items' extensions are known: the same greeting the pipeline
+ * phase would send, sent beside this process's own device. */
+struct greeting {
+    const struct kiln_prepare_options *o;
+    struct kiln__isolate_run *run;
+    struct kiln__isolate_early *early;
+    const struct kiln_pack_dict *dict;
+};
+
+static void greet_workers(void *user, const uint64_t *masks)
+{
+    struct greeting *g = user;
+    if (!g->early)
+        return;
+    kiln__prep_isolate_extensions(g->o->builders, g->o->nbuilders, masks, g->run);
+    (void)kiln__isolate_early_greet(g->early, g->run, g->dict); /* else the phase greets */
+}
+
 static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                    void *progress_user, struct kiln_prepare_summary *s, uint64_t t0)
 {
@@ -641,8 +660,14 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     /* The Vulkan context, made beside the translation (prep_vk_early.c). */
     struct kiln__prep_vk_want early_want = KILN__PREP_VK_WANT(o, NULL, 0);
     struct kiln__prep_vk_early early = {.started = false};
-    /* Isolated workers, started with the run (isolate.c). */
+    /* Isolated workers, started with the run (isolate.c), and what they
+     * are told: greeted beside this process's own device (greet_workers). */
     struct kiln__isolate_early *early_iso = NULL;
+    struct kiln__isolate_run iso_run = {.iso = o->isolate,
+                                        .use_device_index = o->use_device_index,
+                                        .device = o->device,
+                                        .cache_dir = o->cache_dir};
+    struct greeting greet = {.o = o, .run = &iso_run};
 
     /* The programs. */
     n = r.src.count;
@@ -796,6 +821,10 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
      * context begun beside the translation is finished with them. */
     struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
     struct kiln__prep_vk_got got;
+    greet.early = early_iso;
+    greet.dict = r.dict;
+    early.extensions_known = greet_workers;
+    early.extensions_user = &greet;
     rc = kiln__prep_vk_early_finish(&early, &want, &got, s);
     struct kiln_vk *vk = got.vk;
     own_vk = got.own;
@@ -848,19 +877,15 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     int64_t built;
     if (o->isolate) {
         /* In worker processes; their pipeline caches are merged into vk's. */
-        struct kiln__isolate_run iso = {.iso = o->isolate,
-                                        .use_device_index = o->use_device_index,
-                                        .device = o->device,
-                                        .cache_dir = o->cache_dir,
-                                        .build_hint_ns = kiln__prep_ledger_build_ns(ledger),
-                                        .start_hint_ns = !own_vk ? 0
-                                                         : early_iso
-                                                             ? s->vulkan_ns - s->vulkan_overlap_ns
-                                                             : s->vulkan_ns,
-                                        .early = early_iso};
-        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso);
+        struct kiln__isolate_run *iso = &iso_run;
+        iso->build_hint_ns = kiln__prep_ledger_build_ns(ledger);
+        iso->start_hint_ns = !own_vk     ? 0
+                             : early_iso ? s->vulkan_ns - s->vulkan_overlap_ns
+                                         : s->vulkan_ns;
+        iso->early = early_iso;
+        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, iso);
         struct kiln__isolate_stats ist;
-        built = kiln__isolate_build_all(&b, &iso, items, n, s->workers, &s->pipelines_failed, &ist);
+        built = kiln__isolate_build_all(&b, iso, items, n, s->workers, &s->pipelines_failed, &ist);
         s->isolated_workers = ist.workers_started;
         s->isolated_batches = ist.batches;
         s->isolated_resent = ist.resent;

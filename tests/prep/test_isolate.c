@@ -1138,6 +1138,85 @@ KT_CASE(workers_sized_for_the_work_run)
     case_end(&c);
 }
 
+/* The "the phase waited X ms" of each "worker P ready" line of `err` into
+ * `out` (at most MAX_STARTS), in ms. @return how many. */
+static size_t phase_waits(const char *err, double *out)
+{
+    static const char tag[] = "; the phase waited ";
+    size_t n = 0;
+    for (const char *at = strstr(err, tag); at && n < MAX_STARTS; at = strstr(at + 1, tag))
+        if (sscanf(at + strlen(tag), "%lf ms", &out[n]) == 1)
+            n++;
+    return n;
+}
+
+/* An isolated prepare on four early workers whose device creation and
+ * whose parent's own device are slow alike (start_delay, vk_delay:
+ * START_DELAY_MS each), `more` after those; r->err has the delays' spans
+ * and the phase's waits. *device: the parent's span. @return 0 or -1. */
+static int prepare_slow_devices(const char *cache, const char *more, struct run *r,
+                                struct start_span *device)
+{
+    char tuning[128];
+    snprintf(tuning, sizeof(tuning), "build_ms=5000,start_delay=%d,vk_delay=%d%s", START_DELAY_MS,
+             START_DELAY_MS, more);
+    if (prepare_four(cache, tuning, r) < 0)
+        return -1;
+    const char *at = strstr(r->err, "device delay in process ");
+    unsigned long pid;
+    if (!at || sscanf(at, "device delay in process %lu from %llu to %llu ms", &pid, &device->from,
+                      &device->to) != 3)
+        return -1;
+    return 0;
+}
+
+/*
+ * Early workers are greeted beside the parent's own device (issue 28):
+ * with every device slow (START_DELAY_MS in each worker after its
+ * greeting and in kiln_prepare's own device, a slow driver's), each
+ * worker's delay began before the parent's device was made, and the
+ * pipelines phase waits for no worker's delay: each READY is read less
+ * than a delay after the phase asked. The negative control
+ * (late_greeting=1, the phase greets them as before): every worker's
+ * delay begins after the parent's device, and the phase waits at least a
+ * delay for each worker.
+ */
+KT_CASE(workers_greeted_beside_parent_device)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    struct start_span dev, sp[MAX_STARTS];
+    double wait[MAX_STARTS];
+    KT_REQUIRE(prepare_slow_devices(c.cache, "", r, &dev) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(isolated(r, "workers_ready_at_phase"), 4);
+    size_t n = start_spans(r->err, sp);
+    KT_CHECK_EQ(n, 4);
+    for (size_t i = 0; i < n; i++)
+        KT_CHECK(sp[i].from < dev.to); /* greeted before the parent's device was made */
+    size_t nw = phase_waits(r->err, wait);
+    KT_CHECK_EQ(nw, 4);
+    for (size_t i = 0; i < nw; i++)
+        KT_CHECK(wait[i] < START_DELAY_MS);
+
+    char cache[4300];
+    snprintf(cache, sizeof(cache), "%s-late", c.cache);
+    KT_REQUIRE(prepare_slow_devices(cache, ",late_greeting=1", r, &dev) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    n = start_spans(r->err, sp);
+    KT_CHECK_EQ(n, 4);
+    for (size_t i = 0; i < n; i++)
+        KT_CHECK(sp[i].from >= dev.to); /* greeted by the phase, after the parent's device */
+    nw = phase_waits(r->err, wait);
+    KT_CHECK_EQ(nw, 4);
+    for (size_t i = 0; i < nw; i++)
+        KT_CHECK(wait[i] >= START_DELAY_MS);
+    case_end(&c);
+}
+
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(crasher_skipped_then_retried), KT_ENTRY(worker_abort), KT_ENTRY(worker_hang),
         KT_ENTRY(orphan_worker_dies), KT_ENTRY(group_interrupt_spares_workers),
@@ -1148,4 +1227,4 @@ KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(isolated_start_records_crash), KT_ENTRY(worker_cannot_start),
         KT_ENTRY(worker_misses_greeting), KT_ENTRY(crash_mid_batch_blames_one),
         KT_ENTRY(learned_limit_ends_hang_sooner), KT_ENTRY(workers_start_in_parallel),
-        KT_ENTRY(workers_sized_for_the_work_run))
+        KT_ENTRY(workers_sized_for_the_work_run), KT_ENTRY(workers_greeted_beside_parent_device))

@@ -30,7 +30,13 @@
  *
  * The rate is pipelines built over the pipelines phase's time
  * (kiln_prepare_summary.pipelines_ns); storing the programs first (the
- * translate phase: SPIR-V validated, packed and stored) is not part of it.
+ * translate phase: SPIR-V validated, packed and stored) is not part of it,
+ * nor is the parent's Vulkan context: the threads' run is given the
+ * context made above, and an isolated run lets kiln_prepare make its own
+ * (its vulkan phase, as `kiln prepare --isolate`), beside which its early
+ * workers make their devices (isolate.c); what of a worker's start the
+ * phase still waits for (a device slower than the parent's, a worker
+ * started late) is in the isolated rate.
  * Per kind, built and skipped are the Fossilize builder's own counts; every
  * other program of that kind failed somewhere (SPIR-V's validator refused
  * a module before storing, or the build failed). The speedup is each
@@ -306,15 +312,21 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, uin
     o.cache_dir = dir;
     o.source = &src;
     o.jobs = threads;
-    o.vk = vk;
     o.builders = &fb;
     o.nbuilders = 1;
     /* The plain run has no budget; a variant the one asked for. */
     o.memory_budget = variant && budget ? budget : UINT64_MAX;
     o.largest_seen_budget = b->largest_seen;
     bool isolated = variant && b->isolate;
-    if (isolated)
+    if (isolated) {
+        /* kiln_prepare makes its own context, as `kiln prepare --isolate`
+         * does, and greets its early workers beside that device: the phase
+         * leaves out the parent's context, as the threads' run does. */
         o.isolate = &b->iso;
+        kiln_vk_destroy(vk);
+    } else {
+        o.vk = vk;
+    }
     r->timeline.stride = 1;
     struct sampler sm = {.peak = 0, .tl = &r->timeline};
     atomic_init(&sm.stop, false);
