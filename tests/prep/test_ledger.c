@@ -579,7 +579,12 @@ static struct mem_run run_child(struct app_set *a, const char *dir, unsigned job
 
 /* With a budget below what an unbounded run peaks at, every pipeline is
  * built and the peak stays under the budget. Each build holds 48 MiB for
- * a while, so four at once show in the unbounded peak. */
+ * a while, so four at once show in the unbounded peak. The budget is set
+ * and checked in what it counts (proportional set size, budget.c), not in
+ * getrusage's resident peak: under a parallel ctest other processes map
+ * the same driver libraries, so the counted figure is lower than the
+ * resident one by a share that changes from run to run (a CI run saw a
+ * resident peak 53 MiB above the budget when both were resident). */
 KT_CASE(memory_budget_kept)
 {
     pf_need_vulkan();
@@ -601,13 +606,16 @@ KT_CASE(memory_budget_kept)
             (double)wide.peak / (1 << 20));
     /* Room for one build and a half above the one-job peak. */
     KT_REQUIRE(wide.peak > one.peak + (96u << 20));
-    uint64_t budget = one.peak + (72u << 20);
+    uint64_t budget = one.counted + (72u << 20);
     struct mem_run kept = run_child(a, d3, 4, budget);
     KT_REQUIRE_OK(kept.rc);
-    fprintf(stderr, "with a budget of %.1f MiB: peak %.1f MiB\n", (double)budget / (1 << 20),
-            (double)kept.peak / (1 << 20));
+    fprintf(stderr,
+            "with a budget of %.1f MiB counted (one job %.1f): peak %.1f MiB counted, %.1f "
+            "resident\n",
+            (double)budget / (1 << 20), (double)one.counted / (1 << 20),
+            (double)kept.counted / (1 << 20), (double)kept.peak / (1 << 20));
     KT_CHECK_EQ(kept.built, 8);
-    KT_CHECK(kept.peak <= budget);
+    KT_CHECK(kept.counted <= budget);
     KT_CHECK(kept.peak < wide.peak);
     app_set_free(a);
     free(a);
