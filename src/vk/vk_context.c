@@ -875,7 +875,6 @@ static int create_body(const struct kiln_vk_options *options, const struct kiln_
         return KILN_ENOMEM;
     pthread_mutex_init(&vk->lock, NULL);
     pthread_mutex_init(&vk->queue_lock, NULL);
-    atomic_init(&vk->settled_ns, 0);
     vk->pipelines.prev = vk->pipelines.next = &vk->pipelines;
     vk->modules.prev = vk->modules.next = &vk->modules;
     vk->io = opt->io ? opt->io : kiln_io_default();
@@ -1031,35 +1030,22 @@ void kiln_vk_get_handles(const struct kiln_vk *vk, struct kiln_vk_handles *out)
  * it to the queue's list, and only a submit empties that list). kiln never
  * submits, so without this every pipeline a preparation built stays alive
  * until the device goes (measured: 24 generated pipelines, 239 -> 107 MiB).
- * Only on kiln's own device: an application's queue is the application's
- * to synchronise.
- *
- * At most once per KILN__SETTLE_EVERY_NS, and never in a queue behind
- * another thread's settle: on NVIDIA a wait after each of 116 pipelines
- * built on 16 threads made the pipelines phase of `kiln prepare` 0.133 ->
- * 0.192 s (H100), the waits queued on the lock. What a skipped settle
- * leaves is freed by the next one, so a driver that defers keeps at most
- * the pipelines destroyed in one interval.
+ * Waiting on the idle queue costs microseconds elsewhere. Only on
+ * kiln's own device: an application's queue is the application's to
+ * synchronise.
  */
-#define KILN__SETTLE_EVERY_NS (20ull * 1000 * 1000)
-
 int kiln__vk_settle(struct kiln_vk *vk)
 {
     if (!vk || vk->external || vk->queue == VK_NULL_HANDLE || !vk->fn.vkQueueWaitIdle)
         return KILN_OK;
-    uint64_t last = atomic_load_explicit(&vk->settled_ns, memory_order_relaxed);
-    if (last && kiln_now_ns() - last < KILN__SETTLE_EVERY_NS)
-        return KILN_OK;
-    if (pthread_mutex_trylock(&vk->queue_lock) != 0)
-        return KILN_OK; /* another thread is settling */
     /* Twice: lavapipe empties its list when a submission runs, and the
      * first wait may return as soon as its own submission signalled
      * (measured: one wait left 8 destroyed pipelines alive, two freed
      * them). */
+    pthread_mutex_lock(&vk->queue_lock);
     VkResult res = vk->fn.vkQueueWaitIdle(vk->queue);
     if (res == VK_SUCCESS)
         res = vk->fn.vkQueueWaitIdle(vk->queue);
-    atomic_store_explicit(&vk->settled_ns, kiln_now_ns(), memory_order_relaxed);
     pthread_mutex_unlock(&vk->queue_lock);
     if (res != VK_SUCCESS) {
         KILN_ERROR(VK_MODULE, "vkQueueWaitIdle (freeing destroyed pipelines) failed: %s",

@@ -131,7 +131,6 @@ struct kiln_vk {
 
     pthread_mutex_t lock;            /* guards the object lists and the render passes */
     pthread_mutex_t queue_lock;      /* the queue's external synchronisation (kiln__vk_settle) */
-    _Atomic uint64_t settled_ns;     /* when kiln__vk_settle last waited (kiln_now_ns), 0: never */
     struct kiln_vk_object pipelines; /* list heads */
     struct kiln_vk_object modules;
     struct {
