@@ -309,6 +309,16 @@ static int archive_prepare(struct faked *r, char *archive, size_t cap, uint32_t 
     return rc;
 }
 
+/* archive_prepare with the fake provider (bin_fake.h) of `seed` in place
+ * of the driver's. */
+static int fake_archive_prepare(struct faked *r, uint8_t seed, char *archive, size_t cap,
+                                uint32_t binaries)
+{
+    bin_fake_init(&r->f, seed);
+    kiln__bin_test_provider = &r->f.p;
+    return archive_prepare(r, archive, cap, binaries);
+}
+
 /* An archive's pipelines (the Fossilize builder's) are captured by a
  * prepare with the tier on and made from their binaries by a start: every
  * one handed to "the driver" (the fake's bind) exactly as captured. */
@@ -317,9 +327,7 @@ KT_CASE(fake_archive_prepare_then_start)
     pf_need_vulkan();
     struct faked r;
     char archive[4200];
-    bin_fake_init(&r.f, 0x61);
-    kiln__bin_test_provider = &r.f.p;
-    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_REQUIRE_OK(fake_archive_prepare(&r, 0x61, archive, sizeof(archive), KILN_BINARIES_ON));
     KT_CHECK(r.ps.binaries_used);
     KT_CHECK_EQ(r.ps.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
     KT_CHECK_EQ(r.ps.pipelines_failed, 0);
@@ -355,9 +363,7 @@ KT_CASE(fake_archive_off_stays_empty)
     pf_need_vulkan();
     struct faked r;
     char archive[4200], dir[4300];
-    bin_fake_init(&r.f, 0x62);
-    kiln__bin_test_provider = &r.f.p;
-    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_OFF));
+    KT_REQUIRE_OK(fake_archive_prepare(&r, 0x62, archive, sizeof(archive), KILN_BINARIES_OFF));
     KT_CHECK(!r.ps.binaries_used);
     KT_CHECK_EQ(r.ps.kinds[KILN_STATE_FOZ].built, ARCHIVE_PIPES);
     KT_CHECK_EQ(r.ps.binaries_kept, 0);
@@ -384,9 +390,7 @@ KT_CASE(fake_archive_damaged_from_spirv)
     pf_need_vulkan();
     struct faked r;
     char archive[4200];
-    bin_fake_init(&r.f, 0x63);
-    kiln__bin_test_provider = &r.f.p;
-    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_REQUIRE_OK(fake_archive_prepare(&r, 0x63, archive, sizeof(archive), KILN_BINARIES_ON));
     KT_REQUIRE(r.ps.binaries_kept == ARCHIVE_PIPES);
 
     struct kiln_cache_options co = {.size = sizeof(co), .stamp = 0x4b4c4e42u};
@@ -460,9 +464,7 @@ KT_CASE(fake_archive_service_reads_tier)
     pf_need_vulkan();
     struct faked r;
     char archive[4200];
-    bin_fake_init(&r.f, 0x64);
-    kiln__bin_test_provider = &r.f.p;
-    KT_REQUIRE_OK(archive_prepare(&r, archive, sizeof(archive), KILN_BINARIES_ON));
+    KT_REQUIRE_OK(fake_archive_prepare(&r, 0x64, archive, sizeof(archive), KILN_BINARIES_ON));
     KT_REQUIRE(r.ps.binaries_kept == ARCHIVE_PIPES);
 
     struct kiln_service_stats st;

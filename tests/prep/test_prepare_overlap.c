@@ -30,6 +30,9 @@ struct overlap_source {
     uint64_t begun_before;                 /* the counter before the run */
     _Atomic bool seen;                     /* the last load saw the context begun */
     _Atomic bool stop;                     /* the cancel callback's answer */
+    struct kiln_program_source src;        /* this source, as the run reads it */
+    struct kiln_prepare_options o;         /* the run's options (setup) */
+    char cache[4200];
 };
 
 /* Waits up to 5 s, in 1 ms steps, for a context's making to begin. */
@@ -59,20 +62,23 @@ static bool overlap_cancel(void *user)
 
 /* The programs, a source over them and options for `cache` (one job, so
  * the last load is the translation's last step). */
-static void setup(struct overlap_source *own, struct kiln_program_source *src,
-                  struct kiln_prepare_options *o, const char *cache)
+static void setup(struct overlap_source *own)
 {
     pf_need_vulkan();
+    memset(own, 0, sizeof(*own));
+    atomic_init(&own->seen, false);
+    atomic_init(&own->stop, false);
+    snprintf(own->cache, sizeof(own->cache), "%s/cache", kt_tmpdir());
     struct kiln_glsl *g = NULL;
     KT_REQUIRE_OK(kiln_glsl_create(KILN_GLSL_OPT_NONE, &g));
     for (uint32_t i = 0; i < NPROGRAMS; i++)
         KT_REQUIRE_OK(kiln_generate_spirv(kiln_glsl_translator(g), 5, i, &own->spirv[i]));
     kiln_glsl_destroy(g);
     own->begun_before = atomic_load(&kiln__prep_test_vk_begun);
-    *src = (struct kiln_program_source){
-        .size = sizeof(*src), .user = own, .count = NPROGRAMS, .load = overlap_load};
-    pf_options(o, cache, 1);
-    o->source = src;
+    own->src = (struct kiln_program_source){
+        .size = sizeof(own->src), .user = own, .count = NPROGRAMS, .load = overlap_load};
+    pf_options(&own->o, own->cache, 1);
+    own->o.source = &own->src;
 }
 
 static void teardown(struct overlap_source *own)
@@ -85,15 +91,11 @@ static void teardown(struct overlap_source *own)
  * times add up: the hidden part is part of the context's own time. */
 static void check_overlap(bool serial)
 {
-    char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/cache", kt_tmpdir());
-    struct overlap_source own = {.seen = false};
-    struct kiln_program_source src;
-    struct kiln_prepare_options o;
-    setup(&own, &src, &o, cache);
+    struct overlap_source own;
+    setup(&own);
     kiln__prep_test_vk_serial = serial;
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
-    int rc = kiln_prepare(&o, NULL, NULL, &s);
+    int rc = kiln_prepare(&own.o, NULL, NULL, &s);
     kiln__prep_test_vk_serial = false;
     KT_REQUIRE_OK(rc);
     KT_CHECK_EQ(s.translated, NPROGRAMS);
@@ -121,16 +123,12 @@ KT_CASE(serial_order_control)
  * the run's error text. */
 KT_CASE(context_error_after_translation)
 {
-    char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/cache", kt_tmpdir());
-    struct overlap_source own = {.seen = false};
-    struct kiln_program_source src;
-    struct kiln_prepare_options o;
-    setup(&own, &src, &o, cache);
-    o.use_device_index = true;
-    o.device = 99;
+    struct overlap_source own;
+    setup(&own);
+    own.o.use_device_index = true;
+    own.o.device = 99;
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
-    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_EINVAL);
+    KT_CHECK_EQ(kiln_prepare(&own.o, NULL, NULL, &s), KILN_EINVAL);
     KT_CHECK_EQ(s.step, KILN_PREP_STEP_VULKAN);
     KT_CHECK_EQ(s.translated, NPROGRAMS); /* stored first, as before */
     KT_CHECK(!s.vulkan);
@@ -142,17 +140,13 @@ KT_CASE(context_error_after_translation)
  * is never made, the thread is joined, and the run says it was stopped. */
 KT_CASE(context_abandoned_on_stop)
 {
-    char cache[4200];
-    snprintf(cache, sizeof(cache), "%s/cache", kt_tmpdir());
-    struct overlap_source own = {.seen = false};
-    struct kiln_program_source src;
-    struct kiln_prepare_options o;
-    setup(&own, &src, &o, cache);
+    struct overlap_source own;
+    setup(&own);
     atomic_store(&own.stop, true);
-    o.cancel = overlap_cancel;
-    o.cancel_user = &own;
+    own.o.cancel = overlap_cancel;
+    own.o.cancel_user = &own;
     struct kiln_prepare_summary s = KILN_PREPARE_SUMMARY_INIT;
-    KT_CHECK_EQ(kiln_prepare(&o, NULL, NULL, &s), KILN_ECANCELED);
+    KT_CHECK_EQ(kiln_prepare(&own.o, NULL, NULL, &s), KILN_ECANCELED);
     KT_CHECK(s.canceled);
     KT_CHECK(!s.vulkan);
     KT_CHECK_EQ(s.vulkan_ns, 0);
