@@ -325,6 +325,12 @@ bool kiln__budget_hold(struct kiln__budget *b, unsigned running, uint64_t rss, u
 
 void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, uint64_t need)
 {
+    /* `kiln -vv`: each admission with the figures the rule weighed. */
+    KILN_DEBUG("pool",
+               "memory budget: worker %u starts a job at %.0f ms: counted %.1f MiB, base %.1f MiB, "
+               "running jobs hold %.1f MiB, this one needs %.1f MiB, limit %.1f MiB",
+               worker, (double)kiln_now_ns() / 1e6, mib(rss), mib(b->base),
+               mib(b->has_model ? held_by_running(b) : 0), mib(need), mib(b->limit));
     b->busy[worker] = true;
     b->start[worker] = rss;
     b->peak[worker] = rss;
@@ -356,6 +362,11 @@ void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uin
         if (top > low && top - low > *grown)
             *grown = top - low;
     }
+    KILN_DEBUG("pool",
+               "memory budget: worker %u ended a job at %.0f ms: counted %.1f MiB, predicted %.1f "
+               "MiB, its share seen %.1f MiB, the process grew %.1f MiB while it ran",
+               worker, (double)kiln_now_ns() / 1e6, mib(rss), mib(*predicted), mib(*grown),
+               mib(own));
     if (!b->has_model)
         return;
     /* The base follows what the driver keeps between jobs: the reading less
