@@ -1146,10 +1146,14 @@ void cli_json_phase_seconds(struct cli_json *j, const struct cli_phase_time *row
 void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss)
 {
     char b[32];
-    printf("\n  %-10s %10s\n", "phase", "seconds");
+    int w = 10; /* the longest name's width, at least 10 */
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].name && (int)strlen(rows[i].name) > w)
+            w = (int)strlen(rows[i].name);
+    printf("\n  %-*s %10s\n", w, "phase", "seconds");
     for (size_t i = 0; i < n; i++)
         if (rows[i].name)
-            printf("  %-10s %10.3f\n", rows[i].name, (double)rows[i].ns / 1e9);
+            printf("  %-*s %10.3f\n", w, rows[i].name, (double)rows[i].ns / 1e9);
     printf("\n  peak memory %s\n", cli_format_bytes(b, sizeof(b), peak_rss));
 }
 
