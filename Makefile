@@ -53,7 +53,7 @@ asan: deps
 tsan: deps
 	$(CMAKE) -S . -B $(BUILD)-tsan $(call gen,$(BUILD)-tsan) -DKILN_WERROR=ON -DKILN_SANITIZE=thread
 	$(CMAKE) --build $(BUILD)-tsan -j $(JOBS)
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/support/tsan.supp \
 	  ctest --test-dir $(BUILD)-tsan $(CTEST_FLAGS) -L threads -LE nosan
 
 # The Windows build (mingw-w64) and its tests under wine; see docs/windows.md.
