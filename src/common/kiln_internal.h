@@ -488,17 +488,17 @@ struct kiln__bin_provider {
     uint64_t capture_flags2;
 };
 
+/* Lets the driver free the pipelines destroyed so far on kiln's own device
+ * (a wait on its idle queue; vk_context.c says why). Thread-safe; nothing
+ * on an application's device. @return 0 or KILN_EVULKAN (logged). */
+int kiln__vk_settle(struct kiln_vk *vk);
+
 /*
  * The real provider of `vk`'s device (src/vk/vk_binary.c): only where kiln
  * was built with headers that know VK_KHR_pipeline_binary and the device
  * enabled it with maintenance5. @return 0 with *out filled, or
  * KILN_ENOTSUP with `why` saying why (a line for the log).
  */
-/* Lets the driver free the pipelines destroyed so far on kiln's own device
- * (a wait on its idle queue; vk_context.c says why). Thread-safe; nothing
- * on an application's device. @return 0 or KILN_EVULKAN (logged). */
-int kiln__vk_settle(struct kiln_vk *vk);
-
 int kiln__vk_binary_provider(struct kiln_vk *vk, struct kiln__bin_provider *out, char *why,
                              size_t cap);
 

@@ -741,6 +741,12 @@ static struct early_worker take_early(struct kiln__isolate_early *e)
     return w;
 }
 
+/* The least a worker's start (its process, its Vulkan device, its READY)
+ * is given, whatever the time limit: that limit is for a pipeline's build,
+ * and a device made slowly (a loaded machine, a sanitizer build: 4.3 to
+ * 5.9 s under TSan beside another test run) is not a hang. */
+#define ISO_START_FLOOR_NS (10ull * 1000000000u)
+
 /* Starts a slot's worker (or takes one started with the run, whose
  * Vulkan context is begun, greeted already when the run greeted them) and
  * waits for its greeting's answer, on the slot's starter thread. The
@@ -748,12 +754,6 @@ static struct early_worker take_early(struct kiln__isolate_early *e)
  * greeted before the phase, from that greeting: its device's making), is
  * kept (iso.start_ns: the slowest) for the rule that sizes the workers.
  * @return 0, or the error (the slot left without a worker). */
-/* The least a worker's start (its process, its Vulkan device, its READY)
- * is given, whatever the time limit: that limit is for a pipeline's build,
- * and a device made slowly (a loaded machine, a sanitizer build: 4.3 to
- * 5.9 s under TSan beside another test run) is not a hang. */
-#define ISO_START_FLOOR_NS (10ull * 1000000000u)
-
 static int start_worker(struct iso *iso, struct slot *s)
 {
     uint64_t t0 = kiln_now_ns();
