@@ -224,9 +224,10 @@ int kiln__budget_init(struct kiln__budget *b, uint64_t limit, unsigned workers,
     b->start = kiln__calloc(workers, sizeof(*b->start));
     b->peak = kiln__calloc(workers, sizeof(*b->peak));
     b->busy = kiln__calloc(workers, sizeof(*b->busy));
+    b->shared = kiln__calloc(workers, sizeof(*b->shared));
     b->pred = kiln__calloc(workers, sizeof(*b->pred));
     b->seen = kiln__calloc(workers, sizeof(*b->seen));
-    if (!b->start || !b->peak || !b->busy || !b->pred || !b->seen) {
+    if (!b->start || !b->peak || !b->busy || !b->shared || !b->pred || !b->seen) {
         kiln__budget_free(b);
         return KILN_ENOMEM;
     }
@@ -251,10 +252,11 @@ void kiln__budget_free(struct kiln__budget *b)
     kiln__free(b->start);
     kiln__free(b->peak);
     kiln__free(b->busy);
+    kiln__free(b->shared);
     kiln__free(b->pred);
     kiln__free(b->seen);
     b->start = b->peak = b->pred = b->seen = NULL;
-    b->busy = NULL;
+    b->busy = b->shared = NULL;
 }
 
 void kiln__budget_sample(struct kiln__budget *b, uint64_t rss)
@@ -339,6 +341,11 @@ void kiln__budget_start(struct kiln__budget *b, unsigned worker, uint64_t rss, u
                "running jobs hold %.1f MiB, this one needs %.1f MiB, limit %.1f MiB",
                worker, (double)kiln_now_ns() / 1e6, mib(rss), mib(b->base),
                mib(b->has_model ? held_by_running(b) : 0), mib(need), mib(b->limit));
+    /* Whether it and every job now running ever ran beside another. */
+    b->shared[worker] = false;
+    for (unsigned i = 0; i < b->nworkers; i++)
+        if (b->busy[i] && i != worker)
+            b->shared[i] = b->shared[worker] = true;
     b->busy[worker] = true;
     b->start[worker] = rss;
     b->peak[worker] = rss;
@@ -359,13 +366,15 @@ void kiln__budget_end(struct kiln__budget *b, unsigned worker, uint64_t rss, uin
     b->committed -= b->pred[worker];
     *predicted = b->pred[worker];
     *grown = b->seen[worker];
-    bool alone = true;
-    for (unsigned i = 0; i < b->nworkers && alone; i++)
-        alone = !b->busy[i];
-    if (alone && rss) {
-        /* It ran alone at its end: what it held above the lower of its
-         * start and end (memory freed meanwhile, as the translate phase's
-         * leftovers, would otherwise be taken off its growth). */
+    if (!b->shared[worker] && rss) {
+        /* It ran alone from its start to its end: what it held above the
+         * lower of its start and end (memory freed meanwhile, as the
+         * translate phase's leftovers, would otherwise be taken off its
+         * growth). A job that is only alone at its end is not: the peak
+         * while it ran holds the jobs that ended before it, and taking
+         * that for its own need (on the H100, 968 MiB for a build whose
+         * share was a tenth of it) holds every later build of its class to
+         * one at a time. */
         uint64_t low = rss < b->start[worker] ? rss : b->start[worker];
         if (top > low && top - low > *grown)
             *grown = top - low;

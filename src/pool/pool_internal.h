@@ -113,6 +113,7 @@ struct kiln__budget {
     uint64_t *start;   /* per worker: resident bytes when its job started */
     uint64_t *peak;    /* per worker: the most resident bytes seen during its job */
     bool *busy;        /* per worker: runs a job */
+    bool *shared;      /* per worker: another job ran at some time during its job */
     bool logged;       /* the first hold was logged */
     /* With a memory model (kiln_pool_options.memory_model): */
     bool has_model;
