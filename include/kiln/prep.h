@@ -1005,6 +1005,24 @@ struct kiln_start_summary {
      * program is no longer in the cache (kiln_binaries_sweep; a start
      * that holds the cache for writing). */
     uint64_t binaries_swept;
+    /* (0.2) Of vulkan_ns, the part the start did not wait for: the
+     * context kiln makes is begun beside the reading of the records (the
+     * instance and the device choice), and only the rest follows it. So
+     * open_ns + read_ns + vulkan_ns - vulkan_overlap_ns + pipelines_ns is
+     * about total_ns. 0 with a given context. */
+    uint64_t vulkan_overlap_ns;
+    /* (0.2) Isolation (options.isolate; 0 without), as in
+     * kiln_prepare_summary: worker processes started, messages that
+     * carried programs, programs sent again after their worker died,
+     * programs killed at the learned limit, that limit at the end, and
+     * the workers started with the run (beside the reading, their Vulkan
+     * context begun there). */
+    uint64_t isolated_workers;
+    uint64_t isolated_batches;
+    uint64_t isolated_resent;
+    uint64_t isolated_early_timeouts;
+    uint64_t isolated_time_limit_ms;
+    uint64_t isolated_early_workers;
 };
 #define KILN_START_SUMMARY_INIT KILN_STRUCT_INIT(kiln_start_summary)
 

@@ -213,6 +213,21 @@ void kiln__isolate_early_end(struct kiln__isolate_early *e);
 void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t nbuilders,
                                    const uint64_t *masks, struct kiln__isolate_run *run);
 
+/* What a run tells its early isolated workers (kiln__isolate_early_greet)
+ * once its items' extensions are known: the greeting the pipeline phase
+ * would send, sent beside the run's own device. kiln__isolate_greet_known
+ * is a kiln__prep_vk_early.extensions_known with a struct
+ * kiln__isolate_greeting as its user; a no-op without early workers. In
+ * start.c, beside kiln__prep_isolate_extensions. */
+struct kiln__isolate_greeting {
+    const struct kiln_builder *builders;
+    size_t nbuilders;
+    struct kiln__isolate_run *run;
+    struct kiln__isolate_early *early; /* NULL: none */
+    const struct kiln_pack_dict *dict;
+};
+void kiln__isolate_greet_known(void *user, const uint64_t *masks);
+
 /* What the workers of a phase did (the summaries' isolated_* fields). */
 struct kiln__isolate_stats {
     uint64_t workers_started;  /* worker processes that answered their greeting */

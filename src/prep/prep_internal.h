@@ -383,15 +383,33 @@ void kiln__prep_vk_options(const struct kiln__prep_vk_want *w, struct kiln_vk_op
 void kiln__prep_vk_describe(struct kiln_vk *vk, char (*device_name)[256],
                             enum kiln_vk_cache_state *cache_state, size_t *cache_loaded_bytes);
 
+/* Where kiln__prep_vk_early_finish writes what the context is and took:
+ * the fields of the same names in kiln_prepare_summary and
+ * kiln_start_summary (KILN__PREP_VK_REPORT(summary)). */
+struct kiln__prep_vk_report {
+    char (*device)[256];
+    enum kiln_vk_cache_state *cache_state;
+    size_t *cache_loaded_bytes;
+    uint64_t *vulkan_ns;
+    uint64_t *overlap_ns;
+};
+#define KILN__PREP_VK_REPORT(s)                                                            \
+    ((struct kiln__prep_vk_report){.device = &(s)->device,                                 \
+                                   .cache_state = &(s)->vk_cache_state,                    \
+                                   .cache_loaded_bytes = &(s)->vk_cache_loaded_bytes,      \
+                                   .vulkan_ns = &(s)->vulkan_ns,                           \
+                                   .overlap_ns = &(s)->vulkan_overlap_ns})
+
 /*
- * The Vulkan context of kiln_prepare made beside its translation
- * (prep_vk_early.c): kiln__prep_vk_early_start starts making the context
+ * The Vulkan context of a run made beside its first phase (prep_vk_early.c;
+ * kiln_prepare's translation, kiln_warm_start's reading of the records):
+ * kiln__prep_vk_early_start starts making the context
  * of `w` (its items are not read yet) on a thread of kiln's own, which
  * makes the instance and chooses the device, then waits for the run's
  * items. kiln__prep_vk_early_finish hands them over (w with its items),
  * waits for the context and fills got (as kiln__prep_vk_open) and the
- * summary's device, pipelines.vkc state, vulkan_ns (the context's own
- * time) and vulkan_overlap_ns (of it, what the run did not wait for);
+ * report's device, pipelines.vkc state, vulkan_ns (the context's own
+ * time) and overlap_ns (of it, what the run did not wait for);
  * when no thread was started it makes the context here, as before.
  * kiln__prep_vk_early_abandon stops it (a run that ends before its
  * pipelines): the device is never made, the thread joined. Each is
@@ -422,7 +440,7 @@ struct kiln__prep_vk_early {
 };
 void kiln__prep_vk_early_start(struct kiln__prep_vk_early *e, const struct kiln__prep_vk_want *w);
 int kiln__prep_vk_early_finish(struct kiln__prep_vk_early *e, const struct kiln__prep_vk_want *w,
-                               struct kiln__prep_vk_got *got, struct kiln_prepare_summary *s);
+                               struct kiln__prep_vk_got *got, const struct kiln__prep_vk_report *r);
 void kiln__prep_vk_early_abandon(struct kiln__prep_vk_early *e);
 
 /* Test hooks (0 outside tests): kiln__prep_test_vk_serial makes the

@@ -1,6 +1,6 @@
 /*
- * prep_vk_early.c - kiln_prepare's Vulkan context made beside its
- * translation.
+ * prep_vk_early.c - a run's Vulkan context made beside its first phase:
+ * kiln_prepare's translation, kiln_warm_start's reading of the records.
  *
  * Design. Making a context is slow on some drivers (0.15 s on NVIDIA) and
  * needs nothing the translation makes but the builder extensions to
@@ -21,7 +21,8 @@
  *   callback answers KILN_ECANCELED, and kiln_vk destroys what it made.
  *
  * - The thread never outlives the run: finish and abandon set `state`
- *   once and join; prepare() calls abandon on every way out.
+ *   once and join; prepare() and warm_start() call abandon on every way
+ *   out.
  *
  * - Honest times: before_ns + after_ns is the context's own time (the
  *   wait in the callback left out), the summary's vulkan_ns as before; the
@@ -136,14 +137,13 @@ static void hand_over(struct kiln__prep_vk_early *e, int state)
 }
 
 int kiln__prep_vk_early_finish(struct kiln__prep_vk_early *e, const struct kiln__prep_vk_want *w,
-                               struct kiln__prep_vk_got *got, struct kiln_prepare_summary *s)
+                               struct kiln__prep_vk_got *got, const struct kiln__prep_vk_report *r)
 {
     uint64_t t0 = kiln_now_ns();
     if (!e->started) {
         atomic_fetch_add(&kiln__prep_test_vk_begun, !w->given);
-        int rc =
-            kiln__prep_vk_open(w, got, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
-        s->vulkan_ns = kiln_now_ns() - t0;
+        int rc = kiln__prep_vk_open(w, got, r->device, r->cache_state, r->cache_loaded_bytes);
+        *r->vulkan_ns = kiln_now_ns() - t0;
         if (rc == KILN_OK && e->extensions_known)
             e->extensions_known(e->extensions_user, got->masks);
         return rc;
@@ -155,8 +155,9 @@ int kiln__prep_vk_early_finish(struct kiln__prep_vk_early *e, const struct kiln_
         e->extensions_known(e->extensions_user, got->masks);
     hand_over(e, rc == KILN_OK ? 1 : -1);
     uint64_t waited = kiln_now_ns() - t0;
-    s->vulkan_ns = e->before_ns + e->after_ns;
-    s->vulkan_overlap_ns = s->vulkan_ns > waited ? s->vulkan_ns - waited : 0;
+    uint64_t own = e->before_ns + e->after_ns;
+    *r->vulkan_ns = own;
+    *r->overlap_ns = own > waited ? own - waited : 0;
     if (rc == KILN_OK && e->rc < 0) {
         rc = e->rc;
         if (e->detail[0])
@@ -169,7 +170,7 @@ int kiln__prep_vk_early_finish(struct kiln__prep_vk_early *e, const struct kiln_
     }
     got->vk = got->own = e->vk;
     e->vk = NULL;
-    kiln__prep_vk_describe(got->vk, &s->device, &s->vk_cache_state, &s->vk_cache_loaded_bytes);
+    kiln__prep_vk_describe(got->vk, r->device, r->cache_state, r->cache_loaded_bytes);
     return KILN_OK;
 }
 

@@ -598,25 +598,6 @@ static struct kiln__bin_tier *prepare_binaries(const struct kiln_prepare_options
     return kiln__bin_tier_for_run(o->binaries, vk, provider, &bo);
 }
 
-/* What the run tells its early isolated workers (kiln__isolate_early_greet),
- * once the items' extensions are known: the same greeting the pipeline
- * phase would send, sent beside this process's own device. */
-struct greeting {
-    const struct kiln_prepare_options *o;
-    struct kiln__isolate_run *run;
-    struct kiln__isolate_early *early;
-    const struct kiln_pack_dict *dict;
-};
-
-static void greet_workers(void *user, const uint64_t *masks)
-{
-    struct greeting *g = user;
-    if (!g->early)
-        return;
-    kiln__prep_isolate_extensions(g->o->builders, g->o->nbuilders, masks, g->run);
-    (void)kiln__isolate_early_greet(g->early, g->run, g->dict); /* else the phase greets */
-}
-
 static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
                    void *progress_user, struct kiln_prepare_summary *s, uint64_t t0)
 {
@@ -667,7 +648,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                         .use_device_index = o->use_device_index,
                                         .device = o->device,
                                         .cache_dir = o->cache_dir};
-    struct greeting greet = {.o = o, .run = &iso_run};
+    struct kiln__isolate_greeting greet = {
+        .builders = o->builders, .nbuilders = o->nbuilders, .run = &iso_run};
 
     /* The programs. */
     n = r.src.count;
@@ -823,9 +805,10 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     struct kiln__prep_vk_got got;
     greet.early = early_iso;
     greet.dict = r.dict;
-    early.extensions_known = greet_workers;
+    early.extensions_known = kiln__isolate_greet_known;
     early.extensions_user = &greet;
-    rc = kiln__prep_vk_early_finish(&early, &want, &got, s);
+    struct kiln__prep_vk_report report = KILN__PREP_VK_REPORT(s);
+    rc = kiln__prep_vk_early_finish(&early, &want, &got, &report);
     struct kiln_vk *vk = got.vk;
     own_vk = got.own;
     ext_masks = got.masks;

@@ -1150,24 +1150,58 @@ static size_t phase_waits(const char *err, double *out)
     return n;
 }
 
-/* An isolated prepare on four early workers whose device creation and
- * whose parent's own device are slow alike (start_delay, vk_delay:
+/* An isolated prepare (or, `start`, a warm start of the cache a plain
+ * prepare made) on four early workers whose device creation and whose
+ * parent's own device are slow alike (start_delay, vk_delay:
  * START_DELAY_MS each), `more` after those; r->err has the delays' spans
  * and the phase's waits. *device: the parent's span. @return 0 or -1. */
-static int prepare_slow_devices(const char *cache, const char *more, struct run *r,
-                                struct start_span *device)
+static int run_slow_devices(bool start, const char *cache, const char *more, struct run *r,
+                            struct start_span *device)
 {
     char tuning[128];
     snprintf(tuning, sizeof(tuning), "build_ms=5000,start_delay=%d,vk_delay=%d%s", START_DELAY_MS,
              START_DELAY_MS, more);
-    if (prepare_four(cache, tuning, r) < 0)
-        return -1;
+    if (!start) {
+        if (prepare_four(cache, tuning, r) < 0)
+            return -1;
+    } else {
+        const char *plain[] = {"prepare", "--generate", PROGRAMS, "--cache", cache, NULL};
+        if (run_kiln_env(NULL, NULL, NULL, plain, r) < 0 || exit_code(r) != 0)
+            return -1;
+        char env[160];
+        snprintf(env, sizeof(env), "KILN_TEST_ISOLATE=workers=4,%s", tuning);
+        const char *args[] = {"-v",     "start",     "--cache", cache, "--jobs",
+                              "4",      "--isolate", "--json",  NULL};
+        if (run_kiln_env(NULL, env, NULL, args, r) < 0)
+            return -1;
+    }
     const char *at = strstr(r->err, "device delay in process ");
     unsigned long pid;
     if (!at || sscanf(at, "device delay in process %lu from %llu to %llu ms", &pid, &device->from,
                       &device->to) != 3)
         return -1;
     return 0;
+}
+
+/* The checks of workers_greeted_beside_parent_device and its warm-start
+ * twin: greeted before the parent's device was made and found ready by
+ * the phase (late: after it, and each waited for). */
+static void check_greetings(struct run *r, const struct start_span *dev, bool late)
+{
+    struct start_span sp[MAX_STARTS];
+    double wait[MAX_STARTS];
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    if (!late)
+        KT_CHECK_EQ(isolated(r, "workers_ready_at_phase"), 4);
+    size_t n = start_spans(r->err, sp);
+    KT_CHECK_EQ(n, 4);
+    for (size_t i = 0; i < n; i++)
+        KT_CHECK(late ? sp[i].from >= dev->to : sp[i].from < dev->to);
+    size_t nw = phase_waits(r->err, wait);
+    KT_CHECK_EQ(nw, 4);
+    for (size_t i = 0; i < nw; i++)
+        KT_CHECK(late ? wait[i] >= START_DELAY_MS : wait[i] < START_DELAY_MS);
 }
 
 /*
@@ -1186,34 +1220,38 @@ KT_CASE(workers_greeted_beside_parent_device)
     struct isolate_case c;
     KT_REQUIRE(case_begin(&c, true));
     struct run *r = c.r;
-    struct start_span dev, sp[MAX_STARTS];
-    double wait[MAX_STARTS];
-    KT_REQUIRE(prepare_slow_devices(c.cache, "", r, &dev) == 0);
-    KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
-    KT_CHECK_EQ(isolated(r, "workers_ready_at_phase"), 4);
-    size_t n = start_spans(r->err, sp);
-    KT_CHECK_EQ(n, 4);
-    for (size_t i = 0; i < n; i++)
-        KT_CHECK(sp[i].from < dev.to); /* greeted before the parent's device was made */
-    size_t nw = phase_waits(r->err, wait);
-    KT_CHECK_EQ(nw, 4);
-    for (size_t i = 0; i < nw; i++)
-        KT_CHECK(wait[i] < START_DELAY_MS);
+    struct start_span dev;
+    KT_REQUIRE(run_slow_devices(false, c.cache, "", r, &dev) == 0);
+    check_greetings(r, &dev, false);
 
     char cache[4300];
     snprintf(cache, sizeof(cache), "%s-late", c.cache);
-    KT_REQUIRE(prepare_slow_devices(cache, ",late_greeting=1", r, &dev) == 0);
-    KT_CHECK_EQ(exit_code(r), 0);
-    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
-    n = start_spans(r->err, sp);
-    KT_CHECK_EQ(n, 4);
-    for (size_t i = 0; i < n; i++)
-        KT_CHECK(sp[i].from >= dev.to); /* greeted by the phase, after the parent's device */
-    nw = phase_waits(r->err, wait);
-    KT_CHECK_EQ(nw, 4);
-    for (size_t i = 0; i < nw; i++)
-        KT_CHECK(wait[i] >= START_DELAY_MS);
+    KT_REQUIRE(run_slow_devices(false, cache, ",late_greeting=1", r, &dev) == 0);
+    check_greetings(r, &dev, true); /* greeted by the phase, after the parent's device */
+    case_end(&c);
+}
+
+/*
+ * The same for a warm start: kiln start --isolate starts its workers
+ * beside the reading of the records and greets them beside its own
+ * device, begun beside the reading too (the parent's delay is in that
+ * device's making, so it ran at all only if the context was begun early).
+ * The control (late_greeting=1): greeted by the phase, each waited for.
+ */
+KT_CASE(start_workers_greeted_beside_parent_device)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    struct start_span dev;
+    KT_REQUIRE(run_slow_devices(true, c.cache, "", r, &dev) == 0);
+    check_greetings(r, &dev, false);
+    KT_CHECK_EQ(isolated(r, "workers_started"), 4);
+
+    char cache[4300];
+    snprintf(cache, sizeof(cache), "%s-late", c.cache);
+    KT_REQUIRE(run_slow_devices(true, cache, ",late_greeting=1", r, &dev) == 0);
+    check_greetings(r, &dev, true);
     case_end(&c);
 }
 
@@ -1227,4 +1265,5 @@ KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
         KT_ENTRY(isolated_start_records_crash), KT_ENTRY(worker_cannot_start),
         KT_ENTRY(worker_misses_greeting), KT_ENTRY(crash_mid_batch_blames_one),
         KT_ENTRY(learned_limit_ends_hang_sooner), KT_ENTRY(workers_start_in_parallel),
-        KT_ENTRY(workers_sized_for_the_work_run), KT_ENTRY(workers_greeted_beside_parent_device))
+        KT_ENTRY(workers_sized_for_the_work_run), KT_ENTRY(workers_greeted_beside_parent_device),
+        KT_ENTRY(start_workers_greeted_beside_parent_device))

@@ -356,7 +356,7 @@ static void child_run(const struct bench *b, unsigned threads, bool variant, uin
     kiln_foz_kiln_builder_stats(&fb, &st);
     r->kinds_known = !isolated;
     r->isolated = isolated;
-    cli_isolated_of(&s, &r->iso);
+    r->iso = CLI_ISOLATED(&s);
     for (int i = 0; i < NKINDS; i++) {
         r->built[i] = st.built[i];
         r->skipped[i] = st.skipped[i];

@@ -98,16 +98,6 @@ void cli_print_driver_word(uint64_t feedback, uint64_t cache_hits, uint64_t driv
            feedback, CLI_S(feedback), cache_hits, (double)driver_ns / 1e6);
 }
 
-void cli_isolated_of(const struct kiln_prepare_summary *s, struct cli_isolated *out)
-{
-    *out = (struct cli_isolated){.workers = s->isolated_workers,
-                                 .batches = s->isolated_batches,
-                                 .resent = s->isolated_resent,
-                                 .early_timeouts = s->isolated_early_timeouts,
-                                 .time_limit_ms = s->isolated_time_limit_ms,
-                                 .ready_at_phase = s->isolated_early_workers};
-}
-
 void cli_json_isolated(struct cli_json *j, const struct cli_isolated *iso)
 {
     if (!iso) {

@@ -49,13 +49,20 @@ void cli_print_driver_word(uint64_t feedback, uint64_t cache_hits, uint64_t driv
 void cli_print_kinds(const struct kiln_kind_counts *kinds,
                      const struct kiln_foz_builder_stats *foz);
 
-/* What isolated workers did in a preparation (kiln_prepare_summary's
- * isolated_* fields), as kiln prepare and kiln bench replay report it. */
+/* What isolated workers did in a run (the isolated_* fields of
+ * kiln_prepare_summary and kiln_start_summary alike), as kiln prepare,
+ * kiln start and kiln bench replay report it: CLI_ISOLATED(summary). */
 struct cli_isolated {
     uint64_t workers, batches, resent, early_timeouts, time_limit_ms;
     uint64_t ready_at_phase; /* of workers, those started with the run */
 };
-void cli_isolated_of(const struct kiln_prepare_summary *s, struct cli_isolated *out);
+#define CLI_ISOLATED(s)                                                                \
+    ((struct cli_isolated){.workers = (s)->isolated_workers,                           \
+                           .batches = (s)->isolated_batches,                           \
+                           .resent = (s)->isolated_resent,                             \
+                           .early_timeouts = (s)->isolated_early_timeouts,             \
+                           .time_limit_ms = (s)->isolated_time_limit_ms,               \
+                           .ready_at_phase = (s)->isolated_early_workers})
 
 /* Writes "isolated": {workers, workers_started (the same count: the
  * worker processes the sizing rule started; `workers` is its kiln/1

@@ -312,8 +312,7 @@ static void print_json(const struct kiln_prepare_options *o, const struct prep_i
     struct cli_binaries bins = CLI_BINARIES(s);
     cli_json_binaries(&j, &bins);
     cli_json_u64(&j, "driver_ns", s->driver_ns);
-    struct cli_isolated iso;
-    cli_isolated_of(s, &iso);
+    struct cli_isolated iso = CLI_ISOLATED(s);
     cli_json_isolated(&j, o->isolate ? &iso : NULL);
     cli_json_u64(&j, "memory_budget_bytes", s->memory_budget);
     if (s->memory_budget)

@@ -73,18 +73,22 @@ static const char help[] =
     "pipelines, one in flight when a run died, no Vulkan), 2 bad usage or no cache in\n"
     "the folder (or something else in its place), 130 stopped by a signal.\n";
 
-#define START_PHASES 5
+#define START_PHASES 6
 
-/* The phases of a run, as the table and "seconds" give them. @return how
- * many rows it wrote. */
-static size_t start_phases(const struct kiln_start_summary *s,
+/* The phases of a run, as the table and "seconds" give them: the table
+ * has the vulkan_overlap row (the part of vulkan hidden beside the
+ * reading, counted in vulkan but not in total) only when some was
+ * hidden. @return how many rows it wrote. */
+static size_t start_phases(const struct kiln_start_summary *s, bool table,
                            struct cli_phase_time rows[START_PHASES])
 {
     rows[0] = (struct cli_phase_time){"open", s->open_ns};
     rows[1] = (struct cli_phase_time){"read", s->read_ns};
     rows[2] = (struct cli_phase_time){"vulkan", s->vulkan_ns};
-    rows[3] = (struct cli_phase_time){"pipelines", s->pipelines_ns};
-    rows[4] = (struct cli_phase_time){"total", s->total_ns};
+    rows[3] = (struct cli_phase_time){table && !s->vulkan_overlap_ns ? NULL : "vulkan_overlap",
+                                      s->vulkan_overlap_ns};
+    rows[4] = (struct cli_phase_time){"pipelines", s->pipelines_ns};
+    rows[5] = (struct cli_phase_time){"total", s->total_ns};
     return START_PHASES;
 }
 
@@ -127,6 +131,8 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
     struct cli_binaries bins = CLI_BINARIES(s);
     cli_json_binaries(&j, &bins);
     cli_json_kinds(&j, s->kinds, fst);
+    struct cli_isolated iso = CLI_ISOLATED(s);
+    cli_json_isolated(&j, o->isolate ? &iso : NULL);
     cli_json_u64(&j, "workers", s->workers);
     cli_json_u64(&j, "read_threads", s->read_threads);
     cli_json_str(&j, "workers_reason", s->workers_reason);
@@ -143,7 +149,7 @@ static void print_json(const struct kiln_start_options *o, const struct kiln_sta
         cli_json_null(&j, "pipeline_cache_save_error");
     }
     struct cli_phase_time rows[START_PHASES];
-    cli_json_phase_seconds(&j, rows, start_phases(s, rows));
+    cli_json_phase_seconds(&j, rows, start_phases(s, false, rows));
     cli_json_prep_end(&j, s->peak_rss, s->error, s->step);
     cli_json_end(&j);
 }
@@ -205,7 +211,7 @@ static void print_text(const struct kiln_start_options *o, const struct kiln_sta
     printf("  workers    %s; %u read thread%s\n", s->workers_reason, s->read_threads,
            CLI_S(s->read_threads));
     struct cli_phase_time rows[START_PHASES];
-    cli_print_phase_table(rows, start_phases(s, rows), s->peak_rss);
+    cli_print_phase_table(rows, start_phases(s, true, rows), s->peak_rss);
 }
 
 int cmd_start(int argc, char **argv)
