@@ -208,7 +208,7 @@ unsigned kiln__isolate_early_started(const struct kiln__isolate_early *e);
 void kiln__isolate_early_end(struct kiln__isolate_early *e);
 
 /* Fills run's ext_* fields from the phase's builders and their masks
- * (kiln__prep_needed_extensions; NULL: nothing known). In start.c, beside
+ * (kiln__prep_needed_extensions; NULL: nothing known). In prep_vk.c, beside
  * the rest of the extension code. */
 void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t nbuilders,
                                    const uint64_t *masks, struct kiln__isolate_run *run);
@@ -218,7 +218,7 @@ void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t n
  * would send, sent beside the run's own device. kiln__isolate_greet_known
  * is a kiln__prep_vk_early.extensions_known with a struct
  * kiln__isolate_greeting as its user; a no-op without early workers. In
- * start.c, beside kiln__prep_isolate_extensions. */
+ * prep_vk.c, beside kiln__prep_isolate_extensions. */
 struct kiln__isolate_greeting {
     const struct kiln_builder *builders;
     size_t nbuilders;

@@ -393,11 +393,11 @@ struct kiln__prep_vk_report {
     uint64_t *vulkan_ns;
     uint64_t *overlap_ns;
 };
-#define KILN__PREP_VK_REPORT(s)                                                            \
-    ((struct kiln__prep_vk_report){.device = &(s)->device,                                 \
-                                   .cache_state = &(s)->vk_cache_state,                    \
-                                   .cache_loaded_bytes = &(s)->vk_cache_loaded_bytes,      \
-                                   .vulkan_ns = &(s)->vulkan_ns,                           \
+#define KILN__PREP_VK_REPORT(s)                                                       \
+    ((struct kiln__prep_vk_report){.device = &(s)->device,                            \
+                                   .cache_state = &(s)->vk_cache_state,               \
+                                   .cache_loaded_bytes = &(s)->vk_cache_loaded_bytes, \
+                                   .vulkan_ns = &(s)->vulkan_ns,                      \
                                    .overlap_ns = &(s)->vulkan_overlap_ns})
 
 /*
@@ -448,6 +448,11 @@ void kiln__prep_vk_early_abandon(struct kiln__prep_vk_early *e);
  * kiln__prep_test_vk_begun counts the contexts whose making began. */
 extern bool kiln__prep_test_vk_serial;
 extern _Atomic uint64_t kiln__prep_test_vk_begun;
+
+/* The builder of state kind `kind` among `builders`, NULL: none
+ * (prep_vk.c). */
+const struct kiln_builder *kiln__prep_builder_for(const struct kiln_builder *builders,
+                                                  size_t nbuilders, uint32_t kind);
 
 /*
  * Which of each builder's device extensions the `n` items to build need:

@@ -4,7 +4,7 @@
  *
  * Design. Making a context is slow on some drivers (0.15 s on NVIDIA) and
  * needs nothing the translation makes but the builder extensions to
- * enable, which the run's programs decide (start.c: only those some
+ * enable, which the run's programs decide (prep_vk.c: only those some
  * program needs). So a thread of kiln's own starts kiln__vk_create_late at
  * the run's start: the loader, the instance and the device choice go on
  * while the run's thread opens the cache and translates; the creation then

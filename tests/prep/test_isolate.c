@@ -1170,8 +1170,8 @@ static int run_slow_devices(bool start, const char *cache, const char *more, str
             return -1;
         char env[160];
         snprintf(env, sizeof(env), "KILN_TEST_ISOLATE=workers=4,%s", tuning);
-        const char *args[] = {"-v",     "start",     "--cache", cache, "--jobs",
-                              "4",      "--isolate", "--json",  NULL};
+        const char *args[] = {"-v", "start",     "--cache", cache, "--jobs",
+                              "4",  "--isolate", "--json",  NULL};
         if (run_kiln_env(NULL, env, NULL, args, r) < 0)
             return -1;
     }

@@ -56,12 +56,12 @@ struct cli_isolated {
     uint64_t workers, batches, resent, early_timeouts, time_limit_ms;
     uint64_t ready_at_phase; /* of workers, those started with the run */
 };
-#define CLI_ISOLATED(s)                                                                \
-    ((struct cli_isolated){.workers = (s)->isolated_workers,                           \
-                           .batches = (s)->isolated_batches,                           \
-                           .resent = (s)->isolated_resent,                             \
-                           .early_timeouts = (s)->isolated_early_timeouts,             \
-                           .time_limit_ms = (s)->isolated_time_limit_ms,               \
+#define CLI_ISOLATED(s)                                                    \
+    ((struct cli_isolated){.workers = (s)->isolated_workers,               \
+                           .batches = (s)->isolated_batches,               \
+                           .resent = (s)->isolated_resent,                 \
+                           .early_timeouts = (s)->isolated_early_timeouts, \
+                           .time_limit_ms = (s)->isolated_time_limit_ms,   \
                            .ready_at_phase = (s)->isolated_early_workers})
 
 /* Writes "isolated": {workers, workers_started (the same count: the
