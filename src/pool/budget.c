@@ -41,9 +41,11 @@
  *   (resident when the pool was made + one job for each running job and
  *   the new one), and the model keeps a burst of starts under the budget.
  *   With a memory model each running job counts what it was seen to grow
- *   so far (its share of the counted memory above the base), never less
- *   than its prediction: a job predicted too low counts at its real size
- *   from the first sample on, not only once it ended.
+ *   so far (its share of the counted memory above the base: in proportion
+ *   to its prediction, at least an equal part), never less than its
+ *   prediction: a job predicted too low counts at its real size from the
+ *   first sample on, not only once it ended. The shares may sum to more
+ *   than what is counted (the safe side), never to less.
  *
  * - The registry is a fixed array under one mutex: adding, removing and
  *   summing never allocate, and a pid is read only while registered.
@@ -266,13 +268,27 @@ void kiln__budget_sample(struct kiln__budget *b, uint64_t rss)
             b->peak[i] = rss;
     if (!b->has_model || b->committed == 0 || rss <= b->base)
         return;
-    /* What is counted above the base belongs to the running jobs, each in
-     * proportion to what it was predicted to need. */
-    double per = (double)(rss - b->base) / (double)b->committed;
+    /* What is counted above the base belongs to the running jobs: each in
+     * proportion to what it was predicted to need, and never less than an
+     * equal part. A share in proportion alone teaches a class predicted
+     * low to stay low (on the H100, builds predicted 1-2 MiB beside ones
+     * predicted 25 MiB learned 1-2 MiB while the process grew 200 MiB
+     * over them, and the next fifteen started at once and grew 1.2 GiB
+     * against a 642 MiB budget). */
+    unsigned running = 0;
+    for (unsigned i = 0; i < b->nworkers; i++)
+        running += b->busy[i];
+    if (running == 0)
+        return;
+    uint64_t above = rss - b->base;
+    uint64_t equal = above / running;
+    double per = (double)above / (double)b->committed;
     for (unsigned i = 0; i < b->nworkers; i++) {
         if (!b->busy[i])
             continue;
         uint64_t share = (uint64_t)((double)b->pred[i] * per);
+        if (share < equal)
+            share = equal;
         if (share > b->seen[i])
             b->seen[i] = share;
     }

@@ -333,10 +333,11 @@ KT_CASE(running_growth_counts)
  * A job that ran beside another and is alone only at its end learns its
  * share, not the peak of the two: A (predicted 20 MiB) and B (60 MiB) run
  * together to 80 MiB over the base, B ends, and A ends with the reading
- * back at 20 MiB over the base. A learns its share (20 MiB); taking the
- * peak over the lower of its start and end (80 MiB) would give it B's
- * growth. The control: a job that ran alone throughout still learns that
- * peak (30 MiB, with its end's reading back at the base).
+ * back at 20 MiB over the base. A learns its share (an equal part, 40
+ * MiB, being more than its proportional 20); taking the peak over the
+ * lower of its start and end (80 MiB) would give it B's growth. The
+ * control: a job that ran alone throughout still learns that peak (30
+ * MiB, with its end's reading back at the base).
  */
 KT_CASE(alone_at_end_learns_share)
 {
@@ -353,7 +354,7 @@ KT_CASE(alone_at_end_learns_share)
     KT_CHECK_EQ(grown, 60 * MIB);
     kiln__budget_end(&b, 0, b.base + 20 * MIB, &predicted, &grown);
     KT_CHECK_EQ(predicted, 20 * MIB);
-    KT_CHECK_EQ(grown, 20 * MIB);
+    KT_CHECK_EQ(grown, 40 * MIB);
     /* The control: alone from start to end. */
     b.base = 100 * MIB;
     kiln__budget_start(&b, 2, b.base, 20 * MIB);
@@ -363,7 +364,37 @@ KT_CASE(alone_at_end_learns_share)
     kiln__budget_free(&b);
 }
 
+/*
+ * A job predicted low learns at least an equal part of what the running
+ * jobs grew: A (predicted 1 MiB) beside B (99 MiB) while the counted
+ * memory grows 100 MiB over the base learns 50 MiB, not its proportional
+ * 1 MiB (the control: what the proportion alone gives), so a class
+ * predicted low does not teach itself to stay low. B keeps its larger
+ * proportional share; the shares sum to more than was counted, never
+ * less.
+ */
+KT_CASE(low_prediction_learns_equal_part)
+{
+    struct kiln_pool_memory_model model = KILN_POOL_MEMORY_MODEL_INIT;
+    model.predict = fixed_predict;
+    struct kiln__budget b;
+    KT_CHECK_EQ(kiln__budget_init(&b, 1000 * MIB, 4, &model), KILN_OK);
+    b.base = 100 * MIB;
+    kiln__budget_start(&b, 0, b.base, 1 * MIB);
+    kiln__budget_start(&b, 1, b.base, 99 * MIB);
+    kiln__budget_sample(&b, b.base + 100 * MIB);
+    uint64_t proportional = (uint64_t)((double)b.pred[0] * 100.0 / 100.0);
+    KT_CHECK_EQ(proportional, 1 * MIB); /* the control */
+    KT_CHECK_EQ(b.seen[0], 50 * MIB);
+    KT_CHECK_EQ(b.seen[1], 99 * MIB);
+    KT_CHECK(b.seen[0] + b.seen[1] >= 100 * MIB);
+    uint64_t predicted = 0, grown = 0;
+    kiln__budget_end(&b, 0, b.base + 100 * MIB, &predicted, &grown);
+    KT_CHECK_EQ(grown, 50 * MIB);
+    kiln__budget_free(&b);
+}
+
 KT_MAIN(KT_ENTRY(prediction_admits_more), KT_ENTRY(largest_seen_serialises),
         KT_ENTRY(low_prediction_corrected), KT_ENTRY(low_prediction_uncorrected_passes),
         KT_ENTRY(pss_counts_shared_once), KT_ENTRY(running_growth_counts),
-        KT_ENTRY(alone_at_end_learns_share))
+        KT_ENTRY(alone_at_end_learns_share), KT_ENTRY(low_prediction_learns_equal_part))
