@@ -228,6 +228,46 @@ struct kiln__isolate_greeting {
 };
 void kiln__isolate_greet_known(void *user, const uint64_t *masks);
 
+/*
+ * What a run (kiln_prepare, kiln_warm_start) begins beside its first phase
+ * (prep_vk_early.c): its Vulkan context and, with isolation, its first
+ * worker processes, greeted beside its own device. KILN__PREP_EARLY_INIT
+ * sets it up in place from the run's options `o` (either kind);
+ * kiln__prep_early_context begins the context (none with no_vulkan);
+ * kiln__prep_early_workers starts the workers (none without isolation,
+ * Vulkan or programs); kiln__prep_early_finish finishes the context with
+ * the run's items (w), greeting the workers as their extensions are known
+ * (kiln__prep_vk_early_finish's contract); kiln__prep_early_end, on every
+ * way out, abandons a context never finished and ends the workers the
+ * phase did not take. All on the run's thread.
+ */
+struct kiln__prep_early {
+    struct kiln__prep_vk_want want; /* the context's, before the items are known */
+    struct kiln__prep_vk_early vk;
+    struct kiln__isolate_run run; /* the isolated phase's (run.early: the workers) */
+    struct kiln__isolate_greeting greet;
+    bool no_vulkan;
+};
+#define KILN__PREP_EARLY_INIT(e, o)                                                      \
+    do {                                                                                 \
+        (e)->want = KILN__PREP_VK_WANT(o, NULL, 0);                                      \
+        (e)->vk = (struct kiln__prep_vk_early){.started = false};                        \
+        (e)->run = (struct kiln__isolate_run){.iso = (o)->isolate,                       \
+                                              .use_device_index = (o)->use_device_index, \
+                                              .device = (o)->device,                     \
+                                              .cache_dir = (o)->cache_dir};              \
+        (e)->greet = (struct kiln__isolate_greeting){                                    \
+            .builders = (o)->builders, .nbuilders = (o)->nbuilders, .run = &(e)->run};   \
+        (e)->no_vulkan = (o)->no_vulkan;                                                 \
+    } while (0)
+void kiln__prep_early_context(struct kiln__prep_early *e);
+void kiln__prep_early_workers(struct kiln__prep_early *e, bool background, size_t programs,
+                              unsigned workers);
+int kiln__prep_early_finish(struct kiln__prep_early *e, const struct kiln__prep_vk_want *w,
+                            const struct kiln_pack_dict *dict, struct kiln__prep_vk_got *got,
+                            const struct kiln__prep_vk_report *r);
+void kiln__prep_early_end(struct kiln__prep_early *e);
+
 /* What the workers of a phase did (the summaries' isolated_* fields). */
 struct kiln__isolate_stats {
     uint64_t workers_started;  /* worker processes that answered their greeting */
@@ -237,6 +277,17 @@ struct kiln__isolate_stats {
     unsigned learned_limit_ms; /* the learned limit over all builds at the end (0: none) */
     uint64_t early_taken;      /* of workers_started, those started with the run */
 };
+/* Copies them into a summary's isolated_* fields (kiln_prepare_summary and
+ * kiln_start_summary alike). */
+#define KILN__ISOLATE_STATS_TO(s, st)                         \
+    do {                                                      \
+        (s)->isolated_workers = (st)->workers_started;        \
+        (s)->isolated_batches = (st)->batches;                \
+        (s)->isolated_resent = (st)->resent;                  \
+        (s)->isolated_early_timeouts = (st)->early_timeouts;  \
+        (s)->isolated_time_limit_ms = (st)->learned_limit_ms; \
+        (s)->isolated_early_workers = (st)->early_taken;      \
+    } while (0)
 
 /*
  * kiln__prep_build_all in worker processes: builds every item whose payload

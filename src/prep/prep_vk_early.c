@@ -182,3 +182,45 @@ void kiln__prep_vk_early_abandon(struct kiln__prep_vk_early *e)
     kiln_vk_destroy(e->vk); /* made before it saw the state: not used */
     e->vk = NULL;
 }
+
+/* ---- the run's early context and workers together ------------------------- */
+
+void kiln__prep_early_context(struct kiln__prep_early *e)
+{
+    if (!e->no_vulkan)
+        kiln__prep_vk_early_start(&e->vk, &e->want);
+}
+
+void kiln__prep_early_workers(struct kiln__prep_early *e, bool background, size_t programs,
+                              unsigned workers)
+{
+    if (!e->run.iso || e->no_vulkan || programs == 0)
+        return;
+    struct kiln__isolate_early_want ew = {.iso = e->run.iso,
+                                          .use_device_index = e->run.use_device_index,
+                                          .device = e->run.device,
+                                          .cache_dir = e->run.cache_dir,
+                                          .background = background,
+                                          .programs = programs,
+                                          .workers = workers};
+    if (kiln__isolate_early_begin(&ew, &e->run.early) < 0)
+        KILN_INFO("prep", "isolated workers start with the pipeline phase (out of memory)");
+}
+
+int kiln__prep_early_finish(struct kiln__prep_early *e, const struct kiln__prep_vk_want *w,
+                            const struct kiln_pack_dict *dict, struct kiln__prep_vk_got *got,
+                            const struct kiln__prep_vk_report *r)
+{
+    e->greet.early = e->run.early;
+    e->greet.dict = dict;
+    e->vk.extensions_known = kiln__isolate_greet_known;
+    e->vk.extensions_user = &e->greet;
+    return kiln__prep_vk_early_finish(&e->vk, w, got, r);
+}
+
+void kiln__prep_early_end(struct kiln__prep_early *e)
+{
+    kiln__prep_vk_early_abandon(&e->vk);   /* a run that ended before its pipelines */
+    kiln__isolate_early_end(e->run.early); /* those not taken, then their thread */
+    e->run.early = NULL;
+}

@@ -638,18 +638,11 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     size_t n = 0;
     bool lock_made = false;
     int rc;
-    /* The Vulkan context, made beside the translation (prep_vk_early.c). */
-    struct kiln__prep_vk_want early_want = KILN__PREP_VK_WANT(o, NULL, 0);
-    struct kiln__prep_vk_early early = {.started = false};
-    /* Isolated workers, started with the run (isolate.c), and what they
-     * are told: greeted beside this process's own device (greet_workers). */
-    struct kiln__isolate_early *early_iso = NULL;
-    struct kiln__isolate_run iso_run = {.iso = o->isolate,
-                                        .use_device_index = o->use_device_index,
-                                        .device = o->device,
-                                        .cache_dir = o->cache_dir};
-    struct kiln__isolate_greeting greet = {
-        .builders = o->builders, .nbuilders = o->nbuilders, .run = &iso_run};
+    /* The Vulkan context, made beside the translation, and the isolated
+     * workers started with the run, greeted beside its device
+     * (prep_vk_early.c). */
+    struct kiln__prep_early early;
+    KILN__PREP_EARLY_INIT(&early, o);
 
     /* The programs. */
     n = r.src.count;
@@ -659,8 +652,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         goto out;
     }
     s->programs = n;
-    if (!o->no_vulkan)
-        kiln__prep_vk_early_start(&early, &early_want);
+    kiln__prep_early_context(&early);
 
     /* The cache. */
     s->stamp = kiln_prepare_stamp(o);
@@ -715,18 +707,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     s->open_ns = kiln_now_ns() - t0;
 
     /* Isolated workers start now, their Vulkan contexts begun beside the
-     * translation; the pipeline phase greets them (kiln__isolate_early_begin). */
-    if (o->isolate && !o->no_vulkan) {
-        struct kiln__isolate_early_want ew = {.iso = o->isolate,
-                                              .use_device_index = o->use_device_index,
-                                              .device = o->device,
-                                              .cache_dir = o->cache_dir,
-                                              .background = o->background,
-                                              .programs = n,
-                                              .workers = s->workers};
-        if (kiln__isolate_early_begin(&ew, &early_iso) < 0)
-            KILN_INFO("prep", "isolated workers start with the pipeline phase (out of memory)");
-    }
+     * translation (kiln__isolate_early_begin). */
+    kiln__prep_early_workers(&early, o->background, n, s->workers);
 
     /* Translate, pack and store, on the pool. */
     uint64_t t1 = kiln_now_ns();
@@ -803,12 +785,8 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
      * context begun beside the translation is finished with them. */
     struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
     struct kiln__prep_vk_got got;
-    greet.early = early_iso;
-    greet.dict = r.dict;
-    early.extensions_known = kiln__isolate_greet_known;
-    early.extensions_user = &greet;
     struct kiln__prep_vk_report report = KILN__PREP_VK_REPORT(s);
-    rc = kiln__prep_vk_early_finish(&early, &want, &got, &report);
+    rc = kiln__prep_early_finish(&early, &want, r.dict, &got, &report);
     struct kiln_vk *vk = got.vk;
     own_vk = got.own;
     ext_masks = got.masks;
@@ -860,21 +838,15 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     int64_t built;
     if (o->isolate) {
         /* In worker processes; their pipeline caches are merged into vk's. */
-        struct kiln__isolate_run *iso = &iso_run;
+        struct kiln__isolate_run *iso = &early.run;
         iso->build_hint_ns = kiln__prep_ledger_build_ns(ledger);
-        iso->start_hint_ns = !own_vk     ? 0
-                             : early_iso ? s->vulkan_ns - s->vulkan_overlap_ns
-                                         : s->vulkan_ns;
-        iso->early = early_iso;
+        iso->start_hint_ns = !own_vk      ? 0
+                             : iso->early ? s->vulkan_ns - s->vulkan_overlap_ns
+                                          : s->vulkan_ns;
         kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, iso);
         struct kiln__isolate_stats ist;
         built = kiln__isolate_build_all(&b, iso, items, n, s->workers, &s->pipelines_failed, &ist);
-        s->isolated_workers = ist.workers_started;
-        s->isolated_batches = ist.batches;
-        s->isolated_resent = ist.resent;
-        s->isolated_early_timeouts = ist.early_timeouts;
-        s->isolated_time_limit_ms = ist.learned_limit_ms;
-        s->isolated_early_workers = ist.early_taken;
+        KILN__ISOLATE_STATS_TO(s, &ist);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }
@@ -926,8 +898,7 @@ out:
     }
     KILN__PREP_BINARIES_COUNTS(bins, s);
     kiln__bin_tier_close(bins);
-    kiln__prep_vk_early_abandon(&early); /* a run that ended before its pipelines */
-    kiln__isolate_early_end(early_iso);  /* those not taken, then their thread */
+    kiln__prep_early_end(&early);
     kiln_vk_destroy(own_vk);
     kiln__free(ext_masks);
     for (size_t i = 0; progs && i < n; i++) {

@@ -1078,26 +1078,6 @@ static void start_binaries_counts(struct kiln__prep_build *b, struct kiln_start_
     s->compiled = s->pipelines_built > known ? s->pipelines_built - known : 0;
 }
 
-/* Isolated workers started with the start, beside the reading of the
- * records (kiln__isolate_early_begin): none without isolation, Vulkan or
- * records. */
-static struct kiln__isolate_early *start_isolated_early(const struct kiln_start_options *o,
-                                                        size_t n, unsigned workers)
-{
-    struct kiln__isolate_early *early = NULL;
-    if (!o->isolate || o->no_vulkan || n == 0)
-        return NULL;
-    struct kiln__isolate_early_want ew = {.iso = o->isolate,
-                                          .use_device_index = o->use_device_index,
-                                          .device = o->device,
-                                          .cache_dir = o->cache_dir,
-                                          .programs = n,
-                                          .workers = workers};
-    if (kiln__isolate_early_begin(&ew, &early) < 0)
-        KILN_INFO("prep", "isolated workers start with the pipeline phase (out of memory)");
-    return early;
-}
-
 static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
                       void *progress_user, struct kiln_start_summary *s, uint64_t t0)
 {
@@ -1161,17 +1141,10 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     unsigned char *retried = NULL;
     struct kiln__bin_provider bin_provider;
     struct kiln__bin_tier *bins = NULL;
-    /* The Vulkan context, begun beside the reading (prep_vk_early.c); the
-     * isolated workers started with it, greeted beside its device. */
-    struct kiln__prep_vk_want early_want = KILN__PREP_VK_WANT(o, NULL, 0);
-    struct kiln__prep_vk_early early = {.started = false};
-    struct kiln__isolate_early *early_iso = NULL;
-    struct kiln__isolate_run iso_run = {.iso = o->isolate,
-                                        .use_device_index = o->use_device_index,
-                                        .device = o->device,
-                                        .cache_dir = o->cache_dir};
-    struct kiln__isolate_greeting greet = {
-        .builders = o->builders, .nbuilders = o->nbuilders, .run = &iso_run};
+    /* The Vulkan context, begun beside the reading, and the isolated
+     * workers started with it, greeted beside its device (prep_vk_early.c). */
+    struct kiln__prep_early early;
+    KILN__PREP_EARLY_INIT(&early, o);
     rc = kiln_cache_entries(cache, &entries, &n);
     s->records = n;
     if (rc == KILN_OK)
@@ -1201,9 +1174,8 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     s->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o->jobs, &plan);
     snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
     s->read_threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, s->workers, NULL);
-    if (!o->no_vulkan)
-        kiln__prep_vk_early_start(&early, &early_want);
-    early_iso = start_isolated_early(o, n, s->workers);
+    kiln__prep_early_context(&early);
+    kiln__prep_early_workers(&early, false, n, s->workers);
 
     /* Read every record at once; the load marks each one used today. */
     uint64_t t1 = kiln_now_ns();
@@ -1260,12 +1232,8 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
      * begun beside the reading is finished with the records' extensions. */
     struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
     struct kiln__prep_vk_got got;
-    greet.early = early_iso;
-    greet.dict = dict;
-    early.extensions_known = kiln__isolate_greet_known;
-    early.extensions_user = &greet;
     struct kiln__prep_vk_report report = KILN__PREP_VK_REPORT(s);
-    rc = kiln__prep_vk_early_finish(&early, &want, &got, &report);
+    rc = kiln__prep_early_finish(&early, &want, dict, &got, &report);
     struct kiln_vk *vk = got.vk;
     own_vk = got.own;
     ext_masks = got.masks;
@@ -1298,17 +1266,11 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     int64_t built;
     if (o->isolate) {
         /* In worker processes; their pipeline caches are merged into vk's. */
-        iso_run.early = early_iso;
-        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &iso_run);
+        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &early.run);
         struct kiln__isolate_stats ist;
-        built =
-            kiln__isolate_build_all(&b, &iso_run, items, n, s->workers, &s->pipelines_failed, &ist);
-        s->isolated_workers = ist.workers_started;
-        s->isolated_batches = ist.batches;
-        s->isolated_resent = ist.resent;
-        s->isolated_early_timeouts = ist.early_timeouts;
-        s->isolated_time_limit_ms = ist.learned_limit_ms;
-        s->isolated_early_workers = ist.early_taken;
+        built = kiln__isolate_build_all(&b, &early.run, items, n, s->workers, &s->pipelines_failed,
+                                        &ist);
+        KILN__ISOLATE_STATS_TO(s, &ist);
     } else {
         built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
     }
@@ -1353,8 +1315,7 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     }
 
 out:
-    kiln__prep_vk_early_abandon(&early); /* a start that ended before its pipelines */
-    kiln__isolate_early_end(early_iso);  /* those not taken, then their thread */
+    kiln__prep_early_end(&early);
     kiln__bin_tier_close(bins);
     kiln__journal_close(journal);
     kiln__free(retried);

@@ -295,6 +295,16 @@ static uint64_t fixed_predict(void *user, void *arg)
     return *(const uint64_t *)arg;
 }
 
+/* The arithmetic cases' budget: 1000 MiB for four workers over
+ * fixed_predict, its base at `base`. */
+static void fixed_budget(struct kiln__budget *b, uint64_t base)
+{
+    struct kiln_pool_memory_model model = KILN_POOL_MEMORY_MODEL_INIT;
+    model.predict = fixed_predict;
+    KT_CHECK_EQ(kiln__budget_init(b, 1000 * MIB, 4, &model), KILN_OK);
+    b->base = base;
+}
+
 /*
  * A running job predicted 10 MiB that has been seen to grow 60 MiB counts
  * 60 MiB when the next job asks (the model's rule, with the reading still
@@ -305,11 +315,8 @@ static uint64_t fixed_predict(void *user, void *arg)
  */
 KT_CASE(running_growth_counts)
 {
-    struct kiln_pool_memory_model model = KILN_POOL_MEMORY_MODEL_INIT;
-    model.predict = fixed_predict;
     struct kiln__budget b;
-    KT_CHECK_EQ(kiln__budget_init(&b, 1000 * MIB, 4, &model), KILN_OK);
-    b.base = 900 * MIB; /* the limit is 100 MiB over it */
+    fixed_budget(&b, 900 * MIB); /* the limit is 100 MiB over it */
     uint64_t lagging = b.base + 10 * MIB;
     kiln__budget_start(&b, 0, b.base, 10 * MIB);
     uint64_t next = 45 * MIB;
@@ -341,11 +348,8 @@ KT_CASE(running_growth_counts)
  */
 KT_CASE(alone_at_end_learns_share)
 {
-    struct kiln_pool_memory_model model = KILN_POOL_MEMORY_MODEL_INIT;
-    model.predict = fixed_predict;
     struct kiln__budget b;
-    KT_CHECK_EQ(kiln__budget_init(&b, 1000 * MIB, 4, &model), KILN_OK);
-    b.base = 100 * MIB;
+    fixed_budget(&b, 100 * MIB);
     uint64_t predicted = 0, grown = 0;
     kiln__budget_start(&b, 0, b.base, 20 * MIB);
     kiln__budget_start(&b, 1, b.base, 60 * MIB);
@@ -375,11 +379,8 @@ KT_CASE(alone_at_end_learns_share)
  */
 KT_CASE(low_prediction_learns_equal_part)
 {
-    struct kiln_pool_memory_model model = KILN_POOL_MEMORY_MODEL_INIT;
-    model.predict = fixed_predict;
     struct kiln__budget b;
-    KT_CHECK_EQ(kiln__budget_init(&b, 1000 * MIB, 4, &model), KILN_OK);
-    b.base = 100 * MIB;
+    fixed_budget(&b, 100 * MIB);
     kiln__budget_start(&b, 0, b.base, 1 * MIB);
     kiln__budget_start(&b, 1, b.base, 99 * MIB);
     kiln__budget_sample(&b, b.base + 100 * MIB);
