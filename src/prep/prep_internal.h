@@ -449,7 +449,7 @@ void kiln__prep_vk_early_abandon(struct kiln__prep_vk_early *e);
 extern bool kiln__prep_test_vk_serial;
 extern _Atomic uint64_t kiln__prep_test_vk_begun;
 
-/* The builder of state kind `kind` among `builders`, NULL: none
+/* The builder of state kind `kind`: the first in `builders`, or NULL
  * (prep_vk.c). */
 const struct kiln_builder *kiln__prep_builder_for(const struct kiln_builder *builders,
                                                   size_t nbuilders, uint32_t kind);

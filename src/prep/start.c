@@ -158,7 +158,6 @@ static void count_skip(struct kiln__prep_build *b, uint32_t kind, const char *na
     KILN_INFO("prep", "%s: skipped: %s", name, reason);
 }
 
-/* The builder for `kind`: the first in the caller's array, or NULL. */
 /* One stage's specialization as Vulkan takes it (map entries decoded from
  * the payload's bytes). */
 struct spec {
