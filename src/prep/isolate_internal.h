@@ -213,21 +213,6 @@ void kiln__isolate_early_end(struct kiln__isolate_early *e);
 void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t nbuilders,
                                    const uint64_t *masks, struct kiln__isolate_run *run);
 
-/* What a run tells its early isolated workers (kiln__isolate_early_greet)
- * once its items' extensions are known: the greeting the pipeline phase
- * would send, sent beside the run's own device. kiln__isolate_greet_known
- * is a kiln__prep_vk_early.extensions_known with a struct
- * kiln__isolate_greeting as its user; a no-op without early workers. In
- * prep_vk.c, beside kiln__prep_isolate_extensions. */
-struct kiln__isolate_greeting {
-    const struct kiln_builder *builders;
-    size_t nbuilders;
-    struct kiln__isolate_run *run;
-    struct kiln__isolate_early *early; /* NULL: none */
-    const struct kiln_pack_dict *dict;
-};
-void kiln__isolate_greet_known(void *user, const uint64_t *masks);
-
 /*
  * What a run (kiln_prepare, kiln_warm_start) begins beside its first phase
  * (prep_vk_early.c): its Vulkan context and, with isolation, its first
@@ -236,16 +221,18 @@ void kiln__isolate_greet_known(void *user, const uint64_t *masks);
  * kiln__prep_early_context begins the context (none with no_vulkan);
  * kiln__prep_early_workers starts the workers (none without isolation,
  * Vulkan or programs); kiln__prep_early_finish finishes the context with
- * the run's items (w), greeting the workers as their extensions are known
- * (kiln__prep_vk_early_finish's contract); kiln__prep_early_end, on every
- * way out, abandons a context never finished and ends the workers the
- * phase did not take. All on the run's thread.
+ * the run's items (w), greeting the workers with the dictionary `dict`
+ * and the extensions as soon as those are known, beside the run's own
+ * device (kiln__prep_vk_early_finish's extensions_known);
+ * kiln__prep_early_end, on every way out, abandons a context never
+ * finished and ends the workers the phase did not take. All on the run's
+ * thread.
  */
 struct kiln__prep_early {
     struct kiln__prep_vk_want want; /* the context's, before the items are known */
     struct kiln__prep_vk_early vk;
-    struct kiln__isolate_run run; /* the isolated phase's (run.early: the workers) */
-    struct kiln__isolate_greeting greet;
+    struct kiln__isolate_run run;      /* the isolated phase's (run.early: the workers) */
+    const struct kiln_pack_dict *dict; /* the greeting's, set by finish */
     bool no_vulkan;
 };
 #define KILN__PREP_EARLY_INIT(e, o)                                                      \
@@ -256,8 +243,7 @@ struct kiln__prep_early {
                                               .use_device_index = (o)->use_device_index, \
                                               .device = (o)->device,                     \
                                               .cache_dir = (o)->cache_dir};              \
-        (e)->greet = (struct kiln__isolate_greeting){                                    \
-            .builders = (o)->builders, .nbuilders = (o)->nbuilders, .run = &(e)->run};   \
+        (e)->dict = NULL;                                                                \
         (e)->no_vulkan = (o)->no_vulkan;                                                 \
     } while (0)
 void kiln__prep_early_context(struct kiln__prep_early *e);

@@ -120,15 +120,6 @@ void kiln__prep_isolate_extensions(const struct kiln_builder *builders, size_t n
                                                     KILN_ARRAY_LEN(run->ext_names));
 }
 
-void kiln__isolate_greet_known(void *user, const uint64_t *masks)
-{
-    struct kiln__isolate_greeting *g = user;
-    if (!g->early)
-        return;
-    kiln__prep_isolate_extensions(g->builders, g->nbuilders, masks, g->run);
-    (void)kiln__isolate_early_greet(g->early, g->run, g->dict); /* else the phase greets */
-}
-
 int kiln__prep_vk_extensions(const struct kiln__prep_vk_want *w, uint64_t **masks,
                              const char **names, uint32_t cap, uint32_t *count)
 {

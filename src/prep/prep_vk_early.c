@@ -36,8 +36,9 @@
  *   after the translation), so kiln_last_errmsg says the same.
  *
  * - The run hears of the extensions before its device is made: finish
- *   calls extensions_known (the isolated workers' greeting, prepare.c)
- *   right after it computed them and before the hand-over, so the
+ *   calls extensions_known (the isolated workers' greeting,
+ *   greet_early_workers below) right after it computed them and before
+ *   the hand-over, so the
  *   workers' devices are made beside this one; without a thread, right
  *   after kiln__prep_vk_open. The test faults' hook (KILN__PREP_FAULT_DEVICE,
  *   empty in libkiln) runs in the callback after the hand-over, inside
@@ -207,14 +208,25 @@ void kiln__prep_early_workers(struct kiln__prep_early *e, bool background, size_
         KILN_INFO("prep", "isolated workers start with the pipeline phase (out of memory)");
 }
 
+/* The greeting of the early workers, once the run's extensions are known
+ * (the context's extensions_known, user the struct kiln__prep_early): the
+ * one the pipeline phase would send, sent beside the run's own device. */
+static void greet_early_workers(void *user, const uint64_t *masks)
+{
+    struct kiln__prep_early *e = user;
+    if (!e->run.early)
+        return;
+    kiln__prep_isolate_extensions(e->want.builders, e->want.nbuilders, masks, &e->run);
+    (void)kiln__isolate_early_greet(e->run.early, &e->run, e->dict); /* else the phase greets */
+}
+
 int kiln__prep_early_finish(struct kiln__prep_early *e, const struct kiln__prep_vk_want *w,
                             const struct kiln_pack_dict *dict, struct kiln__prep_vk_got *got,
                             const struct kiln__prep_vk_report *r)
 {
-    e->greet.early = e->run.early;
-    e->greet.dict = dict;
-    e->vk.extensions_known = kiln__isolate_greet_known;
-    e->vk.extensions_user = &e->greet;
+    e->dict = dict;
+    e->vk.extensions_known = greet_early_workers;
+    e->vk.extensions_user = e;
     return kiln__prep_vk_early_finish(&e->vk, w, got, r);
 }
 

@@ -1215,6 +1215,26 @@ static void check_greetings(struct run *r, const struct start_span *dev, bool la
         KT_CHECK(late ? wait[i] >= GREET_DELAY_MS : wait[i] < GREET_DELAY_MS);
 }
 
+/* One greeting case: kiln prepare's, or (start) kiln start's on the cache
+ * a plain prepare made; early, then with late_greeting=1 (the control). */
+static void greeted_case(bool start)
+{
+    struct isolate_case c;
+    KT_REQUIRE(case_begin(&c, true));
+    struct run *r = c.r;
+    struct start_span dev;
+    KT_REQUIRE(run_slow_devices(start, c.cache, "", r, &dev) == 0);
+    check_greetings(r, &dev, false);
+    if (start)
+        KT_CHECK_EQ(isolated(r, "workers_started"), 4);
+
+    char cache[4300];
+    snprintf(cache, sizeof(cache), "%s-late", c.cache);
+    KT_REQUIRE(run_slow_devices(start, cache, ",late_greeting=1", r, &dev) == 0);
+    check_greetings(r, &dev, true); /* greeted by the phase, after the parent's device */
+    case_end(&c);
+}
+
 /*
  * Early workers are greeted beside the parent's own device (issue 28):
  * with every device slow (GREET_DELAY_MS in each worker after its
@@ -1228,18 +1248,7 @@ static void check_greetings(struct run *r, const struct start_span *dev, bool la
  */
 KT_CASE(workers_greeted_beside_parent_device)
 {
-    struct isolate_case c;
-    KT_REQUIRE(case_begin(&c, true));
-    struct run *r = c.r;
-    struct start_span dev;
-    KT_REQUIRE(run_slow_devices(false, c.cache, "", r, &dev) == 0);
-    check_greetings(r, &dev, false);
-
-    char cache[4300];
-    snprintf(cache, sizeof(cache), "%s-late", c.cache);
-    KT_REQUIRE(run_slow_devices(false, cache, ",late_greeting=1", r, &dev) == 0);
-    check_greetings(r, &dev, true); /* greeted by the phase, after the parent's device */
-    case_end(&c);
+    greeted_case(false);
 }
 
 /*
@@ -1251,19 +1260,7 @@ KT_CASE(workers_greeted_beside_parent_device)
  */
 KT_CASE(start_workers_greeted_beside_parent_device)
 {
-    struct isolate_case c;
-    KT_REQUIRE(case_begin(&c, true));
-    struct run *r = c.r;
-    struct start_span dev;
-    KT_REQUIRE(run_slow_devices(true, c.cache, "", r, &dev) == 0);
-    check_greetings(r, &dev, false);
-    KT_CHECK_EQ(isolated(r, "workers_started"), 4);
-
-    char cache[4300];
-    snprintf(cache, sizeof(cache), "%s-late", c.cache);
-    KT_REQUIRE(run_slow_devices(true, cache, ",late_greeting=1", r, &dev) == 0);
-    check_greetings(r, &dev, true);
-    case_end(&c);
+    greeted_case(true);
 }
 
 KT_MAIN(KT_ENTRY(isolated_builds_all), KT_ENTRY(worker_crash),
