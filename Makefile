@@ -41,6 +41,13 @@ test: check check-sanitizers
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (less
 # the tests labelled nosan), then the threaded tests under ThreadSanitizer.
+# ignore_noninstrumented_modules: TSan does not look for races in what an
+# uninstrumented library (the Vulkan driver, libc) touches through its
+# interceptors. Without it every free lavapipe makes on its queue thread is
+# a race TSan works out and then suppresses (tests/support/tsan.supp); on a
+# loaded two-core machine that took foz_export_gpu.export_prepared from 10 s
+# to over 300. Races in kiln's own code are found as before (the broken_*
+# and *_control tests below still fail under it).
 check-sanitizers: asan tsan
 
 asan: deps
@@ -53,7 +60,7 @@ asan: deps
 tsan: deps
 	$(CMAKE) -S . -B $(BUILD)-tsan $(call gen,$(BUILD)-tsan) -DKILN_WERROR=ON -DKILN_SANITIZE=thread
 	$(CMAKE) --build $(BUILD)-tsan -j $(JOBS)
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/support/tsan.supp \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$(CURDIR)/tests/support/tsan.supp \
 	  ctest --test-dir $(BUILD)-tsan $(CTEST_FLAGS) -L threads -LE nosan
 
 # The Windows build (mingw-w64) and its tests under wine; see docs/windows.md.
