@@ -3,8 +3,8 @@
  * another process: a worker's answers, the parent's jobs). An input is a
  * stream of frames as one side would read it: each head is checked, its
  * body checksummed and parsed by its type, as isolate.c and
- * isolate_worker.c do. A second pass parses the whole input as each body
- * type, without the checksum, so the field parsers see every shape.
+ * isolate_worker.c do (a worker's driver binaries among them). A second pass parses the whole input
+ * as each body type, without the checksum, so the field parsers see every shape.
  */
 #include "isolate_internal.h"
 #include "kiln_internal.h"
@@ -45,6 +45,17 @@ static void parse_all(const uint8_t *body, size_t n)
     struct kiln__iso_result r;
     if (kiln__iso_result_parse(body, n, &r) == KILN_OK) {
         if (r.kind >= KILN_STATE_KINDS || r.status > 0 || strlen(r.why) + 13 != n)
+            abort();
+    }
+    struct kiln_key key;
+    struct kiln__bin_global drv;
+    const void *payload;
+    size_t psize;
+    if (kiln__iso_binaries_parse(body, n, &key, &drv, &payload, &psize) == KILN_OK) {
+        /* The global key and the payload lie inside the body, in order. */
+        if (drv.key_size == 0 || drv.key_size > KILN__BIN_KEY_MAX || psize == 0 ||
+            (const uint8_t *)payload != body + KILN__ISO_BINARIES_HEAD + drv.key_size ||
+            KILN__ISO_BINARIES_HEAD + drv.key_size + psize != n)
             abort();
     }
     int32_t status;

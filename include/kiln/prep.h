@@ -659,8 +659,9 @@ struct kiln_prepare_options {
     /* (0.2) The host tier of driver binaries (enum kiln_binaries_mode):
      * with it on, the run captures each pipeline's binaries it builds, and
      * stores those of programs built before that the tier lacks (a driver
-     * update made it stale: its old folder is removed). Not with `isolate`
-     * (the workers' pipelines are not captured). */
+     * update made it stale: its old folder is removed). With `isolate`
+     * the workers capture them and send them to this process, which keeps
+     * them. */
     uint32_t binaries;
 };
 /* The defaults kiln_prepare_options_init sets (codec KILN_CODEC_KILN). */
@@ -899,7 +900,9 @@ struct kiln_start_options {
     size_t nlayers;
     /* (0.2) As in kiln_prepare_options: pipelines made from the host
      * tier's driver binaries where it holds them; those it lacks are built
-     * and their binaries kept (unless read_only). */
+     * and their binaries kept (unless read_only). With `isolate` the
+     * workers make them from the tier and send what they capture to this
+     * process, which keeps it. */
     uint32_t binaries;
     /* (0.2) With `binaries`: remove this device's stale tier folders (a
      * driver update) and keep the binaries again as the start builds. */
@@ -1104,10 +1107,20 @@ struct kiln_build_session_options {
      * off) of the cache folder binaries_dir (docs/vk.md): a run makes a
      * pipeline from its binaries where the tier holds them (no compile;
      * kiln_build_run.from_binaries), and builds it as always otherwise.
-     * The session only reads the tier: it captures and stores nothing.
+     * The session only reads the tier unless binaries_keep is set.
      * binaries_dir must outlive the session. */
     uint32_t binaries;
     const char *binaries_dir;
+    /* (0.2) Keep the binaries of what the session compiles in that tier
+     * (kiln_build_run.binaries_kept): whole pipelines only (not a linked
+     * one, not parts, not a probe's hit, which compiled nothing), each
+     * captured by its create and stored under its program's key, so the
+     * next start makes it from them. The tier is then held for writing
+     * for the session's life (where another run writes it, the session
+     * only reads it, with one info line); the caller holds the program
+     * cache's writer lock, as for ledger_dir. kiln_build_session_save
+     * syncs what was kept; a crash before loses only binaries. */
+    bool binaries_keep;
 };
 #define KILN_BUILD_SESSION_OPTIONS_INIT KILN_STRUCT_INIT(kiln_build_session_options)
 
@@ -1175,6 +1188,9 @@ struct kiln_build_run {
     /* (0.2) Out: the pipeline was made from the host tier's binaries (the
      * session's `binaries`): no compile. */
     bool from_binaries;
+    /* (0.2) Out: its binaries were captured and stored in the tier (the
+     * session's binaries_keep). */
+    bool binaries_kept;
 };
 #define KILN_BUILD_RUN_INIT KILN_STRUCT_INIT(kiln_build_run)
 

@@ -150,8 +150,12 @@ struct kiln_service_options {
     /* (0.2) The host tier of driver binaries of `cache`'s folder (enum
      * kiln_binaries_mode; 0: off; docs/vk.md): a request whose program the
      * tier holds is made from its binaries, no compile (counted in
-     * kiln_service_stats.from_binaries); the service only reads the tier
-     * (a prepare or start with it on fills it). Needs `cache`. */
+     * kiln_service_stats.from_binaries). With a cache that takes puts the
+     * service also keeps the binaries of each whole pipeline it compiles
+     * (kiln_build_session_options.binaries_keep; counted in
+     * kiln_service_stats.binaries_kept), so the next start or service makes
+     * it from them; with a read-only cache it only reads the tier (a
+     * prepare or start with it on fills it). Needs `cache`. */
     uint32_t binaries;
 };
 /* (The build ledger: with a cache that takes puts, what the service builds
@@ -291,6 +295,9 @@ struct kiln_service_stats {
     /* (0.2) Pipelines made from the host tier's binaries (no compile; see
      * kiln_service_options.binaries). */
     uint64_t from_binaries;
+    /* (0.2) Pipelines whose binaries the service captured and kept in
+     * the tier (a cache that takes puts; kiln_service_options.binaries). */
+    uint64_t binaries_kept;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 

@@ -17,6 +17,10 @@
  * - A removal touches only a stale tier folder of this device (a name of
  *   this device's prefix, not ours) and only the plain files in it, then
  *   the folder: never the programs, never another device's tier.
+ * - One process writes a tier: a relaying tier (an isolated worker's)
+ *   opens it read only and hands each capture to its parent, whose tier
+ *   keeps it (kiln__bin_tier_put_payload) only when it came from this
+ *   device and driver and parses.
  * - The store is a kiln_cache (records, index, checksums, crash safety:
  *   the cache module's rules hold), one record per program key, the value
  *   a payload of binaries_format.c. Nothing unchecked reaches the driver:
@@ -49,6 +53,9 @@ struct kiln__bin_tier {
     const struct kiln__bin_provider *p;
     const struct kiln_io *io;
     bool read_only;
+    kiln__bin_relay_fn relay; /* captures go there, not to `cache` */
+    void *relay_user;
+    struct kiln__bin_global global; /* the device and driver, from the provider */
     struct kiln__bin_tier_stats st; /* dir, key, stale: fixed after open */
     _Atomic uint64_t made, kept, kept_bytes, damaged, refused;
 };
@@ -158,8 +165,11 @@ int kiln__bin_tier_open(const struct kiln__bin_tier_options *o, struct kiln__bin
     if (!t)
         return KILN_ENOMEM;
     t->p = o->provider;
+    t->global = g;
     t->io = o->io ? o->io : kiln_io_default();
-    t->read_only = o->read_only;
+    t->read_only = o->read_only || o->relay;
+    t->relay = o->relay;
+    t->relay_user = o->relay_user;
     char parent[1024], prefix[32], own[128];
     device_prefix(&g, prefix, sizeof(prefix));
     hex(g.key, g.key_size, t->st.global_hex, sizeof(t->st.global_hex));
@@ -196,15 +206,20 @@ int kiln__bin_tier_open(const struct kiln__bin_tier_options *o, struct kiln__bin
     return KILN_OK;
 }
 
+void kiln__bin_tier_sync(struct kiln__bin_tier *t)
+{
+    if (!t || !t->cache || t->read_only || !atomic_load(&t->kept))
+        return;
+    int rc = kiln_cache_sync(t->cache);
+    if (rc < 0)
+        KILN_WARN("prep", "%s: driver binaries not synced: %s", t->st.dir, kiln_strerror(rc));
+}
+
 void kiln__bin_tier_close(struct kiln__bin_tier *t)
 {
     if (!t)
         return;
-    if (t->cache && !t->read_only && atomic_load(&t->kept)) {
-        int rc = kiln_cache_sync(t->cache);
-        if (rc < 0)
-            KILN_WARN("prep", "%s: driver binaries not synced: %s", t->st.dir, kiln_strerror(rc));
-    }
+    kiln__bin_tier_sync(t);
     kiln_cache_close(t->cache);
     kiln__free(t);
 }
@@ -221,7 +236,7 @@ bool kiln__bin_tier_fresh(const struct kiln__bin_tier *t)
 
 bool kiln__bin_tier_capturing(const struct kiln__bin_tier *t)
 {
-    return t && t->cache && !t->read_only;
+    return t && (t->relay || (t->cache && !t->read_only));
 }
 
 /* Reads and parses the binaries of `key` into bins[] (pointing into
@@ -352,10 +367,36 @@ static int put_gathered(struct kiln__bin_tier *t, struct kiln_key key, const str
     if (!payload)
         return KILN_ENOMEM;
     int64_t w = kiln__bin_payload_write(g->e, g->n, payload, size);
-    int rc = w < 0
-                 ? (int)w
+    int rc = w < 0 ? (int)w
+             : t->relay
+                 ? t->relay(t->relay_user, key, &t->global, payload, size)
                  : kiln_cache_put(t->cache, key, payload, size, (uint32_t)size, KILN_CODEC_RAW, 0);
     kiln__free(payload);
+    if (rc == KILN_OK) {
+        atomic_fetch_add_explicit(&t->kept, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->kept_bytes, size, memory_order_relaxed);
+    }
+    return rc;
+}
+
+int kiln__bin_tier_put_payload(struct kiln__bin_tier *t, struct kiln_key key,
+                               const struct kiln__bin_global *driver, const void *payload,
+                               size_t size)
+{
+    if (!kiln__bin_tier_capturing(t) || t->relay)
+        return KILN_EINVAL;
+    if (driver->vendor_id != t->global.vendor_id || driver->device_id != t->global.device_id ||
+        driver->key_size != t->global.key_size ||
+        memcmp(driver->key, t->global.key, driver->key_size) != 0)
+        return KILN_ESTAMP;
+    if (size > KILN_CACHE_MAX_PAYLOAD)
+        return KILN_ERANGE;
+    struct kiln__bin_entry e[KILN__BIN_MAX_COUNT];
+    int n = kiln__bin_payload_parse(payload, size, e, KILN__BIN_MAX_COUNT);
+    int rc = n < 0 ? n
+             : n == 0
+                 ? KILN_ECORRUPT_RECORD /* a capture hands out at least one */
+                 : kiln_cache_put(t->cache, key, payload, size, (uint32_t)size, KILN_CODEC_RAW, 0);
     if (rc == KILN_OK) {
         atomic_fetch_add_explicit(&t->kept, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&t->kept_bytes, size, memory_order_relaxed);

@@ -51,6 +51,13 @@ int kiln__bin_payload_parse(const void *p, size_t n, struct kiln__bin_entry *out
 
 struct kiln__bin_tier;
 
+/* Where a relaying tier hands a captured payload (an isolated worker's
+ * channel to its parent), with the device and driver that made it: @return
+ * 0 or the error (logged by the tier). */
+typedef int (*kiln__bin_relay_fn)(void *user, struct kiln_key key,
+                                  const struct kiln__bin_global *driver, const void *payload,
+                                  size_t size);
+
 struct kiln__bin_tier_options {
     const char *cache_dir;
     const struct kiln_io *io;
@@ -59,6 +66,11 @@ struct kiln__bin_tier_options {
     bool read_only;
     /* Drop the stale folders of this device (another global key). */
     bool drop_stale;
+    /* Where set (an isolated worker): builds capture, and each capture's
+     * payload goes to relay instead of the tier's folder, which this tier
+     * only reads (read_only is implied). */
+    kiln__bin_relay_fn relay;
+    void *relay_user;
 };
 
 /* What the tier saw and did (counts of the run so far). */
@@ -86,6 +98,10 @@ struct kiln__bin_tier_stats {
  * goes without the tier.
  */
 int kiln__bin_tier_open(const struct kiln__bin_tier_options *o, struct kiln__bin_tier **out);
+
+/* Syncs what was kept (a failure logged at warning: only binaries are at
+ * stake). NULL or a read-only tier is a no-op. Thread-safe. */
+void kiln__bin_tier_sync(struct kiln__bin_tier *t);
 
 /* Syncs what was kept and closes. NULL is a no-op. */
 void kiln__bin_tier_close(struct kiln__bin_tier *t);
@@ -128,6 +144,16 @@ void kiln__bin_tier_refused(struct kiln__bin_tier *t, struct kiln_key key, int r
 /* The VkPipelineCreateFlags2KHR a builder's capturing create adds (the
  * provider's capture_flags2; 0 for NULL or the tests' fake). */
 uint64_t kiln__bin_tier_capture_flags2(const struct kiln__bin_tier *t);
+
+/* Stores a payload captured elsewhere (an isolated worker's, relayed)
+ * under `key`: only one `driver` made for this tier's device and driver
+ * (another's would be refused by this driver), and parsed first, so only a
+ * payload of this format is kept. @return 0, KILN_EINVAL (the tier does
+ * not capture), KILN_ESTAMP (another device or driver), the parser's
+ * error (nothing kept), or the cache's. Thread-safe. */
+int kiln__bin_tier_put_payload(struct kiln__bin_tier *t, struct kiln_key key,
+                               const struct kiln__bin_global *driver, const void *payload,
+                               size_t size);
 
 /* kiln__bin_tier_keep for a pipeline a builder made (a VkPipeline as an
  * integer). */

@@ -113,6 +113,7 @@
  *   ends.
  */
 #include "kiln_internal.h"
+#include "binaries.h"
 #include "isolate_internal.h"
 
 #include <inttypes.h>
@@ -144,7 +145,7 @@ int kiln__iso_head_get(const uint8_t in[KILN__ISO_HEAD_BYTES], struct kiln__iso_
     h->type = kiln__load_le32(in + 4);
     h->size = kiln__load_le32(in + 8);
     h->check = kiln__load_le32(in + 12);
-    if (h->type < KILN__ISO_HELLO || h->type > KILN__ISO_START || h->size > KILN__ISO_BODY_MAX)
+    if (h->type < KILN__ISO_HELLO || h->type > KILN__ISO_BINARIES || h->size > KILN__ISO_BODY_MAX)
         return KILN_EFORMAT;
     return KILN_OK;
 }
@@ -297,13 +298,59 @@ int kiln__iso_result_parse(const void *body, size_t n, struct kiln__iso_result *
     if (p[n - 1] != '\0' || memchr(p + 12, '\0', n - 13))
         return KILN_EFORMAT;
     out->why = (const char *)p + 12;
-    if (out->outcome > KILN__ISO_LONE || out->kind >= KILN_STATE_KINDS || out->status > 0)
+    if (out->outcome > KILN__ISO_FROM_BINARIES || out->kind >= KILN_STATE_KINDS || out->status > 0)
         return KILN_EFORMAT;
-    /* Built and lone are successes; failed and bad carry their error. */
-    bool ok = out->outcome == KILN__ISO_BUILT || out->outcome == KILN__ISO_LONE;
+    /* Built (from binaries too) and lone are successes; failed and bad
+     * carry their error. */
+    bool ok = out->outcome == KILN__ISO_BUILT || out->outcome == KILN__ISO_LONE ||
+              out->outcome == KILN__ISO_FROM_BINARIES;
     bool bad = out->outcome == KILN__ISO_FAILED || out->outcome == KILN__ISO_BAD;
     if ((ok && out->status != 0) || (bad && out->status == 0))
         return KILN_EFORMAT;
+    return KILN_OK;
+}
+
+int kiln__iso_binaries_make(struct kiln_key key, const struct kiln__bin_global *driver,
+                            const void *payload, size_t size, uint8_t **body, uint32_t *n)
+{
+    *body = NULL;
+    uint32_t g = driver->key_size;
+    if (g == 0 || g > KILN__BIN_KEY_MAX || size == 0 ||
+        size > KILN__ISO_BODY_MAX - KILN__ISO_BINARIES_HEAD - g)
+        return KILN_ERANGE;
+    uint8_t *p = kiln__malloc(KILN__ISO_BINARIES_HEAD + g + size);
+    if (!p)
+        return KILN_ENOMEM;
+    kiln__store_le64(p, key.hi);
+    kiln__store_le64(p + 8, key.lo);
+    kiln__store_le32(p + 16, driver->vendor_id);
+    kiln__store_le32(p + 20, driver->device_id);
+    kiln__store_le32(p + 24, g);
+    memcpy(p + KILN__ISO_BINARIES_HEAD, driver->key, g);
+    memcpy(p + KILN__ISO_BINARIES_HEAD + g, payload, size);
+    *body = p;
+    *n = (uint32_t)(KILN__ISO_BINARIES_HEAD + g + size);
+    return KILN_OK;
+}
+
+int kiln__iso_binaries_parse(const void *body, size_t n, struct kiln_key *key,
+                             struct kiln__bin_global *driver, const void **payload, size_t *size)
+{
+    const uint8_t *p = body;
+    if (n < KILN__ISO_BINARIES_HEAD)
+        return KILN_EFORMAT;
+    uint32_t g = kiln__load_le32(p + 24);
+    if (g == 0 || g > KILN__BIN_KEY_MAX || n - KILN__ISO_BINARIES_HEAD <= g)
+        return KILN_EFORMAT;
+    key->hi = kiln__load_le64(p);
+    key->lo = kiln__load_le64(p + 8);
+    memset(driver, 0, sizeof(*driver));
+    driver->vendor_id = kiln__load_le32(p + 16);
+    driver->device_id = kiln__load_le32(p + 20);
+    driver->key_size = g;
+    memcpy(driver->key, p + KILN__ISO_BINARIES_HEAD, g);
+    *payload = p + KILN__ISO_BINARIES_HEAD + g;
+    *size = n - KILN__ISO_BINARIES_HEAD - g;
     return KILN_OK;
 }
 
@@ -483,18 +530,20 @@ static int send_frame(struct kiln__iso_proc *p, uint32_t type, const void *body,
     return size ? kiln__iso_send(p, body, size, deadline) : KILN_OK;
 }
 
-/* Receives one frame of `type`, checked; *body is malloc'd (free it).
- * @return 0, KILN_EFORMAT, or the channel's error. */
-static int recv_frame(struct kiln__iso_proc *p, uint32_t type, void **body, uint32_t *size,
-                      uint64_t deadline)
+/* Receives one frame of `type` (or `also`, when not 0: *got says which),
+ * checked; *body is malloc'd (free it). @return 0, KILN_EFORMAT, or the
+ * channel's error. */
+static int recv_frame_of(struct kiln__iso_proc *p, uint32_t type, uint32_t also, uint32_t *got,
+                         void **body, uint32_t *size, uint64_t deadline)
 {
     uint8_t head[KILN__ISO_HEAD_BYTES];
     struct kiln__iso_head h;
     *body = NULL;
     KILN_TRY(kiln__iso_recv(p, head, sizeof(head), deadline));
     KILN_TRY(kiln__iso_head_get(head, &h));
-    if (h.type != type)
+    if (h.type != type && (!also || h.type != also))
         return KILN_EFORMAT;
+    *got = h.type;
     void *buf = kiln__malloc(h.size ? h.size : 1);
     if (!buf)
         return KILN_ENOMEM;
@@ -508,6 +557,13 @@ static int recv_frame(struct kiln__iso_proc *p, uint32_t type, void **body, uint
     *body = buf;
     *size = h.size;
     return KILN_OK;
+}
+
+static int recv_frame(struct kiln__iso_proc *p, uint32_t type, void **body, uint32_t *size,
+                      uint64_t deadline)
+{
+    uint32_t got;
+    return recv_frame_of(p, type, 0, &got, body, size, deadline);
 }
 
 /* Describes a channel error for a log line. */
@@ -965,7 +1021,11 @@ static int count_result(struct iso *iso, struct kiln__prep_item *it, const char 
     struct kiln__prep_build *b = iso->b;
     it->status = r->status;
     switch (r->outcome) {
+    case KILN__ISO_FROM_BINARIES: /* a build like any other, made from binaries */
     case KILN__ISO_BUILT:
+        it->from_binaries = r->outcome == KILN__ISO_FROM_BINARIES;
+        if (it->from_binaries)
+            atomic_fetch_add_explicit(&b->from_binaries, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&b->built[r->kind], 1, memory_order_relaxed);
         return KILN_OK;
     case KILN__ISO_SKIPPED:
@@ -1049,6 +1109,50 @@ static int send_batch(struct iso *iso, struct slot *s, size_t first, size_t coun
     return rc;
 }
 
+/* A worker's BINARIES frame for `it`, the program it builds: kept in the
+ * run's tier (a failure to keep is logged there: only the binaries are
+ * lost; a tier that keeps none drops them). @return 0, or KILN_EFORMAT for
+ * binaries of another program (the worker is then ended as for any
+ * malformed frame). */
+static int take_binaries(struct iso *iso, const struct kiln__prep_item *it, const void *body,
+                         uint32_t size)
+{
+    struct kiln_key key;
+    struct kiln__bin_global driver;
+    const void *payload;
+    size_t n;
+    KILN_TRY(kiln__iso_binaries_parse(body, size, &key, &driver, &payload, &n));
+    if (key.hi != it->key.hi || key.lo != it->key.lo)
+        return KILN_EFORMAT;
+    if (!kiln__bin_tier_capturing(iso->b->bins))
+        return KILN_OK;
+    int rc = kiln__bin_tier_put_payload(iso->b->bins, key, &driver, payload, n);
+    if (rc < 0)
+        KILN_INFO("prep",
+                  "program %016" PRIx64 "%016" PRIx64 ": a worker's driver binaries "
+                  "not kept: %s",
+                  key.hi, key.lo, kiln_strerror(rc));
+    return KILN_OK;
+}
+
+/* The RESULT for `it`, after the BINARIES its worker captured for it, if
+ * any (kept by take_binaries). */
+static int recv_result(struct iso *iso, struct slot *s, const struct kiln__prep_item *it,
+                       void **body, uint32_t *size, uint64_t deadline)
+{
+    uint32_t got = KILN__ISO_BINARIES;
+    int rc =
+        recv_frame_of(s->proc, KILN__ISO_RESULT, KILN__ISO_BINARIES, &got, body, size, deadline);
+    if (rc == KILN_OK && got == KILN__ISO_BINARIES) {
+        rc = take_binaries(iso, it, *body, *size);
+        kiln__free(*body);
+        *body = NULL;
+        if (rc == KILN_OK)
+            rc = recv_frame(s->proc, KILN__ISO_RESULT, body, size, deadline);
+    }
+    return rc;
+}
+
 /* Reads the answers for order[*at, end) from s's worker, in order, each by
  * its own deadline (from the previous answer: the worker starts the next
  * program as it sends one). @return 0 when all were answered; else the
@@ -1064,7 +1168,7 @@ static int collect(struct iso *iso, struct slot *s, size_t *at, size_t end)
         uint64_t deadline = begun + (uint64_t)(learned ? learned : iso->limit_ms) * 1000000u;
         void *body = NULL;
         uint32_t size = 0;
-        int rc = recv_frame(s->proc, KILN__ISO_RESULT, &body, &size, deadline);
+        int rc = recv_result(iso, s, it, &body, &size, deadline);
         struct kiln__iso_result r;
         if (rc == KILN_OK)
             rc = kiln__iso_result_parse(body, size, &r);
@@ -1298,9 +1402,12 @@ static int make_hello(const struct kiln__isolate_run *run, const struct kiln_pac
 {
     size_t dict_size = 0;
     const void *dict = d ? kiln_pack_dict_bytes(d, &dict_size) : NULL;
-    return kiln__iso_hello_make(run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u, run->device,
-                                run->cache_dir, run->ext_known_kinds, run->ext_names,
-                                run->next_names, dict, dict_size, body, size);
+    bool bins = run->binaries && run->cache_dir;
+    uint32_t flags = (run->use_device_index ? KILN__ISO_HELLO_DEVICE : 0u) |
+                     (bins ? KILN__ISO_HELLO_BINARIES : 0u) |
+                     (bins && run->keep_binaries ? KILN__ISO_HELLO_KEEP_BINARIES : 0u);
+    return kiln__iso_hello_make(flags, run->device, run->cache_dir, run->ext_known_kinds,
+                                run->ext_names, run->next_names, dict, dict_size, body, size);
 }
 
 /* Larger payloads first, as in-process (start.c). */

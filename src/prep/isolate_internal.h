@@ -19,8 +19,9 @@
 #define KILN__ISO_MAGIC      0x3157494bu /* "KIW1" */
 #define KILN__ISO_HEAD_BYTES 16u
 #define KILN__ISO_BODY_MAX   ((uint32_t)1 << 30) /* a pipeline cache's data may be large */
-/* 2: HELLO carries the device extensions; 3: JOB carries a batch; 4: START */
-#define KILN__ISO_VERSION 4u
+/* 2: HELLO carries the device extensions; 3: JOB carries a batch; 4: START;
+ * 5: HELLO's binaries flag and RESULT's from-binaries outcome */
+#define KILN__ISO_VERSION 5u
 
 enum kiln__iso_type {
     KILN__ISO_HELLO = 1,  /* parent: version, device, cache folder, extensions, dictionary */
@@ -34,6 +35,11 @@ enum kiln__iso_type {
      * begins its Vulkan context (instance, device choice) at once and
      * reads the HELLO that follows before it makes the device. */
     KILN__ISO_START = 7,
+    /* worker, before a program's RESULT: its driver binaries, captured
+     * (a greeting with KILN__ISO_HELLO_KEEP_BINARIES): the program's key,
+     * the device and driver (vendor, device, global key), then the tier's
+     * payload (binaries.h) */
+    KILN__ISO_BINARIES = 8,
 };
 
 /* What became of one program in a worker (RESULT.outcome). */
@@ -43,6 +49,8 @@ enum kiln__iso_outcome {
     KILN__ISO_FAILED = 2,
     KILN__ISO_BAD = 3,  /* the payload or a stage was refused before any build */
     KILN__ISO_LONE = 4, /* one module of no pipeline: nothing to build */
+    /* built, made from the host tier's binaries (no compile) */
+    KILN__ISO_FROM_BINARIES = 5,
 };
 
 #define KILN__ISO_JOB_VALIDATED 1u /* JOB.flags: the stages were validated already */
@@ -51,6 +59,12 @@ enum kiln__iso_outcome {
  * always knows which one a dying worker held: the first unanswered. */
 #define KILN__ISO_BATCH_MAX    32u
 #define KILN__ISO_HELLO_DEVICE 1u /* HELLO.flags: use the device index given */
+/* HELLO.flags: make pipelines from the host tier of driver binaries
+ * beneath the cache folder, read only (its extension enabled) */
+#define KILN__ISO_HELLO_BINARIES 2u
+/* HELLO.flags: and capture the binaries of each whole pipeline compiled,
+ * sent to the parent (BINARIES), which keeps them */
+#define KILN__ISO_HELLO_KEEP_BINARIES 4u
 
 struct kiln__iso_head {
     uint32_t type;
@@ -121,6 +135,16 @@ bool kiln__iso_hello_wants(const struct kiln__iso_hello *h, uint32_t kind, const
 int kiln__iso_hello_parse(const void *body, size_t n, struct kiln__iso_hello *out);
 int kiln__iso_result_parse(const void *body, size_t n, struct kiln__iso_result *out);
 int kiln__iso_ready_parse(const void *body, size_t n, int32_t *status, const char **why);
+/* A BINARIES body: the key (hi, lo, as in a JOB), the vendor and device
+ * ids, the global key's size (1..KILN__BIN_KEY_MAX) and bytes, then a
+ * payload of at least one byte (*payload points into the body; the tier's
+ * parser checks it). kiln__iso_binaries_make @return 0 with a malloc'd
+ * *body, KILN_ERANGE (a size out of range) or KILN_ENOMEM. */
+#define KILN__ISO_BINARIES_HEAD 28u /* the fixed part, before the global key */
+int kiln__iso_binaries_make(struct kiln_key key, const struct kiln__bin_global *driver,
+                            const void *payload, size_t size, uint8_t **body, uint32_t *n);
+int kiln__iso_binaries_parse(const void *body, size_t n, struct kiln_key *key,
+                             struct kiln__bin_global *driver, const void **payload, size_t *size);
 
 /* A JOB body: a count, then per program its key, flags, name length,
  * payload length, name with its NUL and payload. kiln__iso_batch_make
@@ -145,6 +169,11 @@ struct kiln__isolate_run {
     bool use_device_index;
     unsigned device;
     const char *cache_dir;
+    /* The workers make pipelines from the host tier's binaries where it
+     * holds them (read only), and with keep_binaries capture those of what
+     * they compile and send them here, where the run's tier keeps them. */
+    bool binaries;
+    bool keep_binaries;
     /* The device extensions sent to every worker (kiln__prep_isolate_extensions):
      * the state kinds this process has builders for (0: none, and the
      * workers enable every extension of theirs) and the names they need. */

@@ -22,6 +22,10 @@
  * - The worker writes nothing to the cache folder: its context loads
  *   pipelines.vkc and is never saved; its data goes to the parent, which
  *   merges and saves it. So workers never race each other on the file.
+ *   The host tier of driver binaries likewise (a greeting with
+ *   KILN__ISO_HELLO_BINARIES): opened read only here, and what a build
+ *   captures is sent (BINARIES, before that program's RESULT) for the
+ *   parent to check and keep.
  *
  * - A batch's programs are built in the order sent and each is answered
  *   (RESULT) as soon as it ends, before the next starts: when the worker
@@ -42,6 +46,7 @@
  *   the worker with KILN_EFORMAT, never a build of half a payload.
  */
 #include "kiln_internal.h"
+#include "binaries.h"
 #include "isolate_internal.h"
 
 #include <stdio.h>
@@ -116,6 +121,20 @@ static int send_result(int fd, int status, uint32_t outcome, uint32_t kind, cons
     return write_frame(fd, KILN__ISO_RESULT, p, 12 + wlen + 1);
 }
 
+/* The host tier's relay (KILN__ISO_HELLO_KEEP_BINARIES): a program's
+ * captured binaries go to the parent, before its RESULT, as BINARIES. */
+static int relay_binaries(void *user, struct kiln_key key, const struct kiln__bin_global *driver,
+                          const void *payload, size_t size)
+{
+    uint8_t *body = NULL;
+    uint32_t n = 0;
+    int rc = kiln__iso_binaries_make(key, driver, payload, size, &body, &n);
+    if (rc == KILN_OK)
+        rc = write_frame(*(const int *)user, KILN__ISO_BINARIES, body, n);
+    kiln__free(body);
+    return rc;
+}
+
 /* Builds one program and answers with its outcome. */
 static int do_job(int fd, struct kiln__prep_build *b, const struct kiln__iso_job *job)
 {
@@ -136,7 +155,8 @@ static int do_job(int fd, struct kiln__prep_build *b, const struct kiln__iso_job
     int rc = kiln__prep_build_one(b, &it, 0);
     for (uint32_t k = 0; k < KILN_STATE_KINDS; k++) {
         if (atomic_load(&b->built[k]) != built[k])
-            return send_result(fd, 0, KILN__ISO_BUILT, k, "");
+            return send_result(fd, 0, it.from_binaries ? KILN__ISO_FROM_BINARIES : KILN__ISO_BUILT,
+                               k, "");
         if (atomic_load(&b->skipped[k]) != skipped[k])
             return send_result(fd, it.status < 0 ? it.status : KILN_ENOTSUP, KILN__ISO_SKIPPED, k,
                                b->skip_reason[k]);
@@ -236,8 +256,11 @@ static int greeting_names(struct greeting *g)
                                       g->builders[i].device_extensions[k]))
                 masks[i] |= (uint64_t)1 << k;
     g->nnames = kiln__prep_builder_extensions(g->builders, g->nbuilders, masks, g->names,
-                                              KILN_ARRAY_LEN(g->names));
+                                              KILN_ARRAY_LEN(g->names) - 1);
     kiln__free(masks);
+    /* The host tier's extension, as the parent's own context has it. */
+    if (g->hello.flags & KILN__ISO_HELLO_BINARIES)
+        g->names[g->nnames++] = "VK_KHR_pipeline_binary";
     return KILN_OK;
 }
 
@@ -357,15 +380,28 @@ int kiln_isolate_worker_main(int in_fd, int out_fd, const struct kiln_isolate_wo
         if (rc < 0)
             snprintf(g.why, sizeof(g.why), "the packing dictionary could not be loaded");
     }
+    /* The host tier, read only here: what this worker captures goes to
+     * the parent (relay_binaries), whose tier keeps it. */
+    struct kiln__bin_provider provider;
+    struct kiln__bin_tier *bins = NULL;
+    if (rc == KILN_OK && (g.hello.flags & KILN__ISO_HELLO_BINARIES) && g.hello.cache_dir[0]) {
+        bool keep = (g.hello.flags & KILN__ISO_HELLO_KEEP_BINARIES) != 0;
+        struct kiln__bin_tier_options bo = {.cache_dir = g.hello.cache_dir,
+                                            .read_only = true,
+                                            .relay = keep ? relay_binaries : NULL,
+                                            .relay_user = &out};
+        bins = kiln__bin_tier_for_run(KILN_BINARIES_AUTO, vk, &provider, &bo);
+    }
     kiln__free(g.body);
     int wrc = send_ready(out, rc, g.why);
     if (rc == KILN_OK && wrc == KILN_OK) {
         struct kiln__prep_build b = {
-            .vk = vk, .dict = dict, .builders = g.builders, .nbuilders = g.nbuilders};
+            .vk = vk, .dict = dict, .builders = g.builders, .nbuilders = g.nbuilders, .bins = bins};
         rc = serve(in, out, &b);
     } else if (rc == KILN_OK) {
         rc = wrc;
     }
+    kiln__bin_tier_close(bins);
     kiln_vk_destroy(vk);
     kiln_pack_dict_destroy(dict);
     kiln__prep_builders_free(&own);

@@ -48,6 +48,7 @@ struct kiln__prep_item {
     bool linked;
     uint32_t parts_built, parts_reused;
     bool from_binaries; /* made from the host tier's binaries (no compile) */
+    bool binaries_kept; /* its binaries were captured and stored in the tier */
 };
 
 /*

@@ -109,7 +109,7 @@ int kiln_build_session_create(const struct kiln_build_session_options *o,
     open_ledger(s, &opt);
     if (opt.binaries != KILN_BINARIES_OFF && opt.binaries_dir) {
         struct kiln__bin_tier_options bo = {
-            .cache_dir = opt.binaries_dir, .io = opt.ledger_io, .read_only = true};
+            .cache_dir = opt.binaries_dir, .io = opt.ledger_io, .read_only = !opt.binaries_keep};
         s->bins = kiln__bin_tier_for_run(opt.binaries, s->vk, &s->bin_provider, &bo);
     }
     *out = s;
@@ -190,6 +190,7 @@ static int run_body(struct kiln_build_session *s, struct kiln_build_run *r)
     r->parts_built = item.parts_built;
     r->parts_reused = item.parts_reused;
     r->from_binaries = rc == KILN_OK && item.from_binaries;
+    r->binaries_kept = rc == KILN_OK && item.binaries_kept;
     count_word(&s->word, r, rc);
     if (!(r->link & KILN_BUILD_LINK_PARTS))
         note_run(s, r->key, rc); /* parts alone are no build of the program */
@@ -208,7 +209,7 @@ int kiln_build_session_run_with(struct kiln_build_session *s, struct kiln_build_
     r.driver_ns = 0;
     r.linked = false;
     r.parts_built = r.parts_reused = 0;
-    r.from_binaries = false;
+    r.from_binaries = r.binaries_kept = false;
     int rc = r.payload ? run_body(s, &r) : KILN_EINVAL;
     KILN_STRUCT_OUT(run, &r);
     return rc;
@@ -263,6 +264,7 @@ int kiln_build_session_save(struct kiln_build_session *s)
     if (rc == KILN_OK)
         rc = kiln__ledger_sync(s->ledger);
     pthread_mutex_unlock(&s->lock);
+    kiln__bin_tier_sync(s->bins); /* logs its own failure: only binaries are at stake */
     if (rc < 0)
         KILN_WARN("prep", "build session: cannot write the build ledger (%s)", kiln_strerror(rc));
     return rc < 0 ? rc : vrc;

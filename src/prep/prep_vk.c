@@ -131,8 +131,9 @@ int kiln__prep_vk_extensions(const struct kiln__prep_vk_want *w, uint64_t **mask
     if (w->given)
         return KILN_OK;
     uint32_t n = kiln__prep_builder_extensions(w->builders, w->nbuilders, *masks, names, cap - 1);
-    /* The host tier's extension, where the headers know it (vk_binary.c). */
-    if (w->binaries != KILN_BINARIES_OFF && !w->isolate)
+    /* The host tier's extension, where the headers know it (vk_binary.c);
+     * isolated, for the tier's global key (the workers enable it too). */
+    if (w->binaries != KILN_BINARIES_OFF)
         names[n++] = "VK_KHR_pipeline_binary";
     *count = n;
     return KILN_OK;

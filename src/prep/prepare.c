@@ -581,19 +581,12 @@ static void count(const struct run *r, const struct prog *progs, size_t n,
 }
 
 /* The host tier for the run (options.binaries), in vk's device: a stale
- * folder of this device is removed, and the run fills a new one. NULL: off,
- * not offered, or isolated (one info line). */
+ * folder of this device is removed, and the run fills a new one (isolated,
+ * with what the workers capture and send). NULL: off or not offered. */
 static struct kiln__bin_tier *prepare_binaries(const struct kiln_prepare_options *o,
                                                struct kiln_vk *vk,
                                                struct kiln__bin_provider *provider)
 {
-    if (o->binaries != KILN_BINARIES_OFF && o->isolate) {
-        KILN_INFO("prep",
-                  "%s: driver binaries are not captured in isolated workers: "
-                  "pipelines.vkc serves",
-                  o->cache_dir);
-        return NULL;
-    }
     struct kiln__bin_tier_options bo = {.cache_dir = o->cache_dir, .io = o->io, .drop_stale = true};
     return kiln__bin_tier_for_run(o->binaries, vk, provider, &bo);
 }
@@ -643,6 +636,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
      * (prep_vk_early.c). */
     struct kiln__prep_early early;
     KILN__PREP_EARLY_INIT(&early, o);
+    early.run.binaries = early.run.keep_binaries = o->isolate && o->binaries != KILN_BINARIES_OFF;
 
     /* The programs. */
     n = r.src.count;
@@ -812,7 +806,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                  .executor = o->executor,
                                  .cancel = o->cancel,
                                  .cancel_user = o->cancel_user};
-    if (o->binaries != KILN_BINARIES_OFF && !o->isolate) {
+    if (o->binaries != KILN_BINARIES_OFF) {
         /* The tier follows the programs (a prune or the cap dropped some). */
         struct kiln_binaries_sweep_report sw;
         if (kiln__bin_sweep(r.cache, o->io, &sw) == KILN_OK)

@@ -255,13 +255,24 @@ static uint32_t probe_flags(const struct kiln__prep_build *b)
     return b->build_flags & KILN_BUILD_PROBE ? KILN_VK_PIPELINE_NO_COMPILE : 0;
 }
 
-/* The host tier's flag for a build: capture its binaries where the tier
- * keeps them (and the build is not a probe). */
-static uint32_t capture_flag(const struct kiln__prep_build *b)
+/* Whether a create of `it` captures its binaries: where the tier keeps
+ * them, for a whole pipeline (not linked, not parts), and only for a
+ * create that compiles: a probe's create is answered from the pipeline
+ * cache or not at all, and captures nothing; its compile on a miss
+ * (`compiling`) does. */
+static bool captures(const struct kiln__prep_build *b, const struct kiln__prep_item *it,
+                     bool compiling)
 {
-    return kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE)
-               ? KILN__VK_PIPELINE_CAPTURE
-               : 0;
+    return kiln__bin_tier_capturing(b->bins) &&
+           !(it->link & (KILN_BUILD_LINK_FAST | KILN_BUILD_LINK_PARTS)) &&
+           (compiling || !(b->build_flags & KILN_BUILD_PROBE));
+}
+
+/* kiln's own shapes' capture flag for such a create. */
+static uint32_t capture_flag(const struct kiln__prep_build *b, const struct kiln__prep_item *it,
+                             bool compiling)
+{
+    return captures(b, it, compiling) ? KILN__VK_PIPELINE_CAPTURE : 0;
 }
 
 /* A probe's miss is compiled at once, in the same build (its stages
@@ -274,9 +285,11 @@ static bool compile_on_miss(const struct kiln__prep_build *b)
 
 /* Calls the builder with the phase's probe flag; a probe it answers
  * KILN_ECOMPILE_REQUIRED is asked again without it when the phase
- * compiles on a miss (the stages stay staged). */
+ * compiles on a miss (the stages stay staged), with `miss_flags2` (the
+ * host tier's capture flags where that compile captures). */
 static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *bld,
-                        struct kiln__prep_item *it, struct kiln_build_request *req)
+                        struct kiln__prep_item *it, struct kiln_build_request *req,
+                        uint64_t miss_flags2)
 {
     req->flags = b->build_flags & KILN_BUILD_PROBE;
     int rc = bld->build(bld->user, req);
@@ -285,6 +298,8 @@ static int call_builder(struct kiln__prep_build *b, const struct kiln_builder *b
         req->flags = 0;
         req->pipeline = VK_NULL_HANDLE;
         req->why[0] = '\0';
+        req->tier_flags2 = miss_flags2;
+        req->tier_used = false;
         rc = bld->build(bld->user, req);
     }
     req->why[sizeof(req->why) - 1] = '\0';
@@ -362,6 +377,7 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
     if (rc < 0)
         return rc;
     struct spec sp[2] = {{.map = NULL}, {.map = NULL}}; /* freed whatever spec_make did */
+    bool captured = false; /* the create that made the pipeline captured its binaries */
     int ns = compute ? 1 : 2;
     for (int i = 0; i < ns && rc == KILN_OK; i++)
         rc = spec_make(&op->stages[i].blob, &sp[i]);
@@ -380,13 +396,15 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
                                           .name = name,
                                           .compute = compute ? &vs[0] : NULL,
                                           .graphics = compute ? NULL : &g,
-                                          .flags = probe_flags(j->b) | capture_flag(j->b)};
+                                          .flags =
+                                              probe_flags(j->b) | capture_flag(j->b, it, false)};
         rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
         if (rc == KILN_ECOMPILE_REQUIRED && compile_on_miss(j->b)) {
             j->item->probe_missed = true; /* compiled now, the stages still open */
-            d.flags = 0;
+            d.flags = capture_flag(j->b, it, true);
             rc = kiln_vk_pipeline_create(j->b->vk, &d, &pipe);
         }
+        captured = (d.flags & KILN__VK_PIPELINE_CAPTURE) != 0;
         it->linked = !compute && lr.linked;
         it->parts_built = lr.parts_built;
         it->parts_reused = lr.parts_reused;
@@ -413,8 +431,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
         return KILN_OK; /* the parts alone (KILN_BUILD_LINK_PARTS): no pipeline built */
     atomic_fetch_add_explicit(&j->b->built[KILN_STATE_BUILTIN], 1, memory_order_relaxed);
     /* A failure to keep is logged: only the binaries are lost, not the build. */
-    if (capture_flag(j->b))
-        kiln__bin_tier_keep(j->b->bins, it->key, pipe);
+    if (captured)
+        it->binaries_kept = kiln__bin_tier_keep(j->b->bins, it->key, pipe) == KILN_OK;
     struct kiln_vk_feedback fb = KILN_VK_FEEDBACK_INIT;
     if (kiln_vk_pipeline_feedback(pipe, &fb) == KILN_OK)
         kiln__prep_note_feedback(j->b, it, fb.valid, fb.cache_hit, fb.driver_ns);
@@ -424,7 +442,8 @@ static int build_builtin(struct build_job *j, const char *name, const struct kil
 
 /* The host tier for a builder's pipeline (kiln_build_request.tier_*): on
  * for a builder with KILN_BUILDER_BINARIES, outside fast links; a probe
- * may be made from binaries (no compile) but captures nothing. */
+ * may be made from binaries (no compile) but captures nothing, its
+ * compile on a miss does. */
 struct tier_ask {
     bool on;
     bool bound; /* the binaries were read, checked and bound (info: what to chain) */
@@ -444,9 +463,16 @@ static void tier_ask(struct kiln__prep_build *b, const struct kiln_builder *bld,
     if (kiln__bin_tier_bind(b->bins, it->key, &t->info) == KILN_OK) {
         t->bound = true;
         req->tier_binaries = t->info;
-    } else if (kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE)) {
+    } else if (captures(b, it, false)) {
         req->tier_flags2 = kiln__bin_tier_capture_flags2(b->bins);
     }
+}
+
+/* The capture flags for the compile after a probe's miss (call_builder). */
+static uint64_t tier_miss_flags2(struct kiln__prep_build *b, struct kiln__prep_item *it,
+                                 const struct tier_ask *t)
+{
+    return t->on && !t->bound && captures(b, it, true) ? kiln__bin_tier_capture_flags2(b->bins) : 0;
 }
 
 /* Right after it, whatever it answered: the binaries are unbound, and a
@@ -463,11 +489,13 @@ static bool tier_done(struct kiln__prep_build *b, struct kiln__prep_item *it,
         return false;
     if (t->bound)
         return req->tier_used || !t->info;
-    /* Asked with the capture flags and taken, or a provider that needs none. */
+    /* Asked with the capture flags and taken, or a provider that needs none;
+     * a probe's hit (req->flags still the probe) compiled nothing to keep. */
     bool captured = req->tier_flags2 ? req->tier_used : !kiln__bin_tier_capture_flags2(b->bins);
-    if (kiln__bin_tier_capturing(b->bins) && req->pipeline != VK_NULL_HANDLE &&
-        !(b->build_flags & KILN_BUILD_PROBE) && captured)
-        kiln__bin_tier_keep_handle(b->bins, it->key, (uint64_t)(uintptr_t)req->pipeline);
+    if (captured && req->pipeline != VK_NULL_HANDLE && !(req->flags & KILN_BUILD_PROBE) &&
+        captures(b, it, true))
+        it->binaries_kept = kiln__bin_tier_keep_handle(
+                                b->bins, it->key, (uint64_t)(uintptr_t)req->pipeline) == KILN_OK;
     return false;
 }
 
@@ -481,7 +509,7 @@ static int call_tiered(struct kiln__prep_build *b, const struct kiln_builder *bl
 {
     struct tier_ask t;
     tier_ask(b, bld, it, req, &t);
-    int rc = call_builder(b, bld, it, req);
+    int rc = call_builder(b, bld, it, req, tier_miss_flags2(b, it, &t));
     if (t.bound && t.info && req->tier_used && rc < 0 && rc != KILN_ENOTSUP) {
         kiln__bin_tier_unbind(b->bins, t.info);
         kiln__bin_tier_refused(b->bins, it->key, rc);
@@ -490,9 +518,9 @@ static int call_tiered(struct kiln__prep_build *b, const struct kiln_builder *bl
         req->tier_used = false;
         req->pipeline = VK_NULL_HANDLE;
         req->why[0] = '\0';
-        if (kiln__bin_tier_capturing(b->bins) && !(b->build_flags & KILN_BUILD_PROBE))
+        if (captures(b, it, false))
             req->tier_flags2 = kiln__bin_tier_capture_flags2(b->bins);
-        rc = call_builder(b, bld, it, req);
+        rc = call_builder(b, bld, it, req, tier_miss_flags2(b, it, &t));
     }
     *from_bins = tier_done(b, it, req, &t, rc);
     return rc;
@@ -1053,12 +1081,13 @@ static int start_choose(const struct kiln_start_options *o, struct kiln_cache *c
 }
 
 /* The host tier for the start (options.binaries): read-only with the
- * cache; stale folders removed only when a rebuild is asked. NULL: off,
- * not offered, or isolated. */
+ * cache; stale folders removed only when a rebuild is asked. Isolated,
+ * the workers make pipelines from it and send what they capture, which
+ * this process keeps. NULL: off or not offered. */
 static struct kiln__bin_tier *start_binaries(const struct kiln_start_options *o, struct kiln_vk *vk,
                                              struct kiln__bin_provider *provider)
 {
-    if (o->binaries == KILN_BINARIES_OFF || o->isolate)
+    if (o->binaries == KILN_BINARIES_OFF)
         return NULL;
     struct kiln__bin_tier_options bo = {.cache_dir = o->cache_dir,
                                         .io = o->io,
@@ -1144,6 +1173,8 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
      * workers started with it, greeted beside its device (prep_vk_early.c). */
     struct kiln__prep_early early;
     KILN__PREP_EARLY_INIT(&early, o);
+    early.run.binaries = o->isolate && o->binaries != KILN_BINARIES_OFF;
+    early.run.keep_binaries = early.run.binaries && !o->read_only;
     rc = kiln_cache_entries(cache, &entries, &n);
     s->records = n;
     if (rc == KILN_OK)
@@ -1216,7 +1247,7 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
         KILN_INFO("prep", "%s: last use not recorded (%s)", o->cache_dir, s->use_text);
     }
     /* The tier follows the programs, while no program can come (writer). */
-    if (writer && o->binaries != KILN_BINARIES_OFF && !o->isolate && !o->no_vulkan) {
+    if (writer && o->binaries != KILN_BINARIES_OFF && !o->no_vulkan) {
         struct kiln_binaries_sweep_report sw;
         if (kiln__bin_sweep(cache, o->io, &sw) == KILN_OK)
             s->binaries_swept = sw.swept;

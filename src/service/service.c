@@ -640,6 +640,7 @@ static void count_driver_word(struct kiln_service *svc, const struct kiln_build_
     svc->st.probed += probed;
     svc->st.probe_hits += probed && rc == KILN_OK && !r->probe_missed;
     svc->st.from_binaries += rc == KILN_OK && r->from_binaries;
+    svc->st.binaries_kept += rc == KILN_OK && r->binaries_kept;
     if (rc == KILN_OK && r->feedback_valid) {
         svc->st.feedback_pipelines++;
         svc->st.driver_cache_hits += r->driver_cache_hit;
@@ -1382,7 +1383,8 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         .dict = o.cache ? kiln_cache_dict(o.cache) : NULL,
         .ledger_dir = svc->store ? kiln_cache_dir(o.cache) : NULL,
         .binaries = o.binaries,
-        .binaries_dir = o.cache ? kiln_cache_dir(o.cache) : NULL};
+        .binaries_dir = o.cache ? kiln_cache_dir(o.cache) : NULL,
+        .binaries_keep = svc->store};
     int rc = svc->table ? kiln_build_session_create(&so, &svc->session) : KILN_ENOMEM;
     if (rc == KILN_OK)
         rc = lanes_create(svc, &o);

@@ -420,11 +420,13 @@ KT_CASE(fake_archive_damaged_from_spirv)
 /* Every record of `cache` requested from a pipeline service with the tier
  * `binaries` (by key, read from the cache); *st gets the service's stats,
  * *ready the requests answered READY. */
-static void service_all(const char *cache, uint64_t stamp, uint32_t binaries,
-                        struct kiln_service_stats *st, unsigned *ready)
+static void service_on(const char *cache, uint64_t stamp, uint32_t binaries, bool writable,
+                       struct kiln_service_stats *st, unsigned *ready)
 {
-    struct kiln_cache_options co = {
-        .size = sizeof(co), .stamp = stamp, .flags = KILN_CACHE_READ_ONLY | KILN_CACHE_USE_DICT};
+    struct kiln_cache_options co = {.size = sizeof(co),
+                                    .stamp = stamp,
+                                    .flags = (writable ? 0 : KILN_CACHE_READ_ONLY) |
+                                             KILN_CACHE_USE_DICT};
     struct kiln_cache *c = NULL;
     KT_REQUIRE_OK(kiln_cache_open(cache, &co, &c));
     struct kiln_cache_entry *all = NULL;
@@ -456,6 +458,13 @@ static void service_all(const char *cache, uint64_t stamp, uint32_t binaries,
     kiln_cache_close(c);
 }
 
+/* service_on with a read-only cache. */
+static void service_all(const char *cache, uint64_t stamp, uint32_t binaries,
+                        struct kiln_service_stats *st, unsigned *ready)
+{
+    service_on(cache, stamp, binaries, false, st, ready);
+}
+
 /* The pipeline service reads the tier: an archive's pipelines, prepared
  * with it on, are made from their binaries when requested by key; with
  * the service's tier off (the negative control) none is. */
@@ -482,6 +491,161 @@ KT_CASE(fake_archive_service_reads_tier)
     KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
     KT_CHECK_EQ(atomic_load(&r.f.captures), ARCHIVE_PIPES); /* the prepare's: none since */
     kiln__bin_test_provider = NULL;
+}
+
+/* The pipeline service keeps what it compiles: programs prepared with the
+ * tier off (and their pipelines.vkc removed, so the service's probes miss
+ * and it compiles each), asked of a service whose cache takes puts, have
+ * their binaries captured and kept, and the next start makes every one
+ * from them. Control: the same service on the cache read-only keeps none,
+ * and that start compiles them all. */
+static void service_keeps_case(bool writable, bool archive)
+{
+    pf_need_vulkan();
+    struct faked r;
+    unsigned n = archive ? ARCHIVE_PIPES : 3;
+    if (archive) {
+        char path[4200];
+        KT_REQUIRE_OK(fake_archive_prepare(&r, 0x66, path, sizeof(path), KILN_BINARIES_OFF));
+    } else {
+        bin_fake_init(&r.f, 0x65);
+        kiln__bin_test_provider = &r.f.p;
+        three_generated(r.cache, sizeof(r.cache), &r.o, &r.in, KILN_BINARIES_OFF);
+        r.ps = (struct kiln_prepare_summary)KILN_PREPARE_SUMMARY_INIT;
+        KT_REQUIRE_OK(pf_prepare(&r.o, &r.in, NULL, NULL, &r.ps));
+    }
+    KT_REQUIRE(r.ps.pipelines_built == n && atomic_load(&r.f.captures) == 0);
+    char vkc[4300];
+    snprintf(vkc, sizeof(vkc), "%s/%s", r.cache, KILN_VK_CACHE_FILE);
+    KT_REQUIRE(remove(vkc) == 0);
+
+    struct kiln_service_stats st;
+    unsigned ready = 0;
+    service_on(r.cache, r.ps.stamp, KILN_BINARIES_ON, writable, &st, &ready);
+    KT_CHECK_EQ(ready, n);
+    KT_CHECK_EQ(st.failed, 0);
+    KT_CHECK_EQ(st.from_binaries, 0);
+    KT_CHECK_EQ(st.binaries_kept, writable ? n : 0);
+    KT_CHECK_EQ(atomic_load(&r.f.captures), writable ? n : 0);
+
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, true, &s));
+    KT_CHECK_EQ(s.pipelines_built, n);
+    KT_CHECK_EQ(s.from_binaries, writable ? n : 0);
+    KT_CHECK_EQ(s.compiled, writable ? 0 : n);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
+    kiln__bin_test_provider = NULL;
+}
+
+KT_CASE(fake_service_keeps_binaries)
+{
+    service_keeps_case(true, false);
+}
+
+KT_CASE(fake_service_read_only_keeps_none)
+{
+    service_keeps_case(false, false);
+}
+
+/* The same for an archive's pipelines, through the Fossilize builder. */
+KT_CASE(fake_archive_service_keeps_binaries)
+{
+    service_keeps_case(true, true);
+}
+
+/* The isolation options of the cases below: two workers with the fake
+ * provider of byte `global` (bin_fake_worker.c). */
+static struct kiln_isolate_options *fake_workers(const char *global)
+{
+    static const char *argv[3];
+    static struct kiln_isolate_options iso;
+    argv[0] = KILN_BIN_FAKE_WORKER;
+    argv[1] = global;
+    argv[2] = NULL;
+    iso = (struct kiln_isolate_options){.size = sizeof(iso), .argv = argv, .workers = 2};
+    return &iso;
+}
+
+/* An isolated prepare keeps the binaries its workers capture: programs
+ * prepared with the tier on (the parent's fake of byte 0x69) in workers
+ * whose fake is of `worker_global`; the same driver's binaries are kept
+ * (the parent's fake captured none itself) and the next start, in one
+ * process, makes every pipeline from them, each exactly as the worker
+ * captured it. Control: another driver's workers (as if a worker had
+ * another device) send binaries the parent leaves out, and the start
+ * compiles every pipeline, nothing refused. */
+static void isolated_prepare_case(const char *worker_global, unsigned kept)
+{
+    pf_need_vulkan();
+    struct faked r;
+    bin_fake_init(&r.f, 0x69);
+    kiln__bin_test_provider = &r.f.p;
+    three_generated(r.cache, sizeof(r.cache), &r.o, &r.in, KILN_BINARIES_ON);
+    r.o.isolate = fake_workers(worker_global);
+    r.ps = (struct kiln_prepare_summary)KILN_PREPARE_SUMMARY_INIT;
+    KT_REQUIRE_OK(pf_prepare(&r.o, &r.in, NULL, NULL, &r.ps));
+    KT_CHECK(r.ps.isolated_workers >= 1);
+    KT_CHECK_EQ(r.ps.pipelines_built, 3);
+    KT_CHECK_EQ(r.ps.binaries_kept, kept);
+    KT_CHECK_EQ(atomic_load(&r.f.captures), 0); /* the workers captured */
+
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, true, &s));
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.from_binaries, kept);
+    KT_CHECK_EQ(s.compiled, 3 - kept);
+    KT_CHECK_EQ(atomic_load(&r.f.mismatches), 0);
+    kiln__bin_test_provider = NULL;
+}
+
+KT_CASE(fake_isolated_prepare_keeps_binaries)
+{
+    isolated_prepare_case("0x69", 3);
+}
+
+KT_CASE(fake_isolated_prepare_other_driver)
+{
+    isolated_prepare_case("0x6a", 0);
+}
+
+/* An isolated start makes its pipelines from the tier in its workers:
+ * programs prepared with the tier on (the fake of byte 0x67), then a
+ * start whose workers (bin_fake_worker) read the tier with the fake of
+ * `worker_global`: the same driver makes every one from its binaries,
+ * another driver's worker (the control) finds no binaries of its own and
+ * compiles them all. */
+static void isolated_start_case(const char *worker_global, unsigned from_binaries)
+{
+    pf_need_vulkan();
+    struct faked r;
+    KT_REQUIRE(faked_prepare(&r, 0x67));
+    KT_REQUIRE(r.ps.binaries_kept == 3);
+    struct kiln_start_options so = KILN_START_OPTIONS_INIT;
+    so.cache_dir = r.cache;
+    so.any_stamp = true;
+    so.jobs = 2;
+    so.binaries = KILN_BINARIES_ON;
+    so.read_only = true;
+    so.isolate = fake_workers(worker_global);
+    struct kiln_start_summary s = KILN_START_SUMMARY_INIT;
+    KT_REQUIRE_OK(kiln_warm_start(&so, NULL, NULL, &s));
+    KT_CHECK(s.isolated_workers >= 1);
+    KT_CHECK(s.binaries_used);
+    KT_CHECK_EQ(s.pipelines_built, 3);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK_EQ(s.from_binaries, from_binaries);
+    KT_CHECK_EQ(s.compiled, 3 - from_binaries);
+    kiln__bin_test_provider = NULL;
+}
+
+KT_CASE(fake_isolated_start_from_binaries)
+{
+    isolated_start_case("0x67", 3);
+}
+
+KT_CASE(fake_isolated_start_other_driver)
+{
+    isolated_start_case("0x68", 0);
 }
 
 /* The real provider: the device's binaries captured by a prepare, and a
@@ -526,4 +690,8 @@ KT_MAIN(KT_ENTRY(fake_prepare_then_start), KT_ENTRY(fake_stale_key_rebuilds),
         KT_ENTRY(fake_pruned_program_swept), KT_ENTRY(on_without_extension_falls_back),
         KT_ENTRY(fake_archive_prepare_then_start), KT_ENTRY(fake_archive_off_stays_empty),
         KT_ENTRY(fake_archive_damaged_from_spirv), KT_ENTRY(fake_archive_service_reads_tier),
+        KT_ENTRY(fake_service_keeps_binaries), KT_ENTRY(fake_service_read_only_keeps_none),
+        KT_ENTRY(fake_archive_service_keeps_binaries), KT_ENTRY(fake_isolated_start_from_binaries),
+        KT_ENTRY(fake_isolated_prepare_keeps_binaries),
+        KT_ENTRY(fake_isolated_prepare_other_driver), KT_ENTRY(fake_isolated_start_other_driver),
         KT_ENTRY(tier))

@@ -448,6 +448,70 @@ KT_CASE(hello_round_trip)
     free(body);
 }
 
+/* A worker's answer: built, and built from the host tier's binaries,
+ * are successes (status 0); a failure's status must be an error; an
+ * outcome past the last one is refused. And the frames of the host tier:
+ * a worker's binaries, the greeting's flags. */
+KT_CASE(result_outcomes)
+{
+    static const struct {
+        int32_t status;
+        uint32_t outcome;
+        int rc;
+    } cases[] = {
+        {0, KILN__ISO_BUILT, KILN_OK},
+        {0, KILN__ISO_FROM_BINARIES, KILN_OK},
+        {KILN_EVULKAN, KILN__ISO_FROM_BINARIES, KILN_EFORMAT},
+        {KILN_EVULKAN, KILN__ISO_FAILED, KILN_OK},
+        {0, KILN__ISO_FAILED, KILN_EFORMAT},
+        {0, KILN__ISO_FROM_BINARIES + 1, KILN_EFORMAT},
+    };
+    for (size_t i = 0; i < KILN_ARRAY_LEN(cases); i++) {
+        uint8_t body[13] = {0};
+        kiln__store_le32(body, (uint32_t)cases[i].status);
+        kiln__store_le32(body + 4, cases[i].outcome);
+        kiln__store_le32(body + 8, KILN_STATE_BUILTIN);
+        struct kiln__iso_result r;
+        KT_CHECK_EQ(kiln__iso_result_parse(body, sizeof(body), &r), cases[i].rc);
+    }
+    /* A BINARIES body reads back; cut anywhere, or with a global key
+     * size out of range, it is refused. */
+    struct kiln_key key = {.lo = 0x1122, .hi = 0x3344};
+    struct kiln__bin_global drv = {.vendor_id = 0x10de, .device_id = 0x2330, .key_size = 20};
+    memset(drv.key, 0xab, drv.key_size);
+    const char payload[] = "PAYLOAD";
+    uint8_t *bb = NULL;
+    uint32_t bn = 0;
+    KT_REQUIRE_OK(kiln__iso_binaries_make(key, &drv, payload, sizeof(payload), &bb, &bn));
+    struct kiln_key k2;
+    struct kiln__bin_global d2;
+    const void *pp = NULL;
+    size_t pn = 0;
+    KT_REQUIRE_OK(kiln__iso_binaries_parse(bb, bn, &k2, &d2, &pp, &pn));
+    KT_CHECK(k2.lo == key.lo && k2.hi == key.hi);
+    KT_CHECK(d2.vendor_id == drv.vendor_id && d2.device_id == drv.device_id);
+    KT_CHECK(d2.key_size == drv.key_size && memcmp(d2.key, drv.key, drv.key_size) == 0);
+    KT_CHECK(pn == sizeof(payload) && memcmp(pp, payload, pn) == 0);
+    for (uint32_t n = 0; n <= KILN__ISO_BINARIES_HEAD + drv.key_size; n++)
+        KT_CHECK_EQ(kiln__iso_binaries_parse(bb, n, &k2, &d2, &pp, &pn), KILN_EFORMAT);
+    kiln__store_le32(bb + 24, KILN__BIN_KEY_MAX + 1);
+    KT_CHECK_EQ(kiln__iso_binaries_parse(bb, bn, &k2, &d2, &pp, &pn), KILN_EFORMAT);
+    kiln__store_le32(bb + 24, 0);
+    KT_CHECK_EQ(kiln__iso_binaries_parse(bb, bn, &k2, &d2, &pp, &pn), KILN_EFORMAT);
+    free(bb);
+    KT_CHECK_EQ(kiln__iso_binaries_make(key, &drv, payload, 0, &bb, &bn), KILN_ERANGE);
+
+    /* The greeting's flag for the tier reads back. */
+    uint8_t *hello = NULL;
+    uint32_t size = 0;
+    KT_REQUIRE_OK(kiln__iso_hello_make(KILN__ISO_HELLO_BINARIES, 0, "/c", 0, NULL, 0, NULL, 0,
+                                       &hello, &size));
+    struct kiln__iso_hello h;
+    KT_REQUIRE_OK(kiln__iso_hello_parse(hello, size, &h));
+    KT_CHECK_EQ(h.flags, KILN__ISO_HELLO_BINARIES);
+    free(hello);
+}
+
 /* KT_MAIN's main, renamed: the child modes run first. */
 int kt_main(int argc, char **argv);
 #define main kt_main
@@ -458,7 +522,8 @@ int kt_main(int argc, char **argv);
 #endif
 KT_MAIN(KT_ENTRY(args_reach_child), KT_ENTRY(large_messages_both_ways), KT_ENTRY(crash_is_named),
         KT_ENTRY(hang_times_out), KT_ENTRY(missing_program), KT_ENTRY(kiln_worker_greets),
-        KT_ENTRY(background_priority), KT_ENTRY(hello_round_trip) WINDOWS_CASES)
+        KT_ENTRY(background_priority), KT_ENTRY(hello_round_trip),
+        KT_ENTRY(result_outcomes) WINDOWS_CASES)
 #undef main
 
 int main(int argc, char **argv)
