@@ -270,6 +270,22 @@ KT_CASE(binaries_fallback_json)
     KT_CHECK_EQ(
         run_kiln(false, &o, (const char *[]){"start", "--cache", cache, "--binaries", "yes", NULL}),
         2);
+
+    /* The bench's two starts in isolated workers build every pipeline. */
+    KT_CHECK_EQ(run_kiln(true, &o,
+                         (const char *[]){"bench", "start", "--binaries", "--isolate", "--cache",
+                                          cache, "--json", NULL}),
+                0);
+    j = json_tokener_parse(o.text);
+    KT_REQUIRE(j != NULL);
+    struct json_object *pc;
+    KT_CHECK(json_object_object_get_ex(j, "isolate", &v) && json_object_get_boolean(v));
+    KT_REQUIRE(json_object_object_get_ex(j, "pipeline_cache", &pc));
+    KT_CHECK_EQ(json_int(pc, "pipelines_built"), PF_GOOD_PROGRAMS);
+    json_object_put(j);
+    KT_CHECK_EQ(run_kiln(false, &o,
+                         (const char *[]){"bench", "start", "--isolate", "--cache", cache, NULL}),
+                2);
 }
 
 /* One broken program: the rest is made, and the exit code says 1. */

@@ -34,7 +34,7 @@
 
 static const char help[] =
     "usage: %s --recent N --cache DIR --only DIR [--jobs N|auto] [--json]\n"
-    "       %s --binaries --cache DIR [--no-driver-cache] [--jobs N|auto] [--json]\n"
+    "       %s --binaries --cache DIR [--no-driver-cache] [--isolate] [--jobs N|auto] [--json]\n"
     "\n"
     "A warm start of a subset against a cache that holds only that subset: three\n"
     "warm starts without Vulkan, each in a process of its own, peak memory and time\n"
@@ -54,6 +54,8 @@ static const char help[] =
     "                  then kiln prepare --binaries on (a build that captures its\n"
     "                  binaries leaves the pipeline cache out)\n"
     "  --no-driver-cache  with --binaries: the drivers' own disk caches off\n"
+    "  --isolate       with --binaries: both starts build in worker processes (kiln\n"
+    "                  start --isolate), which make the pipelines from the binaries\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n"
     "\n"
@@ -160,6 +162,7 @@ struct tier_arg {
     unsigned jobs;
     uint32_t binaries; /* enum kiln_binaries_mode */
     bool no_driver_cache;
+    const struct kiln_isolate_options *isolate; /* NULL: threads */
 };
 
 struct tier_result {
@@ -185,6 +188,7 @@ static void tier_child(void *arg, void *result)
     o.read_only = true;
     o.jobs = a->jobs;
     o.binaries = a->binaries;
+    o.isolate = a->isolate;
     struct kiln_start_summary s = KILN_START_SUMMARY_INIT;
     r->rc = kiln_warm_start(&o, NULL, NULL, &s);
     r->built = s.pipelines_built;
@@ -212,7 +216,7 @@ static void json_tier(struct cli_json *j, const char *key, const struct tier_res
     cli_json_object_end(j);
 }
 
-static void report_tier(const struct tier_result r[2], bool json)
+static void report_tier(const struct tier_result r[2], bool isolate, bool json)
 {
     double t = r[1].total_ns ? (double)r[0].total_ns / (double)r[1].total_ns : 0;
     double m = r[1].peak_rss ? (double)r[0].peak_rss / (double)r[1].peak_rss : 0;
@@ -220,6 +224,7 @@ static void report_tier(const struct tier_result r[2], bool json)
         struct cli_json j;
         cli_json_begin(&j);
         cli_json_bool(&j, "binaries_used", r[0].binaries_used);
+        cli_json_bool(&j, "isolate", isolate);
         json_tier(&j, "binaries", &r[0]);
         json_tier(&j, "pipeline_cache", &r[1]);
         cli_json_double(&j, "time_vs_pipeline_cache", t);
@@ -241,31 +246,26 @@ static void report_tier(const struct tier_result r[2], bool json)
                (double)r[i].total_ns / 1e9, mib(r[i].peak_rss), mib(r[i].disk_bytes));
     if (!r[0].binaries_used)
         printf("binaries: not used (the device or kiln's headers lack VK_KHR_pipeline_binary)\n");
-    printf("binaries vs pipelines.vkc: time %.3f, peak memory %.3f\n", t, m);
+    printf("binaries vs pipelines.vkc%s: time %.3f, peak memory %.3f\n",
+           isolate ? " (isolated workers; peak: kiln alone)" : "", t, m);
 }
 
-static int run_tier(const char *name, const char *dir, unsigned jobs, bool no_driver_cache,
-                    bool json)
+static int run_tier(const char *name, const struct tier_arg *a, bool json)
 {
-    struct tier_arg args[2] = {{.dir = dir,
-                                .jobs = jobs,
-                                .binaries = KILN_BINARIES_AUTO,
-                                .no_driver_cache = no_driver_cache},
-                               {.dir = dir,
-                                .jobs = jobs,
-                                .binaries = KILN_BINARIES_OFF,
-                                .no_driver_cache = no_driver_cache}};
+    struct tier_arg args[2] = {*a, *a};
+    args[0].binaries = KILN_BINARIES_AUTO;
+    args[1].binaries = KILN_BINARIES_OFF;
     struct tier_result r[2];
     for (int i = 0; i < 2; i++) {
         if (bench_child_run(name, "a measuring process", tier_child, &args[i], &r[i],
                             sizeof(r[i])) != KILN_OK)
             return KILN_EXIT_FAILED;
         if (r[i].rc < 0) {
-            cli_error(name, "%s: warm start failed: %s", dir, kiln_strerror(r[i].rc));
+            cli_error(name, "%s: warm start failed: %s", a->dir, kiln_strerror(r[i].rc));
             return KILN_EXIT_FAILED;
         }
     }
-    report_tier(r, json);
+    report_tier(r, a->isolate != NULL, json);
     return KILN_EXIT_OK;
 }
 
@@ -280,11 +280,12 @@ int cmd_bench_start(int argc, char **argv)
         {"json", no_argument, NULL, 'J'},
         {"binaries", no_argument, NULL, 'B'},
         {"no-driver-cache", no_argument, NULL, 'D'},
+        {"isolate", no_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct bench_start b = {.name = name};
-    bool json = false, binaries = false, no_driver_cache = false;
+    bool json = false, binaries = false, no_driver_cache = false, isolate = false;
     int c;
     optind = 1;
     opterr = 0;
@@ -304,6 +305,8 @@ int cmd_bench_start(int argc, char **argv)
             binaries = true;
         else if (c == 'D')
             no_driver_cache = true;
+        else if (c == 'I')
+            isolate = true;
         else if (c == 'h')
             return printf(help, name, name), KILN_EXIT_OK;
         else
@@ -314,10 +317,17 @@ int cmd_bench_start(int argc, char **argv)
     if (binaries) {
         if (!b.subset.dir || b.subset.recent || b.only.dir)
             return cli_usage_error(name, "--binaries takes --cache DIR (not --recent, --only)");
-        return run_tier(name, b.subset.dir, b.subset.jobs, no_driver_cache, json);
+        struct kiln_isolate_options iso = KILN_ISOLATE_OPTIONS_INIT;
+        if (isolate && cli_isolate_worker(name, &iso) != 0)
+            return KILN_EXIT_FAILED;
+        struct tier_arg a = {.dir = b.subset.dir,
+                             .jobs = b.subset.jobs,
+                             .no_driver_cache = no_driver_cache,
+                             .isolate = isolate ? &iso : NULL};
+        return run_tier(name, &a, json);
     }
-    if (no_driver_cache)
-        return cli_usage_error(name, "--no-driver-cache goes with --binaries");
+    if (no_driver_cache || isolate)
+        return cli_usage_error(name, "--no-driver-cache and --isolate go with --binaries");
     if (!b.subset.recent || !b.subset.dir || !b.only.dir)
         return cli_usage_error(name, "--recent N, --cache DIR and --only DIR are all needed");
     b.only.jobs = b.whole.jobs = b.subset.jobs;
