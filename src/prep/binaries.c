@@ -357,6 +357,21 @@ static int gather_add(void *ctx, const struct kiln__bin_entry *e)
     return KILN_OK;
 }
 
+/* Keeps one payload of `key`: handed to the relay, or put in the tier's
+ * folder; counted when kept. */
+static int keep_payload(struct kiln__bin_tier *t, struct kiln_key key, const void *payload,
+                        size_t size)
+{
+    int rc = t->relay
+                 ? t->relay(t->relay_user, key, &t->global, payload, size)
+                 : kiln_cache_put(t->cache, key, payload, size, (uint32_t)size, KILN_CODEC_RAW, 0);
+    if (rc == KILN_OK) {
+        atomic_fetch_add_explicit(&t->kept, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->kept_bytes, size, memory_order_relaxed);
+    }
+    return rc;
+}
+
 static int put_gathered(struct kiln__bin_tier *t, struct kiln_key key, const struct gather *g)
 {
     size_t size = 0;
@@ -367,15 +382,8 @@ static int put_gathered(struct kiln__bin_tier *t, struct kiln_key key, const str
     if (!payload)
         return KILN_ENOMEM;
     int64_t w = kiln__bin_payload_write(g->e, g->n, payload, size);
-    int rc = w < 0 ? (int)w
-             : t->relay
-                 ? t->relay(t->relay_user, key, &t->global, payload, size)
-                 : kiln_cache_put(t->cache, key, payload, size, (uint32_t)size, KILN_CODEC_RAW, 0);
+    int rc = w < 0 ? (int)w : keep_payload(t, key, payload, size);
     kiln__free(payload);
-    if (rc == KILN_OK) {
-        atomic_fetch_add_explicit(&t->kept, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&t->kept_bytes, size, memory_order_relaxed);
-    }
     return rc;
 }
 
@@ -393,15 +401,11 @@ int kiln__bin_tier_put_payload(struct kiln__bin_tier *t, struct kiln_key key,
         return KILN_ERANGE;
     struct kiln__bin_entry e[KILN__BIN_MAX_COUNT];
     int n = kiln__bin_payload_parse(payload, size, e, KILN__BIN_MAX_COUNT);
-    int rc = n < 0 ? n
-             : n == 0
-                 ? KILN_ECORRUPT_RECORD /* a capture hands out at least one */
-                 : kiln_cache_put(t->cache, key, payload, size, (uint32_t)size, KILN_CODEC_RAW, 0);
-    if (rc == KILN_OK) {
-        atomic_fetch_add_explicit(&t->kept, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&t->kept_bytes, size, memory_order_relaxed);
-    }
-    return rc;
+    if (n < 0)
+        return n;
+    if (n == 0)
+        return KILN_ECORRUPT_RECORD; /* a capture hands out at least one */
+    return keep_payload(t, key, payload, size);
 }
 
 int kiln__bin_tier_keep(struct kiln__bin_tier *t, struct kiln_key key,

@@ -20,7 +20,7 @@
 #define KILN__ISO_HEAD_BYTES 16u
 #define KILN__ISO_BODY_MAX   ((uint32_t)1 << 30) /* a pipeline cache's data may be large */
 /* 2: HELLO carries the device extensions; 3: JOB carries a batch; 4: START;
- * 5: HELLO's binaries flag and RESULT's from-binaries outcome */
+ * 5: HELLO's binaries flags, RESULT's from-binaries outcome, BINARIES */
 #define KILN__ISO_VERSION 5u
 
 enum kiln__iso_type {
