@@ -222,7 +222,9 @@ struct kiln_pipeline_request {
  * builder path fast-link uses, and nothing else: no pipeline, nothing
  * stored in the cache or noted in the ledger. The ticket is answered READY
  * with no pipeline (pipeline 0, vk_pipeline NULL) once the parts are built
- * (or the program has none: compute, a shape that is not linked), or at
+ * (or the program has none: compute, a shape that is not linked; its
+ * whole pipeline is then built ahead at the same priority, stored and
+ * kept for the draw's request, stats.whole_ahead), or at
  * once when a full request of the key is already known; FAILED when a
  * part failed. A later urgent request of the program then only links.
  * Queued parts-only requests are taken before other background work (the
@@ -298,6 +300,10 @@ struct kiln_service_stats {
     /* (0.2) Pipelines whose binaries the service captured and kept in
      * the tier (a cache that takes puts; kiln_service_options.binaries). */
     uint64_t binaries_kept;
+    /* (0.2) Parts-only requests of programs without library parts (a
+     * compute pipeline, a shape that is not linked) whose whole pipeline
+     * was then queued ahead instead (KILN_REQUEST_PARTS_ONLY). */
+    uint64_t whole_ahead;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 

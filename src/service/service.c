@@ -145,8 +145,11 @@ struct entry {
     uint64_t seq;
     /* Parts ahead (KILN_REQUEST_PARTS_ONLY): the build makes the library
      * parts alone; the entry leaves the table when it ends and its worker
-     * frees it (no pipeline to keep). */
+     * frees it (no pipeline to keep). `ahead`: a parts-only entry whose
+     * program has no parts, queued again for its whole build (whole_ahead),
+     * which waits with parts-only work while it is background. */
     bool parts_only;
+    bool ahead;
 };
 
 /* One answer of a ticket: written once, under the lock, before it is
@@ -308,7 +311,7 @@ static struct queue *queue_of(struct kiln_service *svc, const struct entry *e)
 {
     if (e->optimizing)
         return &svc->q[Q_OPTIMIZE];
-    if (e->parts_only)
+    if (e->parts_only || (e->ahead && e->prio != KILN_PRIORITY_URGENT))
         return &svc->q[Q_PARTS];
     return &svc->q[e->prio == KILN_PRIORITY_URGENT ? Q_URGENT : Q_BACKGROUND];
 }
@@ -516,9 +519,12 @@ static void ticket_answer(struct kiln_service *svc, struct kiln_ticket *t, int s
     struct answer *a = &t->ans[pub];
     a->state = state;
     a->error = error;
-    a->vk_pipeline = state == KILN_TICKET_READY ? pipe : NULL;
+    /* A parts-only ticket never holds a pipeline, also when it waited for
+     * a whole one (whole_ahead). */
+    bool ready = state == KILN_TICKET_READY;
+    a->vk_pipeline = ready && !t->parts_only ? pipe : NULL;
     a->pipeline = a->vk_pipeline ? kiln_vk_pipeline_handle(pipe) : 0;
-    a->linked = linked && state == KILN_TICKET_READY;
+    a->linked = linked && ready && !t->parts_only;
     a->wait_ns = kiln_now_ns() - t->t0;
     if (pub == 0 && state == KILN_TICKET_READY && t->prio == KILN_PRIORITY_URGENT && t->entry)
         svc->waits[svc->nwaits++ % WAIT_SAMPLES] = a->wait_ns;
@@ -588,8 +594,8 @@ static void answer_entry(struct kiln_service *svc, struct entry *e, int state, i
 static void answer_linked(struct kiln_service *svc, struct entry *e, struct kiln_ticket **notify)
 {
     for (struct kiln_ticket *t = e->tickets; t; t = t->next) {
-        if (atomic_load_explicit(&t->pub, memory_order_relaxed))
-            continue; /* joined after the link: answered then */
+        if (t->parts_only || atomic_load_explicit(&t->pub, memory_order_relaxed))
+            continue; /* joined after the link: answered then; parts-only: at the end */
         ticket_answer(svc, t, KILN_TICKET_READY, 0, e->linked_pipe, true);
         atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
         push_notify(t, notify);
@@ -750,38 +756,67 @@ static void optimized_done(struct kiln_service *svc, struct entry *e, int rc, st
     answer_entry(svc, e, KILN_TICKET_READY, 0, notify);
 }
 
-/* Ends a parts-only build (under the lock): its tickets are answered READY
- * with no pipeline (also when the program has no parts: KILN_ENOTSUP), or
- * FAILED; the entry leaves the table (a later request builds anew) and
- * its worker frees it. */
-static void parts_done(struct kiln_service *svc, struct entry *e, int rc,
+/* A parts-only entry whose program has no library parts (a compute
+ * pipeline, a shape that is not linked: the build said KILN_ENOTSUP) is
+ * queued again for its whole pipeline (under the lock): asked ahead, it
+ * is known ahead, and its draw would otherwise wait for a whole urgent
+ * build. It stays in the table for the draw's request to find, waits with
+ * parts-only work (the draw is its deadline too) and is built, stored and
+ * kept as a background request's entry is; its parts-only tickets stay
+ * attached and are answered READY (with no pipeline) when it is built, so
+ * that a loading screen waiting on them waits for it. Not while the
+ * service closes, with the queue full, or without a table
+ * (KILN_SERVICE_NO_MERGE: no request could find it).
+ * @return whether it was queued again. */
+static bool whole_ahead(struct kiln_service *svc, struct entry *e, unsigned want[2])
+{
+    if (svc->closing || !e->in_table || svc->nqueued >= svc->capacity)
+        return false;
+    e->parts_only = false;
+    e->ahead = true;
+    e->state = E_QUEUED;
+    queue_push(svc, e);
+    tokens_wanted(svc, false, want);
+    svc->st.whole_ahead++;
+    return true;
+}
+
+/* Ends a parts-only build (under the lock): a program without parts
+ * (KILN_ENOTSUP) is queued again to be built whole ahead (whole_ahead).
+ * Otherwise its tickets are answered READY with no pipeline (also when
+ * whole_ahead declined), or FAILED; the entry leaves the table (a later
+ * request builds anew) and its worker frees it.
+ * @return whether the entry was queued again. */
+static bool parts_done(struct kiln_service *svc, struct entry *e, int rc, unsigned want[2],
                        struct kiln_ticket **notify)
 {
     bool ok = rc == KILN_OK || rc == KILN_ENOTSUP;
-    e->state = E_DONE;
     e->error = ok ? 0 : rc;
-    table_remove(svc, e);
     if (ok)
         svc->st.parts_only_built++;
     else
         svc->st.failed++;
+    if (rc == KILN_ENOTSUP && whole_ahead(svc, e, want))
+        return true; /* its tickets wait for the whole pipeline */
+    e->state = E_DONE;
+    table_remove(svc, e);
     answer_entry(svc, e, ok ? KILN_TICKET_READY : KILN_TICKET_FAILED, e->error, notify);
     pthread_cond_broadcast(&svc->answered);
+    return false;
 }
 
 /* Ends a build (under the lock): the entry is answered and kept; a
- * linked one waits in E_LINKED for hand_over to queue its optimized build. */
-static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct built *b,
-                       struct kiln_ticket **notify)
+ * linked one waits in E_LINKED for hand_over to queue its optimized build.
+ * @return whether a parts-only entry was queued again (parts_done). */
+static bool entry_done(struct kiln_service *svc, struct entry *e, int rc, struct built *b,
+                       unsigned want[2], struct kiln_ticket **notify)
 {
     svc->running--;
     svc->st.from_cache += b->from_cache;
     svc->st.parts_built += b->parts_built;
     svc->st.parts_reused += b->parts_reused;
-    if (e->parts_only) {
-        parts_done(svc, e, rc, notify);
-        return;
-    }
+    if (e->parts_only)
+        return parts_done(svc, e, rc, want, notify);
     if (!e->listed) {
         e->dnext = svc->done;
         svc->done = e;
@@ -809,6 +844,7 @@ static void entry_done(struct kiln_service *svc, struct entry *e, int rc, struct
         answer_entry(svc, e, rc < 0 ? KILN_TICKET_FAILED : KILN_TICKET_READY, e->error, notify);
     }
     pthread_cond_broadcast(&svc->answered);
+    return false;
 }
 
 /* After a linked answer went out (and the program was stored): queues the
@@ -877,14 +913,15 @@ static int token_run(void *arg, unsigned worker)
             svc->urgent_running--;
         else
             svc->background_running--;
-        entry_done(svc, e, rc, &b, &notify);
+        bool again = entry_done(svc, e, rc, &b, want, &notify);
         if (urgent)
             background_wake(svc, want); /* the hold may have lifted */
         pthread_mutex_unlock(&svc->lock);
         submit_tokens(svc, want);
         notify_all(svc, notify);
         if (parts) {
-            entry_free(e); /* out of the table, no ticket: only this worker has it */
+            if (!again)
+                entry_free(e); /* out of the table, no ticket: only this worker has it */
             pthread_mutex_lock(&svc->lock);
             continue;
         }

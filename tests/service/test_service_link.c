@@ -570,6 +570,28 @@ KT_CASE(render_threads)
     kiln_vk_destroy(vk);
 }
 
+/* The programs of kind `kind` in corpus archive `name` (at most FOZ_MAX),
+ * in prog[] (kiln_program_destroy each), their number in *count. */
+static void archive_programs(const char *name, enum kiln_foz_kind kind,
+                             struct kiln_program *prog[FOZ_MAX], size_t *count)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/foz/sascha-willems/%s.f93c6e96adcd7946.1.foz", kt_corpus_dir(),
+             name);
+    struct kiln_foz *foz = NULL;
+    KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
+    struct kiln_foz_index *idx = NULL;
+    KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
+    const struct kiln_foz_pipeline_ref *refs = NULL;
+    size_t np = kiln_foz_index_pipelines(idx, &refs), n = 0;
+    for (size_t i = 0; i < np && n < FOZ_MAX; i++)
+        if (kiln_foz_kind_of(refs[i].tag) == kind)
+            KT_REQUIRE_OK(kiln_foz_pipeline_program(idx, &refs[i], &prog[n++]));
+    kiln_foz_index_destroy(idx);
+    kiln_foz_close(foz);
+    *count = n;
+}
+
 /* Parts ahead through the Fossilize builder: the graphics pipelines of
  * one archive asked parts-only first (each READY with no pipeline), then
  * urgent: the urgent builds link from those parts and build none again. */
@@ -578,19 +600,9 @@ KT_CASE(foz_parts_ahead)
     kt_require_corpus("foz/sascha-willems");
     struct kiln_vk *vk = library_vk();
     struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/foz/sascha-willems/deferred.f93c6e96adcd7946.1.foz",
-             kt_corpus_dir());
-    struct kiln_foz *foz = NULL;
-    KT_REQUIRE_OK(kiln_foz_open(NULL, path, &foz));
-    struct kiln_foz_index *idx = NULL;
-    KT_REQUIRE_OK(kiln_foz_index_create(foz, &idx));
-    const struct kiln_foz_pipeline_ref *refs = NULL;
-    size_t np = kiln_foz_index_pipelines(idx, &refs), n = 0;
     struct kiln_program *prog[FOZ_MAX] = {NULL};
-    for (size_t i = 0; i < np && n < FOZ_MAX; i++)
-        if (kiln_foz_kind_of(refs[i].tag) == KILN_FOZ_KIND_GRAPHICS)
-            KT_REQUIRE_OK(kiln_foz_pipeline_program(idx, &refs[i], &prog[n++]));
+    size_t n = 0;
+    archive_programs("deferred", KILN_FOZ_KIND_GRAPHICS, prog, &n);
     struct kiln_ticket *t[FOZ_MAX] = {NULL};
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < n; i++) {
@@ -624,12 +636,85 @@ KT_CASE(foz_parts_ahead)
     KT_CHECK(st.parts_reused >= 4 * st.fast_linked);
     for (size_t i = 0; i < n; i++)
         kiln_program_destroy(prog[i]);
-    kiln_foz_index_destroy(idx);
-    kiln_foz_close(foz);
     kiln_vk_destroy(vk);
+}
+
+/* Asks for each program (urgent, or parts-only) and waits for each ticket
+ * to be READY; a full request's answer holds a pipeline, a parts-only
+ * one's none. */
+static void ask_all(struct kiln_service *svc, struct kiln_program *const *prog, size_t n,
+                    uint32_t flags)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+        r.program = prog[i];
+        r.priority = KILN_PRIORITY_URGENT;
+        r.flags = flags;
+        struct kiln_ticket *t = NULL;
+        KT_CHECK_OK(kiln_service_request(svc, &r, &t));
+        struct kiln_ticket_info info = KILN_TICKET_INFO_INIT;
+        KT_CHECK_EQ(kiln_ticket_wait(t, 60ull * 1000000000u, &info), KILN_TICKET_READY);
+        KT_CHECK_EQ(info.pipeline != 0, flags == 0);
+        kiln_ticket_release(t);
+    }
+}
+
+/* Parts ahead of programs that have no parts (compute pipelines): each
+ * parts-only ticket is READY once its whole pipeline was built ahead, in
+ * the background, so the draw's urgent request is answered from the table
+ * and builds nothing. The control asks no parts first: every urgent
+ * request builds its pipeline. */
+static void compute_ahead(bool ahead, struct kiln_service_stats *st, size_t *count)
+{
+    kt_require_corpus("foz/sascha-willems");
+    struct kiln_vk *vk = library_vk();
+    struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
+    struct kiln_program *prog[FOZ_MAX] = {NULL};
+    size_t n = 0;
+    archive_programs("computenbody", KILN_FOZ_KIND_COMPUTE, prog, &n);
+    KT_REQUIRE(n >= 2);
+    if (ahead) {
+        ask_all(svc, prog, n, KILN_REQUEST_PARTS_ONLY);
+        struct kiln_service_stats mid = stats_of(svc);
+        KT_CHECK_EQ(mid.whole_ahead, n);
+        KT_CHECK_EQ(mid.built_background, n); /* answered only once built */
+        KT_CHECK_EQ(mid.built_urgent, 0);
+    }
+    ask_all(svc, prog, n, 0);
+    *st = stats_of(svc);
+    kiln_service_destroy(svc);
+    for (size_t i = 0; i < n; i++)
+        kiln_program_destroy(prog[i]);
+    kiln_vk_destroy(vk);
+    *count = n;
+}
+
+KT_CASE(compute_whole_ahead)
+{
+    size_t n = 0;
+    struct kiln_service_stats st = KILN_SERVICE_STATS_INIT;
+    compute_ahead(true, &st, &n);
+    printf("%zu compute pipelines: whole ahead %llu, answered known %llu, urgent builds %llu\n", n,
+           (unsigned long long)st.whole_ahead, (unsigned long long)st.answered_known,
+           (unsigned long long)st.built_urgent);
+    KT_CHECK_EQ(st.whole_ahead, n);
+    KT_CHECK_EQ(st.built_urgent, 0);
+    KT_CHECK_EQ(st.answered_known, n);
+    KT_CHECK_EQ(st.fast_linked, 0);
+}
+
+KT_CASE(compute_whole_ahead_control)
+{
+    size_t n = 0;
+    struct kiln_service_stats st = KILN_SERVICE_STATS_INIT;
+    compute_ahead(false, &st, &n);
+    KT_CHECK_EQ(st.whole_ahead, 0);
+    KT_CHECK_EQ(st.built_urgent, n);
+    KT_CHECK_EQ(st.answered_known, 0);
 }
 
 KT_MAIN(KT_ENTRY(hand_over), KT_ENTRY(parts_reused), KT_ENTRY(without_flag),
         KT_ENTRY(without_library), KT_ENTRY(external_device), KT_ENTRY(foz_hand_over),
         KT_ENTRY(render_threads), KT_ENTRY(parts_ahead), KT_ENTRY(parts_ahead_control),
-        KT_ENTRY(foz_parts_ahead))
+        KT_ENTRY(foz_parts_ahead), KT_ENTRY(compute_whole_ahead),
+        KT_ENTRY(compute_whole_ahead_control))

@@ -159,7 +159,7 @@ struct mode_result {
     uint64_t play_p50_ns, play_p99_ns; /* the urgent waits after frame 0 */
     /* --shader-lead: parts-only requests taken and refused, the service's
      * parts-only builds, and the loading screen's time. */
-    uint64_t parts_asked, parts_refused, parts_only_built, loading_ns;
+    uint64_t parts_asked, parts_refused, parts_only_built, whole_ahead, loading_ns;
     uint64_t background_holds; /* the frame service's (kiln_service_stats) */
     uint64_t fast_linked, optimized, built_urgent, built_background;
     bool all_optimized, bg_all_done;
@@ -669,6 +669,7 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
         r->built_urgent = st.built_urgent;
         r->built_background = st.built_background;
         r->parts_only_built = st.parts_only_built;
+        r->whole_ahead = st.whole_ahead;
         r->background_holds = st.background_holds;
     }
 }
@@ -927,6 +928,7 @@ static void json_mode(struct cli_json *j, const struct stutter *s, struct mode m
     cli_json_u64(j, "parts_ahead_asked", r->parts_asked);
     cli_json_u64(j, "parts_ahead_refused", r->parts_refused);
     cli_json_u64(j, "parts_only_built", r->parts_only_built);
+    cli_json_u64(j, "whole_ahead", r->whole_ahead);
     cli_json_double(j, "loading_screen_ms", ms_of(r->loading_ns));
     cli_json_u64(j, "background_holds", r->background_holds);
     cli_json_double(j, "service_urgent_p50_ms", ms_of(r->svc_p50_ns));
