@@ -20,23 +20,6 @@
 
 #define SCAN_WINDOW (1u << 20)
 
-#ifdef _WIN32
-/* The C runtime on Windows has no memmem: the same search over memchr. */
-static void *memmem(const void *hay, size_t n, const void *needle, size_t m)
-{
-    const unsigned char *h = hay, *end = h + n;
-    if (m == 0)
-        return (void *)h;
-    while (n >= m && (h = memchr(h, *(const unsigned char *)needle, n - m + 1)) != NULL) {
-        if (memcmp(h, needle, m) == 0)
-            return (void *)h;
-        h++;
-        n = (size_t)(end - h);
-    }
-    return NULL;
-}
-#endif
-
 struct window {
     const struct kiln_io *io;
     int fd;
@@ -88,7 +71,7 @@ static uint64_t find_next_head(struct window *w, uint64_t from, uint64_t size,
             return size;
         if (got < KILN__CACHE_HEAD_SIZE)
             break;
-        const unsigned char *hit = memmem(p, got, magic, sizeof(magic));
+        const unsigned char *hit = kiln__memmem(p, got, magic, sizeof(magic));
         if (!hit) {
             /* The magic may straddle the window's end: step back 3 bytes. */
             off += got - (sizeof(magic) - 1);

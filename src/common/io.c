@@ -83,12 +83,7 @@ int kiln__io_create_new(const struct kiln_io *io, const char *path, int *fd)
 
 int kiln__path_dir(char *out, size_t cap, const char *path)
 {
-    const char *slash = strrchr(path, '/');
-#ifdef _WIN32
-    const char *bslash = strrchr(path, '\\');
-    if (bslash && (!slash || bslash > slash))
-        slash = bslash;
-#endif
+    const char *slash = kiln__path_last_sep(path);
     if (!slash)
         return snprintf(out, cap, ".") < (int)cap ? KILN_OK : KILN_ERANGE;
     size_t n = (size_t)(slash - path);

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <wchar.h>
 
 /* Forwards a negative kiln error to the caller. */
 #define KILN_TRY(expr)         \
@@ -305,6 +306,22 @@ int kiln__io_create_new(const struct kiln_io *io, const char *path, int *fd);
  * writer. Thread-safe. */
 long kiln__process_id(void);
 
+/* Sleeps `ms` milliseconds (all of them: a signal does not cut it short).
+ * Thread-safe. */
+void kiln__sleep_ms(unsigned ms);
+
+/* Makes the folder `path` (not its parents).
+ * @return 0, or -1 with errno set (EEXIST when it is there). */
+int kiln__make_dir(const char *path);
+
+/* @return the last folder separator of `path` ('/', and on Windows also
+ * '\\'), or NULL when it has none. */
+const char *kiln__path_last_sep(const char *path);
+
+/* @return the first place `needle` (m bytes) occurs in `hay` (n bytes), or
+ * NULL; `hay` itself for m == 0 (the C library's memmem where it has one). */
+void *kiln__memmem(const void *hay, size_t n, const void *needle, size_t m);
+
 /* kiln_io_read_file with more open flags (KILN_IO_NOFOLLOW). */
 int kiln__io_read_file(const struct kiln_io *io, const char *path, int flags, size_t max,
                        void **data, size_t *n);
@@ -343,8 +360,7 @@ void kiln__budget_remove_pid(long pid);
  */
 int kiln__pool_thread_background(void);
 
-#ifdef _WIN32
-#include <wchar.h>
+/* ---- Windows only (defined in io_win.c; the *_win.c files call them) ---- */
 
 /*
  * Converts a UTF-8 path to the UTF-16 form the wide Win32 calls take; a path
@@ -360,7 +376,6 @@ int kiln__win_path(const char *path, wchar_t **out);
  * @return 0 with *out to free(), KILN_EINVAL or KILN_ENOMEM.
  */
 int kiln__win_utf8(const wchar_t *w, char **out);
-#endif
 
 /*
  * The core's own builder for a state kind kiln records itself

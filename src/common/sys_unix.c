@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,4 +90,26 @@ uint64_t kiln_rss_bytes(void)
     if (n != 2)
         return 0;
     return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+void kiln__sleep_ms(unsigned ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int kiln__make_dir(const char *path)
+{
+    return mkdir(path, 0777);
+}
+
+const char *kiln__path_last_sep(const char *path)
+{
+    return strrchr(path, '/');
+}
+
+void *kiln__memmem(const void *hay, size_t n, const void *needle, size_t m)
+{
+    return memmem(hay, n, needle, m);
 }

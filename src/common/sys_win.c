@@ -14,6 +14,7 @@
 #include <windows.h>
 
 #include <bcrypt.h>
+#include <direct.h>
 #include <psapi.h>
 #include <string.h>
 
@@ -83,4 +84,35 @@ uint64_t kiln_rss_bytes(void)
 {
     PROCESS_MEMORY_COUNTERS pmc;
     return memory_counters(&pmc) ? (uint64_t)pmc.WorkingSetSize : 0;
+}
+
+void kiln__sleep_ms(unsigned ms)
+{
+    Sleep(ms);
+}
+
+int kiln__make_dir(const char *path)
+{
+    return _mkdir(path);
+}
+
+const char *kiln__path_last_sep(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *back = strrchr(path, '\\');
+    return back && (!slash || back > slash) ? back : slash;
+}
+
+/* The C runtime on Windows has no memmem: the same search over memchr. */
+void *kiln__memmem(const void *hay, size_t n, const void *needle, size_t m)
+{
+    const unsigned char *h = hay, *end = h + n;
+    if (m == 0)
+        return (void *)h;
+    while (n >= m && (h = memchr(h, *(const unsigned char *)needle, n - m + 1)) != NULL) {
+        if (memcmp(h, needle, m) == 0)
+            return (void *)h;
+        h++;
+        n = (size_t)(end - h);
+    }
+    return NULL;
 }

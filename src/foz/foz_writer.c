@@ -373,23 +373,6 @@ uint64_t kiln_foz_writer_entries(const struct kiln_foz_writer *w)
     return w->entries;
 }
 
-/* The folder of `path` into `dir` ("." when it names none). */
-static void folder_of(const char *path, char *dir, size_t cap)
-{
-    const char *slash = strrchr(path, '/');
-#ifdef _WIN32
-    const char *back = strrchr(path, '\\');
-    if (back && (!slash || back > slash))
-        slash = back;
-#endif
-    if (!slash) {
-        snprintf(dir, cap, ".");
-        return;
-    }
-    size_t n = (size_t)(slash - path);
-    snprintf(dir, cap, "%.*s", (int)(n ? n : 1), path);
-}
-
 int kiln_foz_writer_finish(struct kiln_foz_writer *w, uint64_t *bytes)
 {
     if (!w)
@@ -428,10 +411,12 @@ int kiln_foz_writer_finish(struct kiln_foz_writer *w, uint64_t *bytes)
         /* The rename is durable once the folder is synced; the archive is
          * whole either way, so a failure here is only logged. */
         char dir[4096];
-        folder_of(w->path, dir, sizeof(dir));
-        int rc_dir = w->io->fsync_dir(w->io, dir);
+        int rc_dir = kiln__path_dir(dir, sizeof(dir), w->path);
+        if (rc_dir == KILN_OK)
+            rc_dir = w->io->fsync_dir(w->io, dir);
         if (rc_dir < 0 && rc_dir != KILN_ENOTSUP)
-            KILN_WARN("foz", "%s: the folder could not be synced: %s", dir, kiln_strerror(rc_dir));
+            KILN_WARN("foz", "%s: the archive's folder could not be synced: %s", w->path,
+                      kiln_strerror(rc_dir));
     }
     w->finished = true;
     if (bytes)

@@ -94,13 +94,11 @@ int kiln__pool_probe(const char *proc_root, const char *cgroup_root, struct kiln
 int kiln__pool_heap_kind(const void *header, size_t n, enum kiln_heap_kind *kind,
                          uint32_t *signature);
 
-#ifdef _WIN32
 /*
  * Reads the kind of this process's heap (GetProcessHeap()) with
- * kiln__pool_heap_kind(); same returns.
+ * kiln__pool_heap_kind(); same returns. Windows only (pool_win.c).
  */
 int kiln__pool_process_heap_kind(enum kiln_heap_kind *kind, uint32_t *signature);
-#endif
 
 /* ---- the memory budget (budget.c), as the pool's workers use it ---------- */
 

@@ -464,4 +464,10 @@ void kiln__iso_worker_init(void);
 /* Never returns (the test-only hang). */
 void kiln__iso_sleep_forever(void);
 
+/* Ends the process as a driver's crash would, as the parent sees it (the
+ * test-only crash): SIGSEGV by its default action, past any sanitizer's
+ * handler; on Windows an unhandled access violation with no error box
+ * (exit code 0xC0000005). Never returns. */
+void kiln__iso_crash_now(void);
+
 #endif /* KILN_ISOLATE_INTERNAL_H */

@@ -332,3 +332,10 @@ void kiln__iso_sleep_forever(void)
     for (;;)
         pause();
 }
+
+void kiln__iso_crash_now(void)
+{
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+    abort(); /* not reached */
+}

@@ -573,3 +573,10 @@ void kiln__iso_sleep_forever(void)
     for (;;)
         Sleep(INFINITE);
 }
+
+void kiln__iso_crash_now(void)
+{
+    SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
+    RaiseException(EXCEPTION_ACCESS_VIOLATION, EXCEPTION_NONCONTINUABLE, 0, NULL);
+    abort(); /* not reached */
+}

@@ -31,12 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _WIN32
-#include <windows.h>
-#else
-#include <time.h>
-#include <unistd.h>
-#endif
 
 /* A device creation made slow by `ms`, with when it slept on stderr
  * ("kiln: test fault: WHAT delay in process P from T0 to T1 ms"): the
@@ -47,15 +41,8 @@ static void delay(unsigned ms, const char *what)
     if (!ms)
         return;
     uint64_t t0 = kiln_now_ns();
-#ifdef _WIN32
-    Sleep(ms);
-    unsigned long pid = (unsigned long)GetCurrentProcessId();
-#else
-    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-    unsigned long pid = (unsigned long)getpid();
-#endif
+    kiln__sleep_ms(ms);
+    unsigned long pid = (unsigned long)kiln__process_id();
     fprintf(stderr,
             "kiln: test fault: %s delay in process %lu from %" PRIu64 " to %" PRIu64 " ms\n", what,
             pid, t0 / 1000000u, kiln_now_ns() / 1000000u);
@@ -78,28 +65,13 @@ void kiln__prep_before_build(const char *name)
         return;
     size_t len = (size_t)(colon - f);
     if (len == 5 && memcmp(f, "crash", 5) == 0) {
-#ifdef _WIN32
-        /* An access violation, unhandled, with no error box: the process
-         * ends with 0xC0000005, as with a driver's crash. */
-        SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
-        RaiseException(EXCEPTION_ACCESS_VIOLATION, EXCEPTION_NONCONTINUABLE, 0, NULL);
-#else
-        /* The default action, past any sanitizer's handler: a driver's
-         * crash as the parent sees it. */
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
-#endif
+        kiln__iso_crash_now();
     } else if (len == 5 && memcmp(f, "abort", 5) == 0) {
         signal(SIGABRT, SIG_DFL);
         abort();
     } else if (len == 4 && memcmp(f, "hang", 4) == 0) {
         /* The process that hangs, for a test that kills its parent. */
-#ifdef _WIN32
-        fprintf(stderr, "kiln: test fault: %s: hanging in process %lu\n", name,
-                (unsigned long)GetCurrentProcessId());
-#else
-        fprintf(stderr, "kiln: test fault: %s: hanging in process %ld\n", name, (long)getpid());
-#endif
+        fprintf(stderr, "kiln: test fault: %s: hanging in process %ld\n", name, kiln__process_id());
         fflush(stderr);
         kiln__iso_sleep_forever();
     }

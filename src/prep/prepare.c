@@ -74,10 +74,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#ifdef _WIN32
-#include <direct.h>
-#endif
-
 void kiln_prepare_options_init(struct kiln_prepare_options *o)
 {
     if (!o)
@@ -119,11 +115,7 @@ static int make_dirs(const char *path)
             continue;
         char c = p[i];
         p[i] = '\0';
-#ifdef _WIN32
-        int r = _mkdir(p);
-#else
-        int r = mkdir(p, 0777);
-#endif
+        int r = kiln__make_dir(p);
         if (r != 0 && errno != EEXIST) {
             rc = kiln_error_from_errno(errno, KILN_EIO);
             KILN_INFO("prep", "%s: cannot make the folder: %s", p, kiln_strerror(rc));

@@ -13,9 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifdef _WIN32
-#include <windows.h>
-#endif
 
 int cli_cache_affinity_flag = -1;
 
@@ -576,14 +573,25 @@ static bool under(char *out, size_t cap, const char *base, const char *tail)
 
 void cli_silence_stdout(void)
 {
-#ifdef _WIN32
-    static const char null_device[] = "NUL";
-#else
-    static const char null_device[] = "/dev/null";
-#endif
     fflush(stdout);
-    if (!freopen(null_device, "w", stdout))
+    if (!freopen(cli_os_null_device(), "w", stdout))
         return; /* stdout is closed then: nothing is printed either way */
+}
+
+int cli_make_folder(const char *name, const char *dir, bool *made)
+{
+    *made = cli_os_make_dir(dir) == 0;
+    if (*made || errno == EEXIST)
+        return KILN_EXIT_OK;
+    int err = kiln_error_from_errno(errno, KILN_EIO);
+    cli_error(name, "%s: cannot make the folder: %s", dir, kiln_strerror(err));
+    return cli_exit_for(err);
+}
+
+void cli_unmake_folder(const char *dir, bool made)
+{
+    if (made)
+        cli_os_remove_dir(dir); /* the folder this run made, left as it was found */
 }
 
 const char *cli_cache_option(void)
@@ -1162,20 +1170,7 @@ int cli_isolate_worker(const char *name, struct kiln_isolate_options *iso)
     static char exe[CLI_PATH_MAX];
     static const char *argv[] = {exe, "__worker", NULL};
     iso->size = sizeof(*iso); /* a growable struct (docs/abi.md) */
-#ifdef _WIN32
-    /* The wide name, as UTF-8: the ANSI one cannot spell every path. */
-    static wchar_t wexe[CLI_PATH_MAX];
-    DWORD n = GetModuleFileNameW(NULL, wexe, CLI_PATH_MAX);
-    bool found = n > 0 && n < CLI_PATH_MAX &&
-                 WideCharToMultiByte(CP_UTF8, WC_ERR_INVALID_CHARS, wexe, -1, exe, (int)sizeof(exe),
-                                     NULL, NULL) > 0;
-#else
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    bool found = n > 0;
-    if (found)
-        exe[n] = '\0';
-#endif
-    if (!found) {
+    if (!cli_os_self_exe(exe, sizeof(exe))) {
         cli_error(name, "cannot find this executable's path for the isolated workers");
         return KILN_EXIT_FAILED;
     }

@@ -166,11 +166,7 @@ int cli_parse_seed(const char *name, const char *text, uint64_t *seed);
 
 /* The longest path the command takes, its NUL included (Windows' PATH_MAX
  * is 260, but kiln.exe is long-path aware). */
-#if defined(PATH_MAX) && !defined(_WIN32)
-#define CLI_PATH_MAX PATH_MAX
-#else
 #define CLI_PATH_MAX 4096
-#endif
 
 /* Returns a nonzero exit code from the calling function. */
 #define CLI_TRY(expr)                 \
@@ -549,6 +545,32 @@ void cli_json_phase_seconds(struct cli_json *j, const struct cli_phase_time *row
 
 /* Prints a run's phase table (seconds a phase) and its peak memory. */
 void cli_print_phase_table(const struct cli_phase_time *rows, size_t n, uint64_t peak_rss);
+
+/* ---- the system (cli_os_unix.c, cli_os_win.c) ------------------------------ */
+
+/* Makes the folder `dir` (not its parents); removes an empty one.
+ * @return 0, or -1 with errno set (EEXIST: it is there). */
+int cli_os_make_dir(const char *dir);
+int cli_os_remove_dir(const char *dir);
+
+/* @return the name of the null device ("/dev/null", "NUL"). */
+const char *cli_os_null_device(void);
+
+/* This executable's path, as UTF-8, into `out` (size `cap`).
+ * @return whether it was found and fits. */
+bool cli_os_self_exe(char *out, size_t cap);
+
+/*
+ * Makes the folder `dir` that a command writes a new cache into, unless it
+ * is there; *made says whether this run made it (undo it with
+ * cli_unmake_folder when the command fails before writing there).
+ * @return 0, or the exit code after one error line ("NAME: DIR: cannot
+ * make the folder: WHY").
+ */
+int cli_make_folder(const char *name, const char *dir, bool *made);
+
+/* Removes the folder cli_make_folder made (*made), leaving it as found. */
+void cli_unmake_folder(const char *dir, bool made);
 
 /* ---- stopping on a signal (cli_stop.c, cli_stop_unix.c, cli_stop_win.c) ---
  *

@@ -15,17 +15,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <errno.h>
 #include <string.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(p) _mkdir(p)
-#define rmdir(p)    _rmdir(p)
-#else
-#include <sys/stat.h>
-#include <unistd.h>
-#define make_dir(p) mkdir(p, 0777)
-#endif
 
 /* What prune and compact are given, and the tier's sweep after them. */
 struct life {
@@ -419,12 +409,11 @@ int cmd_cache_merge(int argc, char **argv)
         return KILN_EXIT_USAGE;
     }
 
-    bool made = make_dir(out_dir) == 0;
-    if (!made && errno != EEXIST) {
-        int err = kiln_error_from_errno(errno, KILN_EIO);
-        cli_error(argv[0], "%s: cannot make the folder: %s", out_dir, kiln_strerror(err));
+    bool made = false;
+    int mex = cli_make_folder(argv[0], out_dir, &made);
+    if (mex != KILN_EXIT_OK) {
         kiln_cache_close(first);
-        return cli_exit_for(err);
+        return mex;
     }
     struct kiln_cache_options wo = {.size = sizeof(wo),
                                     .stamp = st.stamp,
@@ -438,8 +427,7 @@ int cmd_cache_merge(int argc, char **argv)
     if (rc < 0) {
         cli_error(argv[0], "%s: cannot open the output cache: %s%s", out_dir, kiln_strerror(rc),
                   rc == KILN_EBUSY ? " (another writer holds it)" : "");
-        if (made)
-            rmdir(out_dir); /* the folder this run made, left as it was found */
+        cli_unmake_folder(out_dir, made);
         return cli_exit_for(rc);
     }
     struct kiln_cache_merge_report r = KILN_CACHE_MERGE_REPORT_INIT;

@@ -16,17 +16,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <string.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(p) _mkdir(p)
-#define rmdir(p)    _rmdir(p)
-#else
-#include <sys/stat.h>
-#include <unistd.h>
-#define make_dir(p) mkdir(p, 0777)
-#endif
 
 static const char help[] =
     "usage: %s FILE.foz... [--cache DIR] [--reset] [--max-size SIZE|none] [--json]\n"
@@ -216,12 +206,11 @@ int cmd_import_foz(int argc, char **argv)
             return rex;
         }
     }
-    bool made = make_dir(dir) == 0;
-    if (!made && errno != EEXIST) {
-        int err = kiln_error_from_errno(errno, KILN_EIO);
-        cli_error(argv[0], "%s: cannot make the cache folder: %s", dir, kiln_strerror(err));
+    bool made = false;
+    int mex = cli_make_folder(argv[0], dir, &made);
+    if (mex != KILN_EXIT_OK) {
         kiln_foz_pipelines_destroy(fp);
-        return cli_exit_for(err);
+        return mex;
     }
     struct kiln_cache_options opt = {.size = sizeof(opt),
                                      .stamp = KILN_FOZ_STAMP,
@@ -233,8 +222,7 @@ int cmd_import_foz(int argc, char **argv)
         cli_error(argv[0], "%s: cannot open the cache: %s%s", dir,
                   rc == KILN_ENOENT ? "not a folder" : kiln_strerror(rc),
                   rc == KILN_EBUSY ? " (another writer holds it)" : "");
-        if (made)
-            rmdir(dir); /* the folder this run made, left as it was found */
+        cli_unmake_folder(dir, made);
         kiln_foz_pipelines_destroy(fp);
         return cli_exit_for(rc);
     }

@@ -16,9 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _WIN32
 #include <wchar.h>
-#endif
 
 #define KILN_TRY(expr)         \
     do {                       \
@@ -142,11 +140,10 @@ static inline int kiln__path_join(char *out, size_t cap, const char *dir, const 
     return (n < 0 || (size_t)n >= cap) ? KILN_ERANGE : KILN_OK;
 }
 
-#ifdef _WIN32
 /* UTF-8 path to a wide (long-path-safe) one, and back: the core's, from
- * its static library (common/io_win.c), for the Windows folder walk. */
+ * its static library (common/io_win.c), for the Windows folder walk
+ * (Windows only). */
 int kiln__win_path(const char *path, wchar_t **out);
 int kiln__win_utf8(const wchar_t *w, char **out);
-#endif
 
 #endif /* KILN_TOOL_INTERNAL_H */
