@@ -592,17 +592,28 @@ static void archive_programs(const char *name, enum kiln_foz_kind kind,
     *count = n;
 }
 
+/* A fast-link service of two workers on a context with pipeline libraries
+ * (or a skip), and archive_programs' programs. */
+static void archive_service(const char *name, enum kiln_foz_kind kind, struct kiln_vk **vk,
+                            struct kiln_service **svc, struct kiln_program *prog[FOZ_MAX],
+                            size_t *count)
+{
+    kt_require_corpus("foz/sascha-willems");
+    *vk = library_vk();
+    *svc = start(*vk, 2, KILN_SERVICE_FAST_LINK);
+    archive_programs(name, kind, prog, count);
+}
+
 /* Parts ahead through the Fossilize builder: the graphics pipelines of
  * one archive asked parts-only first (each READY with no pipeline), then
  * urgent: the urgent builds link from those parts and build none again. */
 KT_CASE(foz_parts_ahead)
 {
-    kt_require_corpus("foz/sascha-willems");
-    struct kiln_vk *vk = library_vk();
-    struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
+    struct kiln_vk *vk = NULL;
+    struct kiln_service *svc = NULL;
     struct kiln_program *prog[FOZ_MAX] = {NULL};
     size_t n = 0;
-    archive_programs("deferred", KILN_FOZ_KIND_GRAPHICS, prog, &n);
+    archive_service("deferred", KILN_FOZ_KIND_GRAPHICS, &vk, &svc, prog, &n);
     struct kiln_ticket *t[FOZ_MAX] = {NULL};
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < n; i++) {
@@ -666,12 +677,11 @@ static void ask_all(struct kiln_service *svc, struct kiln_program *const *prog, 
  * request builds its pipeline. */
 static void compute_ahead(bool ahead, struct kiln_service_stats *st, size_t *count)
 {
-    kt_require_corpus("foz/sascha-willems");
-    struct kiln_vk *vk = library_vk();
-    struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
+    struct kiln_vk *vk = NULL;
+    struct kiln_service *svc = NULL;
     struct kiln_program *prog[FOZ_MAX] = {NULL};
     size_t n = 0;
-    archive_programs("computenbody", KILN_FOZ_KIND_COMPUTE, prog, &n);
+    archive_service("computenbody", KILN_FOZ_KIND_COMPUTE, &vk, &svc, prog, &n);
     KT_REQUIRE(n >= 2);
     if (ahead) {
         ask_all(svc, prog, n, KILN_REQUEST_PARTS_ONLY);
