@@ -1,8 +1,8 @@
 /*
- * bench_child.h - what `kiln bench prepare`, `kiln bench replay` and `kiln
- * bench peer` share: the --threads list, the generated archive, and one
- * measurement run in a forked child process that reports a fixed-size
- * result through a pipe.
+ * bench_child.h - what the benchmarks share: the --threads list, the
+ * generated archive, and one measurement run in a forked child process
+ * that reports a fixed-size result through a pipe (bench_child_unix.c;
+ * bench_child_win.c says there is no fork).
  */
 #ifndef KILN_BENCH_CHILD_H
 #define KILN_BENCH_CHILD_H
@@ -54,11 +54,13 @@ bool bench_child_reset_peak(void);
  * kiln_peak_rss_bytes (getrusage). */
 uint64_t bench_child_peak_rss(bool reset);
 
-#ifndef _WIN32
-
 /* Turns the drivers' disk caches off in this (child) process, so every
  * pipeline build in it compiles. */
 void bench_child_no_disk_cache(void);
+
+/* The rest is POSIX only (bench_child_unix.c): only the benchmarks that
+ * measure in forked children use it, and they are not in the Windows
+ * build (bench_fork_win.c). */
 
 /*
  * Makes a measurement's Vulkan context: its VkPipelineCache in memory only
@@ -90,7 +92,5 @@ int bench_generated_archive(const char *name, const char *tmp, uint32_t count, u
 /* Removes a folder bench_tmpdir made and what the run wrote in it.
  * @return 0, or -1 with errno set. */
 int bench_remove_tree(const char *dir);
-
-#endif /* !_WIN32 */
 
 #endif /* KILN_BENCH_CHILD_H */

@@ -3,7 +3,7 @@
  * (issue 27, "a warm start that loads only what it uses").
  *
  * Three warm starts, each in a forked child with its peak memory reset
- * (bench_child.c), all without Vulkan (the load is what a subset saves):
+ * (bench_child_unix.c), all without Vulkan (the load is what a subset saves):
  *
  * - subset: the N most recently used records of the large cache
  *   (kiln_start_options.recent);
@@ -177,10 +177,8 @@ static void tier_child(void *arg, void *result)
     const struct tier_arg *a = arg;
     struct tier_result *r = result;
     memset(r, 0, sizeof(*r));
-#ifndef _WIN32
     if (a->no_driver_cache)
         bench_child_no_disk_cache();
-#endif
     bool reset = bench_child_reset_peak();
     struct kiln_start_options o = KILN_START_OPTIONS_INIT;
     o.cache_dir = a->dir;

@@ -15,19 +15,19 @@ int cmd_cache_merge(int argc, char **argv);   /* cmd_cache_life.c */
 int cmd_import_foz(int argc, char **argv);    /* cmd_import.c */
 int cmd_export_foz(int argc, char **argv);    /* cmd_export.c */
 int cmd_topo(int argc, char **argv);          /* cmd_topo.c */
-int cmd_bench_store(int argc, char **argv);   /* bench_store.c */
+int cmd_bench_store(int argc, char **argv);   /* bench_store_unix.c */
 int cmd_bench_pack(int argc, char **argv);    /* bench_pack.c */
-int cmd_bench_prepare(int argc, char **argv); /* bench_prepare.c */
+int cmd_bench_prepare(int argc, char **argv); /* bench_prepare_unix.c */
 int cmd_bench_pages(int argc, char **argv);   /* bench_pages.c */
-int cmd_bench_replay(int argc, char **argv);  /* bench_replay.c */
+int cmd_bench_replay(int argc, char **argv);  /* bench_replay_unix.c */
 int cmd_bench_start(int argc, char **argv);   /* bench_start.c */
-int cmd_bench_stutter(int argc, char **argv); /* bench_stutter.c */
+int cmd_bench_stutter(int argc, char **argv); /* bench_stutter_unix.c */
 int cmd_bench_peer(int argc, char **argv);    /* bench_peer.c */
 int cmd_worker(int argc, char **argv);        /* cmd_worker.c (private: kiln __worker) */
 
 #include <stdint.h>
 
-/* The compile-once figures of `kiln bench prepare` (bench_twice.c): [0] the
+/* The compile-once figures of `kiln bench prepare` (bench_twice_unix.c): [0] the
  * first prepare into a new folder, [1] the second over the same programs. */
 struct bench_twice {
     unsigned programs;
@@ -37,7 +37,7 @@ struct bench_twice {
 };
 
 /* Prepares `n` generated programs twice into a temporary folder, in a child
- * process (bench_twice.c). @return 0 or the error (one line printed). */
+ * process (bench_twice_unix.c). @return 0 or the error (one line printed). */
 int bench_prepare_twice(const char *name, unsigned n, uint64_t seed, unsigned jobs,
                         struct bench_twice *out);
 

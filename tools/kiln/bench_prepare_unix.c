@@ -1,5 +1,5 @@
 /*
- * bench_prepare.c - `kiln bench prepare`: pipeline builds per second at
+ * bench_prepare_unix.c - `kiln bench prepare`: pipeline builds per second at
  * each thread count, and the memory of kept shader modules against
  * modules made only for each create call, in one run.
  *
@@ -49,9 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef _WIN32
 #include <sys/resource.h>
-#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -124,8 +122,6 @@ struct child_result {
     char device[256];
     char driver[256];
 };
-
-#ifndef _WIN32
 
 /* ---- making the programs --------------------------------------------------- */
 
@@ -411,8 +407,6 @@ static double mb(uint64_t bytes)
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-#endif /* !_WIN32 */
-
 int cmd_bench_prepare(int argc, char **argv)
 {
     const char *name = argv[0];
@@ -482,14 +476,6 @@ int cmd_bench_prepare(int argc, char **argv)
     if (optind < argc)
         return cli_usage_error(name, "unexpected argument '%s'", argv[optind]);
     b.mem_n = mem_n < b.n ? mem_n : b.n;
-#ifdef _WIN32
-    (void)b;
-    (void)json;
-    (void)seed_given;
-    (void)twice_n;
-    cli_error(name, "not available on this platform (each measurement runs in a forked process)");
-    return KILN_EXIT_FAILED;
-#else
     int rc = cli_apply_cache_affinity(name);
     if (rc)
         return rc;
@@ -707,5 +693,4 @@ int cmd_bench_prepare(int argc, char **argv)
     }
     free_programs(&b);
     return failed ? KILN_EXIT_FAILED : KILN_EXIT_OK;
-#endif
 }

@@ -1,5 +1,5 @@
 /*
- * bench_store.c - `kiln bench store`: opening and loading a program cache,
+ * bench_store_unix.c - `kiln bench store`: opening and loading a program cache,
  * the old way against kiln's, in one run.
  *
  * It makes a cache of N records of random bytes (sizes uniform in
@@ -49,17 +49,6 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifdef _WIN32
-/* The baselines drop the page cache with posix_fadvise and read with
- * pread: Linux measurements, so the command is not in the Windows build. */
-int cmd_bench_store(int argc, char **argv)
-{
-    (void)argc;
-    cli_error(argv[0], "not available on this platform (it measures Linux's page cache)");
-    return KILN_EXIT_FAILED;
-}
-#else
 
 #define BENCH_STAMP 0x6b696c6e62656e63ull /* "kilnbenc" */
 
@@ -943,4 +932,3 @@ int cmd_bench_store(int argc, char **argv)
     }
     return rc;
 }
-#endif                                    /* !_WIN32 */

@@ -1,5 +1,5 @@
 /*
- * bench_stutter.c - `kiln bench stutter`: a frame loop replayed in every
+ * bench_stutter_unix.c - `kiln bench stutter`: a frame loop replayed in every
  * mode of getting pipelines during play, side by side (issue 26).
  *
  * Design. The programs are made once, in this process, before any Vulkan
@@ -64,14 +64,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef _WIN32
 #include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#endif
 
 #define DEFAULT_FPS        60u
 #define DEFAULT_FRAMES     600u
@@ -180,8 +178,6 @@ struct mode {
     enum mode_kind kind;
     bool with_bg;
 };
-
-#ifndef _WIN32
 
 static const char *const kind_names[M_KINDS] = {"sync", "async", "fastlink"};
 
@@ -1217,8 +1213,6 @@ static int parse_modes(const char *name, const char *text, bool *want)
     return cli_usage_error(name, "--modes: empty list");
 }
 
-#endif /* !_WIN32 */
-
 /* What the command line asked. */
 struct options {
     uint32_t generate;
@@ -1282,9 +1276,7 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
             CLI_TRY(cli_parse_jobs(name, optarg, &s->jobs));
             break;
         case 'm':
-#ifndef _WIN32
             CLI_TRY(parse_modes(name, optarg, o->want));
-#endif
             break;
         case 'W':
             o->warm = false;
@@ -1318,8 +1310,6 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
         return cli_usage_error(name, "expected archives (ARCHIVE.foz|DIR...) or --generate N");
     return KILN_EXIT_OK;
 }
-
-#ifndef _WIN32
 
 /* Runs the chosen modes, each without and with background builds. */
 static int run_modes(const struct stutter *s, const struct options *o, struct mode *modes,
@@ -1392,8 +1382,6 @@ static int stutter_main(struct stutter *s, struct options *o, char **ops, int no
     return ex;
 }
 
-#endif /* !_WIN32 */
-
 int cmd_bench_stutter(int argc, char **argv)
 {
     struct stutter s = {.name = argv[0],
@@ -1406,11 +1394,5 @@ int cmd_bench_stutter(int argc, char **argv)
         return KILN_EXIT_OK;
     if (ex != KILN_EXIT_OK)
         return ex;
-#ifdef _WIN32
-    cli_error(s.name, "not available on this platform (each mode runs in a forked process whose "
-                      "peak memory is reset)");
-    return KILN_EXIT_FAILED;
-#else
     return stutter_main(&s, &o, argv + optind, argc - optind);
-#endif
 }

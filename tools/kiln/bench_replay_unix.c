@@ -1,5 +1,5 @@
 /*
- * bench_replay.c - `kiln bench replay`: Fossilize archives replayed
+ * bench_replay_unix.c - `kiln bench replay`: Fossilize archives replayed
  * through kiln_prepare and the Fossilize builder at each thread count, with
  * per-kind counts, builds per second and peak resident memory.
  *
@@ -68,14 +68,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef _WIN32
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#endif
 
 #define NKINDS KILN_FOZ_KIND_COUNT
 
@@ -186,8 +184,6 @@ struct run_result {
     char skip_reason[160];
     struct timeline timeline; /* resident memory over the run */
 };
-
-#ifndef _WIN32
 
 static const char *const kind_names[NKINDS] = {"graphics", "compute", "raytracing"};
 
@@ -798,8 +794,6 @@ static void print_text(const struct bench *b, const unsigned *list, unsigned nli
                runs[0].not_stored, CLI_S(runs[0].not_stored));
 }
 
-#endif /* !_WIN32 */
-
 /* Parses --memory-budget's list: B (bytes, suffixes K, M, G) or N% of the
  * plain peak (1 to 1000), comma-separated. @return 0, or prints one usage
  * line and returns KILN_EXIT_USAGE. */
@@ -922,15 +916,6 @@ int cmd_bench_replay(int argc, char **argv)
         cli_error(name, "--keep-archive: %s: in a kiln cache's folder: not written over", keep);
         return KILN_EXIT_USAGE;
     }
-#ifdef _WIN32
-    (void)json;
-    (void)list;
-    (void)nlist;
-    (void)seed;
-    cli_error(name, "not available on this platform (each thread count runs in a forked process "
-                    "whose peak memory is reset)");
-    return KILN_EXIT_FAILED;
-#else
     if (b.isolate && cli_isolate_worker(name, &b.iso))
         return KILN_EXIT_FAILED;
     CLI_TRY(cli_apply_cache_affinity(name));
@@ -1025,5 +1010,4 @@ int cmd_bench_replay(int argc, char **argv)
             ex = KILN_EXIT_FAILED;
     }
     return ex;
-#endif
 }

@@ -1,5 +1,5 @@
 /*
- * bench_twice.c - the compile-once part of `kiln bench prepare`: the same
+ * bench_twice_unix.c - the compile-once part of `kiln bench prepare`: the same
  * generated programs prepared twice into one new cache folder, the second
  * run answered by the build ledger and pipelines.vkc.
  *
@@ -12,6 +12,7 @@
  * compiles of each run and the ratio of their pipelines phases; the
  * translate phase of the second run (nothing to translate) is shown too.
  */
+#include "bench_child.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -20,18 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef _WIN32
-#include <ftw.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
 
 /* Runs one prepare of `n` generated programs into `dir`. */
 static int prepare_once(const char *dir, unsigned n, uint64_t seed, unsigned jobs,
@@ -60,11 +51,9 @@ int bench_prepare_twice(const char *name, unsigned n, uint64_t seed, unsigned jo
 {
     memset(out, 0, sizeof(*out));
     out->programs = n;
-    char dir[] = "/tmp/kiln-bench-twice-XXXXXX";
-    if (!mkdtemp(dir)) {
-        cli_error(name, "/tmp: cannot make a temporary folder");
+    char dir[CLI_PATH_MAX];
+    if (bench_tmpdir(name, "bench-twice", dir, sizeof(dir)) < 0)
         return KILN_EIO;
-    }
     int fds[2];
     if (pipe(fds) != 0) {
         rmdir(dir);
@@ -109,18 +98,6 @@ int bench_prepare_twice(const char *name, unsigned n, uint64_t seed, unsigned jo
         }
     }
     close(fds[0]);
-    nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(dir);
     return rc;
 }
-#else
-int bench_prepare_twice(const char *name, unsigned n, uint64_t seed, unsigned jobs,
-                        struct bench_twice *out)
-{
-    (void)name;
-    (void)seed;
-    (void)jobs;
-    memset(out, 0, sizeof(*out));
-    out->programs = n;
-    return KILN_ENOTSUP;
-}
-#endif
