@@ -583,8 +583,32 @@ static struct kiln__bin_tier *prepare_binaries(const struct kiln_prepare_options
     return kiln__bin_tier_for_run(o->binaries, vk, provider, &bo);
 }
 
-static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
-                   void *progress_user, struct kiln_prepare_summary *s, uint64_t t0)
+/* What one prepare holds from its first phase to its last (prepare()).
+ * It stays where prepare() made it: the programs point at `r`, the
+ * isolated workers' run is `early.run`. */
+struct prepare_run {
+    struct run r;
+    struct prog *progs;
+    struct kiln__prep_item *items;
+    size_t n;
+    bool lock_made;
+    /* The Vulkan context, made beside the translation, and the isolated
+     * workers started with the run, greeted beside its device
+     * (prep_vk_early.c). */
+    struct kiln__prep_early early;
+    struct kiln_vk *vk;     /* the run's context: the caller's or own_vk */
+    struct kiln_vk *own_vk; /* made by this run */
+    uint64_t *ext_masks;
+    struct kiln__bin_provider bin_provider;
+    struct kiln__bin_tier *bins;
+    kiln_prep_progress_fn progress;
+    void *progress_user;
+};
+
+/* Checks the options before anything is made. @return 0 with the program
+ * source in *src, or KILN_EINVAL (logged, and the summary's step INPUT). */
+static int check_input(const struct kiln_prepare_options *o, struct kiln_program_source *src,
+                       struct kiln_prepare_summary *s)
 {
     if (!o || !o->cache_dir || !o->cache_dir[0]) {
         KILN_ERROR("prep", "prepare: no cache folder given");
@@ -599,9 +623,7 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                    kiln_codec_name(o->codec));
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
-
-    struct kiln_program_source src;
-    if (!o->source || KILN_STRUCT_IN(&src, o->source, "kiln_program_source") < 0 || !src.load) {
+    if (!o->source || KILN_STRUCT_IN(src, o->source, "kiln_program_source") < 0 || !src->load) {
         KILN_ERROR("prep", "prepare: no program source given");
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
@@ -609,45 +631,22 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     if (kiln__isolate_check(o->isolate, o->vk && o->on_pipeline) < 0)
         return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
-
-    struct run r = {.o = o,
-                    .src = src,
-                    .t = o->translator,
-                    .sync_every = o->sync_every ? o->sync_every : KILN_PREPARE_SYNC_EVERY};
-    struct prog *progs = NULL;
-    struct kiln__prep_item *items = NULL;
-    struct kiln_vk *own_vk = NULL;
-    uint64_t *ext_masks = NULL;
-    struct kiln__bin_provider bin_provider;
-    struct kiln__bin_tier *bins = NULL;
-    size_t n = 0;
-    bool lock_made = false;
-    int rc;
-    /* The Vulkan context, made beside the translation, and the isolated
-     * workers started with the run, greeted beside its device
-     * (prep_vk_early.c). */
-    struct kiln__prep_early early;
-    KILN__PREP_EARLY_INIT(&early, o);
-    early.run.binaries = early.run.keep_binaries = o->isolate && o->binaries != KILN_BINARIES_OFF;
-
-    /* The programs. */
-    n = r.src.count;
-    if (n == 0) {
+    if (src->count == 0) {
         KILN_ERROR("prep", "prepare: the program source has no programs");
-        fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
-        goto out;
+        return fail_at(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
     }
-    s->programs = n;
-    kiln__prep_early_context(&early);
+    return KILN_OK;
+}
 
-    /* The cache. */
+/* Opens (or makes) the program cache with its stamp, layers, cap and
+ * dictionary: a cache repacked with one is kept, not restarted. */
+static int open_cache(struct prepare_run *p, struct kiln_prepare_summary *s)
+{
+    const struct kiln_prepare_options *o = p->r.o;
     s->stamp = kiln_prepare_stamp(o);
-    rc = make_dirs(o->cache_dir);
-    if (rc < 0) {
-        fail_at(s, KILN_PREP_STEP_CACHE, rc);
-        goto out;
-    }
-    /* With its dictionary: a cache repacked with one is kept, not restarted. */
+    int rc = make_dirs(o->cache_dir);
+    if (rc < 0)
+        return fail_at(s, KILN_PREP_STEP_CACHE, rc);
     struct kiln_cache_options copt = {.size = sizeof(copt),
                                       .stamp = s->stamp,
                                       .flags = KILN_CACHE_CREATE | KILN_CACHE_USE_DICT,
@@ -656,144 +655,188 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
                                       .layers = o->layers,
                                       .nlayers = o->nlayers,
                                       .max_size = o->max_size};
-    rc = kiln_cache_open(o->cache_dir, &copt, &r.cache);
+    rc = kiln_cache_open(o->cache_dir, &copt, &p->r.cache);
     if (rc < 0) {
         /* Returned to the caller, who reports it (a folder holding another
          * kind of file is the user's input, not kiln's failure). */
         KILN_INFO("prep", "%s: cannot open the program cache: %s", o->cache_dir, kiln_strerror(rc));
-        fail_at(s, KILN_PREP_STEP_CACHE, rc);
-        goto out;
+        return fail_at(s, KILN_PREP_STEP_CACHE, rc);
     }
     struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
-    kiln_cache_get_stats(r.cache, &cs);
+    kiln_cache_get_stats(p->r.cache, &cs);
     s->open_kind = cs.open_kind;
-    r.dict = kiln_cache_dict(r.cache);
+    p->r.dict = kiln_cache_dict(p->r.cache);
+    return KILN_OK;
+}
 
-    progs = kiln__calloc(n, sizeof(*progs));
-    items = kiln__calloc(n, sizeof(*items));
-    if (!progs || !items || pthread_mutex_init(&r.put_lock, NULL) != 0) {
-        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
-        goto out;
-    }
-    lock_made = true;
+/* The programs' slots, the pool's size and the memory budget; then the
+ * isolated workers start, their contexts begun beside the translation
+ * (kiln__isolate_early_begin). */
+static int plan_run(struct prepare_run *p, struct kiln_prepare_summary *s, uint64_t t0)
+{
+    const struct kiln_prepare_options *o = p->r.o;
+    size_t n = p->n;
+    p->progs = kiln__calloc(n, sizeof(*p->progs));
+    p->items = kiln__calloc(n, sizeof(*p->items));
+    if (!p->progs || !p->items || pthread_mutex_init(&p->r.put_lock, NULL) != 0)
+        return fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
+    p->lock_made = true;
     for (size_t i = 0; i < n; i++)
-        progs[i] = (struct prog){.run = &r, .index = (uint32_t)i};
+        p->progs[i] = (struct prog){.run = &p->r, .index = (uint32_t)i};
     struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
     s->workers = kiln_pool_auto_workers(
         o->background ? KILN_POOL_WORK_BACKGROUND : KILN_POOL_WORK_BUILD, o->jobs, &plan);
     snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
     if (o->memory_budget == 0) {
         char why[256];
-        r.memory_budget = kiln_pool_default_memory_budget(why, sizeof(why));
+        p->r.memory_budget = kiln_pool_default_memory_budget(why, sizeof(why));
         KILN_INFO("prep", "%s", why);
     } else if (o->memory_budget != UINT64_MAX) {
-        r.memory_budget = o->memory_budget;
+        p->r.memory_budget = o->memory_budget;
     }
-    s->memory_budget = r.memory_budget;
+    s->memory_budget = p->r.memory_budget;
     s->open_ns = kiln_now_ns() - t0;
+    kiln__prep_early_workers(&p->early, o->background, n, s->workers);
+    return KILN_OK;
+}
 
-    /* Isolated workers start now, their Vulkan contexts begun beside the
-     * translation (kiln__isolate_early_begin). */
-    kiln__prep_early_workers(&early, o->background, n, s->workers);
+/* One translate pass (`remake`: only the damaged records) and what stops
+ * the run after it: a cache error, or want of memory. */
+static int translate_checked(struct prepare_run *p, bool remake, struct kiln_prepare_summary *s)
+{
+    uint64_t t = kiln_now_ns();
+    int rc =
+        translate_pass(&p->r, p->progs, p->n, remake, s->workers, p->progress, p->progress_user);
+    s->translate_ns += kiln_now_ns() - t;
+    if (rc < 0)
+        return fail_at(s, KILN_PREP_STEP_OTHER, rc);
+    if (p->r.cache_error)
+        return fail_at(s, KILN_PREP_STEP_CACHE, p->r.cache_error);
+    if (atomic_load(&p->r.no_memory))
+        return fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
+    return KILN_OK;
+}
 
-    /* Translate, pack and store, on the pool. */
-    uint64_t t1 = kiln_now_ns();
-    rc = translate_pass(&r, progs, n, false, s->workers, progress, progress_user);
-    if (rc < 0) {
-        fail_at(s, KILN_PREP_STEP_OTHER, rc);
-        goto out;
-    }
-    s->translate_ns = kiln_now_ns() - t1;
-    if (r.cache_error) {
-        fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
-        goto out;
-    }
-    if (atomic_load(&r.no_memory)) {
-        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
-        goto out;
-    }
-    if (stopping(&r)) {
+/* Translate, pack and store, on the pool; then the dictionary step. */
+static int translate_phase(struct prepare_run *p, struct kiln_prepare_summary *s)
+{
+    KILN_TRY(translate_checked(p, false, s));
+    if (stopping(&p->r)) {
         /* What was stored is synced (translate_pass): the next run resumes. */
-        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
-        goto out;
+        return fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
     }
-    if (o->dict) {
-        uint64_t td = kiln_now_ns();
-        rc = give_dict(&r, progs, n, s);
-        s->dict_ns = kiln_now_ns() - td;
-        if (rc < 0) {
-            fail_at(s, KILN_PREP_STEP_CACHE, rc);
-            goto out;
-        }
-    }
-    if (o->no_vulkan)
-        goto out;
+    if (!p->r.o->dict)
+        return KILN_OK;
+    uint64_t td = kiln_now_ns();
+    int rc = give_dict(&p->r, p->progs, p->n, s);
+    s->dict_ns = kiln_now_ns() - td;
+    return rc < 0 ? fail_at(s, KILN_PREP_STEP_CACHE, rc) : KILN_OK;
+}
 
-    /* Payloads of the programs the cache had already. */
-    uint64_t t2 = kiln_now_ns();
-    rc =
-        load_cached(&r, progs, n, kiln_pool_auto_workers(KILN_POOL_WORK_READ, s->workers, NULL), s);
-    s->load_ns = kiln_now_ns() - t2;
-    if (rc < 0) {
-        fail_at(s, KILN_PREP_STEP_CACHE, rc);
-        goto out;
-    }
-    if (s->remade) {
-        /* Damaged records: made again, the new record replaces the old. */
-        uint64_t t6 = kiln_now_ns();
-        rc = translate_pass(&r, progs, n, true, s->workers, progress, progress_user);
-        s->translate_ns += kiln_now_ns() - t6;
-        if (rc < 0) {
-            fail_at(s, KILN_PREP_STEP_OTHER, rc);
-            goto out;
-        }
-        if (r.cache_error) {
-            fail_at(s, KILN_PREP_STEP_CACHE, r.cache_error);
-            goto out;
-        }
-        if (atomic_load(&r.no_memory)) {
-            fail_at(s, KILN_PREP_STEP_OTHER, KILN_ENOMEM);
-            goto out;
-        }
-    }
-
-    /* The items to build, from the packed payloads. */
-    for (size_t i = 0; i < n; i++) {
-        items[i].key = progs[i].key;
-        items[i].name = progs[i].name;
-        items[i].payload = progs[i].payload ? progs[i].payload : progs[i].loaded;
+/* The payloads of the programs the cache had already (damaged records
+ * made again, the new record replacing the old), then the items to build. */
+static int load_phase(struct prepare_run *p, struct kiln_prepare_summary *s)
+{
+    uint64_t t = kiln_now_ns();
+    int rc = load_cached(&p->r, p->progs, p->n,
+                         kiln_pool_auto_workers(KILN_POOL_WORK_READ, s->workers, NULL), s);
+    s->load_ns = kiln_now_ns() - t;
+    if (rc < 0)
+        return fail_at(s, KILN_PREP_STEP_CACHE, rc);
+    if (s->remade)
+        KILN_TRY(translate_checked(p, true, s));
+    for (size_t i = 0; i < p->n; i++) {
+        const struct prog *g = &p->progs[i];
+        p->items[i].key = g->key;
+        p->items[i].name = g->name;
+        p->items[i].payload = g->payload ? g->payload : g->loaded;
         /* Made by this run, so validated before it was stored (translate_job). */
-        items[i].validated = progs[i].payload != NULL;
-        items[i].size = progs[i].size;
+        p->items[i].validated = g->payload != NULL;
+        p->items[i].size = g->size;
     }
+    return KILN_OK;
+}
 
-    /* Vulkan, with the builders' extensions these items need: the
-     * context begun beside the translation is finished with them. */
-    struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
+/* Vulkan, with the builders' extensions these items need: the context
+ * begun beside the translation is finished with them. Every stage is
+ * validated before its build (start.c, kiln_program_open). */
+static int vulkan_phase(struct prepare_run *p, struct kiln_prepare_summary *s)
+{
+    struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(p->r.o, p->items, p->n);
     struct kiln__prep_vk_got got;
     struct kiln__prep_vk_report report = KILN__PREP_VK_REPORT(s);
-    rc = kiln__prep_early_finish(&early, &want, r.dict, &got, &report);
-    struct kiln_vk *vk = got.vk;
-    own_vk = got.own;
-    ext_masks = got.masks;
-    if (rc < 0) {
-        fail_at(s, KILN_PREP_STEP_VULKAN, rc);
-        goto out;
-    }
+    int rc = kiln__prep_early_finish(&p->early, &want, p->r.dict, &got, &report);
+    p->vk = got.vk;
+    p->own_vk = got.own;
+    p->ext_masks = got.masks;
+    if (rc < 0)
+        return fail_at(s, KILN_PREP_STEP_VULKAN, rc);
     s->vulkan = true;
-    /* Every stage is validated before its build (start.c, kiln_program_open). */
+    return KILN_OK;
+}
 
-    /* Every pipeline. */
-    uint64_t t4 = kiln_now_ns();
-    struct kiln__prep_build b = {.vk = vk,
-                                 .dict = r.dict,
+/* Builds every item, in this process's pool or in isolated workers (whose
+ * pipeline caches are merged into the run's). @return the pipelines built,
+ * or the error. */
+static int64_t build_items(struct prepare_run *p, struct kiln__prep_build *b,
+                           struct kiln__prep_ledger *ledger, struct kiln_prepare_summary *s)
+{
+    const struct kiln_prepare_options *o = p->r.o;
+    if (!o->isolate)
+        return kiln__prep_build_all(b, p->items, p->n, s->workers, &s->pipelines_failed);
+    struct kiln__isolate_run *iso = &p->early.run;
+    iso->build_hint_ns = kiln__prep_ledger_build_ns(ledger);
+    iso->start_hint_ns = !p->own_vk   ? 0
+                         : iso->early ? s->vulkan_ns - s->vulkan_overlap_ns
+                                      : s->vulkan_ns;
+    kiln__prep_isolate_extensions(o->builders, o->nbuilders, p->ext_masks, iso);
+    struct kiln__isolate_stats ist;
+    int64_t built =
+        kiln__isolate_build_all(b, iso, p->items, p->n, s->workers, &s->pipelines_failed, &ist);
+    KILN__ISOLATE_STATS_TO(s, &ist);
+    return built;
+}
+
+/* The driver's compiled pipelines saved for the warm start (pipelines.vkc),
+ * the driver's feedback counted, and the ledger's record of the run. */
+static void save_phase(struct prepare_run *p, struct kiln__prep_build *b,
+                       struct kiln__prep_ledger *ledger, struct kiln_prepare_summary *s)
+{
+    const struct kiln_prepare_options *o = p->r.o;
+    uint64_t t = kiln_now_ns();
+    int rc = kiln_vk_cache_save(p->vk);
+    if (rc < 0 && !(o->vk && rc == KILN_EINVAL)) {
+        KILN_ERROR("prep", "%s: cannot save %s: %s", o->cache_dir, KILN_VK_CACHE_FILE,
+                   kiln_strerror(rc));
+        fail_at(s, KILN_PREP_STEP_CACHE, rc);
+    }
+    s->feedback_pipelines = atomic_load(&b->feedback_pipelines);
+    s->driver_cache_hits = atomic_load(&b->feedback_cache_hits);
+    s->driver_ns = atomic_load(&b->feedback_driver_ns);
+    struct kiln__ledger_run word;
+    kiln__prep_run_word(b, s->pipelines_built, KILN_LEDGER_RUN_PREPARE, &word);
+    kiln__prep_ledger_end(ledger, p->items, p->n, rc == KILN_OK, &word);
+    s->save_ns = kiln_now_ns() - t;
+    if (!s->error && (atomic_load(&b->stopped) || stopping(&p->r)))
+        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
+}
+
+/* Every pipeline: the host tier swept and opened, the ledger's answer
+ * first, builds admitted by what each is expected to need under a budget
+ * (prep_memory.c, learned on this driver in earlier runs), then saved. */
+static int build_phase(struct prepare_run *p, struct kiln_prepare_summary *s)
+{
+    const struct kiln_prepare_options *o = p->r.o;
+    uint64_t t = kiln_now_ns();
+    struct kiln__prep_build b = {.vk = p->vk,
+                                 .dict = p->r.dict,
                                  .on_pipeline = o->vk ? o->on_pipeline : NULL,
                                  .pipeline_user = o->pipeline_user,
-                                 .progress = progress,
-                                 .progress_user = progress_user,
+                                 .progress = p->progress,
+                                 .progress_user = p->progress_user,
                                  .builders = o->builders,
                                  .nbuilders = o->nbuilders,
-                                 .memory_budget = r.memory_budget,
+                                 .memory_budget = p->r.memory_budget,
                                  .background = o->background,
                                  .executor = o->executor,
                                  .cancel = o->cancel,
@@ -801,51 +844,32 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     if (o->binaries != KILN_BINARIES_OFF) {
         /* The tier follows the programs (a prune or the cap dropped some). */
         struct kiln_binaries_sweep_report sw;
-        if (kiln__bin_sweep(r.cache, o->io, &sw) == KILN_OK)
+        if (kiln__bin_sweep(p->r.cache, o->io, &sw) == KILN_OK)
             s->binaries_swept = sw.swept;
     }
-    bins = prepare_binaries(o, vk, &bin_provider);
-    b.bins = bins;
+    p->bins = prepare_binaries(o, p->vk, &p->bin_provider);
+    b.bins = p->bins;
     struct kiln__prep_ledger *ledger = NULL;
-    rc = kiln__prep_ledger_begin(o, vk, bins, items, n, s, &ledger);
-    if (rc < 0) {
-        fail_at(s, KILN_PREP_STEP_OTHER, rc);
-        goto out;
-    }
+    int rc = kiln__prep_ledger_begin(o, p->vk, p->bins, p->items, p->n, s, &ledger);
+    if (rc < 0)
+        return fail_at(s, KILN_PREP_STEP_OTHER, rc);
     b.journal = kiln__prep_ledger_journal(ledger);
-    /* With a budget, builds are admitted by what each is expected to need
-     * (prep_memory.c), learned on this driver in earlier runs. */
     struct kiln__prep_memory mem;
     kiln__prep_memory_init(&mem);
-    if (r.memory_budget && !o->largest_seen_budget) {
+    if (p->r.memory_budget && !o->largest_seen_budget) {
         kiln__prep_ledger_memory_load(ledger, &mem);
         b.memory = &mem;
     }
-    int64_t built;
-    if (o->isolate) {
-        /* In worker processes; their pipeline caches are merged into vk's. */
-        struct kiln__isolate_run *iso = &early.run;
-        iso->build_hint_ns = kiln__prep_ledger_build_ns(ledger);
-        iso->start_hint_ns = !own_vk      ? 0
-                             : iso->early ? s->vulkan_ns - s->vulkan_overlap_ns
-                                          : s->vulkan_ns;
-        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, iso);
-        struct kiln__isolate_stats ist;
-        built = kiln__isolate_build_all(&b, iso, items, n, s->workers, &s->pipelines_failed, &ist);
-        KILN__ISOLATE_STATS_TO(s, &ist);
-    } else {
-        built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
-    }
-    s->pipelines_ns = kiln_now_ns() - t4;
+    int64_t built = build_items(p, &b, ledger, s);
+    s->pipelines_ns = kiln_now_ns() - t;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     /* Made by this run: counted when stored (one warning line each). */
     s->recorded_invalid += atomic_load(&b.recorded_invalid);
     kiln__prep_ledger_memory_keep(ledger, b.memory);
     kiln__prep_memory_destroy(&mem);
     if (built < 0) {
-        kiln__prep_ledger_end(ledger, items, n, false, NULL);
-        fail_at(s, KILN_PREP_STEP_OTHER, (int)built);
-        goto out;
+        kiln__prep_ledger_end(ledger, p->items, p->n, false, NULL);
+        return fail_at(s, KILN_PREP_STEP_OTHER, (int)built);
     }
     s->pipelines_built = (uint64_t)built;
     /* Only what reached a driver or builder: not a stage refused before
@@ -853,53 +877,76 @@ static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn p
     uint64_t not_compiled = atomic_load(&b.bad) + atomic_load(&b.unreached);
     s->driver_compiles = s->pipelines_built + s->pipelines_failed -
                          (not_compiled < s->pipelines_failed ? not_compiled : s->pipelines_failed);
+    save_phase(p, &b, ledger, s);
+    return KILN_OK;
+}
 
-    /* The driver's compiled pipelines, for the warm start. */
-    uint64_t t5 = kiln_now_ns();
-    rc = kiln_vk_cache_save(vk);
-    if (rc < 0 && !(o->vk && rc == KILN_EINVAL)) {
-        KILN_ERROR("prep", "%s: cannot save %s: %s", o->cache_dir, KILN_VK_CACHE_FILE,
-                   kiln_strerror(rc));
-        fail_at(s, KILN_PREP_STEP_CACHE, rc);
-    }
-    s->feedback_pipelines = atomic_load(&b.feedback_pipelines);
-    s->driver_cache_hits = atomic_load(&b.feedback_cache_hits);
-    s->driver_ns = atomic_load(&b.feedback_driver_ns);
-    struct kiln__ledger_run word;
-    kiln__prep_run_word(&b, s->pipelines_built, KILN_LEDGER_RUN_PREPARE, &word);
-    kiln__prep_ledger_end(ledger, items, n, rc == KILN_OK, &word);
-    s->save_ns = kiln_now_ns() - t5;
-    if (!s->error && (atomic_load(&b.stopped) || stopping(&r)))
-        fail_at(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
-
-out:
-    if (progs)
-        count(&r, progs, n, s);
-    if (r.cache) {
-        const struct kiln_pack_dict *d = kiln_cache_dict(r.cache);
+/* Counts into the summary and frees what the run made, whichever phase it
+ * ended in. */
+static void finish_run(struct prepare_run *p, struct kiln_prepare_summary *s, uint64_t t0)
+{
+    if (p->progs)
+        count(&p->r, p->progs, p->n, s);
+    if (p->r.cache) {
+        const struct kiln_pack_dict *d = kiln_cache_dict(p->r.cache);
         size_t dsize = 0;
         s->dict_id = kiln_pack_dict_id(d);
         if (d && kiln_pack_dict_bytes(d, &dsize))
             s->dict_bytes = dsize;
     }
-    KILN__PREP_BINARIES_COUNTS(bins, s);
-    kiln__bin_tier_close(bins);
-    kiln__prep_early_end(&early);
-    kiln_vk_destroy(own_vk);
-    kiln__free(ext_masks);
-    for (size_t i = 0; progs && i < n; i++) {
-        kiln__free(progs[i].name);
-        kiln_pack_free(progs[i].payload);
-        kiln_cache_payload_free(progs[i].loaded);
+    KILN__PREP_BINARIES_COUNTS(p->bins, s);
+    kiln__bin_tier_close(p->bins);
+    kiln__prep_early_end(&p->early);
+    kiln_vk_destroy(p->own_vk);
+    kiln__free(p->ext_masks);
+    for (size_t i = 0; p->progs && i < p->n; i++) {
+        kiln__free(p->progs[i].name);
+        kiln_pack_free(p->progs[i].payload);
+        kiln_cache_payload_free(p->progs[i].loaded);
     }
-    kiln__free(items);
-    kiln__free(progs);
-    if (lock_made)
-        pthread_mutex_destroy(&r.put_lock);
-    kiln_cache_close(r.cache);
+    kiln__free(p->items);
+    kiln__free(p->progs);
+    if (p->lock_made)
+        pthread_mutex_destroy(&p->r.put_lock);
+    kiln_cache_close(p->r.cache);
     s->canceled = s->error == KILN_ECANCELED;
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
+}
+
+/* The run, phase by phase; each phase that fails has set the summary's
+ * error and step, and the phases after it are skipped. */
+static int prepare(const struct kiln_prepare_options *o, kiln_prep_progress_fn progress,
+                   void *progress_user, struct kiln_prepare_summary *s, uint64_t t0)
+{
+    struct kiln_program_source src;
+    KILN_TRY(check_input(o, &src, s));
+    struct prepare_run p = {
+        .r = {.o = o,
+              .src = src,
+              .t = o->translator,
+              .sync_every = o->sync_every ? o->sync_every : KILN_PREPARE_SYNC_EVERY},
+        .n = src.count,
+        .progress = progress,
+        .progress_user = progress_user};
+    KILN__PREP_EARLY_INIT(&p.early, o);
+    p.early.run.binaries = p.early.run.keep_binaries =
+        o->isolate && o->binaries != KILN_BINARIES_OFF;
+    s->programs = p.n;
+    kiln__prep_early_context(&p.early);
+
+    int rc = open_cache(&p, s);
+    if (rc == KILN_OK)
+        rc = plan_run(&p, s, t0);
+    if (rc == KILN_OK)
+        rc = translate_phase(&p, s);
+    if (rc == KILN_OK && !o->no_vulkan)
+        rc = load_phase(&p, s);
+    if (rc == KILN_OK && !o->no_vulkan)
+        rc = vulkan_phase(&p, s);
+    if (rc == KILN_OK && !o->no_vulkan)
+        build_phase(&p, s);
+    finish_run(&p, s, t0);
     return s->error;
 }
 
