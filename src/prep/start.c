@@ -1106,8 +1106,38 @@ static void start_binaries_counts(struct kiln__prep_build *b, struct kiln_start_
     s->compiled = s->pipelines_built > known ? s->pipelines_built - known : 0;
 }
 
-static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
-                      void *progress_user, struct kiln_start_summary *s, uint64_t t0)
+/* What one warm start holds from its first phase to its last
+ * (warm_start()). It stays where warm_start() made it: the isolated
+ * workers' run is `early.run`. */
+struct start_run {
+    const struct kiln_start_options *o;
+    struct kiln_cache *cache; /* closed once the records are read */
+    bool writer;
+    struct kiln__journal *journal;
+    struct kiln_cache_entry *entries;
+    size_t n; /* the records chosen (start_choose) */
+    struct kiln_key *keys;
+    struct kiln_cache_result *res;
+    struct kiln__prep_item *items;
+    unsigned char *retried;
+    /* The dictionary, copied: the handle is closed before the pipelines. */
+    struct kiln_pack_dict *dict;
+    /* The Vulkan context, begun beside the reading, and the isolated
+     * workers started with it, greeted beside its device (prep_vk_early.c). */
+    struct kiln__prep_early early;
+    struct kiln_vk *vk;     /* the run's context: the caller's or own_vk */
+    struct kiln_vk *own_vk; /* made by this run */
+    uint64_t *ext_masks;
+    struct kiln__ledger_driver drv;
+    struct kiln__bin_provider bin_provider;
+    struct kiln__bin_tier *bins;
+    kiln_prep_progress_fn progress;
+    void *progress_user;
+};
+
+/* Checks the options before anything is opened. @return 0, or KILN_EINVAL
+ * (logged, and the summary's step INPUT). */
+static int start_check_input(const struct kiln_start_options *o, struct kiln_start_summary *s)
 {
     if (!o || !o->cache_dir) {
         KILN_ERROR("prep", "warm start: no cache folder given");
@@ -1121,11 +1151,16 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
     }
     if (kiln__isolate_check(o->isolate, o->vk && o->on_pipeline) < 0)
         return start_fail(s, KILN_PREP_STEP_INPUT, KILN_EINVAL);
+    return KILN_OK;
+}
 
-    /* Open by the index; a writer when it can be (see the top). */
-    struct kiln_cache *cache = NULL;
-    bool writer = false;
-    int rc = start_open(o, &cache, &writer, s);
+/* Opens the cache by the index, a writer when it can be (see the top), and
+ * records what a dead run had in flight while the writer lock is held (a
+ * start that is not a writer leaves it for one that is). */
+static int start_open_phase(struct start_run *p, struct kiln_start_summary *s, uint64_t t0)
+{
+    const struct kiln_start_options *o = p->o;
+    int rc = start_open(o, &p->cache, &p->writer, s);
     if (rc < 0) {
         /* Returned to the caller, who says it to the user (no cache, or a
          * file of another kind, is the user's input, not kiln's failure). */
@@ -1141,181 +1176,208 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
                               : KILN_PREP_STEP_CACHE,
                           rc);
     }
-    /* What a dead run had in flight: recorded now, while the writer lock is
-     * held; a start that is not a writer leaves it for one that is. */
-    struct kiln__journal *journal = NULL;
-    if (!o->no_vulkan && kiln__journal_scan(o->cache_dir, o->io, &journal) == KILN_OK) {
+    if (!o->no_vulkan && kiln__journal_scan(o->cache_dir, o->io, &p->journal) == KILN_OK) {
         const struct kiln__journal_suspect *sus = NULL;
-        size_t nsus = kiln__journal_suspects(journal, &sus);
-        kiln__journal_settle(journal, nsus && writer &&
-                                          kiln__prep_record_suspects(o->cache_dir, o->io, NULL,
-                                                                     NULL, sus, nsus) == KILN_OK);
+        size_t nsus = kiln__journal_suspects(p->journal, &sus);
+        kiln__journal_settle(
+            p->journal,
+            nsus && p->writer &&
+                kiln__prep_record_suspects(o->cache_dir, o->io, NULL, NULL, sus, nsus) == KILN_OK);
     }
     struct kiln_cache_stats cs = KILN_CACHE_STATS_INIT;
-    kiln_cache_get_stats(cache, &cs);
+    kiln_cache_get_stats(p->cache, &cs);
     s->open_kind = cs.open_kind;
     s->stamp = cs.stamp;
     s->dict_id = cs.dict_id;
     snprintf(s->open_text, sizeof(s->open_text), "%s", cs.open_text);
+    return KILN_OK;
+}
 
-    struct kiln_cache_entry *entries = NULL;
-    size_t n = 0;
-    struct kiln_key *keys = NULL;
-    struct kiln_cache_result *res = NULL;
-    struct kiln__prep_item *items = NULL;
-    struct kiln_vk *own_vk = NULL;
-    uint64_t *ext_masks = NULL;
-    struct kiln_pack_dict *dict = NULL;
-    unsigned char *retried = NULL;
-    struct kiln__bin_provider bin_provider;
-    struct kiln__bin_tier *bins = NULL;
-    /* The Vulkan context, begun beside the reading, and the isolated
-     * workers started with it, greeted beside its device (prep_vk_early.c). */
-    struct kiln__prep_early early;
-    KILN__PREP_EARLY_INIT(&early, o);
-    early.run.binaries = o->isolate && o->binaries != KILN_BINARIES_OFF;
-    early.run.keep_binaries = early.run.binaries && !o->read_only;
-    rc = kiln_cache_entries(cache, &entries, &n);
-    s->records = n;
+/* The records to start (all, or the subset asked), their slots, the
+ * dictionary's copy and the pool's size; then the context and the isolated
+ * workers begin, beside the reading. */
+static int start_choose_phase(struct start_run *p, struct kiln_start_summary *s, uint64_t t0)
+{
+    const struct kiln_start_options *o = p->o;
+    int rc = kiln_cache_entries(p->cache, &p->entries, &p->n);
+    s->records = p->n;
     if (rc == KILN_OK)
-        rc = start_choose(o, cache, entries, &n, s);
+        rc = start_choose(o, p->cache, p->entries, &p->n, s);
+    size_t n = p->n;
     if (rc == KILN_OK && n) {
-        keys = kiln__malloc(n * sizeof(*keys));
-        items = kiln__calloc(n, sizeof(*items));
-        retried = kiln__calloc(n, 1);
-        if (!keys || !items || !retried)
+        p->keys = kiln__malloc(n * sizeof(*p->keys));
+        p->items = kiln__calloc(n, sizeof(*p->items));
+        p->retried = kiln__calloc(n, 1);
+        if (!p->keys || !p->items || !p->retried)
             rc = KILN_ENOMEM;
     }
-    /* The dictionary, copied: the handle is closed before the pipelines. */
-    if (rc == KILN_OK && kiln_cache_dict(cache)) {
+    if (rc == KILN_OK && kiln_cache_dict(p->cache)) {
         size_t dsize = 0;
-        const void *dbytes = kiln_pack_dict_bytes(kiln_cache_dict(cache), &dsize);
-        rc = kiln_pack_dict_load(dbytes, dsize, &dict);
+        const void *dbytes = kiln_pack_dict_bytes(kiln_cache_dict(p->cache), &dsize);
+        rc = kiln_pack_dict_load(dbytes, dsize, &p->dict);
     }
     s->open_ns = kiln_now_ns() - t0;
-    if (rc != KILN_OK) {
-        start_fail(s, KILN_PREP_STEP_OTHER, rc);
-        goto out;
-    }
+    if (rc != KILN_OK)
+        return start_fail(s, KILN_PREP_STEP_OTHER, rc);
     for (size_t i = 0; i < n; i++)
-        keys[i] = entries[i].key;
-
+        p->keys[i] = p->entries[i].key;
     struct kiln_pool_plan plan = KILN_POOL_PLAN_INIT;
     s->workers = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, o->jobs, &plan);
     snprintf(s->workers_reason, sizeof(s->workers_reason), "%s", plan.reason);
     s->read_threads = kiln_pool_auto_workers(KILN_POOL_WORK_READ, s->workers, NULL);
-    kiln__prep_early_context(&early);
-    kiln__prep_early_workers(&early, false, n, s->workers);
+    kiln__prep_early_context(&p->early);
+    kiln__prep_early_workers(&p->early, false, n, s->workers);
+    return KILN_OK;
+}
 
-    /* Read every record at once; the load marks each one used today. */
-    uint64_t t1 = kiln_now_ns();
-    if (n) {
-        int64_t got = kiln_cache_load_many(cache, keys, n, s->read_threads, &res);
-        if (got < 0) {
-            KILN_ERROR("prep", "%s: cannot read the program cache: %s", o->cache_dir,
-                       kiln_strerror((int)got));
-            start_fail(s, KILN_PREP_STEP_CACHE, (int)got);
-            goto out;
-        }
-        s->loaded = (uint64_t)got;
-    }
-    s->read_ns = kiln_now_ns() - t1;
-    for (size_t i = 0; i < n; i++) {
-        items[i].key = keys[i];
-        if (res[i].status < 0) {
-            s->missing++;
-            items[i].status = res[i].status;
-            continue;
-        }
-        s->bytes += res[i].size;
-        items[i].payload = res[i].data;
-        items[i].size = res[i].size;
-    }
-    if (s->missing)
-        KILN_WARN("prep",
-                  "%s: %" PRIu64 " of %zu records missing or damaged: not built "
-                  "(kiln prepare makes them again)",
-                  o->cache_dir, s->missing, n);
-
-    /* Last use, then the lock goes: the payloads outlive the handle. */
-    if (writer) {
-        rc = kiln_cache_save_use(cache);
+/* The last use recorded (a writer's), the tier swept to the programs while
+ * no program can come, then the lock goes: the payloads outlive the handle. */
+static void start_release_cache(struct start_run *p, struct kiln_start_summary *s)
+{
+    const struct kiln_start_options *o = p->o;
+    if (p->writer) {
+        int rc = kiln_cache_save_use(p->cache);
         s->use_recorded = rc == KILN_OK; /* advisory: a failure was logged */
         if (rc < 0)
             snprintf(s->use_text, sizeof(s->use_text), "not written: %s", kiln_strerror(rc));
     } else {
         KILN_INFO("prep", "%s: last use not recorded (%s)", o->cache_dir, s->use_text);
     }
-    /* The tier follows the programs, while no program can come (writer). */
-    if (writer && o->binaries != KILN_BINARIES_OFF && !o->no_vulkan) {
+    if (p->writer && o->binaries != KILN_BINARIES_OFF && !o->no_vulkan) {
         struct kiln_binaries_sweep_report sw;
-        if (kiln__bin_sweep(cache, o->io, &sw) == KILN_OK)
+        if (kiln__bin_sweep(p->cache, o->io, &sw) == KILN_OK)
             s->binaries_swept = sw.swept;
     }
-    kiln_cache_close(cache);
-    cache = NULL;
+    kiln_cache_close(p->cache);
+    p->cache = NULL;
+}
 
-    if (o->no_vulkan)
-        goto out;
+/* Reads every chosen record at once (the load marks each one used today);
+ * a missing or damaged one is counted and not built. */
+static int start_read_phase(struct start_run *p, struct kiln_start_summary *s)
+{
+    const struct kiln_start_options *o = p->o;
+    uint64_t t = kiln_now_ns();
+    if (p->n) {
+        int64_t got = kiln_cache_load_many(p->cache, p->keys, p->n, s->read_threads, &p->res);
+        if (got < 0) {
+            KILN_ERROR("prep", "%s: cannot read the program cache: %s", o->cache_dir,
+                       kiln_strerror((int)got));
+            return start_fail(s, KILN_PREP_STEP_CACHE, (int)got);
+        }
+        s->loaded = (uint64_t)got;
+    }
+    s->read_ns = kiln_now_ns() - t;
+    for (size_t i = 0; i < p->n; i++) {
+        struct kiln__prep_item *it = &p->items[i];
+        it->key = p->keys[i];
+        if (p->res[i].status < 0) {
+            s->missing++;
+            it->status = p->res[i].status;
+            continue;
+        }
+        s->bytes += p->res[i].size;
+        it->payload = p->res[i].data;
+        it->size = p->res[i].size;
+    }
+    if (s->missing)
+        KILN_WARN("prep",
+                  "%s: %" PRIu64 " of %zu records missing or damaged: not built "
+                  "(kiln prepare makes them again)",
+                  o->cache_dir, s->missing, p->n);
+    start_release_cache(p, s);
+    return KILN_OK;
+}
 
-    /* Vulkan, with the pipeline cache kiln prepare saved: the context
-     * begun beside the reading is finished with the records' extensions. */
-    struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, items, n);
+/* Vulkan, with the pipeline cache kiln prepare saved: the context begun
+ * beside the reading is finished with the records' extensions; then the
+ * ledger's answer, and the journal claimed for a start in this process
+ * (an isolated worker's crash costs no run). */
+static int start_vulkan_phase(struct start_run *p, struct kiln_start_summary *s)
+{
+    const struct kiln_start_options *o = p->o;
+    struct kiln__prep_vk_want want = KILN__PREP_VK_WANT(o, p->items, p->n);
     struct kiln__prep_vk_got got;
     struct kiln__prep_vk_report report = KILN__PREP_VK_REPORT(s);
-    rc = kiln__prep_early_finish(&early, &want, dict, &got, &report);
-    struct kiln_vk *vk = got.vk;
-    own_vk = got.own;
-    ext_masks = got.masks;
-    if (rc < 0) {
-        start_fail(s, KILN_PREP_STEP_VULKAN, rc);
-        goto out;
-    }
+    int rc = kiln__prep_early_finish(&p->early, &want, p->dict, &got, &report);
+    p->vk = got.vk;
+    p->own_vk = got.own;
+    p->ext_masks = got.masks;
+    if (rc < 0)
+        return start_fail(s, KILN_PREP_STEP_VULKAN, rc);
     s->vulkan = true;
-    struct kiln__ledger_driver drv;
-    kiln__prep_driver(vk, &drv);
-    start_ledger_begin(o, journal, &drv, items, n, retried, s);
-    if (!o->isolate) /* an isolated worker's crash costs no run */
-        kiln__journal_claim(journal, &drv, s->workers);
+    kiln__prep_driver(p->vk, &p->drv);
+    start_ledger_begin(o, p->journal, &p->drv, p->items, p->n, p->retried, s);
+    if (!o->isolate)
+        kiln__journal_claim(p->journal, &p->drv, s->workers);
+    return KILN_OK;
+}
 
-    uint64_t t3 = kiln_now_ns();
-    struct kiln__prep_build b = {.vk = vk,
-                                 .dict = dict,
+/* New driver data kept for the next start, the driver's feedback counted,
+ * the ledger's record of the run; a stopped start keeps what was built and
+ * says it did not finish. */
+static void start_save_phase(struct start_run *p, struct kiln__prep_build *b,
+                             struct kiln_start_summary *s)
+{
+    if (p->own_vk &&
+        (s->vk_cache_state == KILN_VK_CACHE_NEW || s->vk_cache_state == KILN_VK_CACHE_REJECTED)) {
+        int rc = kiln_vk_cache_save(p->own_vk);
+        if (rc < 0)
+            s->vk_cache_save_error = rc; /* its one line is the vk module's */
+    }
+    s->feedback_pipelines = atomic_load(&b->feedback_pipelines);
+    s->driver_cache_hits = atomic_load(&b->feedback_cache_hits);
+    s->driver_ns = atomic_load(&b->feedback_driver_ns);
+    struct kiln__ledger_run word;
+    kiln__prep_run_word(b, s->pipelines_built, KILN_LEDGER_RUN_START, &word);
+    start_ledger_end(p->o, p->own_vk, &p->drv, p->items, p->n, p->retried, &word);
+    if (atomic_load(&b->stopped)) {
+        s->canceled = true;
+        start_fail(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
+    }
+}
+
+/* Every chosen pipeline, from the host tier's binaries where it has them,
+ * in this process's pool or in isolated workers (whose pipeline caches are
+ * merged into the run's); then saved. */
+static int start_build_phase(struct start_run *p, struct kiln_start_summary *s)
+{
+    const struct kiln_start_options *o = p->o;
+    uint64_t t = kiln_now_ns();
+    struct kiln__prep_build b = {.vk = p->vk,
+                                 .dict = p->dict,
                                  .on_pipeline = o->vk ? o->on_pipeline : NULL,
                                  .pipeline_user = o->pipeline_user,
-                                 .progress = progress,
-                                 .progress_user = progress_user,
+                                 .progress = p->progress,
+                                 .progress_user = p->progress_user,
                                  .builders = o->builders,
                                  .nbuilders = o->nbuilders,
                                  .executor = o->executor,
                                  .cancel = o->cancel,
                                  .cancel_user = o->cancel_user,
-                                 .journal = journal};
-    bins = start_binaries(o, vk, &bin_provider);
-    b.bins = bins;
+                                 .journal = p->journal};
+    p->bins = start_binaries(o, p->vk, &p->bin_provider);
+    b.bins = p->bins;
     int64_t built;
     if (o->isolate) {
-        /* In worker processes; their pipeline caches are merged into vk's. */
-        kiln__prep_isolate_extensions(o->builders, o->nbuilders, ext_masks, &early.run);
+        kiln__prep_isolate_extensions(o->builders, o->nbuilders, p->ext_masks, &p->early.run);
         struct kiln__isolate_stats ist;
-        built = kiln__isolate_build_all(&b, &early.run, items, n, s->workers, &s->pipelines_failed,
-                                        &ist);
+        built = kiln__isolate_build_all(&b, &p->early.run, p->items, p->n, s->workers,
+                                        &s->pipelines_failed, &ist);
         KILN__ISOLATE_STATS_TO(s, &ist);
     } else {
-        built = kiln__prep_build_all(&b, items, n, s->workers, &s->pipelines_failed);
+        built = kiln__prep_build_all(&b, p->items, p->n, s->workers, &s->pipelines_failed);
     }
-    s->pipelines_ns = kiln_now_ns() - t3;
-    kiln__journal_close(journal); /* the phase is over: nothing in flight */
-    journal = NULL;
+    s->pipelines_ns = kiln_now_ns() - t;
+    kiln__journal_close(p->journal); /* the phase is over: nothing in flight */
+    p->journal = NULL;
     s->pipelines_skipped = kiln__prep_kind_counts(&b, s->kinds);
     s->bad = atomic_load(&b.bad);
     s->lone_modules = atomic_load(&b.lone);
     s->recorded_invalid = atomic_load(&b.recorded_invalid);
     s->pipelines_failed -= s->bad;
-    if (built < 0) {
-        start_fail(s, KILN_PREP_STEP_OTHER, (int)built);
-        goto out;
-    }
+    if (built < 0)
+        return start_fail(s, KILN_PREP_STEP_OTHER, (int)built);
     s->pipelines_built = (uint64_t)built;
     start_binaries_counts(&b, s);
     if (s->lone_modules)
@@ -1323,42 +1385,49 @@ static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn 
                   "%s: %" PRIu64 " records are single graphics modules (no pipeline alone): "
                   "stored, not built",
                   o->cache_dir, s->lone_modules);
+    start_save_phase(p, &b, s);
+    return KILN_OK;
+}
 
-    /* New driver data: keep it for the next start. */
-    if (own_vk &&
-        (s->vk_cache_state == KILN_VK_CACHE_NEW || s->vk_cache_state == KILN_VK_CACHE_REJECTED)) {
-        rc = kiln_vk_cache_save(own_vk);
-        if (rc < 0)
-            s->vk_cache_save_error = rc; /* its one line is the vk module's */
-    }
-    s->feedback_pipelines = atomic_load(&b.feedback_pipelines);
-    s->driver_cache_hits = atomic_load(&b.feedback_cache_hits);
-    s->driver_ns = atomic_load(&b.feedback_driver_ns);
-    struct kiln__ledger_run word;
-    kiln__prep_run_word(&b, s->pipelines_built, KILN_LEDGER_RUN_START, &word);
-    start_ledger_end(o, own_vk, &drv, items, n, retried, &word);
-    /* Stopped: what was built is kept (pipelines.vkc, the ledger), and
-     * the run says it did not finish. */
-    if (atomic_load(&b.stopped)) {
-        s->canceled = true;
-        start_fail(s, KILN_PREP_STEP_OTHER, KILN_ECANCELED);
-    }
-
-out:
-    kiln__prep_early_end(&early);
-    kiln__bin_tier_close(bins);
-    kiln__journal_close(journal);
-    kiln__free(retried);
-    kiln_vk_destroy(own_vk);
-    kiln__free(ext_masks);
-    kiln_cache_results_free(res, n);
-    kiln__free(items);
-    kiln__free(keys);
-    kiln_cache_entries_free(entries);
-    kiln_cache_close(cache);
-    kiln_pack_dict_destroy(dict);
+/* Frees what the start made, whichever phase it ended in. */
+static void start_finish(struct start_run *p, struct kiln_start_summary *s, uint64_t t0)
+{
+    kiln__prep_early_end(&p->early);
+    kiln__bin_tier_close(p->bins);
+    kiln__journal_close(p->journal);
+    kiln__free(p->retried);
+    kiln_vk_destroy(p->own_vk);
+    kiln__free(p->ext_masks);
+    kiln_cache_results_free(p->res, p->n);
+    kiln__free(p->items);
+    kiln__free(p->keys);
+    kiln_cache_entries_free(p->entries);
+    kiln_cache_close(p->cache);
+    kiln_pack_dict_destroy(p->dict);
     s->total_ns = kiln_now_ns() - t0;
     s->peak_rss = kiln_peak_rss_bytes();
+}
+
+/* The start, phase by phase; each phase that fails has set the summary's
+ * error and step, and the phases after it are skipped. */
+static int warm_start(const struct kiln_start_options *o, kiln_prep_progress_fn progress,
+                      void *progress_user, struct kiln_start_summary *s, uint64_t t0)
+{
+    KILN_TRY(start_check_input(o, s));
+    struct start_run p = {.o = o, .progress = progress, .progress_user = progress_user};
+    KILN_TRY(start_open_phase(&p, s, t0));
+    KILN__PREP_EARLY_INIT(&p.early, o);
+    p.early.run.binaries = o->isolate && o->binaries != KILN_BINARIES_OFF;
+    p.early.run.keep_binaries = p.early.run.binaries && !o->read_only;
+
+    int rc = start_choose_phase(&p, s, t0);
+    if (rc == KILN_OK)
+        rc = start_read_phase(&p, s);
+    if (rc == KILN_OK && !o->no_vulkan)
+        rc = start_vulkan_phase(&p, s);
+    if (rc == KILN_OK && !o->no_vulkan)
+        start_build_phase(&p, s);
+    start_finish(&p, s, t0);
     return s->error;
 }
 
