@@ -115,8 +115,10 @@ static int translate_none(void *user, const struct kiln_source *src, uint32_t **
 static void fixture_open(void)
 {
     memset(&F, 0, sizeof(F));
-    snprintf(F.dir, sizeof(F.dir), "%s/cache", kt_tmpdir());
-    snprintf(F.file, sizeof(F.file), "%s/file", kt_tmpdir());
+    /* One folder for both: a second kt_tmpdir() would remove the first. */
+    const char *tmp = kt_tmpdir();
+    snprintf(F.dir, sizeof(F.dir), "%s/cache", tmp);
+    snprintf(F.file, sizeof(F.file), "%s/file", tmp);
     struct kiln_cache_options o = {.size = sizeof(o), .flags = KILN_CACHE_CREATE};
     KT_REQUIRE_OK(kiln_cache_open(F.dir, &o, &F.cache));
     KT_REQUIRE_OK(kiln_pool_create(1, 4, &F.pool));

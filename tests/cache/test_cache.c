@@ -1367,8 +1367,9 @@ static void on_cache_progress(void *user, const char *what, uint64_t done, uint6
 KT_CASE(progress_reported)
 {
     char dir[4096], out[4200];
-    snprintf(dir, sizeof(dir), "%s/c", kt_tmpdir());
-    snprintf(out, sizeof(out), "%s/m", kt_tmpdir());
+    const char *tmp = kt_tmpdir(); /* one folder: a second call removes the first */
+    snprintf(dir, sizeof(dir), "%s/c", tmp);
+    snprintf(out, sizeof(out), "%s/m", tmp);
     struct kiln_cache *c;
     KT_REQUIRE_OK(open_cache(dir, STAMP, KILN_CACHE_CREATE, &c));
     for (int round = 0; round < 2; round++)

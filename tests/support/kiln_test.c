@@ -19,6 +19,9 @@
 #endif
 
 int kt_failures;
+/* The test program's name, in its folders' names ("kiln-test-NAME-XXXXXX"),
+ * so a folder left behind says whose it is. */
+static char kt_program[64] = "case";
 static char kt_dir[4096];
 static bool kt_dir_made;
 
@@ -136,6 +139,11 @@ static char *make_temp_dir(char *templ)
     }
     return NULL;
 }
+
+static long this_process(void)
+{
+    return (long)GetCurrentProcessId();
+}
 #else
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -165,20 +173,50 @@ static char *make_temp_dir(char *templ)
 {
     return mkdtemp(templ);
 }
+
+static long this_process(void)
+{
+    return (long)getpid();
+}
 #endif
+
+/* The process that made kt_dir: a forked child that exits does not remove
+ * its parent's folder. */
+static long kt_dir_owner;
+
+/* A case that ends the process (a skip's exit(77), a failed setup's
+ * exit(1)) leaves no folder behind either. */
+static void remove_at_exit(void)
+{
+    if (kt_dir_made && kt_dir_owner == this_process() && !getenv("KT_KEEP"))
+        kt_rmtree(kt_dir);
+}
+
+/* The folders a later kt_tmpdir() removed during the running case: one
+ * that exists again when the case ends was written through a path kept
+ * from before that call, and would be left behind (kt_run fails it). */
+static char kt_removed[8][sizeof(kt_dir)];
+static size_t kt_nremoved;
 
 const char *kt_tmpdir(void)
 {
-    if (kt_dir_made && !getenv("KT_KEEP"))
+    if (kt_dir_made && !getenv("KT_KEEP")) {
         kt_rmtree(kt_dir);
+        if (kt_nremoved < sizeof(kt_removed) / sizeof(kt_removed[0]))
+            snprintf(kt_removed[kt_nremoved++], sizeof(kt_dir), "%s", kt_dir);
+    }
     char base[2048];
     temp_base(base, sizeof(base));
-    snprintf(kt_dir, sizeof(kt_dir), "%s/kiln-test-XXXXXX", base);
+    snprintf(kt_dir, sizeof(kt_dir), "%s/kiln-test-%s-XXXXXX", base, kt_program);
     if (!make_temp_dir(kt_dir)) {
         fprintf(stderr, "kt_tmpdir: cannot make a folder like %s\n", kt_dir);
         exit(1);
     }
     kt_dir_made = true;
+    static bool registered;
+    if (!registered)
+        registered = atexit(remove_at_exit) == 0;
+    kt_dir_owner = this_process();
     return kt_dir;
 }
 
@@ -240,6 +278,15 @@ int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv)
 #ifdef _WIN32
     SetUnhandledExceptionFilter(kt_crashed);
 #endif
+    if (argc > 0 && argv[0]) {
+        const char *base = argv[0];
+        for (const char *c = argv[0]; *c; c++)
+            if (*c == '/' || *c == '\\')
+                base = c + 1;
+        size_t len = strcspn(base, ".");
+        if (len > 0 && len < sizeof(kt_program))
+            snprintf(kt_program, sizeof(kt_program), "%.*s", (int)len, base);
+    }
     if (argc > 1 && strcmp(argv[1], "--list") == 0) {
         for (size_t i = 0; i < n; i++)
             printf("%s\n", cases[i].name);
@@ -257,6 +304,17 @@ int kt_run(const struct kt_case *cases, size_t n, int argc, char **argv)
             kt_rmtree(kt_dir);
             kt_dir_made = false;
         }
+        for (size_t k = 0; k < kt_nremoved; k++) {
+            struct stat st;
+            if (stat(kt_removed[k], &st) == 0) {
+                kt_fail(__FILE__, __LINE__,
+                        "%s: made again after a later kt_tmpdir() removed it (one kt_tmpdir() "
+                        "per case, or kt_case_dir())",
+                        kt_removed[k]);
+                kt_rmtree(kt_removed[k]);
+            }
+        }
+        kt_nremoved = 0;
         ran++;
         bool ok = kt_failures == before;
         failed += !ok;
