@@ -1435,17 +1435,19 @@ static struct flags2_info *chain_flags2(const void *pnext)
     return NULL;
 }
 
-/* The host tier's ask (foz_link.h), for a monolithic graphics or compute
- * pipeline only: a library or a linked pipeline builds as usual. The
- * capture flags go in the recorded VkPipelineCreateFlags2CreateInfoKHR, or
- * in one made here that carries the create's flags (it replaces them). */
-static bool ask_tier(struct build *c, VkPipelineCreateFlags flags, const void **pnext)
+/* The host tier's ask (foz_link.h), for a monolithic pipeline only (a
+ * graphics, compute or ray-tracing one): a library, or a pipeline that
+ * links libraries (`links`: a graphics pipeline's
+ * VkPipelineLibraryCreateInfoKHR, a ray-tracing one's pLibraryInfo),
+ * builds as usual, with the pipeline cache. The capture flags go in the
+ * recorded VkPipelineCreateFlags2CreateInfoKHR, or in one made here that
+ * carries the create's flags (it replaces them). */
+static bool ask_tier(struct build *c, VkPipelineCreateFlags flags, const void **pnext, bool links)
 {
     struct kiln__fb_tier *t = c->tier;
     struct flags2_info *f2 = chain_flags2(*pnext);
-    if (!t || (!t->flags2 && !t->binaries) || c->tag == KILN_FOZ_TAG_RAYTRACING_PIPELINE ||
-        (flags & FLAG_LIBRARY) || (f2 && (f2->flags & FLAG_LIBRARY)) ||
-        chain_has(*pnext, STYPE_PIPELINE_LIBRARY))
+    if (!t || (!t->flags2 && !t->binaries) || links || (flags & FLAG_LIBRARY) ||
+        (f2 && (f2->flags & FLAG_LIBRARY)))
         return false;
     if (t->binaries) {
         ((VkBaseOutStructure *)t->binaries)->pNext = (VkBaseOutStructure *)*pnext;
@@ -1466,10 +1468,10 @@ static bool ask_tier(struct build *c, VkPipelineCreateFlags flags, const void **
 }
 
 bool kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
-                  uint32_t nstages)
+                  uint32_t nstages, bool links)
 {
     *flags |= c->ask_flags;
-    bool tier = ask_tier(c, *flags, pnext);
+    bool tier = ask_tier(c, *flags, pnext, links);
     memset(&c->feedback, 0, sizeof(c->feedback));
     if (!c->b->creation_feedback || nstages > KILN_FOZ_MAX_STAGES ||
         chain_has(*pnext, VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO))
@@ -1622,7 +1624,7 @@ int kiln__fb_build_graphics(struct build *c, struct json_object *p, VkPipelineCa
     }
     if (c->link && c->link->parts_only)
         return KILN_ENOTSUP; /* no parts to build ahead for this one */
-    if (kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount))
+    if (kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount, links))
         cache = VK_NULL_HANDLE;
     VkResult r = c->b->vk.CreateGraphicsPipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateGraphicsPipelines");
@@ -1647,7 +1649,7 @@ int kiln__fb_build_compute(struct build *c, struct json_object *p, VkPipelineCac
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    if (kiln__fb_ask(c, &ci.flags, &ci.pNext, 1))
+    if (kiln__fb_ask(c, &ci.flags, &ci.pNext, 1, false))
         cache = VK_NULL_HANDLE;
     VkResult r = c->b->vk.CreateComputePipelines(c->b->device, cache, 1, &ci, c->b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateComputePipelines");

@@ -256,10 +256,11 @@ void kiln__fb_arena_free(struct build *c);
  * chains the feedback request before *pnext (where the device has it and
  * the recorded chain has none) for a create of `nstages` stages; puts
  * the host tier's ask (struct kiln__fb_tier) in where the pipeline takes
- * it. @return true when it did: the create goes without the pipeline
- * cache (one path per device). */
+ * it (not where the create `links` pipeline libraries). @return true
+ * when it did: the create goes without the pipeline cache (one path per
+ * device). */
 bool kiln__fb_ask(struct build *c, VkPipelineCreateFlags *flags, const void **pnext,
-                  uint32_t nstages);
+                  uint32_t nstages, bool links);
 
 /* A create's VkResult as the build's answer: 0, KILN_ECOMPILE_REQUIRED
  * for a probe the driver answered VK_PIPELINE_COMPILE_REQUIRED, else

@@ -163,7 +163,9 @@ int kiln__fb_build_raytracing(struct build *c, struct json_object *p, VkPipeline
         return kiln__fb_fail(c, KILN_EPARSE, "layout is not a hash");
     if (lh)
         KILN_TRY(kiln__fb_pipeline_layout(c, lh, &ci.layout));
-    (void)kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount); /* the tier takes no ray tracing */
+    /* The host tier takes a ray-tracing pipeline that links no library. */
+    if (kiln__fb_ask(c, &ci.flags, &ci.pNext, ci.stageCount, ci.pLibraryInfo != NULL))
+        cache = VK_NULL_HANDLE;
     VkResult r =
         b->vk.CreateRayTracingPipelinesKHR(b->device, VK_NULL_HANDLE, cache, 1, &ci, b->alloc, out);
     return kiln__fb_created(c, r, "vkCreateRayTracingPipelinesKHR");

@@ -238,6 +238,19 @@ static bool device_has_binaries(char *why, size_t cap)
     return has;
 }
 
+/* Ends the case as skipped (one line, exit 77) where the device kiln picks
+ * has no tier; else the cases after it use the device's own provider. */
+static void need_device_tier(void)
+{
+    pf_need_vulkan();
+    char why[256] = "";
+    if (!device_has_binaries(why, sizeof(why))) {
+        printf("skipped: %s\n", why);
+        exit(77);
+    }
+    kiln__bin_test_provider = NULL;
+}
+
 KT_CASE(on_without_extension_falls_back)
 {
     pf_need_vulkan();
@@ -286,15 +299,14 @@ KT_CASE(on_without_extension_falls_back)
 #define ARCHIVE_GRAPHICS 2
 #define ARCHIVE_PIPES    (ARCHIVE_COMPUTE + ARCHIVE_GRAPHICS)
 
-static int archive_prepare(struct faked *r, char *archive, size_t cap, uint32_t binaries)
+/* Prepares the archive at `archive` into the case's cache with the tier
+ * `binaries`, as kiln prepare --corpus FILE.foz reads it: whole pipelines. */
+static int prepare_archive(struct faked *r, const char *archive, uint32_t binaries)
 {
-    snprintf(archive, cap, "%s/app.foz", kt_case_dir());
-    FW_NEED(fw_write_pipelines(archive, ARCHIVE_COMPUTE, ARCHIVE_GRAPHICS, 0x7000));
     snprintf(r->cache, sizeof(r->cache), "%s/cache", kt_case_dir());
     pf_options(&r->o, r->cache, 2);
     r->o.binaries = binaries;
     r->ps = (struct kiln_prepare_summary)KILN_PREPARE_SUMMARY_INIT;
-    /* As kiln prepare --corpus FILE.foz reads it: whole pipelines. */
     const char *paths[] = {archive};
     struct kiln_foz_pipelines *fp = NULL;
     int rc = kiln_foz_pipelines_open(paths, 1, &fp);
@@ -307,6 +319,13 @@ static int archive_prepare(struct faked *r, char *archive, size_t cap, uint32_t 
     r->o.source = NULL;
     kiln_foz_pipelines_destroy(fp);
     return rc;
+}
+
+static int archive_prepare(struct faked *r, char *archive, size_t cap, uint32_t binaries)
+{
+    snprintf(archive, cap, "%s/app.foz", kt_case_dir());
+    FW_NEED(fw_write_pipelines(archive, ARCHIVE_COMPUTE, ARCHIVE_GRAPHICS, 0x7000));
+    return prepare_archive(r, archive, binaries);
 }
 
 /* archive_prepare with the fake provider (bin_fake.h) of `seed` in place
@@ -652,13 +671,7 @@ KT_CASE(fake_isolated_start_other_driver)
  * start that makes every pipeline from them. */
 KT_CASE(tier)
 {
-    pf_need_vulkan();
-    char why[256] = "";
-    if (!device_has_binaries(why, sizeof(why))) {
-        printf("skipped: %s\n", why);
-        exit(77);
-    }
-    kiln__bin_test_provider = NULL;
+    need_device_tier();
     char cache[4200];
     struct kiln_prepare_options o;
     struct pf_input in;
@@ -686,6 +699,38 @@ KT_CASE(tier)
     KT_CHECK_EQ(s.binaries_damaged, 0);
 }
 
+/* Ray tracing on the device's own tier: of fw_write_raytracing's three
+ * pipelines, the whole one is captured and made from its binaries; the
+ * library and the pipeline linking it keep the pipeline cache (the tier
+ * takes no library and no link). Skips where the device has no tier or
+ * no ray tracing. */
+KT_CASE(tier_raytracing)
+{
+    need_device_tier();
+    char archive[4200];
+    snprintf(archive, sizeof(archive), "%s/rt.foz", kt_case_dir());
+    FW_NEED(fw_write_raytracing(archive, 0x9000));
+    struct faked r;
+    KT_REQUIRE_OK(prepare_archive(&r, archive, KILN_BINARIES_ON));
+    const struct kiln_kind_counts *k = &r.ps.kinds[KILN_STATE_FOZ];
+    if (k->skipped == 3) {
+        printf("skipped: %s\n", k->skip_reason);
+        exit(77);
+    }
+    KT_CHECK(r.ps.binaries_used);
+    KT_CHECK_EQ(k->built, 3);
+    KT_CHECK_EQ(r.ps.pipelines_failed, 0);
+    KT_CHECK_EQ(r.ps.binaries_kept, 1);
+
+    struct kiln_start_summary s;
+    KT_REQUIRE_OK(start(r.cache, KILN_BINARIES_ON, false, false, &s));
+    KT_CHECK(s.binaries_used);
+    KT_CHECK_EQ(s.kinds[KILN_STATE_FOZ].built, 3);
+    KT_CHECK_EQ(s.pipelines_failed, 0);
+    KT_CHECK_EQ(s.from_binaries, 1);
+    KT_CHECK_EQ(s.binaries_damaged, 0);
+}
+
 KT_MAIN(KT_ENTRY(fake_prepare_then_start), KT_ENTRY(fake_stale_key_rebuilds),
         KT_ENTRY(fake_pruned_program_swept), KT_ENTRY(on_without_extension_falls_back),
         KT_ENTRY(fake_archive_prepare_then_start), KT_ENTRY(fake_archive_off_stays_empty),
@@ -694,4 +739,4 @@ KT_MAIN(KT_ENTRY(fake_prepare_then_start), KT_ENTRY(fake_stale_key_rebuilds),
         KT_ENTRY(fake_archive_service_keeps_binaries), KT_ENTRY(fake_isolated_start_from_binaries),
         KT_ENTRY(fake_isolated_prepare_keeps_binaries),
         KT_ENTRY(fake_isolated_prepare_other_driver), KT_ENTRY(fake_isolated_start_other_driver),
-        KT_ENTRY(tier))
+        KT_ENTRY(tier), KT_ENTRY(tier_raytracing))
