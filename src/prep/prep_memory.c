@@ -10,9 +10,16 @@
  * unpacking (kiln_blob_info). Each class keeps one figure: the bytes a
  * build grew per KiB of SPIR-V (at least KILN__MEMORY_FLOOR per build).
  * The pool tells what each build was seen to need (its share of the
- * counted memory while it ran); the figure rises to it at once when a
- * build needed more, and moves a quarter of the way down when it needed
- * less. A prediction is the figure times the KiB plus an eighth: a figure
+ * counted memory while it ran); within a run the figure is the most one
+ * build of the class needed (per KiB): it rises at once and never falls,
+ * since the builds of one class are not alike (on the H100 one class of
+ * generated programs held builds that grew 17 MiB and builds that grew
+ * 340; a figure that moved a quarter of the way down after each light
+ * build fell to a few MiB, and sixteen heavy builds were admitted at once
+ * under a 685 MiB budget). A budget is a ceiling, so a prediction is made
+ * for the heavy case. A run's first build of a class replaces what the
+ * ledger kept (another driver build, another game: the figure is this
+ * run's). A prediction is the figure times the KiB plus an eighth: a figure
  * a little low (a reading between samples) is multiplied by the builds
  * running at once, so the margin keeps that under the budget. The figures are kept per driver in
  * the build ledger (ledger.c, memory records), so a run starts with what the last run on this
@@ -135,6 +142,7 @@ void kiln__prep_memory_observe(struct kiln__prep_memory *m, unsigned cls, uint64
         return;
     uint64_t seen = grown / kib_of(spirv_bytes);
     pthread_mutex_lock(&m->lock);
+    bool first = !m->verified[cls];
     m->verified[cls] = true;
     if (grown == 0) {
         /* Nothing seen above the base: keeps the figure. */
@@ -146,10 +154,8 @@ void kiln__prep_memory_observe(struct kiln__prep_memory *m, unsigned cls, uint64
     if (seen == 0)
         seen = 1;
     uint64_t *per = &m->per_kib[cls];
-    if (seen > *per || *per == 0)
-        *per = seen; /* it needed more: at once */
-    else
-        *per -= (*per - seen) / 4; /* less: a quarter of the way down */
+    if (first || seen > *per)
+        *per = seen; /* this run's first, or the most so far */
     m->changed[cls] = true;
     pthread_mutex_unlock(&m->lock);
 }

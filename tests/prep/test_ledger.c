@@ -791,6 +791,38 @@ KT_CASE(memory_unseen_class_waits)
     kiln__prep_memory_destroy(&m);
 }
 
+/*
+ * A class's figure is the most one build of it needed in this run: light
+ * builds after a heavy one do not bring it down, so the heavy builds that
+ * follow are not admitted many at once (the H100's trace: a class of
+ * builds that grew 17 and 340 MiB). The control: the rule before (a
+ * quarter of the way down per lighter build) predicts the next heavy
+ * build, after ten light ones, at under a quarter of what it needs, so
+ * four or more would start where one fits. A figure the ledger kept is
+ * replaced by this run's first build, also when that needed less.
+ */
+KT_CASE(memory_class_keeps_its_most)
+{
+    const uint64_t kib = 1024, mib = 1024 * 1024;
+    const unsigned cls = 5, other = 6;
+    struct kiln__prep_memory m;
+    kiln__prep_memory_init(&m);
+    kiln__prep_memory_observe(&m, cls, 128 * kib, 256 * mib); /* 2 MiB per KiB */
+    uint64_t old_rule = 2 * mib;
+    for (int i = 0; i < 10; i++) {
+        kiln__prep_memory_observe(&m, cls, 128 * kib, 16 * mib);
+        old_rule -= (old_rule - mib / 8) / 4;
+    }
+    KT_CHECK_EQ(kiln__prep_memory_predict(&m, cls, 128 * kib), 256 * mib + 32 * mib);
+    uint64_t old_pred = old_rule * 128 + old_rule * 16; /* times the KiB, plus an eighth */
+    KT_CHECK(old_pred < 64 * mib);                      /* what the control predicts */
+    /* From the ledger: 4 MiB per KiB; this run's first build needs 1. */
+    m.per_kib[other] = 4 * mib;
+    kiln__prep_memory_observe(&m, other, 64 * kib, 64 * mib);
+    KT_CHECK_EQ(kiln__prep_memory_predict(&m, other, 64 * kib), 64 * mib + 8 * mib);
+    kiln__prep_memory_destroy(&m);
+}
+
 /* The suspects a fresh scan of `dir` finds (the scan is let go of). */
 static size_t suspects_now(const char *dir, struct kiln__journal_suspect *first)
 {
@@ -1036,4 +1068,5 @@ KT_MAIN(KT_ENTRY(ledger_file), KT_ENTRY(ledger_parse), KT_ENTRY(journal_file),
         KT_ENTRY(damaged_ledger_rebuilds), KT_ENTRY(cancel_then_resume),
         KT_ENTRY(memory_budget_kept), KT_ENTRY(ledger_run_records),
         KT_ENTRY(second_start_by_the_drivers_word), KT_ENTRY(memory_model_corrected),
-        KT_ENTRY(memory_class_borrows), KT_ENTRY(memory_unseen_class_waits))
+        KT_ENTRY(memory_class_borrows), KT_ENTRY(memory_unseen_class_waits),
+        KT_ENTRY(memory_class_keeps_its_most))
