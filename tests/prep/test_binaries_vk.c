@@ -228,10 +228,20 @@ static void count_lines(void *user, enum kiln_log_level level, const char *modul
 }
 
 /* Whether the device kiln picks offers the real tier (then the fallback
- * cannot be seen on it). */
+ * cannot be seen on it): asked as a prepare with the tier on asks, with
+ * the extension among the context's extra ones (a context made without it
+ * never has the tier). */
 static bool device_has_binaries(char *why, size_t cap)
 {
-    struct kiln_vk *vk = pf_vk(NULL);
+    static const char *const ext[] = {"VK_KHR_pipeline_binary"};
+    struct kiln_vk_options opt = {
+        .size = sizeof(opt), .extra_extensions = ext, .extra_extension_count = 1};
+    struct kiln_vk *vk = NULL;
+    if (kiln_vk_create(&opt, &vk) < 0) {
+        snprintf(why, cap, "no Vulkan device");
+        return false;
+    }
+    pf_pin_loaded_libraries();
     struct kiln__bin_provider p;
     bool has = vk && kiln__vk_binary_provider(vk, &p, why, cap) == KILN_OK;
     kiln_vk_destroy(vk);
