@@ -99,7 +99,7 @@ unsigned kiln__prep_memory_class(const void *payload, size_t size, uint64_t *spi
 uint64_t kiln__prep_memory_predict(struct kiln__prep_memory *m, unsigned cls, uint64_t spirv_bytes);
 
 /* A build of class `cls` was seen to need `grown` bytes: the class's
- * figure rises to it at once, or falls a quarter of the way. Thread-safe. */
+ * figure rises to it at once and never falls within a run. Thread-safe. */
 void kiln__prep_memory_observe(struct kiln__prep_memory *m, unsigned cls, uint64_t spirv_bytes,
                                uint64_t grown);
 
