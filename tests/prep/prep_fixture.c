@@ -108,8 +108,13 @@ void pf_pin_loaded_libraries(void)
 struct kiln_vk *pf_vk(const char *cache_dir)
 {
     struct kiln_vk_options opt = {.size = sizeof(opt), .cache_dir = cache_dir};
+    return pf_vk_with(&opt);
+}
+
+struct kiln_vk *pf_vk_with(const struct kiln_vk_options *opt)
+{
     struct kiln_vk *vk = NULL;
-    int rc = kiln_vk_create(&opt, &vk);
+    int rc = kiln_vk_create(opt, &vk);
     if (rc == KILN_ENOTSUP) {
         fprintf(stderr, "SKIP: Vulkan is not available here\n");
         exit(77);

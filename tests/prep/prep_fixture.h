@@ -34,6 +34,9 @@ int pf_mkdir(const char *path);
  */
 struct kiln_vk *pf_vk(const char *cache_dir);
 
+/* pf_vk with options of the case's own (extra extensions, say). */
+struct kiln_vk *pf_vk_with(const struct kiln_vk_options *opt);
+
 /*
  * Skips the case (exit 77) where there is no Vulkan; else makes a context
  * and destroys it at once, so the driver stays loaded for good (pf_vk).

@@ -236,12 +236,7 @@ static bool device_has_binaries(char *why, size_t cap)
     static const char *const ext[] = {"VK_KHR_pipeline_binary"};
     struct kiln_vk_options opt = {
         .size = sizeof(opt), .extra_extensions = ext, .extra_extension_count = 1};
-    struct kiln_vk *vk = NULL;
-    if (kiln_vk_create(&opt, &vk) < 0) {
-        snprintf(why, cap, "no Vulkan device");
-        return false;
-    }
-    pf_pin_loaded_libraries();
+    struct kiln_vk *vk = pf_vk_with(&opt);
     struct kiln__bin_provider p;
     bool has = vk && kiln__vk_binary_provider(vk, &p, why, cap) == KILN_OK;
     kiln_vk_destroy(vk);
