@@ -240,6 +240,22 @@ struct kiln_pipeline_request {
  */
 #define KILN_REQUEST_PARTS_ONLY 0x1u
 
+/*
+ * (0.2) A flag of kiln_pipeline_request.flags: the pipeline ahead of its
+ * draw (docs/runtime.md, "Links ahead"). Ask when the pipeline's draw is
+ * known to come soon (the guest set up its state, a level's list of
+ * pipelines): the service builds it at background priority but as an
+ * urgent request would be, a fast link from its library parts, queued with
+ * parts-ahead work (before other background work) and answered with the
+ * linked pipeline; the optimized build follows and answers again, as for
+ * any fast-linked request. The draw's urgent request of the key is then
+ * answered at once (merged). A background request of the key already
+ * queued moves up with it. Without fast-link it is a background request
+ * queued with parts-ahead work (a whole build). Not with
+ * KILN_REQUEST_PARTS_ONLY (KILN_EINVAL); ignored on an urgent request.
+ */
+#define KILN_REQUEST_LINK_AHEAD 0x2u
+
 /* What the service did. Times in nanoseconds. */
 struct kiln_service_stats {
     size_t size;             /* sizeof, as KILN_SERVICE_STATS_INIT sets it (docs/abi.md) */
@@ -304,6 +320,9 @@ struct kiln_service_stats {
      * compute pipeline, a shape that is not linked) whose whole pipeline
      * was then queued ahead instead (KILN_REQUEST_PARTS_ONLY). */
     uint64_t whole_ahead;
+    /* (0.2) Linked pipelines built ahead of their draw, at background
+     * priority (KILN_REQUEST_LINK_AHEAD; also counted in built_background). */
+    uint64_t linked_ahead;
 };
 #define KILN_SERVICE_STATS_INIT KILN_STRUCT_INIT(kiln_service_stats)
 
@@ -331,6 +350,7 @@ KILN_API int kiln_service_create(const struct kiln_service_options *o, struct ki
  * KILN_EINVAL for a NULL service or request, a request with neither a
  * program nor a cache to read its key from, a program without stages;
  * KILN_ENOTSUP for a KILN_REQUEST_PARTS_ONLY request without fast-link;
+ * KILN_EINVAL for unknown flags, or parts only with link ahead;
  * KILN_ENOMEM; KILN_ECANCELED while the service is being destroyed.
  */
 KILN_API int kiln_service_request(struct kiln_service *svc, const struct kiln_pipeline_request *req,

@@ -46,6 +46,22 @@
  *   (st.background_holds). Builds already running finish; none is
  *   stopped. Urgent entries are never held.
  *
+ * - Work ahead keeps a worker. Work asked ahead of its draw (parts only,
+ *   link ahead, whole ahead: `ahead`, Q_PARTS) has a deadline; background
+ *   and optimized builds have none and may take seconds each. Once any
+ *   request asked for work ahead, those builds take at most all but one
+ *   of the workers that take background work (plain_running,
+ *   ahead_reserved), so work ahead never waits for a prefetch build to
+ *   end. A service never asked for work ahead (a warm start through it)
+ *   keeps every worker for its builds. Wake-safe: a token leaves for the
+ *   reserve only while the other workers build without a deadline, and
+ *   each of those looks again when its build ends.
+ *
+ * - Links ahead (KILN_REQUEST_LINK_AHEAD): a background entry built as an
+ *   urgent one is (a fast link, then hand_over's optimized build), queued
+ *   with the work ahead; the draw's urgent request then joins a linked
+ *   entry and is answered at once.
+ *
  * - One build per key. Unless KILN_SERVICE_NO_MERGE, every entry is in
  *   the table by its key from its request until the service ends: a
  *   request of a key in flight joins its entry (an urgent one moves a
@@ -150,6 +166,10 @@ struct entry {
      * which waits with parts-only work while it is background. */
     bool parts_only;
     bool ahead;
+    /* KILN_REQUEST_LINK_AHEAD: built as an urgent entry is (a fast link,
+     * then its optimized build) while still background: it waits with
+     * parts-ahead work (`ahead` is set too). */
+    bool link_ahead;
 };
 
 /* One answer of a ticket: written once, under the lock, before it is
@@ -179,6 +199,7 @@ struct kiln_ticket {
     void *user;
     bool owned;      /* the caller holds it (kiln_service_request's out) */
     bool parts_only; /* KILN_REQUEST_PARTS_ONLY: answered READY with no pipeline */
+    bool link_ahead; /* KILN_REQUEST_LINK_AHEAD */
     struct entry *entry;
     atomic_bool attached;            /* entry is set (written under the lock) */
     struct kiln_ticket *prev, *next; /* the entry's list */
@@ -238,6 +259,11 @@ struct kiln_service {
      * optimized builds too), and the most background builds in flight
      * while urgent work exists (0: no hold, KILN_SERVICE_NO_URGENT_HOLD). */
     unsigned urgent_running, background_running, hold_max;
+    /* Work ahead of the draw keeps a worker (see the top): background
+     * builds running without a deadline (background, optimized), and
+     * whether any request asked for work ahead (parts or link ahead). */
+    unsigned plain_running;
+    bool ahead_asked;
     bool store; /* a cache that takes puts (not opened read-only) */
     bool closing;
     bool fast_link; /* KILN_SERVICE_FAST_LINK on a context with pipeline libraries */
@@ -372,6 +398,19 @@ static bool background_held(const struct kiln_service *svc)
            svc->background_running >= svc->hold_max;
 }
 
+/* Whether the last background worker is kept for work ahead of the draw
+ * (parts, links and whole pipelines asked ahead; under the lock): once
+ * any was asked, background work without a deadline takes at most all
+ * but one of the workers that take background work (two at least), so
+ * work asked ahead never waits behind long prefetch builds. A token that
+ * finds it so leaves; the builds without a deadline that hold the other
+ * workers look again when they end. */
+static bool ahead_reserved(const struct kiln_service *svc)
+{
+    return svc->ahead_asked && svc->background_max >= 2 &&
+           svc->plain_running + 1 >= svc->background_max;
+}
+
 /* The background work lane `l` may take now (under the lock), or NULL: a
  * hold is counted once per token that leaves because of it. */
 static struct entry *background_pick(struct kiln_service *svc)
@@ -381,6 +420,8 @@ static struct entry *background_pick(struct kiln_service *svc)
         svc->st.background_holds++;
         return NULL;
     }
+    if (b && b != svc->q[Q_PARTS].head && ahead_reserved(svc))
+        return NULL;
     return b;
 }
 
@@ -827,7 +868,12 @@ static bool entry_done(struct kiln_service *svc, struct entry *e, int rc, struct
     } else if (rc == KILN_OK && b->linked) {
         e->state = E_LINKED;
         e->linked_pipe = b->pipe;
-        svc->st.built_urgent++;
+        if (e->prio == KILN_PRIORITY_URGENT) {
+            svc->st.built_urgent++;
+        } else {
+            svc->st.built_background++;
+            svc->st.linked_ahead++;
+        }
         answer_linked(svc, e, notify);
     } else {
         e->state = E_DONE;
@@ -887,13 +933,15 @@ static int token_run(void *arg, unsigned worker)
             break;
         e->state = E_RUNNING;
         bool optimizing = e->optimizing, parts = e->parts_only;
+        bool urgent = e->prio == KILN_PRIORITY_URGENT && !optimizing && !parts;
         uint32_t link = parts ? KILN_BUILD_LINK_PARTS
-                        : svc->fast_link && !optimizing && e->prio == KILN_PRIORITY_URGENT
+                        : svc->fast_link && !optimizing && (urgent || e->link_ahead)
                             ? KILN_BUILD_LINK_FAST
                             : 0u;
-        bool urgent = e->prio == KILN_PRIORITY_URGENT && !optimizing && !parts;
+        bool plain = !urgent && !parts && (optimizing || !e->ahead);
         svc->running++;
         l->running++;
+        svc->plain_running += plain;
         if (urgent)
             svc->urgent_running++;
         else
@@ -909,6 +957,7 @@ static int token_run(void *arg, unsigned worker)
         unsigned want[2] = {0, 0};
         pthread_mutex_lock(&svc->lock);
         l->running--;
+        svc->plain_running -= plain;
         if (urgent)
             svc->urgent_running--;
         else
@@ -1007,13 +1056,19 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
     }
     atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     ticket_attach(e, t);
-    if (e->state == E_QUEUED && !e->optimizing && e->prio != KILN_PRIORITY_URGENT &&
-        t->prio == KILN_PRIORITY_URGENT) {
+    if (e->state != E_QUEUED || e->optimizing || e->prio == KILN_PRIORITY_URGENT)
+        return;
+    if (t->prio == KILN_PRIORITY_URGENT) {
         queue_remove(svc, e);
         e->prio = KILN_PRIORITY_URGENT;
         queue_push(svc, e);
         svc->st.raised++;
         tokens_wanted(svc, true, want);
+    } else if (t->link_ahead && !e->link_ahead) {
+        queue_remove(svc, e); /* a prefetch now wanted soon: with the work ahead */
+        e->ahead = e->link_ahead = true;
+        queue_push(svc, e);
+        tokens_wanted(svc, false, want);
     }
 }
 
@@ -1057,6 +1112,7 @@ static struct entry *parts_meet(struct kiln_service *svc, struct entry *e, struc
     answer_entry(svc, e, KILN_TICKET_READY, 0, notify);
     e->parts_only = false;
     e->prio = t->prio;
+    e->ahead = e->link_ahead = t->link_ahead;
     atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     ticket_attach(e, t);
     queue_push(svc, e);
@@ -1096,6 +1152,7 @@ static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_pr
     e->key = t->key;
     e->prio = t->prio;
     e->parts_only = t->parts_only;
+    e->ahead = e->link_ahead = t->link_ahead;
     e->state = E_QUEUED;
     e->program = *copy;
     *copy = NULL;
@@ -1118,6 +1175,12 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
         return KILN_EINVAL;
     }
     bool parts = (r.flags & KILN_REQUEST_PARTS_ONLY) != 0;
+    bool link_ahead = (r.flags & KILN_REQUEST_LINK_AHEAD) != 0;
+    if (r.flags & ~(KILN_REQUEST_PARTS_ONLY | KILN_REQUEST_LINK_AHEAD) || (parts && link_ahead)) {
+        KILN_ERROR("service", "request flags 0x%x: unknown, or parts only and link ahead both",
+                   (unsigned)r.flags);
+        return KILN_EINVAL;
+    }
     if (parts && !svc->fast_link)
         return KILN_ENOTSUP; /* no parts without fast-link (kiln/service.h) */
     struct kiln_ticket *t = kiln__calloc(1, sizeof(*t));
@@ -1132,6 +1195,7 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
     t->prio = r.priority == KILN_PRIORITY_URGENT && !parts ? KILN_PRIORITY_URGENT
                                                            : KILN_PRIORITY_BACKGROUND;
     t->parts_only = parts;
+    t->link_ahead = link_ahead && t->prio != KILN_PRIORITY_URGENT;
     t->fn = r.on_done;
     t->user = r.user;
     t->owned = out != NULL;
@@ -1145,6 +1209,7 @@ static int request_body(struct kiln_service *svc, const struct kiln_pipeline_req
     bool need_copy = false;
     unsigned want[2] = {0, 0};
     pthread_mutex_lock(&svc->lock);
+    svc->ahead_asked = svc->ahead_asked || parts || t->link_ahead;
     for (;;) {
         rc = svc->closing ? KILN_ECANCELED
                           : place(svc, t, &copy, r.program != NULL, &need_copy, want, &notify);

@@ -657,6 +657,72 @@ KT_CASE(urgent_hold_off)
     urgent_hold(false);
 }
 
+/* ---- work ahead keeps a worker ------------------------------------------------------ */
+
+/* A link-ahead request of program `id` (KILN_REQUEST_LINK_AHEAD). */
+static int ask_link_ahead(struct rig *g, uint64_t id, struct kiln_ticket **t)
+{
+    struct test_program tp;
+    make_program(&tp, id, KILN_STATE_APP);
+    struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+    r.program = &tp.p;
+    r.priority = KILN_PRIORITY_BACKGROUND;
+    r.flags = KILN_REQUEST_LINK_AHEAD;
+    return kiln_service_request(g->svc, &r, t);
+}
+
+/* Three workers (two take background work); builds of programs below 50
+ * wait for the gate. Once work ahead was asked (program 60, linked ahead
+ * without fast-link: a whole build that passes the gate), background
+ * requests 1-3 take one worker, not two, and the link ahead of 4 asked
+ * after them starts on the worker kept for it. The control asks nothing
+ * ahead first: 1 and 2 take both workers and 4 waits behind them. Every
+ * request is answered once the gate opens. */
+static void ahead_keeps_a_worker(bool asked_before)
+{
+    struct rig g;
+    KT_REQUIRE_OK(rig_start(&g, 3, 0, 0, false));
+    struct kiln_ticket *t[5] = {NULL};
+    unsigned base = 0;
+    if (asked_before) {
+        KT_CHECK_OK(ask_link_ahead(&g, 60, &t[0]));
+        KT_CHECK_EQ(wait_state(t[0]), KILN_TICKET_READY);
+        KT_CHECK_EQ(stats_of(&g).linked_ahead, 0); /* no fast-link: built whole */
+        base = 1;
+    }
+    pthread_mutex_lock(&g.rec.lock);
+    g.rec.gate_below = 50;
+    g.rec.gate_closed = true;
+    pthread_mutex_unlock(&g.rec.lock);
+    for (int i = 1; i <= 3; i++)
+        KT_CHECK_OK(ask(&g, (uint64_t)i, KILN_PRIORITY_BACKGROUND, &t[i]));
+    KT_CHECK(wait_for(&g, base + (asked_before ? 1 : 2), 0));
+    KT_CHECK_OK(ask_link_ahead(&g, 4, &t[4]));
+    if (asked_before) {
+        KT_CHECK(wait_for(&g, base + 2, 0));
+        KT_CHECK_EQ(g.rec.order[base + 1], 4); /* on the worker kept for it */
+        KT_CHECK_EQ(stats_of(&g).queued, 2);   /* 2 and 3 */
+    } else {
+        KT_CHECK_EQ(g.rec.n, 2);             /* both workers in 1 and 2: 4 waits */
+        KT_CHECK_EQ(stats_of(&g).queued, 2); /* 3 and 4 */
+    }
+    rec_open_gate(&g.rec);
+    for (int i = asked_before ? 0 : 1; i < 5; i++)
+        KT_CHECK_EQ(wait_state(t[i]), KILN_TICKET_READY);
+    KT_CHECK_EQ(g.rec.n, base + 4);
+    release_and_stop(&g, t, 5);
+}
+
+KT_CASE(ahead_keeps_a_worker)
+{
+    ahead_keeps_a_worker(true);
+}
+
+KT_CASE(ahead_keeps_a_worker_control)
+{
+    ahead_keeps_a_worker(false);
+}
+
 /* The destroy cancels what is queued (callbacks called), waits for the
  * build running, and tickets outlive it. */
 struct calls {
@@ -1063,6 +1129,14 @@ KT_CASE(bad_input)
     r.program = &empty;
     KT_CHECK_EQ(kiln_service_request(g.svc, &r, &t), KILN_EINVAL); /* no stages */
     KT_CHECK(t == NULL);
+    struct test_program tp;
+    make_program(&tp, 1, KILN_STATE_APP);
+    r.program = &tp.p;
+    r.flags = KILN_REQUEST_PARTS_ONLY | KILN_REQUEST_LINK_AHEAD;
+    KT_CHECK_EQ(kiln_service_request(g.svc, &r, &t), KILN_EINVAL); /* both */
+    r.flags = 0x80u;
+    KT_CHECK_EQ(kiln_service_request(g.svc, &r, &t), KILN_EINVAL); /* unknown */
+    KT_CHECK(t == NULL);
     struct kiln_service_options o = KILN_SERVICE_OPTIONS_INIT;
     struct kiln_service *none = NULL;
     KT_CHECK_EQ(kiln_service_create(&o, &none), KILN_EINVAL); /* no vk */
@@ -1190,4 +1264,5 @@ KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(urgent_worker_kept), KT_ENTRY(urgent_wo
         KT_ENTRY(executor), KT_ENTRY(urgent_under_load), KT_ENTRY(bad_input),
         KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds),
         KT_ENTRY(parts_taken_over), KT_ENTRY(parts_alone), KT_ENTRY(parts_running_superseded),
-        KT_ENTRY(parts_without_fast_link), KT_ENTRY(urgent_hold_on), KT_ENTRY(urgent_hold_off))
+        KT_ENTRY(parts_without_fast_link), KT_ENTRY(urgent_hold_on), KT_ENTRY(urgent_hold_off),
+        KT_ENTRY(ahead_keeps_a_worker), KT_ENTRY(ahead_keeps_a_worker_control))

@@ -650,6 +650,70 @@ KT_CASE(foz_parts_ahead)
     kiln_vk_destroy(vk);
 }
 
+/* Links ahead: program (2, 3) asked at background priority with
+ * KILN_REQUEST_LINK_AHEAD is answered linked first, then optimized (one
+ * callback each), built as an urgent request would be though nobody asked
+ * urgently; the draw's urgent request then is answered at once from the
+ * table and builds nothing. The control is the same background request
+ * without the flag: one answer, the optimized pipeline, nothing linked,
+ * and the urgent request also answered at once. */
+static void link_ahead(bool flag)
+{
+    need_words();
+    struct kiln_vk *vk = library_vk();
+    struct kiln_service *svc = start(vk, 2, KILN_SERVICE_FAST_LINK);
+    struct gprog g;
+    make_gprog(&g, 2, 3);
+    struct seen s = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct kiln_pipeline_request r = KILN_PIPELINE_REQUEST_INIT;
+    r.program = &g.p;
+    r.priority = KILN_PRIORITY_BACKGROUND;
+    r.flags = flag ? KILN_REQUEST_LINK_AHEAD : 0;
+    r.on_done = on_answer;
+    r.user = &s;
+    struct kiln_ticket *a = NULL;
+    KT_CHECK_OK(kiln_service_request(svc, &r, &a));
+    struct kiln_ticket_info end = wait_optimized(a);
+    KT_CHECK(end.state == KILN_TICKET_READY && !end.linked && end.pipeline != 0);
+    struct kiln_ticket *u = NULL;
+    KT_CHECK_OK(ask(svc, 2, 3, NULL, &u));
+    struct kiln_ticket_info now = KILN_TICKET_INFO_INIT;
+    KT_CHECK_EQ(kiln_ticket_poll(u, &now), KILN_TICKET_READY); /* at once */
+    KT_CHECK(now.merged && now.pipeline == end.pipeline);
+    struct kiln_service_stats st = stats_of(svc);
+    kiln_service_destroy(svc); /* joins the workers: the callbacks ran */
+    KT_CHECK_EQ(st.built_urgent, 0);
+    KT_CHECK_EQ(st.answered_known, 1);
+    if (flag) {
+        KT_CHECK_EQ(seen_count(&s), 2);
+        KT_CHECK(s.info[0].state == KILN_TICKET_READY && s.info[0].linked);
+        KT_CHECK(s.info[0].pipeline != 0 && s.info[0].pipeline != end.pipeline);
+        KT_CHECK_EQ(st.linked_ahead, 1);
+        KT_CHECK_EQ(st.fast_linked, 1);
+        KT_CHECK_EQ(st.optimized, 1);
+        KT_CHECK_EQ(st.built_background, 2); /* the link and the optimized build */
+    } else {
+        KT_CHECK_EQ(seen_count(&s), 1);
+        KT_CHECK(!s.info[0].linked);
+        KT_CHECK_EQ(st.linked_ahead, 0);
+        KT_CHECK_EQ(st.fast_linked, 0);
+        KT_CHECK_EQ(st.built_background, 1);
+    }
+    kiln_ticket_release(a);
+    kiln_ticket_release(u);
+    kiln_vk_destroy(vk);
+}
+
+KT_CASE(link_ahead)
+{
+    link_ahead(true);
+}
+
+KT_CASE(link_ahead_control)
+{
+    link_ahead(false);
+}
+
 /* Asks for each program (urgent, or parts-only) and waits for each ticket
  * to be READY; a full request's answer holds a pipeline, a parts-only
  * one's none. */
@@ -727,4 +791,4 @@ KT_MAIN(KT_ENTRY(hand_over), KT_ENTRY(parts_reused), KT_ENTRY(without_flag),
         KT_ENTRY(without_library), KT_ENTRY(external_device), KT_ENTRY(foz_hand_over),
         KT_ENTRY(render_threads), KT_ENTRY(parts_ahead), KT_ENTRY(parts_ahead_control),
         KT_ENTRY(foz_parts_ahead), KT_ENTRY(compute_whole_ahead),
-        KT_ENTRY(compute_whole_ahead_control))
+        KT_ENTRY(compute_whole_ahead_control), KT_ENTRY(link_ahead), KT_ENTRY(link_ahead_control))

@@ -75,6 +75,7 @@
 #define DEFAULT_FRAMES     600u
 #define DEFAULT_BACKGROUND 16u
 #define DEFAULT_GENERATE   24u
+#define SLOWEST            8u /* the slowest urgent requests reported per mode */
 #define DRAIN_NS           (600ull * 1000000000ull) /* the most a run waits after its frames */
 
 static const char help[] =
@@ -113,6 +114,8 @@ static const char help[] =
     "  --shader-lead F  ask each pipeline's library parts (parts only, background)\n"
     "                  F frames before its first use; frame 0's on a loading\n"
     "                  screen before the loop (default 0: none)\n"
+    "  --ahead WHAT    what --shader-lead asks ahead: parts (the default) or link\n"
+    "                  (the linked pipeline, KILN_REQUEST_LINK_AHEAD)\n"
     "  --device N      the Vulkan device by index\n"
     "  --json          one JSON object on stdout\n"
     "  --help          this text\n";
@@ -128,7 +131,8 @@ struct stutter {
     bool same_priority; /* --same-priority: KILN_SERVICE_SAME_PRIORITY */
     bool no_hold;       /* --no-urgent-hold: KILN_SERVICE_NO_URGENT_HOLD */
     unsigned fps, frames, background;
-    unsigned lead; /* --shader-lead: frames of parts ahead (0: none) */
+    unsigned lead;   /* --shader-lead: frames of parts ahead (0: none) */
+    bool link_ahead; /* --ahead link: the linked pipeline ahead, not its parts */
     uint64_t seed, budget_ns, draw_ns;
     struct kiln_program **progs; /* the schedule's, in order; NULL: left out */
     size_t n;
@@ -164,6 +168,15 @@ struct mode_result {
     uint64_t all_optimized_ns, bg_built, bg_done_ns;
     uint64_t start_rss, peak_rss;
     bool hwm_reset;
+    uint64_t linked_ahead; /* the service's (KILN_REQUEST_LINK_AHEAD) */
+    /* The urgent requests that waited longest: their first-use frame,
+     * wait and whether the answer was a linked pipeline. */
+    struct slow {
+        uint32_t frame;
+        bool linked;
+        uint64_t wait_ns;
+    } slowest[SLOWEST];
+    unsigned nslowest;
 };
 
 /* What one side of the warm-start comparison reports. */
@@ -386,6 +399,7 @@ struct slot {
     atomic_int state;
     _Atomic uint64_t first_wait; /* the first READY answer's wait_ns (+1: 0 is none) */
     _Atomic uint64_t final_at;   /* kiln_now_ns of the last answer (optimized or failed) */
+    atomic_bool first_linked;    /* the first READY answer was a linked pipeline */
     /* The frame thread's own counts: draws and skipped draws of this
      * pipeline, and whether its first-use draw was skipped. */
     uint32_t draws, skipped;
@@ -398,7 +412,8 @@ static void on_answer(void *user, struct kiln_ticket *t, const struct kiln_ticke
     struct slot *s = user;
     if (info->state == KILN_TICKET_READY) {
         uint64_t none = 0;
-        atomic_compare_exchange_strong(&s->first_wait, &none, info->wait_ns + 1);
+        if (atomic_compare_exchange_strong(&s->first_wait, &none, info->wait_ns + 1))
+            atomic_store(&s->first_linked, info->linked);
         if (info->linked) {
             int pending = S_PENDING;
             atomic_compare_exchange_strong(&s->state, &pending, S_LINKED);
@@ -514,9 +529,9 @@ static void sleep_until(uint64_t t)
     }
 }
 
-/* --shader-lead: asks the parts of the schedule's pipelines first used by
- * frame `by` not asked yet (parts only, background; a service without
- * fast-link refuses them: counted). */
+/* --shader-lead: asks the parts (or, --ahead link, the linked pipelines)
+ * of the schedule's pipelines first used by frame `by` not asked yet
+ * (background; a service without fast-link refuses parts: counted). */
 static void ask_parts_until(struct mode_ctx *c, uint64_t by, struct mode_result *r)
 {
     const struct stutter *s = c->s;
@@ -524,7 +539,7 @@ static void ask_parts_until(struct mode_ctx *c, uint64_t by, struct mode_result 
         struct kiln_pipeline_request q = KILN_PIPELINE_REQUEST_INIT;
         q.program = s->progs[c->ahead];
         q.priority = KILN_PRIORITY_BACKGROUND;
-        q.flags = KILN_REQUEST_PARTS_ONLY;
+        q.flags = s->link_ahead ? KILN_REQUEST_LINK_AHEAD : KILN_REQUEST_PARTS_ONLY;
         if (kiln_service_request(c->svc, &q, &c->parts[c->ahead]) == KILN_OK)
             r->parts_asked++;
         else
@@ -614,6 +629,27 @@ static bool drain(const struct slot *sl, size_t n, uint64_t end, uint64_t *last)
     return all;
 }
 
+/* The SLOWEST urgent requests that waited longest, slowest first. */
+static void slowest_of(const struct mode_ctx *c, struct mode_result *r)
+{
+    for (size_t i = 0; i < c->s->n; i++) {
+        uint64_t fw = atomic_load(&c->slots[i].first_wait);
+        if (!fw)
+            continue;
+        struct slow x = {.frame = c->s->first[i],
+                         .linked = atomic_load(&c->slots[i].first_linked),
+                         .wait_ns = fw - 1};
+        unsigned k = r->nslowest < SLOWEST ? r->nslowest++ : SLOWEST;
+        if (k == SLOWEST && x.wait_ns <= r->slowest[SLOWEST - 1].wait_ns)
+            continue;
+        if (k == SLOWEST)
+            k--;
+        for (; k > 0 && r->slowest[k - 1].wait_ns < x.wait_ns; k--)
+            r->slowest[k] = r->slowest[k - 1];
+        r->slowest[k] = x;
+    }
+}
+
 /* The figures of the frames and the tickets, after the loop from t0. */
 static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
 {
@@ -650,6 +686,7 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
         if (play && fw && s->first[i] > 0)
             play[np++] = fw - 1;
     }
+    slowest_of(c, r);
     r->wait_p50_ns = percentile(w, nw, 50);
     r->wait_p99_ns = percentile(w, nw, 99);
     r->play_p50_ns = percentile(play, np, 50);
@@ -667,6 +704,7 @@ static void mode_figures(struct mode_ctx *c, uint64_t t0, struct mode_result *r)
         r->parts_only_built = st.parts_only_built;
         r->whole_ahead = st.whole_ahead;
         r->background_holds = st.background_holds;
+        r->linked_ahead = st.linked_ahead;
     }
 }
 
@@ -927,6 +965,16 @@ static void json_mode(struct cli_json *j, const struct stutter *s, struct mode m
     cli_json_u64(j, "whole_ahead", r->whole_ahead);
     cli_json_double(j, "loading_screen_ms", ms_of(r->loading_ns));
     cli_json_u64(j, "background_holds", r->background_holds);
+    cli_json_u64(j, "linked_ahead", r->linked_ahead);
+    cli_json_array_begin(j, "slowest_urgent");
+    for (unsigned i = 0; i < r->nslowest; i++) {
+        cli_json_object_begin(j, NULL);
+        cli_json_u64(j, "frame", r->slowest[i].frame);
+        cli_json_double(j, "wait_ms", ms_of(r->slowest[i].wait_ns));
+        cli_json_bool(j, "linked", r->slowest[i].linked);
+        cli_json_object_end(j);
+    }
+    cli_json_array_end(j);
     cli_json_double(j, "service_urgent_p50_ms", ms_of(r->svc_p50_ns));
     cli_json_double(j, "service_urgent_p99_ms", ms_of(r->svc_p99_ns));
     cli_json_u64(j, "fast_linked", r->fast_linked);
@@ -1010,6 +1058,7 @@ static void print_json(const struct report *rp)
     cli_json_u64(&j, "background_programs", s->nbg);
     cli_json_bool(&j, "same_priority", s->same_priority);
     cli_json_u64(&j, "shader_lead_frames", s->lead);
+    cli_json_str(&j, "ahead", s->link_ahead ? "link" : "parts");
     cli_json_bool(&j, "urgent_hold", !s->no_hold);
     cli_json_u64(&j, "seed", s->seed);
     cli_json_u64(&j, "fps", s->fps);
@@ -1109,7 +1158,7 @@ static void print_table(const struct report *rp)
         {"play wait p50 ms", c_p50play},
         {"play wait p99 ms", c_p99play},
         {"play wait p99 frames", c_p99playf},
-        {"parts ahead taken/asked", c_parts},
+        {"ahead taken/asked", c_parts},
         {"loading screen ms", c_loading},
         {"fast-linked", c_linked},
         {"pipelines failed", c_failed},
@@ -1236,6 +1285,7 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
         {"no-warm-compare", no_argument, NULL, 'W'},
         {"same-priority", no_argument, NULL, 'P'},
         {"shader-lead", required_argument, NULL, 'L'},
+        {"ahead", required_argument, NULL, 'A'},
         {"no-urgent-hold", no_argument, NULL, 'H'},
         {"device", required_argument, NULL, 'd'},
         {"json", no_argument, NULL, 'J'},
@@ -1290,6 +1340,11 @@ static int parse_options(int argc, char **argv, struct stutter *s, struct option
         case 'L':
             CLI_TRY(cli_parse_u64(name, "--shader-lead", optarg, 0, 1000000, false, &v));
             s->lead = (unsigned)v;
+            break;
+        case 'A':
+            if (strcmp(optarg, "parts") != 0 && strcmp(optarg, "link") != 0)
+                return cli_usage_error(name, "--ahead: expected parts or link, not '%s'", optarg);
+            s->link_ahead = optarg[0] == 'l';
             break;
         case 'd':
             CLI_TRY(cli_parse_device(name, optarg, &s->use_device, &s->device));
