@@ -531,7 +531,8 @@ static void sleep_until(uint64_t t)
 
 /* --shader-lead: asks the parts (or, --ahead link, the linked pipelines)
  * of the schedule's pipelines first used by frame `by` not asked yet
- * (background; a service without fast-link refuses parts: counted). */
+ * (background; a service without fast-link refuses parts, and links are
+ * asked in the fastlink modes only: the others count them refused). */
 static void ask_parts_until(struct mode_ctx *c, uint64_t by, struct mode_result *r)
 {
     const struct stutter *s = c->s;
@@ -540,7 +541,11 @@ static void ask_parts_until(struct mode_ctx *c, uint64_t by, struct mode_result 
         q.program = s->progs[c->ahead];
         q.priority = KILN_PRIORITY_BACKGROUND;
         q.flags = s->link_ahead ? KILN_REQUEST_LINK_AHEAD : KILN_REQUEST_PARTS_ONLY;
-        if (kiln_service_request(c->svc, &q, &c->parts[c->ahead]) == KILN_OK)
+        /* Links ahead only where parts could be asked: elsewhere they
+         * would be whole builds (in sync mode on the frame thread). */
+        bool fast = c->m.kind == M_FAST;
+        if ((fast || !s->link_ahead) &&
+            kiln_service_request(c->svc, &q, &c->parts[c->ahead]) == KILN_OK)
             r->parts_asked++;
         else
             r->parts_refused++;
