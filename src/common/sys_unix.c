@@ -108,16 +108,12 @@ uint64_t kiln_rss_bytes(void)
 static bool glibc_malloc;
 static pthread_once_t glibc_malloc_once = PTHREAD_ONCE_INIT;
 
-/* The object the process's malloc comes from, by dladdr: no dlopen, whose
- * interception by ThreadSanitizer deadlocked against a dl_iterate_phdr
- * on another thread (vk_unix.c's). */
 static void glibc_malloc_find(void)
 {
-    Dl_info info;
-    void *m = dlsym(RTLD_DEFAULT, "malloc");
-    const char *name = m && dladdr(m, &info) && info.dli_fname ? info.dli_fname : "";
-    const char *base = strrchr(name, '/');
-    glibc_malloc = strcmp(base ? base + 1 : name, "libc.so.6") == 0;
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    glibc_malloc = libc && dlsym(libc, "malloc") == dlsym(RTLD_DEFAULT, "malloc");
+    if (libc)
+        dlclose(libc);
 }
 #endif
 
