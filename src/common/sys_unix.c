@@ -6,9 +6,7 @@
 
 #include <errno.h>
 #if defined(__GLIBC__)
-#include <dlfcn.h>
 #include <malloc.h>
-#include <pthread.h>
 #endif
 #include <sched.h>
 #include <stdio.h>
@@ -99,30 +97,12 @@ uint64_t kiln_rss_bytes(void)
 
 /* glibc keeps what threads freed in their arenas and hands it out again,
  * but never gives it back on its own below the arenas' tops; malloc_trim
- * walks every arena. Only where glibc's malloc is the process's: with
- * another one interposed (jemalloc or tcmalloc preloaded, a sanitizer's)
- * glibc's arenas were never set up, and malloc_trim reads through a null
- * arena (seen under ASan). Other C libraries give memory back on their
- * own or have no such call. */
-#if defined(__GLIBC__)
-static bool glibc_malloc;
-static pthread_once_t glibc_malloc_once = PTHREAD_ONCE_INIT;
-
-static void glibc_malloc_find(void)
-{
-    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-    glibc_malloc = libc && dlsym(libc, "malloc") == dlsym(RTLD_DEFAULT, "malloc");
-    if (libc)
-        dlclose(libc);
-}
-#endif
-
+ * walks every arena. Other C libraries give memory back on their own or
+ * have no such call. */
 void kiln__heap_trim(void)
 {
 #if defined(__GLIBC__)
-    pthread_once(&glibc_malloc_once, glibc_malloc_find);
-    if (glibc_malloc)
-        malloc_trim(0);
+    malloc_trim(0);
 #endif
 }
 
