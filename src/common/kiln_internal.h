@@ -310,12 +310,6 @@ long kiln__process_id(void);
  * Thread-safe. */
 void kiln__sleep_ms(unsigned ms);
 
-/* Gives the C heap's free memory back to the OS where the C library can
- * (glibc's malloc_trim; elsewhere nothing): a memory budget's job end
- * calls it, so that what a driver freed after one build is not counted
- * as held (a base that creeps) for the next. */
-void kiln__heap_trim(void);
-
 /* Makes the folder `path` (not its parents).
  * @return 0, or -1 with errno set (EEXIST when it is there). */
 int kiln__make_dir(const char *path);

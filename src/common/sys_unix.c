@@ -5,9 +5,6 @@
 #include "kiln_internal.h"
 
 #include <errno.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,17 +90,6 @@ uint64_t kiln_rss_bytes(void)
     if (n != 2)
         return 0;
     return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-/* glibc keeps what threads freed in their arenas and hands it out again,
- * but never gives it back on its own below the arenas' tops; malloc_trim
- * walks every arena. Other C libraries give memory back on their own or
- * have no such call. */
-void kiln__heap_trim(void)
-{
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
 }
 
 void kiln__sleep_ms(unsigned ms)

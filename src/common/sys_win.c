@@ -86,12 +86,6 @@ uint64_t kiln_rss_bytes(void)
     return memory_counters(&pmc) ? (uint64_t)pmc.WorkingSetSize : 0;
 }
 
-/* The process heap gives freed memory back on its own (HeapCompact only
- * coalesces): nothing to do. */
-void kiln__heap_trim(void)
-{
-}
-
 void kiln__sleep_ms(unsigned ms)
 {
     Sleep(ms);

@@ -47,12 +47,6 @@
  *   first sample on, not only once it ended. The shares may sum to more
  *   than what is counted (the safe side), never to less.
  *
- * - What a job freed is not counted for the next: the job's end gives the
- *   C heap's free memory back to the OS (kiln__heap_trim: glibc keeps
- *   what a thread freed in its arena) before it reads, so the base that
- *   every later prediction stands on does not creep with what drivers
- *   allocated and freed in earlier builds.
- *
  * - The registry is a fixed array under one mutex: adding, removing and
  *   summing never allocate, and a pid is read only while registered.
  */

@@ -127,7 +127,6 @@ static struct timespec after_ns(long ns)
  * counts as done (so a waiter sees every observe made). */
 static void end_budget(struct kiln_pool *pool, unsigned index, void *arg)
 {
-    kiln__heap_trim(); /* what the job freed is not held for the next (budget.c) */
     uint64_t rss = kiln_pool_resident_bytes(), predicted, grown;
     pthread_mutex_lock(&pool->lock);
     kiln__budget_end(&pool->budget, index, rss, &predicted, &grown);
