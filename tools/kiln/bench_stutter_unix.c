@@ -634,25 +634,31 @@ static bool drain(const struct slot *sl, size_t n, uint64_t end, uint64_t *last)
     return all;
 }
 
-/* The SLOWEST urgent requests that waited longest, slowest first. */
+static int by_wait_desc(const void *a, const void *b)
+{
+    uint64_t x = ((const struct slow *)a)->wait_ns, y = ((const struct slow *)b)->wait_ns;
+    return x > y ? -1 : x < y;
+}
+
+/* The SLOWEST urgent requests that waited longest, slowest first (none
+ * when the list cannot be allocated: the report goes on without it). */
 static void slowest_of(const struct mode_ctx *c, struct mode_result *r)
 {
+    struct slow *all = calloc(c->s->n ? c->s->n : 1, sizeof(*all));
+    if (!all)
+        return;
+    size_t m = 0;
     for (size_t i = 0; i < c->s->n; i++) {
         uint64_t fw = atomic_load(&c->slots[i].first_wait);
-        if (!fw)
-            continue;
-        struct slow x = {.frame = c->s->first[i],
-                         .linked = atomic_load(&c->slots[i].first_linked),
-                         .wait_ns = fw - 1};
-        unsigned k = r->nslowest < SLOWEST ? r->nslowest++ : SLOWEST;
-        if (k == SLOWEST && x.wait_ns <= r->slowest[SLOWEST - 1].wait_ns)
-            continue;
-        if (k == SLOWEST)
-            k--;
-        for (; k > 0 && r->slowest[k - 1].wait_ns < x.wait_ns; k--)
-            r->slowest[k] = r->slowest[k - 1];
-        r->slowest[k] = x;
+        if (fw)
+            all[m++] = (struct slow){.frame = c->s->first[i],
+                                     .linked = atomic_load(&c->slots[i].first_linked),
+                                     .wait_ns = fw - 1};
     }
+    qsort(all, m, sizeof(*all), by_wait_desc);
+    r->nslowest = m < SLOWEST ? (unsigned)m : SLOWEST;
+    memcpy(r->slowest, all, r->nslowest * sizeof(*all));
+    free(all);
 }
 
 /* The figures of the frames and the tickets, after the loop from t0. */
