@@ -12,16 +12,20 @@
  *
  * - Urgent first, in two lanes. Queued entries wait in FIFO lists,
  *   urgent and background (with fast-link's optimized builds). The
- *   workers are two pools: the urgent lane (one worker by default, at the
- *   caller's priority) and the background lane (the rest, at idle
- *   priority: a background build never takes a CPU an urgent build, the
- *   frame thread or the game wants; the OS cannot raise a thread back
- *   from idle without privilege, hence two pools, not one that changes
- *   priority). The pools hold no request: each pool job is a "token" of a
- *   lane that takes what its lane takes (queue_pop) when a worker runs it,
- *   and keeps taking until nothing is left for it. The urgent lane takes
- *   urgent entries only (background ones too when background_workers is
- *   every worker); the background lane takes background work, and urgent
+ *   workers are two pools: the urgent lane (by default a quarter as many
+ *   workers as the background lane, one at least; one when the caller
+ *   sizes the service; at the caller's priority) and the background lane
+ *   (the rest, at idle priority: a background build never takes a CPU an
+ *   urgent build, the frame thread or the game wants; the OS cannot raise
+ *   a thread back from idle without privilege, hence two pools, not one
+ *   that changes priority). The pools hold no request: each pool job is a
+ *   "token" of a lane that takes what its lane takes (queue_pop) when a
+ *   worker runs it, and keeps taking until nothing is left for it. The
+ *   urgent lane takes urgent entries; work ahead of the draw too while one
+ *   of its workers stays free, when it has two or more (ahead_pick: a
+ *   burst of links asked ahead does not wait for the background lane's
+ *   long builds to end); and other background work only when
+ *   background_workers is every worker. The background lane takes background work, and urgent
  *   entries while more wait than the urgent lane has tokens about to take
  *   them (a burst at a level load spreads over every worker). So no urgent
  *   entry waits behind a queued background one. A lane's tokens are at
@@ -254,6 +258,13 @@ struct kiln_service {
      * background lane's, and the urgent lane's too when it is `workers`. */
     unsigned background_max;
     bool urgent_takes_background;
+    /* The urgent lane has workers to spare for work ahead of the draw
+     * (two at least, and it does not take all background work anyway):
+     * it takes that work while one of them stays free (ahead_pick). */
+    bool urgent_takes_ahead;
+    /* The urgent lane's workers when the caller gave no counts
+     * (default_urgent_workers), else one. */
+    unsigned urgent_default;
     /* Less contention while urgent work waits (see the top): builds
      * running that were taken as urgent and as background work (parts,
      * optimized builds too), and the most background builds in flight
@@ -425,8 +436,20 @@ static struct entry *background_pick(struct kiln_service *svc)
     return b;
 }
 
+/* The work ahead the urgent lane `l` may take now (under the lock), or
+ * NULL: the head of the work ahead, where the lane keeps workers for it
+ * (urgent_takes_ahead) and one of its workers stays free for an urgent
+ * request after this one takes it. Never held: work ahead has a deadline. */
+static struct entry *ahead_pick(struct kiln_service *svc, const struct lane *l)
+{
+    if (!svc->urgent_takes_ahead || l->running + 1 >= l->workers)
+        return NULL;
+    return svc->q[Q_PARTS].head;
+}
+
 /* The next entry lane `l` builds, taken off its queue, or NULL. The urgent
- * lane: the urgent head (and background work only where it may take it).
+ * lane: the urgent head, else work ahead while one of its workers stays
+ * free (ahead_pick), and other background work only where it may take it.
  * The background lane: background work, and the urgent head only while
  * more urgent entries wait than the urgent lane has tokens about to take
  * them (a burst: every worker helps; one request: it is left to the urgent
@@ -436,7 +459,7 @@ static struct entry *queue_pop(struct kiln_service *svc, const struct lane *l)
 {
     struct entry *u = svc->q[Q_URGENT].head, *e;
     if (l == &svc->lanes[LANE_URGENT]) {
-        e = u ? u : svc->urgent_takes_background ? background_pick(svc) : NULL;
+        e = u ? u : svc->urgent_takes_background ? background_pick(svc) : ahead_pick(svc, l);
     } else {
         const struct lane *ul = &svc->lanes[LANE_URGENT];
         e = u && svc->nurgent > ul->tokens - ul->running ? u : background_pick(svc);
@@ -458,16 +481,26 @@ static struct entry *queue_pop_any(struct kiln_service *svc)
     return e;
 }
 
-/* The tokens to add (under the lock) after an entry of priority `urgent`
- * was queued: on the urgent lane for urgent work (and background work when
- * it takes it), on the background lane for both; each lane below its
- * workers. Counts want[lane]; submit_tokens adds them outside the lock. */
-static void tokens_wanted(struct kiln_service *svc, bool urgent, unsigned want[2])
+/* Whether lane `l` takes the work of queue `q` (Q_*): the background
+ * lane all of it; the urgent lane urgent work, work ahead of the draw
+ * where it keeps workers for that (urgent_takes_ahead), and the rest only
+ * where it takes background work too. */
+static bool lane_takes(const struct kiln_service *svc, int lane, int q)
 {
+    if (lane == LANE_BACKGROUND || q == Q_URGENT || svc->urgent_takes_background)
+        return true;
+    return q == Q_PARTS && svc->urgent_takes_ahead;
+}
+
+/* The tokens to add (under the lock) after `e` was queued: on each lane
+ * that takes its queue's work (lane_takes), below the lane's workers.
+ * Counts want[lane]; submit_tokens adds them outside the lock. */
+static void tokens_wanted(struct kiln_service *svc, const struct entry *e, unsigned want[2])
+{
+    int q = (int)(queue_of(svc, e) - svc->q);
     for (int i = 0; i < 2; i++) {
         struct lane *l = &svc->lanes[i];
-        bool takes = i == LANE_BACKGROUND || urgent || svc->urgent_takes_background;
-        if (l->pool && takes && l->tokens < l->workers) {
+        if (l->pool && lane_takes(svc, i, q) && l->tokens < l->workers) {
             l->tokens++;
             want[i]++;
         }
@@ -486,7 +519,7 @@ static void background_wake(struct kiln_service *svc, unsigned want[2])
         return;
     for (int i = 0; i < 2; i++) {
         struct lane *l = &svc->lanes[i];
-        bool takes = i == LANE_BACKGROUND || svc->urgent_takes_background;
+        bool takes = lane_takes(svc, i, svc->q[Q_PARTS].head ? Q_PARTS : Q_BACKGROUND);
         for (; l->pool && takes && l->tokens < l->workers; l->tokens++)
             want[i]++;
     }
@@ -817,7 +850,7 @@ static bool whole_ahead(struct kiln_service *svc, struct entry *e, unsigned want
     e->ahead = true;
     e->state = E_QUEUED;
     queue_push(svc, e);
-    tokens_wanted(svc, false, want);
+    tokens_wanted(svc, e, want);
     svc->st.whole_ahead++;
     return true;
 }
@@ -909,7 +942,7 @@ static bool hand_over(struct kiln_service *svc, struct entry *e)
         e->optimizing = true;
         e->prio = KILN_PRIORITY_BACKGROUND;
         queue_push(svc, e);
-        tokens_wanted(svc, false, want);
+        tokens_wanted(svc, e, want);
     } else {
         e->state = E_DONE;
         answer_entry(svc, e, KILN_TICKET_CANCELED, KILN_ECANCELED, &notify);
@@ -1063,12 +1096,12 @@ static void join_entry(struct kiln_service *svc, struct entry *e, struct kiln_ti
         e->prio = KILN_PRIORITY_URGENT;
         queue_push(svc, e);
         svc->st.raised++;
-        tokens_wanted(svc, true, want);
+        tokens_wanted(svc, e, want);
     } else if (t->link_ahead && !e->link_ahead) {
         queue_remove(svc, e); /* a prefetch now wanted soon: with the work ahead */
         e->ahead = e->link_ahead = true;
         queue_push(svc, e);
-        tokens_wanted(svc, false, want);
+        tokens_wanted(svc, e, want);
     }
 }
 
@@ -1116,7 +1149,7 @@ static struct entry *parts_meet(struct kiln_service *svc, struct entry *e, struc
     atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     ticket_attach(e, t);
     queue_push(svc, e);
-    tokens_wanted(svc, e->prio == KILN_PRIORITY_URGENT, want);
+    tokens_wanted(svc, e, want);
     pthread_cond_broadcast(&svc->answered);
     return NULL;
 }
@@ -1161,7 +1194,7 @@ static int place(struct kiln_service *svc, struct kiln_ticket *t, struct kiln_pr
     atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     ticket_attach(e, t);
     queue_push(svc, e);
-    tokens_wanted(svc, e->prio == KILN_PRIORITY_URGENT, want);
+    tokens_wanted(svc, e, want);
     return KILN_OK;
 }
 
@@ -1390,16 +1423,20 @@ static void service_free(struct kiln_service *svc)
 
 /*
  * The two lanes (see the top): of `workers`, the background lane gets
- * background_workers (every worker but one by default, and at most every
- * worker but one: the urgent lane keeps one), at idle priority unless
- * KILN_SERVICE_SAME_PRIORITY; the urgent lane the rest, at the caller's
- * priority. With background_workers >= workers the urgent lane takes
- * background work too (background builds may then take every worker).
+ * background_workers (by default every worker but the urgent lane's
+ * urgent_default, and at most every worker but one: the urgent lane keeps
+ * one), at idle priority unless KILN_SERVICE_SAME_PRIORITY; the urgent
+ * lane the rest, at the caller's priority. With background_workers >=
+ * workers the urgent lane takes background work too (background builds
+ * may then take every worker); with two urgent workers or more, it takes
+ * work ahead of the draw while one stays free.
  */
 static int lanes_create(struct kiln_service *svc, const struct kiln_service_options *o)
 {
     unsigned n = svc->workers ? svc->workers : 1;
-    unsigned bmax = o->background_workers ? o->background_workers : n > 1 ? n - 1 : 1;
+    unsigned bmax = o->background_workers       ? o->background_workers
+                    : n > svc->urgent_default ? n - svc->urgent_default
+                                              : 1;
     svc->urgent_takes_background = bmax >= n;
     unsigned nb = bmax < n ? bmax : n - 1;
     unsigned count[2] = {n - nb, nb};
@@ -1423,9 +1460,22 @@ static int lanes_create(struct kiln_service *svc, const struct kiln_service_opti
     }
     svc->background_max = svc->lanes[LANE_BACKGROUND].workers +
                           (svc->urgent_takes_background ? svc->lanes[LANE_URGENT].workers : 0);
+    svc->urgent_takes_ahead =
+        !svc->urgent_takes_background && svc->lanes[LANE_URGENT].workers >= 2;
     unsigned quarter = svc->workers / 4 ? svc->workers / 4 : 1;
     svc->hold_max = svc->flags & KILN_SERVICE_NO_URGENT_HOLD ? 0 : quarter;
     return KILN_OK;
+}
+
+/* The urgent lane's workers by default, beside `build` background ones: a
+ * quarter as many, one at least. A burst of draws, or of links asked
+ * ahead of them, then has several workers at the caller's priority while
+ * the background lane's hold long optimized builds (on the H200 a burst
+ * of 17 links asked 4 frames ahead of their draws waited up to 88 ms for
+ * one worker); idle, they cost a thread each. */
+static unsigned default_urgent_workers(unsigned build)
+{
+    return build / 4 ? build / 4 : 1;
 }
 
 static int create_body(const struct kiln_service_options *in, struct kiln_service **out)
@@ -1471,10 +1521,15 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         KILN_INFO("service", "%s: no pipeline libraries: fast-link is off", vi->device_name);
     svc->capacity = o.queue_capacity ? o.queue_capacity : KILN_SERVICE_DEFAULT_QUEUE;
     /* By default the machine's build workers for background work, plus
-     * the one kept for urgent requests (the urgent lane: lanes_create): a
-     * service doing only background work builds as wide as a warm start. */
-    svc->workers =
-        o.workers ? o.workers : kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, NULL) + 1;
+     * the urgent lane's (default_urgent_workers): a service doing only
+     * background work builds as wide as a warm start. */
+    svc->urgent_default = 1;
+    svc->workers = o.workers;
+    if (!o.workers) {
+        unsigned build = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, NULL);
+        svc->urgent_default = default_urgent_workers(build);
+        svc->workers = build + svc->urgent_default;
+    }
     svc->nbuckets = 256;
     svc->table = kiln__calloc(svc->nbuckets, sizeof(*svc->table));
     struct kiln_build_session_options so = {

@@ -723,6 +723,55 @@ KT_CASE(ahead_keeps_a_worker_control)
     ahead_keeps_a_worker(false);
 }
 
+/* Two background workers, both held by background builds 1 and 2 at the
+ * gate (programs below 50 wait for it). With two urgent workers (four in
+ * all) the urgent lane takes the link asked ahead of program 3 at once,
+ * but not that of 4: one urgent worker stays free, and urgent 60 is built
+ * on it while 3 is still held. The control has one urgent worker (three
+ * in all): 3 waits behind the background builds, and 60 still passes.
+ * Every request is answered once the gate opens. */
+static void urgent_lane_takes_ahead(bool two)
+{
+    struct rig g;
+    g_background_workers = 2;
+    KT_REQUIRE_OK(rig_start(&g, two ? 4 : 3, 0, 0, false));
+    g_background_workers = 0;
+    pthread_mutex_lock(&g.rec.lock);
+    g.rec.gate_below = 50;
+    g.rec.gate_closed = true;
+    pthread_mutex_unlock(&g.rec.lock);
+    struct kiln_ticket *t[5] = {NULL};
+    for (int i = 0; i < 2; i++)
+        KT_CHECK_OK(ask(&g, (uint64_t)i + 1, KILN_PRIORITY_BACKGROUND, &t[i]));
+    KT_CHECK(wait_for(&g, 2, 0));
+    KT_CHECK_OK(ask_link_ahead(&g, 3, &t[2]));
+    if (two)
+        KT_CHECK(wait_for(&g, 3, 0)); /* on an urgent worker */
+    KT_CHECK_OK(ask_link_ahead(&g, 4, &t[3]));
+    KT_CHECK_OK(ask(&g, 60, KILN_PRIORITY_URGENT, &t[4]));
+    KT_CHECK_EQ(wait_state(t[4]), KILN_TICKET_READY);
+    KT_CHECK_EQ(g.rec.n, two ? 4 : 3);
+    KT_CHECK_EQ(g.rec.order[two ? 3 : 2], 60);
+    KT_CHECK_EQ(stats_of(&g).queued, two ? 1 : 2); /* 4, and 3 in the control */
+    for (int i = 0; i < 4; i++)
+        KT_CHECK_EQ(kiln_ticket_poll(t[i], NULL), KILN_TICKET_PENDING);
+    rec_open_gate(&g.rec);
+    for (int i = 0; i < 5; i++)
+        KT_CHECK_EQ(wait_state(t[i]), KILN_TICKET_READY);
+    KT_CHECK_EQ(g.rec.n, 5);
+    release_and_stop(&g, t, 5);
+}
+
+KT_CASE(urgent_lane_takes_ahead)
+{
+    urgent_lane_takes_ahead(true);
+}
+
+KT_CASE(urgent_lane_takes_ahead_control)
+{
+    urgent_lane_takes_ahead(false);
+}
+
 /* The destroy cancels what is queued (callbacks called), waits for the
  * build running, and tickets outlive it. */
 struct calls {
@@ -1265,4 +1314,5 @@ KT_MAIN(KT_ENTRY(urgent_first), KT_ENTRY(urgent_worker_kept), KT_ENTRY(urgent_wo
         KT_ENTRY(probe_and_feedback), KT_ENTRY(ledger_notes_service_builds),
         KT_ENTRY(parts_taken_over), KT_ENTRY(parts_alone), KT_ENTRY(parts_running_superseded),
         KT_ENTRY(parts_without_fast_link), KT_ENTRY(urgent_hold_on), KT_ENTRY(urgent_hold_off),
-        KT_ENTRY(ahead_keeps_a_worker), KT_ENTRY(ahead_keeps_a_worker_control))
+        KT_ENTRY(ahead_keeps_a_worker), KT_ENTRY(ahead_keeps_a_worker_control),
+        KT_ENTRY(urgent_lane_takes_ahead), KT_ENTRY(urgent_lane_takes_ahead_control))
