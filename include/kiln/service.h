@@ -127,8 +127,9 @@ struct kiln_service_options {
     const struct kiln_builder *builders;
     size_t nbuilders;
     /* Build workers; 0: kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0)
-     * plus one, the worker kept for urgent requests (background_workers),
-     * so background builds alone are as wide as kiln_warm_start's. */
+     * for background builds, so that they alone are as wide as
+     * kiln_warm_start's, plus a quarter as many (one at least) kept for
+     * urgent requests and work asked ahead (docs/runtime.md). */
     unsigned workers;
     /* Requests that may wait at once; 0: KILN_SERVICE_DEFAULT_QUEUE. */
     size_t queue_capacity;
@@ -139,7 +140,8 @@ struct kiln_service_options {
     /* KILN_SERVICE_* flags. */
     uint32_t flags;
     /* (0.2) The most workers background builds (and fast-link's optimized
-     * builds) take at once; 0: every worker but one (at least one), so an
+     * builds) take at once; 0: with `workers` 0 the background share
+     * above, else every worker but one (at least one), so an
      * urgent request always finds a worker free and waits for no build at
      * all (docs/runtime.md, "Priorities"). They are the background lane,
      * at idle priority (KILN_SERVICE_SAME_PRIORITY); the urgent lane has
