@@ -44,7 +44,9 @@ static void parse_all(const uint8_t *body, size_t n)
     }
     struct kiln__iso_result r;
     if (kiln__iso_result_parse(body, n, &r) == KILN_OK) {
-        if (r.kind >= KILN_STATE_KINDS || r.status > 0 || strlen(r.why) + 13 != n)
+        if (r.kind >= KILN_STATE_KINDS || r.status > 0 ||
+            strlen(r.why) + KILN__ISO_RESULT_HEAD + 1 != n ||
+            r.feedback == KILN__ISO_FEEDBACK_CACHE_HIT)
             abort();
     }
     struct kiln_key key;

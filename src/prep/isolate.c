@@ -289,16 +289,22 @@ int kiln__iso_batch_parse(const void *body, size_t n, struct kiln__iso_job *out,
 int kiln__iso_result_parse(const void *body, size_t n, struct kiln__iso_result *out)
 {
     const uint8_t *p = body;
-    if (n < 13)
+    const size_t head = KILN__ISO_RESULT_HEAD;
+    if (n < head + 1)
         return KILN_EFORMAT;
     out->status = (int32_t)kiln__load_le32(p);
     out->outcome = kiln__load_le32(p + 4);
     out->kind = kiln__load_le32(p + 8);
+    out->feedback = kiln__load_le32(p + 12);
+    out->driver_ns = kiln__load_le64(p + 16);
     /* The why runs to the body's end, which is its NUL. */
-    if (p[n - 1] != '\0' || memchr(p + 12, '\0', n - 13))
+    if (p[n - 1] != '\0' || memchr(p + head, '\0', n - head - 1))
         return KILN_EFORMAT;
-    out->why = (const char *)p + 12;
+    out->why = (const char *)p + head;
     if (out->outcome > KILN__ISO_FROM_BINARIES || out->kind >= KILN_STATE_KINDS || out->status > 0)
+        return KILN_EFORMAT;
+    if (out->feedback > (KILN__ISO_FEEDBACK_VALID | KILN__ISO_FEEDBACK_CACHE_HIT) ||
+        out->feedback == KILN__ISO_FEEDBACK_CACHE_HIT)
         return KILN_EFORMAT;
     /* Built (from binaries too) and lone are successes; failed and bad
      * carry their error. */
@@ -1026,6 +1032,9 @@ static int count_result(struct iso *iso, struct kiln__prep_item *it, const char 
         it->from_binaries = r->outcome == KILN__ISO_FROM_BINARIES;
         if (it->from_binaries)
             atomic_fetch_add_explicit(&b->from_binaries, 1, memory_order_relaxed);
+        else /* the driver's word, as for a build in this process */
+            kiln__prep_note_feedback(b, it, r->feedback & KILN__ISO_FEEDBACK_VALID,
+                                     r->feedback & KILN__ISO_FEEDBACK_CACHE_HIT, r->driver_ns);
         atomic_fetch_add_explicit(&b->built[r->kind], 1, memory_order_relaxed);
         return KILN_OK;
     case KILN__ISO_SKIPPED:

@@ -109,16 +109,25 @@ static int send_ready(int fd, int status, const char *why)
     return rc;
 }
 
-static int send_result(int fd, int status, uint32_t outcome, uint32_t kind, const char *why)
+/* RESULT: one program's outcome; with `it` (a build), what the driver
+ * said of it (creation feedback), for the parent's counts. */
+static int send_result(int fd, int status, uint32_t outcome, uint32_t kind, const char *why,
+                       const struct kiln__prep_item *it)
 {
     size_t wlen = strnlen(why, 255);
-    uint8_t p[12 + 256];
+    uint8_t p[KILN__ISO_RESULT_HEAD + 256];
+    uint32_t feedback = 0;
+    if (it && it->feedback_valid)
+        feedback = KILN__ISO_FEEDBACK_VALID |
+                   (it->driver_cache_hit ? KILN__ISO_FEEDBACK_CACHE_HIT : 0u);
     kiln__store_le32(p, (uint32_t)status);
     kiln__store_le32(p + 4, outcome);
     kiln__store_le32(p + 8, kind);
-    memcpy(p + 12, why, wlen);
-    p[12 + wlen] = '\0';
-    return write_frame(fd, KILN__ISO_RESULT, p, 12 + wlen + 1);
+    kiln__store_le32(p + 12, feedback);
+    kiln__store_le64(p + 16, feedback ? it->driver_ns : 0);
+    memcpy(p + KILN__ISO_RESULT_HEAD, why, wlen);
+    p[KILN__ISO_RESULT_HEAD + wlen] = '\0';
+    return write_frame(fd, KILN__ISO_RESULT, p, KILN__ISO_RESULT_HEAD + wlen + 1);
 }
 
 /* The host tier's relay (KILN__ISO_HELLO_KEEP_BINARIES): a program's
@@ -156,22 +165,22 @@ static int do_job(int fd, struct kiln__prep_build *b, const struct kiln__iso_job
     for (uint32_t k = 0; k < KILN_STATE_KINDS; k++) {
         if (atomic_load(&b->built[k]) != built[k])
             return send_result(fd, 0, it.from_binaries ? KILN__ISO_FROM_BINARIES : KILN__ISO_BUILT,
-                               k, "");
+                               k, "", &it);
         if (atomic_load(&b->skipped[k]) != skipped[k])
             return send_result(fd, it.status < 0 ? it.status : KILN_ENOTSUP, KILN__ISO_SKIPPED, k,
-                               b->skip_reason[k]);
+                               b->skip_reason[k], NULL);
         if (atomic_load(&b->failed[k]) != failed[k])
             return send_result(fd, it.status < 0 ? it.status : KILN_EVULKAN, KILN__ISO_FAILED, k,
-                               "");
+                               "", NULL);
     }
     if (atomic_load(&b->lone) != lone)
-        return send_result(fd, 0, KILN__ISO_LONE, 0, "");
+        return send_result(fd, 0, KILN__ISO_LONE, 0, "", NULL);
     (void)bad; /* a refused payload or stage: the one outcome left */
     return send_result(fd,
                        rc < 0          ? rc
                        : it.status < 0 ? it.status
                                        : KILN_EFORMAT,
-                       KILN__ISO_BAD, 0, "");
+                       KILN__ISO_BAD, 0, "", NULL);
 }
 
 /* CACHE: the context's pipeline cache data (empty without one). */

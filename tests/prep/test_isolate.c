@@ -157,6 +157,8 @@ KT_CASE(isolated_builds_all)
     KT_CHECK_EQ(exit_code(r), 0);
     KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
     KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_failed"), 0);
+    /* The driver's word on each build came back from its worker. */
+    KT_CHECK_EQ(kt_json_text_int(r->out, "feedback_pipelines"), NPROGRAMS);
     KT_CHECK(file_size(c.vkc) > 0);
     /* Every worker lived to send its pipeline cache: none was killed as
      * the pool's threads ended (the spawner thread, isolate.c). */
@@ -169,6 +171,18 @@ KT_CASE(isolated_builds_all)
     KT_CHECK_EQ(kt_json_text_int(r->out, "cached"), NPROGRAMS);
     KT_CHECK_EQ(kt_json_text_int(r->out, "driver_compiles"), 0);
     KT_CHECK_EQ(kt_json_text_int(r->out, "ledger_skipped"), NPROGRAMS);
+    /* An isolated start: where its pipelines came from is the workers'
+     * drivers' word, as in one process: "compiled" are those the driver
+     * said it compiled, not every one a worker built. */
+    KT_REQUIRE(run_kiln(NULL, NULL,
+                        (const char *[]){"start", "--cache", c.cache, "--jobs", "2", "--isolate",
+                                         "--json", NULL},
+                        r) == 0);
+    KT_CHECK_EQ(exit_code(r), 0);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "pipelines_built"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "feedback_pipelines"), NPROGRAMS);
+    KT_CHECK_EQ(kt_json_text_int(r->out, "compiled"),
+                NPROGRAMS - kt_json_text_int(r->out, "driver_cache_hits"));
     case_end(&c);
 }
 

@@ -457,22 +457,36 @@ KT_CASE(result_outcomes)
     static const struct {
         int32_t status;
         uint32_t outcome;
+        uint32_t feedback;
         int rc;
     } cases[] = {
-        {0, KILN__ISO_BUILT, KILN_OK},
-        {0, KILN__ISO_FROM_BINARIES, KILN_OK},
-        {KILN_EVULKAN, KILN__ISO_FROM_BINARIES, KILN_EFORMAT},
-        {KILN_EVULKAN, KILN__ISO_FAILED, KILN_OK},
-        {0, KILN__ISO_FAILED, KILN_EFORMAT},
-        {0, KILN__ISO_FROM_BINARIES + 1, KILN_EFORMAT},
+        {0, KILN__ISO_BUILT, 0, KILN_OK},
+        {0, KILN__ISO_FROM_BINARIES, 0, KILN_OK},
+        {KILN_EVULKAN, KILN__ISO_FROM_BINARIES, 0, KILN_EFORMAT},
+        {KILN_EVULKAN, KILN__ISO_FAILED, 0, KILN_OK},
+        {0, KILN__ISO_FAILED, 0, KILN_EFORMAT},
+        {0, KILN__ISO_FROM_BINARIES + 1, 0, KILN_EFORMAT},
+        /* The driver's word on a build: a hit only where it spoke. */
+        {0, KILN__ISO_BUILT, KILN__ISO_FEEDBACK_VALID, KILN_OK},
+        {0, KILN__ISO_BUILT, KILN__ISO_FEEDBACK_VALID | KILN__ISO_FEEDBACK_CACHE_HIT, KILN_OK},
+        {0, KILN__ISO_BUILT, KILN__ISO_FEEDBACK_CACHE_HIT, KILN_EFORMAT},
+        {0, KILN__ISO_BUILT, 4, KILN_EFORMAT},
     };
     for (size_t i = 0; i < KILN_ARRAY_LEN(cases); i++) {
-        uint8_t body[13] = {0};
+        uint8_t body[KILN__ISO_RESULT_HEAD + 1] = {0};
         kiln__store_le32(body, (uint32_t)cases[i].status);
         kiln__store_le32(body + 4, cases[i].outcome);
         kiln__store_le32(body + 8, KILN_STATE_BUILTIN);
+        kiln__store_le32(body + 12, cases[i].feedback);
+        kiln__store_le64(body + 16, 12345);
         struct kiln__iso_result r;
         KT_CHECK_EQ(kiln__iso_result_parse(body, sizeof(body), &r), cases[i].rc);
+        if (cases[i].rc == KILN_OK) {
+            KT_CHECK_EQ(r.feedback, cases[i].feedback);
+            KT_CHECK_EQ(r.driver_ns, 12345u);
+        }
+        /* One byte short of the head and its NUL: refused. */
+        KT_CHECK_EQ(kiln__iso_result_parse(body, sizeof(body) - 1, &r), KILN_EFORMAT);
     }
     /* A BINARIES body reads back; cut anywhere, or with a global key
      * size out of range, it is refused. */
