@@ -111,8 +111,8 @@ struct kiln__iso_job {
 /* A RESULT body: status, outcome and state kind (u32 each), what the
  * driver said of the build (u32 flags, KILN__ISO_FEEDBACK_*; then its
  * time, u64 ns), then the why to the body's end with its NUL. */
-#define KILN__ISO_RESULT_HEAD       24u
-#define KILN__ISO_FEEDBACK_VALID    1u /* creation feedback was given */
+#define KILN__ISO_RESULT_HEAD        24u
+#define KILN__ISO_FEEDBACK_VALID     1u /* creation feedback was given */
 #define KILN__ISO_FEEDBACK_CACHE_HIT 2u /* ...and the driver's caches had it */
 struct kiln__iso_result {
     int32_t status;

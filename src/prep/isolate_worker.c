@@ -118,8 +118,8 @@ static int send_result(int fd, int status, uint32_t outcome, uint32_t kind, cons
     uint8_t p[KILN__ISO_RESULT_HEAD + 256];
     uint32_t feedback = 0;
     if (it && it->feedback_valid)
-        feedback = KILN__ISO_FEEDBACK_VALID |
-                   (it->driver_cache_hit ? KILN__ISO_FEEDBACK_CACHE_HIT : 0u);
+        feedback =
+            KILN__ISO_FEEDBACK_VALID | (it->driver_cache_hit ? KILN__ISO_FEEDBACK_CACHE_HIT : 0u);
     kiln__store_le32(p, (uint32_t)status);
     kiln__store_le32(p + 4, outcome);
     kiln__store_le32(p + 8, kind);

@@ -8,7 +8,9 @@
  * (kiln__prep_tick while it submits, kiln__prep_wait until the pool is
  * done), at most about ten times a second, so the callback needs no lock.
  * The end of a pipelines phase is here too (kiln__prep_pipelines_done):
- * read after the pool joined, so its counters are final.
+ * read after the pool joined, so its counters are final; and the count of
+ * what the driver said of each build (kiln__prep_note_feedback), which
+ * both kinds of phase keep.
  */
 #include "kiln_internal.h"
 #include "prep_internal.h"
@@ -111,6 +113,22 @@ int kiln__prep_run_pipelines(struct kiln_pool *pool, const struct kiln__prep_job
     }
     int wrc = wait_done(&m);
     return rc == KILN_OK ? wrc : rc;
+}
+
+/* The driver's word on one build, counted for the phase: in one process
+ * (start.c) or as a worker answered it (isolate.c). */
+void kiln__prep_note_feedback(struct kiln__prep_build *b, struct kiln__prep_item *it, bool valid,
+                              bool cache_hit, uint64_t driver_ns)
+{
+    it->feedback_valid = valid;
+    it->driver_cache_hit = valid && cache_hit;
+    it->driver_ns = valid ? driver_ns : 0;
+    if (!valid)
+        return;
+    atomic_fetch_add_explicit(&b->feedback_pipelines, 1, memory_order_relaxed);
+    if (cache_hit)
+        atomic_fetch_add_explicit(&b->feedback_cache_hits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&b->feedback_driver_ns, driver_ns, memory_order_relaxed);
 }
 
 int64_t kiln__prep_pipelines_done(const struct kiln__prep_build *b)

@@ -235,20 +235,6 @@ static void deliver(struct build_job *j, struct kiln_vk_pipeline *pipe)
         kiln_vk_pipeline_destroy(j->b->vk, pipe);
 }
 
-void kiln__prep_note_feedback(struct kiln__prep_build *b, struct kiln__prep_item *it, bool valid,
-                              bool cache_hit, uint64_t driver_ns)
-{
-    it->feedback_valid = valid;
-    it->driver_cache_hit = valid && cache_hit;
-    it->driver_ns = valid ? driver_ns : 0;
-    if (!valid)
-        return;
-    atomic_fetch_add_explicit(&b->feedback_pipelines, 1, memory_order_relaxed);
-    if (cache_hit)
-        atomic_fetch_add_explicit(&b->feedback_cache_hits, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&b->feedback_driver_ns, driver_ns, memory_order_relaxed);
-}
-
 /* kiln's own shapes' flags for a phase's builds: the probe where asked. */
 static uint32_t probe_flags(const struct kiln__prep_build *b)
 {

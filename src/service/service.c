@@ -1434,7 +1434,7 @@ static void service_free(struct kiln_service *svc)
 static int lanes_create(struct kiln_service *svc, const struct kiln_service_options *o)
 {
     unsigned n = svc->workers ? svc->workers : 1;
-    unsigned bmax = o->background_workers       ? o->background_workers
+    unsigned bmax = o->background_workers     ? o->background_workers
                     : n > svc->urgent_default ? n - svc->urgent_default
                                               : 1;
     svc->urgent_takes_background = bmax >= n;
@@ -1460,8 +1460,7 @@ static int lanes_create(struct kiln_service *svc, const struct kiln_service_opti
     }
     svc->background_max = svc->lanes[LANE_BACKGROUND].workers +
                           (svc->urgent_takes_background ? svc->lanes[LANE_URGENT].workers : 0);
-    svc->urgent_takes_ahead =
-        !svc->urgent_takes_background && svc->lanes[LANE_URGENT].workers >= 2;
+    svc->urgent_takes_ahead = !svc->urgent_takes_background && svc->lanes[LANE_URGENT].workers >= 2;
     unsigned quarter = svc->workers / 4 ? svc->workers / 4 : 1;
     svc->hold_max = svc->flags & KILN_SERVICE_NO_URGENT_HOLD ? 0 : quarter;
     return KILN_OK;
