@@ -25,9 +25,10 @@
  *   of its workers stays free, when it has two or more (ahead_pick: a
  *   burst of links asked ahead does not wait for the background lane's
  *   long builds to end); and other background work only when
- *   background_workers is every worker. The background lane takes background work, and urgent
- *   entries while more wait than the urgent lane has tokens about to take
- *   them (a burst at a level load spreads over every worker). So no urgent
+ *   background_workers is every worker. The background lane takes
+ *   background work, and urgent entries while more wait than the urgent
+ *   lane has tokens about to take them (a burst at a level load spreads
+ *   over every worker). So no urgent
  *   entry waits behind a queued background one. A lane's tokens are at
  *   most its workers (lane.tokens counts those queued or running; a
  *   request adds one only below that), so a submit never blocks on a
@@ -262,9 +263,6 @@ struct kiln_service {
      * (two at least, and it does not take all background work anyway):
      * it takes that work while one of them stays free (ahead_pick). */
     bool urgent_takes_ahead;
-    /* The urgent lane's workers when the caller gave no counts
-     * (default_urgent_workers), else one. */
-    unsigned urgent_default;
     /* Less contention while urgent work waits (see the top): builds
      * running that were taken as urgent and as background work (parts,
      * optimized builds too), and the most background builds in flight
@@ -1423,20 +1421,20 @@ static void service_free(struct kiln_service *svc)
 
 /*
  * The two lanes (see the top): of `workers`, the background lane gets
- * background_workers (by default every worker but the urgent lane's
- * urgent_default, and at most every worker but one: the urgent lane keeps
+ * background_workers (by default every worker but `urgent` of them:
+ * default_urgent_workers where the caller gave no counts, else one; and
+ * at most every worker but one: the urgent lane keeps
  * one), at idle priority unless KILN_SERVICE_SAME_PRIORITY; the urgent
  * lane the rest, at the caller's priority. With background_workers >=
  * workers the urgent lane takes background work too (background builds
  * may then take every worker); with two urgent workers or more, it takes
  * work ahead of the draw while one stays free.
  */
-static int lanes_create(struct kiln_service *svc, const struct kiln_service_options *o)
+static int lanes_create(struct kiln_service *svc, const struct kiln_service_options *o,
+                        unsigned urgent)
 {
     unsigned n = svc->workers ? svc->workers : 1;
-    unsigned bmax = o->background_workers     ? o->background_workers
-                    : n > svc->urgent_default ? n - svc->urgent_default
-                                              : 1;
+    unsigned bmax = o->background_workers ? o->background_workers : n > urgent ? n - urgent : 1;
     svc->urgent_takes_background = bmax >= n;
     unsigned nb = bmax < n ? bmax : n - 1;
     unsigned count[2] = {n - nb, nb};
@@ -1522,12 +1520,12 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
     /* By default the machine's build workers for background work, plus
      * the urgent lane's (default_urgent_workers): a service doing only
      * background work builds as wide as a warm start. */
-    svc->urgent_default = 1;
+    unsigned urgent = 1;
     svc->workers = o.workers;
     if (!o.workers) {
         unsigned build = kiln_pool_auto_workers(KILN_POOL_WORK_BUILD, 0, NULL);
-        svc->urgent_default = default_urgent_workers(build);
-        svc->workers = build + svc->urgent_default;
+        urgent = default_urgent_workers(build);
+        svc->workers = build + urgent;
     }
     svc->nbuckets = 256;
     svc->table = kiln__calloc(svc->nbuckets, sizeof(*svc->table));
@@ -1543,7 +1541,7 @@ static int create_body(const struct kiln_service_options *in, struct kiln_servic
         .binaries_keep = svc->store};
     int rc = svc->table ? kiln_build_session_create(&so, &svc->session) : KILN_ENOMEM;
     if (rc == KILN_OK)
-        rc = lanes_create(svc, &o);
+        rc = lanes_create(svc, &o, urgent);
     if (rc < 0) {
         service_free(svc);
         return rc;
