@@ -74,10 +74,11 @@ uint64_t kiln__pool_pss_of(long pid);
  */
 int kiln__pool_memory_max(const char *proc_root, const char *cgroup_root, uint64_t *bytes);
 
-/* Gives the heap's free memory back to the system (glibc malloc_trim;
- * nothing elsewhere), so what finished jobs freed is not counted against
- * the next phase's budget. Platform file. */
-void kiln__pool_trim_heap(void);
+/* Gives the heap's free memory back to the system (glibc malloc_trim,
+ * only where glibc's malloc is the process's; nothing elsewhere), so what
+ * finished jobs freed is not counted against the next phase's budget.
+ * @return whether it trimmed. Platform file. */
+bool kiln__pool_trim_heap(void);
 
 /* The platform's probe (pool_unix.c / pool_win.c) into a zeroed machine of
  * the library's own; kiln_pool_probe (pool_size.c) hands it to the caller. */

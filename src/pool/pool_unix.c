@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #endif
 #ifdef __GLIBC__
+#include <dlfcn.h>
 #include <malloc.h>
 #endif
 
@@ -275,9 +276,35 @@ int kiln__pool_thread_background(void)
     return rc;
 }
 
-void kiln__pool_trim_heap(void)
+#ifdef __GLIBC__
+static bool glibc_malloc;
+static pthread_once_t glibc_malloc_once = PTHREAD_ONCE_INIT;
+
+/* Whether the process's malloc is glibc's own: with another one
+ * interposed (jemalloc, mimalloc or tcmalloc preloaded or linked by the
+ * embedder, a sanitizer's), glibc's arenas hold nothing kiln freed and
+ * may never have been set up, so malloc_trim has nothing to give back and
+ * has been seen to read through an arena that was never made. Found by
+ * dladdr, not dlopen, whose interception by ThreadSanitizer deadlocked
+ * against a dl_iterate_phdr on another thread. */
+static void glibc_malloc_find(void)
+{
+    Dl_info info;
+    void *m = dlsym(RTLD_DEFAULT, "malloc");
+    const char *name = m && dladdr(m, &info) && info.dli_fname ? info.dli_fname : "";
+    const char *base = strrchr(name, '/');
+    glibc_malloc = strncmp(base ? base + 1 : name, "libc.so", 7) == 0;
+}
+#endif
+
+bool kiln__pool_trim_heap(void)
 {
 #ifdef __GLIBC__
-    malloc_trim(0);
+    pthread_once(&glibc_malloc_once, glibc_malloc_find);
+    if (glibc_malloc)
+        malloc_trim(0);
+    return glibc_malloc;
+#else
+    return false;
 #endif
 }

@@ -108,7 +108,8 @@ int kiln__pool_thread_background(void)
     return SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_IDLE) ? KILN_OK : KILN_EIO;
 }
 
-void kiln__pool_trim_heap(void)
+bool kiln__pool_trim_heap(void)
 {
     /* The process heap decommits free pages on its own. */
+    return false;
 }

@@ -395,7 +395,43 @@ KT_CASE(low_prediction_learns_equal_part)
     kiln__budget_free(&b);
 }
 
+/* The pool's heap trim (kiln__pool_trim_heap, at the end of a budgeted
+ * pool): 64 MiB of 64 KiB blocks (below glibc's mmap threshold: heap
+ * memory), touched, freed below a block still in use (so free cannot give
+ * them back from the top). The control half: after the free the memory is
+ * still resident; after the trim at least half of it is gone. Where the
+ * process's malloc is not glibc's the trim does nothing by design: skipped. */
+KT_CASE(heap_trim_gives_back)
+{
+    enum { N = 1024, BLOCK = 64 * 1024 };
+    char **b = calloc(N, sizeof(*b));
+    KT_REQUIRE(b);
+    for (int i = 0; i < N; i++) {
+        b[i] = malloc(BLOCK);
+        KT_REQUIRE(b[i]);
+        memset(b[i], 0x5a, BLOCK);
+    }
+    char *pin = malloc(64); /* above them: the free space is not the top */
+    KT_REQUIRE(pin);
+    uint64_t full = kiln_rss_bytes();
+    for (int i = 0; i < N; i++)
+        free(b[i]);
+    uint64_t freed = kiln_rss_bytes();
+    if (!kiln__pool_trim_heap()) {
+        printf("skipped: the process's malloc is not glibc's\n");
+        exit(77);
+    }
+    uint64_t trimmed = kiln_rss_bytes();
+    printf("resident: %.1f MiB full, %.1f after free, %.1f after the trim\n", full / 1048576.0,
+           freed / 1048576.0, trimmed / 1048576.0);
+    KT_CHECK(freed + (uint64_t)N * BLOCK / 2 > full); /* the control: free kept it */
+    KT_CHECK(trimmed + (uint64_t)N * BLOCK / 2 < freed);
+    free(pin);
+    free(b);
+}
+
 KT_MAIN(KT_ENTRY(prediction_admits_more), KT_ENTRY(largest_seen_serialises),
         KT_ENTRY(low_prediction_corrected), KT_ENTRY(low_prediction_uncorrected_passes),
         KT_ENTRY(pss_counts_shared_once), KT_ENTRY(running_growth_counts),
-        KT_ENTRY(alone_at_end_learns_share), KT_ENTRY(low_prediction_learns_equal_part))
+        KT_ENTRY(alone_at_end_learns_share), KT_ENTRY(low_prediction_learns_equal_part),
+        KT_ENTRY(heap_trim_gives_back))
